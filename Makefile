@@ -1,0 +1,102 @@
+# mlc-tune: a plain Makefile. `make` builds libraries, tools and tests into
+# build/; `make asan test` does the same under ASan+UBSan in build-asan/.
+# Modules are folders (DESIGN.md section 2); every .c file in a module folder
+# goes into build/libmlc.a, every tools/<name>.c is a program, every
+# tests/test_<name>.c a test binary. New files need no Makefile edit.
+
+MODULES  := base ir tasks schedule targets measure db costmodel tuner graph
+TOOLS    := $(basename $(notdir $(wildcard tools/*.c)))
+TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
+
+ifneq ($(filter asan,$(MAKECMDGOALS)),)
+  B        := build-asan
+  SANITIZE := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+  B        := build
+  SANITIZE :=
+endif
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+LLVM_CONFIG ?= llvm-config-14
+LLVM_CFLAGS := $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
+LLVM_LIBS   := $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
+PKG_CFLAGS  := $(shell pkg-config --cflags sqlite3 2>/dev/null)
+PKG_LIBS    := $(shell pkg-config --libs sqlite3 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+            -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. $(LLVM_CFLAGS) $(PKG_CFLAGS) \
+              -DMLC_SOURCE_DIR='"$(CURDIR)"' -MMD -MP $(SANITIZE)
+LDLIBS   := $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
+RT_SRCS  := $(wildcard targets/runtime/*.c)
+
+SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+OBJS     := $(SRCS:%.c=$(B)/obj/%.o)
+LIB      := $(B)/libmlc.a
+RTLIB    := $(B)/libmlcrt.a
+RT_OBJS  := $(RT_SRCS:%.c=$(B)/obj/%.o)
+BINS     := $(TOOLS:%=$(B)/bin/%)
+TESTBINS := $(TESTS:%=$(B)/tests/%)
+
+.PHONY: all deps run test asan bench install clean tools tests
+all: $(LIB) $(RTLIB) $(BINS) $(TESTBINS)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(OBJS)
+	@mkdir -p $(dir $@)
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+$(RTLIB): $(RT_OBJS)
+	@mkdir -p $(dir $@)
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/%: $(B)/obj/tools/%.o $(LIB) $(RTLIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
+
+$(B)/tests/%: $(B)/obj/tests/%.o $(LIB) $(RTLIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
+
+# Debian packages the project needs; installed when root, else printed.
+DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make
+deps:
+	@sh tools/deps.sh $(DEB_PKGS)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(B)/bin/mlc-ir print --task matmul
+
+test: deps
+	@$(MAKE) --no-print-directory all $(if $(filter asan,$(MAKECMDGOALS)),asan)
+	@sh tests/run.sh $(B)
+
+# `make asan test`: the goal only switches the build directory and flags.
+asan:
+	@true
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/mlc
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIB) $(RTLIB) $(DESTDIR)$(PREFIX)/lib/
+	for m in $(MODULES); do if [ -f $$m/$$m.h ]; then \
+	  install -d $(DESTDIR)$(PREFIX)/include/mlc/$$m && \
+	  install -m 644 $$m/$$m.h $$m/*.def $(DESTDIR)$(PREFIX)/include/mlc/$$m/ 2>/dev/null || \
+	  install -m 644 $$m/$$m.h $(DESTDIR)$(PREFIX)/include/mlc/$$m/; fi; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
+	    tools/mlc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mlc.pc
+
+clean:
+	rm -rf build build-asan
+
+-include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)

@@ -1,0 +1,435 @@
+/* ir: the tensor IR (TensorIR-like loop nests with blocks).
+ *
+ * A program is an mlc_module of mlc_prim_funcs. A function's body is the
+ * realize of its root block ("root", no iter vars) whose alloc_buffers are
+ * the function's intermediate buffers. Blocks carry iter vars (spatial or
+ * reduce) bound to loop-variable expressions, read/write regions, an
+ * optional init statement and annotations.
+ *
+ * Every node lives in an mlc_arena; nothing is freed piecewise. Vars and
+ * buffers are compared by pointer: a name is only for printing.
+ *
+ *   mlc_arena *a = mlc_arena_new();
+ *   mlc_module *m = mlc_parse_module(a, "mm.py", text, &err);   // TVMScript
+ *   mlc_print_module(&out, m);                                  // back to text
+ *   mlc_verify_func(m->funcs[0], &err);
+ *   mlc_interp_run(m->funcs[0], args, &err);                    // reference run
+ *   mlc_arena_free(a);
+ *
+ * Sub-parts, each in its own file: constructors (ir.c), TE-like builder
+ * (builder.c), printer (print.c), parser (parse.c), verifier (verify.c),
+ * simplifier (simplify.c), region analysis (region.c), structural hash and
+ * equality (struct_eq.c), copy/substitute (copy.c), interpreter (interp.c).
+ */
+#ifndef MLC_IR_H
+#define MLC_IR_H
+
+#include "base/base.h"
+
+/* ---- kinds ---------------------------------------------------------- */
+
+typedef enum mlc_dtype {
+#define MLC_DTYPE(id, name, bits, fl, in) MLC_##id,
+#include "ir/ir_kinds.def"
+} mlc_dtype;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_DTYPE_COUNT = 0
+#define MLC_DTYPE(id, name, bits, fl, in) +1
+#include "ir/ir_kinds.def"
+};
+
+typedef enum mlc_expr_kind {
+#define MLC_EXPR(id, name) MLC_EXPR_##id,
+#include "ir/ir_kinds.def"
+} mlc_expr_kind;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_EXPR_KIND_COUNT = 0
+#define MLC_EXPR(id, name) +1
+#include "ir/ir_kinds.def"
+};
+
+typedef enum mlc_stmt_kind {
+#define MLC_STMT(id, name) MLC_STMT_##id,
+#include "ir/ir_kinds.def"
+} mlc_stmt_kind;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_STMT_KIND_COUNT = 0
+#define MLC_STMT(id, name) +1
+#include "ir/ir_kinds.def"
+};
+
+typedef enum mlc_for_kind {
+#define MLC_FOR_KIND(id, script) MLC_FOR_##id,
+#include "ir/ir_kinds.def"
+} mlc_for_kind;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_FOR_KIND_COUNT = 0
+#define MLC_FOR_KIND(id, script) +1
+#include "ir/ir_kinds.def"
+};
+
+typedef enum mlc_intrin {
+#define MLC_INTRIN(id, script, nargs) MLC_INTRIN_##id,
+#include "ir/ir_kinds.def"
+} mlc_intrin;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_INTRIN_COUNT = 0
+#define MLC_INTRIN(id, script, nargs) +1
+#include "ir/ir_kinds.def"
+};
+
+typedef enum mlc_iter_kind {
+  MLC_ITER_SPATIAL, /* "S": iterations independent */
+  MLC_ITER_REDUCE,  /* "R": iterations accumulate into the same output */
+} mlc_iter_kind;
+
+const char *mlc_dtype_name(mlc_dtype t);            /* "float32" */
+bool mlc_dtype_from_name(const char *s, mlc_dtype *out);
+int mlc_dtype_bits(mlc_dtype t);
+int mlc_dtype_bytes(mlc_dtype t);                   /* bool: 1 */
+bool mlc_dtype_is_float(mlc_dtype t);
+bool mlc_dtype_is_int(mlc_dtype t);                 /* int8/32/64 (not bool) */
+const char *mlc_expr_kind_name(mlc_expr_kind k);
+const char *mlc_stmt_kind_name(mlc_stmt_kind k);
+const char *mlc_for_kind_name(mlc_for_kind k);      /* "serial", "unroll", ... */
+const char *mlc_intrin_name(mlc_intrin op);         /* "exp" */
+int mlc_intrin_nargs(mlc_intrin op);
+bool mlc_intrin_from_name(const char *s, mlc_intrin *out);
+/* Infix spelling and Python precedence of a binary kind; NULL/0 if the kind
+ * does not print infix. */
+const char *mlc_binop_symbol(mlc_expr_kind k);
+int mlc_binop_precedence(mlc_expr_kind k);
+bool mlc_expr_kind_is_binary(mlc_expr_kind k);      /* ADD..OR incl MIN/MAX */
+bool mlc_expr_kind_is_compare(mlc_expr_kind k);     /* EQ..GE */
+
+/* ---- nodes ---------------------------------------------------------- */
+
+typedef struct mlc_expr mlc_expr;
+typedef struct mlc_stmt mlc_stmt;
+typedef struct mlc_block mlc_block;
+
+typedef struct mlc_var {
+  const char *name;
+  mlc_dtype dtype; /* int32 for loop and iter vars unless written T.int64 */
+} mlc_var;
+
+typedef struct mlc_buffer {
+  const char *name;
+  mlc_dtype dtype;
+  int ndim;
+  int64_t *shape;    /* static extents, each >= 1 */
+  const char *scope; /* "global", "shared", "local", or e.g. "global.A_reg" */
+} mlc_buffer;
+
+struct mlc_expr {
+  mlc_expr_kind kind;
+  mlc_dtype dtype; /* result type; comparisons and and/or/not are bool */
+  union {
+    int64_t int_val;   /* INT_IMM (also bool constants: 0/1) */
+    double float_val;  /* FLOAT_IMM */
+    mlc_var *var;      /* VAR */
+    struct { mlc_expr *a, *b; } bin;               /* binary kinds; NOT uses a */
+    struct { mlc_expr *cond, *t, *f; } sel;        /* SELECT, IF_THEN_ELSE */
+    struct { mlc_buffer *buf; mlc_expr **indices; } load; /* buf->ndim indices */
+    struct { mlc_expr *value; } cast;              /* to dtype */
+    struct { mlc_intrin op; mlc_expr **args; } call; /* mlc_intrin_nargs(op) args */
+  };
+};
+
+typedef struct mlc_range {
+  mlc_expr *min;
+  mlc_expr *extent;
+} mlc_range;
+
+/* A rectangular part of a buffer: buf->ndim ranges. A point access has
+ * extent 1 in every dimension. */
+typedef struct mlc_region {
+  mlc_buffer *buf;
+  mlc_range *ranges;
+} mlc_region;
+
+typedef enum mlc_ann_kind {
+  MLC_ANN_INT,
+  MLC_ANN_FLOAT,
+  MLC_ANN_STRING,
+  MLC_ANN_BOOL,
+} mlc_ann_kind;
+
+/* A key/value annotation on a block, loop or function. */
+typedef struct mlc_ann {
+  const char *key;
+  mlc_ann_kind kind;
+  int64_t i;     /* INT, BOOL */
+  double f;      /* FLOAT */
+  const char *s; /* STRING */
+} mlc_ann;
+
+typedef struct mlc_iter_var {
+  mlc_var *var;
+  mlc_range dom; /* usually min 0 */
+  mlc_iter_kind kind;
+} mlc_iter_var;
+
+struct mlc_block {
+  const char *name;
+  int n_iters;
+  mlc_iter_var *iters;
+  int n_reads;
+  mlc_region *reads; /* excludes a reduction's read of its own output */
+  int n_writes;
+  mlc_region *writes;
+  int n_allocs;
+  mlc_buffer **allocs; /* buffers local to this block (root: the function's) */
+  int n_anns;
+  mlc_ann *anns;
+  mlc_stmt *init; /* NULL unless a reduction with T.init() */
+  mlc_stmt *body;
+};
+
+struct mlc_stmt {
+  mlc_stmt_kind kind;
+  union {
+    struct {
+      mlc_var *var;
+      mlc_expr *min;    /* usually int 0 */
+      mlc_expr *extent;
+      mlc_for_kind kind;
+      const char *thread; /* THREAD_BINDING: "blockIdx.x", "threadIdx.y", "vthread.x" */
+      int n_anns;
+      mlc_ann *anns;
+      mlc_stmt *body;
+    } loop; /* FOR */
+    struct {
+      mlc_expr **values;  /* one per block iter var */
+      mlc_expr *predicate; /* T.where; NULL means true */
+      mlc_block *block;
+    } realize; /* BLOCK_REALIZE */
+    struct {
+      int n;
+      mlc_stmt **stmts;
+    } seq; /* SEQ: n >= 2 after construction helpers flatten */
+    struct {
+      mlc_buffer *buf;
+      mlc_expr **indices;
+      mlc_expr *value;
+    } store; /* STORE */
+    struct {
+      mlc_expr *cond;
+      mlc_stmt *then_s;
+      mlc_stmt *else_s; /* may be NULL */
+    } if_; /* IF */
+    struct {
+      mlc_buffer *buf; /* scope says where; live within body */
+      mlc_stmt *body;
+    } alloc; /* ALLOCATE (T.decl_buffer; lowered forms) */
+    struct {
+      mlc_expr *value;
+    } eval; /* EVALUATE */
+  };
+};
+
+typedef struct mlc_prim_func {
+  const char *name;
+  int n_params;
+  mlc_buffer **params; /* all parameters are buffers */
+  int n_attrs;
+  mlc_ann *attrs; /* T.func_attr, e.g. global_symbol, tir.noalias */
+  mlc_stmt *body; /* BLOCK_REALIZE of the root block */
+} mlc_prim_func;
+
+typedef struct mlc_module {
+  const char *name; /* class name for @I.ir_module; NULL: a bare prim_func file */
+  int n_funcs;
+  mlc_prim_func **funcs;
+} mlc_module;
+
+/* ---- constructors (ir.c) --------------------------------------------- */
+/* All allocate in the arena. Binary constructors check operand dtypes agree
+ * (MLC_ASSERT) except that an INT_IMM operand adopts the other side's int
+ * dtype and a FLOAT_IMM adopts the other float dtype. */
+
+mlc_var *mlc_var_new(mlc_arena *a, const char *name, mlc_dtype t);
+mlc_buffer *mlc_buffer_new(mlc_arena *a, const char *name, mlc_dtype t, int ndim,
+                           const int64_t *shape, const char *scope);
+int64_t mlc_buffer_numel(const mlc_buffer *b);
+
+mlc_expr *mlc_int(mlc_arena *a, int64_t v);              /* int32 */
+mlc_expr *mlc_int_t(mlc_arena *a, mlc_dtype t, int64_t v);
+mlc_expr *mlc_bool(mlc_arena *a, bool v);
+mlc_expr *mlc_float(mlc_arena *a, mlc_dtype t, double v);
+mlc_expr *mlc_ref(mlc_arena *a, mlc_var *v);
+mlc_expr *mlc_binary(mlc_arena *a, mlc_expr_kind k, mlc_expr *x, mlc_expr *y);
+mlc_expr *mlc_add(mlc_arena *a, mlc_expr *x, mlc_expr *y);
+mlc_expr *mlc_sub(mlc_arena *a, mlc_expr *x, mlc_expr *y);
+mlc_expr *mlc_mul(mlc_arena *a, mlc_expr *x, mlc_expr *y);
+mlc_expr *mlc_not(mlc_arena *a, mlc_expr *x);
+mlc_expr *mlc_select(mlc_arena *a, mlc_expr *c, mlc_expr *t, mlc_expr *f);
+mlc_expr *mlc_if_then_else(mlc_arena *a, mlc_expr *c, mlc_expr *t, mlc_expr *f);
+mlc_expr *mlc_load(mlc_arena *a, mlc_buffer *b, mlc_expr **indices); /* copies array */
+mlc_expr *mlc_cast(mlc_arena *a, mlc_dtype t, mlc_expr *x);
+mlc_expr *mlc_call(mlc_arena *a, mlc_intrin op, mlc_expr **args); /* copies array */
+bool mlc_expr_is_const_int(const mlc_expr *e, int64_t *v);
+
+mlc_stmt *mlc_for_new(mlc_arena *a, mlc_var *v, mlc_expr *min, mlc_expr *extent,
+                      mlc_for_kind kind, mlc_stmt *body);
+mlc_stmt *mlc_store_new(mlc_arena *a, mlc_buffer *b, mlc_expr **indices, mlc_expr *value);
+/* Builds a SEQ from n statements, flattening nested SEQs; n == 1 returns it. */
+mlc_stmt *mlc_seq_new(mlc_arena *a, int n, mlc_stmt **stmts);
+mlc_stmt *mlc_if_new(mlc_arena *a, mlc_expr *c, mlc_stmt *t, mlc_stmt *f);
+mlc_stmt *mlc_evaluate_new(mlc_arena *a, mlc_expr *e);
+mlc_stmt *mlc_allocate_new(mlc_arena *a, mlc_buffer *b, mlc_stmt *body);
+mlc_block *mlc_block_new(mlc_arena *a, const char *name);
+mlc_stmt *mlc_realize_new(mlc_arena *a, mlc_block *b, mlc_expr **values, mlc_expr *predicate);
+mlc_prim_func *mlc_func_new(mlc_arena *a, const char *name);
+mlc_module *mlc_module_new(mlc_arena *a, const char *name);
+void mlc_module_add(mlc_arena *a, mlc_module *m, mlc_prim_func *f);
+mlc_prim_func *mlc_module_find(const mlc_module *m, const char *name);
+const mlc_ann *mlc_ann_find(int n, const mlc_ann *anns, const char *key);
+mlc_block *mlc_func_root(const mlc_prim_func *f); /* the root block */
+
+/* ---- copy and substitution (copy.c) ------------------------------------ */
+
+/* Deep copy into arena `a` (may differ from the source's arena). Vars and
+ * buffers are copied too and the copy refers only to its own copies. */
+mlc_prim_func *mlc_func_copy(mlc_arena *a, const mlc_prim_func *f);
+mlc_module *mlc_module_copy(mlc_arena *a, const mlc_module *m);
+/* Replace variables: vars[i] -> values[i]. Returns a new tree; unchanged
+ * subtrees may be shared with the input. */
+mlc_expr *mlc_expr_subst(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, mlc_expr **values);
+mlc_stmt *mlc_stmt_subst(mlc_arena *a, mlc_stmt *s, int n, mlc_var **vars, mlc_expr **values);
+bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v);
+
+/* ---- TE-like builder (builder.c) --------------------------------------- */
+/* Describe a computation as tensors, as te.compute / te.create_prim_func do:
+ *
+ *   mlc_te *te = mlc_te_new(a);
+ *   mlc_te_tensor *A = mlc_te_placeholder(te, "A", 2, (int64_t[]){M, K}, MLC_FLOAT32);
+ *   mlc_te_tensor *B = mlc_te_placeholder(te, "B", 2, (int64_t[]){K, N}, MLC_FLOAT32);
+ *   mlc_expr **ij = mlc_te_begin(te, "C", 2, (int64_t[]){M, N}, "ij");
+ *   mlc_expr *k = mlc_te_reduce_axis(te, K, "k");
+ *   mlc_te_tensor *C = mlc_te_sum(te, mlc_mul(a, mlc_te_at(te, A, ij[0], k),
+ *                                                mlc_te_at(te, B, k, ij[1])));
+ *   mlc_prim_func *f = mlc_te_create_prim_func(te, "main", 3, (mlc_te_tensor *[]){A, B, C});
+ *
+ * Each compute becomes one block with spatial iter vars over its shape and
+ * reduce iter vars over its reduce axes, inside a T.grid loop nest; reads
+ * and writes are inferred. Tensors not passed to create_prim_func become
+ * the root block's alloc_buffers.
+ */
+typedef struct mlc_te mlc_te;
+typedef struct mlc_te_tensor mlc_te_tensor;
+typedef enum mlc_te_reducer { MLC_TE_SUM, MLC_TE_MAX, MLC_TE_MIN } mlc_te_reducer;
+
+mlc_te *mlc_te_new(mlc_arena *a);
+mlc_te_tensor *mlc_te_placeholder(mlc_te *te, const char *name, int ndim,
+                                  const int64_t *shape, mlc_dtype t);
+/* Start a compute named `name` over `shape`; returns its ndim spatial index
+ * expressions. `axis_names` gives one letter per axis ("ij"), or NULL for
+ * i0, i1, ... */
+mlc_expr **mlc_te_begin(mlc_te *te, const char *name, int ndim, const int64_t *shape,
+                        const char *axis_names);
+mlc_expr *mlc_te_reduce_axis(mlc_te *te, int64_t extent, const char *name);
+mlc_expr *mlc_te_at(mlc_te *te, mlc_te_tensor *t, ...); /* ndim index exprs */
+mlc_expr *mlc_te_at_v(mlc_te *te, mlc_te_tensor *t, mlc_expr **idx);
+mlc_te_tensor *mlc_te_end(mlc_te *te, mlc_expr *value);                 /* elementwise */
+mlc_te_tensor *mlc_te_reduce(mlc_te *te, mlc_te_reducer r, mlc_expr *value); /* over all reduce axes */
+mlc_te_tensor *mlc_te_sum(mlc_te *te, mlc_expr *value);
+mlc_buffer *mlc_te_buffer(mlc_te_tensor *t);
+mlc_prim_func *mlc_te_create_prim_func(mlc_te *te, const char *name, int n,
+                                       mlc_te_tensor **args);
+
+/* ---- printer (print.c) ------------------------------------------------- */
+/* Canonical TVMScript: print(parse(print(f))) is byte-identical. */
+void mlc_print_module(mlc_str *out, const mlc_module *m);
+void mlc_print_func(mlc_str *out, const mlc_prim_func *f); /* a bare @T.prim_func */
+void mlc_print_expr(mlc_str *out, const mlc_expr *e);
+void mlc_print_stmt(mlc_str *out, const mlc_stmt *s, int indent);
+
+/* ---- parser (parse.c) -------------------------------------------------- */
+/* Reads the TVMScript subset of DESIGN.md section 3: an @I.ir_module class
+ * or one or more bare @T.prim_func defs (returned as a module with name
+ * NULL). Errors: "file:line:col: expected ..., got ...". Blocks written
+ * without T.reads/T.writes get them inferred (mlc_block_infer_regions). */
+mlc_module *mlc_parse_module(mlc_arena *a, const char *filename, const char *text,
+                             mlc_error *err);
+
+/* ---- verifier (verify.c) ----------------------------------------------- */
+bool mlc_verify_func(const mlc_prim_func *f, mlc_error *err);
+bool mlc_verify_module(const mlc_module *m, mlc_error *err);
+
+/* ---- simplifier (simplify.c) ------------------------------------------- */
+/* Constant folding, affine canonical form of integer index expressions
+ * (sum of var*coeff + const, terms ordered as they first appear),
+ * floordiv/floormod by constants using known var ranges. */
+typedef struct mlc_simplifier mlc_simplifier;
+mlc_simplifier *mlc_simplifier_new(mlc_arena *a);
+/* Declare that var v ranges over [min, min + extent). */
+void mlc_simplifier_bind(mlc_simplifier *s, mlc_var *v, int64_t min, int64_t extent);
+mlc_expr *mlc_simplify(mlc_simplifier *s, mlc_expr *e);
+/* Interval [lo, hi] of an integer expression given bound vars; false if
+ * unbounded (a free var or non-integer). */
+bool mlc_simplifier_bounds(mlc_simplifier *s, mlc_expr *e, int64_t *lo, int64_t *hi);
+/* Shorthand with no var ranges. */
+mlc_expr *mlc_simplify_expr(mlc_arena *a, mlc_expr *e);
+/* Prove a - b == c for a constant c. */
+bool mlc_expr_const_diff(mlc_arena *a, mlc_expr *x, mlc_expr *y, int64_t *diff);
+
+/* ---- region analysis (region.c) ---------------------------------------- */
+/* The region of each buffer a statement touches when the given vars range
+ * over their domains (the vars are typically loops inside the statement, or
+ * outer loops being relaxed). `reads` excludes buffers only written. */
+typedef struct mlc_region_set {
+  int n;
+  mlc_region *regions;
+} mlc_region_set;
+void mlc_stmt_access_regions(mlc_arena *a, const mlc_stmt *s, mlc_region_set *reads,
+                             mlc_region_set *writes);
+/* Fill blk->reads/writes from its body (and init), as TVM infers them. */
+void mlc_block_infer_regions(mlc_arena *a, mlc_block *blk);
+/* Relax a region over vars ranging in [mins[i], mins[i] + extents[i]). */
+mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
+                            const int64_t *mins, const int64_t *extents);
+
+/* ---- structural equality and hash (struct_eq.c) ------------------------ */
+/* Names of vars, buffers, blocks and the function are ignored where they are
+ * only renamings (vars matched by definition position); shapes, dtypes,
+ * scopes, operations, loop kinds, annotations are compared. The hash is
+ * identical on every platform. */
+uint64_t mlc_func_struct_hash(const mlc_prim_func *f);
+bool mlc_func_struct_equal(const mlc_prim_func *x, const mlc_prim_func *y);
+/* Hex text of the hash, 16 lowercase digits, into buf[17]. */
+void mlc_func_hash_hex(const mlc_prim_func *f, char buf[17]);
+
+/* ---- interpreter (interp.c) -------------------------------------------- */
+/* A tensor's storage for the interpreter and for compiled code alike:
+ * dense row-major, element type = buffer dtype (bool as uint8, float16 as
+ * uint16 IEEE half). */
+typedef struct mlc_array {
+  mlc_dtype dtype;
+  int ndim;
+  int64_t shape[8];
+  void *data;
+} mlc_array;
+
+/* Run f with args[i] bound to f->params[i] (shapes and dtypes must match).
+ * Slow and exact: float32 arithmetic in float32 as written. Returns false
+ * with a message on a shape mismatch or an out-of-bounds access. */
+bool mlc_interp_run(const mlc_prim_func *f, mlc_array *args, mlc_error *err);
+
+mlc_array *mlc_array_new(mlc_dtype t, int ndim, const int64_t *shape); /* zeroed heap */
+mlc_array *mlc_array_for_buffer(const mlc_buffer *b);
+void mlc_array_free(mlc_array *x);
+int64_t mlc_array_numel(const mlc_array *x);
+/* Seeded uniform values in [-1, 1) for floats, [-8, 8) for ints. */
+void mlc_array_fill_random(mlc_array *x, mlc_pcg32 *rng);
+double mlc_array_get(const mlc_array *x, int64_t flat_index);
+void mlc_array_set(mlc_array *x, int64_t flat_index, double v);
+/* Max |x - y| and whether |x - y| <= atol + rtol * |y| everywhere. */
+bool mlc_array_allclose(const mlc_array *x, const mlc_array *y, double rtol, double atol,
+                        double *max_err);
+
+/* float16 conversions (IEEE binary16, round to nearest even). */
+float mlc_half_to_float(uint16_t h);
+uint16_t mlc_float_to_half(float f);
+
+#endif
