@@ -415,6 +415,9 @@ typedef struct mlc_array {
  * Slow and exact: float32 arithmetic in float32 as written. Returns false
  * with a message on a shape mismatch or an out-of-bounds access. */
 bool mlc_interp_run(const mlc_prim_func *f, mlc_array *args, mlc_error *err);
+/* added by ir/interp: the same with the argument count given and checked
+ * against f->n_params. */
+bool mlc_interp_run_n(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err);
 
 mlc_array *mlc_array_new(mlc_dtype t, int ndim, const int64_t *shape); /* zeroed heap */
 mlc_array *mlc_array_for_buffer(const mlc_buffer *b);

@@ -1,0 +1,380 @@
+/* Region analysis: which part of each buffer a statement or block touches.
+ *
+ * Every access index is first rewritten in terms of the vars that stay
+ * symbolic: nested block iter vars are replaced by their binding values,
+ * and loops inside the analysed statement are "relaxed" (bound to their
+ * ranges in a simplifier). The simplified index is then split into its
+ * linear form's symbolic part S (terms free of relaxed vars) and relaxed
+ * part P: the access covers S + [lo(P), hi(P)]. Accesses to one buffer
+ * are united per dimension: when the symbolic parts differ by a constant,
+ * the union is again S + [lo, hi] (A[vi], A[vi + 2] -> vi + [0, 2]);
+ * otherwise it becomes [min(...), max(...)] expressions, as TVM's interval
+ * union does. What cannot be bounded covers the whole dimension.
+ */
+#include "ir/arith_internal.h"
+
+#include <string.h>
+
+typedef enum iv_kind {
+  IV_EXACT, /* base + [lo, hi] */
+  IV_SYM,   /* [min_e, max_e] */
+  IV_FULL,  /* the whole dimension */
+} iv_kind;
+
+typedef struct dim_iv {
+  iv_kind kind;
+  mlc_dtype t;     /* the index dtype */
+  mlc_expr *base;  /* EXACT: symbolic part, NULL for 0 */
+  int64_t lo, hi;  /* EXACT: inclusive offsets from base */
+  mlc_expr *min_e; /* SYM: inclusive bounds */
+  mlc_expr *max_e;
+} dim_iv;
+
+typedef struct access {
+  mlc_buffer *buf;
+  dim_iv *dims; /* buf->ndim */
+} access;
+
+typedef struct walker {
+  mlc_arena *a;
+  mlc_simplifier *s; /* ranges of the relaxed vars */
+  /* Block iter vars (and loop vars with a symbolic min) -> what they stand
+   * for, innermost last. */
+  MLC_VEC(mlc_var *) env_vars;
+  MLC_VEC(mlc_expr *) env_vals;
+  MLC_VEC(mlc_var *) unbounded; /* relaxed vars whose range is unknown */
+  MLC_VEC(mlc_buffer *) local;  /* allocated inside: not visible outside */
+  MLC_VEC(access) reads;
+  MLC_VEC(access) writes;
+} walker;
+
+static void walker_init(walker *w, mlc_arena *a) {
+  memset(w, 0, sizeof *w);
+  w->a = a;
+  w->s = mlc_simplifier_new(a);
+}
+
+/* ---- one index -------------------------------------------------------- */
+
+static dim_iv iv_full(mlc_dtype t) {
+  return (dim_iv){.kind = IV_FULL, .t = t};
+}
+
+static bool uses_any(const mlc_expr *e, mlc_var **vars, int n) {
+  for (int i = 0; i < n; i++)
+    if (mlc_expr_uses_var(e, vars[i])) return true;
+  return false;
+}
+
+/* The interval an index (already in terms of symbolic and relaxed vars and
+ * simplified) covers while the relaxed vars range. */
+static dim_iv analyze_simplified(walker *w, mlc_expr *e) {
+  mlc_dtype t = mlc_dtype_is_int(e->dtype) ? e->dtype : MLC_INT32;
+  if (!mlc_dtype_is_int(e->dtype) || uses_any(e, w->unbounded.data, w->unbounded.len))
+    return iv_full(t);
+  arith_lin L, S, P;
+  arith_lin_init(&L);
+  arith_lin_init(&S);
+  arith_lin_init(&P);
+  arith_lin_add(w->s, &L, e, 1);
+  for (int i = 0; i < L.n && !L.bad; i++) {
+    if (L.t[i].coeff == 0) continue;
+    bool relaxed = arith_uses_bound_var(w->s, L.t[i].atom);
+    arith_lin_add_term(w->s, relaxed ? &P : &S, L.t[i].atom, L.t[i].coeff);
+  }
+  P.c = L.c;
+  int64_t lo, hi;
+  if (!L.bad && !S.bad && arith_lin_bounds(w->s, &P, &lo, &hi)) {
+    mlc_expr *base = NULL;
+    if (arith_lin_nterms(&S) > 0) base = arith_lin_build(w->a, &S, t);
+    if (base || arith_lin_nterms(&S) == 0)
+      return (dim_iv){.kind = IV_EXACT, .t = t, .base = base, .lo = lo, .hi = hi};
+  }
+  /* A relaxed var inside a non-affine atom together with a symbolic one:
+   * only a bound of the whole index can help. */
+  if (mlc_simplifier_bounds(w->s, e, &lo, &hi))
+    return (dim_iv){.kind = IV_EXACT, .t = t, .lo = lo, .hi = hi};
+  return iv_full(t);
+}
+
+static mlc_expr *in_env(walker *w, mlc_expr *e) {
+  if (w->env_vars.len == 0) return e;
+  return mlc_expr_subst(w->a, e, w->env_vars.len, w->env_vars.data, w->env_vals.data);
+}
+
+static dim_iv analyze_index(walker *w, mlc_expr *e) {
+  return analyze_simplified(w, mlc_simplify(w->s, in_env(w, e)));
+}
+
+/* ---- unions ------------------------------------------------------------ */
+
+static mlc_expr *iv_lo_expr(walker *w, const dim_iv *x) {
+  if (x->kind == IV_SYM) return x->min_e;
+  if (!x->base) return mlc_int_t(w->a, x->t, x->lo);
+  return mlc_simplify(w->s, mlc_add(w->a, x->base, mlc_int_t(w->a, x->t, x->lo)));
+}
+
+static mlc_expr *iv_hi_expr(walker *w, const dim_iv *x) {
+  if (x->kind == IV_SYM) return x->max_e;
+  if (!x->base) return mlc_int_t(w->a, x->t, x->hi);
+  return mlc_simplify(w->s, mlc_add(w->a, x->base, mlc_int_t(w->a, x->t, x->hi)));
+}
+
+/* x := hull(x, y). */
+static void iv_union(walker *w, dim_iv *x, const dim_iv *y) {
+  if (x->kind == IV_FULL) return;
+  if (y->kind == IV_FULL || x->t != y->t) {
+    *x = iv_full(x->t);
+    return;
+  }
+  if (x->kind == IV_EXACT && y->kind == IV_EXACT) {
+    int64_t d = 0, ylo, yhi;
+    bool same = !x->base && !y->base;
+    if (!same && x->base && y->base) same = mlc_expr_const_diff(w->a, y->base, x->base, &d);
+    if (same && !__builtin_add_overflow(y->lo, d, &ylo) &&
+        !__builtin_add_overflow(y->hi, d, &yhi)) {
+      if (ylo < x->lo) x->lo = ylo;
+      if (yhi > x->hi) x->hi = yhi;
+      return;
+    }
+  }
+  mlc_expr *mn = mlc_binary(w->a, MLC_EXPR_MIN, iv_lo_expr(w, x), iv_lo_expr(w, y));
+  mlc_expr *mx = mlc_binary(w->a, MLC_EXPR_MAX, iv_hi_expr(w, x), iv_hi_expr(w, y));
+  x->kind = IV_SYM;
+  x->min_e = mlc_simplify(w->s, mn);
+  x->max_e = mlc_simplify(w->s, mx);
+  x->base = NULL;
+}
+
+static mlc_range iv_range(walker *w, const dim_iv *x, int64_t dim_extent) {
+  int64_t ext;
+  switch (x->kind) {
+  case IV_EXACT:
+    if (!__builtin_sub_overflow(x->hi, x->lo, &ext) && ext < INT64_MAX)
+      return (mlc_range){iv_lo_expr(w, x), mlc_int_t(w->a, x->t, ext + 1)};
+    break;
+  case IV_SYM: {
+    mlc_expr *e = mlc_add(w->a, mlc_sub(w->a, x->max_e, x->min_e), mlc_int_t(w->a, x->t, 1));
+    return (mlc_range){x->min_e, mlc_simplify(w->s, e)};
+  }
+  case IV_FULL:
+    break;
+  }
+  return (mlc_range){mlc_int_t(w->a, x->t, 0), mlc_int_t(w->a, x->t, dim_extent)};
+}
+
+/* ---- collecting accesses ------------------------------------------------ */
+
+static void record(walker *w, bool is_write, mlc_buffer *buf, mlc_expr **indices) {
+  int nd = buf->ndim;
+  dim_iv *dims = MLC_NEW_ARRAY(w->a, dim_iv, nd > 0 ? nd : 1);
+  for (int d = 0; d < nd; d++) dims[d] = analyze_index(w, indices[d]);
+  access *acc = is_write ? w->writes.data : w->reads.data;
+  int n = is_write ? w->writes.len : w->reads.len;
+  for (int i = 0; i < n; i++)
+    if (acc[i].buf == buf) {
+      for (int d = 0; d < nd; d++) iv_union(w, &acc[i].dims[d], &dims[d]);
+      return;
+    }
+  access x = {buf, dims};
+  if (is_write) MLC_VEC_APUSH(w->a, w->writes, x);
+  else MLC_VEC_APUSH(w->a, w->reads, x);
+}
+
+static void visit_expr(walker *w, mlc_expr *e) {
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR:
+    return;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    visit_expr(w, e->bin.a);
+    visit_expr(w, e->bin.b);
+    return;
+  case MLC_EXPR_NOT:
+    visit_expr(w, e->bin.a);
+    return;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    /* Both sides of the lazy form too: conservative. */
+    visit_expr(w, e->sel.cond);
+    visit_expr(w, e->sel.t);
+    visit_expr(w, e->sel.f);
+    return;
+  case MLC_EXPR_LOAD:
+    record(w, false, e->load.buf, e->load.indices);
+    for (int i = 0; i < e->load.buf->ndim; i++) visit_expr(w, e->load.indices[i]);
+    return;
+  case MLC_EXPR_CAST:
+    visit_expr(w, e->cast.value);
+    return;
+  case MLC_EXPR_CALL:
+    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) visit_expr(w, e->call.args[i]);
+    return;
+  }
+  mlc_unreachable();
+}
+
+static void env_push(walker *w, mlc_var *v, mlc_expr *value) {
+  MLC_VEC_APUSH(w->a, w->env_vars, v);
+  MLC_VEC_APUSH(w->a, w->env_vals, value);
+}
+
+static void walk(walker *w, const mlc_stmt *s);
+
+/* Relax the loop var over [min, min + extent): bound directly when min is a
+ * constant, else as min + v' with a fresh v' in [0, extent). */
+static void walk_for(walker *w, const mlc_stmt *s) {
+  int env_len = w->env_vars.len;
+  mlc_expr *mn = mlc_simplify(w->s, in_env(w, s->loop.min));
+  mlc_expr *ex = mlc_simplify(w->s, in_env(w, s->loop.extent));
+  int64_t lo, hi;
+  bool ex_ok = mlc_simplifier_bounds(w->s, ex, &lo, &hi);
+  if (ex_ok && hi < 1) hi = 1; /* an empty loop touches nothing; stay conservative */
+  if (!ex_ok) {
+    MLC_VEC_APUSH(w->a, w->unbounded, s->loop.var);
+  } else if (mn->kind == MLC_EXPR_INT_IMM) {
+    mlc_simplifier_bind(w->s, s->loop.var, mn->int_val, hi);
+  } else {
+    mlc_var *v = mlc_var_new(w->a, s->loop.var->name, s->loop.var->dtype);
+    mlc_simplifier_bind(w->s, v, 0, hi);
+    env_push(w, s->loop.var, mlc_add(w->a, mn, mlc_ref(w->a, v)));
+  }
+  walk(w, s->loop.body);
+  w->env_vars.len = w->env_vals.len = env_len;
+}
+
+static void walk_realize(walker *w, const mlc_stmt *s) {
+  const mlc_block *b = s->realize.block;
+  int env_len = w->env_vars.len;
+  mlc_expr **vals = MLC_NEW_ARRAY(w->a, mlc_expr *, b->n_iters > 0 ? b->n_iters : 1);
+  /* All values first: a binding refers to outer vars, never to a sibling. */
+  for (int i = 0; i < b->n_iters; i++)
+    vals[i] = mlc_simplify(w->s, in_env(w, s->realize.values[i]));
+  for (int i = 0; i < b->n_iters; i++) env_push(w, b->iters[i].var, vals[i]);
+  for (int i = 0; i < b->n_allocs; i++) MLC_VEC_APUSH(w->a, w->local, b->allocs[i]);
+  if (b->init) walk(w, b->init);
+  walk(w, b->body);
+  w->env_vars.len = w->env_vals.len = env_len;
+}
+
+static void walk(walker *w, const mlc_stmt *s) {
+  switch (s->kind) {
+  case MLC_STMT_FOR:
+    walk_for(w, s);
+    return;
+  case MLC_STMT_BLOCK_REALIZE:
+    walk_realize(w, s);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) walk(w, s->seq.stmts[i]);
+    return;
+  case MLC_STMT_STORE:
+    /* TVM's order: the value's loads, then the store. */
+    visit_expr(w, s->store.value);
+    for (int i = 0; i < s->store.buf->ndim; i++) visit_expr(w, s->store.indices[i]);
+    record(w, true, s->store.buf, s->store.indices);
+    return;
+  case MLC_STMT_IF:
+    visit_expr(w, s->if_.cond);
+    walk(w, s->if_.then_s);
+    if (s->if_.else_s) walk(w, s->if_.else_s);
+    return;
+  case MLC_STMT_ALLOCATE:
+    MLC_VEC_APUSH(w->a, w->local, s->alloc.buf);
+    walk(w, s->alloc.body);
+    return;
+  case MLC_STMT_EVALUATE:
+    visit_expr(w, s->eval.value);
+    return;
+  }
+  mlc_unreachable();
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static bool is_local(const walker *w, const mlc_buffer *b) {
+  for (int i = 0; i < w->local.len; i++)
+    if (w->local.data[i] == b) return true;
+  return false;
+}
+
+static bool has_buffer(const access *acc, int n, const mlc_buffer *b) {
+  for (int i = 0; i < n; i++)
+    if (acc[i].buf == b) return true;
+  return false;
+}
+
+/* The regions of acc[0..n) minus local buffers and those in `drop`. */
+static mlc_region_set finish(walker *w, const access *acc, int n, const access *drop,
+                             int n_drop) {
+  mlc_region_set set = {0, MLC_NEW_ARRAY(w->a, mlc_region, n > 0 ? n : 1)};
+  for (int i = 0; i < n; i++) {
+    mlc_buffer *b = acc[i].buf;
+    if (is_local(w, b) || has_buffer(drop, n_drop, b)) continue;
+    mlc_region *r = &set.regions[set.n++];
+    r->buf = b;
+    r->ranges = MLC_NEW_ARRAY(w->a, mlc_range, b->ndim > 0 ? b->ndim : 1);
+    for (int d = 0; d < b->ndim; d++) r->ranges[d] = iv_range(w, &acc[i].dims[d], b->shape[d]);
+  }
+  return set;
+}
+
+void mlc_stmt_access_regions(mlc_arena *a, const mlc_stmt *s, mlc_region_set *reads,
+                             mlc_region_set *writes) {
+  walker w;
+  walker_init(&w, a);
+  walk(&w, s);
+  if (reads) *reads = finish(&w, w.reads.data, w.reads.len, NULL, 0);
+  if (writes) *writes = finish(&w, w.writes.data, w.writes.len, NULL, 0);
+}
+
+void mlc_block_infer_regions(mlc_arena *a, mlc_block *blk) {
+  walker w;
+  walker_init(&w, a);
+  for (int i = 0; i < blk->n_allocs; i++) MLC_VEC_APUSH(a, w.local, blk->allocs[i]);
+  if (blk->init) walk(&w, blk->init);
+  if (blk->body) walk(&w, blk->body);
+  mlc_region_set wr = finish(&w, w.writes.data, w.writes.len, NULL, 0);
+  /* A reduction's read of its own output is implicit (TVM's convention). */
+  mlc_region_set rd = blk->init ? finish(&w, w.reads.data, w.reads.len, w.writes.data,
+                                         w.writes.len)
+                                : finish(&w, w.reads.data, w.reads.len, NULL, 0);
+  blk->n_reads = rd.n;
+  blk->reads = rd.regions;
+  blk->n_writes = wr.n;
+  blk->writes = wr.regions;
+}
+
+mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
+                            const int64_t *mins, const int64_t *extents) {
+  walker w;
+  walker_init(&w, a);
+  for (int i = 0; i < n; i++)
+    mlc_simplifier_bind(w.s, vars[i], mins[i], extents[i] > 0 ? extents[i] : 1);
+  mlc_region out = {r.buf, MLC_NEW_ARRAY(a, mlc_range, r.buf->ndim > 0 ? r.buf->ndim : 1)};
+  for (int d = 0; d < r.buf->ndim; d++) {
+    mlc_expr *mn = mlc_simplify(w.s, r.ranges[d].min);
+    mlc_expr *last = mlc_simplify(
+        w.s, mlc_sub(a, mlc_add(a, r.ranges[d].min, r.ranges[d].extent), mlc_int(a, 1)));
+    dim_iv lo = analyze_simplified(&w, mn), hi = analyze_simplified(&w, last);
+    iv_union(&w, &lo, &hi);
+    out.ranges[d] = iv_range(&w, &lo, r.buf->shape[d]);
+  }
+  return out;
+}

@@ -1,0 +1,879 @@
+/* IR verifier: checks that a prim_func is well-formed TensorIR.
+ *
+ * One pre-order walk keeps a scope of defined vars and visible buffers.
+ * Conventions follow TVM (DESIGN.md section 3):
+ *  - A non-opaque block (one with iter vars) does not see the loops around
+ *    it: its regions, init and body may not use a loop var defined outside
+ *    it. Outer loop vars reach it only through the iter var bindings and the
+ *    T.where predicate, which are evaluated outside the block. Each loop var
+ *    records the block level it was defined at; a use must be at the same
+ *    level. Iter vars of enclosing blocks stay visible in nested blocks (as
+ *    in the notes' tensorized 16x16 matmul). Blocks without iter vars (the
+ *    root, opaque blocks) do not open a level, as in TVM's
+ *    BlockVarAccessVerifier.
+ *  - A binding may leave its iter var's domain only when T.where is present.
+ *  - A reduction block with T.init() reads its own output implicitly.
+ *  - Accesses under a T.if_then_else branch may go out of bounds (the
+ *    untaken side is never evaluated), so bounds checks skip them.
+ *  - A loop bound to a thread axis may sit inside another loop bound to the
+ *    same axis (cooperative fetching); both must then have the same extent.
+ *
+ * The first problem found is reported as
+ *   function "main", block "C": <what is wrong>
+ * where the block is the innermost block being checked ("root" at the top).
+ */
+#include "ir/ir.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct scope_var {
+  mlc_var *var;
+  int level;     /* block level the var was defined at */
+  bool is_loop;  /* a loop var (not visible inside nested blocks) */
+  bool has_range;
+  int64_t lo, hi; /* inclusive value range when has_range */
+} scope_var;
+
+typedef struct thread_loop {
+  const char *tag;
+  int64_t extent;
+  const char *var_name;
+} thread_loop;
+
+typedef struct vctx {
+  const mlc_prim_func *f;
+  mlc_error *err;
+  mlc_arena *a; /* scratch: simplifier, regions, message text */
+  MLC_VEC(scope_var) vars;
+  MLC_VEC(mlc_buffer *) bufs; /* visible buffers, innermost last */
+  MLC_VEC(const char *) names; /* block names seen so far */
+  MLC_VEC(thread_loop) threads; /* enclosing thread-bound loops */
+  mlc_simplifier *simp; /* knows the ranges of c->vars; NULL when stale */
+  const mlc_block *block; /* block named in messages */
+  const char *where;      /* part being checked, for messages */
+  int level;              /* non-opaque blocks entered */
+  int ite_depth;          /* > 0 inside a branch of T.if_then_else */
+  int if_depth;           /* > 0 inside an if statement */
+  bool failed;
+} vctx;
+
+static bool fail(vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(vctx *c, const char *fmt, ...) {
+  if (c->failed) return false;
+  c->failed = true;
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *fname = c->f->name ? c->f->name : "?";
+  const char *bname = c->block && c->block->name ? c->block->name : "root";
+  mlc_error_set(c->err, "function \"%s\", block \"%s\": %s", fname, bname, msg);
+  return false;
+}
+
+/* Printed text of an expression for messages (scratch arena). Only called
+ * on expressions whose children were already checked to be present. */
+static const char *show(vctx *c, const mlc_expr *e) {
+  mlc_str s = {0};
+  mlc_print_expr(&s, e);
+  char *t = mlc_arena_strdup(c->a, mlc_str_cstr(&s));
+  mlc_str_free(&s);
+  return t;
+}
+
+static const char *dname(mlc_dtype t) {
+  return (unsigned)t < MLC_DTYPE_COUNT ? mlc_dtype_name(t) : "<bad dtype>";
+}
+
+static const char *vname(const mlc_var *v) { return v->name ? v->name : "?"; }
+static const char *bname(const mlc_buffer *b) { return b->name ? b->name : "?"; }
+
+/* ---- scope ------------------------------------------------------------ */
+
+static scope_var *find_var(vctx *c, const mlc_var *v) {
+  for (int i = c->vars.len - 1; i >= 0; i--)
+    if (c->vars.data[i].var == v) return &c->vars.data[i];
+  return NULL;
+}
+
+/* Is b among the visible buffers with stack positions [from, to)? */
+static bool buffer_in(vctx *c, const mlc_buffer *b, int from, int to) {
+  for (int i = to - 1; i >= from; i--)
+    if (c->bufs.data[i] == b) return true;
+  return false;
+}
+
+static bool buffer_visible(vctx *c, const mlc_buffer *b) { return buffer_in(c, b, 0, c->bufs.len); }
+
+static bool define_var(vctx *c, mlc_var *v, bool is_loop, bool has_range, int64_t lo,
+                       int64_t hi) {
+  if (find_var(c, v))
+    return fail(c, "variable \"%s\" is defined twice in nested scopes", vname(v));
+  scope_var sv = {v, c->level, is_loop, has_range, lo, hi};
+  MLC_VEC_PUSH(c->vars, sv);
+  c->simp = NULL;
+  return true;
+}
+
+static void pop_vars(vctx *c, int len) {
+  if (c->vars.len != len) c->simp = NULL;
+  c->vars.len = len;
+}
+
+static bool check_buffer_decl(vctx *c, const mlc_buffer *b, const char *what) {
+  if (!b) return fail(c, "%s: missing buffer", what);
+  if (!b->name || !b->name[0]) return fail(c, "%s: buffer with no name", what);
+  if ((unsigned)b->dtype >= MLC_DTYPE_COUNT)
+    return fail(c, "%s \"%s\": invalid dtype %d", what, b->name, (int)b->dtype);
+  if (b->ndim < 0) return fail(c, "%s \"%s\": negative ndim %d", what, b->name, b->ndim);
+  if (b->ndim > 0 && !b->shape) return fail(c, "%s \"%s\": missing shape", what, b->name);
+  for (int i = 0; i < b->ndim; i++)
+    if (b->shape[i] < 1)
+      return fail(c, "%s \"%s\": dimension %d has extent %" PRId64 " (must be >= 1)", what,
+                  b->name, i, b->shape[i]);
+  if (!b->scope || !b->scope[0]) return fail(c, "%s \"%s\": missing storage scope", what, b->name);
+  return true;
+}
+
+static bool define_buffer(vctx *c, mlc_buffer *b, const char *what) {
+  if (!check_buffer_decl(c, b, what)) return false;
+  if (buffer_visible(c, b))
+    return fail(c, "buffer \"%s\" is declared twice (%s)", b->name, what);
+  MLC_VEC_PUSH(c->bufs, b);
+  return true;
+}
+
+static bool check_anns(vctx *c, int n, const mlc_ann *anns, const char *what) {
+  if (n > 0 && !anns) return fail(c, "%s: missing annotation array", what);
+  for (int i = 0; i < n; i++) {
+    if (!anns[i].key || !anns[i].key[0]) return fail(c, "%s: annotation with no key", what);
+    switch (anns[i].kind) {
+    case MLC_ANN_INT:
+    case MLC_ANN_FLOAT:
+      break;
+    case MLC_ANN_BOOL:
+      if (anns[i].i != 0 && anns[i].i != 1)
+        return fail(c, "%s: bool annotation \"%s\" has value %" PRId64, what, anns[i].key,
+                    anns[i].i);
+      break;
+    case MLC_ANN_STRING:
+      if (!anns[i].s)
+        return fail(c, "%s: string annotation \"%s\" has no value", what, anns[i].key);
+      break;
+    default:
+      return fail(c, "%s: annotation \"%s\" has invalid kind %d", what, anns[i].key,
+                  (int)anns[i].kind);
+    }
+  }
+  return true;
+}
+
+/* ---- bounds ----------------------------------------------------------- */
+
+static bool mul_ok(int64_t x, int64_t y, int64_t *r) { return !__builtin_mul_overflow(x, y, r); }
+
+static int64_t floordiv64(int64_t x, int64_t y) {
+  int64_t q = x / y;
+  return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+}
+
+/* Plain interval arithmetic over the scope's var ranges: the fallback when
+ * the simplifier cannot bound an expression. Sound, maybe loose. */
+static bool interval(vctx *c, const mlc_expr *e, int64_t *lo, int64_t *hi) {
+  int64_t al, ah, bl, bh, k;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+    *lo = *hi = e->int_val;
+    return true;
+  case MLC_EXPR_VAR: {
+    scope_var *sv = find_var(c, e->var);
+    if (!sv || !sv->has_range) return false;
+    *lo = sv->lo;
+    *hi = sv->hi;
+    return true;
+  }
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+    if (!interval(c, e->bin.a, &al, &ah) || !interval(c, e->bin.b, &bl, &bh)) return false;
+    if (e->kind == MLC_EXPR_ADD)
+      return !__builtin_add_overflow(al, bl, lo) && !__builtin_add_overflow(ah, bh, hi);
+    if (e->kind == MLC_EXPR_SUB)
+      return !__builtin_sub_overflow(al, bh, lo) && !__builtin_sub_overflow(ah, bl, hi);
+    *lo = e->kind == MLC_EXPR_MIN ? (al < bl ? al : bl) : (al > bl ? al : bl);
+    *hi = e->kind == MLC_EXPR_MIN ? (ah < bh ? ah : bh) : (ah > bh ? ah : bh);
+    return true;
+  case MLC_EXPR_MUL: {
+    if (!interval(c, e->bin.a, &al, &ah) || !interval(c, e->bin.b, &bl, &bh)) return false;
+    int64_t p[4];
+    if (!mul_ok(al, bl, &p[0]) || !mul_ok(al, bh, &p[1]) || !mul_ok(ah, bl, &p[2]) ||
+        !mul_ok(ah, bh, &p[3]))
+      return false;
+    *lo = *hi = p[0];
+    for (int i = 1; i < 4; i++) {
+      if (p[i] < *lo) *lo = p[i];
+      if (p[i] > *hi) *hi = p[i];
+    }
+    return true;
+  }
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+    if (!mlc_expr_is_const_int(e->bin.b, &k) || k <= 0) return false;
+    if (!interval(c, e->bin.a, &al, &ah)) return false;
+    if (e->kind == MLC_EXPR_FLOORDIV) {
+      *lo = floordiv64(al, k);
+      *hi = floordiv64(ah, k);
+    } else if (floordiv64(al, k) == floordiv64(ah, k)) {
+      *lo = al - floordiv64(al, k) * k;
+      *hi = ah - floordiv64(ah, k) * k;
+    } else {
+      *lo = 0;
+      *hi = k - 1;
+    }
+    return true;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    if (!interval(c, e->sel.t, &al, &ah) || !interval(c, e->sel.f, &bl, &bh)) return false;
+    *lo = al < bl ? al : bl;
+    *hi = ah > bh ? ah : bh;
+    return true;
+  case MLC_EXPR_CAST:
+    if (!mlc_dtype_is_int(e->dtype) || !mlc_dtype_is_int(e->cast.value->dtype)) return false;
+    return interval(c, e->cast.value, lo, hi);
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+  case MLC_EXPR_NOT:
+  case MLC_EXPR_LOAD:
+  case MLC_EXPR_CALL:
+    return false;
+  }
+  mlc_unreachable();
+}
+
+/* Range of an integer expression when the vars in scope range over their
+ * domains: the simplifier first (it cancels terms), then intervals. */
+static bool bounds(vctx *c, mlc_expr *e, int64_t *lo, int64_t *hi) {
+  if (!c->simp) {
+    c->simp = mlc_simplifier_new(c->a);
+    for (int i = 0; i < c->vars.len; i++) {
+      scope_var *sv = &c->vars.data[i];
+      if (sv->has_range) mlc_simplifier_bind(c->simp, sv->var, sv->lo, sv->hi - sv->lo + 1);
+    }
+  }
+  if (mlc_simplifier_bounds(c->simp, e, lo, hi)) return true;
+  return interval(c, e, lo, hi);
+}
+
+/* ---- expressions ------------------------------------------------------ */
+
+static bool check_expr(vctx *c, mlc_expr *e);
+
+static bool check_var_use(vctx *c, mlc_var *v) {
+  if (!v) return fail(c, "in %s: variable reference with no variable", c->where);
+  scope_var *sv = find_var(c, v);
+  if (!sv) return fail(c, "in %s: variable \"%s\" is not defined here", c->where, vname(v));
+  if (sv->is_loop && sv->level != c->level)
+    return fail(c,
+                "in %s: loop variable \"%s\" is defined outside block \"%s\" and used inside "
+                "it; a block reaches outer loop vars only through its iter var bindings",
+                c->where, vname(v), c->block && c->block->name ? c->block->name : "?");
+  return true;
+}
+
+static bool check_int_expr(vctx *c, mlc_expr *e, const char *what) {
+  if (!check_expr(c, e)) return false;
+  if (!mlc_dtype_is_int(e->dtype))
+    return fail(c, "in %s: %s must be an integer, got %s (%s)", c->where, what, dname(e->dtype),
+                show(c, e));
+  return true;
+}
+
+static bool check_bool_expr(vctx *c, mlc_expr *e, const char *what) {
+  if (!check_expr(c, e)) return false;
+  if (e->dtype != MLC_BOOL)
+    return fail(c, "in %s: %s must be bool, got %s (%s)", c->where, what, dname(e->dtype),
+                show(c, e));
+  return true;
+}
+
+/* Index list of a load or store: present, integer, one per dimension, and
+ * within the buffer's shape where that can be decided. */
+static bool check_indices(vctx *c, mlc_buffer *b, mlc_expr **idx, const char *what) {
+  if (b->ndim > 0 && !idx)
+    return fail(c, "in %s: %s \"%s\" has no indices but the buffer has %d dimensions",
+                c->where, what, b->name, b->ndim);
+  for (int i = 0; i < b->ndim; i++)
+    if (!idx[i])
+      return fail(c, "in %s: %s \"%s\" has %d indices but the buffer has %d dimensions",
+                  c->where, what, b->name, i, b->ndim);
+  for (int i = 0; i < b->ndim; i++) {
+    char label[64];
+    snprintf(label, sizeof label, "index %d of \"%.40s\"", i, b->name);
+    if (!check_int_expr(c, idx[i], label)) return false;
+  }
+  for (int i = 0; i < b->ndim; i++) {
+    int64_t v, lo, hi;
+    if (mlc_expr_is_const_int(idx[i], &v)) {
+      if (c->ite_depth == 0 && (v < 0 || v >= b->shape[i]))
+        return fail(c, "in %s: constant index %" PRId64 " is out of bounds for dimension %d of \"%s\" "
+                    "(extent %" PRId64 ")", c->where, v, i, b->name, b->shape[i]);
+      continue;
+    }
+    /* Under an if statement or an if_then_else branch the guard may exclude
+     * the out-of-bounds points; elsewhere every point is accessed. */
+    if (c->ite_depth > 0 || c->if_depth > 0) continue;
+    if (bounds(c, idx[i], &lo, &hi) && (lo < 0 || hi >= b->shape[i]))
+      return fail(c, "in %s: index %s of \"%s\" ranges over [%" PRId64 ", %" PRId64 "], outside "
+                  "dimension %d of extent %" PRId64, c->where, show(c, idx[i]), b->name, lo, hi,
+                  i, b->shape[i]);
+  }
+  return true;
+}
+
+static bool check_access_buffer(vctx *c, mlc_buffer *b, const char *what) {
+  if (!b) return fail(c, "in %s: %s of a missing buffer", c->where, what);
+  if (!buffer_visible(c, b))
+    return fail(c, "in %s: %s \"%s\", which is not a parameter, an alloc_buffer of an enclosing "
+                "block or a decl_buffer in scope", c->where, what, bname(b));
+  return true;
+}
+
+static bool check_binary(vctx *c, mlc_expr *e) {
+  mlc_expr *x = e->bin.a, *y = e->bin.b;
+  if (!x || !y) return fail(c, "in %s: %s with a missing operand", c->where, mlc_expr_kind_name(e->kind));
+  if (!check_expr(c, x) || !check_expr(c, y)) return false;
+  const char *op = mlc_binop_symbol(e->kind) ? mlc_binop_symbol(e->kind) : mlc_expr_kind_name(e->kind);
+  if (x->dtype != y->dtype)
+    return fail(c, "in %s: operands of %s have different dtypes, %s and %s (%s)", c->where, op,
+                dname(x->dtype), dname(y->dtype), show(c, e));
+  if (e->kind == MLC_EXPR_AND || e->kind == MLC_EXPR_OR) {
+    if (x->dtype != MLC_BOOL)
+      return fail(c, "in %s: operands of %s must be bool, got %s (%s)", c->where, op,
+                  dname(x->dtype), show(c, e));
+  } else if (!mlc_expr_kind_is_compare(e->kind) && x->dtype == MLC_BOOL) {
+    return fail(c, "in %s: arithmetic %s on bool operands (%s)", c->where, op, show(c, e));
+  }
+  bool to_bool = mlc_expr_kind_is_compare(e->kind) || e->kind == MLC_EXPR_AND ||
+                 e->kind == MLC_EXPR_OR;
+  mlc_dtype want = to_bool ? MLC_BOOL : x->dtype;
+  if (e->dtype != want)
+    return fail(c, "in %s: %s of %s operands has dtype %s, expected %s (%s)", c->where, op,
+                dname(x->dtype), dname(e->dtype), dname(want), show(c, e));
+  return true;
+}
+
+static bool check_call(vctx *c, mlc_expr *e) {
+  if ((unsigned)e->call.op >= MLC_INTRIN_COUNT)
+    return fail(c, "in %s: call of unknown intrinsic %d", c->where, (int)e->call.op);
+  const char *name = mlc_intrin_name(e->call.op);
+  int n = mlc_intrin_nargs(e->call.op);
+  if (!e->call.args) return fail(c, "in %s: T.%s with no arguments", c->where, name);
+  for (int i = 0; i < n; i++) {
+    if (!e->call.args[i])
+      return fail(c, "in %s: T.%s expects %d arguments, got %d", c->where, name, n, i);
+    if (!check_expr(c, e->call.args[i])) return false;
+  }
+  mlc_dtype t = e->call.args[0]->dtype;
+  for (int i = 1; i < n; i++)
+    if (e->call.args[i]->dtype != t)
+      return fail(c, "in %s: arguments of T.%s have different dtypes, %s and %s (%s)", c->where,
+                  name, dname(t), dname(e->call.args[i]->dtype), show(c, e));
+  bool int_ok = e->call.op == MLC_INTRIN_ABS;
+  if (!mlc_dtype_is_float(t) && !(int_ok && mlc_dtype_is_int(t)))
+    return fail(c, "in %s: T.%s needs a float argument, got %s (%s)", c->where, name, dname(t),
+                show(c, e));
+  if (e->dtype != t)
+    return fail(c, "in %s: T.%s of %s has dtype %s (%s)", c->where, name, dname(t),
+                dname(e->dtype), show(c, e));
+  return true;
+}
+
+static bool check_select(vctx *c, mlc_expr *e) {
+  const char *name = e->kind == MLC_EXPR_SELECT ? "T.Select" : "T.if_then_else";
+  if (!e->sel.cond || !e->sel.t || !e->sel.f)
+    return fail(c, "in %s: %s with a missing operand", c->where, name);
+  if (!check_bool_expr(c, e->sel.cond, "the condition")) return false;
+  /* Only the taken side of if_then_else runs: its branches may index out
+   * of bounds where the condition excludes them. */
+  bool lazy = e->kind == MLC_EXPR_IF_THEN_ELSE;
+  c->ite_depth += lazy;
+  bool ok = check_expr(c, e->sel.t) && check_expr(c, e->sel.f);
+  c->ite_depth -= lazy;
+  if (!ok) return false;
+  if (e->sel.t->dtype != e->sel.f->dtype || e->dtype != e->sel.t->dtype)
+    return fail(c, "in %s: %s branches have dtypes %s and %s, result %s (%s)", c->where, name,
+                dname(e->sel.t->dtype), dname(e->sel.f->dtype), dname(e->dtype), show(c, e));
+  return true;
+}
+
+static bool check_expr(vctx *c, mlc_expr *e) {
+  if (!e) return fail(c, "in %s: missing expression", c->where);
+  if ((unsigned)e->kind >= MLC_EXPR_KIND_COUNT)
+    return fail(c, "in %s: expression of unknown kind %d", c->where, (int)e->kind);
+  if ((unsigned)e->dtype >= MLC_DTYPE_COUNT)
+    return fail(c, "in %s: %s expression with invalid dtype %d", c->where,
+                mlc_expr_kind_name(e->kind), (int)e->dtype);
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+    if (e->dtype == MLC_BOOL) {
+      if (e->int_val != 0 && e->int_val != 1)
+        return fail(c, "in %s: bool constant with value %" PRId64, c->where, e->int_val);
+    } else if (!mlc_dtype_is_int(e->dtype)) {
+      return fail(c, "in %s: integer constant %" PRId64 " with dtype %s", c->where, e->int_val,
+                  dname(e->dtype));
+    }
+    return true;
+  case MLC_EXPR_FLOAT_IMM:
+    if (!mlc_dtype_is_float(e->dtype))
+      return fail(c, "in %s: float constant with dtype %s", c->where, dname(e->dtype));
+    return true;
+  case MLC_EXPR_VAR:
+    if (!check_var_use(c, e->var)) return false;
+    if (e->dtype != e->var->dtype)
+      return fail(c, "in %s: reference to \"%s\" has dtype %s but the variable is %s", c->where,
+                  vname(e->var), dname(e->dtype), dname(e->var->dtype));
+    return true;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    return check_binary(c, e);
+  case MLC_EXPR_NOT:
+    if (!e->bin.a) return fail(c, "in %s: not with a missing operand", c->where);
+    if (!check_bool_expr(c, e->bin.a, "the operand of not")) return false;
+    if (e->dtype != MLC_BOOL)
+      return fail(c, "in %s: not has dtype %s, expected bool", c->where, dname(e->dtype));
+    return true;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    return check_select(c, e);
+  case MLC_EXPR_LOAD:
+    if (!check_access_buffer(c, e->load.buf, "load from")) return false;
+    if (!check_indices(c, e->load.buf, e->load.indices, "load from")) return false;
+    if (e->dtype != e->load.buf->dtype)
+      return fail(c, "in %s: load from \"%s\" has dtype %s but the buffer is %s", c->where,
+                  e->load.buf->name, dname(e->dtype), dname(e->load.buf->dtype));
+    return true;
+  case MLC_EXPR_CAST:
+    return check_expr(c, e->cast.value);
+  case MLC_EXPR_CALL:
+    return check_call(c, e);
+  }
+  mlc_unreachable();
+}
+
+/* ---- statements ------------------------------------------------------- */
+
+static bool check_stmt(vctx *c, mlc_stmt *s);
+
+static bool valid_thread_tag(const char *t) {
+  static const char *const tags[] = {
+      "blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+      "vthread",    "vthread.x",  "vthread.y",  "vthread.z",
+  };
+  for (int i = 0; i < MLC_COUNTOF(tags); i++)
+    if (strcmp(t, tags[i]) == 0) return true;
+  return false;
+}
+
+static bool check_thread(vctx *c, mlc_stmt *s, int64_t extent) {
+  const char *v = vname(s->loop.var), *tag = s->loop.thread;
+  if (s->loop.kind != MLC_FOR_THREAD_BINDING) {
+    if (tag)
+      return fail(c, "loop \"%s\" is %s but has thread tag \"%s\"", v,
+                  mlc_for_kind_name(s->loop.kind), tag);
+    return true;
+  }
+  if (!tag) return fail(c, "loop \"%s\" is thread_binding but has no thread tag", v);
+  if (!valid_thread_tag(tag))
+    return fail(c, "loop \"%s\": invalid thread tag \"%s\" (expected blockIdx.x/y/z, "
+                "threadIdx.x/y/z or vthread.x/y/z)", v, tag);
+  /* Nesting under the same axis is cooperative fetching: both loops are the
+   * same hardware index, so their extents must agree. */
+  for (int i = 0; i < c->threads.len; i++)
+    if (strcmp(c->threads.data[i].tag, tag) == 0 && c->threads.data[i].extent != extent)
+      return fail(c, "loop \"%s\" is bound to %s with extent %" PRId64 " inside loop \"%s\" "
+                  "bound to the same axis with extent %" PRId64, v, tag, extent,
+                  c->threads.data[i].var_name, c->threads.data[i].extent);
+  return true;
+}
+
+static bool check_for(vctx *c, mlc_stmt *s) {
+  mlc_var *v = s->loop.var;
+  if (!v) return fail(c, "loop with no variable");
+  if ((unsigned)v->dtype >= MLC_DTYPE_COUNT || !mlc_dtype_is_int(v->dtype))
+    return fail(c, "loop variable \"%s\" must be an integer, got %s", vname(v), dname(v->dtype));
+  if ((unsigned)s->loop.kind >= MLC_FOR_KIND_COUNT)
+    return fail(c, "loop \"%s\" has invalid kind %d", vname(v), (int)s->loop.kind);
+  const char *saved = c->where;
+  c->where = "loop bounds";
+  if (!check_int_expr(c, s->loop.min, "the loop start") ||
+      !check_int_expr(c, s->loop.extent, "the loop extent"))
+    return false;
+  c->where = saved;
+  int64_t ext, mlo, mhi;
+  if (!mlc_expr_is_const_int(s->loop.extent, &ext) || ext <= 0)
+    return fail(c, "loop \"%s\": extent must be a positive integer constant, got %s", vname(v),
+                show(c, s->loop.extent));
+  if (!check_thread(c, s, ext)) return false;
+  if (!check_anns(c, s->loop.n_anns, s->loop.anns, "loop annotations")) return false;
+  if (!s->loop.body) return fail(c, "loop \"%s\" has no body", vname(v));
+  bool ranged = mlc_expr_is_const_int(s->loop.min, &mlo) ? (mhi = mlo, true)
+                                                        : bounds(c, s->loop.min, &mlo, &mhi);
+  int nvars = c->vars.len, nthreads = c->threads.len;
+  if (!define_var(c, v, true, ranged, mlo, mhi + ext - 1)) return false;
+  if (s->loop.kind == MLC_FOR_THREAD_BINDING) {
+    thread_loop t = {s->loop.thread, ext, vname(v)};
+    MLC_VEC_PUSH(c->threads, t);
+  }
+  bool ok = check_stmt(c, s->loop.body);
+  c->threads.len = nthreads;
+  pop_vars(c, nvars);
+  return ok;
+}
+
+static bool check_name(vctx *c, const mlc_block *b) {
+  if (!b->name || !b->name[0]) return fail(c, "block with no name");
+  for (int i = 0; i < c->names.len; i++)
+    if (strcmp(c->names.data[i], b->name) == 0)
+      return fail(c, "duplicate block name \"%s\" (block names must be unique in a function)",
+                  b->name);
+  MLC_VEC_PUSH(c->names, b->name);
+  return true;
+}
+
+/* Iter vars: integer vars with constant domains, bound to integer values
+ * that stay inside the domain unless T.where may exclude the outside. */
+static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has_pred) {
+  if (b->n_iters < 0) return fail(c, "negative iter var count");
+  if (b->n_iters > 0 && (!b->iters || !values))
+    return fail(c, "block has %d iter vars but no %s", b->n_iters,
+                b->iters ? "bindings" : "iter var array");
+  for (int i = 0; i < b->n_iters; i++) {
+    const mlc_iter_var *it = &b->iters[i];
+    if (!it->var) return fail(c, "iter var %d has no variable", i);
+    const char *v = vname(it->var);
+    if ((unsigned)it->var->dtype >= MLC_DTYPE_COUNT || !mlc_dtype_is_int(it->var->dtype))
+      return fail(c, "iter var \"%s\" must be an integer, got %s", v, dname(it->var->dtype));
+    if (it->kind != MLC_ITER_SPATIAL && it->kind != MLC_ITER_REDUCE)
+      return fail(c, "iter var \"%s\" has invalid kind %d", v, (int)it->kind);
+    int64_t dmin, dext;
+    if (!it->dom.min || !it->dom.extent || !mlc_expr_is_const_int(it->dom.min, &dmin) ||
+        !mlc_expr_is_const_int(it->dom.extent, &dext))
+      return fail(c, "iter var \"%s\": domain must have constant min and extent", v);
+    if (dext <= 0)
+      return fail(c, "iter var \"%s\": domain extent %" PRId64 " must be positive", v, dext);
+    c->where = "an iter var binding";
+    if (!check_int_expr(c, values[i], "the binding")) return false;
+    int64_t lo, hi;
+    if (has_pred) continue;
+    if (!bounds(c, values[i], &lo, &hi))
+      return fail(c, "cannot bound the binding %s of iter var \"%s\" to show it stays in its "
+                  "domain [%" PRId64 ", %" PRId64 ")", show(c, values[i]), v, dmin, dmin + dext);
+    if (lo < dmin || hi > dmin + dext - 1)
+      return fail(c, "binding %s of iter var \"%s\" ranges over [%" PRId64 ", %" PRId64 "], "
+                  "outside its domain [%" PRId64 ", %" PRId64 ") and the block has no T.where "
+                  "predicate", show(c, values[i]), v, lo, hi, dmin, dmin + dext);
+  }
+  return true;
+}
+
+static bool check_regions(vctx *c, int n, const mlc_region *r, const char *what) {
+  if (n < 0 || (n > 0 && !r)) return fail(c, "invalid %s list", what);
+  c->where = what;
+  for (int i = 0; i < n; i++) {
+    mlc_buffer *b = r[i].buf;
+    if (!b) return fail(c, "%s entry %d has no buffer", what, i);
+    /* Regions describe what the block exchanges with the outside, so they
+     * name buffers visible outside it (or, leniently, its own allocs). */
+    if (!buffer_visible(c, b))
+      return fail(c, "%s names buffer \"%s\", which is not defined in scope", what, bname(b));
+    if (b->ndim > 0 && !r[i].ranges) return fail(c, "%s of \"%s\" has no ranges", what, b->name);
+    for (int d = 0; d < b->ndim; d++) {
+      if (!check_int_expr(c, r[i].ranges[d].min, "a region start") ||
+          !check_int_expr(c, r[i].ranges[d].extent, "a region extent"))
+        return false;
+      int64_t ext;
+      if (mlc_expr_is_const_int(r[i].ranges[d].extent, &ext) && ext <= 0)
+        return fail(c, "%s of \"%s\": dimension %d has extent %" PRId64, what, b->name, d, ext);
+    }
+  }
+  return true;
+}
+
+/* ---- region coverage -------------------------------------------------- */
+
+static void put_region(vctx *c, mlc_str *s, mlc_region r) {
+  mlc_str_puts(s, r.buf->name);
+  mlc_str_putc(s, '[');
+  for (int d = 0; d < r.buf->ndim; d++) {
+    int64_t ext;
+    if (d) mlc_str_puts(s, ", ");
+    mlc_print_expr(s, r.ranges[d].min);
+    if (mlc_expr_is_const_int(r.ranges[d].extent, &ext) && ext == 1) continue;
+    mlc_str_puts(s, ":");
+    mlc_expr *end = r.ranges[d].min->dtype == r.ranges[d].extent->dtype
+                        ? mlc_simplify_expr(c->a, mlc_add(c->a, r.ranges[d].min, r.ranges[d].extent))
+                        : r.ranges[d].extent;
+    if (end == r.ranges[d].extent) {
+      mlc_print_expr(s, r.ranges[d].min);
+      mlc_str_puts(s, " + ");
+    }
+    mlc_print_expr(s, end);
+  }
+  mlc_str_putc(s, ']');
+}
+
+static const char *show_region(vctx *c, mlc_region r) {
+  mlc_str s = {0};
+  put_region(c, &s, r);
+  char *t = mlc_arena_strdup(c->a, mlc_str_cstr(&s));
+  mlc_str_free(&s);
+  return t;
+}
+
+static const char *show_declared(vctx *c, int n, const mlc_region *r, const mlc_buffer *b) {
+  mlc_str s = {0};
+  int k = 0;
+  for (int i = 0; i < n; i++)
+    if (r[i].buf == b) {
+      if (k++) mlc_str_puts(&s, ", ");
+      put_region(c, &s, r[i]);
+    }
+  if (!k) mlc_str_puts(&s, "nothing");
+  char *t = mlc_arena_strdup(c->a, mlc_str_cstr(&s));
+  mlc_str_free(&s);
+  return t;
+}
+
+/* Does declared range `d` contain accessed range `r` for every value of the
+ * vars in scope? Either their starts differ by a constant, or the access's
+ * widest span lies inside the span the declaration always covers. */
+static bool range_covers(vctx *c, mlc_range d, mlc_range r) {
+  int64_t diff, rext, dext;
+  if (mlc_expr_const_diff(c->a, r.min, d.min, &diff) && mlc_expr_is_const_int(r.extent, &rext) &&
+      mlc_expr_is_const_int(d.extent, &dext))
+    return diff >= 0 && diff + rext <= dext;
+  int64_t rlo, rhi, elo, ehi, dlo, dhi, xlo, xhi;
+  if (!bounds(c, r.min, &rlo, &rhi) || !bounds(c, r.extent, &elo, &ehi)) return false;
+  if (!bounds(c, d.min, &dlo, &dhi) || !bounds(c, d.extent, &xlo, &xhi)) return false;
+  return rlo >= dhi && rhi + ehi - 1 <= dlo + xlo - 1;
+}
+
+static bool region_covered(vctx *c, mlc_region r, int n, const mlc_region *decl) {
+  for (int i = 0; i < n; i++) {
+    if (decl[i].buf != r.buf) continue;
+    bool all = true;
+    for (int d = 0; d < r.buf->ndim && all; d++)
+      all = range_covers(c, decl[i].ranges[d], r.ranges[d]);
+    if (all) return true;
+  }
+  return false;
+}
+
+/* Every access of the block's body and init to a buffer visible outside
+ * the block must lie in its declared T.reads / T.writes. */
+static bool check_coverage(vctx *c, const mlc_block *b, int outer_bufs) {
+  mlc_region_set rd[2] = {{0}}, wr[2] = {{0}};
+  mlc_stmt_access_regions(c->a, b->body, &rd[0], &wr[0]);
+  if (b->init) mlc_stmt_access_regions(c->a, b->init, &rd[1], &wr[1]);
+  for (int part = 0; part < 2; part++) {
+    for (int i = 0; i < wr[part].n; i++) {
+      mlc_region r = wr[part].regions[i];
+      if (!buffer_in(c, r.buf, 0, outer_bufs)) continue;
+      if (!region_covered(c, r, b->n_writes, b->writes))
+        return fail(c, "T.writes does not cover the write of %s in its %s (declared for \"%s\": %s)",
+                    show_region(c, r), part ? "init" : "body", r.buf->name,
+                    show_declared(c, b->n_writes, b->writes, r.buf));
+    }
+    for (int i = 0; i < rd[part].n; i++) {
+      mlc_region r = rd[part].regions[i];
+      if (!buffer_in(c, r.buf, 0, outer_bufs)) continue;
+      if (region_covered(c, r, b->n_reads, b->reads)) continue;
+      /* A reduction's read of its own output is implicit. */
+      if (b->init && region_covered(c, r, b->n_writes, b->writes)) continue;
+      return fail(c, "T.reads does not cover the read of %s in its %s (declared for \"%s\": %s)",
+                  show_region(c, r), part ? "init" : "body", r.buf->name,
+                  show_declared(c, b->n_reads, b->reads, r.buf));
+    }
+  }
+  return true;
+}
+
+/* ---- blocks ----------------------------------------------------------- */
+
+static bool check_block_inner(vctx *c, const mlc_block *b, bool is_root) {
+  int outer_bufs = c->bufs.len;
+  if (b->n_allocs < 0 || (b->n_allocs > 0 && !b->allocs)) return fail(c, "invalid alloc_buffers");
+  for (int i = 0; i < b->n_allocs; i++)
+    if (!define_buffer(c, b->allocs[i], "alloc_buffer")) return false;
+  if (!check_anns(c, b->n_anns, b->anns, "block annotations")) return false;
+  if (!check_regions(c, b->n_reads, b->reads, "T.reads") ||
+      !check_regions(c, b->n_writes, b->writes, "T.writes"))
+    return false;
+  if (b->init) {
+    c->where = "the init";
+    if (!check_stmt(c, b->init)) return false;
+  }
+  if (!b->body) return fail(c, "block has no body");
+  c->where = "the body";
+  if (!check_stmt(c, b->body)) return false;
+  c->where = "the block";
+  if (!is_root && !check_coverage(c, b, outer_bufs)) return false;
+  return true;
+}
+
+static bool check_realize(vctx *c, mlc_stmt *s, bool is_root) {
+  const mlc_block *b = s->realize.block;
+  if (!b) return fail(c, "block realize with no block");
+  const mlc_block *outer = c->block;
+  const char *saved_where = c->where;
+  int saved_level = c->level, nvars = c->vars.len, nbufs = c->bufs.len;
+  int saved_ite = c->ite_depth, saved_if = c->if_depth;
+  c->block = b;
+  if (!check_name(c, b)) return false;
+  if (is_root && b->n_iters != 0)
+    return fail(c, "the root block must have no iter vars, has %d", b->n_iters);
+  /* Bindings and predicate are evaluated outside the block. */
+  if (!check_iters(c, b, s->realize.values, s->realize.predicate != NULL)) return false;
+  if (s->realize.predicate) {
+    c->where = "the T.where predicate";
+    if (!check_bool_expr(c, s->realize.predicate, "the predicate")) return false;
+  }
+  if (b->n_iters > 0) c->level++;
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t lo = b->iters[i].dom.min->int_val, ext = b->iters[i].dom.extent->int_val;
+    if (!define_var(c, b->iters[i].var, false, true, lo, lo + ext - 1)) return false;
+  }
+  c->ite_depth = c->if_depth = 0; /* the block's own domain governs its accesses */
+  bool ok = check_block_inner(c, b, is_root);
+  c->ite_depth = saved_ite;
+  c->if_depth = saved_if;
+  c->bufs.len = nbufs;
+  pop_vars(c, nvars);
+  c->level = saved_level;
+  c->block = outer;
+  c->where = saved_where;
+  return ok;
+}
+
+static bool check_stmt(vctx *c, mlc_stmt *s) {
+  if (!s) return fail(c, "in %s: missing statement", c->where);
+  if ((unsigned)s->kind >= MLC_STMT_KIND_COUNT)
+    return fail(c, "in %s: statement of unknown kind %d", c->where, (int)s->kind);
+  switch (s->kind) {
+  case MLC_STMT_FOR:
+    return check_for(c, s);
+  case MLC_STMT_BLOCK_REALIZE:
+    return check_realize(c, s, false);
+  case MLC_STMT_SEQ:
+    if (s->seq.n < 1 || !s->seq.stmts) return fail(c, "in %s: empty statement sequence", c->where);
+    for (int i = 0; i < s->seq.n; i++)
+      if (!check_stmt(c, s->seq.stmts[i])) return false;
+    return true;
+  case MLC_STMT_STORE: {
+    mlc_buffer *b = s->store.buf;
+    if (!check_access_buffer(c, b, "store to")) return false;
+    if (!check_indices(c, b, s->store.indices, "store to")) return false;
+    if (!check_expr(c, s->store.value)) return false;
+    if (s->store.value->dtype != b->dtype)
+      return fail(c, "in %s: store to \"%s\" of a %s value, but the buffer is %s (%s)", c->where,
+                  b->name, dname(s->store.value->dtype), dname(b->dtype), show(c, s->store.value));
+    return true;
+  }
+  case MLC_STMT_IF: {
+    if (!check_bool_expr(c, s->if_.cond, "the if condition")) return false;
+    if (!s->if_.then_s) return fail(c, "in %s: if with no then branch", c->where);
+    c->if_depth++;
+    bool ok = check_stmt(c, s->if_.then_s) && (!s->if_.else_s || check_stmt(c, s->if_.else_s));
+    c->if_depth--;
+    return ok;
+  }
+  case MLC_STMT_ALLOCATE: {
+    int nbufs = c->bufs.len;
+    if (!define_buffer(c, s->alloc.buf, "decl_buffer")) return false;
+    bool ok = check_stmt(c, s->alloc.body);
+    c->bufs.len = nbufs;
+    return ok;
+  }
+  case MLC_STMT_EVALUATE:
+    return check_expr(c, s->eval.value);
+  }
+  mlc_unreachable();
+}
+
+/* ---- functions -------------------------------------------------------- */
+
+static bool check_func(vctx *c) {
+  const mlc_prim_func *f = c->f;
+  if (!f->name || !f->name[0]) return fail(c, "function with no name");
+  if (f->n_params < 0 || (f->n_params > 0 && !f->params)) return fail(c, "invalid parameter list");
+  for (int i = 0; i < f->n_params; i++)
+    if (!define_buffer(c, f->params[i], "parameter")) return false;
+  if (!check_anns(c, f->n_attrs, f->attrs, "function attributes")) return false;
+  if (!f->body) return fail(c, "function has no body");
+  if (f->body->kind != MLC_STMT_BLOCK_REALIZE)
+    return fail(c, "the function body must be the root block, got a %s statement",
+                (unsigned)f->body->kind < MLC_STMT_KIND_COUNT ? mlc_stmt_kind_name(f->body->kind)
+                                                               : "?");
+  if (f->body->realize.predicate) {
+    int64_t v;
+    if (!mlc_expr_is_const_int(f->body->realize.predicate, &v) || v != 1)
+      return fail(c, "the root block must have no T.where predicate");
+  }
+  c->where = "the body";
+  return check_realize(c, f->body, true);
+}
+
+bool mlc_verify_func(const mlc_prim_func *f, mlc_error *err) {
+  if (!f) return mlc_error_set(err, "verify: no function");
+  vctx c = {0};
+  c.f = f;
+  c.err = err;
+  c.a = mlc_arena_new();
+  c.where = "the function";
+  bool ok = check_func(&c);
+  MLC_VEC_FREE(c.vars);
+  MLC_VEC_FREE(c.bufs);
+  MLC_VEC_FREE(c.names);
+  MLC_VEC_FREE(c.threads);
+  mlc_arena_free(c.a);
+  return ok;
+}
+
+bool mlc_verify_module(const mlc_module *m, mlc_error *err) {
+  if (!m) return mlc_error_set(err, "verify: no module");
+  for (int i = 0; i < m->n_funcs; i++) {
+    const mlc_prim_func *f = m->funcs[i];
+    if (!f) return mlc_error_set(err, "module: function %d is missing", i);
+    for (int j = 0; j < i; j++)
+      if (f->name && m->funcs[j]->name && strcmp(f->name, m->funcs[j]->name) == 0)
+        return mlc_error_set(err, "module: duplicate function name \"%s\"", f->name);
+    if (!mlc_verify_func(f, err)) return false;
+  }
+  return true;
+}

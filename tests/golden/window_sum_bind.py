@@ -1,0 +1,16 @@
+# from tvm.script import ir as I
+# from tvm.script import tir as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((1027,), "float32"), B: T.Buffer((1024,), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # with T.block("root"):
+        for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                with T.block("C"):
+                    vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                    T.reads(A[vi:vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
