@@ -1,0 +1,192 @@
+/* The llvm target: options, target machine, the O3 pipeline, and an ELF
+ * object in memory.
+ *
+ *   llvm [-mtriple=T] [-mcpu=C] [-mattr=+f1,-f2] [-num-cores=N]
+ *
+ * The CPU defaults to the host's (LLVMGetHostCPUName); features follow the
+ * CPU (the host's full feature string when the CPU is the host's, since
+ * LLVM's CPU tables do not know the host's exact extensions); cores default
+ * to the CPUs this process may run on.
+ */
+#include "targets/llvm_internal.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void llvm_init_once(void) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+}
+
+void cg_llvm_init(void) { pthread_once(&llvm_once, llvm_init_once); }
+
+/* ---- options -------------------------------------------------------------- */
+
+static bool copy_opt(char *dst, size_t n, const char *key, const char *value, mlc_error *err) {
+  if (!value || !*value) return mlc_error_set(err, "target option -%s needs a value (-%s=...)", key, key);
+  if (strlen(value) >= n) return mlc_error_set(err, "target option -%s: value too long", key);
+  snprintf(dst, n, "%s", value);
+  return true;
+}
+
+static bool llvm_set_option(mlc_target *t, const char *key, const char *value, mlc_error *err) {
+  if (strcmp(key, "mcpu") == 0) return copy_opt(t->mcpu, sizeof t->mcpu, key, value, err);
+  if (strcmp(key, "mattr") == 0) return copy_opt(t->mattr, sizeof t->mattr, key, value, err);
+  if (strcmp(key, "mtriple") == 0) return copy_opt(t->mtriple, sizeof t->mtriple, key, value, err);
+  if (strcmp(key, "num-cores") == 0) {
+    char *end;
+    long v = value ? strtol(value, &end, 10) : 0;
+    if (!value || !*value || *end || v < 1 || v > 4096)
+      return mlc_error_set(err, "target option -num-cores needs a number from 1 to 4096, got '%s'",
+                           value ? value : "");
+    t->num_cores = (int)v;
+    return true;
+  }
+  return mlc_error_set(err, "unknown option -%s for target llvm (known: -mtriple, -mcpu, -mattr, "
+                            "-num-cores)", key);
+}
+
+static void llvm_finish(mlc_target *t) {
+  if (!t->mcpu[0]) snprintf(t->mcpu, sizeof t->mcpu, "%s", mlc_target_host_cpu());
+  if (t->num_cores < 1) t->num_cores = mlc_target_host_cores();
+  int n = snprintf(t->str, sizeof t->str, "llvm");
+  if (t->mtriple[0]) n += snprintf(t->str + n, sizeof t->str - (size_t)n, " -mtriple=%s", t->mtriple);
+  n += snprintf(t->str + n, sizeof t->str - (size_t)n, " -mcpu=%s", t->mcpu);
+  if (t->mattr[0]) n += snprintf(t->str + n, sizeof t->str - (size_t)n, " -mattr=%s", t->mattr);
+  snprintf(t->str + n, sizeof t->str - (size_t)n, " -num-cores=%d", t->num_cores);
+}
+
+/* ---- target machine ---------------------------------------------------------- */
+
+static LLVMTargetMachineRef make_machine(const mlc_target *t, mlc_error *err) {
+  cg_llvm_init();
+  char *triple = t->mtriple[0] ? LLVMNormalizeTargetTriple(t->mtriple) : LLVMGetDefaultTargetTriple();
+  LLVMTargetRef target;
+  char *msg = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+    mlc_error_set(err, "target %s: %s", t->str, msg ? msg : "unknown triple");
+  } else {
+    const char *features = t->mattr[0] ? t->mattr
+                           : strcmp(t->mcpu, mlc_target_host_cpu()) == 0 ? mlc_target_host_features()
+                                                                          : "";
+    tm = LLVMCreateTargetMachine(target, triple, t->mcpu, features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocPIC, LLVMCodeModelDefault);
+    if (!tm) mlc_error_set(err, "target %s: cannot create a target machine", t->str);
+  }
+  LLVMDisposeMessage(msg);
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
+static bool take_error(LLVMErrorRef e, mlc_error *err, const char *what) {
+  if (!e) return true;
+  char *msg = LLVMGetErrorMessage(e);
+  mlc_error_set(err, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return false;
+}
+
+static bool optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_error *err) {
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+  bool ok = take_error(LLVMRunPasses(mod, "default<O3>", tm, opts), err, "LLVM passes");
+  LLVMDisposePassBuilderOptions(opts);
+  return ok;
+}
+
+static bool emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *out, mlc_error *err) {
+  char *msg = NULL;
+  LLVMMemoryBufferRef buf;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &buf)) {
+    mlc_error_set(err, "LLVM code generation: %s", msg ? msg : "failed");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  size_t len = LLVMGetBufferSize(buf);
+  out->data = mlc_malloc(len ? len : 1);
+  if (!out->data) {
+    LLVMDisposeMemoryBuffer(buf);
+    return mlc_error_set(err, "out of memory for a %zu-byte object", len);
+  }
+  memcpy(out->data, LLVMGetBufferStart(buf), len);
+  out->len = len;
+  LLVMDisposeMemoryBuffer(buf);
+  return true;
+}
+
+static void init_types(cg *c) {
+  c->t_i1 = LLVMInt1TypeInContext(c->ctx);
+  c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+  c->t_i32 = LLVMInt32TypeInContext(c->ctx);
+  c->t_i64 = LLVMInt64TypeInContext(c->ctx);
+  c->t_f16 = LLVMHalfTypeInContext(c->ctx);
+  c->t_f32 = LLVMFloatTypeInContext(c->ctx);
+  c->t_void = LLVMVoidTypeInContext(c->ctx);
+  c->t_i8p = LLVMPointerType(c->t_i8, 0);
+}
+
+static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered,
+                       const char *const *symbols, mlc_str *ir_text, mlc_object *out,
+                       mlc_error *err) {
+  *out = (mlc_object){0};
+  LLVMTargetMachineRef tm = make_machine(t, err);
+  if (!tm) return false;
+  cg c = {.target = t};
+  c.a = mlc_arena_new();
+  c.ctx = LLVMContextCreate();
+  c.mod = LLVMModuleCreateWithNameInContext("mlc", c.ctx);
+  c.b = LLVMCreateBuilderInContext(c.ctx);
+  init_types(&c);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(c.mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *layout = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(c.mod, layout);
+  LLVMDisposeMessage(layout);
+  LLVMDisposeTargetData(td);
+
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    ok = cg_emit_function(&c, lowered[i], symbols[i], err);
+    if (!ok) mlc_error_prefix(err, "function %s", lowered[i]->name);
+  }
+  if (ok) {
+    char *msg = NULL;
+    if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {
+      ok = mlc_error_set(err, "internal error: invalid LLVM IR: %.600s", msg ? msg : "");
+    }
+    LLVMDisposeMessage(msg);
+  }
+  if (ok && ir_text) {
+    char *text = LLVMPrintModuleToString(c.mod);
+    mlc_str_puts(ir_text, text);
+    LLVMDisposeMessage(text);
+  }
+  ok = ok && optimize(c.mod, tm, err) && emit_object(c.mod, tm, out, err);
+
+  LLVMDisposeBuilder(c.b);
+  LLVMDisposeModule(c.mod);
+  LLVMContextDispose(c.ctx);
+  LLVMDisposeTargetMachine(tm);
+  mlc_arena_free(c.a);
+  return ok;
+}
+
+const mlc_target_backend mlc_backend_llvm = {
+    .kind = "llvm",
+    .set_option = llvm_set_option,
+    .finish = llvm_finish,
+    .build = llvm_build,
+};

@@ -1,0 +1,549 @@
+/* The LLVM CPU backend against the reference interpreter: every built-in
+ * task unscheduled, the hand-scheduled kernels in tests/kernels/ (each
+ * function of each file; `# expect-ir: TEXT` lines name text the generated
+ * LLVM IR must contain), target strings, errors for loops the CPU cannot
+ * run, JIT load/unload cycles, and an emitted object + header linked into a
+ * C program by the system compiler. */
+#include "targets/runtime/mlcrt.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static mlc_target host;
+
+/* Tolerance for floats: results differ from the interpreter by FMA
+ * contraction only (libm calls are the same functions), so tight bounds
+ * hold. Integers and bools must be equal. */
+#define RTOL 1e-4
+#define ATOL 1e-4
+
+static void copy_array(mlc_array *dst, const mlc_array *src) {
+  memcpy(dst->data, src->data, (size_t)mlc_array_numel(src) * (size_t)mlc_dtype_bytes(src->dtype));
+}
+
+/* Run fn and the interpreter on the same seeded inputs; compare every
+ * parameter (inputs must come back unchanged, outputs must match). */
+static bool run_and_compare(const mlc_prim_func *f, mlc_kernel_fn fn, uint64_t seed, char *why,
+                            size_t n) {
+  int np = f->n_params;
+  mlc_array *got = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  mlc_array *want = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 7);
+  for (int i = 0; i < np; i++) {
+    mlc_array *g = mlc_array_for_buffer(f->params[i]), *w = mlc_array_for_buffer(f->params[i]);
+    mlc_array_fill_random(g, &rng);
+    copy_array(w, g);
+    got[i] = *g;
+    want[i] = *w;
+    mlc_free(g);
+    mlc_free(w);
+  }
+  mlc_error err;
+  bool ok = mlc_interp_run(f, want, &err);
+  if (!ok) snprintf(why, n, "interpreter: %s", err.msg);
+  int32_t rc = ok ? mlc_kernel_call(fn, np, got) : 0;
+  if (ok && rc != 0) ok = (snprintf(why, n, "kernel returned %d", rc), false);
+  for (int i = 0; i < np && ok; i++) {
+    double me;
+    bool fl = mlc_dtype_is_float(want[i].dtype);
+    if (!mlc_array_allclose(&got[i], &want[i], fl ? RTOL : 0, fl ? ATOL : 0, &me)) {
+      snprintf(why, n, "parameter %s differs from the interpreter: max error %g",
+               f->params[i]->name, me);
+      ok = false;
+    }
+  }
+  for (int i = 0; i < np; i++) {
+    mlc_free(got[i].data);
+    mlc_free(want[i].data);
+  }
+  mlc_free(got);
+  mlc_free(want);
+  return ok;
+}
+
+/* Build f alone under its own name for target t, load it, compare with
+ * the interpreter. */
+static bool check_func_on(const mlc_target *t, const mlc_prim_func *f, mlc_str *ir, char *why,
+                          size_t n) {
+  mlc_error err;
+  mlc_object obj;
+  if (!mlc_target_build(t, 1, &f, NULL, ir, &obj, &err)) {
+    snprintf(why, n, "build: %s", err.msg);
+    return false;
+  }
+  bool ok = false;
+  mlc_jit_lib *lib = mlc_jit_load(&obj, &err);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
+  if (!fn) snprintf(why, n, "load: %s", err.msg);
+  else ok = run_and_compare(f, fn, 42, why, n);
+  mlc_jit_unload(lib);
+  mlc_object_free(&obj);
+  return ok;
+}
+
+static bool check_func(const mlc_prim_func *f, mlc_str *ir, char *why, size_t n) {
+  return check_func_on(&host, f, ir, why, n);
+}
+
+/* ---- built-in tasks, unscheduled ------------------------------------------ */
+
+/* Small shapes that still exercise each task's structure (odd sizes,
+ * padding, stride). */
+static const struct {
+  const char *task, *shape;
+} small_shapes[] = {
+    {"matmul", "7,9,11"},
+    {"batch_matmul", "2,5,6,7"},
+    {"dense_bias_relu", "6,10,9"},
+    {"matmul_relu", "8,7,5"},
+    {"conv2d_nchw", "1,3,9,9,4,3,3,2,1"},
+    {"depthwise_conv2d", "1,4,8,8,3,3,1,1"},
+    {"softmax", "5,17"},
+    {"layernorm", "4,19"},
+    {"vecadd", "37"},
+    {"window_sum", "29"},
+    {"transpose", "6,11"},
+    {"reduce_sum", "7,13"},
+};
+
+static void test_tasks(void) {
+  for (int i = 0; i < mlc_task_count(); i++) {
+    const mlc_task_def *d = mlc_task_at(i);
+    char name[96], why[1400] = "";
+    snprintf(name, sizeof name, "task_%s_unscheduled", d->name);
+    const char *shape = NULL;
+    for (int k = 0; k < MLC_COUNTOF(small_shapes); k++)
+      if (strcmp(small_shapes[k].task, d->name) == 0) shape = small_shapes[k].shape;
+    if (!shape) {
+      test_report(name, 0, "no small shape for this task in tests/test_codegen.c");
+      continue;
+    }
+    mlc_arena *a = mlc_arena_new();
+    int64_t dims[MLC_TASK_MAX_DIMS];
+    mlc_error err;
+    bool ok = mlc_task_parse_shape(d, shape, dims, &err);
+    if (!ok) snprintf(why, sizeof why, "shape %s: %s", shape, err.msg);
+    else ok = check_func(mlc_task_build(a, d, dims), NULL, why, sizeof why);
+    test_report(name, ok, why);
+    mlc_arena_free(a);
+  }
+}
+
+/* ---- hand-scheduled kernels --------------------------------------------------- */
+
+static int cmp_str(const void *x, const void *y) {
+  return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Each "# expect-ir: TEXT" line of the file must appear in ir. */
+static bool check_expectations(const char *text, const char *ir, char *why, size_t n) {
+  const char *tag = "# expect-ir: ";
+  for (const char *p = strstr(text, tag); p; p = strstr(p + 1, tag)) {
+    const char *s = p + strlen(tag);
+    size_t len = strcspn(s, "\n");
+    char want[200];
+    snprintf(want, sizeof want, "%.*s", (int)len, s);
+    if (!strstr(ir, want)) {
+      snprintf(why, n, "generated LLVM IR lacks \"%s\"", want);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void check_kernel_file(const char *path) {
+  char name[300], why[1400] = "";
+  snprintf(name, sizeof name, "kernel_%s", path);
+  mlc_error err;
+  char *text = mlc_read_file(path, NULL, &err);
+  if (!text) {
+    test_report(name, 0, err.msg);
+    return;
+  }
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = mlc_parse_module(a, path, text, &err);
+  mlc_str ir = {0};
+  bool ok = m != NULL;
+  if (!ok) snprintf(why, sizeof why, "parse: %s", err.msg);
+  /* Kernels are valid TensorIR: what they test is code generation. */
+  if (ok && !(ok = mlc_verify_module(m, &err))) snprintf(why, sizeof why, "verify: %s", err.msg);
+  for (int i = 0; ok && i < m->n_funcs; i++) {
+    char sub[1300];
+    ok = check_func(m->funcs[i], &ir, sub, sizeof sub);
+    if (!ok) snprintf(why, sizeof why, "%s: %s", m->funcs[i]->name, sub);
+  }
+  if (ok) ok = check_expectations(text, mlc_str_cstr(&ir), why, sizeof why);
+  test_report(name, ok, why);
+  mlc_str_free(&ir);
+  mlc_arena_free(a);
+  mlc_free(text);
+}
+
+static void test_kernels(void) {
+  DIR *dir = opendir("tests/kernels");
+  if (!dir) {
+    test_report("kernels", 0, "cannot open tests/kernels (run from the repository root)");
+    return;
+  }
+  MLC_VEC(char *) files = {0};
+  for (struct dirent *de; (de = readdir(dir));) {
+    size_t len = strlen(de->d_name);
+    if (len > 3 && strcmp(de->d_name + len - 3, ".py") == 0) {
+      char path[512];
+      snprintf(path, sizeof path, "tests/kernels/%s", de->d_name);
+      MLC_VEC_PUSH(files, mlc_xstrdup(path));
+    }
+  }
+  closedir(dir);
+  qsort(files.data, (size_t)files.len, sizeof(char *), cmp_str);
+  if (files.len == 0) test_report("kernels", 0, "no tests/kernels/*.py");
+  for (int i = 0; i < files.len; i++) {
+    check_kernel_file(files.data[i]);
+    mlc_free(files.data[i]);
+  }
+  MLC_VEC_FREE(files);
+}
+
+/* ---- targets ---------------------------------------------------------------- */
+
+static void test_target_strings(void) {
+  mlc_target t;
+  mlc_error err;
+  CHECK(mlc_target_parse("llvm -mcpu=znver3 -num-cores=2", &t, &err));
+  CHECK_STREQ(t.str, "llvm -mcpu=znver3 -num-cores=2");
+  CHECK(t.num_cores == 2);
+  CHECK(mlc_target_parse("  llvm   -num-cores=3  -mcpu=skylake ", &t, &err));
+  CHECK_STREQ(t.str, "llvm -mcpu=skylake -num-cores=3");
+  CHECK(mlc_target_parse("llvm", &t, &err));
+  CHECK_STREQ(t.mcpu, mlc_target_host_cpu());
+  CHECK(t.num_cores == mlc_target_host_cores() && t.num_cores >= 1);
+  char want[600];
+  snprintf(want, sizeof want, "llvm -mcpu=%s -num-cores=%d", mlc_target_host_cpu(),
+           mlc_target_host_cores());
+  CHECK_STREQ(t.str, want);
+  CHECK(strlen(mlc_target_host_features()) > 0);
+  /* The normalized string parses to itself. */
+  mlc_target t2;
+  CHECK(mlc_target_parse(t.str, &t2, &err));
+  CHECK_STREQ(t2.str, t.str);
+
+  CHECK(!mlc_target_parse("llvm -num-cores=0", &t, &err));
+  CHECK(strstr(err.msg, "-num-cores") != NULL);
+  CHECK(!mlc_target_parse("llvm -fast", &t, &err));
+  CHECK(strstr(err.msg, "unknown option -fast") != NULL);
+  CHECK(!mlc_target_parse("llvm mcpu=x", &t, &err));
+  CHECK(!mlc_target_parse("tpu", &t, &err));
+  CHECK(strstr(err.msg, "unknown target 'tpu'") != NULL);
+  CHECK(!mlc_target_parse("", &t, &err));
+}
+
+/* Thread counts: the target's, unless MLC_NUM_THREADS says otherwise. */
+static void test_runtime_threads(void) {
+  const char *old = getenv("MLC_NUM_THREADS");
+  char *saved = old ? mlc_xstrdup(old) : NULL;
+  unsetenv("MLC_NUM_THREADS");
+  CHECK(mlc_rt_num_threads(3) == 3);
+  CHECK(mlc_rt_num_threads(0) >= 1);
+  setenv("MLC_NUM_THREADS", "5", 1);
+  CHECK(mlc_rt_num_threads(3) == 5);
+  setenv("MLC_NUM_THREADS", "junk", 1);
+  CHECK(mlc_rt_num_threads(2) == 2);
+  if (saved) setenv("MLC_NUM_THREADS", saved, 1);
+  else unsetenv("MLC_NUM_THREADS");
+  mlc_free(saved);
+}
+
+/* The generic x86-64 CPU (SSE2 only, no F16C): float16 goes through the
+ * runtime's conversion functions, vectors through 128-bit registers. */
+static void test_generic_cpu(void) {
+  mlc_target t;
+  mlc_error err;
+  CHECK(mlc_target_parse("llvm -mcpu=x86-64 -num-cores=1", &t, &err));
+  mlc_arena *a = mlc_arena_new();
+  char *text = mlc_read_file("tests/kernels/exprs.py", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(a, "exprs.py", text, &err) : NULL;
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  for (int i = 0; m && i < m->n_funcs; i++) {
+    char why[1400] = "";
+    CHECK_MSG(check_func_on(&t, m->funcs[i], NULL, why, sizeof why), "%s", why);
+  }
+  mlc_free(text);
+  mlc_arena_free(a);
+}
+
+static void test_runtime_half(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float x = __gnu_h2f_ieee((uint16_t)h), y = mlc_half_to_float((uint16_t)h);
+    if (x != x && y != y) continue;
+    if (memcmp(&x, &y, sizeof x) != 0) bad++;
+    if ((h & 0x7c00) != 0x7c00 && __gnu_f2h_ieee(x) != h) bad++;
+  }
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 3, 4);
+  for (int i = 0; i < 100000; i++) {
+    uint32_t bits = mlc_pcg32_next(&rng);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    if (f != f) continue;
+    if (__gnu_f2h_ieee(f) != mlc_float_to_half(f)) bad++;
+  }
+  CHECK_MSG(bad == 0, "%d conversions differ from ir/array.c", bad);
+}
+
+/* ---- errors --------------------------------------------------------------------- */
+
+static bool build_text(const char *text, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = mlc_parse_module(a, "inline.py", text, err);
+  bool ok = false;
+  if (m) {
+    mlc_object obj;
+    ok = mlc_target_build_module(&host, m, NULL, &obj, err);
+    mlc_object_free(&obj);
+  }
+  mlc_arena_free(a);
+  return ok;
+}
+
+#define KERNEL_HEAD                                                              \
+  "@T.prim_func\n"                                                               \
+  "def f(A: T.Buffer((64, 128), \"float32\"), B: T.Buffer((64, 128), \"float32\")):\n"
+#define COPY_BLOCK(ind)                                        \
+  ind "with T.block(\"B\"):\n"                                 \
+  ind "    vi, vj = T.axis.remap(\"SS\", [i, j])\n"            \
+  ind "    B[vi, vj] = A[vi, vj]\n"
+
+static void test_rejected_loops(void) {
+  mlc_error err;
+  CHECK(!build_text(KERNEL_HEAD "    for i in T.thread_binding(64, thread=\"blockIdx.x\"):\n"
+                                "        for j in T.thread_binding(128, thread=\"threadIdx.x\"):\n"
+                                COPY_BLOCK("            "), &err));
+  CHECK_MSG(strstr(err.msg, "bound to blockIdx.x needs a GPU target") != NULL, "%s", err.msg);
+  CHECK(!build_text(KERNEL_HEAD "    for i in T.parallel(64):\n"
+                                "        for j in T.parallel(128):\n"
+                                COPY_BLOCK("            "), &err));
+  CHECK_MSG(strstr(err.msg, "nested parallel loops") != NULL, "%s", err.msg);
+  CHECK(!build_text(KERNEL_HEAD "    for i in range(64):\n"
+                                "        for j in T.vectorized(128):\n"
+                                COPY_BLOCK("            "), &err));
+  CHECK_MSG(strstr(err.msg, "vectorized loop j has extent 128") != NULL, "%s", err.msg);
+  CHECK(!build_text(KERNEL_HEAD "    for i in T.vectorized(64):\n"
+                                "        for j in T.parallel(128):\n"
+                                COPY_BLOCK("            "), &err));
+  CHECK_MSG(strstr(err.msg, "parallel loop j inside vectorized loop i") != NULL, "%s", err.msg);
+  CHECK_MSG(strstr(err.msg, "function f") != NULL, "%s", err.msg);
+  /* And the same nest with legal kinds builds. */
+  CHECK_MSG(build_text(KERNEL_HEAD "    for i in T.parallel(64):\n"
+                                   "        for j in T.vectorized(64):\n"
+                                   COPY_BLOCK("            "), &err), "%s", err.msg);
+}
+
+/* Invalid IR (a loop var used after its loop) is an error, not a crash. */
+static void test_unbound_var(void) {
+  mlc_arena *a = mlc_arena_new();
+  int64_t n = 8;
+  mlc_buffer *A = mlc_buffer_new(a, "A", MLC_FLOAT32, 1, &n, NULL);
+  mlc_buffer *B = mlc_buffer_new(a, "B", MLC_FLOAT32, 1, &n, NULL);
+  mlc_var *i = mlc_var_new(a, "i", MLC_INT32);
+  mlc_expr *ix = mlc_ref(a, i);
+  mlc_stmt *copy = mlc_store_new(a, B, &ix, mlc_load(a, A, &ix));
+  mlc_stmt *loop = mlc_for_new(a, i, mlc_int(a, 0), mlc_int(a, 8), MLC_FOR_SERIAL, copy);
+  mlc_stmt *stray = mlc_store_new(a, B, &ix, mlc_float(a, MLC_FLOAT32, 0));
+  mlc_block *root = mlc_block_new(a, "root");
+  root->body = mlc_seq_new(a, 2, (mlc_stmt *[]){loop, stray});
+  mlc_prim_func *f = mlc_func_new(a, "stray");
+  f->n_params = 2;
+  f->params = MLC_NEW_ARRAY(a, mlc_buffer *, 2);
+  f->params[0] = A;
+  f->params[1] = B;
+  f->body = mlc_realize_new(a, root, NULL, NULL);
+  const mlc_prim_func *fs[1] = {f};
+  mlc_object obj;
+  mlc_error err;
+  CHECK(!mlc_target_build(&host, 1, fs, NULL, NULL, &obj, &err));
+  CHECK_MSG(strstr(err.msg, "variable i is used outside the loop") != NULL, "%s", err.msg);
+  CHECK(obj.data == NULL);
+  mlc_arena_free(a);
+}
+
+/* ---- JIT ------------------------------------------------------------------------- */
+
+static mlc_prim_func *vecadd(mlc_arena *a, const char *name, int64_t n) {
+  const mlc_task_def *d = mlc_task_find("vecadd");
+  MLC_ASSERT(d);
+  mlc_prim_func *f = mlc_task_build(a, d, &n);
+  f->name = mlc_arena_strdup(a, name);
+  return f;
+}
+
+/* A tuner loads and drops candidates by the thousand: load, call, unload
+ * must keep working (and not grow; ASan would flag leaks). */
+static void test_jit_cycles(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = vecadd(a, "cand", 50);
+  const mlc_prim_func *fs[1] = {f};
+  mlc_object obj;
+  mlc_error err;
+  CHECK(mlc_target_build(&host, 1, fs, NULL, NULL, &obj, &err));
+  float x[50], y[50], z[50];
+  for (int i = 0; i < 50; i++) x[i] = (float)i, y[i] = 0.5f * (float)i;
+  int bad = 0;
+  for (int round = 0; round < 300 && obj.data; round++) {
+    mlc_jit_lib *lib = mlc_jit_load(&obj, &err);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, "cand", &err) : NULL;
+    if (!fn) {
+      bad++;
+      CHECK_MSG(0, "round %d: %s", round, err.msg);
+      mlc_jit_unload(lib);
+      break;
+    }
+    memset(z, 0, sizeof z);
+    void *args[3] = {x, y, z};
+    CHECK(fn(args) == 0);
+    for (int i = 0; i < 50; i++) bad += z[i] != 1.5f * (float)i;
+    mlc_jit_unload(lib);
+  }
+  CHECK(bad == 0);
+  mlc_object_free(&obj);
+  mlc_arena_free(a);
+}
+
+/* Two objects live at once under different symbols; a second copy of a
+ * live symbol is refused, and accepted again once the first is gone. */
+static void test_jit_symbols(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_prim_func *f1[1] = {vecadd(a, "first", 8)}, *f2[1] = {vecadd(a, "second", 8)};
+  mlc_object o1, o2;
+  mlc_error err;
+  CHECK(mlc_target_build(&host, 1, f1, NULL, NULL, &o1, &err));
+  CHECK(mlc_target_build(&host, 1, f2, NULL, NULL, &o2, &err));
+  mlc_jit_lib *l1 = mlc_jit_load(&o1, &err), *l2 = mlc_jit_load(&o2, &err);
+  CHECK(l1 && l2);
+  CHECK(l1 && mlc_jit_lookup(l1, "first", &err) != NULL);
+  CHECK(l2 && mlc_jit_lookup(l2, "second", &err) != NULL);
+  CHECK(l1 && mlc_jit_lookup(l1, "missing", &err) == NULL);
+  mlc_jit_lib *dup = mlc_jit_load(&o1, &err);
+  CHECK(dup == NULL);
+  CHECK_MSG(strstr(err.msg, "Duplicate definition of symbol 'first'") != NULL, "%s", err.msg);
+  mlc_jit_unload(dup);
+  mlc_jit_unload(l1);
+  l1 = mlc_jit_load(&o1, &err);
+  CHECK_MSG(l1 && mlc_jit_lookup(l1, "first", &err) != NULL, "%s", err.msg);
+  mlc_jit_unload(l1);
+  mlc_jit_unload(l2);
+  mlc_object_free(&o1);
+  mlc_object_free(&o2);
+  mlc_arena_free(a);
+}
+
+/* ---- object + header, linked by the system C compiler ---------------------------- */
+
+static void test_object_and_header(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  char *text = mlc_read_file("tests/kernels/mm_tiled.py", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(a, "mm_tiled.py", text, &err) : NULL;
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_free(text);
+  if (!m) {
+    mlc_arena_free(a);
+    return;
+  }
+  const mlc_prim_func *fs[2] = {m->funcs[0], vecadd(a, "add8", 8)};
+  const char *syms[2] = {"mm", "vadd"};
+  mlc_str h = {0};
+  CHECK(mlc_target_write_header(&h, 2, fs, syms, "MM_H", &err));
+  const char *hdr = mlc_str_cstr(&h);
+  CHECK(strstr(hdr, "int32_t mm(void **args);") != NULL);
+  CHECK(strstr(hdr, "static inline int32_t mm_call(float *A, float *B, float *C)") != NULL);
+  CHECK(strstr(hdr, "int32_t vadd(void **args);") != NULL);
+  CHECK(strstr(hdr, "#ifndef MM_H") != NULL);
+  mlc_str bad = {0};
+  const char *main_sym[1] = {"main"}, *clash[2] = {"k", "k_call"};
+  CHECK(!mlc_target_write_header(&bad, 1, fs, main_sym, NULL, &err));
+  CHECK(!mlc_target_write_header(&bad, 2, fs, clash, NULL, &err));
+  CHECK_MSG(strstr(err.msg, "clash") != NULL, "%s", err.msg);
+  mlc_str_free(&bad);
+  /* A parameter named like a C keyword gets a positional name. */
+  mlc_prim_func *kw = vecadd(a, "kw", 4);
+  kw->params[0]->name = "float";
+  const mlc_prim_func *kws[1] = {kw};
+  mlc_str kh = {0};
+  CHECK(mlc_target_write_header(&kh, 1, kws, NULL, NULL, &err));
+  CHECK_MSG(strstr(mlc_str_cstr(&kh), "kw_call(float *arg0, float *B, float *C)") != NULL, "%s",
+            mlc_str_cstr(&kh));
+  mlc_str_free(&kh);
+
+  mlc_object obj;
+  CHECK(mlc_target_build(&host, 2, fs, syms, NULL, &obj, &err));
+  char dir[] = "/tmp/mlc_codegen_XXXXXX";
+  if (!mkdtemp(dir) || !obj.data) {
+    CHECK_MSG(0, "no temp dir or object");
+    mlc_object_free(&obj);
+    mlc_str_free(&h);
+    mlc_arena_free(a);
+    return;
+  }
+  char path[512], cmd[2048];
+  snprintf(path, sizeof path, "%s/mm.o", dir);
+  CHECK(mlc_object_write(&obj, path, &err));
+  snprintf(path, sizeof path, "%s/mm.h", dir);
+  CHECK(mlc_write_file(path, hdr, strlen(hdr), &err));
+  static const char prog[] =
+      "#include <stdio.h>\n#include \"mm.h\"\n"
+      "static float A[64*64], B[64*64], C[64*64];\n"
+      "int main(void) {\n"
+      "  for (int i = 0; i < 64*64; i++) { A[i] = (float)(i % 7) - 3; B[i] = (float)(i % 5) * 0.5f; }\n"
+      "  if (mm_call(A, B, C) != 0) return 2;\n"
+      "  for (int i = 0; i < 64; i++) for (int j = 0; j < 64; j++) {\n"
+      "    float s = 0; for (int k = 0; k < 64; k++) s += A[i*64+k] * B[k*64+j];\n"
+      "    if (s != C[i*64+j]) { printf(\"bad %d %d %g %g\\n\", i, j, s, C[i*64+j]); return 1; }\n"
+      "  }\n"
+      "  float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8] = {0}, z[8];\n"
+      "  if (vadd_call(x, y, z) != 0 || z[7] != 8) return 3;\n"
+      "  printf(\"ok\\n\");\n  return 0;\n}\n";
+  snprintf(path, sizeof path, "%s/main.c", dir);
+  CHECK(mlc_write_file(path, prog, strlen(prog), &err));
+  /* The runtime from source, so the test does not depend on which build
+   * (plain or sanitized) produced libmlcrt.a. */
+  snprintf(cmd, sizeof cmd,
+           "cd %s && cc -O1 -o prog main.c mm.o '%s/targets/runtime/parallel.c' -I'%s' -fopenmp -lm "
+           "> cc.log 2>&1 && ./prog > out.txt 2>&1 && grep -q '^ok$' out.txt",
+           dir, MLC_SOURCE_DIR, MLC_SOURCE_DIR);
+  int rc = system(cmd);
+  if (rc != 0) {
+    char log[512] = "";
+    snprintf(path, sizeof path, "%s/cc.log", dir);
+    char *l = mlc_read_file(path, NULL, &err);
+    if (l) snprintf(log, sizeof log, "%s", l);
+    mlc_free(l);
+    CHECK_MSG(0, "compile+run failed (%d): %s", rc, log);
+  }
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) CHECK_MSG(0, "rm failed");
+  mlc_object_free(&obj);
+  mlc_str_free(&h);
+  mlc_arena_free(a);
+}
+
+int main(void) {
+  mlc_target_host(&host);
+  RUN(test_target_strings);
+  RUN(test_runtime_threads);
+  RUN(test_runtime_half);
+  test_tasks();
+  test_kernels();
+  RUN(test_generic_cpu);
+  RUN(test_rejected_loops);
+  RUN(test_unbound_var);
+  RUN(test_jit_cycles);
+  RUN(test_jit_symbols);
+  RUN(test_object_and_header);
+  return test_summary();
+}
