@@ -1,0 +1,352 @@
+/* Loop primitives: split, fuse, reorder. Each checks every precondition
+ * before touching the IR, so a refusal leaves the state as it was. */
+#include "schedule/sched_impl.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static bool const_loop(mlc_stmt *loop, int64_t *mn, int64_t *ext) {
+  return mlc_expr_is_const_int(loop->loop.min, mn) && mlc_expr_is_const_int(loop->loop.extent, ext);
+}
+
+static mlc_expr *int_like(mlc_arena *a, const mlc_var *v, int64_t x) {
+  return mlc_int_t(a, v->dtype, x);
+}
+
+/* pred := pred and cond, on every block realize directly under a loop. */
+typedef struct pred_ctx {
+  mlc_arena *a;
+  mlc_expr *cond;
+} pred_ctx;
+
+static void add_predicate(mlc_stmt *r, void *ctx_) {
+  pred_ctx *ctx = ctx_;
+  mlc_expr *p = r->realize.predicate;
+  r->realize.predicate = p ? mlc_binary(ctx->a, MLC_EXPR_AND, p, ctx->cond) : ctx->cond;
+}
+
+/* ---- split ----------------------------------------------------------------- */
+
+/* Resolve factor operands to integers; *unknown is the inferred one's index. */
+static bool split_factors(mlc_sched *s, const char *who, int n, const mlc_operand *factors,
+                          int64_t *f, int *unknown, mlc_error *err) {
+  *unknown = -1;
+  for (int i = 0; i < n; i++) {
+    const mlc_operand *op = &factors[i];
+    switch (op->kind) {
+    case MLC_OPERAND_NONE: f[i] = -1; break;
+    case MLC_OPERAND_INT: f[i] = op->i; break;
+    case MLC_OPERAND_RV:
+      if (!sched_check_value(s, "split", op->rv, err)) return false;
+      f[i] = s->rvs.data[op->rv].value;
+      break;
+    case MLC_OPERAND_FLOAT:
+    case MLC_OPERAND_STR:
+      return mlc_error_set(err, "split: %s: factor %d is not an integer", who, i);
+    }
+    if (f[i] == -1) {
+      if (*unknown >= 0)
+        return mlc_error_set(err, "split: %s: more than one factor is None (factors %d and %d)",
+                             who, *unknown, i);
+      *unknown = i;
+    } else if (f[i] < 1) {
+      return mlc_error_set(err, "split: %s: factor %d is %" PRId64 ", factors must be positive",
+                           who, i, f[i]);
+    }
+  }
+  return true;
+}
+
+/* A statement outside every block (a lowered store, an if) could not carry
+ * the predicate an uneven split needs. */
+static bool has_bare_stmt(const mlc_stmt *st) {
+  switch (st->kind) {
+  case MLC_STMT_FOR: return has_bare_stmt(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE: return false;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_bare_stmt(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_ALLOCATE: return has_bare_stmt(st->alloc.body);
+  case MLC_STMT_IF:
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return true;
+  }
+  mlc_unreachable();
+}
+
+/* All factors known: the inferred one is ceil(extent / the others). */
+static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
+                          int64_t *f, int64_t *mn, int64_t *ext, int64_t *prod, mlc_error *err) {
+  char who[96];
+  if (!sched_check_loop(s, "split", loop_rv, err)) return false;
+  sched_rv_desc(s, loop_rv, who);
+  if (n < 2 || n > MLC_SCHED_MAX_TILE)
+    return mlc_error_set(err, "split: %s: needs 2 to %d factors, got %d", who, MLC_SCHED_MAX_TILE, n);
+  if (!const_loop(s->rvs.data[loop_rv].loop, mn, ext))
+    return mlc_error_set(err, "split: %s: the loop's bounds are not constant", who);
+  int unknown;
+  if (!split_factors(s, who, n, factors, f, &unknown, err)) return false;
+  *prod = 1;
+  for (int i = 0; i < n; i++)
+    if (i != unknown) *prod *= f[i];
+  if (unknown >= 0) f[unknown] = (*ext + *prod - 1) / *prod, *prod *= f[unknown];
+  if (*prod < *ext)
+    return mlc_error_set(err,
+                         "split: %s: the factors multiply to %" PRId64
+                         ", less than the loop's extent %" PRId64,
+                         who, *prod, *ext);
+  if (*prod != *ext && has_bare_stmt(s->rvs.data[loop_rv].loop->loop.body))
+    return mlc_error_set(err,
+                         "split: %s: factors multiply to %" PRId64 ", not the extent %" PRId64
+                         ", and the loop holds statements outside blocks that could not carry the "
+                         "predicate",
+                         who, *prod, *ext);
+  return true;
+}
+
+/* Replace loop by n nested loops <var>_0 (outer) ... <var>_{n-1} binding
+ * var = min + sum var_k * stride_k, guarded by a predicate when the
+ * factors overshoot the extent. */
+static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f, int64_t mn,
+                          int64_t ext, int64_t prod, bool preserve_unit_iters, mlc_stmt **loops) {
+  mlc_arena *a = s->arena;
+  mlc_var *old = loop->loop.var, *vars[MLC_SCHED_MAX_TILE];
+  mlc_expr *offset = NULL; /* var - min */
+  int64_t stride = prod;
+  mlc_stmt *body = loop->loop.body;
+  for (int i = 0; i < n; i++) {
+    vars[i] = mlc_var_new(a, mlc_arena_printf(a, "%s_%d", old->name, i), old->dtype);
+    stride /= f[i];
+    if (f[i] == 1 && !preserve_unit_iters) continue; /* binds 0 */
+    mlc_expr *term = mlc_ref(a, vars[i]);
+    if (stride != 1) term = mlc_mul(a, term, int_like(a, old, stride));
+    offset = offset ? mlc_add(a, offset, term) : term;
+  }
+  if (!offset) offset = int_like(a, old, 0);
+  mlc_expr *value = mn != 0 ? mlc_add(a, int_like(a, old, mn), offset) : offset;
+  for (int i = n - 1; i >= 0; i--)
+    loops[i] = mlc_for_new(a, vars[i], int_like(a, old, 0), int_like(a, old, f[i]), MLC_FOR_SERIAL,
+                           i == n - 1 ? body : loops[i + 1]);
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int depth = sched_path_to(s, loop, path);
+  *sched_child_slot(path[depth - 2], loop) = loops[0];
+  sched_subst_inplace(a, body, 1, &old, &value);
+  if (prod != ext) {
+    pred_ctx pc = {a, mlc_binary(a, MLC_EXPR_LT, offset, int_like(a, old, ext))};
+    sched_each_realize(body, add_predicate, &pc);
+  }
+  sched_simplify_bindings(s, body);
+}
+
+bool mlc_sched_split(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
+                     bool preserve_unit_iters, mlc_rv *out, mlc_error *err) {
+  int64_t f[MLC_SCHED_MAX_TILE], mn = 0, ext = 0, prod = 1;
+  if (!split_resolve(s, loop_rv, n, factors, f, &mn, &ext, &prod, err)) return false;
+  mlc_stmt *loops[MLC_SCHED_MAX_TILE];
+  split_rewrite(s, s->rvs.data[loop_rv].loop, n, f, mn, ext, prod, preserve_unit_iters, loops);
+  /* Recorded as given: an inferred factor stays None. */
+  mlc_operand in[1 + MLC_SCHED_MAX_TILE];
+  in[0] = MLC_OP_RV(loop_rv);
+  for (int i = 0; i < n; i++)
+    in[i + 1] = factors[i].kind == MLC_OPERAND_INT && factors[i].i == -1 ? MLC_OP_NONE : factors[i];
+  for (int i = 0; i < n; i++) out[i] = sched_new_rv(s, MLC_RV_LOOP, NULL, loops[i], 0);
+  mlc_attr at = sched_attr_bool("preserve_unit_iters", preserve_unit_iters);
+  sched_record(s, MLC_INST_SPLIT, n + 1, in, 1, &at, n, out);
+  return true;
+}
+
+/* ---- fuse -------------------------------------------------------------------- */
+
+/* Fusing a loop that drives a spatial iter with one that drives a reduce
+ * iter of the same block would interleave the reduction with the output
+ * points, so the first visit of a point could skip the init. */
+typedef struct mix_ctx {
+  int n;
+  mlc_var **vars;
+  const mlc_block *bad;
+  const char *spatial, *reduce;
+} mix_ctx;
+
+static void check_mix(mlc_stmt *r, void *ctx_) {
+  mix_ctx *c = ctx_;
+  const mlc_block *b = r->realize.block;
+  const char *sp = NULL, *rd = NULL;
+  for (int i = 0; i < b->n_iters; i++)
+    for (int k = 0; k < c->n; k++)
+      if (mlc_expr_uses_var(r->realize.values[i], c->vars[k])) {
+        if (b->iters[i].kind == MLC_ITER_SPATIAL) sp = b->iters[i].var->name;
+        else rd = b->iters[i].var->name;
+      }
+  if (sp && rd && !c->bad) c->bad = b, c->spatial = sp, c->reduce = rd;
+}
+
+static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc_error *err) {
+  char d[96], d2[96];
+  if (n < 2) return mlc_error_set(err, "fuse: needs at least 2 loops, got %d", n);
+  if (n > 64) return mlc_error_set(err, "fuse: at most 64 loops, got %d", n);
+  for (int i = 0; i < n; i++) {
+    if (!sched_check_loop(s, "fuse", rvs[i], err)) return false;
+    mlc_stmt *l = s->rvs.data[rvs[i]].loop;
+    int64_t mn;
+    if (!const_loop(l, &mn, &ext[i]))
+      return mlc_error_set(err, "fuse: %s: the loop's bounds are not constant",
+                           sched_rv_desc(s, rvs[i], d));
+    if (mn != 0)
+      return mlc_error_set(err, "fuse: %s: the loop starts at %" PRId64 ", not 0",
+                           sched_rv_desc(s, rvs[i], d), mn);
+    for (int j = 0; j < i; j++)
+      if (s->rvs.data[rvs[j]].loop == l)
+        return mlc_error_set(err, "fuse: %s is given twice", sched_rv_desc(s, rvs[i], d));
+    if (i > 0 && s->rvs.data[rvs[i - 1]].loop->loop.body != l)
+      return mlc_error_set(err,
+                           "fuse: %s is not the only child of %s: fused loops must be adjacent, "
+                           "each the body of the previous one",
+                           sched_rv_desc(s, rvs[i], d), sched_rv_desc(s, rvs[i - 1], d2));
+  }
+  mlc_var *vars[64];
+  for (int i = 0; i < n; i++) vars[i] = s->rvs.data[rvs[i]].loop->loop.var;
+  mix_ctx mc = {n, vars, NULL, NULL, NULL};
+  sched_each_realize(s->rvs.data[rvs[0]].loop->loop.body, check_mix, &mc);
+  if (mc.bad)
+    return mlc_error_set(err,
+                         "fuse: block \"%s\" binds spatial iter %s and reduce iter %s to these "
+                         "loops; fusing them would interleave the reduction with its outputs",
+                         mc.bad->name, mc.spatial, mc.reduce);
+  return true;
+}
+
+bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
+                    mlc_rv *out, mlc_error *err) {
+  int64_t ext[64];
+  if (!fuse_check(s, n, rvs, ext, err)) return false;
+  mlc_arena *a = s->arena;
+  mlc_stmt *first = s->rvs.data[rvs[0]].loop;
+  mlc_stmt *last = s->rvs.data[rvs[n - 1]].loop;
+  mlc_var *v0 = first->loop.var;
+
+  mlc_str name = {0};
+  for (int i = 0; i < n; i++) mlc_str_printf(&name, "%s_", s->rvs.data[rvs[i]].loop->loop.var->name);
+  mlc_str_puts(&name, "fused");
+  mlc_var *fv = mlc_var_new(a, mlc_str_cstr(&name), v0->dtype);
+  mlc_str_free(&name);
+
+  /* Included loops (unit loops drop out unless preserved) and strides. */
+  int64_t total = 1;
+  for (int i = 0; i < n; i++)
+    if (ext[i] != 1 || preserve_unit_iters) total *= ext[i];
+  mlc_var *vars[64];
+  mlc_expr *vals[64];
+  int64_t stride = total;
+  bool outermost = true;
+  for (int i = 0; i < n; i++) {
+    vars[i] = s->rvs.data[rvs[i]].loop->loop.var;
+    if (ext[i] == 1 && !preserve_unit_iters) {
+      vals[i] = int_like(a, vars[i], 0);
+      continue;
+    }
+    stride /= ext[i];
+    mlc_expr *e = mlc_ref(a, fv);
+    if (stride != 1) e = mlc_binary(a, MLC_EXPR_FLOORDIV, e, int_like(a, fv, stride));
+    if (!outermost) e = mlc_binary(a, MLC_EXPR_FLOORMOD, e, int_like(a, fv, ext[i]));
+    outermost = false;
+    vals[i] = e;
+  }
+  mlc_stmt *body = last->loop.body;
+  mlc_stmt *fused = mlc_for_new(a, fv, int_like(a, fv, 0), int_like(a, fv, total), MLC_FOR_SERIAL,
+                                body);
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int depth = sched_path_to(s, first, path);
+  *sched_child_slot(path[depth - 2], first) = fused;
+  sched_subst_inplace(a, body, n, vars, vals);
+  sched_simplify_bindings(s, body);
+
+  mlc_operand in[64];
+  for (int i = 0; i < n; i++) in[i] = MLC_OP_RV(rvs[i]);
+  *out = sched_new_rv(s, MLC_RV_LOOP, NULL, fused, 0);
+  mlc_attr at = sched_attr_bool("preserve_unit_iters", preserve_unit_iters);
+  sched_record(s, MLC_INST_FUSE, n, in, 1, &at, 1, out);
+  return true;
+}
+
+/* ---- reorder ------------------------------------------------------------------- */
+
+static int given_index(mlc_sched *s, int n, const mlc_rv *rvs, const mlc_stmt *l) {
+  for (int i = 0; i < n; i++)
+    if (s->rvs.data[rvs[i]].loop == l) return i;
+  return -1;
+}
+
+/* The chain from the outermost given loop down to the deepest one, each the
+ * body of the previous. Returns its length, 0 with err set if the loops do
+ * not form one such chain. */
+static int reorder_chain(mlc_sched *s, int n, const mlc_rv *rvs, mlc_stmt **chain,
+                         mlc_error *err) {
+  char d[96], d2[96];
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int top = 0, top_depth = 1 << 30;
+  for (int i = 0; i < n; i++) {
+    int dep = sched_path_to(s, s->rvs.data[rvs[i]].loop, path);
+    if (dep < top_depth) top_depth = dep, top = i;
+  }
+  int len = 0, found = 0;
+  mlc_stmt *cur = s->rvs.data[rvs[top]].loop;
+  for (;;) {
+    chain[len++] = cur;
+    if (given_index(s, n, rvs, cur) >= 0 && ++found == n) return len;
+    mlc_stmt *b = cur->loop.body;
+    if (b->kind != MLC_STMT_FOR) break;
+    cur = b;
+  }
+  /* Name a given loop that the chain missed, and why. */
+  for (int i = 0; i < n; i++) {
+    mlc_stmt *l = s->rvs.data[rvs[i]].loop;
+    bool in_chain = false;
+    for (int k = 0; k < len; k++) in_chain = in_chain || chain[k] == l;
+    if (in_chain) continue;
+    int dep = sched_path_to(s, l, path);
+    bool below = false;
+    for (int k = 0; k < dep; k++) below = below || path[k] == chain[0];
+    if (!below)
+      return mlc_error_set(err, "reorder: %s and %s are not in one loop chain (neither is inside "
+                                "the other)",
+                           sched_rv_desc(s, rvs[i], d), sched_rv_desc(s, rvs[top], d2)),
+             0;
+    return mlc_error_set(err,
+                         "reorder: %s is under %s but not through single-child loops (%s has "
+                         "a body that is not a loop)",
+                         sched_rv_desc(s, rvs[i], d), sched_rv_desc(s, rvs[top], d2),
+                         chain[len - 1]->loop.var->name),
+           0;
+  }
+  mlc_unreachable();
+}
+
+bool mlc_sched_reorder(mlc_sched *s, int n, const mlc_rv *rvs, mlc_error *err) {
+  char d[96];
+  if (n < 1) return mlc_error_set(err, "reorder: needs at least one loop");
+  if (n > 64) return mlc_error_set(err, "reorder: at most 64 loops, got %d", n);
+  for (int i = 0; i < n; i++) {
+    if (!sched_check_loop(s, "reorder", rvs[i], err)) return false;
+    if (given_index(s, i, rvs, s->rvs.data[rvs[i]].loop) >= 0)
+      return mlc_error_set(err, "reorder: %s is given twice", sched_rv_desc(s, rvs[i], d));
+  }
+  mlc_stmt *chain[SCHED_MAX_DEPTH], *order[SCHED_MAX_DEPTH];
+  int len = reorder_chain(s, n, rvs, chain, err);
+  if (!len) return false;
+  /* Given loops fill the given positions in the given order. */
+  int next = 0;
+  for (int k = 0; k < len; k++)
+    order[k] = given_index(s, n, rvs, chain[k]) >= 0 ? s->rvs.data[rvs[next++]].loop : chain[k];
+  mlc_stmt *inner = chain[len - 1]->loop.body;
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int depth = sched_path_to(s, chain[0], path);
+  mlc_stmt **slot = sched_child_slot(path[depth - 2], chain[0]);
+  for (int k = 0; k < len; k++) order[k]->loop.body = k + 1 < len ? order[k + 1] : inner;
+  *slot = order[0];
+
+  mlc_operand in[64];
+  for (int i = 0; i < n; i++) in[i] = MLC_OP_RV(rvs[i]);
+  sched_record(s, MLC_INST_REORDER, n, in, 0, NULL, 0, NULL);
+  return true;
+}

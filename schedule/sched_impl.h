@@ -1,0 +1,78 @@
+/* Private to schedule/: the state's layout and helpers shared by the
+ * primitive files. */
+#ifndef MLC_SCHED_IMPL_H
+#define MLC_SCHED_IMPL_H
+
+#include "schedule/schedule.h"
+
+/* What a handle refers to. Block and loop handles point at nodes of the
+ * state's IR; primitives move nodes rather than rebuild them, so pointers
+ * stay valid; a node that was replaced is simply no longer in the tree. */
+typedef struct rv_entry {
+  mlc_rv_kind kind;
+  mlc_block *block; /* BLOCK */
+  mlc_stmt *loop;   /* LOOP: a FOR statement */
+  int64_t value;    /* VALUE */
+} rv_entry;
+
+struct mlc_sched {
+  mlc_arena *arena; /* owns func, handles, trace */
+  mlc_prim_func *func;
+  mlc_pcg32 rng;
+  MLC_VEC(rv_entry) rvs;
+  mlc_trace trace; /* rv_kinds mirrors rvs */
+};
+
+/* Deepest nesting the tree walkers follow. */
+#define SCHED_MAX_DEPTH 256
+
+/* ---- state.c: handles and tree navigation ---- */
+
+/* Appends a handle (after every check passed). */
+mlc_rv sched_new_rv(mlc_sched *s, mlc_rv_kind k, mlc_block *b, mlc_stmt *loop, int64_t v);
+/* "l2 (j)" / "b0 (C)" / "v4" into buf, for messages. */
+const char *sched_rv_desc(const mlc_sched *s, mlc_rv rv, char buf[96]);
+/* Check a handle is in range, of kind k and alive; message prefixed with
+ * the primitive name. */
+bool sched_check_loop(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
+bool sched_check_block(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
+bool sched_check_value(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
+/* Statements from the root realize down to target (inclusive) into path;
+ * returns the length, 0 if target is not in the tree. */
+int sched_path_to(const mlc_sched *s, const mlc_stmt *target, mlc_stmt **path);
+/* The realize of block b, or NULL. */
+mlc_stmt *sched_find_realize(const mlc_sched *s, const mlc_block *b);
+/* The field holding child inside parent (a statement on the path). */
+mlc_stmt **sched_child_slot(mlc_stmt *parent, mlc_stmt *child);
+/* Substitute vars in every expression of the subtree, in place: nodes
+ * (loops, realizes, blocks) keep their identity. */
+void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals);
+/* Calls fn on each block realize under st, not entering blocks. */
+void sched_each_realize(mlc_stmt *st, void (*fn)(mlc_stmt *realize, void *ctx), void *ctx);
+/* Re-simplify the iter bindings of the realizes under st, with the given
+ * vars' ranges known. */
+void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st);
+
+/* ---- trace.c: recording ---- */
+
+/* Append an instruction; arrays and strings are copied into the arena. */
+mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_operand *in,
+                       int n_attrs, const mlc_attr *attrs, int n_out, const mlc_rv *out);
+mlc_attr sched_attr_bool(const char *key, bool v);
+mlc_attr sched_attr_int(const char *key, int64_t v);
+mlc_attr sched_attr_str(const char *key, const char *v);
+const mlc_attr *sched_attr_find(const mlc_inst *in, const char *key);
+void sched_trace_copy_into(mlc_arena *a, mlc_trace *dst, const mlc_trace *src);
+
+/* ---- sample.c: the draws replay needs with a given decision ---- */
+
+/* want: a decision to use if it fits (NULL: draw). *resampled says whether
+ * a given decision did not fit and was drawn again. */
+bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost,
+                               const mlc_decision *want, bool *resampled, mlc_rv *out,
+                               mlc_error *err);
+bool sched_sample_categorical(mlc_sched *s, int n, const int64_t *cands, const double *probs,
+                              const mlc_decision *want, bool *resampled, mlc_rv *out,
+                              mlc_error *err);
+
+#endif

@@ -1,0 +1,286 @@
+/* schedule: schedule states, primitives, sampling and traces.
+ *
+ * A schedule state (mlc_sched) owns a private copy of a prim_func in its own
+ * arena, a PCG32 generator and the trace of everything done to it. The
+ * primitives rewrite the copy in place, TensorIR style, and record one
+ * instruction each; sampling primitives also record their decision.
+ *
+ *   mlc_sched *s = mlc_sched_new(func, 42);
+ *   mlc_rv c, *loops, f[2], jj[2];
+ *   mlc_sched_get_block(s, "C", "main", &c, &err);
+ *   mlc_sched_get_loops(s, c, &loops, &err);            // i, j, k
+ *   mlc_sched_sample_perfect_tile(s, loops[1], 2, 16, f, &err);
+ *   mlc_operand fs[2] = {MLC_OP_RV(f[0]), MLC_OP_RV(f[1])};
+ *   mlc_sched_split(s, loops[1], 2, fs, true, jj, &err);
+ *   mlc_sched_reorder(s, 4, (mlc_rv[]){loops[0], jj[0], loops[2], jj[1]}, &err);
+ *   mlc_trace_print(&out, mlc_sched_trace(s));           // Python-like
+ *   mlc_trace_to_json(&json, mlc_sched_trace(s));        // stored in the db
+ *   mlc_sched_free(s);
+ *
+ * Handles (mlc_rv: blocks, loops, sampled values) are small integers that
+ * stay valid across primitives; a loop that a primitive replaced (split,
+ * fuse) is gone and its handle is refused with a message. Every primitive
+ * checks its preconditions first: on failure it returns false with a
+ * message naming the primitive, the handle and the reason, and the state
+ * (IR, trace, handles, random generator) is exactly as before.
+ *
+ * Replay (mlc_sched_replay) applies a trace to a fresh state of the same
+ * workload with the stored decisions, new random ones, or some replaced;
+ * a decision that no longer fits is resampled and reported.
+ */
+#ifndef MLC_SCHEDULE_H
+#define MLC_SCHEDULE_H
+
+#include "ir/ir.h"
+
+/* ---- instruction kinds ---------------------------------------------- */
+
+typedef enum mlc_inst_kind {
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) MLC_INST_##id,
+#include "schedule/inst_kinds.def"
+} mlc_inst_kind;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_INST_KIND_COUNT = 0
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) +1
+#include "schedule/inst_kinds.def"
+};
+
+const char *mlc_inst_kind_name(mlc_inst_kind k);   /* "Split" (JSON) */
+const char *mlc_inst_kind_method(mlc_inst_kind k); /* "split" (Python) */
+bool mlc_inst_kind_is_sampling(mlc_inst_kind k);
+bool mlc_inst_kind_from_name(const char *name, mlc_inst_kind *out);
+
+/* ---- random variables and operands ----------------------------------- */
+
+/* A handle of a schedule state: index into its table of random variables.
+ * Printed as b<N> (block), l<N> (loop), v<N> (value). */
+typedef int32_t mlc_rv;
+
+typedef enum mlc_rv_kind {
+  MLC_RV_BLOCK,
+  MLC_RV_LOOP,
+  MLC_RV_VALUE, /* an integer drawn by a sampling instruction */
+} mlc_rv_kind;
+
+/* An instruction input: a handle, a literal, or None (a split factor left
+ * to be inferred). */
+typedef enum mlc_operand_kind {
+  MLC_OPERAND_NONE,
+  MLC_OPERAND_RV,
+  MLC_OPERAND_INT,
+  MLC_OPERAND_FLOAT,
+  MLC_OPERAND_STR,
+} mlc_operand_kind;
+
+typedef struct mlc_operand {
+  mlc_operand_kind kind;
+  mlc_rv rv;     /* RV */
+  int64_t i;     /* INT */
+  double f;      /* FLOAT */
+  const char *s; /* STR */
+} mlc_operand;
+
+#define MLC_OP_NONE ((mlc_operand){.kind = MLC_OPERAND_NONE})
+#define MLC_OP_RV(x) ((mlc_operand){.kind = MLC_OPERAND_RV, .rv = (x)})
+#define MLC_OP_INT(v) ((mlc_operand){.kind = MLC_OPERAND_INT, .i = (v)})
+#define MLC_OP_FLOAT(v) ((mlc_operand){.kind = MLC_OPERAND_FLOAT, .f = (v)})
+#define MLC_OP_STR(v) ((mlc_operand){.kind = MLC_OPERAND_STR, .s = (v)})
+
+/* ---- traces ------------------------------------------------------------ */
+
+typedef enum mlc_attr_kind {
+  MLC_ATTR_BOOL,
+  MLC_ATTR_INT,
+  MLC_ATTR_FLOAT,
+  MLC_ATTR_STR,
+  MLC_ATTR_INTS,   /* list of integers (SampleCategorical candidates) */
+  MLC_ATTR_FLOATS, /* list of numbers (SampleCategorical probs) */
+} mlc_attr_kind;
+
+typedef struct mlc_attr {
+  const char *key;
+  mlc_attr_kind kind;
+  int64_t i;      /* BOOL, INT */
+  double f;       /* FLOAT */
+  const char *s;  /* STR */
+  int n;          /* INTS, FLOATS */
+  int64_t *ints;
+  double *floats;
+} mlc_attr;
+
+/* Longest decision (a perfect tile of at most this many factors). */
+#define MLC_SCHED_MAX_TILE 16
+
+/* What a sampling instruction chose: the factor list of SamplePerfectTile,
+ * or one number (the chosen candidate's index for SampleCategorical).
+ * n == 0: no decision. */
+typedef struct mlc_decision {
+  int n;
+  int64_t v[MLC_SCHED_MAX_TILE];
+} mlc_decision;
+
+typedef struct mlc_inst {
+  mlc_inst_kind kind;
+  int n_inputs;
+  mlc_operand *inputs;
+  int n_attrs;
+  mlc_attr *attrs; /* in the canonical order of inst_kinds.def */
+  int n_outputs;
+  mlc_rv *outputs; /* handles this instruction defines, in the trace's numbering */
+  mlc_decision decision;
+} mlc_inst;
+
+/* An instruction list. Random variables are numbered in the order the
+ * instructions define them; rv_kinds gives each one's kind (its name is
+ * the kind's letter and the number: b0, l1, v4). */
+typedef struct mlc_trace {
+  MLC_VEC(mlc_inst) insts;
+  MLC_VEC(mlc_rv_kind) rv_kinds;
+} mlc_trace;
+
+/* Canonical compact JSON (DESIGN.md section 3):
+ *   {"insts":[["GetBlock",[],{"name":"C","func_name":"main"},["b0"]],...],
+ *    "decisions":{"2":[32,4]},"version":1}
+ * Inputs are handle names, integers, floats, null, or a string literal
+ * written in quotes inside the JSON string ("\"x\""), as TVM does. */
+void mlc_trace_to_json(mlc_str *out, const mlc_trace *t);
+/* Reads JSON text into a trace allocated in `a`. A missing "version" means
+ * 1; a newer version, malformed JSON, an unknown kind, an undefined handle
+ * or a malformed instruction is an error naming the instruction. */
+mlc_trace *mlc_trace_from_json(mlc_arena *a, const char *text, size_t len, mlc_error *err);
+/* The Python-like form of the notes:
+ *   # from tvm import tir
+ *   def apply_trace(sch: tir.Schedule) -> None:
+ *     b0 = sch.get_block(name="C", func_name="main")
+ *     ... */
+void mlc_trace_print(mlc_str *out, const mlc_trace *t);
+mlc_trace *mlc_trace_copy(mlc_arena *a, const mlc_trace *t);
+/* Hash of the canonical JSON text, as the database keys records. */
+uint64_t mlc_trace_hash(const mlc_trace *t);
+/* "l2" for a handle of the trace. */
+void mlc_trace_rv_name(const mlc_trace *t, mlc_rv rv, char buf[16]);
+
+/* ---- schedule state ------------------------------------------------------ */
+
+typedef struct mlc_sched mlc_sched;
+
+/* A state over a deep copy of f (f itself is never touched), its PCG32
+ * seeded with `seed`. */
+mlc_sched *mlc_sched_new(const mlc_prim_func *f, uint64_t seed);
+/* An independent copy: IR, handles, trace and generator state. */
+mlc_sched *mlc_sched_copy(const mlc_sched *s);
+void mlc_sched_free(mlc_sched *s);
+/* The current IR; owned by the state, valid until the next primitive. */
+const mlc_prim_func *mlc_sched_func(const mlc_sched *s);
+const mlc_trace *mlc_sched_trace(const mlc_sched *s);
+mlc_arena *mlc_sched_arena(mlc_sched *s);
+void mlc_sched_seed(mlc_sched *s, uint64_t seed);
+int mlc_sched_n_rvs(const mlc_sched *s);
+mlc_rv_kind mlc_sched_rv_kind(const mlc_sched *s, mlc_rv rv);
+/* The drawn value of a VALUE handle. */
+int64_t mlc_sched_rv_value(const mlc_sched *s, mlc_rv rv);
+/* Whether a block or loop handle still names a node of the function. */
+bool mlc_sched_rv_alive(const mlc_sched *s, mlc_rv rv);
+/* The loop statement (FOR) or block of a live handle; NULL otherwise. */
+const mlc_stmt *mlc_sched_rv_loop(const mlc_sched *s, mlc_rv rv);
+const mlc_block *mlc_sched_rv_block(const mlc_sched *s, mlc_rv rv);
+
+/* ---- getters -------------------------------------------------------------- */
+
+/* The block named `name` of the function `func_name` ("main"; NULL means
+ * the state's function). Error if absent or if several blocks share it. */
+bool mlc_sched_get_block(mlc_sched *s, const char *name, const char *func_name, mlc_rv *out,
+                         mlc_error *err);
+/* The loops above a block up to its parent block, outer to inner: returns
+ * their count and points *out at the new handles (owned by the state), or
+ * -1 on error. */
+int mlc_sched_get_loops(mlc_sched *s, mlc_rv block, mlc_rv **out, mlc_error *err);
+/* The blocks directly under a block or loop (not inside child blocks), in
+ * program order. Same conventions as get_loops. */
+int mlc_sched_get_child_blocks(mlc_sched *s, mlc_rv block_or_loop, mlc_rv **out,
+                               mlc_error *err);
+/* Blocks under the same parent block that come before this one and write
+ * a buffer it reads (producers), or come after it and read a buffer it
+ * writes (consumers); a reduction counts as reading its output. */
+int mlc_sched_get_producers(mlc_sched *s, mlc_rv block, mlc_rv **out, mlc_error *err);
+int mlc_sched_get_consumers(mlc_sched *s, mlc_rv block, mlc_rv **out, mlc_error *err);
+
+/* ---- loop primitives (loops.c) -------------------------------------------- */
+
+/* Split a loop into n nested loops (outer first) named <var>_0 ...
+ * <var>_<n-1>; out receives their n handles. Factors are integer literals,
+ * VALUE handles, or at most one None (or -1) inferred as
+ * ceil(extent / product of the others). A product larger than the extent
+ * adds a T.where predicate to the blocks under the loop; a smaller one is
+ * refused. With preserve_unit_iters false, unit loops bind 0. */
+bool mlc_sched_split(mlc_sched *s, mlc_rv loop, int n, const mlc_operand *factors,
+                     bool preserve_unit_iters, mlc_rv *out, mlc_error *err);
+/* Fuse n >= 2 loops into one named <v0>_<v1>_..._fused. Requires each loop
+ * to be the only child (the body) of the previous one and to start at 0,
+ * and no block binding a spatial and a reduce iter to the fused loops (the
+ * reduction would interleave with its outputs and could skip its init). */
+bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *loops, bool preserve_unit_iters,
+                    mlc_rv *out, mlc_error *err);
+/* Reorder loops that lie on one chain of single-child loops (each given
+ * loop an ancestor or descendant of the others, no branch in between):
+ * the given loops take the positions they occupy, in the order given;
+ * loops between them that are not given keep their positions. */
+bool mlc_sched_reorder(mlc_sched *s, int n, const mlc_rv *loops, mlc_error *err);
+
+/* ---- loop kinds and annotations (annotate.c) ----------------------------- */
+
+/* parallel/vectorize/bind refuse a loop that a reduce iter of a block under
+ * it depends on (except threadIdx bindings: cross-thread reduction), as
+ * TensorIR does; all three and unroll refuse a loop already bound to a
+ * thread. parallel, vectorize and blockIdx bindings also refuse a loop
+ * under which one block reads or writes a part of a buffer that another
+ * block writes in other iterations (a carried dependence). bind refuses a
+ * tag already bound with another extent above or below the loop.
+ * Tags: blockIdx.{x,y,z}, threadIdx.{x,y,z}, vthread[.{x,y,z}]. */
+bool mlc_sched_parallel(mlc_sched *s, mlc_rv loop, mlc_error *err);
+bool mlc_sched_vectorize(mlc_sched *s, mlc_rv loop, mlc_error *err);
+bool mlc_sched_unroll(mlc_sched *s, mlc_rv loop, mlc_error *err);
+bool mlc_sched_bind(mlc_sched *s, mlc_rv loop, const char *thread_axis, mlc_error *err);
+/* Set key on a block or loop to an int, float or string literal or a VALUE
+ * handle (stored as its int), replacing an existing value. */
+bool mlc_sched_annotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc_operand value,
+                        mlc_error *err);
+/* Remove key; refused if the block or loop does not carry it. */
+bool mlc_sched_unannotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc_error *err);
+
+/* ---- sampling (sample.c) ------------------------------------------------- */
+
+/* n factors (outer first) whose product is the loop's constant extent and
+ * whose innermost is <= max_innermost_factor, uniform over all such
+ * factorizations; out receives n VALUE handles. */
+bool mlc_sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost_factor,
+                                   mlc_rv *out, mlc_error *err);
+/* One of n candidates with the given probabilities (non-negative, not all
+ * zero; normalized). */
+bool mlc_sched_sample_categorical(mlc_sched *s, int n, const int64_t *candidates,
+                                  const double *probs, mlc_rv *out, mlc_error *err);
+/* Marks the start of what postprocessors did. */
+void mlc_sched_enter_postproc(mlc_sched *s);
+
+/* ---- replay (replay.c) ----------------------------------------------------- */
+
+typedef struct mlc_replay_opts {
+  bool new_decisions;  /* draw every decision afresh from the state's PCG32 */
+  int n_overrides;     /* decisions to use instead of the stored ones */
+  const int *override_insts;            /* instruction indices */
+  const mlc_decision *override_decisions;
+  bool stop_at_postproc; /* leave out EnterPostproc and what follows */
+} mlc_replay_opts;
+
+typedef struct mlc_replay_report {
+  int n_resampled;   /* decisions that no longer fit and were drawn again */
+  int *resampled;    /* their instruction indices (state's arena) */
+} mlc_replay_report;
+
+/* Apply t to s (normally fresh). opts and report may be NULL (stored
+ * decisions, no report). On error the state holds the instructions before
+ * the failing one; the message names the instruction. */
+bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *opts,
+                      mlc_replay_report *report, mlc_error *err);
+
+#endif

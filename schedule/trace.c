@@ -1,0 +1,678 @@
+/* Traces: recording, copying, canonical JSON both ways, and the Python-like
+ * printout of the notes. */
+#include "schedule/sched_impl.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- kind tables (inst_kinds.def) --------------------------------------- */
+
+static const struct {
+  const char *name, *py;
+  bool is_sampling;
+  int min_inputs;
+  const char *attrs;
+} inst_info[] = {
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) {name, py, is_sampling, min_inputs, attrs},
+#include "schedule/inst_kinds.def"
+};
+_Static_assert(sizeof inst_info / sizeof inst_info[0] == MLC_INST_KIND_COUNT, "inst table");
+_Static_assert(MLC_INST_KIND_COUNT == 29, "inst_kinds.def changed: update the tables");
+
+const char *mlc_inst_kind_name(mlc_inst_kind k) { return inst_info[k].name; }
+const char *mlc_inst_kind_method(mlc_inst_kind k) { return inst_info[k].py; }
+bool mlc_inst_kind_is_sampling(mlc_inst_kind k) { return inst_info[k].is_sampling; }
+
+bool mlc_inst_kind_from_name(const char *name, mlc_inst_kind *out) {
+  for (int i = 0; i < MLC_INST_KIND_COUNT; i++)
+    if (strcmp(name, inst_info[i].name) == 0) {
+      *out = (mlc_inst_kind)i;
+      return true;
+    }
+  return false;
+}
+
+/* The i-th attribute key of a kind into buf; false past the last. */
+static bool attr_key_at(mlc_inst_kind k, int i, char *buf, size_t n) {
+  const char *p = inst_info[k].attrs;
+  for (; i > 0 && *p; i--) {
+    p = strchr(p, ',');
+    if (!p) return false;
+    p++;
+  }
+  if (!*p) return false;
+  size_t len = strcspn(p, ",");
+  if (len >= n) len = n - 1;
+  memcpy(buf, p, len);
+  buf[len] = 0;
+  return true;
+}
+
+/* ---- recording and copying --------------------------------------------------- */
+
+mlc_attr sched_attr_bool(const char *key, bool v) {
+  return (mlc_attr){.key = key, .kind = MLC_ATTR_BOOL, .i = v};
+}
+mlc_attr sched_attr_int(const char *key, int64_t v) {
+  return (mlc_attr){.key = key, .kind = MLC_ATTR_INT, .i = v};
+}
+mlc_attr sched_attr_str(const char *key, const char *v) {
+  return (mlc_attr){.key = key, .kind = MLC_ATTR_STR, .s = v};
+}
+
+const mlc_attr *sched_attr_find(const mlc_inst *in, const char *key) {
+  for (int i = 0; i < in->n_attrs; i++)
+    if (strcmp(in->attrs[i].key, key) == 0) return &in->attrs[i];
+  return NULL;
+}
+
+/* n elements of size sz; never NULL, so empty arrays need no special case. */
+static void *dup_array(mlc_arena *a, const void *p, int n, size_t sz) {
+  void *d = mlc_arena_alloc(a, sz * (size_t)n + 1);
+  if (n > 0) memcpy(d, p, sz * (size_t)n);
+  return d;
+}
+
+static void copy_inst(mlc_arena *a, mlc_inst *dst, const mlc_inst *src) {
+  *dst = *src;
+  dst->inputs = dup_array(a, src->inputs, src->n_inputs, sizeof(mlc_operand));
+  for (int i = 0; i < src->n_inputs; i++)
+    if (src->inputs[i].kind == MLC_OPERAND_STR)
+      dst->inputs[i].s = mlc_arena_strdup(a, src->inputs[i].s);
+  dst->attrs = dup_array(a, src->attrs, src->n_attrs, sizeof(mlc_attr));
+  for (int i = 0; i < src->n_attrs; i++) {
+    mlc_attr *t = &dst->attrs[i];
+    t->key = mlc_arena_strdup(a, t->key);
+    if (t->kind == MLC_ATTR_STR) t->s = mlc_arena_strdup(a, t->s);
+    if (t->kind == MLC_ATTR_INTS)
+      t->ints = dup_array(a, t->ints, t->n, sizeof(int64_t));
+    if (t->kind == MLC_ATTR_FLOATS)
+      t->floats = dup_array(a, t->floats, t->n, sizeof(double));
+  }
+  dst->outputs = dup_array(a, src->outputs, src->n_outputs, sizeof(mlc_rv));
+}
+
+mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_operand *in,
+                       int n_attrs, const mlc_attr *attrs, int n_out, const mlc_rv *out) {
+  mlc_inst tmp = {kind, n_in, (mlc_operand *)in, n_attrs, (mlc_attr *)attrs, n_out,
+                  (mlc_rv *)out, {0}};
+  mlc_inst copy;
+  copy_inst(s->arena, &copy, &tmp);
+  MLC_VEC_APUSH(s->arena, s->trace.insts, copy);
+  return &s->trace.insts.data[s->trace.insts.len - 1];
+}
+
+void sched_trace_copy_into(mlc_arena *a, mlc_trace *dst, const mlc_trace *src) {
+  memset(dst, 0, sizeof *dst);
+  for (int i = 0; i < src->insts.len; i++) {
+    mlc_inst c;
+    copy_inst(a, &c, &src->insts.data[i]);
+    MLC_VEC_APUSH(a, dst->insts, c);
+  }
+  for (int i = 0; i < src->rv_kinds.len; i++) MLC_VEC_APUSH(a, dst->rv_kinds, src->rv_kinds.data[i]);
+}
+
+mlc_trace *mlc_trace_copy(mlc_arena *a, const mlc_trace *t) {
+  mlc_trace *c = MLC_NEW(a, mlc_trace);
+  sched_trace_copy_into(a, c, t);
+  return c;
+}
+
+static char rv_letter(mlc_rv_kind k) {
+  switch (k) {
+  case MLC_RV_BLOCK: return 'b';
+  case MLC_RV_LOOP: return 'l';
+  case MLC_RV_VALUE: return 'v';
+  }
+  mlc_unreachable();
+}
+
+void mlc_trace_rv_name(const mlc_trace *t, mlc_rv rv, char buf[16]) {
+  MLC_ASSERT(rv >= 0 && rv < t->rv_kinds.len);
+  snprintf(buf, 16, "%c%d", rv_letter(t->rv_kinds.data[rv]), (int)rv);
+}
+
+/* ---- JSON writer ------------------------------------------------------------- */
+
+/* Floats keep a fraction or exponent so that they read back as floats. */
+static void put_float_text(mlc_str *out, double v, bool python) {
+  size_t start = out->len;
+  if (python) mlc_str_put_double(out, v);
+  else mlc_json_write_number(out, v);
+  const char *t = out->data + start;
+  if (isfinite(v) && !strpbrk(t, ".eEn")) mlc_str_puts(out, ".0");
+}
+
+static void json_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) {
+  char name[16];
+  switch (op->kind) {
+  case MLC_OPERAND_NONE: mlc_str_puts(out, "null"); return;
+  case MLC_OPERAND_RV:
+    mlc_trace_rv_name(t, op->rv, name);
+    mlc_json_write_string(out, name);
+    return;
+  case MLC_OPERAND_INT: mlc_str_printf(out, "%" PRId64, op->i); return;
+  case MLC_OPERAND_FLOAT: put_float_text(out, op->f, false); return;
+  case MLC_OPERAND_STR: {
+    /* A string literal is quoted inside the JSON string, as TVM writes it,
+     * so that it cannot be taken for a handle name. */
+    mlc_str q = {0};
+    mlc_str_printf(&q, "\"%s\"", op->s);
+    mlc_json_write_string(out, mlc_str_cstr(&q));
+    mlc_str_free(&q);
+    return;
+  }
+  }
+  mlc_unreachable();
+}
+
+static void json_attr_value(mlc_str *out, const mlc_attr *at) {
+  switch (at->kind) {
+  case MLC_ATTR_BOOL: mlc_str_puts(out, at->i ? "true" : "false"); return;
+  case MLC_ATTR_INT: mlc_str_printf(out, "%" PRId64, at->i); return;
+  case MLC_ATTR_FLOAT: put_float_text(out, at->f, false); return;
+  case MLC_ATTR_STR: mlc_json_write_string(out, at->s); return;
+  case MLC_ATTR_INTS:
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < at->n; i++) mlc_str_printf(out, "%s%" PRId64, i ? "," : "", at->ints[i]);
+    mlc_str_putc(out, ']');
+    return;
+  case MLC_ATTR_FLOATS:
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < at->n; i++) {
+      if (i) mlc_str_putc(out, ',');
+      put_float_text(out, at->floats[i], false);
+    }
+    mlc_str_putc(out, ']');
+    return;
+  }
+  mlc_unreachable();
+}
+
+static void json_decision(mlc_str *out, const mlc_inst *in) {
+  if (in->kind == MLC_INST_SAMPLE_PERFECT_TILE) {
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < in->decision.n; i++)
+      mlc_str_printf(out, "%s%" PRId64, i ? "," : "", in->decision.v[i]);
+    mlc_str_putc(out, ']');
+  } else {
+    mlc_str_printf(out, "%" PRId64, in->decision.v[0]);
+  }
+}
+
+void mlc_trace_to_json(mlc_str *out, const mlc_trace *t) {
+  char name[16];
+  mlc_str_puts(out, "{\"insts\":[");
+  for (int i = 0; i < t->insts.len; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    mlc_str_puts(out, i ? ",[" : "[");
+    mlc_json_write_string(out, mlc_inst_kind_name(in->kind));
+    mlc_str_puts(out, ",[");
+    for (int j = 0; j < in->n_inputs; j++) {
+      if (j) mlc_str_putc(out, ',');
+      json_operand(out, t, &in->inputs[j]);
+    }
+    mlc_str_puts(out, "],{");
+    for (int j = 0; j < in->n_attrs; j++) {
+      if (j) mlc_str_putc(out, ',');
+      mlc_json_write_string(out, in->attrs[j].key);
+      mlc_str_putc(out, ':');
+      json_attr_value(out, &in->attrs[j]);
+    }
+    mlc_str_puts(out, "},[");
+    for (int j = 0; j < in->n_outputs; j++) {
+      mlc_trace_rv_name(t, in->outputs[j], name);
+      if (j) mlc_str_putc(out, ',');
+      mlc_json_write_string(out, name);
+    }
+    mlc_str_puts(out, "]]");
+  }
+  mlc_str_puts(out, "],\"decisions\":{");
+  bool first = true;
+  for (int i = 0; i < t->insts.len; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    if (!mlc_inst_kind_is_sampling(in->kind) || in->decision.n == 0) continue;
+    mlc_str_printf(out, "%s\"%d\":", first ? "" : ",", i);
+    json_decision(out, in);
+    first = false;
+  }
+  mlc_str_puts(out, "},\"version\":1}");
+}
+
+uint64_t mlc_trace_hash(const mlc_trace *t) {
+  mlc_str s = {0};
+  mlc_trace_to_json(&s, t);
+  uint64_t h = mlc_hash_str(mlc_str_cstr(&s), 0);
+  mlc_str_free(&s);
+  return h;
+}
+
+/* ---- JSON reader -------------------------------------------------------------- */
+
+typedef struct reader {
+  mlc_arena *a;
+  mlc_trace *t;
+  mlc_error *err;
+  MLC_VEC(const char *) names; /* handle names, indexed by trace rv */
+} reader;
+
+static mlc_rv lookup_name(const reader *r, const char *name) {
+  for (int i = r->names.len - 1; i >= 0; i--)
+    if (strcmp(r->names.data[i], name) == 0) return i;
+  return -1;
+}
+
+static bool read_operand(reader *r, int idx, int j, const mlc_json *v, mlc_operand *op) {
+  switch (v->kind) {
+  case MLC_JSON_NULL: *op = MLC_OP_NONE; return true;
+  case MLC_JSON_NUMBER:
+    *op = v->is_integer ? MLC_OP_INT(v->integer) : MLC_OP_FLOAT(v->number);
+    return true;
+  case MLC_JSON_STRING: {
+    size_t len = strlen(v->str);
+    if (len >= 2 && v->str[0] == '"' && v->str[len - 1] == '"') {
+      *op = MLC_OP_STR(mlc_arena_strndup(r->a, v->str + 1, len - 2));
+      return true;
+    }
+    mlc_rv rv = lookup_name(r, v->str);
+    if (rv < 0)
+      return mlc_error_set(r->err, "trace: insts[%d]: input %d: handle \"%s\" is not defined before",
+                           idx, j, v->str);
+    *op = MLC_OP_RV(rv);
+    return true;
+  }
+  case MLC_JSON_BOOL:
+  case MLC_JSON_ARRAY:
+  case MLC_JSON_OBJECT: break;
+  }
+  return mlc_error_set(r->err,
+                       "trace: insts[%d]: input %d: expected a handle name, a number, a quoted "
+                       "string or null",
+                       idx, j);
+}
+
+static bool read_number_list(reader *r, int idx, const char *key, const mlc_json *v,
+                             mlc_attr *at) {
+  bool all_int = true;
+  for (int i = 0; i < v->len; i++) {
+    if (v->items[i]->kind != MLC_JSON_NUMBER)
+      return mlc_error_set(r->err, "trace: insts[%d]: attr \"%s\": expected a list of numbers",
+                           idx, key);
+    all_int = all_int && v->items[i]->is_integer;
+  }
+  at->n = v->len;
+  /* probs are floats even when written as integers */
+  if (all_int && strcmp(key, "probs") != 0) {
+    at->kind = MLC_ATTR_INTS;
+    at->ints = MLC_NEW_ARRAY(r->a, int64_t, v->len + 1);
+    for (int i = 0; i < v->len; i++) at->ints[i] = v->items[i]->integer;
+  } else {
+    at->kind = MLC_ATTR_FLOATS;
+    at->floats = MLC_NEW_ARRAY(r->a, double, v->len + 1);
+    for (int i = 0; i < v->len; i++) at->floats[i] = v->items[i]->number;
+  }
+  return true;
+}
+
+static bool read_attr(reader *r, int idx, const char *key, const mlc_json *v, mlc_attr *at) {
+  at->key = mlc_arena_strdup(r->a, key);
+  switch (v->kind) {
+  case MLC_JSON_BOOL:
+    at->kind = MLC_ATTR_BOOL;
+    at->i = v->boolean;
+    return true;
+  case MLC_JSON_NUMBER:
+    if (v->is_integer) {
+      at->kind = MLC_ATTR_INT;
+      at->i = v->integer;
+    } else {
+      at->kind = MLC_ATTR_FLOAT;
+      at->f = v->number;
+    }
+    return true;
+  case MLC_JSON_STRING:
+    at->kind = MLC_ATTR_STR;
+    at->s = v->str;
+    return true;
+  case MLC_JSON_ARRAY: return read_number_list(r, idx, key, v, at);
+  case MLC_JSON_NULL:
+  case MLC_JSON_OBJECT: break;
+  }
+  return mlc_error_set(r->err, "trace: insts[%d]: attr \"%s\": unexpected value", idx, key);
+}
+
+/* Attributes in the kind's canonical order; each required, no others. */
+static bool read_attrs(reader *r, int idx, const mlc_json *obj, mlc_inst *in) {
+  if (obj->kind != MLC_JSON_OBJECT)
+    return mlc_error_set(r->err, "trace: insts[%d]: attrs must be an object", idx);
+  char key[64];
+  int n = 0;
+  while (attr_key_at(in->kind, n, key, sizeof key)) n++;
+  in->n_attrs = n;
+  in->attrs = MLC_NEW_ARRAY(r->a, mlc_attr, n + 1);
+  for (int i = 0; i < n; i++) {
+    attr_key_at(in->kind, i, key, sizeof key);
+    const mlc_json *v = mlc_json_get(obj, key);
+    if (!v)
+      return mlc_error_set(r->err, "trace: insts[%d] (%s): missing attr \"%s\"", idx,
+                           mlc_inst_kind_name(in->kind), key);
+    if (!read_attr(r, idx, key, v, &in->attrs[i])) return false;
+  }
+  for (int i = 0; i < obj->len; i++)
+    if (!sched_attr_find(in, obj->keys[i]))
+      return mlc_error_set(r->err, "trace: insts[%d] (%s): unknown attr \"%s\"", idx,
+                           mlc_inst_kind_name(in->kind), obj->keys[i]);
+  return true;
+}
+
+static bool read_outputs(reader *r, int idx, const mlc_json *arr, mlc_inst *in) {
+  if (arr->kind != MLC_JSON_ARRAY)
+    return mlc_error_set(r->err, "trace: insts[%d]: outputs must be an array", idx);
+  in->n_outputs = arr->len;
+  in->outputs = MLC_NEW_ARRAY(r->a, mlc_rv, arr->len + 1);
+  for (int j = 0; j < arr->len; j++) {
+    const mlc_json *v = arr->items[j];
+    if (v->kind != MLC_JSON_STRING)
+      return mlc_error_set(r->err, "trace: insts[%d]: output %d must be a handle name", idx, j);
+    mlc_rv_kind k;
+    switch (v->str[0]) {
+    case 'b': k = MLC_RV_BLOCK; break;
+    case 'l': k = MLC_RV_LOOP; break;
+    case 'v': k = MLC_RV_VALUE; break;
+    default:
+      return mlc_error_set(r->err,
+                           "trace: insts[%d]: output \"%s\": a handle name starts with b, l or v",
+                           idx, v->str);
+    }
+    if (lookup_name(r, v->str) >= 0)
+      return mlc_error_set(r->err, "trace: insts[%d]: output \"%s\" is defined twice", idx, v->str);
+    MLC_VEC_APUSH(r->a, r->names, v->str);
+    MLC_VEC_APUSH(r->a, r->t->rv_kinds, k);
+    in->outputs[j] = r->names.len - 1;
+  }
+  return true;
+}
+
+static bool read_inst(reader *r, int idx, const mlc_json *v) {
+  if (v->kind != MLC_JSON_ARRAY || v->len != 4)
+    return mlc_error_set(r->err, "trace: insts[%d]: expected [kind, inputs, attrs, outputs]", idx);
+  mlc_inst in = {0};
+  if (v->items[0]->kind != MLC_JSON_STRING)
+    return mlc_error_set(r->err, "trace: insts[%d]: kind must be a string", idx);
+  if (!mlc_inst_kind_from_name(v->items[0]->str, &in.kind))
+    return mlc_error_set(r->err, "trace: insts[%d]: unknown instruction kind \"%s\"", idx,
+                         v->items[0]->str);
+  const mlc_json *ins = v->items[1];
+  if (ins->kind != MLC_JSON_ARRAY)
+    return mlc_error_set(r->err, "trace: insts[%d]: inputs must be an array", idx);
+  if (ins->len < inst_info[in.kind].min_inputs)
+    return mlc_error_set(r->err, "trace: insts[%d] (%s): needs at least %d inputs, got %d", idx,
+                         mlc_inst_kind_name(in.kind), inst_info[in.kind].min_inputs, ins->len);
+  in.n_inputs = ins->len;
+  in.inputs = MLC_NEW_ARRAY(r->a, mlc_operand, ins->len + 1);
+  for (int j = 0; j < ins->len; j++)
+    if (!read_operand(r, idx, j, ins->items[j], &in.inputs[j])) return false;
+  if (!read_attrs(r, idx, v->items[2], &in) || !read_outputs(r, idx, v->items[3], &in))
+    return false;
+  MLC_VEC_APUSH(r->a, r->t->insts, in);
+  return true;
+}
+
+static bool read_decision(reader *r, const char *key, const mlc_json *v) {
+  char *end;
+  long idx = strtol(key, &end, 10);
+  if (!*key || *end || idx < 0 || idx >= r->t->insts.len)
+    return mlc_error_set(r->err, "trace: decisions: key \"%s\" is not an instruction index", key);
+  mlc_inst *in = &r->t->insts.data[idx];
+  if (!mlc_inst_kind_is_sampling(in->kind))
+    return mlc_error_set(r->err, "trace: decisions: instruction %ld (%s) is not a sampling instruction",
+                         idx, mlc_inst_kind_name(in->kind));
+  if (v->kind == MLC_JSON_NUMBER && v->is_integer && in->kind != MLC_INST_SAMPLE_PERFECT_TILE) {
+    in->decision.n = 1;
+    in->decision.v[0] = v->integer;
+    return true;
+  }
+  if (v->kind == MLC_JSON_ARRAY && in->kind == MLC_INST_SAMPLE_PERFECT_TILE &&
+      v->len >= 1 && v->len <= MLC_SCHED_MAX_TILE) {
+    for (int i = 0; i < v->len; i++) {
+      if (v->items[i]->kind != MLC_JSON_NUMBER || !v->items[i]->is_integer)
+        return mlc_error_set(r->err, "trace: decisions[\"%s\"]: expected integers", key);
+      in->decision.v[i] = v->items[i]->integer;
+    }
+    in->decision.n = v->len;
+    return true;
+  }
+  return mlc_error_set(r->err, "trace: decisions[\"%s\"]: expected %s", key,
+                       in->kind == MLC_INST_SAMPLE_PERFECT_TILE
+                           ? "a list of 1 to 16 integers"
+                           : "an integer");
+}
+
+static bool read_trace(reader *r, const mlc_json *root) {
+  if (root->kind != MLC_JSON_OBJECT) return mlc_error_set(r->err, "trace: expected a JSON object");
+  for (int i = 0; i < root->len; i++) {
+    const char *k = root->keys[i];
+    if (strcmp(k, "insts") && strcmp(k, "decisions") && strcmp(k, "version"))
+      return mlc_error_set(r->err, "trace: unknown key \"%s\"", k);
+  }
+  const mlc_json *ver = mlc_json_get(root, "version");
+  if (ver && (ver->kind != MLC_JSON_NUMBER || !ver->is_integer || ver->integer < 1))
+    return mlc_error_set(r->err, "trace: \"version\" must be a positive integer");
+  if (ver && ver->integer > 1)
+    return mlc_error_set(r->err, "trace: version %" PRId64 " is newer than this build reads (1)",
+                         ver->integer);
+  const mlc_json *insts = mlc_json_get(root, "insts");
+  if (!insts || insts->kind != MLC_JSON_ARRAY)
+    return mlc_error_set(r->err, "trace: \"insts\" must be an array");
+  for (int i = 0; i < insts->len; i++)
+    if (!read_inst(r, i, insts->items[i])) return false;
+  const mlc_json *dec = mlc_json_get(root, "decisions");
+  if (!dec) return true;
+  if (dec->kind != MLC_JSON_OBJECT)
+    return mlc_error_set(r->err, "trace: \"decisions\" must be an object");
+  for (int i = 0; i < dec->len; i++)
+    if (!read_decision(r, dec->keys[i], dec->items[i])) return false;
+  return true;
+}
+
+mlc_trace *mlc_trace_from_json(mlc_arena *a, const char *text, size_t len, mlc_error *err) {
+  mlc_json *root = mlc_json_parse(a, text, len, err);
+  if (!root) {
+    mlc_error_prefix(err, "trace JSON");
+    return NULL;
+  }
+  reader r = {a, MLC_NEW(a, mlc_trace), err, {0}};
+  return read_trace(&r, root) ? r.t : NULL;
+}
+
+/* ---- Python-like printing ------------------------------------------------------ */
+
+static void py_string(mlc_str *out, const char *s) { mlc_json_write_string(out, s); }
+
+static void py_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) {
+  char name[16];
+  switch (op->kind) {
+  case MLC_OPERAND_NONE: mlc_str_puts(out, "None"); return;
+  case MLC_OPERAND_RV:
+    mlc_trace_rv_name(t, op->rv, name);
+    mlc_str_puts(out, name);
+    return;
+  case MLC_OPERAND_INT: mlc_str_printf(out, "%" PRId64, op->i); return;
+  case MLC_OPERAND_FLOAT: put_float_text(out, op->f, true); return;
+  case MLC_OPERAND_STR: py_string(out, op->s); return;
+  }
+  mlc_unreachable();
+}
+
+static void py_attr_value(mlc_str *out, const mlc_attr *at) {
+  switch (at->kind) {
+  case MLC_ATTR_BOOL: mlc_str_puts(out, at->i ? "True" : "False"); return;
+  case MLC_ATTR_INT: mlc_str_printf(out, "%" PRId64, at->i); return;
+  case MLC_ATTR_FLOAT: put_float_text(out, at->f, true); return;
+  case MLC_ATTR_STR: py_string(out, at->s); return;
+  case MLC_ATTR_INTS:
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < at->n; i++) mlc_str_printf(out, "%s%" PRId64, i ? ", " : "", at->ints[i]);
+    mlc_str_putc(out, ']');
+    return;
+  case MLC_ATTR_FLOATS:
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < at->n; i++) {
+      if (i) mlc_str_puts(out, ", ");
+      put_float_text(out, at->floats[i], true);
+    }
+    mlc_str_putc(out, ']');
+    return;
+  }
+  mlc_unreachable();
+}
+
+/* "l1, l2 = " / "l1, = " (a one-element list, as TVM prints) / "b0 = ". */
+static void py_outputs(mlc_str *out, const mlc_trace *t, const mlc_inst *in, bool list) {
+  char name[16];
+  if (in->n_outputs == 0) return;
+  for (int j = 0; j < in->n_outputs; j++) {
+    mlc_trace_rv_name(t, in->outputs[j], name);
+    mlc_str_printf(out, "%s%s", j ? ", " : "", name);
+  }
+  mlc_str_puts(out, list && in->n_outputs == 1 ? ", = " : " = ");
+}
+
+/* Arguments: named ones take the i-th input; NULL names print positionally. */
+static void py_args(mlc_str *out, const mlc_trace *t, const mlc_inst *in, int n_names,
+                    const char *const *names) {
+  int k = 0;
+  for (int j = 0; j < in->n_inputs; j++, k++) {
+    if (k) mlc_str_puts(out, ", ");
+    if (j < n_names && names[j]) mlc_str_printf(out, "%s=", names[j]);
+    py_operand(out, t, &in->inputs[j]);
+  }
+  for (int j = 0; j < in->n_attrs; j++, k++) {
+    if (k) mlc_str_puts(out, ", ");
+    mlc_str_printf(out, "%s=", in->attrs[j].key);
+    py_attr_value(out, &in->attrs[j]);
+  }
+}
+
+static void py_decision(mlc_str *out, const mlc_inst *in) {
+  if (in->decision.n == 0) return;
+  mlc_str_puts(out, ", decision=");
+  if (in->kind == MLC_INST_SAMPLE_PERFECT_TILE) {
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < in->decision.n; i++)
+      mlc_str_printf(out, "%s%" PRId64, i ? ", " : "", in->decision.v[i]);
+    mlc_str_putc(out, ']');
+  } else {
+    mlc_str_printf(out, "%" PRId64, in->decision.v[0]);
+  }
+}
+
+static void py_split(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
+  mlc_str_puts(out, "loop=");
+  py_operand(out, t, &in->inputs[0]);
+  mlc_str_puts(out, ", factors=[");
+  for (int j = 1; j < in->n_inputs; j++) {
+    if (j > 1) mlc_str_puts(out, ", ");
+    py_operand(out, t, &in->inputs[j]);
+  }
+  mlc_str_puts(out, "]");
+  for (int j = 0; j < in->n_attrs; j++) {
+    mlc_str_printf(out, ", %s=", in->attrs[j].key);
+    py_attr_value(out, &in->attrs[j]);
+  }
+}
+
+static void print_inst(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
+  static const char *const block_arg[] = {"block"};
+  static const char *const loop_arg[] = {"loop"};
+  static const char *const ann_args[] = {"block_or_loop", "ann_val"};
+  static const char *const at_args[] = {"block", "loop"};
+  mlc_str_puts(out, "  ");
+  bool list = false;
+  switch (in->kind) {
+  case MLC_INST_GET_LOOPS:
+  case MLC_INST_GET_CHILD_BLOCKS:
+  case MLC_INST_GET_PRODUCERS:
+  case MLC_INST_GET_CONSUMERS:
+  case MLC_INST_SPLIT:
+  case MLC_INST_SAMPLE_PERFECT_TILE: list = true; break;
+  case MLC_INST_GET_BLOCK:
+  case MLC_INST_FUSE:
+  case MLC_INST_REORDER:
+  case MLC_INST_PARALLEL:
+  case MLC_INST_VECTORIZE:
+  case MLC_INST_UNROLL:
+  case MLC_INST_BIND:
+  case MLC_INST_ANNOTATE:
+  case MLC_INST_UNANNOTATE:
+  case MLC_INST_COMPUTE_AT:
+  case MLC_INST_REVERSE_COMPUTE_AT:
+  case MLC_INST_COMPUTE_INLINE:
+  case MLC_INST_REVERSE_COMPUTE_INLINE:
+  case MLC_INST_CACHE_READ:
+  case MLC_INST_CACHE_WRITE:
+  case MLC_INST_DECOMPOSE_REDUCTION:
+  case MLC_INST_RFACTOR:
+  case MLC_INST_BLOCKIZE:
+  case MLC_INST_STORAGE_ALIGN:
+  case MLC_INST_SET_SCOPE:
+  case MLC_INST_SAMPLE_CATEGORICAL:
+  case MLC_INST_SAMPLE_COMPUTE_LOCATION:
+  case MLC_INST_ENTER_POSTPROC: break;
+  }
+  py_outputs(out, t, in, list);
+  mlc_str_printf(out, "sch.%s(", mlc_inst_kind_method(in->kind));
+  switch (in->kind) {
+  case MLC_INST_SPLIT: py_split(out, t, in); break;
+  case MLC_INST_GET_LOOPS:
+  case MLC_INST_GET_PRODUCERS:
+  case MLC_INST_GET_CONSUMERS:
+  case MLC_INST_COMPUTE_INLINE:
+  case MLC_INST_REVERSE_COMPUTE_INLINE:
+  case MLC_INST_SAMPLE_COMPUTE_LOCATION:
+  case MLC_INST_CACHE_READ:
+  case MLC_INST_CACHE_WRITE:
+  case MLC_INST_STORAGE_ALIGN:
+  case MLC_INST_SET_SCOPE: py_args(out, t, in, 1, block_arg); break;
+  case MLC_INST_COMPUTE_AT:
+  case MLC_INST_REVERSE_COMPUTE_AT:
+  case MLC_INST_DECOMPOSE_REDUCTION: py_args(out, t, in, 2, at_args); break;
+  case MLC_INST_PARALLEL:
+  case MLC_INST_VECTORIZE:
+  case MLC_INST_UNROLL:
+  case MLC_INST_BIND:
+  case MLC_INST_RFACTOR:
+  case MLC_INST_BLOCKIZE:
+  case MLC_INST_SAMPLE_PERFECT_TILE: py_args(out, t, in, 1, loop_arg); break;
+  case MLC_INST_ANNOTATE: {
+    /* ann_key prints before ann_val, as TVM's signature orders them */
+    mlc_str_puts(out, "block_or_loop=");
+    py_operand(out, t, &in->inputs[0]);
+    mlc_str_puts(out, ", ann_key=");
+    py_attr_value(out, &in->attrs[0]);
+    if (in->n_inputs > 1) {
+      mlc_str_puts(out, ", ann_val=");
+      py_operand(out, t, &in->inputs[1]);
+    }
+    break;
+  }
+  case MLC_INST_UNANNOTATE: py_args(out, t, in, 2, ann_args); break;
+  case MLC_INST_GET_BLOCK:
+  case MLC_INST_GET_CHILD_BLOCKS:
+  case MLC_INST_FUSE:
+  case MLC_INST_REORDER:
+  case MLC_INST_SAMPLE_CATEGORICAL:
+  case MLC_INST_ENTER_POSTPROC: py_args(out, t, in, 0, NULL); break;
+  }
+  if (mlc_inst_kind_is_sampling(in->kind)) py_decision(out, in);
+  mlc_str_puts(out, ")\n");
+}
+
+void mlc_trace_print(mlc_str *out, const mlc_trace *t) {
+  mlc_str_puts(out, "# from tvm import tir\ndef apply_trace(sch: tir.Schedule) -> None:\n");
+  if (t->insts.len == 0) mlc_str_puts(out, "  pass\n");
+  for (int i = 0; i < t->insts.len; i++) print_inst(out, t, &t->insts.data[i]);
+}
