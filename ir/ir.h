@@ -385,6 +385,10 @@ typedef struct mlc_region_set {
 void mlc_stmt_access_regions(mlc_arena *a, const mlc_stmt *s, mlc_region_set *reads,
                              mlc_region_set *writes);
 /* Fill blk->reads/writes from its body (and init), as TVM infers them. */
+/* The same, one region per access (not united per buffer): to check that
+ * each access lies in some declared region. */
+void mlc_stmt_access_list(mlc_arena *a, const mlc_stmt *s, mlc_region_set *reads,
+                          mlc_region_set *writes);
 void mlc_block_infer_regions(mlc_arena *a, mlc_block *blk);
 /* Relax a region over vars ranging in [mins[i], mins[i] + extents[i]). */
 mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,

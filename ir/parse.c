@@ -726,9 +726,22 @@ static deco decorator(mlc_parser *p) {
   p->pos++; /* @ */
   pnode *e = mlc_parse_pexpr(p);
   expect_eol(p);
-  const char *f = mlc_parse_dotted(p, e);
-  if (f && (strcmp(f, "T.prim_func") == 0 || strcmp(f, "tvm.script.tir.prim_func") == 0))
+  const pnode *call = e->kind == PN_CALL ? e : NULL;
+  const char *f = mlc_parse_dotted(p, call ? call->x : e);
+  if (f && (strcmp(f, "T.prim_func") == 0 || strcmp(f, "tvm.script.tir.prim_func") == 0)) {
+    /* TVM's options only change how TVM itself links or checks the
+     * function; the text still means the same program. */
+    if (call) {
+      static const char *const names[] = {"private", "check_well_formed"};
+      pnode *args[2];
+      mlc_parse_args(p, call, "T.prim_func", 2, names, 0, 0, args);
+      for (int i = 0; i < 2; i++)
+        if (args[i] && args[i]->kind != PN_BOOL)
+          mlc_parse_expected(p, args[i]->t, "True or False");
+    }
     return DECO_PRIM_FUNC;
+  }
+  if (call) f = NULL;
   if (f && (strcmp(f, "I.ir_module") == 0 || strcmp(f, "tvm.script.ir_module") == 0 ||
             strcmp(f, "tvm.script.ir.ir_module") == 0))
     return DECO_IR_MODULE;

@@ -46,6 +46,7 @@ typedef struct walker {
   MLC_VEC(mlc_buffer *) local;  /* allocated inside: not visible outside */
   MLC_VEC(access) reads;
   MLC_VEC(access) writes;
+  bool each_access; /* one region per access instead of one per buffer */
 } walker;
 
 static void walker_init(walker *w, mlc_arena *a) {
@@ -171,7 +172,7 @@ static void record(walker *w, bool is_write, mlc_buffer *buf, mlc_expr **indices
   for (int d = 0; d < nd; d++) dims[d] = analyze_index(w, indices[d]);
   access *acc = is_write ? w->writes.data : w->reads.data;
   int n = is_write ? w->writes.len : w->reads.len;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n && !w->each_access; i++)
     if (acc[i].buf == buf) {
       for (int d = 0; d < nd; d++) iv_union(w, &acc[i].dims[d], &dims[d]);
       return;
@@ -339,6 +340,16 @@ void mlc_stmt_access_regions(mlc_arena *a, const mlc_stmt *s, mlc_region_set *re
                              mlc_region_set *writes) {
   walker w;
   walker_init(&w, a);
+  walk(&w, s);
+  if (reads) *reads = finish(&w, w.reads.data, w.reads.len, NULL, 0);
+  if (writes) *writes = finish(&w, w.writes.data, w.writes.len, NULL, 0);
+}
+
+void mlc_stmt_access_list(mlc_arena *a, const mlc_stmt *s, mlc_region_set *reads,
+                          mlc_region_set *writes) {
+  walker w;
+  walker_init(&w, a);
+  w.each_access = true;
   walk(&w, s);
   if (reads) *reads = finish(&w, w.reads.data, w.reads.len, NULL, 0);
   if (writes) *writes = finish(&w, w.writes.data, w.writes.len, NULL, 0);

@@ -699,8 +699,8 @@ static bool region_covered(vctx *c, mlc_region r, int n, const mlc_region *decl)
  * the block must lie in its declared T.reads / T.writes. */
 static bool check_coverage(vctx *c, const mlc_block *b, int outer_bufs) {
   mlc_region_set rd[2] = {{0}}, wr[2] = {{0}};
-  mlc_stmt_access_regions(c->a, b->body, &rd[0], &wr[0]);
-  if (b->init) mlc_stmt_access_regions(c->a, b->init, &rd[1], &wr[1]);
+  mlc_stmt_access_list(c->a, b->body, &rd[0], &wr[0]);
+  if (b->init) mlc_stmt_access_list(c->a, b->init, &rd[1], &wr[1]);
   for (int part = 0; part < 2; part++) {
     for (int i = 0; i < wr[part].n; i++) {
       mlc_region r = wr[part].regions[i];

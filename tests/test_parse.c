@@ -833,6 +833,18 @@ static void test_odd_forms(void) {
   mlc_arena_free(a);
 }
 
+/* TVM's decorator options change nothing about the program. */
+static void test_prim_func_options(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = PARSE_OK(a,
+                           "@T.prim_func(private=True, check_well_formed=False)\n"
+                           "def f(A: T.Buffer((4,), \"float32\")):\n"
+                           "    for i in range(4):\n"
+                           "        A[i] = T.float32(0)\n");
+  CHECK(m && m->n_funcs == 1 && !strcmp(m->funcs[0]->name, "f"));
+  mlc_arena_free(a);
+}
+
 static void test_whitespace(void) {
   mlc_arena *a = mlc_arena_new();
   /* Tabs (consistently), comments everywhere, blank lines with spaces,
@@ -1171,6 +1183,10 @@ static const bad_case bad_cases[] = {
     {"deep indentation", NULL, 0, "nesting deeper than 256 levels"},
     {"trailing garbage", "@T.prim_func\ndef f():\n    pass\nx = 1\n", 4, "expected @T.prim_func or end of file"},
     {"chained assignment", HDR "    X = Y = T.alloc_buffer((4,))\n", 3, "expected end of line, got '='"},
+    {"bad prim_func option", "@T.prim_func(privat=True)\ndef f():\n    pass\n", 1,
+     "T.prim_func got an unexpected keyword argument 'privat'"},
+    {"prim_func option not bool", "@T.prim_func(private=1)\ndef f():\n    pass\n", 1,
+     "expected True or False"},
     {"thread_binding without thread", HDR "    for i in T.thread_binding(4):\n        pass\n", 3,
      "T.thread_binding needs thread"},
 };
@@ -1367,6 +1383,7 @@ int main(void) {
   RUN(test_int64_loops);
   RUN(test_scoping);
   RUN(test_odd_forms);
+  RUN(test_prim_func_options);
   RUN(test_whitespace);
   RUN(test_reference_examples);
   RUN(test_malformed);
