@@ -93,7 +93,7 @@ install: all
 	  install -d $(DESTDIR)$(PREFIX)/include/mlc/$$m && \
 	  install -m 644 $$m/$$m.h $$m/*.def $(DESTDIR)$(PREFIX)/include/mlc/$$m/ 2>/dev/null || \
 	  install -m 644 $$m/$$m.h $(DESTDIR)$(PREFIX)/include/mlc/$$m/; fi; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@DEPLIBS@|$(LDLIBS)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
 	    tools/mlc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mlc.pc
 
 clean:
