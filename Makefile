@@ -29,7 +29,9 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. $(LLVM_CFLAGS) $(PKG_CFLAGS) \
               -DMLC_SOURCE_DIR='"$(CURDIR)"' -MMD -MP $(SANITIZE)
-LDLIBS   := $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
+# GCC's libgomp dir ahead of LLVM's -L dir, whose libgomp.so is LLVM's libomp.
+GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
+LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
 
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -68,6 +70,30 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(LIB) $(RTLIB)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
 
+# Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
+# program linked with bench/results.c, the plain-C baseline compiled with
+# -O3 -march=native, and OpenBLAS; each merges its cases into
+# bench/results.json.
+BENCH_MAINS := $(wildcard bench/bench_*.c)
+BENCHES  := $(BENCH_MAINS:bench/%.c=$(B)/bench/%)
+BENCH_LIBOBJS := $(B)/obj/bench/results.o $(B)/obj/bench/naive_matmul.o
+
+$(B)/obj/bench/naive_matmul.o: bench/naive_matmul.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $< (-O3 -march=native)"
+	@$(CC) -std=gnu11 -O3 -march=native -c $< -o $@
+
+$(B)/bench/%: $(B)/obj/bench/%.o $(BENCH_LIBOBJS) $(LIB) $(RTLIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(LIB) $(RTLIB) -lopenblas $(LDLIBS)
+
+# `make bench BENCH=replay` runs only build/bench/bench_replay.
+BENCH_RUN = $(if $(BENCH),$(BENCH:%=$(B)/bench/bench_%),$(BENCHES))
+bench: $(BENCHES)
+	@for b in $(BENCH_RUN); do echo "# $$b"; $$b || exit 1; done
+	@echo "# results in bench/results.json"
+
 # Debian packages the project needs; installed when root, else printed.
 DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make
 deps:
@@ -99,4 +125,4 @@ install: all
 clean:
 	rm -rf build build-asan
 
--include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)
+-include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(BENCH_MAINS:%.c=$(B)/obj/%.d) $(B)/obj/bench/results.d $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)

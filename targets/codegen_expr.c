@@ -249,10 +249,11 @@ static LLVMValueRef int_div(cg *c, mlc_expr_kind k, mlc_dtype t, LLVMValueRef x,
 static LLVMValueRef int_binary(cg *c, mlc_expr_kind k, mlc_dtype t, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = c->b;
   bool u = t == MLC_BOOL; /* bool compares as unsigned 0/1 */
+  bool nsw = c->in_index && !u;
   switch (k) {
-  case MLC_EXPR_ADD: return LLVMBuildAdd(b, x, y, "");
-  case MLC_EXPR_SUB: return LLVMBuildSub(b, x, y, "");
-  case MLC_EXPR_MUL: return LLVMBuildMul(b, x, y, "");
+  case MLC_EXPR_ADD: return nsw ? LLVMBuildNSWAdd(b, x, y, "") : LLVMBuildAdd(b, x, y, "");
+  case MLC_EXPR_SUB: return nsw ? LLVMBuildNSWSub(b, x, y, "") : LLVMBuildSub(b, x, y, "");
+  case MLC_EXPR_MUL: return nsw ? LLVMBuildNSWMul(b, x, y, "") : LLVMBuildMul(b, x, y, "");
   case MLC_EXPR_DIV:
   case MLC_EXPR_FLOORDIV:
   case MLC_EXPR_FLOORMOD: return int_div(c, k, t, x, y);
@@ -464,21 +465,21 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
   unsigned align = (unsigned)mlc_dtype_bytes(t);
   const mlc_expr *idx = e->load.indices[0];
   if (!cg_uses_lane(c, idx)) {
-    LLVMValueRef v = LLVMBuildLoad2(c->b, mty, cg_elem_ptr(c, b, cg_expr(c, idx)), "");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mty, cg_index_ptr(c, b, idx), "");
     LLVMSetAlignment(v, align);
     return from_mem(c, v, t);
   }
   const mlc_expr *base;
   LLVMTypeRef vty = LLVMVectorType(mty, (unsigned)c->lanes);
   if (cg_unit_stride(c, idx, &base)) {
-    LLVMValueRef p = cg_elem_ptr(c, b, cg_expr(c, base));
+    LLVMValueRef p = cg_index_ptr(c, b, base);
     p = LLVMBuildBitCast(c->b, p, LLVMPointerType(vty, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(c->b, vty, p, "");
     LLVMSetAlignment(v, align);
     return from_mem(c, v, t);
   }
   /* Gather lane by lane. */
-  LLVMValueRef iv = cg_expr(c, idx), out = LLVMGetUndef(vty);
+  LLVMValueRef iv = cg_index(c, idx), out = LLVMGetUndef(vty);
   for (int i = 0; i < c->lanes; i++) {
     LLVMValueRef k = LLVMConstInt(c->t_i32, (unsigned long long)i, 0);
     LLVMValueRef p = cg_elem_ptr(c, b, LLVMBuildExtractElement(c->b, iv, k, ""));
@@ -559,6 +560,8 @@ static LLVMValueRef cg_imm(cg *c, const mlc_expr *e) {
   return LLVMConstInt(ty, (unsigned long long)v, 1);
 }
 
+
+
 LLVMValueRef cg_expr(cg *c, const mlc_expr *e) {
   if (c->lanes && !cg_uses_lane(c, e)) {
     /* Lane-invariant: one scalar, broadcast where it meets a vector. */
@@ -609,4 +612,16 @@ LLVMValueRef cg_expr(cg *c, const mlc_expr *e) {
   case MLC_EXPR_CALL: return cg_call(c, e);
   }
   mlc_unreachable();
+}
+
+LLVMValueRef cg_index(cg *c, const mlc_expr *e) {
+  bool saved = c->in_index;
+  c->in_index = true;
+  LLVMValueRef v = cg_expr(c, e);
+  c->in_index = saved;
+  return v;
+}
+
+LLVMValueRef cg_index_ptr(cg *c, cg_buf *b, const mlc_expr *e) {
+  return cg_elem_ptr(c, b, cg_index(c, e));
 }

@@ -428,7 +428,7 @@ static void gen_store_scalar(cg *c, const mlc_stmt *s) {
   mlc_dtype t = s->store.buf->dtype;
   int n = c->lanes;
   c->lanes = 0;
-  LLVMValueRef p = cg_elem_ptr(c, b, cg_expr(c, s->store.indices[0]));
+  LLVMValueRef p = cg_index_ptr(c, b, s->store.indices[0]);
   LLVMValueRef v = cg_convert(c, cg_expr(c, s->store.value), s->store.value->dtype, t);
   LLVMSetAlignment(LLVMBuildStore(c->b, to_mem(c, v, t), p), (unsigned)mlc_dtype_bytes(t));
   c->lanes = n;
@@ -457,12 +457,12 @@ static void gen_store_vector(cg *c, const mlc_stmt *s) {
   v = to_mem(c, cg_splat(c, v, c->lanes), t);
   unsigned align = (unsigned)mlc_dtype_bytes(t);
   if (unit) {
-    LLVMValueRef p = cg_elem_ptr(c, b, cg_expr(c, base));
+    LLVMValueRef p = cg_index_ptr(c, b, base);
     p = LLVMBuildBitCast(c->b, p, LLVMPointerType(LLVMTypeOf(v), 0), "");
     LLVMSetAlignment(LLVMBuildStore(c->b, v, p), align);
     return;
   }
-  LLVMValueRef iv = cg_expr(c, idx);
+  LLVMValueRef iv = cg_index(c, idx);
   for (int i = 0; i < c->lanes; i++) {
     LLVMValueRef k = LLVMConstInt(c->t_i32, (unsigned long long)i, 0);
     LLVMValueRef p = cg_elem_ptr(c, b, LLVMBuildExtractElement(c->b, iv, k, ""));

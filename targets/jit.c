@@ -194,6 +194,16 @@ void mlc_jit_unload(mlc_jit_lib *lib) {
   mlc_free(lib);
 }
 
+void mlc_jit_shutdown(void) {
+  pthread_mutex_lock(&jit_mu);
+  if (the_jit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(the_jit);
+    if (e) LLVMConsumeError(e);
+    the_jit = NULL;
+  }
+  pthread_mutex_unlock(&jit_mu);
+}
+
 int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args) {
   void *stack[16];
   void **ptrs = n <= 16 ? stack : mlc_xmalloc(sizeof(void *) * (size_t)n);

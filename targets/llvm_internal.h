@@ -50,6 +50,12 @@ typedef struct cg {
   LLVMValueRef lane_base;   /* its value (scalar) */
   LLVMValueRef lane_vec;    /* lane_base + <0, 1, ..., lanes-1> */
 
+  /* Generating a buffer index: integer +, -, * carry nsw. An index of an
+   * access that runs stays within the buffer (below 2^31 elements when
+   * int32, see lower_alloc.c), so its arithmetic cannot overflow; the flag
+   * lets LLVM fold sext(i + c) into sext(i) + c and widen loop counters. */
+  bool in_index;
+
   int n_outlined;
   LLVMTypeRef t_i1, t_i8, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
 } cg;
@@ -58,6 +64,10 @@ typedef struct cg {
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t); /* bool: i1 */
 LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8 */
 LLVMValueRef cg_expr(cg *c, const mlc_expr *e);
+/* cg_expr of a buffer index (nsw arithmetic, see in_index). */
+LLVMValueRef cg_index(cg *c, const mlc_expr *e);
+/* Pointer to element e (a scalar index expression) of b. */
+LLVMValueRef cg_index_ptr(cg *c, cg_buf *b, const mlc_expr *e);
 /* Convert as a cast does (saturating float -> int, != 0 for bool). */
 LLVMValueRef cg_convert(cg *c, LLVMValueRef v, mlc_dtype from, mlc_dtype to);
 LLVMValueRef cg_splat(cg *c, LLVMValueRef v, int lanes);

@@ -4,7 +4,10 @@
  * driver and pass 1: every block realize becomes its body with the iter
  * vars replaced by their bindings, guarded by T.where, with the init
  * statement run first under "every reduce iter var is at its minimum", and
- * wrapped in an ALLOCATE per alloc_buffer of the block. The root block's
+ * wrapped in an ALLOCATE per alloc_buffer of the block. When the block
+ * sits at the bottom of a chain of loops, its init is instead hoisted out
+ * of the reduce loops (as decompose_reduction would do), so the reduction
+ * loops carry no guard and LLVM can keep accumulators in registers. The root block's
  * allocs are collected for pass 2, which places them.
  */
 #include "targets/lower_internal.h"
@@ -65,6 +68,43 @@ static void record_carries(lower_state *st, const mlc_block *b, mlc_expr *const 
   }
 }
 
+/* "binding == min" as "each loop the binding uses is at its first
+ * iteration", when that is equivalent: the binding is affine with a
+ * positive constant stride in each of those loops (constant mins), and
+ * equals min when they all start. vk = k0 * 8 + k1 == 0 becomes k0 == 0
+ * and k1 == 0, which LLVM folds in every unrolled or peeled iteration of
+ * k1 but the first, so the guarded init store no longer blocks keeping the
+ * accumulator in registers. NULL when not provably equivalent. */
+static mlc_expr *first_iteration_guard(lower_state *st, mlc_expr *val, mlc_expr *min) {
+  mlc_arena *a = st->a;
+  int n = 0;
+  mlc_var **vars = MLC_NEW_ARRAY(a, mlc_var *, st->loops.len + 1);
+  mlc_expr **mins = MLC_NEW_ARRAY(a, mlc_expr *, st->loops.len + 1);
+  for (int l = 0; l < st->loops.len; l++) {
+    mlc_stmt *loop = st->loops.data[l];
+    mlc_var *v = loop->loop.var;
+    if (!mlc_expr_uses_var(val, v)) continue;
+    int64_t lo, step;
+    mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
+    if (!mlc_expr_is_const_int(loop->loop.min, &lo) ||
+        !mlc_expr_const_diff(a, mlc_expr_subst(a, val, 1, &v, &next), val, &step) || step <= 0)
+      return NULL;
+    vars[n] = v;
+    mins[n++] = mlc_int_t(a, v->dtype, lo);
+  }
+  int64_t d;
+  mlc_expr *start = n ? mlc_expr_subst(a, val, n, vars, mins) : val;
+  /* Every var of the binding must be one of those loops. */
+  for (int i = 0; i < n; i++) MLC_ASSERT(!mlc_expr_uses_var(start, vars[i]));
+  if (!mlc_expr_const_diff(a, start, min, &d) || d != 0) return NULL;
+  mlc_expr *guard = NULL;
+  for (int i = 0; i < n; i++) {
+    mlc_expr *eq = mlc_binary(a, MLC_EXPR_EQ, mlc_ref(a, vars[i]), mins[i]);
+    guard = guard ? mlc_binary(a, MLC_EXPR_AND, guard, eq) : eq;
+  }
+  return guard ? guard : mlc_bool(a, true);
+}
+
 /* "Every reduce iter var at the start of its domain", simplified; NULL when
  * always true (no reduce iter vars, or bindings that are constants). */
 static mlc_expr *init_guard(lower_state *st, const mlc_block *b, mlc_expr *const *vals) {
@@ -73,11 +113,70 @@ static mlc_expr *init_guard(lower_state *st, const mlc_block *b, mlc_expr *const
     if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
     mlc_expr *min = b->iters[i].dom.min;
     if (min->dtype != vals[i]->dtype) min = mlc_cast(st->a, vals[i]->dtype, min);
-    mlc_expr *eq = mlc_simplify_expr(st->a, mlc_binary(st->a, MLC_EXPR_EQ, vals[i], min));
+    mlc_expr *eq = first_iteration_guard(st, vals[i], min);
+    if (!eq) eq = mlc_binary(st->a, MLC_EXPR_EQ, vals[i], min);
+    eq = mlc_simplify_expr(st->a, eq);
     if (is_true(eq)) continue;
     guard = guard ? mlc_binary(st->a, MLC_EXPR_AND, guard, eq) : eq;
   }
   return guard;
+}
+
+/* Hoisting the init of block b (realize s, bindings vals) before the
+ * outermost loop its reduce bindings use, under copies of the spatial
+ * loops between: valid when the loops from there down form a chain ending
+ * in s (nothing else runs between the init and the updates), spatial
+ * bindings and loop bounds do not depend on reduce loops, and the block
+ * reads no part of its output besides the accumulation. Registers the
+ * hoist and returns true, or returns false and changes nothing. */
+static bool hoist_init(lower_state *st, const mlc_stmt *s, const mlc_block *b,
+                       mlc_expr *const *vals, mlc_stmt *init) {
+  mlc_arena *a = st->a;
+  int n = st->loops.len, outer = -1;
+  if (n == 0 || b->n_allocs > 0 || b->n_writes != 1) return false;
+  for (int i = 0; i < b->n_reads; i++)
+    if (b->reads[i].buf == b->writes[0].buf) return false;
+  bool *is_r = MLC_NEW_ARRAY(a, bool, n);
+  for (int l = 0; l < n; l++) {
+    mlc_var *v = st->loops.data[l]->loop.var;
+    for (int i = 0; i < b->n_iters; i++)
+      if (b->iters[i].kind == MLC_ITER_REDUCE && mlc_expr_uses_var(vals[i], v)) is_r[l] = true;
+    for (int i = 0; i < b->n_iters && is_r[l]; i++)
+      if (b->iters[i].kind == MLC_ITER_SPATIAL && mlc_expr_uses_var(vals[i], v)) return false;
+    if (is_r[l] && outer < 0) outer = l;
+  }
+  if (outer < 0) return false;
+  int nr = 0;
+  mlc_var **rvars = MLC_NEW_ARRAY(a, mlc_var *, n);
+  mlc_expr **rmins = MLC_NEW_ARRAY(a, mlc_expr *, n);
+  for (int l = outer; l < n; l++) {
+    const mlc_stmt *o = st->orig_loops.data[l];
+    if (o->loop.kind == MLC_FOR_THREAD_BINDING) return false;
+    if (o->loop.body != (l + 1 < n ? st->orig_loops.data[l + 1] : s)) return false;
+    for (int r = 0; r < nr; r++)
+      if (mlc_expr_uses_var(o->loop.min, rvars[r]) || mlc_expr_uses_var(o->loop.extent, rvars[r]))
+        return false;
+    if (is_r[l]) {
+      rvars[nr] = o->loop.var;
+      rmins[nr++] = o->loop.min;
+    }
+  }
+  mlc_stmt *li = lower_stmt(st, init);
+  mlc_expr *pred = s->realize.predicate;
+  if (!is_true(pred)) pred = mlc_simplify_expr(a, mlc_expr_subst(a, pred, nr, rvars, rmins));
+  if (!is_true(pred)) li = mlc_if_new(a, pred, li, NULL);
+  for (int l = n - 1; l >= outer; l--) {
+    if (is_r[l]) continue;
+    const mlc_stmt *o = st->loops.data[l];
+    mlc_stmt *copy = mlc_for_new(a, o->loop.var, o->loop.min, o->loop.extent, o->loop.kind, li);
+    copy->loop.thread = o->loop.thread;
+    copy->loop.n_anns = o->loop.n_anns;
+    copy->loop.anns = o->loop.anns;
+    li = copy;
+  }
+  lower_hoist h = {st->loops.data[outer], li};
+  MLC_VEC_APUSH(a, st->hoists, h);
+  return true;
 }
 
 static mlc_stmt *lower_realize(lower_state *st, const mlc_stmt *s) {
@@ -94,7 +193,7 @@ static mlc_stmt *lower_realize(lower_state *st, const mlc_stmt *s) {
   }
   record_carries(st, b, vals, body, init);
   mlc_stmt *out = lower_stmt(st, body);
-  if (init) {
+  if (init && !hoist_init(st, s, b, vals, init)) {
     mlc_stmt *li = lower_stmt(st, init);
     mlc_expr *guard = init_guard(st, b, vals);
     if (guard) li = mlc_if_new(a, guard, li, NULL);
@@ -111,8 +210,12 @@ static mlc_stmt *lower_for(lower_state *st, const mlc_stmt *s) {
   n->loop.n_anns = s->loop.n_anns;
   n->loop.anns = s->loop.anns;
   MLC_VEC_APUSH(st->a, st->loops, n);
+  MLC_VEC_APUSH(st->a, st->orig_loops, s);
   n->loop.body = lower_stmt(st, s->loop.body);
   st->loops.len--;
+  st->orig_loops.len--;
+  for (int i = 0; i < st->hoists.len; i++)
+    if (st->hoists.data[i].loop == n) return mlc_seq_new(st->a, 2, (mlc_stmt *[]){st->hoists.data[i].init, n});
   return n;
 }
 

@@ -18,9 +18,18 @@ typedef struct lower_carry {
   const mlc_stmt *loop;
 } lower_carry;
 
+/* A reduction init moved out of its reduce loops: emitted just before
+ * `loop` (a loop of the new tree) when that loop is finished. */
+typedef struct lower_hoist {
+  const mlc_stmt *loop;
+  mlc_stmt *init; /* the init under copies of the spatial loops it needs */
+} lower_hoist;
+
 typedef struct lower_state {
   mlc_arena *a;
   MLC_VEC(mlc_stmt *) loops;       /* enclosing loops of the new tree, outermost first */
+  MLC_VEC(const mlc_stmt *) orig_loops; /* the same loops in the input */
+  MLC_VEC(lower_hoist) hoists;     /* pending, for loops being lowered */
   MLC_VEC(lower_carry) carries;    /* heap; freed by lower.c */
   MLC_VEC(mlc_buffer *) root_allocs; /* the root block's alloc_buffers */
 } lower_state;

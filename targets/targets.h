@@ -107,8 +107,13 @@ int mlc_target_host_cores(void);
 
 /* Lower a prim_func to plain loops: block iter vars replaced by their
  * bindings, T.where predicates and reduction inits (run when every reduce
- * iter var is at its first value) turned into `if` guards, every buffer
- * flattened row-major to one dimension, each intermediate buffer an
+ * iter var is at its first value, tested as "every loop the reduce
+ * bindings use is at its first iteration" where that is equivalent)
+ * turned into `if` guards; an init of a block that ends a chain of loops
+ * is instead hoisted before the outermost reduce loop under copies of the
+ * spatial loops below it (decompose_reduction done by the lowering), so
+ * the reduction loops carry no guard. Every buffer is flattened
+ * row-major to one dimension, each intermediate buffer is an
  * ALLOCATE placed at the lowest loop where all its uses meet (never inside
  * a loop its reduction accumulates over, nor inside a vectorized loop) and
  * compacted to the region it touches there, index expressions simplified.
@@ -157,6 +162,10 @@ mlc_jit_lib *mlc_jit_load(const mlc_object *obj, mlc_error *err);
 mlc_kernel_fn mlc_jit_lookup(mlc_jit_lib *lib, const char *symbol, mlc_error *err);
 /* Free the object's code and data; pointers from lookup become invalid. */
 void mlc_jit_unload(mlc_jit_lib *lib);
+/* Dispose of the process's JIT (every loaded object with it); a later load
+ * creates a new one. For tools that exit and leak checkers; requires that
+ * no kernel runs and no lib is used afterwards. */
+void mlc_jit_shutdown(void);
 
 /* Call fn with args[i].data as its argument i (args as mlc_interp_run
  * takes them). */

@@ -71,3 +71,116 @@ for f in tests/golden/*.py; do
   "$IR" check "$f" >/dev/null 2>"$tmp/err"
   check "cli_check_$(basename "$f" .py)" test $? -eq 0
 done
+
+# ---- run, build, apply (LLVM backend, schedule replay) ----
+"$IR" run --task matmul --shape 32,48,40 >"$tmp/run" 2>"$tmp/err"
+check cli_run_exit0 test $? -eq 0
+check cli_run_reports grep -Eq '^main: max error [0-9.e+-]+ vs interpreter, [0-9.e+-]+ ms, [0-9.]+ GFLOP/s$' "$tmp/run"
+
+"$IR" run tests/kernels/mm_tiled.py --repeat 2 --min-ms 1 >"$tmp/run" 2>"$tmp/err"
+check cli_run_file_exit0 test $? -eq 0
+check cli_run_file_reports grep -q '^mm_tiled: max error .* GFLOP/s$' "$tmp/run"
+
+# A module with two functions: each is run and checked.
+"$IR" run tests/kernels/blocks.py --repeat 1 --min-ms 1 >"$tmp/run" 2>"$tmp/err"
+check cli_run_module_exit0 test $? -eq 0
+check cli_run_module_each test "$(grep -c ' ms, ' "$tmp/run")" -ge 2
+
+"$IR" run --task softmax --shape 4,33 --repeat 1 --min-ms 1 >/dev/null 2>&1
+check cli_run_softmax test $? -eq 0
+
+# A result that differs from the reference exits 1: a*a + (a*-1)*a is 0 in
+# the interpreter, but the kernel contracts it to one FMA (see targets.h)
+# and returns the rounding error of a*a, far above the tolerance of a zero
+# reference.
+printf '@T.prim_func\ndef main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):\n    for i in range(64):\n        with T.block("B"):\n            vi = T.axis.spatial(64, i)\n            B[vi] = A[vi] * A[vi] + A[vi] * T.float32(-1) * A[vi]\n' >"$tmp/fma.py"
+"$IR" run "$tmp/fma.py" --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+check cli_run_mismatch_exit1 test $? -eq 1
+check cli_run_mismatch_reported grep -q 'MISMATCH in B' "$tmp/out"
+
+printf '@T.prim_func\ndef main(A: T.Buffer((4,), "float32")):\n    for i in range(5):\n        A[i] = T.float32(1)\n' >"$tmp/oob.py"
+"$IR" run "$tmp/oob.py" >/dev/null 2>"$tmp/err"
+check cli_run_bad_program_exit1 test $? -eq 1
+
+"$IR" run >/dev/null 2>&1
+check cli_run_no_input_exit2 test $? -eq 2
+"$IR" run --task matmul --header x.h >/dev/null 2>"$tmp/err"
+check cli_run_wrong_option_exit2 test $? -eq 2
+check cli_run_wrong_option_msg grep -q "does not apply to 'run'" "$tmp/err"
+"$IR" run --task matmul --target bogus >/dev/null 2>"$tmp/err"
+check cli_run_bad_target_exit1 test $? -eq 1
+"$IR" run --task matmul --repeat x >/dev/null 2>&1
+check cli_run_bad_repeat_exit2 test $? -eq 2
+for c in run build apply print eval; do
+  "$IR" $c --help >"$tmp/help" 2>&1
+  check "cli_help_$c" grep -q "usage: mlc-ir $c" "$tmp/help"
+done
+
+# apply: replay a stored 29-instruction trace (made by bench/bench_replay.c).
+tr=tests/kernels/matmul_64_trace.json
+"$IR" apply --task matmul --shape 64,64,64 --trace $tr --print-trace >"$tmp/sched.py" 2>"$tmp/trace.txt"
+check cli_apply_exit0 test $? -eq 0
+check cli_apply_parallel grep -q 'in T.parallel(' "$tmp/sched.py"
+check cli_apply_vectorized grep -q 'T.vectorized(' "$tmp/sched.py"
+check cli_apply_print_trace grep -q 'sch.split(loop=l1, factors=\[v4, v5, v6, v7\], preserve_unit_iters=True)' "$tmp/trace.txt"
+"$IR" check "$tmp/sched.py" >"$tmp/sched2.py" 2>"$tmp/err"
+check cli_apply_output_reparses cmp -s "$tmp/sched.py" "$tmp/sched2.py"
+"$IR" apply --task matmul --shape 64,64,64 --trace $tr --run --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+check cli_apply_run_exit0 test $? -eq 0
+check cli_apply_run_checked grep -q '^main: max error .* vs interpreter' "$tmp/out"
+"$IR" run --task matmul --shape 64,64,64 --trace $tr --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+check cli_run_trace_exit0 test $? -eq 0
+# The same trace on another shape: decisions that no longer fit are resampled.
+"$IR" apply --task matmul --shape 48,40,24 --trace $tr --run --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+check cli_apply_resample_exit0 test $? -eq 0
+check cli_apply_resample_note grep -q 'resampled' "$tmp/err"
+"$IR" apply --task matmul >/dev/null 2>&1
+check cli_apply_needs_trace_exit2 test $? -eq 2
+"$IR" apply --task matmul --trace /nonexistent.json >/dev/null 2>"$tmp/err"
+check cli_apply_missing_trace_exit1 test $? -eq 1
+printf '{"insts":[["GetBlock",[],{"name":"nosuch","func_name":"main"},["b0"]]]}' >"$tmp/bad.json"
+"$IR" apply --task matmul --trace "$tmp/bad.json" >/dev/null 2>"$tmp/err"
+check cli_apply_bad_trace_exit1 test $? -eq 1
+check cli_apply_bad_trace_msg grep -q "nosuch" "$tmp/err"
+"$IR" apply --task matmul --trace $tr --repeat 3 >/dev/null 2>&1
+check cli_apply_repeat_needs_run_exit2 test $? -eq 2
+
+# build: object + header, linked into a C program by the system compiler.
+"$IR" build tests/kernels/mm_tiled.py -o "$tmp/mm.o" --header "$tmp/mm.h" 2>"$tmp/err"
+check cli_build_exit0 test $? -eq 0
+check cli_build_header grep -q 'int32_t mm_tiled_call(float \*A, float \*B, float \*C)' "$tmp/mm.h"
+cat >"$tmp/main.c" <<'CEOF'
+#include "mm.h"
+#include <math.h>
+#include <stdio.h>
+static float A[64 * 64], B[64 * 64], C[64 * 64];
+int main(void) {
+  for (int i = 0; i < 64 * 64; i++) { A[i] = (float)(i % 7) - 3; B[i] = (float)(i % 5) * 0.5f; }
+  if (mm_tiled_call(A, B, C) != 0) return 3;
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < 64; j++) {
+      float s = 0;
+      for (int k = 0; k < 64; k++) s += A[i * 64 + k] * B[k * 64 + j];
+      if (fabsf(s - C[i * 64 + j]) > 1e-3f * (1 + fabsf(s))) { printf("bad %d %d\n", i, j); return 1; }
+    }
+  printf("ok\n");
+  return 0;
+}
+CEOF
+# The runtime from source: $B/libmlcrt.a may be a sanitized build.
+if cc -I"$tmp" -I. -o "$tmp/app" "$tmp/main.c" "$tmp/mm.o" targets/runtime/parallel.c -fopenmp -lm 2>"$tmp/err"; then
+  "$tmp/app" >"$tmp/out" 2>&1
+  check cli_build_links_and_runs grep -q '^ok$' "$tmp/out"
+else
+  fail cli_build_links_and_runs "$(head -c 300 "$tmp/err")"
+fi
+"$IR" build --task matmul --shape 16,16,16 -o "$tmp/t.o" --header "$tmp/t.h" 2>"$tmp/err"
+check cli_build_task_named_after_task grep -q 'int32_t matmul(void \*\*args);' "$tmp/t.h"
+"$IR" build --task matmul --shape 16,16,16 --name my_mm -o "$tmp/t.o" --header "$tmp/t.h" 2>"$tmp/err"
+check cli_build_name grep -q 'int32_t my_mm_call(' "$tmp/t.h"
+nm "$tmp/t.o" 2>/dev/null | grep -q ' T my_mm$'
+check cli_build_symbol test $? -eq 0
+"$IR" build --task matmul >/dev/null 2>&1
+check cli_build_needs_output_exit2 test $? -eq 2
+"$IR" build tests/kernels/blocks.py --name x -o "$tmp/x.o" >/dev/null 2>&1
+check cli_build_name_needs_one_func test $? -ne 0
