@@ -260,13 +260,37 @@ static void walk_for(walker *w, const mlc_stmt *s) {
   w->env_vars.len = w->env_vals.len = env_len;
 }
 
+/* A binding leaves its iter var's domain only where the block's T.where
+ * excludes it (the verifier's convention), so under a predicate the values
+ * that matter lie in the domain too. When the binding depends on relaxed
+ * vars only, it stands for a fresh var ranging over the intersection (an
+ * uneven split inside a blockized block then still touches only the
+ * buffer's real extent). */
+static mlc_expr *clamp_to_domain(walker *w, mlc_expr *val, const mlc_iter_var *it) {
+  int64_t lo, hi, dmin, dext;
+  if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext))
+    return val;
+  if (!mlc_simplifier_bounds(w->s, val, &lo, &hi) || (lo >= dmin && hi <= dmin + dext - 1))
+    return val;
+  dim_iv iv = analyze_simplified(w, val);
+  if (iv.kind != IV_EXACT || iv.base) return val; /* symbolic part: keep it exact */
+  if (lo < dmin) lo = dmin;
+  if (hi > dmin + dext - 1) hi = dmin + dext - 1;
+  if (lo > hi) return val;
+  mlc_var *v = mlc_var_new(w->a, it->var->name, val->dtype);
+  mlc_simplifier_bind(w->s, v, lo, hi - lo + 1);
+  return mlc_ref(w->a, v);
+}
+
 static void walk_realize(walker *w, const mlc_stmt *s) {
   const mlc_block *b = s->realize.block;
   int env_len = w->env_vars.len;
   mlc_expr **vals = MLC_NEW_ARRAY(w->a, mlc_expr *, b->n_iters > 0 ? b->n_iters : 1);
   /* All values first: a binding refers to outer vars, never to a sibling. */
-  for (int i = 0; i < b->n_iters; i++)
+  for (int i = 0; i < b->n_iters; i++) {
     vals[i] = mlc_simplify(w->s, in_env(w, s->realize.values[i]));
+    if (s->realize.predicate) vals[i] = clamp_to_domain(w, vals[i], &b->iters[i]);
+  }
   for (int i = 0; i < b->n_iters; i++) env_push(w, b->iters[i].var, vals[i]);
   for (int i = 0; i < b->n_allocs; i++) MLC_VEC_APUSH(w->a, w->local, b->allocs[i]);
   if (b->init) walk(w, b->init);

@@ -151,6 +151,96 @@ static bool do_loop_kind(replay *r, const mlc_inst *in) {
          mlc_sched_bind(r->s, loop, tag->s, r->err);
 }
 
+/* CacheRead / CacheWrite: block[, consumer blocks...] -> block. */
+static bool do_cache(replay *r, const mlc_inst *in) {
+  bool read = in->kind == MLC_INST_CACHE_READ;
+  const mlc_attr *idx = NULL, *scope = NULL;
+  mlc_rv block = -1, cons[64], out;
+  if (in->n_inputs > 65) return mlc_error_set(r->err, "too many consumer blocks");
+  if (!in_rv(r, in, 0, &block) || !rv_list(r, in, 1, cons) ||
+      !attr_of(r, in, read ? "read_buffer_index" : "write_buffer_index", MLC_ATTR_INT, &idx) ||
+      !attr_of(r, in, "storage_scope", MLC_ATTR_STR, &scope))
+    return false;
+  if (idx->i < INT32_MIN || idx->i > INT32_MAX) return mlc_error_set(r->err, "buffer index is out of range");
+  int n = in->n_inputs - 1;
+  bool ok = read ? mlc_sched_cache_read(r->s, block, (int)idx->i, scope->s, n, cons, &out, r->err)
+                 : mlc_sched_cache_write(r->s, block, (int)idx->i, scope->s, n, cons, &out, r->err);
+  return ok && map_outputs(r, in, 1, &out);
+}
+
+static bool int_attrs(replay *r, const mlc_inst *in, int n, const char *const *keys, int *out) {
+  for (int i = 0; i < n; i++) {
+    const mlc_attr *a = NULL;
+    if (!attr_of(r, in, keys[i], MLC_ATTR_INT, &a)) return false;
+    if (a->i < INT32_MIN || a->i > INT32_MAX)
+      return mlc_error_set(r->err, "attr \"%s\" is out of range", keys[i]);
+    out[i] = (int)a->i;
+  }
+  return true;
+}
+
+static bool do_storage(replay *r, const mlc_inst *in) {
+  static const char *const align_keys[] = {"buffer_index", "axis", "factor", "offset"};
+  const mlc_attr *scope = NULL;
+  mlc_rv block = -1;
+  int v[4];
+  if (!in_rv(r, in, 0, &block)) return false;
+  if (in->kind == MLC_INST_STORAGE_ALIGN)
+    return int_attrs(r, in, 4, align_keys, v) &&
+           mlc_sched_storage_align(r->s, block, v[0], v[1], v[2], v[3], r->err);
+  return int_attrs(r, in, 1, align_keys, v) &&
+         attr_of(r, in, "storage_scope", MLC_ATTR_STR, &scope) &&
+         mlc_sched_set_scope(r->s, block, v[0], scope->s, r->err);
+}
+
+/* ComputeAt / ReverseComputeAt: block, loop (maybe a root/inline mark). */
+static bool do_compute_at(replay *r, const mlc_inst *in) {
+  const mlc_attr *pu, *idx;
+  mlc_rv block = -1, loop = -1;
+  if (!in_rv(r, in, 0, &block) || !in_rv(r, in, 1, &loop) ||
+      !attr_of(r, in, "preserve_unit_loops", MLC_ATTR_BOOL, &pu) ||
+      !attr_of(r, in, "index", MLC_ATTR_INT, &idx))
+    return false;
+  if (idx->i < INT32_MIN || idx->i > INT32_MAX) return mlc_error_set(r->err, "index is out of range");
+  if (in->kind == MLC_INST_COMPUTE_AT)
+    return mlc_sched_compute_at(r->s, block, loop, pu->i != 0, (int)idx->i, r->err);
+  return mlc_sched_reverse_compute_at(r->s, block, loop, pu->i != 0, (int)idx->i, r->err);
+}
+
+static bool do_inline(replay *r, const mlc_inst *in) {
+  mlc_rv block = -1;
+  if (!in_rv(r, in, 0, &block)) return false;
+  if (in->kind == MLC_INST_COMPUTE_INLINE) return mlc_sched_compute_inline(r->s, block, r->err);
+  return mlc_sched_reverse_compute_inline(r->s, block, r->err);
+}
+
+static bool do_sample_location(replay *r, const mlc_inst *in, sample_opts so) {
+  mlc_rv block = -1, out;
+  return in_rv(r, in, 0, &block) &&
+         sched_sample_compute_location(r->s, block, so.want, so.resampled, &out, r->err) &&
+         map_outputs(r, in, 1, &out);
+}
+
+/* decompose_reduction, rfactor, blockize (reduction.c, blockize.c). */
+static bool do_reduction_kind(replay *r, const mlc_inst *in) {
+  const mlc_attr *at;
+  mlc_rv x = -1, y = -1, out;
+  if (!in_rv(r, in, 0, &x)) return false;
+  bool ok;
+  if (in->kind == MLC_INST_DECOMPOSE_REDUCTION) {
+    ok = in_rv(r, in, 1, &y) && mlc_sched_decompose_reduction(r->s, x, y, &out, r->err);
+  } else if (in->kind == MLC_INST_RFACTOR) {
+    ok = attr_of(r, in, "factor_axis", MLC_ATTR_INT, &at);
+    if (ok && (at->i > 64 || at->i < -64)) return mlc_error_set(r->err, "factor_axis is out of range");
+    ok = ok && mlc_sched_rfactor(r->s, x, (int)at->i, &out, r->err);
+  } else {
+    MLC_ASSERT(in->kind == MLC_INST_BLOCKIZE);
+    ok = attr_of(r, in, "preserve_unit_iters", MLC_ATTR_BOOL, &at) &&
+         mlc_sched_blockize(r->s, x, at->i != 0, &out, r->err);
+  }
+  return ok && map_outputs(r, in, 1, &out);
+}
+
 static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   mlc_rv loops[64];
   switch (in->kind) {
@@ -174,18 +264,17 @@ static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   case MLC_INST_SAMPLE_CATEGORICAL: return do_sample_categorical(r, in, so);
   case MLC_INST_ENTER_POSTPROC: mlc_sched_enter_postproc(r->s); return true;
   case MLC_INST_COMPUTE_AT:
-  case MLC_INST_REVERSE_COMPUTE_AT:
+  case MLC_INST_REVERSE_COMPUTE_AT: return do_compute_at(r, in);
   case MLC_INST_COMPUTE_INLINE:
-  case MLC_INST_REVERSE_COMPUTE_INLINE:
+  case MLC_INST_REVERSE_COMPUTE_INLINE: return do_inline(r, in);
+  case MLC_INST_SAMPLE_COMPUTE_LOCATION: return do_sample_location(r, in, so);
   case MLC_INST_CACHE_READ:
-  case MLC_INST_CACHE_WRITE:
+  case MLC_INST_CACHE_WRITE: return do_cache(r, in);
+  case MLC_INST_STORAGE_ALIGN:
+  case MLC_INST_SET_SCOPE: return do_storage(r, in);
   case MLC_INST_DECOMPOSE_REDUCTION:
   case MLC_INST_RFACTOR:
-  case MLC_INST_BLOCKIZE:
-  case MLC_INST_STORAGE_ALIGN:
-  case MLC_INST_SET_SCOPE:
-  case MLC_INST_SAMPLE_COMPUTE_LOCATION:
-    return mlc_error_set(r->err, "this build cannot apply %s yet", mlc_inst_kind_name(in->kind));
+  case MLC_INST_BLOCKIZE: return do_reduction_kind(r, in);
   }
   mlc_unreachable();
 }

@@ -53,6 +53,27 @@ void sched_each_realize(mlc_stmt *st, void (*fn)(mlc_stmt *realize, void *ctx), 
  * vars' ranges known. */
 void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st);
 
+/* ---- reduction.c: helpers shared with blockize.c ---- */
+
+/* The loops around a block realize below its parent block, outer first;
+ * returns their count. *scope (may be NULL) receives the parent block's
+ * realize. */
+int sched_scope_loops(const mlc_sched *s, mlc_stmt *realize, mlc_stmt **loops, mlc_stmt **scope);
+/* Put st right before `at` (a statement of the tree) in at's parent. */
+void sched_insert_before(mlc_sched *s, mlc_stmt *at, mlc_stmt *st);
+/* base if no block of the function has that name, else base_1, base_2 ...
+ * (the verifier requires unique block names). */
+const char *sched_fresh_block_name(mlc_sched *s, const char *base);
+/* The && conjuncts of e (NULL: none) into out[max]; returns the count. */
+int sched_conjuncts(mlc_expr *e, mlc_expr **out, int max);
+/* Conjunction of n expressions; NULL when n == 0. */
+mlc_expr *sched_and_all(mlc_arena *a, int n, mlc_expr **es);
+/* Whether any expression of the subtree (nested blocks included) uses v. */
+bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v);
+/* Whether fn holds for e or a subexpression of it, visited in preorder,
+ * left to right (fn may also just collect and return false). */
+bool sched_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *x, void *ctx), void *ctx);
+
 /* ---- trace.c: recording ---- */
 
 /* Append an instruction; arrays and strings are copied into the arena. */
@@ -74,5 +95,41 @@ bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermo
 bool sched_sample_categorical(mlc_sched *s, int n, const int64_t *cands, const double *probs,
                               const mlc_decision *want, bool *resampled, mlc_rv *out,
                               mlc_error *err);
+
+/* ---- compute_at.c / inline.c: scopes, dependences, block removal ---- */
+
+/* A list of statements (block realizes) in program order. */
+typedef struct sched_stmts {
+  mlc_arena *arena;
+  MLC_VEC(mlc_stmt *) v;
+} sched_stmts;
+
+/* Index in path[0..n) of the realize of the block enclosing path[n-1]. */
+int sched_scope_index(mlc_stmt **path, int n);
+/* The child block realizes of a scope block, in program order. */
+sched_stmts sched_scope_blocks(mlc_sched *s, mlc_stmt *scope_realize);
+int sched_stmts_index(const sched_stmts *v, const mlc_stmt *x);
+/* Whether b reads buf (a reduction reads its own output) / writes buf. */
+bool sched_block_reads(const mlc_block *b, const mlc_buffer *buf);
+bool sched_block_writes(const mlc_block *b, const mlc_buffer *buf);
+/* TensorIR's complete block among its scope's blocks. */
+bool sched_check_complete(const sched_stmts *blocks, const mlc_block *b, const char *prim,
+                          mlc_error *err);
+/* Removing a leaf block: the element of a sequence holding it (the block
+ * or the loops that hold nothing else). */
+typedef struct sched_removal {
+  mlc_stmt *seq, *elem, *seq_parent;
+} sched_removal;
+bool sched_removal_plan(mlc_sched *s, mlc_stmt *realize, const char *prim, sched_removal *out,
+                        mlc_error *err);
+void sched_removal_apply(mlc_sched *s, const sched_removal *rm);
+/* Inlining without recording (compute_at at the inline mark records
+ * itself); prim names the primitive in messages. */
+bool sched_compute_inline(mlc_sched *s, mlc_rv block, const char *prim, mlc_error *err);
+bool sched_reverse_compute_inline(mlc_sched *s, mlc_rv block, const char *prim, mlc_error *err);
+bool sched_can_compute_inline(mlc_sched *s, mlc_block *b);
+/* sample_compute_location with a decision to keep if it still fits. */
+bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decision *want,
+                                   bool *resampled, mlc_rv *out, mlc_error *err);
 
 #endif

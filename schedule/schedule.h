@@ -248,6 +248,94 @@ bool mlc_sched_annotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc
 /* Remove key; refused if the block or loop does not carry it. */
 bool mlc_sched_unannotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc_error *err);
 
+/* ---- cache stages and buffer storage (cache.c) ---------------------------
+ * added by schedule/cache */
+
+/* Storage scopes: "global", "shared", "local", each optionally tagged
+ * ("global.A_reg", "shared.dyn"). New buffer names have the scope's dots
+ * made underscores; a name (buffer or block) already in the function gets
+ * _1, _2, ... (block names are unique here; TVM would repeat them).
+ *
+ * cache_read: a copy block "<A>_<scope>" (out: its handle) from buffer A,
+ * the read_buffer_index-th of the block's T.reads, into a new buffer
+ * "<A>_<scope>" allocated in the block's parent (scope) block. The readers
+ * of A in that scope (or just the given consumer blocks) read the cache
+ * instead. A written by no block of the scope is copied whole at the
+ * scope's start; otherwise the copy goes after A's only writer and before
+ * its first consumer, holding what the writer writes. Refused: index out
+ * of range, invalid scope, a block that also writes A, several writers of
+ * A, consumers that do not read A or are outside the scope, a consumer that
+ * would run before the copy or read outside what it holds.
+ *
+ * cache_write: the block writes a new buffer "<C>_<scope>" instead of C,
+ * the write_buffer_index-th of its T.writes; a write-back block
+ * "<C>_<scope>" copies it to C before C's first later reader (at the end
+ * of the scope if none). Given consumer blocks read the cache directly.
+ * Refused: index out of range, invalid scope, a block that is not C's only
+ * writer in the scope, a block reading C's earlier content (no init), a
+ * write that does not cover a dense box, bad consumers. */
+bool mlc_sched_cache_read(mlc_sched *s, mlc_rv block, int read_buffer_index,
+                          const char *storage_scope, int n_consumers, const mlc_rv *consumers,
+                          mlc_rv *out, mlc_error *err);
+bool mlc_sched_cache_write(mlc_sched *s, mlc_rv block, int write_buffer_index,
+                           const char *storage_scope, int n_consumers, const mlc_rv *consumers,
+                           mlc_rv *out, mlc_error *err);
+/* Give the buffer_index-th written buffer of the block another scope (it
+ * is renamed "<B>_<scope>", as TVM does). It must be allocated by a block,
+ * not be a parameter. The same scope again is accepted and changes nothing. */
+bool mlc_sched_set_scope(mlc_sched *s, mlc_rv block, int buffer_index, const char *storage_scope,
+                         mlc_error *err);
+/* Ask that dimension `axis` (negative counts from the end) of the
+ * buffer_index-th written buffer be padded so its stride is
+ * factor * k + offset. Recorded, as TVM does, in the block annotation
+ * "buffer_dim_align": a list of [buffer_index, axis, factor, offset]
+ * written as its Python literal string ("[[0, 0, 32, 8]]"); a tuple for the
+ * same buffer and axis is replaced. factor > 0; the buffer must be
+ * allocated by a block. */
+bool mlc_sched_storage_align(mlc_sched *s, mlc_rv block, int buffer_index, int axis, int factor,
+                             int offset, mlc_error *err);
+
+/* ---- reductions and blocks (reduction.c, blockize.c) ------------------------ */
+
+/* decompose_reduction: split a reduction block (one with T.init()) into an
+ * init block "<name>_init" placed right before `loop`, under copies
+ * ("<var>_init") of the loops between `loop` and the block that its spatial
+ * bindings use, and the update block "<name>_update" (the block handle now
+ * names it; its T.reads gain the output). Requires `loop` to be a loop
+ * around the block in its scope, at or above every loop a reduce iter
+ * depends on, and every loop from `loop` down to drive some iter (else the
+ * update would accumulate repeatedly). out: the init block. */
+bool mlc_sched_decompose_reduction(mlc_sched *s, mlc_rv block, mlc_rv loop, mlc_rv *out,
+                                   mlc_error *err);
+/* rfactor: `loop` (serial, starting at 0, driving only reduce iters) holds
+ * one reduction block whose init stores the identity of a recognised
+ * commutative reducer (sum, product, max, min) and whose body is
+ * `B[idx] = B[idx] op rhs` (either operand order). Creates the buffer
+ * "<B>_rf" (the loop's extent inserted at factor_axis; -(ndim+1)..ndim),
+ * the rf block "<name>_rf" (loop's iter spatial, computed under copies of
+ * all the block's loops, placed before them) and turns the block into the
+ * write-back block, which keeps the original loops minus the other
+ * reduce loops and reduces over the rf axis. out: the rf block. Refused
+ * when a predicate depends on a reduce loop (partial results could stay
+ * uninitialised) or a later block under the same loops writes what the
+ * reduction reads. */
+bool mlc_sched_rfactor(mlc_sched *s, mlc_rv loop, int factor_axis, mlc_rv *out, mlc_error *err);
+/* blockize: `loop` must hold a single block under a chain of loops. Each
+ * iter binding splits into an outer part (loops above `loop`) and a dense
+ * inner part (an affine mixed-radix sum of loops at or below it); the
+ * outer block "<name>_o" binds <v>_o (or the var itself when wholly
+ * outer) and covers the inner block's regions relaxed over the inner
+ * iters; the inner block (the block handle) keeps its name with <v>_i.
+ * An init moves to the outer block as "<name>_init" over the inner loops
+ * its spatial iters use, and the inner block then lists its output in
+ * T.reads. Outer iters of extent 1 are kept only with preserve_unit_iters.
+ * Refused when a T.where term mixes loops inside and outside `loop`, or
+ * depends only on loops inside it (the outer block's regions, stated over
+ * the inner iter domains as TVM does, would not cover the body the way
+ * the verifier relaxes it). out: the outer block. */
+bool mlc_sched_blockize(mlc_sched *s, mlc_rv loop, bool preserve_unit_iters, mlc_rv *out,
+                        mlc_error *err);
+
 /* ---- sampling (sample.c) ------------------------------------------------- */
 
 /* n factors (outer first) whose product is the loop's constant extent and
@@ -261,6 +349,49 @@ bool mlc_sched_sample_categorical(mlc_sched *s, int n, const int64_t *candidates
                                   const double *probs, mlc_rv *out, mlc_error *err);
 /* Marks the start of what postprocessors did. */
 void mlc_sched_enter_postproc(mlc_sched *s);
+
+/* ---- compute location (compute_at.c, inline.c) ------------------------------ */
+/* added by schedule/compute_at */
+
+/* Move a producer block under `loop` (compute_at) or a consumer block
+ * (reverse_compute_at), as TensorIR does: the block's loops are
+ * regenerated (ax0, ax1, ...) to cover what the blocks under the loop
+ * read of it (compute_at; a shared-scope buffer under threadIdx/vthread
+ * loops covers the whole thread block) or produce for it (reverse), unit
+ * loops dropped unless preserve_unit_loops, with a T.where where the
+ * range may leave an iter's domain. index: -1 before the first consumer
+ * (default), -2 after the last producer, or a position in the loop's
+ * body between them. Requires a complete or reduction block in the
+ * loop's scope, not under the loop; compute_at: not an output block and
+ * every consumer under the loop; reverse: every producer under the loop;
+ * each dependence still satisfied in every iteration (blocks under the
+ * loop that feed the moved block must finish their elements within one
+ * iteration and write what it reads there; blocks it passes must not
+ * touch its buffers). The block's index into the matched buffer must be
+ * an iter var plus a constant per dimension, one element per instance
+ * (for reverse: its reads, so that consumer instances partition). The
+ * loop may be the root mark of sample_compute_location (nothing moves) or
+ * the inline mark (the block is inlined). */
+bool mlc_sched_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop, bool preserve_unit_loops,
+                          int index, mlc_error *err);
+bool mlc_sched_reverse_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop,
+                                  bool preserve_unit_loops, int index, mlc_error *err);
+/* Substitute a complete block whose body is one store with the block's
+ * iter vars as indices into every reader of its buffer, and remove it
+ * (and its buffer). */
+bool mlc_sched_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
+/* Fold a complete consumer (no predicate) reading one produced buffer,
+ * always at one index of distinct iter vars plus constants, into its
+ * single complete producer (whose only consumer it is), which then writes
+ * the consumer's output; every producer instance must map into the
+ * consumer's domain. */
+bool mlc_sched_reverse_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
+/* A loop where the block could be computed at, drawn uniformly among
+ * TVM's candidates (the first consumer's loops down to the consumers'
+ * common ancestor): the decision is that loop's index in the consumer's
+ * get_loops, -1 the root mark, -2 the inline mark (both usable with
+ * compute_at). */
+bool mlc_sched_sample_compute_location(mlc_sched *s, mlc_rv block, mlc_rv *out, mlc_error *err);
 
 /* ---- replay (replay.c) ----------------------------------------------------- */
 

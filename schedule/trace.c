@@ -570,6 +570,24 @@ static void py_decision(mlc_str *out, const mlc_inst *in) {
   }
 }
 
+/* TVM's order: block=b0, read_buffer_index=0, storage_scope="shared",
+ * consumer_blocks=[b2, b3] (the inputs after the block). */
+static void py_cache(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
+  mlc_str_puts(out, "block=");
+  py_operand(out, t, &in->inputs[0]);
+  for (int j = 0; j < in->n_attrs; j++) {
+    mlc_str_printf(out, ", %s=", in->attrs[j].key);
+    py_attr_value(out, &in->attrs[j]);
+  }
+  if (in->n_inputs < 2) return;
+  mlc_str_puts(out, ", consumer_blocks=[");
+  for (int j = 1; j < in->n_inputs; j++) {
+    if (j > 1) mlc_str_puts(out, ", ");
+    py_operand(out, t, &in->inputs[j]);
+  }
+  mlc_str_putc(out, ']');
+}
+
 static void py_split(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
   mlc_str_puts(out, "loop=");
   py_operand(out, t, &in->inputs[0]);
@@ -627,14 +645,14 @@ static void print_inst(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
   mlc_str_printf(out, "sch.%s(", mlc_inst_kind_method(in->kind));
   switch (in->kind) {
   case MLC_INST_SPLIT: py_split(out, t, in); break;
+  case MLC_INST_CACHE_READ:
+  case MLC_INST_CACHE_WRITE: py_cache(out, t, in); break;
   case MLC_INST_GET_LOOPS:
   case MLC_INST_GET_PRODUCERS:
   case MLC_INST_GET_CONSUMERS:
   case MLC_INST_COMPUTE_INLINE:
   case MLC_INST_REVERSE_COMPUTE_INLINE:
   case MLC_INST_SAMPLE_COMPUTE_LOCATION:
-  case MLC_INST_CACHE_READ:
-  case MLC_INST_CACHE_WRITE:
   case MLC_INST_STORAGE_ALIGN:
   case MLC_INST_SET_SCOPE: py_args(out, t, in, 1, block_arg); break;
   case MLC_INST_COMPUTE_AT:

@@ -1277,6 +1277,152 @@ static void block_names(mlc_stmt *st, const char **names, int *n) {
 
 static uint32_t rnd(mlc_pcg32 *r, uint32_t n) { return mlc_pcg32_bounded(r, n); }
 
+static int cache_stages_moved; /* added by schedule/cache */
+
+/* The tuner's pattern after a cache stage: move it under a loop of the
+ * block it serves (compute_at for a read copy, reverse_compute_at for a
+ * write-back). A refusal must leave the state as the cache left it. */
+static void move_cache_stage(mlc_sched *s, mlc_pcg32 *r, mlc_rv stage, mlc_rv b, bool reverse) {
+  mlc_error e = {{0}};
+  mlc_rv *l;
+  int n = mlc_sched_get_loops(s, b, &l, &e);
+  if (n <= 0) return;
+  snapshot before = snap(s);
+  mlc_rv x = l[rnd(r, (uint32_t)n)];
+  bool ok = reverse ? mlc_sched_reverse_compute_at(s, stage, x, rnd(r, 4) == 0, -1, &e)
+                    : mlc_sched_compute_at(s, stage, x, rnd(r, 4) == 0, -1, &e);
+  if (ok) cache_stages_moved++, mlc_free(before.ir), mlc_free(before.json);
+  else check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
+}
+
+/* added by schedule/cache: cache_read, cache_write, set_scope and
+ * storage_align on block b with random (sometimes invalid) arguments;
+ * half the new stages are then moved under a loop of b. Getters it calls
+ * first are recorded, so *before is taken again. */
+static bool random_cache_primitive(mlc_sched *s, mlc_pcg32 *r, mlc_rv b, snapshot *before,
+                                   mlc_inst_kind *kind, mlc_error *e) {
+  static const char *const scopes[] = {"shared", "local", "global", "shared", "local", "texture"};
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  const char *scope = scopes[rnd(r, MLC_COUNTOF(scopes))];
+  mlc_rv out, *cons = NULL;
+  int n_cons = 0;
+  bool ok;
+  switch (rnd(r, 4)) {
+  case 0: /* cache_read, maybe only for this block */
+    *kind = MLC_INST_CACHE_READ;
+    if (rnd(r, 4) == 0) cons = &b, n_cons = 1;
+    ok = mlc_sched_cache_read(s, b, (int)rnd(r, (uint32_t)blk->n_reads + 1), scope, n_cons, cons,
+                              &out, e);
+    if (ok && rnd(r, 2)) move_cache_stage(s, r, out, b, false);
+    return ok;
+  case 1: /* cache_write, maybe with the consumers reading the cache */
+    *kind = MLC_INST_CACHE_WRITE;
+    if (rnd(r, 4) == 0) {
+      n_cons = mlc_sched_get_consumers(s, b, &cons, e);
+      if (n_cons < 0) return false;
+      mlc_free(before->ir), mlc_free(before->json);
+      *before = snap(s);
+    }
+    ok = mlc_sched_cache_write(s, b, (int)rnd(r, (uint32_t)blk->n_writes + 1), scope, n_cons,
+                               cons, &out, e);
+    if (ok && rnd(r, 2)) move_cache_stage(s, r, out, b, true);
+    return ok;
+  case 2:
+    *kind = MLC_INST_SET_SCOPE;
+    return mlc_sched_set_scope(s, b, (int)rnd(r, (uint32_t)blk->n_writes + 1), scope, e);
+  case 3:
+    *kind = MLC_INST_STORAGE_ALIGN;
+    return mlc_sched_storage_align(s, b, (int)rnd(r, (uint32_t)blk->n_writes + 1),
+                                   (int)rnd(r, 5) - 2, (int)rnd(r, 33), (int)rnd(r, 9), e);
+  }
+  return false;
+}
+
+/* added by schedule/reduction: decompose_reduction, rfactor and blockize
+ * with random (often invalid) arguments. Half the time on a block of the
+ * current function (decompose renames "C" to "C_update", rfactor and
+ * blockize add blocks), whose getters are recorded, so *before is taken
+ * again. */
+static bool random_reduction_primitive(mlc_sched *s, mlc_pcg32 *r, mlc_rv b, mlc_rv x,
+                                       snapshot *before, mlc_inst_kind *kind, mlc_error *e) {
+  mlc_rv out, *l;
+  if (rnd(r, 2)) {
+    const char *names[32];
+    int nn = 0;
+    block_names(mlc_sched_func(s)->body, names, &nn);
+    if (nn == 0 || !mlc_sched_get_block(s, names[rnd(r, (uint32_t)nn)], NULL, &b, e)) return false;
+    int n = mlc_sched_get_loops(s, b, &l, e);
+    if (n <= 0) return false;
+    x = l[rnd(r, (uint32_t)n)];
+    mlc_free(before->ir), mlc_free(before->json);
+    *before = snap(s);
+  }
+  switch (rnd(r, 3)) {
+  case 0:
+    *kind = MLC_INST_DECOMPOSE_REDUCTION;
+    return mlc_sched_decompose_reduction(s, b, x, &out, e);
+  case 1: *kind = MLC_INST_RFACTOR; return mlc_sched_rfactor(s, x, (int)rnd(r, 5) - 2, &out, e);
+  case 2: {
+    /* On a copy, checked here: a later uneven split inside the blockized
+     * block adds a T.where that the verifier's region coverage check of
+     * the outer block does not take into account (reported to ir/). */
+    *kind = MLC_INST_BLOCKIZE;
+    mlc_sched *c = mlc_sched_copy(s);
+    bool ok = mlc_sched_blockize(c, x, rnd(r, 2), &out, e);
+    char why[256] = "";
+    double m;
+    if (!ok) {
+      check_refused_(__FILE__, __LINE__, c, snap(s), false, e, "");
+    } else {
+      CHECK_MSG(mlc_verify_func(mlc_sched_func(c), e), "blockize: verify: %s", e->msg);
+      CHECK_MSG(same_results(mlc_sched_func(s), mlc_sched_func(c), 5, &m, why, sizeof why),
+                "blockize: %s", why);
+    }
+    mlc_sched_free(c);
+    return ok;
+  }
+  }
+  return false;
+}
+
+/* added by schedule/compute_at: compute_at / reverse_compute_at at a loop
+ * of a random block of the current function, compute_inline,
+ * reverse_compute_inline, and a sampled location used by compute_at (the
+ * tuner's pattern). Getters and samples are recorded, so *before is taken
+ * again after them. */
+static bool random_compute_primitive(mlc_sched *s, mlc_pcg32 *r, mlc_rv b, snapshot *before,
+                                     mlc_inst_kind *kind, mlc_error *e) {
+  static const int indices[] = {-1, -1, -1, -2, 0, 1};
+  mlc_rv b2, *l, loc;
+  int op = (int)rnd(r, 6);
+  bool preserve = rnd(r, 4) == 0;
+  int index = indices[rnd(r, MLC_COUNTOF(indices))];
+  if (op <= 1) {
+    const char *names[32];
+    int nn = 0;
+    block_names(mlc_sched_func(s)->body, names, &nn);
+    if (nn == 0 || !mlc_sched_get_block(s, names[rnd(r, (uint32_t)nn)], NULL, &b2, e)) return false;
+    int n = mlc_sched_get_loops(s, b2, &l, e);
+    if (n <= 0) return false;
+    mlc_free(before->ir), mlc_free(before->json);
+    *before = snap(s);
+    mlc_rv x = l[rnd(r, (uint32_t)n)];
+    if (op == 0) return *kind = MLC_INST_COMPUTE_AT, mlc_sched_compute_at(s, b, x, preserve, index, e);
+    return *kind = MLC_INST_REVERSE_COMPUTE_AT,
+           mlc_sched_reverse_compute_at(s, b, x, preserve, index, e);
+  }
+  if (op == 2) return *kind = MLC_INST_COMPUTE_INLINE, mlc_sched_compute_inline(s, b, e);
+  if (op == 3) return *kind = MLC_INST_REVERSE_COMPUTE_INLINE, mlc_sched_reverse_compute_inline(s, b, e);
+  *kind = MLC_INST_SAMPLE_COMPUTE_LOCATION;
+  if (!mlc_sched_sample_compute_location(s, b, &loc, e)) return false;
+  mlc_free(before->ir), mlc_free(before->json);
+  *before = snap(s);
+  /* A sampled location is always accepted. */
+  bool ok = mlc_sched_compute_at(s, b, loc, false, -1, e);
+  CHECK_MSG(ok, "compute_at at a sampled location: %s", e->msg);
+  return ok;
+}
+
 /* One random primitive on a random block's loops; returns whether it was
  * applied. Refusals are checked to leave the state unchanged. */
 static bool random_primitive(mlc_sched *s, mlc_pcg32 *r, const char **names, int n_names,
@@ -1289,7 +1435,7 @@ static bool random_primitive(mlc_sched *s, mlc_pcg32 *r, const char **names, int
   mlc_rv x = l[rnd(r, (uint32_t)n)];
   snapshot before = snap(s);
   bool ok = false;
-  switch (rnd(r, 9)) {
+  switch (rnd(r, 15)) {
   case 0: { /* split with sampled factors */
     int k = 2 + (int)rnd(r, 2);
     static const int maxi[] = {4, 16, 64};
@@ -1363,6 +1509,12 @@ static bool random_primitive(mlc_sched *s, mlc_pcg32 *r, const char **names, int
     }
     break;
   }
+  case 9:
+  case 10: ok = random_cache_primitive(s, r, b, &before, kind, &e); break; /* added by schedule/cache */
+  case 11:
+  case 12: ok = random_reduction_primitive(s, r, b, x, &before, kind, &e); break; /* added by schedule/reduction */
+  case 13:
+  case 14: ok = random_compute_primitive(s, r, b, &before, kind, &e); break; /* added by schedule/compute_at */
   }
   if (!ok) check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
   else mlc_free(before.ir), mlc_free(before.json);
@@ -1441,6 +1593,7 @@ static void test_random_sequences(void) {
   for (int k = 0; k < MLC_INST_KIND_COUNT; k++)
     if (st.per_kind[k]) printf(" %s %d", mlc_inst_kind_name((mlc_inst_kind)k), st.per_kind[k]);
   printf("\n");
+  printf("#  cache stages then moved by compute_at/reverse_compute_at: %d\n", cache_stages_moved);
   CHECK(st.applied > st.sequences); /* the test must exercise something */
 }
 

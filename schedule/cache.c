@@ -1,0 +1,1101 @@
+/* Cache stages and buffer storage: cache_read, cache_write, set_scope and
+ * storage_align, with TensorIR's semantics.
+ *
+ * A cache stage is a copy block "<buffer>_<scope>" over loops ax0, ax1, ...
+ * that covers the region of the buffer the stage must hold at its place;
+ * the cache buffer is allocated in the scope block (the parent block of
+ * the given block, normally the root), as TVM places it: compute_at moves
+ * the stage later. The place is found as TVM's CacheLocDetector finds it:
+ * right after the buffer's writer and before the first block that reads
+ * what the writer wrote, in the innermost loop (or the scope block) holding
+ * both; a buffer nobody in the scope writes is copied at the scope's start.
+ *
+ * Every check runs before the IR is touched, so a refusal leaves the state
+ * exactly as it was. Besides TensorIR's own checks, cache_read/cache_write
+ * refuse what would change results (a consumer reading outside what the
+ * cache holds, a write-back that would copy elements the writer never
+ * wrote): the tuner trusts every accepted schedule to compute the same
+ * thing. */
+#include "schedule/sched_impl.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- scopes and names ------------------------------------------------------ */
+
+/* global, shared, local, each optionally tagged ("global.A_reg",
+ * "shared.dyn"), as TVM's StorageScope reads them. */
+static bool valid_scope(const char *sc) {
+  static const char *const ranks[] = {"global", "shared", "local"};
+  if (!sc) return false;
+  for (int i = 0; i < MLC_COUNTOF(ranks); i++) {
+    size_t n = strlen(ranks[i]);
+    if (strncmp(sc, ranks[i], n) != 0) continue;
+    if (sc[n] == 0) return true;
+    if (sc[n] != '.' || !sc[n + 1]) return false;
+    for (const char *p = sc + n + 1; *p; p++)
+      if (!isalnum((unsigned char)*p) && *p != '_') return false;
+    return true;
+  }
+  return false;
+}
+
+static bool scope_check(const char *prim, const char *who, const char *sc, mlc_error *err) {
+  if (valid_scope(sc)) return true;
+  return mlc_error_set(err,
+                       "%s: %s: invalid storage scope \"%s\" (expected global, shared or local, "
+                       "optionally with a .tag)",
+                       prim, who, sc ? sc : "(null)");
+}
+
+typedef struct name_ctx {
+  const char *name;
+  bool taken;
+} name_ctx;
+
+static void name_in_stmt(const mlc_stmt *st, name_ctx *c);
+
+static void name_in_block(const mlc_block *b, name_ctx *c) {
+  for (int i = 0; i < b->n_allocs; i++)
+    if (strcmp(b->allocs[i]->name, c->name) == 0) c->taken = true;
+  if (b->init) name_in_stmt(b->init, c);
+  name_in_stmt(b->body, c);
+}
+
+static void name_in_stmt(const mlc_stmt *st, name_ctx *c) {
+  if (!st || c->taken) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: name_in_stmt(st->loop.body, c); return;
+  case MLC_STMT_BLOCK_REALIZE: name_in_block(st->realize.block, c); return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) name_in_stmt(st->seq.stmts[i], c);
+    return;
+  case MLC_STMT_IF:
+    name_in_stmt(st->if_.then_s, c);
+    name_in_stmt(st->if_.else_s, c);
+    return;
+  case MLC_STMT_ALLOCATE:
+    if (strcmp(st->alloc.buf->name, c->name) == 0) c->taken = true;
+    name_in_stmt(st->alloc.body, c);
+    return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+  mlc_unreachable();
+}
+
+typedef struct block_name_ctx {
+  const char *name;
+  bool taken;
+} block_name_ctx;
+
+static void block_named(mlc_stmt *r, void *ctx);
+
+static void block_name_in(const mlc_block *b, block_name_ctx *c) {
+  if (b->init) sched_each_realize(b->init, block_named, c);
+  sched_each_realize(b->body, block_named, c);
+}
+
+static void block_named(mlc_stmt *r, void *ctx) {
+  block_name_ctx *c = ctx;
+  if (strcmp(r->realize.block->name, c->name) == 0) c->taken = true;
+  block_name_in(r->realize.block, c);
+}
+
+/* Block names are unique in a function here (the verifier requires it;
+ * TVM tolerates repeats): a second "A_shared" stage is "A_shared_1". */
+static const char *unique_block_name(mlc_sched *s, const char *name) {
+  const char *out = name;
+  for (int k = 1;; k++) {
+    block_name_ctx c = {out, false};
+    block_named(s->func->body, &c);
+    if (!c.taken) return out;
+    out = mlc_arena_printf(s->arena, "%s_%d", name, k);
+  }
+}
+
+static bool buffer_name_taken(const mlc_sched *s, const char *name) {
+  name_ctx c = {name, false};
+  for (int i = 0; i < s->func->n_params; i++)
+    if (strcmp(s->func->params[i]->name, name) == 0) return true;
+  name_in_stmt(s->func->body, &c);
+  return c.taken;
+}
+
+/* "<base>_<scope>" with the scope's dots made underscores (TVMScript prints
+ * buffer names as identifiers), and _1, _2, ... if another buffer has it:
+ * the printed function must read back. */
+static const char *scoped_buffer_name(mlc_sched *s, const char *base, const char *scope) {
+  char *name = mlc_arena_printf(s->arena, "%s_%s", base, scope);
+  for (char *p = name; *p; p++)
+    if (*p == '.') *p = '_';
+  const char *out = name;
+  for (int k = 1; buffer_name_taken(s, out); k++) out = mlc_arena_printf(s->arena, "%s_%d", name, k);
+  return out;
+}
+
+/* ---- where things are ------------------------------------------------------------ */
+
+static bool lists_buffer(int n, const mlc_region *rs, const mlc_buffer *buf) {
+  for (int i = 0; i < n; i++)
+    if (rs[i].buf == buf) return true;
+  return false;
+}
+
+/* The realize of the block's parent block (its scope), or NULL for the root. */
+static mlc_stmt *scope_realize_of(mlc_sched *s, mlc_stmt *realize) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, realize, path);
+  for (int i = n - 2; i >= 0; i--)
+    if (path[i]->kind == MLC_STMT_BLOCK_REALIZE) return path[i];
+  return NULL;
+}
+
+typedef struct realize_list {
+  mlc_arena *a;
+  MLC_VEC(mlc_stmt *) v;
+} realize_list;
+
+static void push_realize(mlc_stmt *r, void *ctx) {
+  realize_list *l = ctx;
+  MLC_VEC_APUSH(l->a, l->v, r);
+}
+
+/* The blocks directly inside the scope block, in program order. */
+static realize_list scope_children(mlc_sched *s, mlc_block *scope) {
+  realize_list l = {s->arena, {0}};
+  if (scope->init) sched_each_realize(scope->init, push_realize, &l);
+  sched_each_realize(scope->body, push_realize, &l);
+  return l;
+}
+
+static int index_in(const realize_list *l, const mlc_block *b) {
+  for (int i = 0; i < l->v.len; i++)
+    if (l->v.data[i]->realize.block == b) return i;
+  return -1;
+}
+
+/* ---- insertion point (TVM's CacheLocDetector) ------------------------------------------- */
+
+typedef struct detector {
+  const mlc_block *writer;
+  mlc_block **related; /* blocks that must see the cache stage before them */
+  int n_related;
+  bool visited_block, visited_related;
+  int pos;          /* index in loc's body; -1 until found */
+  mlc_stmt *seq;    /* the SEQ where pos was found */
+  mlc_stmt *loop;   /* innermost loop holding that SEQ; NULL: the scope block */
+  bool loop_set;
+} detector;
+
+static bool is_related(const detector *d, const mlc_block *b) {
+  for (int i = 0; i < d->n_related; i++)
+    if (d->related[i] == b) return true;
+  return false;
+}
+
+static void detect(detector *d, mlc_stmt *st) {
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_SEQ: {
+    bool before = d->visited_block;
+    d->visited_block = false;
+    for (int i = 0; i < st->seq.n && d->pos == -1; i++) {
+      detect(d, st->seq.stmts[i]);
+      if (d->visited_block && d->visited_related && d->pos == -1) {
+        d->pos = i, d->seq = st;
+        break;
+      }
+      if (d->visited_related) break; /* a consumer before the writer */
+    }
+    d->visited_block = d->visited_block || before;
+    return;
+  }
+  case MLC_STMT_FOR:
+    detect(d, st->loop.body);
+    if (d->visited_block && d->visited_related && !d->loop_set && d->pos != -1)
+      d->loop = st, d->loop_set = true;
+    return;
+  case MLC_STMT_BLOCK_REALIZE:
+    if (st->realize.block == d->writer) d->visited_block = true;
+    else if (is_related(d, st->realize.block)) d->visited_related = true;
+    return;
+  case MLC_STMT_IF:
+    detect(d, st->if_.then_s);
+    detect(d, st->if_.else_s);
+    return;
+  case MLC_STMT_ALLOCATE: detect(d, st->alloc.body); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+  mlc_unreachable();
+}
+
+/* Where the stage goes: the body of `loop` (or of the scope block when
+ * NULL), before its child `pos` (a body that is not a SEQ: 0 before, 1
+ * after). */
+typedef struct stage_loc {
+  mlc_stmt *loop;
+  int pos;
+} stage_loc;
+
+static mlc_stmt **loc_slot(mlc_block *scope, const stage_loc *loc) {
+  return loc->loop ? &loc->loop->loop.body : &scope->body;
+}
+
+static bool find_loc(mlc_block *scope, const mlc_block *writer, mlc_block **related, int n_related,
+                     stage_loc *loc) {
+  if (n_related == 0) { /* nobody reads it afterwards: the end of the scope */
+    loc->loop = NULL;
+    loc->pos = scope->body->kind == MLC_STMT_SEQ ? scope->body->seq.n : 1;
+    return true;
+  }
+  detector d = {writer, related, n_related, false, false, -1, NULL, NULL, false};
+  detect(&d, scope->body);
+  if (!d.visited_block || !d.visited_related || d.pos == -1) return false;
+  loc->loop = d.loop_set ? d.loop : NULL;
+  loc->pos = d.pos;
+  /* The SEQ must be the container's body itself (not under an if). */
+  return *loc_slot(scope, loc) == d.seq;
+}
+
+/* Whether realize r lies in loc's container at or after the insertion
+ * point (it then runs after the stage, in the same iteration). */
+static bool after_loc(mlc_sched *s, mlc_stmt *scope_r, const stage_loc *loc, mlc_stmt *r) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, r, path);
+  mlc_stmt *container = loc->loop ? loc->loop : scope_r;
+  mlc_stmt *body = *loc_slot(scope_r->realize.block, loc);
+  for (int k = 0; k + 1 < n; k++) {
+    if (path[k] != container) continue;
+    if (path[k + 1] != body) return false; /* e.g. in the scope's init */
+    if (body->kind != MLC_STMT_SEQ) return loc->pos == 0;
+    if (k + 2 >= n) return false;
+    for (int i = 0; i < body->seq.n; i++)
+      if (body->seq.stmts[i] == path[k + 2]) return i >= loc->pos;
+    return false;
+  }
+  return false;
+}
+
+/* ---- regions ------------------------------------------------------------------------ */
+
+/* Region r of realize's block, in terms of the variables live at loc:
+ * iter vars replaced by their bindings, loops between loc and the block
+ * relaxed. False if one of those loops has non-constant bounds. */
+static bool region_at(mlc_sched *s, mlc_stmt *realize, const mlc_region *r, mlc_stmt *loc_stmt,
+                      mlc_region *out) {
+  mlc_arena *a = s->arena;
+  const mlc_block *b = realize->realize.block;
+  mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_region sub = {r->buf, MLC_NEW_ARRAY(a, mlc_range, r->buf->ndim + 1)};
+  for (int d = 0; d < r->buf->ndim; d++) {
+    sub.ranges[d].min = mlc_expr_subst(a, r->ranges[d].min, b->n_iters, iv, realize->realize.values);
+    sub.ranges[d].extent =
+        mlc_expr_subst(a, r->ranges[d].extent, b->n_iters, iv, realize->realize.values);
+  }
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  mlc_var *lv[SCHED_MAX_DEPTH];
+  int64_t mins[SCHED_MAX_DEPTH], exts[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, realize, path), k = 0, nl = 0;
+  while (k < n && path[k] != loc_stmt) k++;
+  for (int i = k + 1; i < n - 1; i++) {
+    if (path[i]->kind != MLC_STMT_FOR) continue;
+    if (!mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) ||
+        !mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]))
+      return false;
+    lv[nl++] = path[i]->loop.var;
+  }
+  *out = mlc_region_relax(a, sub, nl, lv, mins, exts);
+  return true;
+}
+
+/* Cut constant ranges to the buffer's shape (relaxing ignores predicates,
+ * so an uneven split reaches past the end). False if a range is empty. */
+static bool clamp_region(mlc_arena *a, mlc_region *r) {
+  for (int d = 0; d < r->buf->ndim; d++) {
+    int64_t mn, ext;
+    if (!mlc_expr_is_const_int(r->ranges[d].min, &mn) ||
+        !mlc_expr_is_const_int(r->ranges[d].extent, &ext))
+      continue;
+    int64_t lo = mn < 0 ? 0 : mn, hi = mn + ext > r->buf->shape[d] ? r->buf->shape[d] : mn + ext;
+    if (hi <= lo) return false;
+    mlc_dtype t = r->ranges[d].min->dtype;
+    r->ranges[d].min = mlc_int_t(a, mlc_dtype_is_int(t) ? t : MLC_INT32, lo);
+    r->ranges[d].extent = mlc_int_t(a, mlc_dtype_is_int(t) ? t : MLC_INT32, hi - lo);
+  }
+  return true;
+}
+
+static bool constant_extents(const mlc_region *r) {
+  int64_t e;
+  for (int d = 0; d < r->buf->ndim; d++)
+    if (!mlc_expr_is_const_int(r->ranges[d].extent, &e) || e < 1) return false;
+  return true;
+}
+
+/* inner inside outer, provably (same symbolic base, constant extents). */
+static bool region_within(mlc_arena *a, const mlc_region *inner, const mlc_region *outer) {
+  for (int d = 0; d < inner->buf->ndim; d++) {
+    int64_t ie, oe, diff;
+    if (!mlc_expr_is_const_int(inner->ranges[d].extent, &ie) ||
+        !mlc_expr_is_const_int(outer->ranges[d].extent, &oe) ||
+        !mlc_expr_const_diff(a, inner->ranges[d].min, outer->ranges[d].min, &diff))
+      return false;
+    if (diff < 0 || diff + ie > oe) return false;
+  }
+  return true;
+}
+
+static const mlc_region *region_of(int n, const mlc_region *rs, const mlc_buffer *buf) {
+  for (int i = 0; i < n; i++)
+    if (rs[i].buf == buf) return &rs[i];
+  return NULL;
+}
+
+static mlc_region full_region(mlc_arena *a, mlc_buffer *buf) {
+  mlc_region r = {buf, MLC_NEW_ARRAY(a, mlc_range, buf->ndim + 1)};
+  for (int d = 0; d < buf->ndim; d++)
+    r.ranges[d] = (mlc_range){mlc_int(a, 0), mlc_int(a, buf->shape[d])};
+  return r;
+}
+
+/* ---- rewriting buffer accesses ---------------------------------------------------------- */
+
+static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to);
+
+static mlc_expr **swap_exprs(mlc_arena *a, mlc_expr **es, int n, const mlc_buffer *from,
+                             mlc_buffer *to) {
+  mlc_expr **out = es;
+  for (int i = 0; i < n; i++) {
+    mlc_expr *x = swap_expr(a, es[i], from, to);
+    if (x == es[i]) continue;
+    if (out == es) out = mlc_arena_memdup(a, es, sizeof(mlc_expr *) * (size_t)n);
+    out[i] = x;
+  }
+  return out;
+}
+
+/* Copy on write: expression nodes may be shared between statements. */
+static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to) {
+  mlc_expr *n, *x, *y, *z;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR: return e;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    x = swap_expr(a, e->bin.a, from, to);
+    y = swap_expr(a, e->bin.b, from, to);
+    if (x == e->bin.a && y == e->bin.b) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->bin.a = x, n->bin.b = y;
+    return n;
+  case MLC_EXPR_NOT:
+    x = swap_expr(a, e->bin.a, from, to);
+    if (x == e->bin.a) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->bin.a = x;
+    return n;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    x = swap_expr(a, e->sel.cond, from, to);
+    y = swap_expr(a, e->sel.t, from, to);
+    z = swap_expr(a, e->sel.f, from, to);
+    if (x == e->sel.cond && y == e->sel.t && z == e->sel.f) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->sel.cond = x, n->sel.t = y, n->sel.f = z;
+    return n;
+  case MLC_EXPR_LOAD: {
+    mlc_expr **idx = swap_exprs(a, e->load.indices, e->load.buf->ndim, from, to);
+    if (idx == e->load.indices && e->load.buf != from) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->load.indices = idx;
+    if (n->load.buf == from) n->load.buf = to;
+    return n;
+  }
+  case MLC_EXPR_CAST:
+    x = swap_expr(a, e->cast.value, from, to);
+    if (x == e->cast.value) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->cast.value = x;
+    return n;
+  case MLC_EXPR_CALL: {
+    mlc_expr **args = swap_exprs(a, e->call.args, mlc_intrin_nargs(e->call.op), from, to);
+    if (args == e->call.args) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->call.args = args;
+    return n;
+  }
+  }
+  mlc_unreachable();
+}
+
+/* A fresh region array with `from` replaced (arrays may be shared). */
+static mlc_region *swap_regions(mlc_arena *a, int n, mlc_region *rs, const mlc_buffer *from,
+                                mlc_buffer *to) {
+  if (!lists_buffer(n, rs, from)) return rs;
+  mlc_region *out = MLC_NEW_ARRAY(a, mlc_region, n + 1);
+  for (int i = 0; i < n; i++) {
+    out[i] = rs[i];
+    if (out[i].buf == from) out[i].buf = to;
+  }
+  return out;
+}
+
+typedef struct swap_ctx {
+  mlc_arena *a;
+  const mlc_buffer *from;
+  mlc_buffer *to;
+  bool stores; /* also redirect stores and write regions (the writer) */
+} swap_ctx;
+
+static void swap_stmt(swap_ctx *c, mlc_stmt **slot);
+
+static void swap_block(swap_ctx *c, mlc_block *b) {
+  b->reads = swap_regions(c->a, b->n_reads, b->reads, c->from, c->to);
+  if (c->stores) b->writes = swap_regions(c->a, b->n_writes, b->writes, c->from, c->to);
+  if (b->init) swap_stmt(c, &b->init);
+  swap_stmt(c, &b->body);
+}
+
+/* Loops and realizes are changed in place (handles point at them); a
+ * changed store or evaluate becomes a new node, since leaves may be
+ * shared with a copy made by substitution. */
+static void swap_stmt(swap_ctx *c, mlc_stmt **slot) {
+  mlc_stmt *st = *slot, *n;
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: swap_stmt(c, &st->loop.body); return;
+  case MLC_STMT_BLOCK_REALIZE: swap_block(c, st->realize.block); return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) swap_stmt(c, &st->seq.stmts[i]);
+    return;
+  case MLC_STMT_STORE: {
+    mlc_expr **idx = swap_exprs(c->a, st->store.indices, st->store.buf->ndim, c->from, c->to);
+    mlc_expr *v = swap_expr(c->a, st->store.value, c->from, c->to);
+    bool redirect = c->stores && st->store.buf == c->from;
+    if (idx == st->store.indices && v == st->store.value && !redirect) return;
+    n = mlc_arena_memdup(c->a, st, sizeof *st);
+    n->store.indices = idx, n->store.value = v;
+    if (redirect) n->store.buf = c->to;
+    *slot = n;
+    return;
+  }
+  case MLC_STMT_IF:
+    st->if_.cond = swap_expr(c->a, st->if_.cond, c->from, c->to);
+    swap_stmt(c, &st->if_.then_s);
+    swap_stmt(c, &st->if_.else_s);
+    return;
+  case MLC_STMT_ALLOCATE: swap_stmt(c, &st->alloc.body); return;
+  case MLC_STMT_EVALUATE: {
+    mlc_expr *v = swap_expr(c->a, st->eval.value, c->from, c->to);
+    if (v == st->eval.value) return;
+    n = mlc_arena_memdup(c->a, st, sizeof *st);
+    n->eval.value = v;
+    *slot = n;
+    return;
+  }
+  }
+  mlc_unreachable();
+}
+
+/* ---- building the stage ---------------------------------------------------------------- */
+
+/* for ax0, ax1, ... in T.grid(region extents):
+ *   with T.block(name): v_d = T.axis.spatial(shape_d, min_d + ax_d)
+ *     dst[v0, v1, ...] = src[v0, v1, ...] */
+static mlc_stmt *make_stage(mlc_sched *s, const char *name, const mlc_region *region,
+                            mlc_buffer *src, mlc_buffer *dst, mlc_block **out_block) {
+  mlc_arena *a = s->arena;
+  int nd = region->buf->ndim;
+  mlc_block *b = mlc_block_new(a, name);
+  b->n_iters = nd;
+  b->iters = MLC_NEW_ARRAY(a, mlc_iter_var, nd + 1);
+  mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1), **vals = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  mlc_var **ax = MLC_NEW_ARRAY(a, mlc_var *, nd + 1);
+  mlc_range *point = MLC_NEW_ARRAY(a, mlc_range, nd + 1);
+  for (int d = 0; d < nd; d++) {
+    mlc_dtype t = region->ranges[d].extent->dtype;
+    if (!mlc_dtype_is_int(t)) t = MLC_INT32;
+    mlc_var *v = mlc_var_new(a, mlc_arena_printf(a, "v%d", d), t);
+    ax[d] = mlc_var_new(a, mlc_arena_printf(a, "ax%d", d), t);
+    b->iters[d] = (mlc_iter_var){v, {mlc_int_t(a, t, 0), mlc_int_t(a, t, region->buf->shape[d])},
+                                 MLC_ITER_SPATIAL};
+    idx[d] = mlc_ref(a, v);
+    point[d] = (mlc_range){idx[d], mlc_int_t(a, t, 1)};
+    int64_t mn;
+    vals[d] = mlc_expr_is_const_int(region->ranges[d].min, &mn) && mn == 0
+                  ? mlc_ref(a, ax[d])
+                  : mlc_add(a, region->ranges[d].min, mlc_ref(a, ax[d]));
+  }
+  b->n_reads = b->n_writes = 1;
+  b->reads = MLC_NEW(a, mlc_region);
+  b->writes = MLC_NEW(a, mlc_region);
+  *b->reads = (mlc_region){src, point};
+  *b->writes = (mlc_region){dst, point};
+  b->body = mlc_store_new(a, dst, idx, mlc_load(a, src, idx));
+  mlc_stmt *st = mlc_realize_new(a, b, vals, NULL);
+  for (int d = nd - 1; d >= 0; d--)
+    st = mlc_for_new(a, ax[d], mlc_int_t(a, ax[d]->dtype, 0), region->ranges[d].extent,
+                     MLC_FOR_SERIAL, st);
+  *out_block = b;
+  return st;
+}
+
+static void insert_stage(mlc_arena *a, mlc_stmt **slot, int pos, mlc_stmt *stage) {
+  mlc_stmt *body = *slot;
+  if (body->kind == MLC_STMT_SEQ) { /* keep the SEQ node, grow its array */
+    mlc_stmt **arr = MLC_NEW_ARRAY(a, mlc_stmt *, body->seq.n + 1);
+    for (int i = 0, k = 0; i <= body->seq.n; i++)
+      arr[i] = i == pos ? stage : body->seq.stmts[k++];
+    body->seq.stmts = arr;
+    body->seq.n++;
+    return;
+  }
+  mlc_stmt *two[2] = {pos == 0 ? stage : body, pos == 0 ? body : stage};
+  *slot = mlc_seq_new(a, 2, two);
+}
+
+static void add_alloc(mlc_arena *a, mlc_block *scope, mlc_buffer *buf) {
+  mlc_buffer **arr = MLC_NEW_ARRAY(a, mlc_buffer *, scope->n_allocs + 1);
+  for (int i = 0; i < scope->n_allocs; i++) arr[i] = scope->allocs[i];
+  arr[scope->n_allocs] = buf;
+  scope->allocs = arr;
+  scope->n_allocs++;
+}
+
+/* ---- shared preconditions ------------------------------------------------------------------ */
+
+/* What both cache primitives resolved before touching the IR. */
+typedef struct cache_plan {
+  mlc_block *blk;      /* the given block */
+  mlc_stmt *scope_r;   /* realize of its scope block */
+  mlc_block *scope;
+  mlc_buffer *buf;     /* the buffer cached */
+  realize_list kids;   /* the scope's child blocks */
+  mlc_block **cons;    /* blocks that will use the cache */
+  int n_cons;
+  stage_loc loc;
+  mlc_region region;   /* what the stage copies, in the vars live at loc */
+} cache_plan;
+
+static bool check_consumer_list(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
+                                int n, const mlc_rv *cons, mlc_error *err) {
+  char d[96];
+  p->cons = MLC_NEW_ARRAY(s->arena, mlc_block *, n + p->kids.v.len + 1);
+  p->n_cons = 0;
+  for (int i = 0; i < n; i++) {
+    if (!sched_check_block(s, prim, cons[i], err)) return false;
+    mlc_block *c = s->rvs.data[cons[i]].block;
+    sched_rv_desc(s, cons[i], d);
+    if (index_in(&p->kids, c) < 0)
+      return mlc_error_set(err, "%s: %s: consumer %s is not a block of the same scope", prim, who, d);
+    if (!lists_buffer(c->n_reads, c->reads, p->buf) || lists_buffer(c->n_writes, c->writes, p->buf))
+      return mlc_error_set(err, "%s: %s: consumer %s does not read buffer %s (or also writes it)",
+                           prim, who, d, p->buf->name);
+    for (int j = 0; j < p->n_cons; j++)
+      if (p->cons[j] == c) return mlc_error_set(err, "%s: %s: consumer %s is given twice", prim, who, d);
+    p->cons[p->n_cons++] = c;
+  }
+  return true;
+}
+
+/* The given block, the index-th buffer of its reads or writes, its scope. */
+static bool plan_start(mlc_sched *s, const char *prim, mlc_rv rv, int index, bool write,
+                       const char *scope_name, cache_plan *p, char who[96], mlc_error *err) {
+  memset(p, 0, sizeof *p);
+  if (!sched_check_block(s, prim, rv, err)) return false;
+  sched_rv_desc(s, rv, who);
+  if (!scope_check(prim, who, scope_name, err)) return false;
+  p->blk = s->rvs.data[rv].block;
+  int n = write ? p->blk->n_writes : p->blk->n_reads;
+  if (index < 0 || index >= n)
+    return mlc_error_set(err,
+                         "%s: %s: %s_buffer_index %d is out of range: the block %s %d buffer%s",
+                         prim, who, write ? "write" : "read", index, write ? "writes" : "reads", n,
+                         n == 1 ? "" : "s");
+  p->buf = write ? p->blk->writes[index].buf : p->blk->reads[index].buf;
+  p->scope_r = scope_realize_of(s, sched_find_realize(s, p->blk));
+  if (!p->scope_r) return mlc_error_set(err, "%s: %s: the root block has no scope to cache in", prim, who);
+  p->scope = p->scope_r->realize.block;
+  p->kids = scope_children(s, p->scope);
+  return true;
+}
+
+/* The only child block of the scope writing buf; NULL if none. */
+static bool only_writer(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
+                        mlc_stmt **writer, mlc_error *err) {
+  int count = 0;
+  *writer = NULL;
+  for (int i = 0; i < p->kids.v.len; i++) {
+    mlc_block *b = p->kids.v.data[i]->realize.block;
+    if (!lists_buffer(b->n_writes, b->writes, p->buf)) continue;
+    count++;
+    *writer = p->kids.v.data[i];
+  }
+  if (count > 1)
+    return mlc_error_set(err, "%s: %s: buffer %s is written by %d blocks of the scope, not one",
+                         prim, who, p->buf->name, count);
+  return true;
+}
+
+/* The stage region where it goes: constant size, inside the buffer. */
+static bool finish_region(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
+                          mlc_error *err) {
+  if (!clamp_region(s->arena, &p->region))
+    return mlc_error_set(err, "%s: %s: the region of %s to cache is empty", prim, who, p->buf->name);
+  if (!constant_extents(&p->region))
+    return mlc_error_set(err,
+                         "%s: %s: the region of %s the stage must hold at its place has no "
+                         "constant size",
+                         prim, who, p->buf->name);
+  return true;
+}
+
+/* ---- cache_read ------------------------------------------------------------------------ */
+
+/* Where the copy goes and what it holds: after the buffer's only writer
+ * and before its first consumer, holding the writer's output; or at the
+ * scope's start, holding the whole buffer (or what the scope reads). */
+static bool cache_read_plan(mlc_sched *s, cache_plan *p, const char *who, mlc_error *err) {
+  const char *prim = "cache_read";
+  mlc_stmt *w;
+  if (!only_writer(s, prim, who, p, &w, err)) return false;
+  if (!w) {
+    p->loc = (stage_loc){NULL, 0};
+    const mlc_region *sr = region_of(p->scope->n_reads, p->scope->reads, p->buf);
+    p->region = sr ? *sr : full_region(s->arena, p->buf);
+    return finish_region(s, prim, who, p, err);
+  }
+  mlc_block *wb = w->realize.block;
+  /* (TVM's detector can also pick a place before the writer when both sit
+   * in one child without a SEQ between them, e.g. the two arms of an if.) */
+  if (!find_loc(p->scope, wb, p->cons, p->n_cons, &p->loc) || after_loc(s, p->scope_r, &p->loc, w))
+    return mlc_error_set(err,
+                         "%s: %s: found no place after writer \"%s\" of %s and before its "
+                         "consumers (a consumer comes first)",
+                         prim, who, wb->name, p->buf->name);
+  if (p->loc.loop && w->realize.predicate)
+    return mlc_error_set(err, "%s: %s: writer \"%s\" has a predicate inside the stage's loop", prim,
+                         who, wb->name);
+  mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
+  if (!region_at(s, w, region_of(wb->n_writes, wb->writes, p->buf), loc_stmt, &p->region))
+    return mlc_error_set(err, "%s: %s: a loop above writer \"%s\" has non-constant bounds", prim,
+                         who, wb->name);
+  return finish_region(s, prim, who, p, err);
+}
+
+/* Each consumer runs after the stage and reads only what it holds. */
+static bool consumers_covered(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
+                              mlc_error *err) {
+  mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
+  for (int i = 0; i < p->n_cons; i++) {
+    mlc_block *c = p->cons[i];
+    mlc_stmt *r = p->kids.v.data[index_in(&p->kids, c)];
+    if (!after_loc(s, p->scope_r, &p->loc, r))
+      return mlc_error_set(err, "%s: %s: consumer \"%s\" does not run after the cache stage's place",
+                           prim, who, c->name);
+    for (int k = 0; k < c->n_reads; k++) {
+      mlc_region need;
+      if (c->reads[k].buf != p->buf) continue;
+      /* Clamped: reads past the buffer happen only on untaken sides of
+       * T.if_then_else (padding), never for real. */
+      if (!region_at(s, r, &c->reads[k], loc_stmt, &need) || !clamp_region(s->arena, &need) ||
+          !region_within(s->arena, &need, &p->region))
+        return mlc_error_set(err, "%s: %s: consumer \"%s\" reads a part of %s the cache would not hold",
+                             prim, who, c->name, p->buf->name);
+    }
+  }
+  return true;
+}
+
+static mlc_buffer *new_cache_buffer(mlc_sched *s, mlc_buffer *buf, const char *scope) {
+  return mlc_buffer_new(s->arena, scoped_buffer_name(s, buf->name, scope), buf->dtype, buf->ndim,
+                        buf->shape, scope);
+}
+
+/* Stage into the IR at the plan's place, cache allocated in the scope,
+ * bindings simplified. */
+static mlc_block *place_stage(mlc_sched *s, cache_plan *p, mlc_buffer *src, mlc_buffer *dst,
+                              const char *scope_name) {
+  mlc_block *sb;
+  const char *name =
+      unique_block_name(s, mlc_arena_printf(s->arena, "%s_%s", p->buf->name, scope_name));
+  mlc_stmt *stage = make_stage(s, name, &p->region, src, dst, &sb);
+  insert_stage(s->arena, loc_slot(p->scope, &p->loc), p->loc.pos, stage);
+  sched_simplify_bindings(s, stage);
+  return sb;
+}
+
+static void record_cache(mlc_sched *s, mlc_inst_kind k, mlc_rv rv, int n_cons, const mlc_rv *cons,
+                         const char *index_key, int index, const char *scope, mlc_rv *out) {
+  mlc_operand *in = MLC_NEW_ARRAY(s->arena, mlc_operand, n_cons + 1);
+  in[0] = MLC_OP_RV(rv);
+  for (int i = 0; i < n_cons; i++) in[i + 1] = MLC_OP_RV(cons[i]);
+  mlc_attr at[2] = {sched_attr_int(index_key, index), sched_attr_str("storage_scope", scope)};
+  sched_record(s, k, n_cons + 1, in, 2, at, 1, out);
+}
+
+bool mlc_sched_cache_read(mlc_sched *s, mlc_rv rv, int read_buffer_index, const char *storage_scope,
+                          int n_consumers, const mlc_rv *consumers, mlc_rv *out, mlc_error *err) {
+  const char *prim = "cache_read";
+  char who[96];
+  cache_plan p;
+  if (!plan_start(s, prim, rv, read_buffer_index, false, storage_scope, &p, who, err)) return false;
+  if (lists_buffer(p.blk->n_writes, p.blk->writes, p.buf))
+    return mlc_error_set(err, "%s: %s: the block also writes buffer %s, so it cannot read it from a cache",
+                         prim, who, p.buf->name);
+  if (n_consumers < 0) return mlc_error_set(err, "%s: %s: negative consumer count", prim, who);
+  if (!check_consumer_list(s, prim, who, &p, n_consumers, consumers, err)) return false;
+  if (n_consumers == 0) /* every block of the scope that reads it (and does not write it) */
+    for (int i = 0; i < p.kids.v.len; i++) {
+      mlc_block *b = p.kids.v.data[i]->realize.block;
+      if (lists_buffer(b->n_reads, b->reads, p.buf) && !lists_buffer(b->n_writes, b->writes, p.buf))
+        p.cons[p.n_cons++] = b;
+    }
+  if (!cache_read_plan(s, &p, who, err) || !consumers_covered(s, prim, who, &p, err)) return false;
+
+  /* Checked; now change the IR. */
+  mlc_buffer *cache = new_cache_buffer(s, p.buf, storage_scope);
+  add_alloc(s->arena, p.scope, cache);
+  swap_ctx sc = {s->arena, p.buf, cache, false};
+  for (int i = 0; i < p.n_cons; i++) swap_block(&sc, p.cons[i]);
+  mlc_block *sb = place_stage(s, &p, p.buf, cache, storage_scope);
+  *out = sched_new_rv(s, MLC_RV_BLOCK, sb, NULL, 0);
+  record_cache(s, MLC_INST_CACHE_READ, rv, n_consumers, consumers, "read_buffer_index",
+               read_buffer_index, storage_scope, out);
+  return true;
+}
+
+/* ---- cache_write ------------------------------------------------------------------------ */
+
+/* The write-back copies the writer's whole write region, so the writer
+ * must write every element of it: each dimension a constant range, or a
+ * range [v * e + c, e) over its own spatial iter var v (e == 1: a point;
+ * e > 1: a blockized block's tile), over loops that run v's whole domain
+ * (the region at the scope then equals the domain box). */
+static bool dense_write(mlc_sched *s, mlc_stmt *w, const mlc_region *r) {
+  const mlc_block *b = w->realize.block;
+  mlc_arena *a = s->arena;
+  bool used[64] = {false};
+  if (b->n_iters > 64) return false;
+  for (int d = 0; d < r->buf->ndim; d++) {
+    int64_t e, c;
+    if (!mlc_expr_is_const_int(r->ranges[d].extent, &e) || e < 1) return false;
+    mlc_expr *ix = mlc_simplify_expr(a, r->ranges[d].min);
+    if (mlc_expr_is_const_int(ix, &c)) continue;
+    int found = -1;
+    for (int i = 0; i < b->n_iters && found < 0; i++) {
+      mlc_expr *v = mlc_ref(a, b->iters[i].var);
+      if (e > 1) v = mlc_mul(a, v, mlc_int_t(a, v->dtype, e));
+      if (mlc_expr_const_diff(a, ix, v, &c)) found = i;
+    }
+    if (found < 0 || used[found] || b->iters[found].kind != MLC_ITER_SPATIAL) return false;
+    used[found] = true;
+  }
+  return true;
+}
+
+/* The same box computed from the iter domains: what the writer writes when
+ * its loops cover its domain. */
+static bool domain_region(mlc_sched *s, mlc_stmt *w, const mlc_region *r, mlc_region *out) {
+  const mlc_block *b = w->realize.block;
+  mlc_arena *a = s->arena;
+  mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  int64_t *mins = MLC_NEW_ARRAY(a, int64_t, b->n_iters + 1), *exts = MLC_NEW_ARRAY(a, int64_t, b->n_iters + 1);
+  for (int i = 0; i < b->n_iters; i++) {
+    iv[i] = b->iters[i].var;
+    if (!mlc_expr_is_const_int(b->iters[i].dom.min, &mins[i]) ||
+        !mlc_expr_is_const_int(b->iters[i].dom.extent, &exts[i]))
+      return false;
+  }
+  *out = mlc_region_relax(a, *r, b->n_iters, iv, mins, exts);
+  return clamp_region(a, out);
+}
+
+static bool regions_equal(mlc_arena *a, const mlc_region *x, const mlc_region *y) {
+  return region_within(a, x, y) && region_within(a, y, x);
+}
+
+static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const char *who,
+                             mlc_error *err) {
+  const char *prim = "cache_write";
+  /* Blocks after the writer that read the buffer and stay on it: the
+   * write-back must come before them. */
+  mlc_block **related = MLC_NEW_ARRAY(s->arena, mlc_block *, p->kids.v.len + 1);
+  int n_related = 0, wi = index_in(&p->kids, p->blk);
+  for (int i = wi + 1; i < p->kids.v.len; i++) {
+    mlc_block *b = p->kids.v.data[i]->realize.block;
+    bool chosen = false;
+    for (int k = 0; k < p->n_cons; k++) chosen = chosen || p->cons[k] == b;
+    if (!chosen && lists_buffer(b->n_reads, b->reads, p->buf)) related[n_related++] = b;
+  }
+  if (!find_loc(p->scope, p->blk, related, n_related, &p->loc) ||
+      (n_related > 0 && after_loc(s, p->scope_r, &p->loc, w)))
+    return mlc_error_set(err, "%s: %s: found no place for the write-back before the consumers of %s",
+                         prim, who, p->buf->name);
+  if (p->loc.loop && w->realize.predicate)
+    return mlc_error_set(err, "%s: %s: the block has a predicate inside the write-back's loop", prim,
+                         who);
+  const mlc_region *wr = region_of(p->blk->n_writes, p->blk->writes, p->buf);
+  if (!dense_write(s, w, wr))
+    return mlc_error_set(err,
+                         "%s: %s: the block's write of %s is not one element (or tile) per "
+                         "spatial iter var, so the write-back would copy elements it never writes",
+                         prim, who, p->buf->name);
+  mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
+  if (!region_at(s, w, wr, loc_stmt, &p->region))
+    return mlc_error_set(err, "%s: %s: a loop above the block has non-constant bounds", prim, who);
+  if (!finish_region(s, prim, who, p, err)) return false;
+  mlc_region dom;
+  if (!p->loc.loop && (!domain_region(s, w, wr, &dom) || !regions_equal(s->arena, &dom, &p->region)))
+    return mlc_error_set(err,
+                         "%s: %s: the loops do not cover the block's iteration domain, so the "
+                         "write-back would copy elements it never writes",
+                         prim, who);
+  return true;
+}
+
+/* Chosen consumers read the cache itself: they must come after the writer
+ * and read only what it writes. */
+static bool cache_consumers_ok(mlc_sched *s, const char *who, cache_plan *p, mlc_stmt *w,
+                               mlc_error *err) {
+  const char *prim = "cache_write";
+  mlc_region all;
+  const mlc_region *wr = region_of(p->blk->n_writes, p->blk->writes, p->buf);
+  if (p->n_cons == 0) return true;
+  if (!region_at(s, w, wr, p->scope_r, &all) || !clamp_region(s->arena, &all))
+    return mlc_error_set(err, "%s: %s: cannot bound what the block writes", prim, who);
+  int wi = index_in(&p->kids, p->blk);
+  for (int i = 0; i < p->n_cons; i++) {
+    mlc_block *c = p->cons[i];
+    int ci = index_in(&p->kids, c);
+    if (ci < wi)
+      return mlc_error_set(err, "%s: %s: consumer \"%s\" comes before the block", prim, who, c->name);
+    for (int k = 0; k < c->n_reads; k++) {
+      mlc_region need;
+      if (c->reads[k].buf != p->buf) continue;
+      if (!region_at(s, p->kids.v.data[ci], &c->reads[k], p->scope_r, &need) ||
+          !clamp_region(s->arena, &need) || !region_within(s->arena, &need, &all))
+        return mlc_error_set(err, "%s: %s: consumer \"%s\" reads a part of %s the block does not write",
+                             prim, who, c->name, p->buf->name);
+    }
+  }
+  return true;
+}
+
+bool mlc_sched_cache_write(mlc_sched *s, mlc_rv rv, int write_buffer_index,
+                           const char *storage_scope, int n_consumers, const mlc_rv *consumers,
+                           mlc_rv *out, mlc_error *err) {
+  const char *prim = "cache_write";
+  char who[96];
+  cache_plan p;
+  if (!plan_start(s, prim, rv, write_buffer_index, true, storage_scope, &p, who, err)) return false;
+  mlc_stmt *w;
+  if (!only_writer(s, prim, who, &p, &w, err)) return false;
+  if (lists_buffer(p.blk->n_reads, p.blk->reads, p.buf) && !p.blk->init)
+    return mlc_error_set(err,
+                         "%s: %s: the block reads the earlier content of %s, which the cache "
+                         "would not hold",
+                         prim, who, p.buf->name);
+  if (n_consumers < 0) return mlc_error_set(err, "%s: %s: negative consumer count", prim, who);
+  if (!check_consumer_list(s, prim, who, &p, n_consumers, consumers, err) ||
+      !cache_consumers_ok(s, who, &p, w, err) || !cache_write_plan(s, &p, w, who, err))
+    return false;
+
+  /* Checked; now change the IR. */
+  mlc_buffer *cache = new_cache_buffer(s, p.buf, storage_scope);
+  add_alloc(s->arena, p.scope, cache);
+  swap_ctx sc = {s->arena, p.buf, cache, true};
+  swap_block(&sc, p.blk);
+  sc.stores = false;
+  for (int i = 0; i < p.n_cons; i++) swap_block(&sc, p.cons[i]);
+  mlc_block *sb = place_stage(s, &p, cache, p.buf, storage_scope);
+  *out = sched_new_rv(s, MLC_RV_BLOCK, sb, NULL, 0);
+  record_cache(s, MLC_INST_CACHE_WRITE, rv, n_consumers, consumers, "write_buffer_index",
+               write_buffer_index, storage_scope, out);
+  return true;
+}
+
+/* ---- set_scope / storage_align -------------------------------------------------------------- */
+
+typedef struct alloc_search {
+  const mlc_buffer *buf;
+  bool found;
+} alloc_search;
+
+static void find_alloc_stmt(const mlc_stmt *st, alloc_search *c);
+
+static void find_alloc_block(const mlc_block *b, alloc_search *c) {
+  for (int i = 0; i < b->n_allocs; i++)
+    if (b->allocs[i] == c->buf) c->found = true;
+  if (b->init) find_alloc_stmt(b->init, c);
+  find_alloc_stmt(b->body, c);
+}
+
+static void find_alloc_stmt(const mlc_stmt *st, alloc_search *c) {
+  if (!st || c->found) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: find_alloc_stmt(st->loop.body, c); return;
+  case MLC_STMT_BLOCK_REALIZE: find_alloc_block(st->realize.block, c); return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) find_alloc_stmt(st->seq.stmts[i], c);
+    return;
+  case MLC_STMT_IF:
+    find_alloc_stmt(st->if_.then_s, c);
+    find_alloc_stmt(st->if_.else_s, c);
+    return;
+  case MLC_STMT_ALLOCATE: find_alloc_stmt(st->alloc.body, c); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+  mlc_unreachable();
+}
+
+/* The index-th written buffer of a block, which some block must allocate
+ * (a parameter's storage belongs to the caller). */
+static bool allocated_write_buffer(mlc_sched *s, const char *prim, mlc_rv rv, int index,
+                                   mlc_buffer **out, char who[96], mlc_error *err) {
+  if (!sched_check_block(s, prim, rv, err)) return false;
+  sched_rv_desc(s, rv, who);
+  const mlc_block *b = s->rvs.data[rv].block;
+  if (index < 0 || index >= b->n_writes)
+    return mlc_error_set(err, "%s: %s: buffer_index %d is out of range: the block writes %d buffer%s",
+                         prim, who, index, b->n_writes, b->n_writes == 1 ? "" : "s");
+  *out = b->writes[index].buf;
+  alloc_search c = {*out, false};
+  find_alloc_stmt(s->func->body, &c);
+  if (!c.found)
+    return mlc_error_set(err,
+                         "%s: %s: buffer %s is not allocated by a block (it is a function "
+                         "parameter)",
+                         prim, who, (*out)->name);
+  return true;
+}
+
+bool mlc_sched_set_scope(mlc_sched *s, mlc_rv rv, int buffer_index, const char *storage_scope,
+                         mlc_error *err) {
+  const char *prim = "set_scope";
+  char who[96];
+  mlc_buffer *buf;
+  if (!sched_check_block(s, prim, rv, err)) return false;
+  sched_rv_desc(s, rv, who);
+  const mlc_block *b = s->rvs.data[rv].block;
+  if (buffer_index < 0 || buffer_index >= b->n_writes)
+    return mlc_error_set(err, "%s: %s: buffer_index %d is out of range: the block writes %d buffer%s",
+                         prim, who, buffer_index, b->n_writes, b->n_writes == 1 ? "" : "s");
+  /* The scope it already has: nothing to do (TVM returns at once). */
+  bool same = storage_scope && strcmp(b->writes[buffer_index].buf->scope, storage_scope) == 0;
+  if (!same && (!scope_check(prim, who, storage_scope, err) ||
+                !allocated_write_buffer(s, prim, rv, buffer_index, &buf, who, err)))
+    return false;
+  /* Buffers are shared by pointer: changing the one node changes every use.
+   * TVM renames the buffer as it re-scopes it ("B" -> "B_shared"). */
+  if (!same) {
+    buf->name = scoped_buffer_name(s, buf->name, storage_scope);
+    buf->scope = mlc_arena_strdup(s->arena, storage_scope);
+  }
+  mlc_operand in = MLC_OP_RV(rv);
+  mlc_attr at[2] = {sched_attr_int("buffer_index", buffer_index),
+                    sched_attr_str("storage_scope", storage_scope)};
+  sched_record(s, MLC_INST_SET_SCOPE, 1, &in, 2, at, 0, NULL);
+  return true;
+}
+
+/* The annotation value: TVM's list of [buffer_index, axis, factor, offset]
+ * tuples, written as its Python literal in a string annotation (block
+ * annotations hold no lists here). */
+#define DIM_ALIGN_KEY "buffer_dim_align"
+#define MAX_ALIGN_TUPLES 32
+
+static int parse_align(const char *text, int64_t (*t)[4]) {
+  int n = 0;
+  const char *p = text;
+  while (p && (p = strchr(p, '[')) && n < MAX_ALIGN_TUPLES) {
+    long long a, b, c, d;
+    if (sscanf(p, "[%lld, %lld, %lld, %lld]", &a, &b, &c, &d) == 4) {
+      t[n][0] = a, t[n][1] = b, t[n][2] = c, t[n][3] = d;
+      n++;
+    }
+    p++;
+  }
+  return n;
+}
+
+static const char *print_align(mlc_arena *a, int n, int64_t (*t)[4]) {
+  mlc_str out = {0};
+  mlc_str_putc(&out, '[');
+  for (int i = 0; i < n; i++)
+    mlc_str_printf(&out, "%s[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", i ? ", " : "",
+                   t[i][0], t[i][1], t[i][2], t[i][3]);
+  mlc_str_putc(&out, ']');
+  const char *r = mlc_arena_strdup(a, mlc_str_cstr(&out));
+  mlc_str_free(&out);
+  return r;
+}
+
+bool mlc_sched_storage_align(mlc_sched *s, mlc_rv rv, int buffer_index, int axis, int factor,
+                             int offset, mlc_error *err) {
+  const char *prim = "storage_align";
+  char who[96];
+  mlc_buffer *buf;
+  if (!sched_check_block(s, prim, rv, err)) return false;
+  sched_rv_desc(s, rv, who);
+  const mlc_block *bc = s->rvs.data[rv].block;
+  if (buffer_index < 0 || buffer_index >= bc->n_writes)
+    return mlc_error_set(err, "%s: %s: buffer_index %d is out of range: the block writes %d buffer%s",
+                         prim, who, buffer_index, bc->n_writes, bc->n_writes == 1 ? "" : "s");
+  if (factor <= 0)
+    return mlc_error_set(err, "%s: %s: factor %d must be positive", prim, who, factor);
+  int nd = bc->writes[buffer_index].buf->ndim;
+  if (axis < -nd || axis >= nd)
+    return mlc_error_set(err, "%s: %s: axis %d is out of range [%d, %d) for buffer %s", prim, who,
+                         axis, -nd, nd, bc->writes[buffer_index].buf->name);
+  if (!allocated_write_buffer(s, prim, rv, buffer_index, &buf, who, err)) return false;
+  mlc_block *b = s->rvs.data[rv].block;
+  const mlc_ann *old = mlc_ann_find(b->n_anns, b->anns, DIM_ALIGN_KEY);
+  if (old && old->kind != MLC_ANN_STRING)
+    return mlc_error_set(err, "%s: %s: the block's \"%s\" annotation is not a list of tuples", prim,
+                         who, DIM_ALIGN_KEY);
+  int64_t t[MAX_ALIGN_TUPLES + 1][4];
+  int n = old ? parse_align(old->s, t) : 0, at = n;
+  int norm_axis = axis < 0 ? axis + nd : axis;
+  for (int i = 0; i < n; i++)
+    if (t[i][0] == buffer_index && t[i][1] == norm_axis) at = i;
+  if (at == MAX_ALIGN_TUPLES)
+    return mlc_error_set(err, "%s: %s: too many alignments on one block", prim, who);
+  t[at][0] = buffer_index, t[at][1] = norm_axis, t[at][2] = factor, t[at][3] = offset;
+  if (at == n) n++;
+  /* Changed; a fresh annotation array (arrays may be shared). */
+  mlc_ann ann = {.key = DIM_ALIGN_KEY, .kind = MLC_ANN_STRING, .s = print_align(s->arena, n, t)};
+  mlc_ann *na = MLC_NEW_ARRAY(s->arena, mlc_ann, b->n_anns + 1);
+  int m = 0;
+  for (int i = 0; i < b->n_anns; i++)
+    na[m++] = strcmp(b->anns[i].key, DIM_ALIGN_KEY) == 0 ? ann : b->anns[i];
+  if (!old) na[m++] = ann;
+  b->anns = na;
+  b->n_anns = m;
+  mlc_operand in = MLC_OP_RV(rv);
+  mlc_attr attrs[4] = {sched_attr_int("buffer_index", buffer_index), sched_attr_int("axis", axis),
+                       sched_attr_int("factor", factor), sched_attr_int("offset", offset)};
+  sched_record(s, MLC_INST_STORAGE_ALIGN, 1, &in, 4, attrs, 0, NULL);
+  return true;
+}

@@ -1,0 +1,912 @@
+/* compute_at, reverse_compute_at and sample_compute_location: move a block
+ * under a loop of the same scope, regenerating its loops so that one
+ * iteration of the loop computes what the blocks there need (compute_at,
+ * the block is a producer) or consumes what they produce (reverse, the
+ * block is a consumer), as TensorIR does.
+ *
+ * Everything is planned before the IR is touched: the region inference,
+ * the new loops and bindings, and the dependence checks that guarantee
+ * the moved block still reads complete values and that its consumers do.
+ * A refusal therefore leaves the state as it was. */
+#include "schedule/sched_impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- buffers and blocks ---------------------------------------------------- */
+
+bool sched_block_writes(const mlc_block *b, const mlc_buffer *buf) {
+  for (int i = 0; i < b->n_writes; i++)
+    if (b->writes[i].buf == buf) return true;
+  return false;
+}
+
+bool sched_block_reads(const mlc_block *b, const mlc_buffer *buf) {
+  for (int i = 0; i < b->n_reads; i++)
+    if (b->reads[i].buf == buf) return true;
+  /* A reduction reads its own output without listing it. */
+  return b->init && sched_block_writes(b, buf);
+}
+
+/* A buffer that x writes and y reads, or NULL. */
+static const mlc_buffer *flows(const mlc_block *x, const mlc_block *y) {
+  for (int i = 0; i < x->n_writes; i++)
+    if (sched_block_reads(y, x->writes[i].buf)) return x->writes[i].buf;
+  return NULL;
+}
+
+static const mlc_buffer *both_write(const mlc_block *x, const mlc_block *y) {
+  for (int i = 0; i < x->n_writes; i++)
+    if (sched_block_writes(y, x->writes[i].buf)) return x->writes[i].buf;
+  return NULL;
+}
+
+/* ---- scopes ------------------------------------------------------------------ */
+
+int sched_scope_index(mlc_stmt **path, int n) {
+  for (int i = n - 2; i >= 0; i--)
+    if (path[i]->kind == MLC_STMT_BLOCK_REALIZE) return i;
+  return -1;
+}
+
+static void push_realize(mlc_stmt *r, void *ctx) {
+  sched_stmts *v = ctx;
+  MLC_VEC_APUSH(v->arena, v->v, r);
+}
+
+sched_stmts sched_scope_blocks(mlc_sched *s, mlc_stmt *scope) {
+  sched_stmts v = {s->arena, {0}};
+  mlc_block *b = scope->realize.block;
+  if (b->init) sched_each_realize(b->init, push_realize, &v);
+  sched_each_realize(b->body, push_realize, &v);
+  return v;
+}
+
+int sched_stmts_index(const sched_stmts *v, const mlc_stmt *x) {
+  for (int i = 0; i < v->v.len; i++)
+    if (v->v.data[i] == x) return i;
+  return -1;
+}
+
+static bool is_allocated(const mlc_block *scope, const mlc_buffer *buf) {
+  for (int i = 0; i < scope->n_allocs; i++)
+    if (scope->allocs[i] == buf) return true;
+  return false;
+}
+
+/* TensorIR's complete block: spatial iters only, the only writer of what
+ * it writes in its scope, and no buffer both read and written. */
+bool sched_check_complete(const sched_stmts *blocks, const mlc_block *b, const char *prim,
+                          mlc_error *err) {
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind != MLC_ITER_SPATIAL)
+      return mlc_error_set(err, "%s: block \"%s\" is not a complete block: iter %s is a reduce iter",
+                           prim, b->name, b->iters[i].var->name);
+  for (int i = 0; i < b->n_writes; i++)
+    if (sched_block_reads(b, b->writes[i].buf))
+      return mlc_error_set(err, "%s: block \"%s\" is not a complete block: it reads and writes %s",
+                           prim, b->name, b->writes[i].buf->name);
+  for (int k = 0; k < blocks->v.len; k++) {
+    const mlc_block *o = blocks->v.data[k]->realize.block;
+    const mlc_buffer *w = o != b ? both_write(b, o) : NULL;
+    if (w)
+      return mlc_error_set(err,
+                           "%s: block \"%s\" is not a complete block: block \"%s\" also writes %s",
+                           prim, b->name, o->name, w->name);
+  }
+  return true;
+}
+
+/* TensorIR's reduction block: an init, the only writer of its outputs,
+ * whose write indices use spatial iters only. */
+static bool check_reduction(const sched_stmts *blocks, const mlc_block *b, const char *prim,
+                            mlc_error *err) {
+  if (!b->init)
+    return mlc_error_set(err, "%s: block \"%s\" is neither a complete nor a reduction block", prim,
+                         b->name);
+  for (int i = 0; i < b->n_writes; i++)
+    for (int d = 0; d < b->writes[i].buf->ndim; d++)
+      for (int k = 0; k < b->n_iters; k++)
+        if (b->iters[k].kind == MLC_ITER_REDUCE &&
+            (mlc_expr_uses_var(b->writes[i].ranges[d].min, b->iters[k].var) ||
+             mlc_expr_uses_var(b->writes[i].ranges[d].extent, b->iters[k].var)))
+          return mlc_error_set(err,
+                               "%s: block \"%s\" is not a reduction block: its write of %s "
+                               "depends on reduce iter %s",
+                               prim, b->name, b->writes[i].buf->name, b->iters[k].var->name);
+  for (int k = 0; k < blocks->v.len; k++) {
+    const mlc_block *o = blocks->v.data[k]->realize.block;
+    const mlc_buffer *w = o != b ? both_write(b, o) : NULL;
+    if (w)
+      return mlc_error_set(err, "%s: block \"%s\" is not a reduction block: block \"%s\" also writes %s",
+                           prim, b->name, o->name, w->name);
+  }
+  return true;
+}
+
+/* ---- removing a leaf block ----------------------------------------------------- */
+
+bool sched_removal_plan(mlc_sched *s, mlc_stmt *realize, const char *prim, sched_removal *out,
+                        mlc_error *err) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, realize, path);
+  MLC_ASSERT(n >= 2);
+  int k = n - 1;
+  /* Climb the loops that hold nothing but this block. */
+  while (k > 0 && path[k - 1]->kind == MLC_STMT_FOR) k--;
+  mlc_stmt *parent = path[k - 1];
+  const char *name = realize->realize.block->name;
+  switch (parent->kind) {
+  case MLC_STMT_SEQ:
+    *out = (sched_removal){parent, path[k], path[k - 2]};
+    return true;
+  case MLC_STMT_BLOCK_REALIZE:
+    return mlc_error_set(err, "%s: block \"%s\" is the only child of block \"%s\"; it cannot be "
+                              "removed from there",
+                         prim, name, parent->realize.block->name);
+  case MLC_STMT_IF:
+  case MLC_STMT_ALLOCATE:
+  case MLC_STMT_FOR:
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE:
+    break;
+  }
+  return mlc_error_set(err, "%s: block \"%s\" is under a %s statement; it cannot be moved", prim,
+                       name, mlc_stmt_kind_name(parent->kind));
+}
+
+void sched_removal_apply(mlc_sched *s, const sched_removal *rm) {
+  mlc_stmt *seq = rm->seq;
+  int j = 0;
+  for (int i = 0; i < seq->seq.n; i++)
+    if (seq->seq.stmts[i] != rm->elem) seq->seq.stmts[j++] = seq->seq.stmts[i];
+  MLC_ASSERT(j == seq->seq.n - 1);
+  seq->seq.n = j;
+  if (j == 1) *sched_child_slot(rm->seq_parent, seq) = seq->seq.stmts[0];
+  (void)s;
+}
+
+/* ---- loops and regions ---------------------------------------------------------- */
+
+static bool const_range(const mlc_stmt *l, int64_t *mn, int64_t *ext) {
+  return mlc_expr_is_const_int(l->loop.min, mn) && mlc_expr_is_const_int(l->loop.extent, ext);
+}
+
+/* A simplifier knowing the ranges of the loops on path[0..n). */
+static mlc_simplifier *simp_of(mlc_arena *a, mlc_stmt **path, int n) {
+  mlc_simplifier *sp = mlc_simplifier_new(a);
+  for (int i = 0; i < n; i++) {
+    int64_t mn, ext;
+    if (path[i]->kind == MLC_STMT_FOR && const_range(path[i], &mn, &ext))
+      mlc_simplifier_bind(sp, path[i]->loop.var, mn, ext);
+  }
+  return sp;
+}
+
+/* A block region with the realize's bindings substituted and the given
+ * loops relaxed: what one execution of everything under them touches. */
+static mlc_region region_at(mlc_arena *a, const mlc_region *r, const mlc_stmt *realize, int nl,
+                            mlc_stmt *const *loops) {
+  const mlc_block *b = realize->realize.block;
+  mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_region x = {r->buf, MLC_NEW_ARRAY(a, mlc_range, r->buf->ndim + 1)};
+  for (int d = 0; d < r->buf->ndim; d++) {
+    x.ranges[d].min = mlc_expr_subst(a, r->ranges[d].min, b->n_iters, iv, realize->realize.values);
+    x.ranges[d].extent =
+        mlc_expr_subst(a, r->ranges[d].extent, b->n_iters, iv, realize->realize.values);
+  }
+  mlc_var **lv = MLC_NEW_ARRAY(a, mlc_var *, nl + 1);
+  int64_t *mins = MLC_NEW_ARRAY(a, int64_t, nl + 1), *exts = MLC_NEW_ARRAY(a, int64_t, nl + 1);
+  int k = 0;
+  for (int i = 0; i < nl; i++)
+    if (const_range(loops[i], &mins[k], &exts[k])) lv[k++] = loops[i]->loop.var;
+  return mlc_region_relax(a, x, k, lv, mins, exts);
+}
+
+/* The loops strictly between `top` and realize r (top NULL: from the root). */
+static int loops_below(mlc_sched *s, const mlc_stmt *top, mlc_stmt *r, mlc_stmt **out) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, r, path), k = 0, i = 0;
+  if (top)
+    while (i < n && path[i] != top) i++;
+  for (i = top ? i + 1 : 0; i < n - 1; i++)
+    if (path[i]->kind == MLC_STMT_FOR) out[k++] = path[i];
+  return k;
+}
+
+static bool prove_ge0(mlc_simplifier *sp, mlc_expr *e) {
+  int64_t lo, hi;
+  e = mlc_simplify(sp, e);
+  return mlc_simplifier_bounds(sp, e, &lo, &hi) && lo >= 0;
+}
+
+static mlc_expr *last_of(mlc_arena *a, const mlc_range *r) {
+  return mlc_sub(a, mlc_add(a, r->min, r->extent), mlc_int_t(a, r->min->dtype, 1));
+}
+
+/* inner, clipped to the buffer, lies within outer for every value of the
+ * loops the simplifier knows. */
+static bool region_within(mlc_arena *a, mlc_simplifier *sp, const mlc_region *inner,
+                          const mlc_region *outer) {
+  for (int d = 0; d < inner->buf->ndim; d++) {
+    const mlc_range *x = &inner->ranges[d], *y = &outer->ranges[d];
+    mlc_dtype t = x->min->dtype;
+    bool lo = prove_ge0(sp, mlc_sub(a, x->min, y->min)) || prove_ge0(sp, mlc_sub(a, mlc_int_t(a, t, 0), y->min));
+    mlc_expr *ylast = last_of(a, y);
+    bool hi = prove_ge0(sp, mlc_sub(a, ylast, last_of(a, x))) ||
+              prove_ge0(sp, mlc_sub(a, ylast, mlc_int_t(a, t, inner->buf->shape[d] - 1)));
+    if (!lo || !hi) return false;
+  }
+  return true;
+}
+
+/* ---- the plan ---------------------------------------------------------------------- */
+
+typedef struct ca_plan {
+  const char *prim;
+  bool reverse;
+  char who[256];          /* "b1 (block Y) at l3 (loop j)" for messages */
+  mlc_stmt *realize;      /* the block's realize now */
+  mlc_block *blk;
+  mlc_stmt *loop;         /* the target loop */
+  mlc_stmt *lpath[SCHED_MAX_DEPTH]; /* root .. loop */
+  int lpath_n;
+  sched_stmts blocks;     /* the scope's blocks in program order */
+  int n_sub;              /* the loop body's statements */
+  mlc_stmt **sub;
+  int insert_pos;
+  sched_removal rm;
+  mlc_stmt *subtree;      /* new loops around new_realize */
+  mlc_stmt *new_realize;
+  int n_new_loops;
+  mlc_stmt **new_loops;
+} ca_plan;
+
+/* Which statement of the loop's body holds realize r; -1 if none. */
+static int subtree_of(mlc_sched *s, const ca_plan *p, mlc_stmt *r) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, r, path);
+  bool seq = p->loop->loop.body->kind == MLC_STMT_SEQ;
+  for (int i = 0; i < n; i++)
+    if (path[i] == p->loop && i + 1 < n) {
+      if (!seq) return 0; /* the body itself */
+      for (int k = 0; k < p->n_sub; k++)
+        if (i + 2 < n && p->sub[k] == path[i + 2]) return k;
+      mlc_unreachable();
+    }
+  return -1;
+}
+
+static bool plan_where(mlc_sched *s, ca_plan *p, mlc_error *err) {
+  mlc_stmt *bpath[SCHED_MAX_DEPTH];
+  int bn = sched_path_to(s, p->realize, bpath);
+  for (int i = 0; i < bn; i++)
+    if (bpath[i] == p->loop)
+      return mlc_error_set(err, "%s: %s: the loop is an ancestor of the block", p->prim, p->who);
+  p->lpath_n = sched_path_to(s, p->loop, p->lpath);
+  int bs = sched_scope_index(bpath, bn), ls = sched_scope_index(p->lpath, p->lpath_n);
+  if (bs < 0 || ls < 0 || bpath[bs] != p->lpath[ls])
+    return mlc_error_set(err, "%s: %s: the loop is not in the block's scope (block \"%s\")", p->prim,
+                         p->who, bs >= 0 ? bpath[bs]->realize.block->name : "?");
+  for (int i = ls + 1; i <= p->lpath_n - 1; i++) {
+    int64_t mn, ext;
+    if (p->lpath[i]->kind == MLC_STMT_FOR && !const_range(p->lpath[i], &mn, &ext))
+      return mlc_error_set(err, "%s: %s: loop %s has non-constant bounds", p->prim, p->who,
+                           p->lpath[i]->loop.var->name);
+  }
+  p->blocks = sched_scope_blocks(s, bpath[bs]);
+  mlc_stmt *body = p->loop->loop.body;
+  if (body->kind == MLC_STMT_SEQ) {
+    p->n_sub = body->seq.n;
+    p->sub = body->seq.stmts;
+  } else {
+    p->n_sub = 1;
+    p->sub = MLC_NEW_ARRAY(s->arena, mlc_stmt *, 1);
+    p->sub[0] = body;
+  }
+  return true;
+}
+
+/* The checks TensorIR makes on the block itself. */
+static bool plan_block_kind(mlc_sched *s, ca_plan *p, mlc_error *err) {
+  mlc_error e2 = {{0}}, e3 = {{0}};
+  const mlc_block *b = p->blk;
+  if (!sched_check_complete(&p->blocks, b, p->prim, &e2) && !check_reduction(&p->blocks, b, p->prim, &e3))
+    return mlc_error_set(err, "%s: %s: the block must be a complete or a reduction block (%s)",
+                         p->prim, p->who, (b->init ? e3.msg : e2.msg) + strlen(p->prim) + 2);
+  if (!p->reverse) {
+    mlc_stmt *path[SCHED_MAX_DEPTH];
+    int n = sched_path_to(s, p->realize, path);
+    const mlc_block *scope = path[sched_scope_index(path, n)]->realize.block;
+    for (int i = 0; i < b->n_writes; i++)
+      if (!is_allocated(scope, b->writes[i].buf))
+        return mlc_error_set(err,
+                             "%s: %s: the block is an output block: it writes %s, which is not "
+                             "allocated in its scope",
+                             p->prim, p->who, b->writes[i].buf->name);
+  }
+  return true;
+}
+
+/* TensorIR's insertion point: after the last producer and before the
+ * first consumer among the loop body's statements; compute_at needs every
+ * consumer under the loop, reverse_compute_at every producer. */
+static bool plan_insertion(mlc_sched *s, ca_plan *p, int index, mlc_error *err) {
+  int self = sched_stmts_index(&p->blocks, p->realize);
+  int last_prod = -1, first_cons = p->n_sub;
+  for (int k = 0; k < p->blocks.v.len; k++) {
+    mlc_stmt *r = p->blocks.v.data[k];
+    if (r == p->realize) continue;
+    const mlc_block *o = r->realize.block;
+    bool prod = k < self && flows(o, p->blk), cons = k > self && flows(p->blk, o);
+    if (!prod && !cons) continue;
+    int at = subtree_of(s, p, r);
+    if (at < 0 && ((cons && !p->reverse) || (prod && p->reverse)))
+      return mlc_error_set(err, "%s: %s: %s \"%s\" is not under the loop", p->prim, p->who,
+                           cons ? "consumer" : "producer", o->name);
+    if (at < 0) continue;
+    if (prod && at > last_prod) last_prod = at;
+    if (cons && at < first_cons) first_cons = at;
+  }
+  if (last_prod >= first_cons)
+    return mlc_error_set(err, "%s: %s: a producer and a consumer of the block share statement %d "
+                              "of the loop body; there is no place between them",
+                         p->prim, p->who, first_cons);
+  if (index == -1) p->insert_pos = first_cons;
+  else if (index == -2) p->insert_pos = last_prod + 1;
+  else if (index >= last_prod + 1 && index <= first_cons) p->insert_pos = index;
+  else
+    return mlc_error_set(err, "%s: %s: index %d is not valid; valid: -1, -2, or %d to %d", p->prim,
+                         p->who, index, last_prod + 1, first_cons);
+  return true;
+}
+
+/* ---- region inference ---------------------------------------------------------------- */
+
+/* Storage scopes whose buffers a whole thread block shares: a stage in
+ * them covers what every thread under the loop needs (TVM's
+ * CanRelaxStorageUnderThread: shared relaxes threadIdx and vthread). */
+static bool relax_under_thread(const mlc_buffer *buf, const mlc_stmt *l) {
+  if (l->loop.kind != MLC_FOR_THREAD_BINDING || !l->loop.thread) return false;
+  if (strncmp(buf->scope, "shared", 6) != 0) return false;
+  return strncmp(l->loop.thread, "threadIdx", 9) == 0 || strncmp(l->loop.thread, "vthread", 7) == 0;
+}
+
+/* One dimension of what the dependents need: [base + lo, base + hi]. */
+typedef struct need {
+  bool any;
+  mlc_expr *base;
+  int64_t lo, hi;
+} need;
+
+static bool need_add(mlc_arena *a, need *n, const mlc_range *r) {
+  int64_t ext, d = 0;
+  if (!mlc_expr_is_const_int(r->extent, &ext) || ext < 1) return false;
+  if (!n->any) {
+    *n = (need){true, r->min, 0, ext - 1};
+    return true;
+  }
+  if (!mlc_expr_const_diff(a, r->min, n->base, &d)) return false;
+  if (d < n->lo) n->lo = d;
+  if (d + ext - 1 > n->hi) n->hi = d + ext - 1;
+  return true;
+}
+
+/* The iteration domain found for one iter var: [min, min + ext). */
+typedef struct iter_dom {
+  bool any;
+  mlc_expr *min;
+  int64_t ext;
+} iter_dom;
+
+/* A relaxed region still refers to a loop it was relaxed over when that
+ * loop's bounds are not constant: the block could not be placed above it. */
+static bool uses_loop_var(const mlc_expr *e, int nl, mlc_stmt *const *loops) {
+  for (int i = 0; i < nl; i++)
+    if (mlc_expr_uses_var(e, loops[i]->loop.var)) return true;
+  return false;
+}
+
+/* What the dependents under the loop need of buffer buf, per dimension. */
+static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *req,
+                        mlc_error *err) {
+  mlc_arena *a = s->arena;
+  int self = sched_stmts_index(&p->blocks, p->realize);
+  for (int k = 0; k < p->blocks.v.len; k++) {
+    mlc_stmt *r = p->blocks.v.data[k];
+    if (r == p->realize || subtree_of(s, p, r) < 0) continue;
+    const mlc_block *o = r->realize.block;
+    bool dep = p->reverse ? k < self && sched_block_writes(o, buf) : k > self && sched_block_reads(o, buf);
+    if (!dep) continue;
+    mlc_stmt *loops[SCHED_MAX_DEPTH];
+    int nl = loops_below(s, p->loop, r, loops);
+    if (!p->reverse)
+      for (int i = 0; i < p->lpath_n; i++)
+        if (p->lpath[i]->kind == MLC_STMT_FOR && relax_under_thread(buf, p->lpath[i]))
+          loops[nl++] = p->lpath[i];
+    int nr = p->reverse ? o->n_writes : o->n_reads;
+    const mlc_region *rs = p->reverse ? o->writes : o->reads;
+    for (int i = 0; i < nr; i++) {
+      if (rs[i].buf != buf) continue;
+      mlc_region x = region_at(a, &rs[i], r, nl, loops);
+      for (int d = 0; d < buf->ndim; d++)
+        if (uses_loop_var(x.ranges[d].min, nl, loops) || !need_add(a, &req[d], &x.ranges[d]))
+          return mlc_error_set(err, "%s: %s: cannot bound what block \"%s\" needs of %s in "
+                                    "dimension %d",
+                               p->prim, p->who, o->name, buf->name, d);
+    }
+  }
+  return true;
+}
+
+/* The iter var of b that e is, plus a constant; -1 if none. */
+static int iter_plus_const(mlc_arena *a, const mlc_block *b, mlc_expr *e, int64_t *c) {
+  for (int k = 0; k < b->n_iters; k++)
+    if (mlc_expr_uses_var(e, b->iters[k].var) &&
+        mlc_expr_const_diff(a, e, mlc_ref(a, b->iters[k].var), c))
+      return k;
+  return -1;
+}
+
+/* Narrow the iter domains so that what the block provides of buf (its
+ * writes for compute_at, its reads for reverse) covers req. */
+static bool solve_buffer(mlc_sched *s, ca_plan *p, const mlc_region *prov, const need *req,
+                         iter_dom *dom, mlc_error *err) {
+  mlc_arena *a = s->arena;
+  const mlc_block *b = p->blk;
+  for (int d = 0; d < prov->buf->ndim; d++) {
+    if (!req[d].any) continue;
+    int64_t ext, c;
+    mlc_expr *mn = mlc_simplify_expr(a, prov->ranges[d].min);
+    if (!mlc_expr_is_const_int(prov->ranges[d].extent, &ext) || ext != 1)
+      return mlc_error_set(err,
+                           "%s: %s: the block %s a range of %s in dimension %d, not one element "
+                           "per instance; its instances cannot be matched to the loop's",
+                           p->prim, p->who, p->reverse ? "reads" : "writes", prov->buf->name, d);
+    if (mlc_expr_is_const_int(mn, &c)) continue;
+    int k = iter_plus_const(a, b, mn, &c);
+    if (k < 0)
+      return mlc_error_set(err,
+                           "%s: %s: the block's index into %s in dimension %d is not an iter var "
+                           "plus a constant",
+                           p->prim, p->who, prov->buf->name, d);
+    mlc_expr *lo = mlc_add(a, req[d].base, mlc_int_t(a, req[d].base->dtype, req[d].lo - c));
+    int64_t e = req[d].hi - req[d].lo + 1;
+    if (!dom[k].any) {
+      dom[k] = (iter_dom){true, lo, e};
+      continue;
+    }
+    int64_t diff;
+    if (!mlc_expr_const_diff(a, lo, dom[k].min, &diff))
+      return mlc_error_set(err, "%s: %s: iter %s would need two unrelated ranges", p->prim, p->who,
+                           b->iters[k].var->name);
+    int64_t nlo = diff < 0 ? diff : 0, nhi = diff + e > dom[k].ext ? diff + e : dom[k].ext;
+    dom[k].min = mlc_add(a, dom[k].min, mlc_int_t(a, dom[k].min->dtype, nlo));
+    dom[k].ext = nhi - nlo;
+  }
+  return true;
+}
+
+static bool plan_domains(mlc_sched *s, ca_plan *p, iter_dom *dom, mlc_error *err) {
+  const mlc_block *b = p->blk;
+  int n = p->reverse ? b->n_reads : b->n_writes;
+  const mlc_region *prov = p->reverse ? b->reads : b->writes;
+  for (int i = 0; i < n; i++) {
+    need *req = MLC_NEW_ARRAY(s->arena, need, prov[i].buf->ndim + 1);
+    memset(req, 0, sizeof(need) * (size_t)(prov[i].buf->ndim + 1));
+    if (!required_of(s, p, prov[i].buf, req, err) || !solve_buffer(s, p, &prov[i], req, dom, err))
+      return false;
+  }
+  return true;
+}
+
+/* New loops ax0, ax1, ... for the iter domains (unit ones dropped unless
+ * preserved) and the realize binding min + ax, guarded where the domain
+ * may leave the iter's range. */
+static void build_subtree(mlc_sched *s, ca_plan *p, iter_dom *dom, bool preserve_unit_loops) {
+  mlc_arena *a = s->arena;
+  mlc_block *b = p->blk;
+  mlc_simplifier *sp = simp_of(a, p->lpath, p->lpath_n);
+  mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, b->n_iters + 1);
+  mlc_expr *pred = NULL;
+  p->new_loops = MLC_NEW_ARRAY(a, mlc_stmt *, b->n_iters + 1);
+  p->n_new_loops = 0;
+  for (int i = 0; i < b->n_iters; i++) {
+    mlc_iter_var *it = &b->iters[i];
+    int64_t dmin = 0, dext = 0;
+    bool cdom = mlc_expr_is_const_int(it->dom.min, &dmin) && mlc_expr_is_const_int(it->dom.extent, &dext);
+    mlc_dtype t = it->var->dtype;
+    bool full = !dom[i].any || (cdom && dom[i].ext >= dext);
+    mlc_expr *mn = full ? it->dom.min : mlc_simplify(sp, dom[i].min);
+    int64_t ext = full ? dext : dom[i].ext;
+    if (full && !cdom) ext = 1; /* unreachable for static shapes */
+    mlc_expr *v = mn;
+    if (ext != 1 || preserve_unit_loops) {
+      mlc_var *lv = mlc_var_new(a, mlc_arena_printf(a, "ax%d", p->n_new_loops), t);
+      mlc_stmt *l = mlc_for_new(a, lv, mlc_int_t(a, t, 0), mlc_int_t(a, t, ext), MLC_FOR_SERIAL, NULL);
+      mlc_simplifier_bind(sp, lv, 0, ext);
+      p->new_loops[p->n_new_loops++] = l;
+      v = mlc_simplify(sp, mlc_add(a, mn, mlc_ref(a, lv)));
+    }
+    vals[i] = v;
+    if (full || !cdom) continue;
+    /* The domain may leave [dmin, dmin + dext): a predicate keeps it in. */
+    if (!prove_ge0(sp, mlc_sub(a, mn, mlc_int_t(a, t, dmin)))) {
+      mlc_expr *c = mlc_binary(a, MLC_EXPR_GE, v, mlc_int_t(a, t, dmin));
+      pred = pred ? mlc_binary(a, MLC_EXPR_AND, pred, c) : c;
+    }
+    if (!prove_ge0(sp, mlc_sub(a, mlc_int_t(a, t, dmin + dext - ext), mn))) {
+      mlc_expr *c = mlc_binary(a, MLC_EXPR_LT, v, mlc_int_t(a, t, dmin + dext));
+      pred = pred ? mlc_binary(a, MLC_EXPR_AND, pred, c) : c;
+    }
+  }
+  p->new_realize = mlc_realize_new(a, b, vals, pred);
+  mlc_stmt *st = p->new_realize;
+  for (int i = p->n_new_loops - 1; i >= 0; i--) {
+    p->new_loops[i]->loop.body = st;
+    st = p->new_loops[i];
+  }
+  p->subtree = st;
+}
+
+/* ---- dependences ----------------------------------------------------------------------------- */
+
+/* A block under the loop that feeds the moved one must finish each element
+ * within one iteration: none of its reduce iters may follow the loop or
+ * the loops above it. */
+static const char *spread_reduce(ca_plan *p, const mlc_stmt *r) {
+  const mlc_block *o = r->realize.block;
+  for (int i = 0; i < o->n_iters; i++) {
+    if (o->iters[i].kind != MLC_ITER_REDUCE) continue;
+    for (int k = 0; k < p->lpath_n; k++)
+      if (p->lpath[k]->kind == MLC_STMT_FOR && mlc_expr_uses_var(r->realize.values[i], p->lpath[k]->loop.var))
+        return o->iters[i].var->name;
+  }
+  return NULL;
+}
+
+/* What realize r (under the loop) touches of buf in one iteration. */
+static bool touched_at(mlc_sched *s, ca_plan *p, mlc_stmt *r, bool write, const mlc_buffer *buf,
+                       bool is_new, mlc_region *out) {
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  int nl = is_new ? p->n_new_loops : loops_below(s, p->loop, r, loops);
+  mlc_stmt *const *lp = is_new ? p->new_loops : loops;
+  const mlc_block *o = r->realize.block;
+  int n = write ? o->n_writes : o->n_reads;
+  const mlc_region *rs = write ? o->writes : o->reads;
+  bool found = false;
+  for (int i = 0; i < n; i++) {
+    if (rs[i].buf != buf) continue;
+    if (found) return false; /* two regions: keep it simple, refuse */
+    *out = region_at(s->arena, &rs[i], r, nl, lp);
+    found = true;
+  }
+  return found;
+}
+
+static bool check_under_loop(mlc_sched *s, ca_plan *p, int self, int k, mlc_simplifier *sp,
+                             mlc_error *err) {
+  mlc_stmt *r = p->blocks.v.data[k];
+  const mlc_block *o = r->realize.block, *b = p->blk;
+  int at = subtree_of(s, p, r);
+  const mlc_buffer *buf;
+  if ((buf = both_write(o, b)))
+    return mlc_error_set(err, "%s: %s: block \"%s\" under the loop also writes %s", p->prim, p->who,
+                         o->name, buf->name);
+  if ((buf = flows(o, b))) { /* o feeds b */
+    mlc_region w, x;
+    const char *red = spread_reduce(p, r);
+    if (k > self || at >= p->insert_pos)
+      return mlc_error_set(err, "%s: %s: block \"%s\" writes %s, which the block reads, and would "
+                                "run after it",
+                           p->prim, p->who, o->name, buf->name);
+    if (red)
+      return mlc_error_set(err, "%s: %s: block \"%s\" that the block reads from is not finished "
+                                "within one iteration (its reduce iter %s follows this loop or an "
+                                "outer one)",
+                           p->prim, p->who, o->name, red);
+    if (!touched_at(s, p, r, true, buf, false, &w) ||
+        !touched_at(s, p, p->new_realize, false, buf, true, &x) || !region_within(s->arena, sp, &x, &w))
+      return mlc_error_set(err, "%s: %s: in one iteration of the loop the block would read parts "
+                                "of %s that block \"%s\" has not written yet",
+                           p->prim, p->who, buf->name, o->name);
+  }
+  if ((buf = flows(b, o))) { /* b feeds o */
+    mlc_region w, x;
+    if (k < self || at < p->insert_pos)
+      return mlc_error_set(err, "%s: %s: block \"%s\" reads %s, which the block writes, and would "
+                                "run before it",
+                           p->prim, p->who, o->name, buf->name);
+    if (!touched_at(s, p, p->new_realize, true, buf, true, &w) ||
+        !touched_at(s, p, r, false, buf, false, &x) || !region_within(s->arena, sp, &x, &w))
+      return mlc_error_set(err, "%s: %s: in one iteration of the loop block \"%s\" would read "
+                                "parts of %s that the block does not write there",
+                           p->prim, p->who, o->name, buf->name);
+  }
+  return true;
+}
+
+/* Blocks the move passes over (outside the loop, between the block's old
+ * and new places) must not touch what it reads and writes in a
+ * conflicting way; blocks under the loop must keep every dependence
+ * satisfied in each iteration. */
+static bool plan_dependences(mlc_sched *s, ca_plan *p, mlc_error *err) {
+  int self = sched_stmts_index(&p->blocks, p->realize);
+  int first = -1, last = -1;
+  for (int k = 0; k < p->blocks.v.len; k++)
+    if (p->blocks.v.data[k] != p->realize && subtree_of(s, p, p->blocks.v.data[k]) >= 0) {
+      if (first < 0) first = k;
+      last = k;
+    }
+  if (first < 0)
+    return mlc_error_set(err, "%s: %s: the loop holds no block", p->prim, p->who);
+  int lo = self < first ? self + 1 : last + 1, hi = self < first ? first : self;
+  mlc_simplifier *sp = simp_of(s->arena, p->lpath, p->lpath_n);
+  for (int i = 0; i < p->n_new_loops; i++) {
+    int64_t ext;
+    mlc_expr_is_const_int(p->new_loops[i]->loop.extent, &ext);
+    mlc_simplifier_bind(sp, p->new_loops[i]->loop.var, 0, ext);
+  }
+  const mlc_block *b = p->blk;
+  for (int k = 0; k < p->blocks.v.len; k++) {
+    if (k == self) continue;
+    const mlc_block *o = p->blocks.v.data[k]->realize.block;
+    if (k >= first && k <= last) {
+      if (!check_under_loop(s, p, self, k, sp, err)) return false;
+      continue;
+    }
+    if (k < lo || k >= hi) continue;
+    const mlc_buffer *buf = both_write(o, b);
+    if (!buf) buf = flows(o, b);
+    if (!buf) buf = flows(b, o);
+    if (buf)
+      return mlc_error_set(err, "%s: %s: the block would move past block \"%s\", which also "
+                                "accesses %s",
+                           p->prim, p->who, o->name, buf->name);
+  }
+  return true;
+}
+
+/* A reverse-computed reduction must still run each output's whole
+ * reduction in one iteration. */
+static bool plan_reduce_full(ca_plan *p, const iter_dom *dom, mlc_error *err) {
+  const mlc_block *b = p->blk;
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t dext;
+    if (b->iters[i].kind == MLC_ITER_REDUCE && dom[i].any &&
+        !(mlc_expr_is_const_int(b->iters[i].dom.extent, &dext) && dom[i].ext >= dext))
+      return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of the "
+                                "loop",
+                           p->prim, p->who, b->iters[i].var->name);
+  }
+  return true;
+}
+
+static bool plan(mlc_sched *s, ca_plan *p, mlc_rv block, mlc_rv loop, bool preserve_unit_loops,
+                 int index, mlc_error *err) {
+  char d1[96], d2[96];
+  if (!sched_check_block(s, p->prim, block, err) || !sched_check_loop(s, p->prim, loop, err))
+    return false;
+  p->blk = s->rvs.data[block].block;
+  p->loop = s->rvs.data[loop].loop;
+  p->realize = sched_find_realize(s, p->blk);
+  snprintf(p->who, sizeof p->who, "%s at %s", sched_rv_desc(s, block, d1), sched_rv_desc(s, loop, d2));
+  if (!plan_where(s, p, err) || !plan_block_kind(s, p, err) ||
+      !plan_insertion(s, p, index, err))
+    return false;
+  iter_dom *dom = MLC_NEW_ARRAY(s->arena, iter_dom, p->blk->n_iters + 1);
+  memset(dom, 0, sizeof(iter_dom) * (size_t)(p->blk->n_iters + 1));
+  if (!plan_domains(s, p, dom, err) || (p->reverse && !plan_reduce_full(p, dom, err)))
+    return false;
+  if (!sched_removal_plan(s, p->realize, p->prim, &p->rm, err)) return false;
+  build_subtree(s, p, dom, preserve_unit_loops);
+  return plan_dependences(s, p, err);
+}
+
+static void apply(mlc_sched *s, ca_plan *p) {
+  sched_removal_apply(s, &p->rm);
+  mlc_stmt **sub = MLC_NEW_ARRAY(s->arena, mlc_stmt *, p->n_sub + 1);
+  for (int i = 0, j = 0; i <= p->n_sub; i++)
+    sub[i] = i == p->insert_pos ? p->subtree : p->sub[j++];
+  p->loop->loop.body = mlc_seq_new(s->arena, p->n_sub + 1, sub);
+  sched_simplify_bindings(s, p->subtree);
+}
+
+/* 0 for an ordinary loop handle, -1 / -2 for the root / inline marks
+ * that sample_compute_location returns. */
+static int loop_mark(const mlc_sched *s, mlc_rv rv) {
+  if (rv < 0 || rv >= s->rvs.len || s->rvs.data[rv].kind != MLC_RV_LOOP) return 0;
+  return (int)s->rvs.data[rv].value;
+}
+
+static void record(mlc_sched *s, mlc_inst_kind k, mlc_rv block, mlc_rv loop,
+                   bool preserve_unit_loops, int index) {
+  mlc_operand in[2] = {MLC_OP_RV(block), MLC_OP_RV(loop)};
+  mlc_attr at[2] = {sched_attr_bool("preserve_unit_loops", preserve_unit_loops),
+                    sched_attr_int("index", index)};
+  sched_record(s, k, 2, in, 2, at, 0, NULL);
+}
+
+static bool compute_at_impl(mlc_sched *s, bool reverse, mlc_rv block, mlc_rv loop,
+                            bool preserve_unit_loops, int index, mlc_error *err) {
+  const char *prim = reverse ? "reverse_compute_at" : "compute_at";
+  mlc_inst_kind kind = reverse ? MLC_INST_REVERSE_COMPUTE_AT : MLC_INST_COMPUTE_AT;
+  int mark = loop_mark(s, loop);
+  if (mark == -1 || mark == -2) {
+    /* As TVM: at the root mark nothing moves; at the inline mark the
+     * block is inlined. */
+    if (!sched_check_block(s, prim, block, err)) return false;
+    if (mark == -2 && !(reverse ? sched_reverse_compute_inline(s, block, prim, err)
+                                : sched_compute_inline(s, block, prim, err)))
+      return false;
+    record(s, kind, block, loop, preserve_unit_loops, index);
+    return true;
+  }
+  ca_plan *p = MLC_NEW(s->arena, ca_plan);
+  memset(p, 0, sizeof *p);
+  p->prim = prim;
+  p->reverse = reverse;
+  if (!plan(s, p, block, loop, preserve_unit_loops, index, err)) return false;
+  apply(s, p);
+  record(s, kind, block, loop, preserve_unit_loops, index);
+  return true;
+}
+
+bool mlc_sched_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop, bool preserve_unit_loops,
+                          int index, mlc_error *err) {
+  return compute_at_impl(s, false, block, loop, preserve_unit_loops, index, err);
+}
+
+bool mlc_sched_reverse_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop,
+                                  bool preserve_unit_loops, int index, mlc_error *err) {
+  return compute_at_impl(s, true, block, loop, preserve_unit_loops, index, err);
+}
+
+/* ---- sample_compute_location --------------------------------------------------------------- */
+
+typedef enum loop_type { LOOP_SPATIAL, LOOP_REDUCE, LOOP_OPAQUE } loop_type;
+
+typedef struct iter_type_ctx {
+  const mlc_var *var;
+  int n_spatial, n_reduce;
+} iter_type_ctx;
+
+static void count_iter_uses(mlc_stmt *r, void *ctx_) {
+  iter_type_ctx *c = ctx_;
+  const mlc_block *b = r->realize.block;
+  for (int i = 0; i < b->n_iters; i++)
+    if (mlc_expr_uses_var(r->realize.values[i], c->var)) {
+      if (b->iters[i].kind == MLC_ITER_SPATIAL) c->n_spatial++;
+      else c->n_reduce++;
+    }
+}
+
+/* TVM's GetLoopIterType: what the block iters bound to the loop are. */
+static loop_type loop_iter_type(const mlc_stmt *l) {
+  iter_type_ctx c = {l->loop.var, 0, 0};
+  sched_each_realize(l->loop.body, count_iter_uses, &c);
+  if (c.n_spatial && c.n_reduce) return LOOP_OPAQUE;
+  return c.n_reduce ? LOOP_REDUCE : LOOP_SPATIAL;
+}
+
+/* Whether compute_at(block, loop, preserve_unit_loops=true) would succeed. */
+static bool can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
+  mlc_error e = {{0}};
+  ca_plan *p = MLC_NEW(s->arena, ca_plan);
+  memset(p, 0, sizeof *p);
+  p->prim = "compute_at";
+  /* A temporary handle would change the state; plan on the nodes. */
+  p->blk = s->rvs.data[block].block;
+  p->loop = loop;
+  p->realize = sched_find_realize(s, p->blk);
+  snprintf(p->who, sizeof p->who, "block %s", p->blk->name);
+  if (!plan_where(s, p, &e) || !plan_block_kind(s, p, &e) || !plan_insertion(s, p, -1, &e))
+    return false;
+  iter_dom *dom = MLC_NEW_ARRAY(s->arena, iter_dom, p->blk->n_iters + 1);
+  memset(dom, 0, sizeof(iter_dom) * (size_t)(p->blk->n_iters + 1));
+  if (!plan_domains(s, p, dom, &e) || !sched_removal_plan(s, p->realize, p->prim, &p->rm, &e))
+    return false;
+  build_subtree(s, p, dom, true);
+  return plan_dependences(s, p, &e);
+}
+
+/* TVM's CollectComputeLocation: the candidate loops (indices into the
+ * first consumer's loops), after -2 (inline, if possible) and -1 (root). */
+static int collect_locations(mlc_sched *s, mlc_rv block, int64_t *idx, mlc_stmt **loops) {
+  int n = 0;
+  mlc_block *b = s->rvs.data[block].block;
+  if (sched_can_compute_inline(s, b)) idx[n] = -2, loops[n++] = NULL;
+  idx[n] = -1, loops[n++] = NULL;
+  mlc_stmt *r = sched_find_realize(s, b), *path[SCHED_MAX_DEPTH], *cp[SCHED_MAX_DEPTH];
+  int pn = sched_path_to(s, r, path);
+  mlc_stmt *scope_r = path[sched_scope_index(path, pn)];
+  sched_stmts blocks = sched_scope_blocks(s, scope_r);
+  int self = sched_stmts_index(&blocks, r), n_cons = 0, lca_n = 0;
+  mlc_stmt *first = NULL;
+  for (int k = self + 1; k < blocks.v.len; k++) {
+    mlc_stmt *c = blocks.v.data[k];
+    if (!flows(b, c->realize.block)) continue;
+    int cn = sched_path_to(s, c, path);
+    if (n_cons++ == 0) {
+      first = c;
+      memcpy(cp, path, sizeof(mlc_stmt *) * (size_t)(cn - 1));
+      lca_n = cn - 1; /* ancestors only */
+    } else {
+      int m = 0;
+      while (m < lca_n && m < cn && cp[m] == path[m]) m++;
+      lca_n = m;
+    }
+  }
+  if (!first) return n;
+  /* The deepest loop or block among the common ancestors. */
+  while (lca_n > 0 && cp[lca_n - 1]->kind != MLC_STMT_FOR && cp[lca_n - 1]->kind != MLC_STMT_BLOCK_REALIZE)
+    lca_n--;
+  if (lca_n == 0 || cp[lca_n - 1]->kind != MLC_STMT_FOR) return n;
+  mlc_stmt *boundary = cp[lca_n - 1];
+  mlc_stmt *cl[SCHED_MAX_DEPTH];
+  int ncl = loops_below(s, scope_r, first, cl);
+  int lca_pos = 0;
+  while (lca_pos < ncl && cl[lca_pos] != boundary) lca_pos++;
+  if (lca_pos == ncl) return n;
+  int last_spatial = -1;
+  loop_type types[SCHED_MAX_DEPTH];
+  for (int i = 0; i <= lca_pos; i++) {
+    types[i] = loop_iter_type(cl[i]);
+    if (types[i] == LOOP_SPATIAL) last_spatial = i;
+  }
+  bool seen_reduce = false;
+  for (int i = 0; i <= lca_pos; i++) {
+    int64_t ext;
+    if (mlc_expr_is_const_int(cl[i]->loop.extent, &ext) && ext == 1) continue;
+    if (types[i] == LOOP_SPATIAL) {
+      if (seen_reduce) break;
+    } else {
+      seen_reduce = true;
+      if (i > last_spatial) break;
+    }
+    if (can_compute_at(s, block, cl[i])) idx[n] = i, loops[n++] = cl[i];
+  }
+  return n;
+}
+
+static mlc_stmt *mark_loop(mlc_sched *s, const char *name) {
+  mlc_stmt *l = MLC_NEW(s->arena, mlc_stmt);
+  memset(l, 0, sizeof *l);
+  l->kind = MLC_STMT_FOR;
+  l->loop.var = mlc_var_new(s->arena, name, MLC_INT32);
+  return l;
+}
+
+bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decision *want,
+                                   bool *resampled, mlc_rv *out, mlc_error *err) {
+  if (resampled) *resampled = false;
+  if (!sched_check_block(s, "sample_compute_location", block, err)) return false;
+  int64_t idx[SCHED_MAX_DEPTH + 2];
+  mlc_stmt *loops[SCHED_MAX_DEPTH + 2];
+  int n = collect_locations(s, block, idx, loops), pick;
+  if (want && want->n == 1) {
+    /* TVM keeps a decision that is still a candidate, else takes the
+     * nearest candidate before it (the root at worst). */
+    pick = -1;
+    for (int i = 0; i < n; i++)
+      if (idx[i] <= want->v[0]) pick = i;
+    if (pick < 0) pick = idx[0] == -1 ? 0 : 1;
+    if (idx[pick] != want->v[0] && resampled) *resampled = true;
+  } else {
+    pick = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n);
+  }
+  if (idx[pick] == -1) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "root"), -1);
+  else if (idx[pick] == -2) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "inline"), -2);
+  else *out = sched_new_rv(s, MLC_RV_LOOP, NULL, loops[pick], 0);
+  mlc_operand in = MLC_OP_RV(block);
+  mlc_inst *inst = sched_record(s, MLC_INST_SAMPLE_COMPUTE_LOCATION, 1, &in, 0, NULL, 1, out);
+  inst->decision.n = 1;
+  inst->decision.v[0] = idx[pick];
+  return true;
+}
+
+bool mlc_sched_sample_compute_location(mlc_sched *s, mlc_rv block, mlc_rv *out, mlc_error *err) {
+  return sched_sample_compute_location(s, block, NULL, NULL, out, err);
+}

@@ -1,0 +1,612 @@
+/* compute_inline and reverse_compute_inline: fold a producer's expression
+ * into its readers, or a consumer's expression into its producer, and
+ * remove the folded block (and its buffer), as TensorIR does. All checks
+ * come before the first change, so a refusal leaves the state as it was. */
+#include "schedule/sched_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- expression rewriting ------------------------------------------------------ */
+
+/* Replace every load of buf in e by f(indices), rebuilding only what
+ * changes. */
+typedef struct load_rw {
+  mlc_arena *a;
+  const mlc_buffer *buf;
+  int n;           /* vars standing for the load's indices */
+  mlc_var **vars;
+  mlc_expr *value; /* the expression to put in place of a load */
+} load_rw;
+
+static mlc_expr *rw_expr(const load_rw *w, mlc_expr *e) {
+  mlc_arena *a = w->a;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR:
+    return e;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+  case MLC_EXPR_NOT: {
+    mlc_expr *x = rw_expr(w, e->bin.a), *y = e->kind == MLC_EXPR_NOT ? NULL : rw_expr(w, e->bin.b);
+    if (x == e->bin.a && y == e->bin.b) return e;
+    mlc_expr *c = MLC_NEW(a, mlc_expr);
+    *c = *e;
+    c->bin.a = x;
+    c->bin.b = y;
+    return c;
+  }
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE: {
+    mlc_expr *x = rw_expr(w, e->sel.cond), *y = rw_expr(w, e->sel.t), *z = rw_expr(w, e->sel.f);
+    if (x == e->sel.cond && y == e->sel.t && z == e->sel.f) return e;
+    mlc_expr *c = MLC_NEW(a, mlc_expr);
+    *c = *e;
+    c->sel.cond = x, c->sel.t = y, c->sel.f = z;
+    return c;
+  }
+  case MLC_EXPR_LOAD: {
+    int nd = e->load.buf->ndim;
+    mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+    bool changed = false;
+    for (int i = 0; i < nd; i++) {
+      idx[i] = rw_expr(w, e->load.indices[i]);
+      changed = changed || idx[i] != e->load.indices[i];
+    }
+    if (e->load.buf == w->buf) return mlc_expr_subst(a, w->value, w->n, w->vars, idx);
+    return changed ? mlc_load(a, e->load.buf, idx) : e;
+  }
+  case MLC_EXPR_CAST: {
+    mlc_expr *x = rw_expr(w, e->cast.value);
+    return x == e->cast.value ? e : mlc_cast(a, e->dtype, x);
+  }
+  case MLC_EXPR_CALL: {
+    int n = mlc_intrin_nargs(e->call.op);
+    mlc_expr **args = MLC_NEW_ARRAY(a, mlc_expr *, n + 1);
+    bool changed = false;
+    for (int i = 0; i < n; i++) {
+      args[i] = rw_expr(w, e->call.args[i]);
+      changed = changed || args[i] != e->call.args[i];
+    }
+    return changed ? mlc_call(a, e->call.op, args) : e;
+  }
+  }
+  mlc_unreachable();
+}
+
+static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf);
+
+static bool loads_any(mlc_expr *const *es, int n, const mlc_buffer *buf) {
+  for (int i = 0; i < n; i++)
+    if (loads_buf(es[i], buf)) return true;
+  return false;
+}
+
+static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR:
+    return false;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    return loads_buf(e->bin.a, buf) || loads_buf(e->bin.b, buf);
+  case MLC_EXPR_NOT: return loads_buf(e->bin.a, buf);
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    return loads_buf(e->sel.cond, buf) || loads_buf(e->sel.t, buf) || loads_buf(e->sel.f, buf);
+  case MLC_EXPR_LOAD:
+    return e->load.buf == buf || loads_any(e->load.indices, e->load.buf->ndim, buf);
+  case MLC_EXPR_CAST: return loads_buf(e->cast.value, buf);
+  case MLC_EXPR_CALL: return loads_any(e->call.args, mlc_intrin_nargs(e->call.op), buf);
+  }
+  mlc_unreachable();
+}
+
+/* Rewrite every expression of a statement tree in place (nodes keep their
+ * identity, so handles survive); blocks whose contents changed get their
+ * regions inferred again. Returns whether anything changed. */
+static bool rw_stmt(const load_rw *w, mlc_stmt *st) {
+  bool ch = false;
+  switch (st->kind) {
+  case MLC_STMT_FOR: {
+    mlc_expr *mn = rw_expr(w, st->loop.min), *ex = rw_expr(w, st->loop.extent);
+    ch = mn != st->loop.min || ex != st->loop.extent;
+    st->loop.min = mn, st->loop.extent = ex;
+    return rw_stmt(w, st->loop.body) || ch;
+  }
+  case MLC_STMT_BLOCK_REALIZE: {
+    mlc_block *b = st->realize.block;
+    for (int i = 0; i < b->n_iters; i++) {
+      mlc_expr *v = rw_expr(w, st->realize.values[i]);
+      ch = ch || v != st->realize.values[i];
+      st->realize.values[i] = v;
+    }
+    if (st->realize.predicate) {
+      mlc_expr *p = rw_expr(w, st->realize.predicate);
+      ch = ch || p != st->realize.predicate;
+      st->realize.predicate = p;
+    }
+    bool inner = (b->init && rw_stmt(w, b->init));
+    inner = rw_stmt(w, b->body) || inner;
+    if (inner) mlc_block_infer_regions(w->a, b);
+    return ch || inner;
+  }
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) ch = rw_stmt(w, st->seq.stmts[i]) || ch;
+    return ch;
+  case MLC_STMT_STORE:
+    for (int i = 0; i < st->store.buf->ndim; i++) {
+      mlc_expr *x = rw_expr(w, st->store.indices[i]);
+      ch = ch || x != st->store.indices[i];
+      st->store.indices[i] = x;
+    }
+    {
+      mlc_expr *v = rw_expr(w, st->store.value);
+      ch = ch || v != st->store.value;
+      st->store.value = v;
+    }
+    return ch;
+  case MLC_STMT_IF: {
+    mlc_expr *c = rw_expr(w, st->if_.cond);
+    ch = c != st->if_.cond;
+    st->if_.cond = c;
+    ch = rw_stmt(w, st->if_.then_s) || ch;
+    if (st->if_.else_s) ch = rw_stmt(w, st->if_.else_s) || ch;
+    return ch;
+  }
+  case MLC_STMT_ALLOCATE: return rw_stmt(w, st->alloc.body);
+  case MLC_STMT_EVALUATE: {
+    mlc_expr *v = rw_expr(w, st->eval.value);
+    ch = v != st->eval.value;
+    st->eval.value = v;
+    return ch;
+  }
+  }
+  mlc_unreachable();
+}
+
+/* ---- shared checks ----------------------------------------------------------------- */
+
+typedef struct inl {
+  const char *prim;
+  char who[96];
+  mlc_stmt *scope;      /* the scope block's realize */
+  sched_stmts blocks;
+  int self;             /* the block's index in blocks */
+  mlc_stmt *realize;
+  mlc_block *blk;
+  mlc_buffer *buf;      /* the buffer that disappears */
+  sched_removal rm;
+} inl;
+
+static bool inl_begin(mlc_sched *s, inl *p, mlc_block *b, mlc_error *err) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  p->blk = b;
+  p->realize = sched_find_realize(s, b);
+  int n = sched_path_to(s, p->realize, path), si = sched_scope_index(path, n);
+  if (si < 0) return mlc_error_set(err, "%s: %s: the root block cannot be inlined", p->prim, p->who);
+  p->scope = path[si];
+  p->blocks = sched_scope_blocks(s, p->scope);
+  p->self = sched_stmts_index(&p->blocks, p->realize);
+  if (b->init)
+    return mlc_error_set(err, "%s: %s: the block has an init (it is a reduction)", p->prim, p->who);
+  if (!sched_check_complete(&p->blocks, b, p->prim, err))
+    return false; /* the message names the primitive and the block */
+  return true;
+}
+
+static bool is_allocated(const mlc_block *scope, const mlc_buffer *buf) {
+  for (int i = 0; i < scope->n_allocs; i++)
+    if (scope->allocs[i] == buf) return true;
+  return false;
+}
+
+static void drop_alloc(mlc_block *scope, const mlc_buffer *buf) {
+  int j = 0;
+  for (int i = 0; i < scope->n_allocs; i++)
+    if (scope->allocs[i] != buf) scope->allocs[j++] = scope->allocs[i];
+  scope->n_allocs = j;
+}
+
+/* The iter var of b that e is exactly; -1 if none. */
+static int iter_index(const mlc_block *b, const mlc_expr *e) {
+  if (e->kind != MLC_EXPR_VAR) return -1;
+  for (int k = 0; k < b->n_iters; k++)
+    if (b->iters[k].var == e->var) return k;
+  return -1;
+}
+
+static bool uses_iter(const mlc_expr *e, const mlc_block *b, int *which) {
+  for (int k = 0; k < b->n_iters; k++)
+    if (mlc_expr_uses_var(e, b->iters[k].var)) return *which = k, true;
+  return false;
+}
+
+/* A reduction that feeds x and shares a loop with y, whose reduce iter
+ * follows that loop, is unfinished while y runs in that loop. */
+static const char *unfinished_at(mlc_sched *s, mlc_stmt *w, mlc_stmt *y) {
+  const mlc_block *b = w->realize.block;
+  if (!b->init) return NULL;
+  mlc_stmt *pw[SCHED_MAX_DEPTH], *py[SCHED_MAX_DEPTH];
+  int nw = sched_path_to(s, w, pw), ny = sched_path_to(s, y, py);
+  for (int i = 0; i < nw && i < ny && pw[i] == py[i]; i++) {
+    if (pw[i]->kind != MLC_STMT_FOR) continue;
+    for (int k = 0; k < b->n_iters; k++)
+      if (b->iters[k].kind == MLC_ITER_REDUCE &&
+          mlc_expr_uses_var(w->realize.values[k], pw[i]->loop.var))
+        return b->name;
+  }
+  return NULL;
+}
+
+/* ---- compute_inline -------------------------------------------------------------------- */
+
+static bool inline_plan(mlc_sched *s, inl *p, mlc_error *err) {
+  mlc_block *b = p->blk;
+  if (!inl_begin(s, p, b, err)) return false;
+  if (b->n_writes != 1)
+    return mlc_error_set(err, "%s: %s: the block writes %d buffers, not exactly one", p->prim,
+                         p->who, b->n_writes);
+  p->buf = b->writes[0].buf;
+  if (!is_allocated(p->scope->realize.block, p->buf))
+    return mlc_error_set(err, "%s: %s: the block is an output block: %s is not allocated in its "
+                              "scope",
+                         p->prim, p->who, p->buf->name);
+  mlc_stmt *body = b->body;
+  if (body->kind != MLC_STMT_STORE || body->store.buf != p->buf)
+    return mlc_error_set(err, "%s: %s: the block's body is not a single store to %s", p->prim,
+                         p->who, p->buf->name);
+  bool used[256] = {0};
+  if (b->n_iters > 256) return mlc_error_set(err, "%s: %s: too many iters", p->prim, p->who);
+  for (int d = 0; d < p->buf->ndim; d++) {
+    int k = iter_index(b, body->store.indices[d]);
+    if (k < 0 || used[k])
+      return mlc_error_set(err, "%s: %s: the store's index %d is not a distinct iter var; only a "
+                                "trivially indexed store can be inlined",
+                           p->prim, p->who, d);
+    used[k] = true;
+  }
+  int k;
+  for (k = 0; k < b->n_iters; k++)
+    if (!used[k] && mlc_expr_uses_var(body->store.value, b->iters[k].var))
+      return mlc_error_set(err, "%s: %s: the stored value uses iter %s, which is not an index",
+                           p->prim, p->who, b->iters[k].var->name);
+  if (loads_buf(body->store.value, p->buf))
+    return mlc_error_set(err, "%s: %s: the stored value reads %s itself", p->prim, p->who,
+                         p->buf->name);
+  /* Readers evaluate the value later: what it reads must be final by then. */
+  for (int i = 0; i < p->blocks.v.len; i++) {
+    mlc_stmt *r = p->blocks.v.data[i];
+    const mlc_block *o = r->realize.block;
+    if (i == p->self) continue;
+    if (i < p->self && sched_block_reads(o, p->buf))
+      return mlc_error_set(err, "%s: %s: block \"%s\" reads %s before the block writes it",
+                           p->prim, p->who, o->name, p->buf->name);
+    for (int j = 0; j < b->n_reads; j++)
+      if (sched_block_writes(o, b->reads[j].buf) && i > p->self)
+        return mlc_error_set(err, "%s: %s: block \"%s\" writes %s, which the block reads, after it",
+                             p->prim, p->who, o->name, b->reads[j].buf->name);
+  }
+  for (int i = 0; i < p->self; i++)
+    for (int j = 0; j < b->n_reads; j++) {
+      mlc_stmt *w = p->blocks.v.data[i];
+      if (!sched_block_writes(w->realize.block, b->reads[j].buf)) continue;
+      for (int c = p->self + 1; c < p->blocks.v.len; c++) {
+        mlc_stmt *y = p->blocks.v.data[c];
+        const char *red = sched_block_reads(y->realize.block, p->buf) ? unfinished_at(s, w, y) : NULL;
+        if (red)
+          return mlc_error_set(err, "%s: %s: block \"%s\" would read %s while reduction \"%s\" is "
+                                    "still accumulating it",
+                               p->prim, p->who, y->realize.block->name, b->reads[j].buf->name, red);
+      }
+    }
+  return sched_removal_plan(s, p->realize, p->prim, &p->rm, err);
+}
+
+bool sched_compute_inline(mlc_sched *s, mlc_rv block, const char *prim, mlc_error *err) {
+  inl p = {.prim = prim};
+  if (!sched_check_block(s, prim, block, err)) return false;
+  sched_rv_desc(s, block, p.who);
+  p.blk = s->rvs.data[block].block;
+  if (!inline_plan(s, &p, err)) return false;
+  sched_removal_apply(s, &p.rm);
+  mlc_stmt *st = p.blk->body;
+  mlc_var **vars = MLC_NEW_ARRAY(s->arena, mlc_var *, p.buf->ndim + 1);
+  for (int d = 0; d < p.buf->ndim; d++) vars[d] = st->store.indices[d]->var;
+  load_rw w = {s->arena, p.buf, p.buf->ndim, vars, st->store.value};
+  for (int i = 0; i < p.blocks.v.len; i++)
+    if (i != p.self) rw_stmt(&w, p.blocks.v.data[i]);
+  drop_alloc(p.scope->realize.block, p.buf);
+  return true;
+}
+
+bool sched_can_compute_inline(mlc_sched *s, mlc_block *b) {
+  mlc_error e = {{0}};
+  inl p = {.prim = "compute_inline"};
+  snprintf(p.who, sizeof p.who, "block %s", b->name);
+  p.blk = b;
+  return inline_plan(s, &p, &e);
+}
+
+bool mlc_sched_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err) {
+  if (!sched_compute_inline(s, block, "compute_inline", err)) return false;
+  mlc_operand in = MLC_OP_RV(block);
+  sched_record(s, MLC_INST_COMPUTE_INLINE, 1, &in, 0, NULL, 0, NULL);
+  return true;
+}
+
+/* ---- reverse_compute_inline ----------------------------------------------------------------- */
+
+typedef struct rinl {
+  inl c;              /* the consumer being removed */
+  mlc_stmt *prod;     /* the producer's realize */
+  mlc_expr **map;     /* consumer iter var -> expression in producer iters */
+} rinl;
+
+/* The one buffer the consumer reads that a block of the scope writes. */
+static bool single_read(rinl *p, mlc_error *err) {
+  const mlc_block *b = p->c.blk;
+  mlc_buffer *found = NULL;
+  for (int i = 0; i < b->n_reads; i++) {
+    mlc_buffer *buf = b->reads[i].buf;
+    bool written = false;
+    for (int k = 0; k < p->c.blocks.v.len; k++)
+      written = written || (k != p->c.self && sched_block_writes(p->c.blocks.v.data[k]->realize.block, buf));
+    if (!written || buf == found) continue;
+    if (found)
+      return mlc_error_set(err, "%s: %s: the block reads two buffers produced in its scope (%s and "
+                                "%s)",
+                           p->c.prim, p->c.who, found->name, buf->name);
+    found = buf;
+  }
+  if (!found)
+    return mlc_error_set(err, "%s: %s: the block reads no buffer produced in its scope", p->c.prim,
+                         p->c.who);
+  p->c.buf = found;
+  return true;
+}
+
+/* Exactly one producer, complete, with this consumer as its only one. */
+static bool single_producer(mlc_sched *s, rinl *p, mlc_error *err) {
+  int at = -1;
+  for (int k = 0; k < p->c.blocks.v.len; k++)
+    if (k != p->c.self && sched_block_writes(p->c.blocks.v.data[k]->realize.block, p->c.buf)) {
+      if (at >= 0 || k > p->c.self)
+        return mlc_error_set(err, "%s: %s: %s has more than one producer or one after the block",
+                             p->c.prim, p->c.who, p->c.buf->name);
+      at = k;
+    }
+  p->prod = p->c.blocks.v.data[at];
+  const mlc_block *pb = p->prod->realize.block;
+  if (pb->init || !sched_check_complete(&p->c.blocks, pb, p->c.prim, err))
+    return mlc_error_set(err, "%s: %s: producer \"%s\" is not a complete block", p->c.prim,
+                         p->c.who, pb->name);
+  for (int k = 0; k < p->c.blocks.v.len; k++) {
+    const mlc_block *o = p->c.blocks.v.data[k]->realize.block;
+    if (k == p->c.self || k == at) continue;
+    for (int i = 0; i < pb->n_writes; i++)
+      if (sched_block_reads(o, pb->writes[i].buf))
+        return mlc_error_set(err, "%s: %s: producer \"%s\" has another consumer, block \"%s\"",
+                             p->c.prim, p->c.who, pb->name, o->name);
+  }
+  if (pb->n_writes != 1 || pb->body->kind != MLC_STMT_STORE || pb->body->store.buf != p->c.buf)
+    return mlc_error_set(err, "%s: %s: producer \"%s\" is not a single store to %s", p->c.prim,
+                         p->c.who, pb->name, p->c.buf->name);
+  if (!is_allocated(p->c.scope->realize.block, p->c.buf))
+    return mlc_error_set(err, "%s: %s: %s is not allocated in the scope (an output)", p->c.prim,
+                         p->c.who, p->c.buf->name);
+  (void)s;
+  return true;
+}
+
+/* The loads of buf in e, into out (up to max); returns the count. */
+static int collect_loads(mlc_expr *e, const mlc_buffer *buf, mlc_expr **out, int n, int max) {
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR:
+    return n;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    n = collect_loads(e->bin.a, buf, out, n, max);
+    return collect_loads(e->bin.b, buf, out, n, max);
+  case MLC_EXPR_NOT: return collect_loads(e->bin.a, buf, out, n, max);
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    n = collect_loads(e->sel.cond, buf, out, n, max);
+    n = collect_loads(e->sel.t, buf, out, n, max);
+    return collect_loads(e->sel.f, buf, out, n, max);
+  case MLC_EXPR_LOAD:
+    if (e->load.buf == buf && n < max) out[n++] = e;
+    for (int i = 0; i < e->load.buf->ndim; i++) n = collect_loads(e->load.indices[i], buf, out, n, max);
+    return n;
+  case MLC_EXPR_CAST: return collect_loads(e->cast.value, buf, out, n, max);
+  case MLC_EXPR_CALL:
+    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
+      n = collect_loads(e->call.args[i], buf, out, n, max);
+    return n;
+  }
+  mlc_unreachable();
+}
+
+/* The consumer's loads of the buffer must all be at one index, each
+ * dimension an iter var plus a constant, distinct, covering every
+ * non-unit iter: then each producer instance maps to one consumer one. */
+static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
+  mlc_arena *a = s->arena;
+  const mlc_block *b = p->c.blk, *pb = p->prod->realize.block;
+  const mlc_buffer *buf = p->c.buf;
+  mlc_stmt *st = b->body;
+  if (st->kind != MLC_STMT_STORE)
+    return mlc_error_set(err, "%s: %s: the block's body is not a single store", p->c.prim, p->c.who);
+  if (p->c.realize->realize.predicate)
+    return mlc_error_set(err, "%s: %s: the block has a predicate (T.where)", p->c.prim, p->c.who);
+  mlc_expr *loads[64];
+  int nl = collect_loads(st->store.value, buf, loads, 0, 64);
+  for (int i = 0; i < buf->ndim; i++) nl = collect_loads(st->store.indices[i], buf, loads, nl, 64);
+  if (nl == 0)
+    return mlc_error_set(err, "%s: %s: the stored value does not read %s", p->c.prim, p->c.who,
+                         buf->name);
+  for (int i = 1; i < nl; i++)
+    for (int d = 0; d < buf->ndim; d++) {
+      int64_t diff;
+      if (!mlc_expr_const_diff(a, loads[i]->load.indices[d], loads[0]->load.indices[d], &diff) || diff)
+        return mlc_error_set(err, "%s: %s: the block reads %s at different indices", p->c.prim,
+                             p->c.who, buf->name);
+    }
+  p->map = MLC_NEW_ARRAY(a, mlc_expr *, b->n_iters + 1);
+  memset(p->map, 0, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
+  mlc_stmt *pst = pb->body;
+  mlc_simplifier *sp = mlc_simplifier_new(a);
+  for (int k = 0; k < pb->n_iters; k++) {
+    int64_t mn, ext;
+    if (mlc_expr_is_const_int(pb->iters[k].dom.min, &mn) && mlc_expr_is_const_int(pb->iters[k].dom.extent, &ext))
+      mlc_simplifier_bind(sp, pb->iters[k].var, mn, ext);
+  }
+  for (int d = 0; d < buf->ndim; d++) {
+    mlc_expr *ix = mlc_simplify_expr(a, loads[0]->load.indices[d]);
+    int64_t c = 0;
+    int k = -1;
+    if (!uses_iter(ix, b, &k) || !mlc_expr_const_diff(a, ix, mlc_ref(a, b->iters[k].var), &c) ||
+        p->map[k])
+      return mlc_error_set(err, "%s: %s: index %d of the block's read of %s is not a distinct iter "
+                                "var plus a constant",
+                           p->c.prim, p->c.who, d, buf->name);
+    mlc_expr *e = mlc_simplify(sp, mlc_sub(a, pst->store.indices[d], mlc_int_t(a, ix->dtype, c)));
+    p->map[k] = e;
+    /* Every producer instance must have its consumer instance: a store
+     * outside the consumer's domain would need a predicate the verifier
+     * (and the bounds of the consumer's output) cannot accept. */
+    int64_t lo, hi, dmin, dext;
+    const mlc_iter_var *it = &b->iters[k];
+    if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||
+        !mlc_simplifier_bounds(sp, e, &lo, &hi) || lo < dmin || hi > dmin + dext - 1)
+      return mlc_error_set(err,
+                           "%s: %s: producer \"%s\" writes elements of %s that no instance of the "
+                           "block reads (iter %s would leave its domain)",
+                           p->c.prim, p->c.who, pb->name, buf->name, it->var->name);
+  }
+  for (int k = 0; k < b->n_iters; k++) {
+    int64_t ext;
+    if (p->map[k]) continue;
+    if (!mlc_expr_is_const_int(b->iters[k].dom.extent, &ext) || ext != 1)
+      return mlc_error_set(err, "%s: %s: iter %s does not appear in the read of %s", p->c.prim,
+                           p->c.who, b->iters[k].var->name, buf->name);
+    p->map[k] = b->iters[k].dom.min;
+  }
+  return true;
+}
+
+/* The consumer now runs at the producer's place: nothing in between may
+ * write what it reads or touch what it writes. */
+static bool rinline_deps(mlc_sched *s, rinl *p, mlc_error *err) {
+  const mlc_block *b = p->c.blk;
+  int at = sched_stmts_index(&p->c.blocks, p->prod);
+  for (int k = at + 1; k < p->c.self; k++) {
+    const mlc_block *o = p->c.blocks.v.data[k]->realize.block;
+    for (int i = 0; i < b->n_reads; i++)
+      if (sched_block_writes(o, b->reads[i].buf))
+        return mlc_error_set(err, "%s: %s: block \"%s\" between the producer and the block writes %s",
+                             p->c.prim, p->c.who, o->name, b->reads[i].buf->name);
+    for (int i = 0; i < b->n_writes; i++)
+      if (sched_block_writes(o, b->writes[i].buf) || sched_block_reads(o, b->writes[i].buf))
+        return mlc_error_set(err, "%s: %s: block \"%s\" between the producer and the block "
+                                  "accesses %s",
+                             p->c.prim, p->c.who, o->name, b->writes[i].buf->name);
+  }
+  for (int k = 0; k < p->c.blocks.v.len; k++) {
+    mlc_stmt *w = p->c.blocks.v.data[k];
+    for (int i = 0; i < b->n_reads && k != p->c.self; i++)
+      if (sched_block_writes(w->realize.block, b->reads[i].buf) && unfinished_at(s, w, p->prod))
+        return mlc_error_set(err, "%s: %s: reduction \"%s\" is still accumulating %s where the "
+                                  "producer runs",
+                             p->c.prim, p->c.who, w->realize.block->name, b->reads[i].buf->name);
+  }
+  return true;
+}
+
+static bool rinline_plan(mlc_sched *s, rinl *p, mlc_error *err) {
+  if (!inl_begin(s, &p->c, p->c.blk, err) || !single_read(p, err) || !single_producer(s, p, err) ||
+      !consumer_map(s, p, err) || !rinline_deps(s, p, err))
+    return false;
+  return sched_removal_plan(s, p->c.realize, p->c.prim, &p->c.rm, err);
+}
+
+bool sched_reverse_compute_inline(mlc_sched *s, mlc_rv block, const char *prim, mlc_error *err) {
+  mlc_arena *a = s->arena;
+  rinl p = {.c = {.prim = prim}};
+  if (!sched_check_block(s, prim, block, err)) return false;
+  sched_rv_desc(s, block, p.c.who);
+  p.c.blk = s->rvs.data[block].block;
+  if (!rinline_plan(s, &p, err)) return false;
+  sched_removal_apply(s, &p.c.rm);
+  const mlc_block *b = p.c.blk;
+  mlc_block *pb = p.prod->realize.block;
+  mlc_stmt *cst = b->body;
+  /* Loads of the buffer become the producer's value; then consumer iters
+   * become producer expressions. */
+  mlc_var **pv = MLC_NEW_ARRAY(a, mlc_var *, 1);
+  load_rw w = {a, p.c.buf, 0, pv, pb->body->store.value};
+  mlc_var **cv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  for (int k = 0; k < b->n_iters; k++) cv[k] = b->iters[k].var;
+  int nd = cst->store.buf->ndim;
+  mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  for (int d = 0; d < nd; d++)
+    idx[d] = mlc_simplify_expr(a, mlc_expr_subst(a, rw_expr(&w, cst->store.indices[d]), b->n_iters, cv, p.map));
+  mlc_expr *val = mlc_expr_subst(a, rw_expr(&w, cst->store.value), b->n_iters, cv, p.map);
+  pb->body = mlc_store_new(a, cst->store.buf, idx, val);
+  mlc_block_infer_regions(a, pb);
+  drop_alloc(p.c.scope->realize.block, p.c.buf);
+  return true;
+}
+
+bool mlc_sched_reverse_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err) {
+  if (!sched_reverse_compute_inline(s, block, "reverse_compute_inline", err)) return false;
+  mlc_operand in = MLC_OP_RV(block);
+  sched_record(s, MLC_INST_REVERSE_COMPUTE_INLINE, 1, &in, 0, NULL, 0, NULL);
+  return true;
+}

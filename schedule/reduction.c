@@ -1,0 +1,805 @@
+/* Reduction primitives: decompose_reduction and rfactor (TensorIR
+ * semantics), plus tree helpers blockize.c shares. Every precondition is
+ * checked before the IR is touched, so a refusal leaves the state as it was. */
+#include "schedule/sched_impl.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- shared helpers --------------------------------------------------------- */
+
+int sched_scope_loops(const mlc_sched *s, mlc_stmt *realize, mlc_stmt **loops, mlc_stmt **scope) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, realize, path);
+  int start = 0;
+  for (int i = 0; i < n - 1; i++)
+    if (path[i]->kind == MLC_STMT_BLOCK_REALIZE) start = i + 1;
+  if (scope) *scope = start > 0 ? path[start - 1] : NULL;
+  int k = 0;
+  for (int i = start; i < n - 1; i++)
+    if (path[i]->kind == MLC_STMT_FOR) loops[k++] = path[i];
+  return k;
+}
+
+void sched_insert_before(mlc_sched *s, mlc_stmt *at, mlc_stmt *st) {
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, at, path);
+  MLC_ASSERT(n >= 2);
+  mlc_stmt *parent = path[n - 2];
+  if (parent->kind != MLC_STMT_SEQ) {
+    mlc_stmt **slot = sched_child_slot(parent, at);
+    *slot = mlc_seq_new(s->arena, 2, (mlc_stmt *[]){st, at});
+    return;
+  }
+  /* Grow the sequence in place: the SEQ node may sit in any slot. */
+  int m = parent->seq.n;
+  mlc_stmt **arr = MLC_NEW_ARRAY(s->arena, mlc_stmt *, m + 1);
+  int k = 0;
+  for (int i = 0; i < m; i++) {
+    if (parent->seq.stmts[i] == at) arr[k++] = st;
+    arr[k++] = parent->seq.stmts[i];
+  }
+  MLC_ASSERT(k == m + 1);
+  parent->seq.stmts = arr;
+  parent->seq.n = m + 1;
+}
+
+static bool name_used(const mlc_stmt *st, const char *name) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return name_used(st->loop.body, name);
+  case MLC_STMT_BLOCK_REALIZE:
+    return strcmp(st->realize.block->name, name) == 0 || name_used(st->realize.block->init, name) ||
+           name_used(st->realize.block->body, name);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (name_used(st->seq.stmts[i], name)) return true;
+    return false;
+  case MLC_STMT_IF: return name_used(st->if_.then_s, name) || name_used(st->if_.else_s, name);
+  case MLC_STMT_ALLOCATE: return name_used(st->alloc.body, name);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+const char *sched_fresh_block_name(mlc_sched *s, const char *base) {
+  if (!name_used(s->func->body, base)) return mlc_arena_strdup(s->arena, base);
+  for (int i = 1;; i++) {
+    const char *n = mlc_arena_printf(s->arena, "%s_%d", base, i);
+    if (!name_used(s->func->body, n)) return n;
+  }
+}
+
+int sched_conjuncts(mlc_expr *e, mlc_expr **out, int max) {
+  if (!e) return 0;
+  if (e->kind == MLC_EXPR_AND) {
+    int n = sched_conjuncts(e->bin.a, out, max);
+    return n + sched_conjuncts(e->bin.b, out + n, max - n);
+  }
+  MLC_ASSERT(max > 0);
+  out[0] = e;
+  return 1;
+}
+
+mlc_expr *sched_and_all(mlc_arena *a, int n, mlc_expr **es) {
+  mlc_expr *r = NULL;
+  for (int i = 0; i < n; i++) r = r ? mlc_binary(a, MLC_EXPR_AND, r, es[i]) : es[i];
+  return r;
+}
+
+bool sched_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *x, void *ctx), void *ctx) {
+  if (fn(e, ctx)) return true;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR: return false;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR: return sched_expr_any(e->bin.a, fn, ctx) || sched_expr_any(e->bin.b, fn, ctx);
+  case MLC_EXPR_NOT: return sched_expr_any(e->bin.a, fn, ctx);
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    return sched_expr_any(e->sel.cond, fn, ctx) || sched_expr_any(e->sel.t, fn, ctx) ||
+           sched_expr_any(e->sel.f, fn, ctx);
+  case MLC_EXPR_LOAD:
+    for (int i = 0; i < e->load.buf->ndim; i++)
+      if (sched_expr_any(e->load.indices[i], fn, ctx)) return true;
+    return false;
+  case MLC_EXPR_CAST: return sched_expr_any(e->cast.value, fn, ctx);
+  case MLC_EXPR_CALL:
+    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
+      if (sched_expr_any(e->call.args[i], fn, ctx)) return true;
+    return false;
+  }
+  mlc_unreachable();
+}
+
+static bool regions_use_var(int n, const mlc_region *rs, const mlc_var *v) {
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < rs[i].buf->ndim; d++)
+      if (mlc_expr_uses_var(rs[i].ranges[d].min, v) || mlc_expr_uses_var(rs[i].ranges[d].extent, v))
+        return true;
+  return false;
+}
+
+bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+    return mlc_expr_uses_var(st->loop.min, v) || mlc_expr_uses_var(st->loop.extent, v) ||
+           sched_stmt_uses_var(st->loop.body, v);
+  case MLC_STMT_BLOCK_REALIZE: {
+    const mlc_block *b = st->realize.block;
+    for (int i = 0; i < b->n_iters; i++)
+      if (mlc_expr_uses_var(st->realize.values[i], v)) return true;
+    if (st->realize.predicate && mlc_expr_uses_var(st->realize.predicate, v)) return true;
+    return regions_use_var(b->n_reads, b->reads, v) || regions_use_var(b->n_writes, b->writes, v) ||
+           sched_stmt_uses_var(b->init, v) || sched_stmt_uses_var(b->body, v);
+  }
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (sched_stmt_uses_var(st->seq.stmts[i], v)) return true;
+    return false;
+  case MLC_STMT_STORE:
+    for (int i = 0; i < st->store.buf->ndim; i++)
+      if (mlc_expr_uses_var(st->store.indices[i], v)) return true;
+    return mlc_expr_uses_var(st->store.value, v);
+  case MLC_STMT_IF:
+    return mlc_expr_uses_var(st->if_.cond, v) || sched_stmt_uses_var(st->if_.then_s, v) ||
+           sched_stmt_uses_var(st->if_.else_s, v);
+  case MLC_STMT_ALLOCATE: return sched_stmt_uses_var(st->alloc.body, v);
+  case MLC_STMT_EVALUATE: return mlc_expr_uses_var(st->eval.value, v);
+  }
+  mlc_unreachable();
+}
+
+static bool uses_loop(const mlc_expr *e, const mlc_stmt *loop) {
+  return e && mlc_expr_uses_var(e, loop->loop.var);
+}
+
+/* Regions with every range substituted (fresh arrays: regions may be shared). */
+static mlc_region *subst_regions(mlc_arena *a, int n, const mlc_region *rs, int nv, mlc_var **vars,
+                                 mlc_expr **vals) {
+  mlc_region *out = MLC_NEW_ARRAY(a, mlc_region, n + 1);
+  for (int i = 0; i < n; i++) {
+    out[i].buf = rs[i].buf;
+    out[i].ranges = MLC_NEW_ARRAY(a, mlc_range, rs[i].buf->ndim + 1);
+    for (int d = 0; d < rs[i].buf->ndim; d++) {
+      out[i].ranges[d].min = mlc_expr_subst(a, rs[i].ranges[d].min, nv, vars, vals);
+      out[i].ranges[d].extent = mlc_expr_subst(a, rs[i].ranges[d].extent, nv, vars, vals);
+    }
+  }
+  return out;
+}
+
+static mlc_stmt *copy_loop(mlc_arena *a, const mlc_stmt *old, mlc_var *v, mlc_stmt *body,
+                           bool keep_anns) {
+  mlc_stmt *l = mlc_for_new(a, v, old->loop.min, old->loop.extent, old->loop.kind, body);
+  l->loop.thread = old->loop.thread;
+  if (keep_anns) {
+    l->loop.n_anns = old->loop.n_anns;
+    l->loop.anns = old->loop.anns;
+  }
+  return l;
+}
+
+/* ---- decompose_reduction ------------------------------------------------------ */
+
+static const char *const DR = "decompose_reduction";
+
+static bool decompose_check(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_stmt **loops, int *n_loops,
+                            int *at, mlc_error *err) {
+  char bd[96], ld[96];
+  if (!sched_check_block(s, DR, brv, err) || !sched_check_loop(s, DR, lrv, err)) return false;
+  mlc_block *b = s->rvs.data[brv].block;
+  mlc_stmt *loop = s->rvs.data[lrv].loop;
+  sched_rv_desc(s, brv, bd);
+  sched_rv_desc(s, lrv, ld);
+  if (!b->init)
+    return mlc_error_set(err, "%s: %s has no init: only a reduction block can be decomposed", DR, bd);
+  mlc_stmt *r = sched_find_realize(s, b);
+  int n = sched_scope_loops(s, r, loops, NULL);
+  *at = -1;
+  for (int i = 0; i < n; i++)
+    if (loops[i] == loop) *at = i;
+  if (*at < 0)
+    return mlc_error_set(err, "%s: %s is not a loop around %s in its scope", DR, ld, bd);
+  *n_loops = n;
+  for (int i = 0; i < b->n_iters; i++) {
+    if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
+    for (int j = 0; j < *at; j++)
+      if (uses_loop(r->realize.values[i], loops[j]))
+        return mlc_error_set(err,
+                             "%s: %s lies inside loop %s, which drives reduce iter %s of %s: the "
+                             "loop must be above every loop the reduction depends on",
+                             DR, ld, loops[j]->loop.var->name, b->iters[i].var->name, bd);
+    if (sched_stmt_uses_var(b->init, b->iters[i].var))
+      return mlc_error_set(err, "%s: %s: the init uses reduce iter %s", DR, bd,
+                           b->iters[i].var->name);
+  }
+  for (int j = *at; j < n; j++) {
+    int64_t ext;
+    bool used = false;
+    for (int i = 0; i < b->n_iters && !used; i++) used = uses_loop(r->realize.values[i], loops[j]);
+    if (!used && !(mlc_expr_is_const_int(loops[j]->loop.extent, &ext) && ext == 1))
+      return mlc_error_set(err,
+                           "%s: loop %s (at or below %s) drives no iter of %s: the update would "
+                           "accumulate once per iteration of it after the init moved out",
+                           DR, loops[j]->loop.var->name, ld, bd);
+  }
+  return true;
+}
+
+/* The init block's realize under copies of the chosen loops. */
+static mlc_stmt *decompose_init_nest(mlc_sched *s, mlc_block *b, mlc_stmt *r, mlc_stmt **loops,
+                                     int n, int at, mlc_block **init_out) {
+  mlc_arena *a = s->arena;
+  mlc_block *ib = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_init", b->name)));
+  int ns = 0;
+  for (int i = 0; i < b->n_iters; i++) ns += b->iters[i].kind == MLC_ITER_SPATIAL;
+  ib->iters = MLC_NEW_ARRAY(a, mlc_iter_var, ns + 1);
+  mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, ns + 1);
+  mlc_var **ov = MLC_NEW_ARRAY(a, mlc_var *, ns + 1);
+  mlc_expr **nv = MLC_NEW_ARRAY(a, mlc_expr *, ns + 1);
+  int k = 0;
+  for (int i = 0; i < b->n_iters; i++) {
+    if (b->iters[i].kind != MLC_ITER_SPATIAL) continue;
+    mlc_var *old = b->iters[i].var;
+    mlc_var *v = mlc_var_new(a, old->name, old->dtype);
+    ib->iters[k] = (mlc_iter_var){v, b->iters[i].dom, MLC_ITER_SPATIAL};
+    vals[k] = r->realize.values[i];
+    ov[k] = old;
+    nv[k++] = mlc_ref(a, v);
+  }
+  ib->n_iters = ns;
+  ib->body = mlc_stmt_subst(a, b->init, ns, ov, nv);
+  ib->n_writes = b->n_writes;
+  ib->writes = subst_regions(a, b->n_writes, b->writes, ns, ov, nv);
+
+  /* Loops from the innermost up to `at`: kept if a binding uses them. */
+  mlc_var *lv[SCHED_MAX_DEPTH];
+  mlc_expr *lnew[SCHED_MAX_DEPTH];
+  mlc_stmt *dropped[SCHED_MAX_DEPTH];
+  bool chosen[SCHED_MAX_DEPTH];
+  int nl = 0, nd = 0;
+  for (int j = n - 1; j >= at; j--) {
+    chosen[j] = false;
+    for (int q = 0; q < ns && !chosen[j]; q++) chosen[j] = uses_loop(vals[q], loops[j]);
+    if (!chosen[j]) {
+      dropped[nd++] = loops[j];
+      continue;
+    }
+    lv[nl] = loops[j]->loop.var;
+    lnew[nl++] = mlc_ref(a, mlc_var_new(a, mlc_arena_printf(a, "%s_init", loops[j]->loop.var->name),
+                                        loops[j]->loop.var->dtype));
+  }
+  for (int q = 0; q < ns; q++) vals[q] = mlc_expr_subst(a, vals[q], nl, lv, lnew);
+  /* Predicate terms about dropped loops go (TVM's RemakePredicate). */
+  mlc_expr *conj[64], *keep[64];
+  int nc = sched_conjuncts(r->realize.predicate, conj, 64), nk = 0;
+  for (int c = 0; c < nc; c++) {
+    bool about_dropped = false;
+    for (int d = 0; d < nd; d++) about_dropped = about_dropped || uses_loop(conj[c], dropped[d]);
+    if (!about_dropped) keep[nk++] = mlc_expr_subst(a, conj[c], nl, lv, lnew);
+  }
+  mlc_stmt *body = mlc_realize_new(a, ib, vals, sched_and_all(a, nk, keep));
+  for (int j = n - 1, q = 0; j >= at; j--)
+    if (chosen[j]) body = copy_loop(a, loops[j], lnew[q++]->var, body, false);
+  *init_out = ib;
+  return body;
+}
+
+bool mlc_sched_decompose_reduction(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_rv *out,
+                                   mlc_error *err) {
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  int n = 0, at = 0;
+  if (!decompose_check(s, brv, lrv, loops, &n, &at, err)) return false;
+  mlc_arena *a = s->arena;
+  mlc_block *b = s->rvs.data[brv].block, *ib = NULL;
+  mlc_stmt *r = sched_find_realize(s, b);
+  mlc_stmt *nest = decompose_init_nest(s, b, r, loops, n, at, &ib);
+  /* The update block reads its output explicitly now (TVM prepends it). */
+  b->name = sched_fresh_block_name(s, mlc_arena_printf(a, "%s_update", b->name));
+  b->init = NULL;
+  mlc_region *reads = MLC_NEW_ARRAY(a, mlc_region, b->n_reads + b->n_writes + 1);
+  int nr = 0;
+  for (int w = 0; w < b->n_writes; w++) {
+    bool listed = false;
+    for (int q = 0; q < b->n_reads; q++) listed = listed || b->reads[q].buf == b->writes[w].buf;
+    if (!listed) reads[nr++] = b->writes[w];
+  }
+  for (int q = 0; q < b->n_reads; q++) reads[nr++] = b->reads[q];
+  b->reads = reads;
+  b->n_reads = nr;
+  sched_insert_before(s, loops[at], nest);
+  *out = sched_new_rv(s, MLC_RV_BLOCK, ib, NULL, 0);
+  mlc_operand in[2] = {MLC_OP_RV(brv), MLC_OP_RV(lrv)};
+  sched_record(s, MLC_INST_DECOMPOSE_REDUCTION, 2, in, 0, NULL, 1, out);
+  return true;
+}
+
+/* ---- rfactor: checks ----------------------------------------------------------- */
+
+static const char *const RF = "rfactor";
+
+typedef struct rf_info {
+  mlc_block *b;
+  mlc_stmt *realize, *scope;
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  int n, rf;                          /* loops around the block; index of the rf loop */
+  bool red[SCHED_MAX_DEPTH];          /* loop drives a reduce iter */
+  mlc_expr_kind op;                   /* ADD, MUL, MAX, MIN */
+  mlc_expr *rhs, *identity;
+  int axis;                           /* normalized factor_axis */
+  char ld[96];
+} rf_info;
+
+typedef struct count_ctx {
+  mlc_stmt *first;
+  int n;
+} count_ctx;
+
+static void count_realize(mlc_stmt *r, void *ctx_) {
+  count_ctx *c = ctx_;
+  if (!c->first) c->first = r;
+  c->n++;
+}
+
+static bool expr_eq(const mlc_expr *x, const mlc_expr *y) {
+  if (x == y) return true;
+  if (!x || !y || x->kind != y->kind || x->dtype != y->dtype) return false;
+  switch (x->kind) {
+  case MLC_EXPR_INT_IMM: return x->int_val == y->int_val;
+  case MLC_EXPR_FLOAT_IMM: return x->float_val == y->float_val;
+  case MLC_EXPR_VAR: return x->var == y->var;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR: return expr_eq(x->bin.a, y->bin.a) && expr_eq(x->bin.b, y->bin.b);
+  case MLC_EXPR_NOT: return expr_eq(x->bin.a, y->bin.a);
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    return expr_eq(x->sel.cond, y->sel.cond) && expr_eq(x->sel.t, y->sel.t) &&
+           expr_eq(x->sel.f, y->sel.f);
+  case MLC_EXPR_LOAD:
+    if (x->load.buf != y->load.buf) return false;
+    for (int i = 0; i < x->load.buf->ndim; i++)
+      if (!expr_eq(x->load.indices[i], y->load.indices[i])) return false;
+    return true;
+  case MLC_EXPR_CAST: return expr_eq(x->cast.value, y->cast.value);
+  case MLC_EXPR_CALL:
+    if (x->call.op != y->call.op) return false;
+    for (int i = 0; i < mlc_intrin_nargs(x->call.op); i++)
+      if (!expr_eq(x->call.args[i], y->call.args[i])) return false;
+    return true;
+  }
+  mlc_unreachable();
+}
+
+static bool is_self_load(const mlc_expr *e, const mlc_stmt *store) {
+  if (e->kind != MLC_EXPR_LOAD || e->load.buf != store->store.buf) return false;
+  for (int i = 0; i < store->store.buf->ndim; i++)
+    if (!expr_eq(e->load.indices[i], store->store.indices[i])) return false;
+  return true;
+}
+
+static bool is_load_of(const mlc_expr *e, void *buf) {
+  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
+}
+
+static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
+  return sched_expr_any(e, is_load_of, (void *)buf);
+}
+
+static double lowest_of(mlc_dtype t) {
+  switch (t) {
+  case MLC_FLOAT16: return -65504.0;
+  case MLC_FLOAT32: return -(double)FLT_MAX;
+  case MLC_INT8: return INT8_MIN;
+  case MLC_INT32: return INT32_MIN;
+  case MLC_INT64: return (double)INT64_MIN;
+  case MLC_BOOL: return 0;
+  }
+  mlc_unreachable();
+}
+
+static double highest_of(mlc_dtype t) {
+  switch (t) {
+  case MLC_FLOAT16: return 65504.0;
+  case MLC_FLOAT32: return (double)FLT_MAX;
+  case MLC_INT8: return INT8_MAX;
+  case MLC_INT32: return INT32_MAX;
+  case MLC_INT64: return (double)INT64_MAX;
+  case MLC_BOOL: return 1;
+  }
+  mlc_unreachable();
+}
+
+static const char *reducer_name(mlc_expr_kind k) {
+  return k == MLC_EXPR_ADD ? "sum" : k == MLC_EXPR_MUL ? "product" : k == MLC_EXPR_MAX ? "max" : "min";
+}
+
+/* The init must store the reducer's identity (as TVM's reducer matching
+ * requires): 0, 1, the lowest value (or -inf) for max, the highest for min. */
+static bool is_identity(mlc_expr_kind op, const mlc_expr *e) {
+  double v;
+  if (e->kind == MLC_EXPR_FLOAT_IMM) v = e->float_val;
+  else if (e->kind == MLC_EXPR_INT_IMM) v = (double)e->int_val;
+  else return false;
+  if (op == MLC_EXPR_ADD) return v == 0;
+  if (op == MLC_EXPR_MUL) return v == 1;
+  if (op == MLC_EXPR_MAX) return v <= lowest_of(e->dtype);
+  MLC_ASSERT(op == MLC_EXPR_MIN);
+  return v >= highest_of(e->dtype);
+}
+
+/* init: B[idx] = identity; body: B[idx] = B[idx] op rhs (or rhs op B[idx]). */
+static bool rf_match_reducer(rf_info *f, mlc_error *err) {
+  mlc_block *b = f->b;
+  mlc_stmt *init = b->init, *upd = b->body;
+  if (init->kind != MLC_STMT_STORE || upd->kind != MLC_STMT_STORE)
+    return mlc_error_set(err, "%s: %s: block \"%s\" must have one buffer store as init and one as body",
+                         RF, f->ld, b->name);
+  if (init->store.buf != upd->store.buf)
+    return mlc_error_set(err, "%s: %s: block \"%s\": the init and the update store to different buffers",
+                         RF, f->ld, b->name);
+  for (int i = 0; i < upd->store.buf->ndim; i++)
+    if (!expr_eq(init->store.indices[i], upd->store.indices[i]))
+      return mlc_error_set(err, "%s: %s: block \"%s\": the init and the update store different elements",
+                           RF, f->ld, b->name);
+  mlc_expr *v = upd->store.value;
+  bool binop = v->kind == MLC_EXPR_ADD || v->kind == MLC_EXPR_MUL || v->kind == MLC_EXPR_MAX ||
+               v->kind == MLC_EXPR_MIN;
+  mlc_expr *rhs = !binop                     ? NULL
+                  : is_self_load(v->bin.a, upd) ? v->bin.b
+                  : is_self_load(v->bin.b, upd) ? v->bin.a
+                                               : NULL;
+  if (!rhs)
+    return mlc_error_set(err,
+                         "%s: %s: block \"%s\": the update of %s is not a recognised commutative "
+                         "reducer (sum, product, max, min of %s and a value)",
+                         RF, f->ld, b->name, upd->store.buf->name, upd->store.buf->name);
+  if (loads_buf(rhs, upd->store.buf))
+    return mlc_error_set(err, "%s: %s: block \"%s\": the reduced value reads %s itself", RF, f->ld,
+                         b->name, upd->store.buf->name);
+  if (!is_identity(v->kind, init->store.value))
+    return mlc_error_set(err, "%s: %s: block \"%s\": the init value is not the identity of the %s reducer",
+                         RF, f->ld, b->name, reducer_name(v->kind));
+  f->op = v->kind;
+  f->rhs = rhs;
+  f->identity = init->store.value;
+  return true;
+}
+
+/* Loops touched by spatial / reduce iters, as TVM's rfactor classifies them. */
+static bool rf_check_loops(rf_info *f, mlc_error *err) {
+  mlc_block *b = f->b;
+  mlc_stmt *r = f->realize;
+  for (int j = 0; j < f->n; j++) {
+    const char *sp = NULL, *rd = NULL;
+    for (int i = 0; i < b->n_iters; i++)
+      if (uses_loop(r->realize.values[i], f->loops[j])) {
+        if (b->iters[i].kind == MLC_ITER_SPATIAL) sp = b->iters[i].var->name;
+        else rd = b->iters[i].var->name;
+      }
+    f->red[j] = rd != NULL;
+    if (j == f->rf && sp)
+      return mlc_error_set(err, "%s: %s drives spatial iter %s of block \"%s\"; only a reduce loop can be factored",
+                           RF, f->ld, sp, b->name);
+    if (j == f->rf && !rd)
+      return mlc_error_set(err, "%s: %s drives no reduce iter of block \"%s\"", RF, f->ld, b->name);
+    if (sp && rd)
+      return mlc_error_set(err, "%s: %s: loop %s drives both spatial iter %s and reduce iter %s of block \"%s\"",
+                           RF, f->ld, f->loops[j]->loop.var->name, sp, rd, b->name);
+  }
+  /* The outermost reduce loop holds only the block (through loops). */
+  int first = 0;
+  while (!f->red[first]) first++;
+  for (mlc_stmt *c = f->loops[first]->loop.body; c != r; c = c->loop.body)
+    if (c->kind != MLC_STMT_FOR)
+      return mlc_error_set(err, "%s: %s: reduce loop %s holds more than block \"%s\"", RF, f->ld,
+                           f->loops[first]->loop.var->name, b->name);
+  return true;
+}
+
+typedef struct later_ctx {
+  const mlc_block *b;
+  const mlc_block *first, *bad; /* first block under the loop; a later one feeding b */
+} later_ctx;
+
+static void check_later(mlc_stmt *r, void *ctx_) {
+  later_ctx *c = ctx_;
+  const mlc_block *o = r->realize.block;
+  if (!c->first) c->first = o;
+  if (o == c->b) return;
+  for (int w = 0; w < o->n_writes && !c->bad; w++)
+    for (int q = 0; q < c->b->n_reads; q++)
+      if (c->b->reads[q].buf == o->writes[w].buf) c->bad = o;
+}
+
+/* The rf nest goes before the outermost loop, so the block must come first
+ * under it and no later block there may feed the reduction. */
+static bool rf_check_siblings(rf_info *f, mlc_error *err) {
+  later_ctx c = {f->b, NULL, NULL};
+  sched_each_realize(f->loops[0]->loop.body, check_later, &c);
+  if (c.first != f->b)
+    return mlc_error_set(err, "%s: %s: block \"%s\" is not the first block under its outermost loop %s",
+                         RF, f->ld, f->b->name, f->loops[0]->loop.var->name);
+  if (c.bad)
+    return mlc_error_set(err, "%s: %s: block \"%s\" under the same loops writes what block \"%s\" reads",
+                         RF, f->ld, c.bad->name, f->b->name);
+  return true;
+}
+
+static bool rf_check(mlc_sched *s, mlc_rv lrv, int factor_axis, rf_info *f, mlc_error *err) {
+  if (!sched_check_loop(s, RF, lrv, err)) return false;
+  sched_rv_desc(s, lrv, f->ld);
+  mlc_stmt *loop = s->rvs.data[lrv].loop;
+  count_ctx cc = {NULL, 0};
+  sched_each_realize(loop->loop.body, count_realize, &cc);
+  if (cc.n != 1)
+    return mlc_error_set(err, "%s: %s must hold exactly one block, holds %d", RF, f->ld, cc.n);
+  f->realize = cc.first;
+  mlc_block *b = f->b = cc.first->realize.block;
+  if (!b->init)
+    return mlc_error_set(err, "%s: %s: block \"%s\" has no init: not a reduction block", RF, f->ld, b->name);
+  if (b->n_writes != 1 || b->n_allocs != 0)
+    return mlc_error_set(err, "%s: %s: block \"%s\" must write one buffer and allocate none", RF,
+                         f->ld, b->name);
+  int64_t mn, ext;
+  if (loop->loop.kind != MLC_FOR_SERIAL)
+    return mlc_error_set(err, "%s: %s is %s, not serial", RF, f->ld, mlc_for_kind_name(loop->loop.kind));
+  if (!mlc_expr_is_const_int(loop->loop.min, &mn) || !mlc_expr_is_const_int(loop->loop.extent, &ext) || mn != 0)
+    return mlc_error_set(err, "%s: %s must start at 0 and have a constant extent", RF, f->ld);
+  if (!rf_match_reducer(f, err)) return false;
+  mlc_stmt *upd = b->body;
+  for (int i = 0; i < b->n_iters; i++)
+    for (int d = 0; d < upd->store.buf->ndim; d++)
+      if (b->iters[i].kind == MLC_ITER_REDUCE && mlc_expr_uses_var(upd->store.indices[d], b->iters[i].var))
+        return mlc_error_set(err, "%s: %s: block \"%s\" indexes its output with reduce iter %s", RF,
+                             f->ld, b->name, b->iters[i].var->name);
+  f->n = sched_scope_loops(s, f->realize, f->loops, &f->scope);
+  f->rf = -1;
+  for (int j = 0; j < f->n; j++)
+    if (f->loops[j] == loop) f->rf = j;
+  MLC_ASSERT(f->rf >= 0 && f->scope);
+  if (!rf_check_loops(f, err) || !rf_check_siblings(f, err)) return false;
+  mlc_expr *conj[64];
+  int nc = sched_conjuncts(f->realize->realize.predicate, conj, 64);
+  for (int c = 0; c < nc; c++)
+    for (int j = 0; j < f->n; j++)
+      if (f->red[j] && uses_loop(conj[c], f->loops[j]))
+        return mlc_error_set(err,
+                             "%s: %s: the predicate of block \"%s\" depends on reduce loop %s; "
+                             "partial results could stay uninitialised",
+                             RF, f->ld, b->name, f->loops[j]->loop.var->name);
+  int nd = upd->store.buf->ndim;
+  if (factor_axis < -(nd + 1) || factor_axis > nd)
+    return mlc_error_set(err, "%s: %s: factor_axis %d is out of range [%d, %d] for %d-d buffer %s", RF,
+                         f->ld, factor_axis, -(nd + 1), nd, nd, upd->store.buf->name);
+  f->axis = factor_axis < 0 ? factor_axis + nd + 1 : factor_axis;
+  return true;
+}
+
+/* ---- rfactor: rewrite ------------------------------------------------------------ */
+
+static mlc_expr **insert_index(mlc_arena *a, mlc_expr **idx, int nd, int axis, mlc_expr *x) {
+  mlc_expr **out = MLC_NEW_ARRAY(a, mlc_expr *, nd + 2);
+  for (int d = 0, k = 0; d <= nd; d++) out[d] = d == axis ? x : idx[k++];
+  return out;
+}
+
+static mlc_expr *combine(mlc_arena *a, mlc_expr_kind op, mlc_expr *acc, mlc_expr *v) {
+  return mlc_binary(a, op, acc, v);
+}
+
+/* Loop vars of an expression in preorder, each once, among the block's loops. */
+typedef struct order_ctx {
+  const rf_info *f;
+  int *order, n;
+} order_ctx;
+
+static bool collect_loop(const mlc_expr *e, void *ctx_) {
+  order_ctx *c = ctx_;
+  if (e->kind != MLC_EXPR_VAR) return false;
+  for (int j = 0; j < c->f->n; j++)
+    if (c->f->loops[j]->loop.var == e->var) {
+      for (int q = 0; q < c->n; q++)
+        if (c->order[q] == j) return false;
+      c->order[c->n++] = j;
+    }
+  return false;
+}
+
+/* The rf block "<name>_rf" writing buf_rf, under copies of all loops. */
+static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, mlc_block **out) {
+  mlc_arena *a = s->arena;
+  mlc_block *b = f->b;
+  mlc_stmt *r = f->realize, *upd = b->body;
+  int n = f->n, ni = b->n_iters;
+  /* New loop vars for the copied nest. */
+  mlc_var *lold[SCHED_MAX_DEPTH];
+  mlc_expr *lnew[SCHED_MAX_DEPTH];
+  for (int j = 0; j < n; j++) {
+    lold[j] = f->loops[j]->loop.var;
+    lnew[j] = mlc_ref(a, mlc_var_new(a, lold[j]->name, lold[j]->dtype));
+  }
+  mlc_block *rb = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_rf", b->name)));
+  rb->iters = MLC_NEW_ARRAY(a, mlc_iter_var, ni + n + 2);
+  mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, ni + n + 2);
+  mlc_var *bvar_of_loop[SCHED_MAX_DEPTH] = {0}; /* loop -> new block var */
+  mlc_var **iv_old = MLC_NEW_ARRAY(a, mlc_var *, ni + 1);
+  mlc_expr **iv_new = MLC_NEW_ARRAY(a, mlc_expr *, ni + 1);
+  int k = 0;
+  mlc_stmt *rl = f->loops[f->rf];
+  mlc_var *vrf = mlc_var_new(a, mlc_arena_printf(a, "v%s", rl->loop.var->name), rl->loop.var->dtype);
+  rb->iters[k] = (mlc_iter_var){vrf, {rl->loop.min, rl->loop.extent}, MLC_ITER_SPATIAL};
+  vals[k++] = lnew[f->rf];
+  bvar_of_loop[f->rf] = vrf;
+  for (int i = 0; i < ni; i++) {
+    mlc_iter_var it = b->iters[i];
+    mlc_expr *bind = r->realize.values[i];
+    iv_old[i] = it.var;
+    if (it.kind == MLC_ITER_SPATIAL || !uses_loop(bind, rl)) {
+      mlc_var *v = mlc_var_new(a, it.var->name, it.var->dtype);
+      rb->iters[k] = (mlc_iter_var){v, it.dom, it.kind};
+      vals[k++] = mlc_expr_subst(a, bind, n, lold, lnew);
+      iv_new[i] = mlc_ref(a, v);
+      continue;
+    }
+    /* A reduce iter over the rf loop: one reduce iter per other loop. */
+    int order[SCHED_MAX_DEPTH];
+    order_ctx oc = {f, order, 0};
+    sched_expr_any(bind, collect_loop, &oc);
+    int no = oc.n;
+    mlc_var *from[SCHED_MAX_DEPTH];
+    mlc_expr *to[SCHED_MAX_DEPTH];
+    for (int q = 0; q < no; q++) {
+      int j = order[q];
+      if (!bvar_of_loop[j]) {
+        mlc_stmt *l = f->loops[j];
+        bvar_of_loop[j] = mlc_var_new(a, mlc_arena_printf(a, "v%s", l->loop.var->name), l->loop.var->dtype);
+        rb->iters[k] = (mlc_iter_var){bvar_of_loop[j], {l->loop.min, l->loop.extent}, MLC_ITER_REDUCE};
+        vals[k++] = lnew[j];
+      }
+      from[q] = f->loops[j]->loop.var;
+      to[q] = mlc_ref(a, bvar_of_loop[j]);
+    }
+    iv_new[i] = mlc_expr_subst(a, bind, no, from, to);
+  }
+  rb->n_iters = k;
+  bool has_reduce = false;
+  for (int q = 0; q < k; q++) has_reduce = has_reduce || rb->iters[q].kind == MLC_ITER_REDUCE;
+  int nd = upd->store.buf->ndim;
+  mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  for (int d = 0; d < nd; d++) idx[d] = mlc_expr_subst(a, upd->store.indices[d], ni, iv_old, iv_new);
+  idx = insert_index(a, idx, nd, f->axis, mlc_ref(a, vrf));
+  mlc_expr *rhs = mlc_expr_subst(a, f->rhs, ni, iv_old, iv_new);
+  /* Without a reduce iter each rf element is written once: a plain store. */
+  rb->body = mlc_store_new(a, rfbuf, idx,
+                           has_reduce ? combine(a, f->op, mlc_load(a, rfbuf, idx), rhs) : rhs);
+  if (has_reduce) rb->init = mlc_store_new(a, rfbuf, idx, f->identity);
+  rb->n_reads = b->n_reads;
+  rb->reads = subst_regions(a, b->n_reads, b->reads, ni, iv_old, iv_new);
+  mlc_region *w = subst_regions(a, 1, b->writes, ni, iv_old, iv_new);
+  mlc_range *rr = MLC_NEW_ARRAY(a, mlc_range, nd + 2);
+  for (int d = 0, q = 0; d <= nd; d++)
+    rr[d] = d == f->axis ? (mlc_range){mlc_ref(a, vrf), mlc_int_t(a, vrf->dtype, 1)} : w[0].ranges[q++];
+  rb->writes = MLC_NEW(a, mlc_region);
+  rb->writes[0] = (mlc_region){rfbuf, rr};
+  rb->n_writes = 1;
+  mlc_expr *pred = r->realize.predicate ? mlc_expr_subst(a, r->realize.predicate, n, lold, lnew) : NULL;
+  mlc_stmt *body = mlc_realize_new(a, rb, vals, pred);
+  for (int j = n - 1; j >= 0; j--) body = copy_loop(a, f->loops[j], lnew[j]->var, body, true);
+  *out = rb;
+  return body;
+}
+
+/* The original block becomes the write-back block: B[idx] op= B_rf[.., v, ..]
+ * reducing over the rf loop, under the original loops. */
+static void rf_make_writeback(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf) {
+  mlc_arena *a = s->arena;
+  mlc_block *b = f->b;
+  mlc_stmt *r = f->realize, *upd = b->body, *rl = f->loops[f->rf];
+  int ni = b->n_iters, k = 0;
+  mlc_iter_var *iters = MLC_NEW_ARRAY(a, mlc_iter_var, ni + 2);
+  mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, ni + 2);
+  mlc_var **old = MLC_NEW_ARRAY(a, mlc_var *, ni + 1);
+  mlc_expr **nw = MLC_NEW_ARRAY(a, mlc_expr *, ni + 1);
+  int nsub = 0;
+  mlc_var *vrf = mlc_var_new(a, mlc_arena_printf(a, "v%s", rl->loop.var->name), rl->loop.var->dtype);
+  iters[k] = (mlc_iter_var){vrf, {rl->loop.min, rl->loop.extent}, MLC_ITER_REDUCE};
+  vals[k++] = mlc_ref(a, rl->loop.var);
+  for (int i = 0; i < ni; i++) {
+    if (b->iters[i].kind != MLC_ITER_SPATIAL) continue;
+    mlc_var *v = mlc_var_new(a, b->iters[i].var->name, b->iters[i].var->dtype);
+    iters[k] = (mlc_iter_var){v, b->iters[i].dom, MLC_ITER_SPATIAL};
+    vals[k++] = r->realize.values[i];
+    old[nsub] = b->iters[i].var;
+    nw[nsub++] = mlc_ref(a, v);
+  }
+  int nd = upd->store.buf->ndim;
+  mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  for (int d = 0; d < nd; d++) idx[d] = mlc_expr_subst(a, upd->store.indices[d], nsub, old, nw);
+  mlc_expr **ridx = insert_index(a, idx, nd, f->axis, mlc_ref(a, vrf));
+  mlc_buffer *out = upd->store.buf;
+  b->body = mlc_store_new(a, out, idx, combine(a, f->op, mlc_load(a, out, idx), mlc_load(a, rfbuf, ridx)));
+  b->init = mlc_store_new(a, out, idx, f->identity);
+  b->iters = iters;
+  b->n_iters = k;
+  r->realize.values = vals;
+  b->n_anns = 0, b->anns = NULL;
+  b->reads = MLC_NEW(a, mlc_region);
+  b->reads[0] = (mlc_region){rfbuf, MLC_NEW_ARRAY(a, mlc_range, nd + 2)};
+  for (int d = 0; d <= nd; d++) b->reads[0].ranges[d] = (mlc_range){ridx[d], mlc_int_t(a, ridx[d]->dtype, 1)};
+  b->n_reads = 1;
+  b->writes = MLC_NEW(a, mlc_region);
+  b->writes[0] = (mlc_region){out, MLC_NEW_ARRAY(a, mlc_range, nd + 1)};
+  for (int d = 0; d < nd; d++) b->writes[0].ranges[d] = (mlc_range){idx[d], mlc_int_t(a, idx[d]->dtype, 1)};
+  b->n_writes = 1;
+}
+
+bool mlc_sched_rfactor(mlc_sched *s, mlc_rv lrv, int factor_axis, mlc_rv *out, mlc_error *err) {
+  rf_info f;
+  memset(&f, 0, sizeof f);
+  if (!rf_check(s, lrv, factor_axis, &f, err)) return false;
+  mlc_arena *a = s->arena;
+  mlc_buffer *ob = f.b->body->store.buf;
+  int nd = ob->ndim;
+  int64_t ext = 0;
+  mlc_expr_is_const_int(f.loops[f.rf]->loop.extent, &ext);
+  int64_t *shape = MLC_NEW_ARRAY(a, int64_t, nd + 2);
+  for (int d = 0, q = 0; d <= nd; d++) shape[d] = d == f.axis ? ext : ob->shape[q++];
+  mlc_buffer *rfbuf = mlc_buffer_new(a, mlc_arena_printf(a, "%s_rf", ob->name), ob->dtype, nd + 1,
+                                     shape, ob->scope);
+  mlc_block *rb = NULL;
+  mlc_stmt *nest = rf_build_rf_nest(s, &f, rfbuf, &rb);
+  rf_make_writeback(s, &f, rfbuf);
+  sched_insert_before(s, f.loops[0], nest);
+  /* The write-back keeps the spatial loops and the rf loop only. */
+  for (int j = 0; j < f.n; j++) {
+    if (!f.red[j] || j == f.rf) continue;
+    mlc_stmt *path[SCHED_MAX_DEPTH];
+    int depth = sched_path_to(s, f.loops[j], path);
+    *sched_child_slot(path[depth - 2], f.loops[j]) = f.loops[j]->loop.body;
+  }
+  mlc_block *scope = f.scope->realize.block;
+  mlc_buffer **allocs = MLC_NEW_ARRAY(a, mlc_buffer *, scope->n_allocs + 1);
+  for (int i = 0; i < scope->n_allocs; i++) allocs[i] = scope->allocs[i];
+  allocs[scope->n_allocs] = rfbuf;
+  scope->allocs = allocs;
+  scope->n_allocs++;
+  *out = sched_new_rv(s, MLC_RV_BLOCK, rb, NULL, 0);
+  mlc_operand in = MLC_OP_RV(lrv);
+  mlc_attr at = sched_attr_int("factor_axis", factor_axis);
+  sched_record(s, MLC_INST_RFACTOR, 1, &in, 1, &at, 1, out);
+  return true;
+}

@@ -1,0 +1,993 @@
+/* compute_at, reverse_compute_at, compute_inline, reverse_compute_inline
+ * and sample_compute_location.
+ *
+ * Golden cases are data files tests/sched_golden/compute_*.py: the input
+ * TVMScript with a `# trace: {...}` line (the trace JSON to replay) and
+ * the expected TVMScript next to it (.expected), written from TensorIR's
+ * semantics; the notes' own printed results serve where they exist. Each
+ * result must be structurally equal to the expectation, verify, give the
+ * unscheduled program's results on random inputs (interpreter), and
+ * record exactly the replayed trace. Refusals print the state before and
+ * after and compare. */
+#include "schedule/schedule.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static mlc_arena *TA; /* test arena: parsed inputs and expectations */
+
+#define HDR "# from tvm.script import tir as T\n"
+
+static mlc_prim_func *parse_named(const char *name, const char *text) {
+  mlc_error err = {{0}};
+  mlc_module *m = mlc_parse_module(TA, name, text, &err);
+  if (!m) {
+    fprintf(stderr, "parse error: %s\n", err.msg);
+    return NULL;
+  }
+  return m->funcs[0];
+}
+
+static mlc_prim_func *parse(const char *text) { return parse_named("test.py", text); }
+
+static char *print_func(const mlc_prim_func *f) {
+  mlc_str s = {0};
+  mlc_print_func(&s, f);
+  return mlc_str_take(&s);
+}
+
+static char *trace_json(const mlc_sched *s) {
+  mlc_str o = {0};
+  mlc_trace_to_json(&o, mlc_sched_trace(s));
+  return mlc_str_take(&o);
+}
+
+static bool func_equals(const mlc_prim_func *got, const mlc_prim_func *want) {
+  bool eq = mlc_func_struct_equal(got, want);
+  if (!eq) {
+    char *g = print_func(got), *w = print_func(want);
+    fprintf(stderr, "---- got:\n%s---- expected:\n%s", g, w);
+    mlc_free(g);
+    mlc_free(w);
+  }
+  return eq;
+}
+
+__attribute__((unused)) static bool sched_equals(const mlc_sched *s, const char *expected) {
+  mlc_prim_func *want = parse(expected);
+  return want && func_equals(mlc_sched_func(s), want);
+}
+
+/* ---- refusal checks ------------------------------------------------------------ */
+
+typedef struct snapshot {
+  char *ir, *json;
+  int n_rvs;
+  uint32_t draw; /* the next number the state's generator would give */
+} snapshot;
+
+static uint32_t next_draw(const mlc_sched *s) {
+  mlc_sched *c = mlc_sched_copy(s);
+  mlc_rv v;
+  mlc_error e = {{0}};
+  uint32_t d = 0;
+  if (mlc_sched_sample_categorical(c, 2, (int64_t[]){0, 1}, (double[]){0.5, 0.5}, &v, &e))
+    d = (uint32_t)mlc_sched_rv_value(c, v);
+  int64_t big[16];
+  double pr[16];
+  for (int i = 0; i < 16; i++) big[i] = i, pr[i] = 1;
+  if (mlc_sched_sample_categorical(c, 16, big, pr, &v, &e)) d = d * 16 + (uint32_t)mlc_sched_rv_value(c, v);
+  mlc_sched_free(c);
+  return d;
+}
+
+static snapshot snap(const mlc_sched *s) {
+  return (snapshot){print_func(mlc_sched_func(s)), trace_json(s), mlc_sched_n_rvs(s), next_draw(s)};
+}
+
+static void check_refused_(const char *file, int line, mlc_sched *s, snapshot before, bool ok,
+                           const mlc_error *err, const char *want) {
+  snapshot after = snap(s);
+  if (ok) test_fail_(file, line, "accepted, expected refusal with \"%s\"", want);
+  else if (!strstr(err->msg, want))
+    test_fail_(file, line, "message \"%s\" lacks \"%s\"", err->msg, want);
+  if (strcmp(before.ir, after.ir) != 0) test_fail_(file, line, "IR changed by a refusal");
+  if (strcmp(before.json, after.json) != 0) test_fail_(file, line, "trace changed by a refusal");
+  if (before.n_rvs != after.n_rvs) test_fail_(file, line, "handles changed by a refusal");
+  if (before.draw != after.draw) test_fail_(file, line, "generator changed by a refusal");
+  mlc_free(before.ir);
+  mlc_free(before.json);
+  mlc_free(after.ir);
+  mlc_free(after.json);
+}
+
+static int n_refusals[4];
+
+#define REFUSED(kind, s, call, want)                                             \
+  do {                                                                           \
+    mlc_error e_ = {{0}};                                                        \
+    snapshot b_ = snap(s);                                                       \
+    mlc_error *err = &e_;                                                        \
+    bool ok_ = (call);                                                           \
+    check_refused_(__FILE__, __LINE__, s, b_, ok_, err, want);                   \
+    n_refusals[kind]++;                                                          \
+  } while (0)
+
+#define OK(call)                                                     \
+  do {                                                               \
+    mlc_error e_ = {{0}};                                            \
+    mlc_error *err = &e_;                                            \
+    bool ok_ = (call);                                               \
+    CHECK_MSG(ok_, "%s failed: %s", #call, e_.msg);                  \
+  } while (0)
+
+enum { K_CA, K_RCA, K_CI, K_RCI };
+
+/* ---- numeric checks -------------------------------------------------------------------- */
+
+typedef struct args {
+  int n;
+  mlc_array **x;
+  mlc_array *xs;
+} args;
+
+static args args_new(const mlc_prim_func *f, uint64_t seed) {
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 1);
+  args a = {f->n_params, mlc_xmalloc(sizeof(mlc_array *) * (size_t)(f->n_params + 1)),
+            mlc_xmalloc(sizeof(mlc_array) * (size_t)(f->n_params + 1))};
+  for (int i = 0; i < a.n; i++) {
+    a.x[i] = mlc_array_for_buffer(f->params[i]);
+    mlc_array_fill_random(a.x[i], &rng);
+    a.xs[i] = *a.x[i];
+  }
+  return a;
+}
+
+static void args_free(args a) {
+  for (int i = 0; i < a.n; i++) mlc_array_free(a.x[i]);
+  mlc_free(a.x);
+  mlc_free(a.xs);
+}
+
+static bool args_close(args x, args y, char *why, size_t n) {
+  for (int i = 0; i < x.n; i++) {
+    double m = 0;
+    if (!mlc_array_allclose(y.x[i], x.x[i], 1e-4, 1e-5, &m)) {
+      snprintf(why, n, "param %d differs by %g", i, m);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* f and g (the same signature) agree on random inputs, in the interpreter. */
+static bool same_results(const mlc_prim_func *f, const mlc_prim_func *g, uint64_t seed, char *why,
+                         size_t n) {
+  args x = args_new(f, seed), y = args_new(g, seed);
+  mlc_error e = {{0}};
+  bool ok = mlc_interp_run_n(f, x.n, x.xs, &e) && mlc_interp_run_n(g, y.n, y.xs, &e);
+  if (!ok) snprintf(why, n, "interp: %.200s", e.msg);
+  ok = ok && args_close(x, y, why, n);
+  args_free(x);
+  args_free(y);
+  return ok;
+}
+
+/* g compiled by the LLVM backend agrees with f in the interpreter. */
+static bool same_compiled(const mlc_prim_func *f, const mlc_prim_func *g, const char *sym,
+                          uint64_t seed, char *why, size_t n) {
+  mlc_target t;
+  mlc_object obj = {0};
+  mlc_error e = {{0}};
+  mlc_target_host(&t);
+  const char *syms[1] = {sym};
+  if (!mlc_target_build(&t, 1, &g, syms, NULL, &obj, &e)) {
+    snprintf(why, n, "build: %.200s", e.msg);
+    return false;
+  }
+  mlc_jit_lib *lib = mlc_jit_load(&obj, &e);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &e) : NULL;
+  bool ok = fn != NULL;
+  if (!ok) snprintf(why, n, "jit: %.200s", e.msg);
+  args x = args_new(f, seed), y = args_new(g, seed);
+  if (ok && !mlc_interp_run_n(f, x.n, x.xs, &e)) {
+    snprintf(why, n, "interp: %.200s", e.msg);
+    ok = false;
+  }
+  if (ok && mlc_kernel_call(fn, y.n, y.xs) != 0) {
+    snprintf(why, n, "kernel returned an error");
+    ok = false;
+  }
+  ok = ok && args_close(x, y, why, n);
+  args_free(x);
+  args_free(y);
+  if (lib) mlc_jit_unload(lib);
+  mlc_object_free(&obj);
+  return ok;
+}
+
+static bool uses_threads(const mlc_stmt *st) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+    return st->loop.kind == MLC_FOR_THREAD_BINDING || uses_threads(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE:
+    return uses_threads(st->realize.block->init) || uses_threads(st->realize.block->body);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (uses_threads(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return uses_threads(st->if_.then_s) || uses_threads(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return uses_threads(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  return false;
+}
+
+/* The scheduled function verifies and computes what the original does. */
+static void check_equivalent(const mlc_prim_func *f, const mlc_sched *s, uint64_t seed) {
+  mlc_error e = {{0}};
+  char why[300] = "";
+  CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &e), "verify: %s", e.msg);
+  CHECK_MSG(same_results(f, mlc_sched_func(s), seed, why, sizeof why), "%s", why);
+}
+
+/* ---- golden files ------------------------------------------------------------------------ */
+
+static char *slurp(const char *path) {
+  mlc_error e = {{0}};
+  size_t n;
+  char *t = mlc_read_file(path, &n, &e);
+  if (!t) fprintf(stderr, "%s\n", e.msg);
+  return t;
+}
+
+static int n_golden, n_compiled;
+
+/* Replay the file's trace on its function; compare with the expectation. */
+static void golden(const char *name, const char *expected_path) {
+  char path[256], exp_path[256], why[300] = "";
+  snprintf(path, sizeof path, "tests/sched_golden/%s.py", name);
+  if (!expected_path) snprintf(exp_path, sizeof exp_path, "tests/sched_golden/%s.expected", name);
+  else snprintf(exp_path, sizeof exp_path, "%s", expected_path);
+  /* An empty expected path: a numeric check only. */
+  bool has_expected = !expected_path || expected_path[0];
+  char *in = slurp(path), *ex = has_expected ? slurp(exp_path) : mlc_xstrdup(HDR "@T.prim_func\ndef main():\n    T.evaluate(0)\n");
+  CHECK_MSG(in && ex, "%s: cannot read", name);
+  if (!in || !ex) return;
+  bool run = strstr(in, "no-run:") == NULL;
+  const char *tl = strstr(in, "# trace: ");
+  CHECK_MSG(tl, "%s: no trace line", name);
+  if (!tl) return;
+  tl += strlen("# trace: ");
+  size_t tlen = strcspn(tl, "\n");
+  mlc_error e = {{0}};
+  mlc_prim_func *f = parse_named(path, in), *want = parse_named(exp_path, ex);
+  mlc_trace *t = mlc_trace_from_json(TA, tl, tlen, &e);
+  CHECK_MSG(f && want && t, "%s: %s", name, e.msg);
+  if (f && want && t) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    bool ok = mlc_sched_replay(s, t, NULL, NULL, &e);
+    CHECK_MSG(ok, "%s: replay: %s", name, e.msg);
+    if (ok) {
+      if (has_expected)
+        CHECK_MSG(func_equals(mlc_sched_func(s), want), "%s: differs from %s", name, exp_path);
+      if (run) check_equivalent(f, s, 7);
+      else CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &e), "verify: %s", e.msg);
+      char *js = trace_json(s);
+      CHECK_MSG(strlen(js) == tlen && strncmp(js, tl, tlen) == 0, "%s: recorded trace %s", name, js);
+      mlc_free(js);
+      if (run && !uses_threads(mlc_sched_func(s)->body)) {
+        char sym[64];
+        snprintf(sym, sizeof sym, "golden_%d", n_golden);
+        bool c = same_compiled(f, mlc_sched_func(s), sym, 3, why, sizeof why);
+        CHECK_MSG(c, "%s: llvm: %s", name, why);
+        n_compiled += c;
+      }
+    }
+    mlc_sched_free(s);
+    n_golden++;
+  }
+  mlc_free(in);
+  mlc_free(ex);
+}
+
+/* One line per golden file. */
+#define GOLDEN(name, expected)                                                   \
+  do {                                                                           \
+    test_case_failed_ = 0;                                                       \
+    test_first_failure_[0] = 0;                                                  \
+    golden(name, expected);                                                      \
+    test_report("golden " name, !test_case_failed_, test_first_failure_);        \
+  } while (0)
+
+static void golden_files(void) {
+  GOLDEN("compute_mm_relu_reverse_compute_at", "tests/golden/mm_relu_reverse_compute_at.py");
+  GOLDEN("compute_at_window_sum", "tests/golden/window_sum_cache_read.py");
+  GOLDEN("compute_at_window_coop_fetch", NULL);
+  GOLDEN("compute_at_mm_relu", NULL);
+  GOLDEN("compute_at_window_pred", NULL);
+  GOLDEN("compute_at_index", NULL);
+  GOLDEN("compute_reverse_at_unit", NULL);
+  GOLDEN("compute_inline_elementwise", NULL);
+  GOLDEN("compute_reverse_inline_relu", NULL);
+  GOLDEN("compute_local_blocking_notes", "tests/golden/matmul_local_blocking.py");
+  GOLDEN("compute_local_blocking_small", "");
+  GOLDEN("compute_tensorize_prep", NULL);
+  printf("# golden: %d cases, %d also compiled by llvm and compared\n", n_golden, n_compiled);
+}
+
+
+/* ---- inputs ----------------------------------------------------------------------------- */
+
+static const char *MM_RELU_SMALL =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 6), \"float32\"), B: T.Buffer((6, 8), \"float32\"), C: T.Buffer((8, 8), \"float32\")):\n"
+    "    Y = T.alloc_buffer((8, 8))\n"
+    "    for i, j_0, k, j_1 in T.grid(8, 2, 6, 4):\n"
+    "        with T.block(\"Y\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            vj = T.axis.spatial(8, j_0 * 4 + j_1)\n"
+    "            vk = T.axis.reduce(6, k)\n"
+    "            with T.init():\n"
+    "                Y[vi, vj] = T.float32(0)\n"
+    "            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]\n"
+    "    for i, j in T.grid(8, 8):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))\n";
+
+/* Two consumers of Y (C and D), two producers of C (Y and Z). */
+static const char *TWO_WAY =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8,), \"float32\"), C: T.Buffer((8,), \"float32\"), D: T.Buffer((8,), \"float32\")):\n"
+    "    Y = T.alloc_buffer((8,))\n"
+    "    Z = T.alloc_buffer((8,))\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"Y\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            Y[vi] = A[vi] + T.float32(1)\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"Z\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            Z[vi] = A[vi] * T.float32(2)\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            C[vi] = Y[vi] + Z[vi]\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"D\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            D[vi] = Y[vi] * T.float32(3)\n";
+
+/* B reads A, which W overwrites later in the loop that holds C. */
+static const char *WAR =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8,), \"float32\"), C: T.Buffer((8,), \"float32\")):\n"
+    "    Y = T.alloc_buffer((8,))\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            Y[vi] = A[vi] + T.float32(1)\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"W\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            A[vi] = T.float32(0)\n"
+    "        with T.block(\"C\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            C[vi] = Y[vi]\n";
+
+/* A window consumer, an accumulating block without init, a reversed store. */
+static const char *ODD =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((10,), \"float32\"), C: T.Buffer((8,), \"float32\"), E: T.Buffer((10,), \"float32\")):\n"
+    "    B = T.alloc_buffer((10,))\n"
+    "    R = T.alloc_buffer((10,))\n"
+    "    for i in range(10):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(10, i)\n"
+    "            B[vi] = A[vi] * T.float32(2)\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            C[vi] = B[vi] + B[vi + 2]\n"
+    "    for i in range(10):\n"
+    "        with T.block(\"R\"):\n"
+    "            vi = T.axis.spatial(10, i)\n"
+    "            R[9 - vi] = A[vi]\n"
+    "    for i in range(10):\n"
+    "        with T.block(\"E\"):\n"
+    "            vi = T.axis.spatial(10, i)\n"
+    "            E[vi] = E[vi] + R[vi]\n";
+
+static mlc_sched *sched_of(const char *text, uint64_t seed) {
+  mlc_prim_func *f = parse(text);
+  MLC_ASSERT(f);
+  return mlc_sched_new(f, seed);
+}
+
+static mlc_rv block_of(mlc_sched *s, const char *name) {
+  mlc_rv b = -1;
+  mlc_error e = {{0}};
+  if (!mlc_sched_get_block(s, name, NULL, &b, &e)) fprintf(stderr, "%s\n", e.msg);
+  return b;
+}
+
+static mlc_rv loop_of(mlc_sched *s, const char *block, int which) {
+  mlc_rv *l;
+  mlc_error e = {{0}};
+  int n = mlc_sched_get_loops(s, block_of(s, block), &l, &e);
+  MLC_ASSERT(which < n);
+  return l[which];
+}
+
+/* ---- refusals ---------------------------------------------------------------------------------- */
+
+static void test_compute_at_refusals(void) {
+  mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
+  mlc_rv y = block_of(s, "Y"), c = block_of(s, "C");
+  mlc_rv yi = loop_of(s, "Y", 0), ci = loop_of(s, "C", 0), cj = loop_of(s, "C", 1);
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, y, yi, false, -1, err), "the loop is an ancestor of the block");
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, c, yi, false, -1, err), "the block is an output block: it writes C");
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, y, cj, false, 5, err), "index 5 is not valid; valid: -1, -2, or 0 to 0");
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, y, y, false, -1, err), "is a block, expected a loop");
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, ci, cj, false, -1, err), "is a loop, expected a block");
+  mlc_sched_free(s);
+
+  /* After blockize, C lives in the scope of its outer block. */
+  s = sched_of(MM_RELU_SMALL, 1);
+  {
+    mlc_rv outer, c2 = block_of(s, "C"), cj2 = loop_of(s, "C", 1), yi2 = loop_of(s, "Y", 0);
+    OK(mlc_sched_blockize(s, cj2, false, &outer, err));
+    REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, c2, yi2, false, -1, err),
+            "the loop is not in the block's scope");
+  }
+  mlc_sched_free(s);
+
+  s = sched_of(TWO_WAY, 1);
+  {
+  mlc_rv h0 = block_of(s, "Y");
+  mlc_rv h1 = loop_of(s, "C", 0);
+    REFUSED(K_CA, s, mlc_sched_compute_at(s, h0, h1, false, -1, err),
+            "consumer \"D\" is not under the loop");
+  }
+  mlc_sched_free(s);
+
+  s = sched_of(WAR, 1);
+  {
+  mlc_rv h2 = block_of(s, "B");
+  mlc_rv h3 = loop_of(s, "C", 0);
+    REFUSED(K_CA, s, mlc_sched_compute_at(s, h2, h3, false, -1, err),
+            "block \"W\" writes A, which the block reads, and would run after it");
+  }
+  mlc_sched_free(s);
+
+  s = sched_of(ODD, 1);
+  /* R writes R[9 - vi]: its instances cannot be matched to E's. */
+  {
+  mlc_rv h4 = block_of(s, "R");
+  mlc_rv h5 = loop_of(s, "E", 0);
+    REFUSED(K_CA, s, mlc_sched_compute_at(s, h4, h5, false, -1, err),
+            "index into R in dimension 0 is not an iter var plus a constant");
+  }
+  mlc_sched_free(s);
+}
+
+static void test_reverse_compute_at_refusals(void) {
+  mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
+  mlc_rv c = block_of(s, "C"), k = loop_of(s, "Y", 2), j1 = loop_of(s, "Y", 3);
+  /* Under k, Y[i, j] is still being accumulated: C would read partial sums. */
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, c, k, false, -1, err),
+          "block \"Y\" that the block reads from is not finished within one iteration (its reduce "
+          "iter vk follows this loop");
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, c, j1, false, -1, err),
+          "is not finished within one iteration");
+  {
+  mlc_rv h6 = loop_of(s, "C", 1);
+    REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, c, h6, false, -1, err),
+            "the loop is an ancestor of the block");
+  }
+  mlc_sched_free(s);
+
+  s = sched_of(TWO_WAY, 1);
+  {
+  mlc_rv h7 = block_of(s, "C");
+  mlc_rv h8 = loop_of(s, "Y", 0);
+    REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, h7, h8, false, -1, err),
+            "producer \"Z\" is not under the loop");
+  }
+  mlc_sched_free(s);
+
+  s = sched_of(ODD, 1);
+  {
+  mlc_rv h9 = block_of(s, "C");
+  mlc_rv h10 = loop_of(s, "B", 0);
+    REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, h9, h10, false, -1, err),
+            "the block reads a range of B in dimension 0");
+  }
+  {
+  mlc_rv h11 = block_of(s, "E");
+  mlc_rv h12 = loop_of(s, "R", 0);
+    REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, h11, h12, false, -1, err),
+            "the block must be a complete or a reduction block (block \"E\" is not a complete block: it "
+          "reads and writes E)");
+  }
+  mlc_sched_free(s);
+}
+
+static void test_compute_inline_refusals(void) {
+  mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
+  {
+  mlc_rv h13 = block_of(s, "Y");
+    REFUSED(K_CI, s, mlc_sched_compute_inline(s, h13, err), "the block has an init (it is a reduction)");
+  }
+  {
+  mlc_rv h14 = block_of(s, "C");
+    REFUSED(K_CI, s, mlc_sched_compute_inline(s, h14, err), "the block is an output block: C is not allocated");
+  }
+  mlc_sched_free(s);
+  s = sched_of(ODD, 1);
+  {
+  mlc_rv h15 = block_of(s, "R");
+    REFUSED(K_CI, s, mlc_sched_compute_inline(s, h15, err),
+            "the store's index 0 is not a distinct iter var; only a trivially indexed store can be inlined");
+  }
+  {
+  mlc_rv h16 = block_of(s, "E");
+    REFUSED(K_CI, s, mlc_sched_compute_inline(s, h16, err), "is not a complete block: it reads and writes E");
+  }
+  mlc_sched_free(s);
+  s = sched_of(HDR
+               "@T.prim_func\n"
+               "def main(A: T.Buffer((4, 3), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+               "    B = T.alloc_buffer((4,))\n"
+               "    for i, j in T.grid(4, 3):\n"
+               "        with T.block(\"B\"):\n"
+               "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+               "            B[vi] = A[vi, vj]\n"
+               "    for i in range(4):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi = T.axis.spatial(4, i)\n"
+               "            C[vi] = B[vi]\n",
+               1);
+  {
+  mlc_rv h17 = block_of(s, "B");
+    REFUSED(K_CI, s, mlc_sched_compute_inline(s, h17, err),
+            "the stored value uses iter vj, which is not an index");
+  }
+  mlc_sched_free(s);
+}
+
+static void test_reverse_compute_inline_refusals(void) {
+  mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
+  {
+  mlc_rv h18 = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h18, err), "producer \"Y\" is not a complete block");
+  }
+  mlc_sched_free(s);
+  s = sched_of(TWO_WAY, 1);
+  {
+  mlc_rv h19 = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h19, err),
+            "the block reads two buffers produced in its scope (Y and Z)");
+  }
+  {
+  mlc_rv h20 = block_of(s, "D");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h20, err),
+            "producer \"Y\" has another consumer, block \"C\"");
+  }
+  mlc_sched_free(s);
+  s = sched_of(ODD, 1);
+  {
+  mlc_rv h21 = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h21, err), "the block reads B at different indices");
+  }
+  {
+  mlc_rv h22 = block_of(s, "E");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h22, err), "is not a complete block: it reads and writes E");
+  }
+  mlc_sched_free(s);
+  /* A shifted read that leaves producer instances without a consumer one. */
+  s = sched_of(HDR
+               "@T.prim_func\n"
+               "def main(A: T.Buffer((8,), \"float32\"), C: T.Buffer((7,), \"float32\")):\n"
+               "    Y = T.alloc_buffer((8,))\n"
+               "    for i in range(8):\n"
+               "        with T.block(\"Y\"):\n"
+               "            vi = T.axis.spatial(8, i)\n"
+               "            Y[vi] = A[vi] * T.float32(3)\n"
+               "    for i in range(7):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi = T.axis.spatial(7, i)\n"
+               "            C[vi] = Y[vi + 1] + T.float32(1)\n",
+               1);
+  {
+    mlc_rv h = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h, err),
+            "producer \"Y\" writes elements of Y that no instance of the block reads (iter vi would "
+            "leave its domain)");
+  }
+  mlc_sched_free(s);
+  /* A consumer under an uneven split carries a predicate. */
+  s = sched_of(HDR
+               "@T.prim_func\n"
+               "def main(A: T.Buffer((6,), \"float32\"), C: T.Buffer((6,), \"float32\")):\n"
+               "    B = T.alloc_buffer((6,))\n"
+               "    for i in range(6):\n"
+               "        with T.block(\"B\"):\n"
+               "            vi = T.axis.spatial(6, i)\n"
+               "            B[vi] = A[vi] + T.float32(1)\n"
+               "    for i in range(6):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi = T.axis.spatial(6, i)\n"
+               "            C[vi] = B[vi] * B[vi]\n",
+               1);
+  mlc_rv o[2];
+  OK(mlc_sched_split(s, loop_of(s, "C", 0), 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, o, err));
+  {
+  mlc_rv h23 = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h23, err), "the block has a predicate (T.where)");
+  }
+  mlc_sched_free(s);
+  printf("# refusals: compute_at %d, reverse_compute_at %d, compute_inline %d, reverse_compute_inline %d\n",
+         n_refusals[K_CA], n_refusals[K_RCA], n_refusals[K_CI], n_refusals[K_RCI]);
+}
+
+/* ---- sample_compute_location ------------------------------------------------------------------ */
+
+static const char *EW_PAIR =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((6, 8), \"float32\"), C: T.Buffer((6, 7), \"float32\")):\n"
+    "    B = T.alloc_buffer((6, 8))\n"
+    "    for i, j in T.grid(6, 8):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vi, vj] = T.exp(A[vi, vj])\n"
+    "    for i, j in T.grid(6, 7):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[vi, vj] - B[vi, vj + 1]\n";
+
+/* Draw locations for `block` with many seeds, apply compute_at at each, and
+ * return the set of decisions seen as a bit mask (bit d + 2). */
+static unsigned sample_all(const char *text, const char *block, int seeds) {
+  mlc_prim_func *f = parse(text);
+  unsigned seen = 0;
+  for (int q = 0; q < seeds && f; q++) {
+    mlc_sched *s = mlc_sched_new(f, (uint64_t)q);
+    mlc_rv b = block_of(s, block), l;
+    OK(mlc_sched_sample_compute_location(s, b, &l, err));
+    const mlc_trace *t = mlc_sched_trace(s);
+    const mlc_inst *in = &t->insts.data[t->insts.len - 1];
+    CHECK(in->kind == MLC_INST_SAMPLE_COMPUTE_LOCATION && in->decision.n == 1);
+    int64_t d = in->decision.v[0];
+    CHECK_MSG(d >= -2 && d < 30, "decision %lld", (long long)d);
+    seen |= 1u << (d + 2);
+    OK(mlc_sched_compute_at(s, b, l, false, -1, err));
+    /* The mark handles say what happened. */
+    if (d == -2) CHECK(mlc_sched_rv_block(s, b) == NULL);
+    if (d == -1) CHECK(mlc_func_struct_equal(f, mlc_sched_func(s)));
+    check_equivalent(f, s, (uint64_t)q);
+    mlc_sched_free(s);
+  }
+  return seen;
+}
+
+static void test_sample_compute_location(void) {
+  /* Y is a reduction (no inline): root, i, j of C. */
+  CHECK_MSG(sample_all(MM_RELU_SMALL, "Y", 24) == (1u << 1 | 1u << 2 | 1u << 3), "mm_relu Y");
+  /* B is elementwise: inline, root, i, j. */
+  CHECK_MSG(sample_all(EW_PAIR, "B", 30) == 0xf, "B");
+  /* C has no consumer and writes an output: only the root. */
+  CHECK_MSG(sample_all(EW_PAIR, "C", 5) == 1u << 1, "C");
+  /* A reduce loop of the consumer is no candidate: Y's consumer S sums
+   * over k, and only S's spatial loop i is offered. */
+  CHECK_MSG(sample_all(HDR
+                       "@T.prim_func\n"
+                       "def main(A: T.Buffer((4, 5), \"float32\"), S: T.Buffer((4,), \"float32\")):\n"
+                       "    Y = T.alloc_buffer((4, 5))\n"
+                       "    for i, k in T.grid(4, 5):\n"
+                       "        with T.block(\"Y\"):\n"
+                       "            vi, vk = T.axis.remap(\"SS\", [i, k])\n"
+                       "            Y[vi, vk] = A[vi, vk] * T.float32(2)\n"
+                       "    for i, k in T.grid(4, 5):\n"
+                       "        with T.block(\"S\"):\n"
+                       "            vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+                       "            with T.init():\n"
+                       "                S[vi] = T.float32(0)\n"
+                       "            S[vi] = S[vi] + Y[vi, vk]\n",
+                       "Y", 24) == (1u << 0 | 1u << 1 | 1u << 2),
+            "reduce consumer");
+}
+
+/* Draw locations until the root mark comes up (want says which). */
+static bool sched_sample_root(mlc_sched *s, mlc_rv b, const mlc_decision *want, mlc_rv *out,
+                              mlc_error *err) {
+  for (int i = 0; i < 64; i++) {
+    mlc_sched *c = mlc_sched_copy(s);
+    mlc_rv l;
+    if (!mlc_sched_sample_compute_location(c, b, &l, err)) return mlc_sched_free(c), false;
+    const mlc_trace *t = mlc_sched_trace(c);
+    bool hit = t->insts.data[t->insts.len - 1].decision.v[0] == want->v[0];
+    mlc_sched_free(c);
+    if (hit) return mlc_sched_sample_compute_location(s, b, out, err);
+    mlc_sched_seed(s, 1000 + (uint64_t)i);
+  }
+  return mlc_error_set(err, "no such draw");
+}
+
+/* The tuner's use: a sampled location in a trace, replayed with stored,
+ * replaced and unfit decisions, through JSON. */
+static void test_compute_location_replay(void) {
+  mlc_prim_func *f = parse(EW_PAIR);
+  MLC_ASSERT(f);
+  mlc_sched *s = mlc_sched_new(f, 3);
+  mlc_rv b = block_of(s, "B"), l;
+  OK(mlc_sched_sample_compute_location(s, b, &l, err));
+  OK(mlc_sched_compute_at(s, b, l, false, -1, err));
+  char *js = trace_json(s);
+  mlc_error e = {{0}};
+  mlc_trace *t = mlc_trace_from_json(TA, js, strlen(js), &e);
+  CHECK_MSG(t, "%s", e.msg);
+  if (!t) return;
+  mlc_sched *r = mlc_sched_new(f, 99);
+  CHECK_MSG(mlc_sched_replay(r, t, NULL, NULL, &e), "replay: %s", e.msg);
+  CHECK(mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(r)));
+  char *js2 = trace_json(r);
+  CHECK_STREQ(js, js2);
+  mlc_free(js2);
+  mlc_sched_free(r);
+  /* Every decision, and one that no longer fits (7: the nearest candidate
+   * below it, 1, is taken and reported). */
+  int64_t want[5] = {-2, -1, 0, 1, 7}, got[5] = {-2, -1, 0, 1, 1};
+  const char *n_blocks_after[5] = {"C", "B", "B", "B", "B"};
+  for (int k = 0; k < 5; k++) {
+    mlc_decision d = {1, {want[k]}};
+    int at = 1;
+    mlc_replay_opts o = {.n_overrides = 1, .override_insts = &at, .override_decisions = &d};
+    mlc_replay_report rep;
+    r = mlc_sched_new(f, 5);
+    CHECK_MSG(mlc_sched_replay(r, t, &o, &rep, &e), "replay %lld: %s", (long long)want[k], e.msg);
+    const mlc_inst *in = &mlc_sched_trace(r)->insts.data[1];
+    CHECK_MSG(in->decision.n == 1 && in->decision.v[0] == got[k], "decision %lld recorded as %lld",
+              (long long)want[k], (long long)in->decision.v[0]);
+    CHECK(rep.n_resampled == (k == 4));
+    mlc_rv x;
+    mlc_error e2 = {{0}};
+    CHECK_MSG(mlc_sched_get_block(r, n_blocks_after[k], NULL, &x, &e2), "%s", e2.msg);
+    if (k == 0) CHECK(!mlc_sched_get_block(r, "B", NULL, &x, &e2));
+    if (k == 1) CHECK(mlc_func_struct_equal(f, mlc_sched_func(r)));
+    check_equivalent(f, r, 11 + (uint64_t)k);
+    mlc_sched_free(r);
+  }
+  /* A copy of a state holding a root mark handle applies it the same way. */
+  r = mlc_sched_new(f, 8);
+  mlc_rv rb = block_of(r, "B"), rl;
+  mlc_decision root = {1, {-1}};
+  OK(sched_sample_root(r, rb, &root, &rl, err));
+  mlc_sched *rc = mlc_sched_copy(r);
+  OK(mlc_sched_compute_at(rc, rb, rl, false, -1, err));
+  CHECK(mlc_func_struct_equal(f, mlc_sched_func(rc)));
+  CHECK(mlc_sched_trace(rc)->insts.len == mlc_sched_trace(r)->insts.len + 1);
+  mlc_sched_free(rc);
+  mlc_sched_free(r);
+  mlc_free(js);
+  mlc_sched_free(s);
+}
+
+/* Handles survive: the block keeps its handle after moving, the loops
+ * that held only it are gone, and a copy of the state behaves the same. */
+static void test_handles_after_move(void) {
+  mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
+  mlc_rv y = block_of(s, "Y"), c = block_of(s, "C"), yi = loop_of(s, "Y", 0), cj = loop_of(s, "C", 1);
+  mlc_sched *copy = mlc_sched_copy(s);
+  OK(mlc_sched_compute_at(s, y, cj, true, -1, err));
+  CHECK(mlc_sched_rv_block(s, y) != NULL);
+  CHECK(mlc_sched_rv_loop(s, yi) == NULL);
+  mlc_rv *l;
+  mlc_error e = {{0}};
+  CHECK(mlc_sched_get_loops(s, y, &l, &e) == 5); /* i, j, ax0, ax1, ax2 */
+  OK(mlc_sched_compute_at(copy, y, cj, true, -1, err));
+  CHECK(mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(copy)));
+  /* Now under C's loops: they are its ancestors, not places to move to. */
+  mlc_rv ci = loop_of(s, "C", 0);
+  REFUSED(K_CA, s, mlc_sched_compute_at(s, y, ci, false, -1, err), "the loop is an ancestor of the block");
+  check_equivalent(parse(MM_RELU_SMALL), s, 4);
+  (void)c;
+  mlc_sched_free(copy);
+  mlc_sched_free(s);
+}
+
+/* ---- random sequences --------------------------------------------------------------------------- */
+
+/* -DPROP_SCALE=20 for a longer hunt outside the suite. */
+#ifndef PROP_SCALE
+#define PROP_SCALE 1
+#endif
+
+
+typedef struct prop_stats {
+  int sequences, steps, applied[6], refused, compiled, compile_failed;
+} prop_stats;
+
+static void names_rec(const mlc_stmt *st, const char **names, int *n) {
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: names_rec(st->loop.body, names, n); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    if (strcmp(st->realize.block->name, "root") != 0 && *n < 32) names[(*n)++] = st->realize.block->name;
+    names_rec(st->realize.block->init, names, n);
+    names_rec(st->realize.block->body, names, n);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) names_rec(st->seq.stmts[i], names, n);
+    return;
+  case MLC_STMT_IF:
+    names_rec(st->if_.then_s, names, n);
+    names_rec(st->if_.else_s, names, n);
+    return;
+  case MLC_STMT_ALLOCATE: names_rec(st->alloc.body, names, n); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+}
+
+static uint32_t rnd(mlc_pcg32 *r, uint32_t n) { return mlc_pcg32_bounded(r, n); }
+
+/* A random block of the current function and one of its loops (-1 if it
+ * has none). Recorded getters. */
+static bool pick(mlc_sched *s, mlc_pcg32 *r, mlc_rv *b, mlc_rv *loop) {
+  const char *names[32];
+  int nn = 0;
+  mlc_error e = {{0}};
+  names_rec(mlc_sched_func(s)->body, names, &nn);
+  if (nn == 0 || !mlc_sched_get_block(s, names[rnd(r, (uint32_t)nn)], NULL, b, &e)) return false;
+  mlc_rv *l;
+  int n = mlc_sched_get_loops(s, *b, &l, &e);
+  *loop = n > 0 ? l[rnd(r, (uint32_t)n)] : -1;
+  return true;
+}
+
+/* One step: a split (to make tiles to compute at), or one of this file's
+ * primitives with random arguments. Returns the kind applied, -1 if
+ * refused (checked to leave the state unchanged). */
+static int random_step(mlc_sched *s, mlc_pcg32 *r) {
+  mlc_rv b, x, b2, x2, o[3];
+  mlc_error e = {{0}};
+  if (!pick(s, r, &b, &x)) return -1;
+  int op = (int)rnd(r, 7);
+  if (op == 6 || op == 1) {
+    if (!pick(s, r, &b2, &x2)) return -1;
+    x = x2;
+  }
+  snapshot before = snap(s);
+  bool ok = false;
+  int kind = op;
+  switch (op) {
+  case 0: /* split */
+    if (x < 0) break;
+    ok = mlc_sched_split(s, x, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(1 + rnd(r, 4))}, rnd(r, 2), o, &e);
+    break;
+  case 1:
+  case 6:
+    if (x < 0) break;
+    if (op == 1) ok = mlc_sched_compute_at(s, b, x, rnd(r, 3) == 0, rnd(r, 4) ? -1 : -2, &e), kind = 1;
+    else ok = mlc_sched_reverse_compute_at(s, b, x, rnd(r, 3) == 0, rnd(r, 4) ? -1 : -2, &e), kind = 2;
+    break;
+  case 2: ok = mlc_sched_compute_inline(s, b, &e), kind = 3; break;
+  case 3: ok = mlc_sched_reverse_compute_inline(s, b, &e), kind = 4; break;
+  case 4:
+  case 5: {
+    mlc_rv loc;
+    kind = 5;
+    if (!mlc_sched_sample_compute_location(s, b, &loc, &e)) break;
+    mlc_free(before.ir), mlc_free(before.json);
+    before = snap(s);
+    ok = mlc_sched_compute_at(s, b, loc, false, -1, &e);
+    CHECK_MSG(ok, "compute_at at a sampled location: %s", e.msg);
+    break;
+  }
+  }
+  if (!ok) check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
+  else mlc_free(before.ir), mlc_free(before.json);
+  return ok ? kind : -1;
+}
+
+static void property_task(const char *task, const char *shape, int n_seq, int steps, prop_stats *st) {
+  mlc_error e = {{0}};
+  const mlc_task_def *d = mlc_task_find(task);
+  CHECK_MSG(d, "no task %s", task);
+  if (!d) return;
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  CHECK_MSG(mlc_task_parse_shape(d, shape, sh, &e), "%s", e.msg);
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = mlc_task_build(a, d, sh);
+  mlc_pcg32 r;
+  mlc_pcg32_seed(&r, mlc_hash_str(task, 0), 5 + PROP_SCALE);
+  for (int q = 0; q < n_seq && !test_case_failed_; q++) {
+    mlc_sched *s = mlc_sched_new(f, (uint64_t)q);
+    int moved = 0;
+    for (int t = 0; t < steps; t++) {
+      int k = random_step(s, &r);
+      st->steps++;
+      if (k < 0) st->refused++;
+      else st->applied[k]++, moved += k > 0;
+    }
+    st->sequences++;
+    char why[300] = "";
+    CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &e), "%s seq %d: verify: %s", task, q, e.msg);
+    bool same = same_results(f, mlc_sched_func(s), (uint64_t)q, why, sizeof why);
+    CHECK_MSG(same, "%s seq %d: %s", task, q, why);
+    if (same && moved && q % 12 == 0) { /* also through the LLVM backend */
+      char sym[64];
+      snprintf(sym, sizeof sym, "prop_%s_%d", task, q);
+      if (same_compiled(f, mlc_sched_func(s), sym, (uint64_t)q, why, sizeof why)) st->compiled++;
+      else st->compile_failed++, fprintf(stderr, "# llvm: %s seq %d: %s\n", task, q, why);
+    }
+    if (!same) {
+      mlc_str o = {0};
+      mlc_trace_print(&o, mlc_sched_trace(s));
+      char *ir = print_func(mlc_sched_func(s));
+      fprintf(stderr, "%s%s", mlc_str_cstr(&o), ir);
+      mlc_str_free(&o);
+      mlc_free(ir);
+    }
+    /* The trace replays, through JSON, to the same IR. */
+    if (q % 3 == 0) {
+      char *js = trace_json(s);
+      mlc_trace *t = mlc_trace_from_json(TA, js, strlen(js), &e);
+      mlc_sched *s2 = mlc_sched_new(f, 1234);
+      CHECK_MSG(t && mlc_sched_replay(s2, t, NULL, NULL, &e), "%s seq %d: replay: %s", task, q, e.msg);
+      CHECK_MSG(mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(s2)), "%s seq %d: replay differs",
+                task, q);
+      mlc_free(js);
+      mlc_sched_free(s2);
+    }
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+}
+
+static void test_random_sequences(void) {
+  prop_stats st = {0};
+  clock_t t0 = clock();
+  property_task("dense_bias_relu", "6,8,5", 110 * PROP_SCALE, 12, &st);
+  property_task("matmul_relu", "6,8,5", 70 * PROP_SCALE, 12, &st);
+  property_task("softmax", "4,6", 90 * PROP_SCALE, 12, &st);
+  property_task("layernorm", "3,8", 60 * PROP_SCALE, 12, &st);
+  property_task("conv2d_nchw", "1,2,5,5,2,3,3", 40 * PROP_SCALE, 12, &st);
+  double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  printf("# random sequences: %d sequences of 12 steps (%d steps): applied split %d, compute_at %d, "
+         "sample_compute_location + compute_at %d, reverse_compute_at %d, compute_inline %d, "
+         "reverse_compute_inline %d; %d refused; %d also compiled by llvm (%d failed); %.2f s\n",
+         st.sequences, st.steps, st.applied[0], st.applied[1], st.applied[5], st.applied[2],
+         st.applied[3], st.applied[4], st.refused, st.compiled, st.compile_failed, secs);
+  CHECK(st.applied[1] > 0 && st.applied[2] > 0 && st.applied[3] > 0 && st.applied[4] > 0);
+}
+
+int main(void) {
+  TA = mlc_arena_new();
+  golden_files();
+  RUN(test_compute_at_refusals);
+  RUN(test_reverse_compute_at_refusals);
+  RUN(test_compute_inline_refusals);
+  RUN(test_reverse_compute_inline_refusals);
+  RUN(test_sample_compute_location);
+  RUN(test_compute_location_replay);
+  RUN(test_handles_after_move);
+  RUN(test_random_sequences);
+  mlc_arena_free(TA);
+  mlc_jit_shutdown();
+  return test_summary();
+}

@@ -1,0 +1,1035 @@
+/* decompose_reduction, rfactor and blockize.
+ *
+ * Golden pairs: tests/sched_golden/reduce_*.py hold the input function and
+ * a `# trace:` line (JSON); replaying it must give a function structurally
+ * equal to the .expected file, written by hand from TensorIR's semantics.
+ * Refusals: each invalid use must fail with a specific message and leave
+ * the printed IR, the trace, the handles and the random generator as they
+ * were. Every successful application is run against the unscheduled
+ * program on random inputs, with the interpreter and compiled through the
+ * LLVM backend (mlc_target_build + mlc_jit_load). */
+#include "schedule/schedule.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mlc_arena *TA;
+static mlc_target host;
+static int n_interp, n_llvm; /* numeric checks done */
+
+#define HDR "# from tvm.script import tir as T\n"
+
+static mlc_prim_func *parse(const char *text) {
+  mlc_error err = {{0}};
+  mlc_module *m = mlc_parse_module(TA, "test.py", text, &err);
+  if (!m) {
+    fprintf(stderr, "parse error: %s\n", err.msg);
+    return NULL;
+  }
+  return m->funcs[0];
+}
+
+static char *print_func(const mlc_prim_func *f) {
+  mlc_str s = {0};
+  mlc_print_func(&s, f);
+  return mlc_str_take(&s);
+}
+
+static char *trace_json(const mlc_sched *s) {
+  mlc_str o = {0};
+  mlc_trace_to_json(&o, mlc_sched_trace(s));
+  return mlc_str_take(&o);
+}
+
+static char *read_text(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return NULL;
+  mlc_str s = {0};
+  char buf[4096];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, fp)) > 0) mlc_str_putn(&s, buf, k);
+  fclose(fp);
+  return mlc_str_take(&s);
+}
+
+static bool equals_text(const mlc_prim_func *got, const char *expected) {
+  mlc_prim_func *want = parse(expected);
+  if (!want) return false;
+  bool eq = mlc_func_struct_equal(got, want);
+  if (!eq) {
+    char *g = print_func(got), *w = print_func(want);
+    fprintf(stderr, "---- got:\n%s---- expected:\n%s", g, w);
+    mlc_free(g), mlc_free(w);
+  }
+  return eq;
+}
+
+/* ---- numeric checks ------------------------------------------------------------ */
+
+static void fill_pair(const mlc_prim_func *f, mlc_array *x, mlc_array *y, uint64_t seed) {
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 1);
+  for (int i = 0; i < f->n_params; i++) {
+    mlc_array *a = mlc_array_for_buffer(f->params[i]), *b = mlc_array_for_buffer(f->params[i]);
+    mlc_array_fill_random(a, &rng);
+    for (int64_t k = 0; k < mlc_array_numel(a); k++) mlc_array_set(b, k, mlc_array_get(a, k));
+    x[i] = *a, y[i] = *b;
+    mlc_free(a), mlc_free(b);
+  }
+}
+
+static void free_arrays(mlc_array *x, int n) {
+  for (int i = 0; i < n; i++) mlc_free(x[i].data);
+}
+
+static bool compare_all(const mlc_prim_func *f, mlc_array *got, mlc_array *want, char *why, size_t n) {
+  for (int i = 0; i < f->n_params; i++) {
+    double m = 0, scale = 1;
+    for (int64_t k = 0; k < mlc_array_numel(&want[i]); k++) {
+      double v = mlc_array_get(&want[i], k);
+      if (v > scale) scale = v;
+      if (-v > scale) scale = -v;
+    }
+    if (!mlc_array_allclose(&got[i], &want[i], 1e-4, 1e-5 * scale, &m)) {
+      snprintf(why, n, "param %s differs by %g", f->params[i]->name, m);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* g (scheduled) against f (unscheduled), both with the interpreter. */
+static bool interp_matches(const mlc_prim_func *f, const mlc_prim_func *g, char *why, size_t n) {
+  int np = f->n_params;
+  mlc_array *x = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  mlc_array *y = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  fill_pair(f, x, y, 11);
+  mlc_error e = {{0}};
+  bool ok = mlc_interp_run(f, x, &e) && mlc_interp_run(g, y, &e);
+  if (!ok) snprintf(why, n, "interp: %.300s", e.msg);
+  ok = ok && compare_all(f, y, x, why, n);
+  free_arrays(x, np), free_arrays(y, np);
+  mlc_free(x), mlc_free(y);
+  n_interp++;
+  return ok;
+}
+
+/* g compiled for the host and loaded in-process, against f interpreted. */
+static bool llvm_matches(const mlc_prim_func *f, const mlc_prim_func *g, char *why, size_t n) {
+  mlc_error e = {{0}};
+  mlc_object obj;
+  const char *sym = "mlc_sched_reduce_kernel";
+  if (!mlc_target_build(&host, 1, &g, &sym, NULL, &obj, &e)) {
+    snprintf(why, n, "llvm build: %.300s", e.msg);
+    return false;
+  }
+  mlc_jit_lib *lib = mlc_jit_load(&obj, &e);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &e) : NULL;
+  bool ok = fn != NULL;
+  if (!ok) snprintf(why, n, "jit: %.300s", e.msg);
+  int np = f->n_params;
+  mlc_array *x = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  mlc_array *y = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
+  fill_pair(f, x, y, 23);
+  if (ok && !mlc_interp_run(f, x, &e)) ok = (snprintf(why, n, "interp: %.300s", e.msg), false);
+  if (ok && mlc_kernel_call(fn, np, y) != 0) ok = (snprintf(why, n, "kernel failed"), false);
+  /* Compiled code may contract a * b + c into one FMA: a looser bound. */
+  for (int i = 0; ok && i < np; i++) {
+    double m = 0;
+    if (!mlc_array_allclose(&y[i], &x[i], 1e-3, 1e-4, &m))
+      ok = (snprintf(why, n, "llvm: param %s differs by %g", f->params[i]->name, m), false);
+  }
+  free_arrays(x, np), free_arrays(y, np);
+  mlc_free(x), mlc_free(y);
+  if (lib) mlc_jit_unload(lib);
+  mlc_object_free(&obj);
+  n_llvm++;
+  return ok;
+}
+
+/* Verified and equal in results to f (interpreter); SAME_AS_LLVM also
+ * compiles it (an O3 build costs ~0.1 s, so not every state is built). */
+#define SAME_AS_(f, s, llvm)                                                          \
+  do {                                                                                \
+    char why_[512] = "";                                                              \
+    mlc_error ve_ = {{0}};                                                            \
+    const mlc_prim_func *g_ = mlc_sched_func(s);                                      \
+    CHECK_MSG(mlc_verify_func(g_, &ve_), "verify: %s", ve_.msg);                      \
+    CHECK_MSG(interp_matches((f), g_, why_, sizeof why_), "%s", why_);                \
+    if (llvm) CHECK_MSG(llvm_matches((f), g_, why_, sizeof why_), "%s", why_);        \
+  } while (0)
+#define SAME_AS(f, s) SAME_AS_(f, s, false)
+#define SAME_AS_LLVM(f, s) SAME_AS_(f, s, true)
+
+/* ---- refusals --------------------------------------------------------------------- */
+
+/* The state's printed IR, trace JSON, handle count, and a copy whose
+ * generator tells whether the refusal drew a random number. */
+typedef struct snapshot {
+  char *ir, *json;
+  int n_rvs;
+  mlc_sched *copy;
+} snapshot;
+
+static snapshot snap(const mlc_sched *s) {
+  return (snapshot){print_func(mlc_sched_func(s)), trace_json(s), mlc_sched_n_rvs(s), mlc_sched_copy(s)};
+}
+
+static int64_t next_draw(const mlc_sched *s) {
+  mlc_sched *c = mlc_sched_copy(s);
+  mlc_rv v;
+  mlc_error e = {{0}};
+  int64_t cands[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  double probs[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  MLC_ASSERT(mlc_sched_sample_categorical(c, 8, cands, probs, &v, &e));
+  int64_t x = mlc_sched_rv_value(c, v);
+  mlc_sched_sample_categorical(c, 8, cands, probs, &v, &e);
+  x = x * 8 + mlc_sched_rv_value(c, v);
+  mlc_sched_free(c);
+  return x;
+}
+
+static void check_refused_(const char *file, int line, mlc_sched *s, snapshot before, bool ok,
+                           const mlc_error *err, const char *want) {
+  snapshot after = snap(s);
+  if (ok) test_fail_(file, line, "accepted, expected refusal with \"%s\"", want);
+  else if (!strstr(err->msg, want))
+    test_fail_(file, line, "message \"%s\" lacks \"%s\"", err->msg, want);
+  if (strcmp(before.ir, after.ir) != 0) {
+    test_fail_(file, line, "IR changed by a refusal");
+    fprintf(stderr, "---- before:\n%s---- after:\n%s", before.ir, after.ir);
+  }
+  if (strcmp(before.json, after.json) != 0) test_fail_(file, line, "trace changed by a refusal");
+  if (before.n_rvs != after.n_rvs) test_fail_(file, line, "handles changed by a refusal");
+  if (next_draw(before.copy) != next_draw(s)) test_fail_(file, line, "generator changed by a refusal");
+  mlc_free(before.ir), mlc_free(before.json), mlc_free(after.ir), mlc_free(after.json);
+  mlc_sched_free(before.copy), mlc_sched_free(after.copy);
+}
+
+#define REFUSED(s, call, want)                                 \
+  do {                                                         \
+    mlc_error e_ = {{0}};                                      \
+    snapshot b_ = snap(s);                                     \
+    mlc_error *err = &e_;                                      \
+    bool ok_ = (call);                                         \
+    check_refused_(__FILE__, __LINE__, s, b_, ok_, err, want); \
+  } while (0)
+
+#define OK(call)                                      \
+  do {                                                \
+    mlc_error e_ = {{0}};                             \
+    mlc_error *err = &e_;                             \
+    bool ok_ = (call);                                \
+    CHECK_MSG(ok_, "%s failed: %s", #call, e_.msg);   \
+  } while (0)
+
+/* ---- inputs ------------------------------------------------------------------------- */
+
+static const char *MM =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((12, 20), \"float32\"), B: T.Buffer((20, 10), \"float32\"),\n"
+    "         C: T.Buffer((12, 10), \"float32\")):\n"
+    "    for i, j, k in T.grid(12, 10, 20):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+    "            with T.init():\n"
+    "                C[vi, vj] = T.float32(0)\n"
+    "            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n";
+
+static const char *MM_RELU =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 8), \"float32\"), B: T.Buffer((8, 8), \"float32\"),\n"
+    "         C: T.Buffer((8, 8), \"float32\")):\n"
+    "    Y = T.alloc_buffer((8, 8))\n"
+    "    for i, j, k in T.grid(8, 8, 8):\n"
+    "        with T.block(\"Y\"):\n"
+    "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+    "            with T.init():\n"
+    "                Y[vi, vj] = T.float32(0)\n"
+    "            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]\n"
+    "    for i, j in T.grid(8, 8):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))\n";
+
+/* A reduction with the given init value and update expression over A[vi, vk]. */
+static mlc_prim_func *reduction(const char *init, const char *update) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           HDR
+           "@T.prim_func\n"
+           "def main(A: T.Buffer((6, 24), \"float32\"), B: T.Buffer((6,), \"float32\")):\n"
+           "    for i, k in T.grid(6, 24):\n"
+           "        with T.block(\"B\"):\n"
+           "            vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+           "            with T.init():\n"
+           "                B[vi] = %s\n"
+           "            B[vi] = %s\n",
+           init, update);
+  mlc_prim_func *f = parse(text);
+  MLC_ASSERT(f);
+  return f;
+}
+
+static mlc_rv block_of(mlc_sched *s, const char *name) {
+  mlc_rv b;
+  mlc_error e = {{0}};
+  MLC_ASSERT(mlc_sched_get_block(s, name, NULL, &b, &e));
+  return b;
+}
+
+static int loops_of(mlc_sched *s, const char *name, mlc_rv **l) {
+  mlc_error e = {{0}};
+  int n = mlc_sched_get_loops(s, block_of(s, name), l, &e);
+  MLC_ASSERT(n >= 0);
+  return n;
+}
+
+static void split2(mlc_sched *s, mlc_rv loop, int64_t inner, mlc_rv *out) {
+  mlc_error e = {{0}};
+  MLC_ASSERT(mlc_sched_split(s, loop, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(inner)}, true, out, &e));
+}
+
+/* ---- golden files ---------------------------------------------------------------------- */
+
+static bool golden_one(const char *name, char *why, size_t n) {
+  char path[512];
+  snprintf(path, sizeof path, "tests/sched_golden/%s", name);
+  char *src = read_text(path);
+  size_t len = strlen(path);
+  snprintf(path + len - 3, sizeof path - len + 3, ".expected");
+  char *exp = read_text(path);
+  bool ok = false;
+  mlc_prim_func *f = src ? parse(src) : NULL;
+  const char *tl = src ? strstr(src, "# trace: ") : NULL;
+  mlc_sched *s = NULL;
+  mlc_arena *ta = mlc_arena_new();
+  mlc_error e = {{0}};
+  if (!src || !exp || !f || !tl) {
+    snprintf(why, n, "missing input, expected file, function or # trace: line");
+    goto done;
+  }
+  tl += strlen("# trace: ");
+  mlc_trace *t = mlc_trace_from_json(ta, tl, strcspn(tl, "\n"), &e);
+  s = mlc_sched_new(f, 1);
+  if (!t || !mlc_sched_replay(s, t, NULL, NULL, &e)) {
+    snprintf(why, n, "trace: %.400s", e.msg);
+    goto done;
+  }
+  if (!mlc_verify_func(mlc_sched_func(s), &e)) {
+    snprintf(why, n, "verify: %.400s", e.msg);
+    goto done;
+  }
+  if (!equals_text(mlc_sched_func(s), exp)) {
+    snprintf(why, n, "differs from the .expected file (printed on stderr)");
+    goto done;
+  }
+  /* The printed result reads back as the same function. */
+  char *txt = print_func(mlc_sched_func(s));
+  bool rt = equals_text(mlc_sched_func(s), txt);
+  mlc_free(txt);
+  if (!rt) {
+    snprintf(why, n, "print/parse round trip differs");
+    goto done;
+  }
+  /* Small enough to run: the interpreter and the LLVM build. */
+  int64_t volume = 0;
+  for (int i = 0; i < f->n_params; i++) volume += mlc_buffer_numel(f->params[i]);
+  ok = volume > 100000 || (interp_matches(f, mlc_sched_func(s), why, n) &&
+                           llvm_matches(f, mlc_sched_func(s), why, n));
+done:
+  mlc_sched_free(s);
+  mlc_arena_free(ta);
+  mlc_free(src), mlc_free(exp);
+  return ok;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void run_golden(void) {
+  DIR *d = opendir("tests/sched_golden");
+  if (!d) {
+    test_report("sched_golden/reduce", 0, "cannot open tests/sched_golden");
+    return;
+  }
+  char *names[64];
+  int nn = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && nn < 64) {
+    size_t l = strlen(de->d_name);
+    if (strncmp(de->d_name, "reduce_", 7) == 0 && l > 3 && strcmp(de->d_name + l - 3, ".py") == 0)
+      names[nn++] = mlc_arena_strdup(TA, de->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)nn, sizeof names[0], cmp_str);
+  for (int i = 0; i < nn; i++) {
+    char why[512] = "", cname[128];
+    bool ok = golden_one(names[i], why, sizeof why);
+    snprintf(cname, sizeof cname, "sched_golden/%s", names[i]);
+    test_report(cname, ok, why);
+  }
+  if (nn < 5) test_report("sched_golden/reduce count", 0, "expected at least 5 reduce_*.py files");
+}
+
+/* The blockized 1024 matmul is the notes' tmm-16x16 form up to names. */
+static void test_blockize_is_notes_form(void) {
+  char *src = read_text("tests/sched_golden/reduce_blockize_16x16.py");
+  char *notes = read_text("tests/golden/tmm_16x16.py");
+  CHECK(src && notes);
+  if (!src || !notes) return;
+  mlc_prim_func *f = parse(src);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, ii[2], jj[2], kk[2], out;
+  CHECK(loops_of(s, "matmul", &l) == 3);
+  split2(s, l[0], 16, ii), split2(s, l[1], 16, jj), split2(s, l[2], 16, kk);
+  OK(mlc_sched_reorder(s, 6, (mlc_rv[]){ii[0], jj[0], kk[0], ii[1], jj[1], kk[1]}, err));
+  OK(mlc_sched_blockize(s, ii[1], true, &out, err));
+  CHECK(equals_text(mlc_sched_func(s), notes));
+  CHECK_STREQ(mlc_sched_rv_block(s, out)->name, "matmul_o");
+  /* The notes then decompose the outer block at k_0 (6.7). */
+  mlc_rv init;
+  OK(mlc_sched_decompose_reduction(s, out, kk[0], &init, err));
+  CHECK_STREQ(mlc_sched_rv_block(s, out)->name, "matmul_o_update");
+  CHECK_STREQ(mlc_sched_rv_block(s, init)->name, "matmul_o_init");
+  mlc_error e = {{0}};
+  CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &e), "%s", e.msg);
+  mlc_str o = {0};
+  mlc_trace_print(&o, mlc_sched_trace(s));
+  CHECK_MSG(strstr(mlc_str_cstr(&o), "  b10 = sch.blockize(loop=l5, preserve_unit_iters=True)\n"
+                                      "  b11 = sch.decompose_reduction(block=b10, loop=l8)\n"),
+            "%.300s", strstr(mlc_str_cstr(&o), "b10"));
+  mlc_str_free(&o);
+  mlc_sched_free(s);
+  mlc_free(src), mlc_free(notes);
+}
+
+/* The notes' stochastic_schedule_mm, decision [32, 4]: the trace prints as
+ * the notes print it (4.3). */
+static void test_notes_stochastic_trace(void) {
+  char *src = read_text("tests/sched_golden/reduce_decompose_notes.py");
+  CHECK(src);
+  if (!src) return;
+  mlc_sched *s = mlc_sched_new(parse(src), 1);
+  mlc_rv c = block_of(s, "C"), *l, v[2], j[2], init;
+  mlc_error e = {{0}};
+  CHECK(mlc_sched_get_loops(s, c, &l, &e) == 3);
+  OK(mlc_sched_sample_perfect_tile(s, l[1], 2, 16, v, err));
+  OK(mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_RV(v[0]), MLC_OP_RV(v[1])}, true, j, err));
+  OK(mlc_sched_reorder(s, 4, (mlc_rv[]){l[0], j[0], l[2], j[1]}, err));
+  OK(mlc_sched_decompose_reduction(s, c, l[2], &init, err));
+  /* Replay with the notes' decision for the printed form. */
+  char *js = trace_json(s);
+  mlc_arena *a = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+  mlc_sched *r = mlc_sched_new(parse(src), 2);
+  mlc_decision d = {2, {32, 4}};
+  mlc_replay_opts o = {.n_overrides = 1, .override_insts = (int[]){2}, .override_decisions = &d};
+  OK(t && mlc_sched_replay(r, t, &o, NULL, err));
+  mlc_str p = {0};
+  mlc_trace_print(&p, mlc_sched_trace(r));
+  CHECK_STREQ(mlc_str_cstr(&p),
+              "# from tvm import tir\n"
+              "def apply_trace(sch: tir.Schedule) -> None:\n"
+              "  b0 = sch.get_block(name=\"C\", func_name=\"main\")\n"
+              "  l1, l2, l3 = sch.get_loops(block=b0)\n"
+              "  v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=[32, 4])\n"
+              "  l6, l7 = sch.split(loop=l2, factors=[v4, v5], preserve_unit_iters=True)\n"
+              "  sch.reorder(l1, l6, l3, l7)\n"
+              "  b8 = sch.decompose_reduction(block=b0, loop=l3)\n");
+  char *exp = read_text("tests/sched_golden/reduce_decompose_notes.expected");
+  CHECK(exp && equals_text(mlc_sched_func(r), exp));
+  mlc_str_free(&p);
+  mlc_free(js), mlc_free(exp), mlc_free(src);
+  mlc_sched_free(r), mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+/* ---- decompose_reduction ------------------------------------------------------------- */
+
+static void test_decompose_numeric(void) {
+  mlc_prim_func *f = parse(MM);
+  /* At every loop of a 3-level tiling. */
+  for (int at = 0; at < 6; at++) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_rv *l, ii[2], jj[2], kk[2], init;
+    loops_of(s, "C", &l);
+    split2(s, l[0], 4, ii), split2(s, l[1], 5, jj), split2(s, l[2], 4, kk);
+    mlc_rv order[6] = {ii[0], kk[0], jj[0], ii[1], kk[1], jj[1]};
+    OK(mlc_sched_reorder(s, 6, order, err));
+    mlc_rv c = block_of(s, "C");
+    /* Below k_0 (positions 2..5) the reduce loop k_0 is above: refused. */
+    if (at >= 2) {
+      REFUSED(s, mlc_sched_decompose_reduction(s, c, order[at], &init, err),
+              "which drives reduce iter vk");
+    } else {
+      OK(mlc_sched_decompose_reduction(s, c, order[at], &init, err));
+      SAME_AS_LLVM(f, s);
+    }
+    mlc_sched_free(s);
+  }
+  /* Uneven split: predicates follow the chosen loops. */
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, ii[2], jj[2], init;
+  loops_of(s, "C", &l);
+  split2(s, l[0], 5, ii), split2(s, l[1], 3, jj);
+  OK(mlc_sched_reorder(s, 4, (mlc_rv[]){ii[0], l[2], jj[0], ii[1]}, err));
+  OK(mlc_sched_decompose_reduction(s, block_of(s, "C"), l[2], &init, err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+}
+
+static void test_decompose_refusals(void) {
+  mlc_prim_func *f = parse(MM_RELU);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *ly, *lc, y = block_of(s, "Y"), c = block_of(s, "C"), k2[2], out;
+  loops_of(s, "Y", &ly);
+  loops_of(s, "C", &lc);
+  REFUSED(s, mlc_sched_decompose_reduction(s, c, lc[0], &out, err),
+          "decompose_reduction: b1 (block C) has no init: only a reduction block can be decomposed");
+  REFUSED(s, mlc_sched_decompose_reduction(s, y, lc[1], &out, err),
+          "decompose_reduction: l8 (loop j) is not a loop around b0 (block Y) in its scope");
+  split2(s, ly[2], 4, k2);
+  REFUSED(s, mlc_sched_decompose_reduction(s, y, k2[1], &out, err),
+          "lies inside loop k_0, which drives reduce iter vk of b0 (block Y): the loop must be above "
+          "every loop the reduction depends on");
+  REFUSED(s, mlc_sched_decompose_reduction(s, ly[0], ly[1], &out, err),
+          "decompose_reduction: l3 (loop i) is a loop, expected a block");
+  REFUSED(s, mlc_sched_decompose_reduction(s, y, ly[2], &out, err), "no longer in the function");
+  OK(mlc_sched_decompose_reduction(s, y, ly[0], &out, err));
+  /* The update has no init left. */
+  REFUSED(s, mlc_sched_decompose_reduction(s, y, ly[0], &out, err), "(block Y_update) has no init");
+  SAME_AS(f, s);
+  mlc_sched_free(s);
+
+  /* A loop no iter depends on: the update would run twice per init. */
+  s = mlc_sched_new(parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "    for i, u, k in T.grid(4, 2, 8):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi = T.axis.spatial(4, i)\n"
+      "            vk = T.axis.reduce(8, k)\n"
+      "            with T.init():\n"
+      "                B[vi] = T.float32(0)\n"
+      "            B[vi] = B[vi] + A[vi, vk]\n"), 1);
+  mlc_rv *lb, bb = block_of(s, "B");
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_decompose_reduction(s, bb, lb[0], &out, err),
+          "decompose_reduction: loop u (at or below l2 (loop i)) drives no iter of b0 (block B)");
+  REFUSED(s, mlc_sched_decompose_reduction(s, bb, lb[1], &out, err), "loop u (at or below l3 (loop u))");
+  mlc_sched_free(s);
+}
+
+/* ---- rfactor ------------------------------------------------------------------------------ */
+
+static void test_rfactor_numeric(void) {
+  static const char *const reducers[][2] = {
+      {"T.float32(0)", "B[vi] + A[vi, vk]"},
+      {"T.float32(0)", "A[vi, vk] * T.float32(2) + B[vi]"},
+      {"T.float32(1)", "B[vi] * (A[vi, vk] * T.float32(0.5) + T.float32(1))"},
+      {"T.float32(-3.4028234663852886e+38)", "T.max(B[vi], A[vi, vk])"},
+      {"T.float32(3.4028234663852886e+38)", "T.min(A[vi, vk], B[vi])"},
+  };
+  for (int r = 0; r < 5; r++) {
+    mlc_prim_func *f = reduction(reducers[r][0], reducers[r][1]);
+    for (int which = 0; which < 3; which++)
+      for (int axis = -2; axis <= 1; axis++) {
+        mlc_sched *s = mlc_sched_new(f, 1);
+        mlc_rv *l, kk[2], rf;
+        loops_of(s, "B", &l);
+        mlc_rv target = l[1];
+        if (which < 2) {
+          split2(s, l[1], 4, kk);
+          target = kk[which];
+        }
+        OK(mlc_sched_rfactor(s, target, axis, &rf, err));
+        SAME_AS_(f, s, axis == which - 1);
+        /* The rf block is a reduction again when it kept a reduce iter. */
+        const mlc_block *rb = mlc_sched_rv_block(s, rf);
+        mlc_rv *rl, init;
+        mlc_error e = {{0}};
+        if (rb && rb->init && mlc_sched_get_loops(s, rf, &rl, &e) > 0) {
+          OK(mlc_sched_decompose_reduction(s, rf, rl[0], &init, err));
+          OK(mlc_sched_decompose_reduction(s, block_of(s, "B"), l[0], &init, err));
+          SAME_AS_(f, s, axis == 0 && which == 0);
+        }
+        mlc_sched_free(s);
+      }
+  }
+  /* A matmul's k, whole (the rf block has no reduce iter left), and on a task. */
+  mlc_prim_func *f = parse(MM);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, rf;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_rfactor(s, l[2], 1, &rf, err));
+  CHECK(mlc_sched_rv_block(s, rf) && !mlc_sched_rv_block(s, rf)->init);
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+
+  const mlc_task_def *d = mlc_task_find("softmax");
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error e = {{0}};
+  CHECK_MSG(d && mlc_task_parse_shape(d, "4,24", sh, &e), "%s", e.msg);
+  if (!d) return;
+  f = mlc_task_build(TA, d, sh);
+  s = mlc_sched_new(f, 1);
+  /* Every reduction block of the task, on its inner split reduce loop. */
+  mlc_rv root, *kids;
+  OK(mlc_sched_get_block(s, "root", NULL, &root, err));
+  int nk = mlc_sched_get_child_blocks(s, root, &kids, &e);
+  int done = 0;
+  for (int i = 0; i < nk; i++) {
+    const mlc_block *b = mlc_sched_rv_block(s, kids[i]);
+    if (!b || !b->init) continue;
+    int n = mlc_sched_get_loops(s, kids[i], &l, &e);
+    mlc_rv kk[2];
+    split2(s, l[n - 1], 6, kk);
+    OK(mlc_sched_rfactor(s, kk[1], 0, &rf, err));
+    done++;
+  }
+  CHECK(done >= 2);
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+}
+
+static void test_rfactor_refusals(void) {
+  mlc_prim_func *f = parse(MM_RELU);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *ly, *lc, out, k2[2];
+  loops_of(s, "Y", &ly);
+  loops_of(s, "C", &lc);
+  REFUSED(s, mlc_sched_rfactor(s, ly[0], 0, &out, err),
+          "rfactor: l1 (loop i) drives spatial iter vi of block \"Y\"; only a reduce loop can be factored");
+  REFUSED(s, mlc_sched_rfactor(s, lc[1], 0, &out, err),
+          "rfactor: l6 (loop j): block \"C\" has no init: not a reduction block");
+  REFUSED(s, mlc_sched_rfactor(s, ly[2], 3, &out, err),
+          "rfactor: l3 (loop k): factor_axis 3 is out of range [-3, 2] for 2-d buffer Y");
+  REFUSED(s, mlc_sched_rfactor(s, ly[2], -4, &out, err), "factor_axis -4 is out of range");
+  OK(mlc_sched_unroll(s, ly[2], err));
+  REFUSED(s, mlc_sched_rfactor(s, ly[2], 0, &out, err), "rfactor: l3 (loop k) is unroll, not serial");
+  mlc_sched_free(s);
+
+  /* A root-level loop over two blocks. */
+  const char *two = HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8), \"float32\"), B: T.Buffer((4,), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+      "    for i in range(4):\n"
+      "        for k in range(8):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+      "                with T.init():\n"
+      "                    B[vi] = T.float32(0)\n"
+      "                B[vi] = B[vi] + A[vi, vk]\n"
+      "        for k in range(8):\n"
+      "            with T.block(\"C\"):\n"
+      "                vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+      "                with T.init():\n"
+      "                    C[vi] = T.float32(0)\n"
+      "                C[vi] = C[vi] + A[vi, vk]\n";
+  f = parse(two);
+  s = mlc_sched_new(f, 1);
+  mlc_rv *lb;
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[0], 0, &out, err), "rfactor: l1 (loop i) must hold exactly one block, holds 2");
+  mlc_sched_free(s);
+
+  /* The rf nest goes before the outermost loop: a block before the
+   * reduction under it, or one after it that feeds it, would be reordered. */
+  f = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "    P = T.alloc_buffer((4, 8))\n"
+      "    for i in range(4):\n"
+      "        for j in range(8):\n"
+      "            with T.block(\"P\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                P[vi, vj] = A[vi, vj] * T.float32(2)\n"
+      "        for k in range(8):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+      "                with T.init():\n"
+      "                    B[vi] = T.float32(0)\n"
+      "                B[vi] = B[vi] + P[vi, vk]\n");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err),
+          "rfactor: l2 (loop k): block \"B\" is not the first block under its outermost loop i");
+  mlc_sched_free(s);
+  f = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "    for i in range(4):\n"
+      "        for k in range(8):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+      "                with T.init():\n"
+      "                    B[vi] = T.float32(0)\n"
+      "                B[vi] = B[vi] + A[vi, vk]\n"
+      "        for j in range(8):\n"
+      "            with T.block(\"W\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                A[(vi + 1) % 4, vj] = A[(vi + 1) % 4, vj] + T.float32(1)\n");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err),
+          "rfactor: l2 (loop k): block \"W\" under the same loops writes what block \"B\" reads");
+  mlc_sched_free(s);
+
+  /* Not a recognised reducer; init not the identity; a predicate on k. */
+  f = reduction("T.float32(0)", "B[vi] * T.float32(0.5) + A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err),
+          "rfactor: l2 (loop k): block \"B\": the update of B is not a recognised commutative reducer");
+  mlc_sched_free(s);
+  f = reduction("T.float32(1)", "B[vi] + A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "the init value is not the identity of the sum reducer");
+  mlc_sched_free(s);
+  f = reduction("T.float32(0)", "B[vi] + B[vi] * A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "the reduced value reads B itself");
+  mlc_sched_free(s);
+  f = reduction("T.float32(0)", "B[vi] + A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  OK(mlc_sched_split(s, lb[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(5)}, true, k2, err));
+  REFUSED(s, mlc_sched_rfactor(s, k2[1], 0, &out, err),
+          "the predicate of block \"B\" depends on reduce loop k_0");
+  mlc_sched_free(s);
+}
+
+/* ---- blockize ---------------------------------------------------------------------------- */
+
+static void test_blockize_numeric(void) {
+  mlc_prim_func *f = parse(MM);
+  for (int at = 0; at < 6; at++)
+    for (int pu = 0; pu < 2; pu++) {
+      mlc_sched *s = mlc_sched_new(f, 1);
+      mlc_rv *l, ii[2], jj[2], kk[2], ob, init;
+      loops_of(s, "C", &l);
+      split2(s, l[0], 4, ii), split2(s, l[1], 5, jj), split2(s, l[2], 4, kk);
+      mlc_rv order[6] = {ii[0], jj[0], kk[0], ii[1], jj[1], kk[1]};
+      OK(mlc_sched_reorder(s, 6, order, err));
+      OK(mlc_sched_blockize(s, order[at], pu, &ob, err));
+      SAME_AS(f, s);
+      /* Nested: blockize the outer block again, then decompose it. */
+      mlc_error e = {{0}};
+      mlc_rv *ol, ob2;
+      int n = mlc_sched_get_loops(s, ob, &ol, &e);
+      if (n >= 2) {
+        OK(mlc_sched_blockize(s, ol[1], pu, &ob2, err));
+        SAME_AS(f, s);
+        OK(mlc_sched_decompose_reduction(s, ob2, ol[0], &init, err));
+        SAME_AS_(f, s, pu);
+      } else if (n == 1) {
+        OK(mlc_sched_decompose_reduction(s, ob, ol[0], &init, err));
+        SAME_AS_(f, s, pu);
+      }
+      mlc_sched_free(s);
+    }
+  /* Predicates wholly inside and wholly outside the blockized loop. */
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, ii[2], jj[2], ob;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_split(s, l[0], 2, (mlc_operand[]){MLC_OP_INT(5), MLC_OP_NONE}, true, ii, err));
+  split2(s, l[1], 3, jj);
+  REFUSED(s, mlc_sched_blockize(s, ii[1], true, &ob, err),
+          "the predicate i_0 * 3 + i_1 < 12 of block \"C\" depends on loops both inside and outside");
+  REFUSED(s, mlc_sched_blockize(s, jj[0], true, &ob, err),
+          "blockize: l6 (loop j_0): the predicate j_0 * 3 + j_1 < 10 of block \"C\" depends only on "
+          "loops inside the loop");
+  OK(mlc_sched_blockize(s, l[2], true, &ob, err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "C", &l);
+  OK(mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(3)}, true, jj, err));
+  OK(mlc_sched_blockize(s, l[2], false, &ob, err));
+  SAME_AS(f, s);
+  mlc_sched_free(s);
+}
+
+static void test_blockize_refusals(void) {
+  mlc_prim_func *f = parse(MM_RELU);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv root, *kids, ob, ii[2], *ly, fu, ff[2];
+  mlc_error e = {{0}};
+  OK(mlc_sched_get_block(s, "root", NULL, &root, err));
+  CHECK(mlc_sched_get_child_blocks(s, root, &kids, &e) == 2);
+  loops_of(s, "Y", &ly);
+  /* i_0 * 2 + i_1 with i_1 outside i_0: the inner part is not dense. */
+  OK(mlc_sched_split(s, ly[0], 2, (mlc_operand[]){MLC_OP_INT(4), MLC_OP_INT(2)}, true, ii, err));
+  OK(mlc_sched_reorder(s, 2, (mlc_rv[]){ii[1], ii[0]}, err));
+  REFUSED(s, mlc_sched_blockize(s, ii[0], true, &ob, err),
+          "blockize: l7 (loop i_0): the binding i_0 * 2 + i_1 of iter vi of block \"Y\" cannot be "
+          "divided into an outer part and a dense inner part");
+  REFUSED(s, mlc_sched_blockize(s, ly[0], true, &ob, err), "no longer in the function");
+  REFUSED(s, mlc_sched_blockize(s, kids[0], true, &ob, err), "blockize: b1 (block Y) is a block, expected a loop");
+  /* fused j, k split again: floordiv/floormod across the split point. */
+  mlc_sched *t = mlc_sched_new(parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((6, 10), \"float32\"), B: T.Buffer((6, 10), \"float32\")):\n"
+      "    for i in range(6):\n"
+      "        for j in range(10):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                B[vi, vj] = A[vi, vj] + T.float32(1)\n"
+      "        for j in range(10):\n"
+      "            with T.block(\"C\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                B[vi, vj] = B[vi, vj] * T.float32(2)\n"), 1);
+  mlc_rv *lt;
+  loops_of(t, "B", &lt);
+  REFUSED(t, mlc_sched_blockize(t, lt[0], true, &ob, err),
+          "blockize: l1 (loop i) must hold a single block under a chain of loops (found a seq statement)");
+  mlc_sched_free(t);
+  t = mlc_sched_new(parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((6, 10), \"float32\"), B: T.Buffer((6, 10), \"float32\")):\n"
+      "    for i, j in T.grid(6, 10):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = A[vi, vj] + T.float32(1)\n"), 1);
+  loops_of(t, "B", &lt);
+  OK(mlc_sched_fuse(t, 2, (mlc_rv[]){lt[0], lt[1]}, true, &fu, err));
+  OK(mlc_sched_split(t, fu, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, ff, err));
+  REFUSED(t, mlc_sched_blockize(t, ff[1], true, &ob, err),
+          "of iter vi of block \"B\" cannot be divided into an outer part and a dense inner part");
+  /* The whole fused nest blockizes (every binding wholly inner). */
+  const mlc_prim_func *orig = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((6, 10), \"float32\"), B: T.Buffer((6, 10), \"float32\")):\n"
+      "    for i, j in T.grid(6, 10):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = A[vi, vj] + T.float32(1)\n");
+  OK(mlc_sched_blockize(t, ff[0], false, &ob, err));
+  SAME_AS_LLVM(orig, t);
+  mlc_sched_free(t);
+  mlc_sched_free(s);
+}
+
+/* An uneven split inside a blockized block adds a T.where to the inner
+ * block. The program stays correct (checked), but the verifier relaxes
+ * the inner block's accesses over its loops without the predicate and
+ * finds them outside the outer block's regions (stated over the inner
+ * iter domains, as TVM does). Reported; printed here as a note until
+ * ir/ clamps nested bindings to their iter domains. */
+static void test_split_inside_blockized(void) {
+  mlc_prim_func *f = parse(MM);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, kk[2], ob;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_blockize(s, l[2], true, &ob, err));
+  OK(mlc_sched_split(s, l[2], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(3)}, true, kk, err));
+  char why[512] = "";
+  CHECK_MSG(interp_matches(f, mlc_sched_func(s), why, sizeof why), "%s", why);
+  CHECK_MSG(llvm_matches(f, mlc_sched_func(s), why, sizeof why), "%s", why);
+  mlc_error e = {{0}};
+  /* The inner block's T.where keeps it inside A's extent: region analysis
+   * clamps predicated bindings to their domains. */
+  CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &e), "%s", e.msg);
+  mlc_sched_free(s);
+}
+
+/* ---- traces ------------------------------------------------------------------------------- */
+
+static void test_trace_roundtrip(void) {
+  mlc_prim_func *f = parse(MM);
+  mlc_sched *s = mlc_sched_new(f, 5);
+  mlc_rv *l, v[2], jj[2], kk[2], ob, rf, init;
+  mlc_error e = {{0}};
+  loops_of(s, "C", &l);
+  OK(mlc_sched_sample_perfect_tile(s, l[2], 2, 8, v, err));
+  OK(mlc_sched_split(s, l[2], 2, (mlc_operand[]){MLC_OP_RV(v[0]), MLC_OP_RV(v[1])}, true, kk, err));
+  OK(mlc_sched_rfactor(s, kk[1], 0, &rf, err));
+  split2(s, l[1], 5, jj);
+  OK(mlc_sched_blockize(s, jj[1], true, &ob, err));
+  mlc_rv *rl;
+  CHECK(mlc_sched_get_loops(s, rf, &rl, &e) == 4);
+  OK(mlc_sched_decompose_reduction(s, rf, rl[1], &init, err));
+  SAME_AS_LLVM(f, s);
+  mlc_str o = {0};
+  mlc_trace_print(&o, mlc_sched_trace(s));
+  const char *p = mlc_str_cstr(&o);
+  CHECK_MSG(strstr(p, "b8 = sch.rfactor(loop=l7, factor_axis=0)"), "%s", p);
+  CHECK_MSG(strstr(p, "b11 = sch.blockize(loop=l10, preserve_unit_iters=True)"), "%s", p);
+  CHECK_MSG(strstr(p, "b16 = sch.decompose_reduction(block=b8, loop=l13)"), "%s", p);
+  mlc_str_free(&o);
+  char *js = trace_json(s);
+  mlc_arena *a = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+  CHECK_MSG(t, "%s", e.msg);
+  mlc_sched *r = mlc_sched_new(f, 99);
+  OK(t && mlc_sched_replay(r, t, NULL, NULL, err));
+  CHECK(mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(r)));
+  char *js2 = trace_json(r);
+  CHECK_STREQ(js, js2);
+  /* Replay with a new tile: another valid program, same results. */
+  mlc_sched *q = mlc_sched_new(f, 3);
+  mlc_replay_opts opts = {.new_decisions = true};
+  OK(mlc_sched_replay(q, t, &opts, NULL, err));
+  SAME_AS(f, q);
+  mlc_free(js), mlc_free(js2);
+  mlc_sched_free(q);
+  mlc_sched_free(r);
+  mlc_arena_free(a);
+  mlc_sched_free(s);
+}
+
+/* ---- random sequences of these primitives --------------------------------------------- */
+
+static void collect_names(const mlc_stmt *st, const char **names, int *n) {
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: collect_names(st->loop.body, names, n); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    if (strcmp(st->realize.block->name, "root") != 0 && *n < 32) names[(*n)++] = st->realize.block->name;
+    collect_names(st->realize.block->init, names, n);
+    collect_names(st->realize.block->body, names, n);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) collect_names(st->seq.stmts[i], names, n);
+    return;
+  case MLC_STMT_IF:
+    collect_names(st->if_.then_s, names, n);
+    collect_names(st->if_.else_s, names, n);
+    return;
+  case MLC_STMT_ALLOCATE: collect_names(st->alloc.body, names, n); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+}
+
+/* A random block of the current function and one of its loops. */
+static bool pick(mlc_sched *s, mlc_pcg32 *r, mlc_rv *b, mlc_rv *loop, int *n_loops, mlc_rv **loops) {
+  const char *names[32];
+  int nn = 0;
+  mlc_error e = {{0}};
+  collect_names(mlc_sched_func(s)->body, names, &nn);
+  if (!nn || !mlc_sched_get_block(s, names[mlc_pcg32_bounded(r, (uint32_t)nn)], NULL, b, &e)) return false;
+  *n_loops = mlc_sched_get_loops(s, *b, loops, &e);
+  if (*n_loops <= 0) return false;
+  *loop = (*loops)[mlc_pcg32_bounded(r, (uint32_t)*n_loops)];
+  return true;
+}
+
+typedef struct fuzz_stats {
+  int seqs, applied[3], refused[3], other;
+} fuzz_stats;
+
+/* Tiling first (splits, reorders), then decompose/rfactor/blockize and
+ * loop kinds in any order; refusals must leave the state unchanged, the
+ * result must verify, match the unscheduled program and replay. */
+static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats *st) {
+  mlc_error e = {{0}};
+  const mlc_task_def *d = mlc_task_find(task);
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  CHECK_MSG(d && mlc_task_parse_shape(d, shape, sh, &e), "%s %s", task, e.msg);
+  if (!d) return;
+  mlc_prim_func *f = mlc_task_build(TA, d, sh);
+  mlc_pcg32 r;
+  mlc_pcg32_seed(&r, mlc_hash_str(task, 0), 9);
+  for (int q = 0; q < n_seq && !test_case_failed_; q++) {
+    mlc_sched *s = mlc_sched_new(f, (uint64_t)q);
+    /* No split after the first blockize could run: an uneven one inside
+     * it trips the verifier (see test_split_inside_blockized). */
+    int tiling = (int)mlc_pcg32_bounded(&r, 4), steps = tiling + 1 + (int)mlc_pcg32_bounded(&r, 4);
+    for (int t = 0; t < steps; t++) {
+      mlc_rv b, x, *l, out, o[3];
+      int n;
+      if (!pick(s, &r, &b, &x, &n, &l)) continue;
+      uint32_t what = t < tiling ? mlc_pcg32_bounded(&r, 2) : 2 + mlc_pcg32_bounded(&r, 5);
+      snapshot before = snap(s);
+      bool ok = false;
+      int kind = -1;
+      switch (what) {
+      case 0: ok = mlc_sched_split(s, x, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(2 + mlc_pcg32_bounded(&r, 3))},
+                                   mlc_pcg32_bounded(&r, 2), o, &e);
+        break;
+      case 1:
+        if (n >= 2) ok = mlc_sched_reorder(s, 2, (mlc_rv[]){l[n - 1], l[0]}, &e);
+        break;
+      case 2: kind = 0, ok = mlc_sched_decompose_reduction(s, b, x, &out, &e); break;
+      case 3: kind = 1, ok = mlc_sched_rfactor(s, x, (int)mlc_pcg32_bounded(&r, 5) - 2, &out, &e); break;
+      case 4: kind = 2, ok = mlc_sched_blockize(s, x, mlc_pcg32_bounded(&r, 2), &out, &e); break;
+      case 5: ok = mlc_sched_unroll(s, x, &e); break;
+      case 6: ok = mlc_sched_parallel(s, x, &e); break;
+      }
+      if (kind >= 0) ok ? st->applied[kind]++ : st->refused[kind]++;
+      else st->other += ok;
+      if (!ok) check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
+      else mlc_free(before.ir), mlc_free(before.json), mlc_sched_free(before.copy);
+    }
+    st->seqs++;
+    char why[512] = "";
+    bool good = mlc_verify_func(mlc_sched_func(s), &e);
+    if (!good) snprintf(why, sizeof why, "verify: %.400s", e.msg);
+    good = good && interp_matches(f, mlc_sched_func(s), why, sizeof why);
+    if (good && q % 8 == 0) { /* through JSON, replayed */
+      char *js = trace_json(s);
+      mlc_arena *a = mlc_arena_new();
+      mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+      mlc_sched *r2 = mlc_sched_new(f, 5);
+      good = t && mlc_sched_replay(r2, t, NULL, NULL, &e) &&
+             mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(r2));
+      if (!good) snprintf(why, sizeof why, "replay differs: %.400s", e.msg);
+      mlc_sched_free(r2), mlc_arena_free(a), mlc_free(js);
+    }
+    CHECK_MSG(good, "%s seq %d: %s", task, q, why);
+    if (!good) {
+      mlc_str o = {0};
+      mlc_trace_print(&o, mlc_sched_trace(s));
+      char *ir = print_func(mlc_sched_func(s));
+      fprintf(stderr, "%s%s", mlc_str_cstr(&o), ir);
+      mlc_str_free(&o), mlc_free(ir);
+    }
+    mlc_sched_free(s);
+  }
+}
+
+static void test_random_sequences(void) {
+  fuzz_stats st = {0};
+  fuzz_task("matmul", "6,8,10", 300, &st);
+  fuzz_task("reduce_sum", "6,24", 300, &st);
+  fuzz_task("softmax", "4,12", 200, &st);
+  fuzz_task("dense_bias_relu", "4,6,8", 200, &st);
+  fuzz_task("conv2d_nchw", "1,2,5,5,2,3,3", 100, &st);
+  printf("# random sequences: %d; decompose_reduction %d applied / %d refused, rfactor %d / %d, "
+         "blockize %d / %d, other primitives %d\n",
+         st.seqs, st.applied[0], st.refused[0], st.applied[1], st.refused[1], st.applied[2],
+         st.refused[2], st.other);
+  CHECK(st.applied[0] > 50 && st.applied[1] > 50 && st.applied[2] > 50);
+}
+
+int main(void) {
+  TA = mlc_arena_new();
+  mlc_target_host(&host);
+  run_golden();
+  RUN(test_blockize_is_notes_form);
+  RUN(test_notes_stochastic_trace);
+  RUN(test_decompose_numeric);
+  RUN(test_decompose_refusals);
+  RUN(test_rfactor_numeric);
+  RUN(test_rfactor_refusals);
+  RUN(test_blockize_numeric);
+  RUN(test_blockize_refusals);
+  RUN(test_split_inside_blockized);
+  RUN(test_trace_roundtrip);
+  RUN(test_random_sequences);
+  printf("# numeric checks: %d against the interpreter, %d through LLVM\n", n_interp, n_llvm);
+  mlc_jit_shutdown();
+  mlc_arena_free(TA);
+  return test_summary();
+}
