@@ -1,0 +1,153 @@
+/* db: the SQLite tuning database (DESIGN.md section 4).
+ *
+ *   mlc_db *db = mlc_db_open("mlc.db", MLC_DB_CREATE, &err);   // WAL, busy timeout
+ *   int64_t wid = mlc_db_add_workload(db, "matmul", "64,64,64", func, &err);
+ *   mlc_db_record r = {.workload_id = wid, .target = "llvm", .trace = json,
+ *                      .n_secs = 3, .secs = secs, .round = 1};
+ *   mlc_db_commit(db, 1, &r, &err);        // one transaction per batch
+ *   mlc_db_record *best; int n = mlc_db_top_k(db, wid, "llvm", 5, arena, &best, &err);
+ *   mlc_db_close(db);
+ *
+ * Schema (version MLC_DB_SCHEMA_VERSION, in meta.schema_version):
+ *   meta(key TEXT PRIMARY KEY, value TEXT)          schema_version, created_by
+ *   workloads(id, hash TEXT UNIQUE, task, shape, ir, created_at)
+ *   records(id, workload_id REFERENCES workloads, target, trace, trace_hash,
+ *           run_secs, mean_sec, error, round, host, mlc_version, created_at)
+ *     unique (workload_id, target, trace_hash); index (workload_id, target, mean_sec)
+ *   models(id, target, feature_version, created_at, n_samples, checksum, blob)
+ * Version 1 (the first files) had no provenance columns (records.host,
+ * records.mlc_version) and no models table; opening one migrates it in one
+ * transaction. A newer version, a file that is not SQLite, or an SQLite
+ * file without our meta table is refused with a message; nothing is ever
+ * overwritten.
+ *
+ * Keys. A workload is keyed by the structural hash of its prim_func (16 hex
+ * digits, mlc_func_hash_hex), confirmed by structural equality with the
+ * stored IR. A record is keyed by workload, normalized target string
+ * (mlc_db_normalize_target) and trace hash (mlc_trace_hash of the
+ * canonical trace JSON); committing a record already present is a no-op,
+ * so records of one target are never served for another and a trace is
+ * measured once.
+ *
+ * Strings returned in records and workloads live in the arena passed in.
+ */
+#ifndef MLC_DB_H
+#define MLC_DB_H
+
+#include "ir/ir.h"
+
+#include <stdio.h>
+
+#define MLC_DB_SCHEMA_VERSION 2
+#define MLC_DB_BUSY_TIMEOUT_MS 10000
+
+typedef struct mlc_db mlc_db;
+
+typedef enum mlc_db_mode {
+  MLC_DB_CREATE,   /* create the file if missing */
+  MLC_DB_EXISTING, /* the file must exist (tools reading a database) */
+} mlc_db_mode;
+
+mlc_db *mlc_db_open(const char *path, mlc_db_mode mode, mlc_error *err);
+void mlc_db_close(mlc_db *db);
+const char *mlc_db_path(const mlc_db *db);
+/* The schema version the file had when opened (before any migration). */
+int mlc_db_opened_version(const mlc_db *db);
+
+/* "llvm" -> "llvm -mcpu=znver3 -num-cores=2" on this host; strings no
+ * target parses (another kind of device) are kept with spaces squeezed. */
+void mlc_db_normalize_target(const char *target, char *out, size_t n);
+/* 16 hex digits of the canonical JSON's hash; false if the JSON is not a
+ * trace. canonical (may be NULL) receives the canonical text. */
+bool mlc_db_trace_hash(const char *trace_json, char hash[17], mlc_str *canonical,
+                       mlc_error *err);
+
+/* ---- workloads ---------------------------------------------------------- */
+
+typedef struct mlc_db_workload {
+  int64_t id;
+  const char *hash, *task, *shape, *ir, *created_at;
+  int n_records;     /* filled by mlc_db_list_workloads */
+  int n_errors;      /* records with an error */
+} mlc_db_workload;
+
+/* Id of f's workload, adding it (task, shape: how it was made; the IR is
+ * stored as TVMScript) when absent. -1 on error. */
+int64_t mlc_db_add_workload(mlc_db *db, const char *task, const char *shape,
+                            const mlc_prim_func *f, mlc_error *err);
+/* 1 found (*id set), 0 absent, -1 error. */
+int mlc_db_find_workload(mlc_db *db, const mlc_prim_func *f, int64_t *id, mlc_error *err);
+/* Every workload (task NULL) or those of one task (and shape, if not NULL). */
+int mlc_db_list_workloads(mlc_db *db, const char *task, const char *shape, mlc_arena *a,
+                          mlc_db_workload **out, mlc_error *err);
+bool mlc_db_get_workload(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_workload *out,
+                         mlc_error *err);
+
+/* ---- records ------------------------------------------------------------- */
+
+typedef struct mlc_db_record {
+  int64_t id;          /* set by queries; ignored by commit */
+  int64_t workload_id;
+  const char *target;  /* normalized by commit */
+  const char *trace;   /* trace JSON (stored canonical) */
+  const char *trace_hash; /* set by queries; computed by commit */
+  int n_secs;
+  const double *secs;  /* seconds per call per repeat; n_secs == 0 with an error */
+  double mean_sec;     /* set by queries (0 with an error) */
+  const char *error;   /* NULL on success, else "<class>: <message>" */
+  int64_t round;
+  const char *host, *mlc_version, *created_at; /* set by queries */
+} mlc_db_record;
+
+/* Insert a batch in one transaction; records already present (same
+ * workload, target and trace hash) are skipped. *n_added (may be NULL)
+ * receives how many were new. All or nothing on error. */
+bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, mlc_error *err);
+/* Best k successful records by mean_sec for (workload, target). */
+int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,
+                 mlc_db_record **out, mlc_error *err);
+/* Every record of a workload (target NULL: all targets), errors included,
+ * by id: the cost model's training data. */
+int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
+                   mlc_db_record **out, mlc_error *err);
+/* 1 if present (*out filled), 0 if no such record, -1 on error. */
+int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, mlc_error *err);
+/* Whether this trace was measured for (workload, target): 1, 0, -1. */
+int mlc_db_has_trace(mlc_db *db, int64_t workload_id, const char *target,
+                     const char *trace_hash, mlc_error *err);
+/* Distinct normalized targets holding records of a workload. */
+int mlc_db_targets(mlc_db *db, int64_t workload_id, mlc_arena *a, const char ***out,
+                   mlc_error *err);
+
+/* Counts: records per target and per error class ("ok" for successes). */
+typedef struct mlc_db_count {
+  const char *key;
+  int64_t n;
+} mlc_db_count;
+int mlc_db_count_by_target(mlc_db *db, mlc_arena *a, mlc_db_count **out, mlc_error *err);
+int mlc_db_count_by_error(mlc_db *db, mlc_arena *a, mlc_db_count **out, mlc_error *err);
+
+/* ---- cost-model snapshots ---------------------------------------------------- */
+
+/* Store a model blob with a checksum; returns its id or -1. */
+int64_t mlc_db_save_model(mlc_db *db, const char *target, int feature_version, int64_t n_samples,
+                          const void *blob, size_t len, mlc_error *err);
+/* The latest model of a target with the given feature version: 1 found
+ * (*blob on the heap, free with mlc_free), 0 none, -1 on error (a checksum
+ * mismatch included). n_samples may be NULL. */
+int mlc_db_load_model(mlc_db *db, const char *target, int feature_version, void **blob,
+                      size_t *len, int64_t *n_samples, mlc_error *err);
+
+/* ---- JSON lines ---------------------------------------------------------------- */
+
+/* One object per record (DESIGN.md section 4):
+ *   {"task":..., "shape":..., "workload":"<TVMScript>", "target":...,
+ *    "trace":{...}, "run_secs":[...], "error":null}
+ * task NULL: every workload. Returns records written or -1. */
+int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err);
+/* Read the same format; all lines in one transaction (nothing changes on
+ * any error, which names the line). Duplicates are skipped. */
+bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
+                   mlc_error *err);
+
+#endif

@@ -1,0 +1,198 @@
+/* measure: building and timing candidates in worker processes.
+ *
+ * The tuner hands over a batch of candidates (a workload's TVMScript, a
+ * trace JSON, a target); a pool of `mlc-worker build` processes replays,
+ * lowers and compiles them in parallel, and one `mlc-worker run` process at
+ * a time loads each object with ORC, checks its result against the
+ * unscheduled kernel's, and times it. Results come back as they finish.
+ *
+ *   mlc_measure_opts o = mlc_measure_defaults();      // one builder per core
+ *   mlc_measure *m = mlc_measure_new(&o, &err);
+ *   mlc_measure_cand c[2] = {{.workload = ir, .trace = js0, .target = "llvm"}, ...};
+ *   mlc_measure_submit(m, 2, c, &err);
+ *   mlc_measure_result r;
+ *   while (mlc_measure_next(m, &r) > 0)               // blocks; 0: batch done
+ *     use(c[r.index], r.status, r.secs, r.n_secs);
+ *   mlc_measure_free(m);                              // ends the workers
+ *
+ * or all at once: mlc_measure_run_batch(m, n, c, results, progress, ud, &err).
+ *
+ * Faults cost one candidate, never the batch: a worker that crashes
+ * (SIGSEGV, SIGFPE, abort), hangs past its timeout (then SIGKILL), returns
+ * a wrong result, asks for an absurd allocation, reports a zero or negative
+ * time, or writes garbage on its pipe gives a result with that error class
+ * and the worker is started again for the next candidate. Every worker is
+ * reaped (no zombies). Workers are started with posix_spawn, never fork:
+ * the tuner holds LLVM, OpenMP and SQLite state a fork would copy.
+ *
+ * Workers die with the thread that started them (PR_SET_PDEATHSIG), so a
+ * tuner killed with SIGKILL leaves no worker behind: call the pool from
+ * one long-lived thread.
+ *
+ * Builders pause (SIGSTOP/SIGCONT) while the CPU runner works, and their
+ * timeouts are extended by the paused time, so timings are not disturbed
+ * on a 2-core machine.
+ *
+ * The reference output of each workload is computed once per workload by
+ * the runner from the unscheduled kernel (built by a builder like any
+ * candidate, compiled for the host) and cached in the runner by workload
+ * key; inputs come from a seeded PCG32 stream, identical for the reference
+ * and the candidate, so every parameter (inputs included) must match.
+ *
+ * ---- Wire protocol (workers' stdin and stdout, a socket pair) --------
+ *
+ * Every message is one frame:
+ *
+ *   offset 0   u32  magic    0x3146434d ("MCF1" in memory order)
+ *   offset 4   u32  type     mlc_frame_type below
+ *   offset 8   u32  length   payload bytes, at most MLC_FRAME_MAX
+ *   offset 12  payload
+ *
+ * Integers and doubles are in host byte order (both ends run on one
+ * machine). Payload fields, in order, are u32, u64, f64 (IEEE bits), or
+ * bytes/str: u32 length then the bytes (no NUL terminator).
+ *
+ *   BUILD_REQ  str workload (TVMScript with a prim_func "main" or a single
+ *              function), str trace JSON ("" = unscheduled), str target,
+ *              str symbol (entry name in the object), u32 fault
+ *   BUILD_OK   bytes object, u32 n_args, n_args x arg
+ *              (arg = u32 dtype, u32 ndim, ndim x u64 extent)
+ *   RUN_REQ    u64 workload key, str symbol, bytes object, str ref_symbol,
+ *              bytes ref_object, u32 n_args, n_args x arg, u32 number,
+ *              u32 repeat, f64 min_repeat_ms, u32 flush_cache, u64 seed,
+ *              f64 rtol, f64 atol (times max |ref|), u64 max_arg_bytes,
+ *              u32 fault
+ *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat
+ *   ERROR      str class (mlc_measure_status name), str message
+ *
+ * A worker answers each request with exactly one frame, and exits 0 at
+ * end of input. A frame with a bad magic, unknown type, oversize length or
+ * malformed payload is a protocol error: the pool kills the worker.
+ */
+#ifndef MLC_MEASURE_H
+#define MLC_MEASURE_H
+
+#include "base/base.h"
+
+#include <stdint.h>
+
+#define MLC_FRAME_MAGIC 0x3146434du
+#define MLC_FRAME_HEADER 12
+#define MLC_FRAME_MAX (256u << 20)
+#define MLC_MEASURE_MAX_REPEAT 64
+#define MLC_MEASURE_MAX_ARGS 32
+
+typedef enum mlc_frame_type {
+  MLC_FRAME_BUILD_REQ = 1,
+  MLC_FRAME_BUILD_OK = 2,
+  MLC_FRAME_RUN_REQ = 3,
+  MLC_FRAME_RUN_OK = 4,
+  MLC_FRAME_ERROR = 5,
+} mlc_frame_type;
+
+/* Outcome of one candidate. The name (mlc_measure_status_name) is the
+ * error class stored in the database: "<class>: <message>". */
+typedef enum mlc_measure_status {
+  MLC_MEASURE_OK,
+  MLC_MEASURE_BUILD_ERROR,   /* replay, lowering or code generation refused it */
+  MLC_MEASURE_CRASH,         /* the worker died (signal or unexpected exit) */
+  MLC_MEASURE_TIMEOUT,       /* no answer within the timeout: killed */
+  MLC_MEASURE_WRONG_RESULT,  /* outputs differ from the reference */
+  MLC_MEASURE_RUNTIME_ERROR, /* load failed or the kernel returned non-zero */
+  MLC_MEASURE_ALLOC_ERROR,   /* absurd or failed allocation */
+  MLC_MEASURE_BAD_TIME,      /* a zero, negative or non-finite time */
+  MLC_MEASURE_PROTOCOL_ERROR,/* garbage on the pipe */
+  MLC_MEASURE_SPAWN_ERROR,   /* the worker could not be started */
+} mlc_measure_status;
+#define MLC_MEASURE_STATUS_COUNT 10
+
+const char *mlc_measure_status_name(mlc_measure_status s); /* "wrong_result" */
+bool mlc_measure_status_from_name(const char *name, mlc_measure_status *out);
+
+/* Test-only faults a request can ask a worker to commit. Workers honour
+ * them only when MLC_WORKER_FAULTS=1 is in their environment. */
+typedef enum mlc_measure_fault {
+  MLC_FAULT_NONE,
+  MLC_FAULT_BUILD_CRASH,   /* builder segfaults */
+  MLC_FAULT_BUILD_HANG,    /* builder loops forever */
+  MLC_FAULT_BUILD_GARBAGE, /* builder writes garbage instead of a frame */
+  MLC_FAULT_RUN_SEGV,      /* runner: the kernel segfaults */
+  MLC_FAULT_RUN_FPE,       /* runner: integer division by zero (SIGFPE) */
+  MLC_FAULT_RUN_ABORT,     /* runner: abort() */
+  MLC_FAULT_RUN_HANG,      /* runner: the kernel never returns */
+  MLC_FAULT_RUN_WRONG,     /* runner: an output element is changed */
+  MLC_FAULT_RUN_ALLOC,     /* runner: the arguments ask for 2^50 bytes */
+  MLC_FAULT_RUN_ZERO_TIME, /* runner: reports 0 seconds */
+  MLC_FAULT_RUN_GARBAGE,   /* runner: writes garbage instead of a frame */
+} mlc_measure_fault;
+
+typedef struct mlc_measure_opts {
+  int n_builders;           /* 0: one per usable core */
+  const char *worker_path;  /* NULL: $MLC_WORKER, else mlc-worker next to the
+                             * executable or in ../bin */
+  double build_timeout_s;   /* per candidate, paused time excluded (30) */
+  double run_timeout_s;     /* per candidate: load, check and timing (20) */
+  int number;               /* calls per repeat, at least (1) */
+  int repeat;               /* repeats, <= MLC_MEASURE_MAX_REPEAT (3) */
+  double min_repeat_ms;     /* number grows until a repeat lasts this long (0) */
+  bool flush_cache;         /* write over the last-level cache before each repeat (true) */
+  bool pause_builders;      /* SIGSTOP builders while the runner works (true) */
+  uint64_t seed;            /* input values (1) */
+  double rtol, atol;        /* |out - ref| <= atol * max|ref| + rtol * |ref| (1e-3, 1e-3) */
+  uint64_t max_arg_bytes;   /* larger argument sets are alloc errors (4 GiB) */
+  bool build_only;          /* compile only: a built candidate is OK with no
+                             * run times (to check or time the builders) */
+} mlc_measure_opts;
+
+mlc_measure_opts mlc_measure_defaults(void);
+
+/* One candidate. The strings are copied by submit. */
+typedef struct mlc_measure_cand {
+  const char *workload; /* TVMScript of the unscheduled workload */
+  const char *trace;    /* trace JSON; NULL or "" measures the unscheduled kernel */
+  const char *target;   /* target string; NULL means "llvm" */
+  mlc_measure_fault fault; /* test-only, see above */
+} mlc_measure_cand;
+
+typedef struct mlc_measure_result {
+  int index;                 /* the candidate's position in its batch */
+  mlc_measure_status status;
+  char error[512];           /* "<class>: <message>"; "" when OK */
+  int n_secs;                /* repeats measured (0 unless OK) */
+  double secs[MLC_MEASURE_MAX_REPEAT]; /* seconds per call, per repeat */
+  double mean_sec;           /* mean of secs; 0 unless OK */
+  double max_error;          /* against the reference (OK and WRONG_RESULT) */
+  double build_sec;          /* wall time the builder spent */
+  double run_sec;            /* wall time the runner spent */
+} mlc_measure_result;
+
+typedef struct mlc_measure mlc_measure;
+
+/* Checks that the worker program exists; workers start on first use. */
+mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err);
+/* Ends every worker (closes its input, SIGKILL after a short grace) and
+ * reaps it. */
+void mlc_measure_free(mlc_measure *m);
+/* Queue a batch. Refused while a previous batch still has results to
+ * collect. */
+bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err);
+/* Wait for the next finished candidate of the batch: 1 with *out filled, 0
+ * when every candidate of the batch has been returned. */
+int mlc_measure_next(mlc_measure *m, mlc_measure_result *out);
+
+typedef void (*mlc_measure_progress_fn)(void *ud, int done, int total,
+                                        const mlc_measure_result *r);
+/* Submit and collect: results[i] is candidate i's. progress may be NULL. */
+bool mlc_measure_run_batch(mlc_measure *m, int n, const mlc_measure_cand *c,
+                           mlc_measure_result *results, mlc_measure_progress_fn progress,
+                           void *ud, mlc_error *err);
+
+/* Workers started so far (restarts included) and the path in use. */
+int mlc_measure_spawn_count(const mlc_measure *m);
+const char *mlc_measure_worker_path(const mlc_measure *m);
+
+/* The worker side: serve requests on stdin/stdout until end of input.
+ * mode is "build" or "run". Returns the process exit status. */
+int mlc_measure_worker_main(const char *mode);
+
+#endif

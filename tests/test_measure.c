@@ -1,0 +1,466 @@
+/* measure: builder and runner worker processes end to end. Good candidates
+ * are measured; every fault class (builder crash, hang and garbage; runner
+ * segfault, SIGFPE, abort, hang, wrong result, absurd allocation, zero
+ * time, garbage) costs exactly its candidate, the pool keeps going, and no
+ * worker is left behind as a zombie or a live child. */
+#include "measure/measure.h"
+#include "schedule/schedule.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A small matmul workload as TVMScript. */
+static char *matmul_text(int64_t m, int64_t n, int64_t k) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_task_def *d = mlc_task_find("matmul");
+  int64_t shape[3] = {m, n, k};
+  mlc_prim_func *f = mlc_task_build(a, d, shape);
+  mlc_str s = {0};
+  mlc_print_func(&s, f);
+  mlc_arena_free(a);
+  return mlc_str_take(&s);
+}
+
+/* A random tiling of matmul's j loop (reordered, inner loop unrolled). */
+static char *matmul_trace(const char *text, uint64_t seed) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "mm.py", text, &err);
+  MLC_ASSERT(m);
+  mlc_sched *s = mlc_sched_new(m->funcs[0], seed);
+  mlc_rv c, *l, f[2], j[2];
+  bool ok = mlc_sched_get_block(s, "C", "main", &c, &err) &&
+            mlc_sched_get_loops(s, c, &l, &err) == 3 &&
+            mlc_sched_sample_perfect_tile(s, l[1], 2, 8, f, &err) &&
+            mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_RV(f[0]), MLC_OP_RV(f[1])}, true,
+                            j, &err) &&
+            mlc_sched_reorder(s, 4, (mlc_rv[]){l[0], j[0], l[2], j[1]}, &err) &&
+            mlc_sched_unroll(s, j[1], &err);
+  MLC_ASSERT(ok);
+  mlc_str js = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(s));
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+  return mlc_str_take(&js);
+}
+
+/* Children of this process that are zombies (state Z in /proc). */
+static int zombie_children(void) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *p = strrchr(buf, ')');
+    char state;
+    int ppid;
+    if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid() && state == 'Z') n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static bool no_children(void) {
+  int st;
+  return waitpid(-1, &st, WNOHANG) < 0 && errno == ECHILD;
+}
+
+/* Pids of the children of `parent`, alive (not zombies). */
+static int children_of(pid_t parent, pid_t *out, int max) {
+  DIR *d = opendir("/proc");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) && n < max) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *p = strrchr(buf, ')');
+    char state;
+    int ppid;
+    if (p && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
+      out[n++] = atoi(e->d_name);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static bool alive(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t k = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[k] = 0;
+  char *p = strrchr(buf, ')');
+  return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static mlc_measure_opts fast_opts(void) {
+  mlc_measure_opts o = mlc_measure_defaults();
+  o.n_builders = 2;
+  o.build_timeout_s = 20;
+  o.run_timeout_s = 20;
+  o.repeat = 3;
+  o.number = 2;
+  return o;
+}
+
+static char *MM;
+
+static void test_good_batch(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  enum { N = 6 };
+  char *traces[N];
+  mlc_measure_cand c[N];
+  for (int i = 0; i < N; i++) {
+    traces[i] = matmul_trace(MM, 100 + (uint64_t)i);
+    c[i] = (mlc_measure_cand){.workload = MM, .trace = i == 0 ? NULL : traces[i]};
+  }
+  mlc_measure_result r[N];
+  CHECK(mlc_measure_run_batch(m, N, c, r, NULL, NULL, &err));
+  for (int i = 0; i < N; i++) {
+    CHECK_MSG(r[i].status == MLC_MEASURE_OK, "cand %d: %s", i, r[i].error);
+    CHECK(r[i].index == i && r[i].n_secs == 3);
+    double sum = 0;
+    for (int k = 0; k < r[i].n_secs; k++) sum += r[i].secs[k];
+    CHECK(r[i].mean_sec > 0 && fabs(r[i].mean_sec - sum / 3) < 1e-12);
+    CHECK_MSG(r[i].max_error < 1e-3, "max error %g", r[i].max_error);
+    CHECK(r[i].build_sec > 0 && r[i].run_sec > 0);
+  }
+  CHECK_MSG(mlc_measure_spawn_count(m) == 3, "spawned %d", mlc_measure_spawn_count(m));
+  /* A second batch reuses the workers and the cached reference. */
+  CHECK(mlc_measure_run_batch(m, 2, c + 1, r, NULL, NULL, &err));
+  CHECK(r[0].status == MLC_MEASURE_OK && r[1].status == MLC_MEASURE_OK);
+  CHECK(mlc_measure_spawn_count(m) == 3);
+  mlc_measure_free(m);
+  CHECK(no_children());
+  for (int i = 0; i < N; i++) mlc_free(traces[i]);
+}
+
+typedef struct progress_log {
+  int calls, last_done, total;
+  bool ordered;
+} progress_log;
+
+static void on_progress(void *ud, int done, int total, const mlc_measure_result *r) {
+  progress_log *p = ud;
+  p->ordered &= done == p->last_done + 1 && r != NULL;
+  p->calls++;
+  p->last_done = done;
+  p->total = total;
+}
+
+/* The mixed batch: every fault class next to good candidates. */
+static void test_fault_batch(void) {
+  static const struct {
+    mlc_measure_fault fault;
+    mlc_measure_status want;
+  } cases[] = {
+      {MLC_FAULT_NONE, MLC_MEASURE_OK},
+      {MLC_FAULT_BUILD_CRASH, MLC_MEASURE_CRASH},
+      {MLC_FAULT_RUN_SEGV, MLC_MEASURE_CRASH},
+      {MLC_FAULT_NONE, MLC_MEASURE_OK},
+      {MLC_FAULT_RUN_HANG, MLC_MEASURE_TIMEOUT},
+      {MLC_FAULT_RUN_WRONG, MLC_MEASURE_WRONG_RESULT},
+      {MLC_FAULT_RUN_FPE, MLC_MEASURE_CRASH},
+      {MLC_FAULT_NONE, MLC_MEASURE_OK},
+      {MLC_FAULT_RUN_ABORT, MLC_MEASURE_CRASH},
+      {MLC_FAULT_BUILD_HANG, MLC_MEASURE_TIMEOUT},
+      {MLC_FAULT_RUN_ALLOC, MLC_MEASURE_ALLOC_ERROR},
+      {MLC_FAULT_RUN_ZERO_TIME, MLC_MEASURE_BAD_TIME},
+      {MLC_FAULT_RUN_GARBAGE, MLC_MEASURE_PROTOCOL_ERROR},
+      {MLC_FAULT_BUILD_GARBAGE, MLC_MEASURE_PROTOCOL_ERROR},
+      {MLC_FAULT_RUN_SEGV, MLC_MEASURE_CRASH}, /* the same fault again */
+      {MLC_FAULT_NONE, MLC_MEASURE_OK},
+  };
+  enum { N = MLC_COUNTOF(cases) };
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  /* Short enough for the hang cases, long enough for a loaded machine. */
+  o.build_timeout_s = 2;
+  o.run_timeout_s = 2;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  char *traces[N];
+  mlc_measure_cand c[N];
+  for (int i = 0; i < N; i++) {
+    traces[i] = matmul_trace(MM, 7 + (uint64_t)i);
+    c[i] = (mlc_measure_cand){.workload = MM, .trace = traces[i], .fault = cases[i].fault};
+  }
+  mlc_measure_result r[N];
+  progress_log p = {.ordered = true};
+  CHECK(mlc_measure_run_batch(m, N, c, r, on_progress, &p, &err));
+  CHECK(p.calls == N && p.total == N && p.ordered);
+  for (int i = 0; i < N; i++) {
+    CHECK_MSG(r[i].status == cases[i].want, "cand %d (fault %d): want %s, got %s", i,
+              (int)cases[i].fault, mlc_measure_status_name(cases[i].want), r[i].error);
+    if (r[i].status != MLC_MEASURE_OK) {
+      const char *cls = mlc_measure_status_name(r[i].status);
+      CHECK(strncmp(r[i].error, cls, strlen(cls)) == 0 && r[i].error[strlen(cls)] == ':');
+      CHECK(r[i].n_secs == 0);
+    }
+  }
+  CHECK(strstr(r[2].error, "signal 11") != NULL);
+  CHECK(strstr(r[6].error, "signal 8") != NULL);
+  CHECK(strstr(r[8].error, "signal 6") != NULL);
+  CHECK(strstr(r[4].error, "killed") != NULL);
+  CHECK(strstr(r[12].error, "bad frame magic") != NULL);
+  CHECK(zombie_children() == 0);
+  /* Each crash, hang or garbage restarted one worker. */
+  CHECK_MSG(mlc_measure_spawn_count(m) >= 3 + 8, "spawned %d", mlc_measure_spawn_count(m));
+  /* The pool still works after all that. */
+  CHECK(mlc_measure_run_batch(m, 1, c, r, NULL, NULL, &err));
+  CHECK_MSG(r[0].status == MLC_MEASURE_OK, "%s", r[0].error);
+  mlc_measure_free(m);
+  CHECK(no_children());
+  for (int i = 0; i < N; i++) mlc_free(traces[i]);
+}
+
+/* Bad traces and bad workloads are build errors, not crashes. */
+static void test_build_errors(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  const char *bad_split =
+      "{\"insts\":[[\"GetBlock\",[],{\"name\":\"C\",\"func_name\":\"main\"},[\"b0\"]],"
+      "[\"GetLoops\",[\"b0\"],{},[\"l1\",\"l2\",\"l3\"]],"
+      "[\"Split\",[\"l2\",3,5],{\"preserve_unit_iters\":true},[\"l4\",\"l5\"]]],"
+      "\"decisions\":{},\"version\":1}";
+  mlc_measure_cand c[4] = {
+      {.workload = MM, .trace = "{not json"},
+      {.workload = MM, .trace = bad_split},
+      {.workload = "def broken(:\n", .trace = NULL},
+      {.workload = MM, .trace = NULL, .target = "llvm -bogus=1"},
+  };
+  mlc_measure_result r[4];
+  CHECK(mlc_measure_run_batch(m, 4, c, r, NULL, NULL, &err));
+  for (int i = 0; i < 4; i++)
+    CHECK_MSG(r[i].status == MLC_MEASURE_BUILD_ERROR, "cand %d: %s", i, r[i].error);
+  CHECK(strstr(r[0].error, "trace") != NULL);
+  CHECK_MSG(strstr(r[2].error, "expected @T.prim_func") != NULL, "%s", r[2].error);
+  CHECK(strstr(r[3].error, "bogus") != NULL);
+  mlc_measure_free(m);
+  CHECK(no_children());
+}
+
+/* Faults of real kernels, no injection: an intermediate buffer of 4 TiB
+ * (its allocation fails inside the kernel), and a loop nest of 2^62
+ * iterations (killed at the timeout). Both workloads fail already in their
+ * reference; a good workload in the same batch is still measured. */
+static const char *BIG_ALLOC =
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+    "    T_big = T.alloc_buffer((1048576, 1048576))\n"
+    "    for i, j in T.grid(1048576, 1048576):\n"
+    "        with T.block(\"big\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            T_big[vi, vj] = T.float32(1)\n"
+    "    for i in range(4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(4, i)\n"
+    "            B[vi] = A[vi] + T_big[vi, vi]\n";
+
+static const char *ENDLESS =
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+    "    for k, i, j in T.grid(4, 1073741824, 1073741824):\n"
+    "        with T.block(\"B\"):\n"
+    "            vk, vi, vj = T.axis.remap(\"SRR\", [k, i, j])\n"
+    "            with T.init():\n"
+    "                B[vk] = T.float32(0)\n"
+    "            B[vk] = B[vk] + A[vk]\n";
+
+static void test_real_kernel_faults(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.run_timeout_s = 2;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_measure_cand c[4] = {{.workload = BIG_ALLOC}, {.workload = ENDLESS}, {.workload = MM},
+                           {.workload = BIG_ALLOC}};
+  mlc_measure_result r[4];
+  CHECK(mlc_measure_run_batch(m, 4, c, r, NULL, NULL, &err));
+  CHECK_MSG(r[0].status == MLC_MEASURE_ALLOC_ERROR, "%s", r[0].error);
+  CHECK_MSG(r[1].status == MLC_MEASURE_TIMEOUT, "%s", r[1].error);
+  CHECK_MSG(r[2].status == MLC_MEASURE_OK, "%s", r[2].error);
+  CHECK_MSG(r[3].status == MLC_MEASURE_ALLOC_ERROR, "%s", r[3].error);
+  mlc_measure_free(m);
+  CHECK(no_children());
+}
+
+/* A tuner killed with SIGKILL in the middle of a batch (its runner
+ * hanging, its builders stopped) leaves no worker behind. */
+static void test_tuner_killed(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    mlc_error err;
+    mlc_measure_opts o = fast_opts();
+    o.run_timeout_s = 60;
+    o.build_timeout_s = 60;
+    mlc_measure *m = mlc_measure_new(&o, &err);
+    mlc_measure_cand c[3] = {{.workload = MM, .fault = MLC_FAULT_RUN_HANG},
+                             {.workload = MM, .fault = MLC_FAULT_BUILD_HANG},
+                             {.workload = MM, .fault = MLC_FAULT_BUILD_HANG}};
+    mlc_measure_result r[3];
+    if (m) mlc_measure_run_batch(m, 3, c, r, NULL, NULL, &err);
+    _exit(1);
+  }
+  pid_t kids[8];
+  int n = 0;
+  for (int i = 0; i < 100 && n < 3; i++) {
+    usleep(50000);
+    n = children_of(pid, kids, 8);
+  }
+  usleep(500000); /* let the runner reach its hang and stop the builders */
+  n = children_of(pid, kids, 8);
+  CHECK_MSG(n == 3, "%d workers", n);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
+  int left = n;
+  for (int i = 0; i < 60 && left > 0; i++) {
+    usleep(50000);
+    left = 0;
+    for (int k = 0; k < n; k++) left += alive(kids[k]);
+  }
+  CHECK_MSG(left == 0, "%d of %d workers still alive", left, n);
+}
+
+/* Fake workers (shell scripts) that break the protocol in ways the fault
+ * injection does not: an oversize length, a frame cut short by exit, a
+ * reply of the wrong type. Each costs its job; the batch completes. */
+static void fake_worker_batch(const char *script, const char *want_class, const char *want_msg) {
+  char path[] = "/tmp/mlc_fake_worker_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return (void)CHECK(0);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "#!/bin/sh\n%s\n", script);
+  fclose(f);
+  chmod(path, 0755);
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.worker_path = path;
+  o.n_builders = 1;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) {
+    unlink(path);
+    return (void)CHECK_MSG(0, "%s", err.msg);
+  }
+  mlc_measure_cand c[2] = {{.workload = MM}, {.workload = MM}};
+  mlc_measure_result r[2];
+  CHECK(mlc_measure_run_batch(m, 2, c, r, NULL, NULL, &err));
+  for (int i = 0; i < 2; i++) {
+    CHECK_MSG(strncmp(r[i].error, want_class, strlen(want_class)) == 0, "%s", r[i].error);
+    CHECK_MSG(strstr(r[i].error, want_msg) != NULL, "%s", r[i].error);
+  }
+  mlc_measure_free(m);
+  CHECK(no_children());
+  unlink(path);
+}
+
+static void test_protocol_edges(void) {
+  /* "MCF1", type BUILD_OK, length 0xffffffff */
+  fake_worker_batch("printf 'MCF1\\002\\000\\000\\000\\377\\377\\377\\377'; exec sleep 30",
+                    "protocol_error", "frame length over the limit");
+  /* a header promising 16 bytes, 3 given, then exit */
+  fake_worker_batch("printf 'MCF1\\002\\000\\000\\000\\020\\000\\000\\000abc'", "crash",
+                    "exited with status 0");
+  /* a RUN_OK (type 4) where BUILD_OK was asked for */
+  fake_worker_batch("printf 'MCF1\\004\\000\\000\\000\\000\\000\\000\\000'; exec sleep 30",
+                    "protocol_error", "malformed build reply");
+}
+
+/* min_repeat_ms stretches each repeat; timings stay plausible. */
+static void test_min_repeat(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.number = 1;
+  o.repeat = 2;
+  o.min_repeat_ms = 30;
+  o.flush_cache = false;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_measure_cand c = {.workload = MM};
+  mlc_measure_result r;
+  CHECK(mlc_measure_run_batch(m, 1, &c, &r, NULL, NULL, &err));
+  CHECK_MSG(r.status == MLC_MEASURE_OK, "%s", r.error);
+  /* two repeats of at least 30 ms each, plus load and check */
+  CHECK_MSG(r.run_sec >= 0.06, "run took %g s", r.run_sec);
+  CHECK(r.mean_sec > 0 && r.mean_sec < 0.03);
+  mlc_measure_free(m);
+}
+
+/* A missing worker program is an error up front; one that dies at once
+ * costs each candidate and the batch still completes. */
+static void test_bad_worker(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.worker_path = "/nonexistent/mlc-worker";
+  CHECK(mlc_measure_new(&o, &err) == NULL);
+  CHECK(strstr(err.msg, "/nonexistent/mlc-worker") != NULL);
+  o.worker_path = "/bin/false";
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_measure_cand c[3] = {{.workload = MM}, {.workload = MM}, {.workload = MM}};
+  mlc_measure_result r[3];
+  CHECK(mlc_measure_run_batch(m, 3, c, r, NULL, NULL, &err));
+  for (int i = 0; i < 3; i++) {
+    CHECK_MSG(r[i].status == MLC_MEASURE_BUILD_ERROR || r[i].status == MLC_MEASURE_CRASH, "%s",
+              r[i].error);
+    CHECK_MSG(strstr(r[i].error, "exited with status 1") != NULL, "%s", r[i].error);
+  }
+  mlc_measure_free(m);
+  CHECK(no_children());
+}
+
+static void test_status_names(void) {
+  for (int i = 0; i < MLC_MEASURE_STATUS_COUNT; i++) {
+    mlc_measure_status s;
+    CHECK(mlc_measure_status_from_name(mlc_measure_status_name((mlc_measure_status)i), &s));
+    CHECK((int)s == i);
+  }
+  mlc_measure_status s;
+  CHECK(!mlc_measure_status_from_name("nonsense", &s));
+}
+
+int main(void) {
+  setenv("MLC_WORKER_FAULTS", "1", 1);
+  MM = matmul_text(16, 16, 16);
+  RUN(test_status_names);
+  RUN(test_good_batch);
+  RUN(test_fault_batch);
+  RUN(test_build_errors);
+  RUN(test_real_kernel_faults);
+  RUN(test_protocol_edges);
+  RUN(test_tuner_killed);
+  RUN(test_min_repeat);
+  RUN(test_bad_worker);
+  mlc_free(MM);
+  return test_summary();
+}

@@ -1,0 +1,546 @@
+/* mlc-db: look at and move tuning records (db/db.h).
+ *
+ *   mlc-db list                          workloads, record counts, best GFLOP/s per target
+ *   mlc-db top --task matmul [-k 5]      best records of a task
+ *   mlc-db show ID [--ir]                one record: trace, run times, scheduled IR
+ *   mlc-db stats                         records per error class and per target
+ *   mlc-db export [--task T] > f.jsonl   JSON lines (DESIGN.md section 4)
+ *   mlc-db import f.jsonl                the same back, duplicates skipped
+ */
+#include "db/db.h"
+#include "schedule/schedule.h"
+#include "tasks/tasks.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_text =
+    "usage: mlc-db [--db PATH] COMMAND [options]\n"
+    "\n"
+    "Commands:\n"
+    "  list                      workloads: task, shape, records, best GFLOP/s per target\n"
+    "  top --task NAME           best records of a task (all its shapes unless --shape)\n"
+    "  show ID                   one record: trace (Python-like), run times, error\n"
+    "  stats                     records per error class and per target\n"
+    "  export                    every record as one JSON object per line, on stdout\n"
+    "  import FILE               read JSON lines (FILE or - for stdin); duplicates are\n"
+    "                            skipped; a bad line changes nothing\n"
+    "\n"
+    "Options:\n"
+    "      --db PATH      database file (default: $MLC_DB, else ./mlc.db)\n"
+    "  -t, --task NAME    task name (top, list, export)\n"
+    "  -s, --shape S      shape of the task, e.g. 128,128,128 (top, list)\n"
+    "      --target T     only records of this target (top), e.g. \"llvm\"\n"
+    "  -k N               how many records top shows (default 5)\n"
+    "      --ir           show: also print the scheduled TensorIR\n"
+    "      --json         machine-readable output\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Exit status: 0 success, 1 failure (unreadable database, missing record, bad\n"
+    "input), 2 bad usage.\n";
+
+typedef struct options {
+  const char *db, *command, *arg, *task, *shape, *target;
+  int k;
+  bool ir, json;
+} options;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "mlc-db: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nTry 'mlc-db --help'.\n");
+  return 2;
+}
+
+static int fail(const char *msg) {
+  fprintf(stderr, "mlc-db: error: %s\n", msg);
+  return 1;
+}
+
+/* ---- formatting ---------------------------------------------------------- */
+
+static void put_time(mlc_str *s, double sec) {
+  if (sec >= 1e-3) mlc_str_printf(s, "%.4g ms", sec * 1e3);
+  else mlc_str_printf(s, "%.4g us", sec * 1e6);
+}
+
+/* Floating-point work of a workload made from a built-in task; 0 if unknown. */
+static double workload_flops(const char *task, const char *shape) {
+  const mlc_task_def *d = task ? mlc_task_find(task) : NULL;
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error err;
+  if (!d || !shape || !mlc_task_parse_shape(d, shape, sh, &err)) return 0;
+  return mlc_task_flops(d, sh);
+}
+
+static void put_gflops(mlc_str *s, double flops, double sec) {
+  if (flops > 0 && sec > 0) mlc_str_printf(s, "%.2f GFLOP/s", flops / sec * 1e-9);
+  else mlc_str_puts(s, "-");
+}
+
+static void json_key(mlc_str *s, bool *first, const char *key) {
+  if (!*first) mlc_str_putc(s, ',');
+  *first = false;
+  mlc_json_write_string(s, key);
+  mlc_str_putc(s, ':');
+}
+
+static void json_str(mlc_str *s, bool *first, const char *key, const char *v) {
+  json_key(s, first, key);
+  if (v) mlc_json_write_string(s, v);
+  else mlc_str_puts(s, "null");
+}
+
+static void json_num(mlc_str *s, bool *first, const char *key, double v) {
+  json_key(s, first, key);
+  mlc_json_write_number(s, v);
+}
+
+static void json_secs(mlc_str *s, bool *first, const mlc_db_record *r) {
+  json_key(s, first, "run_secs");
+  mlc_str_putc(s, '[');
+  for (int i = 0; i < r->n_secs; i++) {
+    if (i) mlc_str_putc(s, ',');
+    mlc_json_write_number(s, r->secs[i]);
+  }
+  mlc_str_putc(s, ']');
+}
+
+static void flush_out(mlc_str *s) {
+  fputs(mlc_str_cstr(s), stdout);
+  mlc_str_clear(s);
+}
+
+/* ---- list ------------------------------------------------------------------ */
+
+static void list_json_row(mlc_str *o, const mlc_db_workload *w, const char *target,
+                          const mlc_db_record *best, double flops, bool *first_row) {
+  if (!*first_row) mlc_str_putc(o, ',');
+  *first_row = false;
+  bool f = true;
+  mlc_str_putc(o, '{');
+  json_num(o, &f, "workload_id", (double)w->id);
+  json_str(o, &f, "task", w->task);
+  json_str(o, &f, "shape", w->shape);
+  json_str(o, &f, "hash", w->hash);
+  json_num(o, &f, "records", w->n_records);
+  json_num(o, &f, "errors", w->n_errors);
+  json_str(o, &f, "target", target);
+  json_key(o, &f, "best_mean_sec");
+  if (best) mlc_json_write_number(o, best->mean_sec);
+  else mlc_str_puts(o, "null");
+  json_key(o, &f, "best_gflops");
+  if (best && flops > 0) mlc_json_write_number(o, flops / best->mean_sec * 1e-9);
+  else mlc_str_puts(o, "null");
+  mlc_str_putc(o, '}');
+}
+
+static void list_text_row(mlc_str *o, const mlc_db_workload *w, const char *target,
+                          const mlc_db_record *best, double flops) {
+  mlc_str cell = {0};
+  if (best) {
+    put_gflops(&cell, flops, best->mean_sec);
+    mlc_str_puts(&cell, " (");
+    put_time(&cell, best->mean_sec);
+    mlc_str_putc(&cell, ')');
+  } else {
+    mlc_str_puts(&cell, "-");
+  }
+  mlc_str_printf(o, "%-4lld %-18s %-16s %7d %6d  %-28s %s\n", (long long)w->id,
+                 w->task ? w->task : "-", w->shape ? w->shape : "-", w->n_records, w->n_errors,
+                 mlc_str_cstr(&cell), target ? target : "-");
+  mlc_str_free(&cell);
+}
+
+static int cmd_list(mlc_db *db, const options *o, mlc_arena *a) {
+  mlc_error err;
+  mlc_db_workload *ws;
+  int n = mlc_db_list_workloads(db, o->task, o->shape, a, &ws, &err);
+  if (n < 0) return fail(err.msg);
+  mlc_str out = {0};
+  bool first = true;
+  if (o->json) mlc_str_putc(&out, '[');
+  else mlc_str_printf(&out, "%-4s %-18s %-16s %7s %6s  %-28s %s\n", "ID", "TASK", "SHAPE",
+                      "RECORDS", "ERRORS", "BEST", "TARGET");
+  for (int i = 0; i < n; i++) {
+    const char **targets;
+    int nt = mlc_db_targets(db, ws[i].id, a, &targets, &err);
+    if (nt < 0) return mlc_str_free(&out), fail(err.msg);
+    double flops = workload_flops(ws[i].task, ws[i].shape);
+    for (int t = 0; t < (nt ? nt : 1); t++) {
+      mlc_db_record *best = NULL;
+      if (nt && mlc_db_top_k(db, ws[i].id, targets[t], 1, a, &best, &err) < 1) best = NULL;
+      const char *target = nt ? targets[t] : NULL;
+      if (o->json) list_json_row(&out, &ws[i], target, best, flops, &first);
+      else list_text_row(&out, &ws[i], target, best, flops);
+    }
+  }
+  if (o->json) mlc_str_puts(&out, "]\n");
+  flush_out(&out);
+  mlc_str_free(&out);
+  return 0;
+}
+
+/* ---- top ----------------------------------------------------------------------- */
+
+/* The shape as the database stores it ("16,16,16"), for a built-in task. */
+static bool canonical_shape(const options *o, char *buf, size_t n) {
+  const mlc_task_def *d = mlc_task_find(o->task);
+  if (!o->shape) return false;
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error err;
+  if (d && mlc_task_parse_shape(d, o->shape, sh, &err)) mlc_task_shape_str(d, sh, buf, n);
+  else snprintf(buf, n, "%s", o->shape);
+  return true;
+}
+
+static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
+                    const mlc_db_record *r, int rank, double flops, bool *first) {
+  if (o->json) {
+    if (!*first) mlc_str_putc(out, ',');
+    *first = false;
+    bool f = true;
+    mlc_str_putc(out, '{');
+    json_num(out, &f, "rank", rank);
+    json_num(out, &f, "id", (double)r->id);
+    json_str(out, &f, "task", w->task);
+    json_str(out, &f, "shape", w->shape);
+    json_str(out, &f, "target", r->target);
+    json_num(out, &f, "mean_sec", r->mean_sec);
+    json_key(out, &f, "gflops");
+    if (flops > 0) mlc_json_write_number(out, flops / r->mean_sec * 1e-9);
+    else mlc_str_puts(out, "null");
+    json_secs(out, &f, r);
+    json_str(out, &f, "trace_hash", r->trace_hash);
+    json_num(out, &f, "round", (double)r->round);
+    mlc_str_putc(out, '}');
+    return;
+  }
+  mlc_str t = {0}, g = {0};
+  put_time(&t, r->mean_sec);
+  put_gflops(&g, flops, r->mean_sec);
+  mlc_str_printf(out, "%4d  %-6lld %-12s %-16s %-16s %s  %s\n", rank, (long long)r->id,
+                 mlc_str_cstr(&t), mlc_str_cstr(&g), w->shape ? w->shape : "-", r->trace_hash,
+                 r->target);
+  mlc_str_free(&t), mlc_str_free(&g);
+}
+
+static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
+  mlc_error err;
+  char shape[256];
+  bool by_shape = canonical_shape(o, shape, sizeof shape);
+  mlc_db_workload *ws;
+  int n = mlc_db_list_workloads(db, o->task, by_shape ? shape : NULL, a, &ws, &err);
+  if (n < 0) return fail(err.msg);
+  if (n == 0 && !mlc_task_find(o->task) &&
+      mlc_db_list_workloads(db, o->task, NULL, a, &ws, &err) == 0) {
+    fprintf(stderr, "mlc-db: error: unknown task '%s' (tasks: %s)\n", o->task, mlc_task_names());
+    return 1;
+  }
+  mlc_str out = {0};
+  bool first = true;
+  int shown = 0;
+  if (o->json) mlc_str_putc(&out, '[');
+  else mlc_str_printf(&out, "%4s  %-6s %-12s %-16s %-16s %-16s  %s\n", "RANK", "ID", "MEAN",
+                      "RATE", "SHAPE", "TRACE", "TARGET");
+  for (int i = 0; i < n; i++) {
+    const char **targets, *only[1] = {o->target};
+    int nt = o->target ? 1 : mlc_db_targets(db, ws[i].id, a, &targets, &err);
+    if (o->target) targets = only;
+    double flops = workload_flops(ws[i].task, ws[i].shape);
+    for (int t = 0; t < nt; t++) {
+      mlc_db_record *rs;
+      int k = mlc_db_top_k(db, ws[i].id, targets[t], o->k, a, &rs, &err);
+      if (k < 0) return mlc_str_free(&out), fail(err.msg);
+      for (int j = 0; j < k; j++) top_row(&out, o, &ws[i], &rs[j], j + 1, flops, &first);
+      shown += k;
+    }
+  }
+  if (o->json) mlc_str_puts(&out, "]\n");
+  if (!o->json && shown == 0) {
+    mlc_str_free(&out);
+    fprintf(stderr, "mlc-db: no successful records for task '%s'%s%s\n", o->task,
+            by_shape ? " shape " : "", by_shape ? shape : "");
+    return 0;
+  }
+  flush_out(&out);
+  mlc_str_free(&out);
+  return 0;
+}
+
+/* ---- show ----------------------------------------------------------------------------- */
+
+/* Replay the record's trace on its workload; the scheduled TVMScript. */
+static bool scheduled_ir(const char *ir, const char *trace, mlc_str *out, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = mlc_parse_module(a, "workload", ir, err);
+  mlc_prim_func *f = m ? (mlc_module_find(m, "main") ? mlc_module_find(m, "main") : m->funcs[0])
+                       : NULL;
+  mlc_trace *t = f ? mlc_trace_from_json(a, trace, strlen(trace), err) : NULL;
+  bool ok = false;
+  if (t) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    ok = mlc_sched_replay(s, t, NULL, NULL, err);
+    if (ok) mlc_print_func(out, mlc_sched_func(s));
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+  return ok;
+}
+
+static bool trace_python(const char *json, mlc_str *out, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(a, json, strlen(json), err);
+  if (t) mlc_trace_print(out, t);
+  mlc_arena_free(a);
+  return t != NULL;
+}
+
+static void show_json(mlc_str *o, const mlc_db_record *r, const mlc_db_workload *w, double flops,
+                      const char *ir) {
+  bool f = true;
+  mlc_str_putc(o, '{');
+  json_num(o, &f, "id", (double)r->id);
+  json_num(o, &f, "workload_id", (double)r->workload_id);
+  json_str(o, &f, "task", w->task);
+  json_str(o, &f, "shape", w->shape);
+  json_str(o, &f, "target", r->target);
+  json_key(o, &f, "trace");
+  mlc_str_puts(o, r->trace);
+  json_str(o, &f, "trace_hash", r->trace_hash);
+  json_secs(o, &f, r);
+  json_key(o, &f, "mean_sec");
+  if (r->error) mlc_str_puts(o, "null");
+  else mlc_json_write_number(o, r->mean_sec);
+  json_key(o, &f, "gflops");
+  if (!r->error && flops > 0) mlc_json_write_number(o, flops / r->mean_sec * 1e-9);
+  else mlc_str_puts(o, "null");
+  json_str(o, &f, "error", r->error);
+  json_num(o, &f, "round", (double)r->round);
+  json_str(o, &f, "host", r->host);
+  json_str(o, &f, "mlc_version", r->mlc_version);
+  json_str(o, &f, "created_at", r->created_at);
+  if (ir) json_str(o, &f, "ir", ir);
+  mlc_str_puts(o, "}\n");
+}
+
+static void show_text(mlc_str *o, const mlc_db_record *r, const mlc_db_workload *w, double flops,
+                      const char *py, const char *ir) {
+  mlc_str_printf(o, "record %lld\n", (long long)r->id);
+  mlc_str_printf(o, "  workload:  %lld (%s %s, hash %s)\n", (long long)w->id,
+                 w->task ? w->task : "-", w->shape ? w->shape : "-", w->hash);
+  mlc_str_printf(o, "  target:    %s\n", r->target);
+  mlc_str_printf(o, "  trace:     %s\n", r->trace_hash);
+  if (r->error) {
+    mlc_str_printf(o, "  error:     %s\n", r->error);
+  } else {
+    mlc_str_puts(o, "  mean:      ");
+    put_time(o, r->mean_sec);
+    mlc_str_puts(o, ", ");
+    put_gflops(o, flops, r->mean_sec);
+    mlc_str_puts(o, "\n  run times:");
+    for (int i = 0; i < r->n_secs; i++) {
+      mlc_str_puts(o, i ? ", " : " ");
+      put_time(o, r->secs[i]);
+    }
+    mlc_str_putc(o, '\n');
+  }
+  mlc_str_printf(o, "  round:     %lld\n  host:      %s\n  version:   %s\n  created:   %s\n\n",
+                 (long long)r->round, r->host ? r->host : "-",
+                 r->mlc_version ? r->mlc_version : "-", r->created_at ? r->created_at : "-");
+  mlc_str_puts(o, py);
+  if (ir) {
+    mlc_str_puts(o, "\n# scheduled TensorIR\n");
+    mlc_str_puts(o, ir);
+  }
+}
+
+static int cmd_show(mlc_db *db, const options *o, mlc_arena *a) {
+  char *end;
+  long long id = strtoll(o->arg, &end, 10);
+  if (*end || !*o->arg || id <= 0) return usage_error("show expects a record id, got '%s'", o->arg);
+  mlc_error err;
+  mlc_db_record r;
+  int found = mlc_db_get_record(db, id, a, &r, &err);
+  if (found < 0) return fail(err.msg);
+  if (!found) {
+    fprintf(stderr, "mlc-db: error: no record %lld in %s\n", id, mlc_db_path(db));
+    return 1;
+  }
+  mlc_db_workload w;
+  if (!mlc_db_get_workload(db, r.workload_id, a, &w, &err)) return fail(err.msg);
+  mlc_str py = {0}, ir = {0}, out = {0};
+  int rc = 0;
+  if (!trace_python(r.trace, &py, &err)) rc = fail(err.msg);
+  else if (o->ir && !scheduled_ir(w.ir, r.trace, &ir, &err)) rc = fail(err.msg);
+  if (!rc) {
+    double flops = workload_flops(w.task, w.shape);
+    if (o->json) show_json(&out, &r, &w, flops, o->ir ? mlc_str_cstr(&ir) : NULL);
+    else show_text(&out, &r, &w, flops, mlc_str_cstr(&py), o->ir ? mlc_str_cstr(&ir) : NULL);
+    flush_out(&out);
+  }
+  mlc_str_free(&py), mlc_str_free(&ir), mlc_str_free(&out);
+  return rc;
+}
+
+/* ---- stats ------------------------------------------------------------------------------ */
+
+static void put_counts(mlc_str *o, bool json, const char *title, int n, const mlc_db_count *c) {
+  if (json) {
+    mlc_json_write_string(o, title);
+    mlc_str_puts(o, ":{");
+    for (int i = 0; i < n; i++) {
+      if (i) mlc_str_putc(o, ',');
+      mlc_json_write_string(o, c[i].key);
+      mlc_str_printf(o, ":%lld", (long long)c[i].n);
+    }
+    mlc_str_putc(o, '}');
+    return;
+  }
+  mlc_str_printf(o, "%s:\n", title);
+  for (int i = 0; i < n; i++) mlc_str_printf(o, "  %-40s %lld\n", c[i].key, (long long)c[i].n);
+  if (n == 0) mlc_str_puts(o, "  (none)\n");
+}
+
+static int cmd_stats(mlc_db *db, const options *o, mlc_arena *a) {
+  mlc_error err;
+  mlc_db_count *by_err, *by_target;
+  mlc_db_workload *ws;
+  int nw = mlc_db_list_workloads(db, NULL, NULL, a, &ws, &err);
+  int ne = nw < 0 ? -1 : mlc_db_count_by_error(db, a, &by_err, &err);
+  int nt = ne < 0 ? -1 : mlc_db_count_by_target(db, a, &by_target, &err);
+  if (nt < 0) return fail(err.msg);
+  int64_t total = 0;
+  for (int i = 0; i < ne; i++) total += by_err[i].n;
+  mlc_str out = {0};
+  if (o->json) {
+    mlc_str_printf(&out, "{\"workloads\":%d,\"records\":%lld,", nw, (long long)total);
+    put_counts(&out, true, "by_class", ne, by_err);
+    mlc_str_putc(&out, ',');
+    put_counts(&out, true, "by_target", nt, by_target);
+    mlc_str_puts(&out, "}\n");
+  } else {
+    mlc_str_printf(&out, "database: %s\nworkloads: %d\nrecords: %lld\n", mlc_db_path(db), nw,
+                   (long long)total);
+    put_counts(&out, false, "records per class", ne, by_err);
+    put_counts(&out, false, "records per target", nt, by_target);
+  }
+  flush_out(&out);
+  mlc_str_free(&out);
+  return 0;
+}
+
+/* ---- export and import ---------------------------------------------------------------------- */
+
+static int cmd_export(mlc_db *db, const options *o) {
+  mlc_error err;
+  int64_t n = mlc_db_export(db, o->task, stdout, &err);
+  if (n < 0) return fail(err.msg);
+  if (fflush(stdout) != 0) return fail("writing to stdout failed");
+  return 0;
+}
+
+static char *read_stdin(size_t *len) {
+  mlc_str s = {0};
+  char buf[65536];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, stdin)) > 0) mlc_str_putn(&s, buf, k);
+  *len = s.len;
+  if (!s.data) mlc_str_puts(&s, "");
+  return mlc_str_take(&s);
+}
+
+static int cmd_import(mlc_db *db, const options *o) {
+  mlc_error err;
+  size_t len;
+  char *text = strcmp(o->arg, "-") == 0 ? read_stdin(&len) : mlc_read_file(o->arg, &len, &err);
+  if (!text) return fail(err.msg);
+  int64_t added, dup;
+  bool ok = mlc_db_import(db, text, len, &added, &dup, &err);
+  mlc_free(text);
+  if (!ok) {
+    fprintf(stderr, "mlc-db: error: %s: %s (nothing imported)\n", o->arg, err.msg);
+    return 1;
+  }
+  if (o->json) printf("{\"imported\":%lld,\"duplicates\":%lld}\n", (long long)added, (long long)dup);
+  else printf("imported %lld records (%lld duplicates skipped)\n", (long long)added, (long long)dup);
+  return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, options *o) {
+  enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON };
+  static const struct option longopts[] = {
+      {"db", required_argument, 0, OPT_DB},   {"task", required_argument, 0, 't'},
+      {"shape", required_argument, 0, 's'},   {"target", required_argument, 0, OPT_TARGET},
+      {"ir", no_argument, 0, OPT_IR},         {"json", no_argument, 0, OPT_JSON},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+  };
+  int c;
+  while ((c = getopt_long(argc, argv, "t:s:k:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case OPT_DB: o->db = optarg; break;
+    case 't': o->task = optarg; break;
+    case 's': o->shape = optarg; break;
+    case OPT_TARGET: o->target = optarg; break;
+    case OPT_IR: o->ir = true; break;
+    case OPT_JSON: o->json = true; break;
+    case 'k': {
+      char *end;
+      long k = strtol(optarg, &end, 10);
+      if (*end || !*optarg || k < 1 || k > 1000000)
+        return usage_error("-k expects a positive number, got '%s'", optarg);
+      o->k = (int)k;
+      break;
+    }
+    case 'h': fputs(usage_text, stdout); exit(0);
+    default: return usage_error("%s", "bad option");
+    }
+  }
+  if (optind >= argc) return usage_error("%s", "missing command (list, top, show, stats, export, import)");
+  o->command = argv[optind++];
+  if (optind < argc) o->arg = argv[optind++];
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* Which commands take what. */
+static int check_usage(const options *o) {
+  const char *c = o->command;
+  bool known = !strcmp(c, "list") || !strcmp(c, "top") || !strcmp(c, "show") ||
+               !strcmp(c, "stats") || !strcmp(c, "export") || !strcmp(c, "import");
+  if (!known) return usage_error("unknown command '%s'", c);
+  bool wants_arg = !strcmp(c, "show") || !strcmp(c, "import");
+  if (wants_arg && !o->arg) return usage_error("%s needs an argument", c);
+  if (!wants_arg && o->arg) return usage_error("unexpected argument '%s'", o->arg);
+  if (!strcmp(c, "top") && !o->task) return usage_error("%s", "top needs --task NAME");
+  if (o->shape && !o->task) return usage_error("%s", "--shape needs --task");
+  if (o->ir && strcmp(c, "show") != 0) return usage_error("%s", "--ir goes with show");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  options o = {.k = 5};
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+  if ((rc = check_usage(&o))) return rc;
+  if (!o.db) o.db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  mlc_error err;
+  bool creates = strcmp(o.command, "import") == 0;
+  mlc_db *db = mlc_db_open(o.db, creates ? MLC_DB_CREATE : MLC_DB_EXISTING, &err);
+  if (!db) return fail(err.msg);
+  mlc_arena *a = mlc_arena_new();
+  if (!strcmp(o.command, "list")) rc = cmd_list(db, &o, a);
+  else if (!strcmp(o.command, "top")) rc = cmd_top(db, &o, a);
+  else if (!strcmp(o.command, "show")) rc = cmd_show(db, &o, a);
+  else if (!strcmp(o.command, "stats")) rc = cmd_stats(db, &o, a);
+  else if (!strcmp(o.command, "export")) rc = cmd_export(db, &o);
+  else rc = cmd_import(db, &o);
+  mlc_arena_free(a);
+  mlc_db_close(db);
+  return rc;
+}

@@ -1,0 +1,42 @@
+/* mlc-worker: the measurement worker processes (measure/measure.h).
+ *
+ *   mlc-worker build    compile candidates: frames on stdin, replies on stdout
+ *   mlc-worker run      load, check and time compiled candidates
+ *
+ * Started by the tuner's measurement pool; not meant to be run by hand.
+ */
+#include "measure/measure.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *usage_text =
+    "usage: mlc-worker build|run\n"
+    "\n"
+    "A measurement worker started by mlc-tune: it reads length-prefixed request\n"
+    "frames on stdin and writes one reply frame per request on stdout (layout in\n"
+    "measure/measure.h) until end of input.\n"
+    "\n"
+    "  build   replay a trace on a workload, lower and compile it: object bytes\n"
+    "  run     load an object, check its result against the reference, time it\n"
+    "\n"
+    "Exit status: 0 at end of input, 1 on a broken stream, 2 bad usage.\n";
+
+#ifdef __SANITIZE_ADDRESS__
+/* Under AddressSanitizer a kernel's absurd allocation must fail as it does
+ * in production (NULL, the kernel returns -1), not abort the worker. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+int main(int argc, char **argv) {
+  if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    fputs(usage_text, stdout);
+    return 0;
+  }
+  if (argc != 2 || (strcmp(argv[1], "build") != 0 && strcmp(argv[1], "run") != 0)) {
+    fprintf(stderr, "mlc-worker: error: expected 'build' or 'run'\nTry 'mlc-worker --help'.\n");
+    return 2;
+  }
+  return mlc_measure_worker_main(argv[1]);
+}
