@@ -1,0 +1,71 @@
+#!/bin/sh
+# mlc-tune end to end with real workers on tiny workloads: a run fills the
+# database, a rerun with the same budget has nothing to do (exit 0), a
+# larger budget resumes without measuring a trace twice, --json, a
+# --task-file kernel, and the user errors: unknown task, bad shape, bad
+# option (exit 2), an unwritable database (exit 1).
+B=${MLC_BUILD:-build}
+TUNE=$B/bin/mlc-tune
+IR=$B/bin/mlc-ir
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+check() { # name, condition command...
+  name=$1; shift
+  if "$@"; then pass "$name"; else fail "$name" "$*"; fi
+}
+# small and quick: random scores, no baseline, one builder
+Q="--cost-model random --no-baseline -j 1 --trials-per-round 4"
+
+"$TUNE" --help >"$tmp/help" 2>&1
+check tune_help test $? -eq 0
+check tune_help_text grep -q 'usage: mlc-tune' "$tmp/help"
+
+"$TUNE" --task nosuch --trials 4 --db "$tmp/x.db" >"$tmp/out" 2>"$tmp/err"
+check tune_unknown_task_exit test $? -eq 2
+check tune_unknown_task_msg grep -q "mlc-tune: error: unknown task 'nosuch'" "$tmp/err"
+"$TUNE" --task matmul --shape 1,2 --trials 4 --db "$tmp/x.db" >"$tmp/out" 2>"$tmp/err"
+check tune_bad_shape_exit test $? -eq 2
+check tune_bad_shape_msg grep -q 'mlc-tune: error:' "$tmp/err"
+"$TUNE" --task matmul --trials zero >"$tmp/out" 2>"$tmp/err"
+check tune_bad_trials_exit test $? -eq 2
+"$TUNE" --task vecadd --shape 64 --trials 2 --db /nonexistent/dir/x.db $Q >"$tmp/out" 2>"$tmp/err"
+check tune_unwritable_db_exit test $? -eq 1
+check tune_unwritable_db_msg grep -q 'mlc-tune: error:' "$tmp/err"
+
+# a first run: 4 trials of a tiny matmul
+"$TUNE" --task matmul --shape 16,16,16 --trials 4 --db "$tmp/a.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_run_exit test $? -eq 0
+check tune_run_summary grep -q 'GFLOP/s (record [0-9]*; see it with `mlc-db show [0-9]*`)' "$tmp/out"
+check tune_run_trials grep -q 'trials: 0 before, 4 measured now (0 errors)' "$tmp/out"
+
+# the same budget again: nothing to do, exit 0
+"$TUNE" --task matmul --shape 16,16,16 --trials 4 --db "$tmp/a.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_nothing_exit test $? -eq 0
+check tune_nothing_msg grep -q 'nothing to do' "$tmp/err"
+
+# resume to 6: 2 more, none measured twice (the db keys traces uniquely)
+"$TUNE" --task matmul --shape 16,16,16 --trials 6 --db "$tmp/a.db" $Q --json >"$tmp/out" 2>"$tmp/err"
+check tune_resume_exit test $? -eq 0
+check tune_resume_json grep -q '"trials_before":4,"measured":2' "$tmp/out"
+if command -v sqlite3 >/dev/null 2>&1; then
+  n2=$(sqlite3 "$tmp/a.db" 'select count(*), count(distinct trace_hash) from records')
+  check tune_resume_distinct test "$n2" = "6|6"
+fi
+
+# a TVMScript kernel from a file
+"$IR" print --task vecadd --shape 64 >"$tmp/k.py"
+"$TUNE" --task-file "$tmp/k.py" --trials 2 --db "$tmp/a.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_task_file_exit test $? -eq 0
+check tune_task_file_summary grep -q 'k.py on llvm' "$tmp/out"
+
+# the other workload kinds tune too (one trial each: it must build and run)
+for t in "conv2d_nchw 1,4,8,8,4,3,3" "dense_bias_relu 16,16,16" "softmax 8,32" "batch_matmul 2,8,8,8"; do
+  set -- $t
+  "$TUNE" --task "$1" --shape "$2" --trials 1 --db "$tmp/b.db" \
+    --cost-model random --no-baseline -j 1 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ $rc -eq 0 ]; then pass "tune_$1_exit"; else fail "tune_$1_exit" "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
+  check "tune_$1_ok" grep -q 'trials: 0 before, 1 measured now (0 errors)' "$tmp/out"
+done

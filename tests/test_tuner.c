@@ -1,0 +1,818 @@
+/* Tests of tuner/: design-space samples and mutants compute what the
+ * unscheduled program computes (reference interpreter on small shapes, and
+ * a few through LLVM + JIT), mutants stay replayable, the search
+ * deduplicates, ends on an exhausted space and is deterministic. */
+#include "tuner/tuner.h"
+#include "db/db.h"
+#include "measure/measure.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static mlc_prim_func *task(mlc_arena *a, const char *name, const char *shape) {
+  const mlc_task_def *d = mlc_task_find(name);
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error e;
+  if (!d || !mlc_task_parse_shape(d, shape, sh, &e)) return NULL;
+  return mlc_task_build(a, d, sh);
+}
+
+static void small_opts(mlc_tuner_opts *o, uint64_t seed) {
+  mlc_tuner_opts_default(o);
+  o->num_cores = 2;
+  o->seed = seed;
+  o->population = 24;
+  o->generations = 2;
+}
+
+/* Run f and g on the same random inputs; outputs must agree. */
+static bool same_results(const mlc_prim_func *f, const mlc_prim_func *g, char *why, size_t n_why) {
+  int n = f->n_params;
+  mlc_array **x = mlc_xmalloc(sizeof(*x) * (size_t)n), **y = mlc_xmalloc(sizeof(*y) * (size_t)n);
+  mlc_array *xs = mlc_xmalloc(sizeof(*xs) * (size_t)n), *ys = mlc_xmalloc(sizeof(*ys) * (size_t)n);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 99, 1);
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    x[i] = mlc_array_for_buffer(f->params[i]);
+    y[i] = mlc_array_for_buffer(g->params[i]);
+    mlc_array_fill_random(x[i], &rng);
+    for (int64_t k = 0; k < mlc_array_numel(x[i]); k++) mlc_array_set(y[i], k, mlc_array_get(x[i], k));
+    xs[i] = *x[i];
+    ys[i] = *y[i];
+  }
+  mlc_error e;
+  if (!mlc_interp_run(f, xs, &e) || !mlc_interp_run(g, ys, &e)) {
+    snprintf(why, n_why, "interp: %.300s", e.msg);
+    ok = false;
+  }
+  for (int i = 0; ok && i < n; i++) {
+    double m;
+    if (!mlc_array_allclose(y[i], x[i], 1e-4, 1e-4, &m)) {
+      snprintf(why, n_why, "param %d differs by %g", i, m);
+      ok = false;
+    }
+  }
+  for (int i = 0; i < n; i++) mlc_array_free(x[i]), mlc_array_free(y[i]);
+  mlc_free(x), mlc_free(y), mlc_free(xs), mlc_free(ys);
+  return ok;
+}
+
+/* The full trace survives JSON and replays (no decision resampled) onto a
+ * fresh copy of f giving the same program. */
+static bool replays_same(const mlc_prim_func *f, const mlc_sched *c, char *why, size_t n_why) {
+  mlc_str js = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(c));
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  bool ok = false;
+  mlc_trace *t = mlc_trace_from_json(a, js.data, js.len, &e);
+  mlc_sched *r = t ? mlc_sched_new(f, 5) : NULL;
+  mlc_replay_report rep;
+  if (!t) snprintf(why, n_why, "json: %.300s", e.msg);
+  else if (!mlc_sched_replay(r, t, NULL, &rep, &e)) snprintf(why, n_why, "replay: %.300s", e.msg);
+  else if (rep.n_resampled) snprintf(why, n_why, "replay resampled %d decisions", rep.n_resampled);
+  else if (!mlc_func_struct_equal(mlc_sched_func(r), mlc_sched_func(c)))
+    snprintf(why, n_why, "replayed program differs");
+  else if (mlc_trace_hash(mlc_sched_trace(r)) != mlc_trace_hash(mlc_sched_trace(c)))
+    snprintf(why, n_why, "replayed trace hashes differently");
+  else ok = true;
+  mlc_sched_free(r);
+  mlc_arena_free(a);
+  mlc_str_free(&js);
+  return ok;
+}
+
+static void print_trace_on_failure(const mlc_sched *c) {
+  mlc_str s = {0};
+  mlc_trace_print(&s, mlc_sched_trace(c));
+  fprintf(stderr, "%s\n", mlc_str_cstr(&s));
+  mlc_str_free(&s);
+}
+
+/* ---- design space and mutants per task -------------------------------------------- */
+
+typedef struct task_case {
+  const char *name, *shape;
+  int samples, mutants;
+} task_case;
+
+static const task_case CASES[] = {
+    {"matmul", "16,16,16", 12, 12},
+    {"batch_matmul", "2,8,8,8", 8, 8},
+    {"dense_bias_relu", "8,16,16", 8, 8},
+    {"conv2d_nchw", "1,4,6,6,4,3,3", 6, 6},
+    {"softmax", "4,16", 6, 6},
+    {"reduce_sum", "4,64", 6, 6},     /* add-rfactor sketches */
+    {"layernorm", "4,16", 6, 6},
+    {"matmul_relu", "8,8,8", 6, 6},
+};
+
+static long g_samples, g_mutants;
+
+/* The sanitizer build checks half as many samples (it runs ~3x slower). */
+#ifdef __SANITIZE_ADDRESS__
+enum { SAMPLE_DIV = 2 };
+#else
+enum { SAMPLE_DIV = 1 };
+#endif
+
+static void check_task(const task_case *tc) {
+  char why[512] = "";
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, tc->name, tc->shape);
+  CHECK_MSG(f != NULL, "task %s", tc->name);
+  if (!f) goto done;
+  mlc_tuner_opts o;
+  small_opts(&o, 7);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  CHECK_MSG(sp != NULL, "%s: space: %s", tc->name, e.msg);
+  if (!sp) goto done;
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 3, 4);
+  for (int i = 0; i < mlc_tuner_space_count(sp); i++) {
+    int ok_samples = 0;
+    for (int k = 0; k < (tc->samples + 1) / SAMPLE_DIV && !test_case_failed_; k++) {
+      mlc_sched *c = mlc_tuner_space_sample(sp, i, 1000 + (uint64_t)k, &e);
+      if (!c) continue; /* a rejected sample is allowed, a wrong one is not */
+      ok_samples++;
+      g_samples++;
+      bool same = same_results(f, mlc_sched_func(c), why, sizeof why);
+      CHECK_MSG(same, "%s space %d sample %d: %s", tc->name, i, k, why);
+      bool rep = replays_same(f, c, why, sizeof why);
+      CHECK_MSG(rep, "%s space %d sample %d: %s", tc->name, i, k, why);
+      if (!same || !rep) print_trace_on_failure(c);
+      /* mutants of this sample, each mutator in turn and by probability */
+      for (int m = 0; m < tc->mutants / tc->samples + 1 && !test_case_failed_; m++) {
+        int which = k % 2 ? -1 : (k / 2) % MLC_MUTATOR_COUNT;
+        mlc_sched *mu = mlc_tuner_mutate(f, c, which, &rng, &o, &e);
+        if (!mu) continue;
+        g_mutants++;
+        same = same_results(f, mlc_sched_func(mu), why, sizeof why);
+        CHECK_MSG(same, "%s mutant (%d) of sample %d: %s", tc->name, which, k, why);
+        rep = replays_same(f, mu, why, sizeof why);
+        CHECK_MSG(rep, "%s mutant (%d) of sample %d: %s", tc->name, which, k, why);
+        if (!same || !rep) print_trace_on_failure(mu);
+        mlc_sched_free(mu);
+      }
+      mlc_sched_free(c);
+    }
+    CHECK_MSG(ok_samples > 0, "%s: space %d gave no valid sample (last: %s)", tc->name, i, e.msg);
+  }
+  mlc_tuner_space_free(sp);
+done:
+  mlc_arena_free(a);
+}
+
+static void test_space_matmul(void) { check_task(&CASES[0]); }
+static void test_space_batch_matmul(void) { check_task(&CASES[1]); }
+static void test_space_dense_bias_relu(void) { check_task(&CASES[2]); }
+static void test_space_conv2d(void) { check_task(&CASES[3]); }
+static void test_space_softmax(void) { check_task(&CASES[4]); }
+static void test_space_others(void) {
+  for (int i = 5; i < MLC_COUNTOF(CASES); i++) check_task(&CASES[i]);
+}
+
+/* reduce_sum with little spatial parallelism gets rfactor sketches;
+ * softmax's reductions get sampled compute locations, and the
+ * compute-location mutator moves them. */
+static void test_rfactor_and_location(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "reduce_sum", "4,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  int rf = 0;
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    const mlc_trace *t = mlc_tuner_space_trace(sp, k);
+    for (int i = 0; i < t->insts.len; i++) rf += t->insts.data[i].kind == MLC_INST_RFACTOR;
+  }
+  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 3 && rf == 2, "%d spaces, %d rfactor",
+            sp ? mlc_tuner_space_count(sp) : -1, rf);
+  mlc_tuner_space_free(sp);
+
+  char why[512];
+  mlc_prim_func *g = task(a, "softmax", "4,16");
+  sp = mlc_tuner_space_new(g, &o, &e);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 8, 8);
+  int moved = 0;
+  for (int k = 0; sp && k < 12; k++) {
+    /* the last sketch: no rfactor, reductions at sampled locations */
+    mlc_sched *c = mlc_tuner_space_sample(sp, mlc_tuner_space_count(sp) - 1, (uint64_t)k, &e);
+    mlc_sched *m = c ? mlc_tuner_mutate(g, c, MLC_MUTATE_COMPUTE_LOCATION, &rng, &o, &e) : NULL;
+    CHECK_MSG(m != NULL, "mutate: %s", e.msg);
+    if (m) {
+      const mlc_trace *tc = mlc_sched_trace(c), *tm = mlc_sched_trace(m);
+      int diff = 0;
+      for (int i = 0; i < tc->insts.len && i < tm->insts.len; i++)
+        if (tc->insts.data[i].kind == MLC_INST_SAMPLE_COMPUTE_LOCATION)
+          diff += tc->insts.data[i].decision.v[0] != tm->insts.data[i].decision.v[0];
+      moved += diff > 0;
+      CHECK_MSG(same_results(g, mlc_sched_func(m), why, sizeof why), "%s", why);
+    }
+    mlc_sched_free(m);
+    mlc_sched_free(c);
+  }
+  CHECK_MSG(moved >= 6, "%d of 12 mutants moved a block", moved);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* The sketch of matmul is tiled SSRSRS and annotated for the postprocessor;
+ * a sample has parallel and vectorized loops. */
+static void test_matmul_sketch_shape(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  /* no write cache, and a write cache at tile levels 1 and 2 */
+  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 3, "%d spaces", sp ? mlc_tuner_space_count(sp) : -1);
+  if (!sp) goto done;
+  int plain = -1, cached = 0;
+  for (int k = 0; k < mlc_tuner_space_count(sp); k++) {
+    const mlc_trace *t = mlc_tuner_space_trace(sp, k);
+    int tiles = 0, cats = 0, reorders = 0, cw = 0, rca = 0;
+    for (int i = 0; i < t->insts.len; i++) {
+      tiles += t->insts.data[i].kind == MLC_INST_SAMPLE_PERFECT_TILE;
+      cats += t->insts.data[i].kind == MLC_INST_SAMPLE_CATEGORICAL;
+      reorders += t->insts.data[i].kind == MLC_INST_REORDER;
+      cw += t->insts.data[i].kind == MLC_INST_CACHE_WRITE;
+      rca += t->insts.data[i].kind == MLC_INST_REVERSE_COMPUTE_AT;
+    }
+    CHECK_MSG(tiles == 3 && cats == 1 && reorders == 1 && cw == rca && cw <= 1,
+              "space %d: tiles %d cats %d reorders %d cache_write %d", k, tiles, cats, reorders, cw);
+    if (cw) cached++;
+    else plain = k;
+  }
+  CHECK(cached == 2 && plain >= 0);
+  if (plain < 0) goto done;
+  mlc_str out = {0};
+  int par = 0, vec = 0;
+  for (int k = 0; k < 8; k++) {
+    mlc_sched *c = mlc_tuner_space_sample(sp, plain, (uint64_t)k, &e);
+    CHECK_MSG(c != NULL, "sample: %s", e.msg);
+    if (!c) continue;
+    mlc_str_clear(&out);
+    mlc_print_func(&out, mlc_sched_func(c));
+    par += strstr(mlc_str_cstr(&out), "T.parallel(") != NULL;
+    vec += strstr(mlc_str_cstr(&out), "T.vectorized(") != NULL;
+    mlc_sched_free(c);
+  }
+  CHECK_MSG(par == 8, "%d of 8 samples have a parallel loop", par);
+  CHECK_MSG(vec >= 4, "%d of 8 samples have a vectorized loop", vec);
+  mlc_str_free(&out);
+  mlc_tuner_space_free(sp);
+done:
+  mlc_arena_free(a);
+}
+
+/* Tile-size mutation keeps the product of the factors and changes them. */
+static void test_mutate_tile_keeps_product(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 11, 0);
+  int changed = 0;
+  for (int k = 0; k < 20 && sp; k++) {
+    mlc_sched *c = mlc_tuner_space_sample(sp, 0, (uint64_t)k, &e);
+    mlc_sched *m = c ? mlc_tuner_mutate(f, c, MLC_MUTATE_TILE_SIZE, &rng, &o, &e) : NULL;
+    CHECK_MSG(m != NULL, "mutate: %s", e.msg);
+    if (m) {
+      const mlc_trace *tc = mlc_sched_trace(c), *tm = mlc_sched_trace(m);
+      int diff = 0;
+      for (int i = 0; i < tc->insts.len && i < tm->insts.len; i++) {
+        const mlc_inst *x = &tc->insts.data[i], *y = &tm->insts.data[i];
+        if (x->kind != MLC_INST_SAMPLE_PERFECT_TILE) continue;
+        int64_t px = 1, py = 1;
+        for (int j = 0; j < x->decision.n; j++) px *= x->decision.v[j], py *= y->decision.v[j];
+        CHECK(px == py && px == 64);
+        CHECK(y->decision.v[y->decision.n - 1] <= 64);
+        diff += memcmp(x->decision.v, y->decision.v, sizeof(int64_t) * (size_t)x->decision.n) != 0;
+      }
+      CHECK_MSG(diff == 1, "%d tile decisions changed", diff);
+      changed += diff;
+    }
+    mlc_sched_free(m);
+    mlc_sched_free(c);
+  }
+  CHECK(changed == 20);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* The unroll and parallel mutators change only their own knob. */
+static void test_mutate_unroll_and_parallel(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 12, 0);
+  /* the sketch without a write cache: its outer loops can always fuse */
+  mlc_sched *c = sp ? mlc_tuner_space_sample(sp, mlc_tuner_space_count(sp) - 1, 5, &e) : NULL;
+  CHECK(c != NULL);
+  for (int k = 0; c && k < 6; k++) {
+    mlc_sched *u = mlc_tuner_mutate(f, c, MLC_MUTATE_UNROLL, &rng, &o, &e);
+    mlc_sched *p = mlc_tuner_mutate(f, c, MLC_MUTATE_PARALLEL, &rng, &o, &e);
+    CHECK_MSG(u && p, "mutate: %s", e.msg);
+    if (u && p) {
+      const mlc_trace *tc = mlc_sched_trace(c), *tu = mlc_sched_trace(u), *tp = mlc_sched_trace(p);
+      for (int i = 0; i < tc->insts.len; i++) {
+        const mlc_inst *x = &tc->insts.data[i];
+        if (x->kind == MLC_INST_ENTER_POSTPROC) break;
+        if (x->kind == MLC_INST_SAMPLE_CATEGORICAL) {
+          CHECK(tu->insts.data[i].decision.v[0] != x->decision.v[0]);
+          CHECK(tp->insts.data[i].decision.v[0] == x->decision.v[0]);
+        }
+        if (x->kind == MLC_INST_SAMPLE_PERFECT_TILE) {
+          CHECK(memcmp(&tu->insts.data[i].decision, &x->decision, sizeof x->decision) == 0);
+          CHECK(memcmp(&tp->insts.data[i].decision, &x->decision, sizeof x->decision) == 0);
+        }
+      }
+      CHECK(mlc_trace_hash(tp) != mlc_trace_hash(tc));
+    }
+    mlc_sched_free(u);
+    mlc_sched_free(p);
+  }
+  /* compute location: no such decision in these sketches */
+  mlc_sched *l = c ? mlc_tuner_mutate(f, c, MLC_MUTATE_COMPUTE_LOCATION, &rng, &o, &e) : NULL;
+  CHECK(l == NULL);
+  mlc_sched_free(c);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* A few samples through LLVM and the JIT equal the interpreter. */
+static void test_jit_samples(void) {
+  static const char *const tasks[][2] = {
+      {"matmul", "16,16,16"}, {"dense_bias_relu", "8,16,16"}, {"softmax", "4,32"}};
+  mlc_target tgt;
+  mlc_target_host(&tgt);
+  for (int ti = 0; ti < MLC_COUNTOF(tasks); ti++) {
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = task(a, tasks[ti][0], tasks[ti][1]);
+    mlc_tuner_opts o;
+    small_opts(&o, 1);
+    mlc_error e;
+    mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+    for (int k = 0; sp && k < mlc_tuner_space_count(sp) + 1 && !test_case_failed_; k++) {
+      mlc_sched *c = mlc_tuner_space_sample(sp, k % mlc_tuner_space_count(sp), 77 + (uint64_t)k, &e);
+      if (!c) continue;
+      const mlc_prim_func *g = mlc_sched_func(c);
+      mlc_object obj = {0};
+      mlc_jit_lib *lib = NULL;
+      mlc_kernel_fn fn = NULL;
+      bool built = mlc_target_build(&tgt, 1, &g, (const char *const[]){"tuner_k"}, NULL, &obj, &e) &&
+                   (lib = mlc_jit_load(&obj, &e)) && (fn = mlc_jit_lookup(lib, "tuner_k", &e));
+      CHECK_MSG(built, "%s sample %d: %s", tasks[ti][0], k, e.msg);
+      if (built) {
+        int n = f->n_params;
+        mlc_array *x[8], *y[8], xs[8];
+        mlc_pcg32 rng;
+        mlc_pcg32_seed(&rng, 5, 5);
+        for (int i = 0; i < n; i++) {
+          x[i] = mlc_array_for_buffer(f->params[i]);
+          y[i] = mlc_array_for_buffer(f->params[i]);
+          mlc_array_fill_random(x[i], &rng);
+          memcpy(y[i]->data, x[i]->data, (size_t)mlc_array_numel(x[i]) * 4);
+          xs[i] = *x[i];
+        }
+        CHECK(mlc_interp_run(f, xs, &e));
+        for (int i = 0; i < n; i++) xs[i] = *y[i];
+        CHECK(mlc_kernel_call(fn, n, xs) == 0);
+        double m;
+        CHECK_MSG(mlc_array_allclose(y[n - 1], x[n - 1], 1e-4, 1e-4, &m), "%s sample %d: err %g",
+                  tasks[ti][0], k, m);
+        for (int i = 0; i < n; i++) mlc_array_free(x[i]), mlc_array_free(y[i]);
+      }
+      if (lib) mlc_jit_unload(lib);
+      mlc_object_free(&obj);
+      mlc_sched_free(c);
+    }
+    mlc_tuner_space_free(sp);
+    mlc_arena_free(a);
+  }
+}
+
+/* ---- search ------------------------------------------------------------------------ */
+
+/* Batches never repeat a trace, nor one added as measured. */
+static void test_search_dedup(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_tuner_opts o;
+  small_opts(&o, 21);
+  mlc_error e;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  CHECK(s != NULL);
+  /* one sample measured before the search starts */
+  mlc_sched *pre = mlc_tuner_space_sample(mlc_tuner_search_space(s), 0, 4242, &e);
+  uint64_t pre_h = mlc_trace_hash(mlc_sched_trace(pre));
+  CHECK(mlc_tuner_search_add_measured(s, mlc_sched_trace(pre), 1e-3, &e));
+  uint64_t seen[256];
+  int n_seen = 0;
+  for (int r = 0; r < 4; r++) {
+    mlc_tuner_cand *b;
+    int n = mlc_tuner_search_next_batch(s, 16, &b, &e);
+    CHECK_MSG(n == 16, "round %d: %d (%s)", r, n, mlc_tuner_search_message(s));
+    for (int i = 0; i < n; i++) {
+      CHECK(b[i].hash == mlc_trace_hash(mlc_sched_trace(b[i].sched)));
+      CHECK(b[i].hash != pre_h);
+      for (int j = 0; j < n_seen; j++) CHECK_MSG(seen[j] != b[i].hash, "round %d: repeat", r);
+      if (n_seen < 256) seen[n_seen++] = b[i].hash;
+      if (i > 0 && !b[i].random && !b[i - 1].random) CHECK(b[i - 1].score >= b[i].score);
+      mlc_tuner_search_add_measured(s, mlc_sched_trace(b[i].sched), 1e-3 * (1 + i), &e);
+    }
+  }
+  mlc_sched_free(pre);
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
+
+/* vecadd of 4 elements has 4 points (the unroll step): the search
+ * proposes each once and then ends with a message. */
+static void test_search_exhausts(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "vecadd", "4");
+  mlc_tuner_opts o;
+  small_opts(&o, 3);
+  mlc_error e;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  CHECK_MSG(s != NULL, "%s", e.msg);
+  int total = 0, rounds = 0, n;
+  do {
+    mlc_tuner_cand *b;
+    n = mlc_tuner_search_next_batch(s, 3, &b, &e);
+    CHECK(n >= 0);
+    total += n > 0 ? n : 0;
+    rounds++;
+    if (n < 3) CHECK(mlc_tuner_search_message(s)[0] != 0);
+  } while (n > 0 && rounds < 20);
+  CHECK_MSG(total == 4 && rounds <= 4, "total %d rounds %d", total, rounds);
+  CHECK(strstr(mlc_tuner_search_message(s), "exhausted") != NULL);
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
+
+static void run_search(uint64_t seed, uint64_t *hashes, int n_max, int *count) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "dense_bias_relu", "8,16,16");
+  mlc_tuner_opts o;
+  small_opts(&o, seed);
+  mlc_error e;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  *count = 0;
+  for (int r = 0; s && r < 3; r++) {
+    mlc_tuner_cand *b;
+    int n = mlc_tuner_search_next_batch(s, 8, &b, &e);
+    for (int i = 0; i < n && *count < n_max; i++) {
+      hashes[(*count)++] = b[i].hash;
+      /* fake runner: a fixed time from the trace hash */
+      mlc_tuner_search_add_measured(s, mlc_sched_trace(b[i].sched),
+                                    1e-3 * (double)(1 + b[i].hash % 97), &e);
+    }
+  }
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
+
+static void test_search_deterministic(void) {
+  uint64_t h1[64], h2[64], h3[64];
+  int n1, n2, n3;
+  run_search(5, h1, 64, &n1);
+  run_search(5, h2, 64, &n2);
+  run_search(6, h3, 64, &n3);
+  CHECK(n1 == 24 && n2 == n1);
+  CHECK(memcmp(h1, h2, sizeof(uint64_t) * (size_t)n1) == 0);
+  CHECK(n3 != n1 || memcmp(h1, h3, sizeof(uint64_t) * (size_t)n1) != 0);
+}
+
+/* A model through the interface: it is called, and its favourites lead
+ * the batch. This one likes a large innermost tile of the j loop. */
+typedef struct fake_model {
+  int calls;
+} fake_model;
+
+static int64_t innermost_extent(const mlc_stmt *st) {
+  while (st && st->kind == MLC_STMT_FOR) {
+    if (st->loop.body->kind != MLC_STMT_FOR) {
+      int64_t e = 0;
+      mlc_expr_is_const_int(st->loop.extent, &e);
+      return e;
+    }
+    st = st->loop.body;
+  }
+  return 0;
+}
+
+static bool fake_predict(void *ctx, int n, const mlc_prim_func *const *funcs, double *scores,
+                         mlc_error *err) {
+  MLC_UNUSED(err);
+  ((fake_model *)ctx)->calls++;
+  for (int i = 0; i < n; i++) {
+    const mlc_stmt *b = mlc_func_root(funcs[i])->body;
+    scores[i] = (double)innermost_extent(b);
+  }
+  return true;
+}
+
+static void test_search_uses_model(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "32,32,32");
+  mlc_tuner_opts o;
+  small_opts(&o, 9);
+  o.eps_greedy = 0.25;
+  mlc_error e;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  fake_model fm = {0};
+  mlc_tuner_model model = {fake_predict, &fm};
+  mlc_tuner_search_set_model(s, &model);
+  mlc_tuner_cand *b;
+  int n = mlc_tuner_search_next_batch(s, 8, &b, &e);
+  CHECK(n == 8);
+  CHECK_MSG(fm.calls == o.generations + 1, "model called %d times", fm.calls);
+  int n_rand = 0;
+  for (int i = 0; i < n; i++) n_rand += b[i].random;
+  CHECK_MSG(n_rand == 2, "%d random", n_rand);
+  CHECK(!b[0].random && b[0].score >= 16);
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
+
+
+/* ---- the tuning loop with a fake runner ------------------------------------------ */
+
+/* Times from the trace text; remembers every trace it was given. */
+typedef struct fake_runner {
+  uint64_t seen[512];
+  int n_seen, repeats, calls;
+  bool fail_all;
+  int stop_after; /* set *stop after this many calls (0: never) */
+  volatile int *stop;
+} fake_runner;
+
+static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                         mlc_error *err) {
+  MLC_UNUSED(err);
+  fake_runner *fr = ud;
+  fr->calls++;
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].index = i;
+    uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", 0);
+    for (int j = 0; j < fr->n_seen; j++) fr->repeats += fr->seen[j] == h;
+    if (fr->n_seen < 512) fr->seen[fr->n_seen++] = h;
+    if (fr->fail_all) {
+      out[i].status = MLC_MEASURE_BUILD_ERROR;
+      snprintf(out[i].error, sizeof out[i].error, "build_error: fake");
+      continue;
+    }
+    out[i].status = MLC_MEASURE_OK;
+    out[i].n_secs = 1;
+    out[i].secs[0] = out[i].mean_sec = 1e-3 * (double)(1 + h % 997);
+  }
+  if (fr->stop_after && fr->calls >= fr->stop_after) *fr->stop = 1;
+  return true;
+}
+
+static char g_db_path[64];
+
+static mlc_db *fresh_db(void) {
+  snprintf(g_db_path, sizeof g_db_path, "/tmp/mlc_test_tuner_%d.db", (int)getpid());
+  unlink(g_db_path);
+  char wal[80];
+  snprintf(wal, sizeof wal, "%s-wal", g_db_path);
+  unlink(wal);
+  snprintf(wal, sizeof wal, "%s-shm", g_db_path);
+  unlink(wal);
+  mlc_error e;
+  return mlc_db_open(g_db_path, MLC_DB_CREATE, &e);
+}
+
+static void loop_opts(mlc_tuner_tune_opts *o, fake_runner *fr, const char *task_name, int trials) {
+  mlc_tuner_tune_opts_default(o);
+  o->task = task_name;
+  o->shape = "";
+  o->trials = trials;
+  o->trials_per_round = 8;
+  o->cost_model = "random";
+  o->measure = fake_measure;
+  o->measure_ud = fr;
+  o->remeasure_top = 0;
+  small_opts(&o->search, 5);
+}
+
+static void test_loop_resume(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  fake_runner fr = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r1, r2, r3;
+  mlc_error e;
+  loop_opts(&o, &fr, "matmul", 16);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r1, &e), "%s", e.msg);
+  CHECK(r1.measured == 16 && r1.measured_before == 0 && r1.rounds == 2 && r1.best_sec > 0);
+  o.trials = 32;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r2, &e), "%s", e.msg);
+  CHECK(r2.measured_before == 16 && r2.measured == 16);
+  CHECK(r2.best_sec > 0 && r2.best_sec <= r1.best_sec);
+  CHECK_MSG(fr.repeats == 0, "%d traces measured twice", fr.repeats);
+  CHECK(mlc_tuner_tune(db, f, &o, &r3, &e));
+  CHECK(r3.nothing_to_do && r3.measured == 0 && strstr(r3.message, "nothing to do"));
+  CHECK(r3.best_record_id > 0 && r3.best_sec == r2.best_sec);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* Same seed, same fake times: the same traces in the same order. */
+static void test_loop_deterministic(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "dense_bias_relu", "8,16,16");
+  static fake_runner fr[2];
+  memset(fr, 0, sizeof fr);
+  for (int k = 0; k < 2; k++) {
+    mlc_db *db = fresh_db();
+    mlc_tuner_tune_opts o;
+    mlc_tuner_tune_result r;
+    mlc_error e;
+    loop_opts(&o, &fr[k], "dense_bias_relu", 24);
+    CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+    CHECK(r.measured == 24);
+    mlc_db_close(db);
+  }
+  CHECK(fr[0].n_seen == 24 && fr[1].n_seen == 24);
+  CHECK(memcmp(fr[0].seen, fr[1].seen, sizeof(uint64_t) * 24) == 0);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* The learning cost model trains from the second round on (or, without
+ * XGBoost, the loop says it falls back to random scores) and the loop
+ * still delivers its budget. */
+static void test_loop_xgb(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  fake_runner fr = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &fr, "matmul", 48);
+  o.trials_per_round = 16;
+  o.cost_model = "xgb-rank";
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK(r.measured == 48 && fr.repeats == 0);
+  CHECK_MSG(r.message[0] == 0 || strstr(r.message, "random scores"), "%s", r.message);
+  o.cost_model = "nosuch";
+  CHECK(!mlc_tuner_tune(db, f, &o, &r, &e) && strstr(e.msg, "unknown cost model"));
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* A tiny space ends the loop with a message; failures are recorded as
+ * errors; a stop request drops the batch in flight. */
+static void test_loop_ends(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "vecadd", "4");
+  mlc_db *db = fresh_db();
+  fake_runner fr = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &fr, "vecadd", 100);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK_MSG(r.measured == 4 && r.exhausted && strstr(r.message, "exhausted"), "%d %s", r.measured,
+            r.message);
+  mlc_db_close(db);
+
+  mlc_prim_func *g = task(a, "matmul", "8,8,8");
+  db = fresh_db();
+  fake_runner bad = {.fail_all = true};
+  loop_opts(&o, &bad, "matmul", 16);
+  CHECK(mlc_tuner_tune(db, g, &o, &r, &e));
+  CHECK(r.measured == 16 && r.errors == 16 && r.best_sec == 0);
+  CHECK(strstr(r.first_error, "fake") != NULL);
+  mlc_db_close(db);
+
+  db = fresh_db();
+  volatile int stop = 0;
+  fake_runner st = {.stop_after = 2, .stop = &stop};
+  loop_opts(&o, &st, "matmul", 64);
+  o.stop = &stop;
+  CHECK(mlc_tuner_tune(db, g, &o, &r, &e));
+  CHECK_MSG(r.stopped && r.measured == 8 && r.rounds == 1, "stopped %d measured %d", r.stopped,
+            r.measured);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* ---- figures ----------------------------------------------------------------------- */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Samples/s and mutations/s on matmul 1024^3 (the IR does not grow with
+ * the shape), and one default round (population 512, 4 generations). */
+static void test_throughput(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "1024,1024,1024");
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  o.num_cores = 2;
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 1, 1);
+  enum { N = 120 };
+  mlc_sched *c[N];
+  int ns = 0, nm = 0;
+  double t0 = now();
+  for (int k = 0; k < N; k++) {
+    c[k] = mlc_tuner_space_sample(sp, k % mlc_tuner_space_count(sp), (uint64_t)k, &e);
+    ns += c[k] != NULL;
+  }
+  double t1 = now();
+  for (int k = 0; k < N; k++) {
+    mlc_sched *m = c[k] ? mlc_tuner_mutate(f, c[k], -1, &rng, &o, &e) : NULL;
+    nm += m != NULL;
+    mlc_sched_free(m);
+  }
+  double t2 = now();
+  for (int k = 0; k < N; k++) mlc_sched_free(c[k]);
+  CHECK(ns == N && nm > N * 3 / 4);
+  printf("# tuner: matmul 1024^3, %d sketches: %.0f samples/s, %.0f mutations/s (one thread)\n",
+         mlc_tuner_space_count(sp), N / (t1 - t0), N / (t2 - t1));
+  mlc_tuner_space_free(sp);
+#ifdef __SANITIZE_ADDRESS__
+  o.population = 128; /* keep the sanitizer build's run short */
+#endif
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  mlc_tuner_cand *b;
+  t0 = now();
+  int n = mlc_tuner_search_next_batch(s, 64, &b, &e);
+  t1 = now();
+  mlc_tuner_stats st;
+  mlc_tuner_search_stats_get(s, &st);
+  CHECK(n == 64);
+  printf("# tuner: one round (population %d, %d generations, batch 64): %.0f ms; %ld samples "
+         "(%ld rejected), %ld mutations (%ld rejected)\n",
+         o.population, o.generations, 1e3 * (t1 - t0), st.samples, st.samples_rejected,
+         st.mutations, st.mutations_rejected);
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
+
+int main(void) {
+  RUN(test_space_matmul);
+  RUN(test_space_batch_matmul);
+  RUN(test_space_dense_bias_relu);
+  RUN(test_space_conv2d);
+  RUN(test_space_softmax);
+  RUN(test_space_others);
+  RUN(test_rfactor_and_location);
+  RUN(test_matmul_sketch_shape);
+  RUN(test_mutate_tile_keeps_product);
+  RUN(test_mutate_unroll_and_parallel);
+  RUN(test_jit_samples);
+  RUN(test_search_dedup);
+  RUN(test_search_exhausts);
+  RUN(test_search_deterministic);
+  RUN(test_search_uses_model);
+  RUN(test_loop_resume);
+  RUN(test_loop_deterministic);
+  RUN(test_loop_ends);
+  RUN(test_loop_xgb);
+  RUN(test_throughput);
+  printf("# tuner: %ld samples and %ld mutants checked against the interpreter\n", g_samples,
+         g_mutants);
+  return test_summary();
+}

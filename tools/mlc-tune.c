@@ -1,0 +1,330 @@
+/* mlc-tune: tune one kernel and store the measured candidates.
+ *
+ *   mlc-tune --task matmul --trials 64            records go to ./mlc.db
+ *   mlc-tune --task-file kernel.py --trials 32 --db my.db
+ *
+ * A thin main: tuner/ runs the search and the loop (mlc_tuner_tune),
+ * measure/ the workers, db/ the records, costmodel/ the ranking.
+ */
+#include "db/db.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tuner/tuner.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *usage_text =
+    "usage: mlc-tune --task NAME [--shape S] | --task-file FILE.py  [options]\n"
+    "\n"
+    "Search schedules of one kernel: sample the design space, evolve candidates\n"
+    "with the cost model, build and time them in worker processes, store every\n"
+    "measurement in the database. --trials is the total the workload should\n"
+    "have for the target: a rerun continues (resume) and, with nothing left to\n"
+    "do, says so and exits 0.\n"
+    "\n"
+    "Options:\n"
+    "  -t, --task NAME            built-in workload (mlc-ir --list-tasks)\n"
+    "  -s, --shape S              its shape, e.g. 512,512,512\n"
+    "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
+    "  -n, --trials N             measured candidates wanted in total (default 64)\n"
+    "      --trials-per-round N   batch size (default 16 below 128 trials, then 64)\n"
+    "      --time SECONDS         stop after this much wall time as well\n"
+    "      --target T             target string (default llvm: the host CPU)\n"
+    "      --db PATH              database (default $MLC_DB or ./mlc.db)\n"
+    "  -j, --builders N           parallel builder processes (default: one per core)\n"
+    "      --seed S               search seed (default 1)\n"
+    "      --timeout SEC          per-candidate build/run timeout (default 30/20)\n"
+    "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
+    "      --no-baseline          do not time the unscheduled kernel\n"
+    "  -v, --verbose              progress lines even when stderr is not a terminal\n"
+    "      --json                 print the summary as one JSON object\n"
+    "  -h, --help                 show this help\n"
+    "\n"
+    "Exit status: 0 done (or nothing to do), 1 failure, 2 bad usage, 130 interrupted.\n";
+
+static volatile int g_stop;
+
+static void on_sigint(int sig) {
+  MLC_UNUSED(sig);
+  g_stop = 1;
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "mlc-tune: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\nTry 'mlc-tune --help'.\n");
+  return 2;
+}
+
+static int fail(const char *msg) {
+  fprintf(stderr, "mlc-tune: error: %s\n", msg);
+  return 1;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_num(const char *s, double *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (!*s || *end || !(v > 0) || !isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+typedef struct cli {
+  const char *task, *shape, *task_file, *target, *db, *cost_model;
+  long trials, per_round, builders;
+  double time_s, timeout_s;
+  uint64_t seed;
+  bool verbose, json, no_baseline;
+} cli;
+
+enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON };
+
+static int parse_args(int argc, char **argv, cli *c) {
+  static const struct option longs[] = {
+      {"task", required_argument, 0, 't'},       {"shape", required_argument, 0, 's'},
+      {"task-file", required_argument, 0, 'f'},  {"trials", required_argument, 0, 'n'},
+      {"trials-per-round", required_argument, 0, O_PER_ROUND},
+      {"time", required_argument, 0, O_TIME},    {"target", required_argument, 0, O_TARGET},
+      {"db", required_argument, 0, O_DB},        {"builders", required_argument, 0, 'j'},
+      {"seed", required_argument, 0, O_SEED},    {"timeout", required_argument, 0, O_TIMEOUT},
+      {"cost-model", required_argument, 0, O_COST},
+      {"no-baseline", no_argument, 0, O_NO_BASE}, {"verbose", no_argument, 0, 'v'},
+      {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  int ch;
+  long v;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, ":t:s:f:n:j:vh", longs, NULL)) != -1) {
+    switch (ch) {
+    case 't': c->task = optarg; break;
+    case 's': c->shape = optarg; break;
+    case 'f': c->task_file = optarg; break;
+    case 'n':
+      if (!parse_int(optarg, 1, 1000000, &c->trials))
+        return usage_error("--trials wants a positive integer, got '%s'", optarg);
+      break;
+    case O_PER_ROUND:
+      if (!parse_int(optarg, 1, 4096, &c->per_round))
+        return usage_error("--trials-per-round wants 1 to 4096, got '%s'", optarg);
+      break;
+    case 'j':
+      if (!parse_int(optarg, 1, 1024, &c->builders))
+        return usage_error("--builders wants 1 to 1024, got '%s'", optarg);
+      break;
+    case O_TIME:
+      if (!parse_num(optarg, &c->time_s)) return usage_error("--time wants seconds > 0, got '%s'", optarg);
+      break;
+    case O_TIMEOUT:
+      if (!parse_num(optarg, &c->timeout_s))
+        return usage_error("--timeout wants seconds > 0, got '%s'", optarg);
+      break;
+    case O_SEED:
+      if (!parse_int(optarg, 0, 2147483647L, &v)) return usage_error("--seed wants an integer >= 0, got '%s'", optarg);
+      c->seed = (uint64_t)v;
+      break;
+    case O_TARGET: c->target = optarg; break;
+    case O_DB: c->db = optarg; break;
+    case O_COST: c->cost_model = optarg; break;
+    case O_NO_BASE: c->no_baseline = true; break;
+    case 'v': c->verbose = true; break;
+    case O_JSON: c->json = true; break;
+    case 'h': fputs(usage_text, stdout); exit(0);
+    case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+    default: return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (!c->task == !c->task_file) return usage_error("%s", "give exactly one of --task or --task-file");
+  if (c->shape && !c->task) return usage_error("%s", "--shape goes with --task");
+  return 0;
+}
+
+/* ---- the workload ------------------------------------------------------------ */
+
+typedef struct workload {
+  mlc_arena *arena;
+  mlc_prim_func *f;
+  char name[256], shape[256];
+  double flops;
+} workload;
+
+static int load_task(const cli *c, workload *w) {
+  mlc_error err;
+  const mlc_task_def *d = mlc_task_find(c->task);
+  if (!d) {
+    fprintf(stderr, "mlc-tune: error: unknown task '%s' (known: %s)\n", c->task, mlc_task_names());
+    return 2;
+  }
+  int64_t shape[MLC_TASK_MAX_DIMS];
+  if (!mlc_task_parse_shape(d, c->shape, shape, &err)) return usage_error("%s", err.msg);
+  w->f = mlc_task_build(w->arena, d, shape);
+  w->flops = mlc_task_flops(d, shape);
+  snprintf(w->name, sizeof w->name, "%s", d->name);
+  mlc_task_shape_str(d, shape, w->shape, sizeof w->shape);
+  return 0;
+}
+
+static int load_file(const cli *c, workload *w) {
+  mlc_error err;
+  size_t len;
+  char *text = mlc_read_file(c->task_file, &len, &err);
+  if (!text) return fail(err.msg);
+  mlc_module *m = mlc_parse_module(w->arena, c->task_file, text, &err);
+  mlc_free(text);
+  if (!m) return fail(err.msg);
+  mlc_prim_func *f = mlc_module_find(m, "main");
+  if (!f && m->n_funcs == 1) f = m->funcs[0];
+  if (!f) {
+    fprintf(stderr, "mlc-tune: error: %s: no prim_func named main (and %d functions)\n",
+            c->task_file, m->n_funcs);
+    return 1;
+  }
+  if (!mlc_verify_func(f, &err)) {
+    fprintf(stderr, "mlc-tune: error: %s: %s\n", c->task_file, err.msg);
+    return 1;
+  }
+  w->f = f;
+  snprintf(w->name, sizeof w->name, "%s", c->task_file);
+  return 0;
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+static void progress(void *ud, const mlc_tuner_progress *p) {
+  MLC_UNUSED(ud);
+  fprintf(stderr, "round %d: %d/%d trials (%d errors), best ", p->round, p->trials_done,
+          p->trials_total, p->errors);
+  if (p->best_gflops > 0) fprintf(stderr, "%.2f GFLOP/s (%.4g ms)", p->best_gflops, p->best_sec * 1e3);
+  else if (p->best_sec > 0) fprintf(stderr, "%.4g ms", p->best_sec * 1e3);
+  else fprintf(stderr, "-");
+  fprintf(stderr, ", elapsed %.0f s, ETA %.0f s\n", p->elapsed_s, p->eta_s);
+}
+
+static void print_summary(const workload *w, const char *target, const mlc_tuner_tune_result *r) {
+  printf("%s%s%s on %s: ", w->name, w->shape[0] ? " " : "", w->shape, target);
+  if (r->best_sec <= 0) {
+    printf("no successful candidate\n");
+    return;
+  }
+  printf("best %.4g ms", r->best_sec * 1e3);
+  if (r->best_gflops > 0) printf(", %.2f GFLOP/s", r->best_gflops);
+  printf(" (record %lld; see it with `mlc-db show %lld`)\n", (long long)r->best_record_id,
+         (long long)r->best_record_id);
+  if (r->baseline_sec > 0)
+    printf("speed-up over the unscheduled kernel (%.4g ms): %.1fx\n", r->baseline_sec * 1e3,
+           r->baseline_sec / r->best_sec);
+  printf("trials: %d before, %d measured now (%d errors) in %d rounds\n", r->measured_before,
+         r->measured, r->errors, r->rounds);
+  printf("time: %.1f s total; search %.1f s (%.0f ms per round), build %.1f s (worker time), "
+         "run %.1f s\n",
+         r->total_sec, r->search_sec, r->rounds ? 1e3 * r->search_sec / r->rounds : 0.0,
+         r->build_sec, r->run_sec);
+}
+
+static void print_json(const workload *w, const char *target, const mlc_tuner_tune_result *r) {
+  mlc_str s = {0};
+  mlc_str_puts(&s, "{\"task\":");
+  mlc_json_write_string(&s, w->name);
+  mlc_str_puts(&s, ",\"shape\":");
+  mlc_json_write_string(&s, w->shape);
+  mlc_str_puts(&s, ",\"target\":");
+  mlc_json_write_string(&s, target);
+  mlc_str_printf(&s,
+                 ",\"workload_id\":%lld,\"trials_before\":%d,\"measured\":%d,\"errors\":%d,"
+                 "\"rounds\":%d,\"best_record_id\":%lld,\"best_sec\":",
+                 (long long)r->workload_id, r->measured_before, r->measured, r->errors, r->rounds,
+                 (long long)r->best_record_id);
+  mlc_json_write_number(&s, r->best_sec);
+  mlc_str_puts(&s, ",\"best_gflops\":");
+  mlc_json_write_number(&s, r->best_gflops);
+  mlc_str_puts(&s, ",\"baseline_sec\":");
+  mlc_json_write_number(&s, r->baseline_sec);
+  mlc_str_printf(&s, ",\"search_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,\"total_sec\":%.3f",
+                 r->search_sec, r->build_sec, r->run_sec, r->total_sec);
+  mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
+                 r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
+                 r->exhausted ? "true" : "false");
+  mlc_json_write_string(&s, r->message);
+  mlc_str_puts(&s, "}\n");
+  fputs(mlc_str_cstr(&s), stdout);
+  mlc_str_free(&s);
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static int run(const cli *c, workload *w) {
+  mlc_error err;
+  const char *db_path = c->db ? c->db : getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  mlc_target tgt;
+  if (!mlc_target_parse(c->target ? c->target : "llvm", &tgt, &err)) return usage_error("%s", err.msg);
+  mlc_db *db = mlc_db_open(db_path, MLC_DB_CREATE, &err);
+  if (!db) {
+    fprintf(stderr, "mlc-tune: error: %s\n", err.msg);
+    return 1;
+  }
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_opts_default(&o);
+  o.task = w->name;
+  o.shape = w->shape;
+  o.target = tgt.str;
+  o.flops = w->flops;
+  o.trials = (int)c->trials;
+  o.trials_per_round = (int)c->per_round;
+  o.time_budget_s = c->time_s;
+  o.n_builders = (int)c->builders;
+  o.timeout_s = c->timeout_s;
+  o.measure_baseline = !c->no_baseline;
+  if (c->cost_model) o.cost_model = c->cost_model;
+  o.stop = &g_stop;
+  if (c->verbose || isatty(2)) o.progress = progress;
+  o.search.seed = c->seed;
+  o.search.num_cores = tgt.num_cores;
+  mlc_tuner_tune_result r;
+  signal(SIGINT, on_sigint);
+  bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
+  signal(SIGINT, SIG_DFL);
+  mlc_db_close(db);
+  if (!ok) return fail(err.msg);
+  if (r.message[0] && !c->json) fprintf(stderr, "mlc-tune: %s\n", r.message);
+  if (c->json) print_json(w, tgt.str, &r);
+  else print_summary(w, tgt.str, &r);
+  fflush(stdout);
+  if (r.stopped) {
+    fprintf(stderr,
+            "mlc-tune: interrupted; the database %s holds the finished rounds. Run the same "
+            "command again to resume.\n",
+            db_path);
+    return 130;
+  }
+  if (r.measured > 0 && r.errors == r.measured && r.best_sec <= 0) {
+    fprintf(stderr, "mlc-tune: error: all %d candidates failed; the first: %s\n", r.measured,
+            r.first_error);
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cli c = {.trials = 64, .seed = 1};
+  int rc = parse_args(argc, argv, &c);
+  if (rc) return rc;
+  workload w = {.arena = mlc_arena_new()};
+  rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
+  if (rc == 0) rc = run(&c, &w);
+  mlc_arena_free(w.arena);
+  return rc;
+}

@@ -1,0 +1,339 @@
+/* Postprocessors (meta-schedule's CPU list): rewrite the root block's
+ * parallel / vectorize / unroll annotations into loop kinds, decompose
+ * reductions, verify. They run after EnterPostproc, so what they do is
+ * recorded in the candidate's trace and never rerun at compile time. */
+#include "tuner/tuner_internal.h"
+
+#include <string.h>
+
+/* The three bounds the parallel-vectorize-unroll rule left on the root;
+ * -1 where absent. */
+typedef struct pvu_plan {
+  int64_t parallel, vectorize, unroll;
+} pvu_plan;
+
+static int64_t root_ann(const mlc_block *root, const char *key) {
+  const mlc_ann *a = mlc_ann_find(root->n_anns, root->anns, key);
+  return a && (a->kind == MLC_ANN_INT || a->kind == MLC_ANN_BOOL) ? a->i : -1;
+}
+
+/* Read and remove the annotations (the unannotate calls are recorded). */
+static bool take_plan(mlc_sched *s, pvu_plan *p, mlc_error *err) {
+  const mlc_block *root = mlc_func_root(mlc_sched_func(s));
+  p->parallel = root_ann(root, TUNER_ANN_PARALLEL);
+  p->vectorize = root_ann(root, TUNER_ANN_VECTORIZE);
+  p->unroll = root_ann(root, TUNER_ANN_UNROLL);
+  if (p->parallel < 0 && p->vectorize < 0 && p->unroll < 0) return true;
+  static const char *const keys[] = {TUNER_ANN_PARALLEL, TUNER_ANN_VECTORIZE, TUNER_ANN_UNROLL};
+  mlc_rv rv;
+  if (!mlc_sched_get_block(s, "root", NULL, &rv, err)) return false;
+  for (int k = 0; k < MLC_COUNTOF(keys); k++)
+    if (mlc_ann_find(root->n_anns, root->anns, keys[k]) &&
+        !mlc_sched_unannotate(s, rv, keys[k], err))
+      return false;
+  return true;
+}
+
+/* The first block realize under st (program order), or NULL. */
+static const mlc_block *first_block(const mlc_stmt *st) {
+  if (!st) return NULL;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return first_block(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE: return st->realize.block;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) {
+      const mlc_block *b = first_block(st->seq.stmts[i]);
+      if (b) return b;
+    }
+    return NULL;
+  case MLC_STMT_IF: {
+    const mlc_block *b = first_block(st->if_.then_s);
+    return b ? b : first_block(st->if_.else_s);
+  }
+  case MLC_STMT_ALLOCATE: return first_block(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return NULL;
+  }
+  mlc_unreachable();
+}
+
+/* Fuse loops [from, from + n) of the block's nest into one; *out is it. */
+static bool fuse_loops(mlc_sched *s, mlc_rv brv, int from, int n, mlc_rv *out) {
+  mlc_rv *loops;
+  mlc_error e;
+  int nl = mlc_sched_get_loops(s, brv, &loops, &e);
+  if (nl < from + n) return false;
+  if (n == 1) {
+    *out = loops[from];
+    return true;
+  }
+  return mlc_sched_fuse(s, n, loops + from, true, out, &e);
+}
+
+/* ---- parallel --------------------------------------------------------------------- */
+
+/* How many outer loops to fuse for a bound: loops join until their product
+ * exceeds it (the one crossing it included), as meta-schedule does. */
+static int parallel_count(const int64_t *prods, int n, int64_t bound) {
+  int k = 0;
+  while (k < n) {
+    k++;
+    if (prods[k - 1] > bound) break;
+  }
+  return k;
+}
+
+static void rewrite_parallel(mlc_sched *s, int64_t bound) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_stmt **tops;
+  int nt = tuner_root_children(mlc_sched_func(s), &tops, a);
+  /* the statements move as loops fuse: collect their first blocks first */
+  const mlc_block **firsts = MLC_NEW_ARRAY(a, const mlc_block *, nt + 1);
+  int64_t (*prods)[TUNER_MAX_LOOPS] = mlc_arena_alloc(a, sizeof(*prods) * (size_t)(nt + 1));
+  int *np = MLC_NEW_ARRAY(a, int, nt + 1);
+  for (int t = 0; t < nt; t++) {
+    firsts[t] = first_block(tops[t]);
+    np[t] = tuner_parallel_prefix(tops[t], prods[t], TUNER_MAX_LOOPS);
+  }
+  for (int t = 0; t < nt; t++) {
+    if (!firsts[t] || np[t] == 0) continue;
+    int k = parallel_count(prods[t], np[t], bound);
+    if (prods[t][k - 1] < 2) continue; /* nothing to share out */
+    mlc_rv fused, brv;
+    mlc_error e;
+    /* names are unique in our workloads; a duplicate makes get_block
+     * refuse, and the nest stays serial */
+    if (mlc_sched_get_block(s, firsts[t]->name, NULL, &brv, &e) &&
+        fuse_loops(s, brv, 0, k, &fused))
+      mlc_sched_parallel(s, fused, &e);
+  }
+  mlc_arena_free(a);
+}
+
+/* Whether two bounds fuse the same loops in every nest. */
+static bool same_plan(int nt, int64_t (*prods)[TUNER_MAX_LOOPS], const int *np, int64_t x,
+                      int64_t y) {
+  for (int t = 0; t < nt; t++)
+    if (np[t] > 0 && parallel_count(prods[t], np[t], x) != parallel_count(prods[t], np[t], y))
+      return false;
+  return true;
+}
+
+int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t *out, int max) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_stmt **tops;
+  int nt = tuner_root_children(f, &tops, a), n = 0;
+  int64_t (*prods)[TUNER_MAX_LOOPS] = mlc_arena_alloc(a, sizeof(*prods) * (size_t)(nt + 1));
+  int *np = MLC_NEW_ARRAY(a, int, nt + 1);
+  for (int t = 0; t < nt; t++) np[t] = tuner_parallel_prefix(tops[t], prods[t], TUNER_MAX_LOOPS);
+  for (int t = 0; t < nt; t++) {
+    /* bound prods[i] fuses i + 2 loops; bound 1 fuses one */
+    for (int i = -1; i < np[t] - 1; i++) {
+      int64_t v = i < 0 ? 1 : prods[t][i];
+      bool seen = same_plan(nt, prods, np, v, current);
+      for (int j = 0; j < n && !seen; j++) seen = same_plan(nt, prods, np, v, out[j]);
+      if (!seen && n < max) out[n++] = v;
+    }
+  }
+  mlc_arena_free(a);
+  for (int i = 1; i < n; i++) /* insertion sort: a handful of values */
+    for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {
+      int64_t x = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = x;
+    }
+  return n;
+}
+
+/* ---- vectorize ---------------------------------------------------------------- */
+
+static bool has_loop_or_block(const mlc_stmt *st) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+  case MLC_STMT_BLOCK_REALIZE: return true;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_loop_or_block(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return has_loop_or_block(st->if_.then_s) || has_loop_or_block(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return has_loop_or_block(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+static bool is_leaf_block(const mlc_block *b) {
+  return !has_loop_or_block(b->body) && !has_loop_or_block(b->init);
+}
+
+/* Whether one more iteration of `loop` moves the block's first write by
+ * exactly `step` elements of its last dimension and leaves the others:
+ * lanes of a vector then store to consecutive addresses (strided lanes
+ * would be done one by one, slower than a scalar loop). */
+static bool write_stride_is(mlc_arena *a, const mlc_block *b, const mlc_stmt *realize,
+                            const mlc_stmt *loop, int64_t step) {
+  if (b->n_writes < 1 || b->n_iters > TUNER_MAX_LOOPS) return false;
+  const mlc_region *w = &b->writes[0];
+  mlc_var *iv[TUNER_MAX_LOOPS], *x = loop->loop.var;
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_expr *x1 = mlc_add(a, mlc_ref(a, x), mlc_int_t(a, x->dtype, 1));
+  for (int d = 0; d < w->buf->ndim; d++) {
+    int64_t ext, diff;
+    if (!mlc_expr_is_const_int(w->ranges[d].extent, &ext) || ext != 1) return false;
+    mlc_expr *idx = mlc_expr_subst(a, w->ranges[d].min, b->n_iters, iv, realize->realize.values);
+    mlc_expr *next = mlc_expr_subst(a, idx, 1, &x, &x1);
+    if (!mlc_expr_const_diff(a, next, idx, &diff)) return false;
+    if (diff != (d == w->buf->ndim - 1 ? step : 0)) return false;
+  }
+  return true;
+}
+
+/* Innermost loops of a leaf block that vectorization may fuse: a chain
+ * of serial spatial loops ending right at the block, product <= bound,
+ * that write consecutive elements. */
+static int vector_count(const mlc_block *b, const tuner_site *site, int64_t bound) {
+  int k = 0;
+  int64_t prod = 1;
+  mlc_arena *a = mlc_arena_new();
+  for (int i = site->n_loops - 1; i >= 0; i--) {
+    const mlc_stmt *l = site->loops[i];
+    const mlc_stmt *below = i + 1 < site->n_loops ? site->loops[i + 1] : site->realize;
+    int64_t e = tuner_loop_extent(l), mn;
+    if (l->loop.body != below || l->loop.kind != MLC_FOR_SERIAL || e < 1) break;
+    if (!mlc_expr_is_const_int(l->loop.min, &mn) || mn != 0 || !tuner_loop_is_spatial(l)) break;
+    if (prod * e > bound || !write_stride_is(a, b, site->realize, l, prod)) break;
+    prod *= e;
+    k++;
+  }
+  mlc_arena_free(a);
+  return prod >= 2 ? k : 0;
+}
+
+static void rewrite_vectorize(mlc_sched *s, int64_t bound, int nb, const char **names) {
+  for (int i = 0; i < nb; i++) {
+    const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
+    tuner_site site;
+    if (!b || !is_leaf_block(b) || !tuner_find_site(mlc_sched_func(s), b, &site)) continue;
+    int k = vector_count(b, &site, bound);
+    mlc_rv brv, fused;
+    mlc_error e;
+    if (k > 0 && mlc_sched_get_block(s, names[i], NULL, &brv, &e) &&
+        fuse_loops(s, brv, site.n_loops - k, k, &fused))
+      mlc_sched_vectorize(s, fused, &e);
+  }
+}
+
+/* ---- unroll --------------------------------------------------------------------- */
+
+/* Innermost iterations a statement runs. Vectorized loops count fully:
+ * lanes of strided accesses are emitted one by one, and unrolling them
+ * too makes code LLVM takes very long to compile. */
+static int64_t volume(const mlc_stmt *st) {
+  if (!st) return 0;
+  int64_t v = 0;
+  switch (st->kind) {
+  case MLC_STMT_FOR: {
+    int64_t e = tuner_loop_extent(st);
+    if (e < 0) return INT64_MAX / 4;
+    v = volume(st->loop.body);
+    return v > (INT64_MAX / 4) / (e ? e : 1) ? INT64_MAX / 4 : v * e;
+  }
+  case MLC_STMT_BLOCK_REALIZE: return volume(st->realize.block->body) + volume(st->realize.block->init);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) v += volume(st->seq.stmts[i]);
+    return v > INT64_MAX / 4 ? INT64_MAX / 4 : v;
+  case MLC_STMT_IF: return volume(st->if_.then_s) + volume(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return volume(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return 1;
+  }
+  mlc_unreachable();
+}
+
+/* Serial loops whose whole body runs at most `step` innermost iterations
+ * are unrolled (meta-schedule's auto_unroll_max_step, applied here). */
+static bool unrollable(const mlc_stmt *l, int64_t step) {
+  return l->loop.kind == MLC_FOR_SERIAL && tuner_loop_extent(l) > 1 && volume(l) <= step;
+}
+
+static void rewrite_unroll(mlc_sched *s, int64_t step, int nb, const char **names) {
+  if (step <= 0) return;
+  for (int i = 0; i < nb; i++) {
+    const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
+    tuner_site site;
+    if (!b || !tuner_find_site(mlc_sched_func(s), b, &site)) continue;
+    bool any = false;
+    for (int j = 0; j < site.n_loops && !any; j++) any = unrollable(site.loops[j], step);
+    mlc_rv brv, *loops;
+    mlc_error e;
+    if (!any || !mlc_sched_get_block(s, names[i], NULL, &brv, &e)) continue;
+    int nl = mlc_sched_get_loops(s, brv, &loops, &e);
+    for (int j = nl - 1; j >= 0; j--) {
+      const mlc_stmt *l = mlc_sched_rv_loop(s, loops[j]);
+      if (!l || l->loop.kind == MLC_FOR_VECTORIZED || l->loop.kind == MLC_FOR_UNROLLED) continue;
+      if (l->loop.kind != MLC_FOR_SERIAL || volume(l) > step) break;
+      if (tuner_loop_extent(l) > 1) mlc_sched_unroll(s, loops[j], &e);
+    }
+  }
+}
+
+/* ---- reductions ------------------------------------------------------------------- */
+
+/* The outermost loop of the nest that a reduce iter of b depends on. */
+static int first_reduce_loop(const mlc_block *b, const tuner_site *site) {
+  for (int l = 0; l < site->n_loops; l++)
+    for (int i = 0; i < b->n_iters; i++)
+      if (b->iters[i].kind == MLC_ITER_REDUCE &&
+          mlc_expr_uses_var(site->realize->realize.values[i], site->loops[l]->loop.var))
+        return l;
+  return -1;
+}
+
+/* meta-schedule's RewriteReductionBlock: a reduction's init moves before
+ * its outermost reduce loop (decompose_reduction), so the update loop nest
+ * carries no init guard. A refusal leaves the init in place (correct,
+ * only slower). */
+static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
+  for (int i = 0; i < nb; i++) {
+    const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
+    tuner_site site;
+    if (!b || !b->init || !tuner_find_site(mlc_sched_func(s), b, &site)) continue;
+    int l = first_reduce_loop(b, &site);
+    mlc_rv brv, *loops, init;
+    mlc_error e;
+    if (l < 0 || !mlc_sched_get_block(s, names[i], NULL, &brv, &e)) continue;
+    int nl = mlc_sched_get_loops(s, brv, &loops, &e);
+    if (nl == site.n_loops) mlc_sched_decompose_reduction(s, brv, loops[l], &init, &e);
+  }
+}
+
+/* ---- the pipeline ------------------------------------------------------------------ */
+
+bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
+  MLC_UNUSED(o);
+  mlc_sched_enter_postproc(s);
+  pvu_plan p;
+  if (!take_plan(s, &p, err)) return mlc_error_prefix(err, "postproc");
+  mlc_arena *a = mlc_arena_new();
+  const char **names;
+  int nb = tuner_blocks_post_order(a, mlc_sched_func(s), &names);
+  if (p.parallel > 0) rewrite_parallel(s, p.parallel);
+  if (p.vectorize > 1) rewrite_vectorize(s, p.vectorize, nb, names);
+  if (p.unroll > 0) rewrite_unroll(s, p.unroll, nb, names);
+  rewrite_reductions(s, nb, names);
+  mlc_arena_free(a);
+  if (!mlc_verify_func(mlc_sched_func(s), err)) return mlc_error_prefix(err, "postproc: verify");
+  return true;
+}
+
+mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
+                                 const mlc_tuner_opts *o, mlc_error *err) {
+  mlc_sched *s = tuner_replay_sketch(f, t, o->seed, NULL, err);
+  if (s && !mlc_tuner_postproc(s, o, err)) {
+    mlc_sched_free(s);
+    return NULL;
+  }
+  return s;
+}

@@ -1,0 +1,444 @@
+/* Evolutionary search (meta-schedule's EvolutionarySearch): per round, a
+ * population of the best measured candidates and fresh design-space
+ * samples evolves for a few generations of mutation, parents picked in
+ * proportion to the cost model's scores; the batch is the best predicted
+ * candidates never measured plus an epsilon-greedy share of random
+ * samples. Everything random comes from the search's own PCG32. */
+#include "tuner/tuner_internal.h"
+#include "targets/targets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- a set of trace hashes -------------------------------------------------- */
+
+typedef struct hash_set {
+  uint64_t *keys;
+  uint8_t *used;
+  size_t cap, n;
+} hash_set;
+
+static size_t slot_of(const hash_set *h, uint64_t k) {
+  size_t i = (size_t)(k * 0x9E3779B97F4A7C15ull) & (h->cap - 1);
+  while (h->used[i] && h->keys[i] != k) i = (i + 1) & (h->cap - 1);
+  return i;
+}
+
+static bool hs_has(const hash_set *h, uint64_t k) {
+  return h->cap && h->used[slot_of(h, k)];
+}
+
+static void hs_add(hash_set *h, uint64_t k);
+
+static void hs_grow(hash_set *h) {
+  hash_set g = {mlc_xmalloc(sizeof(uint64_t) * (h->cap ? h->cap * 2 : 64)),
+                mlc_xmalloc(h->cap ? h->cap * 2 : 64), h->cap ? h->cap * 2 : 64, 0};
+  for (size_t i = 0; i < h->cap; i++)
+    if (h->used[i]) hs_add(&g, h->keys[i]);
+  mlc_free(h->keys);
+  mlc_free(h->used);
+  *h = g;
+}
+
+static void hs_add(hash_set *h, uint64_t k) {
+  if ((h->n + 1) * 2 > h->cap) hs_grow(h);
+  size_t i = slot_of(h, k);
+  if (h->used[i]) return;
+  h->used[i] = 1;
+  h->keys[i] = k;
+  h->n++;
+}
+
+static void hs_free(hash_set *h) {
+  mlc_free(h->keys);
+  mlc_free(h->used);
+  memset(h, 0, sizeof *h);
+}
+
+/* ---- the search state ------------------------------------------------------------ */
+
+/* A candidate the round owns. */
+typedef struct item {
+  mlc_sched *s;
+  uint64_t hash;
+  double score;
+} item;
+
+typedef MLC_VEC(item) item_list;
+
+/* A measured candidate that may seed populations. */
+typedef struct seed_item {
+  mlc_sched *s;
+  double sec;
+} seed_item;
+
+struct mlc_tuner_search {
+  mlc_tuner_opts o;
+  mlc_tuner_space *space;
+  mlc_pcg32 rng;
+  const mlc_tuner_model *model; /* NULL: random scores */
+  hash_set measured;
+  MLC_VEC(seed_item) seeds; /* fastest first */
+  MLC_VEC(mlc_tuner_cand) batch;
+  mlc_tuner_stats stats;
+  char msg[256];
+};
+
+static uint64_t next64(mlc_pcg32 *r) {
+  uint64_t hi = mlc_pcg32_next(r);
+  return (hi << 32) | mlc_pcg32_next(r);
+}
+
+static double now_sec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static item make_item(mlc_sched *s) {
+  return (item){s, mlc_trace_hash(mlc_sched_trace(s)), 0};
+}
+
+static void free_items(item_list *l) {
+  for (int i = 0; i < l->len; i++) mlc_sched_free(l->data[i].s);
+  MLC_VEC_FREE(*l);
+}
+
+static void free_batch(mlc_tuner_search *s) {
+  for (int i = 0; i < s->batch.len; i++) mlc_sched_free(s->batch.data[i].sched);
+  s->batch.len = 0;
+}
+
+mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                       mlc_error *err) {
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, o, err);
+  if (!sp) return NULL;
+  mlc_tuner_search *s = mlc_xmalloc(sizeof *s);
+  s->o = *o;
+  if (s->o.population < 1) s->o.population = 1;
+  if (s->o.max_fail_count < 1) s->o.max_fail_count = 1;
+  s->space = sp;
+  mlc_pcg32_seed(&s->rng, o->seed, 0x7e57);
+  return s;
+}
+
+void mlc_tuner_search_free(mlc_tuner_search *s) {
+  if (!s) return;
+  free_batch(s);
+  MLC_VEC_FREE(s->batch);
+  for (int i = 0; i < s->seeds.len; i++) mlc_sched_free(s->seeds.data[i].s);
+  MLC_VEC_FREE(s->seeds);
+  hs_free(&s->measured);
+  mlc_tuner_space_free(s->space);
+  mlc_free(s);
+}
+
+void mlc_tuner_search_set_model(mlc_tuner_search *s, const mlc_tuner_model *model) {
+  s->model = model;
+}
+
+const mlc_tuner_space *mlc_tuner_search_space(const mlc_tuner_search *s) { return s->space; }
+const char *mlc_tuner_search_message(const mlc_tuner_search *s) { return s->msg; }
+void mlc_tuner_search_stats_get(const mlc_tuner_search *s, mlc_tuner_stats *out) {
+  *out = s->stats;
+}
+
+void mlc_tuner_search_add_measured_hash(mlc_tuner_search *s, uint64_t hash) {
+  hs_add(&s->measured, hash);
+}
+
+/* Keep the fastest measured candidates, as many as a population seeds. */
+static void add_seed(mlc_tuner_search *s, mlc_sched *c, double sec) {
+  int cap = (int)(s->o.population * s->o.init_measured_ratio);
+  if (cap < 1) cap = 1;
+  int pos = s->seeds.len;
+  while (pos > 0 && s->seeds.data[pos - 1].sec > sec) pos--;
+  if (pos >= cap) {
+    mlc_sched_free(c);
+    return;
+  }
+  MLC_VEC_PUSH(s->seeds, ((seed_item){NULL, 0}));
+  memmove(&s->seeds.data[pos + 1], &s->seeds.data[pos],
+          sizeof(seed_item) * (size_t)(s->seeds.len - 1 - pos));
+  s->seeds.data[pos] = (seed_item){c, sec};
+  while (s->seeds.len > cap) mlc_sched_free(s->seeds.data[--s->seeds.len].s);
+}
+
+bool mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec,
+                                   mlc_error *err) {
+  MLC_UNUSED(err);
+  hs_add(&s->measured, mlc_trace_hash(t));
+  if (!(mean_sec > 0) || !isfinite(mean_sec)) return true;
+  mlc_error e;
+  mlc_sched *c = mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), t, &s->o, &e);
+  if (!c) return true; /* a record of an older space: it still deduplicates */
+  hs_add(&s->measured, mlc_trace_hash(mlc_sched_trace(c)));
+  add_seed(s, c, mean_sec);
+  return true;
+}
+
+/* ---- one round ------------------------------------------------------------------------ */
+
+/* Measured seeds, then fresh samples until the population is full or the
+ * space keeps refusing. *n_rand receives how many fresh samples came. */
+/* Fresh samples for slots [0, n): each slot's space and seed are drawn
+ * first, in order, so the result does not depend on how the samples are
+ * spread over threads. out[i] is NULL for a rejected sample. */
+static void sample_slots(mlc_tuner_search *s, int n, mlc_sched **out) {
+  int n_space = mlc_tuner_space_count(s->space);
+  int *space = mlc_xmalloc(sizeof(int) * (size_t)n);
+  uint64_t *seed = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    space[i] = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n_space);
+    seed[i] = next64(&s->rng);
+  }
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int i = 0; i < n; i++) {
+    mlc_error e;
+    out[i] = mlc_tuner_space_sample(s->space, space[i], seed[i], &e);
+  }
+  mlc_free(space);
+  mlc_free(seed);
+}
+
+/* Measured seeds, then fresh samples until the population is full or the
+ * space keeps refusing (max_fail_count draws per slot). */
+static void init_population(mlc_tuner_search *s, item_list *pop) {
+  int want = s->o.population;
+  int n_seed = (int)(want * s->o.init_measured_ratio);
+  for (int i = 0; i < s->seeds.len && i < n_seed; i++)
+    MLC_VEC_PUSH(*pop, make_item(mlc_sched_copy(s->seeds.data[i].s)));
+  mlc_sched **got = mlc_xmalloc(sizeof(*got) * (size_t)(want + 1));
+  long budget = (long)want * s->o.max_fail_count, tries = 0;
+  while (pop->len < want && tries < budget) {
+    int n = want - pop->len;
+    sample_slots(s, n, got);
+    tries += n;
+    s->stats.samples += n;
+    for (int i = 0; i < n; i++) {
+      if (got[i]) MLC_VEC_PUSH(*pop, make_item(got[i]));
+      else s->stats.samples_rejected++;
+    }
+  }
+  mlc_free(got);
+}
+
+static bool score(mlc_tuner_search *s, item_list *pop, mlc_error *err) {
+  s->stats.predicted += pop->len;
+  if (!s->model) {
+    for (int i = 0; i < pop->len; i++) pop->data[i].score = mlc_pcg32_double(&s->rng);
+    return true;
+  }
+  const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)(pop->len + 1));
+  double *sc = mlc_xmalloc(sizeof(double) * (size_t)(pop->len + 1));
+  for (int i = 0; i < pop->len; i++) funcs[i] = mlc_sched_func(pop->data[i].s);
+  bool ok = s->model->predict(s->model->ctx, pop->len, funcs, sc, err);
+  /* a program the model could not read (no features) ranks last */
+  double lo = 0;
+  bool any = false;
+  for (int i = 0; ok && i < pop->len; i++)
+    if (isfinite(sc[i]) && (!any || sc[i] < lo)) lo = sc[i], any = true;
+  for (int i = 0; ok && i < pop->len; i++) pop->data[i].score = isfinite(sc[i]) ? sc[i] : lo - 1;
+  mlc_free(funcs);
+  mlc_free(sc);
+  return ok || mlc_error_prefix(err, "search: cost model");
+}
+
+/* The best unmeasured candidates seen this round, at most cap, each once. */
+typedef struct best_set {
+  item_list items;
+  hash_set in;
+  int cap;
+} best_set;
+
+static void best_offer(mlc_tuner_search *s, best_set *b, const item *it) {
+  if (hs_has(&s->measured, it->hash) || hs_has(&b->in, it->hash)) return;
+  if (b->items.len < b->cap) {
+    item c = *it;
+    c.s = mlc_sched_copy(it->s);
+    MLC_VEC_PUSH(b->items, c);
+    hs_add(&b->in, it->hash);
+    return;
+  }
+  int worst = 0;
+  for (int i = 1; i < b->items.len; i++)
+    if (b->items.data[i].score < b->items.data[worst].score) worst = i;
+  if (b->items.data[worst].score >= it->score) return;
+  /* the replaced one stays in `in`: it was worse, no need to offer again */
+  mlc_sched_free(b->items.data[worst].s);
+  b->items.data[worst] = *it;
+  b->items.data[worst].s = mlc_sched_copy(it->s);
+  hs_add(&b->in, it->hash);
+}
+
+/* A parent index, in proportion to the weights (uniform when none is > 0). */
+static int pick_parent(mlc_pcg32 *rng, int n, const double *cum) {
+  double total = cum[n - 1];
+  if (!(total > 0)) return (int)mlc_pcg32_bounded(rng, (uint32_t)n);
+  double u = mlc_pcg32_double(rng) * total;
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (cum[mid] > u) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* One child: a parent picked by weight, kept (1 - mutate_prob) or mutated;
+ * a rejected mutation tries again with another parent. Uses only its own
+ * generator, so children can be made on several threads. */
+static item make_child(mlc_tuner_search *s, const item_list *pop, const double *cum,
+                       uint64_t seed, long *n_mut, long *n_rej) {
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 0xc41d);
+  const mlc_prim_func *f = mlc_tuner_space_func(s->space);
+  for (int attempt = 0; attempt < s->o.max_fail_count; attempt++) {
+    const item *p = &pop->data[pick_parent(&rng, pop->len, cum)];
+    if (mlc_pcg32_double(&rng) >= s->o.mutate_prob)
+      return (item){mlc_sched_copy(p->s), p->hash, 0};
+    mlc_error e;
+    (*n_mut)++;
+    mlc_sched *c = mlc_tuner_mutate(f, p->s, -1, &rng, &s->o, &e);
+    if (c) return make_item(c);
+    (*n_rej)++;
+  }
+  return (item){NULL, 0, 0};
+}
+
+static void evolve(mlc_tuner_search *s, const item_list *pop, item_list *next) {
+  /* Weights: scores shifted so the worst gets a little (a ranking model
+   * scores on any scale, negative included). */
+  double lo = INFINITY, hi = -INFINITY;
+  for (int i = 0; i < pop->len; i++) {
+    if (pop->data[i].score < lo) lo = pop->data[i].score;
+    if (pop->data[i].score > hi) hi = pop->data[i].score;
+  }
+  double floor_w = (hi - lo) * 0.01;
+  int n = pop->len;
+  double *cum = mlc_xmalloc(sizeof(double) * (size_t)n);
+  uint64_t *seeds = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
+  item *kids = mlc_xmalloc(sizeof(item) * (size_t)n);
+  double acc = 0;
+  for (int i = 0; i < n; i++) cum[i] = acc += pop->data[i].score - lo + floor_w;
+  for (int i = 0; i < n; i++) seeds[i] = next64(&s->rng);
+  long n_mut = 0, n_rej = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(+ : n_mut, n_rej)
+  for (int slot = 0; slot < n; slot++)
+    kids[slot] = make_child(s, pop, cum, seeds[slot], &n_mut, &n_rej);
+  s->stats.mutations += n_mut;
+  s->stats.mutations_rejected += n_rej;
+  for (int i = 0; i < n; i++)
+    if (kids[i].s) MLC_VEC_PUSH(*next, kids[i]);
+  mlc_free(cum);
+  mlc_free(seeds);
+  mlc_free(kids);
+}
+
+static int cmp_score_desc(const void *x, const void *y) {
+  double a = ((const item *)x)->score, b = ((const item *)y)->score;
+  if (a != b) return a > b ? -1 : 1;
+  uint64_t ha = ((const item *)x)->hash, hb = ((const item *)y)->hash;
+  return ha < hb ? -1 : ha > hb;
+}
+
+/* Move a candidate into the batch (the search owns it until next call). */
+static void take(mlc_tuner_search *s, item *it, bool random) {
+  mlc_tuner_cand c = {it->s, it->hash, it->score, random};
+  it->s = NULL;
+  hs_add(&s->measured, c.hash);
+  MLC_VEC_PUSH(s->batch, c);
+}
+
+static void fill_batch(mlc_tuner_search *s, int n, best_set *best, item_list *rand_pool) {
+  int n_rand = (int)floor(n * s->o.eps_greedy + 0.5);
+  int n_best = n - n_rand;
+  if (best->items.len > 1)
+    qsort(best->items.data, (size_t)best->items.len, sizeof(item), cmp_score_desc);
+  int bi = 0;
+  for (; bi < best->items.len && s->batch.len < n_best; bi++) take(s, &best->items.data[bi], false);
+  /* the random share: shuffle, skip what was measured or taken */
+  for (int i = rand_pool->len - 1; i > 0; i--) {
+    int j = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)(i + 1));
+    item t = rand_pool->data[i];
+    rand_pool->data[i] = rand_pool->data[j];
+    rand_pool->data[j] = t;
+  }
+  for (int i = 0; i < rand_pool->len && s->batch.len < n; i++)
+    if (!hs_has(&s->measured, rand_pool->data[i].hash)) take(s, &rand_pool->data[i], true);
+  for (; bi < best->items.len && s->batch.len < n; bi++)
+    if (!hs_has(&s->measured, best->items.data[bi].hash)) take(s, &best->items.data[bi], false);
+}
+
+int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
+                                mlc_error *err) {
+  double t0 = now_sec();
+  free_batch(s);
+  s->msg[0] = 0;
+  *out = NULL;
+  if (n <= 0) return 0;
+  s->stats.rounds++;
+  item_list pop = {0}, rand_pool = {0};
+  best_set best = {{0}, {0}, n};
+  int rc = 0;
+  init_population(s, &pop);
+  for (int g = 0; pop.len > 0; g++) {
+    if (!score(s, &pop, err)) {
+      rc = -1;
+      break;
+    }
+    for (int i = 0; i < pop.len; i++) best_offer(s, &best, &pop.data[i]);
+    if (g == s->o.generations) break;
+    item_list next = {0};
+    evolve(s, &pop, &next);
+    if (g == 0) { /* keep the fresh samples for the random share */
+      rand_pool = pop;
+      pop = (item_list){0};
+    }
+    free_items(&pop);
+    pop = next;
+  }
+  if (rc == 0) {
+    if (rand_pool.len == 0) { /* a single generation: pop holds the samples */
+      rand_pool = pop;
+      pop = (item_list){0};
+    }
+    fill_batch(s, n, &best, &rand_pool);
+    rc = s->batch.len;
+    if (rc == 0)
+      snprintf(s->msg, sizeof s->msg,
+               "no new candidate: every schedule the search found was measured already "
+               "(the design space looks exhausted)");
+    else if (rc < n)
+      snprintf(s->msg, sizeof s->msg,
+               "only %d new candidates of %d asked: the design space is nearly exhausted", rc, n);
+  }
+  free_items(&pop);
+  free_items(&rand_pool);
+  free_items(&best.items);
+  hs_free(&best.in);
+  *out = s->batch.data;
+  s->stats.search_sec += now_sec() - t0;
+  return rc;
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+void mlc_tuner_opts_default(mlc_tuner_opts *o) {
+  *o = (mlc_tuner_opts){
+      .num_cores = mlc_target_host_cores(),
+      .max_jobs_per_core = 16,
+      .max_vectorize_extent = 64,
+      .max_innermost_factor = 64,
+      .population = 512,
+      .generations = 4,
+      .mutate_prob = 0.85,
+      .eps_greedy = 0.05,
+      .init_measured_ratio = 0.2,
+      .max_fail_count = 8,
+      .seed = 1,
+  };
+}

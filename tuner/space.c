@@ -1,0 +1,433 @@
+/* Design-space generation: schedule rules applied to every block in
+ * post-order, as meta-schedule's PostOrderApply does for CPU targets. Each
+ * rule runs over all blocks (last block first) of every state the previous
+ * rules produced; a rule may fork a state into several (multi-level tiling
+ * with and without a write cache), so a space is a list of sketches.
+ *
+ * Rules, in meta-schedule's order (ScheduleRule::DefaultLLVM):
+ *   auto_inline          inline elementwise producers into their consumers
+ *   add_rfactor          rfactor reductions with little spatial parallelism
+ *   multi_level_tiling   "SSRSRS" tiles of blocks with data reuse, with and
+ *                        without a write cache at tile levels 1 and 2
+ *   parallel_vectorize_unroll  annotations on the root, once per state
+ *   random_compute_location    compute producers at a sampled consumer loop
+ * A primitive that refuses (its preconditions fail) leaves the state as it
+ * was, so a rule that does not fit a block simply passes the state on.
+ */
+#include "tuner/tuner_internal.h"
+
+#include <string.h>
+
+struct mlc_tuner_space {
+  mlc_arena *arena;
+  mlc_prim_func *func; /* the workload (a private copy) */
+  mlc_tuner_opts opts;
+  MLC_VEC(mlc_trace *) traces;
+};
+
+typedef MLC_VEC(mlc_sched *) sched_list;
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+typedef struct find_ctx {
+  const char *name;
+  const mlc_block *found;
+} find_ctx;
+
+static void find_block_rec(const mlc_stmt *st, find_ctx *c);
+
+static void find_kids(const mlc_stmt *st, find_ctx *c) {
+  switch (st->kind) {
+  case MLC_STMT_FOR: find_block_rec(st->loop.body, c); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    if (st->realize.block->init) find_block_rec(st->realize.block->init, c);
+    find_block_rec(st->realize.block->body, c);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) find_block_rec(st->seq.stmts[i], c);
+    return;
+  case MLC_STMT_IF:
+    find_block_rec(st->if_.then_s, c);
+    if (st->if_.else_s) find_block_rec(st->if_.else_s, c);
+    return;
+  case MLC_STMT_ALLOCATE: find_block_rec(st->alloc.body, c); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+  mlc_unreachable();
+}
+
+static void find_block_rec(const mlc_stmt *st, find_ctx *c) {
+  if (c->found) return;
+  if (st->kind == MLC_STMT_BLOCK_REALIZE && strcmp(st->realize.block->name, c->name) == 0) {
+    c->found = st->realize.block;
+    return;
+  }
+  find_kids(st, c);
+}
+
+/* The block named `name` in the state's IR, without recording anything;
+ * NULL once a rule inlined it. */
+static const mlc_block *peek_block(const mlc_sched *s, const char *name) {
+  find_ctx c = {name, NULL};
+  find_block_rec(mlc_sched_func(s)->body, &c);
+  return c.found;
+}
+
+/* Whether some other block reads what b writes. */
+static bool has_consumer_rec(const mlc_stmt *st, const mlc_block *b);
+
+static bool reads_output_of(const mlc_block *x, const mlc_block *b) {
+  for (int r = 0; r < x->n_reads; r++)
+    for (int w = 0; w < b->n_writes; w++)
+      if (x->reads[r].buf == b->writes[w].buf) return true;
+  return false;
+}
+
+static bool has_consumer_rec(const mlc_stmt *st, const mlc_block *b) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return has_consumer_rec(st->loop.body, b);
+  case MLC_STMT_BLOCK_REALIZE:
+    if (st->realize.block != b && reads_output_of(st->realize.block, b)) return true;
+    return has_consumer_rec(st->realize.block->init, b) ||
+           has_consumer_rec(st->realize.block->body, b);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_consumer_rec(st->seq.stmts[i], b)) return true;
+    return false;
+  case MLC_STMT_IF:
+    return has_consumer_rec(st->if_.then_s, b) || has_consumer_rec(st->if_.else_s, b);
+  case MLC_STMT_ALLOCATE: return has_consumer_rec(st->alloc.body, b);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+/* ---- rule: auto-inline ---------------------------------------------------------- */
+
+/* meta-schedule's AutoInline for CPU (into_consumer only, no if_then_else,
+ * injective): an elementwise block writing an intermediate buffer is
+ * inlined into its consumers. Needs the compute_inline primitive. */
+static bool inline_candidate(const mlc_sched *s, const mlc_block *b) {
+  const mlc_prim_func *f = mlc_sched_func(s);
+  return tuner_block_is_spatial(b) && b->n_writes == 1 && b->init == NULL &&
+         !tuner_block_is_output(f, b) && !tuner_block_has_if_then_else(b) &&
+         has_consumer_rec(f->body, b);
+}
+
+static void rule_auto_inline(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                             sched_list *out) {
+  MLC_UNUSED(o);
+  const mlc_block *b = peek_block(s, name);
+  mlc_rv rv;
+  mlc_error e;
+  if (b && inline_candidate(s, b) && mlc_sched_get_block(s, name, NULL, &rv, &e))
+    mlc_sched_compute_inline(s, rv, &e); /* refused: the block stays */
+  MLC_VEC_PUSH(*out, s);
+}
+
+/* ---- rule: add-rfactor -------------------------------------------------------------- */
+
+/* meta-schedule's AddRFactor condition: a reduction with trivial binding
+ * whose spatial extent is no larger than its reduce extent nor than the
+ * parallel bound: too little parallelism outside the reduction. */
+static bool needs_rfactor(const mlc_tuner_opts *o, const mlc_prim_func *f, const mlc_block *b,
+                          int *n_spatial) {
+  tuner_site site;
+  if (!tuner_block_is_reduction(b) || !tuner_find_site(f, b, &site) ||
+      !tuner_trivial_binding(b, &site))
+    return false;
+  int64_t space = 1, reduce = 1;
+  int n_r = 0;
+  *n_spatial = 0;
+  for (int i = 0; i < site.n_loops; i++) {
+    int64_t e = tuner_loop_extent(site.loops[i]);
+    if (b->iters[i].kind == MLC_ITER_REDUCE) reduce *= e, n_r++;
+    else space *= e, (*n_spatial)++;
+  }
+  return n_r > 0 && space <= reduce && space <= (int64_t)o->num_cores * o->max_jobs_per_core;
+}
+
+/* Spatial loops first, the reduce loops fused into one and split in two by
+ * a sampled tile; *parts receives the two. */
+static bool split_reduction(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
+                            mlc_rv *parts, mlc_error *err) {
+  mlc_rv blk, *loops, order[TUNER_MAX_LOOPS], fused, v[2];
+  if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
+  int n = mlc_sched_get_loops(t, blk, &loops, err);
+  if (n < 1 || n > TUNER_MAX_LOOPS) return false;
+  const mlc_block *b = mlc_sched_rv_block(t, blk);
+  int m = 0, first_r = -1;
+  bool sorted = true;
+  for (int i = 0; i < n; i++)
+    if (b->iters[i].kind == MLC_ITER_SPATIAL) order[m++] = loops[i];
+  for (int i = 0; i < n; i++)
+    if (b->iters[i].kind == MLC_ITER_REDUCE) {
+      if (first_r < 0) first_r = m;
+      order[m++] = loops[i];
+    }
+  for (int i = 0; i < n; i++) sorted &= order[i] == loops[i];
+  if (!sorted && !mlc_sched_reorder(t, n, order, err)) return false;
+  if (n - first_r == 1) fused = order[first_r];
+  else if (!mlc_sched_fuse(t, n - first_r, order + first_r, true, &fused, err)) return false;
+  if (!mlc_sched_sample_perfect_tile(t, fused, 2, o->max_innermost_factor, v, err)) return false;
+  mlc_operand f[2] = {MLC_OP_RV(v[0]), MLC_OP_RV(v[1])};
+  return mlc_sched_split(t, fused, 2, f, true, parts, err);
+}
+
+/* meta-schedule's AddRFactor: the reduction's loops are reordered and
+ * fused, split in two by a sampled tile, and rfactored at either part
+ * (two sketches), the original kept as a third. */
+static void rule_add_rfactor(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                             sched_list *out) {
+  const mlc_block *b = peek_block(s, name);
+  int n_spatial;
+  mlc_rv parts[2];
+  mlc_error e;
+  if (b && needs_rfactor(o, mlc_sched_func(s), b, &n_spatial)) {
+    mlc_sched *t = mlc_sched_copy(s);
+    if (split_reduction(t, name, o, parts, &e))
+      for (int k = 0; k < 2; k++) {
+        mlc_sched *c = mlc_sched_copy(t);
+        mlc_rv rf;
+        if (mlc_sched_rfactor(c, parts[k], n_spatial, &rf, &e)) MLC_VEC_PUSH(*out, c);
+        else mlc_sched_free(c);
+      }
+    mlc_sched_free(t);
+  }
+  MLC_VEC_PUSH(*out, s);
+}
+
+/* ---- rule: multi-level tiling --------------------------------------------------- */
+
+#define TILE_STRUCTURE "SSRSRS"
+
+/* Split every loop of the block into its tile levels and reorder them
+ * into the structure. levels[k] receives, for the k-th letter of the
+ * structure, the last loop of that group (for a write cache to go under). */
+static bool tile_block(mlc_sched *s, const char *name, const mlc_tuner_opts *o, mlc_rv *levels,
+                       mlc_error *err) {
+  const char *st = TILE_STRUCTURE;
+  int n_s = 0, n_r = 0, n_lv = (int)strlen(st);
+  for (int k = 0; k < n_lv; k++) *(st[k] == 'S' ? &n_s : &n_r) += 1;
+  mlc_rv blk, *loops;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  int n = mlc_sched_get_loops(s, blk, &loops, err);
+  if (n < 1 || n > TUNER_MAX_LOOPS) return n >= 1 ? mlc_error_set(err, "too many loops") : false;
+  const mlc_block *b = mlc_sched_rv_block(s, blk);
+  mlc_rv tiles[TUNER_MAX_LOOPS][MLC_SCHED_MAX_TILE];
+  bool reduce[TUNER_MAX_LOOPS];
+  mlc_rv loop_copy[TUNER_MAX_LOOPS];
+  memcpy(loop_copy, loops, sizeof(mlc_rv) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    reduce[i] = b->iters[i].kind == MLC_ITER_REDUCE;
+    int parts = reduce[i] ? n_r : n_s;
+    mlc_rv v[MLC_SCHED_MAX_TILE];
+    mlc_operand f[MLC_SCHED_MAX_TILE];
+    if (!mlc_sched_sample_perfect_tile(s, loop_copy[i], parts, o->max_innermost_factor, v, err))
+      return false;
+    for (int k = 0; k < parts; k++) f[k] = MLC_OP_RV(v[k]);
+    if (!mlc_sched_split(s, loop_copy[i], parts, f, true, tiles[i], err)) return false;
+  }
+  mlc_rv order[TUNER_MAX_LOOPS * 4];
+  int m = 0, occ_s = 0, occ_r = 0;
+  for (int k = 0; k < n_lv; k++) {
+    bool want_r = st[k] == 'R';
+    int occ = want_r ? occ_r++ : occ_s++;
+    levels[k] = -1;
+    for (int i = 0; i < n; i++)
+      if (reduce[i] == want_r) levels[k] = order[m++] = tiles[i][occ];
+  }
+  return mlc_sched_reorder(s, m, order, err);
+}
+
+/* Write cache at one level: the block writes a "global" cache that is
+ * written back under the last loop of tile group `level` (meta-schedule's
+ * AddWriteReuse, case 3). */
+static mlc_sched *with_write_cache(mlc_sched *tiled, const char *name, mlc_rv level_loop) {
+  mlc_sched *c = mlc_sched_copy(tiled);
+  mlc_rv blk, cache;
+  mlc_error e;
+  if (mlc_sched_get_block(c, name, NULL, &blk, &e) &&
+      mlc_sched_cache_write(c, blk, 0, "global", 0, NULL, &cache, &e) &&
+      mlc_sched_reverse_compute_at(c, cache, level_loop, true, -1, &e))
+    return c;
+  mlc_sched_free(c);
+  return NULL;
+}
+
+/* meta-schedule's MultiLevelTiling with reuse-write "may" at levels 1 and
+ * 2: one sketch without a write cache and one per level with the cache
+ * computed under that level's loops. */
+static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                                    sched_list *out) {
+  const mlc_block *b = peek_block(s, name);
+  if (!b || !tuner_needs_tiling(mlc_sched_func(s), b)) {
+    MLC_VEC_PUSH(*out, s);
+    return;
+  }
+  mlc_sched *t = mlc_sched_copy(s);
+  mlc_rv levels[16];
+  mlc_error err;
+  if (!tile_block(t, name, o, levels, &err)) {
+    /* a shape the rule cannot tile: keep the untiled sketch */
+    mlc_sched_free(t);
+    MLC_VEC_PUSH(*out, s);
+    return;
+  }
+  mlc_sched_free(s);
+  static const int WRITE_LEVELS[] = {1, 2};
+  for (int i = 0; i < MLC_COUNTOF(WRITE_LEVELS); i++) {
+    mlc_sched *c = with_write_cache(t, name, levels[WRITE_LEVELS[i] - 1]);
+    if (c) MLC_VEC_PUSH(*out, c);
+  }
+  MLC_VEC_PUSH(*out, t);
+}
+
+/* ---- rule: random compute location ------------------------------------------------ */
+
+/* meta-schedule's RandomComputeLocation: a block directly under the root
+ * that is not an output, not tiled and feeds another block is computed at
+ * a sampled loop of its consumers (or stays, or is inlined: the sampled
+ * location's root and inline marks). */
+static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
+                                         const char *name, sched_list *out) {
+  MLC_UNUSED(o);
+  const mlc_block *b = peek_block(s, name);
+  const mlc_prim_func *f = mlc_sched_func(s);
+  tuner_site site;
+  if (b && !tuner_block_is_output(f, b) && has_consumer_rec(f->body, b) &&
+      tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
+      !tuner_needs_tiling(f, b)) {
+    mlc_sched *c = mlc_sched_copy(s);
+    mlc_rv rv, loc;
+    mlc_error e;
+    if (mlc_sched_get_block(c, name, NULL, &rv, &e) &&
+        mlc_sched_sample_compute_location(c, rv, &loc, &e) &&
+        mlc_sched_compute_at(c, rv, loc, true, -1, &e)) {
+      mlc_sched_free(s);
+      s = c;
+    } else {
+      mlc_sched_free(c);
+    }
+  }
+  MLC_VEC_PUSH(*out, s);
+}
+
+/* ---- rule: parallelize-vectorize-unroll ----------------------------------------- */
+
+static const int64_t UNROLL_STEPS[] = {0, 16, 64, 512};
+
+/* The root block carries the bounds; the postprocessor applies them. */
+static bool annotate_root(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
+  mlc_rv root, v;
+  double probs[MLC_COUNTOF(UNROLL_STEPS)];
+  for (int i = 0; i < MLC_COUNTOF(UNROLL_STEPS); i++) probs[i] = 1.0 / MLC_COUNTOF(UNROLL_STEPS);
+  int64_t par = (int64_t)o->num_cores * o->max_jobs_per_core;
+  return mlc_sched_get_block(s, "root", NULL, &root, err) &&
+         mlc_sched_annotate(s, root, TUNER_ANN_PARALLEL, MLC_OP_INT(par), err) &&
+         mlc_sched_annotate(s, root, TUNER_ANN_VECTORIZE, MLC_OP_INT(o->max_vectorize_extent),
+                            err) &&
+         mlc_sched_sample_categorical(s, MLC_COUNTOF(UNROLL_STEPS), UNROLL_STEPS, probs, &v,
+                                      err) &&
+         mlc_sched_annotate(s, root, TUNER_ANN_UNROLL, MLC_OP_RV(v), err);
+}
+
+/* ---- driver ------------------------------------------------------------------------- */
+
+typedef void (*rule_fn)(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                        sched_list *out);
+
+static const rule_fn BLOCK_RULES[] = {
+    rule_auto_inline,
+    rule_add_rfactor,
+    rule_multi_level_tiling,
+    rule_random_compute_location,
+};
+
+/* Apply one rule to every block of every state, last block first. */
+static void apply_rule(rule_fn rule, const mlc_tuner_opts *o, int nb, const char **blocks,
+                       sched_list *states) {
+  for (int bi = nb - 1; bi >= 0; bi--) {
+    sched_list next = {0};
+    for (int i = 0; i < states->len; i++) rule(o, states->data[i], blocks[bi], &next);
+    MLC_VEC_FREE(*states);
+    *states = next;
+  }
+}
+
+static void free_list(sched_list *l) {
+  for (int i = 0; i < l->len; i++) mlc_sched_free(l->data[i]);
+  MLC_VEC_FREE(*l);
+}
+
+mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                     mlc_error *err) {
+  mlc_tuner_space *sp = mlc_xmalloc(sizeof *sp);
+  sp->arena = mlc_arena_new();
+  sp->func = mlc_func_copy(sp->arena, f);
+  sp->opts = *o;
+  const char **blocks;
+  int nb = tuner_blocks_post_order(sp->arena, sp->func, &blocks);
+  if (nb == 0) {
+    mlc_tuner_space_free(sp);
+    mlc_error_set(err, "design space: function \"%s\" has no block to schedule", f->name);
+    return NULL;
+  }
+  sched_list states = {0};
+  MLC_VEC_PUSH(states, mlc_sched_new(sp->func, o->seed));
+  for (int r = 0; r < MLC_COUNTOF(BLOCK_RULES); r++)
+    apply_rule(BLOCK_RULES[r], o, nb, blocks, &states);
+  for (int i = 0; i < states.len; i++) {
+    if (!annotate_root(states.data[i], o, err)) {
+      free_list(&states);
+      mlc_tuner_space_free(sp);
+      mlc_error_prefix(err, "design space: parallel-vectorize-unroll");
+      return NULL;
+    }
+    MLC_VEC_PUSH(sp->traces, mlc_trace_copy(sp->arena, mlc_sched_trace(states.data[i])));
+  }
+  free_list(&states);
+  return sp;
+}
+
+void mlc_tuner_space_free(mlc_tuner_space *sp) {
+  if (!sp) return;
+  MLC_VEC_FREE(sp->traces);
+  mlc_arena_free(sp->arena);
+  mlc_free(sp);
+}
+
+int mlc_tuner_space_count(const mlc_tuner_space *sp) { return sp->traces.len; }
+
+const mlc_trace *mlc_tuner_space_trace(const mlc_tuner_space *sp, int i) {
+  MLC_ASSERT(i >= 0 && i < sp->traces.len);
+  return sp->traces.data[i];
+}
+
+const mlc_prim_func *mlc_tuner_space_func(const mlc_tuner_space *sp) { return sp->func; }
+
+mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint64_t seed,
+                               const mlc_replay_opts *opts, mlc_error *err) {
+  mlc_sched *s = mlc_sched_new(f, seed);
+  mlc_replay_opts o = opts ? *opts : (mlc_replay_opts){0};
+  o.stop_at_postproc = true;
+  if (!mlc_sched_replay(s, t, &o, NULL, err)) {
+    mlc_sched_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+mlc_sched *mlc_tuner_space_sample(const mlc_tuner_space *sp, int i, uint64_t seed,
+                                  mlc_error *err) {
+  mlc_replay_opts ro = {.new_decisions = true};
+  mlc_sched *s = tuner_replay_sketch(sp->func, mlc_tuner_space_trace(sp, i), seed, &ro, err);
+  if (s && !mlc_tuner_postproc(s, &sp->opts, err)) {
+    mlc_sched_free(s);
+    return NULL;
+  }
+  return s;
+}

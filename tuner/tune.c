@@ -1,0 +1,374 @@
+/* The tuning loop: search -> measure -> database -> cost model, round
+ * after round, until the workload's budget of records for the target is
+ * in the database. Resume comes from the database: its records are never
+ * proposed again, its best traces seed the population and train the
+ * model. */
+#include "tuner/tuner_internal.h"
+#include "costmodel/costmodel.h"
+#include "db/db.h"
+#include "measure/measure.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
+  *o = (mlc_tuner_tune_opts){
+      .task = "main", .shape = "", .target = "llvm", .trials = 64, .remeasure_top = 3,
+      .cost_model = "xgb-rank",
+  };
+  mlc_tuner_opts_default(&o->search);
+}
+
+static double now_sec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Everything one run holds. */
+typedef struct tune_run {
+  mlc_db *db;
+  const mlc_prim_func *f;
+  const mlc_tuner_tune_opts *o;
+  mlc_tuner_tune_result *res;
+  char target[512];
+  char *workload_text;      /* TVMScript the workers replay on */
+  uint64_t workload_key;    /* the cost model's workload key */
+  mlc_tuner_search *search;
+  mlc_costmodel *model;
+  mlc_tuner_model model_if;
+  mlc_measure *pool;        /* NULL with a custom measure function */
+  int have;                 /* records of (workload, target) */
+  int64_t next_round;
+  double best_sec;
+  double t0;
+} tune_run;
+
+static bool cm_predict(void *ctx, int n, const mlc_prim_func *const *funcs, double *scores,
+                       mlc_error *err) {
+  return mlc_costmodel_predict_funcs(ctx, n, funcs, scores, err);
+}
+
+static bool pool_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                         mlc_error *err) {
+  return mlc_measure_run_batch(ud, n, c, out, NULL, NULL, err);
+}
+
+static bool do_measure(tune_run *r, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                       mlc_error *err) {
+  if (r->o->measure) return r->o->measure(r->o->measure_ud, n, c, out, err);
+  return pool_measure(r->pool, n, c, out, err);
+}
+
+static double gflops(const tune_run *r, double sec) {
+  return r->o->flops > 0 && sec > 0 ? r->o->flops / sec * 1e-9 : 0;
+}
+
+static uint64_t parse_hex(const char *s) {
+  return s ? strtoull(s, NULL, 16) : 0;
+}
+
+/* ---- setup --------------------------------------------------------------------- */
+
+static bool open_model(tune_run *r, mlc_error *err) {
+  mlc_costmodel_kind kind = MLC_COSTMODEL_XGB_AGG_RANK;
+  const char *name = r->o->cost_model ? r->o->cost_model : "xgb-rank";
+  if (!mlc_costmodel_kind_from_name(name, &kind))
+    return mlc_error_set(err, "unknown cost model \"%s\" (random, xgb-rank, xgb-reg, xgb-sum)",
+                         name);
+  /* Train after the first round and again after each: a 64-trial budget
+   * is four rounds of 16, and a model that waits for 64 samples would
+   * never guide one of them. */
+  mlc_costmodel_opts co = {.min_samples = 16, .retrain_every = 16};
+  r->model = mlc_costmodel_new_opts(kind, r->o->search.seed, &co);
+  r->model_if = (mlc_tuner_model){cm_predict, r->model};
+  mlc_tuner_search_set_model(r->search, &r->model_if);
+  return true;
+}
+
+/* The cost model could not learn (XGBoost missing): go on with random
+ * scores and say so. */
+static void model_fallback(tune_run *r, const char *why) {
+  if (mlc_costmodel_get_kind(r->model) == MLC_COSTMODEL_RANDOM) return;
+  mlc_costmodel_free(r->model);
+  r->model = mlc_costmodel_new(MLC_COSTMODEL_RANDOM, r->o->search.seed);
+  r->model_if.ctx = r->model;
+  snprintf(r->res->message, sizeof r->res->message,
+           "warning: the cost model cannot learn (%.300s); searching with random scores", why);
+}
+
+static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const double *secs) {
+  uint64_t *keys = mlc_xmalloc(sizeof(uint64_t) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) keys[i] = r->workload_key;
+  mlc_error e;
+  if (!mlc_costmodel_update_funcs(r->model, n, funcs, keys, secs, &e)) model_fallback(r, e.msg);
+  mlc_free(keys);
+}
+
+/* Database records of the workload: dedup, seeds, training data. */
+static bool load_history(tune_run *r, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *recs;
+  int n = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, err);
+  if (n < 0) {
+    mlc_arena_free(a);
+    return false;
+  }
+  r->have = n;
+  MLC_VEC(mlc_sched *) scheds = {0};
+  MLC_VEC(double) secs = {0};
+  for (int i = 0; i < n; i++) {
+    mlc_tuner_search_add_measured_hash(r->search, parse_hex(recs[i].trace_hash));
+    if (recs[i].round >= r->next_round) r->next_round = recs[i].round + 1;
+    double sec = recs[i].error ? 0 : recs[i].mean_sec;
+    if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
+    mlc_error e;
+    mlc_trace *t = mlc_trace_from_json(a, recs[i].trace, strlen(recs[i].trace), &e);
+    if (!t) continue; /* a record this build cannot read still deduplicates */
+    mlc_tuner_search_add_measured(r->search, t, sec, &e);
+    mlc_sched *c = mlc_tuner_apply_trace(r->f, t, &r->o->search, &e);
+    if (!c) continue;
+    MLC_VEC_PUSH(scheds, c);
+    MLC_VEC_PUSH(secs, sec);
+  }
+  if (scheds.len) {
+    const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)scheds.len);
+    for (int i = 0; i < scheds.len; i++) funcs[i] = mlc_sched_func(scheds.data[i]);
+    learn(r, scheds.len, funcs, secs.data);
+    mlc_free(funcs);
+  }
+  for (int i = 0; i < scheds.len; i++) mlc_sched_free(scheds.data[i]);
+  MLC_VEC_FREE(scheds);
+  MLC_VEC_FREE(secs);
+  mlc_arena_free(a);
+  return true;
+}
+
+static bool open_pool(tune_run *r, mlc_error *err) {
+  if (r->o->measure) return true;
+  mlc_measure_opts mo = mlc_measure_defaults();
+  mo.n_builders = r->o->n_builders;
+  mo.worker_path = r->o->worker_path;
+  if (r->o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = r->o->timeout_s;
+  r->pool = mlc_measure_new(&mo, err);
+  return r->pool != NULL;
+}
+
+/* ---- one round ---------------------------------------------------------------------- */
+
+static int round_size(const tune_run *r) {
+  int n = r->o->trials_per_round > 0 ? r->o->trials_per_round : r->have < 128 ? 16 : 64;
+  int left = r->o->trials - r->have;
+  return n < left ? n : left;
+}
+
+static void fill_record(tune_run *r, const mlc_measure_result *m, const char *trace,
+                        mlc_db_record *rec) {
+  *rec = (mlc_db_record){
+      .workload_id = r->res->workload_id, .target = r->target, .trace = trace,
+      .round = r->next_round,
+  };
+  if (m->status == MLC_MEASURE_OK) {
+    rec->n_secs = m->n_secs;
+    rec->secs = m->secs;
+  } else {
+    rec->error = m->error[0] ? m->error : mlc_measure_status_name(m->status);
+    if (!r->res->first_error[0])
+      snprintf(r->res->first_error, sizeof r->res->first_error, "%s", rec->error);
+  }
+}
+
+static void report(tune_run *r, int batch) {
+  if (!r->o->progress) return;
+  mlc_tuner_progress p = {
+      .round = r->res->rounds, .trials_done = r->have, .trials_total = r->o->trials,
+      .errors = r->res->errors, .batch = batch, .best_sec = r->best_sec,
+      .best_gflops = gflops(r, r->best_sec), .elapsed_s = now_sec() - r->t0,
+  };
+  int left = r->o->trials - r->have;
+  if (r->res->measured > 0) p.eta_s = p.elapsed_s / r->res->measured * (left > 0 ? left : 0);
+  if (r->o->time_budget_s > 0 && r->o->time_budget_s - p.elapsed_s < p.eta_s)
+    p.eta_s = r->o->time_budget_s - p.elapsed_s > 0 ? r->o->time_budget_s - p.elapsed_s : 0;
+  r->o->progress(r->o->progress_ud, &p);
+}
+
+/* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
+static int one_round(tune_run *r, mlc_error *err) {
+  mlc_tuner_cand *batch;
+  int n = mlc_tuner_search_next_batch(r->search, round_size(r), &batch, err);
+  if (n <= 0) {
+    if (n == 0) {
+      r->res->exhausted = true;
+      snprintf(r->res->message, sizeof r->res->message, "%s", mlc_tuner_search_message(r->search));
+    }
+    return n;
+  }
+  mlc_measure_cand *mc = mlc_xmalloc(sizeof(*mc) * (size_t)n);
+  mlc_measure_result *mr = mlc_xmalloc(sizeof(*mr) * (size_t)n);
+  mlc_str *js = mlc_xmalloc(sizeof(*js) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    mlc_trace_to_json(&js[i], mlc_sched_trace(batch[i].sched));
+    mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = js[i].data,
+                               .target = r->target};
+  }
+  int rc = 1;
+  if (!do_measure(r, n, mc, mr, err)) rc = -1;
+  else if (r->o->stop && *r->o->stop) { /* results of an interrupted batch are not trusted */
+    r->res->stopped = true;
+    rc = 0;
+  }
+  mlc_db_record *recs = mlc_xmalloc(sizeof(*recs) * (size_t)n);
+  const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
+  double *secs = mlc_xmalloc(sizeof(double) * (size_t)n);
+  for (int i = 0; rc == 1 && i < n; i++) {
+    fill_record(r, &mr[i], js[i].data, &recs[i]);
+    funcs[i] = mlc_sched_func(batch[i].sched);
+    secs[i] = mr[i].status == MLC_MEASURE_OK ? mr[i].mean_sec : 0;
+    r->res->build_sec += mr[i].build_sec;
+    r->res->run_sec += mr[i].run_sec;
+  }
+  int added = 0;
+  if (rc == 1 && !mlc_db_commit(r->db, n, recs, &added, err)) rc = -1;
+  if (rc == 1) {
+    for (int i = 0; i < n; i++) {
+      mlc_error e;
+      mlc_tuner_search_add_measured(r->search, mlc_sched_trace(batch[i].sched), secs[i], &e);
+      if (secs[i] > 0 && (r->best_sec == 0 || secs[i] < r->best_sec)) r->best_sec = secs[i];
+      r->res->errors += secs[i] <= 0;
+    }
+    learn(r, n, funcs, secs);
+    r->have += added;
+    r->res->measured += n;
+    r->res->rounds++;
+    r->next_round++;
+    report(r, n);
+    if (added < n && added == 0) { /* another tuner measured the same: avoid spinning */
+      snprintf(r->res->message, sizeof r->res->message,
+               "the database already held every candidate of the last batch");
+      rc = 0;
+    }
+  }
+  for (int i = 0; i < n; i++) mlc_str_free(&js[i]);
+  mlc_free(js), mlc_free(mc), mlc_free(mr), mlc_free(recs), mlc_free(funcs), mlc_free(secs);
+  return rc;
+}
+
+/* ---- the end --------------------------------------------------------------------------- */
+
+/* The best record; with `again`, the best few are measured again and the
+ * best of those measurements wins (this machine is noisy). */
+static bool choose_best(tune_run *r, bool again, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *top;
+  int k = r->o->remeasure_top > 0 ? r->o->remeasure_top : 1;
+  int n = mlc_db_top_k(r->db, r->res->workload_id, r->target, k, a, &top, err);
+  bool ok = n >= 0;
+  if (n > 0) {
+    r->res->best_record_id = top[0].id;
+    r->res->best_sec = top[0].mean_sec;
+  }
+  if (n > 1 && again && r->o->remeasure_top > 0) {
+    mlc_measure_cand *mc = mlc_xmalloc(sizeof(*mc) * (size_t)n);
+    mlc_measure_result *mr = mlc_xmalloc(sizeof(*mr) * (size_t)n);
+    for (int i = 0; i < n; i++)
+      mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = top[i].trace,
+                                 .target = r->target};
+    if (do_measure(r, n, mc, mr, err)) {
+      double best = 0;
+      for (int i = 0; i < n; i++)
+        if (mr[i].status == MLC_MEASURE_OK && (best == 0 || mr[i].mean_sec < best)) {
+          best = mr[i].mean_sec;
+          r->res->best_record_id = top[i].id;
+        }
+      if (best > 0) r->res->best_sec = best;
+    } else {
+      ok = false;
+    }
+    mlc_free(mc), mlc_free(mr);
+  }
+  r->res->best_gflops = gflops(r, r->res->best_sec);
+  mlc_arena_free(a);
+  return ok;
+}
+
+/* The unscheduled kernel, timed once (it can be slow: 1024^3 matmul takes
+ * seconds) in a pool of its own with one repeat and a long timeout. */
+static void measure_baseline(tune_run *r) {
+  mlc_measure_cand c = {.workload = r->workload_text, .trace = "", .target = r->target};
+  mlc_measure_result m;
+  mlc_error e;
+  bool ok;
+  if (r->o->measure) {
+    ok = r->o->measure(r->o->measure_ud, 1, &c, &m, &e);
+  } else {
+    mlc_measure_opts mo = mlc_measure_defaults();
+    mo.n_builders = 1;
+    mo.worker_path = r->o->worker_path;
+    mo.repeat = 1;
+    mo.run_timeout_s = r->o->timeout_s > 120 ? r->o->timeout_s : 120;
+    mlc_measure *pool = mlc_measure_new(&mo, &e);
+    ok = pool && mlc_measure_run_batch(pool, 1, &c, &m, NULL, NULL, &e);
+    if (pool) mlc_measure_free(pool);
+  }
+  if (ok && m.status == MLC_MEASURE_OK) r->res->baseline_sec = m.mean_sec;
+}
+
+static void tune_free(tune_run *r) {
+  mlc_tuner_search_free(r->search);
+  if (r->model) mlc_costmodel_free(r->model);
+  if (r->pool) mlc_measure_free(r->pool);
+  mlc_free(r->workload_text);
+}
+
+bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
+                    mlc_tuner_tune_result *res, mlc_error *err) {
+  memset(res, 0, sizeof *res);
+  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = now_sec()};
+  mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
+  mlc_str text = {0};
+  mlc_print_func(&text, f);
+  r.workload_text = mlc_str_take(&text);
+  r.workload_key = mlc_func_struct_hash(f);
+  bool ok = (res->workload_id = mlc_db_add_workload(db, o->task, o->shape, f, err)) >= 0 &&
+            (r.search = mlc_tuner_search_new(f, &o->search, err)) != NULL &&
+            open_model(&r, err) && load_history(&r, err);
+  if (ok) res->measured_before = r.have;
+  if (ok && r.have >= o->trials) {
+    res->nothing_to_do = true;
+    snprintf(res->message, sizeof res->message,
+             "nothing to do: the database already holds %d trials for this workload and "
+             "target (budget %d)",
+             r.have, o->trials);
+    ok = choose_best(&r, false, err);
+  } else if (ok) {
+    ok = open_pool(&r, err);
+    if (ok && o->measure_baseline) measure_baseline(&r);
+    while (ok && r.have < o->trials) {
+      if (o->stop && *o->stop) {
+        res->stopped = true;
+        break;
+      }
+      if (o->time_budget_s > 0 && now_sec() - r.t0 >= o->time_budget_s) {
+        snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
+                 o->time_budget_s);
+        break;
+      }
+      int rc = one_round(&r, err);
+      if (rc < 0) ok = false;
+      if (rc <= 0) break;
+    }
+    if (ok) ok = choose_best(&r, !res->stopped && res->measured > 0, err);
+  }
+  if (r.search) {
+    mlc_tuner_stats st;
+    mlc_tuner_search_stats_get(r.search, &st);
+    res->search_sec = st.search_sec;
+  }
+  res->total_sec = now_sec() - r.t0;
+  tune_free(&r);
+  return ok;
+}
