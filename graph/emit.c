@@ -1,0 +1,166 @@
+/* The C entry that runs a compiled model: weights as static const arrays
+ * and a function calling the kernels of the object in main's order, with
+ * every intermediate in one caller-provided workspace. */
+#include "graph/graph_impl.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *mlc_graph_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_prim_func *f) {
+  return mlc_arena_printf(a, "%s_%s", m->name, f->name);
+}
+
+static void put_weight(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *c) {
+  int64_t n = mlc_gtype_numel(&c->type);
+  char s[128];
+  mlc_gtype_str(&c->type, s, sizeof s);
+  mlc_str_printf(out, "/* %s: float32%s */\nstatic const float %s_w_%s[%lld] = {", c->name, s,
+                 m->name, c->name, (long long)n);
+  for (int64_t i = 0; i < n; i++) {
+    float v = c->data[i];
+    if (i % 8 == 0) mlc_str_puts(out, "\n ");
+    if (isnan(v)) mlc_str_puts(out, " NAN,");
+    else if (isinf(v)) mlc_str_puts(out, v > 0 ? " INFINITY," : " -INFINITY,");
+    else mlc_str_printf(out, " %.9gf,", (double)v); /* 9 digits: the exact float back */
+  }
+  mlc_str_puts(out, "\n};\n\n");
+}
+
+/* "input" when there is one, else "input0", "input1", ... */
+static void put_io(mlc_str *out, const char *base, int i, int n) {
+  if (n == 1) mlc_str_puts(out, base);
+  else mlc_str_printf(out, "%s%d", base, i);
+}
+
+/* The C expression naming v's data inside <name>_run_ws. */
+static void put_ref(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f, const mlc_gvar *v) {
+  switch (v->kind) {
+  case MLC_GVAR_PARAM:
+    for (int i = 0; i < f->n_params; i++)
+      if (f->params[i] == v) put_io(out, "input", i, f->n_params);
+    return;
+  case MLC_GVAR_CONST: mlc_str_printf(out, "%s_w_%s", m->name, v->name); return;
+  case MLC_GVAR_BOUND:
+    for (int i = 0; i < f->n_outputs; i++)
+      if (f->outputs[i] == v) {
+        put_io(out, "output", i, f->n_outputs);
+        return;
+      }
+    mlc_str_printf(out, "v_%s", v->name);
+    return;
+  }
+  mlc_unreachable();
+}
+
+static void put_signature(mlc_str *out, const mlc_gfunc *f, bool ws) {
+  for (int i = 0; i < f->n_params; i++) {
+    mlc_str_puts(out, i ? ", const float *" : "const float *");
+    put_io(out, "input", i, f->n_params);
+  }
+  for (int i = 0; i < f->n_outputs; i++) {
+    mlc_str_puts(out, ", float *");
+    put_io(out, "output", i, f->n_outputs);
+  }
+  if (ws) mlc_str_puts(out, ", float *workspace");
+}
+
+/* The call of <name>_run_ws from <name>_run. */
+static void put_call_args(mlc_str *out, const mlc_gfunc *f) {
+  for (int i = 0; i < f->n_params; i++) {
+    if (i) mlc_str_puts(out, ", ");
+    put_io(out, "input", i, f->n_params);
+  }
+  for (int i = 0; i < f->n_outputs; i++) {
+    mlc_str_puts(out, ", ");
+    put_io(out, "output", i, f->n_outputs);
+  }
+}
+
+static bool is_output(const mlc_gfunc *f, const mlc_gvar *v) {
+  for (int i = 0; i < f->n_outputs; i++)
+    if (f->outputs[i] == v) return true;
+  return false;
+}
+
+/* The last binding reading binding i's result. */
+static int last_use(const mlc_gfunc *f, int i) {
+  int last = i;
+  for (int j = i + 1; j < f->n_bindings; j++)
+    for (int k = 0; k < f->bindings[j].n_args; k++)
+      if (f->bindings[j].args[k] == f->bindings[i].var) last = j;
+  return last;
+}
+
+/* Workspace offsets (in floats) of the intermediates: first fit among the
+ * blocks still live, so a result reuses the space of values no later
+ * kernel reads (a kernel's output never shares memory with its inputs:
+ * they are live while it runs). Returns the floats needed. */
+static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
+  int n = f->n_bindings;
+  int *end = mlc_xmalloc(sizeof *end * (size_t)(n + 1));
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    offs[i] = -1;
+    end[i] = last_use(f, i);
+    if (is_output(f, f->bindings[i].var)) continue;
+    int64_t size = mlc_gtype_numel(&f->bindings[i].var->type), off = 0;
+    /* Move past every live block overlapping [off, off + size) until none does. */
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int j = 0; j < i; j++)
+        if (offs[j] >= 0 && end[j] >= i && off < offs[j] + mlc_gtype_numel(&f->bindings[j].var->type) &&
+            offs[j] < off + size) {
+          off = offs[j] + mlc_gtype_numel(&f->bindings[j].var->type);
+          moved = true;
+        }
+    }
+    offs[i] = off;
+    if (off + size > total) total = off + size;
+  }
+  mlc_free(end);
+  return total;
+}
+
+void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  char guard[160], up[128];
+  snprintf(up, sizeof up, "%s", m->name);
+  for (char *p = up; *p; p++) *p = (char)toupper((unsigned char)*p);
+  snprintf(guard, sizeof guard, "%s_MODEL_ENTRY_H", up);
+  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdlib.h>\n\n", guard, guard);
+  for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
+  int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
+  int64_t ws = plan_workspace(f, offs);
+  mlc_str_printf(out, "/* Floats of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
+                 m->name, up, (long long)(ws ? ws : 1));
+  mlc_str_printf(out, "/* Runs the model: returns 0, or -1 when a kernel failed. */\n"
+                      "static inline int32_t %s_run_ws(", m->name);
+  put_signature(out, f, true);
+  mlc_str_puts(out, ") {\n");
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gvar *v = f->bindings[i].var;
+    if (is_output(f, v)) continue;
+    mlc_str_printf(out, "  float *v_%s = workspace + %lld;\n", v->name, (long long)offs[i]);
+  }
+  mlc_free(offs);
+  mlc_str_puts(out, "  (void)workspace;\n");
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    mlc_str_puts(out, "  {\n    void *args[] = {");
+    for (int j = 0; j <= b->n_args; j++) {
+      mlc_str_puts(out, j ? ", (void *)" : "(void *)");
+      put_ref(out, m, f, j < b->n_args ? b->args[j] : b->var);
+    }
+    mlc_str_printf(out, "};\n    if (%s_%s(args) != 0) return -1;\n  }\n", m->name, b->tir->name);
+  }
+  mlc_str_puts(out, "  return 0;\n}\n\n");
+  mlc_str_printf(out, "/* The same with the workspace on the heap. */\nstatic inline int32_t %s_run(",
+                 m->name);
+  put_signature(out, f, false);
+  mlc_str_printf(out, ") {\n  float *ws = (float *)malloc(sizeof(float) * %s_WORKSPACE_FLOATS);\n"
+                      "  if (!ws) return -1;\n  int32_t rc = %s_run_ws(", up, m->name);
+  put_call_args(out, f);
+  mlc_str_printf(out, ", ws);\n  free(ws);\n  return rc;\n}\n\n#endif /* %s */\n", guard);
+}

@@ -1,0 +1,84 @@
+/* Running a lowered graph: main's call_tir bindings in order, each through
+ * a kernel callback (the interpreter by default, JIT-compiled code in
+ * mlc-compile --run). */
+#include "graph/graph_impl.h"
+
+#include <string.h>
+
+static mlc_array view(const mlc_gvar *v, void *data) {
+  mlc_array a = {.dtype = v->type.dtype, .ndim = v->type.ndim, .data = data};
+  for (int i = 0; i < v->type.ndim; i++) a.shape[i] = v->type.shape[i];
+  return a;
+}
+
+static bool interp_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
+                          mlc_error *err) {
+  return mlc_interp_run_n(f, n, args, err);
+}
+
+typedef struct env {
+  const mlc_gfunc *f;
+  mlc_array *const *inputs;
+  float **values; /* one per binding */
+} env;
+
+static void *data_of(const env *E, const mlc_gvar *v) {
+  switch (v->kind) {
+  case MLC_GVAR_PARAM:
+    for (int i = 0; i < E->f->n_params; i++)
+      if (E->f->params[i] == v) return E->inputs[i]->data;
+    break;
+  case MLC_GVAR_CONST: return v->data;
+  case MLC_GVAR_BOUND:
+    for (int i = 0; i < E->f->n_bindings; i++)
+      if (E->f->bindings[i].var == v) return E->values[i];
+    break;
+  }
+  mlc_unreachable();
+}
+
+static bool check_io(const mlc_gvar *v, const mlc_array *a, const char *what, mlc_error *err) {
+  mlc_gtype t = {.dtype = a->dtype, .ndim = a->ndim};
+  for (int i = 0; i < a->ndim && i < MLC_GRAPH_MAX_DIMS; i++) t.shape[i] = a->shape[i];
+  if (a->ndim > MLC_GRAPH_MAX_DIMS || !mlc_gtype_equal(&t, &v->type)) {
+    char s0[128], s1[128];
+    mlc_gtype_str(&t, s0, sizeof s0);
+    mlc_gtype_str(&v->type, s1, sizeof s1);
+    return mlc_error_set(err, "%s %s: shape %s given, the model has %s", what, v->name, s0, s1);
+  }
+  return true;
+}
+
+bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
+                       mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  if (!kernel) kernel = interp_kernel;
+  for (int i = 0; i < f->n_params; i++)
+    if (!check_io(f->params[i], inputs[i], "input", err)) return false;
+  for (int i = 0; i < f->n_outputs; i++)
+    if (!check_io(f->outputs[i], outputs[i], "output", err)) return false;
+  env E = {f, inputs, mlc_xmalloc(sizeof(float *) * (size_t)(f->n_bindings + 1))};
+  bool ok = true;
+  for (int i = 0; i < f->n_bindings && ok; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (b->kind != MLC_GCALL_TIR) {
+      ok = mlc_error_set(err, "execute: binding %s is not a call_tir (run the pipeline first)",
+                         b->var->name);
+      break;
+    }
+    E.values[i] = mlc_xmalloc(sizeof(float) * (size_t)mlc_gtype_numel(&b->var->type));
+    mlc_array *args = mlc_xmalloc(sizeof *args * (size_t)(b->n_args + 1));
+    for (int j = 0; j < b->n_args; j++) args[j] = view(b->args[j], data_of(&E, b->args[j]));
+    args[b->n_args] = view(b->var, E.values[i]);
+    ok = kernel(ud, b->tir, b->n_args + 1, args, err);
+    mlc_free(args);
+    if (!ok) mlc_error_prefix(err, "%s (%s)", b->var->name, b->tir->name);
+  }
+  for (int i = 0; i < f->n_outputs && ok; i++) {
+    size_t bytes = sizeof(float) * (size_t)mlc_gtype_numel(&f->outputs[i]->type);
+    memcpy(outputs[i]->data, data_of(&E, f->outputs[i]), bytes);
+  }
+  for (int i = 0; i < f->n_bindings; i++) mlc_free(E.values[i]); /* NULL where never run */
+  mlc_free(E.values);
+  return ok;
+}

@@ -1,0 +1,145 @@
+/* Fusion into primitive sub-functions (the notes' MatmulAddFusor, grown to
+ * chains): a group starts at an anchor op (matmul, dense, conv2d, ...) or an
+ * elementwise op and takes in the elementwise ops that consume its result,
+ * one after another, while the result so far has exactly one consumer and
+ * is not an output. A producer with several consumers is never fused (that
+ * would compute it twice). Injective ops (reshape, transpose) stay alone.
+ *
+ * The fused call replaces the group's last binding, which is where every
+ * value the group reads from outside is defined; the group's intermediate
+ * results have no other consumer, so nothing else moves. */
+#include "graph/graph_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_GROUP 16
+
+/* The binding that uses v as its only use, when that is an elementwise op
+ * reading v once; -1 otherwise. */
+static int sole_elemwise_consumer(const mlc_gfunc *f, const mlc_gvar *v) {
+  if (mlc_gfunc_uses(f, v) != 1) return -1;
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    for (int j = 0; j < b->n_args; j++)
+      if (b->args[j] == v)
+        return b->kind == MLC_GCALL_OP && mlc_gop_class_of(b->op) == MLC_GOP_ELEMWISE ? i : -1;
+  }
+  return -1; /* the use is an output */
+}
+
+typedef struct group {
+  int n;
+  int members[MAX_GROUP]; /* binding indices, in order */
+} group;
+
+static void grow_group(const mlc_gfunc *f, const int *owner, group *g) {
+  while (g->n < MAX_GROUP) {
+    int j = sole_elemwise_consumer(f, f->bindings[g->members[g->n - 1]].var);
+    if (j < 0 || owner[j] >= 0) return;
+    g->members[g->n++] = j;
+  }
+}
+
+static bool in_group(const mlc_gfunc *f, const group *g, const mlc_gvar *v) {
+  for (int i = 0; i < g->n; i++)
+    if (f->bindings[g->members[i]].var == v) return true;
+  return false;
+}
+
+typedef struct builder {
+  mlc_gmodule *m;
+  int n_ext;
+  mlc_gvar *ext[64];    /* outside values the group reads, first use first */
+  mlc_gvar *params[64]; /* the sub-function's param for each */
+  int n_inner;
+  mlc_gvar *inner_old[MAX_GROUP], *inner_new[MAX_GROUP];
+} builder;
+
+static mlc_gvar *map_arg(builder *B, const mlc_gfunc *f, const group *g, mlc_gvar *v) {
+  for (int i = 0; i < B->n_inner; i++)
+    if (B->inner_old[i] == v) return B->inner_new[i];
+  for (int i = 0; i < B->n_ext; i++)
+    if (B->ext[i] == v) return B->params[i];
+  MLC_ASSERT(!in_group(f, g, v) && B->n_ext < 64);
+  B->ext[B->n_ext] = v;
+  B->params[B->n_ext] = mlc_gvar_new(B->m, v->name, MLC_GVAR_PARAM, &v->type);
+  return B->params[B->n_ext++];
+}
+
+static void fused_name(const mlc_gfunc *f, const group *g, int counter, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "fused");
+  for (int i = 0; i < g->n && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "_%s", mlc_gop_name(f->bindings[g->members[i]].op));
+  if (k < n) snprintf(buf + k, n - k, "%d", counter);
+}
+
+/* The primitive sub-function computing group g of f. */
+static mlc_gfunc *make_subfunction(mlc_gmodule *m, const mlc_gfunc *f, const group *g,
+                                   int counter, builder *B) {
+  char name[256];
+  fused_name(f, g, counter, name, sizeof name);
+  mlc_gfunc *sub = mlc_gfunc_new(m, name, true);
+  mlc_gbinding bs[MAX_GROUP];
+  memset(B, 0, sizeof *B);
+  B->m = m;
+  for (int i = 0; i < g->n; i++) {
+    const mlc_gbinding *old = &f->bindings[g->members[i]];
+    bs[i] = *old;
+    bs[i].args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, old->n_args);
+    for (int j = 0; j < old->n_args; j++) bs[i].args[j] = map_arg(B, f, g, old->args[j]);
+    bs[i].var = mlc_gvar_new(m, old->var->name, MLC_GVAR_BOUND, &old->var->type);
+    B->inner_old[B->n_inner] = old->var;
+    B->inner_new[B->n_inner++] = bs[i].var;
+  }
+  mlc_gfunc_set_bindings(m, sub, g->n, bs);
+  sub->n_params = B->n_ext;
+  sub->params = mlc_gvars_dup(m, B->n_ext, B->params);
+  sub->n_outputs = 1;
+  sub->outputs = mlc_gvars_dup(m, 1, &bs[g->n - 1].var);
+  return sub;
+}
+
+static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
+  int n = f->n_bindings;
+  int *owner = MLC_NEW_ARRAY(m->arena, int, n + 1);
+  for (int i = 0; i < n; i++) owner[i] = -1;
+  mlc_gbinding *out = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
+  mlc_gbinding *call_at = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
+  bool *is_last = MLC_NEW_ARRAY(m->arena, bool, n + 1);
+  for (int i = 0; i < n; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (owner[i] >= 0 || b->kind != MLC_GCALL_OP ||
+        mlc_gop_class_of(b->op) == MLC_GOP_INJECTIVE)
+      continue;
+    group g = {1, {i}};
+    grow_group(f, owner, &g);
+    if (g.n < 2) continue;
+    builder B;
+    mlc_gfunc *sub = make_subfunction(m, f, &g, (*counter)++, &B);
+    mlc_graph_add_func(m, sub);
+    for (int k = 0; k < g.n; k++) owner[g.members[k]] = i;
+    int last = g.members[g.n - 1];
+    is_last[last] = true;
+    call_at[last] = (mlc_gbinding){.var = f->bindings[last].var, .kind = MLC_GCALL_FUNC,
+                                   .callee = sub, .n_args = B.n_ext,
+                                   .args = mlc_gvars_dup(m, B.n_ext, B.ext)};
+  }
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (is_last[i]) out[k++] = call_at[i];
+    else if (owner[i] < 0) out[k++] = f->bindings[i];
+  }
+  f->bindings = out;
+  f->n_bindings = k;
+}
+
+bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err) {
+  int counter = 0;
+  int n = m->n_funcs;
+  mlc_gfunc **fs = MLC_NEW_ARRAY(m->arena, mlc_gfunc *, n + 1);
+  memcpy(fs, m->funcs, sizeof *fs * (size_t)n);
+  for (int i = 0; i < n; i++)
+    if (!fs[i]->primitive) fuse_func(m, fs[i], &counter);
+  return mlc_graph_verify(m, err);
+}

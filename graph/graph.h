@@ -1,0 +1,290 @@
+/* graph: the model compiler. A Relax-like graph IR, its passes, lowering to
+ * TensorIR, and running or emitting a whole model.
+ *
+ *   mlc_error err;
+ *   mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err); // weights: examples/mlp/
+ *   mlc_graph_rewrite_fma(m, &err);     // multiply + add -> ewise_fma
+ *   mlc_graph_fold_constants(m, &err);  // ops over weights only -> new weights
+ *   mlc_graph_fuse(m, &err);            // matmul + add (+ relu) -> primitive sub-functions
+ *   mlc_graph_lower(m, &err);           // every op -> a prim_func, call_tir in DPS
+ *   mlc_graph_fuse_tir(m, &err);        // one prim_func per fused sub-function
+ *   mlc_graph_dce(m, &err);             // share identical prim_funcs, drop unused ones
+ *   mlc_graph_print(&out, m, 0);        // Relax-like text
+ *   mlc_graph_free(m);
+ *
+ * mlc_graph_run_pipeline runs the passes in that order (the verifier after
+ * each). A module owns one arena holding its graph functions, constants
+ * (weights) and the TensorIR module of its prim_funcs.
+ *
+ * A graph function is a list of bindings `var = call(args)` over tensors of
+ * static shape, in dataflow order. A call is a high-level op (MLC_GCALL_OP),
+ * a call into a primitive sub-function (MLC_GCALL_FUNC), or a call_tir into
+ * a prim_func in destination-passing style (MLC_GCALL_TIR: the prim_func
+ * takes the args then the output buffer). `main` is the entry; the other
+ * functions are fused sub-functions marked primitive.
+ */
+#ifndef MLC_GRAPH_H
+#define MLC_GRAPH_H
+
+#include "ir/ir.h"
+
+#define MLC_GRAPH_MAX_DIMS 8
+
+/* ---- ops ----------------------------------------------------------------- */
+
+typedef enum mlc_gop {
+#define MLC_GOP(id, name, script, n_inputs, cls) MLC_GOP_##id,
+#include "graph/ops.def"
+} mlc_gop;
+/* Counted outside the enum so switches need no default. */
+enum { MLC_GOP_COUNT = 0
+#define MLC_GOP(id, name, script, n_inputs, cls) +1
+#include "graph/ops.def"
+};
+
+typedef enum mlc_gop_class { MLC_GOP_ELEMWISE, MLC_GOP_ANCHOR, MLC_GOP_INJECTIVE } mlc_gop_class;
+
+const char *mlc_gop_name(mlc_gop op);   /* "matmul" (JSON) */
+const char *mlc_gop_script(mlc_gop op); /* "R.matmul" (printed) */
+int mlc_gop_n_inputs(mlc_gop op);
+mlc_gop_class mlc_gop_class_of(mlc_gop op);
+bool mlc_gop_from_name(const char *name, mlc_gop *out);
+/* Comma-separated list of every op, for messages. */
+const char *mlc_gop_names(void);
+
+/* ---- graph IR ------------------------------------------------------------ */
+
+typedef struct mlc_gtype {
+  mlc_dtype dtype; /* float32 for now */
+  int ndim;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+} mlc_gtype;
+
+typedef enum mlc_gvar_kind {
+  MLC_GVAR_PARAM, /* a function parameter (main's: a model input) */
+  MLC_GVAR_CONST, /* a weight, data owned by the module */
+  MLC_GVAR_BOUND, /* defined by a binding */
+} mlc_gvar_kind;
+
+typedef struct mlc_gvar {
+  const char *name;
+  mlc_gvar_kind kind;
+  mlc_gtype type;
+  float *data; /* CONST: row-major values */
+} mlc_gvar;
+
+/* Op attributes; which ones an op reads is listed with the op. */
+typedef struct mlc_gattrs {
+  int64_t stride;  /* conv2d, max_pool2d (default 1; pool: pool size) */
+  int64_t padding; /* conv2d, max_pool2d: zero (pool: -inf) padding, each side */
+  int64_t pool;    /* max_pool2d: window size */
+  double eps;      /* layernorm (default 1e-5) */
+  int n_ints;      /* transpose: axes (empty: reverse); reshape: new shape */
+  int64_t ints[MLC_GRAPH_MAX_DIMS];
+} mlc_gattrs;
+
+typedef enum mlc_gcall_kind {
+  MLC_GCALL_OP,   /* a high-level op */
+  MLC_GCALL_FUNC, /* a call into a primitive sub-function */
+  MLC_GCALL_TIR,  /* R.call_tir(prim_func, args), destination-passing */
+} mlc_gcall_kind;
+
+typedef struct mlc_gfunc mlc_gfunc;
+
+typedef struct mlc_gbinding {
+  mlc_gvar *var; /* what the binding defines */
+  mlc_gcall_kind kind;
+  mlc_gop op;            /* OP */
+  mlc_gattrs attrs;      /* OP */
+  mlc_gfunc *callee;     /* FUNC */
+  mlc_prim_func *tir;    /* TIR: params are the args, then the output */
+  int n_args;
+  mlc_gvar **args;
+} mlc_gbinding;
+
+struct mlc_gfunc {
+  const char *name;
+  bool primitive; /* a fused sub-function (R.func_attr({"Primitive": 1})) */
+  int n_params;
+  mlc_gvar **params;
+  int n_bindings;
+  mlc_gbinding *bindings; /* dataflow order */
+  int n_outputs;
+  mlc_gvar **outputs; /* primitive functions: exactly one */
+};
+
+typedef struct mlc_gmodule {
+  mlc_arena *arena;
+  const char *name; /* model name, prefix of emitted symbols */
+  int n_funcs;
+  mlc_gfunc **funcs; /* sub-functions in creation order, main last */
+  int n_consts;
+  mlc_gvar **consts;
+  mlc_module *tir; /* prim_funcs the module calls */
+} mlc_gmodule;
+
+mlc_gmodule *mlc_graph_new(const char *name);
+void mlc_graph_free(mlc_gmodule *m);
+mlc_gfunc *mlc_graph_main(const mlc_gmodule *m);
+mlc_gfunc *mlc_graph_find_func(const mlc_gmodule *m, const char *name);
+
+/* Output type of op over args (broadcasting, window sizes, reshape
+ * counts); false with a message naming the op and the bad operand. */
+bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *attrs, int n, const mlc_gtype *args,
+                   mlc_gtype *out, mlc_error *err);
+void mlc_gattrs_default(mlc_gattrs *a);
+int64_t mlc_gtype_numel(const mlc_gtype *t);
+bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y);
+
+/* Checks every function: vars defined before use, names unique, op types
+ * as inferred, calls matching their callee's parameters and result, call_tir
+ * prim_funcs present in m->tir with matching buffers (and each verified),
+ * primitive functions calling no functions, outputs defined. */
+bool mlc_graph_verify(const mlc_gmodule *m, mlc_error *err);
+
+/* Relax-like text (@I.ir_module class Module: @R.function def ...).
+ * flags: MLC_GRAPH_PRINT_TIR also prints the prim_funcs (TVMScript). */
+enum { MLC_GRAPH_PRINT_TIR = 1 };
+void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
+
+/* ---- model files --------------------------------------------------------- */
+
+/* A JSON model description:
+ *   {"name": "mlp",
+ *    "inputs":  [{"name": "x", "shape": [1, 784]}],
+ *    "weights": [{"name": "w0", "shape": [128, 784]}, ...],    // <weights_dir>/w0.npy
+ *    "nodes":   [{"name": "lv0", "op": "transpose", "inputs": ["w0"]},
+ *                {"name": "lv1", "op": "matmul", "inputs": ["x", "lv0"]}, ...
+ *                {"name": "c", "op": "conv2d", "inputs": ["x", "w"], "stride": 1, "padding": 1}],
+ *    "outputs": ["lv4"]}
+ * Ops (graph/ops.def): matmul (2-d, or 3-d batched), dense (x[M,K] @
+ * W[N,K]^T), add / multiply / ewise_fma (a*b+c) with numpy broadcasting,
+ * relu, gelu (erf form), softmax and layernorm over the last axis, conv2d
+ * (NCHW, OIHW weights), max_pool2d, reshape, flatten (to [N, rest]),
+ * transpose. Attributes: conv2d "stride" (1), "padding" (0); max_pool2d
+ * "pool_size" (2), "stride" (the pool size), "padding" (0, reads -inf);
+ * transpose "axes" (default reversed); reshape "shape" (one -1 allowed);
+ * layernorm "eps" (1e-5). Unknown keys are errors.
+ * Nodes may come in any order (they are sorted; a cycle is an error); every
+ * node must feed an output. weights_dir NULL: the model path without
+ * ".json" (examples/mlp.json -> examples/mlp/). Errors name the file and
+ * the node. */
+mlc_gmodule *mlc_graph_load(const char *path, const char *weights_dir, mlc_error *err);
+/* The same from text. weights_dir NULL: no files are read and every
+ * weight gets seeded values in [-0.5, 0.5) (tests of small graphs). */
+mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
+                             const char *weights_dir, mlc_error *err);
+
+/* .npy files (format 1.0-3.0), float32 little-endian C order only. Errors
+ * name the file and what is wrong (bad magic, header, dtype, Fortran order,
+ * shape, truncated or trailing data). */
+float *mlc_npy_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
+float *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
+                     mlc_error *err);
+bool mlc_npy_write(const char *path, const mlc_gtype *type, const float *data, mlc_error *err);
+
+/* ---- passes (each runs mlc_graph_verify after itself) -------------------- */
+
+typedef struct mlc_gpass {
+  const char *name; /* for --print-after */
+  const char *help;
+  bool (*run)(mlc_gmodule *m, mlc_error *err);
+} mlc_gpass;
+
+int mlc_graph_pass_count(void);
+const mlc_gpass *mlc_graph_pass_at(int i);
+const mlc_gpass *mlc_graph_pass_find(const char *name);
+
+bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err);
+/* Ops over constants only are evaluated now into new constants (weights
+ * transposed once at compile time); unused weights are dropped. */
+bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);
+bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err);
+bool mlc_graph_lower(mlc_gmodule *m, mlc_error *err);
+bool mlc_graph_fuse_tir(mlc_gmodule *m, mlc_error *err);
+bool mlc_graph_dce(mlc_gmodule *m, mlc_error *err);
+
+/* Runs every pass in order; after the pass named print_after (NULL: none)
+ * calls show(m, pass, ud). */
+bool mlc_graph_run_pipeline(mlc_gmodule *m, const char *print_after,
+                            void (*show)(const mlc_gmodule *m, const char *pass, void *ud),
+                            void *ud, mlc_error *err);
+
+/* ---- tasks ---------------------------------------------------------------- */
+
+/* The distinct prim_funcs main calls (by structural hash), each with how
+ * often it is called; after lowering. */
+typedef struct mlc_gtask {
+  mlc_prim_func *func; /* the first one called */
+  uint64_t hash;
+  int calls;
+} mlc_gtask;
+int mlc_graph_extract_tasks(const mlc_gmodule *m, mlc_gtask **out); /* mlc_free(*out) */
+/* A copy of a task's prim_func named "main", as tasks are tuned and
+ * stored (mlc-tune, mlc-compile --dump-tasks). */
+mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t);
+
+/* ---- default schedule ---------------------------------------------------- */
+
+/* A copy of f (in arena a) with, for each top-level block: in a reduction
+ * whose innermost loop reduces, the innermost spatial loop (or its last
+ * 16/8/4 iterations) moved below the reduction loops; the innermost loop
+ * vectorized (split by 16/8/4 first when longer than 64); the outermost
+ * spatial loop of extent > 1 parallel when the nest has at least 2^18
+ * iterations (threads cost more than smaller nests take). Applied through
+ * schedule/ primitives; whatever a primitive refuses is left out. */
+mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f);
+
+/* ---- replay -------------------------------------------------------------- */
+
+struct mlc_db;
+
+/* What to compile for one kernel. */
+typedef struct mlc_gkernel {
+  const mlc_prim_func *func;  /* the graph's prim_func */
+  const mlc_prim_func *sched; /* what to compile (named like func) */
+  int64_t record_id;          /* the replayed record; 0: untuned */
+  double record_sec;          /* its mean time per call */
+  char note[512];             /* why the best record was not used, or "" */
+} mlc_gkernel;
+
+/* Looks up f's best record for target in db (NULL: none; schedule false:
+ * no lookup, f unscheduled), replays its trace on the stored workload IR
+ * and names the result like f; without a record, or when its replay fails
+ * (out->note says why), the default schedule. False only for a database
+ * error. */
+bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *target,
+                               const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
+                               mlc_error *err);
+
+/* ---- running ------------------------------------------------------------- */
+
+/* Runs one prim_func call: args are the call's args then its output. */
+typedef bool (*mlc_gkernel_fn)(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
+                               mlc_error *err);
+
+/* Run main after fuse_tir (every binding a call_tir) on inputs (one per
+ * main param) into outputs (one per output, preallocated). kernel NULL:
+ * the reference interpreter. */
+bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
+                       mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err);
+
+/* Reference run of the graph *before lowering* by a plain C evaluation of
+ * each op (graph/ref.c): the independent check of the compiled model. */
+bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,
+                         mlc_array *const *outputs, mlc_error *err);
+
+/* ---- emitting ------------------------------------------------------------ */
+
+/* The C header part that runs the model through the kernels of the object:
+ * the weights as static const arrays, <name>_WORKSPACE_FLOATS,
+ * <name>_run_ws(inputs..., outputs..., float *workspace) and
+ * <name>_run(inputs..., outputs...) (workspace on the heap); for one input
+ * and one output that is <name>_run(const float *input, float *output).
+ * Kernel symbols are "<name>_<prim_func>"; kernel declarations come from
+ * mlc_target_write_header and are written by the caller first. */
+void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m);
+/* The symbol of a kernel as emitted: "<model>_<func>". */
+const char *mlc_graph_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_prim_func *f);
+
+#endif

@@ -1,0 +1,31 @@
+/* Private to graph/: helpers the pass files share. */
+#ifndef MLC_GRAPH_IMPL_H
+#define MLC_GRAPH_IMPL_H
+
+#include "graph/graph.h"
+
+mlc_gvar *mlc_gvar_new(mlc_gmodule *m, const char *name, mlc_gvar_kind kind, const mlc_gtype *t);
+mlc_gfunc *mlc_gfunc_new(mlc_gmodule *m, const char *name, bool primitive);
+void mlc_graph_add_func(mlc_gmodule *m, mlc_gfunc *f);
+void mlc_gfunc_set_bindings(mlc_gmodule *m, mlc_gfunc *f, int n, const mlc_gbinding *bs);
+mlc_gvar **mlc_gvars_dup(mlc_gmodule *m, int n, mlc_gvar *const *vs);
+int mlc_gfunc_uses(const mlc_gfunc *f, const mlc_gvar *v);
+int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v);
+void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
+
+/* Dead-code removal without the verifier (rewrite.c). */
+void mlc_graph_remove_unused(mlc_gmodule *m);
+
+/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. */
+void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
+
+/* Lowering of one op call to a prim_func named `name` (lower.c): params
+ * named after the args, the output last. */
+mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
+                                  const mlc_gattrs *attrs, int n, mlc_gvar *const *args,
+                                  const mlc_gtype *out, mlc_error *err);
+
+/* Type of a prim_func buffer as a graph type. */
+void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t);
+
+#endif

@@ -1,0 +1,226 @@
+/* The pass list and pipeline, task extraction, and the default schedule of
+ * kernels without a tuning record. */
+#include "graph/graph_impl.h"
+#include "schedule/schedule.h"
+
+#include <string.h>
+
+/* Loop nests with fewer iterations run serially: starting threads costs
+ * more than such a nest takes. */
+#define MIN_PARALLEL_WORK (1 << 18)
+
+static const mlc_gpass passes[] = {
+    {"rewrite", "pattern rewrite: multiply + add -> ewise_fma", mlc_graph_rewrite_fma},
+    {"fold", "evaluate ops over weights only at compile time (transposed weights)",
+     mlc_graph_fold_constants},
+    {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions",
+     mlc_graph_fuse},
+    {"lower", "map every op to a prim_func (R.call_tir, destination-passing)", mlc_graph_lower},
+    {"fuse_tir", "one prim_func per fused sub-function, intermediates internal",
+     mlc_graph_fuse_tir},
+    {"dce", "share identical prim_funcs; remove unused bindings, functions, prim_funcs, weights",
+     mlc_graph_dce},
+};
+
+int mlc_graph_pass_count(void) { return MLC_COUNTOF(passes); }
+const mlc_gpass *mlc_graph_pass_at(int i) { return &passes[i]; }
+
+const mlc_gpass *mlc_graph_pass_find(const char *name) {
+  for (int i = 0; i < MLC_COUNTOF(passes); i++)
+    if (strcmp(passes[i].name, name) == 0) return &passes[i];
+  return NULL;
+}
+
+bool mlc_graph_run_pipeline(mlc_gmodule *m, const char *print_after,
+                            void (*show)(const mlc_gmodule *m, const char *pass, void *ud),
+                            void *ud, mlc_error *err) {
+  if (print_after && !mlc_graph_pass_find(print_after))
+    return mlc_error_set(err, "unknown pass \"%s\"", print_after);
+  for (int i = 0; i < MLC_COUNTOF(passes); i++) {
+    if (!passes[i].run(m, err)) return mlc_error_prefix(err, "after pass %s", passes[i].name);
+    if (show && print_after && strcmp(print_after, passes[i].name) == 0)
+      show(m, passes[i].name, ud);
+  }
+  return true;
+}
+
+/* ---- tasks -------------------------------------------------------------------- */
+
+int mlc_graph_extract_tasks(const mlc_gmodule *m, mlc_gtask **out) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_gtask *ts = mlc_xmalloc(sizeof *ts * (size_t)(f->n_bindings + 1));
+  int n = 0;
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (b->kind != MLC_GCALL_TIR) continue;
+    uint64_t h = mlc_func_struct_hash(b->tir);
+    int k = 0;
+    while (k < n && !(ts[k].hash == h && mlc_func_struct_equal(ts[k].func, b->tir))) k++;
+    if (k == n) ts[n++] = (mlc_gtask){b->tir, h, 0};
+    ts[k].calls++;
+  }
+  *out = ts;
+  return n;
+}
+
+mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t) {
+  mlc_prim_func *f = mlc_func_copy(a, t->func);
+  f->name = "main";
+  for (int k = 0; k < f->n_attrs; k++)
+    if (strcmp(f->attrs[k].key, "global_symbol") == 0) f->attrs[k].s = "main";
+  return f;
+}
+
+/* ---- default schedule ------------------------------------------------------------ */
+
+static int64_t loop_extent(const mlc_sched *s, mlc_rv l) {
+  const mlc_stmt *st = mlc_sched_rv_loop(s, l);
+  int64_t e;
+  return st && mlc_expr_is_const_int(st->loop.extent, &e) ? e : -1;
+}
+
+/* The realize statement of block b in s (NULL if absent). */
+static const mlc_stmt *find_realize(const mlc_stmt *s, const mlc_block *b) {
+  if (!s) return NULL;
+  switch (s->kind) {
+  case MLC_STMT_FOR: return find_realize(s->loop.body, b);
+  case MLC_STMT_BLOCK_REALIZE:
+    if (s->realize.block == b) return s;
+    return find_realize(s->realize.block->body, b);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) {
+      const mlc_stmt *r = find_realize(s->seq.stmts[i], b);
+      if (r) return r;
+    }
+    return NULL;
+  case MLC_STMT_IF: {
+    const mlc_stmt *r = find_realize(s->if_.then_s, b);
+    return r ? r : find_realize(s->if_.else_s, b);
+  }
+  case MLC_STMT_ALLOCATE: return find_realize(s->alloc.body, b);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return NULL;
+  }
+  mlc_unreachable();
+}
+
+/* Whether a reduce iter var of block b is bound to an expression of loop l. */
+static bool loop_is_reduce(const mlc_sched *s, mlc_rv b, mlc_rv l) {
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  const mlc_stmt *r = find_realize(mlc_sched_func(s)->body, blk);
+  const mlc_stmt *st = mlc_sched_rv_loop(s, l);
+  if (!r || !st) return true;
+  for (int i = 0; i < blk->n_iters; i++)
+    if (blk->iters[i].kind == MLC_ITER_REDUCE && mlc_expr_uses_var(r->realize.values[i], st->loop.var))
+      return true;
+  return false;
+}
+
+/* Loops longer than 64 (the longest vectorized loop codegen takes) are
+ * split by 16, 8 or 4 and *inner becomes the short inner part; false when
+ * no such factor divides the extent. */
+static bool split_long(mlc_sched *t, mlc_rv *inner, mlc_error *err) {
+  int64_t e = loop_extent(t, *inner);
+  if (e <= 64) return true;
+  int64_t f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : e % 4 == 0 ? 4 : 0;
+  mlc_rv parts[2];
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
+  if (!f || !mlc_sched_split(t, *inner, 2, fs, true, parts, err)) return false;
+  *inner = parts[1];
+  return true;
+}
+
+/* A reduction whose innermost loop reduces (matmul's k, conv's rx): move
+ * the innermost spatial loop (or its last 16/8/4 iterations) below the
+ * reduction loops, so that it can be vectorized; each output element still
+ * sums in the same order. */
+static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
+  mlc_rv *got, loops[64];
+  int n = mlc_sched_get_loops(t, b, &got, err);
+  if (n < 2 || n > 64 || !loop_is_reduce(t, b, got[n - 1])) return true;
+  memcpy(loops, got, sizeof *loops * (size_t)n);
+  int sp = n - 1;
+  while (sp >= 0 && loop_is_reduce(t, b, loops[sp])) sp--;
+  if (sp < 0) return false;
+  mlc_rv inner = loops[sp];
+  if (!split_long(t, &inner, err)) return false;
+  mlc_rv order[65];
+  int k = 0;
+  for (int i = sp + 1; i < n; i++) order[k++] = loops[i];
+  order[k++] = inner;
+  return mlc_sched_reorder(t, k, order, err);
+}
+
+/* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
+ * longer than 64); on a copy, kept only when every step succeeds. Returns
+ * the (possibly new) state. */
+static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(s);
+  mlc_rv *loops;
+  bool ok = spatial_inner(t, b, &err);
+  int n = ok ? mlc_sched_get_loops(t, b, &loops, &err) : -1;
+  ok = n > 0;
+  if (ok) {
+    mlc_rv inner = loops[n - 1];
+    ok = loop_extent(t, inner) > 1 && split_long(t, &inner, &err) &&
+         mlc_sched_vectorize(t, inner, &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return s;
+  }
+  mlc_sched_free(s);
+  return t;
+}
+
+/* Iterations of the loop nest around block b. */
+static int64_t nest_work(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  int64_t w = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t e = loop_extent(s, loops[i]);
+    w *= e > 0 ? e : 1;
+  }
+  return w;
+}
+
+static void parallel_outer(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  if (nest_work(s, b) < MIN_PARALLEL_WORK) return;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  for (int i = 0; i < n; i++) {
+    const mlc_stmt *st = mlc_sched_rv_loop(s, loops[i]);
+    if (st && st->loop.kind == MLC_FOR_VECTORIZED) return;
+    if (loop_extent(s, loops[i]) > 1) {
+      mlc_sched_parallel(s, loops[i], &err); /* a reduction loop refuses: fine */
+      return;
+    }
+  }
+}
+
+mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f) {
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 0);
+  mlc_rv root, *kids;
+  int n = -1;
+  if (mlc_sched_get_block(s, "root", NULL, &root, &err))
+    n = mlc_sched_get_child_blocks(s, root, &kids, &err);
+  if (n < 0) {
+    mlc_sched_free(s);
+    return mlc_func_copy(a, f);
+  }
+  mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
+  memcpy(blocks, kids, sizeof *blocks * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    s = vectorize_inner(s, blocks[i]);
+    parallel_outer(s, blocks[i]);
+  }
+  mlc_free(blocks);
+  mlc_prim_func *out = mlc_func_copy(a, mlc_sched_func(s));
+  mlc_sched_free(s);
+  return out;
+}

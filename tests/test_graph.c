@@ -1,0 +1,928 @@
+/* graph/: model loading and its errors, .npy files, each pass's printed
+ * output on small graphs, fusion refusing shared producers, FuseTIR checked
+ * by the interpreter against the unfused graph, task extraction, the
+ * default schedule, and the MLP and CNN examples compiled and run against
+ * plain C references. */
+#include "db/db.h"
+#include "graph/graph.h"
+#include "schedule/schedule.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static mlc_gmodule *parse(const char *json, mlc_error *err) {
+  return mlc_graph_parse("t.json", json, strlen(json), NULL, err);
+}
+
+static char *print_graph(const mlc_gmodule *m) {
+  mlc_str s = {0};
+  mlc_graph_print(&s, m, 0);
+  return mlc_str_take(&s);
+}
+
+static void check_text(const mlc_gmodule *m, const char *want) {
+  char *got = print_graph(m);
+  CHECK_MSG(strcmp(got, want) == 0, "printed:\n%s", got);
+  if (strcmp(got, want) != 0) fprintf(stderr, "---- got:\n%s---- want:\n%s", got, want);
+  mlc_free(got);
+}
+
+/* Seeded inputs for main's params. */
+static mlc_array **make_inputs(const mlc_gmodule *m, uint64_t seed) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)f->n_params);
+  for (int i = 0; i < f->n_params; i++) {
+    in[i] = mlc_array_new(MLC_FLOAT32, f->params[i]->type.ndim, f->params[i]->type.shape);
+    mlc_pcg32 r;
+    mlc_pcg32_seed(&r, seed, (uint64_t)i);
+    mlc_array_fill_random(in[i], &r);
+  }
+  return in;
+}
+
+static mlc_array *make_output(const mlc_gmodule *m, int i) {
+  const mlc_gvar *v = mlc_graph_main(m)->outputs[i];
+  return mlc_array_new(MLC_FLOAT32, v->type.ndim, v->type.shape);
+}
+
+static void free_arrays(mlc_array **a, int n) {
+  for (int i = 0; i < n; i++) mlc_array_free(a[i]);
+  mlc_free(a);
+}
+
+/* ---- model JSON errors ---------------------------------------------------------- */
+
+#define MODEL(inputs, weights, nodes, outputs) \
+  "{\"inputs\": [" inputs "], \"weights\": [" weights "], \"nodes\": [" nodes "], \"outputs\": [" outputs "]}"
+#define IN_X "{\"name\": \"x\", \"shape\": [2, 4]}"
+#define W_W "{\"name\": \"w\", \"shape\": [3, 4]}"
+
+typedef struct bad_case {
+  const char *name, *json, *want;
+} bad_case;
+
+static const bad_case bad_models[] = {
+    {"not_json", "{\"inputs\": [", "t.json: line"},
+    {"not_object", "[1, 2]", "a model is a JSON object"},
+    {"unknown_key", "{\"inputs\": [], \"nodez\": []}", "unknown key \"nodez\""},
+    {"no_nodes_key", "{\"inputs\": [" IN_X "], \"outputs\": []}", "\"nodes\" must be an array"},
+    {"unknown_op", MODEL(IN_X, "", "{\"name\": \"a\", \"op\": \"frobnicate\", \"inputs\": [\"x\"]}", "\"a\""),
+     "node 'a': unknown op \"frobnicate\""},
+    {"shape_mismatch",
+     MODEL(IN_X, "{\"name\": \"w\", \"shape\": [5, 3]}",
+           "{\"name\": \"mm\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"]}", "\"mm\""),
+     "node 'mm': matmul: operand 1 has shape (5, 3)"},
+    {"undefined_input", MODEL(IN_X, "", "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"y\"]}", "\"r\""),
+     "node 'r': input 0 \"y\" is not an input, weight or node"},
+    {"cycle",
+     MODEL(IN_X, "",
+           "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"x\", \"b\"]},"
+           "{\"name\": \"b\", \"op\": \"relu\", \"inputs\": [\"a\"]}",
+           "\"b\""),
+     "node 'a' is part of a cycle: 'a' -> 'b' -> 'a'"},
+    {"unused_node",
+     MODEL(IN_X, "",
+           "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]},"
+           "{\"name\": \"b\", \"op\": \"gelu\", \"inputs\": [\"x\"]}",
+           "\"b\""),
+     "node 'a': its result is never used"},
+    {"duplicate_name",
+     MODEL(IN_X, "{\"name\": \"x\", \"shape\": [4]}", "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
+     "weight name \"x\" is used twice"},
+    {"input_count", MODEL(IN_X, "", "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"x\"]}", "\"a\""),
+     "node 'a': add takes 2 inputs, got 1"},
+    {"output_not_node", MODEL(IN_X, "", "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"x\""),
+     "output \"x\" is not a node"},
+    {"bad_dtype", MODEL("{\"name\": \"x\", \"shape\": [2], \"dtype\": \"int8\"}", "",
+                        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
+     "dtype \"int8\" is not supported"},
+    {"bad_shape", MODEL("{\"name\": \"x\", \"shape\": [2, 0]}", "",
+                        "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
+     "input 'x': entry 1 is not an integer >= 1"},
+    {"huge_input", MODEL("{\"name\": \"x\", \"shape\": [1099511627776, 1099511627776, 65536, 65536, 65536, 65536, 65536, 65536]}", "",
+                         "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
+     "input 'x': tensor too large"},
+    {"huge_result",
+     MODEL("{\"name\": \"x\", \"shape\": [65536, 1]}", "{\"name\": \"w\", \"shape\": [65536]}",
+           "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"x\", \"w\"]}", "\"a\""),
+     "node 'a': its result is too large"},
+    {"bad_attr",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 1, 4, 4]}", "",
+           "{\"name\": \"p\", \"op\": \"max_pool2d\", \"inputs\": [\"x\"], \"pool_size\": \"2\"}", "\"p\""),
+     "node 'p': \"pool_size\" must be an integer"},
+    {"broadcast",
+     MODEL(IN_X, "{\"name\": \"b\", \"shape\": [3]}", "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"x\", \"b\"]}", "\"a\""),
+     "node 'a': add: shapes (2, 4) and (3,) do not broadcast"},
+    {"reshape_count",
+     MODEL(IN_X, "", "{\"name\": \"a\", \"op\": \"reshape\", \"inputs\": [\"x\"], \"shape\": [3, 3]}", "\"a\""),
+     "node 'a': reshape: operand 0 has shape (2, 4)"},
+};
+
+static void test_model_errors(void) {
+  for (int i = 0; i < MLC_COUNTOF(bad_models); i++) {
+    mlc_error err = {{0}};
+    mlc_gmodule *m = parse(bad_models[i].json, &err);
+    char name[96];
+    snprintf(name, sizeof name, "model_error_%s", bad_models[i].name);
+    bool ok = !m && strstr(err.msg, bad_models[i].want) != NULL;
+    char why[1200];
+    snprintf(why, sizeof why, "%s: got \"%s\"", m ? "accepted" : "wrong message", err.msg);
+    test_report(name, ok, why);
+    mlc_graph_free(m);
+  }
+}
+
+/* ---- .npy ----------------------------------------------------------------------- */
+
+static size_t npy_header(char *buf, const char *dict, int version) {
+  size_t n = strlen(dict);
+  memcpy(buf, "\x93NUMPY", 6);
+  buf[6] = (char)version;
+  buf[7] = 0;
+  if (version == 1) {
+    buf[8] = (char)(n & 0xff), buf[9] = (char)(n >> 8);
+    memcpy(buf + 10, dict, n);
+    return 10 + n;
+  }
+  buf[8] = (char)(n & 0xff), buf[9] = (char)(n >> 8), buf[10] = buf[11] = 0;
+  memcpy(buf + 12, dict, n);
+  return 12 + n;
+}
+
+typedef struct npy_case {
+  const char *name, *dict;
+  int version, data_bytes;
+  const char *want;
+} npy_case;
+
+#define GOOD_DICT "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n"
+
+static const npy_case npy_cases[] = {
+    {"ok", GOOD_DICT, 1, 24, NULL},
+    {"ok_v2", GOOD_DICT, 2, 24, NULL},
+    {"ok_key_order", "{'shape': (6,), 'fortran_order': False, 'descr': '<f4'}", 1, 24, NULL},
+    {"float64", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 1, 48,
+     "dtype '<f8' is not float32"},
+    {"big_endian", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 1, 24,
+     "dtype '>f4'"},
+    {"fortran", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 1, 24,
+     "Fortran order is not supported"},
+    {"truncated_data", GOOD_DICT, 1, 20, "truncated data: 20 bytes for 24"},
+    {"trailing_data", GOOD_DICT, 1, 28, "4 trailing bytes"},
+    {"missing_key", "{'descr': '<f4', 'shape': (2, 3), }", 1, 24, "needs 'descr'"},
+    {"bad_shape", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 1, 24,
+     "bad shape entry"},
+    {"shape_not_tuple", "{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }", 1, 24,
+     "shape is not a tuple"},
+    {"unknown_key", "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", 1, 24,
+     "unknown key 'x'"},
+    {"version", GOOD_DICT, 9, 24, "unsupported .npy version 9.0"},
+    {"not_dict", "('descr', '<f4')", 1, 24, "expected '{'"},
+};
+
+static void test_npy_errors(void) {
+  for (int i = 0; i < MLC_COUNTOF(npy_cases); i++) {
+    const npy_case *c = &npy_cases[i];
+    char buf[512];
+    size_t n = npy_header(buf, c->dict, c->version);
+    for (int k = 0; k < c->data_bytes; k++) buf[n++] = (char)k;
+    mlc_gtype t;
+    mlc_error err = {{0}};
+    float *d = mlc_npy_parse("w.npy", buf, n, &t, &err);
+    char name[96], why[1200];
+    snprintf(name, sizeof name, "npy_%s", c->name);
+    bool ok = c->want ? !d && strstr(err.msg, c->want) && strstr(err.msg, "w.npy")
+                      : d && mlc_gtype_numel(&t) == 6;
+    snprintf(why, sizeof why, "got \"%s\"", d ? "(accepted)" : err.msg);
+    test_report(name, ok, why);
+    mlc_free(d);
+  }
+}
+
+/* Short files: the magic alone, a header longer than the file, a zip. */
+static void test_npy_short(void) {
+  mlc_error err;
+  mlc_gtype t;
+  CHECK(!mlc_npy_parse("s.npy", "\x93NUMPY", 6, &t, &err) && strstr(err.msg, "bad magic"));
+  char buf[256];
+  size_t n = npy_header(buf, GOOD_DICT, 1);
+  CHECK(!mlc_npy_parse("s.npy", buf, n - 5, &t, &err) && strstr(err.msg, "truncated header"));
+  CHECK(!mlc_npy_parse("s.npy", "PK\x03\x04 zip file", 15, &t, &err) &&
+        strstr(err.msg, "not a .npy file"));
+}
+
+static void test_npy_roundtrip(void) {
+  mlc_gtype t = {MLC_FLOAT32, 3, {2, 1, 5}};
+  float v[10];
+  for (int i = 0; i < 10; i++) v[i] = (float)i * 0.25f - 1;
+  mlc_error err;
+  const char *path = "/tmp/mlc_test_graph_rt.npy";
+  CHECK(mlc_npy_write(path, &t, v, &err));
+  mlc_gtype u;
+  float *d = mlc_npy_read(path, &u, &err);
+  CHECK(d && mlc_gtype_equal(&t, &u) && memcmp(d, v, sizeof v) == 0);
+  mlc_free(d);
+  unlink(path);
+}
+
+/* Weight files: missing, wrong shape, damaged. */
+static void test_weight_files(void) {
+  const char *dir = "/tmp/mlc_test_graph_w";
+  mkdir(dir, 0755);
+  const char *json = MODEL(IN_X, W_W, "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]}", "\"d\"");
+  mlc_error err;
+  unlink("/tmp/mlc_test_graph_w/w.npy");
+  mlc_gmodule *m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
+  CHECK_MSG(!m && strstr(err.msg, "weight 'w'") && strstr(err.msg, "w.npy"), "%s", err.msg);
+  float v[12] = {0};
+  mlc_gtype wrong = {MLC_FLOAT32, 2, {4, 3}};
+  CHECK(mlc_npy_write("/tmp/mlc_test_graph_w/w.npy", &wrong, v, &err));
+  m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
+  CHECK_MSG(!m && strstr(err.msg, "weight 'w'") && strstr(err.msg, "has shape (4, 3), the model says (3, 4)"),
+            "%s", err.msg);
+  mlc_write_file("/tmp/mlc_test_graph_w/w.npy", "\x93NUMPY\x01\x00\x05\x00{'de", 15, &err);
+  m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
+  CHECK_MSG(!m && strstr(err.msg, "weight 'w'") && strstr(err.msg, "bad .npy header"), "%s", err.msg);
+  mlc_gtype right = {MLC_FLOAT32, 2, {3, 4}};
+  CHECK(mlc_npy_write("/tmp/mlc_test_graph_w/w.npy", &right, v, &err));
+  m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_graph_free(m);
+  unlink("/tmp/mlc_test_graph_w/w.npy");
+  rmdir(dir);
+}
+
+/* ---- passes, printed ------------------------------------------------------------- */
+
+/* The notes' EwiseFMARewriter example. */
+static void test_rewrite_fma(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [3, 4]}, {\"name\": \"y\", \"shape\": [3, 4]}", "",
+                               "{\"name\": \"lv0\", \"op\": \"multiply\", \"inputs\": [\"x\", \"y\"]},"
+                               "{\"name\": \"gv0\", \"op\": \"add\", \"inputs\": [\"lv0\", \"y\"]}",
+                               "\"gv0\""),
+                         &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def main(x: R.Tensor((3, 4), dtype=\"float32\"), y: R.Tensor((3, 4), dtype=\"float32\")) -> R.Tensor((3, 4), dtype=\"float32\"):\n"
+             "        with R.dataflow():\n"
+             "            lv0: R.Tensor((3, 4), dtype=\"float32\") = R.multiply(x, y)\n"
+             "            gv0: R.Tensor((3, 4), dtype=\"float32\") = R.add(lv0, y)\n"
+             "            R.output(gv0)\n        return gv0\n");
+  CHECK(mlc_graph_rewrite_fma(m, &err));
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def main(x: R.Tensor((3, 4), dtype=\"float32\"), y: R.Tensor((3, 4), dtype=\"float32\")) -> R.Tensor((3, 4), dtype=\"float32\"):\n"
+             "        with R.dataflow():\n"
+             "            gv0: R.Tensor((3, 4), dtype=\"float32\") = R.ewise_fma(x, y, y)\n"
+             "            R.output(gv0)\n        return gv0\n");
+  mlc_graph_free(m);
+}
+
+/* A multiply with a second consumer stays: rewriting would compute it twice. */
+static void test_rewrite_fma_shared(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [4]}", "",
+                               "{\"name\": \"p\", \"op\": \"multiply\", \"inputs\": [\"x\", \"x\"]},"
+                               "{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"x\", \"p\"]},"
+                               "{\"name\": \"t\", \"op\": \"add\", \"inputs\": [\"s\", \"p\"]}",
+                               "\"t\""),
+                         &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK(mlc_graph_rewrite_fma(m, &err));
+  mlc_gfunc *f = mlc_graph_main(m);
+  CHECK(f->n_bindings == 3);
+  for (int i = 0; i < f->n_bindings; i++) CHECK(f->bindings[i].op != MLC_GOP_EWISE_FMA);
+  mlc_graph_free(m);
+}
+
+static const char *dense_model =
+    MODEL("{\"name\": \"x\", \"shape\": [2, 4]}",
+          "{\"name\": \"w\", \"shape\": [3, 4]}, {\"name\": \"b\", \"shape\": [3]}",
+          "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]},"
+          "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"d\", \"b\"]},"
+          "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"a\"]},"
+          "{\"name\": \"s\", \"op\": \"softmax\", \"inputs\": [\"r\"]}",
+          "\"s\"");
+
+static void test_fuse_and_lower_text(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(dense_model, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK_MSG(mlc_graph_fuse(m, &err), "%s", err.msg);
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def fused_dense_add_relu0(x: R.Tensor((2, 4), dtype=\"float32\"), w: R.Tensor((3, 4), dtype=\"float32\"), b: R.Tensor((3,), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        R.func_attr({\"Primitive\": 1})\n"
+             "        with R.dataflow():\n"
+             "            d: R.Tensor((2, 3), dtype=\"float32\") = R.nn.dense(x, w)\n"
+             "            a: R.Tensor((2, 3), dtype=\"float32\") = R.add(d, b)\n"
+             "            r: R.Tensor((2, 3), dtype=\"float32\") = R.nn.relu(a)\n"
+             "            R.output(r)\n        return r\n\n"
+             "    @R.function\n"
+             "    def main(x: R.Tensor((2, 4), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        cls = Module\n"
+             "        with R.dataflow():\n"
+             "            r: R.Tensor((2, 3), dtype=\"float32\") = cls.fused_dense_add_relu0(x, metadata[\"w\"], metadata[\"b\"])\n"
+             "            s: R.Tensor((2, 3), dtype=\"float32\") = R.nn.softmax(r)\n"
+             "            R.output(s)\n        return s\n");
+  CHECK_MSG(mlc_graph_lower(m, &err), "%s", err.msg);
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def fused_dense_add_relu0(x: R.Tensor((2, 4), dtype=\"float32\"), w: R.Tensor((3, 4), dtype=\"float32\"), b: R.Tensor((3,), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        R.func_attr({\"Primitive\": 1})\n"
+             "        cls = Module\n"
+             "        with R.dataflow():\n"
+             "            d = R.call_tir(cls.dense, (x, w), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            a = R.call_tir(cls.add, (d, b), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            r = R.call_tir(cls.relu, (a,), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            R.output(r)\n        return r\n\n"
+             "    @R.function\n"
+             "    def main(x: R.Tensor((2, 4), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        cls = Module\n"
+             "        with R.dataflow():\n"
+             "            r: R.Tensor((2, 3), dtype=\"float32\") = cls.fused_dense_add_relu0(x, metadata[\"w\"], metadata[\"b\"])\n"
+             "            s = R.call_tir(cls.softmax, (r,), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            R.output(s)\n        return s\n");
+  CHECK(m->tir->n_funcs == 4);
+  CHECK_MSG(mlc_graph_fuse_tir(m, &err), "%s", err.msg);
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def main(x: R.Tensor((2, 4), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        cls = Module\n"
+             "        with R.dataflow():\n"
+             "            r = R.call_tir(cls.fused_dense_add_relu0, (x, metadata[\"w\"], metadata[\"b\"]), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            s = R.call_tir(cls.softmax, (r,), out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))\n"
+             "            R.output(s)\n        return s\n");
+  /* One prim_func per fused sub-function, the intermediates allocated inside. */
+  CHECK(m->tir->n_funcs == 2);
+  mlc_prim_func *f = mlc_module_find(m->tir, "fused_dense_add_relu0");
+  CHECK(f && f->n_params == 4 && mlc_func_root(f)->n_allocs == 2);
+  CHECK(mlc_verify_func(f, &err));
+  mlc_graph_free(m);
+}
+
+/* d has two consumers: no group may take it in (it would be computed twice). */
+static const char *shared_model =
+    MODEL("{\"name\": \"x\", \"shape\": [2, 4]}",
+          "{\"name\": \"w\", \"shape\": [3, 4]}, {\"name\": \"b\", \"shape\": [3]}",
+          "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]},"
+          "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"d\", \"b\"]},"
+          "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"d\"]},"
+          "{\"name\": \"g\", \"op\": \"gelu\", \"inputs\": [\"r\"]},"
+          "{\"name\": \"o\", \"op\": \"multiply\", \"inputs\": [\"a\", \"g\"]}",
+          "\"o\"");
+
+static void test_fuse_refuses_shared_producer(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(shared_model, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK_MSG(mlc_graph_fuse(m, &err), "%s", err.msg);
+  /* d stays alone in main; a takes in o (o's other input g comes from the
+   * relu-gelu group, which is placed before it). */
+  mlc_gfunc *f = mlc_graph_main(m);
+  CHECK(f->bindings[0].kind == MLC_GCALL_OP && f->bindings[0].op == MLC_GOP_DENSE);
+  for (int i = 0; i < m->n_funcs; i++)
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++)
+      if (m->funcs[i]->primitive) CHECK(m->funcs[i]->bindings[j].op != MLC_GOP_DENSE);
+  CHECK(mlc_graph_find_func(m, "fused_add_multiply0") != NULL);
+  CHECK(mlc_graph_find_func(m, "fused_relu_gelu1") != NULL);
+  CHECK(m->n_funcs == 3 && f->n_bindings == 3);
+  mlc_graph_free(m);
+}
+
+/* An add consuming a result that is also an output is not fused either. */
+static void test_fuse_refuses_output_producer(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [2, 4]}", "{\"name\": \"w\", \"shape\": [3, 4]}",
+                               "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]},"
+                               "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"d\"]}",
+                               "\"d\", \"r\""),
+                         &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK(mlc_graph_fuse(m, &err));
+  CHECK(m->n_funcs == 1 && mlc_graph_main(m)->n_bindings == 2);
+  mlc_graph_free(m);
+}
+
+/* Transposing a weight happens at compile time: the new constant holds
+ * w^T and main reads it directly. */
+static void test_fold_constants(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [2, 4]}", W_W,
+                               "{\"name\": \"t\", \"op\": \"transpose\", \"inputs\": [\"w\"]},"
+                               "{\"name\": \"y\", \"op\": \"matmul\", \"inputs\": [\"x\", \"t\"]}",
+                               "\"y\""),
+                         &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  const float *w = m->consts[0]->data;
+  CHECK_MSG(mlc_graph_fold_constants(m, &err), "%s", err.msg);
+  check_text(m,
+             "@I.ir_module\nclass Module:\n    @R.function\n"
+             "    def main(x: R.Tensor((2, 4), dtype=\"float32\")) -> R.Tensor((2, 3), dtype=\"float32\"):\n"
+             "        with R.dataflow():\n"
+             "            y: R.Tensor((2, 3), dtype=\"float32\") = R.matmul(x, metadata[\"t\"])\n"
+             "            R.output(y)\n        return y\n");
+  CHECK(m->n_consts == 1 && strcmp(m->consts[0]->name, "t") == 0);
+  const float *t = m->consts[0]->data;
+  bool same = true;
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 4; k++) same &= t[k * 3 + i] == w[i * 4 + k];
+  CHECK(same);
+  mlc_graph_free(m);
+}
+
+/* Two inputs, two outputs: the entry takes input0, input1, output0, output1. */
+static void test_header_entry_multi(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [4]}, {\"name\": \"y\", \"shape\": [4]}", "",
+                               "{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"x\", \"y\"]},"
+                               "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"s\"]},"
+                               "{\"name\": \"g\", \"op\": \"gelu\", \"inputs\": [\"s\"]}",
+                               "\"r\", \"g\""),
+                         &err);
+  CHECK_MSG(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  if (!m) return;
+  m->name = "two";
+  mlc_str s = {0};
+  mlc_graph_write_entry(&s, m);
+  const char *h = mlc_str_cstr(&s);
+  CHECK_MSG(strstr(h, "static inline int32_t two_run(const float *input0, const float *input1, "
+                      "float *output0, float *output1) {"),
+            "%s", h);
+  CHECK(strstr(h, "void *args[] = {(void *)input0, (void *)input1, (void *)v_s};"));
+  CHECK(strstr(h, "void *args[] = {(void *)v_s, (void *)output0};"));
+  CHECK(strstr(h, "#define TWO_WORKSPACE_FLOATS 4"));
+  mlc_str_free(&s);
+  mlc_graph_free(m);
+}
+
+/* ---- FuseTIR against the unfused graph, in the interpreter -------------------------- */
+
+static bool run_interp(const mlc_gmodule *m, mlc_array **in, mlc_array *out) {
+  mlc_error err;
+  bool ok = mlc_graph_execute(m, NULL, NULL, in, &out, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  return ok;
+}
+
+static void check_fuse_tir_equal(const char *json) {
+  mlc_error err;
+  mlc_gmodule *a = parse(json, &err), *b = parse(json, &err), *r = parse(json, &err);
+  CHECK_MSG(a && b && r, "%s", err.msg);
+  if (!a || !b || !r) return;
+  /* a: lowered without fusion; b: the whole pipeline. */
+  CHECK(mlc_graph_lower(a, &err));
+  CHECK_MSG(mlc_graph_run_pipeline(b, NULL, NULL, NULL, &err), "%s", err.msg);
+  CHECK(mlc_graph_verify(b, &err));
+  for (int i = 0; i < b->tir->n_funcs; i++) CHECK(mlc_verify_func(b->tir->funcs[i], &err));
+  mlc_array **in = make_inputs(a, 7);
+  mlc_array *ya = make_output(a, 0), *yb = make_output(a, 0), *yr = make_output(a, 0);
+  double e1 = 1, e2 = 1;
+  if (run_interp(a, in, ya) && run_interp(b, in, yb) &&
+      mlc_graph_reference(r, in, &yr, &err)) {
+    CHECK(mlc_array_allclose(yb, ya, 1e-5, 1e-6, &e1));
+    CHECK_MSG(mlc_array_allclose(yb, yr, 1e-4, 1e-5, &e2), "err %g", e2);
+  }
+  CHECK_MSG(e1 <= 1e-5, "fused vs unfused: %g", e1);
+  free_arrays(in, mlc_graph_main(a)->n_params);
+  mlc_array_free(ya);
+  mlc_array_free(yb);
+  mlc_array_free(yr);
+  mlc_graph_free(a);
+  mlc_graph_free(b);
+  mlc_graph_free(r);
+}
+
+static void test_fuse_tir_interp_dense(void) { check_fuse_tir_equal(dense_model); }
+static void test_fuse_tir_interp_shared(void) { check_fuse_tir_equal(shared_model); }
+
+static void test_fuse_tir_interp_ops(void) {
+  /* Every op once: conv2d + add + relu fuse, pool, layernorm, gelu chain,
+   * multiply + add -> ewise_fma, reshape, transpose. */
+  check_fuse_tir_equal(MODEL(
+      "{\"name\": \"x\", \"shape\": [1, 2, 6, 6]}",
+      "{\"name\": \"cw\", \"shape\": [3, 2, 3, 3]}, {\"name\": \"cb\", \"shape\": [3, 1, 1]},"
+      "{\"name\": \"g\", \"shape\": [12]}, {\"name\": \"be\", \"shape\": [12]},"
+      "{\"name\": \"s\", \"shape\": [12]}, {\"name\": \"mw\", \"shape\": [12, 5]}",
+      "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"cw\"], \"stride\": 2, \"padding\": 1},"
+      "{\"name\": \"ca\", \"op\": \"add\", \"inputs\": [\"c\", \"cb\"]},"
+      "{\"name\": \"cr\", \"op\": \"relu\", \"inputs\": [\"ca\"]},"
+      "{\"name\": \"p\", \"op\": \"max_pool2d\", \"inputs\": [\"cr\"], \"pool_size\": 2, \"stride\": 1, \"padding\": 1},"
+      "{\"name\": \"f\", \"op\": \"reshape\", \"inputs\": [\"p\"], \"shape\": [4, -1]},"
+      "{\"name\": \"ln\", \"op\": \"layernorm\", \"inputs\": [\"f\", \"g\", \"be\"]},"
+      "{\"name\": \"ge\", \"op\": \"gelu\", \"inputs\": [\"ln\"]},"
+      "{\"name\": \"sc\", \"op\": \"multiply\", \"inputs\": [\"ge\", \"s\"]},"
+      "{\"name\": \"sh\", \"op\": \"add\", \"inputs\": [\"sc\", \"be\"]},"
+      "{\"name\": \"mm\", \"op\": \"matmul\", \"inputs\": [\"sh\", \"mw\"]},"
+      "{\"name\": \"t\", \"op\": \"transpose\", \"inputs\": [\"mm\"], \"axes\": [1, 0]},"
+      "{\"name\": \"fl\", \"op\": \"flatten\", \"inputs\": [\"t\"]}",
+      "\"fl\""));
+}
+
+/* Softmax and layernorm over the last axis of 1-d and 3-d tensors, another
+ * epsilon: written here, not by the 2-d tasks. */
+static void test_fuse_tir_interp_norms(void) {
+  check_fuse_tir_equal(MODEL("{\"name\": \"x\", \"shape\": [2, 3, 5]}",
+                             "{\"name\": \"g\", \"shape\": [5]}, {\"name\": \"b\", \"shape\": [5]}",
+                             "{\"name\": \"s\", \"op\": \"softmax\", \"inputs\": [\"x\"]},"
+                             "{\"name\": \"l\", \"op\": \"layernorm\", \"inputs\": [\"s\", \"g\", \"b\"], \"eps\": 0.001},"
+                             "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"l\"]}",
+                             "\"r\""));
+  check_fuse_tir_equal(MODEL("{\"name\": \"x\", \"shape\": [7]}",
+                             "{\"name\": \"g\", \"shape\": [7]}, {\"name\": \"b\", \"shape\": [7]}",
+                             "{\"name\": \"l\", \"op\": \"layernorm\", \"inputs\": [\"x\", \"g\", \"b\"]},"
+                             "{\"name\": \"s\", \"op\": \"softmax\", \"inputs\": [\"l\"]}",
+                             "\"s\""));
+}
+
+/* A chain of 20 ewise_fma ops, each with two weights of its own: groups
+ * stop at 16 ops, and a fused kernel takes 33 arguments. */
+static void test_long_chain(void) {
+  mlc_str j = {0};
+  mlc_str_puts(&j, "{\"inputs\": [{\"name\": \"x\", \"shape\": [3, 5]}], \"weights\": [");
+  for (int i = 0; i < 20; i++)
+    mlc_str_printf(&j, "%s{\"name\": \"a%d\", \"shape\": [5]}, {\"name\": \"b%d\", \"shape\": [3, 1]}",
+                   i ? ", " : "", i, i);
+  mlc_str_puts(&j, "], \"nodes\": [");
+  for (int i = 0; i < 20; i++)
+    mlc_str_printf(&j, "%s{\"name\": \"n%d\", \"op\": \"ewise_fma\", \"inputs\": [\"%s%d\", \"a%d\", \"b%d\"]}",
+                   i ? ", " : "", i, i ? "n" : "x", i ? i - 1 : 0, i, i);
+  mlc_str_puts(&j, "], \"outputs\": [\"n19\"]}");
+  /* n0 reads x0, which is not a name: patch it to x. */
+  char *t = (char *)mlc_str_cstr(&j), *p = strstr(t, "\"x0\"");
+  if (p) memmove(p + 2, p + 3, strlen(p + 3) + 1);
+  check_fuse_tir_equal(t);
+  mlc_error err;
+  mlc_gmodule *m = parse(t, &err);
+  CHECK_MSG(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  if (m) {
+    mlc_gfunc *f = mlc_graph_main(m);
+    CHECK(f->n_bindings == 2 && f->bindings[0].n_args == 33 && f->bindings[1].n_args == 9);
+  }
+  mlc_graph_free(m);
+  mlc_str_free(&j);
+}
+
+/* ---- tasks and the default schedule ------------------------------------------------- */
+
+/* Two identical dense + add layers and a third of another shape. */
+static const char *layers_model =
+    MODEL("{\"name\": \"x\", \"shape\": [2, 8]}",
+          "{\"name\": \"w1\", \"shape\": [8, 8]}, {\"name\": \"b1\", \"shape\": [8]},"
+          "{\"name\": \"w2\", \"shape\": [8, 8]}, {\"name\": \"b2\", \"shape\": [8]},"
+          "{\"name\": \"w3\", \"shape\": [4, 8]}, {\"name\": \"b3\", \"shape\": [4]}",
+          "{\"name\": \"d1\", \"op\": \"dense\", \"inputs\": [\"x\", \"w1\"]},"
+          "{\"name\": \"a1\", \"op\": \"add\", \"inputs\": [\"d1\", \"b1\"]},"
+          "{\"name\": \"d2\", \"op\": \"dense\", \"inputs\": [\"a1\", \"w2\"]},"
+          "{\"name\": \"a2\", \"op\": \"add\", \"inputs\": [\"d2\", \"b2\"]},"
+          "{\"name\": \"d3\", \"op\": \"dense\", \"inputs\": [\"a2\", \"w3\"]},"
+          "{\"name\": \"a3\", \"op\": \"add\", \"inputs\": [\"d3\", \"b3\"]}",
+          "\"a3\"");
+
+static void test_extract_tasks(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(layers_model, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err));
+  mlc_gtask *ts;
+  int n = mlc_graph_extract_tasks(m, &ts);
+  CHECK_MSG(n == 2, "%d tasks", n);
+  if (n == 2) {
+    CHECK(ts[0].calls == 2 && ts[1].calls == 1);
+    CHECK(strcmp(ts[0].func->name, "fused_dense_add0") == 0);
+    CHECK(strcmp(ts[1].func->name, "fused_dense_add2") == 0);
+  }
+  /* dce sent both identical layers to one prim_func. */
+  CHECK(m->tir->n_funcs == 2 && !mlc_module_find(m->tir, "fused_dense_add1"));
+  mlc_gfunc *f = mlc_graph_main(m);
+  CHECK(f->n_bindings == 3 && f->bindings[0].tir == f->bindings[1].tir);
+  /* Sharing the kernel changes nothing in the results. */
+  check_fuse_tir_equal(layers_model);
+  mlc_free(ts);
+  mlc_graph_free(m);
+}
+
+/* Interpret f and s on the same seeded inputs; outputs must be equal
+ * (the default schedule keeps every summation order). */
+static void check_same_results(const mlc_prim_func *f, const mlc_prim_func *s) {
+  mlc_error err;
+  int n = f->n_params;
+  mlc_array *args[2][8], x[2][8];
+  MLC_ASSERT(n <= 8);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < n; i++) {
+      args[k][i] = mlc_array_for_buffer(f->params[i]);
+      mlc_pcg32 r;
+      mlc_pcg32_seed(&r, 3, (uint64_t)i);
+      mlc_array_fill_random(args[k][i], &r);
+      x[k][i] = *args[k][i];
+    }
+  CHECK(mlc_interp_run_n(f, n, x[0], &err) && mlc_interp_run_n(s, n, x[1], &err));
+  double e = 1;
+  CHECK_MSG(mlc_array_allclose(args[1][n - 1], args[0][n - 1], 0, 0, &e), "err %g", e);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < n; i++) mlc_array_free(args[k][i]);
+}
+
+static void test_default_schedule(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(dense_model, &err);
+  CHECK(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err));
+  if (!m) return;
+  mlc_arena *a = mlc_arena_new();
+  /* Small: j moves below k and is vectorized; too little work for threads. */
+  mlc_prim_func *f = mlc_module_find(m->tir, "fused_dense_add_relu0");
+  mlc_prim_func *s = mlc_graph_default_schedule(a, f);
+  mlc_str t = {0};
+  mlc_print_func(&t, s);
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "for i, k in T.grid(2, 4):\n        for j in T.vectorized(3):") &&
+                !strstr(mlc_str_cstr(&t), "T.parallel"),
+            "%s", mlc_str_cstr(&t));
+  CHECK(mlc_verify_func(s, &err));
+  check_same_results(f, s);
+  /* A matmul with 2^18 iterations: parallel rows, 16 columns vectorized. */
+  f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){32, 128, 64});
+  s = mlc_graph_default_schedule(a, f);
+  mlc_str_clear(&t);
+  mlc_print_func(&t, s);
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "for i in T.parallel(32):") &&
+                strstr(mlc_str_cstr(&t), "in T.vectorized(16):"),
+            "%s", mlc_str_cstr(&t));
+  CHECK(mlc_verify_func(s, &err));
+  check_same_results(f, s);
+  mlc_str_free(&t);
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+}
+
+/* ---- replay from the tuning database ---------------------------------------------- */
+
+/* A record for the MLP's second kernel (stored as the task "main", as the
+ * tuner stores workloads) is replayed for it; the other kernel stays
+ * untuned; a record that does not replay falls back with a note. */
+static void test_replay_from_db(void) {
+  mlc_error err;
+  const char *path = "/tmp/mlc_test_graph_replay.db";
+  unlink(path);
+  mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err);
+  CHECK_MSG(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  mlc_db *db = mlc_db_open(path, MLC_DB_CREATE, &err);
+  CHECK_MSG(db, "%s", err.msg);
+  if (!m || !db) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = mlc_module_find(m->tir, "fused_matmul_add1");
+  mlc_gtask gt = {f, mlc_func_struct_hash(f), 1};
+  mlc_prim_func *task = mlc_graph_task_func(a, &gt);
+  CHECK(strcmp(task->name, "main") == 0 && mlc_func_struct_equal(task, f));
+  /* The trace: split j of the matmul block by 2 and parallelize the outer part. */
+  mlc_sched *s = mlc_sched_new(task, 1);
+  mlc_rv b, *loops, parts[2];
+  CHECK(mlc_sched_get_block(s, "C", "main", &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 3);
+  mlc_rv j = loops[1];
+  CHECK(mlc_sched_split(s, j, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(2)}, true, parts, &err));
+  CHECK(mlc_sched_parallel(s, parts[0], &err));
+  mlc_str json = {0};
+  mlc_trace_to_json(&json, mlc_sched_trace(s));
+  int64_t wid = mlc_db_add_workload(db, "mlp_kernel", "", task, &err);
+  CHECK_MSG(wid > 0, "%s", err.msg);
+  mlc_target t;
+  mlc_target_host(&t);
+  double secs[2] = {1e-6, 1.2e-6};
+  mlc_db_record r = {.workload_id = wid, .target = t.str, .trace = mlc_str_cstr(&json),
+                     .n_secs = 2, .secs = secs, .round = 1};
+  CHECK_MSG(mlc_db_commit(db, 1, &r, NULL, &err), "%s", err.msg);
+  mlc_gkernel k0, k1;
+  CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k1, &err));
+  CHECK(mlc_graph_schedule_kernel(a, db, t.str, mlc_module_find(m->tir, "fused_matmul_add_relu0"),
+                                  true, &k0, &err));
+  CHECK_MSG(k1.record_id > 0 && fabs(k1.record_sec - 1.1e-6) < 1e-12, "%s", k1.note);
+  CHECK(k0.record_id == 0 && k0.note[0] == 0);
+  CHECK(strcmp(k1.sched->name, "fused_matmul_add1") == 0);
+  mlc_str txt = {0};
+  mlc_print_func(&txt, k1.sched);
+  CHECK_MSG(strstr(mlc_str_cstr(&txt), "for j_0 in T.parallel(5):"), "%s", mlc_str_cstr(&txt));
+  check_same_results(f, k1.sched);
+  /* Another target has no record: untuned. */
+  mlc_gkernel k2;
+  CHECK(mlc_graph_schedule_kernel(a, db, "llvm -mcpu=core2 -num-cores=1", f, true, &k2, &err));
+  CHECK(k2.record_id == 0);
+  /* A better record whose trace names a block that does not exist. */
+  mlc_str bad = {0};
+  mlc_str_puts(&bad, "{\"insts\":[[\"GetBlock\",[],{\"name\":\"nope\",\"func_name\":\"main\"},[\"b0\"]]],"
+                     "\"decisions\":{},\"version\":1}");
+  double fast[1] = {1e-7};
+  mlc_db_record r2 = {.workload_id = wid, .target = t.str, .trace = mlc_str_cstr(&bad),
+                      .n_secs = 1, .secs = fast, .round = 2};
+  CHECK_MSG(mlc_db_commit(db, 1, &r2, NULL, &err), "%s", err.msg);
+  CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k2, &err));
+  CHECK_MSG(k2.record_id == 0 && strstr(k2.note, "did not replay"), "%s", k2.note);
+  mlc_str_free(&bad);
+  mlc_str_free(&txt);
+  mlc_str_free(&json);
+  mlc_sched_free(s);
+  mlc_db_close(db);
+  unlink(path);
+  unlink("/tmp/mlc_test_graph_replay.db-wal");
+  unlink("/tmp/mlc_test_graph_replay.db-shm");
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+}
+
+/* ---- examples compiled and run ----------------------------------------------------- */
+
+typedef struct compiled {
+  int n;
+  mlc_prim_func **funcs;
+  mlc_kernel_fn *fns;
+  mlc_jit_lib *lib;
+} compiled;
+
+static bool jit_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args, mlc_error *err) {
+  compiled *c = ud;
+  for (int i = 0; i < c->n; i++)
+    if (c->funcs[i] == f) return mlc_kernel_call(c->fns[i], n, args) == 0;
+  return mlc_error_set(err, "no kernel for %s", f->name);
+}
+
+/* Compile every prim_func of m with the default schedule and load it. */
+static bool compile_model(mlc_gmodule *m, mlc_arena *a, compiled *c) {
+  mlc_error err;
+  mlc_target t;
+  mlc_target_host(&t);
+  c->n = m->tir->n_funcs;
+  c->funcs = m->tir->funcs;
+  const mlc_prim_func **sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, c->n);
+  const char **syms = MLC_NEW_ARRAY(a, const char *, c->n);
+  for (int i = 0; i < c->n; i++) {
+    sched[i] = mlc_graph_default_schedule(a, c->funcs[i]);
+    syms[i] = mlc_graph_symbol(a, m, c->funcs[i]);
+  }
+  mlc_object obj;
+  bool ok = mlc_target_build(&t, c->n, sched, syms, NULL, &obj, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  if (!ok) return false;
+  c->lib = mlc_jit_load(&obj, &err);
+  mlc_object_free(&obj);
+  CHECK_MSG(c->lib, "%s", err.msg);
+  if (!c->lib) return false;
+  c->fns = MLC_NEW_ARRAY(a, mlc_kernel_fn, c->n);
+  for (int i = 0; i < c->n; i++) {
+    c->fns[i] = mlc_jit_lookup(c->lib, syms[i], &err);
+    CHECK_MSG(c->fns[i], "%s", err.msg);
+    if (!c->fns[i]) return false;
+  }
+  return true;
+}
+
+/* relu(x @ w0^T + b0) @ w1^T + b1, straight from the .npy files. */
+static void mlp_reference(const float *x, const float *w0, const float *b0, const float *w1,
+                          const float *b1, float *y) {
+  float h[128];
+  for (int j = 0; j < 128; j++) {
+    double acc = b0[j];
+    for (int k = 0; k < 784; k++) acc += (double)x[k] * w0[j * 784 + k];
+    h[j] = acc > 0 ? (float)acc : 0;
+  }
+  for (int j = 0; j < 10; j++) {
+    double acc = b1[j];
+    for (int k = 0; k < 128; k++) acc += (double)h[k] * w1[j * 128 + k];
+    y[j] = (float)acc;
+  }
+}
+
+static void test_mlp_end_to_end(void) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  mlc_gtype t;
+  float *w0 = mlc_npy_read("examples/mlp/w0.npy", &t, &err);
+  float *b0 = mlc_npy_read("examples/mlp/b0.npy", &t, &err);
+  float *w1 = mlc_npy_read("examples/mlp/w1.npy", &t, &err);
+  float *b1 = mlc_npy_read("examples/mlp/b1.npy", &t, &err);
+  CHECK(w0 && b0 && w1 && b1);
+  CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  /* The notes' shape: two fused kernels, matmul + add (+ relu). */
+  CHECK(mlc_module_find(m->tir, "fused_matmul_add_relu0") && mlc_module_find(m->tir, "fused_matmul_add1"));
+  CHECK(m->tir->n_funcs == 2);
+  mlc_arena *a = mlc_arena_new();
+  compiled c = {0};
+  if (w0 && b0 && w1 && b1 && compile_model(m, a, &c)) {
+    double worst = 0;
+    int argmax_agree = 0;
+    for (int s = 0; s < 20; s++) {
+      mlc_array **in = make_inputs(m, 100 + (uint64_t)s);
+      mlc_array *y = make_output(m, 0);
+      float want[10];
+      mlp_reference(in[0]->data, w0, b0, w1, b1, want);
+      CHECK(mlc_graph_execute(m, jit_kernel, &c, in, &y, &err));
+      int am = 0, bm = 0;
+      for (int j = 0; j < 10; j++) {
+        float got = ((float *)y->data)[j];
+        worst = fmax(worst, fabs(got - want[j]));
+        if (got > ((float *)y->data)[am]) am = j;
+        if (want[j] > want[bm]) bm = j;
+      }
+      argmax_agree += am == bm;
+      free_arrays(in, 1);
+      mlc_array_free(y);
+    }
+    CHECK_MSG(worst < 1e-5, "max abs error %g", worst);
+    CHECK(argmax_agree == 20);
+    mlc_jit_unload(c.lib);
+  }
+  mlc_free(w0), mlc_free(b0), mlc_free(w1), mlc_free(b1);
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+}
+
+static void test_cnn_end_to_end(void) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_load("examples/cnn.json", NULL, &err);
+  mlc_gmodule *r = mlc_graph_load("examples/cnn.json", NULL, &err);
+  CHECK_MSG(m && r, "%s", err.msg);
+  if (!m || !r) return;
+  CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  CHECK(mlc_module_find(m->tir, "fused_conv2d_add_relu0") &&
+        mlc_module_find(m->tir, "fused_dense_ewise_fma2"));
+  mlc_arena *a = mlc_arena_new();
+  compiled c = {0};
+  if (compile_model(m, a, &c)) {
+    for (int s = 0; s < 3; s++) {
+      mlc_array **in = make_inputs(m, 200 + (uint64_t)s);
+      mlc_array *y = make_output(m, 0), *want = make_output(m, 0);
+      double e = 1;
+      CHECK(mlc_graph_execute(m, jit_kernel, &c, in, &y, &err));
+      CHECK(mlc_graph_reference(r, in, &want, &err));
+      CHECK_MSG(mlc_array_allclose(y, want, 1e-4, 1e-6, &e), "max abs error %g", e);
+      free_arrays(in, 1);
+      mlc_array_free(y);
+      mlc_array_free(want);
+    }
+    mlc_jit_unload(c.lib);
+  }
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+  mlc_graph_free(r);
+}
+
+static void test_header_entry(void) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err);
+  CHECK(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err));
+  if (!m) return;
+  mlc_str s = {0};
+  mlc_graph_write_entry(&s, m);
+  const char *h = mlc_str_cstr(&s);
+  CHECK(strstr(h, "static inline int32_t mlp_run(const float *input, float *output)"));
+  CHECK(strstr(h, "mlp_run_ws(const float *input, float *output, float *workspace)"));
+  CHECK(strstr(h, "static const float mlp_w_lv0[100352]"));
+  CHECK(strstr(h, "#define MLP_WORKSPACE_FLOATS 128"));
+  CHECK(strstr(h, "mlp_fused_matmul_add1(args)"));
+  mlc_str_free(&s);
+  mlc_graph_free(m);
+}
+
+int main(void) {
+  test_model_errors();
+  test_npy_errors();
+  RUN(test_npy_short);
+  RUN(test_npy_roundtrip);
+  RUN(test_weight_files);
+  RUN(test_rewrite_fma);
+  RUN(test_rewrite_fma_shared);
+  RUN(test_fold_constants);
+  RUN(test_fuse_and_lower_text);
+  RUN(test_fuse_refuses_shared_producer);
+  RUN(test_fuse_refuses_output_producer);
+  RUN(test_fuse_tir_interp_dense);
+  RUN(test_fuse_tir_interp_shared);
+  RUN(test_fuse_tir_interp_ops);
+  RUN(test_fuse_tir_interp_norms);
+  RUN(test_long_chain);
+  RUN(test_extract_tasks);
+  RUN(test_default_schedule);
+  RUN(test_header_entry);
+  RUN(test_header_entry_multi);
+  RUN(test_replay_from_db);
+  RUN(test_mlp_end_to_end);
+  RUN(test_cnn_end_to_end);
+  return test_summary();
+}

@@ -1,0 +1,590 @@
+/* mlc-compile: compile a model (or one built-in task) into an object file
+ * and a C header, or run it in-process.
+ *
+ *   mlc-compile --model examples/mlp.json [--weights DIR] -o mlp.o --header mlp.h
+ *   mlc-compile --model examples/mlp.json --print-after fuse
+ *   mlc-compile --model examples/mlp.json --run
+ *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
+ *
+ * A thin main: graph/ loads, transforms and lowers the model, targets/
+ * compiles and loads the kernels. No tuning database is read yet: every
+ * kernel gets the default schedule and is listed as `untuned`.
+ */
+#include "db/db.h"
+#include "graph/graph.h"
+#include "ir/ir.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+  OPT_MODEL = 256,
+  OPT_WEIGHTS,
+  OPT_PRINT_AFTER,
+  OPT_HEADER,
+  OPT_RUN,
+  OPT_INPUT,
+  OPT_TASK,
+  OPT_SHAPE,
+  OPT_NAME,
+  OPT_TARGET,
+  OPT_SEED,
+  OPT_REPEAT,
+  OPT_NO_SCHEDULE,
+  OPT_DB,
+  OPT_REPORT,
+  OPT_DUMP_TASKS,
+};
+
+typedef struct options {
+  const char *model, *weights, *print_after, *output, *header, *input;
+  const char *task, *shape, *name, *target, *db, *dump_tasks;
+  bool run, no_schedule, report;
+  uint64_t seed;
+  int repeat;
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mlc-compile --model FILE.json [--weights DIR] [--print-after PASS]\n"
+          "                   [-o OUT.o] [--header OUT.h] [--run [X.npy]] [--report]\n"
+          "       mlc-compile --task NAME [--shape S] [--name SYM] -o OUT.o [--header OUT.h]\n"
+          "\n"
+          "Compile a model described in JSON (weights as .npy files in DIR, by default\n"
+          "the model path without .json) through the graph passes, lower every op to\n"
+          "TensorIR, compile each kernel (LLVM) and emit one object plus a C header\n"
+          "whose <model>_run(input, output) runs the whole model (weights embedded in\n"
+          "the header). Kernels without a tuning record get a default schedule\n"
+          "(parallel outer loop, vectorized inner loop) and are listed on stderr as\n"
+          "`untuned`; the others replay their best record from the database.\n"
+          "\n"
+          "options:\n"
+          "  --model FILE.json    the model description\n"
+          "  --weights DIR        directory of <weight>.npy files\n"
+          "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
+          "                       as read from the model file)\n"
+          "  -o, --output FILE    write the object file\n"
+          "  --header FILE        write the C header (kernels and the model entry)\n"
+          "  --run                run the model in-process on seeded inputs (or --input),\n"
+          "                       print the output, its argmax and the max error against\n"
+          "                       a plain C reference; on a mismatch, name the first\n"
+          "                       kernel that differs from the interpreter and exit 1\n"
+          "  --input X.npy        the input for --run (models with one input; also\n"
+          "                       given as `--run X.npy`)\n"
+          "  --seed N             seed of the --run inputs (default 1)\n"
+          "  --repeat N           timed runs of the model for --run (default 20)\n"
+          "  --task NAME          compile one built-in task instead (%s)\n"
+          "  --shape S            the task's shape (e.g. 128,128,128)\n"
+          "  --name SYM           the task kernel's symbol (default: the task name)\n"
+          "  --target T           target string (default: llvm, the host CPU)\n"
+          "  --db PATH            tuning database (default: $MLC_DB or ./mlc.db); the best\n"
+          "                       record of each kernel is replayed; a missing file means\n"
+          "                       every kernel is untuned\n"
+          "  --dump-tasks DIR     write each distinct kernel as DIR/<model>_<kernel>.py\n"
+          "                       (TVMScript, named main) for mlc-tune --task-file;\n"
+          "                       alone, nothing is compiled\n"
+          "  --report             run the model and list each kernel: record id or\n"
+          "                       untuned, calls, time per call\n"
+          "  --no-schedule        compile kernels unscheduled\n"
+          "  -h, --help           this text\n"
+          "\n"
+          "passes, in order:\n",
+          mlc_task_names());
+  for (int i = 0; i < mlc_graph_pass_count(); i++)
+    fprintf(f, "  %-10s %s\n", mlc_graph_pass_at(i)->name, mlc_graph_pass_at(i)->help);
+  fprintf(f, "\nexit status: 0 success, 1 failure, 2 bad usage\n");
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "mlc-compile: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see mlc-compile --help)\n");
+  return 2;
+}
+
+static int fail(const mlc_error *err) {
+  fprintf(stderr, "mlc-compile: error: %s\n", err->msg);
+  return 1;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+  static const struct option longs[] = {
+      {"model", required_argument, 0, OPT_MODEL},
+      {"weights", required_argument, 0, OPT_WEIGHTS},
+      {"print-after", required_argument, 0, OPT_PRINT_AFTER},
+      {"output", required_argument, 0, 'o'},
+      {"header", required_argument, 0, OPT_HEADER},
+      {"run", no_argument, 0, OPT_RUN},
+      {"input", required_argument, 0, OPT_INPUT},
+      {"task", required_argument, 0, OPT_TASK},
+      {"shape", required_argument, 0, OPT_SHAPE},
+      {"name", required_argument, 0, OPT_NAME},
+      {"target", required_argument, 0, OPT_TARGET},
+      {"seed", required_argument, 0, OPT_SEED},
+      {"repeat", required_argument, 0, OPT_REPEAT},
+      {"no-schedule", no_argument, 0, OPT_NO_SCHEDULE},
+      {"db", required_argument, 0, OPT_DB},
+      {"report", no_argument, 0, OPT_REPORT},
+      {"dump-tasks", required_argument, 0, OPT_DUMP_TASKS},
+      {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->seed = 1;
+  o->repeat = 20;
+  o->target = "llvm";
+  opterr = 0;
+  int c;
+  char *end;
+  while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
+    switch (c) {
+    case OPT_MODEL: o->model = optarg; break;
+    case OPT_WEIGHTS: o->weights = optarg; break;
+    case OPT_PRINT_AFTER: o->print_after = optarg; break;
+    case 'o': o->output = optarg; break;
+    case OPT_HEADER: o->header = optarg; break;
+    case OPT_RUN: o->run = true; break;
+    case OPT_INPUT: o->input = optarg; break;
+    case OPT_TASK: o->task = optarg; break;
+    case OPT_SHAPE: o->shape = optarg; break;
+    case OPT_NAME: o->name = optarg; break;
+    case OPT_TARGET: o->target = optarg; break;
+    case OPT_NO_SCHEDULE: o->no_schedule = true; break;
+    case OPT_DB: o->db = optarg; break;
+    case OPT_REPORT: o->report = true; break;
+    case OPT_DUMP_TASKS: o->dump_tasks = optarg; break;
+    case OPT_SEED:
+      o->seed = strtoull(optarg, &end, 10);
+      if (*end || !*optarg) return usage_error("--seed wants a number, got '%s'", optarg);
+      break;
+    case OPT_REPEAT:
+      o->repeat = (int)strtol(optarg, &end, 10);
+      if (*end || o->repeat < 1 || o->repeat > 100000)
+        return usage_error("--repeat wants a count in 1..100000, got '%s'", optarg);
+      break;
+    case 'h': usage(stdout); exit(0);
+    case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+    default: return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  /* `--run input.npy`, as DESIGN.md writes it, is --run --input input.npy. */
+  if (o->run && !o->input && optind == argc - 1) o->input = argv[optind++];
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+  if (!o->model == !o->task) return usage_error("%s", "give exactly one of --model or --task");
+  if (o->task && (o->print_after || o->run || o->weights || o->input || o->report || o->dump_tasks))
+    return usage_error("%s", "--print-after, --run, --report, --weights and --input go with --model");
+  if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  if (o->task && !o->output) return usage_error("%s", "--task needs -o OUT.o");
+  if (o->model && (o->shape || o->name))
+    return usage_error("%s", "--shape and --name go with --task");
+  if (o->input && !o->run) return usage_error("%s", "--input goes with --run");
+  if (o->print_after && strcmp(o->print_after, "load") != 0 && !mlc_graph_pass_find(o->print_after))
+    return usage_error("unknown pass '%s' for --print-after (see --help for the list)",
+                       o->print_after);
+  return 0;
+}
+
+/* ---- compiling kernels --------------------------------------------------------- */
+
+typedef struct kernels {
+  int n;
+  const mlc_prim_func **src;   /* the unscheduled functions */
+  const mlc_prim_func **sched; /* what is compiled */
+  const char **symbols;
+  mlc_gkernel *info;           /* record or untuned, per kernel */
+  mlc_object obj;
+  double ms;
+} kernels;
+
+/* Some scheduled kernel did not build: find which, compile those
+ * unscheduled (saying so), and build again. */
+static bool build_fallback(const mlc_target *t, kernels *k, mlc_error *err) {
+  for (int i = 0; i < k->n; i++) {
+    mlc_object one;
+    mlc_error why;
+    if (k->sched[i] == k->src[i]) continue;
+    if (mlc_target_build(t, 1, &k->sched[i], &k->symbols[i], NULL, &one, &why)) {
+      mlc_object_free(&one);
+      continue;
+    }
+    fprintf(stderr, "mlc-compile: warning: %s: the %s did not build (%s); compiling it unscheduled\n",
+            k->symbols[i], k->info[i].record_id ? "replayed record" : "default schedule", why.msg);
+    k->sched[i] = k->src[i];
+    k->info[i].record_id = 0;
+    snprintf(k->info[i].note, sizeof k->info[i].note, "its schedule did not build");
+  }
+  return mlc_target_build(t, k->n, k->sched, k->symbols, NULL, &k->obj, err);
+}
+
+/* The database, or NULL when the file does not exist (all untuned). */
+static bool open_db(const char *path, mlc_db **db, mlc_error *err) {
+  *db = NULL;
+  if (access(path, F_OK) != 0) return true;
+  *db = mlc_db_open(path, MLC_DB_EXISTING, err);
+  return *db != NULL;
+}
+
+static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels *k,
+                    mlc_error *err) {
+  double t0 = now_ms();
+  bool schedule = !o->no_schedule;
+  mlc_db *db;
+  if (!open_db(o->db, &db, err)) return false;
+  k->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, k->n);
+  k->info = MLC_NEW_ARRAY(a, mlc_gkernel, k->n);
+  for (int i = 0; i < k->n; i++) {
+    if (!mlc_graph_schedule_kernel(a, db, t->str, k->src[i], schedule, &k->info[i], err)) {
+      mlc_db_close(db);
+      return false;
+    }
+    k->sched[i] = k->info[i].sched;
+  }
+  if (db) mlc_db_close(db);
+  bool ok = mlc_target_build(t, k->n, k->sched, k->symbols, NULL, &k->obj, err);
+  if (!ok && schedule) ok = build_fallback(t, k, err);
+  k->ms = now_ms() - t0;
+  return ok;
+}
+
+static void list_kernels(const kernels *k, const int *calls, bool schedule) {
+  for (int i = 0; i < k->n; i++) {
+    char hex[17];
+    const mlc_gkernel *g = &k->info[i];
+    mlc_func_hash_hex(k->src[i], hex);
+    fprintf(stderr, "mlc-compile: %-36s %s  calls %d  ", k->symbols[i], hex, calls ? calls[i] : 1);
+    if (g->record_id)
+      fprintf(stderr, "record %lld (%.2f us)\n", (long long)g->record_id, g->record_sec * 1e6);
+    else if (g->note[0]) fprintf(stderr, "untuned (default schedule; %s)\n", g->note);
+    else fprintf(stderr, "untuned (%s)\n", schedule ? "default schedule" : "unscheduled");
+  }
+}
+
+static bool write_outputs(const options *o, const kernels *k, const mlc_gmodule *m,
+                          mlc_error *err) {
+  if (o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
+  if (!o->header) return true;
+  mlc_str h = {0};
+  bool ok = mlc_target_write_header(&h, k->n, k->sched, k->symbols, NULL, err);
+  if (ok && m) {
+    mlc_str_putc(&h, '\n');
+    mlc_graph_write_entry(&h, m);
+  }
+  ok = ok && mlc_write_file(o->header, h.data, h.len, err);
+  mlc_str_free(&h);
+  return ok;
+}
+
+/* ---- --task ------------------------------------------------------------------------ */
+
+static int compile_task(const options *o, const mlc_target *t) {
+  mlc_error err;
+  const mlc_task_def *d = mlc_task_find(o->task);
+  if (!d) {
+    fprintf(stderr, "mlc-compile: error: unknown task '%s' (tasks: %s)\n", o->task,
+            mlc_task_names());
+    return 2;
+  }
+  int64_t shape[MLC_TASK_MAX_DIMS];
+  if (!mlc_task_parse_shape(d, o->shape, shape, &err)) {
+    fprintf(stderr, "mlc-compile: error: %s\n", err.msg);
+    return 2;
+  }
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = mlc_task_build(a, d, shape);
+  const char *sym = o->name ? o->name : d->name;
+  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0};
+  int rc = 0;
+  if (!compile(a, o, t, &k, &err) || !write_outputs(o, &k, NULL, &err))
+    rc = fail(&err);
+  else list_kernels(&k, NULL, !o->no_schedule);
+  mlc_object_free(&k.obj);
+  mlc_arena_free(a);
+  return rc;
+}
+
+/* ---- --model ----------------------------------------------------------------------- */
+
+static void show(const mlc_gmodule *m, const char *pass, void *ud) {
+  mlc_str s = {0};
+  mlc_graph_print(&s, m, MLC_GRAPH_PRINT_TIR);
+  printf("# after pass %s\n%s", pass, mlc_str_cstr(&s));
+  fflush(stdout);
+  mlc_str_free(&s);
+}
+
+typedef struct jit_ctx {
+  const kernels *k;
+  mlc_kernel_fn *fns;
+  double *ms; /* per kernel, summed over timed calls (NULL: not timing) */
+  int *calls;
+} jit_ctx;
+
+static bool jit_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args, mlc_error *err) {
+  const jit_ctx *J = ud;
+  for (int i = 0; i < J->k->n; i++)
+    if (J->k->src[i] == f) {
+      double t0 = J->ms ? now_ms() : 0;
+      if (mlc_kernel_call(J->fns[i], n, args) != 0)
+        return mlc_error_set(err, "kernel %s failed (out of memory)", J->k->symbols[i]);
+      if (J->ms) {
+        J->ms[i] += now_ms() - t0;
+        J->calls[i]++;
+      }
+      return true;
+    }
+  return mlc_error_set(err, "no compiled kernel for %s", f->name);
+}
+
+static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc_error *err) {
+  mlc_array *x = mlc_array_new(MLC_FLOAT32, p->type.ndim, p->type.shape);
+  if (!o->input) {
+    mlc_pcg32 r;
+    mlc_pcg32_seed(&r, o->seed, (uint64_t)index);
+    mlc_array_fill_random(x, &r);
+    return x;
+  }
+  mlc_gtype t;
+  float *d = mlc_npy_read(o->input, &t, err);
+  if (d && !mlc_gtype_equal(&t, &p->type)) {
+    mlc_error_set(err, "%s: shape does not match the model input %s", o->input, p->name);
+    mlc_free(d);
+    d = NULL;
+  }
+  if (!d) {
+    mlc_array_free(x);
+    return NULL;
+  }
+  memcpy(x->data, d, sizeof(float) * (size_t)mlc_gtype_numel(&t));
+  mlc_free(d);
+  return x;
+}
+
+static void print_output(const mlc_gvar *v, const mlc_array *y) {
+  int64_t n = mlc_array_numel(y), best = 0;
+  printf("output %s:", v->name);
+  for (int64_t i = 0; i < n; i++) {
+    if (i < 16) printf(" %.6g", mlc_array_get(y, i));
+    if (mlc_array_get(y, i) > mlc_array_get(y, best)) best = i;
+  }
+  printf("%s\nargmax %s: %lld\n", n > 16 ? " ..." : "", v->name, (long long)best);
+}
+
+/* After a mismatch: each kernel call also runs in the interpreter on the
+ * same inputs; the first whose compiled result differs is named. */
+typedef struct blame_ctx {
+  jit_ctx *J;
+  bool found;
+} blame_ctx;
+
+static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
+                         mlc_error *err) {
+  blame_ctx *B = ud;
+  if (!jit_kernel(B->J, f, n, args, err)) return false;
+  if (B->found) return true;
+  mlc_array *ref = mlc_array_new(args[n - 1].dtype, args[n - 1].ndim, args[n - 1].shape);
+  mlc_array *copy = mlc_xmalloc(sizeof *copy * (size_t)n);
+  memcpy(copy, args, sizeof *copy * (size_t)n);
+  copy[n - 1] = *ref;
+  double e = 0;
+  if (mlc_interp_run_n(f, n, copy, err) && !mlc_array_allclose(&args[n - 1], ref, 1e-3, 1e-4, &e)) {
+    for (int i = 0; i < B->J->k->n; i++)
+      if (B->J->k->src[i] == f)
+        printf("first differing kernel: %s (%s), max abs error %.3g against the interpreter\n",
+               B->J->k->symbols[i],
+               B->J->k->info[i].record_id ? "replayed record" : "default schedule", e);
+    B->found = true;
+  }
+  mlc_free(copy);
+  mlc_array_free(ref);
+  return true;
+}
+
+/* --report: each kernel, its record or untuned, and its time. */
+static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
+  double total = 0;
+  for (int i = 0; i < k->n; i++) total += J->ms[i];
+  printf("%-36s %5s %12s %7s  %s\n", "kernel", "calls", "mean/call", "share", "schedule");
+  for (int i = 0; i < k->n; i++) {
+    int per_run = J->calls[i] / repeat;
+    double us = J->calls[i] ? J->ms[i] * 1e3 / J->calls[i] : 0;
+    char sched[64];
+    if (k->info[i].record_id)
+      snprintf(sched, sizeof sched, "record %lld", (long long)k->info[i].record_id);
+    else snprintf(sched, sizeof sched, "untuned");
+    printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], per_run, us,
+           total > 0 ? 100 * J->ms[i] / total : 0, sched);
+  }
+  printf("kernels total: %.2f us per run\n", total * 1e3 / repeat);
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Run the compiled model, compare with the plain C reference on `ref`
+ * (the graph before the passes), time it. */
+static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *ref,
+                     const kernels *k) {
+  mlc_error err;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_jit_lib *lib = mlc_jit_load(&k->obj, &err);
+  if (!lib) return fail(&err);
+  mlc_kernel_fn *fns = mlc_xmalloc(sizeof *fns * (size_t)k->n);
+  int rc = 0;
+  for (int i = 0; i < k->n && !rc; i++)
+    if (!(fns[i] = mlc_jit_lookup(lib, k->symbols[i], &err))) rc = fail(&err);
+  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)f->n_params);
+  mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)f->n_outputs);
+  mlc_array **want = mlc_xmalloc(sizeof *want * (size_t)f->n_outputs);
+  for (int i = 0; i < f->n_params && !rc; i++)
+    if (!(in[i] = make_input(o, f->params[i], i, &err))) rc = fail(&err);
+  for (int i = 0; i < f->n_outputs; i++) {
+    out[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+    want[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+  }
+  jit_ctx J = {k, fns, NULL, NULL};
+  bool mismatch = false;
+  if (!rc && (!mlc_graph_execute(m, jit_kernel, &J, in, out, &err) ||
+              !mlc_graph_reference(ref, in, want, &err)))
+    rc = fail(&err);
+  for (int i = 0; i < f->n_outputs && !rc; i++) {
+    double max_err, scale = 0;
+    for (int64_t j = 0; j < mlc_array_numel(want[i]); j++)
+      scale = fmax(scale, fabs(mlc_array_get(want[i], j)));
+    bool ok = mlc_array_allclose(out[i], want[i], 1e-3, 1e-4 * (scale > 0 ? scale : 1), &max_err);
+    if (o->run) print_output(f->outputs[i], out[i]);
+    if (o->run || !ok)
+      printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
+           max_err, ok ? "" : "  MISMATCH");
+    if (!ok) rc = 1, mismatch = true;
+  }
+  if (mismatch) {
+    blame_ctx B = {&J, false};
+    if (!mlc_graph_execute(m, blame_kernel, &B, in, out, &err)) fail(&err);
+  }
+  if (!rc) {
+    double *ts = mlc_xmalloc(sizeof *ts * (size_t)o->repeat);
+    J.ms = mlc_xmalloc(sizeof *J.ms * (size_t)k->n);
+    J.calls = mlc_xmalloc(sizeof *J.calls * (size_t)k->n);
+    for (int r = 0; r < o->repeat && !rc; r++) {
+      double t0 = now_ms();
+      if (!mlc_graph_execute(m, jit_kernel, &J, in, out, &err)) rc = fail(&err);
+      ts[r] = now_ms() - t0;
+    }
+    qsort(ts, (size_t)o->repeat, sizeof *ts, cmp_double);
+    if (!rc && o->report) print_report(k, &J, o->repeat);
+    if (!rc) printf("run: %.1f us (median of %d)\n", ts[o->repeat / 2] * 1e3, o->repeat);
+    mlc_free(ts);
+    mlc_free(J.ms);
+    mlc_free(J.calls);
+  }
+  for (int i = 0; i < f->n_params; i++) mlc_array_free(in ? in[i] : NULL);
+  for (int i = 0; i < f->n_outputs; i++) {
+    mlc_array_free(out[i]);
+    mlc_array_free(want[i]);
+  }
+  mlc_free(in);
+  mlc_free(out);
+  mlc_free(want);
+  mlc_free(fns);
+  mlc_jit_unload(lib);
+  return rc;
+}
+
+/* Each distinct kernel as a task file: the prim_func renamed main. */
+static bool dump_tasks(const char *dir, const mlc_gmodule *m, mlc_error *err) {
+  mlc_gtask *ts;
+  int n = mlc_graph_extract_tasks(m, &ts);
+  mlc_arena *a = mlc_arena_new();
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++) {
+    const char *path = mlc_arena_printf(a, "%s/%s.py", dir, mlc_graph_symbol(a, m, ts[i].func));
+    mlc_prim_func *f = mlc_graph_task_func(a, &ts[i]);
+    mlc_str s = {0};
+    mlc_print_func(&s, f);
+    ok = mlc_write_file(path, s.data, s.len, err);
+    if (ok) fprintf(stderr, "mlc-compile: wrote %s (called %d times)\n", path, ts[i].calls);
+    mlc_str_free(&s);
+  }
+  mlc_arena_free(a);
+  mlc_free(ts);
+  return ok;
+}
+
+static int compile_model(const options *o, const mlc_target *t) {
+  mlc_error err;
+  double t0 = now_ms();
+  mlc_gmodule *m = mlc_graph_load(o->model, o->weights, &err);
+  if (!m) return fail(&err);
+  int rc = 0;
+  bool at_load = o->print_after && strcmp(o->print_after, "load") == 0;
+  if (at_load) show(m, "load", NULL);
+  if (!mlc_graph_run_pipeline(m, at_load ? NULL : o->print_after, show, NULL, &err)) {
+    mlc_graph_free(m);
+    return fail(&err);
+  }
+  double t_graph = now_ms() - t0;
+  if (o->dump_tasks) { /* alone, it only writes the task files */
+    bool ok = dump_tasks(o->dump_tasks, m, &err);
+    bool more = o->output || o->header || o->run || o->report || o->print_after;
+    if (!ok || !more) {
+      mlc_graph_free(m);
+      return ok ? 0 : fail(&err);
+    }
+  }
+  mlc_arena *a = mlc_arena_new();
+  const mlc_gfunc *main_fn = mlc_graph_main(m);
+  kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
+               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0};
+  int *calls = MLC_NEW_ARRAY(a, int, k.n + 1);
+  for (int i = 0; i < k.n; i++) {
+    k.src[i] = m->tir->funcs[i];
+    k.symbols[i] = mlc_graph_symbol(a, m, m->tir->funcs[i]);
+    for (int j = 0; j < main_fn->n_bindings; j++) calls[i] += main_fn->bindings[j].tir == k.src[i];
+  }
+  if (!compile(a, o, t, &k, &err) || !write_outputs(o, &k, m, &err)) {
+    rc = fail(&err);
+  } else {
+    list_kernels(&k, calls, !o->no_schedule);
+    mlc_gtask *tasks;
+    int nt = mlc_graph_extract_tasks(m, &tasks);
+    fprintf(stderr, "mlc-compile: %s: %d kernels, %d distinct tasks; graph passes %.1f ms, "
+                    "codegen %.1f ms\n", m->name, k.n, nt, t_graph, k.ms);
+    mlc_free(tasks);
+    if (o->run || o->report) {
+      mlc_gmodule *ref = mlc_graph_load(o->model, o->weights, &err);
+      rc = ref ? run_model(o, m, ref, &k) : fail(&err);
+      mlc_graph_free(ref);
+    }
+  }
+  mlc_object_free(&k.obj);
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc;
+  mlc_target t;
+  mlc_error err;
+  if (!mlc_target_parse(o.target, &t, &err)) {
+    fprintf(stderr, "mlc-compile: error: %s\n", err.msg);
+    return 2;
+  }
+  return o.task ? compile_task(&o, &t) : compile_model(&o, &t);
+}
