@@ -740,6 +740,50 @@ mlc_stmt *mlc_stmt_subst(mlc_arena *a, mlc_stmt *s, int n, mlc_var **vars, mlc_e
   return sb_stmt(&su, s);
 }
 
+void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), void *ud) {
+  if (!e) return;
+  fn(e, ud);
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR: return;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    mlc_expr_visit(e->bin.a, fn, ud);
+    mlc_expr_visit(e->bin.b, fn, ud);
+    return;
+  case MLC_EXPR_NOT: mlc_expr_visit(e->bin.a, fn, ud); return;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    mlc_expr_visit(e->sel.cond, fn, ud);
+    mlc_expr_visit(e->sel.t, fn, ud);
+    mlc_expr_visit(e->sel.f, fn, ud);
+    return;
+  case MLC_EXPR_LOAD:
+    for (int i = 0; i < e->load.buf->ndim; i++) mlc_expr_visit(e->load.indices[i], fn, ud);
+    return;
+  case MLC_EXPR_CAST: mlc_expr_visit(e->cast.value, fn, ud); return;
+  case MLC_EXPR_CALL:
+    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) mlc_expr_visit(e->call.args[i], fn, ud);
+    return;
+  }
+  mlc_unreachable();
+}
+
 bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v) {
   switch (e->kind) {
   case MLC_EXPR_INT_IMM:

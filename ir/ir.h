@@ -298,6 +298,9 @@ mlc_module *mlc_module_copy(mlc_arena *a, const mlc_module *m);
 mlc_expr *mlc_expr_subst(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, mlc_expr **values);
 mlc_stmt *mlc_stmt_subst(mlc_arena *a, mlc_stmt *s, int n, mlc_var **vars, mlc_expr **values);
 bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v);
+/* added by audit: calls fn on every node of e, parents first (e may be
+ * NULL). The one read-only walk, instead of a switch per caller. */
+void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), void *ud);
 
 /* ---- TE-like builder (builder.c) --------------------------------------- */
 /* Describe a computation as tensors, as te.compute / te.create_prim_func do:

@@ -287,9 +287,10 @@ static bool plan_where(mlc_sched *s, ca_plan *p, mlc_error *err) {
       return mlc_error_set(err, "%s: %s: the loop is an ancestor of the block", p->prim, p->who);
   p->lpath_n = sched_path_to(s, p->loop, p->lpath);
   int bs = sched_scope_index(bpath, bn), ls = sched_scope_index(p->lpath, p->lpath_n);
-  if (bs < 0 || ls < 0 || bpath[bs] != p->lpath[ls])
+  if (bs < 0) return mlc_error_set(err, "%s: %s: the root block cannot be moved", p->prim, p->who);
+  if (ls < 0 || bpath[bs] != p->lpath[ls])
     return mlc_error_set(err, "%s: %s: the loop is not in the block's scope (block \"%s\")", p->prim,
-                         p->who, bs >= 0 ? bpath[bs]->realize.block->name : "?");
+                         p->who, bpath[bs]->realize.block->name);
   for (int i = ls + 1; i <= p->lpath_n - 1; i++) {
     int64_t mn, ext;
     if (p->lpath[i]->kind == MLC_STMT_FOR && !const_range(p->lpath[i], &mn, &ext))
@@ -883,6 +884,14 @@ bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decisio
                                    bool *resampled, mlc_rv *out, mlc_error *err) {
   if (resampled) *resampled = false;
   if (!sched_check_block(s, "sample_compute_location", block, err)) return false;
+  /* The root block has no enclosing scope, hence no location to choose. */
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int pn = sched_path_to(s, sched_find_realize(s, s->rvs.data[block].block), path);
+  if (sched_scope_index(path, pn) < 0) {
+    char d[96];
+    return mlc_error_set(err, "sample_compute_location: %s is the root block: it has no compute location",
+                         sched_rv_desc(s, block, d));
+  }
   int64_t idx[SCHED_MAX_DEPTH + 2];
   mlc_stmt *loops[SCHED_MAX_DEPTH + 2];
   int n = collect_locations(s, block, idx, loops), pick;

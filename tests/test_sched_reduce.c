@@ -452,6 +452,140 @@ static void test_notes_stochastic_trace(void) {
   mlc_arena_free(a);
 }
 
+/* The notes' stochastic_schedule_mm (4.3), all of it: sample j's tiling,
+ * split, reorder(i, j_0, k, j_1), decompose_reduction(C, k). */
+static bool notes_stochastic_mm(mlc_sched *s, mlc_error *err) {
+  mlc_rv c, *l, v[2], j[2], init;
+  return mlc_sched_get_block(s, "C", "main", &c, err) && mlc_sched_get_loops(s, c, &l, err) == 3 &&
+         mlc_sched_sample_perfect_tile(s, l[1], 2, 16, v, err) &&
+         mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_RV(v[0]), MLC_OP_RV(v[1])}, true, j,
+                         err) &&
+         mlc_sched_reorder(s, 4, (mlc_rv[]){l[0], j[0], l[2], j[1]}, err) &&
+         mlc_sched_decompose_reduction(s, c, l[2], &init, err);
+}
+
+/* The notes' printed trace with decision [outer, inner]. */
+static char *notes_mm_trace(int64_t outer, int64_t inner) {
+  mlc_str o = {0};
+  mlc_str_printf(&o,
+                 "# from tvm import tir\n"
+                 "def apply_trace(sch: tir.Schedule) -> None:\n"
+                 "  b0 = sch.get_block(name=\"C\", func_name=\"main\")\n"
+                 "  l1, l2, l3 = sch.get_loops(block=b0)\n"
+                 "  v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, "
+                 "decision=[%d, %d])\n"
+                 "  l6, l7 = sch.split(loop=l2, factors=[v4, v5], preserve_unit_iters=True)\n"
+                 "  sch.reorder(l1, l6, l3, l7)\n"
+                 "  b8 = sch.decompose_reduction(block=b0, loop=l3)\n",
+                 (int)outer, (int)inner);
+  return mlc_str_take(&o);
+}
+
+/* tests/sched_golden/reduce_decompose_notes.expected with j tiled
+ * outer x inner instead of 32 x 4. */
+static char *notes_mm_ir(int64_t outer, int64_t inner) {
+  char j[48];
+  if (inner == 1) snprintf(j, sizeof j, "j_0");
+  else snprintf(j, sizeof j, "j_0 * %d", (int)inner);
+  mlc_str o = {0};
+  mlc_str_printf(&o, HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((128, 128), \"float32\"), B: T.Buffer((128, 128), \"float32\"), "
+      "C: T.Buffer((128, 128), \"float32\")):\n"
+      "    T.func_attr({\"global_symbol\": \"main\", \"tir.noalias\": True})\n"
+      "    for i, j_0 in T.grid(128, %d):\n"
+      "        for j_1_init in range(%d):\n"
+      "            with T.block(\"C_init\"):\n"
+      "                vi = T.axis.spatial(128, i)\n"
+      "                vj = T.axis.spatial(128, %s + j_1_init)\n"
+      "                T.reads()\n"
+      "                T.writes(C[vi, vj])\n"
+      "                C[vi, vj] = T.float32(0)\n"
+      "        for k, j_1 in T.grid(128, %d):\n"
+      "            with T.block(\"C_update\"):\n"
+      "                vi = T.axis.spatial(128, i)\n"
+      "                vj = T.axis.spatial(128, %s + j_1)\n"
+      "                vk = T.axis.reduce(128, k)\n"
+      "                T.reads(C[vi, vj], A[vi, vk], B[vk, vj])\n"
+      "                T.writes(C[vi, vj])\n"
+      "                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n",
+      (int)outer, (int)inner, j, (int)inner, j);
+  return mlc_str_take(&o);
+}
+
+/* Issue 4, item 3, end to end on the notes' whole example: for several
+ * seeds the sampled trace prints as in the notes (with the drawn
+ * decision) and the IR is the notes' form of that tiling; the JSON reads
+ * back to the same JSON and trace hash; replaying it on a fresh state
+ * (another seed) reproduces the IR; replaying with each other decision
+ * gives that other tiling; results equal the unscheduled matmul. */
+static void test_notes_stochastic_full(void) {
+  char *src = read_text("tests/sched_golden/reduce_decompose_notes.py");
+  CHECK(src);
+  if (!src) return;
+  mlc_prim_func *f = parse(src);
+  mlc_error e = {{0}};
+  int seen[17] = {0}, distinct = 0;
+  for (uint64_t seed = 1; seed <= 12; seed++) {
+    mlc_sched *s = mlc_sched_new(f, seed);
+    OK(notes_stochastic_mm(s, err));
+    const mlc_decision *d = &mlc_sched_trace(s)->insts.data[2].decision;
+    CHECK(d->n == 2 && d->v[0] * d->v[1] == 128 && d->v[1] >= 1 && d->v[1] <= 16);
+    if (d->n != 2 || d->v[1] < 1 || d->v[1] > 16) {
+      mlc_sched_free(s);
+      continue;
+    }
+    if (!seen[d->v[1]]++) distinct++;
+    mlc_str p = {0};
+    mlc_trace_print(&p, mlc_sched_trace(s));
+    char *want = notes_mm_trace(d->v[0], d->v[1]), *ir = notes_mm_ir(d->v[0], d->v[1]);
+    CHECK_STREQ(mlc_str_cstr(&p), want);
+    CHECK_MSG(equals_text(mlc_sched_func(s), ir), "seed %d: not the notes' IR", (int)seed);
+    /* JSON round trip. */
+    char *js = trace_json(s);
+    mlc_arena *a = mlc_arena_new();
+    mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+    CHECK_MSG(t, "%s", e.msg);
+    if (t) {
+      mlc_str o = {0};
+      mlc_trace_to_json(&o, t);
+      CHECK_STREQ(mlc_str_cstr(&o), js);
+      CHECK(mlc_trace_hash(t) == mlc_trace_hash(mlc_sched_trace(s)));
+      mlc_str_free(&o);
+      /* Replay with the stored decision reproduces the IR. */
+      mlc_sched *r = mlc_sched_new(f, 1000 + seed);
+      OK(mlc_sched_replay(r, t, NULL, NULL, err));
+      CHECK(mlc_func_struct_equal(mlc_sched_func(r), mlc_sched_func(s)));
+      char *p1 = print_func(mlc_sched_func(s)), *p2 = print_func(mlc_sched_func(r));
+      CHECK_STREQ(p2, p1);
+      mlc_free(p1), mlc_free(p2);
+      mlc_sched_free(r);
+      /* Another decision: the other tiling. */
+      int64_t other = d->v[1] == 4 ? 16 : 4;
+      mlc_decision od = {2, {128 / other, other}};
+      mlc_replay_opts o2 = {.n_overrides = 1, .override_insts = (int[]){2}, .override_decisions = &od};
+      mlc_replay_report rep;
+      r = mlc_sched_new(f, seed);
+      OK(mlc_sched_replay(r, t, &o2, &rep, err));
+      CHECK(rep.n_resampled == 0);
+      char *oir = notes_mm_ir(128 / other, other);
+      CHECK_MSG(equals_text(mlc_sched_func(r), oir), "seed %d: decision [%d, %d] not applied",
+                (int)seed, (int)(128 / other), (int)other);
+      CHECK(!mlc_func_struct_equal(mlc_sched_func(r), mlc_sched_func(s)));
+      if (seed == 1) SAME_AS(f, r);
+      mlc_free(oir);
+      mlc_sched_free(r);
+    }
+    if (seed == 1) SAME_AS(f, s);
+    mlc_arena_free(a);
+    mlc_free(js), mlc_free(want), mlc_free(ir);
+    mlc_str_free(&p);
+    mlc_sched_free(s);
+  }
+  CHECK_MSG(distinct >= 2, "12 seeds drew %d distinct tilings", distinct);
+  mlc_free(src);
+}
+
 /* ---- decompose_reduction ------------------------------------------------------------- */
 
 static void test_decompose_numeric(void) {
@@ -1019,6 +1153,7 @@ int main(void) {
   run_golden();
   RUN(test_blockize_is_notes_form);
   RUN(test_notes_stochastic_trace);
+  RUN(test_notes_stochastic_full);
   RUN(test_decompose_numeric);
   RUN(test_decompose_refusals);
   RUN(test_rfactor_numeric);

@@ -212,6 +212,77 @@ static void test_get_block_loops(void) {
   mlc_sched_free(s);
 }
 
+/* Two elementwise blocks: B can be inlined into C. */
+static const char *EW_CHAIN =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 4), \"float32\"), C: T.Buffer((8, 4), \"float32\")):\n"
+    "    B = T.alloc_buffer((8, 4))\n"
+    "    for i, j in T.grid(8, 4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+    "    for i, j in T.grid(8, 4):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[vi, vj] + T.float32(1)\n";
+
+/* The getters and sample_compute_location refuse, each in at least three
+ * ways, a handle that does not exist, one of the wrong kind, and one no
+ * longer in the function (a block inlined, a loop fused away); the IR,
+ * the trace and the handles stay as they were. */
+static void test_getter_refusals(void) {
+  mlc_sched *s = sched_of(EW_CHAIN, 1);
+  mlc_rv b, c, *lb, *lc, v, fused, *out, loc;
+  OK(mlc_sched_get_block(s, "B", NULL, &b, err));
+  OK(mlc_sched_get_block(s, "C", NULL, &c, err));
+  mlc_error e = {{0}};
+  CHECK(mlc_sched_get_loops(s, b, &lb, &e) == 2);
+  CHECK(mlc_sched_get_loops(s, c, &lc, &e) == 2);
+  mlc_rv dead_loop = lc[0];
+  OK(mlc_sched_sample_categorical(s, 2, (int64_t[]){1, 2}, (double[]){0.5, 0.5}, &v, err));
+  OK(mlc_sched_fuse(s, 2, lc, false, &fused, err));
+  OK(mlc_sched_compute_inline(s, b, err)); /* b is dead from here on */
+
+  REFUSED(s, mlc_sched_get_loops(s, v, &out, err) >= 0, "get_loops: v");
+  REFUSED(s, mlc_sched_get_loops(s, v, &out, err) >= 0, "is a sampled value, expected a block");
+  REFUSED(s, mlc_sched_get_loops(s, fused, &out, err) >= 0, "is a loop, expected a block");
+  REFUSED(s, mlc_sched_get_loops(s, b, &out, err) >= 0, "get_loops: b0 (block B) is no longer in the function");
+
+  REFUSED(s, mlc_sched_get_child_blocks(s, v, &out, err) >= 0, "get_child_blocks: v");
+  REFUSED(s, mlc_sched_get_child_blocks(s, -1, &out, err) >= 0, "is not a block or loop");
+  REFUSED(s, mlc_sched_get_child_blocks(s, dead_loop, &out, err) >= 0,
+          "get_child_blocks: l4 (loop i) is no longer in the function");
+  REFUSED(s, mlc_sched_get_child_blocks(s, b, &out, err) >= 0, "is no longer in the function");
+
+  REFUSED(s, mlc_sched_get_producers(s, v, &out, err) >= 0, "get_producers: v");
+  REFUSED(s, mlc_sched_get_producers(s, fused, &out, err) >= 0, "is a loop, expected a block");
+  REFUSED(s, mlc_sched_get_producers(s, b, &out, err) >= 0, "get_producers: b0 (block B) is no longer");
+  REFUSED(s, mlc_sched_get_producers(s, 999, &out, err) >= 0, "get_producers: handle 999 does not exist");
+
+  REFUSED(s, mlc_sched_get_consumers(s, v, &out, err) >= 0, "is a sampled value, expected a block");
+  REFUSED(s, mlc_sched_get_consumers(s, dead_loop, &out, err) >= 0, "get_consumers: l4 (loop i) is a loop");
+  REFUSED(s, mlc_sched_get_consumers(s, b, &out, err) >= 0, "get_consumers: b0 (block B) is no longer");
+
+  REFUSED(s, mlc_sched_sample_compute_location(s, v, &loc, err), "sample_compute_location: v");
+  REFUSED(s, mlc_sched_sample_compute_location(s, fused, &loc, err), "is a loop, expected a block");
+  REFUSED(s, mlc_sched_sample_compute_location(s, b, &loc, err),
+          "sample_compute_location: b0 (block B) is no longer in the function");
+  REFUSED(s, mlc_sched_sample_compute_location(s, 999, &loc, err), "handle 999 does not exist");
+  /* The root block has no compute location and cannot be moved. */
+  mlc_rv root;
+  OK(mlc_sched_get_block(s, "root", NULL, &root, err));
+  REFUSED(s, mlc_sched_sample_compute_location(s, root, &loc, err),
+          "sample_compute_location: b8 (block root) is the root block: it has no compute location");
+  REFUSED(s, mlc_sched_compute_at(s, root, fused, false, -1, err),
+          "compute_at: b8 (block root) at l7 (loop i_j_fused): the root block cannot be moved");
+  REFUSED(s, mlc_sched_reverse_compute_at(s, root, fused, false, -1, err), "the root block cannot be moved");
+  /* The live block still answers. */
+  CHECK(mlc_sched_get_producers(s, c, &out, &e) == 0);
+  CHECK(mlc_sched_get_loops(s, c, &out, &e) == 1);
+  mlc_sched_free(s);
+}
+
 static void test_producers_consumers(void) {
   mlc_sched *s = sched_of(MM_RELU, 1);
   mlc_rv y, c, *out, *l;
@@ -1601,6 +1672,7 @@ int main(void) {
   TA = mlc_arena_new();
   RUN(test_get_block_loops);
   RUN(test_producers_consumers);
+  RUN(test_getter_refusals);
   RUN(test_split_reorder_notes);
   RUN(test_split_golden);
   RUN(test_split_refusals);

@@ -84,6 +84,8 @@ check db_export_task_filter test ! -s "$tmp/en"
 if command -v sqlite3 >/dev/null 2>&1; then
   check db_sqlite3_shell test "$(sqlite3 "$tmp/a.db" 'SELECT count(*) FROM records WHERE error IS NULL')" = 3
   check db_sqlite3_wal test "$(sqlite3 "$tmp/a.db" 'PRAGMA journal_mode')" = wal
+else
+  echo "SKIP db_sqlite3_shell: no sqlite3 shell on PATH"
 fi
 
 # Bad input: exit 1 and a clear message.
@@ -98,12 +100,13 @@ check db_unreadable_exit test $? -eq 1
 check db_unreadable_msg grep -q '^mlc-db: error: /nonexistent/dir/x.db: no such database' "$tmp/err"
 "$DB" --db "$tmp/a.db" import /nonexistent.jsonl >/dev/null 2>"$tmp/err"
 check db_import_missing_file test $? -eq 1
-before=$(sqlite3 "$tmp/a.db" 'SELECT count(*) FROM records' 2>/dev/null)
+# What the database holds, through mlc-db itself (no sqlite3 shell needed).
+before=$("$DB" --db "$tmp/a.db" --json stats 2>&1)
 { printf '{"task":"matmul","shape":"16,16,16","workload":"%s","target":"llvm","trace":%s,"run_secs":[1e-06],"error":null}\n' "$W" "$(trace 16)"; echo '{"task": "matmul", oops'; } >"$tmp/bad.jsonl"
 "$DB" --db "$tmp/a.db" import "$tmp/bad.jsonl" >/dev/null 2>"$tmp/err"
 check db_bad_jsonl_exit test $? -eq 1
 check db_bad_jsonl_line grep -q 'bad.jsonl: line 2: ' "$tmp/err"
-check db_bad_jsonl_unchanged test "$(sqlite3 "$tmp/a.db" 'SELECT count(*) FROM records')" = "$before"
+check db_bad_jsonl_unchanged test "$("$DB" --db "$tmp/a.db" --json stats 2>&1)" = "$before"
 printf '{"task":"matmul","shape":"16,16,16","workload":"def main(:","target":"llvm","trace":%s,"run_secs":[1e-06],"error":null}\n' "$(trace 16)" >"$tmp/bad2.jsonl"
 "$DB" --db "$tmp/a.db" import "$tmp/bad2.jsonl" >/dev/null 2>"$tmp/err"
 check db_bad_workload_exit test $? -eq 1
