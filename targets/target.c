@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /* Every kind of target, by the first word of its string. */
-static const mlc_target_backend *const backends[] = {&mlc_backend_llvm};
+static const mlc_target_backend *const backends[] = {&mlc_backend_llvm, &mlc_backend_cuda};
 
 /* ---- host ------------------------------------------------------------------ */
 
@@ -75,7 +75,7 @@ bool mlc_target_parse(const char *text, mlc_target *out, mlc_error *err) {
     return mlc_error_set(err, "empty target string (expected e.g. \"llvm\")");
   for (int i = 0; i < MLC_COUNTOF(backends); i++)
     if (strcmp(word, backends[i]->kind) == 0) t.backend = backends[i];
-  if (!t.backend) return mlc_error_set(err, "unknown target '%s' (known: llvm)", word);
+  if (!t.backend) return mlc_error_set(err, "unknown target '%s' (known: llvm, cuda)", word);
   while (next_word(&p, word, sizeof word, &too_long)) {
     if (too_long) return mlc_error_set(err, "target option too long: %.40s...", word);
     if (word[0] != '-' || !word[1])
@@ -127,7 +127,10 @@ bool mlc_target_build(const mlc_target *t, int n, const mlc_prim_func *const *fu
     for (int k = 0; k < i; k++)
       if (strcmp(syms[k], syms[i]) == 0)
         ok = mlc_error_set(err, "two functions would both be named %s", syms[i]);
-    if (ok) lowered[i] = mlc_target_lower(a, funcs[i], err);
+    const mlc_prim_func *f = funcs[i];
+    if (ok && t->backend->prepare) f = t->backend->prepare(a, f, err);
+    if (ok && !f) ok = false;
+    if (ok) lowered[i] = mlc_target_lower(a, f, err);
     ok = ok && lowered[i];
   }
   ok = ok && t->backend->build(t, n, lowered, syms, ir_text, out, err);

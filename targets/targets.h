@@ -62,7 +62,7 @@
 typedef struct mlc_target mlc_target;
 typedef struct mlc_object mlc_object;
 
-/* What one kind of target ("llvm", later "cuda") provides. Members marked
+/* What one kind of target ("llvm", "cuda") provides. Members marked
  * optional may be NULL. */
 typedef struct mlc_target_backend {
   const char *kind; /* the first word of a target string */
@@ -77,6 +77,10 @@ typedef struct mlc_target_backend {
   bool (*build)(const mlc_target *t, int n, mlc_prim_func *const *lowered,
                 const char *const *symbols, mlc_str *ir_text, mlc_object *out,
                 mlc_error *err);
+  /* added by cuda codegen: optional; rewrites a prim_func before
+   * mlc_target_lower (cuda: shared buffers compacted to one thread block's
+   * tile). Returns f itself when nothing changes, NULL with err set. */
+  const mlc_prim_func *(*prepare)(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
 } mlc_target_backend;
 
 /* A parsed, normalized target. Plain data: copy it freely. */
@@ -85,7 +89,8 @@ struct mlc_target {
   char str[512];    /* normalized text, the key of tuning records:
                      * "llvm -mcpu=znver3 -num-cores=2" (options in a fixed
                      * order; -mtriple and -mattr only when given) */
-  char mcpu[64];    /* llvm: CPU name; the host's when not given */
+  char mcpu[64];    /* llvm: CPU name; the host's when not given;
+                     * cuda: the SM, "sm_80" */
   char mattr[256];  /* llvm: "+avx2,-fma"; "" derives features from mcpu
                      * (the host's full feature set when mcpu is the host) */
   char mtriple[64]; /* llvm: "" for the host triple */
@@ -149,6 +154,62 @@ bool mlc_target_build_module(const mlc_target *t, const mlc_module *m, mlc_str *
 /* The llvm backend (CPU code through the LLVM 14 C API). */
 extern const mlc_target_backend mlc_backend_llvm;
 
+/* added by cuda codegen: the cuda backend (NVPTX through the LLVM 14 C API,
+ * targets/cuda_*.c). Target string "cuda [-arch=sm_80]" (t->mcpu holds the
+ * arch: sm_50 .. sm_86, the SMs LLVM 14 knows; default sm_80). A build
+ * gives PTX text (ISA 7.5, the newest LLVM 14 writes) in the object, NUL-
+ * terminated (len excludes the NUL), one .entry per function taking the
+ * parameters' data pointers in order (16-byte aligned, as cuMemAlloc's).
+ *
+ * Before lowering, shared buffers are compacted to one block's tile per
+ * iteration of the loop around all their uses (the notes' window sum:
+ * 130 elements). Loops bound to blockIdx.x/y/z and threadIdx.x/y/z read
+ * the special registers (launch extents: the largest extent bound to each
+ * axis; smaller loops are guarded; a loop nested in one bound to the same
+ * axis, as a cooperative fetch, splits its work among the same threads).
+ * vthread loops are interleaved as TVM does (what does not use the
+ * virtual thread runs once; private buffers get a copy per virtual
+ * thread). Vectorized loops run their lanes in each thread (a copy of
+ * aligned unit-stride elements as one ld/st.v2/v4). "shared" buffers live
+ * in shared memory, the others in each
+ * thread's registers/local memory; bar.sync separates shared-memory writes
+ * from other threads' reads (and a loop's next writes from its reads).
+ * exp, log, pow, tanh, erf call CUDA's libdevice (MLC_LIBDEVICE, else
+ * $CUDA_HOME or /usr/local/cuda nvvm/libdevice/libdevice.10.bc), linked
+ * into the module. Refused with a reason: no bound loop, more threads or
+ * shared memory than sm_50..86 allow, parallel loops, stores that every
+ * thread of a launched axis would run or race on (cross-thread reductions
+ * are not supported), intermediate "global" buffers the threads share, and
+ * barriers needed where only some threads run. Each kernel's launch
+ * extents are also written as a PTX comment line
+ *   // mlc.launch SYMBOL grid=X,Y,Z block=X,Y,Z shared=BYTES */
+extern const mlc_target_backend mlc_backend_cuda;
+
+/* added by cuda codegen: what a GPU kernel needs at launch. */
+typedef struct mlc_gpu_launch {
+  int64_t grid[3];      /* blocks along x, y, z */
+  int64_t block[3];     /* threads per block along x, y, z */
+  int64_t shared_bytes; /* static shared memory per block */
+  int64_t local_bytes;  /* per-thread local arrays (before register promotion) */
+} mlc_gpu_launch;
+/* Launch dimensions of f built for a cuda target, or false with the reason
+ * the cuda backend would refuse f (unbound stores, too many threads, ...). */
+bool mlc_cuda_launch_info(const mlc_target *t, const mlc_prim_func *f, mlc_gpu_launch *out,
+                          mlc_error *err);
+
+/* added by cuda codegen: running PTX with the CUDA Driver API (libcuda.so.1
+ * opened with dlopen on first use; device 0's primary context, reset after
+ * a failed launch). UNTESTED ON A GPU. Whether a device can be used: false
+ * with "no CUDA driver (...)" or "no CUDA device". */
+bool mlc_cuda_available(mlc_error *err);
+/* Load the PTX, copy args in (host arrays as mlc_interp_run takes them, 16-
+ * byte aligned device copies), launch `symbol` once with l's extents, copy
+ * every arg back; then, when ms is given and repeat > 0, `warmup` more
+ * launches and `repeat` launches timed with CUDA events: *ms is their
+ * median in milliseconds. */
+bool mlc_cuda_run(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l, int n,
+                  mlc_array *args, int warmup, int repeat, double *ms, mlc_error *err);
+
 /* ---- in-process loading (LLVM ORC LLJIT) ------------------------------ */
 
 typedef int32_t (*mlc_kernel_fn)(void **args);
@@ -170,6 +231,77 @@ void mlc_jit_shutdown(void);
 /* Call fn with args[i].data as its argument i (args as mlc_interp_run
  * takes them). */
 int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args);
+
+/* ---- GPU verification (gpu_verify.c) --------------------------------------
+ * added by GPU space */
+
+/* Hardware limits a scheduled GPU prim_func must respect. */
+typedef struct mlc_gpu_limits {
+  int64_t max_threads_per_block; /* product of threadIdx.{x,y,z} extents */
+  int64_t max_thread_dim[3];     /* threadIdx.x, .y, .z */
+  int64_t max_grid_dim[3];       /* blockIdx.x, .y, .z */
+  int64_t max_vthread;           /* product of vthread extents (meta-schedule: 8) */
+  int64_t max_shared_bytes;      /* per thread block, all shared buffers of a kernel */
+  int64_t max_local_bytes;       /* per thread, all local buffers of a kernel */
+  int64_t max_vector_bytes;      /* vectorized lanes * element bytes */
+  int64_t warp_size;             /* informational: auto-bind extents are multiples */
+} mlc_gpu_limits;
+
+/* sm_80 (A100): 1024 threads per block, thread dims 1024/1024/64, grid
+ * 2^31-1/65535/65535, 8 vthreads (meta-schedule's VerifyGPUCode), 48 KiB
+ * shared per block (the static limit: shared buffers are emitted as
+ * fixed-size arrays; the 163 KiB opt-in needs dynamic shared memory and
+ * cuFuncSetAttribute), 64 KiB local per thread (the cuda backend's limit
+ * on local arrays, CUDA_MAX_LOCAL; the hardware allows 512 KiB, but arrays
+ * that large only spill), 16-byte vectors, warp 32. */
+void mlc_gpu_limits_sm80(mlc_gpu_limits *out);
+
+/* Which check failed first (MLC_GPU_OK: none). */
+typedef enum mlc_gpu_check {
+  MLC_GPU_OK,
+  MLC_GPU_UNBOUND,   /* work outside every thread binding (host) */
+  MLC_GPU_THREADS,   /* threads per block, a thread or grid dimension */
+  MLC_GPU_VTHREAD,   /* virtual threads */
+  MLC_GPU_SHARED,    /* shared memory per block */
+  MLC_GPU_LOCAL,     /* local memory per thread */
+  MLC_GPU_VECTOR,    /* vector width in bytes */
+  MLC_GPU_PARALLEL,  /* a parallel loop */
+  MLC_GPU_STRUCTURE, /* inconsistent or misplaced bindings, non-constant extents */
+} mlc_gpu_check;
+
+/* What the kernels of a function use: maxima over its kernels. */
+typedef struct mlc_gpu_usage {
+  int n_kernels;          /* top-level nests rooted at a thread-bound loop */
+  int64_t threads;        /* threads per block */
+  int64_t vthreads;
+  int64_t shared_bytes;   /* per block, buffers compacted to what they touch */
+  int64_t local_bytes;    /* per thread, likewise */
+  mlc_gpu_check failed;   /* the first failed check */
+} mlc_gpu_usage;
+
+/* Check a scheduled prim_func against the limits: every statement that
+ * does work lies inside a thread-bound loop (a loop outside them would run
+ * on the host), blockIdx loops are outermost in their kernel and each
+ * thread tag has one extent per kernel, no parallel loop, threads, grid,
+ * vthreads, vector bytes within the limits, and shared (per block) and
+ * local (per thread) memory within the limits. A shared or local buffer's
+ * size is the region its accesses touch where it is placed (the lowest
+ * loop above all its uses; compacted as TVM does, which targets/lower.c
+ * does not yet do for shared buffers under thread loops): for shared, all
+ * loops below that one and the thread and vthread loops above it relaxed
+ * (one copy per block); for local, the loops below it that are not thread
+ * loops relaxed, times the vthread extents above (one copy per vthread).
+ * Regions come from the blocks' declared T.reads/T.writes, a point
+ * dimension narrowed by a T.where(q < C) when the index is q plus fixed
+ * terms (an overshooting split), united per dimension when their starts
+ * differ by constants; a dimension that cannot be bounded counts whole
+ * (an over-approximation). Local buffers count once per vthread (TVM's
+ * vthread injection; the cuda backend runs vthreads serially and reuses
+ * one copy, so this over-approximates there). The message
+ * names the kernel's first loop, the block or loop at fault and the
+ * limit. usage may be NULL. */
+bool mlc_gpu_verify(const mlc_prim_func *f, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+                    mlc_error *err);
 
 /* ---- C header for emitted objects ------------------------------------- */
 

@@ -5,6 +5,7 @@
  *   mlc-ir eval  FILE.py | --task NAME                 interpret on seeded inputs
  *   mlc-ir run   FILE.py | --task NAME [--trace T]     compile (LLVM), check, time
  *   mlc-ir build FILE.py | --task NAME -o out.o        object file (+ C header)
+ *   mlc-ir build FILE.py --target cuda -o out.ptx      PTX for a GPU-scheduled function
  *   mlc-ir apply FILE.py | --task NAME --trace T       replay a trace, print the IR
  *
  * A thin main: the work is done by ir/ (parse, verify, interpreter),
@@ -93,7 +94,9 @@ static const command commands[] = {
      "Exits 1 when a result does not match (|out - ref| > 1e-3 + 1e-3 * |ref|\n"
      "scaled by max |ref|; integers exactly).\n"
      "\n"
-     "  --target T      target string (default \"llvm\": the host CPU)\n"
+     "  --target T      target string (default \"llvm\": the host CPU); \"cuda\"\n"
+     "                  runs the PTX on CUDA device 0 (timed with CUDA events; the\n"
+     "                  reference then runs on the host CPU)\n"
      "  --trace FILE    a schedule trace (JSON) to apply first\n"
      "  --repeat N      timing repeats (default 5)\n"
      "  --min-ms MS     minimum duration of one repeat (default 50)\n"
@@ -107,7 +110,9 @@ static const command commands[] = {
      "file's name), a task's is named after the task. --name renames a single\n"
      "function. --header writes a C header with `int32_t SYM(void **args)` and\n"
      "a typed wrapper `SYM_call(float *A, ...)`. Link with build/libmlcrt.a\n"
-     "and -fopenmp.\n"},
+     "and -fopenmp. With --target \"cuda -arch=sm_80\" the output is PTX text\n"
+     "(one .entry per function; no --header), for functions whose loops are\n"
+     "bound to blockIdx/threadIdx.\n"},
     {"apply", "task shape trace print-trace run target repeat min-ms seed",
      "usage: mlc-ir apply FILE.py | --task NAME --trace TRACE.json [--print-trace] [--run]\n"
      "\n"
@@ -505,12 +510,15 @@ static void count_work(const mlc_stmt *s, double times, work_count *wc) {
 
 /* Every loop made serial: the reference build for large workloads (it
  * shares lowering with the kernel under test but none of the vector,
- * parallel or unroll code generation). */
+ * parallel or unroll code generation). Loops bound to GPU threads become
+ * serial too (the sequential meaning the interpreter gives them), so a
+ * GPU-scheduled function has a CPU reference. */
 static void serialize_loops(mlc_stmt *s) {
   if (!s) return;
   switch (s->kind) {
   case MLC_STMT_FOR:
-    if (s->loop.kind != MLC_FOR_THREAD_BINDING) s->loop.kind = MLC_FOR_SERIAL;
+    s->loop.kind = MLC_FOR_SERIAL;
+    s->loop.thread = NULL;
     serialize_loops(s->loop.body);
     return;
   case MLC_STMT_BLOCK_REALIZE:
@@ -679,6 +687,52 @@ static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const 
   return ok;
 }
 
+/* run_func for cuda: the PTX on device 0, timed with CUDA events (the
+ * median of o->repeat launches after 3 warm-up ones), the reference on
+ * the host CPU. */
+static bool run_func_cuda(mlc_arena *a, const mlc_target *t, const options *o,
+                          const mlc_prim_func *f, const mlc_prim_func *f0, double flops) {
+  mlc_error err;
+  mlc_object obj = {0};
+  mlc_gpu_launch l;
+  if (!mlc_cuda_available(&err) || !mlc_target_build(t, 1, &f, NULL, NULL, &obj, &err) ||
+      !mlc_cuda_launch_info(t, f, &l, &err)) {
+    fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
+    mlc_object_free(&obj);
+    return false;
+  }
+  mlc_target host;
+  mlc_target_host(&host);
+  int n = f->n_params;
+  mlc_array *got = new_args(f, o->seed), *want = copy_args(got, n);
+  const char *how = "";
+  double ms = 0, max_err = 0;
+  const char *bad = NULL;
+  bool ok = run_reference(a, &host, f0, want, &how, &err);
+  if (!ok) fprintf(stderr, "mlc-ir: error: %s: reference (%s): %s\n", f->name, how, err.msg);
+  if (ok && !(ok = mlc_cuda_run(&obj, f->name, &l, n, got, 3, o->repeat, &ms, &err)))
+    fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
+  if (ok && !compare_args(f, got, want, &max_err, &bad)) {
+    printf("%s: max error %.3g vs %s: MISMATCH in %s\n", f->name, max_err, how, bad);
+    fprintf(stderr, "mlc-ir: error: %s: result differs from the reference (%s) in buffer %s\n",
+            f->name, how, bad);
+    ok = false;
+  } else if (ok) {
+    if (flops < 0) {
+      work_count wc = {0, 0};
+      count_work(f0->body, 1, &wc);
+      flops = wc.flops;
+    }
+    printf("%s: max error %.3g vs %s, %.4g ms on the GPU", f->name, max_err, how, ms);
+    print_rate(flops, ms);
+  }
+  fflush(stdout);
+  free_args(got, n);
+  free_args(want, n);
+  mlc_object_free(&obj);
+  return ok;
+}
+
 static bool parse_target(const options *o, mlc_target *t) {
   mlc_error err;
   if (mlc_target_parse(o->target ? o->target : "llvm", t, &err)) return true;
@@ -716,7 +770,8 @@ static bool run_all(mlc_arena *a, const options *o, const mlc_module *m, mlc_pri
   bool ok = true;
   for (int i = 0; i < m->n_funcs; i++) {
     double flops = task ? mlc_task_flops(task, shape) : -1;
-    ok = run_func(a, &t, o, sched[i], m->funcs[i], flops) && ok;
+    if (t.backend == &mlc_backend_cuda) ok = run_func_cuda(a, &t, o, sched[i], m->funcs[i], flops) && ok;
+    else ok = run_func(a, &t, o, sched[i], m->funcs[i], flops) && ok;
   }
   return ok;
 }
@@ -773,6 +828,8 @@ static int cmd_build(mlc_arena *a, const options *o) {
     return fail("--name renames a single function; the file defines several");
   mlc_target t;
   if (!parse_target(o, &t)) return 1;
+  if (o->header && t.backend == &mlc_backend_cuda)
+    return fail("--header declares CPU entry points; target cuda writes PTX (no header)");
   mlc_prim_func **sched = scheduled_funcs(a, o, m, NULL);
   if (!sched) return 1;
   const char **syms = MLC_NEW_ARRAY(a, const char *, m->n_funcs + 1);

@@ -1,0 +1,230 @@
+/* Running cuda kernels: the CUDA Driver API, opened with dlopen at run
+ * time (no build-time dependency on CUDA; the few types and entry points
+ * used are declared here, as cuda.h defines them).
+ *
+ * One primary context on device 0 for the process, retained on first use.
+ * A launch that fails (an illegal address, a trap) leaves the context
+ * unusable: it is reset, so the next run starts with a fresh one. Calls
+ * are serialized by a mutex.
+ *
+ * UNTESTED ON A GPU: written and built on machines without one; the tests
+ * check only that it reports a missing driver or device cleanly.
+ */
+#include "targets/cuda_internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult; /* CUDA_SUCCESS = 0 */
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUevent_st *CUevent;
+typedef struct CUstream_st *CUstream;
+
+enum { CUDA_ERROR_NO_DEVICE = 100, CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
+static struct {
+  void *lib;
+  CUresult (*init)(unsigned);
+  CUresult (*device_get_count)(int *);
+  CUresult (*device_get)(CUdevice *, int);
+  CUresult (*primary_retain)(CUcontext *, CUdevice);
+  CUresult (*primary_reset)(CUdevice);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*ctx_synchronize)(void);
+  CUresult (*module_load_data_ex)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*module_unload)(CUmodule);
+  CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+  CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+  CUresult (*mem_free)(CUdeviceptr);
+  CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
+  CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void **, void **);
+  CUresult (*event_create)(CUevent *, unsigned);
+  CUresult (*event_destroy)(CUevent);
+  CUresult (*event_record)(CUevent, CUstream);
+  CUresult (*event_synchronize)(CUevent);
+  CUresult (*event_elapsed)(float *, CUevent, CUevent);
+  CUresult (*get_error_string)(CUresult, const char **);
+} cu;
+
+static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool cu_loaded;
+static char cu_load_error[512];
+static CUdevice cu_dev;
+static CUcontext cu_ctx; /* NULL until retained (again, after a reset) */
+
+static const char *cu_err(CUresult r) {
+  const char *s = NULL;
+  if (cu.get_error_string) cu.get_error_string(r, &s);
+  return s ? s : "unknown CUDA error";
+}
+
+static bool cu_check(CUresult r, const char *what, mlc_error *err) {
+  if (r == 0) return true;
+  return mlc_error_set(err, "%s: %s (CUDA error %d)", what, cu_err(r), r);
+}
+
+#define SYM(field, name)                                                                      \
+  if (!(*(void **)&cu.field = dlsym(cu.lib, name))) {                                         \
+    snprintf(cu_load_error, sizeof cu_load_error, "libcuda.so.1 lacks %s", name);             \
+    return false;                                                                              \
+  }
+
+static bool load_driver(void) {
+  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu.lib) {
+    const char *e = dlerror();
+    snprintf(cu_load_error, sizeof cu_load_error, "no CUDA driver (cannot open libcuda.so.1: %s)",
+             e ? e : "not found");
+    return false;
+  }
+  SYM(init, "cuInit");
+  SYM(device_get_count, "cuDeviceGetCount");
+  SYM(device_get, "cuDeviceGet");
+  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+  SYM(primary_reset, "cuDevicePrimaryCtxReset_v2");
+  SYM(ctx_set_current, "cuCtxSetCurrent");
+  SYM(ctx_synchronize, "cuCtxSynchronize");
+  SYM(module_load_data_ex, "cuModuleLoadDataEx");
+  SYM(module_unload, "cuModuleUnload");
+  SYM(module_get_function, "cuModuleGetFunction");
+  SYM(mem_alloc, "cuMemAlloc_v2");
+  SYM(mem_free, "cuMemFree_v2");
+  SYM(memcpy_htod, "cuMemcpyHtoD_v2");
+  SYM(memcpy_dtoh, "cuMemcpyDtoH_v2");
+  SYM(launch, "cuLaunchKernel");
+  SYM(event_create, "cuEventCreate");
+  SYM(event_destroy, "cuEventDestroy_v2");
+  SYM(event_record, "cuEventRecord");
+  SYM(event_synchronize, "cuEventSynchronize");
+  SYM(event_elapsed, "cuEventElapsedTime");
+  SYM(get_error_string, "cuGetErrorString");
+  CUresult r = cu.init(0);
+  int count = 0;
+  if (r == 0) r = cu.device_get_count(&count);
+  if (r == CUDA_ERROR_NO_DEVICE || (r == 0 && count == 0)) {
+    snprintf(cu_load_error, sizeof cu_load_error, "no CUDA device");
+    return false;
+  }
+  if (r == 0) r = cu.device_get(&cu_dev, 0);
+  if (r != 0) {
+    snprintf(cu_load_error, sizeof cu_load_error, "no usable CUDA device: %s", cu_err(r));
+    return false;
+  }
+  return true;
+}
+
+/* Driver loaded and the context current in this thread; caller holds cu_mu. */
+static bool ensure_context(mlc_error *err) {
+  if (!cu_loaded && !cu_load_error[0]) cu_loaded = load_driver();
+  if (!cu_loaded) return mlc_error_set(err, "%s", cu_load_error);
+  if (!cu_ctx && !cu_check(cu.primary_retain(&cu_ctx, cu_dev), "cuDevicePrimaryCtxRetain", err)) {
+    cu_ctx = NULL;
+    return false;
+  }
+  return cu_check(cu.ctx_set_current(cu_ctx), "cuCtxSetCurrent", err);
+}
+
+bool mlc_cuda_available(mlc_error *err) {
+  pthread_mutex_lock(&cu_mu);
+  bool ok = ensure_context(err);
+  pthread_mutex_unlock(&cu_mu);
+  return ok;
+}
+
+static int cmp_float(const void *x, const void *y) {
+  float a = *(const float *)x, b = *(const float *)y;
+  return a < b ? -1 : a > b;
+}
+
+static bool launch_once(CUfunction fn, const mlc_gpu_launch *l, void **params, mlc_error *err) {
+  return cu_check(cu.launch(fn, (unsigned)l->grid[0], (unsigned)l->grid[1], (unsigned)l->grid[2],
+                            (unsigned)l->block[0], (unsigned)l->block[1], (unsigned)l->block[2], 0,
+                            NULL, params, NULL),
+                  "cuLaunchKernel", err);
+}
+
+/* Median ms of `repeat` launches timed with events, after `warmup` more. */
+static bool time_launches(CUfunction fn, const mlc_gpu_launch *l, void **params, int warmup,
+                          int repeat, double *ms, mlc_error *err) {
+  CUevent ev[2] = {NULL, NULL};
+  float *t = mlc_xmalloc(sizeof(float) * (size_t)repeat);
+  bool ok = cu_check(cu.event_create(&ev[0], 0), "cuEventCreate", err) &&
+            cu_check(cu.event_create(&ev[1], 0), "cuEventCreate", err);
+  for (int i = 0; ok && i < warmup; i++) ok = launch_once(fn, l, params, err);
+  for (int i = 0; ok && i < repeat; i++) {
+    ok = cu_check(cu.event_record(ev[0], NULL), "cuEventRecord", err) &&
+         launch_once(fn, l, params, err) &&
+         cu_check(cu.event_record(ev[1], NULL), "cuEventRecord", err) &&
+         cu_check(cu.event_synchronize(ev[1]), "kernel run", err) &&
+         cu_check(cu.event_elapsed(&t[i], ev[0], ev[1]), "cuEventElapsedTime", err);
+  }
+  if (ok) {
+    qsort(t, (size_t)repeat, sizeof(float), cmp_float);
+    *ms = t[repeat / 2];
+  }
+  for (int i = 0; i < 2; i++)
+    if (ev[i]) cu.event_destroy(ev[i]);
+  mlc_free(t);
+  return ok;
+}
+
+bool mlc_cuda_run(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l, int n,
+                  mlc_array *args, int warmup, int repeat, double *ms, mlc_error *err) {
+  pthread_mutex_lock(&cu_mu);
+  if (!ensure_context(err)) {
+    pthread_mutex_unlock(&cu_mu);
+    return false;
+  }
+  char log[4096] = "";
+  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  CUdeviceptr *dev = mlc_xmalloc(sizeof(CUdeviceptr) * (size_t)(n + 1));
+  void **params = mlc_xmalloc(sizeof(void *) * (size_t)(n + 1));
+  int n_alloc = 0;
+  bool ok = true, broken = false;
+  CUresult r = cu.module_load_data_ex(&mod, ptx->data, 2, opts, vals);
+  if (r != 0) ok = mlc_error_set(err, "cuModuleLoadDataEx: %s: %.1500s", cu_err(r), log);
+  if (ok) ok = cu_check(cu.module_get_function(&fn, mod, symbol), "cuModuleGetFunction", err);
+  for (int i = 0; ok && i < n; i++) {
+    size_t bytes = (size_t)mlc_array_numel(&args[i]) * (size_t)mlc_dtype_bytes(args[i].dtype);
+    ok = cu_check(cu.mem_alloc(&dev[i], bytes ? bytes : 1), "cuMemAlloc", err);
+    if (ok) n_alloc++;
+    ok = ok && cu_check(cu.memcpy_htod(dev[i], args[i].data, bytes), "cuMemcpyHtoD", err);
+    params[i] = &dev[i];
+  }
+  if (ok) {
+    ok = launch_once(fn, l, params, err) && cu_check(cu.ctx_synchronize(), "kernel run", err);
+    broken = !ok;
+  }
+  for (int i = 0; ok && i < n; i++) {
+    size_t bytes = (size_t)mlc_array_numel(&args[i]) * (size_t)mlc_dtype_bytes(args[i].dtype);
+    ok = cu_check(cu.memcpy_dtoh(args[i].data, dev[i], bytes), "cuMemcpyDtoH", err);
+  }
+  if (ok && ms && repeat > 0) {
+    ok = time_launches(fn, l, params, warmup, repeat, ms, err);
+    broken = !ok;
+  }
+  if (broken) {
+    /* The context is lost after a failed launch: start a fresh one. */
+    cu.primary_reset(cu_dev);
+    cu_ctx = NULL;
+  } else {
+    for (int i = 0; i < n_alloc; i++) cu.mem_free(dev[i]);
+    if (mod) cu.module_unload(mod);
+  }
+  mlc_free(dev);
+  mlc_free(params);
+  pthread_mutex_unlock(&cu_mu);
+  return ok;
+}
