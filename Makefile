@@ -99,9 +99,12 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 deps:
 	@sh tools/deps.sh $(DEB_PKGS)
 
+# Tune the default task (matmul 1024^3, 64 trials) into ./mlc.db (or
+# $MLC_DB), then show its best records. A rerun finds the budget spent.
 run: deps
 	@$(MAKE) --no-print-directory all
-	$(B)/bin/mlc-ir print --task matmul
+	$(B)/bin/mlc-tune --task matmul --trials 64 -v
+	$(B)/bin/mlc-db top --task matmul -k 3
 
 test: deps
 	@$(MAKE) --no-print-directory all $(if $(filter asan,$(MAKECMDGOALS)),asan)

@@ -1,26 +1,34 @@
 /* bench_costmodel: how well and how fast the cost model ranks candidates.
  *
- * Generates random schedules (mlc_costmodel_random_schedule) of several
- * workloads (matmul of three shapes, conv2d, dense_bias_relu), builds and
- * times each in-process (LLVM JIT), then for every model kind trains on
- * half of each workload's candidates and reports on the other half:
- * pairwise ranking accuracy, Spearman correlation, and recall of the true
- * top-32 within the predicted top-64, next to random scoring; the same on
- * a workload left out of training; a replayed search over each measured
- * pool; how well a second timing ranks the first (the noise ceiling);
- * mlc-tune on matmul 256^3 with xgb-rank vs random scoring (5 seeds) and
- * the model's accuracy on the tuner's own candidates. Also times feature
- * extraction + scoring of 2,048 candidates and a retraining on 5,000
- * records. Results are merged into bench/results.json (DESIGN.md
- * section 6; cases of other benchmarks are kept).
+ * The dataset is a tuning database (db/db.h): random schedules
+ * (mlc_costmodel_random_schedule) of five workloads (matmul of three
+ * shapes, conv2d, dense_bias_relu), each built and timed in-process (LLVM
+ * JIT, best of 3 repeats) and committed as an ordinary record (trace,
+ * run_secs or error) for this host's target. The bench reads the records
+ * back, replays their traces and extracts features, then for every model
+ * kind trains on half of each workload's records and reports on the other
+ * half: pairwise ranking accuracy, Spearman correlation, and recall of
+ * the true top-32 within the predicted top-64, next to random scoring; the
+ * same on a workload left out of training; a replayed search over each
+ * measured pool; how well a second timing ranks the first (the noise
+ * ceiling); mlc-tune on matmul 256^3 with xgb-rank vs random scoring (5
+ * seeds) and the model's accuracy on the tuner's own candidates. Also
+ * times feature extraction + scoring of 2,048 candidates and a retraining
+ * on 5,000 records. Results are merged into bench/results.json (DESIGN.md
+ * section 6; cases of other benchmarks are kept), each note ending with
+ * the load average when its case was taken.
  *
- *   bench_costmodel [--per-task N] [--out FILE] [--dataset FILE] [--fresh] [--quick]
+ *   bench_costmodel [--dataset DB] [--per-task N] [--collect-only | --no-collect]
+ *                   [--quick] [--out FILE] [--no-tuner] [--tuner-1024]
  *
- * Measuring 2,000 candidates takes 5 minutes on a quiet 2-core machine and
- * about 25 under load (LLVM -O3 builds dominate), so the measured dataset
- * (features and times) is cached in build/bench/costmodel_dataset.bin and
- * reused by later runs unless --fresh; the speed cases, the re-measurement
- * and the mlc-tune runs (about 3 minutes) are taken anew every run.
+ * DB defaults to $MLC_COSTMODEL_DATASET, else build/bench/costmodel_dataset.db.
+ * Records it lacks are measured first (2,000 take about 5 minutes on a
+ * quiet 2-core machine, 25 under load: LLVM -O3 builds dominate); each
+ * batch of 16 is committed, so an interrupted run resumes, and `make
+ * bench` after the first run re-measures nothing. --collect-only is the
+ * dataset command; `mlc-db export --db DB` dumps it as JSON lines. The
+ * speed cases, the re-measurement and the mlc-tune runs (about 3 minutes)
+ * are taken anew every run.
  */
 #include "bench/results.h"
 #include "costmodel/costmodel.h"
@@ -58,38 +66,46 @@ typedef struct sample {
   int work;
   double secs; /* INFINITY: failed */
   mlc_features f;
+  char *trace; /* the record's trace JSON (heap); NULL for tuner candidates */
 } sample;
 
 /* ---- measuring ------------------------------------------------------------ */
 
-/* Seconds per call: warm-up, then the best of 3 repeats of enough calls to
- * last 2 ms. No cache flush: these shapes fit in the last-level cache. */
-static double time_kernel(mlc_kernel_fn fn, int np, const mlc_array *args) {
-  if (mlc_kernel_call(fn, np, args) != 0) return INFINITY;
+enum { REPEATS = 3 };
+
+/* Seconds per call for REPEATS repeats (after a warm-up) of enough calls
+ * to last 2 ms each; false when the kernel fails. No cache flush: these
+ * shapes fit in the last-level cache. */
+static bool time_kernel(mlc_kernel_fn fn, int np, const mlc_array *args, double *secs) {
+  if (mlc_kernel_call(fn, np, args) != 0) return false;
   double t0 = now();
   mlc_kernel_call(fn, np, args);
   double one = now() - t0;
   int number = one > 0 ? (int)(2e-3 / one) : 1000;
   number = number < 1 ? 1 : number > 10000 ? 10000 : number;
-  double best = INFINITY;
-  for (int r = 0; r < 3; r++) {
+  for (int r = 0; r < REPEATS; r++) {
     t0 = now();
     for (int i = 0; i < number; i++) mlc_kernel_call(fn, np, args);
-    double t = (now() - t0) / number;
-    best = t < best ? t : best;
+    secs[r] = (now() - t0) / number;
   }
-  return best;
+  return true;
 }
 
-/* Load a built object and time it; INFINITY when it fails. */
-static double run_object(const mlc_object *obj, const mlc_prim_func *f, const mlc_array *args) {
-  mlc_error err;
-  double secs = INFINITY;
-  mlc_jit_lib *lib = mlc_jit_load(obj, &err);
-  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
-  if (fn) secs = time_kernel(fn, f->n_params, args);
+static double min_of(int n, const double *v) {
+  double b = INFINITY;
+  for (int i = 0; i < n; i++) b = v[i] < b ? v[i] : b;
+  return b;
+}
+
+/* Load a built object and time it; false (err set) when it fails. */
+static bool run_object(const mlc_object *obj, const mlc_prim_func *f, const mlc_array *args,
+                       double *secs, mlc_error *err) {
+  bool ok = false;
+  mlc_jit_lib *lib = mlc_jit_load(obj, err);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, err) : NULL;
+  if (fn) ok = time_kernel(fn, f->n_params, args, secs) || mlc_error_set(err, "kernel failed");
   mlc_jit_unload(lib);
-  return secs;
+  return ok;
 }
 
 static mlc_prim_func *build_task(mlc_arena *a, int w) {
@@ -100,7 +116,7 @@ static mlc_prim_func *build_task(mlc_arena *a, int w) {
   return mlc_task_build(a, d, dims);
 }
 
-/* Seeded random arguments for f (free each .data, then the array). */
+/* Seeded random arguments for f (free_args). */
 static mlc_array *new_args(const mlc_prim_func *f) {
   mlc_array *args = mlc_xmalloc(sizeof(mlc_array) * (size_t)(f->n_params ? f->n_params : 1));
   mlc_pcg32 rng;
@@ -114,108 +130,223 @@ static mlc_array *new_args(const mlc_prim_func *f) {
   return args;
 }
 
-static int collect(int per_task, sample *out) {
-  mlc_target host;
-  mlc_target_host(&host);
+static void free_args(const mlc_prim_func *f, mlc_array *args) {
+  for (int i = 0; i < f->n_params; i++) mlc_free(args[i].data);
+  mlc_free(args);
+}
+
+/* A fresh state of f with a trace replayed (stored decisions); NULL when
+ * the trace does not parse or replay. */
+static mlc_sched *replay_json(mlc_arena *a, const mlc_prim_func *f, const char *json,
+                              mlc_error *err) {
+  mlc_trace *t = mlc_trace_from_json(a, json, strlen(json), err);
+  if (!t) return NULL;
+  mlc_sched *s = mlc_sched_new(f, 1);
+  if (mlc_sched_replay(s, t, NULL, NULL, err)) return s;
+  mlc_sched_free(s);
+  return NULL;
+}
+
+/* ---- the dataset database ----------------------------------------------------- */
+
+/* The measured dataset is an ordinary tuning database (db/db.h): one
+ * workload per entry of `workloads`, one record per random schedule (its
+ * trace, REPEATS timings or an error) for this host's target. Later runs
+ * read it back, replay every trace and extract its features, so the
+ * dataset can be inspected, exported and extended with mlc-db, and a run
+ * interrupted while measuring resumes where it stopped. */
+
+typedef struct collector {
+  mlc_db *db;
+  const mlc_target *host;
+  const char *target; /* normalized host target */
+  int w;              /* workload index */
+  const mlc_prim_func *f;
+  int64_t wid;
+  mlc_array *args;
+  int replay_mismatch; /* traces whose replay gave another function */
+} collector;
+
+enum { COLLECT_BATCH = 16 };
+
+/* One batch of schedules with seeds seed0.. (those already in the database
+ * are skipped): built on every core (LLVM is the slow part), then timed
+ * one at a time so timings do not disturb each other, then committed in
+ * one transaction. Returns the records added or -1. */
+static int collect_batch(collector *c, uint64_t seed0, mlc_error *err) {
+  mlc_sched *s[COLLECT_BATCH];
+  mlc_str js[COLLECT_BATCH];
+  mlc_object obj[COLLECT_BATCH];
+  bool built[COLLECT_BATCH];
+  mlc_error berr[COLLECT_BATCH];
+  int nb = 0;
   mlc_arena *a = mlc_arena_new();
-  int n = 0, failed = 0;
-  double t_start = now();
-  for (int w = 0; w < N_WORK; w++) {
-    mlc_prim_func *f = build_task(a, w);
-    if (!f) continue;
-    mlc_array *args = new_args(f);
-    /* Batches: schedule, build on every core (LLVM is the slow part), then
-     * time one at a time so timings do not disturb each other. */
-    enum { BATCH = 16 };
-    for (int i0 = 0; i0 < per_task; i0 += BATCH) {
-      int nb = per_task - i0 < BATCH ? per_task - i0 : BATCH;
-      mlc_sched *s[BATCH];
-      mlc_object obj[BATCH];
-      bool built[BATCH];
-      for (int b = 0; b < nb; b++) {
-        uint64_t seed = (uint64_t)w * 100000 + (uint64_t)(i0 + b) + 1;
-        s[b] = mlc_sched_new(f, seed);
-        mlc_pcg32 r;
-        mlc_pcg32_seed(&r, seed, 17);
-        mlc_costmodel_random_schedule(s[b], &r, NULL);
+  for (int b = 0; b < COLLECT_BATCH; b++) {
+    uint64_t seed = seed0 + (uint64_t)b;
+    mlc_sched *st = mlc_sched_new(c->f, seed);
+    mlc_pcg32 r;
+    mlc_pcg32_seed(&r, seed, 17);
+    mlc_costmodel_random_schedule(st, &r, NULL);
+    mlc_str j = {0};
+    mlc_trace_to_json(&j, mlc_sched_trace(st));
+    char hash[17];
+    int have = mlc_db_trace_hash(j.data, hash, NULL, err)
+                   ? mlc_db_has_trace(c->db, c->wid, c->target, hash, err)
+                   : -1;
+    mlc_sched *again = have == 0 ? replay_json(a, c->f, j.data, err) : NULL;
+    if (have == 0 && (!again || mlc_func_struct_hash(mlc_sched_func(again)) !=
+                                    mlc_func_struct_hash(mlc_sched_func(st))))
+      c->replay_mismatch++; /* measured anyway: the record is what was timed */
+    mlc_sched_free(again);
+    if (have != 0) {
+      mlc_str_free(&j);
+      mlc_sched_free(st);
+      if (have < 0) {
+        mlc_arena_free(a);
+        for (int k = 0; k < nb; k++) mlc_sched_free(s[k]), mlc_str_free(&js[k]);
+        return -1;
       }
-#pragma omp parallel for schedule(dynamic, 1)
-      for (int b = 0; b < nb; b++) {
-        const mlc_prim_func *g = mlc_sched_func(s[b]);
-        built[b] = mlc_target_build(&host, 1, &g, NULL, NULL, &obj[b], NULL);
-      }
-      for (int b = 0; b < nb; b++) {
-        sample *sm = &out[n++];
-        sm->work = w;
-        sm->secs = built[b] ? run_object(&obj[b], mlc_sched_func(s[b]), args) : INFINITY;
-        if (!mlc_features_extract(mlc_sched_func(s[b]), &sm->f, NULL)) sm->f.ok = false;
-        if (!isfinite(sm->secs)) failed++;
-        if (built[b]) mlc_object_free(&obj[b]);
-        mlc_sched_free(s[b]);
-      }
-      if ((i0 / BATCH) % 8 == 7 || i0 + nb == per_task)
-        fprintf(stderr, "bench_costmodel: %s %s: %d measured (%.0f s)\n", workloads[w].task,
-                workloads[w].shape, i0 + nb, now() - t_start);
+      continue;
     }
-    for (int i = 0; i < f->n_params; i++) mlc_free(args[i].data);
-    mlc_free(args);
+    s[nb] = st;
+    js[nb++] = j;
   }
-  fprintf(stderr, "bench_costmodel: %d candidates measured, %d failed, %.1f s\n", n, failed,
-          now() - t_start);
+  mlc_arena_free(a);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int b = 0; b < nb; b++) {
+    const mlc_prim_func *g = mlc_sched_func(s[b]);
+    built[b] = mlc_target_build(c->host, 1, &g, NULL, NULL, &obj[b], &berr[b]);
+  }
+  mlc_db_record recs[COLLECT_BATCH];
+  double secs[COLLECT_BATCH][REPEATS];
+  char msg[COLLECT_BATCH][300];
+  for (int b = 0; b < nb; b++) {
+    recs[b] = (mlc_db_record){.workload_id = c->wid, .target = c->target, .trace = js[b].data,
+                              .round = (int64_t)(seed0 / COLLECT_BATCH)};
+    mlc_error rerr;
+    if (!built[b]) {
+      snprintf(msg[b], sizeof msg[b], "build_error: %.280s", berr[b].msg);
+      recs[b].error = msg[b];
+    } else if (!run_object(&obj[b], mlc_sched_func(s[b]), c->args, secs[b], &rerr)) {
+      snprintf(msg[b], sizeof msg[b], "run_error: %.280s", rerr.msg);
+      recs[b].error = msg[b];
+    } else {
+      recs[b].n_secs = REPEATS;
+      recs[b].secs = secs[b];
+    }
+    if (built[b]) mlc_object_free(&obj[b]);
+  }
+  int added = 0;
+  bool ok = nb == 0 || mlc_db_commit(c->db, nb, recs, &added, err);
+  for (int b = 0; b < nb; b++) mlc_sched_free(s[b]), mlc_str_free(&js[b]);
+  return ok ? added : -1;
+}
+
+/* Records of (workload, host target) in the database, or -1. */
+static int count_records(mlc_db *db, int64_t wid, const char *target, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *recs;
+  int n = mlc_db_records(db, wid, target, a, &recs, err);
   mlc_arena_free(a);
   return n;
 }
 
-/* ---- dataset cache (binary: count, then per sample work, secs, stores, rows) ---- */
-
-static bool save_dataset(const char *path, int n, const sample *s) {
-  FILE *fp = fopen(path, "wb");
-  if (!fp) return false;
-  int dim = MLC_FEATURE_DIM, ver = MLC_FEATURE_VERSION;
-  fwrite(&ver, sizeof ver, 1, fp);
-  fwrite(&dim, sizeof dim, 1, fp);
-  fwrite(&n, sizeof n, 1, fp);
-  for (int i = 0; i < n; i++) {
-    int ns = s[i].f.ok ? s[i].f.n_stores : -1;
-    fwrite(&s[i].work, sizeof(int), 1, fp);
-    fwrite(&s[i].secs, sizeof(double), 1, fp);
-    fwrite(&ns, sizeof ns, 1, fp);
-    if (ns > 0) fwrite(s[i].f.rows, sizeof(float), (size_t)ns * MLC_FEATURE_DIM, fp);
+/* Tops every workload up to per_task records. Seeds run from 1 upwards
+ * (workload w: w * 100000 + i), so a rerun proposes the same schedules
+ * and skips the measured ones. */
+static bool collect(mlc_db *db, const char *path, int per_task, mlc_error *err) {
+  mlc_target host;
+  mlc_target_host(&host);
+  char target[512];
+  mlc_db_normalize_target("llvm", target, sizeof target);
+  mlc_arena *a = mlc_arena_new();
+  double t_start = now();
+  int total = 0;
+  bool ok = true;
+  for (int w = 0; w < N_WORK && ok; w++) {
+    collector c = {.db = db, .host = &host, .target = target, .w = w, .f = build_task(a, w)};
+    ok = c.f && (c.wid = mlc_db_add_workload(db, workloads[w].task, workloads[w].shape, c.f,
+                                             err)) >= 0;
+    int have = ok ? count_records(db, c.wid, target, err) : -1;
+    ok = ok && have >= 0;
+    if (!ok || have >= per_task) continue;
+    if (total == 0)
+      fprintf(stderr,
+              "bench_costmodel: dataset %s lacks records: measuring up to %d per workload "
+              "(all %d: about 5 min on a quiet 2-core machine, 25 under load; resumable)\n",
+              path, per_task, per_task * N_WORK);
+    c.args = new_args(c.f);
+    /* a workload whose random schedules repeat a lot stops after 4x the
+     * seeds it needs */
+    for (uint64_t i = 0; ok && have < per_task && i < 4 * (uint64_t)per_task; i += COLLECT_BATCH) {
+      int added = collect_batch(&c, (uint64_t)w * 100000 + i + 1, err);
+      ok = added >= 0;
+      have += added > 0 ? added : 0;
+      total += added > 0 ? added : 0;
+      if (ok && added > 0 && (i / COLLECT_BATCH) % 8 == 7)
+        fprintf(stderr, "bench_costmodel: %s %s: %d records (%.0f s)\n", workloads[w].task,
+                workloads[w].shape, have, now() - t_start);
+    }
+    if (c.replay_mismatch)
+      fprintf(stderr, "bench_costmodel: warning: %s %s: %d traces replay to another function\n",
+              workloads[w].task, workloads[w].shape, c.replay_mismatch);
+    free_args(c.f, c.args);
   }
-  return fclose(fp) == 0;
+  if (total)
+    fprintf(stderr, "bench_costmodel: %d records measured in %.0f s\n", total, now() - t_start);
+  mlc_arena_free(a);
+  return ok;
 }
 
-static int load_dataset(const char *path, sample *s, int cap) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return -1;
-  int dim, ver, n;
-  if (fread(&ver, sizeof ver, 1, fp) != 1 || fread(&dim, sizeof dim, 1, fp) != 1 ||
-      fread(&n, sizeof n, 1, fp) != 1 || ver != MLC_FEATURE_VERSION || dim != MLC_FEATURE_DIM ||
-      n > cap) {
-    fclose(fp);
-    return -1;
-  }
-  for (int i = 0; i < n; i++) {
-    int ns;
-    if (fread(&s[i].work, sizeof(int), 1, fp) != 1 ||
-        fread(&s[i].secs, sizeof(double), 1, fp) != 1 || fread(&ns, sizeof ns, 1, fp) != 1) {
-      fclose(fp);
-      return -1;
+/* Samples from the database: the first per_task records of each workload
+ * for this host (by id), traces replayed, features extracted in parallel;
+ * secs is the best repeat (INFINITY for errors). Returns the count or -1. */
+static int load_samples(mlc_db *db, int per_task, sample *out, mlc_error *err) {
+  char target[512];
+  mlc_db_normalize_target("llvm", target, sizeof target);
+  mlc_arena *a = mlc_arena_new();
+  int n = 0;
+  bool ok = true;
+  for (int w = 0; w < N_WORK && ok; w++) {
+    const mlc_prim_func *f = build_task(a, w);
+    int64_t wid;
+    int found = f ? mlc_db_find_workload(db, f, &wid, err) : -1;
+    ok = found >= 0;
+    if (found <= 0) continue;
+    mlc_db_record *recs;
+    int k = mlc_db_records(db, wid, target, a, &recs, err);
+    ok = k >= 0;
+    if (!ok) continue;
+    if (k > per_task) k = per_task;
+    mlc_sched **s = mlc_xmalloc(sizeof(mlc_sched *) * (size_t)(k + 1));
+    const mlc_prim_func **fs = mlc_xmalloc(sizeof(*fs) * (size_t)(k + 1));
+    int m = 0;
+    for (int i = 0; i < k; i++) {
+      mlc_error e;
+      mlc_sched *st = replay_json(a, f, recs[i].trace, &e);
+      if (!st) continue; /* a trace this build cannot replay */
+      s[m] = st;
+      fs[m] = mlc_sched_func(st);
+      sample *sm = &out[n + m++];
+      sm->work = w;
+      sm->secs = recs[i].error ? INFINITY : min_of(recs[i].n_secs, recs[i].secs);
+      sm->trace = mlc_xmalloc(strlen(recs[i].trace) + 1);
+      strcpy(sm->trace, recs[i].trace);
     }
-    s[i].f.ok = ns >= 0;
-    s[i].f.n_stores = ns > 0 ? ns : 0;
-    s[i].f.rows = NULL;
-    if (ns > 0) {
-      s[i].f.rows = mlc_xmalloc(sizeof(float) * (size_t)ns * MLC_FEATURE_DIM);
-      if (fread(s[i].f.rows, sizeof(float), (size_t)ns * MLC_FEATURE_DIM, fp) !=
-          (size_t)ns * MLC_FEATURE_DIM) {
-        fclose(fp);
-        return -1;
-      }
+    mlc_features *fe = mlc_xmalloc(sizeof(mlc_features) * (size_t)(m + 1));
+    if (m && !mlc_features_extract_batch(m, fs, fe, err))
+      for (int i = 0; i < m; i++) fe[i].ok = false;
+    for (int i = 0; i < m; i++) {
+      out[n + i].f = fe[i];
+      mlc_sched_free(s[i]);
     }
+    n += m;
+    mlc_free(fe);
+    mlc_free(s);
+    mlc_free(fs);
   }
-  fclose(fp);
-  return n;
+  mlc_arena_free(a);
+  return ok ? n : -1;
 }
 
 /* ---- quality metrics -------------------------------------------------------------- */
@@ -428,8 +559,8 @@ static void search_efficiency(int n, const sample *s, double *model_mean, double
 
 /* ---- measurement repeatability -------------------------------------------------------- */
 
-/* Times the first k candidates of workload w again (same seeds, so the
- * same schedules) and compares with the recorded times: how well a second
+/* Builds and times the first k candidates of workload w again (their
+ * traces replayed) and compares with the recorded times: how well a second
  * measurement ranks the first, the ceiling for any model on this machine. */
 static bool repeatability(int n, const sample *s, int w, int k, metrics *out) {
   mlc_target host;
@@ -447,24 +578,20 @@ static bool repeatability(int n, const sample *s, int w, int k, metrics *out) {
   double *again = mlc_xmalloc(sizeof(double) * (size_t)n);
   bool *test = mlc_xmalloc(sizeof(bool) * (size_t)n);
   for (int i = 0; i < n; i++) again[i] = 0, test[i] = i >= base && i < base + k;
-  for (int i = 0; i < k; i++) {
-    uint64_t seed = (uint64_t)w * 100000 + (uint64_t)i + 1;
-    mlc_sched *sc = mlc_sched_new(f, seed);
-    mlc_pcg32 r;
-    mlc_pcg32_seed(&r, seed, 17);
-    mlc_costmodel_random_schedule(sc, &r, NULL);
-    const mlc_prim_func *g = mlc_sched_func(sc);
+  for (int i = base; i < base + k; i++) {
+    mlc_error err;
+    mlc_sched *sc = s[i].trace ? replay_json(a, f, s[i].trace, &err) : NULL;
+    const mlc_prim_func *g = sc ? mlc_sched_func(sc) : NULL;
     mlc_object obj;
-    if (mlc_target_build(&host, 1, &g, NULL, NULL, &obj, NULL)) {
-      double t = run_object(&obj, g, args);
-      again[base + i] = isfinite(t) ? 1 / t : 0;
+    double secs[REPEATS];
+    if (g && mlc_target_build(&host, 1, &g, NULL, NULL, &obj, NULL)) {
+      if (run_object(&obj, g, args, secs, &err)) again[i] = 1 / min_of(REPEATS, secs);
       mlc_object_free(&obj);
     }
     mlc_sched_free(sc);
   }
   *out = evaluate(n, s, test, again);
-  for (int i = 0; i < f->n_params; i++) mlc_free(args[i].data);
-  mlc_free(args);
+  free_args(f, args);
   mlc_free(again);
   mlc_free(test);
   mlc_arena_free(a);
@@ -498,10 +625,13 @@ static double predict_speed(mlc_costmodel *m) {
   return ok ? ms : NAN;
 }
 
-/* ms to retrain on 5,000 records (the measured ones, repeated). */
-static double retrain_speed(mlc_costmodel_kind kind, int n, const sample *s, mlc_costmodel **keep) {
+/* ms to retrain on 5,000 records (the measured ones, repeated); nthread 0:
+ * the model's default. */
+static double retrain_speed(mlc_costmodel_kind kind, int n, const sample *s, int nthread,
+                            mlc_costmodel **keep) {
   enum { N = 5000 };
-  mlc_costmodel *m = mlc_costmodel_new(kind, 1);
+  mlc_costmodel_opts o = {.nthread = nthread};
+  mlc_costmodel *m = mlc_costmodel_new_opts(kind, 1, &o);
   mlc_features *f = mlc_xmalloc(sizeof(mlc_features) * N);
   uint64_t *g = mlc_xmalloc(sizeof(uint64_t) * N);
   double *secs = mlc_xmalloc(sizeof(double) * N);
@@ -528,14 +658,28 @@ static double retrain_speed(mlc_costmodel_kind kind, int n, const sample *s, mlc
 /* Cases with their own storage for names and notes (bench_case points). */
 typedef struct bcase {
   char name[96];
-  char notes[800];
+  char notes[1000];
+  char load[48]; /* load average when the case was added */
   bench_case c;
 } bcase;
+
+/* "1.23 1.10 0.95" (1, 5, 15 minutes); the machine is shared. */
+static const char *load_now(void) {
+  static char buf[48];
+  double l[3];
+  if (getloadavg(l, 3) != 3) return "unknown";
+  snprintf(buf, sizeof buf, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
+}
+
+/* Where the dataset came from and the load when it was read (notes). */
+static char g_dataset_note[320];
 
 static bcase *add_case(bcase *cs, int *nc, const char *name, double value, const char *unit,
                        const char *baseline, double baseline_value) {
   bcase *b = &cs[(*nc)++];
   snprintf(b->name, sizeof b->name, "%s", name);
+  snprintf(b->load, sizeof b->load, "%s", load_now());
   b->notes[0] = 0;
   b->c = (bench_case){b->name, value, unit, baseline, baseline_value, b->notes};
   return b;
@@ -633,7 +777,7 @@ static void report_tuner_candidates(const tuner_runs *t, bcase *cs, int *nc) {
   bool *test = mlc_xmalloc(sizeof(bool) * (size_t)(total + 1));
   for (int sd = 0; sd < TUNER_SEEDS; sd++)
     for (int i = 0; i < t->n[1][sd]; i++) {
-      s[k] = (sample){0, t->secs[1][sd][i], t->feats[sd][i]};
+      s[k] = (sample){0, t->secs[1][sd][i], t->feats[sd][i], NULL};
       n_test += test[k++] = sd >= TUNER_SEEDS - 2;
     }
   metrics m, r;
@@ -668,21 +812,35 @@ static double median(double *v, int n) {
 
 /* Medians over seeds: trials to 90% of the best of all runs, best GFLOP/s
  * after half and all of the trials. */
+/* The median of every run's final best, in seconds: a "typical good
+ * kernel", robust to one lucky timing setting the best of all runs. */
+static double typical_best_sec(const tuner_runs *t) {
+  double v[2 * TUNER_SEEDS];
+  for (int mdl = 0; mdl < 2; mdl++)
+    for (int sd = 0; sd < TUNER_SEEDS; sd++)
+      v[mdl * TUNER_SEEDS + sd] = best_after(t->secs[mdl][sd], t->n[mdl][sd], t->trials, t->flops);
+  double g = median(v, 2 * TUNER_SEEDS);
+  return g > 0 ? t->flops / (g * 1e9) : 0;
+}
+
 static void report_tuner_progress(const tuner_runs *t, bcase *cs, int *nc) {
-  double to90[2], half[2], full[2];
+  double to90[2], to90t[2], half[2], full[2];
   char runs[2][160];
+  double typical = typical_best_sec(t);
   for (int mdl = 0; mdl < 2; mdl++) {
-    double tt[TUNER_SEEDS], h[TUNER_SEEDS], f[TUNER_SEEDS];
+    double tt[TUNER_SEEDS], ttt[TUNER_SEEDS], h[TUNER_SEEDS], f[TUNER_SEEDS];
     size_t off = 0;
     for (int sd = 0; sd < TUNER_SEEDS; sd++) {
       int k = t->n[mdl][sd];
       tt[sd] = trials_to(t->secs[mdl][sd], k, t->best);
+      ttt[sd] = typical > 0 ? trials_to(t->secs[mdl][sd], k, typical) : k + 1;
       h[sd] = best_after(t->secs[mdl][sd], k, t->trials / 2, t->flops);
       f[sd] = best_after(t->secs[mdl][sd], k, t->trials, t->flops);
       off += (size_t)snprintf(runs[mdl] + off, sizeof runs[mdl] - off, "%s%.0f", sd ? "," : "",
                               f[sd]);
     }
     to90[mdl] = median(tt, TUNER_SEEDS);
+    to90t[mdl] = median(ttt, TUNER_SEEDS);
     half[mdl] = median(h, TUNER_SEEDS);
     full[mdl] = median(f, TUNER_SEEDS);
   }
@@ -701,6 +859,17 @@ static void report_tuner_progress(const tuner_runs *t, bcase *cs, int *nc) {
   bcase *bc = add_case(cs, nc, name, to90[0], "trials", "random_scores", to90[1]);
   snprintf(bc->notes, sizeof bc->notes, "%s; %d means not reached; lower is better", notes,
            t->trials + 1);
+  double tg = typical > 0 ? t->flops / typical * 1e-9 : 0;
+  printf("tuner %s %s: trials to 90%% of the median final best (%.1f GFLOP/s): xgb-rank %.0f, "
+         "random %.0f\n",
+         t->task, t->shape, tg, to90t[0], to90t[1]);
+  snprintf(name, sizeof name, "costmodel_tuner_trials_to_90pct_median_best_%s", t->base);
+  bc = add_case(cs, nc, name, to90t[0], "trials", "random_scores", to90t[1]);
+  snprintf(bc->notes, sizeof bc->notes,
+           "%s; target: 90%% of %.1f GFLOP/s, the median over all %d runs of their best after "
+           "%d trials (the best of all runs can be one lucky timing on this busy machine); %d "
+           "means not reached; lower is better",
+           notes, tg, 2 * TUNER_SEEDS, t->trials, t->trials + 1);
   snprintf(name, sizeof name, "costmodel_tuner_best_after_%d_%s", t->trials / 2, t->base);
   bc = add_case(cs, nc, name, half[0], "GFLOP/s", "random_scores", half[1]);
   snprintf(bc->notes, sizeof bc->notes, "%s", notes);
@@ -723,8 +892,10 @@ static void report_tuner_search(const char *task, const char *shape, int trials,
   for (char *p = t.base; *p; p++)
     if (*p == ',') *p = 'x';
   bool failed = false;
-  for (int mdl = 0; mdl < 2; mdl++)
-    for (int sd = 0; sd < TUNER_SEEDS; sd++) {
+  /* Interleaved (seed 1 with the model, seed 1 random, seed 2 ...): the
+   * load of this shared machine drifts, and should hit both alike. */
+  for (int sd = 0; sd < TUNER_SEEDS; sd++)
+    for (int mdl = 0; mdl < 2; mdl++) {
       t.secs[mdl][sd] = mlc_xmalloc(sizeof(double) * (size_t)(trials + 64));
       if (mdl == 1) t.feats[sd] = mlc_xmalloc(sizeof(mlc_features) * (size_t)(trials + 64));
       int k = failed ? -1
@@ -791,8 +962,8 @@ static void report_split(int n, const sample *s, bcase *cs, int *nc) {
   snprintf(notes, sizeof notes,
            "%d random schedules of %d workloads (matmul x3, conv2d, dense_bias_relu) timed "
            "in-process; trained on %d, tested on %d (metrics per workload, averaged); random: "
-           "mean of %d seeds",
-           n, N_WORK, n - n_test, n_test, SEEDS);
+           "mean of %d seeds; %.300s",
+           n, N_WORK, n - n_test, n_test, SEEDS, g_dataset_note);
   for (int k = MLC_COSTMODEL_XGB_AGG_RANK; k < MLC_COSTMODEL_KIND_COUNT; k++) {
     metrics m;
     double ms;
@@ -813,8 +984,8 @@ static void report_unseen(int n, const sample *s, bcase *cs, int *nc) {
   char notes[800];
   snprintf(notes, sizeof notes,
            "leave-one-workload-out over %d workloads (%d measured random schedules): trained on "
-           "the other four, metrics on the held-out one, averaged",
-           N_WORK, n);
+           "the other four, metrics on the held-out one, averaged; %.300s",
+           N_WORK, n, g_dataset_note);
   for (int k = MLC_COSTMODEL_RANDOM; k < MLC_COSTMODEL_KIND_COUNT; k++) {
     metrics avg = {0, 0, 0};
     bool ok = true;
@@ -872,57 +1043,112 @@ static void report_repeatability(int n, const sample *s, bcase *cs, int *nc) {
 }
 
 static void report_speed(int n, const sample *s, bcase *cs, int *nc) {
-  mlc_costmodel *trained = NULL;
-  double retrain_ms = retrain_speed(MLC_COSTMODEL_XGB_AGG_RANK, n, s, &trained);
+  mlc_costmodel *trained = NULL, *all = NULL;
+  int cores = mlc_target_host_cores();
+  const char *load = load_now();
+  char load_before[48];
+  snprintf(load_before, sizeof load_before, "%s", load);
+  double retrain_ms = retrain_speed(MLC_COSTMODEL_XGB_AGG_RANK, n, s, 0, &trained);
+  double all_ms = retrain_speed(MLC_COSTMODEL_XGB_AGG_RANK, n, s, cores, &all);
   double predict_ms = predict_speed(trained);
-  printf("retrain on 5000 records: %.0f ms; extract + score 2048 candidates: %.0f ms\n",
-         retrain_ms, predict_ms);
-  bcase *bc = add_case(cs, nc, "costmodel_retrain_5000_ms", retrain_ms, "ms", NULL, 0);
-  snprintf(bc->notes, sizeof bc->notes, "xgb-rank, 50 rounds, depth 6, hist, %d threads",
-           mlc_target_host_cores());
+  printf("retrain on 5000 records: %.0f ms (%d threads: %.0f ms); extract + score 2048 "
+         "candidates: %.0f ms\n",
+         retrain_ms, cores, all_ms, predict_ms);
+  bcase *bc = add_case(cs, nc, "costmodel_retrain_5000_ms", retrain_ms, "ms", "all_cores",
+                       all_ms);
+  snprintf(bc->notes, sizeof bc->notes,
+           "xgb-rank, 50 rounds, depth 6, hist; default threads (the cores the load average "
+           "leaves idle, load %s before) vs all %d cores, same run",
+           load_before, cores);
   bc = add_case(cs, nc, "costmodel_predict_2048_ms", predict_ms, "ms", NULL, 0);
   snprintf(bc->notes, sizeof bc->notes,
            "lower + extract features (OpenMP) + one XGBoost predict for 2048 random schedules "
            "of matmul 128^3, xgb-rank");
   mlc_costmodel_free(trained);
+  mlc_costmodel_free(all);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
 
+static const char *dataset_default(void) {
+  const char *e = getenv("MLC_COSTMODEL_DATASET");
+  return e && *e ? e : "build/bench/costmodel_dataset.db";
+}
+
+/* Opens the dataset database and tops it up to per_task records per
+ * workload unless no_collect; then reads the samples. -1 on error. */
+static int dataset(const char *path, int per_task, bool no_collect, sample *s) {
+  mlc_error err;
+  mlc_db *db = mlc_db_open(path, no_collect ? MLC_DB_EXISTING : MLC_DB_CREATE, &err);
+  if (!db) {
+    fprintf(stderr, "bench_costmodel: error: %s\n", err.msg);
+    return -1;
+  }
+  if (!no_collect) {
+    if (!collect(db, path, per_task, &err)) {
+      fprintf(stderr, "bench_costmodel: error: collecting: %s\n", err.msg);
+      mlc_db_close(db);
+      return -1;
+    }
+  }
+  double t0 = now();
+  int n = load_samples(db, per_task, s, &err);
+  if (n < 0) fprintf(stderr, "bench_costmodel: error: reading %s: %s\n", path, err.msg);
+  else fprintf(stderr, "bench_costmodel: %d samples from %s (replayed, features in %.1f s)\n", n,
+               path, now() - t0);
+  mlc_db_close(db);
+  return n;
+}
+
+static void free_samples(int n, sample *s) {
+  for (int i = 0; i < n; i++) {
+    mlc_features_free(&s[i].f);
+    mlc_free(s[i].trace);
+  }
+  mlc_free(s);
+}
+
 int main(int argc, char **argv) {
   int per_task = 400;
-  bool fresh = false;
-  const char *out = "bench/results.json", *dataset = "build/bench/costmodel_dataset.bin";
+  bool collect_only = false, no_collect = false;
+  const char *out = "bench/results.json", *path = dataset_default();
   static const struct option opts[] = {{"per-task", required_argument, NULL, 'n'},
                                        {"out", required_argument, NULL, 'o'},
                                        {"dataset", required_argument, NULL, 'd'},
-                                       {"fresh", no_argument, NULL, 'f'},
+                                       {"collect-only", no_argument, NULL, 'c'},
+                                       {"no-collect", no_argument, NULL, 'N'},
                                        {"quick", no_argument, NULL, 'q'},
                                        {"no-tuner", no_argument, NULL, 't'},
                                        {"tuner-1024", no_argument, NULL, 'T'},
+                                       {"tuner-only", no_argument, NULL, 'O'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
-  bool tuner = true, tuner_1024 = false;
-  while ((c = getopt_long(argc, argv, "n:o:d:fqh", opts, NULL)) != -1) {
+  bool tuner = true, tuner_1024 = false, tuner_only = false;
+  while ((c = getopt_long(argc, argv, "n:o:d:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'n': per_task = atoi(optarg); break;
     case 'o': out = optarg; break;
-    case 'd': dataset = optarg; break;
-    case 'f': fresh = true; break;
+    case 'd': path = optarg; break;
+    case 'c': collect_only = true; break;
+    case 'N': no_collect = true; break;
     case 'q': per_task = 80; break;
     case 't': tuner = false; break;
     case 'T': tuner_1024 = true; break;
+    case 'O': tuner_only = true; break;
     case 'h':
-      printf("usage: bench_costmodel [--per-task N] [--out FILE] [--dataset FILE] [--fresh] "
-             "[--quick]\n"
-             "  --per-task N    random schedules measured per workload (400; 5 workloads)\n"
-             "  --dataset FILE  measured dataset cache, reused when present\n"
-             "                  (build/bench/costmodel_dataset.bin)\n"
-             "  --fresh         measure again even when the cache exists\n"
-             "  --quick         80 per workload\n"
-             "  --no-tuner      skip the mlc-tune runs (xgb-rank vs random, matmul 256^3)\n"
-             "  --tuner-1024    also compare on matmul 1024^3 (slow)\n");
+      printf("usage: bench_costmodel [options]\n"
+             "  --dataset DB     the measured dataset, a tuning database (default\n"
+             "                   $MLC_COSTMODEL_DATASET, else build/bench/costmodel_dataset.db);\n"
+             "                   missing records are measured into it first\n"
+             "  --per-task N     records per workload (400; 5 workloads: 2,000)\n"
+             "  --collect-only   measure the dataset into DB and stop\n"
+             "  --no-collect     use only what DB holds (it must exist)\n"
+             "  --quick          80 per workload\n"
+             "  --out FILE       results (bench/results.json)\n"
+             "  --no-tuner       skip the mlc-tune runs (xgb-rank vs random, matmul 256^3)\n"
+             "  --tuner-1024     also compare on matmul 1024^3 (slow)\n"
+             "  --tuner-only     only the mlc-tune comparison\n");
       return 0;
     default:
       fprintf(stderr, "bench_costmodel: error: bad usage (try --help)\n");
@@ -933,32 +1159,41 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_costmodel: error: --per-task must be at least 10\n");
     return 2;
   }
-  int cap = per_task * N_WORK;
-  sample *s = mlc_xmalloc(sizeof(sample) * (size_t)(cap > 100000 ? cap : 100000));
-  int n = fresh ? -1 : load_dataset(dataset, s, 100000);
-  if (n < 0) {
-    n = collect(per_task, s);
-    if (dataset && !save_dataset(dataset, n, s))
-      fprintf(stderr, "bench_costmodel: cannot write %s\n", dataset);
-  } else {
-    fprintf(stderr, "bench_costmodel: %d samples from %s\n", n, dataset);
+  sample *s = mlc_xmalloc(sizeof(sample) * (size_t)per_task * N_WORK);
+  int n = dataset(path, per_task, no_collect, s);
+  if (n < 0 || collect_only) {
+    free_samples(n > 0 ? n : 0, s);
+    return n < 0;
   }
+  if (n < 2 * 64) {
+    fprintf(stderr, "bench_costmodel: only %d samples in %s: nothing to evaluate\n", n, path);
+    free_samples(n, s);
+    return 1;
+  }
+  snprintf(g_dataset_note, sizeof g_dataset_note, "dataset %.200s (%d records) read at load %s",
+           path, n, load_now());
   bcase *cs = mlc_xmalloc(sizeof(bcase) * 48);
   int nc = 0;
-  report_split(n, s, cs, &nc);
-  report_unseen(n, s, cs, &nc);
-  report_search(n, s, cs, &nc);
-  report_repeatability(n, s, cs, &nc);
-  report_speed(n, s, cs, &nc);
+  if (!tuner_only) {
+    report_split(n, s, cs, &nc);
+    report_unseen(n, s, cs, &nc);
+    report_search(n, s, cs, &nc);
+    report_repeatability(n, s, cs, &nc);
+    report_speed(n, s, cs, &nc);
+  }
   if (tuner) report_tuner_search("matmul", "256,256,256", 128, cs, &nc);
   if (tuner_1024) report_tuner_search("matmul", "1024,1024,1024", 64, cs, &nc);
   bench_case *flat = mlc_xmalloc(sizeof(bench_case) * (size_t)nc);
-  for (int i = 0; i < nc; i++) flat[i] = cs[i].c;
+  for (int i = 0; i < nc; i++) {
+    size_t len = strlen(cs[i].notes);
+    snprintf(cs[i].notes + len, sizeof cs[i].notes - len, "%sload average %s when reported",
+             len ? "; " : "", cs[i].load);
+    flat[i] = cs[i].c;
+  }
   mlc_error err;
   bool ok = bench_write_results(out, nc, flat, &err);
   if (!ok) fprintf(stderr, "bench_costmodel: error: %s\n", err.msg);
-  for (int i = 0; i < n; i++) mlc_features_free(&s[i].f);
-  mlc_free(s);
+  free_samples(n, s);
   mlc_free(cs);
   mlc_free(flat);
   return ok ? 0 : 1;

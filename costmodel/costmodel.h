@@ -39,7 +39,10 @@
  * twice agrees on 0.94 of pairs); on a workload not trained on: 0.74,
  * 0.68, 0.65; on the tuner's own candidates (matmul 256^3): 0.77. The same
  * run on a busy machine (load 12) gave 0.71, 0.69, 0.65 with a re-timing
- * ceiling of 0.62-0.80. Use MLC_COSTMODEL_XGB_AGG_RANK: a pairwise
+ * ceiling of 0.62-0.80; a dataset measured into a database at load 7
+ * (bench_costmodel's default since) gave 0.66, 0.64, 0.61, random 0.49,
+ * with a re-timing ceiling of 0.54: the model averages out noise that a
+ * single re-timing does not. Use MLC_COSTMODEL_XGB_AGG_RANK: a pairwise
  * objective learns only the order within each workload, which is what the
  * search uses, and ignores the scale of noisy labels; the per-store sum
  * must fit absolute normalized throughput as a sum of store terms.
@@ -128,7 +131,8 @@ typedef struct mlc_costmodel_opts {
                       * train 2.8x faster but need 115 trials to 90% of
                       * the best instead of 109, so the default is 0 */
   int nthread;       /* XGBoost threads; 0: one below 4,096 rows, else
-                      * the machine's cores */
+                      * the cores the 1-minute load average leaves idle
+                      * (at least one; see model.c) */
 } mlc_costmodel_opts;
 
 typedef struct mlc_costmodel mlc_costmodel;
@@ -147,6 +151,9 @@ bool mlc_costmodel_is_trained(const mlc_costmodel *m);
 /* Samples the current booster was trained on (kept across save/load; the
  * models table's n_samples). */
 int64_t mlc_costmodel_n_trained(const mlc_costmodel *m);
+/* Trainings since this model was made or loaded: a caller that persists
+ * the model saves it when this count moved. */
+int mlc_costmodel_n_trainings(const mlc_costmodel *m);
 
 /* Add n measured programs: feats[i] of a program of workload workloads[i]
  * (any stable key, e.g. the workload's structural hash) that ran
@@ -176,7 +183,13 @@ bool mlc_costmodel_predict_scheds(mlc_costmodel *m, int n, mlc_sched *const *sta
 
 /* ---- persistence ----------------------------------------------------------- */
 
-/* The model as bytes (heap; free with mlc_free): a header (magic, format,
+/* The tuner (tuner/tune.c) stores its model in the database's models table
+ * after every training (mlc_costmodel_n_trainings moved) and the next run
+ * for the same target starts from the latest stored model of its kind; a
+ * blob refused by mlc_costmodel_load leaves it with a fresh model and a
+ * warning in the run's message.
+ *
+ * The model as bytes (heap; free with mlc_free): a header (magic, format,
  * kind, MLC_FEATURE_VERSION, samples trained on, 64-bit checksum of the
  * rest) and XGBoost's own UBJSON model. Training samples are not included:
  * a reloaded model predicts with its booster and retrains only on samples
@@ -187,6 +200,10 @@ bool mlc_costmodel_save(const mlc_costmodel *m, uint8_t **bytes, size_t *len, ml
  * refused with a message. */
 mlc_costmodel *mlc_costmodel_load(const void *bytes, size_t len, uint64_t seed,
                                   mlc_error *err);
+/* The same with options (NULL: defaults) for the trainings that follow,
+ * e.g. the tuner's smaller min_samples. */
+mlc_costmodel *mlc_costmodel_load_opts(const void *bytes, size_t len, uint64_t seed,
+                                       const mlc_costmodel_opts *opts, mlc_error *err);
 /* Header check alone; fills the blob's kind, feature version and sample
  * count (any may be NULL). */
 bool mlc_costmodel_blob_check(const void *bytes, size_t len, mlc_costmodel_kind *kind,

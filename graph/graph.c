@@ -53,7 +53,8 @@ void mlc_gattrs_default(mlc_gattrs *a) {
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  for (int i = 0; i < t->ndim; i++)
+    if (t->shape[i] < 0 || __builtin_mul_overflow(n, t->shape[i], &n)) return -1;
   return n;
 }
 

@@ -133,6 +133,8 @@ mlc_gfunc *mlc_graph_find_func(const mlc_gmodule *m, const char *name);
 bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *attrs, int n, const mlc_gtype *args,
                    mlc_gtype *out, mlc_error *err);
 void mlc_gattrs_default(mlc_gattrs *a);
+/* The element count; -1 when a dimension is negative or the product
+ * overflows int64 (a .npy header can claim any shape). */
 int64_t mlc_gtype_numel(const mlc_gtype *t);
 bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y);
 
@@ -223,6 +225,11 @@ int mlc_graph_extract_tasks(const mlc_gmodule *m, mlc_gtask **out); /* mlc_free(
 /* A copy of a task's prim_func named "main", as tasks are tuned and
  * stored (mlc-tune, mlc-compile --dump-tasks). */
 mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t);
+/* The tasks as the task scheduler takes them (tuner/tuner.h,
+ * mlc_tuner_schedule_tasks): named by their symbol ("mlp_fused_matmul_add1"),
+ * the task_func copy, weight = calls; all in arena a. Returns the count. */
+struct mlc_tuner_task;
+int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, struct mlc_tuner_task **out);
 
 /* ---- default schedule ---------------------------------------------------- */
 

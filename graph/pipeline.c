@@ -2,6 +2,7 @@
  * kernels without a tuning record. */
 #include "graph/graph_impl.h"
 #include "schedule/schedule.h"
+#include "tuner/tuner.h"
 
 #include <string.h>
 
@@ -69,6 +70,18 @@ mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t) {
   for (int k = 0; k < f->n_attrs; k++)
     if (strcmp(f->attrs[k].key, "global_symbol") == 0) f->attrs[k].s = "main";
   return f;
+}
+
+int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, mlc_tuner_task **out) {
+  mlc_gtask *gt;
+  int n = mlc_graph_extract_tasks(m, &gt);
+  mlc_tuner_task *ts = MLC_NEW_ARRAY(a, mlc_tuner_task, n + 1);
+  for (int i = 0; i < n; i++)
+    ts[i] = (mlc_tuner_task){mlc_graph_symbol(a, m, gt[i].func), mlc_graph_task_func(a, &gt[i]),
+                             gt[i].calls, 0};
+  mlc_free(gt);
+  *out = ts;
+  return n;
 }
 
 /* ---- default schedule ------------------------------------------------------------ */

@@ -77,6 +77,7 @@ typedef struct workload {
   char ref_error[400];
   int n_args;
   frame_arg args[MLC_MEASURE_MAX_ARGS];
+  bool in_runner; /* the live runner has computed its reference (tuner's limits) */
 } workload;
 
 typedef enum { C_QUEUED, C_BUILDING, C_BUILT, C_RUNNING, C_DONE } cand_state;
@@ -84,6 +85,7 @@ typedef enum { C_QUEUED, C_BUILDING, C_BUILT, C_RUNNING, C_DONE } cand_state;
 typedef struct cand {
   char *trace, *target;
   mlc_measure_fault fault;
+  double max_call_sec, run_timeout_s; /* 0: none (see mlc_measure_cand) */
   int wl;
   cand_state state;
   mlc_object obj;
@@ -158,6 +160,8 @@ static bool spawn(mlc_measure *m, worker *w, mlc_error *err) {
   w->len = 0;
   w->stopped = false;
   m->spawns++;
+  if (w->kind == W_RUN) /* a fresh runner has no reference cached */
+    for (int i = 0; i < m->wls.len; i++) m->wls.data[i].in_runner = false;
   return true;
 }
 
@@ -393,11 +397,17 @@ static void send_run(mlc_measure *m, worker *w, int ci) {
   frame_f64(s, o->atol);
   frame_u64(s, o->max_arg_bytes);
   frame_u32(s, (uint32_t)c->fault);
+  frame_f64(s, c->max_call_sec);
   frame_end(s);
   c->state = C_RUNNING;
   pause_builders(m);
   const char *why;
-  if (start_worker(m, w, ci, &why)) return;
+  if (start_worker(m, w, ci, &why)) {
+    /* the candidate's own timeout once no reference is to be computed */
+    if (c->run_timeout_s > 0 && c->run_timeout_s < o->run_timeout_s && wl->in_runner)
+      w->deadline = w->start + c->run_timeout_s;
+    return;
+  }
   if (why) {
     w->job = ci;
     resume_builders(m);
@@ -478,6 +488,7 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
   if (r->bad || r->pos != r->n)
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
+  m->wls.data[c->wl].in_runner = true;
   c->res.run_sec = frame_now() - w->start;
   c->res.max_error = max_err;
   for (uint32_t i = 0; i < n; i++)
@@ -502,6 +513,7 @@ static void run_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *r)
   w->job = NO_JOB;
   m->c[ci].res.run_sec = frame_now() - w->start;
   if (strncmp(msg, "reference kernel", 16) == 0) fail_workload(m, m->c[ci].wl, st, msg);
+  else m->wls.data[m->c[ci].wl].in_runner = true;
   finish(m, ci, st, msg);
 }
 
@@ -586,8 +598,7 @@ static void check_timeouts(mlc_measure *m) {
     worker *w = &m->w[i];
     if (w->pid > 0 && w->job != NO_JOB && !w->stopped && now >= w->deadline) {
       char what[64];
-      snprintf(what, sizeof what, "no answer after %.3g s (killed)",
-               w->kind == W_BUILD ? m->o.build_timeout_s : m->o.run_timeout_s);
+      snprintf(what, sizeof what, "no answer after %.3g s (killed)", w->deadline - w->start);
       worker_fault(m, w, MLC_MEASURE_TIMEOUT, what);
     }
   }
@@ -710,6 +721,8 @@ bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_er
     x->trace = mlc_xstrdup(c[i].trace ? c[i].trace : "");
     x->target = mlc_xstrdup(c[i].target ? c[i].target : "llvm");
     x->fault = c[i].fault;
+    x->max_call_sec = c[i].max_call_sec > 0 ? c[i].max_call_sec : 0;
+    x->run_timeout_s = c[i].run_timeout_s > 0 ? c[i].run_timeout_s : 0;
     x->wl = workload_index(m, c[i].workload);
     x->state = C_QUEUED;
     x->res.index = i;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -148,6 +149,7 @@ typedef struct run_req {
   uint32_t number, repeat, flush, fault;
   double min_repeat_ms, rtol, atol;
   uint64_t seed, max_bytes;
+  double max_call_sec; /* 0: no limit (the tuner's early abort) */
 } run_req;
 
 /* Reference outputs (every parameter after the unscheduled kernel ran),
@@ -183,6 +185,7 @@ static bool read_run_req(frame_reader *r, run_req *q) {
   q->atol = frame_get_f64(r);
   q->max_bytes = frame_get_u64(r);
   q->fault = frame_get_u32(r);
+  q->max_call_sec = frame_get_f64(r);
   return !r->bad && q->repeat >= 1 && q->repeat <= MLC_MEASURE_MAX_REPEAT && q->number >= 1;
 }
 
@@ -217,7 +220,7 @@ static mlc_array *make_args(const run_req *q) {
 /* Load obj, look up symbol, call it once on fresh arguments. */
 static mlc_array *load_and_call(const run_req *q, const void *obj, size_t len,
                                 const char *symbol, mlc_jit_lib **lib_out, mlc_kernel_fn *fn_out,
-                                mlc_measure_status *st, mlc_error *err) {
+                                double *call_sec, mlc_measure_status *st, mlc_error *err) {
   mlc_object o = {(void *)obj, len};
   mlc_jit_lib *lib = mlc_jit_load(&o, err);
   mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, symbol, err) : NULL;
@@ -227,7 +230,9 @@ static mlc_array *load_and_call(const run_req *q, const void *obj, size_t len,
     return NULL;
   }
   mlc_array *xs = make_args(q);
+  double t0 = frame_now();
   int32_t rc = mlc_kernel_call(fn, q->n_args, xs);
+  *call_sec = frame_now() - t0;
   if (rc != 0) {
     mlc_error_set(err, "kernel returned %d (an allocation inside it failed)", (int)rc);
     *st = MLC_MEASURE_ALLOC_ERROR;
@@ -246,7 +251,9 @@ static ref_entry *reference(const run_req *q, mlc_measure_status *st, mlc_error 
     if (ref_cache[i].key == key && ref_cache[i].n == q->n_args) return &ref_cache[i];
   mlc_jit_lib *lib = NULL;
   mlc_kernel_fn fn;
-  mlc_array *xs = load_and_call(q, q->ref_obj, q->ref_len, q->ref_symbol, &lib, &fn, st, err);
+  double call_sec;
+  mlc_array *xs =
+      load_and_call(q, q->ref_obj, q->ref_len, q->ref_symbol, &lib, &fn, &call_sec, st, err);
   if (!xs) return (void)mlc_error_prefix(err, "reference kernel"), NULL;
   mlc_jit_unload(lib);
   ref_entry *e = &ref_cache[ref_next];
@@ -297,6 +304,24 @@ static size_t llc_bytes(void) {
   return llc > 0 ? (size_t)llc : (size_t)32 << 20;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
+#endif
+
+/* The flush buffer, faulted in at once: touched page by page, 128 MiB of
+ * 4 KiB pages took 1 to 3 s in a loaded VM, which every fresh runner paid
+ * inside its first candidate's run timeout. Huge pages where the kernel
+ * gives them, populated in one call; plain heap memory if mmap fails. */
+static char *flush_buffer(size_t n) {
+  size_t huge = (size_t)2 << 20;
+  char *p = mmap(NULL, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return mlc_xmalloc(n);
+  char *b = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+  (void)madvise(b, n, MADV_HUGEPAGE);       /* advice only */
+  (void)madvise(b, n, MADV_POPULATE_WRITE); /* else the first memset faults it in */
+  return b;
+}
+
 /* Write over twice the last-level cache (at most 128 MiB) so the next
  * repeat starts cold. */
 static void flush_llc(void) {
@@ -306,7 +331,7 @@ static void flush_llc(void) {
   if (!buf) {
     n = 2 * llc_bytes();
     if (n > ((size_t)128 << 20)) n = (size_t)128 << 20;
-    buf = mlc_xmalloc(n);
+    buf = flush_buffer(n);
   }
   memset(buf, ++v, n);
   __asm__ volatile("" : : "r"(buf) : "memory");
@@ -375,7 +400,8 @@ static void run_checked(run_req *q, mlc_str *reply) {
   if (!ref) return reply_error(reply, st, err.msg);
   mlc_jit_lib *lib = NULL;
   mlc_kernel_fn fn;
-  mlc_array *xs = load_and_call(q, q->obj, q->obj_len, q->symbol, &lib, &fn, &st, &err);
+  double call_sec;
+  mlc_array *xs = load_and_call(q, q->obj, q->obj_len, q->symbol, &lib, &fn, &call_sec, &st, &err);
   if (!xs) return reply_error(reply, st, err.msg);
   if (faults_enabled && q->fault == MLC_FAULT_RUN_WRONG && q->n_args > 0) {
     mlc_array *out = &xs[q->n_args - 1];
@@ -384,6 +410,11 @@ static void run_checked(run_req *q, mlc_str *reply) {
   double max_err, secs[MLC_MEASURE_MAX_REPEAT];
   if (!compare(q, xs, ref, &max_err, &err)) {
     reply_error(reply, MLC_MEASURE_WRONG_RESULT, err.msg);
+  } else if (q->max_call_sec > 0 && call_sec > q->max_call_sec) {
+    /* hopeless next to the best so far: not worth its timing runs */
+    mlc_error_set(&err, "too slow: the checked call took %.3g s, over the limit of %.3g s "
+                  "(stopped early)", call_sec, q->max_call_sec);
+    reply_error(reply, MLC_MEASURE_TIMEOUT, err.msg);
   } else if (!time_kernel(q, fn, xs, secs, &err)) {
     reply_error(reply, MLC_MEASURE_RUNTIME_ERROR, err.msg);
   } else {
@@ -432,6 +463,13 @@ int mlc_measure_worker_main(const char *mode) {
   if (getppid() == 1) return 1;
   const char *f = getenv("MLC_WORKER_FAULTS");
   faults_enabled = f && strcmp(f, "1") == 0;
+  /* A runner's faults are its kernels': let them kill it by their signal,
+   * which the pool reports, even where a sanitizer installed handlers
+   * (AddressSanitizer's reports a SEGV in JIT code, then exits 1). */
+  if (!build) {
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (int i = 0; i < MLC_COUNTOF(sigs); i++) signal(sigs[i], SIG_DFL);
+  }
   int in;
   proto_out = take_protocol_fds(&in);
   if (proto_out < 0) return 1;

@@ -1,12 +1,17 @@
 /* costmodel: per-store features checked against values worked out by hand
  * on small loop nests, determinism, the random schedules used for datasets
  * (results unchanged), models that learn a ranking and beat random scoring
- * on held-out pairs, save/load round trips, damaged blobs refused. */
+ * on held-out pairs, save/load round trips, damaged blobs refused, and the
+ * tuner storing its model in the database, reloading it, and falling back
+ * to a fresh model with a warning when the stored one is damaged. */
 #include "costmodel/costmodel.h"
 #include "db/db.h"
+#include "measure/measure.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
+#include "tuner/tuner.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -209,6 +214,62 @@ static void test_tiled_matmul_features(void) {
     CHECK_FEAT(wb, n, 1);
     snprintf(n, sizeof n, "b%d_reuse_ct", cl);
     CHECK_FEAT(wb, n, slog(2));
+  }
+  mlc_features_free(&f);
+  mlc_arena_free(a);
+}
+
+/* A transpose B[j, i] = A[i, j] of 16 x 32 floats, the outer loop
+ * parallel. Flat indices: A 32 i + j, B 16 j + i; j innermost. */
+static const char *TRANSPOSE =
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((16, 32), \"float32\"), B: T.Buffer((32, 16), \"float32\")):\n"
+    "    for i in T.parallel(16):\n"
+    "        for j in range(32):\n"
+    "            with T.block(\"B\"):\n"
+    "                vi = T.axis.spatial(16, i)\n"
+    "                vj = T.axis.spatial(32, j)\n"
+    "                B[vj, vi] = A[vi, vj]\n";
+
+static void test_transpose_features(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_features f;
+  mlc_error err;
+  CHECK(mlc_features_extract(parse_func(a, TRANSPOSE), &f, &err));
+  CHECK(f.ok && f.n_stores == 1);
+  if (f.n_stores == 1) {
+    const float *r = f.rows;
+    CHECK_FEAT(r, "outer_prod", slog(512));
+    CHECK_FEAT(r, "num_loops", slog(2));
+    CHECK_FEAT(r, "float_add_sub", 0); /* a copy: no arithmetic */
+    CHECK_FEAT(r, "float_mad", 0);
+    CHECK_FEAT(r, "parallel_num", slog(1));
+    CHECK_FEAT(r, "parallel_len", slog(16));
+    CHECK_FEAT(r, "parallel_pos_outer_spatial", 1);
+    CHECK_FEAT(r, "vec_pos_none", 1);
+    CHECK_FEAT(r, "ai_curve_5", 0);
+    /* b0 = B, the write: j strides 16 floats = 64 bytes, a new line every
+     * iteration: 512 lines; 512 x 4 bytes, all distinct; the 16 i values
+     * are contiguous, then j continues the run: 2048 contiguous bytes,
+     * 32 distinct lines */
+    CHECK_FEAT(r, "b0_acc_write", 1);
+    CHECK_FEAT(r, "b0_stride", slog(16));
+    CHECK_FEAT(r, "b0_bytes", slog(2048));
+    CHECK_FEAT(r, "b0_unique_bytes", slog(2048));
+    CHECK_FEAT(r, "b0_lines", slog(512));
+    CHECK_FEAT(r, "b0_unique_lines", slog(32));
+    CHECK_FEAT(r, "b0_reuse_none", 1);
+    CHECK_FEAT(r, "b0_reuse_ct", 0);
+    /* no reuse counts as 0.5: bytes / 0.5 */
+    CHECK_FEAT(r, "b0_bytes_d_reuse_ct", slog(4096));
+    /* b1 = A, the read: unit stride, 16 floats a line: 512 / 16 lines */
+    CHECK_FEAT(r, "b1_acc_read", 1);
+    CHECK_FEAT(r, "b1_stride", slog(1));
+    CHECK_FEAT(r, "b1_bytes", slog(2048));
+    CHECK_FEAT(r, "b1_lines", slog(32));
+    CHECK_FEAT(r, "b1_unique_lines", slog(32));
+    CHECK_FEAT(r, "b1_reuse_none", 1);
+    CHECK_FEAT(r, "b2_bytes", 0);
   }
   mlc_features_free(&f);
   mlc_arena_free(a);
@@ -620,6 +681,16 @@ static void test_edge_cases(void) {
   mlc_free(blob);
 }
 
+/* A database file and its WAL side files. */
+static void remove_db(const char *path) {
+  char side[PATH_MAX];
+  unlink(path);
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", path);
+  unlink(side);
+}
+
 /* Through the database's models table: saved after training, reloaded by
  * "the next run" with the same scores; a blob damaged before it was stored
  * (so the database's own checksum matches) is still refused on load. */
@@ -666,12 +737,109 @@ static void test_db_round_trip(void) {
   mlc_free(blob);
   mlc_costmodel_free(m);
   mlc_db_close(db);
-  char side[sizeof path + 8];
+  remove_db(path);
+}
+
+/* ---- the tuner keeps its model in the database --------------------------------- */
+
+/* Times from the trace text's hash: a deterministic made-up machine. */
+static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                         mlc_error *err) {
+  MLC_UNUSED(ud);
+  MLC_UNUSED(err);
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].index = i;
+    uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", 0);
+    out[i].status = MLC_MEASURE_OK;
+    out[i].n_secs = 1;
+    out[i].secs[0] = out[i].mean_sec = 1e-3 * (double)(1 + h % 997);
+  }
+  return true;
+}
+
+static bool tune_small(mlc_db *db, const mlc_prim_func *f, const char *name, int trials,
+                       mlc_tuner_tune_result *res) {
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_opts_default(&o);
+  o.task = name;
+  o.shape = "";
+  o.trials = trials;
+  o.trials_per_round = 16;
+  o.cost_model = "xgb-rank";
+  o.measure = fake_measure;
+  o.remeasure_top = 0;
+  o.search.num_cores = 2;
+  o.search.population = 24;
+  o.search.generations = 2;
+  o.search.seed = 3;
+  mlc_error err;
+  bool ok = mlc_tuner_tune(db, f, &o, res, &err);
+  CHECK_MSG(ok, "tune %s: %s", name, err.msg);
+  return ok;
+}
+
+/* A tuning run stores its trained model; the next run (another workload,
+ * same target) reloads it; a blob damaged in the database is refused with
+ * a warning and the run goes on with a fresh model, which it stores. */
+static void test_tuner_model_store(void) {
+  char path[] = "/tmp/mlc_test_costmodel_tune_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  close(fd);
   unlink(path);
-  snprintf(side, sizeof side, "%s-wal", path);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", path);
-  unlink(side);
+  mlc_error err;
+  mlc_db *db = mlc_db_open(path, MLC_DB_CREATE, &err);
+  CHECK_MSG(db != NULL, "%s", err.msg);
+  if (!db) return;
+  char target[512];
+  mlc_db_normalize_target("llvm", target, sizeof target);
+  mlc_arena *a = mlc_arena_new();
+  mlc_tuner_tune_result res;
+  void *blob = NULL;
+  size_t len = 0;
+  int64_t ns = 0;
+  /* 1: nothing stored; trains after each round of 16 and stores */
+  bool ok = tune_small(db, task(a, "matmul", "16,16,16"), "matmul", 32, &res);
+  if (ok && strstr(res.message, "cannot learn")) {
+    printf("# XGBoost missing (%s): model store not checked\n", res.message);
+    goto done;
+  }
+  CHECK_MSG(ok && res.measured == 32 && !strstr(res.message, "warning"), "%s", res.message);
+  CHECK(mlc_db_load_model(db, target, MLC_FEATURE_VERSION, &blob, &len, &ns, &err) == 1);
+  CHECK_MSG(ns == 32, "stored model trained on %d", (int)ns);
+  mlc_costmodel *m = blob ? mlc_costmodel_load(blob, len, 1, &err) : NULL;
+  CHECK_MSG(m && mlc_costmodel_is_trained(m) &&
+                mlc_costmodel_get_kind(m) == MLC_COSTMODEL_XGB_AGG_RANK,
+            "%s", err.msg);
+  mlc_costmodel_free(m);
+  /* 2: the latest blob damaged (a payload bit; the database's own checksum
+   * is of the damaged bytes, so only the blob's header catches it) */
+  if (blob) {
+    ((uint8_t *)blob)[len - 3] ^= 4;
+    CHECK(mlc_db_save_model(db, target, MLC_FEATURE_VERSION, ns, blob, len, &err) > 0);
+  }
+  mlc_free(blob);
+  blob = NULL;
+  ok = tune_small(db, task(a, "matmul", "16,8,16"), "matmul", 32, &res);
+  CHECK_MSG(ok && res.measured == 32, "measured %d", res.measured);
+  CHECK_MSG(strstr(res.message, "warning") && strstr(res.message, "checksum") &&
+                strstr(res.message, "fresh model"),
+            "message \"%s\"", res.message);
+  /* the fresh model trained on this run's 32 and replaced it */
+  CHECK(mlc_db_load_model(db, target, MLC_FEATURE_VERSION, &blob, &len, &ns, &err) == 1);
+  m = blob ? mlc_costmodel_load(blob, len, 1, &err) : NULL;
+  CHECK_MSG(m != NULL && ns == 32, "%s", err.msg);
+  mlc_costmodel_free(m);
+  mlc_free(blob);
+  /* 3: a good stored model loads without a word */
+  ok = tune_small(db, task(a, "dense_bias_relu", "8,16,16"), "dense_bias_relu", 16, &res);
+  CHECK_MSG(ok && res.measured == 16 && res.message[0] == 0, "message \"%s\"", res.message);
+done:
+  mlc_arena_free(a);
+  mlc_db_close(db);
+  remove_db(path);
 }
 
 static void test_kind_names(void) {
@@ -689,6 +857,7 @@ int main(void) {
   RUN(test_kind_names);
   RUN(test_vecadd_features);
   RUN(test_tiled_matmul_features);
+  RUN(test_transpose_features);
   RUN(test_reduction_init_nest);
   RUN(test_random_schedules_valid);
   RUN(test_deterministic);
@@ -701,6 +870,7 @@ int main(void) {
   RUN(test_predict_funcs);
   RUN(test_edge_cases);
   RUN(test_db_round_trip);
+  RUN(test_tuner_model_store);
   free_dataset(&DS);
   return test_summary();
 }

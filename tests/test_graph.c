@@ -7,8 +7,10 @@
 #include "graph/graph.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
+#include "measure/measure.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -185,6 +187,14 @@ static const npy_case npy_cases[] = {
      "unknown key 'x'"},
     {"version", GOOD_DICT, 9, 24, "unsupported .npy version 9.0"},
     {"not_dict", "('descr', '<f4')", 1, 24, "expected '{'"},
+    /* element counts that overflow int64 (UBSan caught mlc_gtype_numel) */
+    {"huge_shape",
+     "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }", 1,
+     24, "too many elements"},
+    {"huge_shape_8d",
+     "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536, 65536, 65536, "
+     "65536, 65536, 65536), }",
+     2, 24, "too many elements"},
 };
 
 static void test_npy_errors(void) {
@@ -204,6 +214,18 @@ static void test_npy_errors(void) {
     test_report(name, ok, why);
     mlc_free(d);
   }
+}
+
+/* Counting never overflows: -1 instead of a wrapped product. */
+static void test_numel_overflow(void) {
+  mlc_gtype t = {MLC_FLOAT32, 2, {INT64_C(1) << 40, INT64_C(1) << 40}};
+  CHECK(mlc_gtype_numel(&t) == -1);
+  t = (mlc_gtype){MLC_FLOAT32, 3, {INT64_C(1) << 31, 1 << 20, 1 << 11}};
+  CHECK(mlc_gtype_numel(&t) == INT64_C(1) << 62);
+  t.shape[2] = 1 << 12;
+  CHECK(mlc_gtype_numel(&t) == -1);
+  t.shape[1] = -1;
+  CHECK(mlc_gtype_numel(&t) == -1);
 }
 
 /* Short files: the magic alone, a header longer than the file, a zip. */
@@ -671,6 +693,205 @@ static void test_default_schedule(void) {
   mlc_graph_free(m);
 }
 
+/* ---- the task scheduler (model tuning) ----------------------------------------------- */
+
+/* A fake runner: each task's kernel has a base time (by its workload text),
+ * varied by the trace; it remembers the traces it saw. */
+typedef struct sched_fake {
+  const char *text[2]; /* workload TVMScript of each task */
+  double base[2];
+  int per_task[2];     /* candidates measured per task */
+  int repeats, n_seen;
+  uint64_t seen[512];
+} sched_fake;
+
+static bool sched_measure(void *ud, int n, const struct mlc_measure_cand *c,
+                          struct mlc_measure_result *out, mlc_error *err) {
+  sched_fake *F = ud;
+  for (int i = 0; i < n; i++) {
+    int t = strcmp(c[i].workload, F->text[0]) == 0 ? 0 : strcmp(c[i].workload, F->text[1]) == 0 ? 1 : -1;
+    if (t < 0) return mlc_error_set(err, "fake runner: unknown workload");
+    F->per_task[t]++;
+    uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", (uint64_t)t);
+    for (int j = 0; j < F->n_seen; j++) F->repeats += F->seen[j] == h;
+    if (F->n_seen < 512) F->seen[F->n_seen++] = h;
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].index = i;
+    out[i].status = MLC_MEASURE_OK;
+    out[i].n_secs = 1;
+    out[i].secs[0] = out[i].mean_sec = F->base[t] * (1 + (double)(h % 97) / 97);
+  }
+  return true;
+}
+
+typedef struct sched_env {
+  mlc_gmodule *m;
+  mlc_arena *a;
+  mlc_tuner_task tasks[2];
+  sched_fake fake;
+  mlc_db *db;
+  char path[64];
+  int progress_calls, progress_bad;
+} sched_env;
+
+static void sched_progress(void *ud, const mlc_tuner_sched_progress *p) {
+  sched_env *E = ud;
+  E->progress_calls++;
+  int sum = p->state[0].trials + p->state[1].trials;
+  if (p->round != E->progress_calls || sum != p->trials_done || p->task < 0 || p->task > 1)
+    E->progress_bad++;
+}
+
+/* The two tasks of layers_model (fused_dense_add0 called twice, base time
+ * base0; fused_dense_add2 once, base1) and a fresh database. */
+static bool sched_env_open(sched_env *E, const char *name, double base0, double base1) {
+  memset(E, 0, sizeof *E);
+  mlc_error err;
+  E->m = parse(layers_model, &err);
+  if (!E->m || !mlc_graph_run_pipeline(E->m, NULL, NULL, NULL, &err)) return false;
+  E->a = mlc_arena_new();
+  mlc_tuner_task *ts;
+  int n = mlc_graph_tuner_tasks(E->a, E->m, &ts);
+  for (int i = 0; i < 2 && n == 2; i++) {
+    E->tasks[i] = ts[i];
+    mlc_str s = {0};
+    mlc_print_func(&s, ts[i].func);
+    E->fake.text[i] = mlc_arena_strdup(E->a, mlc_str_cstr(&s));
+    mlc_str_free(&s);
+  }
+  CHECK(n == 2 && ts[0].weight == 2 && ts[1].weight == 1 && strcmp(ts[0].func->name, "main") == 0);
+  CHECK_MSG(n == 2 && strcmp(ts[1].name, "model_fused_dense_add2") == 0, "%s", ts[1].name);
+  E->fake.base[0] = base0;
+  E->fake.base[1] = base1;
+  snprintf(E->path, sizeof E->path, "/tmp/mlc_test_graph_%s_%d.db", name, (int)getpid());
+  unlink(E->path);
+  E->db = mlc_db_open(E->path, MLC_DB_CREATE, &err);
+  return n == 2 && E->db;
+}
+
+static void sched_env_close(sched_env *E) {
+  if (E->db) mlc_db_close(E->db);
+  unlink(E->path);
+  char more[80];
+  snprintf(more, sizeof more, "%s-wal", E->path);
+  unlink(more);
+  snprintf(more, sizeof more, "%s-shm", E->path);
+  unlink(more);
+  mlc_arena_free(E->a);
+  mlc_graph_free(E->m);
+}
+
+static void sched_opts(sched_env *E, mlc_tuner_sched_opts *o, mlc_tuner_task_sched kind, int trials) {
+  mlc_tuner_sched_opts_default(o);
+  o->kind = kind;
+  o->trials = trials;
+  o->trials_per_round = 8;
+  o->progress = sched_progress;
+  o->progress_ud = E;
+  o->tune.cost_model = "random";
+  o->tune.measure = sched_measure;
+  o->tune.measure_ud = &E->fake;
+  o->tune.search.num_cores = 2;
+  o->tune.search.population = 24;
+  o->tune.search.generations = 2;
+  o->tune.search.seed = 3;
+}
+
+/* Records of a task in the database, by an independent query. */
+static int db_trials(sched_env *E, int i, double *best) {
+  mlc_error err;
+  int64_t wid;
+  char target[512];
+  *best = 0;
+  if (mlc_db_find_workload(E->db, E->tasks[i].func, &wid, &err) != 1) return 0;
+  mlc_db_normalize_target("llvm", target, sizeof target);
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *r;
+  int n = mlc_db_records(E->db, wid, target, a, &r, &err);
+  for (int k = 0; k < n; k++)
+    if (r[k].mean_sec > 0 && (*best == 0 || r[k].mean_sec < *best)) *best = r[k].mean_sec;
+  mlc_arena_free(a);
+  return n;
+}
+
+/* Round-robin splits the budget evenly; the database holds exactly it. */
+static void test_sched_round_robin(void) {
+  sched_env E;
+  CHECK(sched_env_open(&E, "rr", 1e-4, 1e-5));
+  mlc_tuner_sched_opts o;
+  sched_opts(&E, &o, MLC_TUNER_SCHED_ROUND_ROBIN, 48);
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result r;
+  mlc_error err;
+  CHECK_MSG(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  double b0, b1;
+  int n0 = db_trials(&E, 0, &b0), n1 = db_trials(&E, 1, &b1);
+  CHECK_MSG(n0 == 24 && n1 == 24 && st[0].trials == 24 && st[1].trials == 24, "%d %d", n0, n1);
+  CHECK(r.rounds == 6 && r.measured == 48 && st[0].rounds == 3 && st[1].rounds == 3);
+  CHECK(E.fake.per_task[0] == 24 && E.fake.per_task[1] == 24 && E.fake.repeats == 0);
+  CHECK(st[0].best_sec == b0 && st[1].best_sec == b1 && st[0].best_record_id > 0);
+  CHECK_MSG(fabs(r.est_sec - (2 * b0 + b1)) < 1e-12, "est %g", r.est_sec);
+  CHECK(E.progress_calls == 6 && E.progress_bad == 0);
+  sched_env_close(&E);
+}
+
+/* The gradient scheduler gives the trials to the kernel that dominates
+ * the model (2 calls x 10x the time): after one warm-up round each, the
+ * light task gets none while the heavy one improves. A rerun with the same
+ * budget does nothing; a larger one tops up without measuring twice. */
+static void test_sched_gradient(void) {
+  sched_env E;
+  CHECK(sched_env_open(&E, "grad", 1e-4, 1e-5));
+  mlc_tuner_sched_opts o;
+  sched_opts(&E, &o, MLC_TUNER_SCHED_GRADIENT, 64);
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result r;
+  mlc_error err;
+  CHECK_MSG(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  double b0, b1;
+  int n0 = db_trials(&E, 0, &b0), n1 = db_trials(&E, 1, &b1);
+  CHECK_MSG(n0 + n1 == 64 && n0 == st[0].trials && n1 == st[1].trials, "%d %d", n0, n1);
+  /* the light task's warm-up round is all it gets, unless the heavy one's space runs out */
+  CHECK_MSG((n1 == 8 || st[0].done) && n0 > 3 * n1, "heavy %d, light %d trials", n0, n1);
+  CHECK(st[0].gradient > 0 && st[1].gradient > 0);
+  CHECK_MSG(fabs(r.est_sec - (2 * b0 + b1)) < 1e-12, "est %g", r.est_sec);
+  CHECK(E.progress_calls == 8 && E.progress_bad == 0);
+  mlc_tuner_sched_result r2;
+  CHECK(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r2, &err));
+  CHECK(r2.nothing_to_do && r2.measured == 0 && strstr(r2.message, "nothing to do"));
+  CHECK(st[0].trials == n0 && st[1].trials == n1 && st[0].best_sec == b0);
+  E.progress_calls = 0;
+  o.trials = 96;
+  CHECK(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r2, &err));
+  /* (4 rounds, or 5 when the heavy task's small space runs out: then the
+   * light one gets the rest) */
+  CHECK_MSG(r2.measured == 32 && r2.rounds >= 4 && st[0].trials + st[1].trials == 96,
+            "%d measured in %d rounds: %d + %d; %s", r2.measured, r2.rounds, st[0].trials,
+            st[1].trials, r2.message);
+  n0 = db_trials(&E, 0, &b0), n1 = db_trials(&E, 1, &b1);
+  CHECK(n0 == st[0].trials && n1 == st[1].trials && n0 + n1 == 96);
+  CHECK(E.fake.repeats == 0 && E.progress_calls == r2.rounds && E.progress_bad == 0);
+  sched_env_close(&E);
+}
+
+/* Weighting is by calls x time: equal times, but task 0 runs twice per
+ * model run, so it gets more rounds than task 1 (and task 1 some). */
+static void test_sched_weights(void) {
+  sched_env E;
+  CHECK(sched_env_open(&E, "w", 1e-4, 1e-4));
+  mlc_tuner_sched_opts o;
+  sched_opts(&E, &o, MLC_TUNER_SCHED_GRADIENT, 48);
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result r;
+  mlc_error err;
+  CHECK_MSG(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  /* about 2:1 (equal shares without the weights) */
+  CHECK_MSG(2 * st[0].trials >= 3 * st[1].trials && st[1].trials > 8, "%d %d", st[0].trials,
+            st[1].trials);
+  CHECK(st[0].trials + st[1].trials == 48);
+  sched_env_close(&E);
+}
+
 /* ---- replay from the tuning database ---------------------------------------------- */
 
 /* A record for the MLP's second kernel (stored as the task "main", as the
@@ -904,6 +1125,7 @@ int main(void) {
   test_model_errors();
   test_npy_errors();
   RUN(test_npy_short);
+  RUN(test_numel_overflow);
   RUN(test_npy_roundtrip);
   RUN(test_weight_files);
   RUN(test_rewrite_fma);
@@ -921,6 +1143,9 @@ int main(void) {
   RUN(test_default_schedule);
   RUN(test_header_entry);
   RUN(test_header_entry_multi);
+  RUN(test_sched_round_robin);
+  RUN(test_sched_gradient);
+  RUN(test_sched_weights);
   RUN(test_replay_from_db);
   RUN(test_mlp_end_to_end);
   RUN(test_cnn_end_to_end);

@@ -240,26 +240,33 @@ static void test_matmul_sketch_shape(void) {
   small_opts(&o, 1);
   mlc_error e;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
-  /* no write cache, and a write cache at tile levels 1 and 2 */
-  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 3, "%d spaces", sp ? mlc_tuner_space_count(sp) : -1);
+  /* no write cache, a write cache at tile levels 1 and 2, and the level-2
+   * one with B packed per outer tile (cache_read computed at it) */
+  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 4, "%d spaces", sp ? mlc_tuner_space_count(sp) : -1);
   if (!sp) goto done;
-  int plain = -1, cached = 0;
+  int plain = -1, cached = 0, packed = 0;
   for (int k = 0; k < mlc_tuner_space_count(sp); k++) {
     const mlc_trace *t = mlc_tuner_space_trace(sp, k);
-    int tiles = 0, cats = 0, reorders = 0, cw = 0, rca = 0;
+    int tiles = 0, cats = 0, reorders = 0, cw = 0, rca = 0, cr = 0, ca = 0;
     for (int i = 0; i < t->insts.len; i++) {
       tiles += t->insts.data[i].kind == MLC_INST_SAMPLE_PERFECT_TILE;
       cats += t->insts.data[i].kind == MLC_INST_SAMPLE_CATEGORICAL;
       reorders += t->insts.data[i].kind == MLC_INST_REORDER;
       cw += t->insts.data[i].kind == MLC_INST_CACHE_WRITE;
       rca += t->insts.data[i].kind == MLC_INST_REVERSE_COMPUTE_AT;
+      cr += t->insts.data[i].kind == MLC_INST_CACHE_READ;
+      ca += t->insts.data[i].kind == MLC_INST_COMPUTE_AT;
     }
-    CHECK_MSG(tiles == 3 && cats == 1 && reorders == 1 && cw == rca && cw <= 1,
-              "space %d: tiles %d cats %d reorders %d cache_write %d", k, tiles, cats, reorders, cw);
+    /* tiles of i, of j's outer part, of k; j's vector tile and the unroll step */
+    CHECK_MSG(tiles == 3 && cats == 2 && reorders == 1 && cw == rca && cw <= 1 && cr == ca &&
+                  cr <= cw,
+              "space %d: tiles %d cats %d reorders %d cache_write %d cache_read %d", k, tiles,
+              cats, reorders, cw, cr);
     if (cw) cached++;
     else plain = k;
+    packed += cr;
   }
-  CHECK(cached == 2 && plain >= 0);
+  CHECK(cached == 3 && packed == 1 && plain == mlc_tuner_space_count(sp) - 1);
   if (plain < 0) goto done;
   mlc_str out = {0};
   int par = 0, vec = 0;
@@ -281,7 +288,168 @@ done:
   mlc_arena_free(a);
 }
 
-/* Tile-size mutation keeps the product of the factors and changes them. */
+/* The hand-written kernel of bench/kernels/matmul_1024.py (minus its
+ * packing of B) in the sketch's terms, scaled to 64^3: i tiles [1, 16, 1,
+ * 4], j's vector tile 16 and outer tiles [4, 1, 1], k tiles [64, 1], the
+ * write cache at tile level 2, unroll step 64. The sketch must replay these
+ * decisions as they are and give the hand kernel's structure: outer loops
+ * fused and parallel, a 4 x 16 accumulator (compacted to 64 floats by
+ * lowering) initialized, updated over all of k and written back under one
+ * loop, rows unrolled, columns vectorized 16 wide; and compute the same. */
+static int count_kind(const mlc_trace *t, mlc_inst_kind k) {
+  int n = 0;
+  for (int i = 0; i < t->insts.len; i++) n += t->insts.data[i].kind == k;
+  return n;
+}
+
+static mlc_sched *with_hand_decisions(const mlc_prim_func *f, const mlc_trace *t,
+                                      const mlc_tuner_opts *o, int *resampled, mlc_error *e) {
+  static const int64_t TILES[3][4] = {{1, 16, 1, 4}, {4, 1, 1}, {64, 1}};
+  static const int64_t CATS[2] = {16, 64}; /* vector tile, unroll step */
+  int idx[8], n = 0, nt = 0, nc = 0;
+  mlc_decision d[8];
+  for (int i = 0; i < t->insts.len && n < 8; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    mlc_decision x = {0};
+    if (in->kind == MLC_INST_SAMPLE_PERFECT_TILE && nt < 3) {
+      x.n = in->decision.n;
+      for (int k = 0; k < x.n; k++) x.v[k] = TILES[nt][k];
+      nt++;
+    } else if (in->kind == MLC_INST_SAMPLE_CATEGORICAL && nc < 2) {
+      x.n = 1;
+      x.v[0] = -1;
+      for (int a = 0; a < in->n_attrs; a++)
+        if (strcmp(in->attrs[a].key, "candidates") == 0)
+          for (int k = 0; k < in->attrs[a].n; k++)
+            if (in->attrs[a].ints[k] == CATS[nc]) x.v[0] = k;
+      nc++;
+    } else {
+      continue;
+    }
+    idx[n] = i;
+    d[n++] = x;
+  }
+  mlc_replay_opts ro = {.n_overrides = n, .override_insts = idx, .override_decisions = d,
+                        .stop_at_postproc = true};
+  mlc_replay_report rep = {0};
+  mlc_sched *s = mlc_sched_new(f, 1);
+  if (!mlc_sched_replay(s, t, &ro, &rep, e) || !mlc_tuner_postproc(s, o, e)) {
+    mlc_sched_free(s);
+    return NULL;
+  }
+  *resampled = rep.n_resampled;
+  return s;
+}
+
+/* A loop whose body is three nests: the accumulator's init, its update
+ * over k and its write-back (the write cache at tile level 2). */
+static bool has_three_part_loop(const mlc_stmt *st) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+    if (st->loop.body->kind == MLC_STMT_SEQ && st->loop.body->seq.n == 3) return true;
+    return has_three_part_loop(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE: return has_three_part_loop(st->realize.block->body);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_three_part_loop(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return has_three_part_loop(st->if_.then_s) || has_three_part_loop(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return has_three_part_loop(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+static void test_matmul_hand_trace(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  int found = 0, packed = 0;
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    const mlc_trace *t = mlc_tuner_space_trace(sp, k);
+    if (count_kind(t, MLC_INST_CACHE_WRITE) != 1) continue;
+    int resampled = -1;
+    mlc_sched *c = with_hand_decisions(f, t, &o, &resampled, &e);
+    CHECK_MSG(c != NULL, "sketch %d: %s", k, e.msg);
+    if (!c) continue;
+    if (has_three_part_loop(mlc_sched_func(c)->body)) {
+      found++;
+      CHECK_MSG(resampled == 0, "%d hand decisions did not fit", resampled);
+      mlc_str out = {0};
+      mlc_print_func(&out, mlc_sched_func(c));
+      const char *ir = mlc_str_cstr(&out);
+      CHECK_MSG(strstr(ir, "T.parallel(") && strstr(ir, "T.vectorized(16)") &&
+                    strstr(ir, "T.unroll(4)") && strstr(ir, "C_global"),
+                "structure:\n%s", ir);
+      mlc_prim_func *low = mlc_target_lower(a, mlc_sched_func(c), &e);
+      mlc_str_clear(&out);
+      if (low) mlc_print_func(&out, low);
+      CHECK_MSG(low && strstr(mlc_str_cstr(&out), "C_global = T.decl_buffer((64,)"),
+                "accumulator not compacted to 4 x 16:\n%s", low ? mlc_str_cstr(&out) : e.msg);
+      if (count_kind(mlc_sched_trace(c), MLC_INST_CACHE_READ) == 1) {
+        /* B's panel of the 64 x 16 outer tile: all 64 k by 16 columns */
+        packed++;
+        CHECK_MSG(low && strstr(mlc_str_cstr(&out), "B_global = T.decl_buffer((1024,)"),
+                  "B not packed per outer tile:\n%s", low ? mlc_str_cstr(&out) : e.msg);
+      }
+      char why[400];
+      CHECK_MSG(same_results(f, mlc_sched_func(c), why, sizeof why), "%s", why);
+      mlc_str_free(&out);
+    }
+    mlc_sched_free(c);
+  }
+  /* the level-2 write cache, without and with B packed per outer tile */
+  CHECK_MSG(found == 2 && packed == 1, "%d sketches give the hand kernel's structure, %d packed",
+            found, packed);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* The whole-vector tile goes only on an output dimension that every read
+ * walks contiguously (or not at all): batch_matmul's j (B[b, k, j]), not
+ * dense's j, which indexes W[j, k] by rows (a vector of it would be a
+ * gather). */
+static int vector_tiles(const mlc_trace *t) {
+  int n = 0;
+  for (int i = 0; i < t->insts.len; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    if (in->kind != MLC_INST_SAMPLE_CATEGORICAL) continue;
+    for (int a = 0; a < in->n_attrs; a++)
+      if (strcmp(in->attrs[a].key, "candidates") == 0 && in->attrs[a].n > 0 &&
+          in->attrs[a].ints[0] != 0) /* the unroll steps start with 0 */
+        n++;
+  }
+  return n;
+}
+
+static void test_vector_tile_only_contiguous(void) {
+  static const char *const cases[][3] = {
+      {"batch_matmul", "2,16,16,16", "1"}, {"dense_bias_relu", "8,16,16", "0"}};
+  for (int c = 0; c < MLC_COUNTOF(cases); c++) {
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = task(a, cases[c][0], cases[c][1]);
+    mlc_tuner_opts o;
+    small_opts(&o, 1);
+    mlc_error e;
+    mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+    CHECK_MSG(sp != NULL, "%s: %s", cases[c][0], e.msg);
+    int want = atoi(cases[c][2]);
+    for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++)
+      CHECK_MSG(vector_tiles(mlc_tuner_space_trace(sp, k)) == want, "%s sketch %d: %d vector tiles",
+                cases[c][0], k, vector_tiles(mlc_tuner_space_trace(sp, k)));
+    mlc_tuner_space_free(sp);
+    mlc_arena_free(a);
+  }
+}
+
+/* Tile-size mutation keeps the product of the factors and changes one
+ * tile decision; or it changes j's vector tile (a categorical feeding a
+ * split), and then j's outer tile may be drawn again for the new width. */
 static void test_mutate_tile_keeps_product(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul", "64,64,64");
@@ -298,18 +466,26 @@ static void test_mutate_tile_keeps_product(void) {
     CHECK_MSG(m != NULL, "mutate: %s", e.msg);
     if (m) {
       const mlc_trace *tc = mlc_sched_trace(c), *tm = mlc_sched_trace(m);
-      int diff = 0;
+      int diff = 0, vec_diff = 0, cats = 0;
       for (int i = 0; i < tc->insts.len && i < tm->insts.len; i++) {
         const mlc_inst *x = &tc->insts.data[i], *y = &tm->insts.data[i];
+        if (x->kind == MLC_INST_ENTER_POSTPROC) break;
+        if (x->kind == MLC_INST_SAMPLE_CATEGORICAL) {
+          /* the first is j's vector tile, the second the unroll step */
+          if (cats++ == 0) vec_diff = x->decision.v[0] != y->decision.v[0];
+          else CHECK(x->decision.v[0] == y->decision.v[0]);
+        }
         if (x->kind != MLC_INST_SAMPLE_PERFECT_TILE) continue;
         int64_t px = 1, py = 1;
         for (int j = 0; j < x->decision.n; j++) px *= x->decision.v[j], py *= y->decision.v[j];
-        CHECK(px == py && px == 64);
+        CHECK_MSG(vec_diff ? 64 % py == 0 : px == py, "products %lld, %lld", (long long)px,
+                  (long long)py);
         CHECK(y->decision.v[y->decision.n - 1] <= 64);
         diff += memcmp(x->decision.v, y->decision.v, sizeof(int64_t) * (size_t)x->decision.n) != 0;
       }
-      CHECK_MSG(diff == 1, "%d tile decisions changed", diff);
-      changed += diff;
+      CHECK_MSG(vec_diff ? diff <= 1 : diff == 1, "%d tile decisions changed (vector tile %s)",
+                diff, vec_diff ? "changed" : "kept");
+      changed += diff + vec_diff > 0;
     }
     mlc_sched_free(m);
     mlc_sched_free(c);
@@ -338,11 +514,14 @@ static void test_mutate_unroll_and_parallel(void) {
     CHECK_MSG(u && p, "mutate: %s", e.msg);
     if (u && p) {
       const mlc_trace *tc = mlc_sched_trace(c), *tu = mlc_sched_trace(u), *tp = mlc_sched_trace(p);
+      int cats = 0;
       for (int i = 0; i < tc->insts.len; i++) {
         const mlc_inst *x = &tc->insts.data[i];
         if (x->kind == MLC_INST_ENTER_POSTPROC) break;
         if (x->kind == MLC_INST_SAMPLE_CATEGORICAL) {
-          CHECK(tu->insts.data[i].decision.v[0] != x->decision.v[0]);
+          /* j's vector tile (first) is the tile mutator's, the unroll step ours */
+          bool unroll = cats++ == 1;
+          CHECK(unroll == (tu->insts.data[i].decision.v[0] != x->decision.v[0]));
           CHECK(tp->insts.data[i].decision.v[0] == x->decision.v[0]);
         }
         if (x->kind == MLC_INST_SAMPLE_PERFECT_TILE) {
@@ -570,12 +749,21 @@ typedef struct fake_runner {
   bool fail_all;
   int stop_after; /* set *stop after this many calls (0: never) */
   volatile int *stop;
+  double max_call[64], run_timeout[64]; /* per call: the early-abort limits given */
+  double best_before[64];               /* per call: the best time returned before it */
+  double best;                          /* fastest time returned */
+  int too_slow;                         /* answered "too slow" */
 } fake_runner;
 
 static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
                          mlc_error *err) {
   MLC_UNUSED(err);
   fake_runner *fr = ud;
+  if (fr->calls < 64 && n > 0) {
+    fr->max_call[fr->calls] = c[0].max_call_sec;
+    fr->run_timeout[fr->calls] = c[0].run_timeout_s;
+    fr->best_before[fr->calls] = fr->best;
+  }
   fr->calls++;
   for (int i = 0; i < n; i++) {
     memset(&out[i], 0, sizeof out[i]);
@@ -588,9 +776,18 @@ static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
       snprintf(out[i].error, sizeof out[i].error, "build_error: fake");
       continue;
     }
+    double sec = 1e-3 * (double)(1 + h % 997);
+    if (c[i].max_call_sec > 0 && sec > c[i].max_call_sec) { /* what the runner does */
+      out[i].status = MLC_MEASURE_TIMEOUT;
+      snprintf(out[i].error, sizeof out[i].error, "timeout: too slow: the checked call took %g s",
+               sec);
+      fr->too_slow++;
+      continue;
+    }
     out[i].status = MLC_MEASURE_OK;
     out[i].n_secs = 1;
-    out[i].secs[0] = out[i].mean_sec = 1e-3 * (double)(1 + h % 997);
+    out[i].secs[0] = out[i].mean_sec = sec;
+    if (fr->best == 0 || sec < fr->best) fr->best = sec;
   }
   if (fr->stop_after && fr->calls >= fr->stop_after) *fr->stop = 1;
   return true;
@@ -632,12 +829,12 @@ static void test_loop_resume(void) {
   mlc_tuner_tune_opts o;
   mlc_tuner_tune_result r1, r2, r3;
   mlc_error e;
-  loop_opts(&o, &fr, "matmul", 16);
+  loop_opts(&o, &fr, "matmul", 32);
   CHECK_MSG(mlc_tuner_tune(db, f, &o, &r1, &e), "%s", e.msg);
-  CHECK(r1.measured == 16 && r1.measured_before == 0 && r1.rounds == 2 && r1.best_sec > 0);
-  o.trials = 32;
+  CHECK(r1.measured == 32 && r1.measured_before == 0 && r1.rounds == 4 && r1.best_sec > 0);
+  o.trials = 64;
   CHECK_MSG(mlc_tuner_tune(db, f, &o, &r2, &e), "%s", e.msg);
-  CHECK(r2.measured_before == 16 && r2.measured == 16);
+  CHECK(r2.measured_before == 32 && r2.measured == 32);
   CHECK(r2.best_sec > 0 && r2.best_sec <= r1.best_sec);
   CHECK_MSG(fr.repeats == 0, "%d traces measured twice", fr.repeats);
   CHECK(mlc_tuner_tune(db, f, &o, &r3, &e));
@@ -645,6 +842,75 @@ static void test_loop_resume(void) {
   CHECK(r3.best_record_id > 0 && r3.best_sec == r2.best_sec);
   mlc_db_close(db);
   unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* Early abort: the first round runs without limits (no best yet, no
+ * baseline); from the second on, a call over 20 times the best so far is
+ * stopped (the run timeout a few such calls), and those candidates are
+ * counted as too slow and recorded as failed. */
+static void test_loop_slow_limit(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  fake_runner fr = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &fr, "matmul", 24);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK(fr.calls == 3 && r.measured == 24);
+  CHECK(fr.max_call[0] == 0 && fr.run_timeout[0] == 0);
+  double best = fr.best_before[2], want = 20 * best < 0.005 ? 0.005 : 20 * best;
+  CHECK_MSG(best > 0 && fabs(fr.max_call[2] - want) < 1e-12, "limit %g, best %g", fr.max_call[2],
+            best);
+  CHECK(fabs(fr.run_timeout[2] - (2 + 6 * fr.max_call[2])) < 1e-9);
+  CHECK_MSG(r.too_slow == fr.too_slow && r.too_slow > 0 && r.errors >= r.too_slow,
+            "too slow %d (runner %d), errors %d", r.too_slow, fr.too_slow, r.errors);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  /* off */
+  memset(&fr, 0, sizeof fr);
+  db = fresh_db();
+  loop_opts(&o, &fr, "matmul", 16);
+  o.slow_factor = -1;
+  CHECK(mlc_tuner_tune(db, f, &o, &r, &e));
+  CHECK(fr.max_call[1] == 0 && r.too_slow == 0);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* The runner's side of early abort (measure/ worker processes): a limit
+ * below the kernel's time answers TIMEOUT "too slow" without timing runs,
+ * and the runner is not restarted for it; no limit measures. */
+static void test_runner_too_slow(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_str text = {0};
+  mlc_print_func(&text, f);
+  mlc_measure_opts mo = mlc_measure_defaults();
+  mo.n_builders = 1;
+  mlc_error e;
+  mlc_measure *m = mlc_measure_new(&mo, &e);
+  CHECK_MSG(m != NULL, "%s", e.msg);
+  if (m) {
+    mlc_measure_cand c[3] = {
+        {.workload = text.data, .trace = ""},
+        {.workload = text.data, .trace = "", .max_call_sec = 1e-9, .run_timeout_s = 5},
+        {.workload = text.data, .trace = "", .max_call_sec = 100},
+    };
+    mlc_measure_result res[3];
+    CHECK_MSG(mlc_measure_run_batch(m, 3, c, res, NULL, NULL, &e), "%s", e.msg);
+    CHECK_MSG(res[0].status == MLC_MEASURE_OK && res[0].n_secs == 3, "%s", res[0].error);
+    CHECK_MSG(res[1].status == MLC_MEASURE_TIMEOUT && strstr(res[1].error, "too slow"), "%s",
+              res[1].error);
+    CHECK_MSG(res[2].status == MLC_MEASURE_OK, "%s", res[2].error);
+    /* one runner and one builder, never restarted */
+    CHECK_MSG(mlc_measure_spawn_count(m) == 2, "%d spawns", mlc_measure_spawn_count(m));
+    mlc_measure_free(m);
+  }
+  mlc_str_free(&text);
   mlc_arena_free(a);
 }
 
@@ -800,6 +1066,8 @@ int main(void) {
   RUN(test_space_others);
   RUN(test_rfactor_and_location);
   RUN(test_matmul_sketch_shape);
+  RUN(test_matmul_hand_trace);
+  RUN(test_vector_tile_only_contiguous);
   RUN(test_mutate_tile_keeps_product);
   RUN(test_mutate_unroll_and_parallel);
   RUN(test_jit_samples);
@@ -809,6 +1077,8 @@ int main(void) {
   RUN(test_search_uses_model);
   RUN(test_loop_resume);
   RUN(test_loop_deterministic);
+  RUN(test_loop_slow_limit);
+  RUN(test_runner_too_slow);
   RUN(test_loop_ends);
   RUN(test_loop_xgb);
   RUN(test_throughput);

@@ -6,9 +6,10 @@
  *   mlc-compile --model examples/mlp.json --run
  *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
  *
- * A thin main: graph/ loads, transforms and lowers the model, targets/
- * compiles and loads the kernels. No tuning database is read yet: every
- * kernel gets the default schedule and is listed as `untuned`.
+ * A thin main: graph/ loads, transforms and lowers the model and replays
+ * each kernel's best record from the tuning database (`mlc-tune --model`
+ * fills it); kernels without one get the default schedule and are listed
+ * as `untuned`. targets/ compiles and loads the kernels.
  */
 #include "db/db.h"
 #include "graph/graph.h"

@@ -2,11 +2,13 @@
  *
  *   mlc-tune --task matmul --trials 64            records go to ./mlc.db
  *   mlc-tune --task-file kernel.py --trials 32 --db my.db
+ *   mlc-tune --model examples/mlp.json --trials 200   every kernel of a model
  *
  * A thin main: tuner/ runs the search and the loop (mlc_tuner_tune),
  * measure/ the workers, db/ the records, costmodel/ the ranking.
  */
 #include "db/db.h"
+#include "graph/graph.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
@@ -20,7 +22,8 @@
 #include <unistd.h>
 
 static const char *usage_text =
-    "usage: mlc-tune --task NAME [--shape S] | --task-file FILE.py  [options]\n"
+    "usage: mlc-tune --task NAME [--shape S] | --task-file FILE.py | --model FILE.json\n"
+    "                [options]\n"
     "\n"
     "Search schedules of one kernel: sample the design space, evolve candidates\n"
     "with the cost model, build and time them in worker processes, store every\n"
@@ -32,6 +35,12 @@ static const char *usage_text =
     "  -t, --task NAME            built-in workload (mlc-ir --list-tasks)\n"
     "  -s, --shape S              its shape, e.g. 512,512,512\n"
     "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
+    "  -m, --model FILE.json      every distinct kernel of a model (as mlc-compile\n"
+    "                             --model compiles it); --trials is the budget over\n"
+    "                             all of them, a round of --trials-per-round (16) at a time\n"
+    "      --weights DIR          the model's .npy weights (default: FILE without .json)\n"
+    "      --task-scheduler S     which kernel gets the next round: gradient (default:\n"
+    "                             calls x time and improvement) or round-robin\n"
     "  -n, --trials N             measured candidates wanted in total (default 64)\n"
     "      --trials-per-round N   batch size (default 16 below 128 trials, then 64)\n"
     "      --time SECONDS         stop after this much wall time as well\n"
@@ -89,9 +98,11 @@ typedef struct cli {
   double time_s, timeout_s;
   uint64_t seed;
   bool verbose, json, no_baseline;
+  const char *model, *weights, *task_sched; /* added by model tuning */
 } cli;
 
-enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON };
+enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
+       O_WEIGHTS, O_TASK_SCHED };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -104,15 +115,20 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"cost-model", required_argument, 0, O_COST},
       {"no-baseline", no_argument, 0, O_NO_BASE}, {"verbose", no_argument, 0, 'v'},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
+      {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
+      {"task-scheduler", required_argument, 0, O_TASK_SCHED},
       {0, 0, 0, 0}};
   int ch;
   long v;
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, ":t:s:f:n:j:vh", longs, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":t:s:f:m:n:j:vh", longs, NULL)) != -1) {
     switch (ch) {
     case 't': c->task = optarg; break;
     case 's': c->shape = optarg; break;
     case 'f': c->task_file = optarg; break;
+    case 'm': c->model = optarg; break;
+    case O_WEIGHTS: c->weights = optarg; break;
+    case O_TASK_SCHED: c->task_sched = optarg; break;
     case 'n':
       if (!parse_int(optarg, 1, 1000000, &c->trials))
         return usage_error("--trials wants a positive integer, got '%s'", optarg);
@@ -148,7 +164,14 @@ static int parse_args(int argc, char **argv, cli *c) {
     }
   }
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-  if (!c->task == !c->task_file) return usage_error("%s", "give exactly one of --task or --task-file");
+  if (!c->task + !c->task_file + !c->model != 2)
+    return usage_error("%s", "give exactly one of --task, --task-file or --model");
+  if ((c->weights || c->task_sched) && !c->model)
+    return usage_error("%s", "--weights and --task-scheduler go with --model");
+  mlc_tuner_task_sched ts;
+  if (c->task_sched && !mlc_tuner_task_sched_from_name(c->task_sched, &ts))
+    return usage_error("--task-scheduler wants gradient or round-robin, got '%s'", c->task_sched);
+  if (c->model && c->json) return usage_error("%s", "--json goes with --task or --task-file");
   if (c->shape && !c->task) return usage_error("%s", "--shape goes with --task");
   return 0;
 }
@@ -229,6 +252,9 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
            r->baseline_sec / r->best_sec);
   printf("trials: %d before, %d measured now (%d errors) in %d rounds\n", r->measured_before,
          r->measured, r->errors, r->rounds);
+  if (r->too_slow > 0)
+    printf("stopped early: %d candidates far slower than the best (recorded as too slow)\n",
+           r->too_slow);
   printf("time: %.1f s total; search %.1f s (%.0f ms per round), build %.1f s (worker time), "
          "run %.1f s\n",
          r->total_sec, r->search_sec, r->rounds ? 1e3 * r->search_sec / r->rounds : 0.0,
@@ -245,8 +271,9 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_string(&s, target);
   mlc_str_printf(&s,
                  ",\"workload_id\":%lld,\"trials_before\":%d,\"measured\":%d,\"errors\":%d,"
-                 "\"rounds\":%d,\"best_record_id\":%lld,\"best_sec\":",
-                 (long long)r->workload_id, r->measured_before, r->measured, r->errors, r->rounds,
+                 "\"too_slow\":%d,\"rounds\":%d,\"best_record_id\":%lld,\"best_sec\":",
+                 (long long)r->workload_id, r->measured_before, r->measured, r->errors,
+                 r->too_slow, r->rounds,
                  (long long)r->best_record_id);
   mlc_json_write_number(&s, r->best_sec);
   mlc_str_puts(&s, ",\"best_gflops\":");
@@ -318,10 +345,105 @@ static int run(const cli *c, workload *w) {
   return 0;
 }
 
+/* ---- --model (added by model tuning) --------------------------------------------- */
+
+static void model_progress(void *ud, const mlc_tuner_sched_progress *p) {
+  MLC_UNUSED(ud);
+  const mlc_tuner_task *t = &p->tasks[p->task];
+  const mlc_tuner_task_state *s = &p->state[p->task];
+  fprintf(stderr, "round %d: task %d/%d %s (calls %d): %d trials, best ", p->round, p->task + 1,
+          p->n_tasks, t->name, t->weight, s->trials);
+  if (s->best_sec > 0) fprintf(stderr, "%.4g us", s->best_sec * 1e6);
+  else fprintf(stderr, "-");
+  fprintf(stderr, "; model %d/%d trials, est. latency ", p->trials_done, p->trials_total);
+  if (p->est_sec > 0) fprintf(stderr, "%.4g us", p->est_sec * 1e6);
+  else fprintf(stderr, "-");
+  fprintf(stderr, ", elapsed %.0f s\n", p->elapsed_s);
+}
+
+static void print_model_summary(const char *model, const char *target, const char *kind, int n,
+                                const mlc_tuner_task *tasks, const mlc_tuner_task_state *st,
+                                const mlc_tuner_sched_result *r) {
+  int total = 0;
+  for (int i = 0; i < n; i++) total += st[i].trials;
+  printf("%s on %s: %d tasks, %s task scheduler\n", model, target, n, kind);
+  printf("  %-36s %5s %7s %12s  %s\n", "task", "calls", "trials", "best/call", "record");
+  for (int i = 0; i < n; i++) {
+    printf("  %-36s %5d %7d ", tasks[i].name, tasks[i].weight, st[i].trials);
+    if (st[i].best_sec > 0)
+      printf("%9.3f us  %lld\n", st[i].best_sec * 1e6, (long long)st[i].best_record_id);
+    else printf("%12s  -\n", "-");
+  }
+  if (r->est_sec > 0)
+    printf("estimated model latency (sum of calls x best): %.3f us\n", r->est_sec * 1e6);
+  printf("trials: %d before, %d measured now (%d errors) in %d rounds; %.1f s\n",
+         total - r->measured, r->measured, r->errors, r->rounds, r->total_sec);
+}
+
+/* Every distinct kernel of the model under one budget. */
+static int tune_model(const cli *c) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_load(c->model, c->weights, &err);
+  if (!m) return fail(err.msg);
+  if (!mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err)) {
+    mlc_graph_free(m);
+    return fail(err.msg);
+  }
+  mlc_arena *a = mlc_arena_new();
+  mlc_tuner_task *tasks;
+  int n = mlc_graph_tuner_tasks(a, m, &tasks);
+  mlc_tuner_task_state *st = MLC_NEW_ARRAY(a, mlc_tuner_task_state, n + 1);
+  const char *db_path = c->db ? c->db : getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  mlc_target tgt;
+  mlc_db *db = NULL;
+  int rc = 0;
+  if (!mlc_target_parse(c->target ? c->target : "llvm", &tgt, &err)) rc = usage_error("%s", err.msg);
+  else if (!(db = mlc_db_open(db_path, MLC_DB_CREATE, &err))) rc = fail(err.msg);
+  mlc_tuner_sched_opts o;
+  mlc_tuner_sched_opts_default(&o);
+  if (c->task_sched) mlc_tuner_task_sched_from_name(c->task_sched, &o.kind);
+  o.trials = (int)c->trials;
+  if (c->per_round) o.trials_per_round = (int)c->per_round;
+  if (c->verbose || isatty(2)) o.progress = model_progress;
+  o.tune.target = tgt.str;
+  o.tune.time_budget_s = c->time_s;
+  o.tune.n_builders = (int)c->builders;
+  o.tune.timeout_s = c->timeout_s;
+  if (c->cost_model) o.tune.cost_model = c->cost_model;
+  o.tune.stop = &g_stop;
+  o.tune.search.seed = c->seed;
+  o.tune.search.num_cores = tgt.num_cores;
+  mlc_tuner_sched_result r;
+  if (!rc) {
+    signal(SIGINT, on_sigint);
+    bool ok = mlc_tuner_schedule_tasks(db, n, tasks, &o, st, &r, &err);
+    signal(SIGINT, SIG_DFL);
+    if (!ok) rc = fail(err.msg);
+  }
+  if (!rc) {
+    if (r.message[0]) fprintf(stderr, "mlc-tune: %s\n", r.message);
+    print_model_summary(m->name, tgt.str, mlc_tuner_task_sched_name(o.kind), n, tasks, st, &r);
+    fflush(stdout);
+    if (r.stopped) {
+      fprintf(stderr, "mlc-tune: interrupted; the database %s holds the finished rounds. Run "
+                      "the same command again to resume.\n", db_path);
+      rc = 130;
+    } else if (r.measured > 0 && r.errors == r.measured) {
+      fprintf(stderr, "mlc-tune: error: all %d candidates failed\n", r.measured);
+      rc = 1;
+    }
+  }
+  if (db) mlc_db_close(db);
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cli c = {.trials = 64, .seed = 1};
   int rc = parse_args(argc, argv, &c);
   if (rc) return rc;
+  if (c.model) return tune_model(&c);
   workload w = {.arena = mlc_arena_new()};
   rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
   if (rc == 0) rc = run(&c, &w);

@@ -28,29 +28,51 @@ static const mlc_attr *attr(const mlc_inst *in, const char *key) {
   return NULL;
 }
 
-static bool tile_mutable(const mlc_inst *in) {
-  if (in->kind != MLC_INST_SAMPLE_PERFECT_TILE || in->decision.n < 2) return false;
-  int big = 0;
-  for (int i = 0; i < in->decision.n; i++) big += in->decision.v[i] > 1;
-  return big >= 1;
-}
-
-static bool unroll_mutable(const mlc_inst *in) {
+static bool categorical_mutable(const mlc_inst *in) {
   const mlc_attr *c = in->kind == MLC_INST_SAMPLE_CATEGORICAL ? attr(in, "candidates") : NULL;
   return c && c->n >= 2 && in->decision.n == 1;
 }
 
-static bool parallel_mutable(const mlc_inst *in) {
+/* Whether instruction i's output is a factor of a later split: a tile
+ * size (the vector tile of multi-level tiling), not an unroll step. */
+static bool feeds_split(const mlc_trace *t, int i) {
+  const mlc_inst *in = &t->insts.data[i];
+  if (in->n_outputs != 1) return false;
+  for (int j = i + 1; j < t->insts.len; j++) {
+    const mlc_inst *x = &t->insts.data[j];
+    if (x->kind != MLC_INST_SPLIT) continue;
+    for (int k = 0; k < x->n_inputs; k++)
+      if (x->inputs[k].kind == MLC_OPERAND_RV && x->inputs[k].rv == in->outputs[0]) return true;
+  }
+  return false;
+}
+
+static bool tile_mutable(const mlc_trace *t, int i) {
+  const mlc_inst *in = &t->insts.data[i];
+  if (categorical_mutable(in)) return feeds_split(t, i);
+  if (in->kind != MLC_INST_SAMPLE_PERFECT_TILE || in->decision.n < 2) return false;
+  int big = 0;
+  for (int k = 0; k < in->decision.n; k++) big += in->decision.v[k] > 1;
+  return big >= 1;
+}
+
+static bool unroll_mutable(const mlc_trace *t, int i) {
+  return categorical_mutable(&t->insts.data[i]) && !feeds_split(t, i);
+}
+
+static bool parallel_mutable(const mlc_trace *t, int i) {
+  const mlc_inst *in = &t->insts.data[i];
   const mlc_attr *k = in->kind == MLC_INST_ANNOTATE ? attr(in, "ann_key") : NULL;
   return k && k->kind == MLC_ATTR_STR && strcmp(k->s, TUNER_ANN_PARALLEL) == 0 &&
          in->n_inputs == 2 && in->inputs[1].kind == MLC_OPERAND_INT;
 }
 
-static bool location_mutable(const mlc_inst *in) {
+static bool location_mutable(const mlc_trace *t, int i) {
+  const mlc_inst *in = &t->insts.data[i];
   return in->kind == MLC_INST_SAMPLE_COMPUTE_LOCATION && in->decision.n == 1;
 }
 
-typedef bool (*inst_pred)(const mlc_inst *in);
+typedef bool (*inst_pred)(const mlc_trace *t, int i);
 static const inst_pred MUTABLE[MLC_MUTATOR_COUNT] = {tile_mutable, unroll_mutable,
                                                      parallel_mutable, location_mutable};
 
@@ -58,7 +80,7 @@ static const inst_pred MUTABLE[MLC_MUTATOR_COUNT] = {tile_mutable, unroll_mutabl
 static int sites(const mlc_trace *t, mlc_mutator m, int *out, int max) {
   int n = 0, len = sketch_len(t);
   for (int i = 0; i < len && n < max; i++)
-    if (MUTABLE[m](&t->insts.data[i])) out[n++] = i;
+    if (MUTABLE[m](t, i)) out[n++] = i;
   return n;
 }
 
@@ -226,6 +248,10 @@ mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int w
   mlc_decision d;
   switch ((mlc_mutator)m) {
   case MLC_MUTATE_TILE_SIZE:
+    if (in->kind == MLC_INST_SAMPLE_CATEGORICAL) { /* a vector tile: another width */
+      mutate_categorical(in, rng, &d);
+      return with_decision(f, t, i, &d, seed, o, err);
+    }
     if (!mutate_tile(in, rng, &d)) {
       mlc_error_set(err, "mutate tile_size: no factor of instruction %d can move", i);
       return NULL;

@@ -240,7 +240,11 @@ static int64_t volume(const mlc_stmt *st) {
     v = volume(st->loop.body);
     return v > (INT64_MAX / 4) / (e ? e : 1) ? INT64_MAX / 4 : v * e;
   }
-  case MLC_STMT_BLOCK_REALIZE: return volume(st->realize.block->body) + volume(st->realize.block->init);
+  case MLC_STMT_BLOCK_REALIZE: {
+    /* the init runs in a nest of its own once reductions are decomposed */
+    int64_t b = volume(st->realize.block->body), i = volume(st->realize.block->init);
+    return b > i ? b : i;
+  }
   case MLC_STMT_SEQ:
     for (int i = 0; i < st->seq.n; i++) v += volume(st->seq.stmts[i]);
     return v > INT64_MAX / 4 ? INT64_MAX / 4 : v;
@@ -312,7 +316,7 @@ static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
 /* ---- the pipeline ------------------------------------------------------------------ */
 
 bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
-  MLC_UNUSED(o);
+  if (o->gpu) return mlc_tuner_postproc_gpu(s, &o->gpu_limits, NULL, err); /* added by GPU space */
   mlc_sched_enter_postproc(s);
   pvu_plan p;
   if (!take_plan(s, &p, err)) return mlc_error_prefix(err, "postproc");

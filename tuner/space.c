@@ -23,6 +23,7 @@ struct mlc_tuner_space {
   mlc_prim_func *func; /* the workload (a private copy) */
   mlc_tuner_opts opts;
   MLC_VEC(mlc_trace *) traces;
+  mlc_tuner_gpu_space *gpu; /* added by GPU space: set when opts.gpu; then it answers */
 };
 
 typedef MLC_VEC(mlc_sched *) sched_list;
@@ -204,6 +205,74 @@ static void rule_add_rfactor(const mlc_tuner_opts *o, mlc_sched *s, const char *
 
 #define TILE_STRUCTURE "SSRSRS"
 
+/* CPU register tiles. The innermost tile of the spatial loop that walks
+ * the output's last dimension is what the postprocessor vectorizes: it is
+ * drawn from whole vectors (SampleCategorical over VECTOR_TILES dividing
+ * the extent) instead of any factor, so the vectorized loop never ends up
+ * 1 or 3 wide. The other spatial loops' innermost tiles are rows of the
+ * register accumulator: at most ROW_TILE_MAX. Together they keep the
+ * accumulator of a write cache at tile level 2 (e.g. 4 x 16 floats, as a
+ * hand-written kernel holds in registers) within the register file. */
+static const int64_t VECTOR_TILES[] = {8, 16, 32, 64};
+static const double VECTOR_TILE_PROBS[] = {0.2, 0.4, 0.3, 0.1};
+#define ROW_TILE_MAX 8
+
+/* Whether every read of b that uses v uses it only in its last
+ * dimension: vector lanes along v then load consecutive elements or one
+ * broadcast value, never a gather (dense's W[j, k] fails this for j). */
+static bool reads_contiguous_in(const mlc_block *b, const mlc_var *v) {
+  for (int r = 0; r < b->n_reads; r++) {
+    const mlc_region *rd = &b->reads[r];
+    for (int d = 0; d + 1 < rd->buf->ndim; d++)
+      if (mlc_expr_uses_var(rd->ranges[d].min, v) || mlc_expr_uses_var(rd->ranges[d].extent, v))
+        return false;
+  }
+  return true;
+}
+
+/* The spatial iter the block's (only) write indexes its last dimension
+ * with, when its reads are contiguous in it too; or -1. */
+static int contiguous_iter(const mlc_block *b) {
+  if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return -1;
+  const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
+  if (e->kind != MLC_EXPR_VAR) return -1;
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].var == e->var && b->iters[i].kind == MLC_ITER_SPATIAL)
+      return reads_contiguous_in(b, e->var) ? i : -1;
+  return -1;
+}
+
+/* Split `loop` into `parts` tiles whose innermost is a whole vector:
+ * v = SampleCategorical(VECTOR_TILES dividing the extent, max_innermost
+ * bound), then the rest by SamplePerfectTile. False (nothing recorded)
+ * when no vector width divides the extent. */
+static bool split_vector_tile(mlc_sched *s, mlc_rv loop, int parts, const mlc_tuner_opts *o,
+                              mlc_rv *out, mlc_error *err) {
+  int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(s, loop));
+  int64_t cands[MLC_COUNTOF(VECTOR_TILES)];
+  double probs[MLC_COUNTOF(VECTOR_TILES)];
+  int n = 0;
+  for (int i = 0; i < MLC_COUNTOF(VECTOR_TILES); i++)
+    if (ext > 0 && ext % VECTOR_TILES[i] == 0 && VECTOR_TILES[i] <= o->max_innermost_factor &&
+        VECTOR_TILES[i] <= o->max_vectorize_extent) {
+      cands[n] = VECTOR_TILES[i];
+      probs[n++] = VECTOR_TILE_PROBS[i];
+    }
+  if (n == 0 || parts < 2) return false;
+  mlc_rv v, halves[2], rest[MLC_SCHED_MAX_TILE];
+  mlc_operand f2[2] = {MLC_OP_NONE, MLC_OP_RV(v = 0)};
+  if (!mlc_sched_sample_categorical(s, n, cands, probs, &v, err)) return false;
+  f2[1] = MLC_OP_RV(v);
+  if (!mlc_sched_split(s, loop, 2, f2, true, halves, err)) return false;
+  mlc_operand f[MLC_SCHED_MAX_TILE];
+  if (!mlc_sched_sample_perfect_tile(s, halves[0], parts - 1, o->max_innermost_factor, rest, err))
+    return false;
+  for (int k = 0; k < parts - 1; k++) f[k] = MLC_OP_RV(rest[k]);
+  if (!mlc_sched_split(s, halves[0], parts - 1, f, true, out, err)) return false;
+  out[parts - 1] = halves[1];
+  return true;
+}
+
 /* Split every loop of the block into its tile levels and reorder them
  * into the structure. levels[k] receives, for the k-th letter of the
  * structure, the last loop of that group (for a write cache to go under). */
@@ -221,12 +290,20 @@ static bool tile_block(mlc_sched *s, const char *name, const mlc_tuner_opts *o, 
   bool reduce[TUNER_MAX_LOOPS];
   mlc_rv loop_copy[TUNER_MAX_LOOPS];
   memcpy(loop_copy, loops, sizeof(mlc_rv) * (size_t)n);
+  int contig = contiguous_iter(b);
+  int n_spatial = 0;
+  for (int i = 0; i < n; i++) n_spatial += b->iters[i].kind != MLC_ITER_REDUCE;
   for (int i = 0; i < n; i++) {
     reduce[i] = b->iters[i].kind == MLC_ITER_REDUCE;
     int parts = reduce[i] ? n_r : n_s;
     mlc_rv v[MLC_SCHED_MAX_TILE];
     mlc_operand f[MLC_SCHED_MAX_TILE];
-    if (!mlc_sched_sample_perfect_tile(s, loop_copy[i], parts, o->max_innermost_factor, v, err))
+    if (i == contig && split_vector_tile(s, loop_copy[i], parts, o, tiles[i], err)) continue;
+    /* rows of the register tile (blocks with a contiguous iter only) */
+    int max_inner = o->max_innermost_factor;
+    if (!reduce[i] && contig >= 0 && n_spatial > 1 && max_inner > ROW_TILE_MAX)
+      max_inner = ROW_TILE_MAX;
+    if (!mlc_sched_sample_perfect_tile(s, loop_copy[i], parts, max_inner, v, err))
       return false;
     for (int k = 0; k < parts; k++) f[k] = MLC_OP_RV(v[k]);
     if (!mlc_sched_split(s, loop_copy[i], parts, f, true, tiles[i], err)) return false;
@@ -258,9 +335,46 @@ static mlc_sched *with_write_cache(mlc_sched *tiled, const char *name, mlc_rv le
   return NULL;
 }
 
+/* The read of b whose last dimension the contiguous (vectorized) iter
+ * walks, not of what b writes: matmul's B[k, j]. -1 if none. */
+static int streamed_read(const mlc_block *b) {
+  int ci = contiguous_iter(b);
+  if (ci < 0) return -1;
+  for (int r = 0; r < b->n_reads; r++) {
+    const mlc_region *rd = &b->reads[r];
+    bool written = false;
+    for (int w = 0; w < b->n_writes; w++) written |= b->writes[w].buf == rd->buf;
+    const mlc_expr *e = rd->buf->ndim > 0 ? rd->ranges[rd->buf->ndim - 1].min : NULL;
+    if (!written && e && e->kind == MLC_EXPR_VAR && e->var == b->iters[ci].var) return r;
+  }
+  return -1;
+}
+
+/* A packed copy of that operand: cache_read "global" computed under the
+ * outer tile (level 1's loops), so the tile's whole panel of it (all of k
+ * by the tile's columns) is read from one contiguous buffer. Without it,
+ * a 1024-wide row-major B puts every k of a column panel 4 KiB apart: the
+ * same cache sets, conflict misses on each use (what the hand-written
+ * kernel's packing of B avoids). Not in meta-schedule's CPU rules. */
+static mlc_sched *with_packed_read(const mlc_sched *cached, const char *name, mlc_rv outer_loop) {
+  const mlc_block *b = peek_block(cached, name);
+  int r = b ? streamed_read(b) : -1;
+  if (r < 0) return NULL;
+  mlc_sched *c = mlc_sched_copy(cached);
+  mlc_rv blk, copy;
+  mlc_error e;
+  if (mlc_sched_get_block(c, name, NULL, &blk, &e) &&
+      mlc_sched_cache_read(c, blk, r, "global", 0, NULL, &copy, &e) &&
+      mlc_sched_compute_at(c, copy, outer_loop, true, -1, &e))
+    return c;
+  mlc_sched_free(c);
+  return NULL;
+}
+
 /* meta-schedule's MultiLevelTiling with reuse-write "may" at levels 1 and
  * 2: one sketch without a write cache and one per level with the cache
- * computed under that level's loops. */
+ * computed under that level's loops; and the level-2 one again with its
+ * streamed operand packed per outer tile (with_packed_read). */
 static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
                                     sched_list *out) {
   const mlc_block *b = peek_block(s, name);
@@ -281,7 +395,10 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
   static const int WRITE_LEVELS[] = {1, 2};
   for (int i = 0; i < MLC_COUNTOF(WRITE_LEVELS); i++) {
     mlc_sched *c = with_write_cache(t, name, levels[WRITE_LEVELS[i] - 1]);
-    if (c) MLC_VEC_PUSH(*out, c);
+    if (!c) continue;
+    MLC_VEC_PUSH(*out, c);
+    mlc_sched *p = WRITE_LEVELS[i] == 2 ? with_packed_read(c, name, levels[0]) : NULL;
+    if (p) MLC_VEC_PUSH(*out, p);
   }
   MLC_VEC_PUSH(*out, t);
 }
@@ -369,6 +486,13 @@ mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opt
   sp->arena = mlc_arena_new();
   sp->func = mlc_func_copy(sp->arena, f);
   sp->opts = *o;
+  if (o->gpu) { /* added by GPU space */
+    if (!(sp->gpu = mlc_tuner_gpu_space_new(f, o, &o->gpu_limits, err))) {
+      mlc_tuner_space_free(sp);
+      return NULL;
+    }
+    return sp;
+  }
   const char **blocks;
   int nb = tuner_blocks_post_order(sp->arena, sp->func, &blocks);
   if (nb == 0) {
@@ -395,14 +519,18 @@ mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opt
 
 void mlc_tuner_space_free(mlc_tuner_space *sp) {
   if (!sp) return;
+  mlc_tuner_gpu_space_free(sp->gpu);
   MLC_VEC_FREE(sp->traces);
   mlc_arena_free(sp->arena);
   mlc_free(sp);
 }
 
-int mlc_tuner_space_count(const mlc_tuner_space *sp) { return sp->traces.len; }
+int mlc_tuner_space_count(const mlc_tuner_space *sp) {
+  return sp->gpu ? mlc_tuner_gpu_space_count(sp->gpu) : sp->traces.len;
+}
 
 const mlc_trace *mlc_tuner_space_trace(const mlc_tuner_space *sp, int i) {
+  if (sp->gpu) return mlc_tuner_gpu_space_trace(sp->gpu, i);
   MLC_ASSERT(i >= 0 && i < sp->traces.len);
   return sp->traces.data[i];
 }
@@ -423,6 +551,7 @@ mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint6
 
 mlc_sched *mlc_tuner_space_sample(const mlc_tuner_space *sp, int i, uint64_t seed,
                                   mlc_error *err) {
+  if (sp->gpu) return mlc_tuner_gpu_space_sample(sp->gpu, i, seed, err);
   mlc_replay_opts ro = {.new_decisions = true};
   mlc_sched *s = tuner_replay_sketch(sp->func, mlc_tuner_space_trace(sp, i), seed, &ro, err);
   if (s && !mlc_tuner_postproc(s, &sp->opts, err)) {

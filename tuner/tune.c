@@ -41,6 +41,7 @@ typedef struct tune_run {
   mlc_tuner_search *search;
   mlc_costmodel *model;
   mlc_tuner_model model_if;
+  int model_saved;          /* the model's n_trainings when last saved (costmodel) */
   mlc_measure *pool;        /* NULL with a custom measure function */
   int have;                 /* records of (workload, target) */
   int64_t next_round;
@@ -74,6 +75,52 @@ static uint64_t parse_hex(const char *s) {
 
 /* ---- setup --------------------------------------------------------------------- */
 
+/* (costmodel) The target's latest stored model of the same kind replaces
+ * the fresh one: it scores the first round, before this workload has
+ * records to train on. A damaged blob (the database's checksum or the
+ * blob's own, checked before XGBoost reads a byte) is refused and the run
+ * goes on with the fresh model, saying so. */
+static void load_stored_model(tune_run *r, const mlc_costmodel_opts *co) {
+  mlc_costmodel_kind want = mlc_costmodel_get_kind(r->model), kind;
+  if (want == MLC_COSTMODEL_RANDOM) return;
+  void *blob = NULL;
+  size_t len = 0;
+  mlc_error e;
+  int found = mlc_db_load_model(r->db, r->target, MLC_FEATURE_VERSION, &blob, &len, NULL, &e);
+  mlc_costmodel *m = NULL;
+  if (found == 1 && !mlc_costmodel_blob_check(blob, len, &kind, NULL, NULL, &e)) found = -1;
+  else if (found == 1 && kind == want &&
+           !(m = mlc_costmodel_load_opts(blob, len, r->o->search.seed, co, &e)))
+    found = -1;
+  mlc_free(blob);
+  if (found < 0)
+    snprintf(r->res->message, sizeof r->res->message,
+             "warning: the stored cost model is unusable (%.300s); starting a fresh model",
+             e.msg);
+  if (!m) return;
+  mlc_costmodel_free(r->model);
+  r->model = m;
+  r->model_if.ctx = m;
+}
+
+/* (costmodel) After every training the model goes to the models table,
+ * for the next run of any workload on this target. */
+static void save_model(tune_run *r) {
+  int t = mlc_costmodel_n_trainings(r->model);
+  if (t == r->model_saved || mlc_costmodel_get_kind(r->model) == MLC_COSTMODEL_RANDOM) return;
+  uint8_t *blob;
+  size_t len;
+  mlc_error e;
+  if (mlc_costmodel_save(r->model, &blob, &len, &e)) {
+    if (mlc_db_save_model(r->db, r->target, MLC_FEATURE_VERSION, mlc_costmodel_n_trained(r->model),
+                          blob, len, &e) < 0)
+      snprintf(r->res->message, sizeof r->res->message,
+               "warning: cannot store the cost model (%.300s)", e.msg);
+    mlc_free(blob);
+  }
+  r->model_saved = t;
+}
+
 static bool open_model(tune_run *r, mlc_error *err) {
   mlc_costmodel_kind kind = MLC_COSTMODEL_XGB_AGG_RANK;
   const char *name = r->o->cost_model ? r->o->cost_model : "xgb-rank";
@@ -87,6 +134,7 @@ static bool open_model(tune_run *r, mlc_error *err) {
   r->model = mlc_costmodel_new_opts(kind, r->o->search.seed, &co);
   r->model_if = (mlc_tuner_model){cm_predict, r->model};
   mlc_tuner_search_set_model(r->search, &r->model_if);
+  load_stored_model(r, &co);
   return true;
 }
 
@@ -106,6 +154,7 @@ static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const d
   for (int i = 0; i < n; i++) keys[i] = r->workload_key;
   mlc_error e;
   if (!mlc_costmodel_update_funcs(r->model, n, funcs, keys, secs, &e)) model_fallback(r, e.msg);
+  else save_model(r);
   mlc_free(keys);
 }
 
@@ -196,6 +245,24 @@ static void report(tune_run *r, int batch) {
   r->o->progress(r->o->progress_ud, &p);
 }
 
+/* The early-abort limits for this round's candidates (see slow_factor):
+ * a call slower than *max_call is stopped after the check, and the run
+ * (load, check, warm-up, repeats) gets a timeout of a few such calls. */
+static void slow_limits(const tune_run *r, double *max_call, double *run_timeout) {
+  double factor = r->o->slow_factor == 0 ? 20 : r->o->slow_factor;
+  *max_call = *run_timeout = 0;
+  if (factor < 0) return;
+  if (r->best_sec > 0) *max_call = factor * r->best_sec;
+  else if (r->res->baseline_sec > 0) *max_call = 2 * r->res->baseline_sec;
+  /* below a few milliseconds the check call's noise dominates */
+  if (*max_call > 0 && *max_call < 0.005) *max_call = 0.005;
+  if (*max_call > 0) *run_timeout = 2.0 + 6 * *max_call;
+}
+
+static bool is_too_slow(const mlc_measure_result *m) {
+  return m->status == MLC_MEASURE_TIMEOUT && strstr(m->error, "too slow") != NULL;
+}
+
 /* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
 static int one_round(tune_run *r, mlc_error *err) {
   mlc_tuner_cand *batch;
@@ -210,10 +277,13 @@ static int one_round(tune_run *r, mlc_error *err) {
   mlc_measure_cand *mc = mlc_xmalloc(sizeof(*mc) * (size_t)n);
   mlc_measure_result *mr = mlc_xmalloc(sizeof(*mr) * (size_t)n);
   mlc_str *js = mlc_xmalloc(sizeof(*js) * (size_t)n);
+  double max_call, run_timeout;
+  slow_limits(r, &max_call, &run_timeout);
   for (int i = 0; i < n; i++) {
     mlc_trace_to_json(&js[i], mlc_sched_trace(batch[i].sched));
     mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = js[i].data,
-                               .target = r->target};
+                               .target = r->target, .max_call_sec = max_call,
+                               .run_timeout_s = run_timeout};
   }
   int rc = 1;
   if (!do_measure(r, n, mc, mr, err)) rc = -1;
@@ -239,6 +309,7 @@ static int one_round(tune_run *r, mlc_error *err) {
       mlc_tuner_search_add_measured(r->search, mlc_sched_trace(batch[i].sched), secs[i], &e);
       if (secs[i] > 0 && (r->best_sec == 0 || secs[i] < r->best_sec)) r->best_sec = secs[i];
       r->res->errors += secs[i] <= 0;
+      r->res->too_slow += is_too_slow(&mr[i]);
     }
     learn(r, n, funcs, secs);
     r->have += added;

@@ -2,8 +2,10 @@
  *
  * A design space is one or more sketch traces: schedule rules applied to
  * every block of a workload in post-order (auto-inline, add-rfactor,
- * multi-level tiling "SSRSRS" with a write cache, parallelize-vectorize-
- * unroll, random compute location) record traces whose sampling
+ * multi-level tiling "SSRSRS" with a write cache, CPU register tiles (a
+ * whole-vector innermost tile, short rows) and the streamed operand packed
+ * per outer tile, parallelize-vectorize-unroll, random compute location)
+ * record traces whose sampling
  * instructions (SamplePerfectTile, SampleCategorical,
  * SampleComputeLocation) are the knobs. A candidate is a sketch replayed
  * with decisions (fresh, stored or mutated) and then postprocessed
@@ -34,6 +36,7 @@
 #define MLC_TUNER_H
 
 #include "schedule/schedule.h"
+#include "targets/targets.h" /* added by GPU space: mlc_gpu_limits */
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -49,6 +52,10 @@ typedef struct mlc_tuner_opts {
   double init_measured_ratio; /* share of the population seeded from the best measured (0.2) */
   int max_fail_count;         /* failed draws per population slot before giving up (8) */
   uint64_t seed;
+  /* added by GPU space: true selects the GPU design space (space_gpu.c),
+   * its postprocessors and mlc_gpu_verify with these limits */
+  bool gpu;
+  mlc_gpu_limits gpu_limits;
 } mlc_tuner_opts;
 
 /* meta-schedule's CPU defaults, num_cores from the host. */
@@ -90,6 +97,47 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
  * postprocessed again, so the result's trace hashes like the record's. */
 mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err);
+
+/* ---- GPU design space (space_gpu.c, postproc_gpu.c) -------------------------
+ * added by GPU space
+ *
+ * meta-schedule's CUDA rules (ScheduleRule::DefaultCUDA), one sketch per
+ * workload: multi-level tiling "SSSRRSRS" of blocks with data reuse, the
+ * first three spatial levels fused and bound to blockIdx.x / vthread.x /
+ * threadIdx.x, a local write cache computed at the threadIdx loop, shared
+ * read caches at the first reduce level marked for cooperative fetch (the
+ * vector width sampled from {1, 2, 4}); auto-inline of elementwise
+ * producers into consumers and of elementwise outputs into their producer;
+ * the unroll step sampled from {0, 16, 64, 512, 1024}; auto-bind (fuse the
+ * leading spatial loops, split by a sampled thread count, bind) for every
+ * block left outside thread bindings. Cross-thread reduction is left out:
+ * reductions without data reuse run one row per thread. Padding blocks
+ * inline into the shared-memory fetch after them, as on CUDA in TVM. */
+typedef struct mlc_tuner_gpu_space mlc_tuner_gpu_space;
+
+mlc_tuner_gpu_space *mlc_tuner_gpu_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                             const mlc_gpu_limits *lim, mlc_error *err);
+void mlc_tuner_gpu_space_free(mlc_tuner_gpu_space *sp);
+int mlc_tuner_gpu_space_count(const mlc_tuner_gpu_space *sp);
+const mlc_trace *mlc_tuner_gpu_space_trace(const mlc_tuner_gpu_space *sp, int i);
+/* One point of sketch i, postprocessed (mlc_tuner_postproc_gpu) and
+ * verified against the limits. Tile decisions are drawn afresh from
+ * `seed`, then kept within the limits: thread and vthread factors over the
+ * limits move to the blockIdx level, and while the verifier finds too much
+ * shared or local memory, inner tile factors move outward (each move keeps
+ * a perfect tiling). NULL with a message if no such repair succeeds. */
+mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint64_t seed,
+                                      mlc_error *err);
+
+/* Record EnterPostproc, then: cooperative fetch (the annotated copy
+ * blocks' own loops fused, split by the kernel's threadIdx.x extent and
+ * the sampled vector width, bound and vectorized), the root's unroll step
+ * moved to each kernel's outermost loop as pragma_auto_unroll_max_step /
+ * pragma_unroll_explicit, then the IR verifier and mlc_gpu_verify. False
+ * with a message: the candidate is invalid (free the state). usage may be
+ * NULL. */
+bool mlc_tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+                            mlc_error *err);
 
 /* ---- mutators (mutate.c) ---------------------------------------------------- */
 
@@ -205,6 +253,12 @@ typedef struct mlc_tuner_tune_opts {
   double time_budget_s;   /* 0: no limit */
   int n_builders;         /* 0: one per core */
   double timeout_s;       /* per-candidate build and run timeout; 0: measure's defaults */
+  /* Early abort: once a best time is known, a candidate whose checked
+   * first call takes over slow_factor times the best (before that: twice
+   * the unscheduled kernel, when measured) is stopped there and recorded
+   * as "timeout: too slow", and its run timeout shrinks to a few such
+   * calls. 0: 20; negative: off. */
+  double slow_factor;
   int remeasure_top;      /* the best k measured again at the end (3; 0: none) */
   bool measure_baseline;  /* also time the unscheduled kernel (speed-up in the summary) */
   const char *cost_model; /* "xgb-rank" (default), "xgb-reg", "xgb-sum" or "random" */
@@ -224,6 +278,7 @@ typedef struct mlc_tuner_tune_result {
   int measured_before;   /* records present when the run started */
   int measured;          /* candidates this run committed */
   int errors;            /* of those, failed */
+  int too_slow;          /* of those, stopped early (slow_factor) */
   int rounds;
   bool nothing_to_do;    /* the database already held the budget */
   bool stopped;          /* *stop was set: the batch in flight was dropped */
@@ -242,5 +297,84 @@ typedef struct mlc_tuner_tune_result {
  * measured nothing new is not a failure (see result). */
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err);
+
+/* added by model tuning */
+/* ---- task scheduler (scheduler.c) -------------------------------------------- */
+
+/* One tuning task of a model: a distinct kernel and how often one model
+ * run calls it. */
+typedef struct mlc_tuner_task {
+  const char *name;          /* stored with the workload (o->tune.task) and printed */
+  const mlc_prim_func *func; /* the workload (prim_func "main") */
+  int weight;                /* calls per model run (>= 1) */
+  double flops;              /* per call, for GFLOP/s; 0: unknown */
+} mlc_tuner_task;
+
+typedef enum mlc_tuner_task_sched {
+  MLC_TUNER_SCHED_GRADIENT,    /* round-robin once, then the largest weighted gradient */
+  MLC_TUNER_SCHED_ROUND_ROBIN, /* task after task */
+} mlc_tuner_task_sched;
+
+/* Where one task stands. */
+typedef struct mlc_tuner_task_state {
+  int trials;            /* records of the task for the target, before included */
+  int rounds;            /* rounds this run gave it */
+  int errors;            /* failed candidates of this run */
+  double best_sec;       /* best mean time per call (0: none yet) */
+  int64_t best_record_id;
+  double gradient;       /* the last score it was picked by (gradient scheduler) */
+  bool done;             /* its space is exhausted: no more rounds */
+} mlc_tuner_task_state;
+
+typedef struct mlc_tuner_sched_progress {
+  int round;                         /* rounds of this run so far */
+  int task;                          /* the task of the round just measured */
+  int n_tasks;
+  const mlc_tuner_task *tasks;
+  const mlc_tuner_task_state *state; /* n_tasks */
+  int trials_done, trials_total;     /* over all tasks */
+  double est_sec;    /* sum of weight x best_sec; 0 until every task has a time */
+  double elapsed_s;
+} mlc_tuner_sched_progress;
+
+typedef struct mlc_tuner_sched_opts {
+  mlc_tuner_task_sched kind;
+  int trials;           /* records wanted over all tasks (a rerun tops them up) */
+  int trials_per_round; /* one round of one task (default 16) */
+  double alpha;         /* gradient: weight of the backward window (0.2) */
+  int window;           /* gradient: rounds of the backward window (3) */
+  void (*progress)(void *ud, const mlc_tuner_sched_progress *p); /* may be NULL */
+  void *progress_ud;
+  /* Per-round options of mlc_tuner_tune (task, trials, trials_per_round and
+   * flops are set per task and round; the progress callback is kept). */
+  mlc_tuner_tune_opts tune;
+} mlc_tuner_sched_opts;
+
+void mlc_tuner_sched_opts_default(mlc_tuner_sched_opts *o);
+const char *mlc_tuner_task_sched_name(mlc_tuner_task_sched k); /* "gradient", "round-robin" */
+bool mlc_tuner_task_sched_from_name(const char *name, mlc_tuner_task_sched *out);
+
+typedef struct mlc_tuner_sched_result {
+  int rounds, measured, errors; /* of this run */
+  bool nothing_to_do;           /* the database already held the budget */
+  bool stopped;                 /* *o->tune.stop was set */
+  double est_sec;               /* sum of weight x best_sec (0: some task has no time) */
+  double total_sec;
+  char message[512];            /* why the run ended before the budget, or "" */
+} mlc_tuner_sched_result;
+
+/* Tunes n tasks under one budget: each round gives trials_per_round
+ * trials to one task through mlc_tuner_tune (resume included: records in
+ * the database count toward the budget and seed the search). The gradient
+ * scheduler (MetaSchedule's GradientBasedTaskScheduler) first gives each
+ * task without records a round, then the task maximizing
+ *   weight x (alpha x (best[-1-window] - best[-1]) / window + (1 - alpha) x best[-1] / rounds)
+ * (best[]: the task's best time after each of its rounds): the kernels
+ * that dominate model latency (calls x time) and still improve get the
+ * trials. state (n entries) receives where each task ends. False with a
+ * message for database or worker failures. */
+bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
+                              const mlc_tuner_sched_opts *o, mlc_tuner_task_state *state,
+                              mlc_tuner_sched_result *res, mlc_error *err);
 
 #endif

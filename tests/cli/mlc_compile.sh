@@ -81,7 +81,9 @@ int main(void) {
   return agree == n && worst < 1e-4 ? 0 : 1;
 }
 CEOF
-cc -std=gnu11 -O1 -I"$tmp" "$tmp/classify.c" "$tmp/mlp.o" "$B/libmlcrt.a" -fopenmp -lm -o "$tmp/classify" 2>"$tmp/cc_err"
+# The runtime from source: $B/libmlcrt.a is sanitized in `make asan test`.
+RT_SRC="-I. targets/runtime/parallel.c targets/runtime/half.c"
+cc -std=gnu11 -O1 -I"$tmp" "$tmp/classify.c" "$tmp/mlp.o" $RT_SRC -fopenmp -lm -o "$tmp/classify" 2>"$tmp/cc_err"
 check compile_header_links test $? -eq 0
 "$tmp/classify" >"$tmp/cls.txt" 2>&1
 check compile_linked_classifies test $? -eq 0
@@ -146,7 +148,7 @@ int main(int argc, char **argv) {
   return 0;
 }
 CEOF
-cc -std=gnu11 -O1 -I"$tmp" "$tmp/cnn_main.c" "$tmp/cnn.o" "$B/libmlcrt.a" -fopenmp -lm -o "$tmp/cnn_main" 2>"$tmp/cc_err"
+cc -std=gnu11 -O1 -I"$tmp" "$tmp/cnn_main.c" "$tmp/cnn.o" $RT_SRC -fopenmp -lm -o "$tmp/cnn_main" 2>"$tmp/cc_err"
 check compile_cnn_header_links test $? -eq 0
 "$tmp/cnn_main" "$tmp/x.npy" >"$tmp/cnn_linked.txt"
 check compile_cnn_linked_runs test $? -eq 0
@@ -170,6 +172,38 @@ if [ -x "${MLC_TUNE:-$B/bin/mlc-tune}" ]; then
   check compile_replay_report grep -q '^mlp_fused_matmul_add1 .* record [0-9]*$' "$tmp/rep2.txt"
 else
   echo "SKIP compile_replay: no mlc-tune"
+fi
+
+# Model tuning: mlc-tune --model shares a small budget over the MLP's two
+# kernels (progress line per round), then every kernel replays a record and
+# the model still matches its reference; a rerun has nothing to do.
+TUNE=${MLC_TUNE:-$B/bin/mlc-tune}
+if [ -x "$TUNE" ]; then
+  "$TUNE" --model examples/mlp.json --task >/dev/null 2>"$tmp/err"
+  check tune_model_and_task_exit2 test $? -eq 2
+  "$TUNE" --model examples/mlp.json --task-scheduler bogus >/dev/null 2>"$tmp/err"
+  check tune_model_bad_scheduler_exit2 test $? -eq 2
+  "$TUNE" --model "$tmp/bad.json" --weights examples/mlp --db "$tmp/m.db" >/dev/null 2>"$tmp/err"
+  check tune_model_bad_model_exit1 test $? -eq 1
+  check tune_model_bad_model_msg grep -q "node 'lv3': unknown op" "$tmp/err"
+  "$TUNE" --model examples/mlp.json --trials 6 --trials-per-round 2 -j 1 -v --db "$tmp/m.db" \
+    >"$tmp/mt.txt" 2>"$tmp/mt_err"
+  rc=$?
+  check tune_model_exit test $rc -eq 0
+  [ $rc -eq 0 ] || tail -n 5 "$tmp/mt_err"
+  check tune_model_progress grep -q '^round 1: task 1/2 mlp_fused_matmul_add_relu0 (calls 1): 2 trials' "$tmp/mt_err"
+  check tune_model_progress_est grep -q '^round 3: .*model 6/6 trials, est. latency [0-9.e+]* us' "$tmp/mt_err"
+  check tune_model_summary grep -q '^  mlp_fused_matmul_add1 *1 *[0-9]' "$tmp/mt.txt"
+  check tune_model_total grep -q '^trials: 0 before, 6 measured now' "$tmp/mt.txt"
+  "$MC" --model examples/mlp.json --db "$tmp/m.db" --report --repeat 3 >"$tmp/rep3.txt" 2>"$tmp/err"
+  check tune_model_compile_exit test $? -eq 0
+  check tune_model_all_replayed test "$(grep -c '^mlp_.* record [0-9]*$' "$tmp/rep3.txt")" -eq 2
+  check tune_model_none_untuned test "$(grep -c 'untuned' "$tmp/err")" -eq 0
+  "$TUNE" --model examples/mlp.json --trials 6 --db "$tmp/m.db" >"$tmp/mt2.txt" 2>"$tmp/err"
+  check tune_model_rerun_nothing test $? -eq 0
+  check tune_model_rerun_msg grep -q 'nothing to do' "$tmp/err"
+else
+  echo "SKIP tune_model: no mlc-tune"
 fi
 
 # Every kernel of the CNN, dumped as TVMScript, parses, verifies and

@@ -69,3 +69,75 @@ for t in "conv2d_nchw 1,4,8,8,4,3,3" "dense_bias_relu 16,16,16" "softmax 8,32" "
   if [ $rc -eq 0 ]; then pass "tune_$1_exit"; else fail "tune_$1_exit" "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
   check "tune_$1_ok" grep -q 'trials: 0 before, 1 measured now (0 errors)' "$tmp/out"
 done
+
+# every candidate failing: a worker program that exits at once
+MLC_WORKER=/bin/false "$TUNE" --task matmul --shape 16,16,16 --trials 2 --db "$tmp/f.db" $Q \
+  >"$tmp/out" 2>"$tmp/err"
+check tune_all_fail_exit test $? -eq 1
+check tune_all_fail_msg grep -q 'mlc-tune: error: all 2 candidates failed; the first: ' "$tmp/err"
+
+# mlc-compile after tuning: the kernel replays the best record, and linked
+# into a C program it computes what a plain C matmul computes; without a
+# record it says untuned and still works
+MC=$B/bin/mlc-compile
+"$TUNE" --task matmul --shape 32,24,16 --trials 3 --db "$tmp/c.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_for_compile_exit test $? -eq 0
+"$MC" --task matmul --shape 32,24,16 --db "$tmp/c.db" -o "$tmp/mm.o" --header "$tmp/mm.h" 2>"$tmp/err"
+check tune_compile_exit test $? -eq 0
+check tune_compile_replays grep -q 'matmul .* record [0-9]' "$tmp/err"
+cat >"$tmp/mm_main.c" <<'CEOF'
+#include "mm.h"
+#include <math.h>
+#include <stdio.h>
+enum { M = 32, N = 24, K = 16 };
+int main(void) {
+  static float A[M * K], B[K * N], C[M * N];
+  unsigned s = 12345;
+  for (int i = 0; i < M * K; i++) { s = s * 1103515245u + 12345u; A[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f; }
+  for (int i = 0; i < K * N; i++) { s = s * 1103515245u + 12345u; B[i] = (float)((s >> 8) % 2001) / 1000.0f - 1.0f; }
+  if (matmul_call(A, B, C) != 0) return 1;
+  double worst = 0;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double ref = 0;
+      for (int k = 0; k < K; k++) ref += (double)A[i * K + k] * B[k * N + j];
+      worst = fmax(worst, fabs(ref - C[i * N + j]));
+    }
+  printf("max error %g\n", worst);
+  return worst < 1e-4 ? 0 : 2;
+}
+CEOF
+# The runtime from source: $B/libmlcrt.a is sanitized in `make asan test`.
+RT_SRC="-I. targets/runtime/parallel.c targets/runtime/half.c"
+cc -std=gnu11 -O1 -I"$tmp" "$tmp/mm_main.c" "$tmp/mm.o" $RT_SRC -fopenmp -lm -o "$tmp/mm_main" 2>"$tmp/cc_err"
+check tune_compile_links test $? -eq 0
+"$tmp/mm_main" >"$tmp/mm_out"
+check tune_compile_equals_reference test $? -eq 0
+"$MC" --task matmul --shape 32,24,16 --db "$tmp/none.db" -o "$tmp/mm2.o" 2>"$tmp/err"
+check tune_compile_untuned_exit test $? -eq 0 -a -s "$tmp/mm2.o"
+check tune_compile_untuned_warns grep -q 'matmul .* untuned' "$tmp/err"
+
+# Ctrl-C while tuning: exit 130, the batch in flight is dropped, the
+# database stays consistent and the message says how to resume
+"$TUNE" --task matmul --shape 64,64,64 --trials 200 --db "$tmp/i.db" $Q >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  sleep 1
+  if command -v sqlite3 >/dev/null 2>&1; then
+    n=$(sqlite3 "$tmp/i.db" 'select count(*) from records' 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge 4 ] && break
+  elif [ "$_" -ge 6 ]; then
+    break
+  fi
+done
+kill -INT $pid
+wait $pid
+rc=$?
+check tune_sigint_exit test $rc -eq 130
+check tune_sigint_resume_msg grep -q 'again to resume' "$tmp/err"
+if command -v sqlite3 >/dev/null 2>&1; then
+  check tune_sigint_integrity test "$(sqlite3 "$tmp/i.db" 'pragma integrity_check')" = ok
+  n1=$(sqlite3 "$tmp/i.db" 'select count(*) from records')
+  "$TUNE" --task matmul --shape 64,64,64 --trials $((n1 + 2)) --db "$tmp/i.db" $Q --json >"$tmp/out" 2>"$tmp/err"
+  check tune_sigint_resumes grep -q "\"trials_before\":$n1,\"measured\":2" "$tmp/out"
+fi

@@ -1,0 +1,235 @@
+/* The task scheduler: one trial budget shared by the kernels of a model.
+ *
+ * Each round gives a batch of trials to one task through mlc_tuner_tune
+ * (the database is the memory between rounds: its records are never
+ * proposed again, seed the population and train the cost model). Which
+ * task gets the round follows MetaSchedule's GradientBasedTaskScheduler:
+ * after a round-robin warm-up, the task whose end-to-end gain promises
+ * most, estimated as calls x (recent improvement per round, mixed with an
+ * optimistic best/rounds term so that a slow kernel is never starved). */
+#include "tuner/tuner.h"
+#include "db/db.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void mlc_tuner_sched_opts_default(mlc_tuner_sched_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->kind = MLC_TUNER_SCHED_GRADIENT;
+  o->trials = 64;
+  o->trials_per_round = 16;
+  o->alpha = 0.2;
+  o->window = 3;
+  mlc_tuner_tune_opts_default(&o->tune);
+}
+
+const char *mlc_tuner_task_sched_name(mlc_tuner_task_sched k) {
+  switch (k) {
+  case MLC_TUNER_SCHED_GRADIENT: return "gradient";
+  case MLC_TUNER_SCHED_ROUND_ROBIN: return "round-robin";
+  }
+  mlc_unreachable();
+}
+
+bool mlc_tuner_task_sched_from_name(const char *name, mlc_tuner_task_sched *out) {
+  for (int k = 0; k <= MLC_TUNER_SCHED_ROUND_ROBIN; k++)
+    if (strcmp(name, mlc_tuner_task_sched_name((mlc_tuner_task_sched)k)) == 0) {
+      *out = (mlc_tuner_task_sched)k;
+      return true;
+    }
+  return false;
+}
+
+static double now_sec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef MLC_VEC(double) history; /* best time after each round (0: none) */
+
+typedef struct sched_run {
+  mlc_db *db;
+  int n;
+  const mlc_tuner_task *tasks;
+  const mlc_tuner_sched_opts *o;
+  mlc_tuner_task_state *st;
+  history *best;
+  char target[512];
+  int cursor; /* round-robin: the next task to look at */
+  double t0;
+} sched_run;
+
+/* Where task i stands in the database before this run: its record count
+ * and best record (history of one entry when it has a time). */
+static bool load_state(sched_run *r, int i, mlc_error *err) {
+  mlc_tuner_task_state *st = &r->st[i];
+  memset(st, 0, sizeof *st);
+  int64_t wid;
+  int found = mlc_db_find_workload(r->db, r->tasks[i].func, &wid, err);
+  if (found <= 0) return found == 0;
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *recs;
+  int n = mlc_db_records(r->db, wid, r->target, a, &recs, err);
+  int k = n >= 0 ? mlc_db_top_k(r->db, wid, r->target, 1, a, &recs, err) : -1;
+  if (n >= 0) st->trials = n;
+  if (k > 0) {
+    st->best_sec = recs[0].mean_sec;
+    st->best_record_id = recs[0].id;
+    MLC_VEC_PUSH(r->best[i], st->best_sec);
+  }
+  mlc_arena_free(a);
+  return k >= 0;
+}
+
+static int total_trials(const sched_run *r) {
+  int t = 0;
+  for (int i = 0; i < r->n; i++) t += r->st[i].trials;
+  return t;
+}
+
+static double est_sec(const sched_run *r) {
+  double s = 0;
+  for (int i = 0; i < r->n; i++) {
+    if (r->st[i].best_sec <= 0) return 0;
+    s += r->tasks[i].weight * r->st[i].best_sec;
+  }
+  return s;
+}
+
+/* MetaSchedule's gradient of task i; a task without a valid time ranks
+ * last. */
+static double gradient(const sched_run *r, int i) {
+  const history *h = &r->best[i];
+  int n = h->len, w = r->o->window > 0 ? r->o->window : 3;
+  if (n == 0 || h->data[n - 1] <= 0) return -1;
+  double best = h->data[n - 1];
+  /* A round that found nothing valid recorded 0: the window starts at a time. */
+  double back = n >= 1 + w && h->data[n - 1 - w] > 0 ? (h->data[n - 1 - w] - best) / w : 0;
+  double g = r->o->alpha * back + (1 - r->o->alpha) * best / n;
+  return g * r->tasks[i].weight;
+}
+
+/* The task of the next round, -1 when every task is done. */
+static int next_task(sched_run *r) {
+  if (r->o->kind == MLC_TUNER_SCHED_ROUND_ROBIN) {
+    for (int k = 0; k < r->n; k++) {
+      int i = (r->cursor + k) % r->n;
+      if (!r->st[i].done) {
+        r->cursor = (i + 1) % r->n;
+        return i;
+      }
+    }
+    return -1;
+  }
+  for (int i = 0; i < r->n; i++) /* warm-up: each task once */
+    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0) return i;
+  int pick = -1;
+  for (int i = 0; i < r->n; i++) {
+    if (r->st[i].done) continue;
+    r->st[i].gradient = gradient(r, i);
+    /* ties (all invalid, or equal): the task with fewer trials, then the first */
+    if (pick < 0 || r->st[i].gradient > r->st[pick].gradient ||
+        (r->st[i].gradient == r->st[pick].gradient && r->st[i].trials < r->st[pick].trials))
+      pick = i;
+  }
+  return pick;
+}
+
+static void report(const sched_run *r, int task, const mlc_tuner_sched_result *res) {
+  if (!r->o->progress) return;
+  mlc_tuner_sched_progress p = {
+      .round = res->rounds, .task = task, .n_tasks = r->n, .tasks = r->tasks, .state = r->st,
+      .trials_done = total_trials(r), .trials_total = r->o->trials, .est_sec = est_sec(r),
+      .elapsed_s = now_sec() - r->t0,
+  };
+  r->o->progress(r->o->progress_ud, &p);
+}
+
+/* One round of task i: 1 measured, 0 the run should end (res says why), -1 error. */
+static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error *err) {
+  const mlc_tuner_task *t = &r->tasks[i];
+  mlc_tuner_task_state *st = &r->st[i];
+  int per = r->o->trials_per_round > 0 ? r->o->trials_per_round : 16;
+  int left = r->o->trials - total_trials(r);
+  mlc_tuner_tune_opts to = r->o->tune;
+  to.task = t->name;
+  to.flops = t->flops;
+  to.trials_per_round = per < left ? per : left;
+  to.trials = st->trials + to.trials_per_round;
+  to.remeasure_top = 0; /* the rounds' own times rank the records */
+  to.measure_baseline = false;
+  if (r->o->tune.time_budget_s > 0)
+    to.time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (now_sec() - r->t0));
+  mlc_tuner_tune_result tr;
+  if (!mlc_tuner_tune(r->db, t->func, &to, &tr, err))
+    return mlc_error_prefix(err, "task %s", t->name), -1;
+  st->trials = tr.measured_before + tr.measured;
+  st->rounds++;
+  st->errors += tr.errors;
+  if (tr.best_sec > 0 && (st->best_sec <= 0 || tr.best_sec <= st->best_sec)) {
+    st->best_sec = tr.best_sec;
+    st->best_record_id = tr.best_record_id;
+  }
+  MLC_VEC_PUSH(r->best[i], st->best_sec);
+  res->measured += tr.measured;
+  res->errors += tr.errors;
+  if (tr.stopped) {
+    res->stopped = true;
+    return 0;
+  }
+  res->rounds++;
+  /* An exhausted space, or a round that added nothing (another tuner
+   * measured the same), gets no more rounds: no spinning. */
+  if (tr.exhausted || tr.measured == 0) st->done = true;
+  report(r, i, res);
+  return 1;
+}
+
+bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
+                              const mlc_tuner_sched_opts *o, mlc_tuner_task_state *state,
+                              mlc_tuner_sched_result *res, mlc_error *err) {
+  memset(res, 0, sizeof *res);
+  sched_run r = {.db = db, .n = n, .tasks = tasks, .o = o, .st = state, .t0 = now_sec()};
+  r.best = mlc_xmalloc(sizeof *r.best * (size_t)(n + 1));
+  memset(r.best, 0, sizeof *r.best * (size_t)(n + 1));
+  mlc_db_normalize_target(o->tune.target ? o->tune.target : "llvm", r.target, sizeof r.target);
+  bool ok = true;
+  for (int i = 0; i < n && ok; i++)
+    if (!load_state(&r, i, err)) ok = mlc_error_prefix(err, "task %s", tasks[i].name);
+  if (ok && total_trials(&r) >= o->trials) {
+    res->nothing_to_do = true;
+    snprintf(res->message, sizeof res->message,
+             "nothing to do: the database already holds %d trials for these %d tasks and "
+             "target (budget %d)",
+             total_trials(&r), n, o->trials);
+  }
+  while (ok && total_trials(&r) < o->trials) {
+    if (o->tune.stop && *o->tune.stop) {
+      res->stopped = true;
+      break;
+    }
+    if (o->tune.time_budget_s > 0 && now_sec() - r.t0 >= o->tune.time_budget_s) {
+      snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
+               o->tune.time_budget_s);
+      break;
+    }
+    int i = next_task(&r);
+    if (i < 0) {
+      snprintf(res->message, sizeof res->message,
+               "every task's search space is exhausted (%d trials of %d)", total_trials(&r),
+               o->trials);
+      break;
+    }
+    int rc = one_round(&r, i, res, err);
+    if (rc < 0) ok = false;
+    if (rc <= 0) break;
+  }
+  res->est_sec = est_sec(&r);
+  res->total_sec = now_sec() - r.t0;
+  for (int i = 0; i < n; i++) MLC_VEC_FREE(r.best[i]);
+  mlc_free(r.best);
+  return ok;
+}

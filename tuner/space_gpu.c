@@ -1,0 +1,477 @@
+/* The GPU design space: meta-schedule's CUDA rules (ScheduleRule::
+ * DefaultCUDA) applied to every block in post-order, rule after rule, as
+ * space.c does for CPUs:
+ *   multi_level_tiling  "SSSRRSRS", levels 1-3 bound to blockIdx.x,
+ *                       vthread.x, threadIdx.x; a local write cache at the
+ *                       threadIdx loop; shared read caches at the first
+ *                       reduce level, marked for cooperative fetch
+ *   auto_inline         elementwise intermediates (padding included) into
+ *                       their consumers, elementwise outputs into their
+ *                       producer (the write cache's write-back)
+ *   unroll              the unroll step, sampled once per sketch
+ *   auto_bind           blocks left unbound: leading spatial loops fused,
+ *                       split by a sampled thread count, bound
+ * Samples keep the tile decisions inside the GPU's limits (see
+ * mlc_tuner_gpu_space_sample in tuner.h).
+ */
+#include "targets/targets.h"
+#include "tuner/tuner_internal.h"
+
+#include <string.h>
+
+#define GPU_STRUCTURE "SSSRRSRS"
+#define ANN_COOP_FETCH "meta_schedule.cooperative_fetch"
+enum { MAX_GROUP_LOOPS = 12 };
+
+/* The SamplePerfectTile instructions of one tiled block. */
+typedef struct tile_group {
+  int n_s, n_r;
+  int s_inst[MAX_GROUP_LOOPS]; /* spatial loops: 5 factors (block, vthread, thread, 2 inner) */
+  int r_inst[MAX_GROUP_LOOPS]; /* reduce loops: 3 factors (outer, 2 inner) */
+} tile_group;
+
+typedef struct gpu_sketch {
+  mlc_trace *trace;
+  int n_groups;
+  tile_group *groups;
+} gpu_sketch;
+
+struct mlc_tuner_gpu_space {
+  mlc_arena *arena;
+  mlc_prim_func *func;
+  mlc_tuner_opts opts;
+  mlc_gpu_limits lim;
+  MLC_VEC(gpu_sketch) sketches;
+};
+
+/* A sketch being built: the state and its tile groups. */
+typedef struct build {
+  mlc_sched *s;
+  const mlc_tuner_opts *o;
+  const mlc_gpu_limits *lim;
+  MLC_VEC(tile_group) groups;
+} build;
+
+static int last_inst(const mlc_sched *s) { return mlc_sched_trace(s)->insts.len - 1; }
+
+static const mlc_block *peek(const mlc_sched *s, const char *name) {
+  return tuner_find_block(mlc_sched_func(s), name);
+}
+
+typedef bool (*block_step)(build *bd, const char *name, mlc_error *err);
+
+/* Run a step on a copy of the state: kept when it succeeds; when some
+ * primitive refuses, the state and its tile groups stay as they were
+ * (nothing of the attempt, not even its getters, enters the trace). */
+static void try_step(build *bd, block_step step, const char *name) {
+  mlc_sched *orig = bd->s;
+  int n_groups = bd->groups.len;
+  mlc_error e;
+  bd->s = mlc_sched_copy(orig);
+  if (step(bd, name, &e)) {
+    mlc_sched_free(orig);
+    return;
+  }
+  mlc_sched_free(bd->s);
+  bd->s = orig;
+  bd->groups.len = n_groups;
+}
+
+/* Whether a loop above the block is bound to a thread (tiled or bound). */
+static bool under_binding(const mlc_prim_func *f, const mlc_block *b) {
+  tuner_site site;
+  if (!tuner_find_site(f, b, &site)) return false;
+  for (int i = 0; i < site.n_loops; i++)
+    if (site.loops[i]->loop.kind == MLC_FOR_THREAD_BINDING) return true;
+  return false;
+}
+
+/* ---- rule: multi-level tiling --------------------------------------------------- */
+
+/* Split every loop into its levels (recording the sample instructions),
+ * reorder into the structure; tiles[k] lists the loops of letter k. */
+static bool tile_loops(build *bd, mlc_rv blk, tile_group *g, mlc_rv tiles[8][MAX_GROUP_LOOPS],
+                       int *n_tiles, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv *lp, loops[MAX_GROUP_LOOPS];
+  int n = mlc_sched_get_loops(s, blk, &lp, err);
+  if (n < 1 || n > MAX_GROUP_LOOPS) return n >= 1 ? mlc_error_set(err, "too many loops") : false;
+  memcpy(loops, lp, sizeof(mlc_rv) * (size_t)n);
+  const mlc_block *b = mlc_sched_rv_block(s, blk);
+  mlc_rv split[MAX_GROUP_LOOPS][5];
+  bool red[MAX_GROUP_LOOPS];
+  for (int i = 0; i < n; i++) {
+    red[i] = b->iters[i].kind == MLC_ITER_REDUCE;
+    int parts = red[i] ? 3 : 5;
+    mlc_rv v[5];
+    mlc_operand f[5];
+    if (!mlc_sched_sample_perfect_tile(s, loops[i], parts, bd->o->max_innermost_factor, v, err))
+      return false;
+    if (red[i]) g->r_inst[g->n_r++] = last_inst(s);
+    else g->s_inst[g->n_s++] = last_inst(s);
+    for (int k = 0; k < parts; k++) f[k] = MLC_OP_RV(v[k]);
+    if (!mlc_sched_split(s, loops[i], parts, f, true, split[i], err)) return false;
+  }
+  mlc_rv order[MAX_GROUP_LOOPS * 5];
+  int m = 0, occ[2] = {0, 0};
+  for (int k = 0; k < 8; k++) {
+    bool want_r = GPU_STRUCTURE[k] == 'R';
+    int lvl = occ[want_r]++;
+    n_tiles[k] = 0;
+    for (int i = 0; i < n; i++)
+      if (red[i] == want_r) tiles[k][n_tiles[k]++] = order[m++] = split[i][lvl];
+  }
+  return mlc_sched_reorder(s, m, order, err);
+}
+
+/* Fuse the loops of one level (if several) and bind them; *out: the loop. */
+static bool bind_level(mlc_sched *s, mlc_rv *loops, int n, const char *tag, mlc_rv *out,
+                       mlc_error *err) {
+  if (n == 0) return mlc_error_set(err, "no spatial loop to bind to %s", tag);
+  if (n == 1) *out = loops[0];
+  else if (!mlc_sched_fuse(s, n, loops, true, out, err)) return false;
+  return mlc_sched_bind(s, *out, tag, err);
+}
+
+/* Shared read caches at the first reduce level, one per input buffer,
+ * each marked for cooperative fetch with a sampled vector width. */
+static bool read_caches(build *bd, const char *name, mlc_rv at, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv blk;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  const mlc_block *b = mlc_sched_rv_block(s, blk);
+  int n = b->n_reads;
+  const mlc_buffer *bufs[16];
+  if (n > 16) n = 16;
+  for (int i = 0; i < n; i++) bufs[i] = b->reads[i].buf;
+  static const int64_t LANES[] = {1, 2, 4};
+  static const double PROBS[] = {1.0 / 3, 1.0 / 3, 1.0 / 3};
+  for (int i = 0; i < n; i++) {
+    b = mlc_sched_rv_block(s, blk);
+    int idx = -1;
+    for (int r = 0; r < b->n_reads; r++)
+      if (b->reads[r].buf == bufs[i]) idx = r;
+    if (idx < 0 || strncmp(bufs[i]->scope, "global", 6) != 0) continue;
+    mlc_rv copy, v;
+    if (!mlc_sched_cache_read(s, blk, idx, "shared", 1, &blk, &copy, err) ||
+        !mlc_sched_compute_at(s, copy, at, true, -1, err) ||
+        !mlc_sched_sample_categorical(s, 3, LANES, PROBS, &v, err) ||
+        !mlc_sched_annotate(s, copy, ANN_COOP_FETCH, MLC_OP_RV(v), err))
+      return false;
+  }
+  return true;
+}
+
+/* meta-schedule's MultiLevelTiling with the CUDA configuration: tiles,
+ * bindings, the write cache at level 3, the read caches at level 4. */
+static bool tile_block(build *bd, const char *name, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv blk, tiles[8][MAX_GROUP_LOOPS], bound[3], wb;
+  int n_tiles[8];
+  tile_group g = {0};
+  static const char *TAGS[3] = {"blockIdx.x", "vthread.x", "threadIdx.x"};
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err) ||
+      !tile_loops(bd, blk, &g, tiles, n_tiles, err))
+    return false;
+  for (int k = 0; k < 3; k++)
+    if (!bind_level(s, tiles[k], n_tiles[k], TAGS[k], &bound[k], err)) return false;
+  if (n_tiles[3] == 0) return mlc_error_set(err, "no reduce loop");
+  if (!mlc_sched_cache_write(s, blk, 0, "local", 0, NULL, &wb, err) ||
+      !mlc_sched_reverse_compute_at(s, wb, bound[2], true, -1, err) ||
+      !read_caches(bd, name, tiles[3][n_tiles[3] - 1], err))
+    return false;
+  MLC_VEC_PUSH(bd->groups, g);
+  return true;
+}
+
+/* A block the rule cannot tile is left to auto-bind. */
+static void rule_multi_level_tiling(build *bd, const char *name) {
+  const mlc_block *b = peek(bd->s, name);
+  if (b && tuner_needs_tiling(mlc_sched_func(bd->s), b)) try_step(bd, tile_block, name);
+}
+
+/* ---- rule: auto-inline ------------------------------------------------------------ */
+
+/* meta-schedule's CUDA AutoInline allows T.if_then_else (padding): a pad
+ * block inlines into the shared-memory fetch that multi-level tiling put
+ * after it, so the fetch reads the unpadded input under the condition. */
+static bool is_elementwise(const mlc_block *b) {
+  return tuner_block_is_spatial(b) && b->n_writes == 1 && b->init == NULL;
+}
+
+static bool inline_block(build *bd, const char *name, mlc_error *err) {
+  mlc_rv rv;
+  const mlc_block *b = peek(bd->s, name);
+  if (!mlc_sched_get_block(bd->s, name, NULL, &rv, err)) return false;
+  if (!tuner_block_is_output(mlc_sched_func(bd->s), b))
+    return mlc_sched_compute_inline(bd->s, rv, err);
+  return mlc_sched_reverse_compute_inline(bd->s, rv, err);
+}
+
+/* Elementwise intermediates go into their consumers; an elementwise
+ * output goes into its producer (a local cache's write-back: the epilogue
+ * then reads the accumulator directly). Refusals leave the block. */
+static void rule_auto_inline(build *bd, const char *name) {
+  const mlc_block *b = peek(bd->s, name);
+  const mlc_prim_func *f = mlc_sched_func(bd->s);
+  if (b && is_elementwise(b) && !under_binding(f, b)) try_step(bd, inline_block, name);
+}
+
+/* ---- rule: auto-bind ----------------------------------------------------------------- */
+
+static const int64_t THREAD_EXTENTS[] = {32, 64, 128, 256, 512, 1024};
+enum { MAX_THREADBLOCKS = 256 };
+
+/* meta-schedule's AutoBind: the leading spatial chain fused; if it fits
+ * max_threadblocks * max_threads, split by a sampled thread count,
+ * otherwise into [rest, 256 blocks, max threads] with the rest innermost. */
+static bool bind_block(build *bd, const char *name, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv blk, *lp, loops[TUNER_MAX_LOOPS], fused, parts[3], v;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  int n = mlc_sched_get_loops(s, blk, &lp, err);
+  if (n < 0 || n > TUNER_MAX_LOOPS) return false;
+  memcpy(loops, lp, sizeof(mlc_rv) * (size_t)n);
+  int m = 0;
+  while (m < n) {
+    const mlc_stmt *l = mlc_sched_rv_loop(s, loops[m]);
+    if (!tuner_loop_is_spatial(l) || tuner_loop_extent(l) < 1) break;
+    m++;
+    if (m < n && l->loop.body != mlc_sched_rv_loop(s, loops[m])) break;
+  }
+  if (m == 0) return mlc_error_set(err, "auto-bind: block %s has no leading spatial loop", name);
+  if (m == 1) fused = loops[0];
+  else if (!mlc_sched_fuse(s, m, loops, true, &fused, err)) return false;
+  int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(s, fused));
+  int64_t max_t = bd->lim->max_threads_per_block;
+  if (ext <= MAX_THREADBLOCKS * max_t) {
+    int64_t cand[MLC_COUNTOF(THREAD_EXTENTS)];
+    double probs[MLC_COUNTOF(THREAD_EXTENTS)];
+    int nc = 0;
+    int64_t cap = ext < max_t ? ext : max_t;
+    for (int i = 0; i < MLC_COUNTOF(THREAD_EXTENTS); i++)
+      if (THREAD_EXTENTS[i] <= cap) cand[nc++] = THREAD_EXTENTS[i];
+    if (nc == 0) cand[nc++] = cap; /* fewer iterations than a warp: one block */
+    for (int i = 0; i < nc; i++) probs[i] = 1.0 / nc;
+    if (!mlc_sched_sample_categorical(s, nc, cand, probs, &v, err)) return false;
+    mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(v)};
+    return mlc_sched_split(s, fused, 2, f, true, parts, err) &&
+           mlc_sched_bind(s, parts[0], "blockIdx.x", err) &&
+           mlc_sched_bind(s, parts[1], "threadIdx.x", err);
+  }
+  mlc_operand f[3] = {MLC_OP_NONE, MLC_OP_INT(MAX_THREADBLOCKS), MLC_OP_INT(max_t)};
+  return mlc_sched_split(s, fused, 3, f, true, parts, err) &&
+         mlc_sched_reorder(s, 3, (mlc_rv[]){parts[1], parts[2], parts[0]}, err) &&
+         mlc_sched_bind(s, parts[1], "blockIdx.x", err) &&
+         mlc_sched_bind(s, parts[2], "threadIdx.x", err);
+}
+
+static void rule_auto_bind(build *bd, const char *name) {
+  const mlc_block *b = peek(bd->s, name);
+  if (b && !under_binding(mlc_sched_func(bd->s), b)) try_step(bd, bind_block, name);
+}
+
+/* ---- rule: unroll ---------------------------------------------------------------------- */
+
+static const int64_t UNROLL_STEPS[] = {0, 16, 64, 512, 1024};
+
+static bool annotate_unroll(mlc_sched *s, mlc_error *err) {
+  mlc_rv root, v;
+  double probs[MLC_COUNTOF(UNROLL_STEPS)];
+  for (int i = 0; i < MLC_COUNTOF(UNROLL_STEPS); i++) probs[i] = 1.0 / MLC_COUNTOF(UNROLL_STEPS);
+  return mlc_sched_get_block(s, "root", NULL, &root, err) &&
+         mlc_sched_sample_categorical(s, MLC_COUNTOF(UNROLL_STEPS), UNROLL_STEPS, probs, &v,
+                                      err) &&
+         mlc_sched_annotate(s, root, TUNER_ANN_UNROLL, MLC_OP_RV(v), err);
+}
+
+/* ---- building the space ------------------------------------------------------------------ */
+
+typedef void (*gpu_rule)(build *bd, const char *name);
+
+/* One rule over every block, last block first. */
+static void apply_rule(build *bd, gpu_rule rule, int nb, const char **blocks) {
+  for (int i = nb - 1; i >= 0; i--) rule(bd, blocks[i]);
+}
+
+mlc_tuner_gpu_space *mlc_tuner_gpu_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                             const mlc_gpu_limits *lim, mlc_error *err) {
+  mlc_tuner_gpu_space *sp = mlc_xmalloc(sizeof *sp);
+  sp->arena = mlc_arena_new();
+  sp->func = mlc_func_copy(sp->arena, f);
+  sp->opts = *o;
+  sp->lim = *lim;
+  const char **blocks;
+  int nb = tuner_blocks_post_order(sp->arena, sp->func, &blocks);
+  if (nb == 0) {
+    mlc_tuner_gpu_space_free(sp);
+    mlc_error_set(err, "GPU design space: function \"%s\" has no block to schedule", f->name);
+    return NULL;
+  }
+  build bd = {.s = mlc_sched_new(sp->func, o->seed), .o = &sp->opts, .lim = &sp->lim};
+  apply_rule(&bd, rule_multi_level_tiling, nb, blocks);
+  apply_rule(&bd, rule_auto_inline, nb, blocks);
+  bool ok = annotate_unroll(bd.s, err);
+  /* blocks the rules created (caches) are bound already; the list is the
+   * original one, which is what auto-bind needs */
+  if (ok) apply_rule(&bd, rule_auto_bind, nb, blocks);
+  if (ok) {
+    gpu_sketch sk = {.trace = mlc_trace_copy(sp->arena, mlc_sched_trace(bd.s)),
+                     .n_groups = bd.groups.len};
+    sk.groups = MLC_NEW_ARRAY(sp->arena, tile_group, bd.groups.len + 1);
+    if (bd.groups.len)
+      memcpy(sk.groups, bd.groups.data, sizeof(tile_group) * (size_t)bd.groups.len);
+    MLC_VEC_PUSH(sp->sketches, sk);
+  }
+  mlc_sched_free(bd.s);
+  MLC_VEC_FREE(bd.groups);
+  if (!ok) {
+    mlc_tuner_gpu_space_free(sp);
+    mlc_error_prefix(err, "GPU design space: unroll");
+    return NULL;
+  }
+  return sp;
+}
+
+void mlc_tuner_gpu_space_free(mlc_tuner_gpu_space *sp) {
+  if (!sp) return;
+  MLC_VEC_FREE(sp->sketches);
+  mlc_arena_free(sp->arena);
+  mlc_free(sp);
+}
+
+int mlc_tuner_gpu_space_count(const mlc_tuner_gpu_space *sp) { return sp->sketches.len; }
+
+const mlc_trace *mlc_tuner_gpu_space_trace(const mlc_tuner_gpu_space *sp, int i) {
+  MLC_ASSERT(i >= 0 && i < sp->sketches.len);
+  return sp->sketches.data[i].trace;
+}
+
+/* ---- sampling within the limits ------------------------------------------------------------ */
+
+/* The tile decisions of a sample, editable. */
+typedef struct tile_decs {
+  int n;
+  int inst[64];
+  mlc_decision d[64];
+} tile_decs;
+
+static void read_decisions(const gpu_sketch *sk, const mlc_trace *t, tile_decs *td) {
+  td->n = 0;
+  for (int g = 0; g < sk->n_groups; g++) {
+    const tile_group *tg = &sk->groups[g];
+    for (int i = 0; i < tg->n_s + tg->n_r && td->n < 64; i++) {
+      int inst = i < tg->n_s ? tg->s_inst[i] : tg->r_inst[i - tg->n_s];
+      td->inst[td->n] = inst;
+      td->d[td->n++] = t->insts.data[inst].decision;
+    }
+  }
+}
+
+static mlc_decision *dec_of(tile_decs *td, int inst) {
+  for (int i = 0; i < td->n; i++)
+    if (td->inst[i] == inst) return &td->d[i];
+  return NULL;
+}
+
+static int64_t smallest_prime(int64_t x) {
+  for (int64_t p = 2; p * p <= x; p++)
+    if (x % p == 0) return p;
+  return x;
+}
+
+/* Move the smallest prime factor of level `from` to level `to`. */
+static void move_factor(mlc_decision *d, int from, int to) {
+  int64_t p = smallest_prime(d->v[from]);
+  d->v[from] /= p;
+  d->v[to] *= p;
+}
+
+/* Keep the product of level `lvl` over the group's spatial loops within
+ * max by moving factors of the largest to the block level. */
+static bool clamp_level(tile_decs *td, const tile_group *g, int lvl, int64_t max) {
+  bool changed = false;
+  for (;;) {
+    int64_t prod = 1, best = 1;
+    mlc_decision *arg = NULL;
+    for (int i = 0; i < g->n_s; i++) {
+      mlc_decision *d = dec_of(td, g->s_inst[i]);
+      if (!d) continue;
+      prod *= d->v[lvl];
+      if (d->v[lvl] > best) best = d->v[lvl], arg = d;
+    }
+    if (prod <= max || !arg) return changed;
+    move_factor(arg, lvl, 0);
+    changed = true;
+  }
+}
+
+/* One step towards less memory: the largest factor among the levels that
+ * size the tiles (reduce inner levels, spatial levels from vthread in;
+ * for local memory only the per-thread spatial levels) moves outward. */
+static bool shrink_memory(tile_decs *td, const tile_group *g, bool local) {
+  mlc_decision *arg = NULL;
+  int arg_lvl = 0;
+  int64_t best = 1;
+  for (int i = 0; i < g->n_s; i++) {
+    mlc_decision *d = dec_of(td, g->s_inst[i]);
+    for (int l = 1; d && l < 5; l++)
+      if ((!local || l != 2) && d->v[l] > best) best = d->v[l], arg = d, arg_lvl = l;
+  }
+  for (int i = 0; i < g->n_r && !local; i++) {
+    mlc_decision *d = dec_of(td, g->r_inst[i]);
+    for (int l = 1; d && l < 3; l++)
+      if (d->v[l] > best) best = d->v[l], arg = d, arg_lvl = l;
+  }
+  if (!arg) return false;
+  move_factor(arg, arg_lvl, 0);
+  return true;
+}
+
+static mlc_sched *replay_with(const mlc_tuner_gpu_space *sp, const mlc_trace *t,
+                              const tile_decs *td, uint64_t seed, mlc_error *err) {
+  mlc_replay_opts ro = {.n_overrides = td->n, .override_insts = td->inst,
+                        .override_decisions = td->d};
+  return tuner_replay_sketch(sp->func, t, seed, &ro, err);
+}
+
+enum { MAX_REPAIRS = 64 };
+
+mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint64_t seed,
+                                      mlc_error *err) {
+  MLC_ASSERT(i >= 0 && i < sp->sketches.len);
+  const gpu_sketch *sk = &sp->sketches.data[i];
+  mlc_replay_opts fresh = {.new_decisions = true};
+  mlc_sched *s = tuner_replay_sketch(sp->func, sk->trace, seed, &fresh, err);
+  if (!s) return NULL;
+  tile_decs td;
+  read_decisions(sk, mlc_sched_trace(s), &td);
+  bool changed = false;
+  for (int g = 0; g < sk->n_groups; g++) {
+    changed |= clamp_level(&td, &sk->groups[g], 2, sp->lim.max_threads_per_block);
+    changed |= clamp_level(&td, &sk->groups[g], 2, sp->lim.max_thread_dim[0]);
+    changed |= clamp_level(&td, &sk->groups[g], 1, sp->lim.max_vthread);
+  }
+  for (int attempt = 0; attempt <= MAX_REPAIRS; attempt++) {
+    if (changed) {
+      mlc_sched *r = replay_with(sp, mlc_sched_trace(s), &td, seed, err);
+      mlc_sched_free(s);
+      if (!(s = r)) return NULL;
+    }
+    /* postprocess in place: a repair replays the trace up to EnterPostproc */
+    mlc_gpu_usage u;
+    if (mlc_tuner_postproc_gpu(s, &sp->lim, &u, err)) return s;
+    changed = false;
+    bool local = u.failed == MLC_GPU_LOCAL;
+    if (u.failed != MLC_GPU_SHARED && !local) break;
+    /* each move divides some tile by a prime (>= 2): about log2(used /
+     * limit) moves bring the usage under the limit, saving replays */
+    int64_t used = local ? u.local_bytes : u.shared_bytes;
+    int64_t limit = local ? sp->lim.max_local_bytes : sp->lim.max_shared_bytes;
+    for (int64_t r = limit > 0 ? used / limit : 1; r >= 1; r /= 2)
+      for (int g = 0; g < sk->n_groups; g++) changed |= shrink_memory(&td, &sk->groups[g], local);
+    if (!changed) break;
+  }
+  mlc_sched_free(s);
+  return NULL;
+}
