@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_GROUP 16
+#define MAX_GROUP MLC_GRAPH_FUSE_MAX
 
 /* The binding that uses v as its only use, when that is an elementwise op
  * reading v once; -1 otherwise. */
@@ -33,8 +33,8 @@ typedef struct group {
   int members[MAX_GROUP]; /* binding indices, in order */
 } group;
 
-static void grow_group(const mlc_gfunc *f, const int *owner, group *g) {
-  while (g->n < MAX_GROUP) {
+static void grow_group(const mlc_gfunc *f, const int *owner, int max_ops, group *g) {
+  while (g->n < max_ops) {
     int j = sole_elemwise_consumer(f, f->bindings[g->members[g->n - 1]].var);
     if (j < 0 || owner[j] >= 0) return;
     g->members[g->n++] = j;
@@ -113,7 +113,7 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
         mlc_gop_class_of(b->op) == MLC_GOP_INJECTIVE)
       continue;
     group g = {1, {i}};
-    grow_group(f, owner, &g);
+    grow_group(f, owner, m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP, &g);
     if (g.n < 2) continue;
     builder B;
     mlc_gfunc *sub = make_subfunction(m, f, &g, (*counter)++, &B);

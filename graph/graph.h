@@ -121,7 +121,12 @@ typedef struct mlc_gmodule {
   int n_consts;
   mlc_gvar **consts;
   mlc_module *tir; /* prim_funcs the module calls */
+  /* Most ops the fuse pass puts in one sub-function; 0: no limit beyond
+   * MLC_GRAPH_FUSE_MAX. 2 gives the notes' MatmulAddFusor groups
+   * (fused_matmul_add0/1, relu on its own). */
+  int fuse_max_ops;
 } mlc_gmodule;
+#define MLC_GRAPH_FUSE_MAX 16
 
 mlc_gmodule *mlc_graph_new(const char *name);
 void mlc_graph_free(mlc_gmodule *m);

@@ -42,6 +42,7 @@ enum {
   OPT_DB,
   OPT_REPORT,
   OPT_DUMP_TASKS,
+  OPT_FUSE_MAX_OPS,
 };
 
 typedef struct options {
@@ -50,6 +51,7 @@ typedef struct options {
   bool run, no_schedule, report;
   uint64_t seed;
   int repeat;
+  int fuse_max_ops;
 } options;
 
 static void usage(FILE *f) {
@@ -71,7 +73,10 @@ static void usage(FILE *f) {
           "  --weights DIR        directory of <weight>.npy files\n"
           "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
           "                       as read from the model file)\n"
-          "  -o, --output FILE    write the object file\n"
+          "  --fuse-max-ops N     at most N ops per fused sub-function (default 16; 2\n"
+          "                       gives the notes' fused_matmul_add0/1 with relu\n"
+          "                       alone; kernels fused otherwise than when tuned\n"
+          "                       find no tuning record)\n"          "  -o, --output FILE    write the object file\n"
           "  --header FILE        write the C header (kernels and the model entry)\n"
           "  --run                run the model in-process on seeded inputs (or --input),\n"
           "                       print the output, its argmax and the max error against\n"
@@ -140,6 +145,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"db", required_argument, 0, OPT_DB},
       {"report", no_argument, 0, OPT_REPORT},
       {"dump-tasks", required_argument, 0, OPT_DUMP_TASKS},
+      {"fuse-max-ops", required_argument, 0, OPT_FUSE_MAX_OPS},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -166,6 +172,11 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_DB: o->db = optarg; break;
     case OPT_REPORT: o->report = true; break;
     case OPT_DUMP_TASKS: o->dump_tasks = optarg; break;
+    case OPT_FUSE_MAX_OPS:
+      o->fuse_max_ops = (int)strtol(optarg, &end, 10);
+      if (*end || o->fuse_max_ops < 1 || o->fuse_max_ops > MLC_GRAPH_FUSE_MAX)
+        return usage_error("--fuse-max-ops wants a number from 1 to 16, got '%s'", optarg);
+      break;
     case OPT_SEED:
       o->seed = strtoull(optarg, &end, 10);
       if (*end || !*optarg) return usage_error("--seed wants a number, got '%s'", optarg);
@@ -184,8 +195,8 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->run && !o->input && optind == argc - 1) o->input = argv[optind++];
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!o->model == !o->task) return usage_error("%s", "give exactly one of --model or --task");
-  if (o->task && (o->print_after || o->run || o->weights || o->input || o->report || o->dump_tasks))
-    return usage_error("%s", "--print-after, --run, --report, --weights and --input go with --model");
+  if (o->task && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->input || o->report || o->dump_tasks))
+    return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights and --input go with --model");
   if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   if (o->task && !o->output) return usage_error("%s", "--task needs -o OUT.o");
   if (o->model && (o->shape || o->name))
@@ -530,6 +541,7 @@ static int compile_model(const options *o, const mlc_target *t) {
   double t0 = now_ms();
   mlc_gmodule *m = mlc_graph_load(o->model, o->weights, &err);
   if (!m) return fail(&err);
+  m->fuse_max_ops = o->fuse_max_ops;
   int rc = 0;
   bool at_load = o->print_after && strcmp(o->print_after, "load") == 0;
   if (at_load) show(m, "load", NULL);

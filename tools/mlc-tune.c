@@ -293,11 +293,26 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
 
 /* ---- main ---------------------------------------------------------------------- */
 
+/* The target to tune for. Only CPU targets can be measured yet: the worker
+ * has no CUDA runner, so a cuda target is refused here rather than failing
+ * every candidate. Returns 0, or the exit status to give. */
+static int tune_target(const cli *c, mlc_target *tgt) {
+  mlc_error err;
+  if (!mlc_target_parse(c->target ? c->target : "llvm", tgt, &err)) return usage_error("%s", err.msg);
+  if (tgt->backend == &mlc_backend_llvm) return 0;
+  fprintf(stderr,
+          "mlc-tune: error: tuning measures on CPU (llvm) targets only; '%s' kernels can be "
+          "built with `mlc-ir build --target \"%s\" -o k.ptx` but not measured yet\n",
+          tgt->str, tgt->str);
+  return 1;
+}
+
 static int run(const cli *c, workload *w) {
   mlc_error err;
   const char *db_path = c->db ? c->db : getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   mlc_target tgt;
-  if (!mlc_target_parse(c->target ? c->target : "llvm", &tgt, &err)) return usage_error("%s", err.msg);
+  int bad_target = tune_target(c, &tgt);
+  if (bad_target) return bad_target;
   mlc_db *db = mlc_db_open(db_path, MLC_DB_CREATE, &err);
   if (!db) {
     fprintf(stderr, "mlc-tune: error: %s\n", err.msg);
@@ -396,9 +411,8 @@ static int tune_model(const cli *c) {
   const char *db_path = c->db ? c->db : getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   mlc_target tgt;
   mlc_db *db = NULL;
-  int rc = 0;
-  if (!mlc_target_parse(c->target ? c->target : "llvm", &tgt, &err)) rc = usage_error("%s", err.msg);
-  else if (!(db = mlc_db_open(db_path, MLC_DB_CREATE, &err))) rc = fail(err.msg);
+  int rc = tune_target(c, &tgt);
+  if (!rc && !(db = mlc_db_open(db_path, MLC_DB_CREATE, &err))) rc = fail(err.msg);
   mlc_tuner_sched_opts o;
   mlc_tuner_sched_opts_default(&o);
   if (c->task_sched) mlc_tuner_task_sched_from_name(c->task_sched, &o.kind);

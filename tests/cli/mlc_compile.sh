@@ -45,6 +45,21 @@ check compile_fuse_tir_prim_func grep -q '@T.prim_func' "$tmp/ft.txt"
 check compile_fuse_tir_intermediate grep -q 'C_intermediate = T.alloc_buffer((1, 128))' "$tmp/ft.txt"
 check compile_fuse_tir_call grep -q 'R.call_tir(cls.fused_matmul_add_relu0, (x, metadata\["lv0"\], metadata\["b0"\])' "$tmp/ft.txt"
 
+# The notes' MatmulAddFusor: matmul + add pairs only, relu on its own.
+"$MC" --model examples/mlp.json --fuse-max-ops 2 --print-after fuse >"$tmp/n.txt" 2>/dev/null
+check compile_notes_fuse_exit test $? -eq 0
+check compile_notes_fuse_sub0 grep -q 'def fused_matmul_add0(x: R.Tensor((1, 784), dtype="float32")' "$tmp/n.txt"
+check compile_notes_fuse_sub1 grep -q 'def fused_matmul_add1(lv3: R.Tensor((1, 128), dtype="float32")' "$tmp/n.txt"
+check compile_notes_fuse_relu grep -q '= R.nn.relu(lv2)' "$tmp/n.txt"
+"$MC" --model examples/mlp.json --fuse-max-ops 2 --print-after fuse_tir >"$tmp/n.txt" 2>/dev/null
+check compile_notes_fuse_tir grep -q 'lv2 = R.call_tir(cls.fused_matmul_add0, (x, metadata\["lv0"\], metadata\["b0"\])' "$tmp/n.txt"
+check compile_notes_fuse_tir_one_func test "$(grep -c 'def fused_matmul_add[01](.*T.Buffer' "$tmp/n.txt")" -eq 2
+"$MC" --model examples/mlp.json --fuse-max-ops 2 --run >"$tmp/n.txt" 2>/dev/null
+check compile_notes_fuse_run_exit test $? -eq 0
+check compile_notes_fuse_matches grep -q 'max abs error gv: [0-9.e-]* (against the plain C reference)' "$tmp/n.txt"
+"$MC" --model examples/mlp.json --fuse-max-ops 0 >/dev/null 2>"$tmp/err"
+check compile_fuse_max_ops_bad test $? -eq 2
+
 "$MC" --model examples/mlp.json -o "$tmp/mlp.o" --header "$tmp/mlp.h" 2>"$tmp/err"
 check compile_mlp_object test $? -eq 0 -a -s "$tmp/mlp.o" -a -s "$tmp/mlp.h"
 cat >"$tmp/classify.c" <<'CEOF'

@@ -33,6 +33,10 @@ check tune_bad_trials_exit test $? -eq 2
 "$TUNE" --task vecadd --shape 64 --trials 2 --db /nonexistent/dir/x.db $Q >"$tmp/out" 2>"$tmp/err"
 check tune_unwritable_db_exit test $? -eq 1
 check tune_unwritable_db_msg grep -q 'mlc-tune: error:' "$tmp/err"
+"$TUNE" --task vecadd --shape 64 --trials 2 --target cuda --db "$tmp/cuda.db" >"$tmp/out" 2>"$tmp/err"
+check tune_cuda_refused_exit test $? -eq 1
+check tune_cuda_refused_msg grep -q "CPU (llvm) targets only; 'cuda -arch=sm_80'" "$tmp/err"
+check tune_cuda_refused_no_db test ! -e "$tmp/cuda.db"
 
 # a first run: 4 trials of a tiny matmul
 "$TUNE" --task matmul --shape 16,16,16 --trials 4 --db "$tmp/a.db" $Q >"$tmp/out" 2>"$tmp/err"
