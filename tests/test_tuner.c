@@ -33,6 +33,7 @@ static void small_opts(mlc_tuner_opts *o, uint64_t seed) {
   o->seed = seed;
   o->population = 24;
   o->generations = 2;
+  o->min_parallel_work = 0; /* the small shapes here start parallel like big ones */
 }
 
 /* Run f and g on the same random inputs; outputs must agree. */
@@ -496,6 +497,63 @@ static void test_mutate_tile_keeps_product(void) {
 }
 
 /* The unroll and parallel mutators change only their own knob. */
+static bool has_parallel_loop(const mlc_stmt *st) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return st->loop.kind == MLC_FOR_PARALLEL || has_parallel_loop(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE:
+    return has_parallel_loop(st->realize.block->body) || has_parallel_loop(st->realize.block->init);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_parallel_loop(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return has_parallel_loop(st->if_.then_s) || has_parallel_loop(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return has_parallel_loop(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+/* Kernels under min_parallel_work iterations start serial and the parallel
+ * mutator gives them threads; bigger ones start parallel and may go serial. */
+static void test_small_kernels_start_serial(void) {
+  mlc_arena *a = mlc_arena_new();
+  static const struct {
+    const char *shape;
+    bool small;
+  } cases[] = {{"32,32,32", true}, {"128,128,128", false}};
+  for (int c = 0; c < MLC_COUNTOF(cases); c++) {
+    mlc_prim_func *f = task(a, "matmul", cases[c].shape);
+    mlc_tuner_opts o;
+    small_opts(&o, 3);
+    o.min_parallel_work = (int64_t)1 << 18;
+    mlc_error e;
+    mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 7, 0);
+    for (int i = 0; sp && i < mlc_tuner_space_count(sp); i++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, i, 11, &e);
+      CHECK_MSG(s != NULL, "%s", e.msg);
+      if (!s) continue;
+      CHECK_MSG(has_parallel_loop(mlc_sched_func(s)->body) != cases[c].small, "%s sketch %d",
+                cases[c].shape, i);
+      /* the mutator reaches the other plan: serial <-> threads */
+      bool other = false;
+      for (int k = 0; k < 8 && !other; k++) {
+        mlc_sched *m = mlc_tuner_mutate(f, s, MLC_MUTATE_PARALLEL, &rng, &o, &e);
+        if (m) other = has_parallel_loop(mlc_sched_func(m)->body) == cases[c].small;
+        mlc_sched_free(m);
+      }
+      CHECK_MSG(other, "%s sketch %d: no mutation to the other plan", cases[c].shape, i);
+      mlc_sched_free(s);
+    }
+    CHECK(sp != NULL);
+    mlc_tuner_space_free(sp);
+  }
+  mlc_arena_free(a);
+}
+
 static void test_mutate_unroll_and_parallel(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul", "64,64,64");
@@ -629,8 +687,8 @@ static void test_search_dedup(void) {
   mlc_arena_free(a);
 }
 
-/* vecadd of 4 elements has 4 points (the unroll step): the search
- * proposes each once and then ends with a message. */
+/* vecadd of 4 elements has 8 points (4 unroll steps, its loop serial or
+ * parallel): the search proposes each once and then ends with a message. */
 static void test_search_exhausts(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "vecadd", "4");
@@ -648,7 +706,7 @@ static void test_search_exhausts(void) {
     rounds++;
     if (n < 3) CHECK(mlc_tuner_search_message(s)[0] != 0);
   } while (n > 0 && rounds < 20);
-  CHECK_MSG(total == 4 && rounds <= 4, "total %d rounds %d", total, rounds);
+  CHECK_MSG(total == 8 && rounds <= 4, "total %d rounds %d", total, rounds);
   CHECK(strstr(mlc_tuner_search_message(s), "exhausted") != NULL);
   mlc_tuner_search_free(s);
   mlc_arena_free(a);
@@ -972,7 +1030,7 @@ static void test_loop_ends(void) {
   mlc_error e;
   loop_opts(&o, &fr, "vecadd", 100);
   CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
-  CHECK_MSG(r.measured == 4 && r.exhausted && strstr(r.message, "exhausted"), "%d %s", r.measured,
+  CHECK_MSG(r.measured == 8 && r.exhausted && strstr(r.message, "exhausted"), "%d %s", r.measured,
             r.message);
   mlc_db_close(db);
 
@@ -1070,6 +1128,7 @@ int main(void) {
   RUN(test_vector_tile_only_contiguous);
   RUN(test_mutate_tile_keeps_product);
   RUN(test_mutate_unroll_and_parallel);
+  RUN(test_small_kernels_start_serial);
   RUN(test_jit_samples);
   RUN(test_search_dedup);
   RUN(test_search_exhausts);

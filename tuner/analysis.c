@@ -271,6 +271,38 @@ int tuner_parallel_prefix(const mlc_stmt *top, int64_t *prods, int max) {
   return n;
 }
 
+int64_t tuner_nest_iterations(const mlc_stmt *st) {
+  if (!st) return 1;
+  switch (st->kind) {
+  case MLC_STMT_FOR: {
+    int64_t e = tuner_loop_extent(st), in = tuner_nest_iterations(st->loop.body);
+    if (e < 1) e = 1;
+    return in > ((int64_t)1 << 40) / e ? (int64_t)1 << 40 : in * e;
+  }
+  case MLC_STMT_BLOCK_REALIZE: {
+    int64_t body = tuner_nest_iterations(st->realize.block->body);
+    int64_t init = tuner_nest_iterations(st->realize.block->init);
+    return body > init ? body : init;
+  }
+  case MLC_STMT_SEQ: {
+    int64_t most = 1;
+    for (int i = 0; i < st->seq.n; i++) {
+      int64_t w = tuner_nest_iterations(st->seq.stmts[i]);
+      if (w > most) most = w;
+    }
+    return most;
+  }
+  case MLC_STMT_IF: {
+    int64_t a = tuner_nest_iterations(st->if_.then_s), b = tuner_nest_iterations(st->if_.else_s);
+    return a > b ? a : b;
+  }
+  case MLC_STMT_ALLOCATE: return tuner_nest_iterations(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return 1;
+  }
+  mlc_unreachable();
+}
+
 /* ---- finding blocks -------------------------------------------------------------- */
 
 typedef struct block_walk {

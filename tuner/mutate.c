@@ -148,7 +148,8 @@ static mlc_sched *mutate_parallel(const mlc_prim_func *f, const mlc_trace *t, in
   mlc_sched *sk = tuner_replay_sketch(f, t, seed, NULL, err);
   if (!sk) return NULL;
   int64_t choices[64], cur = t->insts.data[idx].inputs[1].i;
-  int m = tuner_parallel_choices(mlc_sched_func(sk), cur, choices, 64);
+  int64_t preferred = (int64_t)o->num_cores * o->max_jobs_per_core;
+  int m = tuner_parallel_choices(mlc_sched_func(sk), cur, preferred, choices, 64);
   mlc_sched_free(sk);
   if (m == 0) {
     mlc_error_set(err, "mutate parallel: no other parallel extent to choose");

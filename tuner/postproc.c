@@ -110,31 +110,46 @@ static void rewrite_parallel(mlc_sched *s, int64_t bound) {
   mlc_arena_free(a);
 }
 
-/* Whether two bounds fuse the same loops in every nest. */
+/* Whether two bounds fuse the same loops in every nest (bound 0: none,
+ * every nest serial). */
 static bool same_plan(int nt, int64_t (*prods)[TUNER_MAX_LOOPS], const int *np, int64_t x,
                       int64_t y) {
+  if (x == 0 || y == 0) return x == y;
   for (int t = 0; t < nt; t++)
     if (np[t] > 0 && parallel_count(prods[t], np[t], x) != parallel_count(prods[t], np[t], y))
       return false;
   return true;
 }
 
-int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t *out, int max) {
+/* Adds v to out unless its plan is current's or already there. */
+static int add_plan(int nt, int64_t (*prods)[TUNER_MAX_LOOPS], const int *np, int64_t current,
+                    int64_t v, int64_t *out, int n, int max) {
+  bool seen = same_plan(nt, prods, np, v, current);
+  for (int j = 0; j < n && !seen; j++) seen = same_plan(nt, prods, np, v, out[j]);
+  if (!seen && n < max) out[n++] = v;
+  return n;
+}
+
+int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t preferred,
+                           int64_t *out, int max) {
   mlc_arena *a = mlc_arena_new();
   mlc_stmt **tops;
   int nt = tuner_root_children(f, &tops, a), n = 0;
   int64_t (*prods)[TUNER_MAX_LOOPS] = mlc_arena_alloc(a, sizeof(*prods) * (size_t)(nt + 1));
   int *np = MLC_NEW_ARRAY(a, int, nt + 1);
-  for (int t = 0; t < nt; t++) np[t] = tuner_parallel_prefix(tops[t], prods[t], TUNER_MAX_LOOPS);
+  bool any = false;
   for (int t = 0; t < nt; t++) {
-    /* bound prods[i] fuses i + 2 loops; bound 1 fuses one */
-    for (int i = -1; i < np[t] - 1; i++) {
-      int64_t v = i < 0 ? 1 : prods[t][i];
-      bool seen = same_plan(nt, prods, np, v, current);
-      for (int j = 0; j < n && !seen; j++) seen = same_plan(nt, prods, np, v, out[j]);
-      if (!seen && n < max) out[n++] = v;
-    }
+    np[t] = tuner_parallel_prefix(tops[t], prods[t], TUNER_MAX_LOOPS);
+    any = any || np[t] > 0;
   }
+  /* serial is a plan too: on small kernels threads cost more than they
+   * give. The preferred bound goes before the others, so that its plan
+   * keeps the value sampling gives it and one program keeps one trace. */
+  if (any) n = add_plan(nt, prods, np, current, 0, out, n, max);
+  if (any && preferred > 0) n = add_plan(nt, prods, np, current, preferred, out, n, max);
+  for (int t = 0; t < nt; t++) /* bound prods[i] fuses i + 2 loops; bound 1 fuses one */
+    for (int i = -1; i < np[t] - 1; i++)
+      n = add_plan(nt, prods, np, current, i < 0 ? 1 : prods[t][i], out, n, max);
   mlc_arena_free(a);
   for (int i = 1; i < n; i++) /* insertion sort: a handful of values */
     for (int j = i; j > 0 && out[j - 1] > out[j]; j--) {

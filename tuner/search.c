@@ -431,6 +431,7 @@ void mlc_tuner_opts_default(mlc_tuner_opts *o) {
   *o = (mlc_tuner_opts){
       .num_cores = mlc_target_host_cores(),
       .max_jobs_per_core = 16,
+      .min_parallel_work = (int64_t)1 << 18,
       .max_vectorize_extent = 64,
       .max_innermost_factor = 64,
       .population = 512,

@@ -437,12 +437,16 @@ static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
 
 static const int64_t UNROLL_STEPS[] = {0, 16, 64, 512};
 
-/* The root block carries the bounds; the postprocessor applies them. */
+/* The root block carries the bounds; the postprocessor applies them.
+ * Kernels smaller than o->min_parallel_work start serial: starting threads
+ * costs more than such a nest takes (the graph's default schedule uses the
+ * same bound), and the parallel mutator can still try threads. */
 static bool annotate_root(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   mlc_rv root, v;
   double probs[MLC_COUNTOF(UNROLL_STEPS)];
   for (int i = 0; i < MLC_COUNTOF(UNROLL_STEPS); i++) probs[i] = 1.0 / MLC_COUNTOF(UNROLL_STEPS);
-  int64_t par = (int64_t)o->num_cores * o->max_jobs_per_core;
+  bool small = tuner_nest_iterations(mlc_sched_func(s)->body) < o->min_parallel_work;
+  int64_t par = small ? 0 : (int64_t)o->num_cores * o->max_jobs_per_core;
   return mlc_sched_get_block(s, "root", NULL, &root, err) &&
          mlc_sched_annotate(s, root, TUNER_ANN_PARALLEL, MLC_OP_INT(par), err) &&
          mlc_sched_annotate(s, root, TUNER_ANN_VECTORIZE, MLC_OP_INT(o->max_vectorize_extent),

@@ -43,6 +43,9 @@
 typedef struct mlc_tuner_opts {
   int num_cores;              /* threads of the target; the parallel bound uses it */
   int max_jobs_per_core;      /* parallel extent bound = num_cores * this (16) */
+  int64_t min_parallel_work;  /* kernels whose deepest nest has fewer iterations
+                                 start serial; the parallel mutator may still
+                                 try threads (2^18; 0: always start parallel) */
   int max_vectorize_extent;   /* innermost fused contiguous spatial extent to vectorize (64) */
   int max_innermost_factor;   /* of every SamplePerfectTile (64) */
   int population;             /* evolutionary search population (512) */

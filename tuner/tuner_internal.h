@@ -58,14 +58,19 @@ int tuner_root_children(const mlc_prim_func *f, mlc_stmt ***out, mlc_arena *a);
  * it. prods[i] is the product of the first i+1 extents. Returns the
  * count (at most max). */
 int tuner_parallel_prefix(const mlc_stmt *top, int64_t *prods, int max);
+/* The most loop iterations any block instance of st is nested in (the
+ * product of the extents above it, non-constant extents counting 1),
+ * saturating at 2^40. */
+int64_t tuner_nest_iterations(const mlc_stmt *st);
 
 /* ---- postproc.c ---- */
 
 /* The parallel bounds a parallel-extent mutation may choose for the
- * sketch IR f: prefix products of the top-level nests that fuse other
- * loops than `current` does, one per distinct plan, sorted; returns the
- * count (at most max). */
-int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t *out, int max);
+ * sketch IR f: 0 (all serial), `preferred` (the bound sampling uses) and
+ * prefix products of the top-level nests, one per distinct plan other
+ * than current's, sorted; returns the count (at most max). */
+int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t preferred,
+                           int64_t *out, int max);
 
 /* ---- search helpers ---- */
 
