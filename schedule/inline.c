@@ -429,48 +429,16 @@ static bool single_producer(mlc_sched *s, rinl *p, mlc_error *err) {
   return true;
 }
 
-/* The loads of buf in e, into out (up to max); returns the count. */
-static int collect_loads(mlc_expr *e, const mlc_buffer *buf, mlc_expr **out, int n, int max) {
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR:
-    return n;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-    n = collect_loads(e->bin.a, buf, out, n, max);
-    return collect_loads(e->bin.b, buf, out, n, max);
-  case MLC_EXPR_NOT: return collect_loads(e->bin.a, buf, out, n, max);
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    n = collect_loads(e->sel.cond, buf, out, n, max);
-    n = collect_loads(e->sel.t, buf, out, n, max);
-    return collect_loads(e->sel.f, buf, out, n, max);
-  case MLC_EXPR_LOAD:
-    if (e->load.buf == buf && n < max) out[n++] = e;
-    for (int i = 0; i < e->load.buf->ndim; i++) n = collect_loads(e->load.indices[i], buf, out, n, max);
-    return n;
-  case MLC_EXPR_CAST: return collect_loads(e->cast.value, buf, out, n, max);
-  case MLC_EXPR_CALL:
-    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
-      n = collect_loads(e->call.args[i], buf, out, n, max);
-    return n;
-  }
-  mlc_unreachable();
+/* The loads of one buffer, in program order (up to max). */
+typedef struct load_list {
+  const mlc_buffer *buf;
+  const mlc_expr **out;
+  int n, max;
+} load_list;
+
+static void note_load(const mlc_expr *e, void *ud) {
+  load_list *l = ud;
+  if (e->kind == MLC_EXPR_LOAD && e->load.buf == l->buf && l->n < l->max) l->out[l->n++] = e;
 }
 
 /* The consumer's loads of the buffer must all be at one index, each
@@ -485,9 +453,11 @@ static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
     return mlc_error_set(err, "%s: %s: the block's body is not a single store", p->c.prim, p->c.who);
   if (p->c.realize->realize.predicate)
     return mlc_error_set(err, "%s: %s: the block has a predicate (T.where)", p->c.prim, p->c.who);
-  mlc_expr *loads[64];
-  int nl = collect_loads(st->store.value, buf, loads, 0, 64);
-  for (int i = 0; i < buf->ndim; i++) nl = collect_loads(st->store.indices[i], buf, loads, nl, 64);
+  const mlc_expr *loads[64];
+  load_list found = {buf, loads, 0, MLC_COUNTOF(loads)};
+  mlc_expr_visit(st->store.value, note_load, &found);
+  for (int i = 0; i < buf->ndim; i++) mlc_expr_visit(st->store.indices[i], note_load, &found);
+  int nl = found.n;
   if (nl == 0)
     return mlc_error_set(err, "%s: %s: the stored value does not read %s", p->c.prim, p->c.who,
                          buf->name);

@@ -109,51 +109,6 @@ bool tuner_block_is_output(const mlc_prim_func *f, const mlc_block *b) {
   return false;
 }
 
-/* Calls fn on every node of e, parents first. */
-static void expr_walk(const mlc_expr *e, void (*fn)(const mlc_expr *, void *), void *ctx) {
-  if (!e) return;
-  fn(e, ctx);
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-    expr_walk(e->bin.a, fn, ctx);
-    expr_walk(e->bin.b, fn, ctx);
-    return;
-  case MLC_EXPR_NOT: expr_walk(e->bin.a, fn, ctx); return;
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    expr_walk(e->sel.cond, fn, ctx);
-    expr_walk(e->sel.t, fn, ctx);
-    expr_walk(e->sel.f, fn, ctx);
-    return;
-  case MLC_EXPR_LOAD:
-    for (int d = 0; d < e->load.buf->ndim; d++) expr_walk(e->load.indices[d], fn, ctx);
-    return;
-  case MLC_EXPR_CAST: expr_walk(e->cast.value, fn, ctx); return;
-  case MLC_EXPR_CALL:
-    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) expr_walk(e->call.args[i], fn, ctx);
-    return;
-  }
-  mlc_unreachable();
-}
-
 typedef struct var_marks {
   const mlc_block *b;
   bool *used;
@@ -169,7 +124,7 @@ static void mark_var(const mlc_expr *e, void *ctx) {
 /* Marks the block's iter vars that e uses. */
 static void mark_vars(const mlc_expr *e, const mlc_block *b, bool *used) {
   var_marks m = {b, used};
-  expr_walk(e, mark_var, &m);
+  mlc_expr_visit(e, mark_var, &m);
 }
 
 bool tuner_needs_tiling(const mlc_prim_func *f, const mlc_block *b) {
@@ -200,7 +155,7 @@ static void find_ite(const mlc_expr *e, void *ctx) {
 
 static bool expr_has_ite(const mlc_expr *e) {
   bool found = false;
-  expr_walk(e, find_ite, &found);
+  mlc_expr_visit(e, find_ite, &found);
   return found;
 }
 
