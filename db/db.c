@@ -476,6 +476,49 @@ bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, m
   return true;
 }
 
+/* Appends to record r's run times inside the caller's transaction. */
+static bool append_secs(mlc_db *db, const mlc_db_record *r, int n, const double *secs,
+                        mlc_error *err) {
+  int total = r->n_secs + n;
+  double *all = mlc_xmalloc(sizeof *all * (size_t)total), sum = 0;
+  memcpy(all, r->secs, sizeof *all * (size_t)r->n_secs);
+  memcpy(all + r->n_secs, secs, sizeof *all * (size_t)n);
+  for (int i = 0; i < total; i++) sum += all[i];
+  mlc_str text = {0};
+  put_secs(&text, total, all);
+  sqlite3_stmt *st =
+      db_prepare(db, "UPDATE records SET run_secs = ?, mean_sec = ? WHERE id = ?", err);
+  bool ok = st != NULL;
+  if (ok) {
+    db_bind_text(st, 1, mlc_str_cstr(&text));
+    sqlite3_bind_double(st, 2, sum / total);
+    sqlite3_bind_int64(st, 3, r->id);
+    ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding run times");
+    sqlite3_finalize(st);
+  }
+  mlc_str_free(&text);
+  mlc_free(all);
+  return ok;
+}
+
+bool mlc_db_add_run_secs(mlc_db *db, int64_t id, int n, const double *secs, mlc_error *err) {
+  for (int i = 0; i < n; i++)
+    if (!(secs[i] > 0) || secs[i] > 1e9)
+      return mlc_error_set(err, "record %lld: run time %g", (long long)id, secs[i]);
+  if (n <= 0) return mlc_error_set(err, "record %lld: no run times to add", (long long)id);
+  if (!db_exec(db, "BEGIN IMMEDIATE", err)) return false;
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record r;
+  int found = mlc_db_get_record(db, id, a, &r, err);
+  bool ok = found > 0 && !r.error;
+  if (found == 0) mlc_error_set(err, "no record %lld", (long long)id);
+  if (found > 0 && r.error) mlc_error_set(err, "record %lld failed (%s): it has no run times", (long long)id, r.error);
+  ok = ok && append_secs(db, &r, n, secs, err) && db_exec(db, "COMMIT", err);
+  if (!ok) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+  mlc_arena_free(a);
+  return ok;
+}
+
 int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,
                  mlc_db_record **out, mlc_error *err) {
   char t[512];

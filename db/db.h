@@ -103,6 +103,10 @@ typedef struct mlc_db_record {
  * workload, target and trace hash) are skipped. *n_added (may be NULL)
  * receives how many were new. All or nothing on error. */
 bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, mlc_error *err);
+/* More run times for successful record id (it was measured again): they
+ * join its run_secs and mean_sec is recomputed, in one transaction. Fails
+ * for a missing or failed record and for non-positive times. */
+bool mlc_db_add_run_secs(mlc_db *db, int64_t id, int n, const double *secs, mlc_error *err);
 /* Best k successful records by mean_sec for (workload, target). */
 int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,
                  mlc_db_record **out, mlc_error *err);

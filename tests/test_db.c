@@ -228,6 +228,19 @@ static void test_records(void) {
   bad[1].trace = t5;
   CHECK(!mlc_db_commit(db, 1, bad + 1, NULL, &err));
   CHECK(raw_int(p, "SELECT count(*) FROM records") == 4);
+  /* Measured again: the times join the record and can change the order. */
+  mlc_db_record *llvm;
+  CHECK(mlc_db_records(db, wid, "llvm", a, &llvm, &err) == 3);
+  double again[2] = {4e-6, 6e-6}, slow0[1] = {9e-6};
+  CHECK_MSG(mlc_db_add_run_secs(db, llvm[1].id, 2, again, &err), "%s", err.msg); /* 1,2,4,6 us */
+  CHECK(mlc_db_get_record(db, llvm[1].id, a, &one, &err) == 1 && one.n_secs == 4 &&
+        one.secs[3] == 6e-6 && fabs(one.mean_sec - 3.25e-6) < 1e-15);
+  CHECK(mlc_db_top_k(db, wid, "llvm", 1, a, &top, &err) == 1 && top[0].id == llvm[0].id);
+  CHECK(!mlc_db_add_run_secs(db, llvm[2].id, 1, slow0, &err) && strstr(err.msg, "failed"));
+  CHECK(!mlc_db_add_run_secs(db, 12345, 1, slow0, &err) && strstr(err.msg, "no record 12345"));
+  CHECK(!mlc_db_add_run_secs(db, llvm[0].id, 1, zero, &err) && strstr(err.msg, "run time 0"));
+  CHECK(!mlc_db_add_run_secs(db, llvm[0].id, 0, slow0, &err));
+  CHECK(mlc_db_get_record(db, llvm[0].id, a, &one, &err) == 1 && one.n_secs == 3);
   for (int i = 0; i < 4; i++) mlc_free(t[i]);
   mlc_free(t5);
   mlc_arena_free(a);
