@@ -10,6 +10,7 @@
 #include <string.h>
 
 typedef struct bufmap {
+  mlc_arena *a; /* where rewritten expressions go */
   int n, cap;
   mlc_buffer **from, **to;
 } bufmap;
@@ -28,7 +29,7 @@ static void map_put(mlc_arena *a, bufmap *bm, mlc_buffer *from, mlc_buffer *to) 
   bm->to[bm->n++] = to;
 }
 
-static mlc_buffer *map_buf(const bufmap *bm, mlc_buffer *b) {
+static mlc_buffer *map_buf(bufmap *bm, mlc_buffer *b) {
   for (int i = 0; i < bm->n; i++)
     if (bm->from[i] == b) return bm->to[i];
   return b;
@@ -36,66 +37,34 @@ static mlc_buffer *map_buf(const bufmap *bm, mlc_buffer *b) {
 
 /* ---- replacing buffers in place (the tree is a private copy) ----------------- */
 
-static void re_expr(const bufmap *bm, mlc_expr *e) {
-  if (!e) return;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-    re_expr(bm, e->bin.a);
-    re_expr(bm, e->bin.b);
-    return;
-  case MLC_EXPR_NOT: re_expr(bm, e->bin.a); return;
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    re_expr(bm, e->sel.cond);
-    re_expr(bm, e->sel.t);
-    re_expr(bm, e->sel.f);
-    return;
-  case MLC_EXPR_LOAD: {
-    mlc_buffer *old = e->load.buf;
-    e->load.buf = map_buf(bm, old);
-    for (int i = 0; i < old->ndim; i++) re_expr(bm, e->load.indices[i]);
-    return;
-  }
-  case MLC_EXPR_CAST: re_expr(bm, e->cast.value); return;
-  case MLC_EXPR_CALL:
-    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) re_expr(bm, e->call.args[i]);
-    return;
-  }
-  mlc_unreachable();
+static mlc_expr *rebuf_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  if (e->kind != MLC_EXPR_LOAD) return e;
+  mlc_buffer *b = map_buf(ud, e->load.buf);
+  if (b == e->load.buf) return e;
+  mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
+  n->load.buf = b;
+  return n;
 }
 
-static void re_regions(const bufmap *bm, int n, mlc_region *rs) {
+/* Expressions may be shared, so they are rewritten copy on write. */
+static mlc_expr *re_expr(bufmap *bm, mlc_expr *e) {
+  return mlc_expr_map(bm->a, e, rebuf_load, bm);
+}
+
+static void re_regions(bufmap *bm, int n, mlc_region *rs) {
   for (int i = 0; i < n; i++) {
     mlc_buffer *old = rs[i].buf;
     rs[i].buf = map_buf(bm, old);
     for (int d = 0; d < old->ndim; d++) {
-      re_expr(bm, rs[i].ranges[d].min);
-      re_expr(bm, rs[i].ranges[d].extent);
+      rs[i].ranges[d].min = re_expr(bm, rs[i].ranges[d].min);
+      rs[i].ranges[d].extent = re_expr(bm, rs[i].ranges[d].extent);
     }
   }
 }
 
-static void re_stmt(const bufmap *bm, mlc_stmt *s);
+static void re_stmt(bufmap *bm, mlc_stmt *s);
 
-static void re_block(const bufmap *bm, mlc_block *b) {
+static void re_block(bufmap *bm, mlc_block *b) {
   re_regions(bm, b->n_reads, b->reads);
   re_regions(bm, b->n_writes, b->writes);
   for (int i = 0; i < b->n_allocs; i++) b->allocs[i] = map_buf(bm, b->allocs[i]);
@@ -103,15 +72,16 @@ static void re_block(const bufmap *bm, mlc_block *b) {
   re_stmt(bm, b->body);
 }
 
-static void re_stmt(const bufmap *bm, mlc_stmt *s) {
+static void re_stmt(bufmap *bm, mlc_stmt *s) {
   if (!s) return;
   switch (s->kind) {
   case MLC_STMT_FOR:
     re_stmt(bm, s->loop.body);
     return;
   case MLC_STMT_BLOCK_REALIZE:
-    for (int i = 0; i < s->realize.block->n_iters; i++) re_expr(bm, s->realize.values[i]);
-    re_expr(bm, s->realize.predicate);
+    for (int i = 0; i < s->realize.block->n_iters; i++)
+      s->realize.values[i] = re_expr(bm, s->realize.values[i]);
+    s->realize.predicate = re_expr(bm, s->realize.predicate);
     re_block(bm, s->realize.block);
     return;
   case MLC_STMT_SEQ:
@@ -120,12 +90,12 @@ static void re_stmt(const bufmap *bm, mlc_stmt *s) {
   case MLC_STMT_STORE: {
     mlc_buffer *old = s->store.buf;
     s->store.buf = map_buf(bm, old);
-    for (int i = 0; i < old->ndim; i++) re_expr(bm, s->store.indices[i]);
-    re_expr(bm, s->store.value);
+    for (int i = 0; i < old->ndim; i++) s->store.indices[i] = re_expr(bm, s->store.indices[i]);
+    s->store.value = re_expr(bm, s->store.value);
     return;
   }
   case MLC_STMT_IF:
-    re_expr(bm, s->if_.cond);
+    s->if_.cond = re_expr(bm, s->if_.cond);
     re_stmt(bm, s->if_.then_s);
     re_stmt(bm, s->if_.else_s);
     return;
@@ -133,7 +103,7 @@ static void re_stmt(const bufmap *bm, mlc_stmt *s) {
     s->alloc.buf = map_buf(bm, s->alloc.buf);
     re_stmt(bm, s->alloc.body);
     return;
-  case MLC_STMT_EVALUATE: re_expr(bm, s->eval.value); return;
+  case MLC_STMT_EVALUATE: s->eval.value = re_expr(bm, s->eval.value); return;
   }
   mlc_unreachable();
 }
@@ -226,7 +196,7 @@ static mlc_prim_func *fuse_one(mlc_gmodule *m, const mlc_gfunc *g, mlc_error *er
       return NULL;
     }
     mlc_prim_func *c = mlc_func_copy(a, b->tir);
-    bufmap bm = {0};
+    bufmap bm = {.a = a};
     for (int j = 0; j < b->n_args; j++) map_put(a, &bm, c->params[j], buf_of(&F, b->args[j]));
     mlc_buffer *out = c->params[b->n_args];
     bool last = b->var == g->outputs[0];

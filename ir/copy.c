@@ -784,6 +784,89 @@ void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), 
   mlc_unreachable();
 }
 
+mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn, void *ud) {
+  mlc_expr **out = es;
+  for (int i = 0; i < n; i++) {
+    mlc_expr *x = mlc_expr_map(a, es[i], fn, ud);
+    if (x == es[i]) continue;
+    if (out == es) out = mlc_arena_memdup(a, es, sizeof(mlc_expr *) * (size_t)n);
+    out[i] = x;
+  }
+  return out;
+}
+
+/* e's children rewritten: e itself when none changed, else a copy. */
+static mlc_expr *map_children(mlc_arena *a, mlc_expr *e, mlc_expr_map_fn fn, void *ud) {
+  mlc_expr *n, *x, *y, *z, **xs;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR: return e;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+    x = mlc_expr_map(a, e->bin.a, fn, ud);
+    y = mlc_expr_map(a, e->bin.b, fn, ud);
+    if (x == e->bin.a && y == e->bin.b) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->bin.a = x, n->bin.b = y;
+    return n;
+  case MLC_EXPR_NOT:
+    x = mlc_expr_map(a, e->bin.a, fn, ud);
+    if (x == e->bin.a) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->bin.a = x;
+    return n;
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    x = mlc_expr_map(a, e->sel.cond, fn, ud);
+    y = mlc_expr_map(a, e->sel.t, fn, ud);
+    z = mlc_expr_map(a, e->sel.f, fn, ud);
+    if (x == e->sel.cond && y == e->sel.t && z == e->sel.f) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->sel.cond = x, n->sel.t = y, n->sel.f = z;
+    return n;
+  case MLC_EXPR_LOAD:
+    xs = mlc_exprs_map(a, e->load.indices, e->load.buf->ndim, fn, ud);
+    if (xs == e->load.indices) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->load.indices = xs;
+    return n;
+  case MLC_EXPR_CAST:
+    x = mlc_expr_map(a, e->cast.value, fn, ud);
+    if (x == e->cast.value) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->cast.value = x;
+    return n;
+  case MLC_EXPR_CALL:
+    xs = mlc_exprs_map(a, e->call.args, mlc_intrin_nargs(e->call.op), fn, ud);
+    if (xs == e->call.args) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->call.args = xs;
+    return n;
+  }
+  mlc_unreachable();
+}
+
+mlc_expr *mlc_expr_map(mlc_arena *a, mlc_expr *e, mlc_expr_map_fn fn, void *ud) {
+  if (!e) return NULL;
+  mlc_expr *n = map_children(a, e, fn, ud);
+  return fn ? fn(a, n, ud) : n;
+}
+
 bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v) {
   switch (e->kind) {
   case MLC_EXPR_INT_IMM:

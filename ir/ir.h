@@ -301,6 +301,15 @@ bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v);
 /* added by audit: calls fn on every node of e, parents first (e may be
  * NULL). The one read-only walk, instead of a switch per caller. */
 void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), void *ud);
+/* Copy-on-write rewrite, children first: fn (may be NULL) gets each node
+ * once its children are rewritten and returns it or its replacement. A node
+ * whose children did not change is passed as it is, shared with the input,
+ * so fn must never modify its argument: it copies (mlc_arena_memdup) what
+ * it changes. Unchanged subtrees stay shared. e may be NULL. */
+typedef mlc_expr *(*mlc_expr_map_fn)(mlc_arena *a, mlc_expr *e, void *ud);
+mlc_expr *mlc_expr_map(mlc_arena *a, mlc_expr *e, mlc_expr_map_fn fn, void *ud);
+/* mlc_expr_map over an array: es itself while no element changes. */
+mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn, void *ud);
 
 /* ---- TE-like builder (builder.c) --------------------------------------- */
 /* Describe a computation as tensors, as te.compute / te.create_prim_func do:

@@ -365,87 +365,30 @@ static mlc_region full_region(mlc_arena *a, mlc_buffer *buf) {
 
 /* ---- rewriting buffer accesses ---------------------------------------------------------- */
 
-static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to);
+/* Loads of `from` read `to` instead (copy on write: expression nodes may
+ * be shared between statements). */
+typedef struct buf_swap {
+  const mlc_buffer *from;
+  mlc_buffer *to;
+} buf_swap;
+
+static mlc_expr *swap_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  const buf_swap *w = ud;
+  if (e->kind != MLC_EXPR_LOAD || e->load.buf != w->from) return e;
+  mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
+  n->load.buf = w->to;
+  return n;
+}
+
+static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to) {
+  buf_swap w = {from, to};
+  return mlc_expr_map(a, e, swap_load, &w);
+}
 
 static mlc_expr **swap_exprs(mlc_arena *a, mlc_expr **es, int n, const mlc_buffer *from,
                              mlc_buffer *to) {
-  mlc_expr **out = es;
-  for (int i = 0; i < n; i++) {
-    mlc_expr *x = swap_expr(a, es[i], from, to);
-    if (x == es[i]) continue;
-    if (out == es) out = mlc_arena_memdup(a, es, sizeof(mlc_expr *) * (size_t)n);
-    out[i] = x;
-  }
-  return out;
-}
-
-/* Copy on write: expression nodes may be shared between statements. */
-static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to) {
-  mlc_expr *n, *x, *y, *z;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return e;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-    x = swap_expr(a, e->bin.a, from, to);
-    y = swap_expr(a, e->bin.b, from, to);
-    if (x == e->bin.a && y == e->bin.b) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->bin.a = x, n->bin.b = y;
-    return n;
-  case MLC_EXPR_NOT:
-    x = swap_expr(a, e->bin.a, from, to);
-    if (x == e->bin.a) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->bin.a = x;
-    return n;
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    x = swap_expr(a, e->sel.cond, from, to);
-    y = swap_expr(a, e->sel.t, from, to);
-    z = swap_expr(a, e->sel.f, from, to);
-    if (x == e->sel.cond && y == e->sel.t && z == e->sel.f) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->sel.cond = x, n->sel.t = y, n->sel.f = z;
-    return n;
-  case MLC_EXPR_LOAD: {
-    mlc_expr **idx = swap_exprs(a, e->load.indices, e->load.buf->ndim, from, to);
-    if (idx == e->load.indices && e->load.buf != from) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->load.indices = idx;
-    if (n->load.buf == from) n->load.buf = to;
-    return n;
-  }
-  case MLC_EXPR_CAST:
-    x = swap_expr(a, e->cast.value, from, to);
-    if (x == e->cast.value) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->cast.value = x;
-    return n;
-  case MLC_EXPR_CALL: {
-    mlc_expr **args = swap_exprs(a, e->call.args, mlc_intrin_nargs(e->call.op), from, to);
-    if (args == e->call.args) return e;
-    n = mlc_arena_memdup(a, e, sizeof *e);
-    n->call.args = args;
-    return n;
-  }
-  }
-  mlc_unreachable();
+  buf_swap w = {from, to};
+  return mlc_exprs_map(a, es, n, swap_load, &w);
 }
 
 /* A fresh region array with `from` replaced (arrays may be shared). */

@@ -19,75 +19,13 @@ typedef struct load_rw {
   mlc_expr *value; /* the expression to put in place of a load */
 } load_rw;
 
-static mlc_expr *rw_expr(const load_rw *w, mlc_expr *e) {
-  mlc_arena *a = w->a;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR:
-    return e;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-  case MLC_EXPR_NOT: {
-    mlc_expr *x = rw_expr(w, e->bin.a), *y = e->kind == MLC_EXPR_NOT ? NULL : rw_expr(w, e->bin.b);
-    if (x == e->bin.a && y == e->bin.b) return e;
-    mlc_expr *c = MLC_NEW(a, mlc_expr);
-    *c = *e;
-    c->bin.a = x;
-    c->bin.b = y;
-    return c;
-  }
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE: {
-    mlc_expr *x = rw_expr(w, e->sel.cond), *y = rw_expr(w, e->sel.t), *z = rw_expr(w, e->sel.f);
-    if (x == e->sel.cond && y == e->sel.t && z == e->sel.f) return e;
-    mlc_expr *c = MLC_NEW(a, mlc_expr);
-    *c = *e;
-    c->sel.cond = x, c->sel.t = y, c->sel.f = z;
-    return c;
-  }
-  case MLC_EXPR_LOAD: {
-    int nd = e->load.buf->ndim;
-    mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
-    bool changed = false;
-    for (int i = 0; i < nd; i++) {
-      idx[i] = rw_expr(w, e->load.indices[i]);
-      changed = changed || idx[i] != e->load.indices[i];
-    }
-    if (e->load.buf == w->buf) return mlc_expr_subst(a, w->value, w->n, w->vars, idx);
-    return changed ? mlc_load(a, e->load.buf, idx) : e;
-  }
-  case MLC_EXPR_CAST: {
-    mlc_expr *x = rw_expr(w, e->cast.value);
-    return x == e->cast.value ? e : mlc_cast(a, e->dtype, x);
-  }
-  case MLC_EXPR_CALL: {
-    int n = mlc_intrin_nargs(e->call.op);
-    mlc_expr **args = MLC_NEW_ARRAY(a, mlc_expr *, n + 1);
-    bool changed = false;
-    for (int i = 0; i < n; i++) {
-      args[i] = rw_expr(w, e->call.args[i]);
-      changed = changed || args[i] != e->call.args[i];
-    }
-    return changed ? mlc_call(a, e->call.op, args) : e;
-  }
-  }
-  mlc_unreachable();
+static mlc_expr *inline_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  load_rw *w = ud;
+  if (e->kind != MLC_EXPR_LOAD || e->load.buf != w->buf) return e;
+  return mlc_expr_subst(a, w->value, w->n, w->vars, e->load.indices);
 }
+
+static mlc_expr *rw_expr(load_rw *w, mlc_expr *e) { return mlc_expr_map(w->a, e, inline_load, w); }
 
 static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf);
 
@@ -135,7 +73,7 @@ static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
 /* Rewrite every expression of a statement tree in place (nodes keep their
  * identity, so handles survive); blocks whose contents changed get their
  * regions inferred again. Returns whether anything changed. */
-static bool rw_stmt(const load_rw *w, mlc_stmt *st) {
+static bool rw_stmt(load_rw *w, mlc_stmt *st) {
   bool ch = false;
   switch (st->kind) {
   case MLC_STMT_FOR: {

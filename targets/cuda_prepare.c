@@ -247,66 +247,21 @@ static mlc_expr **shift(rctx *rc, mlc_expr **idx) {
   return out;
 }
 
-static mlc_expr *rw_expr(rctx *rc, mlc_expr *e) {
-  mlc_arena *a = rc->a;
-  if (!e) return NULL;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return e;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-  case MLC_EXPR_NOT: {
-    mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
-    n->bin.a = rw_expr(rc, e->bin.a);
-    if (e->kind != MLC_EXPR_NOT) n->bin.b = rw_expr(rc, e->bin.b);
-    return n;
+/* A load after its indices are rewritten: one-dimensional indices go
+ * through index_fn, and loads of the old buffer read the new one. */
+static mlc_expr *rw_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  rctx *rc = ud;
+  if (e->kind != MLC_EXPR_LOAD) return e;
+  mlc_expr **idx = e->load.indices;
+  if (rc->index_fn && e->load.buf->ndim == 1) {
+    idx = MLC_NEW_ARRAY(a, mlc_expr *, 1);
+    idx[0] = rc->index_fn(rc->ud, e->load.indices[0]);
   }
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE: {
-    mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
-    n->sel.cond = rw_expr(rc, e->sel.cond);
-    n->sel.t = rw_expr(rc, e->sel.t);
-    n->sel.f = rw_expr(rc, e->sel.f);
-    return n;
-  }
-  case MLC_EXPR_CAST: {
-    mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
-    n->cast.value = rw_expr(rc, e->cast.value);
-    return n;
-  }
-  case MLC_EXPR_CALL: {
-    mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
-    int k = mlc_intrin_nargs(e->call.op);
-    n->call.args = MLC_NEW_ARRAY(a, mlc_expr *, k);
-    for (int i = 0; i < k; i++) n->call.args[i] = rw_expr(rc, e->call.args[i]);
-    return n;
-  }
-  case MLC_EXPR_LOAD: {
-    int nd = e->load.buf->ndim;
-    mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd);
-    for (int i = 0; i < nd; i++) idx[i] = rw_expr(rc, e->load.indices[i]);
-    if (rc->index_fn && nd == 1) idx[0] = rc->index_fn(rc->ud, idx[0]);
-    if (e->load.buf != rc->old) return mlc_load(a, e->load.buf, idx);
-    return mlc_load(a, rc->new_, shift(rc, idx));
-  }
-  }
-  mlc_unreachable();
+  if (e->load.buf == rc->old) return mlc_load(a, rc->new_, shift(rc, idx));
+  return idx == e->load.indices ? e : mlc_load(a, e->load.buf, idx);
 }
+
+static mlc_expr *rw_expr(rctx *rc, mlc_expr *e) { return mlc_expr_map(rc->a, e, rw_load, rc); }
 
 static void rw_regions(rctx *rc, int n, mlc_region **regs) {
   mlc_region *out = MLC_NEW_ARRAY(rc->a, mlc_region, n + 1);

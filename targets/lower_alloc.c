@@ -276,7 +276,6 @@ typedef struct flat_ctx {
 } flat_ctx;
 
 static mlc_stmt *flat_stmt(flat_ctx *fc, mlc_stmt *s);
-static mlc_expr *flat_expr(flat_ctx *fc, mlc_expr *e);
 
 static mlc_buffer *flat_buffer(mlc_arena *a, const mlc_buffer *b, const int64_t *extent) {
   int64_t n = 1;
@@ -290,13 +289,14 @@ static const flat_buf *find_buf(flat_ctx *fc, const mlc_buffer *b) {
   return NULL;
 }
 
-/* Row-major offset into the (compacted) buffer, int32 unless it may not fit. */
+/* Row-major offset into the (compacted) buffer, int32 unless it may not
+ * fit; the indices are flattened already. */
 static mlc_expr *flat_index(flat_ctx *fc, const flat_buf *fb, mlc_expr **indices) {
   mlc_arena *a = fc->a;
   mlc_dtype t = fb->flat->shape[0] > INT32_MAX ? MLC_INT64 : MLC_INT32;
   mlc_expr *flat = mlc_int_t(a, t, 0);
   for (int d = 0; d < fb->orig->ndim; d++) {
-    mlc_expr *ix = flat_expr(fc, indices[d]);
+    mlc_expr *ix = indices[d];
     if (fb->offset && fb->offset[d]) {
       mlc_expr *off = fb->offset[d];
       if (off->dtype != ix->dtype) off = mlc_cast(a, ix->dtype, off);
@@ -323,62 +323,15 @@ static mlc_expr *flat_access(flat_ctx *fc, const mlc_buffer *b, mlc_expr **indic
   return flat_index(fc, fb, indices);
 }
 
-static mlc_expr *flat_expr(flat_ctx *fc, mlc_expr *e) {
-  mlc_arena *a = fc->a;
-  if (!e) return NULL;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return e;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-  case MLC_EXPR_NOT:
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-  case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: {
-    /* Same node with rewritten children; dtypes are unchanged. */
-    mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
-    if (mlc_expr_kind_is_binary(e->kind) || mlc_expr_kind_is_compare(e->kind)) {
-      n->bin.a = flat_expr(fc, e->bin.a);
-      n->bin.b = flat_expr(fc, e->bin.b);
-    } else if (e->kind == MLC_EXPR_NOT) {
-      n->bin.a = flat_expr(fc, e->bin.a);
-    } else if (e->kind == MLC_EXPR_SELECT || e->kind == MLC_EXPR_IF_THEN_ELSE) {
-      n->sel.cond = flat_expr(fc, e->sel.cond);
-      n->sel.t = flat_expr(fc, e->sel.t);
-      n->sel.f = flat_expr(fc, e->sel.f);
-    } else if (e->kind == MLC_EXPR_CAST) {
-      n->cast.value = flat_expr(fc, e->cast.value);
-    } else {
-      int k = mlc_intrin_nargs(e->call.op);
-      n->call.args = MLC_NEW_ARRAY(a, mlc_expr *, k);
-      for (int i = 0; i < k; i++) n->call.args[i] = flat_expr(fc, e->call.args[i]);
-    }
-    return n;
-  }
-  case MLC_EXPR_LOAD: {
-    mlc_buffer *fb;
-    mlc_expr *ix = flat_access(fc, e->load.buf, e->load.indices, &fb);
-    return mlc_load(a, fb, &ix);
-  }
-  }
-  mlc_unreachable();
+/* Loads read the flat buffers (their indices, children first, are flat). */
+static mlc_expr *flat_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  if (e->kind != MLC_EXPR_LOAD) return e;
+  mlc_buffer *fb;
+  mlc_expr *ix = flat_access(ud, e->load.buf, e->load.indices, &fb);
+  return mlc_load(a, fb, &ix);
 }
+
+static mlc_expr *flat_expr(flat_ctx *fc, mlc_expr *e) { return mlc_expr_map(fc->a, e, flat_load, fc); }
 
 static mlc_stmt *flat_allocate(flat_ctx *fc, mlc_stmt *s) {
   mlc_arena *a = fc->a;
@@ -419,7 +372,8 @@ static mlc_stmt *flat_stmt(flat_ctx *fc, mlc_stmt *s) {
   }
   case MLC_STMT_STORE: {
     mlc_buffer *fb;
-    mlc_expr *ix = flat_access(fc, s->store.buf, s->store.indices, &fb);
+    mlc_expr **flat_ix = mlc_exprs_map(a, s->store.indices, s->store.buf->ndim, flat_load, fc);
+    mlc_expr *ix = flat_access(fc, s->store.buf, flat_ix, &fb);
     return mlc_store_new(a, fb, &ix, flat_expr(fc, s->store.value));
   }
   case MLC_STMT_IF:
