@@ -332,6 +332,54 @@ static void test_print_parse_roundtrip(void) {
   printf("# round-tripped %d golden functions\n", n);
 }
 
+/* mlc_expr_map rewrites copy on write: the input stays as it was and the
+ * subtrees the rewrite does not touch are shared, not copied. */
+typedef struct swap {
+  mlc_buffer *from, *to;
+  int calls;
+} swap;
+
+static mlc_expr *swap_loads(mlc_arena *a, mlc_expr *e, void *ud) {
+  swap *w = ud;
+  w->calls++;
+  if (e->kind != MLC_EXPR_LOAD || e->load.buf != w->from) return e;
+  mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
+  n->load.buf = w->to;
+  return n;
+}
+
+static void count_loads_of(const mlc_expr *e, void *ud) {
+  swap *w = ud;
+  w->calls += e->kind == MLC_EXPR_LOAD && e->load.buf == w->to;
+}
+
+static void test_expr_map(void) {
+  mlc_arena *a = mlc_arena_new();
+  int64_t shape[2] = {8, 8};
+  mlc_buffer *A = mlc_buffer_new(a, "A", MLC_FLOAT32, 2, shape, "global");
+  mlc_buffer *B = mlc_buffer_new(a, "B", MLC_FLOAT32, 2, shape, "global");
+  mlc_var *x = mlc_var_new(a, "x", MLC_INT32), *y = mlc_var_new(a, "y", MLC_INT32);
+  mlc_expr *xp1 = mlc_add(a, mlc_ref(a, x), mlc_int(a, 1));
+  mlc_expr *idx[2] = {xp1, mlc_ref(a, y)};
+  mlc_expr *load = mlc_load(a, A, idx);
+  mlc_expr *other = mlc_cast(a, MLC_FLOAT32, mlc_mul(a, mlc_ref(a, y), mlc_int(a, 3)));
+  mlc_expr *e = mlc_add(a, load, other);
+  swap w = {A, B, 0};
+  CHECK(mlc_expr_map(a, e, NULL, NULL) == e);
+  swap none = {B, A, 0};
+  CHECK(mlc_expr_map(a, e, swap_loads, &none) == e && none.calls == 10);
+  mlc_expr *r = mlc_expr_map(a, e, swap_loads, &w);
+  CHECK(r != e && r->bin.b == other);                  /* untouched side shared */
+  CHECK(r->bin.a != load && r->bin.a->load.buf == B);  /* the load rewritten */
+  CHECK(r->bin.a->load.indices == load->load.indices); /* its indices shared */
+  CHECK(e->bin.a == load && load->load.buf == A);      /* the input unchanged */
+  swap seen = {NULL, B, 0};
+  mlc_expr_visit(r, count_loads_of, &seen);
+  CHECK(seen.calls == 1);
+  CHECK(mlc_expr_map(a, NULL, swap_loads, &w) == NULL);
+  mlc_arena_free(a);
+}
+
 static void test_hex(void) {
   mlc_prim_func *f = base_func();
   char hex[17], want[17];
@@ -383,6 +431,7 @@ int main(void) {
   RUN(test_other_changes);
   RUN(test_var_binding_swap);
   RUN(test_print_parse_roundtrip);
+  RUN(test_expr_map);
   RUN(test_hex);
   RUN(test_golden_hash);
   mlc_arena_free(A_);
