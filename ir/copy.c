@@ -784,6 +784,47 @@ void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), 
   mlc_unreachable();
 }
 
+bool mlc_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *e, void *ud), void *ud) {
+  if (!e) return false;
+  if (fn(e, ud)) return true;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR: return false;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR: return mlc_expr_any(e->bin.a, fn, ud) || mlc_expr_any(e->bin.b, fn, ud);
+  case MLC_EXPR_NOT: return mlc_expr_any(e->bin.a, fn, ud);
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+    return mlc_expr_any(e->sel.cond, fn, ud) || mlc_expr_any(e->sel.t, fn, ud) ||
+           mlc_expr_any(e->sel.f, fn, ud);
+  case MLC_EXPR_LOAD:
+    for (int i = 0; i < e->load.buf->ndim; i++)
+      if (mlc_expr_any(e->load.indices[i], fn, ud)) return true;
+    return false;
+  case MLC_EXPR_CAST: return mlc_expr_any(e->cast.value, fn, ud);
+  case MLC_EXPR_CALL:
+    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
+      if (mlc_expr_any(e->call.args[i], fn, ud)) return true;
+    return false;
+  }
+  mlc_unreachable();
+}
+
 mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn, void *ud) {
   mlc_expr **out = es;
   for (int i = 0; i < n; i++) {

@@ -301,6 +301,9 @@ bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v);
 /* added by audit: calls fn on every node of e, parents first (e may be
  * NULL). The one read-only walk, instead of a switch per caller. */
 void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), void *ud);
+/* Whether fn holds for some node of e (parents first; stops at the first);
+ * false for NULL. */
+bool mlc_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *e, void *ud), void *ud);
 /* Copy-on-write rewrite, children first: fn (may be NULL) gets each node
  * once its children are rewritten and returns it or its replacement. A node
  * whose children did not change is passed as it is, shared with the input,

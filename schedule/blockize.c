@@ -119,7 +119,7 @@ static bool note_var(const mlc_expr *e, void *ctx_) {
 
 static void var_uses(const bz_info *z, const mlc_expr *e, bool *in, bool *out) {
   uses_ctx c = {z, false, false};
-  sched_expr_any(e, note_var, &c);
+  mlc_expr_any(e, note_var, &c);
   *in = c.in, *out = c.out;
 }
 

@@ -27,47 +27,8 @@ static mlc_expr *inline_load(mlc_arena *a, mlc_expr *e, void *ud) {
 
 static mlc_expr *rw_expr(load_rw *w, mlc_expr *e) { return mlc_expr_map(w->a, e, inline_load, w); }
 
-static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf);
-
-static bool loads_any(mlc_expr *const *es, int n, const mlc_buffer *buf) {
-  for (int i = 0; i < n; i++)
-    if (loads_buf(es[i], buf)) return true;
-  return false;
-}
-
-static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR:
-    return false;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-    return loads_buf(e->bin.a, buf) || loads_buf(e->bin.b, buf);
-  case MLC_EXPR_NOT: return loads_buf(e->bin.a, buf);
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    return loads_buf(e->sel.cond, buf) || loads_buf(e->sel.t, buf) || loads_buf(e->sel.f, buf);
-  case MLC_EXPR_LOAD:
-    return e->load.buf == buf || loads_any(e->load.indices, e->load.buf->ndim, buf);
-  case MLC_EXPR_CAST: return loads_buf(e->cast.value, buf);
-  case MLC_EXPR_CALL: return loads_any(e->call.args, mlc_intrin_nargs(e->call.op), buf);
-  }
-  mlc_unreachable();
+static bool is_load_of(const mlc_expr *e, void *buf) {
+  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
 }
 
 /* Rewrite every expression of a statement tree in place (nodes keep their
@@ -239,7 +200,7 @@ static bool inline_plan(mlc_sched *s, inl *p, mlc_error *err) {
     if (!used[k] && mlc_expr_uses_var(body->store.value, b->iters[k].var))
       return mlc_error_set(err, "%s: %s: the stored value uses iter %s, which is not an index",
                            p->prim, p->who, b->iters[k].var->name);
-  if (loads_buf(body->store.value, p->buf))
+  if (mlc_expr_any(body->store.value, is_load_of, p->buf))
     return mlc_error_set(err, "%s: %s: the stored value reads %s itself", p->prim, p->who,
                          p->buf->name);
   /* Readers evaluate the value later: what it reads must be final by then. */

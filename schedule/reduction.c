@@ -90,46 +90,6 @@ mlc_expr *sched_and_all(mlc_arena *a, int n, mlc_expr **es) {
   return r;
 }
 
-bool sched_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *x, void *ctx), void *ctx) {
-  if (fn(e, ctx)) return true;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_VAR: return false;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR: return sched_expr_any(e->bin.a, fn, ctx) || sched_expr_any(e->bin.b, fn, ctx);
-  case MLC_EXPR_NOT: return sched_expr_any(e->bin.a, fn, ctx);
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    return sched_expr_any(e->sel.cond, fn, ctx) || sched_expr_any(e->sel.t, fn, ctx) ||
-           sched_expr_any(e->sel.f, fn, ctx);
-  case MLC_EXPR_LOAD:
-    for (int i = 0; i < e->load.buf->ndim; i++)
-      if (sched_expr_any(e->load.indices[i], fn, ctx)) return true;
-    return false;
-  case MLC_EXPR_CAST: return sched_expr_any(e->cast.value, fn, ctx);
-  case MLC_EXPR_CALL:
-    for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
-      if (sched_expr_any(e->call.args[i], fn, ctx)) return true;
-    return false;
-  }
-  mlc_unreachable();
-}
-
 static bool regions_use_var(int n, const mlc_region *rs, const mlc_var *v) {
   for (int i = 0; i < n; i++)
     for (int d = 0; d < rs[i].buf->ndim; d++)
@@ -416,7 +376,7 @@ static bool is_load_of(const mlc_expr *e, void *buf) {
 }
 
 static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
-  return sched_expr_any(e, is_load_of, (void *)buf);
+  return mlc_expr_any(e, is_load_of, (void *)buf);
 }
 
 static double lowest_of(mlc_dtype t) {
@@ -678,7 +638,7 @@ static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, m
     /* A reduce iter over the rf loop: one reduce iter per other loop. */
     int order[SCHED_MAX_DEPTH];
     order_ctx oc = {f, order, 0};
-    sched_expr_any(bind, collect_loop, &oc);
+    mlc_expr_any(bind, collect_loop, &oc);
     int no = oc.n;
     mlc_var *from[SCHED_MAX_DEPTH];
     mlc_expr *to[SCHED_MAX_DEPTH];

@@ -70,9 +70,6 @@ int sched_conjuncts(mlc_expr *e, mlc_expr **out, int max);
 mlc_expr *sched_and_all(mlc_arena *a, int n, mlc_expr **es);
 /* Whether any expression of the subtree (nested blocks included) uses v. */
 bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v);
-/* Whether fn holds for e or a subexpression of it, visited in preorder,
- * left to right (fn may also just collect and return false). */
-bool sched_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *x, void *ctx), void *ctx);
 
 /* ---- trace.c: recording ---- */
 

@@ -353,6 +353,10 @@ static void count_loads_of(const mlc_expr *e, void *ud) {
   w->calls += e->kind == MLC_EXPR_LOAD && e->load.buf == w->to;
 }
 
+static bool loads_of(const mlc_expr *e, void *buf) {
+  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
+}
+
 static void test_expr_map(void) {
   mlc_arena *a = mlc_arena_new();
   int64_t shape[2] = {8, 8};
@@ -376,6 +380,8 @@ static void test_expr_map(void) {
   swap seen = {NULL, B, 0};
   mlc_expr_visit(r, count_loads_of, &seen);
   CHECK(seen.calls == 1);
+  CHECK(mlc_expr_any(r, loads_of, B) && !mlc_expr_any(e, loads_of, B) && mlc_expr_any(e, loads_of, A));
+  CHECK(!mlc_expr_any(NULL, loads_of, A));
   CHECK(mlc_expr_map(a, NULL, swap_loads, &w) == NULL);
   mlc_arena_free(a);
 }
