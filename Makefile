@@ -96,8 +96,10 @@ bench: $(BENCHES)
 
 # Debian packages the project needs; installed when root, else printed.
 DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make
+# The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP without it).
+DEB_OPTIONAL := sqlite3
 deps:
-	@sh tools/deps.sh $(DEB_PKGS)
+	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 
 # Tune the default task (matmul 1024^3, 64 trials) into ./mlc.db (or
 # $MLC_DB), then show its best records. A rerun finds the budget spent.
