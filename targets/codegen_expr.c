@@ -490,18 +490,63 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
   return from_mem(c, out, t);
 }
 
+/* exp(x) in float32 from plain arithmetic, so that vectorized loops stay
+ * vectors: LLVM 14's C API cannot point the vectorizer at a vector math
+ * library, and llvm.exp on a vector becomes one expf call per lane (a
+ * softmax spent its time there). Cephes' expf: n = round(x log2 e), r = x -
+ * n ln 2 in two parts, a degree-6 polynomial for exp(r) (relative error
+ * about 1e-7), times 2^n applied in two halves so that overflow gives inf
+ * and results below 2^-126 go gradually to 0; NaN passes through. */
+static LLVMValueRef cpu_exp(cg *c, LLVMValueRef x) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  int lanes = lanes_of(x);
+  LLVMTypeRef ity = lanes ? LLVMVectorType(c->t_i32, (unsigned)lanes) : c->t_i32;
+  LLVMValueRef hi = const_real(ty, 89.0), lo = const_real(ty, -104.0);
+  LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+  LLVMValueRef fx = LLVMBuildFAdd(b, LLVMBuildFMul(b, xc, const_real(ty, 1.44269504088896341), ""),
+                                  const_real(ty, 0.5), "");
+  LLVMValueRef n = intrin1(c, "llvm.floor", fx);
+  LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, const_real(ty, 0.693359375), ""), "");
+  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, const_real(ty, -2.12194440e-4), ""), "");
+  static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+  LLVMValueRef p = const_real(ty, poly[0]);
+  for (int i = 1; i < MLC_COUNTOF(poly); i++)
+    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), const_real(ty, poly[i]), "");
+  p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
+  p = LLVMBuildFAdd(b, LLVMBuildFAdd(b, p, r, ""), const_real(ty, 1.0), "");
+  /* 2^n = 2^h * 2^(n-h), h = n >> 1: both halves are normal floats for
+   * n in [-150, 128] */
+  LLVMValueRef ni = LLVMBuildFPToSI(b, n, ity, "");
+  LLVMValueRef h = LLVMBuildAShr(b, ni, cg_const_int(ity, 1), "");
+  LLVMValueRef halves[2] = {h, LLVMBuildSub(b, ni, h, "")};
+  for (int i = 0; i < 2; i++) {
+    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, halves[i], cg_const_int(ity, 127), ""),
+                                     cg_const_int(ity, 23), "");
+    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, ty, ""), "");
+  }
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, p, "");
+}
+
+static LLVMValueRef exp_f32(cg *c, LLVMValueRef x) {
+  /* GPU backends map llvm.exp to their own library (libdevice) */
+  return c->target->backend == &mlc_backend_llvm ? cpu_exp(c, x) : intrin1(c, "llvm.exp", x);
+}
+
 /* Intrinsics of floats, in float32 for float16 (converted back after). */
 static LLVMValueRef float_intrin(cg *c, mlc_intrin op, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef ty = LLVMTypeOf(x);
   switch (op) {
-  case MLC_INTRIN_EXP: return intrin1(c, "llvm.exp", x);
+  case MLC_INTRIN_EXP: return exp_f32(c, x);
   case MLC_INTRIN_LOG: return intrin1(c, "llvm.log", x);
   case MLC_INTRIN_SQRT: return intrin1(c, "llvm.sqrt", x);
   case MLC_INTRIN_RSQRT: return LLVMBuildFDiv(b, const_real(ty, 1), intrin1(c, "llvm.sqrt", x), "");
   case MLC_INTRIN_TANH: return call_libm(c, "tanhf", x);
   case MLC_INTRIN_SIGMOID: {
-    LLVMValueRef ex = intrin1(c, "llvm.exp", LLVMBuildFNeg(b, x, ""));
+    LLVMValueRef ex = exp_f32(c, LLVMBuildFNeg(b, x, ""));
     return LLVMBuildFDiv(b, const_real(ty, 1), LLVMBuildFAdd(b, const_real(ty, 1), ex, ""), "");
   }
   case MLC_INTRIN_ABS: return intrin1(c, "llvm.fabs", x);

@@ -10,6 +10,7 @@
 #include "tests/test.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -296,6 +297,79 @@ static void test_runtime_half(void) {
   CHECK_MSG(bad == 0, "%d conversions differ from ir/array.c", bad);
 }
 
+/* exp on the CPU is our own polynomial (codegen_expr.c cpu_exp): checked
+ * against libm's expf over the whole float range, special values included,
+ * in a serial and in a vectorized loop. */
+#define EXP_N 4096
+static const char *const exp_kernels =
+    "@T.prim_func\n"
+    "def exp_serial(A: T.Buffer((4096,), \"float32\"), B: T.Buffer((4096,), \"float32\")):\n"
+    "    for i in range(4096):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(4096, i)\n"
+    "            B[vi] = T.exp(A[vi])\n"
+    "@T.prim_func\n"
+    "def exp_vector(A: T.Buffer((4096,), \"float32\"), B: T.Buffer((4096,), \"float32\")):\n"
+    "    for i0 in range(256):\n"
+    "        for i1 in T.vectorized(16):\n"
+    "            with T.block(\"B\"):\n"
+    "                vi = T.axis.spatial(4096, i0 * 16 + i1)\n"
+    "                B[vi] = T.exp(A[vi])\n";
+
+static void exp_inputs(float *x) {
+  static const float special[] = {0.0f, -0.0f, 1e-8f, -1e-8f, 1.0f, -1.0f, 88.72f, 88.73f, 89.5f,
+                                  -87.33f, -88.0f, -100.0f, -103.9f, -104.5f, -200.0f, 1000.0f};
+  int k = 0;
+  for (; k < MLC_COUNTOF(special); k++) x[k] = special[k];
+  x[k++] = INFINITY;
+  x[k++] = -INFINITY;
+  x[k++] = NAN;
+  for (int i = k; i < EXP_N; i++) x[i] = -110.0f + 205.0f * (float)(i - k) / (float)(EXP_N - k);
+}
+
+/* Where got is not expf(x) within 2 ulp (or, for results below 2^-126,
+ * 2^-148 absolute); -1 when all agree. */
+static int exp_mismatch(const float *x, const float *got) {
+  for (int i = 0; i < EXP_N; i++) {
+    float want = expf(x[i]);
+    if (isnan(want) ? !isnan(got[i]) : isinf(want) ? got[i] != want : 0) return i;
+    if (isnan(want) || isinf(want)) continue;
+    double err = fabs((double)got[i] - want);
+    if (want < 1.17549435e-38f ? err > 0x1p-148 : err > 2.4e-7 * want) return i;
+  }
+  return -1;
+}
+
+static void test_exp_accuracy(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "exp.py", exp_kernels, &err);
+  mlc_object obj = {0};
+  mlc_jit_lib *lib = NULL;
+  bool ok = m && mlc_target_build_module(&host, m, NULL, &obj, &err) &&
+            (lib = mlc_jit_load(&obj, &err)) != NULL;
+  CHECK_MSG(ok, "%s", err.msg);
+  for (int k = 0; ok && k < m->n_funcs; k++) {
+    mlc_kernel_fn fn = mlc_jit_lookup(lib, m->funcs[k]->name, &err);
+    mlc_array args[2];
+    for (int i = 0; i < 2; i++) {
+      mlc_array *arr = mlc_array_for_buffer(m->funcs[k]->params[i]);
+      args[i] = *arr;
+      mlc_free(arr);
+    }
+    exp_inputs(args[0].data);
+    int32_t rc = fn ? mlc_kernel_call(fn, 2, args) : -1;
+    int bad = rc == 0 ? exp_mismatch(args[0].data, args[1].data) : 0;
+    const float *x = args[0].data, *y = args[1].data;
+    CHECK_MSG(rc == 0 && bad < 0, "%s: exp(%.9g) = %.9g, expf gives %.9g", m->funcs[k]->name,
+              bad >= 0 ? x[bad] : 0.0, bad >= 0 ? y[bad] : 0.0, bad >= 0 ? expf(x[bad]) : 0.0);
+    for (int i = 0; i < 2; i++) mlc_free(args[i].data);
+  }
+  mlc_jit_unload(lib);
+  mlc_object_free(&obj);
+  mlc_arena_free(a);
+}
+
 /* ---- errors --------------------------------------------------------------------- */
 
 static bool build_text(const char *text, mlc_error *err) {
@@ -537,6 +611,7 @@ int main(void) {
   RUN(test_target_strings);
   RUN(test_runtime_threads);
   RUN(test_runtime_half);
+  RUN(test_exp_accuracy);
   test_tasks();
   test_kernels();
   RUN(test_generic_cpu);

@@ -554,6 +554,35 @@ static void test_small_kernels_start_serial(void) {
   mlc_arena_free(a);
 }
 
+/* The auto-inline rule leaves exp alone on the CPU (meta-schedule's
+ * disallow_op): no softmax sketch inlines its exp block, while
+ * dense_bias_relu's bias add is inlined. (Sampled compute locations may
+ * still choose to inline exp; that is a measured decision.) */
+static void test_auto_inline_keeps_exp(void) {
+  static const struct {
+    const char *task, *shape;
+    bool inlines;
+  } cases[] = {{"softmax", "4,32", false}, {"dense_bias_relu", "8,16,16", true}};
+  mlc_arena *a = mlc_arena_new();
+  for (int c = 0; c < MLC_COUNTOF(cases); c++) {
+    mlc_prim_func *f = task(a, cases[c].task, cases[c].shape);
+    mlc_tuner_opts o;
+    small_opts(&o, 5);
+    mlc_error e;
+    mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+    CHECK_MSG(sp != NULL, "%s", e.msg);
+    for (int i = 0; sp && i < mlc_tuner_space_count(sp); i++) {
+      mlc_str t = {0};
+      mlc_trace_print(&t, mlc_tuner_space_trace(sp, i));
+      bool inlines = strstr(mlc_str_cstr(&t), "sch.compute_inline(") != NULL;
+      CHECK_MSG(inlines == cases[c].inlines, "%s sketch %d:\n%s", cases[c].task, i, mlc_str_cstr(&t));
+      mlc_str_free(&t);
+    }
+    mlc_tuner_space_free(sp);
+  }
+  mlc_arena_free(a);
+}
+
 static void test_mutate_unroll_and_parallel(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul", "64,64,64");
@@ -1129,6 +1158,7 @@ int main(void) {
   RUN(test_mutate_tile_keeps_product);
   RUN(test_mutate_unroll_and_parallel);
   RUN(test_small_kernels_start_serial);
+  RUN(test_auto_inline_keeps_exp);
   RUN(test_jit_samples);
   RUN(test_search_dedup);
   RUN(test_search_exhausts);

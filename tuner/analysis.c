@@ -171,6 +171,15 @@ static bool stmt_has_ite(const mlc_stmt *st) {
 
 bool tuner_block_has_if_then_else(const mlc_block *b) { return stmt_has_ite(b->body); }
 
+static bool is_call_of(const mlc_expr *e, void *op) {
+  return e->kind == MLC_EXPR_CALL && e->call.op == *(const mlc_intrin *)op;
+}
+
+bool tuner_block_calls(const mlc_block *b, mlc_intrin op) {
+  const mlc_stmt *st = b->body;
+  return st && st->kind == MLC_STMT_STORE && mlc_expr_any(st->store.value, is_call_of, &op);
+}
+
 /* ---- loops ------------------------------------------------------------------------ */
 
 int64_t tuner_loop_extent(const mlc_stmt *loop) {

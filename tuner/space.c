@@ -109,13 +109,15 @@ static bool has_consumer_rec(const mlc_stmt *st, const mlc_block *b) {
 /* ---- rule: auto-inline ---------------------------------------------------------- */
 
 /* meta-schedule's AutoInline for CPU (into_consumer only, no if_then_else,
- * injective): an elementwise block writing an intermediate buffer is
- * inlined into its consumers. Needs the compute_inline primitive. */
+ * injective, disallow_op tir.exp): an elementwise block writing an
+ * intermediate buffer is inlined into its consumers. exp is left alone
+ * because inlining recomputes it in every consumer, once inside a
+ * reduction where it cannot be vectorized (softmax: 2x slower). */
 static bool inline_candidate(const mlc_sched *s, const mlc_block *b) {
   const mlc_prim_func *f = mlc_sched_func(s);
   return tuner_block_is_spatial(b) && b->n_writes == 1 && b->init == NULL &&
          !tuner_block_is_output(f, b) && !tuner_block_has_if_then_else(b) &&
-         has_consumer_rec(f->body, b);
+         !tuner_block_calls(b, MLC_INTRIN_EXP) && has_consumer_rec(f->body, b);
 }
 
 static void rule_auto_inline(const mlc_tuner_opts *o, mlc_sched *s, const char *name,

@@ -47,6 +47,8 @@ int tuner_first_consumer_loops(const mlc_prim_func *f, const mlc_block *b);
 /* Whether the block's value uses T.if_then_else (auto-inline leaves such
  * producers alone on CPU, as meta-schedule does: padding). */
 bool tuner_block_has_if_then_else(const mlc_block *b);
+/* Whether a block's single store computes intrinsic op. */
+bool tuner_block_calls(const mlc_block *b, mlc_intrin op);
 /* Whether every block under loop binds its var only into spatial iters. */
 bool tuner_loop_is_spatial(const mlc_stmt *loop);
 /* Constant extent or -1. */
