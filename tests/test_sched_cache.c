@@ -15,6 +15,7 @@
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tests/sched_util.h"
 #include "tests/test.h"
 
 #include <dirent.h>
@@ -37,18 +38,6 @@ static mlc_prim_func *parse_named(const char *file, const char *text) {
 }
 
 static mlc_prim_func *parse(const char *text) { return parse_named("test.py", text); }
-
-static char *print_func(const mlc_prim_func *f) {
-  mlc_str s = {0};
-  mlc_print_func(&s, f);
-  return mlc_str_take(&s);
-}
-
-static char *trace_json(const mlc_sched *s) {
-  mlc_str o = {0};
-  mlc_trace_to_json(&o, mlc_sched_trace(s));
-  return mlc_str_take(&o);
-}
 
 static char *trace_py(const mlc_sched *s) {
   mlc_str o = {0};

@@ -11,6 +11,7 @@
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tests/sched_util.h"
 #include "tests/test.h"
 
 #include <dirent.h>
@@ -33,27 +34,10 @@ static mlc_prim_func *parse(const char *text) {
   return m->funcs[0];
 }
 
-static char *print_func(const mlc_prim_func *f) {
-  mlc_str s = {0};
-  mlc_print_func(&s, f);
-  return mlc_str_take(&s);
-}
-
-static char *trace_json(const mlc_sched *s) {
-  mlc_str o = {0};
-  mlc_trace_to_json(&o, mlc_sched_trace(s));
-  return mlc_str_take(&o);
-}
-
 static char *read_text(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return NULL;
-  mlc_str s = {0};
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, fp)) > 0) mlc_str_putn(&s, buf, k);
-  fclose(fp);
-  return mlc_str_take(&s);
+  mlc_error e;
+  size_t n;
+  return mlc_read_file(path, &n, &e);
 }
 
 static bool equals_text(const mlc_prim_func *got, const char *expected) {

@@ -6,6 +6,7 @@
  * and leave the printed IR, the trace and the handles as they were. */
 #include "schedule/schedule.h"
 #include "tasks/tasks.h"
+#include "tests/sched_util.h"
 #include "tests/test.h"
 
 #include <stdlib.h>
@@ -24,24 +25,6 @@ static mlc_prim_func *parse(const char *text) {
     return NULL;
   }
   return m->funcs[0];
-}
-
-static char *print_func(const mlc_prim_func *f) {
-  mlc_str s = {0};
-  mlc_print_func(&s, f);
-  return mlc_str_take(&s);
-}
-
-static char *print_trace(const mlc_sched *s) {
-  mlc_str o = {0};
-  mlc_trace_print(&o, mlc_sched_trace(s));
-  return mlc_str_take(&o);
-}
-
-static char *trace_json(const mlc_sched *s) {
-  mlc_str o = {0};
-  mlc_trace_to_json(&o, mlc_sched_trace(s));
-  return mlc_str_take(&o);
 }
 
 /* The state's IR equals the expected TVMScript (structurally). */
