@@ -21,13 +21,20 @@ CC       ?= cc
 LLVM_CONFIG ?= llvm-config-14
 LLVM_CFLAGS := $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LIBS   := $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
-PKG_CFLAGS  := $(shell pkg-config --cflags sqlite3 2>/dev/null)
-PKG_LIBS    := $(shell pkg-config --libs sqlite3 2>/dev/null)
+PKG_CFLAGS  := $(shell pkg-config --cflags sqlite3 libprotobuf-c 2>/dev/null)
+PKG_LIBS    := $(shell pkg-config --libs sqlite3 libprotobuf-c 2>/dev/null)
+# ONNX models are read through C that protoc-c generates at build time from
+# the onnx.proto of Debian's libonnx-dev (graph/onnx.c includes it as
+# "onnx/onnx.pb-c.h"; never committed).
+ONNX_INC    := /usr/include
+ONNX_PROTO  := $(ONNX_INC)/onnx/onnx.proto
+GEN_SRC     := $(B)/gen/onnx/onnx.pb-c.c
+GEN_HDR     := $(B)/gen/onnx/onnx.pb-c.h
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. $(LLVM_CFLAGS) $(PKG_CFLAGS) \
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_CFLAGS) $(PKG_CFLAGS) \
               -DMLC_SOURCE_DIR='"$(CURDIR)"' -MMD -MP $(SANITIZE)
 # GCC's libgomp dir ahead of LLVM's -L dir, whose libgomp.so is LLVM's libomp.
 GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
@@ -35,7 +42,7 @@ LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
 
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
-OBJS     := $(SRCS:%.c=$(B)/obj/%.o)
+OBJS     := $(SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/onnx.pb-c.o
 LIB      := $(B)/libmlc.a
 RTLIB    := $(B)/libmlcrt.a
 RT_OBJS  := $(RT_SRCS:%.c=$(B)/obj/%.o)
@@ -43,9 +50,24 @@ BINS     := $(TOOLS:%=$(B)/bin/%)
 TESTBINS := $(TESTS:%=$(B)/tests/%)
 
 .PHONY: all deps run test asan bench install clean tools tests
+# Objects of tools and tests are only reached through pattern rules; keep them
+# (otherwise make deletes them as intermediates and rebuilds them next time).
+.SECONDARY:
 all: $(LIB) $(RTLIB) $(BINS) $(TESTBINS)
 
-$(B)/obj/%.o: %.c
+$(B)/obj/%.o: %.c | $(GEN_HDR)
+	@mkdir -p $(dir $@)
+	@echo "  CC    $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# One protoc-c run writes both files; the header stands for it.
+$(GEN_HDR): $(ONNX_PROTO)
+	@mkdir -p $(B)/gen
+	@echo "  PROTOC-C $<"
+	@protoc-c --c_out=$(B)/gen -I$(ONNX_INC) $<
+$(GEN_SRC): $(GEN_HDR)
+
+$(B)/obj/gen/onnx.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -95,9 +117,13 @@ bench: $(BENCHES)
 	@echo "# results in bench/results.json"
 
 # Debian packages the project needs; installed when root, else printed.
-DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make
-# The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP without it).
-DEB_OPTIONAL := sqlite3
+DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
+            protobuf-c-compiler libprotobuf-c-dev libonnx-dev
+# The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
+# without it); ONNX's backend test data (test_onnx_conformance SKIPs without
+# it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py.
+DEB_OPTIONAL := sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
+                python3-numpy
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 
@@ -128,6 +154,25 @@ install: all
 	    tools/mlc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mlc.pc
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(BENCH_MAINS:%.c=$(B)/obj/%.d) $(B)/obj/bench/results.d $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)
+
+# libFuzzer harness of the ONNX loader (tests/fuzz/fuzz_onnx.c), built with
+# clang under ASan+UBSan into build-fuzz/, seeded with the conformance
+# models: `make fuzz`, then build-fuzz/fuzz_onnx -max_total_time=600 build-fuzz/corpus.
+FUZZ_CC  ?= clang
+FUZZ_B   := build-fuzz
+.PHONY: fuzz
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) is missing (apt-get install clang)"; exit 1; }
+	@$(MAKE) --no-print-directory B=$(FUZZ_B) SANITIZE='-fsanitize=fuzzer-no-link,address,undefined' \
+	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc.a
+	@echo "  LD    $(FUZZ_B)/fuzz_onnx"
+	@$(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined \
+	  tests/fuzz/fuzz_onnx.c $(FUZZ_B)/libmlc.a $(LDLIBS) -o $(FUZZ_B)/fuzz_onnx
+	@mkdir -p $(FUZZ_B)/corpus
+	@for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do \
+	  [ -f "$$f" ] && cp "$$f" $(FUZZ_B)/corpus/$$(basename $$(dirname $$f)).onnx; done; \
+	  cp tests/onnx/*.onnx $(FUZZ_B)/corpus/; true
+	@echo "fuzz: run $(FUZZ_B)/fuzz_onnx -max_total_time=600 $(FUZZ_B)/corpus"

@@ -1,6 +1,7 @@
 /* Graph IR basics: the op table, types and shape inference, modules. */
 #include "graph/graph_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,19 +9,20 @@
 
 typedef struct op_info {
   const char *name, *script;
-  int n_inputs;
+  int min_in, max_in;
   mlc_gop_class cls;
 } op_info;
 
 static const op_info ops[] = {
-#define MLC_GOP(id, name, script, n_inputs, cls) {name, script, n_inputs, MLC_GOP_##cls},
+#define MLC_GOP(id, name, script, min_in, max_in, cls) {name, script, min_in, max_in, MLC_GOP_##cls},
 #include "graph/ops.def"
 };
 _Static_assert(sizeof(ops) / sizeof(ops[0]) == MLC_GOP_COUNT, "op table out of date");
 
 const char *mlc_gop_name(mlc_gop op) { return ops[op].name; }
 const char *mlc_gop_script(mlc_gop op) { return ops[op].script; }
-int mlc_gop_n_inputs(mlc_gop op) { return ops[op].n_inputs; }
+int mlc_gop_n_inputs(mlc_gop op) { return ops[op].min_in; }
+int mlc_gop_max_inputs(mlc_gop op) { return ops[op].max_in; }
 mlc_gop_class mlc_gop_class_of(mlc_gop op) { return ops[op].cls; }
 
 bool mlc_gop_from_name(const char *name, mlc_gop *out) {
@@ -33,7 +35,7 @@ bool mlc_gop_from_name(const char *name, mlc_gop *out) {
 }
 
 const char *mlc_gop_names(void) {
-  static char buf[512];
+  static char buf[2048];
   if (!buf[0]) {
     size_t n = 0;
     for (int i = 0; i < MLC_GOP_COUNT; i++)
@@ -42,13 +44,77 @@ const char *mlc_gop_names(void) {
   return buf;
 }
 
+int mlc_gop_axis(int64_t axis, int ndim) {
+  if (axis < 0) axis += ndim;
+  return axis >= 0 && axis < ndim ? (int)axis : -1;
+}
+
+bool mlc_gop_reduced_axes(mlc_gop op, const mlc_gattrs *at, int ndim, bool *red,
+                          mlc_error *err) {
+  for (int d = 0; d < ndim; d++) red[d] = at->n_ints == 0;
+  for (int i = 0; i < at->n_ints; i++) {
+    int ax = mlc_gop_axis(at->ints[i], ndim);
+    if (ax < 0 || (red[ax] && at->n_ints))
+      return mlc_error_set(err, "%s: axis %lld is out of range or repeated for a %d-d operand 0",
+                           mlc_gop_name(op), (long long)at->ints[i], ndim);
+    red[ax] = true;
+  }
+  return true;
+}
+
+bool mlc_gop_slice_axis(const mlc_gattrs *at, const mlc_gtype *x, int d, int64_t *start,
+                        int64_t *step, int64_t *count) {
+  int64_t n = x->shape[d], b = 0, e = n, s = 1;
+  for (int i = 0; i < at->n_ints; i++) {
+    if (mlc_gop_axis(at->ints[i], x->ndim) != d) continue;
+    b = at->starts[i], e = at->ends[i], s = at->steps[i];
+    if (s == 0) return false;
+    if (b < 0) b += n;
+    if (e < 0) e += n;
+    int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? n : n - 1;
+    b = b < lo ? lo : b > hi ? hi : b;
+    e = e < lo ? lo : e > hi ? hi : e;
+  }
+  int64_t span = s > 0 ? e - b : b - e, as = s > 0 ? s : -s;
+  *start = b, *step = s, *count = span > 0 ? (span + as - 1) / as : 0;
+  return true;
+}
+
+bool mlc_gop_arity_ok(mlc_gop op, int n) {
+  return n >= ops[op].min_in && (ops[op].max_in < 0 || n <= ops[op].max_in) &&
+         n <= MLC_GRAPH_MAX_ARGS;
+}
+
+bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err) {
+  const op_info *o = &ops[op];
+  if (o->min_in == o->max_in)
+    return mlc_error_set(err, "%s takes %d inputs, got %d", o->name, o->min_in, n);
+  if (o->max_in < 0)
+    return mlc_error_set(err, "%s takes %d to %d inputs, got %d", o->name, o->min_in,
+                         MLC_GRAPH_MAX_ARGS, n);
+  return mlc_error_set(err, "%s takes %d to %d inputs, got %d", o->name, o->min_in, o->max_in, n);
+}
+
 /* ---- types ------------------------------------------------------------------ */
 
 void mlc_gattrs_default(mlc_gattrs *a) {
   memset(a, 0, sizeof *a);
-  a->stride = 1;
-  a->pool = 2;
+  a->kernel[0] = a->kernel[1] = 2;
+  a->strides[0] = a->strides[1] = 1;
+  a->dilations[0] = a->dilations[1] = 1;
+  a->groups = 1;
+  a->axis = -1;
+  a->keepdims = true;
   a->eps = 1e-5;
+  a->alpha = 0.01;
+  a->lo = -INFINITY;
+  a->hi = INFINITY;
+  a->exponent = 1;
+}
+
+void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
+  mlc_gattrs_default(a);
+  if (op == MLC_GOP_HARD_SIGMOID) a->alpha = 0.2, a->beta = 0.5;
 }
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
@@ -104,46 +170,100 @@ static bool broadcast(mlc_gop op, int n, const mlc_gtype *args, mlc_gtype *out, 
   return true;
 }
 
-static int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad) {
-  int64_t span = in + 2 * pad - k;
-  return span < 0 ? 0 : span / stride + 1;
+/* The output extent of a window along one axis (graph.h, mlc_gattrs). */
+static int64_t window_out(int64_t in, int64_t k, int64_t dil, int64_t stride, int64_t pb,
+                          int64_t pe, bool ceil_mode) {
+  int64_t span = in + pb + pe - (dil * (k - 1) + 1);
+  if (span < 0) return 0;
+  if (!ceil_mode) return span / stride + 1;
+  int64_t o = (span + stride - 1) / stride + 1;
+  if ((o - 1) * stride >= in + pb) o--;
+  return o;
 }
 
+/* x [..., M, K] @ w [..., K, N] with numpy broadcasting of the leading
+ * (batch) dims. */
 static bool infer_matmul(const mlc_gtype *a, mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *x = &a[0], *w = &a[1];
-  if (x->ndim != w->ndim || (x->ndim != 2 && x->ndim != 3))
-    return fail_shape(err, MLC_GOP_MATMUL, 1, w, "[K, N] after x [M, K] (or [B, K, N])");
-  int b = x->ndim - 2;
-  if (b && x->shape[0] != w->shape[0])
-    return fail_shape(err, MLC_GOP_MATMUL, 1, w, "the same batch as operand 0");
-  if (x->shape[b + 1] != w->shape[b])
+  if (x->ndim < 2) return fail_shape(err, MLC_GOP_MATMUL, 0, x, "[..., M, K] (at least 2 dims)");
+  if (w->ndim < 2)
+    return fail_shape(err, MLC_GOP_MATMUL, 1, w, "[K, N] after x [M, K] (or [..., K, N])");
+  if (x->shape[x->ndim - 1] != w->shape[w->ndim - 2])
     return fail_shape(err, MLC_GOP_MATMUL, 1, w, "inner dimension equal to operand 0's last");
-  *out = *x;
-  out->shape[b + 1] = w->shape[b + 1];
+  mlc_gtype bx = *x, bw = *w;
+  bx.ndim -= 2, bw.ndim -= 2;
+  if (!broadcast(MLC_GOP_MATMUL, 2, (mlc_gtype[]){bx, bw}, out, err))
+    return fail_shape(err, MLC_GOP_MATMUL, 1, w, "batch dimensions that broadcast with operand 0's");
+  out->shape[out->ndim++] = x->shape[x->ndim - 2];
+  out->shape[out->ndim++] = w->shape[w->ndim - 1];
   return true;
 }
 
-static bool infer_window(mlc_gop op, const mlc_gattrs *at, const mlc_gtype *a, mlc_gtype *out,
-                         mlc_error *err) {
+static bool check_window_attrs(mlc_gop op, const mlc_gattrs *at, mlc_error *err) {
+  const char *name = mlc_gop_name(op);
+  for (int i = 0; i < 2; i++) {
+    if (at->strides[i] < 1 || at->dilations[i] < 1)
+      return mlc_error_set(err, "%s: strides and dilations must be >= 1", name);
+    if (at->output_padding[i] < 0 ||
+        (at->output_padding[i] && at->output_padding[i] >= at->strides[i] &&
+         at->output_padding[i] >= at->dilations[i]))
+      return mlc_error_set(err, "%s: output_padding must be >= 0 and below the stride or dilation",
+                           name);
+  }
+  for (int i = 0; i < 4; i++)
+    if (at->pads[i] < 0) return mlc_error_set(err, "%s: pads must be >= 0", name);
+  if (at->groups < 1) return mlc_error_set(err, "%s: groups must be >= 1", name);
+  return true;
+}
+
+/* conv2d: w [K, C / groups, R, S], bias [K]. */
+static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                              int64_t *k_out, mlc_error *err) {
+  const mlc_gtype *x = &a[0], *w = &a[1];
+  int64_t g = at->groups, C = x->shape[1];
+  if (C % g) return fail_shape(err, op, 0, x, "channels divisible by groups");
+  if (op == MLC_GOP_CONV2D) {
+    if (w->ndim != 4 || w->shape[1] * g != C || w->shape[0] % g)
+      return fail_shape(err, op, 1, w,
+                        "[K, C / groups, R, S] with K divisible by groups (C: the input's channels)");
+    *k_out = w->shape[0];
+  } else {
+    if (w->ndim != 4 || w->shape[0] != C)
+      return fail_shape(err, op, 1, w, "[C, K / groups, R, S] (C: the input's channels)");
+    *k_out = w->shape[1] * g;
+  }
+  if (n == 3 && (a[2].ndim != 1 || a[2].shape[0] != *k_out))
+    return fail_shape(err, op, 2, &a[2], "[K] (one bias per output channel)");
+  return true;
+}
+
+static bool infer_window(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *x = &a[0];
   if (x->ndim != 4) return fail_shape(err, op, 0, x, "4 dims (NCHW)");
-  if (at->stride < 1 || at->padding < 0)
-    return mlc_error_set(err, "%s: stride must be >= 1 and padding >= 0", mlc_gop_name(op));
-  int64_t kh, kw;
+  if (!check_window_attrs(op, at, err)) return false;
+  int64_t k[2];
   *out = *x;
-  if (op == MLC_GOP_CONV2D) {
-    const mlc_gtype *w = &a[1];
-    if (w->ndim != 4 || w->shape[1] != x->shape[1])
-      return fail_shape(err, op, 1, w, "[K, C, R, S] with C equal to the input's channels");
-    kh = w->shape[2], kw = w->shape[3];
-    out->shape[1] = w->shape[0];
+  if (op == MLC_GOP_AVG_POOL2D && (at->dilations[0] != 1 || at->dilations[1] != 1))
+    return mlc_error_set(err, "avg_pool2d: dilations are not supported");
+  if (op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_AVG_POOL2D) {
+    for (int i = 0; i < 2; i++)
+      if (at->kernel[i] < 1 || at->pads[i] >= at->kernel[i] || at->pads[i + 2] >= at->kernel[i])
+        return mlc_error_set(err, "%s: the window must be >= 1 and larger than the padding",
+                             mlc_gop_name(op));
+    k[0] = at->kernel[0], k[1] = at->kernel[1];
   } else {
-    if (at->pool < 1 || at->padding >= at->pool)
-      return mlc_error_set(err, "max_pool2d: pool_size must be >= 1 and padding < pool_size");
-    kh = kw = at->pool;
+    if (!infer_conv_weight(op, at, n, a, &out->shape[1], err)) return false;
+    k[0] = a[1].shape[2], k[1] = a[1].shape[3];
   }
-  out->shape[2] = window_out(x->shape[2], kh, at->stride, at->padding);
-  out->shape[3] = window_out(x->shape[3], kw, at->stride, at->padding);
+  for (int i = 0; i < 2; i++) {
+    int64_t in = x->shape[2 + i], d = at->dilations[i], s = at->strides[i];
+    int64_t pb = at->pads[i], pe = at->pads[i + 2];
+    if (op == MLC_GOP_CONV_TRANSPOSE2D)
+      out->shape[2 + i] = s * (in - 1) + at->output_padding[i] + d * (k[i] - 1) + 1 - pb - pe;
+    else
+      out->shape[2 + i] = window_out(in, k[i], d, s, pb, pe, op != MLC_GOP_CONV2D && at->ceil_mode);
+  }
   if (out->shape[2] < 1 || out->shape[3] < 1)
     return fail_shape(err, op, 0, x, "a spatial size that fits the window");
   return true;
@@ -187,9 +307,7 @@ static bool infer_transpose(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype 
 
 bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, mlc_gtype *out,
                    mlc_error *err) {
-  if (n != mlc_gop_n_inputs(op))
-    return mlc_error_set(err, "%s takes %d inputs, got %d", mlc_gop_name(op), mlc_gop_n_inputs(op),
-                         n);
+  if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
   for (int i = 0; i < n; i++)
     if (a[i].dtype != MLC_FLOAT32)
       return mlc_error_set(err, "%s: operand %d is %s; only float32 is supported",
@@ -202,24 +320,121 @@ bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, 
     if (a[0].ndim != 2) return fail_shape(err, op, 0, &a[0], "[M, K]");
     if (a[1].ndim != 2 || a[1].shape[1] != a[0].shape[1])
       return fail_shape(err, op, 1, &a[1], "[N, K] with K equal to operand 0's last");
+    if (n == 3 && (a[2].ndim != 1 || a[2].shape[0] != a[1].shape[0]))
+      return fail_shape(err, op, 2, &a[2], "[N] (one bias per output column)");
     *out = a[0];
     out->shape[1] = a[1].shape[0];
     return true;
   case MLC_GOP_ADD:
   case MLC_GOP_MULTIPLY:
+  case MLC_GOP_SUBTRACT:
+  case MLC_GOP_DIVIDE:
+  case MLC_GOP_MAXIMUM:
+  case MLC_GOP_MINIMUM:
   case MLC_GOP_EWISE_FMA: return broadcast(op, n, a, out, err);
+  case MLC_GOP_CLIP:
+    if (isnan(at->lo) || isnan(at->hi) || at->lo > at->hi)
+      return mlc_error_set(err, "clip: min %g is above max %g", at->lo, at->hi);
+    *out = a[0];
+    return true;
+  case MLC_GOP_POWER:
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_HARD_SIGMOID:
+    if (!isfinite(at->exponent) || !isfinite(at->alpha) || !isfinite(at->beta))
+      return mlc_error_set(err, "%s: attributes must be finite numbers", mlc_gop_name(op));
+    *out = a[0];
+    return true;
   case MLC_GOP_RELU:
-  case MLC_GOP_GELU: *out = a[0]; return true;
-  case MLC_GOP_SOFTMAX: *out = a[0]; return true; /* over the last axis */
-  case MLC_GOP_LAYERNORM:
-    for (int i = 1; i < 3; i++)
-      if (a[i].ndim != 1 || a[i].shape[0] != a[0].shape[a[0].ndim - 1])
-        return fail_shape(err, op, i, &a[i], "[last dim of operand 0] (gamma, beta)");
+  case MLC_GOP_GELU:
+  case MLC_GOP_SQRT:
+  case MLC_GOP_EXP:
+  case MLC_GOP_ERF:
+  case MLC_GOP_TANH:
+  case MLC_GOP_SIGMOID:
+  case MLC_GOP_HARD_SWISH:
+  case MLC_GOP_NEGATIVE:
+  case MLC_GOP_ABS:
+  case MLC_GOP_LOG: *out = a[0]; return true;
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX:
+    if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
+      return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
+                           mlc_gop_name(op), (long long)at->axis, a[0].ndim);
+    *out = a[0];
+    return true;
+  case MLC_GOP_LAYERNORM: {
+    int ax = mlc_gop_axis(at->axis, a[0].ndim);
+    if (ax < 0)
+      return mlc_error_set(err, "layernorm: axis %lld is out of range for a %d-d operand 0",
+                           (long long)at->axis, a[0].ndim);
+    for (int i = 1; i < n; i++) {
+      bool ok = a[i].ndim == a[0].ndim - ax;
+      for (int d = 0; ok && d < a[i].ndim; d++) ok = a[i].shape[d] == a[0].shape[ax + d];
+      if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's normalized (trailing) dims");
+    }
     if (!(at->eps > 0)) return mlc_error_set(err, "layernorm: eps must be positive");
     *out = a[0];
     return true;
+  }
+  case MLC_GOP_BATCH_NORM:
+    if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "[N, C, ...] (at least 2 dims)");
+    for (int i = 1; i < 5; i++)
+      if (a[i].ndim != 1 || a[i].shape[0] != a[0].shape[1])
+        return fail_shape(err, op, i, &a[i], "[C] (operand 0's channels)");
+    if (!(at->eps > 0)) return mlc_error_set(err, "batch_norm: eps must be positive");
+    *out = a[0];
+    return true;
   case MLC_GOP_CONV2D:
-  case MLC_GOP_MAX_POOL2D: return infer_window(op, at, a, out, err);
+  case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_MAX_POOL2D:
+  case MLC_GOP_AVG_POOL2D: return infer_window(op, at, n, a, out, err);
+  case MLC_GOP_CONCAT: {
+    int ax = mlc_gop_axis(at->axis, a[0].ndim);
+    if (ax < 0)
+      return mlc_error_set(err, "concat: axis %lld is out of range for a %d-d operand 0",
+                           (long long)at->axis, a[0].ndim);
+    *out = a[0];
+    for (int i = 1; i < n; i++) {
+      bool ok = a[i].ndim == a[0].ndim;
+      for (int d = 0; ok && d < a[0].ndim; d++) ok = d == ax || a[i].shape[d] == a[0].shape[d];
+      if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's shape but along the axis");
+      out->shape[ax] += a[i].shape[ax];
+    }
+    return true;
+  }
+  case MLC_GOP_SLICE: {
+    bool seen[MLC_GRAPH_MAX_DIMS] = {0};
+    *out = a[0];
+    for (int i = 0; i < at->n_ints; i++) {
+      int d = mlc_gop_axis(at->ints[i], a[0].ndim);
+      if (d < 0 || seen[d])
+        return mlc_error_set(err, "slice: axis %lld is out of range or repeated for a %d-d operand 0",
+                             (long long)at->ints[i], a[0].ndim);
+      seen[d] = true;
+    }
+    for (int d = 0; d < a[0].ndim; d++) {
+      int64_t b, s;
+      if (!mlc_gop_slice_axis(at, &a[0], d, &b, &s, &out->shape[d]))
+        return mlc_error_set(err, "slice: a step is 0");
+      if (out->shape[d] < 1) return fail_shape(err, op, 0, &a[0], "a slice with at least one element");
+    }
+    return true;
+  }
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+    if (a[0].ndim != 4) return fail_shape(err, op, 0, &a[0], "4 dims (NCHW)");
+    *out = a[0];
+    out->shape[2] = out->shape[3] = 1;
+    return true;
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX: {
+    bool red[MLC_GRAPH_MAX_DIMS];
+    if (!mlc_gop_reduced_axes(op, at, a[0].ndim, red, err)) return false;
+    for (int d = 0; d < a[0].ndim; d++)
+      if (!red[d]) out->shape[out->ndim++] = a[0].shape[d];
+      else if (at->keepdims) out->shape[out->ndim++] = 1;
+    return true;
+  }
   case MLC_GOP_RESHAPE: return infer_reshape(at, &a[0], out, err);
   case MLC_GOP_FLATTEN:
     if (a[0].ndim < 1) return fail_shape(err, op, 0, &a[0], "at least 1 dim");

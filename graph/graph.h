@@ -29,16 +29,18 @@
 #include "ir/ir.h"
 
 #define MLC_GRAPH_MAX_DIMS 8
+/* Most args one op binding takes (concat's inputs). */
+#define MLC_GRAPH_MAX_ARGS 64
 
 /* ---- ops ----------------------------------------------------------------- */
 
 typedef enum mlc_gop {
-#define MLC_GOP(id, name, script, n_inputs, cls) MLC_GOP_##id,
+#define MLC_GOP(id, name, script, min_in, max_in, cls) MLC_GOP_##id,
 #include "graph/ops.def"
 } mlc_gop;
 /* Counted outside the enum so switches need no default. */
 enum { MLC_GOP_COUNT = 0
-#define MLC_GOP(id, name, script, n_inputs, cls) +1
+#define MLC_GOP(id, name, script, min_in, max_in, cls) +1
 #include "graph/ops.def"
 };
 
@@ -46,7 +48,17 @@ typedef enum mlc_gop_class { MLC_GOP_ELEMWISE, MLC_GOP_ANCHOR, MLC_GOP_INJECTIVE
 
 const char *mlc_gop_name(mlc_gop op);   /* "matmul" (JSON) */
 const char *mlc_gop_script(mlc_gop op); /* "R.matmul" (printed) */
+/* Inputs an op takes: at least mlc_gop_n_inputs (the required ones), at
+ * most mlc_gop_max_inputs (-1: any number, concat); optional inputs come
+ * last (conv2d's bias). */
 int mlc_gop_n_inputs(mlc_gop op);
+int mlc_gop_max_inputs(mlc_gop op);
+/* axis (negative: from the end) as an index into ndim dims; -1 when out
+ * of range. */
+int mlc_gop_axis(int64_t axis, int ndim);
+/* Whether op takes n inputs; the error says how many it takes. */
+bool mlc_gop_arity_ok(mlc_gop op, int n);
+bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err);
 mlc_gop_class mlc_gop_class_of(mlc_gop op);
 bool mlc_gop_from_name(const char *name, mlc_gop *out);
 /* Comma-separated list of every op, for messages. */
@@ -73,14 +85,55 @@ typedef struct mlc_gvar {
   float *data; /* CONST: row-major values */
 } mlc_gvar;
 
-/* Op attributes; which ones an op reads is listed with the op. */
+/* Op attributes: one plain struct for every op; each field lists the ops
+ * that read it, every other op ignores it. mlc_gattrs_default gives the
+ * values below in parentheses. */
 typedef struct mlc_gattrs {
-  int64_t stride;  /* conv2d, max_pool2d (default 1; pool: pool size) */
-  int64_t padding; /* conv2d, max_pool2d: zero (pool: -inf) padding, each side */
-  int64_t pool;    /* max_pool2d: window size */
-  double eps;      /* layernorm (default 1e-5) */
-  int n_ints;      /* transpose: axes (empty: reverse); reshape: new shape */
+  /* Windows over NCHW (conv2d, conv_transpose2d, max_pool2d, avg_pool2d;
+   * avg_pool2d takes no dilation):
+   *   out = (in + pad_begin + pad_end - (dilation * (k - 1) + 1)) / stride + 1
+   * rounded down, or up with ceil_mode (pools; a last window starting in
+   * the end padding is dropped, as PyTorch and ONNX do). conv_transpose2d:
+   *   out = stride * (in - 1) + output_padding + dilation * (k - 1) + 1
+   *         - pad_begin - pad_end
+   * Convolutions pad with zeros, max_pool2d with -inf. */
+  int64_t kernel[2];         /* pools: window (h, w) (2, 2); convs: the weight's */
+  int64_t strides[2];        /* (h, w) (1, 1) */
+  int64_t pads[4];           /* top, left, bottom, right (0) */
+  int64_t dilations[2];      /* conv2d, conv_transpose2d, max_pool2d (1, 1) */
+  int64_t groups;            /* conv2d, conv_transpose2d: channel groups (1) */
+  int64_t output_padding[2]; /* conv_transpose2d: extra bottom rows, right columns (0) */
+  bool ceil_mode;            /* max_pool2d, avg_pool2d (false) */
+  /* avg_pool2d: padding counts in the divisor (true), or only the input
+   * elements under the window (false, the default) */
+  bool count_include_pad;
+  /* reduce_sum, reduce_mean, reduce_max: keep the reduced axes as extent
+   * 1 (true); the axes are ints[0..n_ints), none: all */
+  bool keepdims;
+  double eps;      /* layernorm, batch_norm (default 1e-5) */
+  /* softmax, log_softmax: the axis reduced over; layernorm: the first of
+   * the trailing axes normalized over (gamma and beta have their shape);
+   * negative counts from the end (-1); concat: the axis joined along. */
+  int64_t axis;
+  /* slice: along axis ints[i], elements starts[i], starts[i] + steps[i],
+   * ... up to ends[i] (excluded), ONNX Slice semantics: negative starts
+   * and ends count from the end, both are clamped to the axis; steps
+   * nonzero, negative walks backwards. Axes not listed are kept whole. */
+  int64_t starts[MLC_GRAPH_MAX_DIMS], ends[MLC_GRAPH_MAX_DIMS], steps[MLC_GRAPH_MAX_DIMS];
+  int n_ints;      /* transpose: axes (empty: reverse); reshape: new shape;
+                    * reduce_*: the axes reduced (negative from the end);
+                    * slice: the axes sliced */
   int64_t ints[MLC_GRAPH_MAX_DIMS];
+  /* Scalars of elementwise ops:
+   *   leaky_relu:   y = x >= 0 ? x : alpha * x           (alpha 0.01)
+   *   hard_sigmoid: y = max(0, min(1, alpha * x + beta))  (alpha 0.2, beta 0.5)
+   *   clip:         y = min(max(x, lo), hi)               (lo -inf, hi +inf)
+   *   power:        y = x ** exponent                     (exponent 1)
+   * hard_swish is x * max(0, min(1, x / 6 + 0.5)) (ONNX HardSwish), no
+   * attributes. */
+  double alpha, beta;
+  double lo, hi;
+  double exponent;
 } mlc_gattrs;
 
 typedef enum mlc_gcall_kind {
@@ -138,6 +191,16 @@ mlc_gfunc *mlc_graph_find_func(const mlc_gmodule *m, const char *name);
 bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *attrs, int n, const mlc_gtype *args,
                    mlc_gtype *out, mlc_error *err);
 void mlc_gattrs_default(mlc_gattrs *a);
+/* slice along axis d of x: the first element, the step and the count
+ * (after normalizing and clamping); false for a zero step. */
+bool mlc_gop_slice_axis(const mlc_gattrs *at, const mlc_gtype *x, int d, int64_t *start,
+                        int64_t *step, int64_t *count);
+/* red[d]: whether a reduce_* op reduces axis d of an ndim-d operand;
+ * false with a message for an axis out of range or repeated. */
+bool mlc_gop_reduced_axes(mlc_gop op, const mlc_gattrs *at, int ndim, bool *red, mlc_error *err);
+/* mlc_gattrs_default, then op's own defaults where they differ
+ * (hard_sigmoid: alpha 0.2, beta 0.5). */
+void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a);
 /* The element count; -1 when a dimension is negative or the product
  * overflows int64 (a .npy header can claim any shape). */
 int64_t mlc_gtype_numel(const mlc_gtype *t);
@@ -164,14 +227,22 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  *                {"name": "lv1", "op": "matmul", "inputs": ["x", "lv0"]}, ...
  *                {"name": "c", "op": "conv2d", "inputs": ["x", "w"], "stride": 1, "padding": 1}],
  *    "outputs": ["lv4"]}
- * Ops (graph/ops.def): matmul (2-d, or 3-d batched), dense (x[M,K] @
- * W[N,K]^T), add / multiply / ewise_fma (a*b+c) with numpy broadcasting,
- * relu, gelu (erf form), softmax and layernorm over the last axis, conv2d
- * (NCHW, OIHW weights), max_pool2d, reshape, flatten (to [N, rest]),
- * transpose. Attributes: conv2d "stride" (1), "padding" (0); max_pool2d
- * "pool_size" (2), "stride" (the pool size), "padding" (0, reads -inf);
- * transpose "axes" (default reversed); reshape "shape" (one -1 allowed);
- * layernorm "eps" (1e-5). Unknown keys are errors.
+ * Ops (graph/ops.def; attributes as in mlc_gattrs): matmul ([..., M, K] @
+ * [..., K, N], batch dims broadcast), dense (x[M,K] @ W[N,K]^T [+ bias]),
+ * elementwise ops with numpy broadcasting, softmax / log_softmax ("axis"),
+ * layernorm ("axis", "eps"), batch_norm ("eps"), conv2d / conv_transpose2d
+ * (NCHW, OIHW / IOHW weights, optional bias), max_pool2d / avg_pool2d,
+ * global_avg_pool2d, reduce_sum / reduce_mean / reduce_max ("axes",
+ * "keepdims"), reshape, flatten (to [N, rest]), transpose, concat ("axis"),
+ * slice ("axes", "starts", "ends", "steps"). Window keys: "stride" and
+ * "padding" (one value for all axes and sides), or "strides" [h, w],
+ * "pads" [top, left, bottom, right], "dilations", "groups",
+ * "output_padding"; pools: "pool_size" or "kernel" [h, w] (2; the stride
+ * defaults to the window), "ceil_mode", "count_include_pad". Scalars:
+ * leaky_relu / hard_sigmoid "alpha", "beta"; clip "min", "max" (numbers or
+ * "inf" / "-inf"); power "exponent"; transpose "axes" (default reversed);
+ * reshape "shape" (one -1 allowed). A key the op does not take is an
+ * error.
  * Nodes may come in any order (they are sorted; a cycle is an error); every
  * node must feed an output. weights_dir NULL: the model path without
  * ".json" (examples/mlp.json -> examples/mlp/). Errors name the file and
@@ -181,6 +252,26 @@ mlc_gmodule *mlc_graph_load(const char *path, const char *weights_dir, mlc_error
  * weight gets seeded values in [-0.5, 0.5) (tests of small graphs). */
 mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
                              const char *weights_dir, mlc_error *err);
+
+/* An ONNX model (graph/onnx.c; default-domain opsets 1 to 17) into the same
+ * graph: initializers and Constant nodes become weights, integer tensors
+ * (shapes, axes) are folded at import (Shape -> Gather -> Concat ->
+ * Reshape), each node maps onto graph ops. input_shapes: NULL or a
+ * NULL-terminated list of "name=1,3,224,224", required for inputs with
+ * symbolic dimensions. Refused, with a message naming the file and the node
+ * or tensor: unsupported ops or attributes, other domains, external data,
+ * dtypes other than float32 (integers only as constants), cycles, missing
+ * initializers. The model is named after the file ("resnet18.onnx" ->
+ * resnet18). */
+mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shapes,
+                                 mlc_error *err);
+mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_t len,
+                                  const char *const *input_shapes, mlc_error *err);
+/* A serialized ONNX TensorProto (the backend tests' input_0.pb), float32
+ * only, as mlc_npy_read reads .npy. */
+float *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
+float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
+                             mlc_error *err);
 
 /* .npy files (format 1.0-3.0), float32 little-endian C order only. Errors
  * name the file and what is wrong (bad magic, header, dtype, Fortran order,

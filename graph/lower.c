@@ -6,6 +6,7 @@
 #include "tasks/tasks.h"
 
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,8 +28,89 @@ static mlc_expr *bcast_at(mlc_arena *a, mlc_te *te, mlc_te_tensor *x, const mlc_
   return mlc_te_at_v(te, x, ix);
 }
 
-static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op, int n,
-                                     mlc_gvar *const *args, const mlc_gtype *out) {
+static mlc_expr *intrin1(mlc_arena *a, mlc_intrin op, mlc_expr *x) {
+  return mlc_call(a, op, (mlc_expr *[]){x});
+}
+
+/* max(0, min(1, alpha * x + beta)) */
+static mlc_expr *hard_sigmoid(mlc_arena *a, mlc_expr *x, double alpha, double beta) {
+  mlc_expr *t = mlc_add(a, mlc_mul(a, f32(a, alpha), x), f32(a, beta));
+  return mlc_binary(a, MLC_EXPR_MAX, f32(a, 0), mlc_binary(a, MLC_EXPR_MIN, f32(a, 1), t));
+}
+
+/* x ** c; the exponents exporters use most become multiplies or sqrt. */
+static mlc_expr *power(mlc_arena *a, mlc_expr *x, double c) {
+  if (c == 1) return x;
+  if (c == 2) return mlc_mul(a, x, x);
+  if (c == 3) return mlc_mul(a, mlc_mul(a, x, x), x);
+  if (c == 0.5) return intrin1(a, MLC_INTRIN_SQRT, x);
+  if (c == -1) return mlc_binary(a, MLC_EXPR_DIV, f32(a, 1), x);
+  return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){x, f32(a, c)});
+}
+
+/* The value of an elementwise op from its operands' values; NULL for the
+ * other ops. */
+static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, mlc_expr **v) {
+  switch (op) {
+  case MLC_GOP_ADD: return mlc_add(a, v[0], v[1]);
+  case MLC_GOP_MULTIPLY: return mlc_mul(a, v[0], v[1]);
+  case MLC_GOP_SUBTRACT: return mlc_sub(a, v[0], v[1]);
+  case MLC_GOP_DIVIDE: return mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]);
+  case MLC_GOP_MAXIMUM: return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]);
+  case MLC_GOP_MINIMUM: return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]);
+  case MLC_GOP_EWISE_FMA: return mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]);
+  case MLC_GOP_RELU: return mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0));
+  case MLC_GOP_GELU: {
+    /* 0.5 * x * (1 + erf(x / sqrt(2))) */
+    mlc_expr *e = intrin1(a, MLC_INTRIN_ERF, mlc_mul(a, v[0], f32(a, 0.70710678118654752)));
+    return mlc_mul(a, mlc_mul(a, f32(a, 0.5), v[0]), mlc_add(a, f32(a, 1), e));
+  }
+  case MLC_GOP_POWER: return power(a, v[0], at->exponent);
+  case MLC_GOP_SQRT: return intrin1(a, MLC_INTRIN_SQRT, v[0]);
+  case MLC_GOP_EXP: return intrin1(a, MLC_INTRIN_EXP, v[0]);
+  case MLC_GOP_ERF: return intrin1(a, MLC_INTRIN_ERF, v[0]);
+  case MLC_GOP_TANH: return intrin1(a, MLC_INTRIN_TANH, v[0]);
+  case MLC_GOP_SIGMOID: return intrin1(a, MLC_INTRIN_SIGMOID, v[0]);
+  case MLC_GOP_ABS: return intrin1(a, MLC_INTRIN_ABS, v[0]);
+  case MLC_GOP_LOG: return intrin1(a, MLC_INTRIN_LOG, v[0]);
+  case MLC_GOP_NEGATIVE: return mlc_mul(a, f32(a, -1), v[0]);
+  case MLC_GOP_LEAKY_RELU:
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
+                      mlc_mul(a, f32(a, at->alpha), v[0]));
+  case MLC_GOP_CLIP: {
+    mlc_expr *x = v[0];
+    if (at->lo > -INFINITY) x = mlc_binary(a, MLC_EXPR_MAX, x, f32(a, at->lo));
+    if (at->hi < INFINITY) x = mlc_binary(a, MLC_EXPR_MIN, x, f32(a, at->hi));
+    return x;
+  }
+  case MLC_GOP_HARD_SIGMOID: return hard_sigmoid(a, v[0], at->alpha, at->beta);
+  case MLC_GOP_HARD_SWISH: return mlc_mul(a, v[0], hard_sigmoid(a, v[0], 1.0 / 6, 0.5));
+  case MLC_GOP_MATMUL:
+  case MLC_GOP_DENSE:
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_LAYERNORM:
+  case MLC_GOP_BATCH_NORM:
+  case MLC_GOP_CONV2D:
+  case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_MAX_POOL2D:
+  case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_CONCAT:
+  case MLC_GOP_SLICE:
+  case MLC_GOP_RESHAPE:
+  case MLC_GOP_FLATTEN:
+  case MLC_GOP_TRANSPOSE: return NULL;
+  }
+  mlc_unreachable();
+}
+
+static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op,
+                                     const mlc_gattrs *at, int n, mlc_gvar *const *args,
+                                     const mlc_gtype *out) {
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *in[3], *tensors[4];
   for (int i = 0; i < n; i++) tensors[i] = in[i] = placeholder(te, args[i]->name, &args[i]->type);
@@ -37,71 +119,321 @@ static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op,
   mlc_expr **idx = mlc_te_begin(te, block, out->ndim, out->shape, NULL);
   mlc_expr *v[3];
   for (int i = 0; i < n; i++) v[i] = bcast_at(a, te, in[i], &args[i]->type, out, idx);
-  mlc_expr *value = NULL;
-  switch (op) {
-  case MLC_GOP_ADD: value = mlc_add(a, v[0], v[1]); break;
-  case MLC_GOP_MULTIPLY: value = mlc_mul(a, v[0], v[1]); break;
-  case MLC_GOP_EWISE_FMA: value = mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]); break;
-  case MLC_GOP_RELU: value = mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0)); break;
-  case MLC_GOP_GELU: {
-    /* 0.5 * x * (1 + erf(x / sqrt(2))) */
-    mlc_expr *e = mlc_call(a, MLC_INTRIN_ERF, (mlc_expr *[]){mlc_mul(a, v[0], f32(a, 0.70710678118654752))});
-    value = mlc_mul(a, mlc_mul(a, f32(a, 0.5), v[0]), mlc_add(a, f32(a, 1), e));
-    break;
-  }
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LAYERNORM:
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_RESHAPE:
-  case MLC_GOP_FLATTEN:
-  case MLC_GOP_TRANSPOSE: mlc_unreachable();
-  }
+  mlc_expr *value = elemwise_value(a, op, at, v);
+  MLC_ASSERT(value);
   tensors[n] = mlc_te_end(te, value);
   return mlc_te_create_prim_func(te, name, n + 1, tensors);
 }
 
-static mlc_prim_func *lower_dense(mlc_arena *a, const char *name, mlc_gvar *const *args,
+static mlc_prim_func *lower_dense(mlc_arena *a, const char *name, int n, mlc_gvar *const *args,
                                   const mlc_gtype *out) {
   int64_t M = out->shape[0], N = out->shape[1], K = args[0]->type.shape[1];
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, &args[0]->type);
   mlc_te_tensor *W = placeholder(te, args[1]->name, &args[1]->type);
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
   mlc_expr **ij = mlc_te_begin(te, "T_dense", 2, SHAPE(M, N), "ij");
   mlc_expr *k = mlc_te_reduce_axis(te, K, "k");
   mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, mlc_te_at(te, X, ij[0], k), mlc_te_at(te, W, ij[1], k)));
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
+  ij = mlc_te_begin(te, "T_add_bias", 2, SHAPE(M, N), "ij");
+  Y = mlc_te_end(te, mlc_add(a, mlc_te_at(te, Y, ij[0], ij[1]), mlc_te_at(te, B, ij[1])));
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
+}
+
+/* x [..., M, K] @ w [..., K, N], batch dims broadcast (the cases the
+ * matmul and batch_matmul tasks do not cover). */
+static mlc_prim_func *lower_matmul(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
+  int nb = out->ndim - 2;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *W = placeholder(te, args[1]->name, wt);
+  mlc_expr **o = mlc_te_begin(te, "T_matmul", out->ndim, out->shape, NULL);
+  mlc_expr *k = mlc_te_reduce_axis(te, xt->shape[xt->ndim - 1], "k");
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS], *iw[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim - 2; d++) {
+    int od = d + nb - (xt->ndim - 2);
+    ix[d] = xt->shape[d] == 1 && out->shape[od] != 1 ? mlc_int(a, 0) : o[od];
+  }
+  for (int d = 0; d < wt->ndim - 2; d++) {
+    int od = d + nb - (wt->ndim - 2);
+    iw[d] = wt->shape[d] == 1 && out->shape[od] != 1 ? mlc_int(a, 0) : o[od];
+  }
+  ix[xt->ndim - 2] = o[nb], ix[xt->ndim - 1] = k;
+  iw[wt->ndim - 2] = k, iw[wt->ndim - 1] = o[nb + 1];
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, mlc_te_at_v(te, X, ix), mlc_te_at_v(te, W, iw)));
   return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
 }
 
-/* Max over a pool x pool window; padding reads as the lowest float. */
-static mlc_prim_func *lower_pool(mlc_arena *a, const char *name, mlc_gvar *const *args,
-                                 const mlc_gattrs *at, const mlc_gtype *out) {
+static mlc_expr *and_(mlc_arena *a, mlc_expr *x, mlc_expr *y) {
+  return x ? mlc_binary(a, MLC_EXPR_AND, x, y) : y;
+}
+
+/* o * stride + r * dil, without multiplying by 1. */
+static mlc_expr *window_index(mlc_arena *a, mlc_expr *o, int64_t stride, mlc_expr *r,
+                              int64_t dil) {
+  mlc_expr *x = stride == 1 ? o : mlc_mul(a, o, mlc_int(a, stride));
+  return mlc_add(a, x, dil == 1 ? r : mlc_mul(a, r, mlc_int(a, dil)));
+}
+
+/* cond AND 0 <= i < n, dropping the bounds that cannot fail (lo_ok: i is
+ * never negative; hi_ok: i never reaches n). */
+static mlc_expr *in_range(mlc_arena *a, mlc_expr *cond, mlc_expr *i, int64_t n, bool lo_ok,
+                          bool hi_ok) {
+  if (!lo_ok) cond = and_(a, cond, mlc_binary(a, MLC_EXPR_GE, i, mlc_int(a, 0)));
+  if (!hi_ok) cond = and_(a, cond, mlc_binary(a, MLC_EXPR_LT, i, mlc_int(a, n)));
+  return cond;
+}
+
+/* x (NCHW) padded with zeros by pads (top, left, bottom, right): the
+ * pad_temp block the conv2d task has too; x itself without padding. */
+static mlc_te_tensor *pad_hw(mlc_arena *a, mlc_te *te, mlc_te_tensor *X, const mlc_gtype *xt,
+                             const int64_t *pads) {
+  if (!pads[0] && !pads[1] && !pads[2] && !pads[3]) return X;
+  int64_t H = xt->shape[2], W = xt->shape[3];
+  int64_t shape[4] = {xt->shape[0], xt->shape[1], H + pads[0] + pads[2], W + pads[1] + pads[3]};
+  mlc_expr **o = mlc_te_begin(te, "pad_temp", 4, shape, "nchw");
+  mlc_expr *h = pads[0] ? mlc_sub(a, o[2], mlc_int(a, pads[0])) : o[2];
+  mlc_expr *w = pads[1] ? mlc_sub(a, o[3], mlc_int(a, pads[1])) : o[3];
+  mlc_expr *cond = in_range(a, NULL, h, H, !pads[0], !pads[2]);
+  cond = in_range(a, cond, w, W, !pads[1], !pads[3]);
+  return mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at(te, X, o[0], o[1], h, w), f32(a, 0)));
+}
+
+/* y[n, k, ...] + bias[k], the block after a convolution or dense. */
+static mlc_te_tensor *add_bias(mlc_arena *a, mlc_te *te, mlc_te_tensor *Y, mlc_te_tensor *B,
+                               const mlc_gtype *out, int channel_axis) {
+  mlc_expr **o = mlc_te_begin(te, "T_add_bias", out->ndim, out->shape, NULL);
+  return mlc_te_end(te, mlc_add(a, mlc_te_at_v(te, Y, o), mlc_te_at(te, B, o[channel_axis])));
+}
+
+/* The input channel of reduction index rc for output channel k: with
+ * groups, k's group's channels. */
+static mlc_expr *group_channel(mlc_arena *a, const mlc_gattrs *at, mlc_expr *k, int64_t Kg,
+                               int64_t Cg, mlc_expr *rc) {
+  if (at->groups == 1) return rc;
+  mlc_expr *g = mlc_binary(a, MLC_EXPR_FLOORDIV, k, mlc_int(a, Kg));
+  return mlc_add(a, mlc_mul(a, g, mlc_int(a, Cg)), rc);
+}
+
+/* conv2d with groups, dilations, per-side pads and an optional bias:
+ * pad_temp, conv2d_nchw (spatial n, f, y, x; reduce rc, ry, rx), and
+ * T_add_bias. */
+static mlc_prim_func *lower_conv2d(mlc_arena *a, const char *name, const mlc_gattrs *at, int n,
+                                   mlc_gvar *const *args, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
+  int64_t Cg = wt->shape[1], Kg = out->shape[1] / at->groups;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *W = placeholder(te, args[1]->name, wt);
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
+  mlc_te_tensor *P = pad_hw(a, te, X, xt, at->pads);
+  mlc_expr **o = mlc_te_begin(te, "conv2d_nchw", 4, out->shape, "nfyx");
+  mlc_expr *rc = mlc_te_reduce_axis(te, Cg, "rc");
+  mlc_expr *ry = mlc_te_reduce_axis(te, wt->shape[2], "ry");
+  mlc_expr *rx = mlc_te_reduce_axis(te, wt->shape[3], "rx");
+  mlc_expr *in = mlc_te_at(te, P, o[0], group_channel(a, at, o[1], Kg, Cg, rc),
+                           window_index(a, o[2], at->strides[0], ry, at->dilations[0]),
+                           window_index(a, o[3], at->strides[1], rx, at->dilations[1]));
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, mlc_te_at(te, W, o[1], rc, ry, rx)));
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
+  Y = add_bias(a, te, Y, B, out, 1);
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
+}
+
+/* One axis of conv_transpose2d's input as a stride-dilated, padded tensor
+ * read at i: t = i - (dil * (k - 1) - pad_begin) must be a multiple of the
+ * stride and t / stride inside the input. */
+static mlc_expr *dilated_index(mlc_arena *a, mlc_expr *i, int64_t off, int64_t stride,
+                               int64_t in, mlc_expr **cond) {
+  mlc_expr *t = off ? mlc_sub(a, i, mlc_int(a, off)) : i;
+  *cond = in_range(a, *cond, t, (in - 1) * stride + 1, off <= 0, false);
+  if (stride == 1) return t;
+  *cond = and_(a, *cond, mlc_binary(a, MLC_EXPR_EQ, mlc_binary(a, MLC_EXPR_FLOORMOD, t, mlc_int(a, stride)), mlc_int(a, 0)));
+  return mlc_binary(a, MLC_EXPR_FLOORDIV, t, mlc_int(a, stride));
+}
+
+/* conv_transpose2d as a convolution: the input dilated by the strides and
+ * padded (data_dilate_pad), convolved with the flipped kernel, w [C, K /
+ * groups, R, S]. */
+static mlc_prim_func *lower_conv_transpose2d(mlc_arena *a, const char *name,
+                                             const mlc_gattrs *at, int n, mlc_gvar *const *args,
+                                             const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
+  int64_t R = wt->shape[2], S = wt->shape[3], Kg = wt->shape[1], Cg = xt->shape[1] / at->groups;
+  int64_t dh = at->dilations[0], dw = at->dilations[1];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *W = placeholder(te, args[1]->name, wt);
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
+  int64_t pshape[4] = {xt->shape[0], xt->shape[1], out->shape[2] + dh * (R - 1),
+                       out->shape[3] + dw * (S - 1)};
+  mlc_expr **o = mlc_te_begin(te, "data_dilate_pad", 4, pshape, "nchw");
+  mlc_expr *cond = NULL;
+  mlc_expr *h = dilated_index(a, o[2], dh * (R - 1) - at->pads[0], at->strides[0], xt->shape[2], &cond);
+  mlc_expr *w = dilated_index(a, o[3], dw * (S - 1) - at->pads[1], at->strides[1], xt->shape[3], &cond);
+  mlc_te_tensor *P =
+      mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at(te, X, o[0], o[1], h, w), f32(a, 0)));
+  o = mlc_te_begin(te, "conv2d_transpose_nchw", 4, out->shape, "nfyx");
+  mlc_expr *rc = mlc_te_reduce_axis(te, Cg, "rc");
+  mlc_expr *ry = mlc_te_reduce_axis(te, R, "ry");
+  mlc_expr *rx = mlc_te_reduce_axis(te, S, "rx");
+  mlc_expr *c = group_channel(a, at, o[1], Kg, Cg, rc);
+  mlc_expr *in = mlc_te_at(te, P, o[0], c, window_index(a, o[2], 1, ry, dh),
+                           window_index(a, o[3], 1, rx, dw));
+  mlc_expr *k = at->groups == 1 ? o[1] : mlc_binary(a, MLC_EXPR_FLOORMOD, o[1], mlc_int(a, Kg));
+  mlc_expr *wv = mlc_te_at(te, W, c, k, mlc_sub(a, mlc_int(a, R - 1), ry), mlc_sub(a, mlc_int(a, S - 1), rx));
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, wv));
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
+  Y = add_bias(a, te, Y, B, out, 1);
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
+}
+
+/* Max over a window (kernel, strides, dilations); padding and the part of
+ * a ceil_mode window past the input read as the lowest float. */
+static mlc_prim_func *lower_max_pool(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                     const mlc_gattrs *at, const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type;
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   mlc_expr **o = mlc_te_begin(te, "T_pool_max", 4, out->shape, "ncyx");
-  mlc_expr *rh = mlc_te_reduce_axis(te, at->pool, "rh");
-  mlc_expr *rw = mlc_te_reduce_axis(te, at->pool, "rw");
-  mlc_expr *y = mlc_add(a, mlc_mul(a, o[2], mlc_int(a, at->stride)), rh);
-  mlc_expr *x = mlc_add(a, mlc_mul(a, o[3], mlc_int(a, at->stride)), rw);
-  mlc_expr *v;
-  if (at->padding == 0) v = mlc_te_at(te, X, o[0], o[1], y, x);
-  else {
-    mlc_expr *p = mlc_int(a, at->padding);
-    y = mlc_sub(a, y, p);
-    x = mlc_sub(a, x, p);
-    mlc_expr *in = mlc_binary(
-        a, MLC_EXPR_AND,
-        mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, y, mlc_int(a, 0)),
-                   mlc_binary(a, MLC_EXPR_LT, y, mlc_int(a, xt->shape[2]))),
-        mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, x, mlc_int(a, 0)),
-                   mlc_binary(a, MLC_EXPR_LT, x, mlc_int(a, xt->shape[3]))));
-    v = mlc_if_then_else(a, in, mlc_te_at(te, X, o[0], o[1], y, x), f32(a, -FLT_MAX));
+  mlc_expr *r[2] = {mlc_te_reduce_axis(te, at->kernel[0], "rh"),
+                    mlc_te_reduce_axis(te, at->kernel[1], "rw")};
+  mlc_expr *ix[4] = {o[0], o[1], NULL, NULL}, *cond = NULL;
+  for (int i = 0; i < 2; i++) {
+    int64_t pb = at->pads[i], in = xt->shape[2 + i];
+    int64_t last = (out->shape[2 + i] - 1) * at->strides[i] + at->dilations[i] * (at->kernel[i] - 1) - pb;
+    ix[2 + i] = window_index(a, o[2 + i], at->strides[i], r[i], at->dilations[i]);
+    if (pb) ix[2 + i] = mlc_sub(a, ix[2 + i], mlc_int(a, pb));
+    cond = in_range(a, cond, ix[2 + i], in, pb == 0, last < in);
   }
+  mlc_expr *v = mlc_te_at_v(te, X, ix);
+  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, -FLT_MAX));
   mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_MAX, v);
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* min(hi, lim) - max(lo, floor) as an int expression. */
+static mlc_expr *clamped_count(mlc_arena *a, mlc_expr *lo, mlc_expr *hi, int64_t floor,
+                               int64_t lim) {
+  return mlc_sub(a, mlc_binary(a, MLC_EXPR_MIN, hi, mlc_int(a, lim)),
+                 mlc_binary(a, MLC_EXPR_MAX, lo, mlc_int(a, floor)));
+}
+
+/* Average over a window: T_pool_sum (padding reads 0), then T_pool_avg
+ * divides by the elements each window covers: inside the input, or inside
+ * the padded input with count_include_pad. */
+static mlc_prim_func *lower_avg_pool(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                     const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, "T_pool_sum", 4, out->shape, "ncyx");
+  mlc_expr *r[2] = {mlc_te_reduce_axis(te, at->kernel[0], "rh"),
+                    mlc_te_reduce_axis(te, at->kernel[1], "rw")};
+  mlc_expr *ix[4] = {o[0], o[1], NULL, NULL}, *cond = NULL;
+  for (int i = 0; i < 2; i++) {
+    int64_t pb = at->pads[i], in = xt->shape[2 + i];
+    int64_t last = (out->shape[2 + i] - 1) * at->strides[i] + at->kernel[i] - 1 - pb;
+    ix[2 + i] = window_index(a, o[2 + i], at->strides[i], r[i], 1);
+    if (pb) ix[2 + i] = mlc_sub(a, ix[2 + i], mlc_int(a, pb));
+    cond = in_range(a, cond, ix[2 + i], in, pb == 0, last < in);
+  }
+  mlc_expr *v = mlc_te_at_v(te, X, ix);
+  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, 0));
+  mlc_te_tensor *S = mlc_te_sum(te, v);
+  o = mlc_te_begin(te, "T_pool_avg", 4, out->shape, "ncyx");
+  mlc_expr *count = NULL;
+  for (int i = 0; i < 2; i++) {
+    int64_t pb = at->pads[i], pe = at->pads[2 + i], in = xt->shape[2 + i];
+    mlc_expr *lo = mlc_sub(a, window_index(a, o[2 + i], at->strides[i], mlc_int(a, 0), 1), mlc_int(a, pb));
+    mlc_expr *hi = mlc_add(a, lo, mlc_int(a, at->kernel[i]));
+    mlc_expr *c = at->count_include_pad ? clamped_count(a, lo, hi, -pb, in + pe)
+                                        : clamped_count(a, lo, hi, 0, in);
+    count = count ? mlc_mul(a, count, c) : c;
+  }
+  mlc_expr *y = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, S, o), mlc_cast(a, MLC_FLOAT32, count));
+  mlc_te_tensor *Y = mlc_te_end(te, y);
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* reduce_sum / reduce_mean / reduce_max (and global_avg_pool2d, a mean
+ * over H and W): one block over the output with a reduce axis per reduced
+ * dim; the mean divides in a second block. */
+static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
+                                   mlc_gvar *const *args, const bool *red, bool keepdims,
+                                   const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  char block[64];
+  snprintf(block, sizeof block, "T_%s", op == MLC_GOP_REDUCE_MAX ? "max" : "sum");
+  mlc_expr **o = mlc_te_begin(te, block, out->ndim, out->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  double count = 1;
+  for (int d = 0, j = 0, k = 0; d < xt->ndim; d++) {
+    if (!red[d]) {
+      ix[d] = o[j++];
+      continue;
+    }
+    ix[d] = mlc_te_reduce_axis(te, xt->shape[d], mlc_arena_printf(a, "k%d", k++));
+    count *= (double)xt->shape[d];
+    j += keepdims;
+  }
+  mlc_te_tensor *Y = mlc_te_reduce(te, op == MLC_GOP_REDUCE_MAX ? MLC_TE_MAX : MLC_TE_SUM,
+                                   mlc_te_at_v(te, X, ix));
+  if (op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D) {
+    o = mlc_te_begin(te, "T_divide", out->ndim, out->shape, NULL);
+    Y = mlc_te_end(te, mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, Y, o), f32(a, count)));
+  }
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* concat: each output element from the input whose range along the axis
+ * holds it, a chain of if_then_else by offset. */
+static mlc_prim_func *lower_concat(mlc_arena *a, const char *name, int n, mlc_gvar *const *args,
+                                   int ax, const mlc_gtype *out) {
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor **ts = MLC_NEW_ARRAY(a, mlc_te_tensor *, n + 1);
+  for (int i = 0; i < n; i++) ts[i] = placeholder(te, args[i]->name, &args[i]->type);
+  mlc_expr **o = mlc_te_begin(te, "T_concat", out->ndim, out->shape, NULL);
+  int64_t *off = MLC_NEW_ARRAY(a, int64_t, n + 1);
+  for (int i = 1; i <= n; i++) off[i] = off[i - 1] + args[i - 1]->type.shape[ax];
+  mlc_expr *v = NULL;
+  for (int i = n - 1; i >= 0; i--) {
+    mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+    memcpy(ix, o, sizeof *ix * (size_t)out->ndim);
+    if (off[i]) ix[ax] = mlc_sub(a, o[ax], mlc_int(a, off[i]));
+    mlc_expr *x = mlc_te_at_v(te, ts[i], ix);
+    v = v ? mlc_if_then_else(a, mlc_binary(a, MLC_EXPR_LT, o[ax], mlc_int(a, off[i + 1])), x, v) : x;
+  }
+  ts[n] = mlc_te_end(te, v);
+  return mlc_te_create_prim_func(te, name, n + 1, ts);
+}
+
+/* slice: out[i] = x[start + i * step] along every axis. */
+static mlc_prim_func *lower_slice(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                  const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, "T_strided_slice", out->ndim, out->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++) {
+    int64_t b, s, c;
+    MLC_ASSERT(mlc_gop_slice_axis(at, xt, d, &b, &s, &c));
+    ix[d] = s == 1 ? o[d] : mlc_mul(a, o[d], mlc_int(a, s));
+    if (b) ix[d] = mlc_add(a, ix[d], mlc_int(a, b));
+  }
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* The conv2d task covers conv2d without groups, dilation or bias, with
+ * one stride and the same padding on every side. */
+static bool is_task_conv(const mlc_gattrs *at, int n) {
+  return n == 2 && at->groups == 1 && at->dilations[0] == 1 && at->dilations[1] == 1 &&
+         at->strides[0] == at->strides[1] && at->pads[0] == at->pads[1] &&
+         at->pads[0] == at->pads[2] && at->pads[0] == at->pads[3];
 }
 
 /* Reshape and flatten: the row-major flat index of the output element,
@@ -141,60 +473,109 @@ static mlc_prim_func *lower_transpose(mlc_arena *a, const char *name, mlc_gvar *
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
-/* Softmax over the last axis of an n-d tensor, the task's four blocks
- * (max, exp, sum, divide) with the leading axes as rows. */
-static mlc_prim_func *lower_softmax(mlc_arena *a, const char *name, mlc_gvar *const *args) {
+/* ix: x's index from o (x's dims without axis ax) with k at ax. */
+static void insert_axis(mlc_expr **ix, mlc_expr **o, int ndim, int ax, mlc_expr *k) {
+  for (int d = 0, j = 0; d < ndim; d++) ix[d] = d == ax ? k : o[j++];
+}
+
+/* ix: o (all of x's dims) without axis ax. */
+static void drop_axis(mlc_expr **ix, mlc_expr **o, int ndim, int ax) {
+  for (int d = 0, j = 0; d < ndim; d++)
+    if (d != ax) ix[j++] = o[d];
+}
+
+/* A block over x's dims without ax, reducing x (or f(x)) along ax. */
+static mlc_te_tensor *reduce_along(mlc_te *te, const char *block, mlc_te_tensor *x,
+                                   const mlc_gtype *xt, int ax, mlc_te_reducer r) {
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0, j = 0; d < xt->ndim; d++)
+    if (d != ax) shape[j++] = xt->shape[d];
+  mlc_expr **o = mlc_te_begin(te, block, xt->ndim - 1, shape, NULL);
+  insert_axis(ix, o, xt->ndim, ax, mlc_te_reduce_axis(te, xt->shape[ax], "k"));
+  return mlc_te_reduce(te, r, mlc_te_at_v(te, x, ix));
+}
+
+/* Softmax (or log_softmax) along axis ax: the task's four blocks (max, exp,
+ * sum, normalize) with the other axes as rows. */
+static mlc_prim_func *lower_softmax(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                    int ax, bool log) {
   const mlc_gtype *xt = &args[0]->type;
-  int r = xt->ndim - 1;
-  int64_t C = xt->shape[r];
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
-  mlc_expr **o = mlc_te_begin(te, "T_softmax_maxelem", r, xt->shape, NULL);
-  memcpy(ix, o, sizeof *ix * (size_t)r);
-  ix[r] = mlc_te_reduce_axis(te, C, "k");
-  mlc_te_tensor *mx = mlc_te_reduce(te, MLC_TE_MAX, mlc_te_at_v(te, X, ix));
-  o = mlc_te_begin(te, "T_softmax_exp", xt->ndim, xt->shape, NULL);
+  mlc_te_tensor *mx = reduce_along(te, "T_softmax_maxelem", X, xt, ax, MLC_TE_MAX);
+  mlc_expr **o = mlc_te_begin(te, "T_softmax_exp", xt->ndim, xt->shape, NULL);
+  drop_axis(ix, o, xt->ndim, ax);
   mlc_te_tensor *ex = mlc_te_end(
-      te, mlc_call(a, MLC_INTRIN_EXP, (mlc_expr *[]){mlc_sub(a, mlc_te_at_v(te, X, o), mlc_te_at_v(te, mx, o))}));
-  o = mlc_te_begin(te, "T_softmax_expsum", r, xt->shape, NULL);
-  memcpy(ix, o, sizeof *ix * (size_t)r);
-  ix[r] = mlc_te_reduce_axis(te, C, "k");
-  mlc_te_tensor *sum = mlc_te_sum(te, mlc_te_at_v(te, ex, ix));
-  o = mlc_te_begin(te, "T_softmax_norm", xt->ndim, xt->shape, NULL);
-  mlc_te_tensor *Y = mlc_te_end(te, mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, ex, o), mlc_te_at_v(te, sum, o)));
+      te, intrin1(a, MLC_INTRIN_EXP, mlc_sub(a, mlc_te_at_v(te, X, o), mlc_te_at_v(te, mx, ix))));
+  mlc_te_tensor *sum = reduce_along(te, "T_softmax_expsum", ex, xt, ax, MLC_TE_SUM);
+  o = mlc_te_begin(te, log ? "T_log_softmax" : "T_softmax_norm", xt->ndim, xt->shape, NULL);
+  drop_axis(ix, o, xt->ndim, ax);
+  mlc_expr *y;
+  if (log)
+    y = mlc_sub(a, mlc_sub(a, mlc_te_at_v(te, X, o), mlc_te_at_v(te, mx, ix)),
+                intrin1(a, MLC_INTRIN_LOG, mlc_te_at_v(te, sum, ix)));
+  else y = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, ex, o), mlc_te_at_v(te, sum, ix));
+  mlc_te_tensor *Y = mlc_te_end(te, y);
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
-/* Layer normalization over the last axis, as the layernorm task computes
- * it (two-pass variance), for any rank and epsilon. */
-static mlc_prim_func *lower_layernorm(mlc_arena *a, const char *name, mlc_gvar *const *args,
-                                      double eps) {
+/* The sum over x's axes from ax on, one reduce axis each. */
+static mlc_te_tensor *sum_trailing(mlc_arena *a, mlc_te *te, const char *block, mlc_te_tensor *X,
+                                   const mlc_gtype *xt, int ax, mlc_te_tensor *mean, double C) {
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, block, ax, xt->shape, NULL);
+  memcpy(ix, o, sizeof *ix * (size_t)ax);
+  for (int d = ax; d < xt->ndim; d++)
+    ix[d] = mlc_te_reduce_axis(te, xt->shape[d], mlc_arena_printf(a, "k%d", d - ax));
+  mlc_expr *v = mlc_te_at_v(te, X, ix);
+  if (!mean) return mlc_te_sum(te, v);
+  mlc_expr *dv = mlc_sub(a, v, mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, mean, o), f32(a, C)));
+  return mlc_te_sum(te, mlc_mul(a, dv, dv));
+}
+
+/* Layer normalization over the axes from ax on, as the layernorm task
+ * computes it (two-pass variance), for any rank and epsilon; beta
+ * optional. */
+static mlc_prim_func *lower_layernorm(mlc_arena *a, const char *name, int n,
+                                      mlc_gvar *const *args, int ax, double eps) {
   const mlc_gtype *xt = &args[0]->type;
-  int r = xt->ndim - 1;
-  int64_t C = xt->shape[r];
+  double C = 1;
+  for (int d = ax; d < xt->ndim; d++) C *= (double)xt->shape[d];
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   mlc_te_tensor *G = placeholder(te, args[1]->name, &args[1]->type);
-  mlc_te_tensor *B = placeholder(te, args[2]->name, &args[2]->type);
-  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
-  mlc_expr **o = mlc_te_begin(te, "mean_sum", r, xt->shape, NULL);
-  memcpy(ix, o, sizeof *ix * (size_t)r);
-  ix[r] = mlc_te_reduce_axis(te, C, "k");
-  mlc_te_tensor *msum = mlc_te_sum(te, mlc_te_at_v(te, X, ix));
-  o = mlc_te_begin(te, "var_sum", r, xt->shape, NULL);
-  memcpy(ix, o, sizeof *ix * (size_t)r);
-  ix[r] = mlc_te_reduce_axis(te, C, "k");
-  mlc_expr *mean = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, msum, o), f32(a, (double)C));
-  mlc_expr *d = mlc_sub(a, mlc_te_at_v(te, X, ix), mean);
-  mlc_te_tensor *vsum = mlc_te_sum(te, mlc_mul(a, d, d));
-  o = mlc_te_begin(te, "T_layer_norm", xt->ndim, xt->shape, NULL);
-  mean = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, msum, o), f32(a, (double)C));
-  mlc_expr *var = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, vsum, o), f32(a, (double)C));
-  mlc_expr *inv = mlc_call(a, MLC_INTRIN_RSQRT, (mlc_expr *[]){mlc_add(a, var, f32(a, eps))});
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
+  mlc_te_tensor *msum = sum_trailing(a, te, "mean_sum", X, xt, ax, NULL, C);
+  mlc_te_tensor *vsum = sum_trailing(a, te, "var_sum", X, xt, ax, msum, C);
+  mlc_expr **o = mlc_te_begin(te, "T_layer_norm", xt->ndim, xt->shape, NULL);
+  mlc_expr *mean = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, msum, o), f32(a, C));
+  mlc_expr *var = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, vsum, o), f32(a, C));
+  mlc_expr *inv = intrin1(a, MLC_INTRIN_RSQRT, mlc_add(a, var, f32(a, eps)));
   mlc_expr *norm = mlc_mul(a, mlc_sub(a, mlc_te_at_v(te, X, o), mean), inv);
-  mlc_te_tensor *Y = mlc_te_end(te, mlc_add(a, mlc_mul(a, norm, mlc_te_at(te, G, o[r])), mlc_te_at(te, B, o[r])));
-  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, G, B, Y});
+  mlc_expr *y = mlc_mul(a, norm, mlc_te_at_v(te, G, o + ax));
+  if (B) y = mlc_add(a, y, mlc_te_at_v(te, B, o + ax));
+  mlc_te_tensor *Y = mlc_te_end(te, y);
+  mlc_te_tensor *ts[4] = {X, G, B ? B : Y, Y};
+  return mlc_te_create_prim_func(te, name, n + 1, ts);
+}
+
+/* Inference batch normalization over channel axis 1, one elementwise block:
+ * (x - mean) * scale / sqrt(var + eps) + bias. */
+static mlc_prim_func *lower_batch_norm(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                       double eps) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *t[6];
+  for (int i = 0; i < 5; i++) t[i] = placeholder(te, args[i]->name, &args[i]->type);
+  mlc_expr **o = mlc_te_begin(te, "T_batch_norm", xt->ndim, xt->shape, NULL);
+  mlc_expr *c = o[1];
+  mlc_expr *inv = intrin1(a, MLC_INTRIN_RSQRT, mlc_add(a, mlc_te_at(te, t[4], c), f32(a, eps)));
+  mlc_expr *y = mlc_mul(a, mlc_sub(a, mlc_te_at_v(te, t[0], o), mlc_te_at(te, t[3], c)),
+                        mlc_mul(a, mlc_te_at(te, t[1], c), inv));
+  t[5] = mlc_te_end(te, mlc_add(a, y, mlc_te_at(te, t[2], c)));
+  return mlc_te_create_prim_func(te, name, 6, t);
 }
 
 /* A built-in task's prim_func, renamed, its inputs named after the args. */
@@ -219,26 +600,52 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
                                   const mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *x = &args[0]->type;
   switch (op) {
-  case MLC_GOP_MATMUL:
-    if (x->ndim == 2)
+  case MLC_GOP_MATMUL: {
+    const mlc_gtype *w = &args[1]->type;
+    if (x->ndim == 2 && w->ndim == 2)
       return from_task(a, "matmul", SHAPE(x->shape[0], out->shape[1], x->shape[1]), name, n, args);
-    return from_task(a, "batch_matmul",
-                     SHAPE(x->shape[0], x->shape[1], out->shape[2], x->shape[2]), name, n, args);
-  case MLC_GOP_DENSE: return lower_dense(a, name, args, out);
+    if (x->ndim == 3 && w->ndim == 3 && x->shape[0] == w->shape[0])
+      return from_task(a, "batch_matmul",
+                       SHAPE(x->shape[0], x->shape[1], out->shape[2], x->shape[2]), name, n, args);
+    return lower_matmul(a, name, args, out);
+  }
+  case MLC_GOP_DENSE: return lower_dense(a, name, n, args, out);
   case MLC_GOP_SOFTMAX:
-    if (x->ndim == 2) return from_task(a, "softmax", x->shape, name, n, args);
-    return lower_softmax(a, name, args);
-  case MLC_GOP_LAYERNORM:
-    if (x->ndim == 2 && at->eps == 1e-5) return from_task(a, "layernorm", x->shape, name, n, args);
-    return lower_layernorm(a, name, args, at->eps);
+  case MLC_GOP_LOG_SOFTMAX: {
+    int ax = mlc_gop_axis(at->axis, x->ndim);
+    if (op == MLC_GOP_SOFTMAX && x->ndim == 2 && ax == 1)
+      return from_task(a, "softmax", x->shape, name, n, args);
+    return lower_softmax(a, name, args, ax, op == MLC_GOP_LOG_SOFTMAX);
+  }
+  case MLC_GOP_LAYERNORM: {
+    int ax = mlc_gop_axis(at->axis, x->ndim);
+    if (x->ndim == 2 && ax == 1 && n == 3 && at->eps == 1e-5)
+      return from_task(a, "layernorm", x->shape, name, n, args);
+    return lower_layernorm(a, name, n, args, ax, at->eps);
+  }
+  case MLC_GOP_BATCH_NORM: return lower_batch_norm(a, name, args, at->eps);
   case MLC_GOP_CONV2D: {
     const int64_t *w = args[1]->type.shape;
+    if (!is_task_conv(at, n)) return lower_conv2d(a, name, at, n, args, out);
     return from_task(a, "conv2d_nchw",
                      SHAPE(x->shape[0], x->shape[1], x->shape[2], x->shape[3], w[0], w[2], w[3],
-                           at->stride, at->padding),
+                           at->strides[0], at->pads[0]),
                      name, n, args);
   }
-  case MLC_GOP_MAX_POOL2D: return lower_pool(a, name, args, at, out);
+  case MLC_GOP_CONV_TRANSPOSE2D: return lower_conv_transpose2d(a, name, at, n, args, out);
+  case MLC_GOP_MAX_POOL2D: return lower_max_pool(a, name, args, at, out);
+  case MLC_GOP_AVG_POOL2D: return lower_avg_pool(a, name, args, at, out);
+  case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
+  case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+    return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX: {
+    bool red[MLC_GRAPH_MAX_DIMS];
+    if (!mlc_gop_reduced_axes(op, at, x->ndim, red, err)) return NULL;
+    return lower_reduce(a, name, op, args, red, at->keepdims, out);
+  }
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN: return lower_reshape(a, name, args, out);
   case MLC_GOP_TRANSPOSE:
@@ -246,9 +653,26 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
     return lower_transpose(a, name, args, at, out);
   case MLC_GOP_ADD:
   case MLC_GOP_MULTIPLY:
+  case MLC_GOP_SUBTRACT:
+  case MLC_GOP_DIVIDE:
+  case MLC_GOP_MAXIMUM:
+  case MLC_GOP_MINIMUM:
   case MLC_GOP_EWISE_FMA:
   case MLC_GOP_RELU:
-  case MLC_GOP_GELU: return lower_elemwise(a, name, op, n, args, out);
+  case MLC_GOP_GELU:
+  case MLC_GOP_POWER:
+  case MLC_GOP_SQRT:
+  case MLC_GOP_EXP:
+  case MLC_GOP_ERF:
+  case MLC_GOP_TANH:
+  case MLC_GOP_SIGMOID:
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_CLIP:
+  case MLC_GOP_HARD_SIGMOID:
+  case MLC_GOP_HARD_SWISH:
+  case MLC_GOP_NEGATIVE:
+  case MLC_GOP_ABS:
+  case MLC_GOP_LOG: return lower_elemwise(a, name, op, at, n, args, out);
   }
   mlc_unreachable();
 }

@@ -2,6 +2,7 @@
 #include "graph/graph_impl.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -195,43 +196,202 @@ typedef struct node {
   const char *name;
   mlc_gop op;
   int n_inputs;
-  int inputs[8]; /* name indices */
+  int inputs[MLC_GRAPH_MAX_ARGS]; /* name indices */
   int state;     /* topological sort: 0 new, 1 on the stack, 2 done */
 } node;
+
+/* The attribute keys a node of op may carry, " key key " (check_keys). */
+static const char *op_keys(mlc_gop op) {
+  switch (op) {
+  case MLC_GOP_CONV2D: return " stride padding strides pads dilations groups ";
+  case MLC_GOP_CONV_TRANSPOSE2D: return " strides pads dilations groups output_padding ";
+  case MLC_GOP_MAX_POOL2D: return " pool_size stride padding kernel strides pads dilations ceil_mode ";
+  case MLC_GOP_LAYERNORM: return " eps axis ";
+  case MLC_GOP_CONCAT: return " axis ";
+  case MLC_GOP_SLICE: return " axes starts ends steps ";
+  case MLC_GOP_AVG_POOL2D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
+  case MLC_GOP_GLOBAL_AVG_POOL2D: return " ";
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX: return " axes keepdims ";
+  case MLC_GOP_BATCH_NORM: return " eps ";
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX: return " axis ";
+  case MLC_GOP_TRANSPOSE: return " axes ";
+  case MLC_GOP_RESHAPE: return " shape ";
+  case MLC_GOP_LEAKY_RELU: return " alpha ";
+  case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
+  case MLC_GOP_CLIP: return " min max ";
+  case MLC_GOP_POWER: return " exponent ";
+  case MLC_GOP_MATMUL:
+  case MLC_GOP_DENSE:
+  case MLC_GOP_ADD:
+  case MLC_GOP_MULTIPLY:
+  case MLC_GOP_SUBTRACT:
+  case MLC_GOP_DIVIDE:
+  case MLC_GOP_MAXIMUM:
+  case MLC_GOP_MINIMUM:
+  case MLC_GOP_EWISE_FMA:
+  case MLC_GOP_RELU:
+  case MLC_GOP_GELU:
+  case MLC_GOP_SQRT:
+  case MLC_GOP_EXP:
+  case MLC_GOP_ERF:
+  case MLC_GOP_TANH:
+  case MLC_GOP_SIGMOID:
+  case MLC_GOP_HARD_SWISH:
+  case MLC_GOP_NEGATIVE:
+  case MLC_GOP_ABS:
+  case MLC_GOP_LOG:
+  case MLC_GOP_FLATTEN: return " ";
+  }
+  mlc_unreachable();
+}
+
+static bool check_attr_keys(loader *L, const node *nd, const char *ctx) {
+  static const char *const node_keys = " name op inputs ";
+  const mlc_json *o = nd->json;
+  for (int i = 0; i < o->len; i++) {
+    char pat[80];
+    snprintf(pat, sizeof pat, " %s ", o->keys[i]);
+    if (!strstr(node_keys, pat) && !strstr(op_keys(nd->op), pat))
+      return lfail(L, "%s: %s takes no attribute \"%s\"", ctx, mlc_gop_name(nd->op), o->keys[i]);
+  }
+  return true;
+}
+
+/* A number attribute: any finite number, or "inf"/"-inf" strings where
+ * the value may be unbounded (clip). */
+static bool get_number(loader *L, const char *ctx, const mlc_json *o, const char *key,
+                       double *out) {
+  const mlc_json *v = mlc_json_get(o, key);
+  if (!v) return true;
+  if (v->kind == MLC_JSON_STRING && (strcmp(v->str, "inf") == 0 || strcmp(v->str, "-inf") == 0)) {
+    *out = v->str[0] == '-' ? -INFINITY : INFINITY;
+    return true;
+  }
+  if (v->kind != MLC_JSON_NUMBER || !isfinite(v->number))
+    return lfail(L, "%s: \"%s\" must be a number", ctx, key);
+  *out = v->number;
+  return true;
+}
+
+/* An integer in [lo, 4096]; false with a message when present and not. */
+static bool get_int(loader *L, const char *ctx, const mlc_json *o, const char *key, int64_t lo,
+                    int64_t *out) {
+  const mlc_json *v = mlc_json_get(o, key);
+  if (!v) return true;
+  if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < lo || v->integer > 4096)
+    return lfail(L, "%s: \"%s\" must be an integer in [%lld, 4096]", ctx, key, (long long)lo);
+  *out = v->integer;
+  return true;
+}
+
+/* An array of exactly n integers in [lo, 4096]. */
+static bool get_fixed_ints(loader *L, const char *ctx, const mlc_json *o, const char *key, int n,
+                           int64_t lo, int64_t *out) {
+  const mlc_json *v = mlc_json_get(o, key);
+  if (!v) return true;
+  if (v->kind != MLC_JSON_ARRAY || v->len != n)
+    return lfail(L, "%s: \"%s\" must be an array of %d integers", ctx, key, n);
+  for (int i = 0; i < n; i++) {
+    const mlc_json *e = v->items[i];
+    if (e->kind != MLC_JSON_NUMBER || !e->is_integer || e->integer < lo || e->integer > 4096)
+      return lfail(L, "%s: \"%s\" entry %d must be an integer in [%lld, 4096]", ctx, key, i,
+                   (long long)lo);
+    out[i] = e->integer;
+  }
+  return true;
+}
+
+static bool get_bool(loader *L, const char *ctx, const mlc_json *o, const char *key, bool *out) {
+  const mlc_json *v = mlc_json_get(o, key);
+  if (v && v->kind != MLC_JSON_BOOL) return lfail(L, "%s: \"%s\" must be true or false", ctx, key);
+  if (v) *out = v->boolean;
+  return true;
+}
+
+/* Window attributes: "stride" / "padding" / "pool_size" give one value
+ * for every axis (and side); "strides", "pads", "kernel", "dilations",
+ * "output_padding" one per axis. Pools stride by their window unless told. */
+static bool read_window_attrs(loader *L, const char *ctx, mlc_gop op, const mlc_json *o,
+                              mlc_gattrs *a) {
+  int64_t stride = 0, padding = -1, pool = 0;
+  if (!get_int(L, ctx, o, "stride", 1, &stride) || !get_int(L, ctx, o, "padding", 0, &padding) ||
+      !get_int(L, ctx, o, "pool_size", 1, &pool) || !get_int(L, ctx, o, "groups", 1, &a->groups))
+    return false;
+  if (pool) a->kernel[0] = a->kernel[1] = pool;
+  if (stride) a->strides[0] = a->strides[1] = stride;
+  if (padding >= 0) a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = padding;
+  if (!get_fixed_ints(L, ctx, o, "kernel", 2, 1, a->kernel) ||
+      !get_fixed_ints(L, ctx, o, "strides", 2, 1, a->strides) ||
+      !get_fixed_ints(L, ctx, o, "pads", 4, 0, a->pads) ||
+      !get_fixed_ints(L, ctx, o, "dilations", 2, 1, a->dilations) ||
+      !get_fixed_ints(L, ctx, o, "output_padding", 2, 0, a->output_padding))
+    return false;
+  if (!stride && !mlc_json_get(o, "strides") && (op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_AVG_POOL2D))
+    a->strides[0] = a->kernel[0], a->strides[1] = a->kernel[1];
+  return get_bool(L, ctx, o, "ceil_mode", &a->ceil_mode) &&
+         get_bool(L, ctx, o, "count_include_pad", &a->count_include_pad);
+}
+
+static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 
 static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   const mlc_json *o = nd->json;
   char ctx[128];
   snprintf(ctx, sizeof ctx, "node '%s'", nd->name);
-  mlc_gattrs_default(a);
-  if (nd->op == MLC_GOP_MAX_POOL2D) a->stride = 0; /* default: the pool size */
-  static const char *int_keys[] = {"stride", "padding", "pool_size"};
-  int64_t *dst[] = {&a->stride, &a->padding, &a->pool};
-  for (int i = 0; i < 3; i++) {
-    const mlc_json *v = mlc_json_get(o, int_keys[i]);
-    if (!v) continue;
-    if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < 0 || v->integer > 4096)
-      return lfail(L, "%s: \"%s\" must be an integer in [0, 4096]", ctx, int_keys[i]);
-    *dst[i] = v->integer;
-  }
-  if (nd->op == MLC_GOP_MAX_POOL2D && a->stride == 0) a->stride = a->pool;
+  if (!check_attr_keys(L, nd, ctx)) return false;
+  mlc_gattrs_init(nd->op, a);
+  if (!read_window_attrs(L, ctx, nd->op, o, a)) return false;
   const mlc_json *eps = mlc_json_get(o, "eps");
   if (eps) {
     if (eps->kind != MLC_JSON_NUMBER || !(eps->number > 0))
       return lfail(L, "%s: \"eps\" must be a positive number", ctx);
     a->eps = eps->number;
   }
+  if (!get_number(L, ctx, o, "alpha", &a->alpha) || !get_number(L, ctx, o, "beta", &a->beta) ||
+      !get_number(L, ctx, o, "min", &a->lo) || !get_number(L, ctx, o, "max", &a->hi) ||
+      !get_number(L, ctx, o, "exponent", &a->exponent))
+    return false;
+  const mlc_json *ax = mlc_json_get(o, "axis");
+  if (ax && (ax->kind != MLC_JSON_NUMBER || !ax->is_integer || ax->integer < -MLC_GRAPH_MAX_DIMS ||
+             ax->integer >= MLC_GRAPH_MAX_DIMS))
+    return lfail(L, "%s: \"axis\" must be an integer in [-%d, %d)", ctx, MLC_GRAPH_MAX_DIMS,
+                 MLC_GRAPH_MAX_DIMS);
+  if (ax) a->axis = ax->integer;
   const mlc_json *axes = mlc_json_get(o, "axes"), *shape = mlc_json_get(o, "shape");
-  if (axes && !get_ints(L, ctx, axes, 0, &a->n_ints, a->ints)) return false;
+  if (axes && !get_ints(L, ctx, axes, nd->op == MLC_GOP_TRANSPOSE ? 0 : -MLC_GRAPH_MAX_DIMS,
+                       &a->n_ints, a->ints))
+    return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
+  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims)) return false;
+  return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
+}
+
+/* slice: "starts", "ends" and optional "steps" (1), one per "axes" entry. */
+static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a) {
+  static const char *keys[] = {"starts", "ends", "steps"};
+  int64_t *dst[] = {a->starts, a->ends, a->steps};
+  for (int i = 0; i < a->n_ints; i++) a->steps[i] = 1;
+  for (int k = 0; k < 3; k++) {
+    const mlc_json *v = mlc_json_get(o, keys[k]);
+    int n = a->n_ints;
+    if (!v && k == 2) continue;
+    if (!v || !get_ints(L, ctx, v, -(INT64_C(1) << 40), &n, dst[k])) {
+      if (!v) return lfail(L, "%s: slice needs \"axes\", \"starts\" and \"ends\"", ctx);
+      return false;
+    }
+    if (n != a->n_ints)
+      return lfail(L, "%s: \"%s\" has %d entries for %d axes", ctx, keys[k], n, a->n_ints);
+  }
   return true;
 }
 
 static bool read_node(loader *L, const mlc_json *o, int index, node *nd) {
   char ctx[96];
   snprintf(ctx, sizeof ctx, "node %d", index);
-  if (!check_keys(L, ctx, o, " name op inputs stride padding pool_size eps axes shape "))
-    return false;
+  if (o->kind != MLC_JSON_OBJECT) return lfail(L, "%s: expected an object", ctx);
   nd->json = o;
   nd->name = get_str(o, "name");
   if (!add_name(L, "node", nd->name)) return false;
@@ -242,8 +402,11 @@ static bool read_node(loader *L, const mlc_json *o, int index, node *nd) {
     return lfail(L, "%s: unknown op \"%s\" (known: %s)", ctx, op, mlc_gop_names());
   const mlc_json *in = mlc_json_get(o, "inputs");
   if (!in || in->kind != MLC_JSON_ARRAY) return lfail(L, "%s: \"inputs\" must be an array", ctx);
-  if (in->len != mlc_gop_n_inputs(nd->op))
-    return lfail(L, "%s: %s takes %d inputs, got %d", ctx, op, mlc_gop_n_inputs(nd->op), in->len);
+  if (!mlc_gop_arity_ok(nd->op, in->len)) {
+    mlc_error e;
+    mlc_gop_arity_error(nd->op, in->len, &e);
+    return lfail(L, "%s: %s", ctx, e.msg);
+  }
   nd->n_inputs = in->len;
   return true;
 }
@@ -276,7 +439,7 @@ typedef struct sorter {
 static bool bind_node(sorter *s, node *nd) {
   loader *L = s->L;
   mlc_gbinding *b = &s->out[s->n_out++];
-  mlc_gtype ts[8], out;
+  mlc_gtype ts[MLC_GRAPH_MAX_ARGS], out;
   b->kind = MLC_GCALL_OP;
   b->op = nd->op;
   if (!read_attrs(L, nd, &b->attrs)) return false;

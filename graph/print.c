@@ -1,6 +1,7 @@
 /* The Relax-like text form of a graph module, as the notes print it. */
 #include "graph/graph_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 static void put_type(mlc_str *out, const mlc_gtype *t) {
@@ -28,20 +29,66 @@ static void put_ints(mlc_str *out, int n, const int64_t *v, char open, char clos
   mlc_str_putc(out, close);
 }
 
+static void put_double(mlc_str *out, const char *key, double v) {
+  mlc_str_printf(out, ", %s=", key);
+  if (isinf(v)) mlc_str_puts(out, v < 0 ? "-inf" : "inf");
+  else mlc_str_put_double(out, v);
+}
+
 static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   const mlc_gattrs *a = &b->attrs;
   switch (b->op) {
   case MLC_GOP_CONV2D:
-    mlc_str_printf(out, ", strides=%lld, padding=%lld", (long long)a->stride,
-                   (long long)a->padding);
+  case MLC_GOP_CONV_TRANSPOSE2D:
+    mlc_str_puts(out, ", strides=");
+    put_ints(out, 2, a->strides, '[', ']');
+    mlc_str_puts(out, ", padding=");
+    put_ints(out, 4, a->pads, '[', ']');
+    mlc_str_puts(out, ", dilation=");
+    put_ints(out, 2, a->dilations, '[', ']');
+    if (b->op == MLC_GOP_CONV_TRANSPOSE2D) {
+      mlc_str_puts(out, ", output_padding=");
+      put_ints(out, 2, a->output_padding, '[', ']');
+    }
+    mlc_str_printf(out, ", groups=%lld", (long long)a->groups);
     return;
+  case MLC_GOP_AVG_POOL2D:
   case MLC_GOP_MAX_POOL2D:
-    mlc_str_printf(out, ", pool_size=%lld, strides=%lld, padding=%lld", (long long)a->pool,
-                   (long long)a->stride, (long long)a->padding);
+    if (b->op == MLC_GOP_AVG_POOL2D)
+      mlc_str_printf(out, ", count_include_pad=%s", a->count_include_pad ? "True" : "False");
+    mlc_str_puts(out, ", pool_size=");
+    put_ints(out, 2, a->kernel, '[', ']');
+    mlc_str_puts(out, ", strides=");
+    put_ints(out, 2, a->strides, '[', ']');
+    mlc_str_puts(out, ", padding=");
+    put_ints(out, 4, a->pads, '[', ']');
+    mlc_str_puts(out, ", dilation=");
+    put_ints(out, 2, a->dilations, '[', ']');
+    mlc_str_printf(out, ", ceil_mode=%s", a->ceil_mode ? "True" : "False");
     return;
   case MLC_GOP_LAYERNORM:
+    if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
     mlc_str_puts(out, ", epsilon=");
     mlc_str_put_double(out, a->eps);
+    return;
+  case MLC_GOP_BATCH_NORM:
+    mlc_str_puts(out, ", epsilon=");
+    mlc_str_put_double(out, a->eps);
+    return;
+  case MLC_GOP_CONCAT: mlc_str_printf(out, ", axis=%lld", (long long)a->axis); return;
+  case MLC_GOP_SLICE:
+    mlc_str_puts(out, ", axes=");
+    put_ints(out, a->n_ints, a->ints, '[', ']');
+    mlc_str_puts(out, ", begin=");
+    put_ints(out, a->n_ints, a->starts, '[', ']');
+    mlc_str_puts(out, ", end=");
+    put_ints(out, a->n_ints, a->ends, '[', ']');
+    mlc_str_puts(out, ", strides=");
+    put_ints(out, a->n_ints, a->steps, '[', ']');
+    return;
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX: /* the last axis unless told */
+    if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
     return;
   case MLC_GOP_RESHAPE:
     mlc_str_puts(out, ", ");
@@ -52,13 +99,44 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
     else mlc_str_puts(out, "None");
     return;
+  case MLC_GOP_LEAKY_RELU: put_double(out, "alpha", a->alpha); return;
+  case MLC_GOP_HARD_SIGMOID:
+    put_double(out, "alpha", a->alpha);
+    put_double(out, "beta", a->beta);
+    return;
+  case MLC_GOP_CLIP:
+    put_double(out, "min", a->lo);
+    put_double(out, "max", a->hi);
+    return;
+  case MLC_GOP_POWER: put_double(out, "exponent", a->exponent); return;
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX:
+    mlc_str_puts(out, ", axis=");
+    if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
+    else mlc_str_puts(out, "None");
+    mlc_str_printf(out, ", keepdims=%s", a->keepdims ? "True" : "False");
+    return;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
   case MLC_GOP_ADD:
   case MLC_GOP_MULTIPLY:
+  case MLC_GOP_SUBTRACT:
+  case MLC_GOP_DIVIDE:
+  case MLC_GOP_MAXIMUM:
+  case MLC_GOP_MINIMUM:
   case MLC_GOP_RELU:
   case MLC_GOP_GELU:
-  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_SQRT:
+  case MLC_GOP_EXP:
+  case MLC_GOP_ERF:
+  case MLC_GOP_TANH:
+  case MLC_GOP_SIGMOID:
+  case MLC_GOP_HARD_SWISH:
+  case MLC_GOP_NEGATIVE:
+  case MLC_GOP_ABS:
+  case MLC_GOP_LOG:
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
   case MLC_GOP_FLATTEN:
   case MLC_GOP_EWISE_FMA: return;
   }

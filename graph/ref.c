@@ -25,69 +25,128 @@ static void unravel(const mlc_gtype *t, int64_t flat, int64_t *idx) {
   }
 }
 
-static void ref_elemwise(mlc_gop op, int n, float *const *in, const mlc_gtype *ts,
-                         const mlc_gtype *out, float *y) {
+static double hard_sigmoid(double x, double alpha, double beta) {
+  return fmax(0, fmin(1, alpha * x + beta));
+}
+
+/* One element of an elementwise op; v holds its operands. */
+static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
+  switch (op) {
+  case MLC_GOP_ADD: return v[0] + v[1];
+  case MLC_GOP_MULTIPLY: return v[0] * v[1];
+  case MLC_GOP_SUBTRACT: return v[0] - v[1];
+  case MLC_GOP_DIVIDE: return v[0] / v[1];
+  case MLC_GOP_MAXIMUM: return fmax(v[0], v[1]);
+  case MLC_GOP_MINIMUM: return fmin(v[0], v[1]);
+  case MLC_GOP_EWISE_FMA: return v[0] * v[1] + v[2];
+  case MLC_GOP_RELU: return v[0] > 0 ? v[0] : 0;
+  case MLC_GOP_GELU: return 0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0)));
+  case MLC_GOP_POWER: return pow(v[0], at->exponent);
+  case MLC_GOP_SQRT: return sqrt(v[0]);
+  case MLC_GOP_EXP: return exp(v[0]);
+  case MLC_GOP_ERF: return erf(v[0]);
+  case MLC_GOP_TANH: return tanh(v[0]);
+  case MLC_GOP_SIGMOID: return 1 / (1 + exp(-v[0]));
+  case MLC_GOP_LEAKY_RELU: return v[0] >= 0 ? v[0] : at->alpha * v[0];
+  case MLC_GOP_CLIP: return fmin(fmax(v[0], at->lo), at->hi);
+  case MLC_GOP_HARD_SIGMOID: return hard_sigmoid(v[0], at->alpha, at->beta);
+  case MLC_GOP_HARD_SWISH: return v[0] * hard_sigmoid(v[0], 1.0 / 6, 0.5);
+  case MLC_GOP_NEGATIVE: return -v[0];
+  case MLC_GOP_ABS: return fabs(v[0]);
+  case MLC_GOP_LOG: return log(v[0]);
+  case MLC_GOP_MATMUL:
+  case MLC_GOP_DENSE:
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_LAYERNORM:
+  case MLC_GOP_BATCH_NORM:
+  case MLC_GOP_CONV2D:
+  case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_MAX_POOL2D:
+  case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_CONCAT:
+  case MLC_GOP_SLICE:
+  case MLC_GOP_RESHAPE:
+  case MLC_GOP_FLATTEN:
+  case MLC_GOP_TRANSPOSE: mlc_unreachable();
+  }
+  mlc_unreachable();
+}
+
+static void ref_elemwise(mlc_gop op, const mlc_gattrs *at, int n, float *const *in,
+                         const mlc_gtype *ts, const mlc_gtype *out, float *y) {
   int64_t idx[MLC_GRAPH_MAX_DIMS];
   for (int64_t i = 0; i < mlc_gtype_numel(out); i++) {
     unravel(out, i, idx);
     double v[3] = {0, 0, 0};
     for (int k = 0; k < n; k++) v[k] = in[k][bcast_index(&ts[k], out, idx)];
-    switch (op) {
-    case MLC_GOP_ADD: y[i] = (float)(v[0] + v[1]); break;
-    case MLC_GOP_MULTIPLY: y[i] = (float)(v[0] * v[1]); break;
-    case MLC_GOP_EWISE_FMA: y[i] = (float)(v[0] * v[1] + v[2]); break;
-    case MLC_GOP_RELU: y[i] = v[0] > 0 ? (float)v[0] : 0.0f; break;
-    case MLC_GOP_GELU: y[i] = (float)(0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0)))); break;
-    case MLC_GOP_MATMUL:
-    case MLC_GOP_DENSE:
-    case MLC_GOP_SOFTMAX:
-    case MLC_GOP_LAYERNORM:
-    case MLC_GOP_CONV2D:
-    case MLC_GOP_MAX_POOL2D:
-    case MLC_GOP_RESHAPE:
-    case MLC_GOP_FLATTEN:
-    case MLC_GOP_TRANSPOSE: mlc_unreachable();
-    }
+    y[i] = (float)elemwise(op, at, v);
   }
 }
 
-static void ref_matmul(bool dense, const mlc_gtype *xt, const float *x, const float *w,
-                       const mlc_gtype *out, float *y) {
-  int b = out->ndim - 2;
-  int64_t B = b ? out->shape[0] : 1, M = out->shape[b], N = out->shape[b + 1];
-  int64_t K = xt->shape[b + 1];
-  for (int64_t p = 0; p < B; p++)
+/* Flat offset of the batch part of x ([..., R, C], batch dims broadcast
+ * to out's) at output batch index idx. */
+static int64_t batch_offset(const mlc_gtype *xt, const mlc_gtype *out, const int64_t *idx) {
+  int nb = out->ndim - 2, xb = xt->ndim - 2;
+  int64_t flat = 0;
+  for (int d = 0; d < xb; d++)
+    flat = flat * xt->shape[d] + (xt->shape[d] == 1 ? 0 : idx[d + nb - xb]);
+  return flat * xt->shape[xb] * xt->shape[xb + 1];
+}
+
+/* matmul x [..., M, K] @ w [..., K, N]; dense x [M, K] . w [N, K] (+ bias). */
+static void ref_matmul(bool dense, const mlc_gtype *xt, const float *x, const mlc_gtype *wt,
+                       const float *w, const float *bias, const mlc_gtype *out, float *y) {
+  int nb = out->ndim - 2;
+  int64_t M = out->shape[nb], N = out->shape[nb + 1], K = xt->shape[xt->ndim - 1];
+  mlc_gtype bt = *out;
+  bt.ndim = nb;
+  int64_t idx[MLC_GRAPH_MAX_DIMS];
+  for (int64_t p = 0; p < mlc_gtype_numel(&bt); p++) {
+    unravel(&bt, p, idx);
+    const float *xp = x + batch_offset(xt, out, idx), *wp = dense ? w : w + batch_offset(wt, out, idx);
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) {
-        double acc = 0;
+        double acc = bias ? bias[j] : 0;
         for (int64_t k = 0; k < K; k++)
-          acc += (double)x[(p * M + i) * K + k] *
-                 (dense ? w[j * K + k] : w[(p * K + k) * N + j]);
+          acc += (double)xp[i * K + k] * (dense ? wp[j * K + k] : wp[k * N + j]);
         y[(p * M + i) * N + j] = (float)acc;
       }
-}
-
-/* Rows are everything but the last axis. */
-static void rows_cols(const mlc_gtype *t, int64_t *R, int64_t *C) {
-  *C = t->shape[t->ndim - 1];
-  *R = mlc_gtype_numel(t) / *C;
-}
-
-static void ref_softmax(const mlc_gtype *t, const float *x, float *y) {
-  int64_t R, C;
-  rows_cols(t, &R, &C);
-  for (int64_t i = 0; i < R; i++) {
-    double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < C; j++) mx = fmax(mx, x[i * C + j]);
-    for (int64_t j = 0; j < C; j++) sum += exp(x[i * C + j] - mx);
-    for (int64_t j = 0; j < C; j++) y[i * C + j] = (float)(exp(x[i * C + j] - mx) / sum);
   }
 }
 
-static void ref_layernorm(const mlc_gtype *t, const float *x, const float *g, const float *b,
-                          double eps, float *y) {
-  int64_t R, C;
-  rows_cols(t, &R, &C);
+/* t as [outer, L, inner] around axis ax. */
+static void split_at(const mlc_gtype *t, int ax, int64_t *outer, int64_t *L, int64_t *inner) {
+  *outer = *inner = 1;
+  for (int d = 0; d < ax; d++) *outer *= t->shape[d];
+  for (int d = ax + 1; d < t->ndim; d++) *inner *= t->shape[d];
+  *L = t->shape[ax];
+}
+
+static void ref_softmax(const mlc_gtype *t, int ax, bool log_, const float *x, float *y) {
+  int64_t O, L, I;
+  split_at(t, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      const float *xp = x + o * L * I + i;
+      float *yp = y + o * L * I + i;
+      double mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < L; j++) mx = fmax(mx, xp[j * I]);
+      for (int64_t j = 0; j < L; j++) sum += exp(xp[j * I] - mx);
+      for (int64_t j = 0; j < L; j++)
+        yp[j * I] = (float)(log_ ? xp[j * I] - mx - log(sum) : exp(xp[j * I] - mx) / sum);
+    }
+}
+
+/* Normalized over the axes from ax on; b may be NULL. */
+static void ref_layernorm(const mlc_gtype *t, int ax, const float *x, const float *g,
+                          const float *b, double eps, float *y) {
+  int64_t R = 1, C = 1;
+  for (int d = 0; d < t->ndim; d++) *(d < ax ? &R : &C) *= t->shape[d];
   for (int64_t i = 0; i < R; i++) {
     double mean = 0, var = 0;
     for (int64_t j = 0; j < C; j++) mean += x[i * C + j];
@@ -95,34 +154,164 @@ static void ref_layernorm(const mlc_gtype *t, const float *x, const float *g, co
     for (int64_t j = 0; j < C; j++) var += (x[i * C + j] - mean) * (x[i * C + j] - mean);
     var /= (double)C;
     for (int64_t j = 0; j < C; j++)
-      y[i * C + j] = (float)((x[i * C + j] - mean) / sqrt(var + eps) * g[j] + b[j]);
+      y[i * C + j] = (float)((x[i * C + j] - mean) / sqrt(var + eps) * g[j] + (b ? b[j] : 0));
   }
 }
 
-/* conv2d (w given) or max_pool2d (w NULL) over NCHW. */
-static void ref_window(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
-                       const mlc_gtype *wt, const float *w, const mlc_gtype *out, float *y) {
+static void ref_batch_norm(const mlc_gtype *t, float *const *in, double eps, float *y) {
+  int64_t O, C, I;
+  split_at(t, 1, &O, &C, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t i = 0; i < I; i++) {
+        int64_t k = (o * C + c) * I + i;
+        y[k] = (float)((in[0][k] - in[3][c]) / sqrt(in[4][c] + eps) * in[1][c] + in[2][c]);
+      }
+}
+
+/* conv2d over NCHW, w [K, C / groups, R, S], bias [K] or NULL: each output
+ * element as the sum over its window. */
+static void ref_conv2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                       const mlc_gtype *wt, const float *w, const float *bias,
+                       const mlc_gtype *out, float *y) {
   int64_t N = out->shape[0], K = out->shape[1], OH = out->shape[2], OW = out->shape[3];
   int64_t C = xt->shape[1], H = xt->shape[2], W = xt->shape[3];
-  int64_t R = w ? wt->shape[2] : at->pool, S = w ? wt->shape[3] : at->pool;
+  int64_t Cg = wt->shape[1], R = wt->shape[2], S = wt->shape[3], Kg = K / at->groups;
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++)
       for (int64_t oh = 0; oh < OH; oh++)
         for (int64_t ow = 0; ow < OW; ow++) {
-          double acc = w ? 0 : -FLT_MAX;
-          for (int64_t c = 0; c < (w ? C : 1); c++)
+          double acc = bias ? bias[k] : 0;
+          for (int64_t c = 0; c < Cg; c++)
             for (int64_t r = 0; r < R; r++)
               for (int64_t s = 0; s < S; s++) {
-                int64_t ih = oh * at->stride + r - at->padding;
-                int64_t iw = ow * at->stride + s - at->padding;
-                bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                int64_t ch = w ? c : k;
-                double v = in ? x[((n * C + ch) * H + ih) * W + iw] : (w ? 0 : -FLT_MAX);
-                if (w) acc += v * w[((k * C + c) * R + r) * S + s];
-                else acc = fmax(acc, v);
+                int64_t ih = oh * at->strides[0] + r * at->dilations[0] - at->pads[0];
+                int64_t iw = ow * at->strides[1] + s * at->dilations[1] - at->pads[1];
+                int64_t ch = k / Kg * Cg + c;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                  acc += (double)x[((n * C + ch) * H + ih) * W + iw] * w[((k * Cg + c) * R + r) * S + s];
               }
           y[((n * K + k) * OH + oh) * OW + ow] = (float)acc;
         }
+}
+
+/* conv_transpose2d, w [C, K / groups, R, S]: every input element scattered
+ * into the outputs its window reaches. */
+static void ref_conv_transpose2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                                 const mlc_gtype *wt, const float *w, const float *bias,
+                                 const mlc_gtype *out, float *y) {
+  int64_t N = out->shape[0], K = out->shape[1], OH = out->shape[2], OW = out->shape[3];
+  int64_t C = xt->shape[1], H = xt->shape[2], W = xt->shape[3];
+  int64_t Kg = wt->shape[1], R = wt->shape[2], S = wt->shape[3], Cg = C / at->groups;
+  double *acc = mlc_xmalloc(sizeof *acc * (size_t)mlc_gtype_numel(out));
+  for (int64_t i = 0; i < mlc_gtype_numel(out); i++)
+    acc[i] = bias ? bias[i / (OH * OW) % K] : 0;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t ih = 0; ih < H; ih++)
+        for (int64_t iw = 0; iw < W; iw++)
+          for (int64_t kg = 0; kg < Kg; kg++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t s = 0; s < S; s++) {
+                int64_t oh = ih * at->strides[0] + r * at->dilations[0] - at->pads[0];
+                int64_t ow = iw * at->strides[1] + s * at->dilations[1] - at->pads[1];
+                int64_t k = c / Cg * Kg + kg;
+                if (oh >= 0 && oh < OH && ow >= 0 && ow < OW)
+                  acc[((n * K + k) * OH + oh) * OW + ow] +=
+                      (double)x[((n * C + c) * H + ih) * W + iw] * w[((c * Kg + kg) * R + r) * S + s];
+              }
+  for (int64_t i = 0; i < mlc_gtype_numel(out); i++) y[i] = (float)acc[i];
+  mlc_free(acc);
+}
+
+/* avg_pool2d: the mean of each window, divided by the elements of the
+ * window inside the input (or inside the padded input). */
+static void ref_avg_pool(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                         const mlc_gtype *out, float *y) {
+  int64_t NC = out->shape[0] * out->shape[1], OH = out->shape[2], OW = out->shape[3];
+  int64_t H = xt->shape[2], W = xt->shape[3];
+  for (int64_t p = 0; p < NC; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        double sum = 0;
+        int64_t n = 0;
+        for (int64_t r = 0; r < at->kernel[0]; r++)
+          for (int64_t s = 0; s < at->kernel[1]; s++) {
+            int64_t ih = oh * at->strides[0] + r - at->pads[0];
+            int64_t iw = ow * at->strides[1] + s - at->pads[1];
+            bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+            bool padded = ih < H + at->pads[2] && iw < W + at->pads[3];
+            if (in) sum += x[(p * H + ih) * W + iw];
+            n += at->count_include_pad ? padded : in;
+          }
+        y[(p * OH + oh) * OW + ow] = (float)(sum / (double)n);
+      }
+}
+
+/* reduce_*: every input element into the output element it reduces to. */
+static void ref_reduce(mlc_gop op, const bool *red, const mlc_gtype *xt, const float *x,
+                       const mlc_gtype *out, float *y) {
+  int64_t n_out = mlc_gtype_numel(out), idx[MLC_GRAPH_MAX_DIMS];
+  double *acc = mlc_xmalloc(sizeof *acc * (size_t)n_out);
+  for (int64_t i = 0; i < n_out; i++) acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : 0;
+  for (int64_t i = 0; i < mlc_gtype_numel(xt); i++) {
+    unravel(xt, i, idx);
+    int64_t o = 0;
+    for (int d = 0; d < xt->ndim; d++)
+      if (!red[d]) o = o * xt->shape[d] + idx[d];
+    acc[o] = op == MLC_GOP_REDUCE_MAX ? fmax(acc[o], x[i]) : acc[o] + x[i];
+  }
+  double count = (double)(mlc_gtype_numel(xt) / n_out);
+  for (int64_t i = 0; i < n_out; i++)
+    y[i] = (float)(op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D ? acc[i] / count : acc[i]);
+  mlc_free(acc);
+}
+
+static void ref_concat(int n, float *const *in, const mlc_gtype *ts, int ax, const mlc_gtype *out,
+                       float *y) {
+  int64_t O, L, I, k = 0;
+  split_at(out, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int i = 0; i < n; i++) {
+      int64_t len = ts[i].shape[ax] * I;
+      memcpy(y + k, in[i] + o * len, sizeof(float) * (size_t)len);
+      k += len;
+    }
+}
+
+static void ref_slice(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                      const mlc_gtype *out, float *y) {
+  int64_t idx[MLC_GRAPH_MAX_DIMS];
+  for (int64_t i = 0; i < mlc_gtype_numel(out); i++) {
+    unravel(out, i, idx);
+    int64_t flat = 0;
+    for (int d = 0; d < xt->ndim; d++) {
+      int64_t b, s, c;
+      MLC_ASSERT(mlc_gop_slice_axis(at, xt, d, &b, &s, &c));
+      flat = flat * xt->shape[d] + b + idx[d] * s;
+    }
+    y[i] = x[flat];
+  }
+}
+
+/* max_pool2d: the largest input element inside each window (padding and
+ * the part of a window past the input do not count). */
+static void ref_max_pool(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                         const mlc_gtype *out, float *y) {
+  int64_t NC = out->shape[0] * out->shape[1], OH = out->shape[2], OW = out->shape[3];
+  int64_t H = xt->shape[2], W = xt->shape[3];
+  for (int64_t p = 0; p < NC; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        double m = -FLT_MAX;
+        for (int64_t r = 0; r < at->kernel[0]; r++)
+          for (int64_t s = 0; s < at->kernel[1]; s++) {
+            int64_t ih = oh * at->strides[0] + r * at->dilations[0] - at->pads[0];
+            int64_t iw = ow * at->strides[1] + s * at->dilations[1] - at->pads[1];
+            if (ih >= 0 && ih < H && iw >= 0 && iw < W) m = fmax(m, x[(p * H + ih) * W + iw]);
+          }
+        y[(p * OH + oh) * OW + ow] = (float)m;
+      }
 }
 
 static void ref_transpose(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
@@ -138,21 +327,71 @@ static void ref_transpose(const mlc_gattrs *at, const mlc_gtype *xt, const float
 }
 
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
-  mlc_gtype ts[8];
+  mlc_gtype ts[MLC_GRAPH_MAX_ARGS];
   for (int i = 0; i < b->n_args; i++) ts[i] = b->args[i]->type;
   const mlc_gtype *out = &b->var->type;
   switch (b->op) {
   case MLC_GOP_ADD:
   case MLC_GOP_MULTIPLY:
+  case MLC_GOP_SUBTRACT:
+  case MLC_GOP_DIVIDE:
+  case MLC_GOP_MAXIMUM:
+  case MLC_GOP_MINIMUM:
   case MLC_GOP_EWISE_FMA:
   case MLC_GOP_RELU:
-  case MLC_GOP_GELU: ref_elemwise(b->op, b->n_args, in, ts, out, y); return;
+  case MLC_GOP_GELU:
+  case MLC_GOP_POWER:
+  case MLC_GOP_SQRT:
+  case MLC_GOP_EXP:
+  case MLC_GOP_ERF:
+  case MLC_GOP_TANH:
+  case MLC_GOP_SIGMOID:
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_CLIP:
+  case MLC_GOP_HARD_SIGMOID:
+  case MLC_GOP_HARD_SWISH:
+  case MLC_GOP_NEGATIVE:
+  case MLC_GOP_ABS:
+  case MLC_GOP_LOG: ref_elemwise(b->op, &b->attrs, b->n_args, in, ts, out, y); return;
   case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE: ref_matmul(b->op == MLC_GOP_DENSE, &ts[0], in[0], in[1], out, y); return;
-  case MLC_GOP_SOFTMAX: ref_softmax(out, in[0], y); return;
-  case MLC_GOP_LAYERNORM: ref_layernorm(out, in[0], in[1], in[2], b->attrs.eps, y); return;
-  case MLC_GOP_CONV2D: ref_window(&b->attrs, &ts[0], in[0], &ts[1], in[1], out, y); return;
-  case MLC_GOP_MAX_POOL2D: ref_window(&b->attrs, &ts[0], in[0], NULL, NULL, out, y); return;
+  case MLC_GOP_DENSE:
+    ref_matmul(b->op == MLC_GOP_DENSE, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
+               out, y);
+    return;
+  case MLC_GOP_SOFTMAX:
+  case MLC_GOP_LOG_SOFTMAX:
+    ref_softmax(out, mlc_gop_axis(b->attrs.axis, out->ndim), b->op == MLC_GOP_LOG_SOFTMAX, in[0], y);
+    return;
+  case MLC_GOP_LAYERNORM:
+    ref_layernorm(out, mlc_gop_axis(b->attrs.axis, out->ndim), in[0], in[1],
+                  b->n_args == 3 ? in[2] : NULL, b->attrs.eps, y);
+    return;
+  case MLC_GOP_BATCH_NORM: ref_batch_norm(out, in, b->attrs.eps, y); return;
+  case MLC_GOP_CONV2D:
+    ref_conv2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, out, y);
+    return;
+  case MLC_GOP_CONV_TRANSPOSE2D:
+    ref_conv_transpose2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
+                         out, y);
+    return;
+  case MLC_GOP_MAX_POOL2D: ref_max_pool(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_AVG_POOL2D: ref_avg_pool(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_CONCAT:
+    ref_concat(b->n_args, in, ts, mlc_gop_axis(b->attrs.axis, out->ndim), out, y);
+    return;
+  case MLC_GOP_SLICE: ref_slice(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+    ref_reduce(b->op, (const bool[]){false, false, true, true}, &ts[0], in[0], out, y);
+    return;
+  case MLC_GOP_REDUCE_SUM:
+  case MLC_GOP_REDUCE_MEAN:
+  case MLC_GOP_REDUCE_MAX: {
+    bool red[MLC_GRAPH_MAX_DIMS];
+    mlc_error err;
+    MLC_ASSERT(mlc_gop_reduced_axes(b->op, &b->attrs, ts[0].ndim, red, &err));
+    ref_reduce(b->op, red, &ts[0], in[0], out, y);
+    return;
+  }
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN: memcpy(y, in[0], sizeof(float) * (size_t)mlc_gtype_numel(out)); return;
   case MLC_GOP_TRANSPOSE: ref_transpose(&b->attrs, &ts[0], in[0], out, y); return;

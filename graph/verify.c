@@ -85,8 +85,8 @@ static bool check_binding(const mlc_gmodule *m, const mlc_gfunc *f, int i, mlc_e
                            b->args[j]->name);
   switch (b->kind) {
   case MLC_GCALL_OP: {
-    mlc_gtype ts[8], out;
-    if (b->n_args > 8) return mlc_error_set(err, "too many args");
+    mlc_gtype ts[MLC_GRAPH_MAX_ARGS], out;
+    if (!mlc_gop_arity_ok(b->op, b->n_args)) return mlc_gop_arity_error(b->op, b->n_args, err);
     for (int j = 0; j < b->n_args; j++) ts[j] = b->args[j]->type;
     if (!mlc_gop_infer(b->op, &b->attrs, b->n_args, ts, &out, err)) return false;
     if (!mlc_gtype_equal(&out, &b->var->type))

@@ -155,7 +155,8 @@ static size_t size_expr(const mlc_expr *e) {
 static size_t size_anns(const mlc_ann *anns, int n) {
   if (!anns || n == 0) return 0;
   size_t t = ALIGN8(sizeof(mlc_ann) * (size_t)n);
-  for (int i = 0; i < n; i++) t += size_str(anns[i].key) + size_str(anns[i].s);
+  for (int i = 0; i < n; i++)
+    t += size_str(anns[i].key) + size_str(anns[i].s) + size_anns(anns[i].items, anns[i].n);
   return t;
 }
 
@@ -325,6 +326,7 @@ static mlc_ann *cp_anns(copier *c, const mlc_ann *anns, int n) {
     r[i] = anns[i];
     r[i].key = cp_str(c, anns[i].key);
     r[i].s = cp_str(c, anns[i].s);
+    r[i].items = cp_anns(c, anns[i].items, anns[i].n); /* LIST and DICT values */
   }
   return r;
 }

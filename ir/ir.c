@@ -1,6 +1,7 @@
 /* Kind tables and node constructors. */
 #include "ir/ir.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---- kind tables (from ir_kinds.def) ---------------------------------- */
@@ -355,6 +356,46 @@ const mlc_ann *mlc_ann_find(int n, const mlc_ann *anns, const char *key) {
   for (int i = 0; i < n; i++)
     if (strcmp(anns[i].key, key) == 0) return &anns[i];
   return NULL;
+}
+
+mlc_ann mlc_ann_dup(mlc_arena *a, const mlc_ann *v) {
+  mlc_ann r = *v;
+  r.key = v->key ? mlc_arena_strdup(a, v->key) : NULL;
+  r.s = v->s ? mlc_arena_strdup(a, v->s) : NULL;
+  r.items = v->n > 0 ? MLC_NEW_ARRAY(a, mlc_ann, v->n) : NULL;
+  for (int i = 0; i < v->n; i++) r.items[i] = mlc_ann_dup(a, &v->items[i]);
+  return r;
+}
+
+static const mlc_ann *dict_entry(const mlc_ann *d, const char *key) {
+  for (int i = 0; i < d->n; i++)
+    if (d->items[i].key && strcmp(d->items[i].key, key) == 0) return &d->items[i];
+  return NULL;
+}
+
+bool mlc_ann_value_equal(const mlc_ann *x, const mlc_ann *y) {
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+  case MLC_ANN_INT:
+  case MLC_ANN_BOOL: return x->i == y->i;
+  case MLC_ANN_FLOAT: return x->f == y->f || (isnan(x->f) && isnan(y->f));
+  case MLC_ANN_STRING: return strcmp(x->s ? x->s : "", y->s ? y->s : "") == 0;
+  case MLC_ANN_LIST:
+    if (x->n != y->n) return false;
+    for (int i = 0; i < x->n; i++)
+      if (!mlc_ann_value_equal(&x->items[i], &y->items[i])) return false;
+    return true;
+  case MLC_ANN_DICT:
+    /* Keys are distinct within a dict, so equal counts and every entry of
+     * x found equal in y make the maps equal. */
+    if (x->n != y->n) return false;
+    for (int i = 0; i < x->n; i++) {
+      const mlc_ann *e = dict_entry(y, x->items[i].key);
+      if (!e || !mlc_ann_value_equal(&x->items[i], e)) return false;
+    }
+    return true;
+  }
+  mlc_unreachable();
 }
 
 mlc_block *mlc_func_root(const mlc_prim_func *f) {

@@ -153,15 +153,23 @@ typedef enum mlc_ann_kind {
   MLC_ANN_FLOAT,
   MLC_ANN_STRING,
   MLC_ANN_BOOL,
+  MLC_ANN_LIST, /* [v, ...]: items are values (their key NULL) */
+  MLC_ANN_DICT, /* {"k": v, ...}: items are entries with distinct keys, in written order */
 } mlc_ann_kind;
 
-/* A key/value annotation on a block, loop or function. */
+/* A key/value annotation on a block, loop or function. Values nest as
+ * TVMScript writes them: T.block_attr({"buffer_dim_align": [[0, 0, 16, 8]]})
+ * is one entry whose value is a LIST of LISTs of INTs. Structural equality
+ * and hashing treat a DICT, like the annotation list itself, as a map (key
+ * order ignored); a LIST is ordered. */
 typedef struct mlc_ann {
-  const char *key;
+  const char *key;       /* NULL for a list element */
   mlc_ann_kind kind;
-  int64_t i;     /* INT, BOOL */
-  double f;      /* FLOAT */
-  const char *s; /* STRING */
+  int64_t i;             /* INT, BOOL */
+  double f;              /* FLOAT */
+  const char *s;         /* STRING */
+  int n;                 /* LIST, DICT: number of items */
+  struct mlc_ann *items; /* LIST, DICT */
 } mlc_ann;
 
 typedef struct mlc_iter_var {
@@ -285,6 +293,12 @@ mlc_module *mlc_module_new(mlc_arena *a, const char *name);
 void mlc_module_add(mlc_arena *a, mlc_module *m, mlc_prim_func *f);
 mlc_prim_func *mlc_module_find(const mlc_module *m, const char *name);
 const mlc_ann *mlc_ann_find(int n, const mlc_ann *anns, const char *key);
+/* A deep copy of one annotation (key and nested items) into `a`. */
+mlc_ann mlc_ann_dup(mlc_arena *a, const mlc_ann *v);
+/* Whether two annotation values are equal as TVM compares them: same kind,
+ * same scalar, lists element by element, dicts as maps. Keys of x and y
+ * themselves are not compared. */
+bool mlc_ann_value_equal(const mlc_ann *x, const mlc_ann *y);
 mlc_block *mlc_func_root(const mlc_prim_func *f); /* the root block */
 
 /* ---- copy and substitution (copy.c) ------------------------------------ */
@@ -408,6 +422,18 @@ void mlc_block_infer_regions(mlc_arena *a, mlc_block *blk);
 /* Relax a region over vars ranging in [mins[i], mins[i] + extents[i]). */
 mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
                             const int64_t *mins, const int64_t *extents);
+/* The same, and a constant bound on each dimension's extent in
+ * max_extents[buf->ndim] (-1 where none is known): a region whose bounds
+ * are floordivs of symbolic values (floordiv(3 * i, 4) to
+ * floordiv(3 * i + 2, 4)) has an extent that varies with i but stays
+ * below a constant (2). */
+mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
+                                    const int64_t *mins, const int64_t *extents,
+                                    int64_t *max_extents);
+/* e == sum(coeff[k] * vars[k]) + *c0 after simplification; false when e
+ * has any other term (a product of vars, a floordiv, another var). */
+bool mlc_expr_linear_in(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, int64_t *coeff,
+                        int64_t *c0);
 
 /* ---- structural equality and hash (struct_eq.c) ------------------------ */
 /* Names of vars, buffers, blocks and the function are ignored where they are

@@ -207,6 +207,117 @@ static bool lex_number(lexer *L) {
   return true;
 }
 
+static char *put_utf8(char *o, uint32_t cp) {
+  if (cp < 0x80) {
+    *o++ = (char)cp;
+  } else if (cp < 0x800) {
+    *o++ = (char)(0xc0 | (cp >> 6));
+    *o++ = (char)(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    *o++ = (char)(0xe0 | (cp >> 12));
+    *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *o++ = (char)(0x80 | (cp & 0x3f));
+  } else {
+    *o++ = (char)(0xf0 | (cp >> 18));
+    *o++ = (char)(0x80 | ((cp >> 12) & 0x3f));
+    *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *o++ = (char)(0x80 | (cp & 0x3f));
+  }
+  return o;
+}
+
+/* Digits of base 8 (at most 3) or exactly `n` hex digits at s; -1 if the
+ * hex digits are short. */
+static int64_t escape_digits(const char *s, int n, bool octal, int *used) {
+  int64_t v = 0;
+  int k = 0;
+  if (octal) {
+    for (; k < 3 && s[k] >= '0' && s[k] <= '7'; k++) v = v * 8 + (s[k] - '0');
+  } else {
+    for (; k < n; k++) {
+      if (hex_digit(s[k]) < 0) return -1;
+      v = v * 16 + hex_digit(s[k]);
+    }
+  }
+  *used = k;
+  return v;
+}
+
+/* Source bytes of the escape at s (s[0] is the backslash), as escape()
+ * reads them. */
+static size_t escape_len(const char *s) {
+  int used = 0;
+  switch (s[1]) {
+  case 'x': escape_digits(s + 2, 2, false, &used); return 2 + (size_t)used;
+  case 'u': escape_digits(s + 2, 4, false, &used); return 2 + (size_t)used;
+  case 'U': escape_digits(s + 2, 8, false, &used); return 2 + (size_t)used;
+  case 0: return 1; /* reported as unterminated on the next round */
+  default:
+    if (s[1] >= '0' && s[1] <= '7') {
+      escape_digits(s + 1, 3, true, &used);
+      return 1 + (size_t)used;
+    }
+    return 2;
+  }
+}
+
+/* Decode the escape at s into out as Python does for a str literal: the
+ * code point of \ooo, \xhh, \uXXXX, \UXXXXXXXX goes out as UTF-8 (so
+ * "\xe9" is the same text as "\u00e9" and as a raw é). An unknown escape
+ * keeps its backslash, as Python does. Returns bytes written, or -1 after
+ * a located error: NUL cannot be held (strings are NUL-terminated), \N{}
+ * names are not known here, surrogates and code points past U+10FFFF are
+ * not characters. Never writes more bytes than escape_len() reads. */
+static int escape(lexer *L, const char *s, char *out) {
+  size_t at = (size_t)(s - L->s);
+  int used = 0;
+  int64_t cp;
+  switch (s[1]) {
+  case 'n': *out = '\n'; return 1;
+  case 't': *out = '\t'; return 1;
+  case 'r': *out = '\r'; return 1;
+  case 'a': *out = '\a'; return 1;
+  case 'b': *out = '\b'; return 1;
+  case 'f': *out = '\f'; return 1;
+  case 'v': *out = '\v'; return 1;
+  case '\\': *out = '\\'; return 1;
+  case '\'': *out = '\''; return 1;
+  case '"': *out = '"'; return 1;
+  case 0: return 0;
+  case 'N':
+    lex_error(L, at, "\\N{...} escapes are not supported; write the character or \\u");
+    return -1;
+  case 'x':
+  case 'u':
+  case 'U': {
+    int want = s[1] == 'x' ? 2 : s[1] == 'u' ? 4 : 8;
+    cp = escape_digits(s + 2, want, false, &used);
+    if (cp < 0) {
+      lex_error(L, at, "truncated \\%c escape: expected %d hex digits", s[1], want);
+      return -1;
+    }
+    break;
+  }
+  default:
+    if (s[1] < '0' || s[1] > '7') {
+      out[0] = '\\';
+      out[1] = s[1];
+      return 2;
+    }
+    cp = escape_digits(s + 1, 3, true, &used);
+    break;
+  }
+  if (cp == 0) {
+    lex_error(L, at, "a string cannot contain a NUL character");
+    return -1;
+  }
+  if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+    lex_error(L, at, "escape of U+%llX is not a character", (unsigned long long)cp);
+    return -1;
+  }
+  return (int)(put_utf8(out, (uint32_t)cp) - out);
+}
+
 static bool lex_string(lexer *L) {
   const char *s = L->s;
   size_t start = L->i;
@@ -233,31 +344,16 @@ static bool lex_string(lexer *L) {
       break;
     }
     if (c == '\\') {
-      char e = s[j + 1];
-      switch (e) {
-      case 'n': out[n++] = '\n'; j += 2; continue;
-      case 't': out[n++] = '\t'; j += 2; continue;
-      case 'r': out[n++] = '\r'; j += 2; continue;
-      case '\\': out[n++] = '\\'; j += 2; continue;
-      case '\'': out[n++] = '\''; j += 2; continue;
-      case '"': out[n++] = '"'; j += 2; continue;
-      case '\n': j += 2; L->i = j; newline_seen(L); continue;
-      case 'x':
-        if (hex_digit(s[j + 2]) >= 0 && hex_digit(s[j + 3]) >= 0 &&
-            (hex_digit(s[j + 2]) || hex_digit(s[j + 3]))) {
-          out[n++] = (char)(hex_digit(s[j + 2]) * 16 + hex_digit(s[j + 3]));
-          j += 4;
-          continue;
-        }
-        break;
-      default: break;
-      }
-      if (e == 0) {
-        j++; /* reported as unterminated on the next round */
+      if (s[j + 1] == '\n') { /* a line continuation: no character */
+        j += 2;
+        L->i = j;
+        newline_seen(L);
         continue;
       }
-      out[n++] = c;
-      j++;
+      int k = escape(L, s + j, out + n);
+      if (k < 0) return false;
+      n += (size_t)k;
+      j += escape_len(s + j);
       continue;
     }
     out[n++] = c;

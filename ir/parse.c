@@ -71,20 +71,50 @@ static void need_header(mlc_parser *p, binfo *bi, const ptok *t, const char *wha
     mlc_parse_fail(p, t, "%s must come before the statements of block \"%s\"", what, bi->name);
 }
 
-static mlc_buffer *make_buffer(mlc_parser *p, const char *name, pnode *shape, pnode *dtype,
-                               pnode *scope) {
+/* The keyword arguments TVM's T.Buffer, T.match_buffer, T.alloc_buffer and
+ * T.decl_buffer take, in this order after the buffer's name or handle. */
+enum { BUF_SHAPE, BUF_DTYPE, BUF_SCOPE, BUF_ELEM_OFFSET, BUF_ALIGN, BUF_OFFSET_FACTOR, BUF_NARGS };
+static const char *const buffer_args[BUF_NARGS] = {"shape", "dtype", "scope", "elem_offset",
+                                                   "align", "offset_factor"};
+
+/* An integer literal argument (maybe negative, maybe T.int32(..)). */
+static bool buffer_int_arg(mlc_parser *p, pnode *n, int64_t *v) {
+  if (n->kind == PN_NONE) return false;
+  mlc_expr *e = mlc_parse_lower(p, n);
+  return mlc_dtype_is_int(e->dtype) && mlc_expr_is_const_int(e, v);
+}
+
+/* Buffers here are dense, start at element 0 and are allocated with TVM's
+ * default alignment (64 bytes, kAllocAlignment), so these keywords are
+ * accepted where they state those defaults as TVM spells them: elem_offset
+ * 0 or None; align 64, or 0 and -1 which TVM reads as the default;
+ * offset_factor 1, or 0 which TVM reads as 1. */
+static void check_buffer_layout(mlc_parser *p, const char *f, pnode **a) {
+  int64_t v;
+  pnode *n;
+  if ((n = a[BUF_ELEM_OFFSET]) && n->kind != PN_NONE && !(buffer_int_arg(p, n, &v) && v == 0))
+    mlc_parse_fail(p, n->t, "%s: elem_offset must be 0: buffers start at their first element here",
+                   f);
+  if ((n = a[BUF_ALIGN]) && !(buffer_int_arg(p, n, &v) && (v == 64 || v == 0 || v == -1)))
+    mlc_parse_fail(p, n->t, "%s: align must be 64 (the default alignment) here", f);
+  if ((n = a[BUF_OFFSET_FACTOR]) && !(buffer_int_arg(p, n, &v) && (v == 1 || v == 0)))
+    mlc_parse_fail(p, n->t, "%s: offset_factor must be 1: buffers start at their first element here",
+                   f);
+}
+
+/* a[] as buffer_args orders them. */
+static mlc_buffer *make_buffer(mlc_parser *p, const char *f, const char *name, pnode **a) {
   int64_t *dims;
-  int nd = mlc_parse_shape(p, shape, &dims);
-  mlc_dtype t = dtype ? mlc_parse_dtype(p, dtype) : MLC_FLOAT32;
-  const char *sc = scope ? mlc_parse_scope(p, scope) : "global";
+  int nd = mlc_parse_shape(p, a[BUF_SHAPE], &dims);
+  mlc_dtype t = a[BUF_DTYPE] ? mlc_parse_dtype(p, a[BUF_DTYPE]) : MLC_FLOAT32;
+  const char *sc = a[BUF_SCOPE] ? mlc_parse_scope(p, a[BUF_SCOPE]) : "global";
+  check_buffer_layout(p, f, a);
   return mlc_buffer_new(p->a, name, t, nd, dims, sc);
 }
 
 static void define_buffer(mlc_parser *p, mlc_buffer *b) {
   mlc_parse_define(p, b->name, SYM_BUF)->buf = b;
 }
-
-static const char *const buffer_args[] = {"shape", "dtype", "scope"};
 
 /* ---- block header items ---------------------------------------------------- */
 
@@ -273,12 +303,13 @@ static mlc_stmt *assign(mlc_parser *p, binfo *bi, bool ft, pnode *lhs, pnode *rh
     axis_def(p, bi, targets[0], rhs, f);
     return NULL;
   }
-  pnode *a[4];
+  pnode *a[BUF_NARGS + 1];
   if (strcmp(f, "T.match_buffer") == 0) {
     if (!ft)
       mlc_parse_fail(p, rhs->t, "T.match_buffer must be at the top level of the function body");
-    static const char *const names[] = {"param", "shape", "dtype", "scope"};
-    mlc_parse_args(p, rhs, f, 4, names, 3, 2, a);
+    static const char *const names[BUF_NARGS + 1] = {
+        "param", "shape", "dtype", "scope", "elem_offset", "align", "offset_factor"};
+    mlc_parse_args(p, rhs, f, BUF_NARGS + 1, names, 3, 2, a);
     if (a[0]->kind != PN_NAME) mlc_parse_fail(p, a[0]->t, "expected a T.handle parameter");
     psym *s = mlc_parse_lookup(p, a[0]->s);
     if (!s) mlc_parse_fail(p, a[0]->t, "undefined name '%s'", a[0]->s);
@@ -286,13 +317,13 @@ static mlc_stmt *assign(mlc_parser *p, binfo *bi, bool ft, pnode *lhs, pnode *rh
     int param = s->param;
     if (p->fn->params.data[param])
       mlc_parse_fail(p, a[0]->t, "handle '%s' is already bound", a[0]->s);
-    mlc_buffer *b = make_buffer(p, name, a[1], a[2], a[3]);
+    mlc_buffer *b = make_buffer(p, f, name, a + 1);
     p->fn->params.data[param] = b;
     define_buffer(p, b);
     return NULL;
   }
-  mlc_parse_args(p, rhs, f, 3, buffer_args, 2, 1, a);
-  mlc_buffer *b = make_buffer(p, name, a[0], a[1], a[2]);
+  mlc_parse_args(p, rhs, f, BUF_NARGS, buffer_args, 2, 1, a);
+  mlc_buffer *b = make_buffer(p, f, name, a);
   if (strcmp(f, "T.decl_buffer") == 0) {
     define_buffer(p, b);
     return mlc_allocate_new(p->a, b, NULL); /* the caller adds the rest of the suite */
@@ -656,14 +687,15 @@ static void param(mlc_parser *p, pfunc *fn, int mark) {
     psym *s = mlc_parse_define(p, t->str, SYM_HANDLE);
     s->param = fn->params.len;
   } else if (ann->kind == PN_CALL && f && strcmp(f, "T.Buffer") == 0) {
-    pnode *a[3];
-    mlc_parse_args(p, ann, f, 3, buffer_args, 2, 1, a);
-    b = make_buffer(p, t->str, a[0], a[1], a[2]);
+    pnode *a[BUF_NARGS];
+    mlc_parse_args(p, ann, f, BUF_NARGS, buffer_args, 2, 1, a);
+    b = make_buffer(p, f, t->str, a);
   } else if (ann->kind == PN_INDEX && f && strcmp(f, "T.Buffer") == 0) {
     if (ann->n > 2) mlc_parse_fail(p, ann->items[2]->t, "T.Buffer[shape, dtype] takes 2 items");
     for (int i = 0; i < ann->n; i++)
       if (ann->items[i]->kind == PN_SLICE) mlc_parse_fail(p, ann->items[i]->t, "unexpected slice");
-    b = make_buffer(p, t->str, ann->items[0], ann->n > 1 ? ann->items[1] : NULL, NULL);
+    pnode *a[BUF_NARGS] = {ann->items[0], ann->n > 1 ? ann->items[1] : NULL};
+    b = make_buffer(p, f, t->str, a);
   } else {
     mlc_parse_fail(p, ann->t, "expected T.Buffer(shape, dtype) or T.handle");
   }

@@ -706,12 +706,56 @@ static void want_args(mlc_parser *p, pnode *n, const char *fname, int k) {
     mlc_parse_fail(p, n->t, "%s takes %d argument%s, got %d", fname, k, k == 1 ? "" : "s", n->n);
 }
 
+/* k positional arguments and an optional dtype="..." keyword, as TVM
+ * prints T.exp(x, dtype="float32"); *dt is the keyword's dtype (or
+ * MLC_DTYPE_COUNT when absent) and *dt_node its node. */
+static void want_args_dtype(mlc_parser *p, pnode *n, const char *fname, int k, mlc_dtype *dt,
+                            pnode **dt_node) {
+  int npos = 0;
+  *dt = (mlc_dtype)MLC_DTYPE_COUNT;
+  *dt_node = NULL;
+  for (int i = 0; i < n->n; i++) {
+    if (!n->kws[i]) {
+      npos++;
+      continue;
+    }
+    if (strcmp(n->kws[i], "dtype") != 0)
+      mlc_parse_fail(p, n->items[i]->t, "%s got an unexpected keyword argument '%s'", fname,
+                     n->kws[i]);
+    if (*dt_node) mlc_parse_fail(p, n->items[i]->t, "%s got multiple values for argument 'dtype'", fname);
+    *dt_node = n->items[i];
+    *dt = mlc_parse_dtype(p, n->items[i]);
+  }
+  if (npos != k)
+    mlc_parse_fail(p, n->t, "%s takes %d argument%s, got %d", fname, k, k == 1 ? "" : "s", npos);
+}
+
+static bool has_dtype(mlc_dtype dt) { return (int)dt != MLC_DTYPE_COUNT; }
+
+/* A literal operand takes the stated dtype (T.max(x, 0, dtype="int64")). */
+static void lit_to_dtype(mlc_parser *p, const pnode *at, mlc_expr **e, mlc_dtype dt) {
+  if (has_dtype(dt) && is_lit(*e)) mlc_parse_lit_convert(p, at->t, e, dt);
+}
+
+/* The stated dtype must be the one the call computes: TVM records it as
+ * the call's type, so a different one would change what the text means. */
+static mlc_expr *check_dtype(mlc_parser *p, const char *fname, pnode *dt_node, mlc_dtype dt,
+                             mlc_expr *e) {
+  if (has_dtype(dt) && e->dtype != dt)
+    mlc_parse_fail(p, dt_node->t, "%s: dtype=\"%s\" disagrees with the computed dtype %s", fname,
+                   mlc_dtype_name(dt), mlc_dtype_name(e->dtype));
+  return e;
+}
+
 static mlc_expr *lower_intrin(mlc_parser *p, pnode *n, const char *fname, mlc_intrin op) {
   int k = mlc_intrin_nargs(op);
-  want_args(p, n, fname, k);
+  mlc_dtype dt;
+  pnode *dt_node;
+  want_args_dtype(p, n, fname, k, &dt, &dt_node);
   mlc_expr *args[4];
   for (int i = 0; i < k; i++) {
     args[i] = mlc_parse_lower(p, n->items[i]);
+    lit_to_dtype(p, n->items[i], &args[i], dt);
     if (args[i]->kind == MLC_EXPR_INT_IMM && args[i]->dtype != MLC_BOOL && op != MLC_INTRIN_ABS)
       args[i] = mlc_float(p->a, MLC_FLOAT32, (double)args[i]->int_val);
   }
@@ -723,7 +767,7 @@ static mlc_expr *lower_intrin(mlc_parser *p, pnode *n, const char *fname, mlc_in
       mlc_parse_fail(p, n->items[i]->t, "%s expects a %s argument, got %s", fname,
                      op == MLC_INTRIN_ABS ? "numeric" : "float", mlc_dtype_name(t));
   }
-  return mlc_call(p->a, op, args);
+  return check_dtype(p, fname, dt_node, dt, mlc_call(p->a, op, args));
 }
 
 static const struct {
@@ -751,15 +795,19 @@ static mlc_expr *lower_call(mlc_parser *p, pnode *n) {
   bool is_max = strcmp(f, "T.max") == 0 || strcmp(f, "max") == 0;
   bool is_min = strcmp(f, "T.min") == 0 || strcmp(f, "min") == 0;
   bool is_fdiv = strcmp(f, "T.floordiv") == 0, is_fmod = strcmp(f, "T.floormod") == 0;
+  mlc_dtype dt;
+  pnode *dt_node;
   if (is_max || is_min || is_fdiv || is_fmod) {
-    want_args(p, n, f, 2);
+    want_args_dtype(p, n, f, 2, &dt, &dt_node);
     mlc_expr *x = mlc_parse_lower(p, n->items[0]);
     mlc_expr *y = mlc_parse_lower(p, n->items[1]);
+    lit_to_dtype(p, n->items[0], &x, dt);
+    lit_to_dtype(p, n->items[1], &y, dt);
     mlc_parse_unify(p, n->t, "arguments", &x, &y);
     check_arith(p, n->t, f, x);
     mlc_expr_kind k = is_max ? MLC_EXPR_MAX : is_min ? MLC_EXPR_MIN
                       : is_fdiv ? MLC_EXPR_FLOORDIV : MLC_EXPR_FLOORMOD;
-    return mlc_binary(p->a, k, x, y);
+    return check_dtype(p, f, dt_node, dt, mlc_binary(p->a, k, x, y));
   }
   if (strcmp(f, "T.Cast") == 0) {
     want_args(p, n, f, 2);
@@ -767,12 +815,15 @@ static mlc_expr *lower_call(mlc_parser *p, pnode *n) {
     return mlc_cast(p->a, t, mlc_parse_lower(p, n->items[1]));
   }
   if (strcmp(f, "T.if_then_else") == 0 || strcmp(f, "T.Select") == 0) {
-    want_args(p, n, f, 3);
+    want_args_dtype(p, n, f, 3, &dt, &dt_node);
     mlc_expr *c = mlc_parse_lower_bool(p, n->items[0], "condition");
     mlc_expr *t = mlc_parse_lower(p, n->items[1]);
     mlc_expr *e = mlc_parse_lower(p, n->items[2]);
+    lit_to_dtype(p, n->items[1], &t, dt);
+    lit_to_dtype(p, n->items[2], &e, dt);
     mlc_parse_unify(p, n->t, "branches", &t, &e);
-    return f[2] == 'i' ? mlc_if_then_else(p->a, c, t, e) : mlc_select(p->a, c, t, e);
+    return check_dtype(p, f, dt_node, dt,
+                       f[2] == 'i' ? mlc_if_then_else(p->a, c, t, e) : mlc_select(p->a, c, t, e));
   }
   mlc_intrin op;
   if (strncmp(f, "T.", 2) == 0 && mlc_intrin_from_name(f + 2, &op))
@@ -863,10 +914,14 @@ static bool ann_number(const pnode *v, bool *is_float, int64_t *i, double *f) {
   return false;
 }
 
+static bool ann_nested(mlc_parser *p, const char *key, pnode *v, mlc_ann *a);
+
+/* One annotation value; key is NULL for a list element. */
 static mlc_ann ann_value(mlc_parser *p, const char *key, pnode *v) {
   mlc_ann a = {0};
   a.key = key;
   bool is_float;
+  if (ann_nested(p, key, v, &a)) return a;
   if (v->kind == PN_STR) {
     a.kind = MLC_ANN_STRING;
     a.s = v->s;
@@ -907,7 +962,37 @@ static mlc_ann ann_value(mlc_parser *p, const char *key, pnode *v) {
       return a;
     }
   }
-  mlc_parse_fail(p, v->t, "expected an annotation value (string, number or bool)");
+  mlc_parse_fail(p, v->t,
+                 "expected an annotation value (string, number, bool, list or dict)");
+}
+
+/* Entries of a dict literal appended to out[*k..] (room for dict->n more);
+ * a key already among out[0..*k) fails. */
+static void ann_entries(mlc_parser *p, const pnode *dict, mlc_ann *out, int *k) {
+  for (int i = 0; i < dict->n; i++) {
+    const char *key = mlc_parse_string(p, dict->keys[i], "an annotation key");
+    for (int j = 0; j < *k; j++)
+      if (strcmp(out[j].key, key) == 0)
+        mlc_parse_fail(p, dict->keys[i]->t, "duplicate annotation key \"%s\"", key);
+    out[(*k)++] = ann_value(p, key, dict->items[i]);
+  }
+}
+
+/* [v, ...] (a tuple reads as the list TVM makes of it) or {"k": v, ...}. */
+static bool ann_nested(mlc_parser *p, const char *key, pnode *v, mlc_ann *a) {
+  if (v->kind != PN_LIST && v->kind != PN_TUPLE && v->kind != PN_DICT) return false;
+  a->key = key;
+  a->n = v->n;
+  a->items = v->n ? MLC_NEW_ARRAY(p->a, mlc_ann, v->n) : NULL;
+  if (v->kind == PN_DICT) {
+    int k = 0;
+    a->kind = MLC_ANN_DICT;
+    ann_entries(p, v, a->items, &k);
+    return true;
+  }
+  a->kind = MLC_ANN_LIST;
+  for (int i = 0; i < v->n; i++) a->items[i] = ann_value(p, NULL, v->items[i]);
+  return true;
 }
 
 void mlc_parse_anns(mlc_parser *p, const pnode *dict, int *n, mlc_ann **anns) {
@@ -916,13 +1001,7 @@ void mlc_parse_anns(mlc_parser *p, const pnode *dict, int *n, mlc_ann **anns) {
   mlc_ann *out = MLC_NEW_ARRAY(p->a, mlc_ann, *n + dict->n);
   if (*n) memcpy(out, *anns, sizeof(mlc_ann) * (size_t)*n);
   int k = *n;
-  for (int i = 0; i < dict->n; i++) {
-    const char *key = mlc_parse_string(p, dict->keys[i], "an annotation key");
-    for (int j = 0; j < k; j++)
-      if (strcmp(out[j].key, key) == 0)
-        mlc_parse_fail(p, dict->keys[i]->t, "duplicate annotation key \"%s\"", key);
-    out[k++] = ann_value(p, key, dict->items[i]);
-  }
+  ann_entries(p, dict, out, &k);
   *n = k;
   *anns = out;
 }

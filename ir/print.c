@@ -189,8 +189,11 @@ static void put_int_literal(printer *p, mlc_dtype t, int64_t v) {
   }
 }
 
+static void put_anns(printer *p, int n, const mlc_ann *anns);
+
 /* Annotation values print as Python literals; a float always shows a '.'
- * or an exponent so it reads back as a float. */
+ * or an exponent so it reads back as a float. Lists and dicts nest as TVM
+ * prints them: [[0, 0, 16, 8]], {"k": 1}. */
 static void put_ann_value(printer *p, const mlc_ann *a) {
   switch (a->kind) {
   case MLC_ANN_INT: mlc_str_printf(p->out, "%lld", (long long)a->i); return;
@@ -206,6 +209,15 @@ static void put_ann_value(printer *p, const mlc_ann *a) {
     if (!strpbrk(p->out->data + start, ".e")) put(p, ".0");
     return;
   }
+  case MLC_ANN_LIST:
+    put(p, "[");
+    for (int i = 0; i < a->n; i++) {
+      if (i) put(p, ", ");
+      put_ann_value(p, &a->items[i]);
+    }
+    put(p, "]");
+    return;
+  case MLC_ANN_DICT: put_anns(p, a->n, a->items); return;
   }
   mlc_unreachable();
 }

@@ -10,6 +10,16 @@
  * the union is again S + [lo, hi] (A[vi], A[vi + 2] -> vi + [0, 2]);
  * otherwise it becomes [min(...), max(...)] expressions, as TVM's interval
  * union does. What cannot be bounded covers the whole dimension.
+ *
+ * Relaxed atoms that are floordiv/floormod by a positive constant are
+ * evaluated as integer sets, as TVM's EvalSet does: floordiv(x, c) of
+ * x in [a, b] is [floordiv(a, c), floordiv(b, c)], exact (base / c plus
+ * constants) when every coefficient of x's symbolic part is a multiple of
+ * c; floormod(x, c) is [floormod(a, c), floormod(b, c)] when the range
+ * cannot cross a multiple of c, else [0, c - 1]. A symbolic interval keeps
+ * a constant bound on its extent (`ext_max`), so that compute_at can make
+ * a loop of constant extent for it (a tile of a repeat op B[i] = A[i // 4]
+ * needs one or two elements of A, not the whole buffer).
  */
 #include "ir/arith_internal.h"
 
@@ -28,6 +38,7 @@ typedef struct dim_iv {
   int64_t lo, hi;  /* EXACT: inclusive offsets from base */
   mlc_expr *min_e; /* SYM: inclusive bounds */
   mlc_expr *max_e;
+  int64_t ext_max; /* SYM: a bound on max_e - min_e + 1; 0 if unknown */
 } dim_iv;
 
 typedef struct access {
@@ -67,34 +78,205 @@ static bool uses_any(const mlc_expr *e, mlc_var **vars, int n) {
   return false;
 }
 
+static dim_iv iv_const(mlc_dtype t, int64_t lo, int64_t hi) {
+  return (dim_iv){.kind = IV_EXACT, .t = t, .lo = lo, .hi = hi};
+}
+
+static int64_t gcd64(int64_t x, int64_t y) {
+  if (x < 0) x = -x;
+  if (y < 0) y = -y;
+  while (y) {
+    int64_t r = x % y;
+    x = y;
+    y = r;
+  }
+  return x;
+}
+
+/* The gcd of the coefficients of base's linear form: base is always a
+ * multiple of it. 0 if the form cannot be taken. */
+static int64_t base_gcd(walker *w, mlc_expr *base) {
+  arith_lin L;
+  arith_lin_init(&L);
+  arith_lin_add(w->s, &L, base, 1);
+  if (L.bad) return 0;
+  int64_t g = L.c;
+  for (int i = 0; i < L.n; i++) g = gcd64(g, L.t[i].coeff);
+  return g;
+}
+
+/* base / c for a base whose coefficients are multiples of c. */
+static mlc_expr *base_div(walker *w, mlc_expr *base, int64_t c, mlc_dtype t) {
+  arith_lin L, Q;
+  arith_lin_init(&L);
+  arith_lin_init(&Q);
+  arith_lin_add(w->s, &L, base, 1);
+  for (int i = 0; i < L.n; i++)
+    if (L.t[i].coeff) arith_lin_add_term(w->s, &Q, L.t[i].atom, L.t[i].coeff / c);
+  Q.c = L.c / c;
+  return arith_lin_build(w->a, &Q, t);
+}
+
+static mlc_expr *iv_lo_expr(walker *w, const dim_iv *x);
+static mlc_expr *iv_hi_expr(walker *w, const dim_iv *x);
+
+/* A symbolic interval; exact when its bounds differ by a constant. */
+static dim_iv iv_sym(walker *w, mlc_dtype t, mlc_expr *mn, mlc_expr *mx, int64_t ext_max) {
+  int64_t d;
+  mn = mlc_simplify(w->s, mn);
+  mx = mlc_simplify(w->s, mx);
+  if (mlc_expr_const_diff(w->a, mx, mn, &d) && d >= 0) {
+    int64_t c;
+    if (mlc_expr_is_const_int(mn, &c) && !__builtin_add_overflow(c, d, &d)) return iv_const(t, c, d);
+    return (dim_iv){.kind = IV_EXACT, .t = t, .base = mn, .lo = 0, .hi = d};
+  }
+  return (dim_iv){.kind = IV_SYM, .t = t, .min_e = mn, .max_e = mx, .ext_max = ext_max};
+}
+
+/* The most distinct values floordiv(r + t, c) takes for t in [lo, hi],
+ * over the residues r of a base that is a multiple of g. */
+static int64_t div_count(int64_t g, int64_t c, int64_t lo, int64_t hi) {
+  int64_t step = g ? gcd64(g, c) : 1, best = 0;
+  if (c > 4096 || hi - lo > INT64_MAX / 4) {
+    int64_t q;
+    arith_floordiv(hi - lo - 1, c, &q);
+    return q + 2;
+  }
+  for (int64_t r = 0; r < c; r += step) {
+    int64_t a, b;
+    if (!arith_floordiv(r + lo, c, &a) || !arith_floordiv(r + hi, c, &b)) return 0;
+    if (b - a + 1 > best) best = b - a + 1;
+  }
+  return best;
+}
+
+static dim_iv iv_floordiv(walker *w, const dim_iv *x, int64_t c) {
+  dim_iv full = iv_full(x->t);
+  int64_t a, b;
+  switch (x->kind) {
+  case IV_FULL: return full;
+  case IV_EXACT: {
+    if (!arith_floordiv(x->lo, c, &a) || !arith_floordiv(x->hi, c, &b)) return full;
+    if (!x->base) return iv_const(x->t, a, b);
+    int64_t g = base_gcd(w, x->base);
+    if (g && g % c == 0) {
+      mlc_expr *q = base_div(w, x->base, c, x->t);
+      if (q) return (dim_iv){.kind = IV_EXACT, .t = x->t, .base = q, .lo = a, .hi = b};
+    }
+    /* base is a multiple of h = gcd(g, c), so is base mod c: offsets
+     * below the next multiple of h do not change the quotient
+     * (floordiv(2 * i + 1, 4) == floordiv(2 * i, 4)). */
+    int64_t h = g ? gcd64(g, c) : 1, ql, qh;
+    mlc_expr *cc = mlc_int_t(w->a, x->t, c);
+    if (!arith_floordiv(x->lo, h, &ql) || !arith_floordiv(x->hi, h, &qh)) return full;
+    dim_iv y = *x;
+    y.lo = ql * h;
+    y.hi = qh * h;
+    return iv_sym(w, x->t, mlc_binary(w->a, MLC_EXPR_FLOORDIV, iv_lo_expr(w, &y), cc),
+                  mlc_binary(w->a, MLC_EXPR_FLOORDIV, iv_hi_expr(w, &y), cc),
+                  div_count(g, c, x->lo, x->hi));
+  }
+  case IV_SYM: {
+    mlc_expr *cc = mlc_int_t(w->a, x->t, c);
+    int64_t q = 0;
+    if (x->ext_max > 0) arith_floordiv(x->ext_max - 2, c, &q);
+    return iv_sym(w, x->t, mlc_binary(w->a, MLC_EXPR_FLOORDIV, x->min_e, cc),
+                  mlc_binary(w->a, MLC_EXPR_FLOORDIV, x->max_e, cc), x->ext_max > 0 ? q + 2 : 0);
+  }
+  }
+  mlc_unreachable();
+}
+
+static dim_iv iv_floormod(walker *w, const dim_iv *x, int64_t c) {
+  dim_iv whole = iv_const(x->t, 0, c - 1);
+  if (x->kind != IV_EXACT) return whole;
+  int64_t g = x->base ? base_gcd(w, x->base) : 0;
+  if (x->base && !(g && g % c == 0)) return whole;
+  int64_t qa, qb, a, b;
+  if (!arith_floordiv(x->lo, c, &qa) || !arith_floordiv(x->hi, c, &qb) || qa != qb) return whole;
+  arith_floormod(x->lo, c, &a);
+  arith_floormod(x->hi, c, &b);
+  return iv_const(x->t, a, b);
+}
+
+/* x + k * y. */
+static dim_iv iv_add_scaled(walker *w, const dim_iv *x, const dim_iv *y, int64_t k) {
+  mlc_dtype t = x->t;
+  if (x->kind == IV_FULL || y->kind == IV_FULL || k == 0) return k == 0 ? *x : iv_full(t);
+  int64_t yl, yh, s;
+  if (y->kind == IV_EXACT && x->kind == IV_EXACT && !__builtin_mul_overflow(y->lo, k, &yl) &&
+      !__builtin_mul_overflow(y->hi, k, &yh)) {
+    if (k < 0) s = yl, yl = yh, yh = s;
+    dim_iv r = {.kind = IV_EXACT, .t = t, .base = x->base};
+    if (__builtin_add_overflow(x->lo, yl, &r.lo) || __builtin_add_overflow(x->hi, yh, &r.hi))
+      return iv_full(t);
+    if (y->base) {
+      mlc_expr *yb = mlc_mul(w->a, y->base, mlc_int_t(w->a, t, k));
+      r.base = mlc_simplify(w->s, x->base ? mlc_add(w->a, x->base, yb) : yb);
+    }
+    return r;
+  }
+  mlc_expr *kk = mlc_int_t(w->a, t, k);
+  mlc_expr *ylo = mlc_mul(w->a, iv_lo_expr(w, y), kk), *yhi = mlc_mul(w->a, iv_hi_expr(w, y), kk);
+  if (k < 0) {
+    mlc_expr *tmp = ylo;
+    ylo = yhi;
+    yhi = tmp;
+  }
+  int64_t ex = x->kind == IV_SYM ? x->ext_max : x->hi - x->lo + 1;
+  int64_t ey = y->kind == IV_SYM ? y->ext_max : y->hi - y->lo + 1, e = 0;
+  if (ex > 0 && ey > 0 && !__builtin_mul_overflow(ey - 1, k < 0 ? -k : k, &e) &&
+      !__builtin_add_overflow(e, ex, &e)) {
+  } else {
+    e = 0;
+  }
+  return iv_sym(w, t, mlc_add(w->a, iv_lo_expr(w, x), ylo), mlc_add(w->a, iv_hi_expr(w, x), yhi), e);
+}
+
+static dim_iv analyze_simplified(walker *w, mlc_expr *e);
+
+/* The set one relaxed atom of a linear form covers. */
+static dim_iv atom_iv(walker *w, mlc_expr *atom, mlc_dtype t) {
+  int64_t lo, hi, c;
+  if ((atom->kind == MLC_EXPR_FLOORDIV || atom->kind == MLC_EXPR_FLOORMOD) &&
+      mlc_expr_is_const_int(atom->bin.b, &c) && c > 0) {
+    dim_iv x = analyze_simplified(w, atom->bin.a);
+    x.t = t;
+    return atom->kind == MLC_EXPR_FLOORDIV ? iv_floordiv(w, &x, c) : iv_floormod(w, &x, c);
+  }
+  if (mlc_simplifier_bounds(w->s, atom, &lo, &hi)) return iv_const(t, lo, hi);
+  return iv_full(t);
+}
+
 /* The interval an index (already in terms of symbolic and relaxed vars and
  * simplified) covers while the relaxed vars range. */
 static dim_iv analyze_simplified(walker *w, mlc_expr *e) {
   mlc_dtype t = mlc_dtype_is_int(e->dtype) ? e->dtype : MLC_INT32;
   if (!mlc_dtype_is_int(e->dtype) || uses_any(e, w->unbounded.data, w->unbounded.len))
     return iv_full(t);
-  arith_lin L, S, P;
+  arith_lin L, S;
   arith_lin_init(&L);
   arith_lin_init(&S);
-  arith_lin_init(&P);
   arith_lin_add(w->s, &L, e, 1);
-  for (int i = 0; i < L.n && !L.bad; i++) {
-    if (L.t[i].coeff == 0) continue;
-    bool relaxed = arith_uses_bound_var(w->s, L.t[i].atom);
-    arith_lin_add_term(w->s, relaxed ? &P : &S, L.t[i].atom, L.t[i].coeff);
-  }
-  P.c = L.c;
-  int64_t lo, hi;
-  if (!L.bad && !S.bad && arith_lin_bounds(w->s, &P, &lo, &hi)) {
-    mlc_expr *base = NULL;
-    if (arith_lin_nterms(&S) > 0) base = arith_lin_build(w->a, &S, t);
-    if (base || arith_lin_nterms(&S) == 0)
-      return (dim_iv){.kind = IV_EXACT, .t = t, .base = base, .lo = lo, .hi = hi};
+  for (int i = 0; i < L.n && !L.bad; i++)
+    if (L.t[i].coeff != 0 && !arith_uses_bound_var(w->s, L.t[i].atom))
+      arith_lin_add_term(w->s, &S, L.t[i].atom, L.t[i].coeff);
+  if (!L.bad && !S.bad) {
+    dim_iv r = iv_const(t, L.c, L.c);
+    if (arith_lin_nterms(&S) > 0) r.base = arith_lin_build(w->a, &S, t);
+    if (r.base || arith_lin_nterms(&S) == 0) {
+      for (int i = 0; i < L.n && r.kind != IV_FULL; i++) {
+        if (L.t[i].coeff == 0 || !arith_uses_bound_var(w->s, L.t[i].atom)) continue;
+        dim_iv a = atom_iv(w, L.t[i].atom, t);
+        r = iv_add_scaled(w, &r, &a, L.t[i].coeff);
+      }
+      if (r.kind != IV_FULL) return r;
+    }
   }
   /* A relaxed var inside a non-affine atom together with a symbolic one:
    * only a bound of the whole index can help. */
-  if (mlc_simplifier_bounds(w->s, e, &lo, &hi))
-    return (dim_iv){.kind = IV_EXACT, .t = t, .lo = lo, .hi = hi};
+  int64_t lo, hi;
+  if (mlc_simplifier_bounds(w->s, e, &lo, &hi)) return iv_const(t, lo, hi);
   return iv_full(t);
 }
 
@@ -139,11 +321,23 @@ static void iv_union(walker *w, dim_iv *x, const dim_iv *y) {
       return;
     }
   }
-  mlc_expr *mn = mlc_binary(w->a, MLC_EXPR_MIN, iv_lo_expr(w, x), iv_lo_expr(w, y));
-  mlc_expr *mx = mlc_binary(w->a, MLC_EXPR_MAX, iv_hi_expr(w, x), iv_hi_expr(w, y));
+  /* Bounds that differ by constants (floordiv sets of neighbouring
+   * accesses): the hull stays a plain interval with a known extent. */
+  mlc_expr *xl = iv_lo_expr(w, x), *xh = iv_hi_expr(w, x), *yl = iv_lo_expr(w, y),
+           *yh = iv_hi_expr(w, y);
+  int64_t dl, dh, ext = x->kind == IV_SYM ? x->ext_max : x->hi - x->lo + 1;
+  if (mlc_expr_const_diff(w->a, yl, xl, &dl) && mlc_expr_const_diff(w->a, yh, xh, &dh)) {
+    int64_t grow = (dl < 0 ? -dl : 0) + (dh > 0 ? dh : 0);
+    if (ext <= 0 || __builtin_add_overflow(ext, grow, &ext)) ext = 0;
+    *x = iv_sym(w, x->t, dl < 0 ? yl : xl, dh > 0 ? yh : xh, ext);
+    return;
+  }
+  mlc_expr *mn = mlc_binary(w->a, MLC_EXPR_MIN, xl, yl);
+  mlc_expr *mx = mlc_binary(w->a, MLC_EXPR_MAX, xh, yh);
   x->kind = IV_SYM;
   x->min_e = mlc_simplify(w->s, mn);
   x->max_e = mlc_simplify(w->s, mx);
+  x->ext_max = 0;
   x->base = NULL;
 }
 
@@ -396,8 +590,9 @@ void mlc_block_infer_regions(mlc_arena *a, mlc_block *blk) {
   blk->writes = wr.regions;
 }
 
-mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
-                            const int64_t *mins, const int64_t *extents) {
+mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
+                                    const int64_t *mins, const int64_t *extents,
+                                    int64_t *max_extents) {
   walker w;
   walker_init(&w, a);
   for (int i = 0; i < n; i++)
@@ -410,6 +605,37 @@ mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
     dim_iv lo = analyze_simplified(&w, mn), hi = analyze_simplified(&w, last);
     iv_union(&w, &lo, &hi);
     out.ranges[d] = iv_range(&w, &lo, r.buf->shape[d]);
+    if (!max_extents) continue;
+    switch (lo.kind) {
+    case IV_EXACT: max_extents[d] = lo.hi - lo.lo + 1; break;
+    case IV_SYM: max_extents[d] = lo.ext_max > 0 ? lo.ext_max : -1; break;
+    case IV_FULL: max_extents[d] = r.buf->shape[d]; break;
+    }
   }
   return out;
+}
+
+mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
+                            const int64_t *mins, const int64_t *extents) {
+  return mlc_region_relax_bounded(a, r, n, vars, mins, extents, NULL);
+}
+
+bool mlc_expr_linear_in(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, int64_t *coeff,
+                        int64_t *c0) {
+  if (!mlc_dtype_is_int(e->dtype)) return false;
+  mlc_simplifier *sp = mlc_simplifier_new(a);
+  arith_lin L;
+  arith_lin_init(&L);
+  arith_lin_add(sp, &L, mlc_simplify(sp, e), 1);
+  if (L.bad) return false;
+  for (int k = 0; k < n; k++) coeff[k] = 0;
+  for (int i = 0; i < L.n; i++) {
+    if (L.t[i].coeff == 0) continue;
+    int k = 0;
+    while (k < n && !(L.t[i].atom->kind == MLC_EXPR_VAR && L.t[i].atom->var == vars[k])) k++;
+    if (k == n) return false;
+    coeff[k] += L.t[i].coeff;
+  }
+  *c0 = L.c;
+  return true;
 }

@@ -176,8 +176,43 @@ static void use_buf(ser *s, const mlc_buffer *b) {
   def_buf(s, b);
 }
 
-/* ---- annotations (a map: sorted by key, stable for equal keys) ---------- */
+/* ---- annotations ---------------------------------------------------------- */
 
+static void put_anns(ser *s, int n, const mlc_ann *anns, const char *skip_key);
+
+static void put_ann_value(ser *s, const mlc_ann *x) {
+  switch (x->kind) {
+  case MLC_ANN_INT:
+    put_u8(s, 'i');
+    put_i64(s, x->i);
+    return;
+  case MLC_ANN_BOOL:
+    put_u8(s, 'b');
+    put_i64(s, x->i);
+    return;
+  case MLC_ANN_FLOAT:
+    put_u8(s, 'f');
+    put_f64(s, x->f);
+    return;
+  case MLC_ANN_STRING:
+    put_u8(s, 's');
+    put_str(s, x->s);
+    return;
+  case MLC_ANN_LIST:
+    put_u8(s, 'l');
+    put_count(s, x->n);
+    for (int i = 0; i < x->n; i++) put_ann_value(s, &x->items[i]);
+    return;
+  case MLC_ANN_DICT:
+    put_u8(s, 'd');
+    put_anns(s, x->n, x->items, NULL);
+    return;
+  }
+  mlc_unreachable();
+}
+
+/* A map of annotations (the list on a node, or a DICT value): entries
+ * sorted by key, stable for equal keys, so written order does not matter. */
 static void put_anns(ser *s, int n, const mlc_ann *anns, const char *skip_key) {
   const mlc_ann **sorted = n > 0 ? mlc_xmalloc(sizeof *sorted * (size_t)n) : NULL;
   int k = 0;
@@ -195,26 +230,8 @@ static void put_anns(ser *s, int n, const mlc_ann *anns, const char *skip_key) {
   put_u8(s, 'A');
   put_count(s, k);
   for (int i = 0; i < k; i++) {
-    const mlc_ann *x = sorted[i];
-    put_str(s, x->key);
-    switch (x->kind) {
-    case MLC_ANN_INT:
-      put_u8(s, 'i');
-      put_i64(s, x->i);
-      break;
-    case MLC_ANN_BOOL:
-      put_u8(s, 'b');
-      put_i64(s, x->i);
-      break;
-    case MLC_ANN_FLOAT:
-      put_u8(s, 'f');
-      put_f64(s, x->f);
-      break;
-    case MLC_ANN_STRING:
-      put_u8(s, 's');
-      put_str(s, x->s);
-      break;
-    }
+    put_str(s, sorted[i]->key);
+    put_ann_value(s, sorted[i]);
   }
   mlc_free(sorted);
 }

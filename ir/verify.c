@@ -52,6 +52,7 @@ typedef struct vctx {
   MLC_VEC(thread_loop) threads; /* enclosing thread-bound loops */
   mlc_simplifier *simp; /* knows the ranges of c->vars; NULL when stale */
   const mlc_block *block; /* block named in messages */
+  const mlc_stmt *realize; /* c->block's realize: its bindings bound accesses */
   const char *where;      /* part being checked, for messages */
   int level;              /* non-opaque blocks entered */
   int ite_depth;          /* > 0 inside a branch of T.if_then_else */
@@ -146,27 +147,40 @@ static bool define_buffer(vctx *c, mlc_buffer *b, const char *what) {
   return true;
 }
 
-static bool check_anns(vctx *c, int n, const mlc_ann *anns, const char *what) {
-  if (n > 0 && !anns) return fail(c, "%s: missing annotation array", what);
+static bool check_anns(vctx *c, int n, const mlc_ann *anns, const char *what, bool keyed);
+
+/* One annotation value; `key` names it in messages. */
+static bool check_ann_value(vctx *c, const mlc_ann *a, const char *key, const char *what) {
+  switch (a->kind) {
+  case MLC_ANN_INT:
+  case MLC_ANN_FLOAT: return true;
+  case MLC_ANN_BOOL:
+    if (a->i != 0 && a->i != 1)
+      return fail(c, "%s: bool annotation \"%s\" has value %" PRId64, what, key, a->i);
+    return true;
+  case MLC_ANN_STRING:
+    if (!a->s) return fail(c, "%s: string annotation \"%s\" has no value", what, key);
+    return true;
+  case MLC_ANN_LIST: return check_anns(c, a->n, a->items, what, false);
+  case MLC_ANN_DICT:
+    if (!check_anns(c, a->n, a->items, what, true)) return false;
+    for (int i = 0; i < a->n; i++)
+      for (int j = 0; j < i; j++)
+        if (strcmp(a->items[i].key, a->items[j].key) == 0)
+          return fail(c, "%s: annotation \"%s\" has key \"%s\" twice", what, key,
+                      a->items[i].key);
+    return true;
+  }
+  return fail(c, "%s: annotation \"%s\" has invalid kind %d", what, key, (int)a->kind);
+}
+
+/* An annotation list (keyed: a map's entries) or a list value's items. */
+static bool check_anns(vctx *c, int n, const mlc_ann *anns, const char *what, bool keyed) {
+  if (n < 0 || (n > 0 && !anns)) return fail(c, "%s: missing annotation array", what);
   for (int i = 0; i < n; i++) {
-    if (!anns[i].key || !anns[i].key[0]) return fail(c, "%s: annotation with no key", what);
-    switch (anns[i].kind) {
-    case MLC_ANN_INT:
-    case MLC_ANN_FLOAT:
-      break;
-    case MLC_ANN_BOOL:
-      if (anns[i].i != 0 && anns[i].i != 1)
-        return fail(c, "%s: bool annotation \"%s\" has value %" PRId64, what, anns[i].key,
-                    anns[i].i);
-      break;
-    case MLC_ANN_STRING:
-      if (!anns[i].s)
-        return fail(c, "%s: string annotation \"%s\" has no value", what, anns[i].key);
-      break;
-    default:
-      return fail(c, "%s: annotation \"%s\" has invalid kind %d", what, anns[i].key,
-                  (int)anns[i].kind);
-    }
+    if (keyed && (!anns[i].key || !anns[i].key[0]))
+      return fail(c, "%s: annotation with no key", what);
+    if (!check_ann_value(c, &anns[i], keyed ? anns[i].key : "(list item)", what)) return false;
   }
   return true;
 }
@@ -308,6 +322,21 @@ static bool check_bool_expr(vctx *c, mlc_expr *e, const char *what) {
   return true;
 }
 
+/* Whether index e stays in [0, extent) once the block's iter vars are
+ * replaced by their bindings: TensorIR bounds an access by the values the
+ * bindings take (vi = i * 4 + x reading A_local[vi - i * 4] reads
+ * A_local[x], as a cache compacted under a block scope does). */
+static bool bound_by_bindings(vctx *c, mlc_expr *e, int64_t extent) {
+  const mlc_stmt *r = c->realize;
+  if (!r || r->realize.block != c->block || c->block->n_iters == 0) return false;
+  const mlc_block *b = c->block;
+  mlc_var **iv = MLC_NEW_ARRAY(c->a, mlc_var *, b->n_iters);
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  int64_t lo, hi;
+  mlc_expr *sub = mlc_expr_subst(c->a, e, b->n_iters, iv, r->realize.values);
+  return bounds(c, sub, &lo, &hi) && lo >= 0 && hi < extent;
+}
+
 /* Index list of a load or store: present, integer, one per dimension, and
  * within the buffer's shape where that can be decided. */
 static bool check_indices(vctx *c, mlc_buffer *b, mlc_expr **idx, const char *what) {
@@ -334,7 +363,8 @@ static bool check_indices(vctx *c, mlc_buffer *b, mlc_expr **idx, const char *wh
     /* Under an if statement or an if_then_else branch the guard may exclude
      * the out-of-bounds points; elsewhere every point is accessed. */
     if (c->ite_depth > 0 || c->if_depth > 0) continue;
-    if (bounds(c, idx[i], &lo, &hi) && (lo < 0 || hi >= b->shape[i]))
+    if (bounds(c, idx[i], &lo, &hi) && (lo < 0 || hi >= b->shape[i]) &&
+        !bound_by_bindings(c, idx[i], b->shape[i]))
       return fail(c, "in %s: index %s of \"%s\" ranges over [%" PRId64 ", %" PRId64 "], outside "
                   "dimension %d of extent %" PRId64, c->where, show(c, idx[i]), b->name, lo, hi,
                   i, b->shape[i]);
@@ -540,7 +570,7 @@ static bool check_for(vctx *c, mlc_stmt *s) {
     return fail(c, "loop \"%s\": extent must be a positive integer constant, got %s", vname(v),
                 show(c, s->loop.extent));
   if (!check_thread(c, s, ext)) return false;
-  if (!check_anns(c, s->loop.n_anns, s->loop.anns, "loop annotations")) return false;
+  if (!check_anns(c, s->loop.n_anns, s->loop.anns, "loop annotations", true)) return false;
   if (!s->loop.body) return fail(c, "loop \"%s\" has no body", vname(v));
   bool ranged = mlc_expr_is_const_int(s->loop.min, &mlo) ? (mhi = mlo, true)
                                                         : bounds(c, s->loop.min, &mlo, &mhi);
@@ -567,8 +597,13 @@ static bool check_name(vctx *c, const mlc_block *b) {
 }
 
 /* Iter vars: integer vars with constant domains, bound to integer values
- * that stay inside the domain unless T.where may exclude the outside. */
-static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has_pred) {
+ * that stay inside the domain unless T.where may exclude the outside.
+ * Sets [lo[i], hi[i]] to the values iter var i can take: its domain
+ * intersected with the range of its binding over the enclosing loops, as
+ * TensorIR bounds accesses (vi = T.axis.S(16, 8 + i), i < 8, may read
+ * A[vi - 8] of an 8-element A). */
+static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has_pred,
+                        int64_t *lo, int64_t *hi) {
   if (b->n_iters < 0) return fail(c, "negative iter var count");
   if (b->n_iters > 0 && (!b->iters || !values))
     return fail(c, "block has %d iter vars but no %s", b->n_iters,
@@ -589,15 +624,24 @@ static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has
       return fail(c, "iter var \"%s\": domain extent %" PRId64 " must be positive", v, dext);
     c->where = "an iter var binding";
     if (!check_int_expr(c, values[i], "the binding")) return false;
-    int64_t lo, hi;
+    int64_t blo, bhi;
+    bool ranged = bounds(c, values[i], &blo, &bhi);
+    lo[i] = dmin;
+    hi[i] = dmin + dext - 1;
+    if (ranged && blo > lo[i]) lo[i] = blo;
+    if (ranged && bhi < hi[i]) hi[i] = bhi;
+    /* Under T.where the binding may leave the domain where the predicate
+     * is false; the iter var still stays in both ranges when it runs. An
+     * empty intersection means the block never runs: keep the domain. */
+    if (lo[i] > hi[i]) lo[i] = dmin, hi[i] = dmin + dext - 1;
     if (has_pred) continue;
-    if (!bounds(c, values[i], &lo, &hi))
+    if (!ranged)
       return fail(c, "cannot bound the binding %s of iter var \"%s\" to show it stays in its "
                   "domain [%" PRId64 ", %" PRId64 ")", show(c, values[i]), v, dmin, dmin + dext);
-    if (lo < dmin || hi > dmin + dext - 1)
+    if (blo < dmin || bhi > dmin + dext - 1)
       return fail(c, "binding %s of iter var \"%s\" ranges over [%" PRId64 ", %" PRId64 "], "
                   "outside its domain [%" PRId64 ", %" PRId64 ") and the block has no T.where "
-                  "predicate", show(c, values[i]), v, lo, hi, dmin, dmin + dext);
+                  "predicate", show(c, values[i]), v, blo, bhi, dmin, dmin + dext);
   }
   return true;
 }
@@ -731,7 +775,7 @@ static bool check_block_inner(vctx *c, const mlc_block *b, bool is_root) {
   if (b->n_allocs < 0 || (b->n_allocs > 0 && !b->allocs)) return fail(c, "invalid alloc_buffers");
   for (int i = 0; i < b->n_allocs; i++)
     if (!define_buffer(c, b->allocs[i], "alloc_buffer")) return false;
-  if (!check_anns(c, b->n_anns, b->anns, "block annotations")) return false;
+  if (!check_anns(c, b->n_anns, b->anns, "block annotations", true)) return false;
   if (!check_regions(c, b->n_reads, b->reads, "T.reads") ||
       !check_regions(c, b->n_writes, b->writes, "T.writes"))
     return false;
@@ -751,24 +795,26 @@ static bool check_realize(vctx *c, mlc_stmt *s, bool is_root) {
   const mlc_block *b = s->realize.block;
   if (!b) return fail(c, "block realize with no block");
   const mlc_block *outer = c->block;
+  const mlc_stmt *outer_realize = c->realize;
   const char *saved_where = c->where;
   int saved_level = c->level, nvars = c->vars.len, nbufs = c->bufs.len;
   int saved_ite = c->ite_depth, saved_if = c->if_depth;
   c->block = b;
+  c->realize = s;
   if (!check_name(c, b)) return false;
   if (is_root && b->n_iters != 0)
     return fail(c, "the root block must have no iter vars, has %d", b->n_iters);
   /* Bindings and predicate are evaluated outside the block. */
-  if (!check_iters(c, b, s->realize.values, s->realize.predicate != NULL)) return false;
+  int64_t *lo = MLC_NEW_ARRAY(c->a, int64_t, b->n_iters > 0 ? b->n_iters : 1);
+  int64_t *hi = MLC_NEW_ARRAY(c->a, int64_t, b->n_iters > 0 ? b->n_iters : 1);
+  if (!check_iters(c, b, s->realize.values, s->realize.predicate != NULL, lo, hi)) return false;
   if (s->realize.predicate) {
     c->where = "the T.where predicate";
     if (!check_bool_expr(c, s->realize.predicate, "the predicate")) return false;
   }
   if (b->n_iters > 0) c->level++;
-  for (int i = 0; i < b->n_iters; i++) {
-    int64_t lo = b->iters[i].dom.min->int_val, ext = b->iters[i].dom.extent->int_val;
-    if (!define_var(c, b->iters[i].var, false, true, lo, lo + ext - 1)) return false;
-  }
+  for (int i = 0; i < b->n_iters; i++)
+    if (!define_var(c, b->iters[i].var, false, true, lo[i], hi[i])) return false;
   c->ite_depth = c->if_depth = 0; /* the block's own domain governs its accesses */
   bool ok = check_block_inner(c, b, is_root);
   c->ite_depth = saved_ite;
@@ -777,6 +823,7 @@ static bool check_realize(vctx *c, mlc_stmt *s, bool is_root) {
   pop_vars(c, nvars);
   c->level = saved_level;
   c->block = outer;
+  c->realize = outer_realize;
   c->where = saved_where;
   return ok;
 }
@@ -834,7 +881,7 @@ static bool check_func(vctx *c) {
   if (f->n_params < 0 || (f->n_params > 0 && !f->params)) return fail(c, "invalid parameter list");
   for (int i = 0; i < f->n_params; i++)
     if (!define_buffer(c, f->params[i], "parameter")) return false;
-  if (!check_anns(c, f->n_attrs, f->attrs, "function attributes")) return false;
+  if (!check_anns(c, f->n_attrs, f->attrs, "function attributes", true)) return false;
   if (!f->body) return fail(c, "function has no body");
   if (f->body->kind != MLC_STMT_BLOCK_REALIZE)
     return fail(c, "the function body must be the root block, got a %s statement",

@@ -1,51 +1,596 @@
 /* Loop kinds (parallel, vectorize, unroll, bind) and annotations. */
 #include "schedule/sched_impl.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
-/* ---- the TensorIR parallelizability rule -------------------------------- */
+/* ---- quasi-affine bindings (TensorIR's IsAffineBinding) ------------------------
+ *
+ * A block's bindings are affine when each one is a constant (or a value of
+ * the enclosing block) plus a sum of parts of independent iterators,
+ *
+ *     binding = base + sum_k floormod(floordiv(src_k, lower_k), ext_k) * scale_k,
+ *
+ * that sweeps a dense range (see am_fuse); a source is a loop of the
+ * block's scope (counted from its min) or such a dense sum itself (fused
+ * loops split again), and no two bindings use overlapping parts of one
+ * source. This is what TVM's DetectIterMap accepts at its surjective level
+ * for the forms split, fuse, compute_at and offsets produce; 2 * i, i * j,
+ * floordiv(k * k, 2) or two iters bound to the same loop are not affine. */
 
-typedef struct par_ctx {
-  const mlc_var *var;
-  bool allow_reduce; /* threadIdx: cross-thread reduction */
-  const mlc_block *bad;
-  const char *bad_iter;
-} par_ctx;
+enum { AM_TERMS = 16, AM_MARKS = 64, AM_PREDS = 16, AM_PARTS = 512 };
 
-/* A block realize under the loop must bind the loop only to spatial iters. */
-static void check_realize(mlc_stmt *r, void *ctx_) {
-  par_ctx *ctx = ctx_;
-  const mlc_block *b = r->realize.block;
-  for (int i = 0; i < b->n_iters && !ctx->bad; i++)
-    if (b->iters[i].kind == MLC_ITER_REDUCE && !ctx->allow_reduce &&
-        mlc_expr_uses_var(r->realize.values[i], ctx->var)) {
-      ctx->bad = b;
-      ctx->bad_iter = b->iters[i].var->name;
+typedef struct am_split {
+  int mark;      /* the source: index into am_ctx.marks */
+  int64_t lower; /* floormod(floordiv(source, lower), ext) * scale */
+  int64_t ext;
+  int64_t scale;
+  bool coarse; /* floordiv / floormod across digits of the source (see am_divmod) */
+} am_split;
+
+typedef struct am_sum {
+  int n;
+  am_split t[AM_TERMS];
+  int64_t base;
+  bool sym; /* the base also holds vars that are not loops of the scope */
+} am_sum;
+
+typedef struct am_mark {
+  const mlc_var *loop; /* a loop var; NULL: a fused sum */
+  am_sum fused;        /* fused: its terms, scale ascending, dense */
+  bool exact;          /* fused: the terms' scales are a mixed radix (one value each) */
+  int64_t ext;         /* the source ranges over [0, ext) */
+} am_mark;
+
+/* Which part of a source a binding uses; owner is the iter's index, via
+ * the fused source it was read through (-1: none). */
+typedef struct am_part {
+  int mark, owner, via;
+  bool coarse; /* a whole term standing for a part not aligned to its digits */
+  int64_t lower, ext;
+} am_part;
+
+typedef struct am_ctx {
+  int nl;
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  int64_t lmin[SCHED_MAX_DEPTH], lext[SCHED_MAX_DEPTH];
+  bool lconst[SCHED_MAX_DEPTH];
+  int n_marks;
+  am_mark marks[AM_MARKS];
+  int n_preds;
+  am_sum pred[AM_PREDS]; /* T.where conjuncts pred[i] < bound[i] */
+  int64_t bound[AM_PREDS];
+  int n_parts;
+  am_part parts[AM_PARTS];
+} am_ctx;
+
+static int am_loop_index(const am_ctx *c, const mlc_var *v) {
+  for (int j = 0; j < c->nl; j++)
+    if (c->loops[j]->loop.var == v) return j;
+  return -1;
+}
+
+static bool am_is_loop_var(const mlc_expr *e, void *ctx) {
+  return e->kind == MLC_EXPR_VAR && am_loop_index(ctx, e->var) >= 0;
+}
+
+static int am_loop_mark(am_ctx *c, int j) {
+  const mlc_var *v = c->loops[j]->loop.var;
+  for (int m = 0; m < c->n_marks; m++)
+    if (c->marks[m].loop == v) return m;
+  if (c->n_marks == AM_MARKS) return -1;
+  c->marks[c->n_marks] = (am_mark){.loop = v, .ext = c->lext[j]};
+  return c->n_marks++;
+}
+
+/* Appends a term; terms of extent 1 are the constant 0 and drop out. */
+static bool am_push(am_sum *s, am_split t) {
+  if (t.ext == 1 || t.scale == 0) return true;
+  if (s->n == AM_TERMS) return false;
+  s->t[s->n++] = t;
+  return true;
+}
+
+/* x += k * y */
+static bool am_add(am_sum *x, const am_sum *y, int64_t k) {
+  for (int i = 0; i < y->n; i++) {
+    am_split t = y->t[i];
+    t.scale *= k;
+    if (!am_push(x, t)) return false;
+  }
+  x->base += k * y->base;
+  x->sym = x->sym || y->sym;
+  return true;
+}
+
+/* Scale ascending; ties in a fixed order so equal sums compare equal. */
+static bool am_before(const am_split *x, const am_split *y) {
+  if (x->scale != y->scale) return x->scale < y->scale;
+  if (x->mark != y->mark) return x->mark < y->mark;
+  return x->lower != y->lower ? x->lower < y->lower : x->ext < y->ext;
+}
+
+static void am_sort(am_sum *s) {
+  for (int i = 1; i < s->n; i++)
+    for (int j = i; j > 0 && am_before(&s->t[j], &s->t[j - 1]); j--) {
+      am_split t = s->t[j];
+      s->t[j] = s->t[j - 1], s->t[j - 1] = t;
     }
 }
 
-/* Checks shared by parallel, vectorize, bind and unroll. */
-static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool check_reduce,
+static bool am_same_terms(const am_sum *x, const am_sum *y) {
+  if (x->n != y->n) return false;
+  for (int i = 0; i < x->n; i++) {
+    const am_split *a = &x->t[i], *b = &y->t[i];
+    if (a->mark != b->mark || a->lower != b->lower || a->ext != b->ext || a->scale != b->scale ||
+        a->coarse != b->coarse)
+      return false;
+  }
+  return true;
+}
+
+/* The source a dense sum (sorted) forms, found or added; its extent is
+ * narrowed by a T.where bound on the same sum (an uneven split). */
+static int am_fused_mark(am_ctx *c, const am_sum *s, bool exact, int64_t ext) {
+  for (int m = 0; m < c->n_marks; m++)
+    if (!c->marks[m].loop && am_same_terms(&c->marks[m].fused, s)) return m;
+  if (c->n_marks == AM_MARKS) return -1;
+  for (int p = 0; p < c->n_preds; p++)
+    if (am_same_terms(&c->pred[p], s) && c->bound[p] - c->pred[p].base < ext &&
+        c->bound[p] - c->pred[p].base > 0)
+      ext = c->bound[p] - c->pred[p].base;
+  am_mark *mk = &c->marks[c->n_marks];
+  *mk = (am_mark){.loop = NULL, .fused = *s, .exact = exact, .ext = ext};
+  mk->fused.base = 0, mk->fused.sym = false;
+  return c->n_marks++;
+}
+
+/* The terms of x (base ignored) as one part of scale 1 of a source. The
+ * sum must sweep a dense range [0, reach]: scales ascending from 1, each
+ * at most one more than what the smaller terms reach (no gaps). Windows
+ * that overlap (i * 128 + ax with ax in [0, 130)) qualify, as TVM's
+ * surjective iter maps do; an exact mixed radix 1, e0, e0 * e1, ... of
+ * consecutive parts of one source is that source's part. */
+static bool am_fuse(am_ctx *c, const am_sum *x, am_split *out) {
+  am_sum s = *x;
+  am_sort(&s);
+  if (s.n == 0 || s.t[0].scale != 1) return false;
+  int64_t reach = 0;
+  bool exact = true;
+  for (int i = 0; i < s.n; i++) {
+    if (s.t[i].scale > reach + 1) return false;
+    exact = exact && s.t[i].scale == reach + 1;
+    reach += s.t[i].scale * (s.t[i].ext - 1);
+  }
+  bool one = exact, coarse = s.t[0].coarse;
+  for (int i = 1; i < s.n; i++) {
+    one = one && s.t[i].mark == s.t[0].mark && s.t[i].lower == s.t[i - 1].lower * s.t[i - 1].ext;
+    coarse = coarse || s.t[i].coarse;
+  }
+  if (one) {
+    *out = (am_split){s.t[0].mark, s.t[0].lower, reach + 1, 1, coarse};
+    return true;
+  }
+  int m = am_fused_mark(c, &s, exact, reach + 1);
+  if (m < 0) return false;
+  *out = (am_split){m, 1, c->marks[m].ext, 1, coarse};
+  return true;
+}
+
+static int64_t floordiv64(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* floordiv (div) or floormod of x by k > 0. A divisor that does not
+ * divide the part's extent still gives a dense range of the source's
+ * digits, but not whole digits of it: the part is coarse, and the
+ * independence check leaves it out. That happens where the simplifier
+ * rewrote a fused source (M // 16 as f0 * 14 + (f1 * 2 + f2) // 16), which
+ * a finer normal form (TVM's iter marks) would see through. */
+static bool am_divmod(am_ctx *c, const am_sum *x, int64_t k, bool div, am_sum *out) {
+  *out = (am_sum){0};
+  if (x->n == 0) {
+    out->sym = x->sym;
+    if (!x->sym) out->base = div ? floordiv64(x->base, k) : x->base - floordiv64(x->base, k) * k;
+    return true;
+  }
+  am_split s;
+  if (x->sym || x->base % k != 0 || !am_fuse(c, x, &s)) return false;
+  if (div) {
+    out->base = x->base / k;
+    bool top = s.lower * s.ext >= c->marks[s.mark].ext;
+    s.coarse = s.coarse || (s.ext % k != 0 && !top);
+    s.ext = (s.ext + k - 1) / k;
+    s.lower *= k;
+  } else if (k < s.ext) {
+    s.coarse = s.coarse || s.ext % k != 0;
+    s.ext = k;
+  }
+  return am_push(out, s);
+}
+
+static bool am_norm(am_ctx *c, const mlc_expr *e, am_sum *out) {
+  *out = (am_sum){0};
+  am_sum x, y;
+  int64_t k;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM: out->base = e->int_val; return true;
+  case MLC_EXPR_VAR: {
+    int j = am_loop_index(c, e->var);
+    if (j < 0 || !c->lconst[j]) break;
+    out->base = c->lmin[j];
+    int m = am_loop_mark(c, j);
+    return m >= 0 && am_push(out, (am_split){m, 1, c->marks[m].ext, 1, false});
+  }
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+    return am_norm(c, e->bin.a, &x) && am_norm(c, e->bin.b, &y) && am_add(out, &x, 1) &&
+           am_add(out, &y, e->kind == MLC_EXPR_SUB ? -1 : 1);
+  case MLC_EXPR_MUL:
+    if (mlc_expr_is_const_int(e->bin.b, &k)) return am_norm(c, e->bin.a, &x) && am_add(out, &x, k);
+    if (mlc_expr_is_const_int(e->bin.a, &k)) return am_norm(c, e->bin.b, &x) && am_add(out, &x, k);
+    break;
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+    if (mlc_expr_is_const_int(e->bin.b, &k) && k > 0)
+      return am_norm(c, e->bin.a, &x) && am_divmod(c, &x, k, e->kind == MLC_EXPR_FLOORDIV, out);
+    break;
+  case MLC_EXPR_CAST:
+    if (mlc_dtype_is_int(e->dtype) && mlc_dtype_is_int(e->cast.value->dtype))
+      return am_norm(c, e->cast.value, out);
+    break;
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+  case MLC_EXPR_NOT:
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+  case MLC_EXPR_LOAD:
+  case MLC_EXPR_CALL: break;
+  }
+  /* Anything else is affine only as a value the loops do not change. */
+  if (mlc_expr_any(e, am_is_loop_var, c)) return false;
+  out->sym = true;
+  return true;
+}
+
+/* T.where conjuncts `sum < bound` narrow the sources they bound. */
+static void am_add_preds(am_ctx *c, mlc_expr *pred) {
+  mlc_expr *conj[64];
+  int n = sched_conjuncts(pred, conj, 64);
+  for (int i = 0; i < n && c->n_preds < AM_PREDS; i++) {
+    int64_t b;
+    mlc_expr *e = conj[i];
+    if ((e->kind != MLC_EXPR_LT && e->kind != MLC_EXPR_LE) || !mlc_expr_is_const_int(e->bin.b, &b))
+      continue;
+    am_sum *p = &c->pred[c->n_preds];
+    if (!am_norm(c, e->bin.a, p) || p->sym || p->n == 0) continue;
+    am_sort(p);
+    c->bound[c->n_preds++] = e->kind == MLC_EXPR_LT ? b : b + 1;
+  }
+  /* A bound on one loop narrows that loop (fused sources are narrowed as
+   * they are formed). */
+  for (int i = 0; i < c->n_preds; i++) {
+    const am_split *t = &c->pred[i].t[0];
+    am_mark *m = &c->marks[t->mark];
+    int64_t hi = c->bound[i] - c->pred[i].base;
+    if (c->pred[i].n == 1 && m->loop && t->scale == 1 && t->lower == 1 && t->ext == m->ext &&
+        hi > 0 && hi < m->ext)
+      m->ext = hi;
+  }
+}
+
+static bool am_add_part(am_ctx *c, am_split t, int owner, int via, bool coarse) {
+  if (c->n_parts == AM_PARTS) return false;
+  c->parts[c->n_parts++] = (am_part){t.mark, owner, via, coarse, t.lower, t.ext};
+  return true;
+}
+
+/* The part [lo, hi) of a fused source's digits that falls in term t
+ * (scale k): that part of t's own source, when it is whole digits of it;
+ * otherwise all of t (*coarse). */
+static am_split am_term_part(const am_split *t, int64_t lo, int64_t hi, bool *coarse) {
+  int64_t k = t->scale, tlo = k, thi = k * t->ext;
+  lo = lo > tlo ? lo : tlo;
+  hi = hi < thi ? hi : thi;
+  if (lo >= hi) return (am_split){t->mark, 0, 0, 0, false};
+  if (lo % k != 0 || hi % lo != 0) return *coarse = true, *t;
+  return (am_split){t->mark, t->lower * (lo / k), hi / lo, 1, t->coarse};
+}
+
+/* Parts of fused sources stand for the parts of their terms they use
+ * (of every term, where the terms overlap), so that two bindings reading
+ * the same loops through different fused forms are still compared. Parts
+ * read through the same fused source were compared there already. */
+static bool am_expand_parts(am_ctx *c) {
+  bool done[AM_MARKS] = {false};
+  for (int i = 0; i < c->n_parts; i++) {
+    am_part p = c->parts[i];
+    const am_mark *m = &c->marks[p.mark];
+    if (m->loop || (!m->exact && done[p.mark])) continue;
+    done[p.mark] = true;
+    for (int k = 0; k < m->fused.n; k++) {
+      const am_split *t = &m->fused.t[k];
+      bool coarse = p.coarse || t->coarse;
+      am_split sub = m->exact ? am_term_part(t, p.lower, p.lower * p.ext, &coarse) : *t;
+      if (sub.ext > 1 && !am_add_part(c, sub, p.owner, p.mark, coarse)) return false;
+    }
+  }
+  return true;
+}
+
+/* Two parts of one source overlap when their digit ranges
+ * [lower, lower * ext) meet. Coarse parts are not compared: telling
+ * apart bindings that divide one fused source at different digits (one
+ * reads it as M // 3248, another as the simplifier's rewrite of M // 56)
+ * needs a finer normal form than ours (TVM's iter marks). */
+static bool am_overlap(const am_part *x, const am_part *y) {
+  if (x->mark != y->mark || (x->via >= 0 && x->via == y->via) || x->coarse || y->coarse)
+    return false;
+  int64_t lo = x->lower > y->lower ? x->lower : y->lower;
+  int64_t hx = x->lower * x->ext, hy = y->lower * y->ext;
+  return lo < (hx < hy ? hx : hy);
+}
+
+/* Whether the bindings of `realize` are quasi-affine in the loops of its
+ * scope. If not, *bad is the first iter whose binding is not, or two iters
+ * (*bad, *other) use the same part of a loop. */
+static bool affine_bindings(mlc_sched *s, mlc_stmt *realize, int *bad, int *other) {
+  am_ctx *c = mlc_xmalloc(sizeof *c);
+  c->nl = sched_scope_loops(s, realize, c->loops, NULL);
+  c->n_marks = c->n_preds = c->n_parts = 0;
+  for (int j = 0; j < c->nl; j++)
+    c->lconst[j] = mlc_expr_is_const_int(c->loops[j]->loop.min, &c->lmin[j]) &&
+                   mlc_expr_is_const_int(c->loops[j]->loop.extent, &c->lext[j]);
+  am_add_preds(c, realize->realize.predicate);
+  const mlc_block *b = realize->realize.block;
+  bool ok = true;
+  *bad = *other = -1;
+  for (int i = 0; i < b->n_iters && ok; i++) {
+    am_sum x;
+    am_split t;
+    ok = am_norm(c, realize->realize.values[i], &x) &&
+         (x.n == 0 || (am_fuse(c, &x, &t) && am_add_part(c, t, i, -1, t.coarse)));
+    if (!ok) *bad = i;
+  }
+  if (ok && !am_expand_parts(c)) ok = false, *bad = 0;
+  for (int i = 0; i < c->n_parts && ok; i++)
+    for (int j = i + 1; j < c->n_parts && ok; j++)
+      if (am_overlap(&c->parts[i], &c->parts[j])) {
+        ok = false;
+        *bad = c->parts[i].owner, *other = c->parts[j].owner;
+      }
+  mlc_free(c);
+  return ok;
+}
+
+/* ---- TensorIR's parallelizability rule ---------------------------------------------
+ *
+ * parallel, vectorize and bind (ParallelizeComputation) require:
+ * 1. compact data flow under the loop: each block directly under it is a
+ *    complete block (all iters spatial, the only writer of its outputs
+ *    there, reading none of them) or a reduction block (T.init(), affine
+ *    bindings, the only writer of its outputs there, no reduce iter in an
+ *    output index);
+ * 2. every block under the loop has quasi-affine bindings;
+ * 3. the iters bound to the loop are spatial (or reduce, for threadIdx:
+ *    a cross-thread reduction). */
+
+static void print_expr_to(char *buf, size_t n, const mlc_expr *e) {
+  mlc_str o = {0};
+  mlc_print_expr(&o, e);
+  snprintf(buf, n, "%s", mlc_str_cstr(&o));
+  mlc_str_free(&o);
+}
+
+static bool affine_check(mlc_sched *s, const char *prim, const char *ld, mlc_stmt *r,
+                         mlc_error *err) {
+  int bad, other;
+  if (affine_bindings(s, r, &bad, &other)) return true;
+  const mlc_block *b = r->realize.block;
+  if (other >= 0)
+    return mlc_error_set(err,
+                         "%s: %s: block \"%s\" does not have an affine binding: iters %s and %s "
+                         "are bound to the same iterations of the loops",
+                         prim, ld, b->name, b->iters[bad].var->name, b->iters[other].var->name);
+  char e[160];
+  print_expr_to(e, sizeof e, r->realize.values[bad]);
+  return mlc_error_set(err,
+                       "%s: %s: block \"%s\" does not have an affine binding: %s = %s is not a "
+                       "quasi-affine map of the loops",
+                       prim, ld, b->name, b->iters[bad].var->name, e);
+}
+
+/* A statement of the block's body stores to an output at an index that
+ * uses a reduce iter. */
+static const mlc_var *reduce_in_output_index(const mlc_block *b, const mlc_stmt *st,
+                                             const mlc_buffer **buf) {
+  if (!st) return NULL;
+  const mlc_var *v;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return reduce_in_output_index(b, st->loop.body, buf);
+  case MLC_STMT_BLOCK_REALIZE: return reduce_in_output_index(b, st->realize.block->body, buf);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if ((v = reduce_in_output_index(b, st->seq.stmts[i], buf))) return v;
+    return NULL;
+  case MLC_STMT_IF:
+    if ((v = reduce_in_output_index(b, st->if_.then_s, buf))) return v;
+    return reduce_in_output_index(b, st->if_.else_s, buf);
+  case MLC_STMT_ALLOCATE: return reduce_in_output_index(b, st->alloc.body, buf);
+  case MLC_STMT_STORE:
+    if (!sched_block_writes(b, st->store.buf)) return NULL;
+    for (int d = 0; d < st->store.buf->ndim; d++)
+      for (int i = 0; i < b->n_iters; i++)
+        if (b->iters[i].kind == MLC_ITER_REDUCE &&
+            mlc_expr_uses_var(st->store.indices[d], b->iters[i].var)) {
+          *buf = st->store.buf;
+          return b->iters[i].var;
+        }
+    return NULL;
+  case MLC_STMT_EVALUATE: return NULL;
+  }
+  mlc_unreachable();
+}
+
+typedef struct flow_ctx {
+  mlc_sched *s;
+  MLC_VEC(mlc_stmt *) blocks; /* realizes directly under the loop */
+} flow_ctx;
+
+static void collect_child(mlc_stmt *r, void *ctx_) {
+  flow_ctx *c = ctx_;
+  MLC_VEC_APUSH(c->s->arena, c->blocks, r);
+}
+
+/* Another block directly under the loop that writes one of b's outputs. */
+static const mlc_block *other_writer(const flow_ctx *c, const mlc_block *b, const mlc_buffer **buf) {
+  for (int w = 0; w < b->n_writes; w++)
+    for (int i = 0; i < c->blocks.len; i++) {
+      const mlc_block *o = c->blocks.data[i]->realize.block;
+      if (o != b && sched_block_writes(o, b->writes[w].buf)) {
+        *buf = b->writes[w].buf;
+        return o;
+      }
+    }
+  return NULL;
+}
+
+static const char *reason(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static const char *reason(char *why, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, n, fmt, ap);
+  va_end(ap);
+  return why;
+}
+
+/* Why b is not a complete block among the loop's blocks (NULL: it is). */
+static const char *not_complete(const flow_ctx *c, const mlc_block *b, char *why, size_t n) {
+  const mlc_buffer *buf;
+  const mlc_block *o;
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind != MLC_ITER_SPATIAL)
+      return reason(why, n, "iter %s is not data parallel", b->iters[i].var->name);
+  if ((o = other_writer(c, b, &buf)))
+    return reason(why, n, "block \"%s\" also writes %s", o->name, buf->name);
+  for (int r = 0; r < b->n_reads; r++)
+    if (sched_block_writes(b, b->reads[r].buf))
+      return reason(why, n, "it reads %s, which it writes", b->reads[r].buf->name);
+  return NULL;
+}
+
+static const char *not_reduction(const flow_ctx *c, mlc_stmt *r, char *why, size_t n) {
+  const mlc_block *b = r->realize.block, *o;
+  const mlc_buffer *buf;
+  const mlc_var *v;
+  int bad, other;
+  if (!b->init) return reason(why, n, "it has no T.init()");
+  if (!affine_bindings(c->s, r, &bad, &other))
+    return reason(why, n, "its bindings are not quasi-affine");
+  if ((o = other_writer(c, b, &buf)))
+    return reason(why, n, "block \"%s\" also writes %s", o->name, buf->name);
+  if ((v = reduce_in_output_index(b, b->body, &buf)))
+    return reason(why, n, "reduce iter %s indexes its output %s", v->name, buf->name);
+  return NULL;
+}
+
+static bool compact_dataflow_check(mlc_sched *s, const char *prim, const char *ld, mlc_stmt *loop,
+                                   mlc_error *err) {
+  flow_ctx c = {s, {0}};
+  sched_each_realize(loop->loop.body, collect_child, &c);
+  for (int i = 0; i < c.blocks.len; i++) {
+    char w1[200], w2[200];
+    const char *nc = not_complete(&c, c.blocks.data[i]->realize.block, w1, sizeof w1);
+    const char *nr = nc ? not_reduction(&c, c.blocks.data[i], w2, sizeof w2) : NULL;
+    if (nc && nr)
+      return mlc_error_set(err,
+                           "%s: %s: block \"%s\" is neither a complete block (%s) nor a reduction "
+                           "block (%s); the blocks under the loop must have compact data flow",
+                           prim, ld, c.blocks.data[i]->realize.block->name, nc, nr);
+  }
+  return true;
+}
+
+/* Each block under the loop, nested blocks included (not inits). */
+static void each_block_deep(mlc_stmt *st, void (*fn)(mlc_stmt *, void *), void *ctx) {
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: each_block_deep(st->loop.body, fn, ctx); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    fn(st, ctx);
+    each_block_deep(st->realize.block->body, fn, ctx);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) each_block_deep(st->seq.stmts[i], fn, ctx);
+    return;
+  case MLC_STMT_IF:
+    each_block_deep(st->if_.then_s, fn, ctx);
+    each_block_deep(st->if_.else_s, fn, ctx);
+    return;
+  case MLC_STMT_ALLOCATE: each_block_deep(st->alloc.body, fn, ctx); return;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return;
+  }
+  mlc_unreachable();
+}
+
+typedef struct par_ctx {
+  mlc_sched *s;
+  const char *prim, *ld;
+  const mlc_var *var;
+  bool allow_reduce; /* threadIdx: cross-thread reduction */
+  mlc_error *err;
+  bool failed;
+} par_ctx;
+
+/* A block under the loop: affine bindings, the loop bound only to spatial
+ * iters. */
+static void check_block(mlc_stmt *r, void *ctx_) {
+  par_ctx *c = ctx_;
+  if (c->failed) return;
+  if (!affine_check(c->s, c->prim, c->ld, r, c->err)) {
+    c->failed = true;
+    return;
+  }
+  const mlc_block *b = r->realize.block;
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind == MLC_ITER_REDUCE && !c->allow_reduce &&
+        mlc_expr_uses_var(r->realize.values[i], c->var)) {
+      mlc_error_set(c->err,
+                    "%s: %s: block \"%s\" binds its reduce iter %s to this loop; only "
+                    "spatial iters may depend on it",
+                    c->prim, c->ld, b->name, b->iters[i].var->name);
+      c->failed = true;
+      return;
+    }
+}
+
+/* Checks shared by parallel, vectorize, bind and unroll. A loop already
+ * bound to a thread may be given another kind or thread, as in TensorIR. */
+static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool check_blocks,
                             bool allow_reduce, mlc_error *err) {
   char d[96];
   if (!sched_check_loop(s, prim, rv, err)) return false;
   mlc_stmt *l = s->rvs.data[rv].loop;
-  if (l->loop.kind == MLC_FOR_THREAD_BINDING)
-    return mlc_error_set(err, "%s: %s is already bound to %s", prim, sched_rv_desc(s, rv, d),
-                         l->loop.thread);
+  sched_rv_desc(s, rv, d);
   int64_t ext;
   if (!mlc_expr_is_const_int(l->loop.extent, &ext))
-    return mlc_error_set(err, "%s: %s: the loop's extent is not constant", prim,
-                         sched_rv_desc(s, rv, d));
-  if (!check_reduce) return true;
-  par_ctx ctx = {l->loop.var, allow_reduce, NULL, NULL};
-  sched_each_realize(l->loop.body, check_realize, &ctx);
-  if (ctx.bad)
-    return mlc_error_set(err,
-                         "%s: %s: block \"%s\" binds its reduce iter %s to this loop; only "
-                         "spatial iters may depend on it",
-                         prim, sched_rv_desc(s, rv, d), ctx.bad->name, ctx.bad_iter);
-  return true;
+    return mlc_error_set(err, "%s: %s: the loop's extent is not constant", prim, d);
+  if (!check_blocks) return true;
+  if (!compact_dataflow_check(s, prim, d, l, err)) return false;
+  par_ctx ctx = {s, prim, d, l->loop.var, allow_reduce, err, false};
+  each_block_deep(l->loop.body, check_block, &ctx);
+  return !ctx.failed;
 }
 
 /* ---- dependences carried by a loop ------------------------------------------- */
@@ -131,6 +676,12 @@ static bool carried_dependence_check(mlc_sched *s, const char *prim, mlc_rv rv, 
   return true;
 }
 
+/* A bound loop given another kind loses its thread, as in TensorIR. */
+static void set_kind(mlc_stmt *l, mlc_for_kind k) {
+  l->loop.kind = k;
+  l->loop.thread = NULL;
+}
+
 static void record_loop(mlc_sched *s, mlc_inst_kind k, mlc_rv rv) {
   mlc_operand in = MLC_OP_RV(rv);
   sched_record(s, k, 1, &in, 0, NULL, 0, NULL);
@@ -140,7 +691,7 @@ bool mlc_sched_parallel(mlc_sched *s, mlc_rv rv, mlc_error *err) {
   if (!loop_kind_check(s, "parallel", rv, true, false, err) ||
       !carried_dependence_check(s, "parallel", rv, err))
     return false;
-  s->rvs.data[rv].loop->loop.kind = MLC_FOR_PARALLEL;
+  set_kind(s->rvs.data[rv].loop, MLC_FOR_PARALLEL);
   record_loop(s, MLC_INST_PARALLEL, rv);
   return true;
 }
@@ -149,14 +700,14 @@ bool mlc_sched_vectorize(mlc_sched *s, mlc_rv rv, mlc_error *err) {
   if (!loop_kind_check(s, "vectorize", rv, true, false, err) ||
       !carried_dependence_check(s, "vectorize", rv, err))
     return false;
-  s->rvs.data[rv].loop->loop.kind = MLC_FOR_VECTORIZED;
+  set_kind(s->rvs.data[rv].loop, MLC_FOR_VECTORIZED);
   record_loop(s, MLC_INST_VECTORIZE, rv);
   return true;
 }
 
 bool mlc_sched_unroll(mlc_sched *s, mlc_rv rv, mlc_error *err) {
   if (!loop_kind_check(s, "unroll", rv, false, false, err)) return false;
-  s->rvs.data[rv].loop->loop.kind = MLC_FOR_UNROLLED;
+  set_kind(s->rvs.data[rv].loop, MLC_FOR_UNROLLED);
   record_loop(s, MLC_INST_UNROLL, rv);
   return true;
 }
@@ -271,6 +822,21 @@ static bool ann_target(mlc_sched *s, const char *prim, mlc_rv rv, int **n, mlc_a
   return true;
 }
 
+/* An int, float or string ANN value as the plain operand, so that the
+ * trace records one form of each value (and its JSON reads back as it). */
+static mlc_operand plain_operand(mlc_operand v) {
+  if (v.kind != MLC_OPERAND_ANN || !v.ann) return v;
+  switch (v.ann->kind) {
+  case MLC_ANN_INT: return MLC_OP_INT(v.ann->i);
+  case MLC_ANN_FLOAT: return MLC_OP_FLOAT(v.ann->f);
+  case MLC_ANN_STRING: return v.ann->s ? MLC_OP_STR(v.ann->s) : v;
+  case MLC_ANN_BOOL:
+  case MLC_ANN_LIST:
+  case MLC_ANN_DICT: return v;
+  }
+  mlc_unreachable();
+}
+
 bool mlc_sched_annotate(mlc_sched *s, mlc_rv rv, const char *key, mlc_operand value,
                         mlc_error *err) {
   char d[96];
@@ -280,7 +846,13 @@ bool mlc_sched_annotate(mlc_sched *s, mlc_rv rv, const char *key, mlc_operand va
   if (!key || !*key)
     return mlc_error_set(err, "annotate: %s: empty annotation key", sched_rv_desc(s, rv, d));
   mlc_ann ann = {.key = mlc_arena_strdup(s->arena, key)};
+  value = plain_operand(value);
   switch (value.kind) {
+  case MLC_OPERAND_ANN:
+    if (!value.ann) return mlc_error_set(err, "annotate: %s: NULL value", sched_rv_desc(s, rv, d));
+    ann = mlc_ann_dup(s->arena, value.ann);
+    ann.key = mlc_arena_strdup(s->arena, key);
+    break;
   case MLC_OPERAND_INT: ann.kind = MLC_ANN_INT, ann.i = value.i; break;
   case MLC_OPERAND_FLOAT: ann.kind = MLC_ANN_FLOAT, ann.f = value.f; break;
   case MLC_OPERAND_STR:

@@ -9,6 +9,12 @@
  * right after the buffer's writer and before the first block that reads
  * what the writer wrote, in the innermost loop (or the scope block) holding
  * both; a buffer nobody in the scope writes is copied at the scope's start.
+ * A stage placed directly in the scope block (no loop around it) gets a
+ * cache of the region's shape, accesses shifted by the region's start, as
+ * TensorIR compacts it (a 16 x 16 tile cached in a blockized block is a
+ * 16 x 16 buffer there); under a loop the cache keeps the buffer's shape.
+ * Consumers of a cache_read after the stage's loop read what all its
+ * iterations copied.
  *
  * Every check runs before the IR is touched, so a refusal leaves the state
  * exactly as it was. Besides TensorIR's own checks, cache_read/cache_write
@@ -21,6 +27,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- scopes and names ------------------------------------------------------ */
@@ -365,56 +372,76 @@ static mlc_region full_region(mlc_arena *a, mlc_buffer *buf) {
 
 /* ---- rewriting buffer accesses ---------------------------------------------------------- */
 
-/* Loads of `from` read `to` instead (copy on write: expression nodes may
- * be shared between statements). */
+/* Accesses of `from` use `to` instead (copy on write: expression nodes may
+ * be shared between statements). A compacted cache holds the region
+ * starting at `offset` (per dimension, NULL: 0; the array NULL: no
+ * compaction), so its indices are the old ones minus the offset, as
+ * TensorIR rewrites them. */
 typedef struct buf_swap {
   const mlc_buffer *from;
   mlc_buffer *to;
+  mlc_expr **offset;
 } buf_swap;
+
+static mlc_expr *shifted(mlc_arena *a, mlc_expr *ix, mlc_expr *off) {
+  if (!off) return ix;
+  if (off->dtype != ix->dtype) off = mlc_cast(a, ix->dtype, off);
+  return mlc_simplify_expr(a, mlc_sub(a, ix, off));
+}
+
+static mlc_expr **shifted_indices(mlc_arena *a, const buf_swap *w, mlc_expr **idx) {
+  if (!w->offset) return idx;
+  int nd = w->from->ndim;
+  mlc_expr **out = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  for (int d = 0; d < nd; d++) out[d] = shifted(a, idx[d], w->offset[d]);
+  return out;
+}
 
 static mlc_expr *swap_load(mlc_arena *a, mlc_expr *e, void *ud) {
   const buf_swap *w = ud;
   if (e->kind != MLC_EXPR_LOAD || e->load.buf != w->from) return e;
   mlc_expr *n = mlc_arena_memdup(a, e, sizeof *e);
   n->load.buf = w->to;
+  n->load.indices = shifted_indices(a, w, e->load.indices);
   return n;
 }
 
-static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const mlc_buffer *from, mlc_buffer *to) {
-  buf_swap w = {from, to};
-  return mlc_expr_map(a, e, swap_load, &w);
+static mlc_expr *swap_expr(mlc_arena *a, mlc_expr *e, const buf_swap *w) {
+  return mlc_expr_map(a, e, swap_load, (void *)w);
 }
 
-static mlc_expr **swap_exprs(mlc_arena *a, mlc_expr **es, int n, const mlc_buffer *from,
-                             mlc_buffer *to) {
-  buf_swap w = {from, to};
-  return mlc_exprs_map(a, es, n, swap_load, &w);
+static mlc_expr **swap_exprs(mlc_arena *a, mlc_expr **es, int n, const buf_swap *w) {
+  return mlc_exprs_map(a, es, n, swap_load, (void *)w);
 }
 
 /* A fresh region array with `from` replaced (arrays may be shared). */
-static mlc_region *swap_regions(mlc_arena *a, int n, mlc_region *rs, const mlc_buffer *from,
-                                mlc_buffer *to) {
-  if (!lists_buffer(n, rs, from)) return rs;
+static mlc_region *swap_regions(mlc_arena *a, int n, mlc_region *rs, const buf_swap *w) {
+  if (!lists_buffer(n, rs, w->from)) return rs;
   mlc_region *out = MLC_NEW_ARRAY(a, mlc_region, n + 1);
   for (int i = 0; i < n; i++) {
     out[i] = rs[i];
-    if (out[i].buf == from) out[i].buf = to;
+    if (out[i].buf != w->from) continue;
+    out[i].buf = w->to;
+    if (!w->offset) continue;
+    out[i].ranges = MLC_NEW_ARRAY(a, mlc_range, w->from->ndim + 1);
+    for (int d = 0; d < w->from->ndim; d++)
+      out[i].ranges[d] = (mlc_range){shifted(a, rs[i].ranges[d].min, w->offset[d]),
+                                     rs[i].ranges[d].extent};
   }
   return out;
 }
 
 typedef struct swap_ctx {
   mlc_arena *a;
-  const mlc_buffer *from;
-  mlc_buffer *to;
+  buf_swap w;
   bool stores; /* also redirect stores and write regions (the writer) */
 } swap_ctx;
 
 static void swap_stmt(swap_ctx *c, mlc_stmt **slot);
 
 static void swap_block(swap_ctx *c, mlc_block *b) {
-  b->reads = swap_regions(c->a, b->n_reads, b->reads, c->from, c->to);
-  if (c->stores) b->writes = swap_regions(c->a, b->n_writes, b->writes, c->from, c->to);
+  b->reads = swap_regions(c->a, b->n_reads, b->reads, &c->w);
+  if (c->stores) b->writes = swap_regions(c->a, b->n_writes, b->writes, &c->w);
   if (b->init) swap_stmt(c, &b->init);
   swap_stmt(c, &b->body);
 }
@@ -432,24 +459,24 @@ static void swap_stmt(swap_ctx *c, mlc_stmt **slot) {
     for (int i = 0; i < st->seq.n; i++) swap_stmt(c, &st->seq.stmts[i]);
     return;
   case MLC_STMT_STORE: {
-    mlc_expr **idx = swap_exprs(c->a, st->store.indices, st->store.buf->ndim, c->from, c->to);
-    mlc_expr *v = swap_expr(c->a, st->store.value, c->from, c->to);
-    bool redirect = c->stores && st->store.buf == c->from;
+    mlc_expr **idx = swap_exprs(c->a, st->store.indices, st->store.buf->ndim, &c->w);
+    mlc_expr *v = swap_expr(c->a, st->store.value, &c->w);
+    bool redirect = c->stores && st->store.buf == c->w.from;
     if (idx == st->store.indices && v == st->store.value && !redirect) return;
     n = mlc_arena_memdup(c->a, st, sizeof *st);
-    n->store.indices = idx, n->store.value = v;
-    if (redirect) n->store.buf = c->to;
+    n->store.indices = redirect ? shifted_indices(c->a, &c->w, idx) : idx, n->store.value = v;
+    if (redirect) n->store.buf = c->w.to;
     *slot = n;
     return;
   }
   case MLC_STMT_IF:
-    st->if_.cond = swap_expr(c->a, st->if_.cond, c->from, c->to);
+    st->if_.cond = swap_expr(c->a, st->if_.cond, &c->w);
     swap_stmt(c, &st->if_.then_s);
     swap_stmt(c, &st->if_.else_s);
     return;
   case MLC_STMT_ALLOCATE: swap_stmt(c, &st->alloc.body); return;
   case MLC_STMT_EVALUATE: {
-    mlc_expr *v = swap_expr(c->a, st->eval.value, c->from, c->to);
+    mlc_expr *v = swap_expr(c->a, st->eval.value, &c->w);
     if (v == st->eval.value) return;
     n = mlc_arena_memdup(c->a, st, sizeof *st);
     n->eval.value = v;
@@ -464,37 +491,47 @@ static void swap_stmt(swap_ctx *c, mlc_stmt **slot) {
 
 /* for ax0, ax1, ... in T.grid(region extents):
  *   with T.block(name): v_d = T.axis.spatial(shape_d, min_d + ax_d)
- *     dst[v0, v1, ...] = src[v0, v1, ...] */
+ *     dst[v0, v1, ...] = src[v0, v1, ...]
+ * A compacted cache (the stage sits in its scope block, as TensorIR's
+ * cache_full_region = false) holds only the region: v_d =
+ * T.axis.spatial(extent_d, ax_d), the cache is indexed v_d and the
+ * region's buffer min_d + v_d. */
 static mlc_stmt *make_stage(mlc_sched *s, const char *name, const mlc_region *region,
-                            mlc_buffer *src, mlc_buffer *dst, mlc_block **out_block) {
+                            mlc_buffer *src, mlc_buffer *dst, bool compact, mlc_block **out_block) {
   mlc_arena *a = s->arena;
   int nd = region->buf->ndim;
   mlc_block *b = mlc_block_new(a, name);
   b->n_iters = nd;
   b->iters = MLC_NEW_ARRAY(a, mlc_iter_var, nd + 1);
   mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1), **vals = MLC_NEW_ARRAY(a, mlc_expr *, nd + 1);
+  mlc_expr **orig_idx = compact ? MLC_NEW_ARRAY(a, mlc_expr *, nd + 1) : idx;
   mlc_var **ax = MLC_NEW_ARRAY(a, mlc_var *, nd + 1);
   mlc_range *point = MLC_NEW_ARRAY(a, mlc_range, nd + 1);
+  mlc_range *orig_point = compact ? MLC_NEW_ARRAY(a, mlc_range, nd + 1) : point;
   for (int d = 0; d < nd; d++) {
     mlc_dtype t = region->ranges[d].extent->dtype;
     if (!mlc_dtype_is_int(t)) t = MLC_INT32;
     mlc_var *v = mlc_var_new(a, mlc_arena_printf(a, "v%d", d), t);
     ax[d] = mlc_var_new(a, mlc_arena_printf(a, "ax%d", d), t);
-    b->iters[d] = (mlc_iter_var){v, {mlc_int_t(a, t, 0), mlc_int_t(a, t, region->buf->shape[d])},
-                                 MLC_ITER_SPATIAL};
+    mlc_expr *dom = compact ? region->ranges[d].extent : mlc_int_t(a, t, region->buf->shape[d]);
+    b->iters[d] = (mlc_iter_var){v, {mlc_int_t(a, t, 0), dom}, MLC_ITER_SPATIAL};
     idx[d] = mlc_ref(a, v);
     point[d] = (mlc_range){idx[d], mlc_int_t(a, t, 1)};
     int64_t mn;
-    vals[d] = mlc_expr_is_const_int(region->ranges[d].min, &mn) && mn == 0
-                  ? mlc_ref(a, ax[d])
-                  : mlc_add(a, region->ranges[d].min, mlc_ref(a, ax[d]));
+    bool zero = mlc_expr_is_const_int(region->ranges[d].min, &mn) && mn == 0;
+    mlc_expr *start = zero ? mlc_ref(a, ax[d]) : mlc_add(a, region->ranges[d].min, mlc_ref(a, ax[d]));
+    vals[d] = compact ? mlc_ref(a, ax[d]) : start;
+    if (!compact) continue;
+    orig_idx[d] = zero ? idx[d] : mlc_add(a, region->ranges[d].min, idx[d]);
+    orig_point[d] = (mlc_range){orig_idx[d], mlc_int_t(a, t, 1)};
   }
+  mlc_expr **src_idx = src == region->buf ? orig_idx : idx, **dst_idx = dst == region->buf ? orig_idx : idx;
   b->n_reads = b->n_writes = 1;
   b->reads = MLC_NEW(a, mlc_region);
   b->writes = MLC_NEW(a, mlc_region);
-  *b->reads = (mlc_region){src, point};
-  *b->writes = (mlc_region){dst, point};
-  b->body = mlc_store_new(a, dst, idx, mlc_load(a, src, idx));
+  *b->reads = (mlc_region){src, src == region->buf ? orig_point : point};
+  *b->writes = (mlc_region){dst, dst == region->buf ? orig_point : point};
+  b->body = mlc_store_new(a, dst, dst_idx, mlc_load(a, src, src_idx));
   mlc_stmt *st = mlc_realize_new(a, b, vals, NULL);
   for (int d = nd - 1; d >= 0; d--)
     st = mlc_for_new(a, ax[d], mlc_int_t(a, ax[d]->dtype, 0), region->ranges[d].extent,
@@ -538,6 +575,8 @@ typedef struct cache_plan {
   int n_cons;
   stage_loc loc;
   mlc_region region;   /* what the stage copies, in the vars live at loc */
+  bool compact;        /* the cache holds just `region` (the stage is in the scope block) */
+  mlc_expr **offset;   /* compact: region's start per dimension, NULL where 0 */
 } cache_plan;
 
 static bool check_consumer_list(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
@@ -646,23 +685,80 @@ static bool cache_read_plan(mlc_sched *s, cache_plan *p, const char *who, mlc_er
   return finish_region(s, prim, who, p, err);
 }
 
+/* The statement under which both the stage and consumer realize r run
+ * (the stage's loop, the scope block's realize, or a loop holding the
+ * stage's loop and r), with r after the stage there: *anc. False if r may
+ * run before the stage. Once the stage's loop has run all its iterations,
+ * the cache holds what they copied, so a consumer after that loop sees the
+ * union (TVM's cache_read with several consumers places the stage before
+ * the first and lets the others read it later). */
+static bool runs_after_stage(mlc_sched *s, const cache_plan *p, mlc_stmt *r, mlc_stmt **anc) {
+  mlc_stmt *container = p->loc.loop ? p->loc.loop : p->scope_r;
+  *anc = container;
+  if (after_loc(s, p->scope_r, &p->loc, r)) return true;
+  if (!p->loc.loop) return false;
+  mlc_stmt *pc[SCHED_MAX_DEPTH], *pr[SCHED_MAX_DEPTH];
+  int nc = sched_path_to(s, container, pc), nr = sched_path_to(s, r, pr), k = 0;
+  while (k < nc && k < nr && pc[k] == pr[k]) k++;
+  if (k == 0 || k >= nc || k >= nr || pc[k - 1]->kind != MLC_STMT_SEQ) return false;
+  const mlc_stmt *seq = pc[k - 1];
+  int ic = -1, ir = -1;
+  for (int i = 0; i < seq->seq.n; i++) {
+    if (seq->seq.stmts[i] == pc[k]) ic = i;
+    if (seq->seq.stmts[i] == pr[k]) ir = i;
+  }
+  if (ic < 0 || ir <= ic) return false;
+  for (int i = k - 1; i >= 0; i--)
+    if (pc[i]->kind == MLC_STMT_FOR || pc[i] == p->scope_r) {
+      *anc = pc[i];
+      return true;
+    }
+  return false;
+}
+
+/* What the cache holds under anc once the stage's loops below it have run:
+ * the stage's region relaxed over the loops from anc (exclusive) down to
+ * the stage's loop (inclusive). */
+static bool held_at(mlc_sched *s, const cache_plan *p, mlc_stmt *anc, mlc_region *out) {
+  mlc_stmt *container = p->loc.loop ? p->loc.loop : p->scope_r;
+  *out = p->region;
+  if (anc == container) return true;
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  mlc_var *lv[SCHED_MAX_DEPTH];
+  int64_t mins[SCHED_MAX_DEPTH], exts[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, container, path), k = 0, nl = 0;
+  while (k < n && path[k] != anc) k++;
+  for (int i = k + 1; i < n; i++) {
+    if (path[i]->kind != MLC_STMT_FOR) continue;
+    if (!mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) ||
+        !mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]))
+      return false;
+    lv[nl++] = path[i]->loop.var;
+  }
+  *out = mlc_region_relax(s->arena, p->region, nl, lv, mins, exts);
+  return clamp_region(s->arena, out);
+}
+
 /* Each consumer runs after the stage and reads only what it holds. */
 static bool consumers_covered(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
                               mlc_error *err) {
-  mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
   for (int i = 0; i < p->n_cons; i++) {
     mlc_block *c = p->cons[i];
-    mlc_stmt *r = p->kids.v.data[index_in(&p->kids, c)];
-    if (!after_loc(s, p->scope_r, &p->loc, r))
+    mlc_stmt *r = p->kids.v.data[index_in(&p->kids, c)], *anc;
+    mlc_region held;
+    if (!runs_after_stage(s, p, r, &anc))
       return mlc_error_set(err, "%s: %s: consumer \"%s\" does not run after the cache stage's place",
                            prim, who, c->name);
+    if (!held_at(s, p, anc, &held))
+      return mlc_error_set(err, "%s: %s: a loop above the cache stage has non-constant bounds", prim,
+                           who);
     for (int k = 0; k < c->n_reads; k++) {
       mlc_region need;
       if (c->reads[k].buf != p->buf) continue;
       /* Clamped: reads past the buffer happen only on untaken sides of
        * T.if_then_else (padding), never for real. */
-      if (!region_at(s, r, &c->reads[k], loc_stmt, &need) || !clamp_region(s->arena, &need) ||
-          !region_within(s->arena, &need, &p->region))
+      if (!region_at(s, r, &c->reads[k], anc, &need) || !clamp_region(s->arena, &need) ||
+          !region_within(s->arena, &need, &held))
         return mlc_error_set(err, "%s: %s: consumer \"%s\" reads a part of %s the cache would not hold",
                              prim, who, c->name, p->buf->name);
     }
@@ -670,9 +766,34 @@ static bool consumers_covered(mlc_sched *s, const char *prim, const char *who, c
   return true;
 }
 
-static mlc_buffer *new_cache_buffer(mlc_sched *s, mlc_buffer *buf, const char *scope) {
+/* TensorIR compacts a cache whose stage sits directly in the scope block
+ * (no loop of the scope around it): the cache is the region's shape and
+ * every access is shifted by the region's start. Under a loop the stage
+ * runs once per iteration, so the cache keeps the buffer's shape. */
+static void plan_compaction(mlc_sched *s, cache_plan *p) {
+  p->compact = p->loc.loop == NULL;
+  if (!p->compact) return;
+  int nd = p->buf->ndim;
+  p->offset = MLC_NEW_ARRAY(s->arena, mlc_expr *, nd + 1);
+  for (int d = 0; d < nd; d++) {
+    int64_t mn;
+    bool zero = mlc_expr_is_const_int(p->region.ranges[d].min, &mn) && mn == 0;
+    p->offset[d] = zero ? NULL : p->region.ranges[d].min;
+  }
+}
+
+static mlc_buffer *new_cache_buffer(mlc_sched *s, const cache_plan *p, const char *scope) {
+  const mlc_buffer *buf = p->buf;
+  int64_t *shape = buf->shape;
+  if (p->compact) {
+    shape = MLC_NEW_ARRAY(s->arena, int64_t, buf->ndim + 1);
+    for (int d = 0; d < buf->ndim; d++) {
+      bool sized = mlc_expr_is_const_int(p->region.ranges[d].extent, &shape[d]);
+      MLC_ASSERT(sized); /* finish_region checked it */
+    }
+  }
   return mlc_buffer_new(s->arena, scoped_buffer_name(s, buf->name, scope), buf->dtype, buf->ndim,
-                        buf->shape, scope);
+                        shape, scope);
 }
 
 /* Stage into the IR at the plan's place, cache allocated in the scope,
@@ -682,7 +803,7 @@ static mlc_block *place_stage(mlc_sched *s, cache_plan *p, mlc_buffer *src, mlc_
   mlc_block *sb;
   const char *name =
       unique_block_name(s, mlc_arena_printf(s->arena, "%s_%s", p->buf->name, scope_name));
-  mlc_stmt *stage = make_stage(s, name, &p->region, src, dst, &sb);
+  mlc_stmt *stage = make_stage(s, name, &p->region, src, dst, p->compact, &sb);
   insert_stage(s->arena, loc_slot(p->scope, &p->loc), p->loc.pos, stage);
   sched_simplify_bindings(s, stage);
   return sb;
@@ -715,11 +836,12 @@ bool mlc_sched_cache_read(mlc_sched *s, mlc_rv rv, int read_buffer_index, const 
         p.cons[p.n_cons++] = b;
     }
   if (!cache_read_plan(s, &p, who, err) || !consumers_covered(s, prim, who, &p, err)) return false;
+  plan_compaction(s, &p);
 
   /* Checked; now change the IR. */
-  mlc_buffer *cache = new_cache_buffer(s, p.buf, storage_scope);
+  mlc_buffer *cache = new_cache_buffer(s, &p, storage_scope);
   add_alloc(s->arena, p.scope, cache);
-  swap_ctx sc = {s->arena, p.buf, cache, false};
+  swap_ctx sc = {s->arena, {p.buf, cache, p.offset}, false};
   for (int i = 0; i < p.n_cons; i++) swap_block(&sc, p.cons[i]);
   mlc_block *sb = place_stage(s, &p, p.buf, cache, storage_scope);
   *out = sched_new_rv(s, MLC_RV_BLOCK, sb, NULL, 0);
@@ -753,6 +875,69 @@ static bool dense_write(mlc_sched *s, mlc_stmt *w, const mlc_region *r) {
     }
     if (found < 0 || used[found] || b->iters[found].kind != MLC_ITER_SPATIAL) return false;
     used[found] = true;
+  }
+  return true;
+}
+
+/* One dimension of a written index: its steps (the coefficients of the
+ * loops it uses, and 1 for a tile's extent) and how many of each. */
+typedef struct step {
+  int64_t stride, count;
+} step;
+
+static int cmp_steps(const void *x, const void *y) {
+  int64_t a = ((const step *)x)->stride, b = ((const step *)y)->stride;
+  return (a > b) - (a < b);
+}
+
+/* Whether sum(k_i * stride_i), 0 <= k_i < count_i, fills an interval:
+ * by increasing stride, each at most one past the span so far. */
+static bool steps_fill(step *st, int n) {
+  qsort(st, (size_t)n, sizeof *st, cmp_steps);
+  int64_t reach = 0;
+  for (int i = 0; i < n; i++) {
+    if (st[i].stride > reach + 1) return false;
+    reach += st[i].stride * (st[i].count - 1);
+  }
+  return true;
+}
+
+/* Whether writer w writes every element of its region relaxed at
+ * loc_stmt (what the write-back copies): with the bindings substituted,
+ * each dimension's start is affine in the loops between loc_stmt and the
+ * block, no loop feeds two dimensions, and each dimension's steps fill an
+ * interval. A predicate may skip iterations, so there must be none. */
+static bool writes_whole_region(mlc_sched *s, mlc_stmt *w, const mlc_region *r, mlc_stmt *loc_stmt) {
+  if (w->realize.predicate) return false;
+  mlc_arena *a = s->arena;
+  const mlc_block *b = w->realize.block;
+  mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  bool used[SCHED_MAX_DEPTH] = {false};
+  int n = sched_path_to(s, w, path), k = 0, nl = 0;
+  while (k < n && path[k] != loc_stmt) k++;
+  for (int i = k + 1; i < n - 1; i++)
+    if (path[i]->kind == MLC_STMT_FOR) loops[nl++] = path[i];
+  step *st = MLC_NEW_ARRAY(a, step, nl + 2);
+  for (int d = 0; d < r->buf->ndim; d++) {
+    int64_t e, stride, ext;
+    if (!mlc_expr_is_const_int(r->ranges[d].extent, &e) || e < 1) return false;
+    mlc_expr *ix = mlc_expr_subst(a, r->ranges[d].min, b->n_iters, iv, w->realize.values);
+    int ns = 0;
+    st[ns++] = (step){1, e};
+    for (int l = 0; l < nl; l++) {
+      mlc_var *v = loops[l]->loop.var;
+      if (!mlc_expr_uses_var(ix, v)) continue;
+      mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
+      if (used[l] || !mlc_expr_const_diff(a, mlc_expr_subst(a, ix, 1, &v, &next), ix, &stride) ||
+          !mlc_expr_is_const_int(loops[l]->loop.extent, &ext))
+        return false;
+      used[l] = true;
+      if (stride != 0 && ext > 1) st[ns++] = (step){stride < 0 ? -stride : stride, ext};
+    }
+    if (!steps_fill(st, ns)) return false;
   }
   return true;
 }
@@ -799,21 +984,24 @@ static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const cha
     return mlc_error_set(err, "%s: %s: the block has a predicate inside the write-back's loop", prim,
                          who);
   const mlc_region *wr = region_of(p->blk->n_writes, p->blk->writes, p->buf);
-  if (!dense_write(s, w, wr))
-    return mlc_error_set(err,
-                         "%s: %s: the block's write of %s is not one element (or tile) per "
-                         "spatial iter var, so the write-back would copy elements it never writes",
-                         prim, who, p->buf->name);
   mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
   if (!region_at(s, w, wr, loc_stmt, &p->region))
     return mlc_error_set(err, "%s: %s: a loop above the block has non-constant bounds", prim, who);
   if (!finish_region(s, prim, who, p, err)) return false;
+  /* Either the loops under the place write the whole region, or (in the
+   * scope block, e.g. through a fused loop's floordiv/floormod) the block
+   * writes one element per spatial iter var and its loops run the whole
+   * iteration domain. */
   mlc_region dom;
-  if (!p->loc.loop && (!domain_region(s, w, wr, &dom) || !regions_equal(s->arena, &dom, &p->region)))
+  bool whole = writes_whole_region(s, w, wr, loc_stmt) ||
+               (!p->loc.loop && dense_write(s, w, wr) && domain_region(s, w, wr, &dom) &&
+                regions_equal(s->arena, &dom, &p->region));
+  if (!whole)
     return mlc_error_set(err,
-                         "%s: %s: the loops do not cover the block's iteration domain, so the "
-                         "write-back would copy elements it never writes",
-                         prim, who);
+                         "%s: %s: the block does not write every element of the region of %s the "
+                         "cache must hold at the write-back's place, so the write-back would copy "
+                         "elements it never writes",
+                         prim, who, p->buf->name);
   return true;
 }
 
@@ -865,9 +1053,10 @@ bool mlc_sched_cache_write(mlc_sched *s, mlc_rv rv, int write_buffer_index,
     return false;
 
   /* Checked; now change the IR. */
-  mlc_buffer *cache = new_cache_buffer(s, p.buf, storage_scope);
+  plan_compaction(s, &p);
+  mlc_buffer *cache = new_cache_buffer(s, &p, storage_scope);
   add_alloc(s->arena, p.scope, cache);
-  swap_ctx sc = {s->arena, p.buf, cache, true};
+  swap_ctx sc = {s->arena, {p.buf, cache, p.offset}, true};
   swap_block(&sc, p.blk);
   sc.stores = false;
   for (int i = 0; i < p.n_cons; i++) swap_block(&sc, p.cons[i]);

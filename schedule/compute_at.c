@@ -185,9 +185,10 @@ static mlc_simplifier *simp_of(mlc_arena *a, mlc_stmt **path, int n) {
 }
 
 /* A block region with the realize's bindings substituted and the given
- * loops relaxed: what one execution of everything under them touches. */
+ * loops relaxed: what one execution of everything under them touches.
+ * max_ext (may be NULL) receives a constant bound on each extent. */
 static mlc_region region_at(mlc_arena *a, const mlc_region *r, const mlc_stmt *realize, int nl,
-                            mlc_stmt *const *loops) {
+                            mlc_stmt *const *loops, int64_t *max_ext) {
   const mlc_block *b = realize->realize.block;
   mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
   for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
@@ -202,7 +203,7 @@ static mlc_region region_at(mlc_arena *a, const mlc_region *r, const mlc_stmt *r
   int k = 0;
   for (int i = 0; i < nl; i++)
     if (const_range(loops[i], &mins[k], &exts[k])) lv[k++] = loops[i]->loop.var;
-  return mlc_region_relax(a, x, k, lv, mins, exts);
+  return mlc_region_relax_bounded(a, x, k, lv, mins, exts, max_ext);
 }
 
 /* The loops strictly between `top` and realize r (top NULL: from the root). */
@@ -227,16 +228,21 @@ static mlc_expr *last_of(mlc_arena *a, const mlc_range *r) {
 }
 
 /* inner, clipped to the buffer, lies within outer for every value of the
- * loops the simplifier knows. */
+ * loops the simplifier knows. inner_max bounds inner's extents (an extent
+ * that varies, floordiv(3 * i + 2, 4) - floordiv(3 * i, 4) + 1, is then
+ * compared through its bound). */
 static bool region_within(mlc_arena *a, mlc_simplifier *sp, const mlc_region *inner,
-                          const mlc_region *outer) {
+                          const int64_t *inner_max, const mlc_region *outer) {
   for (int d = 0; d < inner->buf->ndim; d++) {
     const mlc_range *x = &inner->ranges[d], *y = &outer->ranges[d];
     mlc_dtype t = x->min->dtype;
     bool lo = prove_ge0(sp, mlc_sub(a, x->min, y->min)) || prove_ge0(sp, mlc_sub(a, mlc_int_t(a, t, 0), y->min));
     mlc_expr *ylast = last_of(a, y);
+    int64_t off, yext;
     bool hi = prove_ge0(sp, mlc_sub(a, ylast, last_of(a, x))) ||
-              prove_ge0(sp, mlc_sub(a, ylast, mlc_int_t(a, t, inner->buf->shape[d] - 1)));
+              prove_ge0(sp, mlc_sub(a, ylast, mlc_int_t(a, t, inner->buf->shape[d] - 1))) ||
+              (inner_max[d] > 0 && mlc_expr_const_diff(a, x->min, y->min, &off) && off >= 0 &&
+               mlc_expr_is_const_int(y->extent, &yext) && off + inner_max[d] <= yext);
     if (!lo || !hi) return false;
   }
   return true;
@@ -375,32 +381,41 @@ static bool relax_under_thread(const mlc_buffer *buf, const mlc_stmt *l) {
   return strncmp(l->loop.thread, "threadIdx", 9) == 0 || strncmp(l->loop.thread, "vthread", 7) == 0;
 }
 
-/* One dimension of what the dependents need: [base + lo, base + hi]. */
+/* One dimension of what the dependents need: [lo, hi] (inclusive, in
+ * terms of the loops above), never more than ext elements. */
 typedef struct need {
   bool any;
-  mlc_expr *base;
-  int64_t lo, hi;
+  mlc_expr *lo, *hi;
+  int64_t ext;
 } need;
 
-static bool need_add(mlc_arena *a, need *n, const mlc_range *r) {
-  int64_t ext, d = 0;
-  if (!mlc_expr_is_const_int(r->extent, &ext) || ext < 1) return false;
-  if (!n->any) {
-    *n = (need){true, r->min, 0, ext - 1};
+/* The hull of [lo, hi] (at most ext elements) and what r already holds,
+ * when their bounds differ by constants. */
+static bool hull_add(mlc_arena *a, need *r, mlc_expr *lo, mlc_expr *hi, int64_t ext) {
+  if (!r->any) {
+    *r = (need){true, lo, hi, ext};
     return true;
   }
-  if (!mlc_expr_const_diff(a, r->min, n->base, &d)) return false;
-  if (d < n->lo) n->lo = d;
-  if (d + ext - 1 > n->hi) n->hi = d + ext - 1;
+  int64_t dl, dh;
+  if (!mlc_expr_const_diff(a, lo, r->lo, &dl) || !mlc_expr_const_diff(a, hi, r->hi, &dh))
+    return false;
+  int64_t grow = (dl < 0 ? -dl : 0) + (dh > 0 ? dh : 0);
+  if (dl < 0) r->lo = lo;
+  if (dh > 0) r->hi = hi;
+  /* Either set may be the larger one. */
+  r->ext = r->ext + grow > ext ? r->ext + grow : ext;
   return true;
 }
 
-/* The iteration domain found for one iter var: [min, min + ext). */
-typedef struct iter_dom {
-  bool any;
-  mlc_expr *min;
-  int64_t ext;
-} iter_dom;
+static bool need_add(mlc_arena *a, need *n, const mlc_range *r, int64_t max_ext) {
+  if (max_ext < 1) return false;
+  mlc_expr *hi = mlc_simplify_expr(a, last_of(a, r));
+  return hull_add(a, n, mlc_simplify_expr(a, r->min), hi, max_ext);
+}
+
+/* The iteration domain found for one iter var: [lo, hi] (inclusive), at
+ * most ext values; exact when hi - lo + 1 == ext. */
+typedef need iter_dom;
 
 /* A relaxed region still refers to a loop it was relaxed over when that
  * loop's bounds are not constant: the block could not be placed above it. */
@@ -415,6 +430,7 @@ static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *r
                         mlc_error *err) {
   mlc_arena *a = s->arena;
   int self = sched_stmts_index(&p->blocks, p->realize);
+  int64_t *max_ext = MLC_NEW_ARRAY(a, int64_t, buf->ndim + 1);
   for (int k = 0; k < p->blocks.v.len; k++) {
     mlc_stmt *r = p->blocks.v.data[k];
     if (r == p->realize || subtree_of(s, p, r) < 0) continue;
@@ -431,9 +447,10 @@ static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *r
     const mlc_region *rs = p->reverse ? o->writes : o->reads;
     for (int i = 0; i < nr; i++) {
       if (rs[i].buf != buf) continue;
-      mlc_region x = region_at(a, &rs[i], r, nl, loops);
+      mlc_region x = region_at(a, &rs[i], r, nl, loops, max_ext);
       for (int d = 0; d < buf->ndim; d++)
-        if (uses_loop_var(x.ranges[d].min, nl, loops) || !need_add(a, &req[d], &x.ranges[d]))
+        if (uses_loop_var(x.ranges[d].min, nl, loops) || uses_loop_var(x.ranges[d].extent, nl, loops) ||
+            !need_add(a, &req[d], &x.ranges[d], max_ext[d]))
           return mlc_error_set(err, "%s: %s: cannot bound what block \"%s\" needs of %s in "
                                     "dimension %d",
                                p->prim, p->who, o->name, buf->name, d);
@@ -442,13 +459,171 @@ static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *r
   return true;
 }
 
-/* The iter var of b that e is, plus a constant; -1 if none. */
-static int iter_plus_const(mlc_arena *a, const mlc_block *b, mlc_expr *e, int64_t *c) {
-  for (int k = 0; k < b->n_iters; k++)
-    if (mlc_expr_uses_var(e, b->iters[k].var) &&
-        mlc_expr_const_diff(a, e, mlc_ref(a, b->iters[k].var), c))
-      return k;
-  return -1;
+/* ---- solving a quasi-affine index for the iter domains ---------------------------------- */
+
+/* Solving index e of the block (in its iter vars) for the instances whose
+ * e lies in [lo, hi]: TVM's block var domain inference over quasi-affine
+ * maps (DetectIterMap's sums of splits of iter vars, with floordiv and
+ * floormod by constants), inverted with integer set arithmetic. */
+typedef struct solver {
+  mlc_sched *s;
+  ca_plan *p;
+  iter_dom *dom;
+  const mlc_buffer *buf;
+  int dim;
+  mlc_simplifier *sp_iter; /* the block's iter domains */
+  mlc_error *err;
+} solver;
+
+static mlc_expr *ci(mlc_arena *a, mlc_dtype t, int64_t v) { return mlc_int_t(a, t, v); }
+
+static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
+
+static mlc_expr *fdiv(mlc_arena *a, mlc_expr *x, int64_t c) {
+  return mlc_simplify_expr(a, mlc_binary(a, MLC_EXPR_FLOORDIV, x, ci(a, x->dtype, c)));
+}
+
+static mlc_expr *fmod_(mlc_arena *a, mlc_expr *x, int64_t c) {
+  return mlc_simplify_expr(a, mlc_binary(a, MLC_EXPR_FLOORMOD, x, ci(a, x->dtype, c)));
+}
+
+static mlc_expr *plus(mlc_arena *a, mlc_expr *x, int64_t c) {
+  return mlc_simplify_expr(a, mlc_add(a, x, ci(a, x->dtype, c)));
+}
+
+static bool not_quasi_affine(solver *v, mlc_expr *e) {
+  mlc_str o = {0};
+  mlc_print_expr(&o, e);
+  mlc_error_set(v->err,
+                "%s: %s: the block's index into %s in dimension %d (%s) is not a quasi-affine map "
+                "of its iter vars (sums of iter vars times constants, floordiv and floormod by "
+                "constants) that can be inverted",
+                v->p->prim, v->p->who, v->buf->name, v->dim, mlc_str_cstr(&o));
+  mlc_str_free(&o);
+  return false;
+}
+
+/* Iter k takes [lo, hi] (at most ext values). */
+static bool dom_add(solver *v, int k, mlc_expr *lo, mlc_expr *hi, int64_t ext) {
+  if (hull_add(v->s->arena, &v->dom[k], lo, hi, ext)) return true;
+  return mlc_error_set(v->err, "%s: %s: iter %s would need two unrelated ranges", v->p->prim,
+                       v->p->who, v->p->blk->iters[k].var->name);
+}
+
+static bool linear_in_iters(mlc_arena *a, const mlc_block *b, mlc_expr *e, int64_t *coeff,
+                            int64_t *c0) {
+  mlc_var **vars = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
+  for (int k = 0; k < b->n_iters; k++) vars[k] = b->iters[k].var;
+  return mlc_expr_linear_in(a, e, b->n_iters, vars, coeff, c0);
+}
+
+/* x with m * x + k in [lo, hi] (m != 0): at most floordiv(ext - 1, |m|) + 1
+ * values. */
+static void solve_scaled(mlc_arena *a, int64_t m, int64_t k, mlc_expr *lo, mlc_expr *hi,
+                         int64_t ext, mlc_expr **xlo, mlc_expr **xhi, int64_t *xext) {
+  int64_t am = m < 0 ? -m : m;
+  mlc_expr *l = plus(a, lo, -k), *h = plus(a, hi, -k);
+  if (m < 0) {
+    mlc_expr *t = mlc_simplify_expr(a, mlc_sub(a, ci(a, lo->dtype, 0), h));
+    h = mlc_simplify_expr(a, mlc_sub(a, ci(a, lo->dtype, 0), l));
+    l = t;
+  }
+  *xlo = fdiv(a, plus(a, l, am - 1), am); /* ceildiv */
+  *xhi = fdiv(a, h, am);
+  int64_t d;
+  *xext = mlc_expr_const_diff(a, *xhi, *xlo, &d) ? d + 1 : (ext - 1) / am + 1;
+}
+
+/* The values floordiv(x, c) takes for x in [lo, hi] (at most ext). */
+static void div_set(mlc_arena *a, mlc_expr *lo, mlc_expr *hi, int64_t ext, int64_t c,
+                    mlc_expr **qlo, mlc_expr **qhi, int64_t *qext) {
+  int64_t d;
+  *qlo = fdiv(a, lo, c);
+  *qhi = fdiv(a, hi, c);
+  if (mlc_expr_const_diff(a, *qhi, *qlo, &d)) *qext = d + 1;
+  else *qext = (ext - 2 >= 0 ? (ext - 2) / c : -1) + 2;
+}
+
+static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int64_t ext);
+
+/* The index is a sum of iter vars times constants: a fused iterator when
+ * the coefficients are mixed-radix strides of the iter domains (2 * i + j
+ * with j in [0, 2)); each iter is then floormod(floordiv(F, stride), ext)
+ * of the fused value F, and its set follows. */
+static bool solve_linear(solver *v, mlc_expr *e, const int64_t *coeff, int64_t c0, mlc_expr *lo,
+                         mlc_expr *hi, int64_t ext) {
+  mlc_arena *a = v->s->arena;
+  const mlc_block *b = v->p->blk;
+  int n = b->n_iters, order[64], m = 0;
+  int64_t mins[64], exts[64];
+  for (int k = 0; k < n && m < 64; k++)
+    if (coeff[k]) order[m++] = k;
+  if (m == 0) return true;
+  for (int i = 1; i < m; i++) /* by |coeff|, insertion sort */
+    for (int j = i; j > 0 && abs64(coeff[order[j]]) < abs64(coeff[order[j - 1]]); j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  int64_t g = abs64(coeff[order[0]]), sign = coeff[order[0]] < 0 ? -1 : 1, k0 = c0, stride = g;
+  for (int i = 0; i < m; i++) {
+    const mlc_iter_var *it = &b->iters[order[i]];
+    if (!mlc_expr_is_const_int(it->dom.min, &mins[i]) || !mlc_expr_is_const_int(it->dom.extent, &exts[i]) ||
+        coeff[order[i]] * sign < 0 || abs64(coeff[order[i]]) != stride ||
+        __builtin_mul_overflow(stride, exts[i], &stride))
+      return not_quasi_affine(v, e);
+    k0 += coeff[order[i]] * mins[i];
+  }
+  /* e = sign * g * F + k0 with F in [0, stride / g). */
+  mlc_expr *flo, *fhi;
+  int64_t fext;
+  solve_scaled(a, sign * g, k0, lo, hi, ext, &flo, &fhi, &fext);
+  for (int i = 0; i < m; i++) {
+    int64_t st = abs64(coeff[order[i]]) / g, qext, d;
+    mlc_expr *qlo, *qhi;
+    div_set(a, flo, fhi, fext, st, &qlo, &qhi, &qext);
+    if (i + 1 < m) { /* floormod by the iter's extent */
+      bool one_period = mlc_expr_const_diff(a, fdiv(a, qhi, exts[i]), fdiv(a, qlo, exts[i]), &d) && d == 0;
+      if (!one_period || qext >= exts[i]) {
+        qlo = ci(a, lo->dtype, 0);
+        qhi = ci(a, lo->dtype, exts[i] - 1);
+        qext = exts[i];
+      } else {
+        qlo = fmod_(a, qlo, exts[i]);
+        qhi = fmod_(a, qhi, exts[i]);
+      }
+    }
+    if (!dom_add(v, order[i], plus(a, qlo, mins[i]), plus(a, qhi, mins[i]), qext)) return false;
+  }
+  return true;
+}
+
+static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int64_t ext) {
+  mlc_arena *a = v->s->arena;
+  const mlc_block *b = v->p->blk;
+  int64_t c, c0;
+  e = mlc_simplify(v->sp_iter, e);
+  if (mlc_expr_is_const_int(e, &c)) return true;
+  if ((e->kind == MLC_EXPR_FLOORDIV || e->kind == MLC_EXPR_FLOORMOD) &&
+      mlc_expr_is_const_int(e->bin.b, &c) && c > 0) {
+    mlc_expr *x = e->bin.a;
+    if (e->kind == MLC_EXPR_FLOORDIV) /* x in [c * lo, c * hi + c - 1] */
+      return solve_index(v, x, mlc_simplify_expr(a, mlc_mul(a, lo, ci(a, lo->dtype, c))),
+                         plus(a, mlc_mul(a, hi, ci(a, hi->dtype, c)), c - 1), ext * c);
+    int64_t xl, xh, ql, qh;
+    /* Within one period floormod is a shift; over a whole period every
+     * instance is needed anyway. */
+    if (mlc_simplifier_bounds(v->sp_iter, x, &xl, &xh) && (ql = xl / c - (xl % c < 0)) ==
+                                                             (qh = xh / c - (xh % c < 0)))
+      return solve_index(v, x, plus(a, lo, ql * c), plus(a, hi, ql * c), ext);
+    int64_t l, h;
+    if (mlc_expr_is_const_int(lo, &l) && mlc_expr_is_const_int(hi, &h) && l <= 0 && h >= c - 1)
+      return true;
+    return not_quasi_affine(v, e);
+  }
+  int64_t *coeff = MLC_NEW_ARRAY(a, int64_t, b->n_iters + 1);
+  if (b->n_iters > 64 || !linear_in_iters(a, b, e, coeff, &c0)) return not_quasi_affine(v, e);
+  return solve_linear(v, e, coeff, c0, lo, hi, ext);
 }
 
 /* Narrow the iter domains so that what the block provides of buf (its
@@ -457,35 +632,22 @@ static bool solve_buffer(mlc_sched *s, ca_plan *p, const mlc_region *prov, const
                          iter_dom *dom, mlc_error *err) {
   mlc_arena *a = s->arena;
   const mlc_block *b = p->blk;
+  solver v = {s, p, dom, prov->buf, 0, mlc_simplifier_new(a), err};
+  for (int k = 0; k < b->n_iters; k++) {
+    int64_t mn, ext;
+    if (mlc_expr_is_const_int(b->iters[k].dom.min, &mn) && mlc_expr_is_const_int(b->iters[k].dom.extent, &ext))
+      mlc_simplifier_bind(v.sp_iter, b->iters[k].var, mn, ext);
+  }
   for (int d = 0; d < prov->buf->ndim; d++) {
     if (!req[d].any) continue;
-    int64_t ext, c;
-    mlc_expr *mn = mlc_simplify_expr(a, prov->ranges[d].min);
+    int64_t ext;
     if (!mlc_expr_is_const_int(prov->ranges[d].extent, &ext) || ext != 1)
       return mlc_error_set(err,
                            "%s: %s: the block %s a range of %s in dimension %d, not one element "
                            "per instance; its instances cannot be matched to the loop's",
                            p->prim, p->who, p->reverse ? "reads" : "writes", prov->buf->name, d);
-    if (mlc_expr_is_const_int(mn, &c)) continue;
-    int k = iter_plus_const(a, b, mn, &c);
-    if (k < 0)
-      return mlc_error_set(err,
-                           "%s: %s: the block's index into %s in dimension %d is not an iter var "
-                           "plus a constant",
-                           p->prim, p->who, prov->buf->name, d);
-    mlc_expr *lo = mlc_add(a, req[d].base, mlc_int_t(a, req[d].base->dtype, req[d].lo - c));
-    int64_t e = req[d].hi - req[d].lo + 1;
-    if (!dom[k].any) {
-      dom[k] = (iter_dom){true, lo, e};
-      continue;
-    }
-    int64_t diff;
-    if (!mlc_expr_const_diff(a, lo, dom[k].min, &diff))
-      return mlc_error_set(err, "%s: %s: iter %s would need two unrelated ranges", p->prim, p->who,
-                           b->iters[k].var->name);
-    int64_t nlo = diff < 0 ? diff : 0, nhi = diff + e > dom[k].ext ? diff + e : dom[k].ext;
-    dom[k].min = mlc_add(a, dom[k].min, mlc_int_t(a, dom[k].min->dtype, nlo));
-    dom[k].ext = nhi - nlo;
+    v.dim = d;
+    if (!solve_index(&v, prov->ranges[d].min, req[d].lo, req[d].hi, req[d].ext)) return false;
   }
   return true;
 }
@@ -520,7 +682,7 @@ static void build_subtree(mlc_sched *s, ca_plan *p, iter_dom *dom, bool preserve
     bool cdom = mlc_expr_is_const_int(it->dom.min, &dmin) && mlc_expr_is_const_int(it->dom.extent, &dext);
     mlc_dtype t = it->var->dtype;
     bool full = !dom[i].any || (cdom && dom[i].ext >= dext);
-    mlc_expr *mn = full ? it->dom.min : mlc_simplify(sp, dom[i].min);
+    mlc_expr *mn = full ? it->dom.min : mlc_simplify(sp, dom[i].lo);
     int64_t ext = full ? dext : dom[i].ext;
     if (full && !cdom) ext = 1; /* unreachable for static shapes */
     mlc_expr *v = mn;
@@ -533,6 +695,12 @@ static void build_subtree(mlc_sched *s, ca_plan *p, iter_dom *dom, bool preserve
     }
     vals[i] = v;
     if (full || !cdom) continue;
+    /* A set whose size varies with the loops above (floordiv bounds) is
+     * iterated at its largest size; a predicate cuts the rest. */
+    if (!prove_ge0(sp, mlc_sub(a, dom[i].hi, mlc_add(a, mn, mlc_int_t(a, t, ext - 1))))) {
+      mlc_expr *c = mlc_binary(a, MLC_EXPR_LE, v, dom[i].hi);
+      pred = pred ? mlc_binary(a, MLC_EXPR_AND, pred, c) : c;
+    }
     /* The domain may leave [dmin, dmin + dext): a predicate keeps it in. */
     if (!prove_ge0(sp, mlc_sub(a, mn, mlc_int_t(a, t, dmin)))) {
       mlc_expr *c = mlc_binary(a, MLC_EXPR_GE, v, mlc_int_t(a, t, dmin));
@@ -570,7 +738,7 @@ static const char *spread_reduce(ca_plan *p, const mlc_stmt *r) {
 
 /* What realize r (under the loop) touches of buf in one iteration. */
 static bool touched_at(mlc_sched *s, ca_plan *p, mlc_stmt *r, bool write, const mlc_buffer *buf,
-                       bool is_new, mlc_region *out) {
+                       bool is_new, mlc_region *out, int64_t *max_ext) {
   mlc_stmt *loops[SCHED_MAX_DEPTH];
   int nl = is_new ? p->n_new_loops : loops_below(s, p->loop, r, loops);
   mlc_stmt *const *lp = is_new ? p->new_loops : loops;
@@ -581,7 +749,7 @@ static bool touched_at(mlc_sched *s, ca_plan *p, mlc_stmt *r, bool write, const 
   for (int i = 0; i < n; i++) {
     if (rs[i].buf != buf) continue;
     if (found) return false; /* two regions: keep it simple, refuse */
-    *out = region_at(s->arena, &rs[i], r, nl, lp);
+    *out = region_at(s->arena, &rs[i], r, nl, lp, max_ext);
     found = true;
   }
   return found;
@@ -608,8 +776,10 @@ static bool check_under_loop(mlc_sched *s, ca_plan *p, int self, int k, mlc_simp
                                 "within one iteration (its reduce iter %s follows this loop or an "
                                 "outer one)",
                            p->prim, p->who, o->name, red);
-    if (!touched_at(s, p, r, true, buf, false, &w) ||
-        !touched_at(s, p, p->new_realize, false, buf, true, &x) || !region_within(s->arena, sp, &x, &w))
+    int64_t *xm = MLC_NEW_ARRAY(s->arena, int64_t, buf->ndim + 1);
+    if (!touched_at(s, p, r, true, buf, false, &w, NULL) ||
+        !touched_at(s, p, p->new_realize, false, buf, true, &x, xm) ||
+        !region_within(s->arena, sp, &x, xm, &w))
       return mlc_error_set(err, "%s: %s: in one iteration of the loop the block would read parts "
                                 "of %s that block \"%s\" has not written yet",
                            p->prim, p->who, buf->name, o->name);
@@ -620,8 +790,9 @@ static bool check_under_loop(mlc_sched *s, ca_plan *p, int self, int k, mlc_simp
       return mlc_error_set(err, "%s: %s: block \"%s\" reads %s, which the block writes, and would "
                                 "run before it",
                            p->prim, p->who, o->name, buf->name);
-    if (!touched_at(s, p, p->new_realize, true, buf, true, &w) ||
-        !touched_at(s, p, r, false, buf, false, &x) || !region_within(s->arena, sp, &x, &w))
+    int64_t *xm = MLC_NEW_ARRAY(s->arena, int64_t, buf->ndim + 1);
+    if (!touched_at(s, p, p->new_realize, true, buf, true, &w, NULL) ||
+        !touched_at(s, p, r, false, buf, false, &x, xm) || !region_within(s->arena, sp, &x, xm, &w))
       return mlc_error_set(err, "%s: %s: in one iteration of the loop block \"%s\" would read "
                                 "parts of %s that the block does not write there",
                            p->prim, p->who, o->name, buf->name);

@@ -145,12 +145,6 @@ static int iter_index(const mlc_block *b, const mlc_expr *e) {
   return -1;
 }
 
-static bool uses_iter(const mlc_expr *e, const mlc_block *b, int *which) {
-  for (int k = 0; k < b->n_iters; k++)
-    if (mlc_expr_uses_var(e, b->iters[k].var)) return *which = k, true;
-  return false;
-}
-
 /* A reduction that feeds x and shares a loop with y, whose reduce iter
  * follows that loop, is unfinished while y runs in that loop. */
 static const char *unfinished_at(mlc_sched *s, mlc_stmt *w, mlc_stmt *y) {
@@ -340,9 +334,52 @@ static void note_load(const mlc_expr *e, void *ud) {
   if (e->kind == MLC_EXPR_LOAD && e->load.buf == l->buf && l->n < l->max) l->out[l->n++] = e;
 }
 
-/* The consumer's loads of the buffer must all be at one index, each
- * dimension an iter var plus a constant, distinct, covering every
- * non-unit iter: then each producer instance maps to one consumer one. */
+/* The consumer's loads of the buffer must all be at one index, and the
+ * index a bijective affine map of its iters (TVM inverts it with
+ * DetectIterMap): each dimension a single iter times +-1 plus a constant
+ * (B[vi + 1], B[7 - vi]), or a fused sum of iters whose coefficients are
+ * the mixed-radix strides of their domains (B[2 * vi + vj], vj in [0, 2)),
+ * inverted with floordiv/floormod. Then each producer instance maps to one
+ * consumer instance. */
+static bool invert_index(mlc_arena *a, const mlc_block *b, mlc_expr *ix, mlc_expr *pidx,
+                         mlc_expr **map) {
+  int n = b->n_iters, order[64], m = 0;
+  if (n > 64) return false;
+  mlc_var **vars = MLC_NEW_ARRAY(a, mlc_var *, n + 1);
+  int64_t *coeff = MLC_NEW_ARRAY(a, int64_t, n + 1), c0, mins[64], exts[64];
+  for (int k = 0; k < n; k++) vars[k] = b->iters[k].var;
+  if (!mlc_expr_linear_in(a, ix, n, vars, coeff, &c0)) return false;
+  for (int k = 0; k < n; k++)
+    if (coeff[k]) {
+      int j = m++;
+      for (; j > 0 && (coeff[order[j - 1]] < 0 ? -coeff[order[j - 1]] : coeff[order[j - 1]]) >
+                          (coeff[k] < 0 ? -coeff[k] : coeff[k]);
+           j--)
+        order[j] = order[j - 1];
+      order[j] = k;
+    }
+  if (m == 0) return false;
+  int64_t sign = coeff[order[0]] < 0 ? -1 : 1, stride = 1;
+  for (int i = 0; i < m; i++) {
+    const mlc_iter_var *it = &b->iters[order[i]];
+    if (map[order[i]] || coeff[order[i]] != sign * stride ||
+        !mlc_expr_is_const_int(it->dom.min, &mins[i]) || !mlc_expr_is_const_int(it->dom.extent, &exts[i]) ||
+        __builtin_mul_overflow(stride, exts[i], &stride))
+      return false;
+    c0 += coeff[order[i]] * mins[i];
+  }
+  /* F = sign * (pidx - c0), the fused value in [0, stride). */
+  mlc_dtype t = ix->dtype;
+  mlc_expr *f = mlc_mul(a, mlc_sub(a, pidx, mlc_int_t(a, t, c0)), mlc_int_t(a, t, sign));
+  for (int i = 0; i < m; i++) {
+    int64_t st = sign * coeff[order[i]];
+    mlc_expr *q = st == 1 ? f : mlc_binary(a, MLC_EXPR_FLOORDIV, f, mlc_int_t(a, t, st));
+    if (i + 1 < m) q = mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int_t(a, t, exts[i]));
+    map[order[i]] = mlc_add(a, q, mlc_int_t(a, t, mins[i]));
+  }
+  return true;
+}
+
 static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
   mlc_arena *a = s->arena;
   const mlc_block *b = p->c.blk, *pb = p->prod->realize.block;
@@ -378,26 +415,33 @@ static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
   }
   for (int d = 0; d < buf->ndim; d++) {
     mlc_expr *ix = mlc_simplify_expr(a, loads[0]->load.indices[d]);
-    int64_t c = 0;
-    int k = -1;
-    if (!uses_iter(ix, b, &k) || !mlc_expr_const_diff(a, ix, mlc_ref(a, b->iters[k].var), &c) ||
-        p->map[k])
-      return mlc_error_set(err, "%s: %s: index %d of the block's read of %s is not a distinct iter "
-                                "var plus a constant",
-                           p->c.prim, p->c.who, d, buf->name);
-    mlc_expr *e = mlc_simplify(sp, mlc_sub(a, pst->store.indices[d], mlc_int_t(a, ix->dtype, c)));
-    p->map[k] = e;
+    mlc_expr **before = MLC_NEW_ARRAY(a, mlc_expr *, b->n_iters + 1);
+    memcpy(before, p->map, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
+    if (!invert_index(a, b, ix, pst->store.indices[d], p->map)) {
+      mlc_str o = {0};
+      mlc_print_expr(&o, ix);
+      mlc_error_set(err, "%s: %s: index %d of the block's read of %s (%s) is not a bijective "
+                         "affine map of its iter vars (distinct iters, a single one times +-1 or "
+                         "a fused sum of them)",
+                    p->c.prim, p->c.who, d, buf->name, mlc_str_cstr(&o));
+      mlc_str_free(&o);
+      return false;
+    }
     /* Every producer instance must have its consumer instance: a store
      * outside the consumer's domain would need a predicate the verifier
      * (and the bounds of the consumer's output) cannot accept. */
-    int64_t lo, hi, dmin, dext;
-    const mlc_iter_var *it = &b->iters[k];
-    if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||
-        !mlc_simplifier_bounds(sp, e, &lo, &hi) || lo < dmin || hi > dmin + dext - 1)
-      return mlc_error_set(err,
-                           "%s: %s: producer \"%s\" writes elements of %s that no instance of the "
-                           "block reads (iter %s would leave its domain)",
-                           p->c.prim, p->c.who, pb->name, buf->name, it->var->name);
+    for (int k = 0; k < b->n_iters; k++) {
+      if (before[k] || !p->map[k]) continue;
+      p->map[k] = mlc_simplify(sp, p->map[k]);
+      int64_t lo, hi, dmin, dext;
+      const mlc_iter_var *it = &b->iters[k];
+      if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||
+          !mlc_simplifier_bounds(sp, p->map[k], &lo, &hi) || lo < dmin || hi > dmin + dext - 1)
+        return mlc_error_set(err,
+                             "%s: %s: producer \"%s\" writes elements of %s that no instance of the "
+                             "block reads (iter %s would leave its domain)",
+                             p->c.prim, p->c.who, pb->name, buf->name, it->var->name);
+    }
   }
   for (int k = 0; k < b->n_iters; k++) {
     int64_t ext;

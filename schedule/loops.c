@@ -5,6 +5,28 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* TensorIR splits and fuses only loops without a thread binding or
+ * annotations: the new loops are serial and carry none, so a binding or
+ * an annotation would silently disappear. */
+static bool plain_loop_check(mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err) {
+  char d[96];
+  const mlc_stmt *l = s->rvs.data[rv].loop;
+  if (l->loop.kind == MLC_FOR_THREAD_BINDING)
+    return mlc_error_set(err,
+                         "%s: %s is bound to %s; TensorIR only %s loops without a thread binding "
+                         "or annotations",
+                         prim, sched_rv_desc(s, rv, d), l->loop.thread ? l->loop.thread : "a thread",
+                         strcmp(prim, "split") == 0 ? "splits" : "fuses");
+  if (l->loop.n_anns > 0)
+    return mlc_error_set(err,
+                         "%s: %s carries annotation \"%s\"%s; TensorIR only %s loops without a "
+                         "thread binding or annotations",
+                         prim, sched_rv_desc(s, rv, d), l->loop.anns[0].key,
+                         l->loop.n_anns > 1 ? " and others" : "",
+                         strcmp(prim, "split") == 0 ? "splits" : "fuses");
+  return true;
+}
+
 static bool const_loop(mlc_stmt *loop, int64_t *mn, int64_t *ext) {
   return mlc_expr_is_const_int(loop->loop.min, mn) && mlc_expr_is_const_int(loop->loop.extent, ext);
 }
@@ -42,6 +64,7 @@ static bool split_factors(mlc_sched *s, const char *who, int n, const mlc_operan
       break;
     case MLC_OPERAND_FLOAT:
     case MLC_OPERAND_STR:
+    case MLC_OPERAND_ANN:
       return mlc_error_set(err, "split: %s: factor %d is not an integer", who, i);
     }
     if (f[i] == -1) {
@@ -79,7 +102,8 @@ static bool has_bare_stmt(const mlc_stmt *st) {
 static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
                           int64_t *f, int64_t *mn, int64_t *ext, int64_t *prod, mlc_error *err) {
   char who[96];
-  if (!sched_check_loop(s, "split", loop_rv, err)) return false;
+  if (!sched_check_loop(s, "split", loop_rv, err) || !plain_loop_check(s, "split", loop_rv, err))
+    return false;
   sched_rv_desc(s, loop_rv, who);
   if (n < 2 || n > MLC_SCHED_MAX_TILE)
     return mlc_error_set(err, "split: %s: needs 2 to %d factors, got %d", who, MLC_SCHED_MAX_TILE, n);
@@ -186,7 +210,8 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc
   if (n < 2) return mlc_error_set(err, "fuse: needs at least 2 loops, got %d", n);
   if (n > 64) return mlc_error_set(err, "fuse: at most 64 loops, got %d", n);
   for (int i = 0; i < n; i++) {
-    if (!sched_check_loop(s, "fuse", rvs[i], err)) return false;
+    if (!sched_check_loop(s, "fuse", rvs[i], err) || !plain_loop_check(s, "fuse", rvs[i], err))
+      return false;
     mlc_stmt *l = s->rvs.data[rvs[i]].loop;
     int64_t mn;
     if (!const_loop(l, &mn, &ext[i]))

@@ -159,6 +159,92 @@ static mlc_stmt *copy_loop(mlc_arena *a, const mlc_stmt *old, mlc_var *v, mlc_st
   return l;
 }
 
+/* TensorIR's quasi-affine index: vars and integer constants combined by +,
+ * -, multiplication by a constant, and floordiv/floormod by a positive
+ * constant (what split and fuse produce). */
+static bool quasi_affine(const mlc_expr *e) {
+  int64_t c;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_VAR: return true;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB: return quasi_affine(e->bin.a) && quasi_affine(e->bin.b);
+  case MLC_EXPR_MUL:
+    return (mlc_expr_is_const_int(e->bin.a, &c) && quasi_affine(e->bin.b)) ||
+           (mlc_expr_is_const_int(e->bin.b, &c) && quasi_affine(e->bin.a));
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+    return mlc_expr_is_const_int(e->bin.b, &c) && c > 0 && quasi_affine(e->bin.a);
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+  case MLC_EXPR_NOT:
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+  case MLC_EXPR_LOAD:
+  case MLC_EXPR_CAST:
+  case MLC_EXPR_CALL: return false;
+  }
+  mlc_unreachable();
+}
+
+/* TensorIR's decompose_reduction and rfactor take only reduction blocks
+ * with quasi-affine bindings. Both run the init once, before the first
+ * update, so the block's own init must run there too: every reduce iter is
+ * at its minimum when all loops are (a reversed reduce loop would run the
+ * init last, and the programs would differ). `where` names the handle. */
+static bool check_reduction_bindings(mlc_sched *s, const char *prim, const char *where,
+                                           mlc_block *b, mlc_stmt *realize, mlc_stmt **loops,
+                                           int n, mlc_error *err) {
+  mlc_var *lv[SCHED_MAX_DEPTH];
+  mlc_expr *lmin[SCHED_MAX_DEPTH];
+  for (int j = 0; j < n; j++) lv[j] = loops[j]->loop.var, lmin[j] = loops[j]->loop.min;
+  for (int i = 0; i < b->n_iters; i++) {
+    mlc_expr *v = realize->realize.values[i];
+    mlc_str t = {0};
+    if (!quasi_affine(v)) {
+      mlc_print_expr(&t, v);
+      mlc_error_set(err,
+                    "%s: %s: block \"%s\" binds iter %s to %s, which is not quasi-affine (TensorIR's "
+                    "%s requires affine bindings: loop vars, +, -, * constant, // and %% by a "
+                    "positive constant)",
+                    prim, where, b->name, b->iters[i].var->name, mlc_str_cstr(&t), prim);
+      mlc_str_free(&t);
+      return false;
+    }
+    if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
+    int64_t d = 1;
+    mlc_expr *first = mlc_simplify_expr(s->arena, mlc_expr_subst(s->arena, v, n, lv, lmin));
+    if (mlc_expr_const_diff(s->arena, first, b->iters[i].dom.min, &d) && d == 0) continue;
+    mlc_print_expr(&t, v);
+    mlc_error_set(err,
+                  "%s: %s: reduce iter %s of block \"%s\" (bound to %s) is not at its minimum when "
+                  "every loop is at its first iteration: the init would not run first",
+                  prim, where, b->iters[i].var->name, b->name, mlc_str_cstr(&t));
+    mlc_str_free(&t);
+    return false;
+  }
+  return true;
+}
+
+/* A fresh copy of an annotation list (lists are replaced, never edited in
+ * place, but a copy keeps the two blocks independent regardless). */
+static mlc_ann *copy_anns(mlc_arena *a, int n, const mlc_ann *anns) {
+  if (n == 0) return NULL;
+  mlc_ann *out = MLC_NEW_ARRAY(a, mlc_ann, n);
+  memcpy(out, anns, sizeof(mlc_ann) * (size_t)n);
+  return out;
+}
+
 /* ---- decompose_reduction ------------------------------------------------------ */
 
 static const char *const DR = "decompose_reduction";
@@ -181,6 +267,7 @@ static bool decompose_check(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_stmt **loo
   if (*at < 0)
     return mlc_error_set(err, "%s: %s is not a loop around %s in its scope", DR, ld, bd);
   *n_loops = n;
+  if (!check_reduction_bindings(s, DR, bd, b, r, loops, n, err)) return false;
   for (int i = 0; i < b->n_iters; i++) {
     if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
     for (int j = 0; j < *at; j++)
@@ -190,8 +277,10 @@ static bool decompose_check(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_stmt **loo
                              "loop must be above every loop the reduction depends on",
                              DR, ld, loops[j]->loop.var->name, b->iters[i].var->name, bd);
     if (sched_stmt_uses_var(b->init, b->iters[i].var))
-      return mlc_error_set(err, "%s: %s: the init uses reduce iter %s", DR, bd,
-                           b->iters[i].var->name);
+      return mlc_error_set(err,
+                           "%s: %s: the init uses reduce iter %s (TensorIR's reduction block "
+                           "indexes its output with spatial iters only)",
+                           DR, bd, b->iters[i].var->name);
   }
   for (int j = *at; j < n; j++) {
     int64_t ext;
@@ -228,6 +317,10 @@ static mlc_stmt *decompose_init_nest(mlc_sched *s, mlc_block *b, mlc_stmt *r, ml
     nv[k++] = mlc_ref(a, v);
   }
   ib->n_iters = ns;
+  /* TVM's DecomposeReduction gives the init block the block's annotations;
+   * the init loops below are new loops and carry none. */
+  ib->n_anns = b->n_anns;
+  ib->anns = copy_anns(a, b->n_anns, b->anns);
   ib->body = mlc_stmt_subst(a, b->init, ns, ov, nv);
   ib->n_writes = b->n_writes;
   ib->writes = subst_regions(a, b->n_writes, b->writes, ns, ov, nv);
@@ -459,10 +552,22 @@ static bool rf_match_reducer(rf_info *f, mlc_error *err) {
   return true;
 }
 
-/* Loops touched by spatial / reduce iters, as TVM's rfactor classifies them. */
+static bool unit_extent(const mlc_stmt *loop) {
+  int64_t ext;
+  return mlc_expr_is_const_int(loop->loop.extent, &ext) && ext == 1;
+}
+
+/* Loops touched by spatial / reduce iters, as TVM's rfactor classifies
+ * them. A loop no iter uses may be the rf loop only with extent 1 (the
+ * unit loop a fuse and split leave): with a larger extent each rf slice
+ * would hold the whole reduction and the write-back would count it again.
+ * Below the outermost reduce loop such a loop must have extent 1, as in
+ * TVM (kUnboundLoopUnderReductionLoop): the init would run again in every
+ * iteration of it. */
 static bool rf_check_loops(rf_info *f, mlc_error *err) {
   mlc_block *b = f->b;
   mlc_stmt *r = f->realize;
+  int first = -1; /* outermost reduce loop */
   for (int j = 0; j < f->n; j++) {
     const char *sp = NULL, *rd = NULL;
     for (int i = 0; i < b->n_iters; i++)
@@ -471,18 +576,28 @@ static bool rf_check_loops(rf_info *f, mlc_error *err) {
         else rd = b->iters[i].var->name;
       }
     f->red[j] = rd != NULL;
+    if (rd && first < 0) first = j;
     if (j == f->rf && sp)
       return mlc_error_set(err, "%s: %s drives spatial iter %s of block \"%s\"; only a reduce loop can be factored",
                            RF, f->ld, sp, b->name);
-    if (j == f->rf && !rd)
-      return mlc_error_set(err, "%s: %s drives no reduce iter of block \"%s\"", RF, f->ld, b->name);
+    if (j == f->rf && !rd && !unit_extent(f->loops[j]))
+      return mlc_error_set(err,
+                           "%s: %s drives no reduce iter of block \"%s\" and its extent is not 1: "
+                           "every rf slice would hold the whole reduction",
+                           RF, f->ld, b->name);
     if (sp && rd)
       return mlc_error_set(err, "%s: %s: loop %s drives both spatial iter %s and reduce iter %s of block \"%s\"",
                            RF, f->ld, f->loops[j]->loop.var->name, sp, rd, b->name);
+    if (!sp && !rd && first >= 0 && !unit_extent(f->loops[j]))
+      return mlc_error_set(err,
+                           "%s: %s: loop %s drives no iter of block \"%s\" and lies under reduce loop "
+                           "%s with an extent other than 1: the init would run again in each of its "
+                           "iterations",
+                           RF, f->ld, f->loops[j]->loop.var->name, b->name,
+                           f->loops[first]->loop.var->name);
   }
   /* The outermost reduce loop holds only the block (through loops). */
-  int first = 0;
-  while (!f->red[first]) first++;
+  if (first < 0) return true;
   for (mlc_stmt *c = f->loops[first]->loop.body; c != r; c = c->loop.body)
     if (c->kind != MLC_STMT_FOR)
       return mlc_error_set(err, "%s: %s: reduce loop %s holds more than block \"%s\"", RF, f->ld,
@@ -519,6 +634,10 @@ static bool rf_check_siblings(rf_info *f, mlc_error *err) {
   return true;
 }
 
+static bool rf_check_bindings(mlc_sched *s, rf_info *f, mlc_error *err) {
+  return check_reduction_bindings(s, RF, f->ld, f->b, f->realize, f->loops, f->n, err);
+}
+
 static bool rf_check(mlc_sched *s, mlc_rv lrv, int factor_axis, rf_info *f, mlc_error *err) {
   if (!sched_check_loop(s, RF, lrv, err)) return false;
   sched_rv_desc(s, lrv, f->ld);
@@ -551,7 +670,8 @@ static bool rf_check(mlc_sched *s, mlc_rv lrv, int factor_axis, rf_info *f, mlc_
   for (int j = 0; j < f->n; j++)
     if (f->loops[j] == loop) f->rf = j;
   MLC_ASSERT(f->rf >= 0 && f->scope);
-  if (!rf_check_loops(f, err) || !rf_check_siblings(f, err)) return false;
+  if (!rf_check_bindings(s, f, err) || !rf_check_loops(f, err) || !rf_check_siblings(f, err))
+    return false;
   mlc_expr *conj[64];
   int nc = sched_conjuncts(f->realize->realize.predicate, conj, 64);
   for (int c = 0; c < nc; c++)
@@ -656,6 +776,9 @@ static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, m
     iv_new[i] = mlc_expr_subst(a, bind, no, from, to);
   }
   rb->n_iters = k;
+  /* Both new blocks keep the block's annotations, as in TVM's rfactor. */
+  rb->n_anns = b->n_anns;
+  rb->anns = copy_anns(a, b->n_anns, b->anns);
   bool has_reduce = false;
   for (int q = 0; q < k; q++) has_reduce = has_reduce || rb->iters[q].kind == MLC_ITER_REDUCE;
   int nd = upd->store.buf->ndim;
@@ -716,7 +839,6 @@ static void rf_make_writeback(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf) {
   b->iters = iters;
   b->n_iters = k;
   r->realize.values = vals;
-  b->n_anns = 0, b->anns = NULL;
   b->reads = MLC_NEW(a, mlc_region);
   b->reads[0] = (mlc_region){rfbuf, MLC_NEW_ARRAY(a, mlc_range, nd + 2)};
   for (int d = 0; d <= nd; d++) b->reads[0].ranges[d] = (mlc_range){ridx[d], mlc_int_t(a, ridx[d]->dtype, 1)};

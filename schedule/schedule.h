@@ -70,14 +70,16 @@ typedef enum mlc_operand_kind {
   MLC_OPERAND_INT,
   MLC_OPERAND_FLOAT,
   MLC_OPERAND_STR,
+  MLC_OPERAND_ANN, /* an annotation value (annotate's ann_val): a list, dict or bool */
 } mlc_operand_kind;
 
 typedef struct mlc_operand {
   mlc_operand_kind kind;
-  mlc_rv rv;     /* RV */
-  int64_t i;     /* INT */
-  double f;      /* FLOAT */
-  const char *s; /* STR */
+  mlc_rv rv;          /* RV */
+  int64_t i;          /* INT */
+  double f;           /* FLOAT */
+  const char *s;      /* STR */
+  const mlc_ann *ann; /* ANN; its key is ignored */
 } mlc_operand;
 
 #define MLC_OP_NONE ((mlc_operand){.kind = MLC_OPERAND_NONE})
@@ -85,6 +87,7 @@ typedef struct mlc_operand {
 #define MLC_OP_INT(v) ((mlc_operand){.kind = MLC_OPERAND_INT, .i = (v)})
 #define MLC_OP_FLOAT(v) ((mlc_operand){.kind = MLC_OPERAND_FLOAT, .f = (v)})
 #define MLC_OP_STR(v) ((mlc_operand){.kind = MLC_OPERAND_STR, .s = (v)})
+#define MLC_OP_ANN(v) ((mlc_operand){.kind = MLC_OPERAND_ANN, .ann = (v)})
 
 /* ---- traces ------------------------------------------------------------ */
 
@@ -212,13 +215,17 @@ int mlc_sched_get_consumers(mlc_sched *s, mlc_rv block, mlc_rv **out, mlc_error 
  * VALUE handles, or at most one None (or -1) inferred as
  * ceil(extent / product of the others). A product larger than the extent
  * adds a T.where predicate to the blocks under the loop; a smaller one is
- * refused. With preserve_unit_iters false, unit loops bind 0. */
+ * refused. With preserve_unit_iters false, unit loops bind 0. As in
+ * TensorIR, a loop bound to a thread or carrying annotations is refused
+ * (the new loops are serial and plain). */
 bool mlc_sched_split(mlc_sched *s, mlc_rv loop, int n, const mlc_operand *factors,
                      bool preserve_unit_iters, mlc_rv *out, mlc_error *err);
 /* Fuse n >= 2 loops into one named <v0>_<v1>_..._fused. Requires each loop
  * to be the only child (the body) of the previous one and to start at 0,
  * and no block binding a spatial and a reduce iter to the fused loops (the
- * reduction would interleave with its outputs and could skip its init). */
+ * reduction would interleave with its outputs and could skip its init).
+ * As in TensorIR, loops bound to a thread or carrying annotations are
+ * refused. */
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *loops, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err);
 /* Reorder loops that lie on one chain of single-child loops (each given
@@ -229,20 +236,27 @@ bool mlc_sched_reorder(mlc_sched *s, int n, const mlc_rv *loops, mlc_error *err)
 
 /* ---- loop kinds and annotations (annotate.c) ----------------------------- */
 
-/* parallel/vectorize/bind refuse a loop that a reduce iter of a block under
- * it depends on (except threadIdx bindings: cross-thread reduction), as
- * TensorIR does; all three and unroll refuse a loop already bound to a
- * thread. parallel, vectorize and blockIdx bindings also refuse a loop
- * under which one block reads or writes a part of a buffer that another
- * block writes in other iterations (a carried dependence). bind refuses a
- * tag already bound with another extent above or below the loop.
+/* parallel/vectorize/bind follow TensorIR's ParallelizeComputation: each
+ * block directly under the loop must be complete (all iters spatial, the
+ * only writer there of what it writes, reading none of it) or a reduction
+ * (T.init(), affine bindings, the only writer, no reduce iter in an output
+ * index); every block under it must have quasi-affine bindings; and no
+ * reduce iter may depend on the loop (except threadIdx bindings:
+ * cross-thread reduction). parallel, vectorize and blockIdx bindings also
+ * refuse a loop under which one block reads or writes a part of a buffer
+ * that another block writes in other iterations (a carried dependence).
+ * bind refuses a tag already bound with another extent above or below the
+ * loop. A loop already bound may be bound again or given another kind
+ * (its binding is replaced), as in TensorIR.
  * Tags: blockIdx.{x,y,z}, threadIdx.{x,y,z}, vthread[.{x,y,z}]. */
 bool mlc_sched_parallel(mlc_sched *s, mlc_rv loop, mlc_error *err);
 bool mlc_sched_vectorize(mlc_sched *s, mlc_rv loop, mlc_error *err);
 bool mlc_sched_unroll(mlc_sched *s, mlc_rv loop, mlc_error *err);
 bool mlc_sched_bind(mlc_sched *s, mlc_rv loop, const char *thread_axis, mlc_error *err);
-/* Set key on a block or loop to an int, float or string literal or a VALUE
- * handle (stored as its int), replacing an existing value. */
+/* Set key on a block or loop to an int, float or string literal, a VALUE
+ * handle (stored as its int) or an ANN value (a bool, list or dict, copied;
+ * an int, float or string ANN is recorded as the plain operand), replacing
+ * an existing value. */
 bool mlc_sched_annotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc_operand value,
                         mlc_error *err);
 /* Remove key; refused if the block or loop does not carry it. */
@@ -304,7 +318,8 @@ bool mlc_sched_storage_align(mlc_sched *s, mlc_rv block, int buffer_index, int a
  * names it; its T.reads gain the output). Requires `loop` to be a loop
  * around the block in its scope, at or above every loop a reduce iter
  * depends on, and every loop from `loop` down to drive some iter (else the
- * update would accumulate repeatedly). out: the init block. */
+ * update would accumulate repeatedly). The init block gets the block's
+ * annotations (its loop copies get none), as in TVM. out: the init block. */
 bool mlc_sched_decompose_reduction(mlc_sched *s, mlc_rv block, mlc_rv loop, mlc_rv *out,
                                    mlc_error *err);
 /* rfactor: `loop` (serial, starting at 0, driving only reduce iters) holds
@@ -318,7 +333,12 @@ bool mlc_sched_decompose_reduction(mlc_sched *s, mlc_rv block, mlc_rv loop, mlc_
  * reduce loops and reduces over the rf axis. out: the rf block. Refused
  * when a predicate depends on a reduce loop (partial results could stay
  * uninitialised) or a later block under the same loops writes what the
- * reduction reads. */
+ * reduction reads. Both blocks keep the block's annotations. Like
+ * decompose_reduction, requires quasi-affine bindings (loop vars, +, -,
+ * * constant, // and % by a positive constant: fused loops qualify) with
+ * every reduce iter at its minimum at the first iteration; a loop no iter
+ * uses is factored only with extent 1, and under a reduce loop must have
+ * extent 1. */
 bool mlc_sched_rfactor(mlc_sched *s, mlc_rv loop, int factor_axis, mlc_rv *out, mlc_error *err);
 /* blockize: `loop` must hold a single block under a chain of loops. Each
  * iter binding splits into an outer part (loops above `loop`) and a dense

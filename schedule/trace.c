@@ -79,9 +79,15 @@ static void *dup_array(mlc_arena *a, const void *p, int n, size_t sz) {
 static void copy_inst(mlc_arena *a, mlc_inst *dst, const mlc_inst *src) {
   *dst = *src;
   dst->inputs = dup_array(a, src->inputs, src->n_inputs, sizeof(mlc_operand));
-  for (int i = 0; i < src->n_inputs; i++)
+  for (int i = 0; i < src->n_inputs; i++) {
     if (src->inputs[i].kind == MLC_OPERAND_STR)
       dst->inputs[i].s = mlc_arena_strdup(a, src->inputs[i].s);
+    if (src->inputs[i].kind == MLC_OPERAND_ANN) {
+      mlc_ann *v = MLC_NEW(a, mlc_ann);
+      *v = mlc_ann_dup(a, src->inputs[i].ann);
+      dst->inputs[i].ann = v;
+    }
+  }
   dst->attrs = dup_array(a, src->attrs, src->n_attrs, sizeof(mlc_attr));
   for (int i = 0; i < src->n_attrs; i++) {
     mlc_attr *t = &dst->attrs[i];
@@ -146,6 +152,52 @@ static void put_float_text(mlc_str *out, double v, bool python) {
   if (isfinite(v) && !strpbrk(t, ".eEn")) mlc_str_puts(out, ".0");
 }
 
+/* A string literal where TVM translates inputs (instruction inputs and the
+ * lists among them) is quoted inside the JSON string, as TVM writes it, so
+ * that it cannot be taken for a handle name; the text between the quotes is
+ * the string as it is, JSON escaping applying to the whole. */
+static void json_quoted(mlc_str *out, const char *s) {
+  mlc_str q = {0};
+  mlc_str_putc(&q, '"');
+  mlc_str_puts(&q, s);
+  mlc_str_putc(&q, '"');
+  mlc_json_write_string(out, mlc_str_cstr(&q));
+  mlc_str_free(&q);
+}
+
+/* An annotation value. TVM translates lists element by element (strings
+ * quoted) but stores a dict as it is (strings plain), at any depth. */
+static void json_ann(mlc_str *out, const mlc_ann *v, bool quoted) {
+  switch (v->kind) {
+  case MLC_ANN_INT: mlc_str_printf(out, "%" PRId64, v->i); return;
+  case MLC_ANN_BOOL: mlc_str_puts(out, v->i ? "true" : "false"); return;
+  case MLC_ANN_FLOAT: put_float_text(out, v->f, false); return;
+  case MLC_ANN_STRING:
+    if (quoted) json_quoted(out, v->s);
+    else mlc_json_write_string(out, v->s);
+    return;
+  case MLC_ANN_LIST:
+    mlc_str_putc(out, '[');
+    for (int i = 0; i < v->n; i++) {
+      if (i) mlc_str_putc(out, ',');
+      json_ann(out, &v->items[i], quoted);
+    }
+    mlc_str_putc(out, ']');
+    return;
+  case MLC_ANN_DICT:
+    mlc_str_putc(out, '{');
+    for (int i = 0; i < v->n; i++) {
+      if (i) mlc_str_putc(out, ',');
+      mlc_json_write_string(out, v->items[i].key);
+      mlc_str_putc(out, ':');
+      json_ann(out, &v->items[i], false);
+    }
+    mlc_str_putc(out, '}');
+    return;
+  }
+  mlc_unreachable();
+}
+
 static void json_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) {
   char name[16];
   switch (op->kind) {
@@ -156,15 +208,8 @@ static void json_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op
     return;
   case MLC_OPERAND_INT: mlc_str_printf(out, "%" PRId64, op->i); return;
   case MLC_OPERAND_FLOAT: put_float_text(out, op->f, false); return;
-  case MLC_OPERAND_STR: {
-    /* A string literal is quoted inside the JSON string, as TVM writes it,
-     * so that it cannot be taken for a handle name. */
-    mlc_str q = {0};
-    mlc_str_printf(&q, "\"%s\"", op->s);
-    mlc_json_write_string(out, mlc_str_cstr(&q));
-    mlc_str_free(&q);
-    return;
-  }
+  case MLC_OPERAND_STR: json_quoted(out, op->s); return;
+  case MLC_OPERAND_ANN: json_ann(out, op->ann, true); return;
   }
   mlc_unreachable();
 }
@@ -265,6 +310,60 @@ static mlc_rv lookup_name(const reader *r, const char *name) {
   return -1;
 }
 
+/* The text of a quoted string literal ("\"x\"" holds x); NULL if s is
+ * not quoted. */
+static const char *unquote(mlc_arena *a, const char *s) {
+  size_t len = strlen(s);
+  if (len < 2 || s[0] != '"' || s[len - 1] != '"') return NULL;
+  return mlc_arena_strndup(a, s + 1, len - 2);
+}
+
+/* An annotation value read back as json_ann wrote it. */
+static bool read_ann(reader *r, int idx, int j, const mlc_json *v, bool quoted, mlc_ann *out,
+                     int depth) {
+  memset(out, 0, sizeof *out);
+  if (depth > 64)
+    return mlc_error_set(r->err, "trace: insts[%d]: input %d: value nested too deeply", idx, j);
+  switch (v->kind) {
+  case MLC_JSON_BOOL:
+    out->kind = MLC_ANN_BOOL;
+    out->i = v->boolean;
+    return true;
+  case MLC_JSON_NUMBER:
+    if (v->is_integer) out->kind = MLC_ANN_INT, out->i = v->integer;
+    else out->kind = MLC_ANN_FLOAT, out->f = v->number;
+    return true;
+  case MLC_JSON_STRING:
+    out->kind = MLC_ANN_STRING;
+    out->s = quoted ? unquote(r->a, v->str) : v->str;
+    if (!out->s)
+      return mlc_error_set(r->err,
+                           "trace: insts[%d]: input %d: a string in a list must be a quoted "
+                           "literal (\"\\\"%s\\\"\"), not a handle name",
+                           idx, j, v->str);
+    return true;
+  case MLC_JSON_ARRAY:
+  case MLC_JSON_OBJECT: {
+    bool dict = v->kind == MLC_JSON_OBJECT;
+    out->kind = dict ? MLC_ANN_DICT : MLC_ANN_LIST;
+    out->n = v->len;
+    out->items = MLC_NEW_ARRAY(r->a, mlc_ann, v->len + 1);
+    for (int i = 0; i < v->len; i++) {
+      if (!read_ann(r, idx, j, v->items[i], quoted && !dict, &out->items[i], depth + 1))
+        return false;
+      if (dict) out->items[i].key = v->keys[i];
+      for (int k = 0; dict && k < i; k++)
+        if (strcmp(v->keys[k], v->keys[i]) == 0)
+          return mlc_error_set(r->err, "trace: insts[%d]: input %d: key \"%s\" appears twice",
+                               idx, j, v->keys[i]);
+    }
+    return true;
+  }
+  case MLC_JSON_NULL: break;
+  }
+  return mlc_error_set(r->err, "trace: insts[%d]: input %d: null inside a value", idx, j);
+}
+
 static bool read_operand(reader *r, int idx, int j, const mlc_json *v, mlc_operand *op) {
   switch (v->kind) {
   case MLC_JSON_NULL: *op = MLC_OP_NONE; return true;
@@ -272,9 +371,9 @@ static bool read_operand(reader *r, int idx, int j, const mlc_json *v, mlc_opera
     *op = v->is_integer ? MLC_OP_INT(v->integer) : MLC_OP_FLOAT(v->number);
     return true;
   case MLC_JSON_STRING: {
-    size_t len = strlen(v->str);
-    if (len >= 2 && v->str[0] == '"' && v->str[len - 1] == '"') {
-      *op = MLC_OP_STR(mlc_arena_strndup(r->a, v->str + 1, len - 2));
+    const char *lit = unquote(r->a, v->str);
+    if (lit) {
+      *op = MLC_OP_STR(lit);
       return true;
     }
     mlc_rv rv = lookup_name(r, v->str);
@@ -286,11 +385,16 @@ static bool read_operand(reader *r, int idx, int j, const mlc_json *v, mlc_opera
   }
   case MLC_JSON_BOOL:
   case MLC_JSON_ARRAY:
-  case MLC_JSON_OBJECT: break;
+  case MLC_JSON_OBJECT: {
+    mlc_ann *a = MLC_NEW(r->a, mlc_ann);
+    if (!read_ann(r, idx, j, v, true, a, 0)) return false;
+    *op = MLC_OP_ANN(a);
+    return true;
+  }
   }
   return mlc_error_set(r->err,
                        "trace: insts[%d]: input %d: expected a handle name, a number, a quoted "
-                       "string or null",
+                       "string, a bool, a list, a dict or null",
                        idx, j);
 }
 
@@ -492,6 +596,31 @@ mlc_trace *mlc_trace_from_json(mlc_arena *a, const char *text, size_t len, mlc_e
 
 static void py_string(mlc_str *out, const char *s) { mlc_json_write_string(out, s); }
 
+static void py_ann(mlc_str *out, const mlc_ann *v) {
+  switch (v->kind) {
+  case MLC_ANN_INT: mlc_str_printf(out, "%" PRId64, v->i); return;
+  case MLC_ANN_BOOL: mlc_str_puts(out, v->i ? "True" : "False"); return;
+  case MLC_ANN_FLOAT: put_float_text(out, v->f, true); return;
+  case MLC_ANN_STRING: py_string(out, v->s); return;
+  case MLC_ANN_LIST:
+  case MLC_ANN_DICT: {
+    bool dict = v->kind == MLC_ANN_DICT;
+    mlc_str_putc(out, dict ? '{' : '[');
+    for (int i = 0; i < v->n; i++) {
+      if (i) mlc_str_puts(out, ", ");
+      if (dict) {
+        py_string(out, v->items[i].key);
+        mlc_str_puts(out, ": ");
+      }
+      py_ann(out, &v->items[i]);
+    }
+    mlc_str_putc(out, dict ? '}' : ']');
+    return;
+  }
+  }
+  mlc_unreachable();
+}
+
 static void py_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) {
   char name[16];
   switch (op->kind) {
@@ -503,6 +632,7 @@ static void py_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) 
   case MLC_OPERAND_INT: mlc_str_printf(out, "%" PRId64, op->i); return;
   case MLC_OPERAND_FLOAT: put_float_text(out, op->f, true); return;
   case MLC_OPERAND_STR: py_string(out, op->s); return;
+  case MLC_OPERAND_ANN: py_ann(out, op->ann); return;
   }
   mlc_unreachable();
 }

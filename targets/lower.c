@@ -5,10 +5,11 @@
  * vars replaced by their bindings, guarded by T.where, with the init
  * statement run first under "every reduce iter var is at its minimum", and
  * wrapped in an ALLOCATE per alloc_buffer of the block. When the block
- * sits at the bottom of a chain of loops, its init is instead hoisted out
- * of the reduce loops (as decompose_reduction would do), so the reduction
- * loops carry no guard and LLVM can keep accumulators in registers. The root block's
- * allocs are collected for pass 2, which places them.
+ * sits at the bottom of a chain of loops and that is provably the same
+ * (hoist_init), its init is instead hoisted out of the reduce loops (as
+ * decompose_reduction would do), so the reduction loops carry no guard and
+ * LLVM can keep accumulators in registers. The root block's allocs are
+ * collected for pass 2, which places them.
  */
 #include "targets/lower_internal.h"
 
@@ -122,18 +123,196 @@ static mlc_expr *init_guard(lower_state *st, const mlc_block *b, mlc_expr *const
   return guard;
 }
 
-/* Hoisting the init of block b (realize s, bindings vals) before the
- * outermost loop its reduce bindings use, under copies of the spatial
- * loops between: valid when the loops from there down form a chain ending
- * in s (nothing else runs between the init and the updates), spatial
- * bindings and loop bounds do not depend on reduce loops, and the block
- * reads no part of its output besides the accumulation. Registers the
- * hoist and returns true, or returns false and changes nothing. */
+/* ---- when hoisting the init is equivalent -------------------------------- */
+
+typedef struct var_use {
+  mlc_var *const *vars;
+  int n;
+  bool found;
+} var_use;
+
+static void note_var(const mlc_expr *e, void *ud) {
+  var_use *u = ud;
+  if (e->kind != MLC_EXPR_VAR) return;
+  for (int i = 0; i < u->n; i++)
+    if (e->var == u->vars[i]) u->found = true;
+}
+
+/* Does s (nested statements and blocks included) refer to any of vars? */
+static bool stmt_uses_vars(const mlc_stmt *s, var_use *u) {
+  if (!s || u->found) return u->found;
+  switch (s->kind) {
+  case MLC_STMT_FOR:
+    lower_visit_exprs(s, note_var, u);
+    return stmt_uses_vars(s->loop.body, u);
+  case MLC_STMT_BLOCK_REALIZE:
+    for (int i = 0; i < s->realize.block->n_iters; i++)
+      lower_visit_expr(s->realize.values[i], note_var, u);
+    if (s->realize.predicate) lower_visit_expr(s->realize.predicate, note_var, u);
+    stmt_uses_vars(s->realize.block->init, u);
+    return stmt_uses_vars(s->realize.block->body, u);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) stmt_uses_vars(s->seq.stmts[i], u);
+    return u->found;
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE:
+    lower_visit_exprs(s, note_var, u);
+    return u->found;
+  case MLC_STMT_IF:
+    lower_visit_exprs(s, note_var, u);
+    stmt_uses_vars(s->if_.then_s, u);
+    return stmt_uses_vars(s->if_.else_s, u);
+  case MLC_STMT_ALLOCATE: return stmt_uses_vars(s->alloc.body, u);
+  }
+  mlc_unreachable();
+}
+
+/* TensorIR runs the init whenever every reduce iter var is at its
+ * minimum. That is "at the first iteration of every reduce loop" only when
+ * each reduce binding is affine with positive strides in its loops and
+ * starts at the minimum (vk = k0 * 8 + k1, not vk = floordiv(k * k, 2),
+ * which is 0 at k = 0 and k = 1, nor vk = 15 - k, which is 0 last). */
+static bool init_runs_first(lower_state *st, const mlc_block *b, mlc_expr *const *vals) {
+  for (int i = 0; i < b->n_iters; i++) {
+    if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
+    mlc_expr *min = b->iters[i].dom.min;
+    if (min->dtype != vals[i]->dtype) min = mlc_cast(st->a, vals[i]->dtype, min);
+    if (!first_iteration_guard(st, vals[i], min)) return false;
+  }
+  return true;
+}
+
+/* The stores of s when s is made of stores only (what the injectivity and
+ * same-element checks below can reason about); false otherwise. */
+static bool plain_stores(mlc_arena *a, const mlc_stmt *s, void *vec) {
+  MLC_VEC(const mlc_stmt *) *out = vec;
+  if (s->kind == MLC_STMT_STORE) {
+    MLC_VEC_APUSH(a, *out, s);
+    return true;
+  }
+  if (s->kind != MLC_STMT_SEQ) return false;
+  for (int i = 0; i < s->seq.n; i++)
+    if (!plain_stores(a, s->seq.stmts[i], vec)) return false;
+  return true;
+}
+
+/* The copied spatial loops (vars, constant extents ext) between the
+ * hoisted init and the block. */
+typedef struct copied_loops {
+  mlc_var **vars;
+  int64_t *ext;
+  int n;
+} copied_loops;
+
+/* Is the index tuple idx (ndim entries) injective over the copied loops?
+ * Each entry must be affine in them with constant strides; the loops an
+ * entry uses must be mixed-radix there (each stride exceeds the span of the
+ * smaller ones), and every loop of extent > 1 must be used by some entry. */
+static bool injective_indices(mlc_arena *a, mlc_expr **idx, int ndim, const copied_loops *cl) {
+  bool *used = MLC_NEW_ARRAY(a, bool, cl->n + 1);
+  int64_t *strides = MLC_NEW_ARRAY(a, int64_t, cl->n + 1);
+  int64_t *spans = MLC_NEW_ARRAY(a, int64_t, cl->n + 1);
+  for (int d = 0; d < ndim; d++) {
+    int m = 0;
+    for (int l = 0; l < cl->n; l++) {
+      mlc_var *v = cl->vars[l];
+      if (!mlc_expr_uses_var(idx[d], v)) continue;
+      int64_t step;
+      mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
+      if (!mlc_expr_const_diff(a, mlc_expr_subst(a, idx[d], 1, &v, &next), idx[d], &step))
+        return false;
+      if (step == 0 || cl->ext[l] == 1) continue;
+      used[l] = true;
+      /* Insert by |stride| so the check below runs smallest first. */
+      int64_t as = step < 0 ? -step : step;
+      int k = m++;
+      for (; k > 0 && strides[k - 1] > as; k--) {
+        strides[k] = strides[k - 1];
+        spans[k] = spans[k - 1];
+      }
+      strides[k] = as;
+      spans[k] = as * (cl->ext[l] - 1);
+    }
+    int64_t reach = 0;
+    for (int k = 0; k < m; k++) {
+      if (strides[k] <= reach) return false;
+      reach += spans[k];
+    }
+  }
+  for (int l = 0; l < cl->n; l++)
+    if (cl->ext[l] > 1 && !used[l]) return false;
+  return true;
+}
+
+typedef struct same_elem {
+  mlc_arena *a;
+  const mlc_stmt *const *inits; /* the init's stores */
+  int n;
+  bool ok;
+} same_elem;
+
+/* An access of a buffer the init stores to must touch the element the init
+ * stores (the accumulator), so no update reaches another point's
+ * accumulator before its hoisted init. */
+static void check_same_elem(same_elem *se, const mlc_buffer *buf, mlc_expr **idx) {
+  for (int i = 0; i < se->n; i++) {
+    const mlc_stmt *in = se->inits[i];
+    if (in->store.buf != buf) continue;
+    for (int d = 0; d < buf->ndim; d++) {
+      int64_t diff;
+      if (!mlc_expr_const_diff(se->a, idx[d], in->store.indices[d], &diff) || diff != 0)
+        se->ok = false;
+    }
+  }
+}
+
+static void same_elem_load(const mlc_expr *e, void *ud) {
+  if (e->kind == MLC_EXPR_LOAD) check_same_elem(ud, e->load.buf, e->load.indices);
+}
+
+/* With spatial loops between the reduce loops (k0, i, k1), the original
+ * runs the init of point i after the updates of the points before it; the
+ * hoist runs all inits first. Equivalent when distinct points of those
+ * loops have distinct accumulators (the init's indices are injective over
+ * them) and the updates touch only their own accumulator. */
+static bool inits_first_ok(mlc_arena *a, const mlc_stmt *init, const mlc_stmt *body,
+                           const copied_loops *cl) {
+  bool any = false;
+  for (int l = 0; l < cl->n; l++) any |= cl->ext[l] != 1;
+  if (!any) return true;
+  MLC_VEC(const mlc_stmt *) inits = {0};
+  MLC_VEC(const mlc_stmt *) updates = {0};
+  if (!plain_stores(a, init, &inits) || !plain_stores(a, body, &updates)) return false;
+  for (int i = 0; i < inits.len; i++)
+    if (!injective_indices(a, inits.data[i]->store.indices, inits.data[i]->store.buf->ndim, cl))
+      return false;
+  same_elem se = {a, inits.data, inits.len, true};
+  for (int i = 0; i < updates.len; i++) {
+    const mlc_stmt *u = updates.data[i];
+    check_same_elem(&se, u->store.buf, u->store.indices);
+    lower_visit_exprs(u, same_elem_load, &se);
+  }
+  return se.ok;
+}
+
+/* Hoisting the init of block b (realize s, bindings vals, init with the
+ * bindings substituted) before the outermost loop its reduce bindings use,
+ * under copies of the spatial loops between. Valid when it is provably
+ * what TensorIR does: the loops from there down form a chain ending in s
+ * (nothing else runs between the init and the updates), spatial bindings
+ * and loop bounds do not depend on reduce loops, the block reads no part
+ * of its output besides the accumulation, the init runs exactly at the
+ * first iteration of the reduce loops (init_runs_first), the init does not
+ * depend on the reduce loops (B[vk] = 0 writes a different element at each
+ * vk), and spatial loops between keep their own accumulators
+ * (inits_first_ok). Registers the hoist and returns true, or returns false
+ * and changes nothing. */
 static bool hoist_init(lower_state *st, const mlc_stmt *s, const mlc_block *b,
-                       mlc_expr *const *vals, mlc_stmt *init) {
+                       mlc_expr *const *vals, mlc_stmt *init, const mlc_stmt *body) {
   mlc_arena *a = st->a;
   int n = st->loops.len, outer = -1;
   if (n == 0 || b->n_allocs > 0 || b->n_writes != 1) return false;
+  if (!init_runs_first(st, b, vals)) return false;
   for (int i = 0; i < b->n_reads; i++)
     if (b->reads[i].buf == b->writes[0].buf) return false;
   bool *is_r = MLC_NEW_ARRAY(a, bool, n);
@@ -161,6 +340,16 @@ static bool hoist_init(lower_state *st, const mlc_stmt *s, const mlc_block *b,
       rmins[nr++] = o->loop.min;
     }
   }
+  var_use u = {rvars, nr, false};
+  if (stmt_uses_vars(init, &u)) return false;
+  copied_loops cl = {MLC_NEW_ARRAY(a, mlc_var *, n), MLC_NEW_ARRAY(a, int64_t, n), 0};
+  for (int l = outer; l < n; l++) {
+    const mlc_stmt *o = st->orig_loops.data[l];
+    if (is_r[l]) continue;
+    if (!mlc_expr_is_const_int(o->loop.extent, &cl.ext[cl.n])) return false;
+    cl.vars[cl.n++] = o->loop.var;
+  }
+  if (!inits_first_ok(a, init, body, &cl)) return false;
   mlc_stmt *li = lower_stmt(st, init);
   mlc_expr *pred = s->realize.predicate;
   if (!is_true(pred)) pred = mlc_simplify_expr(a, mlc_expr_subst(a, pred, nr, rvars, rmins));
@@ -193,7 +382,7 @@ static mlc_stmt *lower_realize(lower_state *st, const mlc_stmt *s) {
   }
   record_carries(st, b, vals, body, init);
   mlc_stmt *out = lower_stmt(st, body);
-  if (init && !hoist_init(st, s, b, vals, init)) {
+  if (init && !hoist_init(st, s, b, vals, init, body)) {
     mlc_stmt *li = lower_stmt(st, init);
     mlc_expr *guard = init_guard(st, b, vals);
     if (guard) li = mlc_if_new(a, guard, li, NULL);

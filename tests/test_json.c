@@ -92,6 +92,27 @@ static void test_escapes(void) {
   mlc_arena_free(a);
 }
 
+/* Every byte a C string can hold (1..255), and a string holding a quoted
+ * JSON-looking literal as traces store them, write and read back byte for
+ * byte. */
+static void test_string_round_trip(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  char all[256];
+  for (int i = 1; i < 256; i++) all[i - 1] = (char)i;
+  all[255] = 0;
+  const char *strs[] = {all, "\"\\\"\"", "\"\\u00e9\"", "\\", "\"\"", ""};
+  for (int i = 0; i < MLC_COUNTOF(strs); i++) {
+    mlc_str s = {0};
+    mlc_json_write_string(&s, strs[i]);
+    mlc_json *v = mlc_json_parse(a, s.data, s.len, &err);
+    CHECK_MSG(v && v->kind == MLC_JSON_STRING && strcmp(v->str, strs[i]) == 0, "case %d: %s", i,
+              mlc_str_cstr(&s));
+    mlc_str_free(&s);
+  }
+  mlc_arena_free(a);
+}
+
 static void test_unicode(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
@@ -409,6 +430,7 @@ int main(void) {
   RUN(test_round_trip);
   RUN(test_get);
   RUN(test_escapes);
+  RUN(test_string_round_trip);
   RUN(test_unicode);
   RUN(test_numbers);
   RUN(test_write_number);

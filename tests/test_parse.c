@@ -1058,6 +1058,208 @@ static void test_reference_examples(void) {
   mlc_arena_free(a);
 }
 
+/* ---- TVM's spellings: escapes, dtype= keywords, buffer layout keywords,
+ * nested annotation values ---------------------------------------------------- */
+
+/* The value of func_attr "s" in a function whose attrs are `attrs`. */
+static const mlc_ann *attr_of(mlc_arena *a, const char *attrs, const char *key) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "@T.prim_func\ndef f(A: T.Buffer((1,), \"float32\")):\n    T.func_attr(%s)\n"
+           "    A[0] = 0.0\n", attrs);
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "s.py", text, &err);
+  if (!m) {
+    test_fail_(__FILE__, __LINE__, "%s: %s", attrs, err.msg);
+    return NULL;
+  }
+  return mlc_ann_find(m->funcs[0]->n_attrs, m->funcs[0]->attrs, key);
+}
+
+/* print(parse(text)) == want, and parse(print) prints the same again. */
+static void check_reprint(const char *text, const char *want_line) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = PARSE_OK(a, text);
+  if (m) {
+    mlc_str o = {0}, o2 = {0};
+    mlc_print_module(&o, m);
+    CHECK_MSG(strstr(mlc_str_cstr(&o), want_line), "missing \"%s\" in:\n%s", want_line,
+              mlc_str_cstr(&o));
+    mlc_error err;
+    mlc_module *m2 = mlc_parse_module(a, "re.py", mlc_str_cstr(&o), &err);
+    CHECK_MSG(m2, "reparse: %s", err.msg);
+    if (m2) {
+      mlc_print_module(&o2, m2);
+      CHECK_STREQ(mlc_str_cstr(&o), mlc_str_cstr(&o2));
+      CHECK(mlc_func_struct_equal(m->funcs[0], m2->funcs[0]));
+      CHECK(mlc_verify_module(m2, &err));
+    }
+    mlc_str_free(&o);
+    mlc_str_free(&o2);
+  }
+  mlc_arena_free(a);
+}
+
+/* Python's escapes in str literals, decoded to UTF-8 as Python would. */
+static void test_string_escapes(void) {
+  mlc_arena *a = mlc_arena_new();
+  static const struct {
+    const char *lit, *want;
+  } cases[] = {
+      {"\"\\\"\"", "\""},                           /* "\"" */
+      {"\"\\\\\"", "\\"},                         /* "\\" */
+      {"\"\\u00e9\"", "\xc3\xa9"},                  /* "\u00e9" */
+      {"\"\\xe9\"", "\xc3\xa9"},                    /* "\xe9" is U+00E9 too */
+      {"\"\xc3\xa9\"", "\xc3\xa9"},                 /* raw UTF-8 */
+      {"\"\\U0001F600\"", "\xf0\x9f\x98\x80"},
+      {"\"\\101\\60\\7\"", "A0\x07"},             /* octal */
+      {"\"\\a\\b\\f\\v\\n\\r\\t\"", "\a\b\f\v\n\r\t"},
+      {"'\\'\"'", "'\""},
+      {"\"\\q\"", "\\q"}, /* unknown: the backslash stays, as in Python */
+      {"\"\\u4e2d\\x41\"", "\xe4\xb8\xad" "A"},
+  };
+  for (int i = 0; i < MLC_COUNTOF(cases); i++) {
+    char attrs[256];
+    snprintf(attrs, sizeof attrs, "{\"s\": %s}", cases[i].lit);
+    const mlc_ann *x = attr_of(a, attrs, "s");
+    CHECK_MSG(x && x->kind == MLC_ANN_STRING && strcmp(x->s, cases[i].want) == 0, "%s: got \"%s\"",
+              cases[i].lit, x && x->s ? x->s : "(none)");
+  }
+  /* Every byte 1..255 a string can hold prints and reads back unchanged. */
+  char all[256];
+  for (int i = 1; i < 256; i++) all[i - 1] = (char)i;
+  all[255] = 0;
+  mlc_ann *ann = MLC_NEW(a, mlc_ann);
+  *ann = (mlc_ann){.key = "s", .kind = MLC_ANN_STRING, .s = all};
+  mlc_module *m = PARSE_OK(a, "@T.prim_func\ndef f(A: T.Buffer((1,), \"float32\")):\n    A[0] = 0.0\n");
+  if (m) {
+    m->funcs[0]->n_attrs = 1;
+    m->funcs[0]->attrs = ann;
+    mlc_str o = {0};
+    mlc_print_module(&o, m);
+    mlc_error err;
+    mlc_module *m2 = mlc_parse_module(a, "re.py", mlc_str_cstr(&o), &err);
+    CHECK_MSG(m2, "%s", err.msg);
+    const mlc_ann *x = m2 ? mlc_ann_find(m2->funcs[0]->n_attrs, m2->funcs[0]->attrs, "s") : NULL;
+    CHECK(x && x->kind == MLC_ANN_STRING && strcmp(x->s, all) == 0);
+    mlc_str_free(&o);
+  }
+  check_reprint("@T.prim_func\ndef f(A: T.Buffer((1,), \"float32\")):\n"
+                "    T.func_attr({\"k\": \"\\\"\", \"u\": \"\\u00e9\\U0001F600\\x01\"})\n    A[0] = 0.0\n",
+                "T.func_attr({\"k\": \"\\\"\", \"u\": \"\xc3\xa9\xf0\x9f\x98\x80\\x01\"})");
+  mlc_arena_free(a);
+}
+
+/* T.exp(x, dtype="float32") and friends, as TVM prints them: the dtype is
+ * checked against the computed one and gives literals their type. */
+static void test_intrin_dtype_keyword(void) {
+  mlc_arena *a = mlc_arena_new();
+  CHECK_EXPR("A", "T.if_then_else(vi < 8, A[vi], T.float32(0), dtype=\"float32\")",
+             "(if_then_else (lt vi 8) A[vi] 0f32)");
+  CHECK_EXPR("A", "T.sqrt(A[vi], dtype=\"float32\")", "(sqrt A[vi])");
+  CHECK_EXPR("A", "T.exp(A[vi], dtype=\"float32\") + T.log(A[vi], dtype=\"float32\")",
+             "(add (exp A[vi]) (log A[vi]))");
+  CHECK_EXPR("H", "T.exp(H[vi], dtype=\"float16\")", "(exp H[vi])");
+  CHECK_EXPR("H", "T.exp(1, dtype=\"float16\")", "(exp 1f16)");
+  CHECK_EXPR("A", "T.max(A[vi], 0, dtype=\"float32\")", "(max A[vi] 0f32)");
+  CHECK_EXPR("L", "T.min(T.Cast(\"int64\", vi), 3, dtype=\"int64\")", "(min (cast:int64 vi) 3i64)");
+  CHECK_EXPR("L", "T.max(2, 3, dtype=\"int64\")", "(max 2i64 3i64)");
+  CHECK_EXPR("N", "T.floordiv(vi, 4, dtype=\"int32\") + T.floormod(vi, 4, dtype=\"int32\")",
+             "(add (floordiv vi 4) (floormod vi 4))");
+  CHECK_EXPR("L", "T.Select(vi < 2, 1, 0, dtype=\"int64\")", "(select (lt vi 2) 1i64 0i64)");
+  CHECK_EXPR("A", "T.pow(A[vi], 2, dtype=\"float32\")", "(pow A[vi] 2f32)");
+  CHECK_EXPR_ERR("A", "T.exp(A[vi], dtype=\"float16\")",
+                 "T.exp: dtype=\"float16\" disagrees with the computed dtype float32");
+  CHECK_EXPR_ERR("L", "T.max(vi, 3, dtype=\"int64\")",
+                 "T.max: dtype=\"int64\" disagrees with the computed dtype int32");
+  CHECK_EXPR_ERR("A", "T.if_then_else(vi < 8, A[vi], 0.0, dtype=\"float16\")",
+                 "T.if_then_else: dtype=\"float16\" disagrees");
+  CHECK_EXPR_ERR("A", "T.exp(A[vi], dtype=\"float32\", dtype=\"float32\")",
+                 "got multiple values for argument 'dtype'");
+  CHECK_EXPR_ERR("A", "T.exp(dtype=\"float32\")", "T.exp takes 1 argument, got 0");
+  /* The dtype is not printed back: TVM's own printer leaves it out too. */
+  check_reprint("@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n"
+                "    A[0] = T.if_then_else(A[1] > T.float32(0), T.sqrt(A[2], dtype=\"float32\"), "
+                "T.float32(0), dtype=\"float32\")\n",
+                "A[0] = T.if_then_else(A[1] > T.float32(0), T.sqrt(A[2]), T.float32(0))");
+  mlc_arena_free(a);
+}
+
+/* elem_offset, align, offset_factor where they state TVM's defaults. */
+static void test_buffer_layout_keywords(void) {
+  const char *text =
+      "@T.prim_func\n"
+      "def f(A: T.Buffer((4,), \"float32\", elem_offset=0, align=64, offset_factor=1), b: T.handle):\n"
+      "    B = T.match_buffer(b, (4,), \"int32\", elem_offset=None, align=0, offset_factor=0)\n"
+      "    X = T.alloc_buffer((4,), \"float32\", scope=\"shared\", align=64, offset_factor=1)\n"
+      "    for i in range(4):\n"
+      "        with T.block(\"c\"):\n"
+      "            vi = T.axis.spatial(4, i)\n"
+      "            Y = T.alloc_buffer((1,), elem_offset=T.int32(0), align=-1)\n"
+      "            X[vi] = A[vi]\n"
+      "            B[vi] = T.Cast(\"int32\", X[vi])\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = PARSE_OK(a, text);
+  if (m) {
+    mlc_prim_func *f = m->funcs[0];
+    CHECK(f->n_params == 2 && f->params[0]->ndim == 1 && f->params[1]->dtype == MLC_INT32);
+    CHECK(mlc_func_root(f)->n_allocs == 1 && strcmp(mlc_func_root(f)->allocs[0]->scope, "shared") == 0);
+  }
+  check_reprint(text, "def f(A: T.Buffer((4,), \"float32\"), B: T.Buffer((4,), \"int32\")):");
+  mlc_arena_free(a);
+}
+
+/* Annotation values that are lists and dicts, nested, kept as structure. */
+static void test_nested_annotations(void) {
+  const char *text =
+      "@T.prim_func\n"
+      "def f(A: T.Buffer((16,), \"float32\"), B: T.Buffer((16,), \"float32\")):\n"
+      "    T.func_attr({\"global_symbol\": \"f\", \"d\": {\"a\": [1, 2.5, \"x\", True, [], {}], "
+      "\"b\": {\"c\": (1, -2)}}})\n"
+      "    for i in T.serial(16, annotations={\"pragma_auto_unroll_max_step\": 16, \"list\": [1, 2]}):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi = T.axis.spatial(16, i)\n"
+      "            T.block_attr({\"buffer_dim_align\": [[0, 0, 16, 8]]})\n"
+      "            B[vi] = A[vi]\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = PARSE_OK(a, text);
+  if (m) {
+    mlc_prim_func *f = m->funcs[0];
+    mlc_block *b = find_block(f, "B");
+    const mlc_ann *x = b ? mlc_ann_find(b->n_anns, b->anns, "buffer_dim_align") : NULL;
+    CHECK(x && x->kind == MLC_ANN_LIST && x->n == 1 && x->items[0].kind == MLC_ANN_LIST &&
+          x->items[0].n == 4 && x->items[0].items[2].kind == MLC_ANN_INT &&
+          x->items[0].items[2].i == 16 && x->items[0].items[3].i == 8 && !x->items[0].key);
+    mlc_stmt *loop = nth(mlc_func_root(f)->body, 0);
+    x = loop ? mlc_ann_find(loop->loop.n_anns, loop->loop.anns, "list") : NULL;
+    CHECK(x && x->kind == MLC_ANN_LIST && x->n == 2 && x->items[1].i == 2);
+    x = loop ? mlc_ann_find(loop->loop.n_anns, loop->loop.anns, "pragma_auto_unroll_max_step") : NULL;
+    CHECK(x && x->kind == MLC_ANN_INT && x->i == 16);
+    x = mlc_ann_find(f->n_attrs, f->attrs, "d");
+    CHECK(x && x->kind == MLC_ANN_DICT && x->n == 2 && strcmp(x->items[0].key, "a") == 0);
+    const mlc_ann *l = x ? &x->items[0] : NULL;
+    CHECK(l && l->kind == MLC_ANN_LIST && l->n == 6 && l->items[1].kind == MLC_ANN_FLOAT &&
+          l->items[1].f == 2.5 && l->items[2].kind == MLC_ANN_STRING && l->items[3].kind == MLC_ANN_BOOL &&
+          l->items[4].kind == MLC_ANN_LIST && l->items[4].n == 0 &&
+          l->items[5].kind == MLC_ANN_DICT && l->items[5].n == 0);
+    const mlc_ann *c = x ? mlc_ann_find(x->items[1].n, x->items[1].items, "c") : NULL;
+    CHECK(c && c->kind == MLC_ANN_LIST && c->n == 2 && c->items[1].i == -2);
+    mlc_error err;
+    CHECK_MSG(mlc_verify_module(m, &err), "%s", err.msg);
+    /* A copy keeps the structure, in its own memory. */
+    mlc_arena *a2 = mlc_arena_new();
+    mlc_prim_func *cp = mlc_func_copy(a2, f);
+    const mlc_ann *y = mlc_ann_find(cp->n_attrs, cp->attrs, "d");
+    CHECK(y && x && y != x && y->items != x->items && mlc_ann_value_equal(x, y));
+    CHECK(mlc_func_struct_equal(f, cp));
+    mlc_arena_free(a2);
+  }
+  check_reprint(text, "T.block_attr({\"buffer_dim_align\": [[0, 0, 16, 8]]})");
+  check_reprint(text, "annotations={\"pragma_auto_unroll_max_step\": 16, \"list\": [1, 2]}");
+  check_reprint(text, "\"d\": {\"a\": [1, 2.5, \"x\", True, [], {}], \"b\": {\"c\": [1, -2]}}");
+  mlc_arena_free(a);
+}
+
 /* ---- malformed inputs ---------------------------------------------------------- */
 
 #define HDR "@T.prim_func\ndef f(A: T.Buffer((16, 16), \"float32\"), B: T.Buffer((16,), \"float32\")):\n"
@@ -1168,8 +1370,37 @@ static const bad_case bad_cases[] = {
     {"bad param type", "@T.prim_func\ndef f(A: int):\n    pass\n", 2, "expected T.Buffer(shape, dtype) or T.handle"},
     {"positional after keyword", HDR "    X = T.alloc_buffer(dtype=\"float32\", (4,))\n", 3,
      "positional argument follows keyword argument"},
-    {"unexpected keyword", HDR "    X = T.alloc_buffer((4,), align=64)\n", 3,
-     "T.alloc_buffer got an unexpected keyword argument 'align'"},
+    {"unexpected keyword", HDR "    X = T.alloc_buffer((4,), alignment=64)\n", 3,
+     "T.alloc_buffer got an unexpected keyword argument 'alignment'"},
+    {"elem_offset not 0", HDR "    X = T.alloc_buffer((4,), elem_offset=2)\n", 3,
+     "T.alloc_buffer: elem_offset must be 0"},
+    {"align not default", "@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\", align=16)):\n    pass\n",
+     2, "T.Buffer: align must be 64"},
+    {"offset_factor not 1", "@T.prim_func\ndef f(a: T.handle):\n"
+     "    A = T.match_buffer(a, (4,), offset_factor=16)\n    pass\n", 3,
+     "T.match_buffer: offset_factor must be 1"},
+    {"intrin dtype disagrees", HDR "    B[0] = T.exp(B[1], dtype=\"float16\")\n", 3,
+     "T.exp: dtype=\"float16\" disagrees with the computed dtype float32"},
+    {"if_then_else dtype disagrees", HDR "    B[0] = T.if_then_else(True, B[1], 0.0, dtype=\"int32\")\n",
+     3, "T.if_then_else: dtype=\"int32\" disagrees with the computed dtype float32"},
+    {"intrin unknown keyword", HDR "    B[0] = T.sqrt(B[1], typ=\"float32\")\n", 3,
+     "T.sqrt got an unexpected keyword argument 'typ'"},
+    {"intrin bad dtype", HDR "    B[0] = T.max(B[1], B[2], dtype=\"float33\")\n", 3,
+     "unknown dtype \"float33\""},
+    {"annotation list with None", HDR "    T.func_attr({\"l\": [1, None]})\n", 3,
+     "expected an annotation value"},
+    {"annotation dict key not a string", HDR "    T.func_attr({\"d\": {1: 2}})\n", 3,
+     "expected an annotation key as a string"},
+    {"annotation dict duplicate key", HDR "    T.func_attr({\"d\": {\"k\": 1, \"k\": 2}})\n", 3,
+     "duplicate annotation key \"k\""},
+    {"string NUL escape", HDR "    T.func_attr({\"s\": \"a\\x00\"})\n", 3,
+     "a string cannot contain a NUL character"},
+    {"string truncated hex escape", HDR "    T.func_attr({\"s\": \"\\u12\"})\n", 3,
+     "truncated \\u escape: expected 4 hex digits"},
+    {"string named escape", HDR "    T.func_attr({\"s\": \"\\N{DASH}\"})\n", 3,
+     "\\N{...} escapes are not supported"},
+    {"string surrogate escape", HDR "    T.func_attr({\"s\": \"\\udc00\"})\n", 3,
+     "escape of U+DC00 is not a character"},
     {"empty slice", LOOP "            T.reads(A[3:3, 0])\n            B[i] = 0.0\n", 5, "empty slice"},
     {"slice in expression", HDR "    B[0] = A[0:2, 1]\n", 3, "a slice is only allowed in T.reads"},
     {"int literal too large", HDR "    B[0] = 99999999999999999999\n", 3, "integer literal too large"},
@@ -1386,6 +1617,10 @@ int main(void) {
   RUN(test_prim_func_options);
   RUN(test_whitespace);
   RUN(test_reference_examples);
+  RUN(test_string_escapes);
+  RUN(test_intrin_dtype_keyword);
+  RUN(test_buffer_layout_keywords);
+  RUN(test_nested_annotations);
   RUN(test_malformed);
   RUN(test_error_format);
   RUN(test_truncations);

@@ -243,6 +243,14 @@ static bool equals_text(const mlc_prim_func *g, const char *expected) {
   return eq;
 }
 
+/* The printed function contains `want` (a buffer's declaration, say). */
+static void check_has_(const char *file, int line, const mlc_sched *s, const char *want) {
+  char *text = print_func(mlc_sched_func(s));
+  if (!strstr(text, want)) test_fail_(file, line, "printed IR lacks \"%s\":\n%s", want, text);
+  mlc_free(text);
+}
+#define CHECK_HAS(s, want) check_has_(__FILE__, __LINE__, s, want)
+
 /* ---- golden files ------------------------------------------------------------- */
 
 static int cmp_names(const void *a, const void *b) {
@@ -579,6 +587,299 @@ static void test_blockized(void) {
   mlc_sched_free(s);
 }
 
+static int read_index(mlc_sched *s, mlc_rv b, const char *buf) {
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  for (int i = 0; i < blk->n_reads; i++)
+    if (strcmp(blk->reads[i].buf->name, buf) == 0) return i;
+  return -1;
+}
+
+/* A blockized matmul: the inner block's scope is the outer block, whose
+ * loops are outside it, so caches placed in it are compacted to the tile
+ * (TensorIR's cache stage in its scope block): A_shared (4, 6) holds the
+ * outer block's rows of A, B_local (6, 4) its columns of B. A blockized
+ * elementwise block's cache_write: B_local (4, 4), written back at the end
+ * of the outer block. */
+static void test_compact_blockized(void) {
+  mlc_prim_func *f = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((8, 6), \"float32\"), B: T.Buffer((6, 8), \"float32\"),\n"
+      "         C: T.Buffer((8, 8), \"float32\")):\n"
+      "    for i, j, k in T.grid(8, 8, 6):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+      "            with T.init():\n"
+      "                C[vi, vj] = T.float32(0)\n"
+      "            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]\n");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv c = block_of(s, "C"), *l, i2[2], j2[2], outer, o1, o2;
+  mlc_error e = {{0}};
+  CHECK(mlc_sched_get_loops(s, c, &l, &e) == 3);
+  OK(mlc_sched_split(s, l[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, i2, err));
+  OK(mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, j2, err));
+  OK(mlc_sched_reorder(s, 4, (mlc_rv[]){i2[0], j2[0], i2[1], j2[1]}, err));
+  OK(mlc_sched_blockize(s, i2[1], false, &outer, err));
+  OK(mlc_sched_cache_read(s, c, read_index(s, c, "A"), "shared", 0, NULL, &o1, err));
+  OK(mlc_sched_cache_read(s, c, read_index(s, c, "B"), "local", 0, NULL, &o2, err));
+  CHECK_HAS(s, "A_shared = T.alloc_buffer((4, 6), scope=\"shared\")");
+  CHECK_HAS(s, "B_local = T.alloc_buffer((6, 4), scope=\"local\")");
+  CHECK_HAS(s, "A_shared[v0, v1] = A[vi_o * 4 + v0, v1]");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+
+  f = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((8, 8), \"float32\"), B: T.Buffer((8, 8), \"float32\")):\n"
+      "    for i, j in T.grid(8, 8):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = A[vi, vj] * T.float32(2)\n");
+  s = mlc_sched_new(f, 1);
+  mlc_rv b = block_of(s, "B"), *kids;
+  CHECK(mlc_sched_get_loops(s, b, &l, &e) == 2);
+  OK(mlc_sched_split(s, l[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, i2, err));
+  OK(mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, j2, err));
+  OK(mlc_sched_reorder(s, 4, (mlc_rv[]){i2[0], j2[0], i2[1], j2[1]}, err));
+  OK(mlc_sched_blockize(s, i2[1], false, &outer, err));
+  OK(mlc_sched_cache_write(s, b, 0, "local", 0, NULL, &o1, err));
+  CHECK_HAS(s, "B_local = T.alloc_buffer((4, 4), scope=\"local\")");
+  CHECK(mlc_sched_get_child_blocks(s, outer, &kids, &e) == 2);
+  CHECK_STREQ(mlc_sched_rv_block(s, kids[1])->name, "B_local");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+}
+
+/* At the root the cache holds the region the writer writes when that is
+ * less than the buffer: A[2:6] here, so A_local is (4,) and C reads
+ * A_local[vi - 2]. */
+static void test_compact_root_region(void) {
+  mlc_prim_func *f = parse(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((8,), \"float32\"), C: T.Buffer((8,), \"float32\")):\n"
+      "    A = T.alloc_buffer((8,))\n"
+      "    for i in range(4):\n"
+      "        with T.block(\"A\"):\n"
+      "            vi = T.axis.spatial(8, i + 2)\n"
+      "            T.reads(X[vi])\n"
+      "            T.writes(A[vi])\n"
+      "            A[vi] = X[vi] * T.float32(2)\n"
+      "    for i in range(4):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi = T.axis.spatial(8, i + 2)\n"
+      "            T.reads(A[vi])\n"
+      "            T.writes(C[vi])\n"
+      "            C[vi] = A[vi] + T.float32(1)\n");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv c = block_of(s, "C"), a = block_of(s, "A"), o;
+  OK(mlc_sched_cache_read(s, c, 0, "local", 0, NULL, &o, err));
+  CHECK_HAS(s, "A_local = T.alloc_buffer((4,), scope=\"local\")");
+  CHECK_HAS(s, "A_local[v0] = A[2 + v0]");
+  CHECK_HAS(s, "C[vi] = A_local[vi - 2] + T.float32(1)");
+  CHECK_APPLIED(f, s);
+  /* cache_write of the writer: its cache is compacted the same way. */
+  OK(mlc_sched_cache_write(s, a, 0, "shared", 0, NULL, &o, err));
+  CHECK_HAS(s, "A_shared = T.alloc_buffer((4,), scope=\"shared\")");
+  CHECK_HAS(s, "A_shared[vi - 2] = X[vi] * T.float32(2)");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+}
+
+static const char *SCOPE_1D_HEAD =
+    HDR
+    "@T.prim_func\n"
+    "def main(X: T.Buffer((16,), \"float32\"), B: T.Buffer((16,), \"float32\")):\n"
+    "    for i0 in range(2):\n"
+    "        with T.block(\"scope\"):\n"
+    "            i = T.axis.spatial(2, i0)\n"
+    "            T.reads(X[i * 8:i * 8 + 8])\n"
+    "            T.writes(B[i * 8:i * 8 + 8])\n";
+
+/* cache_write of a block under a block scope: the write-back copies what
+ * the loops under the scope write, which must be every element of the
+ * region (here through two split loops, strides 4 and 1), else it would
+ * copy elements never written (every other one). */
+static void test_cache_write_under_scope(void) {
+  char text[2048];
+  snprintf(text, sizeof text, "%s%s", SCOPE_1D_HEAD,
+           "            for x0, x1 in T.grid(4, 2):\n"
+           "                with T.block(\"B\"):\n"
+           "                    vi = T.axis.spatial(16, i * 8 + x1 * 4 + x0)\n"
+           "                    T.reads(X[vi])\n"
+           "                    T.writes(B[vi])\n"
+           "                    B[vi] = X[vi] * T.float32(2)\n");
+  mlc_prim_func *f = parse(text);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b = block_of(s, "B"), o;
+  OK(mlc_sched_cache_write(s, b, 0, "local", 0, NULL, &o, err));
+  CHECK_HAS(s, "B_local = T.alloc_buffer((8,), scope=\"local\")");
+  CHECK_HAS(s, "B[i * 8 + v0] = B_local[v0]");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+
+  snprintf(text, sizeof text, "%s%s", SCOPE_1D_HEAD,
+           "            for x in range(4):\n"
+           "                with T.block(\"B\"):\n"
+           "                    vi = T.axis.spatial(16, i * 8 + x * 2)\n"
+           "                    T.reads(X[vi])\n"
+           "                    T.writes(B[vi])\n"
+           "                    B[vi] = X[vi] * T.float32(2)\n");
+  s = sched_of(text);
+  b = block_of(s, "B");
+  REFUSED(s, mlc_sched_cache_write(s, b, 0, "local", 0, NULL, &o, err), "cache_write",
+          "does not write every element of the region of B");
+  mlc_sched_free(s);
+
+  /* A diagonal: the box B[i*4:+4, i*4:+4] holds 16 elements, 4 written. */
+  s = sched_of(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((8,), \"float32\"), B: T.Buffer((8, 8), \"float32\")):\n"
+      "    for i0 in range(2):\n"
+      "        with T.block(\"scope\"):\n"
+      "            i = T.axis.spatial(2, i0)\n"
+      "            T.reads(X[i * 4:i * 4 + 4])\n"
+      "            T.writes(B[i * 4:i * 4 + 4, i * 4:i * 4 + 4])\n"
+      "            for x in range(4):\n"
+      "                with T.block(\"B\"):\n"
+      "                    vi = T.axis.spatial(8, i * 4 + x)\n"
+      "                    T.reads(X[vi])\n"
+      "                    T.writes(B[vi, vi])\n"
+      "                    B[vi, vi] = X[vi]\n");
+  b = block_of(s, "B");
+  REFUSED(s, mlc_sched_cache_write(s, b, 0, "local", 0, NULL, &o, err), "cache_write",
+          "would copy elements it never writes");
+  mlc_sched_free(s);
+}
+
+/* cache_read with several consumers: the copy goes before the first, the
+ * others read it once the copy's loop has run (a loop nest later in the
+ * same loop i; the root, transposed). A consumer that reads what no copy
+ * holds, or that runs before the writer, is refused. */
+static void test_cache_read_consumers(void) {
+  mlc_prim_func *f = parse(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((16,), \"float32\"), B: T.Buffer((16,), \"float32\"),\n"
+      "         C: T.Buffer((16,), \"float32\")):\n"
+      "    A = T.alloc_buffer((16,))\n"
+      "    for i in range(4):\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"A\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(X[vi])\n"
+      "                T.writes(A[vi])\n"
+      "                A[vi] = X[vi] * T.float32(2)\n"
+      "            with T.block(\"B\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(A[vi])\n"
+      "                T.writes(B[vi])\n"
+      "                B[vi] = A[vi] + T.float32(1)\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"C\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                vo = T.axis.spatial(4, i)\n"
+      "                T.reads(A[vi], A[vo * 4 + 3])\n"
+      "                T.writes(C[vi])\n"
+      "                C[vi] = A[vi] + A[vo * 4 + 3]\n");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b = block_of(s, "B"), o;
+  OK(mlc_sched_cache_read(s, b, 0, "global", 0, NULL, &o, err));
+  CHECK_HAS(s, "C[vi] = A_global[vi] + A_global[vo * 4 + 3]");
+  CHECK_HAS(s, "B[vi] = A_global[vi] + T.float32(1)");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+
+  f = parse(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((4, 4), \"float32\"), B: T.Buffer((4, 4), \"float32\"),\n"
+      "         C: T.Buffer((4, 4), \"float32\")):\n"
+      "    A = T.alloc_buffer((4, 4))\n"
+      "    for i in range(4):\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"A\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                T.reads(X[vi, vj])\n"
+      "                T.writes(A[vi, vj])\n"
+      "                A[vi, vj] = X[vi, vj] + T.float32(1)\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "                T.reads(A[vi, vj])\n"
+      "                T.writes(B[vi, vj])\n"
+      "                B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+      "    for i, j in T.grid(4, 4):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            T.reads(A[vj, vi])\n"
+      "            T.writes(C[vi, vj])\n"
+      "            C[vi, vj] = A[vj, vi]\n");
+  s = mlc_sched_new(f, 1);
+  b = block_of(s, "B");
+  OK(mlc_sched_cache_read(s, b, 0, "shared", 0, NULL, &o, err));
+  CHECK_HAS(s, "A_shared = T.alloc_buffer((4, 4), scope=\"shared\")");
+  CHECK_HAS(s, "C[vi, vj] = A_shared[vj, vi]");
+  CHECK_APPLIED(f, s);
+  mlc_sched_free(s);
+
+  /* The writer covers A[0:12]; C at the root reads A[0:16]. */
+  s = sched_of(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((16,), \"float32\"), B: T.Buffer((16,), \"float32\"),\n"
+      "         C: T.Buffer((16,), \"float32\")):\n"
+      "    A = T.alloc_buffer((16,))\n"
+      "    for i in range(3):\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"A\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(X[vi])\n"
+      "                T.writes(A[vi])\n"
+      "                A[vi] = X[vi]\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(A[vi])\n"
+      "                T.writes(B[vi])\n"
+      "                B[vi] = A[vi]\n"
+      "    for i in range(16):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi = T.axis.spatial(16, i)\n"
+      "            T.reads(A[vi])\n"
+      "            T.writes(C[vi])\n"
+      "            C[vi] = A[vi]\n");
+  b = block_of(s, "B");
+  REFUSED(s, mlc_sched_cache_read(s, b, 0, "global", 0, NULL, &o, err), "cache_read",
+          "consumer \"C\" reads a part of A the cache would not hold");
+  mlc_sched_free(s);
+
+  /* C, in loop i before the writer, reads the previous row. */
+  s = sched_of(HDR
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((16,), \"float32\"), B: T.Buffer((16,), \"float32\"),\n"
+      "         C: T.Buffer((16,), \"float32\")):\n"
+      "    A = T.alloc_buffer((16,))\n"
+      "    for i in range(4):\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"C\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(A[(vi + 12) % 16])\n"
+      "                T.writes(C[vi])\n"
+      "                C[vi] = A[(vi + 12) % 16]\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"A\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(X[vi])\n"
+      "                T.writes(A[vi])\n"
+      "                A[vi] = X[vi]\n"
+      "        for j in range(4):\n"
+      "            with T.block(\"B\"):\n"
+      "                vi = T.axis.spatial(16, i * 4 + j)\n"
+      "                T.reads(A[vi])\n"
+      "                T.writes(B[vi])\n"
+      "                B[vi] = A[vi]\n");
+  b = block_of(s, "B");
+  REFUSED(s, mlc_sched_cache_read(s, b, 0, "global", 0, NULL, &o, err), "cache_read",
+          "found no place after writer \"A\"");
+  mlc_sched_free(s);
+}
+
 /* ---- refusals ------------------------------------------------------------------------ */
 
 static void test_cache_read_refusals(void) {
@@ -676,7 +977,15 @@ static void test_cache_write_refusals(void) {
       "            B[vi] = A[vi]\n");
   mlc_rv early = block_of(s, "early"), w = block_of(s, "W");
   REFUSED(s, mlc_sched_cache_write(s, w, 0, "local", 1, (mlc_rv[]){early}, &o, err), P, "comes before the block");
-  REFUSED(s, mlc_sched_cache_write(s, w, 0, "local", 0, NULL, &o, err), P, "do not cover the block's iteration domain");
+  /* W writes B[0:6] (its loop runs 6 of its domain's 8 values): TensorIR
+   * accepts it, and the write-back, in the root block, copies exactly
+   * those 6 elements through a cache compacted to them. */
+  char *text = print_func(mlc_sched_func(s));
+  mlc_prim_func *f = parse(text);
+  mlc_free(text);
+  OK(mlc_sched_cache_write(s, w, 0, "local", 0, NULL, &o, err));
+  CHECK_HAS(s, "B_local = T.alloc_buffer((6,), scope=\"local\")");
+  CHECK_APPLIED(f, s);
   mlc_sched_free(s);
 }
 
@@ -791,6 +1100,10 @@ int main(void) {
   RUN(test_scope_names);
   RUN(test_set_scope_same);
   RUN(test_blockized);
+  RUN(test_compact_blockized);
+  RUN(test_compact_root_region);
+  RUN(test_cache_write_under_scope);
+  RUN(test_cache_read_consumers);
   RUN(test_cache_read_refusals);
   RUN(test_cache_write_refusals);
   RUN(test_set_scope_refusals);

@@ -277,7 +277,9 @@ static int loops_of(mlc_sched *s, const char *name, mlc_rv **l) {
 
 static void split2(mlc_sched *s, mlc_rv loop, int64_t inner, mlc_rv *out) {
   mlc_error e = {{0}};
-  MLC_ASSERT(mlc_sched_split(s, loop, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(inner)}, true, out, &e));
+  bool ok = mlc_sched_split(s, loop, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(inner)}, true, out, &e);
+  if (!ok) fprintf(stderr, "split: %s\n", e.msg);
+  MLC_ASSERT(ok);
 }
 
 /* ---- golden files ---------------------------------------------------------------------- */
@@ -646,6 +648,142 @@ static void test_decompose_refusals(void) {
   mlc_sched_free(s);
 }
 
+/* TVM's DecomposeReduction gives the init block the block's annotations
+ * (its new loops carry none); the update keeps them. */
+static const char *SQ_ANN =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((4, 6, 8), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+    "    for b0, i0, j0 in T.grid(4, 6, 8):\n"
+    "        with T.block(\"C\"):\n"
+    "            b, i, j = T.axis.remap(\"SRR\", [b0, i0, j0])\n"
+    "            T.block_attr({\"test_annotation\": 1, \"note\": \"keep\"})\n"
+    "            with T.init():\n"
+    "                C[b] = T.float32(0)\n"
+    "            C[b] = C[b] + A[b, i, j] * A[b, i, j]\n";
+
+static bool has_int_ann(const mlc_block *b, const char *key, int64_t v) {
+  const mlc_ann *a = b ? mlc_ann_find(b->n_anns, b->anns, key) : NULL;
+  return a && a->kind == MLC_ANN_INT && a->i == v;
+}
+
+static bool has_str_ann(const mlc_block *b, const char *key, const char *v) {
+  const mlc_ann *a = b ? mlc_ann_find(b->n_anns, b->anns, key) : NULL;
+  return a && a->kind == MLC_ANN_STRING && strcmp(a->s, v) == 0;
+}
+
+static void test_decompose_annotations(void) {
+  /* The example: the init block carries the block's annotations. */
+  mlc_prim_func *f = parse(SQ_ANN);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, init, c = block_of(s, "C");
+  loops_of(s, "C", &l);
+  OK(mlc_sched_decompose_reduction(s, c, l[0], &init, err));
+  CHECK(equals_text(mlc_sched_func(s),
+      HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 6, 8), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+      "    for b0_init in range(4):\n"
+      "        with T.block(\"C_init\"):\n"
+      "            b = T.axis.remap(\"S\", [b0_init])\n"
+      "            T.block_attr({\"test_annotation\": 1, \"note\": \"keep\"})\n"
+      "            C[b] = T.float32(0)\n"
+      "    for b0, i0, j0 in T.grid(4, 6, 8):\n"
+      "        with T.block(\"C_update\"):\n"
+      "            b, i, j = T.axis.remap(\"SRR\", [b0, i0, j0])\n"
+      "            T.reads(C[b], A[b, i, j])\n"
+      "            T.block_attr({\"test_annotation\": 1, \"note\": \"keep\"})\n"
+      "            C[b] = C[b] + A[b, i, j] * A[b, i, j]\n"));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+
+  /* Tiled, annotated through the schedule (so replay must agree), the
+   * init placed under a loop that carries an annotation of its own: the
+   * init's copy of that loop carries none, as in TVM. */
+  s = mlc_sched_new(parse(MM), 1);
+  c = block_of(s, "C");
+  mlc_rv ii[2];
+  loops_of(s, "C", &l);
+  split2(s, l[0], 4, ii);
+  OK(mlc_sched_annotate(s, c, "schedule_rule", MLC_OP_STR("mlt"), err));
+  OK(mlc_sched_annotate(s, c, "level", MLC_OP_INT(3), err));
+  OK(mlc_sched_annotate(s, ii[1], "pragma_unroll_explicit", MLC_OP_INT(1), err));
+  OK(mlc_sched_decompose_reduction(s, c, ii[1], &init, err));
+  const mlc_block *ib = mlc_sched_rv_block(s, init), *ub = mlc_sched_rv_block(s, c);
+  CHECK(ib && ib->n_anns == 2 && has_str_ann(ib, "schedule_rule", "mlt") && has_int_ann(ib, "level", 3));
+  CHECK(ub && ub->n_anns == 2 && has_str_ann(ub, "schedule_rule", "mlt") && has_int_ann(ub, "level", 3));
+  mlc_rv *il;
+  mlc_error e = {{0}};
+  int nil = mlc_sched_get_loops(s, init, &il, &e);
+  CHECK(nil == 3 && mlc_sched_rv_loop(s, il[1])->loop.n_anns == 0);
+  const mlc_stmt *kept = mlc_sched_rv_loop(s, ii[1]);
+  CHECK(kept && kept->loop.n_anns == 1);
+  SAME_AS_LLVM(parse(MM), s);
+  /* The two blocks' lists are independent: annotating one leaves the other. */
+  OK(mlc_sched_annotate(s, init, "level", MLC_OP_INT(7), err));
+  CHECK(has_int_ann(mlc_sched_rv_block(s, init), "level", 7) && has_int_ann(mlc_sched_rv_block(s, c), "level", 3));
+  char *js = trace_json(s);
+  mlc_arena *ta = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(ta, js, strlen(js), &e);
+  mlc_sched *r2 = mlc_sched_new(parse(MM), 5);
+  CHECK_MSG(t && mlc_sched_replay(r2, t, NULL, NULL, &e), "%s", e.msg);
+  CHECK(mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(r2)));
+  mlc_sched_free(r2), mlc_arena_free(ta), mlc_free(js);
+  mlc_sched_free(s);
+
+  /* Refusals, as TensorIR's CheckReductionBlock: bindings not quasi-affine
+   * (the init runs at k = 0 and at k = 1: moving it out would change the
+   * result), a reversed reduce loop (the init runs last), an init that
+   * indexes the output with a reduce iter. */
+  static const char *const bad[][3] = {
+      {"vk = T.axis.R(64, T.floordiv(k * k, 2))", "B[vi] = T.float32(0)",
+       "decompose_reduction: b3 (block B): block \"B\" binds iter vk to k * k // 2, which is not quasi-affine"},
+      {"vk = T.axis.R(8, 7 - k)", "B[vi] = T.float32(0)",
+       "decompose_reduction: b3 (block B): reduce iter vk of block \"B\" (bound to 7 - k) is not at its "
+       "minimum when every loop is at its first iteration"},
+      {"vk = T.axis.R(8, k)", "B[vi] = A[vi, vk] * T.float32(0)",
+       "decompose_reduction: b3 (block B): the init uses reduce iter vk"},
+  };
+  for (int q = 0; q < 3; q++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             HDR
+             "@T.prim_func\n"
+             "def main(A: T.Buffer((4, 64), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+             "    for i, k in T.grid(4, 8):\n"
+             "        with T.block(\"B\"):\n"
+             "            vi = T.axis.S(4, i)\n"
+             "            %s\n"
+             "            T.block_attr({\"a\": 1})\n"
+             "            with T.init():\n"
+             "                %s\n"
+             "            B[vi] = B[vi] + A[vi, vk]\n",
+             bad[q][0], bad[q][1]);
+    mlc_prim_func *g = parse(text);
+    CHECK(g != NULL);
+    if (!g) continue;
+    s = mlc_sched_new(g, 1);
+    loops_of(s, "B", &l);
+    mlc_rv bb = block_of(s, "B");
+    REFUSED(s, mlc_sched_decompose_reduction(s, bb, l[0], &init, err), bad[q][2]);
+    mlc_sched_free(s);
+  }
+
+  /* The rf block of an rfactor, decomposed: its init inherits what the rf
+   * block inherited from the reduction. */
+  f = parse(SQ_ANN);
+  s = mlc_sched_new(f, 1);
+  mlc_rv rf, *rl;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_rfactor(s, l[2], 1, &rf, err));
+  CHECK(mlc_sched_get_loops(s, rf, &rl, &e) == 3);
+  OK(mlc_sched_decompose_reduction(s, rf, rl[0], &init, err));
+  ib = mlc_sched_rv_block(s, init);
+  CHECK(has_int_ann(ib, "test_annotation", 1) && has_str_ann(ib, "note", "keep"));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+}
+
 /* ---- rfactor ------------------------------------------------------------------------------ */
 
 static void test_rfactor_numeric(void) {
@@ -824,6 +962,306 @@ static void test_rfactor_refusals(void) {
   OK(mlc_sched_split(s, lb[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(5)}, true, k2, err));
   REFUSED(s, mlc_sched_rfactor(s, k2[1], 0, &out, err),
           "the predicate of block \"B\" depends on reduce loop k_0");
+  mlc_sched_free(s);
+}
+
+/* ---- rfactor over fused reduce loops ---------------------------------------------------- */
+
+/* TVM's transformed_square_sum_square_root (smaller): i and j fused and split
+ * by 1, the unit inner loop used by no binding. */
+static const char *SQ_FUSED =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((4, 8, 8), \"float32\"), D: T.Buffer((4,), \"float32\")):\n"
+    "    C = T.alloc_buffer((4,))\n"
+    "    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 64, 1):\n"
+    "        with T.block(\"C\"):\n"
+    "            b = T.axis.S(4, i0)\n"
+    "            i = T.axis.R(8, T.floordiv(i1_i2_fused_outer, 8))\n"
+    "            j = T.axis.R(8, T.floormod(i1_i2_fused_outer, 8))\n"
+    "            T.reads([A[b, i, j]])\n"
+    "            T.writes([C[b]])\n"
+    "            with T.init():\n"
+    "                C[b] = 0.0\n"
+    "            C[b] = C[b] + (A[b, i, j] * A[b, i, j])\n"
+    "    for i0_1 in T.serial(0, 4):\n"
+    "        with T.block(\"D\"):\n"
+    "            b_1 = T.axis.S(4, i0_1)\n"
+    "            D[b_1] = T.sqrt(C[b_1])\n";
+
+/* A sum over two axes (2-D output) and over three (with a 1-D output). */
+static const char *SUM2 =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((3, 2, 6, 4), \"float32\"), B: T.Buffer((3, 2), \"float32\")):\n"
+    "    for x, y, k1, k2 in T.grid(3, 2, 6, 4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vx, vy, vk1, vk2 = T.axis.remap(\"SSRR\", [x, y, k1, k2])\n"
+    "            with T.init():\n"
+    "                B[vx, vy] = T.float32(0)\n"
+    "            B[vx, vy] = B[vx, vy] + A[vx, vy, vk1, vk2]\n";
+
+static const char *MAX3 =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((3, 4, 3, 5), \"float32\"), B: T.Buffer((3,), \"float32\")):\n"
+    "    for x, k1, k2, k3 in T.grid(3, 4, 3, 5):\n"
+    "        with T.block(\"B\"):\n"
+    "            vx, vk1, vk2, vk3 = T.axis.remap(\"SRRR\", [x, k1, k2, k3])\n"
+    "            with T.init():\n"
+    "                B[vx] = T.float32(-3.4028234663852886e+38)\n"
+    "            B[vx] = T.max(B[vx], A[vx, vk1, vk2, vk3] * T.float32(2))\n";
+
+static void test_rfactor_fused_example(void) {
+  mlc_prim_func *f = parse(SQ_FUSED);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, rf;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_rfactor(s, l[2], 0, &rf, err));
+  /* TVM's square_sum_square_root_rfactor. */
+  CHECK(equals_text(mlc_sched_func(s),
+      HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8, 8), \"float32\"), D: T.Buffer((4,), \"float32\")):\n"
+      "    C = T.alloc_buffer((4,))\n"
+      "    C_rf = T.alloc_buffer((1, 4))\n"
+      "    for i0, i1_i2_fused_outer, i1_i2_fused_inner in T.grid(4, 64, 1):\n"
+      "        with T.block(\"C_rf\"):\n"
+      "            vi1_i2_fused_inner, b = T.axis.remap(\"SS\", [i1_i2_fused_inner, i0])\n"
+      "            i = T.axis.R(8, T.floordiv(i1_i2_fused_outer, 8))\n"
+      "            j = T.axis.R(8, T.floormod(i1_i2_fused_outer, 8))\n"
+      "            with T.init():\n"
+      "                C_rf[vi1_i2_fused_inner, b] = 0.0\n"
+      "            C_rf[vi1_i2_fused_inner, b] = C_rf[vi1_i2_fused_inner, b] + (A[b, i, j] * A[b, i, j])\n"
+      "    for i0_1, i1_i2_fused_inner_1 in T.grid(4, 1):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi1_i2_fused_inner_1, b_1 = T.axis.remap(\"RS\", [i1_i2_fused_inner_1, i0_1])\n"
+      "            with T.init():\n"
+      "                C[b_1] = 0.0\n"
+      "            C[b_1] = C[b_1] + C_rf[vi1_i2_fused_inner_1, b_1]\n"
+      "    for i0_2 in T.serial(0, 4):\n"
+      "        with T.block(\"D\"):\n"
+      "            b_2 = T.axis.S(4, i0_2)\n"
+      "            D[b_2] = T.sqrt(C[b_2])\n"));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  /* The fused outer loop itself (it drives both reduce iters). */
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "C", &l);
+  OK(mlc_sched_rfactor(s, l[1], 1, &rf, err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+}
+
+/* fuse the reduce loops, optionally split the fused loop, rfactor a part. */
+static void fuse_split_rfactor(const char *text, int n_spatial, int64_t inner, bool preserve,
+                               int part, int axis, bool decompose, bool llvm) {
+  mlc_prim_func *f = parse(text);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, fused, parts[2], rf, init;
+  int n = loops_of(s, "B", &l);
+  OK(mlc_sched_fuse(s, n - n_spatial, l + n_spatial, true, &fused, err));
+  mlc_rv target = fused;
+  if (inner != 0) {
+    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(inner)};
+    if (inner < 0) fs[0] = MLC_OP_INT(-inner), fs[1] = MLC_OP_NONE;
+    OK(mlc_sched_split(s, fused, 2, fs, preserve, parts, err));
+    target = parts[part];
+  }
+  OK(mlc_sched_rfactor(s, target, axis, &rf, err));
+  SAME_AS_(f, s, llvm);
+  if (decompose) {
+    mlc_rv *rl;
+    mlc_error e = {{0}};
+    const mlc_block *rb = mlc_sched_rv_block(s, rf);
+    if (rb && rb->init && mlc_sched_get_loops(s, rf, &rl, &e) > 0)
+      OK(mlc_sched_decompose_reduction(s, rf, rl[0], &init, err));
+    OK(mlc_sched_decompose_reduction(s, block_of(s, "B"), l[0], &init, err));
+    SAME_AS_(f, s, llvm);
+  }
+  mlc_sched_free(s);
+}
+
+static void test_rfactor_fused_variants(void) {
+  /* Two reduce loops fused, the fused loop factored whole. */
+  fuse_split_rfactor(SUM2, 2, 0, true, 0, 0, true, true);
+  fuse_split_rfactor(SUM2, 2, 0, true, 0, 2, false, false);
+  /* Fused then split: the outer or the inner part, even and uneven (24 =
+   * 6 * 4; 5 leaves a predicate, refused below) splits. */
+  for (int part = 0; part < 2; part++)
+    for (int axis = -3; axis <= 2; axis++)
+      fuse_split_rfactor(SUM2, 2, 4, true, part, axis, axis == 0, axis == 1);
+  /* Split by 1 (inner or outer unit loop), with and without unit iters:
+   * without, the unit loop binds nothing and is factored as TVM does. */
+  for (int pu = 0; pu < 2; pu++) {
+    fuse_split_rfactor(SUM2, 2, 1, pu, 1, 0, true, pu == 0);
+    fuse_split_rfactor(SUM2, 2, -1, pu, 0, 1, true, pu == 0);
+    fuse_split_rfactor(SUM2, 2, 1, pu, 0, -1, false, false);
+    fuse_split_rfactor(SUM2, 2, -1, pu, 1, 0, false, false);
+  }
+  /* Three reduce loops fused (floordiv of floordiv), max reducer. */
+  fuse_split_rfactor(MAX3, 1, 0, true, 0, 0, true, true);
+  fuse_split_rfactor(MAX3, 1, 6, true, 0, 1, true, false);
+  fuse_split_rfactor(MAX3, 1, 6, true, 1, 0, true, true);
+  fuse_split_rfactor(MAX3, 1, 1, false, 1, 0, true, false);
+  /* Two of three reduce loops fused, the third left: rfactor the fused. */
+  mlc_prim_func *f = parse(MAX3);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, fused, rf;
+  loops_of(s, "B", &l);
+  OK(mlc_sched_fuse(s, 2, l + 2, true, &fused, err));
+  OK(mlc_sched_rfactor(s, fused, 0, &rf, err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  /* The tuner's add-rfactor shape on a task: spatial loops, reduce loops
+   * fused and split by a sampled tile, either part. */
+  const mlc_task_def *d = mlc_task_find("reduce_sum");
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error e = {{0}};
+  CHECK_MSG(d && mlc_task_parse_shape(d, "4,24", sh, &e), "%s", e.msg);
+  if (!d) return;
+  f = mlc_task_build(TA, d, sh);
+  for (int part = 0; part < 2; part++) {
+    s = mlc_sched_new(f, 7);
+    mlc_rv root, *kids, v[2], parts[2];
+    OK(mlc_sched_get_block(s, "root", NULL, &root, err));
+    int nk = mlc_sched_get_child_blocks(s, root, &kids, &e);
+    for (int i = 0; i < nk; i++) {
+      const mlc_block *b = mlc_sched_rv_block(s, kids[i]);
+      if (!b || !b->init) continue;
+      int n = mlc_sched_get_loops(s, kids[i], &l, &e);
+      OK(mlc_sched_sample_perfect_tile(s, l[n - 1], 2, 8, v, err));
+      OK(mlc_sched_split(s, l[n - 1], 2, (mlc_operand[]){MLC_OP_RV(v[0]), MLC_OP_RV(v[1])}, true, parts, err));
+      OK(mlc_sched_rfactor(s, parts[part], 0, &rf, err));
+    }
+    SAME_AS_LLVM(f, s);
+    mlc_sched_free(s);
+  }
+}
+
+/* With the block's annotations on both new blocks (TVM's
+ * square_sum_with_annotation_rfactor). */
+static void test_rfactor_annotations(void) {
+  mlc_prim_func *f = parse(SQ_ANN);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, rf, fused;
+  loops_of(s, "C", &l);
+  OK(mlc_sched_rfactor(s, l[2], 1, &rf, err));
+  CHECK(equals_text(mlc_sched_func(s),
+      HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 6, 8), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+      "    C_rf = T.alloc_buffer((4, 8))\n"
+      "    for i0, i1, i2 in T.grid(4, 6, 8):\n"
+      "        with T.block(\"C_rf\"):\n"
+      "            vi2, b, i = T.axis.remap(\"SSR\", [i2, i0, i1])\n"
+      "            T.block_attr({\"test_annotation\": 1, \"note\": \"keep\"})\n"
+      "            with T.init():\n"
+      "                C_rf[b, vi2] = T.float32(0)\n"
+      "            C_rf[b, vi2] = C_rf[b, vi2] + A[b, i, vi2] * A[b, i, vi2]\n"
+      "    for i0_1, i2_1 in T.grid(4, 8):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi2_1, b_1 = T.axis.remap(\"RS\", [i2_1, i0_1])\n"
+      "            T.block_attr({\"test_annotation\": 1, \"note\": \"keep\"})\n"
+      "            with T.init():\n"
+      "                C[b_1] = T.float32(0)\n"
+      "            C[b_1] = C[b_1] + C_rf[b_1, vi2_1]\n"));
+  SAME_AS(f, s);
+  mlc_sched_free(s);
+  /* After fuse, and with annotations set by the schedule. */
+  s = mlc_sched_new(f, 1);
+  mlc_rv c = block_of(s, "C");
+  loops_of(s, "C", &l);
+  OK(mlc_sched_annotate(s, c, "extra", MLC_OP_INT(5), err));
+  OK(mlc_sched_fuse(s, 2, l + 1, true, &fused, err));
+  OK(mlc_sched_rfactor(s, fused, 0, &rf, err));
+  const mlc_block *rb = mlc_sched_rv_block(s, rf), *wb = mlc_sched_rv_block(s, c);
+  CHECK(rb && rb->n_anns == 3 && has_int_ann(rb, "extra", 5) && has_int_ann(rb, "test_annotation", 1));
+  CHECK(wb && wb->n_anns == 3 && has_int_ann(wb, "extra", 5) && has_str_ann(wb, "note", "keep"));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+}
+
+static void test_rfactor_fused_refusals(void) {
+  /* TVM's rowsum_not_quasi_affine: vk = (k * k) // 2 is refused (the init
+   * runs at k = 0 and again at k = 1, which the rf block cannot follow). */
+  mlc_prim_func *f = parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 128), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "    for i, k in T.grid(4, 16):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi = T.axis.S(4, i)\n"
+      "            vk = T.axis.R(128, T.floordiv(k * k, 2))\n"
+      "            with T.init():\n"
+      "                B[vi] = 0.0\n"
+      "            B[vi] = B[vi] + A[vi, vk]\n");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv *l, out, fused, parts[2];
+  loops_of(s, "B", &l);
+  REFUSED(s, mlc_sched_rfactor(s, l[1], 0, &out, err),
+          "rfactor: l2 (loop k): block \"B\" binds iter vk to k * k // 2, which is not quasi-affine");
+  mlc_sched_free(s);
+  /* A reversed reduce loop runs the init last: refused. */
+  f = reduction("T.float32(0)", "B[vi] + A[vi, vk]");
+  s = mlc_sched_new(parse(HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((6, 24), \"float32\"), B: T.Buffer((6,), \"float32\")):\n"
+      "    for i, k in T.grid(6, 24):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi = T.axis.S(6, i)\n"
+      "            vk = T.axis.R(24, 23 - k)\n"
+      "            with T.init():\n"
+      "                B[vi] = T.float32(0)\n"
+      "            B[vi] = B[vi] + A[vi, vk]\n"), 1);
+  loops_of(s, "B", &l);
+  REFUSED(s, mlc_sched_rfactor(s, l[1], 0, &out, err),
+          "rfactor: l2 (loop k): reduce iter vk of block \"B\" (bound to 23 - k) is not at its minimum when "
+          "every loop is at its first iteration");
+  mlc_sched_free(s);
+  /* A loop no iter uses: factored only with extent 1; under a reduce loop
+   * it must have extent 1 (TVM's kUnboundLoopUnderReductionLoop). */
+  const char *unbound = HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4, 8), \"float32\"), B: T.Buffer((4,), \"float32\")):\n"
+      "    for i, u, k, w in T.grid(4, 2, 8, %d):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi = T.axis.spatial(4, i)\n"
+      "            vk = T.axis.reduce(8, k)\n"
+      "            with T.init():\n"
+      "                B[vi] = T.float32(0)\n"
+      "            B[vi] = B[vi] + A[vi, vk]\n";
+  char text[1024];
+  snprintf(text, sizeof text, unbound, 2);
+  s = mlc_sched_new(parse(text), 1);
+  loops_of(s, "B", &l);
+  REFUSED(s, mlc_sched_rfactor(s, l[1], 0, &out, err),
+          "rfactor: l2 (loop u) drives no reduce iter of block \"B\" and its extent is not 1");
+  REFUSED(s, mlc_sched_rfactor(s, l[2], 0, &out, err),
+          "rfactor: l3 (loop k): loop w drives no iter of block \"B\" and lies under reduce loop k");
+  mlc_sched_free(s);
+  snprintf(text, sizeof text, unbound, 1);
+  f = parse(text);
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &l);
+  OK(mlc_sched_rfactor(s, l[3], 0, &out, err)); /* w: unit, unbound */
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &l);
+  OK(mlc_sched_rfactor(s, l[2], 0, &out, err)); /* k, with u above it */
+  SAME_AS(f, s);
+  mlc_sched_free(s);
+  /* Fused then split unevenly: the predicate on the reduce loops stays
+   * refused; a spatial loop fused with a reduce loop is refused by fuse. */
+  s = mlc_sched_new(parse(SUM2), 1);
+  int n = loops_of(s, "B", &l);
+  OK(mlc_sched_fuse(s, 2, l + 2, true, &fused, err));
+  OK(mlc_sched_split(s, fused, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(5)}, true, parts, err));
+  REFUSED(s, mlc_sched_rfactor(s, parts[1], 0, &out, err),
+          "the predicate of block \"B\" depends on reduce loop k1_k2_fused_0");
+  REFUSED(s, mlc_sched_rfactor(s, l[0], 0, &out, err),
+          "rfactor: l1 (loop x) drives spatial iter vx of block \"B\"; only a reduce loop can be factored");
+  (void)n;
   mlc_sched_free(s);
 }
 
@@ -1044,19 +1482,14 @@ static bool pick(mlc_sched *s, mlc_pcg32 *r, mlc_rv *b, mlc_rv *loop, int *n_loo
 }
 
 typedef struct fuzz_stats {
-  int seqs, applied[3], refused[3], other;
+  int seqs, applied[3], refused[3], other, fused;
 } fuzz_stats;
 
 /* Tiling first (splits, reorders), then decompose/rfactor/blockize and
  * loop kinds in any order; refusals must leave the state unchanged, the
  * result must verify, match the unscheduled program and replay. */
-static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats *st) {
+static void fuzz_func(const char *task, mlc_prim_func *f, int n_seq, fuzz_stats *st) {
   mlc_error e = {{0}};
-  const mlc_task_def *d = mlc_task_find(task);
-  int64_t sh[MLC_TASK_MAX_DIMS];
-  CHECK_MSG(d && mlc_task_parse_shape(d, shape, sh, &e), "%s %s", task, e.msg);
-  if (!d) return;
-  mlc_prim_func *f = mlc_task_build(TA, d, sh);
   mlc_pcg32 r;
   mlc_pcg32_seed(&r, mlc_hash_str(task, 0), 9);
   for (int q = 0; q < n_seq && !test_case_failed_; q++) {
@@ -1068,7 +1501,9 @@ static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats
       mlc_rv b, x, *l, out, o[3];
       int n;
       if (!pick(s, &r, &b, &x, &n, &l)) continue;
-      uint32_t what = t < tiling ? mlc_pcg32_bounded(&r, 2) : 2 + mlc_pcg32_bounded(&r, 5);
+      /* Tiling: split, reorder, or fuse of the picked loop with the next
+       * (floordiv/floormod bindings for rfactor and decompose). */
+      uint32_t what = t < tiling ? (uint32_t)"017"[mlc_pcg32_bounded(&r, 3)] - '0' : 2 + mlc_pcg32_bounded(&r, 5);
       snapshot before = snap(s);
       bool ok = false;
       int kind = -1;
@@ -1084,6 +1519,11 @@ static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats
       case 4: kind = 2, ok = mlc_sched_blockize(s, x, mlc_pcg32_bounded(&r, 2), &out, &e); break;
       case 5: ok = mlc_sched_unroll(s, x, &e); break;
       case 6: ok = mlc_sched_parallel(s, x, &e); break;
+      case 7:
+        for (int j = 0; j + 1 < n; j++)
+          if (l[j] == x) ok = mlc_sched_fuse(s, 2, l + j, mlc_pcg32_bounded(&r, 2), o, &e);
+        st->fused += ok;
+        break;
       }
       if (kind >= 0) ok ? st->applied[kind]++ : st->refused[kind]++;
       else st->other += ok;
@@ -1117,17 +1557,27 @@ static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats
   }
 }
 
+static void fuzz_task(const char *task, const char *shape, int n_seq, fuzz_stats *st) {
+  mlc_error e = {{0}};
+  const mlc_task_def *d = mlc_task_find(task);
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  CHECK_MSG(d && mlc_task_parse_shape(d, shape, sh, &e), "%s %s", task, e.msg);
+  if (d) fuzz_func(task, mlc_task_build(TA, d, sh), n_seq, st);
+}
+
 static void test_random_sequences(void) {
   fuzz_stats st = {0};
+  fuzz_func("sum2", parse(SUM2), 200, &st);
+  fuzz_func("max3", parse(MAX3), 200, &st);
   fuzz_task("matmul", "6,8,10", 300, &st);
   fuzz_task("reduce_sum", "6,24", 300, &st);
   fuzz_task("softmax", "4,12", 200, &st);
   fuzz_task("dense_bias_relu", "4,6,8", 200, &st);
   fuzz_task("conv2d_nchw", "1,2,5,5,2,3,3", 100, &st);
   printf("# random sequences: %d; decompose_reduction %d applied / %d refused, rfactor %d / %d, "
-         "blockize %d / %d, other primitives %d\n",
+         "blockize %d / %d, other primitives %d (fuse %d)\n",
          st.seqs, st.applied[0], st.refused[0], st.applied[1], st.refused[1], st.applied[2],
-         st.refused[2], st.other);
+         st.refused[2], st.other, st.fused);
   CHECK(st.applied[0] > 50 && st.applied[1] > 50 && st.applied[2] > 50);
 }
 
@@ -1140,8 +1590,13 @@ int main(void) {
   RUN(test_notes_stochastic_full);
   RUN(test_decompose_numeric);
   RUN(test_decompose_refusals);
+  RUN(test_decompose_annotations);
   RUN(test_rfactor_numeric);
   RUN(test_rfactor_refusals);
+  RUN(test_rfactor_fused_example);
+  RUN(test_rfactor_fused_variants);
+  RUN(test_rfactor_annotations);
+  RUN(test_rfactor_fused_refusals);
   RUN(test_blockize_numeric);
   RUN(test_blockize_refusals);
   RUN(test_split_inside_blockized);

@@ -633,26 +633,30 @@ static void test_loop_kind_refusals(void) {
           "parallel: l3 (loop k): block \"C\" binds its reduce iter vk to this loop");
   REFUSED(s, mlc_sched_parallel(s, b, err), "parallel: b0 (block C) is a block, expected a loop");
   REFUSED(s, mlc_sched_parallel(s, j, err), "parallel: l2 (loop j) is no longer in the function");
-  REFUSED(s, mlc_sched_parallel(s, i, err), "parallel: l1 (loop i) is already bound to blockIdx.x");
   REFUSED(s, mlc_sched_vectorize(s, k, err), "vectorize: l3 (loop k): block \"C\" binds its reduce");
   REFUSED(s, mlc_sched_vectorize(s, v, err), "vectorize: v4 is a sampled value, expected a loop");
   REFUSED(s, mlc_sched_vectorize(s, j, err), "no longer in the function");
-  REFUSED(s, mlc_sched_vectorize(s, i, err), "already bound to blockIdx.x");
   REFUSED(s, mlc_sched_unroll(s, b, err), "unroll: b0 (block C) is a block");
   REFUSED(s, mlc_sched_unroll(s, j, err), "unroll: l2 (loop j) is no longer in the function");
-  REFUSED(s, mlc_sched_unroll(s, i, err), "unroll: l1 (loop i) is already bound");
   REFUSED(s, mlc_sched_unroll(s, -1, err), "unroll: handle -1 does not exist");
   REFUSED(s, mlc_sched_bind(s, k, "blockIdx.y", err), "bind: l3 (loop k): block \"C\" binds its reduce");
   REFUSED(s, mlc_sched_bind(s, k, "vthread.x", err), "binds its reduce iter vk");
   REFUSED(s, mlc_sched_bind(s, o[0], "warpIdx.x", err), "bind: l5 (loop j_0): unknown thread axis \"warpIdx.x\"");
   REFUSED(s, mlc_sched_bind(s, j, "threadIdx.x", err), "no longer in the function");
-  REFUSED(s, mlc_sched_bind(s, i, "blockIdx.y", err), "already bound to blockIdx.x");
   /* One thread axis, one extent: i (128) holds blockIdx.x, j_0 has 32. */
   REFUSED(s, mlc_sched_bind(s, o[0], "blockIdx.x", err),
           "bind: l5 (loop j_0): loop i is bound to blockIdx.x with extent 128; this loop's extent 32 "
           "differs");
   OK(mlc_sched_bind(s, o[1], "threadIdx.x", err));
   REFUSED(s, mlc_sched_bind(s, o[0], "threadIdx.x", err), "loop j_1 is bound to threadIdx.x with extent 4");
+  /* TensorIR gives a bound loop another kind or thread (on a copy: i
+   * stays bound above). */
+  mlc_sched *c = mlc_sched_copy(s);
+  OK(mlc_sched_parallel(c, i, err));
+  OK(mlc_sched_vectorize(c, i, err));
+  OK(mlc_sched_unroll(c, i, err));
+  OK(mlc_sched_bind(c, i, "blockIdx.y", err));
+  mlc_sched_free(c);
   mlc_sched_free(s);
 }
 
@@ -1575,16 +1579,9 @@ static bool random_primitive(mlc_sched *s, mlc_pcg32 *r, const char **names, int
   return ok;
 }
 
-static void property_task(const char *task, const char *shape, int n_seq, int steps,
+static void property_func(const char *task, mlc_prim_func *f, int n_seq, int steps,
                           prop_stats *st) {
   mlc_error e = {{0}};
-  const mlc_task_def *d = mlc_task_find(task);
-  CHECK_MSG(d, "no task %s", task);
-  if (!d) return;
-  int64_t sh[MLC_TASK_MAX_DIMS];
-  CHECK_MSG(mlc_task_parse_shape(d, shape, sh, &e), "%s", e.msg);
-  mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = mlc_task_build(a, d, sh);
   const char *names[32];
   int n_names = 0;
   block_names(f->body, names, &n_names);
@@ -1629,8 +1626,41 @@ static void property_task(const char *task, const char *shape, int n_seq, int st
     }
     mlc_sched_free(s);
   }
+}
+
+static void property_task(const char *task, const char *shape, int n_seq, int steps,
+                          prop_stats *st) {
+  mlc_error e = {{0}};
+  const mlc_task_def *d = mlc_task_find(task);
+  CHECK_MSG(d, "no task %s", task);
+  if (!d) return;
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  CHECK_MSG(mlc_task_parse_shape(d, shape, sh, &e), "%s", e.msg);
+  mlc_arena *a = mlc_arena_new();
+  property_func(task, mlc_task_build(a, d, sh), n_seq, steps, st);
   mlc_arena_free(a);
 }
+
+/* Reversed, strided, floordiv and floormod accesses (TensorIR's
+ * quasi-affine indices), each buffer read at one index per block. */
+static const char *PROP_QUASI_AFFINE =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 8), \"float32\"), D: T.Buffer((4, 16), \"float32\")):\n"
+    "    B = T.alloc_buffer((8, 8))\n"
+    "    C = T.alloc_buffer((4, 8))\n"
+    "    for i, j in T.grid(8, 8):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[7 - vi, vj] = A[vi, vj] * T.float32(2)\n"
+    "    for i, j in T.grid(4, 8):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[2 * vi, 7 - vj] + T.float32(1)\n"
+    "    for i, j in T.grid(4, 16):\n"
+    "        with T.block(\"D\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            D[vi, vj] = C[3 - vi, vj // 4 + vj % 4] * T.float32(3)\n";
 
 static void test_random_sequences(void) {
   prop_stats st = {0};
@@ -1639,6 +1669,7 @@ static void test_random_sequences(void) {
   property_task("softmax", "6,10", 500, 10, &st);
   property_task("dense_bias_relu", "8,12,6", 400, 10, &st);
   property_task("conv2d_nchw", "1,2,6,6,3,3,3", 200, 10, &st);
+  property_func("quasi_affine", parse(PROP_QUASI_AFFINE), 300, 10, &st);
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
   printf("# random sequences: %d sequences, %d primitives applied (%.1f per sequence), %d refused, "
          "%d replayed via JSON, %.2f s\n#  applied:",

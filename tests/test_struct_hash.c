@@ -422,6 +422,60 @@ static void test_golden_hash(void) {
             (uint64_t)GOLDEN_HASH_RICH);
 }
 
+/* A function whose block carries T.block_attr(ANNS). */
+static mlc_prim_func *with_block_attr(const char *anns) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "@T.prim_func\n"
+           "def f(A: T.Buffer((8,), \"float32\")):\n"
+           "    for i in range(8):\n"
+           "        with T.block(\"b\"):\n"
+           "            vi = T.axis.spatial(8, i)\n"
+           "            T.block_attr(%s)\n"
+           "            A[vi] = T.float32(0)\n",
+           anns);
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(A_, "h.py", text, &err);
+  if (!m) {
+    test_fail_(__FILE__, __LINE__, "%s: %s", anns, err.msg);
+    return NULL;
+  }
+  return m->funcs[0];
+}
+
+static void check_anns_(const char *x, const char *y, bool same, int line) {
+  mlc_prim_func *f = with_block_attr(x), *g = with_block_attr(y);
+  if (!f || !g) return;
+  bool eq = mlc_func_struct_equal(f, g), heq = mlc_func_struct_hash(f) == mlc_func_struct_hash(g);
+  if (eq != same || heq != same)
+    test_fail_(__FILE__, line, "%s vs %s: equal %d, hash equal %d, want %d", x, y, eq, heq, same);
+  mlc_prim_func *c = mlc_func_copy(A_, f);
+  if (!mlc_func_struct_equal(f, c) || mlc_func_struct_hash(f) != mlc_func_struct_hash(c))
+    test_fail_(__FILE__, line, "%s: copy differs", x);
+}
+#define ANNS_SAME(x, y) check_anns_((x), (y), true, __LINE__)
+#define ANNS_DIFFER(x, y) check_anns_((x), (y), false, __LINE__)
+
+/* List and dict values: a list is ordered, a dict is a map (like the
+ * annotation list itself), and every nested scalar counts. */
+static void test_nested_annotation_values(void) {
+  ANNS_SAME("{\"a\": [[0, 0, 16, 8]]}", "{\"a\": [[0, 0, 16, 8]]}");
+  ANNS_SAME("{\"a\": [1, 2]}", "{\"a\": (1, 2)}");
+  ANNS_SAME("{\"d\": {\"x\": 1, \"y\": [2]}}", "{\"d\": {\"y\": [2], \"x\": 1}}");
+  ANNS_DIFFER("{\"a\": [[0, 0, 16, 8]]}", "{\"a\": [[0, 0, 16, 4]]}");
+  ANNS_DIFFER("{\"a\": [1, 2]}", "{\"a\": [2, 1]}");
+  ANNS_DIFFER("{\"a\": [1, 2]}", "{\"a\": [1, 2, 3]}");
+  ANNS_DIFFER("{\"a\": [1]}", "{\"a\": 1}");
+  ANNS_DIFFER("{\"a\": [[1], 2]}", "{\"a\": [1, [2]]}");
+  ANNS_DIFFER("{\"a\": [1]}", "{\"a\": [True]}");
+  ANNS_DIFFER("{\"a\": [1]}", "{\"a\": [1.0]}");
+  ANNS_DIFFER("{\"a\": [\"x\"]}", "{\"a\": [\"y\"]}");
+  ANNS_DIFFER("{\"a\": []}", "{\"a\": {}}");
+  ANNS_DIFFER("{\"d\": {\"x\": 1}}", "{\"d\": {\"y\": 1}}");
+  ANNS_DIFFER("{\"d\": {\"x\": 1}}", "{\"d\": {\"x\": 1, \"y\": 1}}");
+  ANNS_DIFFER("{\"d\": {\"x\": {\"z\": 1}}}", "{\"d\": {\"x\": {\"z\": 2}}}");
+}
+
 int main(void) {
   A_ = mlc_arena_new();
   RUN(test_same_program_twice);
@@ -434,6 +488,7 @@ int main(void) {
   RUN(test_loop_kind_changes);
   RUN(test_constant_changes);
   RUN(test_annotation_changes);
+  RUN(test_nested_annotation_values);
   RUN(test_other_changes);
   RUN(test_var_binding_swap);
   RUN(test_print_parse_roundtrip);

@@ -748,6 +748,73 @@ static void test_parsed_errors(void) {
   }
 }
 
+/* ---- accesses bounded by the binding's range --------------------------- */
+
+/* TensorIR checks an access against the values the iter var's binding can
+ * take over its loops (intersected with the domain), not the whole domain:
+ * vi = T.axis.spatial(16, 8 + i) with i < 8 is in [8, 15], so A[vi - 8]
+ * of an 8-element A is in bounds. */
+#define ONE_BLOCK(A, B, LOOPS, BIND, READ, WRITE, BODY)                                       \
+  "@T.prim_func\n"                                                                            \
+  "def main(A: T.Buffer(" A ", \"float32\"), B: T.Buffer(" B ", \"float32\")):\n"            \
+  "    for " LOOPS ":\n"                                                                      \
+  "        with T.block(\"B\"):\n"                                                            \
+  BIND                                                                                        \
+  "            T.reads(" READ ")\n"                                                           \
+  "            T.writes(" WRITE ")\n"                                                         \
+  "            " BODY "\n"
+
+static void expect_verified(const char *name, const char *text) {
+  mlc_module *m = parse(name, text);
+  mlc_error err = {{0}};
+  if (m) CHECK_MSG(mlc_verify_module(m, &err), "%s: %s", name, err.msg);
+}
+
+static void test_binding_range_offset(void) {
+  expect_verified("offset.py",
+                  ONE_BLOCK("(8,)", "(8,)", "i in range(8)",
+                            "            vi = T.axis.spatial(16, 8 + i)\n", "A[vi - 8]",
+                            "B[vi - 8]", "B[vi - 8] = A[vi - 8] * T.float32(2)"));
+}
+
+static void test_binding_range_strided(void) {
+  expect_verified("strided.py",
+                  ONE_BLOCK("(8,)", "(8,)", "i in range(8)",
+                            "            vi = T.axis.spatial(32, 2 * i + 1)\n",
+                            "A[(vi - 1) // 2]", "B[(vi - 1) // 2]",
+                            "B[(vi - 1) // 2] = A[(vi - 1) // 2]"));
+}
+
+static void test_binding_range_split(void) {
+  expect_verified("split.py",
+                  ONE_BLOCK("(8,)", "(8,)", "i0, i1 in T.grid(2, 4)",
+                            "            vi = T.axis.spatial(16, i0 * 4 + i1)\n", "A[vi]",
+                            "B[vi]", "B[vi] = A[vi]"));
+}
+
+static void test_binding_range_reduce(void) {
+  expect_verified("reduce_offset.py",
+                  ONE_BLOCK("(4, 16)", "(4,)", "i, k in T.grid(4, 16)",
+                            "            vi = T.axis.spatial(4, i)\n"
+                            "            vk = T.axis.reduce(64, k + 32)\n",
+                            "A[vi, vk - 32], B[vi]", "B[vi]",
+                            "B[vi] = B[vi] + A[vi, vk - 32]"));
+}
+
+/* The binding's range still bounds the access: 7 + i reaches A[-1]. */
+static void test_err_binding_range_out_of_bounds(void) {
+  mlc_module *m = parse("offset_bad.py",
+                        ONE_BLOCK("(8,)", "(8,)", "i in range(8)",
+                                  "            vi = T.axis.spatial(16, 7 + i)\n", "A[vi - 8]",
+                                  "B[vi - 7]", "B[vi - 7] = A[vi - 8]"));
+  mlc_error err = {{0}};
+  if (!m) return;
+  CHECK(!mlc_verify_module(m, &err));
+  CHECK_MSG(strstr(err.msg, "block \"B\"") &&
+                strstr(err.msg, "index vi - 8 of \"A\" ranges over [-1, 6]"),
+            "%s", err.msg);
+}
+
 /* Every golden TVMScript file verifies (the set grows as others add them). */
 static void test_golden_files(void) {
   DIR *d = opendir("tests/golden");
@@ -829,6 +896,11 @@ int main(void) {
   RUN(test_err_call_int_arg);
   RUN(test_err_module_duplicate_function);
   RUN(test_err_module_names_function);
+  RUN(test_binding_range_offset);
+  RUN(test_binding_range_strided);
+  RUN(test_binding_range_split);
+  RUN(test_binding_range_reduce);
+  RUN(test_err_binding_range_out_of_bounds);
   RUN(test_parsed_ok);
   RUN(test_parsed_errors);
   RUN(test_golden_files);

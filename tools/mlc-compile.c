@@ -4,6 +4,7 @@
  *   mlc-compile --model examples/mlp.json [--weights DIR] -o mlp.o --header mlp.h
  *   mlc-compile --model examples/mlp.json --print-after fuse
  *   mlc-compile --model examples/mlp.json --run
+ *   mlc-compile --model resnet18.onnx --run x.npy --run-output y.npy
  *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
  *
  * A thin main: graph/ loads, transforms and lowers the model and replays
@@ -17,6 +18,7 @@
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,10 +45,19 @@ enum {
   OPT_REPORT,
   OPT_DUMP_TASKS,
   OPT_FUSE_MAX_OPS,
+  OPT_INPUT_SHAPE,
+  OPT_RUN_OUTPUT,
 };
 
+/* Most --input, --input-shape and --run-output options. */
+#define MAX_LIST 64
+
 typedef struct options {
-  const char *model, *weights, *print_after, *output, *header, *input;
+  const char *model, *weights, *print_after, *output, *header;
+  /* --input: "X.npy" (one model input) or "name=X.npy"; --run-output the
+   * same for outputs; --input-shape "name=1,3,224,224". NULL-terminated. */
+  const char *inputs[MAX_LIST + 1], *run_outputs[MAX_LIST + 1], *input_shapes[MAX_LIST + 1];
+  int n_inputs, n_run_outputs, n_input_shapes;
   const char *task, *shape, *name, *target, *db, *dump_tasks;
   bool run, no_schedule, report;
   uint64_t seed;
@@ -56,8 +67,10 @@ typedef struct options {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: mlc-compile --model FILE.json [--weights DIR] [--print-after PASS]\n"
-          "                   [-o OUT.o] [--header OUT.h] [--run [X.npy]] [--report]\n"
+          "usage: mlc-compile --model FILE.json|FILE.onnx [--weights DIR] [--print-after PASS]\n"
+          "                   [--input-shape NAME=D1,D2,...] [-o OUT.o] [--header OUT.h]\n"
+          "                   [--run [X.npy]] [--input [NAME=]X.npy] [--run-output [NAME=]Y.npy]\n"
+          "                   [--report]\n"
           "       mlc-compile --task NAME [--shape S] [--name SYM] -o OUT.o [--header OUT.h]\n"
           "\n"
           "Compile a model described in JSON (weights as .npy files in DIR, by default\n"
@@ -69,7 +82,12 @@ static void usage(FILE *f) {
           "`untuned`; the others replay their best record from the database.\n"
           "\n"
           "options:\n"
-          "  --model FILE.json    the model description\n"
+          "  --model FILE         the model: our JSON description, or an ONNX model\n"
+          "                       (FILE.onnx; opsets 1-17, float32; weights from its\n"
+          "                       initializers)\n"
+          "  --input-shape NAME=D1,D2,...\n"
+          "                       the shape of an ONNX input with symbolic dimensions\n"
+          "                       (repeatable)\n"
           "  --weights DIR        directory of <weight>.npy files\n"
           "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
           "                       as read from the model file)\n"
@@ -82,8 +100,12 @@ static void usage(FILE *f) {
           "                       print the output, its argmax and the max error against\n"
           "                       a plain C reference; on a mismatch, name the first\n"
           "                       kernel that differs from the interpreter and exit 1\n"
-          "  --input X.npy        the input for --run (models with one input; also\n"
-          "                       given as `--run X.npy`)\n"
+          "  --input [NAME=]X.npy the input for --run (NAME= may be left out for a model\n"
+          "                       with one input; also given as `--run X.npy`);\n"
+          "                       repeatable, one per model input\n"
+          "  --run-output [NAME=]Y.npy\n"
+          "                       write an output of --run as .npy (NAME= may be left\n"
+          "                       out: outputs in order); repeatable\n"
           "  --seed N             seed of the --run inputs (default 1)\n"
           "  --repeat N           timed runs of the model for --run (default 20)\n"
           "  --task NAME          compile one built-in task instead (%s)\n"
@@ -126,6 +148,17 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+static bool is_onnx(const char *path) {
+  size_t n = strlen(path);
+  return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+}
+
+/* The model, by its extension: ONNX or our JSON. */
+static mlc_gmodule *load_model(const options *o, mlc_error *err) {
+  if (is_onnx(o->model)) return mlc_graph_load_onnx(o->model, o->input_shapes, err);
+  return mlc_graph_load(o->model, o->weights, err);
+}
+
 static int parse_args(int argc, char **argv, options *o) {
   static const struct option longs[] = {
       {"model", required_argument, 0, OPT_MODEL},
@@ -146,6 +179,8 @@ static int parse_args(int argc, char **argv, options *o) {
       {"report", no_argument, 0, OPT_REPORT},
       {"dump-tasks", required_argument, 0, OPT_DUMP_TASKS},
       {"fuse-max-ops", required_argument, 0, OPT_FUSE_MAX_OPS},
+      {"input-shape", required_argument, 0, OPT_INPUT_SHAPE},
+      {"run-output", required_argument, 0, OPT_RUN_OUTPUT},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -163,7 +198,15 @@ static int parse_args(int argc, char **argv, options *o) {
     case 'o': o->output = optarg; break;
     case OPT_HEADER: o->header = optarg; break;
     case OPT_RUN: o->run = true; break;
-    case OPT_INPUT: o->input = optarg; break;
+    case OPT_INPUT:
+    case OPT_INPUT_SHAPE:
+    case OPT_RUN_OUTPUT: {
+      int *n = c == OPT_INPUT ? &o->n_inputs : c == OPT_RUN_OUTPUT ? &o->n_run_outputs : &o->n_input_shapes;
+      const char **list = c == OPT_INPUT ? o->inputs : c == OPT_RUN_OUTPUT ? o->run_outputs : o->input_shapes;
+      if (*n >= MAX_LIST) return usage_error("too many '%s' options", argv[optind - 2]);
+      list[(*n)++] = optarg;
+      break;
+    }
     case OPT_TASK: o->task = optarg; break;
     case OPT_SHAPE: o->shape = optarg; break;
     case OPT_NAME: o->name = optarg; break;
@@ -192,16 +235,23 @@ static int parse_args(int argc, char **argv, options *o) {
     }
   }
   /* `--run input.npy`, as DESIGN.md writes it, is --run --input input.npy. */
-  if (o->run && !o->input && optind == argc - 1) o->input = argv[optind++];
+  if (o->run && !o->n_inputs && optind == argc - 1) o->inputs[o->n_inputs++] = argv[optind++];
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!o->model == !o->task) return usage_error("%s", "give exactly one of --model or --task");
-  if (o->task && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->input || o->report || o->dump_tasks))
-    return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights and --input go with --model");
+  if (o->task && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->n_inputs || o->report || o->dump_tasks ||
+                  o->n_input_shapes || o->n_run_outputs))
+    return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights, --input, "
+                             "--input-shape and --run-output go with --model");
   if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   if (o->task && !o->output) return usage_error("%s", "--task needs -o OUT.o");
   if (o->model && (o->shape || o->name))
     return usage_error("%s", "--shape and --name go with --task");
-  if (o->input && !o->run) return usage_error("%s", "--input goes with --run");
+  if ((o->n_inputs || o->n_run_outputs) && !o->run)
+    return usage_error("%s", "--input and --run-output go with --run");
+  if (o->model && is_onnx(o->model) && o->weights)
+    return usage_error("%s", "--weights goes with a JSON model (ONNX models hold their weights)");
+  if (o->model && !is_onnx(o->model) && o->n_input_shapes)
+    return usage_error("%s", "--input-shape goes with an ONNX model");
   if (o->print_after && strcmp(o->print_after, "load") != 0 && !mlc_graph_pass_find(o->print_after))
     return usage_error("unknown pass '%s' for --print-after (see --help for the list)",
                        o->print_after);
@@ -359,18 +409,82 @@ static bool jit_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
   return mlc_error_set(err, "no compiled kernel for %s", f->name);
 }
 
+/* Whether NAME (len bytes) names var: its name, or the ONNX name it was made
+ * from (the importer turns other characters into '_' and drops leading
+ * ones). */
+static bool names_var(const char *name, size_t len, const char *var) {
+  char buf[256];
+  size_t k = 0;
+  if (len == strlen(var) && strncmp(name, var, len) == 0) return true;
+  for (size_t i = 0; i < len && k + 1 < sizeof buf; i++) {
+    char c = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    if (c == '_' && (k == 0 || buf[k - 1] == '_')) continue;
+    buf[k++] = c;
+  }
+  while (k > 0 && buf[k - 1] == '_') k--;
+  buf[k] = 0;
+  return strcmp(buf, var) == 0 || (strncmp(var, "v_", 2) == 0 && strcmp(buf, var + 2) == 0);
+}
+
+/* The file for var (index i of n) from list: "NAME=FILE" naming it, or
+ * the i-th entry without a name. NULL: none. */
+static const char *file_for(const char *const *list, const mlc_gvar *v, int i) {
+  int pos = 0;
+  for (int k = 0; list[k]; k++) {
+    const char *eq = strchr(list[k], '=');
+    if (eq && names_var(list[k], (size_t)(eq - list[k]), v->name)) return eq + 1;
+    if (!eq && pos++ == i) return list[k];
+  }
+  return NULL;
+}
+
+/* Every entry of list names one of vars (what: "input", "output"). */
+static bool check_names(const char *opt, const char *const *list, int n_vars, mlc_gvar *const *vars,
+                        mlc_error *err) {
+  int pos = 0;
+  for (int k = 0; list[k]; k++) {
+    const char *eq = strchr(list[k], '=');
+    bool found = !eq && ++pos <= n_vars;
+    for (int i = 0; eq && i < n_vars && !found; i++)
+      found = names_var(list[k], (size_t)(eq - list[k]), vars[i]->name);
+    if (!found && eq)
+      return mlc_error_set(err, "%s %s: the model has no such %s", opt, list[k],
+                           strcmp(opt, "--input") == 0 ? "input" : "output");
+    if (!found)
+      return mlc_error_set(err, "%s %s: more files than the model has %ss (%d)", opt, list[k],
+                           strcmp(opt, "--input") == 0 ? "input" : "output", n_vars);
+  }
+  return true;
+}
+
+static void shape_str(const mlc_gtype *t, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "(");
+  for (int i = 0; i < t->ndim && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+  if (k < n) snprintf(buf + k, n - k, ")");
+}
+
 static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc_error *err) {
   mlc_array *x = mlc_array_new(MLC_FLOAT32, p->type.ndim, p->type.shape);
-  if (!o->input) {
+  if (!o->n_inputs) {
     mlc_pcg32 r;
     mlc_pcg32_seed(&r, o->seed, (uint64_t)index);
     mlc_array_fill_random(x, &r);
     return x;
   }
+  const char *path = file_for(o->inputs, p, index);
+  if (!path) {
+    mlc_error_set(err, "no --input for the model input %s", p->name);
+    mlc_array_free(x);
+    return NULL;
+  }
   mlc_gtype t;
-  float *d = mlc_npy_read(o->input, &t, err);
+  float *d = mlc_npy_read(path, &t, err);
   if (d && !mlc_gtype_equal(&t, &p->type)) {
-    mlc_error_set(err, "%s: shape does not match the model input %s", o->input, p->name);
+    char s0[128], s1[128];
+    shape_str(&t, s0, sizeof s0);
+    shape_str(&p->type, s1, sizeof s1);
+    mlc_error_set(err, "%s: shape %s does not match the model input %s %s", path, s0, p->name, s1);
     mlc_free(d);
     d = NULL;
   }
@@ -381,6 +495,32 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
   memcpy(x->data, d, sizeof(float) * (size_t)mlc_gtype_numel(&t));
   mlc_free(d);
   return x;
+}
+
+/* All of main's inputs, read (and checked) before anything is compiled or
+ * written. */
+static mlc_array **make_inputs(const options *o, const mlc_gfunc *f, mlc_error *err) {
+  if (!check_names("--input", o->inputs, f->n_params, f->params, err) ||
+      !check_names("--run-output", o->run_outputs, f->n_outputs, f->outputs, err))
+    return NULL;
+  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)(f->n_params + 1));
+  for (int i = 0; i < f->n_params; i++)
+    if (!(in[i] = make_input(o, f->params[i], i, err))) {
+      for (int j = 0; j < i; j++) mlc_array_free(in[j]);
+      mlc_free(in);
+      return NULL;
+    }
+  return in;
+}
+
+static bool write_run_outputs(const options *o, const mlc_gfunc *f, mlc_array *const *out,
+                              mlc_error *err) {
+  for (int i = 0; i < f->n_outputs; i++) {
+    const char *path = file_for(o->run_outputs, f->outputs[i], i);
+    if (path && !mlc_npy_write(path, &f->outputs[i]->type, out[i]->data, err)) return false;
+    if (path) fprintf(stderr, "mlc-compile: wrote %s (output %s)\n", path, f->outputs[i]->name);
+  }
+  return true;
 }
 
 static void print_output(const mlc_gvar *v, const mlc_array *y) {
@@ -449,7 +589,7 @@ static int cmp_double(const void *x, const void *y) {
 /* Run the compiled model, compare with the plain C reference on `ref`
  * (the graph before the passes), time it. */
 static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *ref,
-                     const kernels *k) {
+                     const kernels *k, mlc_array **in) {
   mlc_error err;
   const mlc_gfunc *f = mlc_graph_main(m);
   mlc_jit_lib *lib = mlc_jit_load(&k->obj, &err);
@@ -458,11 +598,8 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
   int rc = 0;
   for (int i = 0; i < k->n && !rc; i++)
     if (!(fns[i] = mlc_jit_lookup(lib, k->symbols[i], &err))) rc = fail(&err);
-  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)f->n_params);
   mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)f->n_outputs);
   mlc_array **want = mlc_xmalloc(sizeof *want * (size_t)f->n_outputs);
-  for (int i = 0; i < f->n_params && !rc; i++)
-    if (!(in[i] = make_input(o, f->params[i], i, &err))) rc = fail(&err);
   for (int i = 0; i < f->n_outputs; i++) {
     out[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
     want[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
@@ -483,6 +620,7 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
            max_err, ok ? "" : "  MISMATCH");
     if (!ok) rc = 1, mismatch = true;
   }
+  if (!rc && o->run && !write_run_outputs(o, f, out, &err)) rc = fail(&err);
   if (mismatch) {
     blame_ctx B = {&J, false};
     if (!mlc_graph_execute(m, blame_kernel, &B, in, out, &err)) fail(&err);
@@ -503,12 +641,10 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
     mlc_free(J.ms);
     mlc_free(J.calls);
   }
-  for (int i = 0; i < f->n_params; i++) mlc_array_free(in ? in[i] : NULL);
   for (int i = 0; i < f->n_outputs; i++) {
     mlc_array_free(out[i]);
     mlc_array_free(want[i]);
   }
-  mlc_free(in);
   mlc_free(out);
   mlc_free(want);
   mlc_free(fns);
@@ -539,7 +675,7 @@ static bool dump_tasks(const char *dir, const mlc_gmodule *m, mlc_error *err) {
 static int compile_model(const options *o, const mlc_target *t) {
   mlc_error err;
   double t0 = now_ms();
-  mlc_gmodule *m = mlc_graph_load(o->model, o->weights, &err);
+  mlc_gmodule *m = load_model(o, &err);
   if (!m) return fail(&err);
   m->fuse_max_ops = o->fuse_max_ops;
   int rc = 0;
@@ -550,10 +686,18 @@ static int compile_model(const options *o, const mlc_target *t) {
     return fail(&err);
   }
   double t_graph = now_ms() - t0;
+  mlc_array **in = NULL;
+  const mlc_gfunc *mf = mlc_graph_main(m);
+  if ((o->run || o->report) && !(in = make_inputs(o, mf, &err))) {
+    mlc_graph_free(m);
+    return fail(&err);
+  }
   if (o->dump_tasks) { /* alone, it only writes the task files */
     bool ok = dump_tasks(o->dump_tasks, m, &err);
     bool more = o->output || o->header || o->run || o->report || o->print_after;
     if (!ok || !more) {
+      for (int i = 0; in && i < mf->n_params; i++) mlc_array_free(in[i]);
+      mlc_free(in);
       mlc_graph_free(m);
       return ok ? 0 : fail(&err);
     }
@@ -578,11 +722,13 @@ static int compile_model(const options *o, const mlc_target *t) {
                     "codegen %.1f ms\n", m->name, k.n, nt, t_graph, k.ms);
     mlc_free(tasks);
     if (o->run || o->report) {
-      mlc_gmodule *ref = mlc_graph_load(o->model, o->weights, &err);
-      rc = ref ? run_model(o, m, ref, &k) : fail(&err);
+      mlc_gmodule *ref = load_model(o, &err);
+      rc = ref ? run_model(o, m, ref, &k, in) : fail(&err);
       mlc_graph_free(ref);
     }
   }
+  for (int i = 0; in && i < mf->n_params; i++) mlc_array_free(in[i]);
+  mlc_free(in);
   mlc_object_free(&k.obj);
   mlc_arena_free(a);
   mlc_graph_free(m);

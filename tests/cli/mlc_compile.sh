@@ -236,3 +236,127 @@ if [ -x "$IR" ]; then
 else
   echo "SKIP compile_cnn_tasks_roundtrip: no mlc-ir"
 fi
+
+# ONNX models (tests/onnx/, written by tests/onnx/make_models.py with their
+# inputs and numpy-computed outputs): run, outputs written as .npy and
+# compared with numpy's; the same model linked from -o/--header.
+cat >"$tmp/npycmp.c" <<'CEOF'
+/* npycmp A.npy B.npy: float32 .npy files of equal size agree within
+ * rtol 1e-4 (atol 1e-6); prints the max abs and relative error. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static float *load(const char *p, long *n) {
+  FILE *f = fopen(p, "rb");
+  unsigned char h[10];
+  if (!f || fread(h, 1, 10, f) != 10 || memcmp(h, "\x93NUMPY", 6)) return NULL;
+  long hl = h[8] | h[9] << 8;
+  fseek(f, 0, SEEK_END);
+  long total = ftell(f) - 10 - hl;
+  fseek(f, 10 + hl, SEEK_SET);
+  *n = total / 4;
+  float *d = malloc((size_t)total + 4);
+  if (fread(d, 4, (size_t)*n, f) != (size_t)*n) return NULL;
+  fclose(f);
+  return d;
+}
+int main(int argc, char **argv) {
+  long na, nb;
+  float *a = load(argv[1], &na), *b = load(argv[2], &nb);
+  if (!a || !b || na != nb) { printf("size mismatch\n"); return 1; }
+  double abs_err = 0, rel = 0;
+  int bad = 0;
+  for (long i = 0; i < na; i++) {
+    double e = fabs((double)a[i] - b[i]);
+    if (e > abs_err) abs_err = e;
+    if (e / (fabs(b[i]) + 1e-30) > rel && fabs(b[i]) > 1e-6) rel = e / fabs(b[i]);
+    if (e > 1e-6 + 1e-4 * fabs(b[i])) bad++;
+  }
+  printf("max abs error %.3g, max rel error %.3g\n", abs_err, rel);
+  return bad != 0;
+}
+CEOF
+cc -std=gnu11 -O1 "$tmp/npycmp.c" -lm -o "$tmp/npycmp" 2>"$tmp/cc_err"
+O=tests/onnx
+"$MC" --model $O/tiny_cnn.onnx --run $O/tiny_cnn_input.npy --run-output "$tmp/cnn_y.npy" --repeat 1 \
+  >"$tmp/o.txt" 2>"$tmp/err"
+check onnx_cnn_run test $? -eq 0
+check onnx_cnn_run_output_written test -s "$tmp/cnn_y.npy"
+check onnx_cnn_matches_numpy "$tmp/npycmp" "$tmp/cnn_y.npy" $O/tiny_cnn_output.npy
+check onnx_cnn_conv_fused grep -q 'tiny_cnn_fused_conv2d_.*relu0 ' "$tmp/err"
+"$MC" --model $O/tiny_cnn.onnx --print-after load --no-schedule >"$tmp/o.txt" 2>/dev/null
+check onnx_cnn_load_idents grep -q 'def main(input_1: R.Tensor((1, 3, 8, 8), dtype="float32"))' "$tmp/o.txt"
+check onnx_cnn_shape_folded grep -q '= R.reshape(pool_MaxPool_output_0, (1, 64))' "$tmp/o.txt"
+"$MC" --model $O/tiny_cnn.onnx --report --repeat 2 --db "$tmp/none.db" >"$tmp/o.txt" 2>/dev/null
+check onnx_cnn_report grep -q '^tiny_cnn_softmax .* untuned$' "$tmp/o.txt"
+"$MC" --model $O/tiny_cnn.onnx -o "$tmp/tc.o" --header "$tmp/tiny_cnn.h" 2>"$tmp/err"
+check onnx_cnn_object test $? -eq 0 -a -s "$tmp/tc.o" -a -s "$tmp/tiny_cnn.h"
+cat >"$tmp/tc_main.c" <<'CEOF'
+/* The linked tiny CNN on the test input, its output as .npy. */
+#include "tiny_cnn.h"
+#include <stdio.h>
+int main(int argc, char **argv) {
+  static float x[3 * 8 * 8], y[5];
+  FILE *f = fopen(argv[1], "rb");
+  unsigned char h[10];
+  if (!f || fread(h, 1, 10, f) != 10) return 1;
+  fseek(f, 10 + (h[8] | h[9] << 8), SEEK_SET);
+  if (fread(x, sizeof(float), 3 * 8 * 8, f) != 3 * 8 * 8) return 1;
+  fclose(f);
+  if (tiny_cnn_run(x, y) != 0) return 1;
+  f = fopen(argv[2], "wb");
+  char hdr[118];
+  memset(hdr, ' ', sizeof hdr);
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 5), }");
+  hdr[n] = ' ';
+  hdr[117] = '\n';
+  fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+  fwrite(hdr, 1, sizeof hdr, f);
+  fwrite(y, sizeof(float), 5, f);
+  return fclose(f) != 0;
+}
+CEOF
+cc -std=gnu11 -O1 -include string.h -I"$tmp" "$tmp/tc_main.c" "$tmp/tc.o" $RT_SRC -fopenmp -lm -o "$tmp/tc_main" 2>"$tmp/cc_err"
+check onnx_cnn_header_links test $? -eq 0
+"$tmp/tc_main" $O/tiny_cnn_input.npy "$tmp/tc_y.npy"
+check onnx_cnn_linked_runs test $? -eq 0
+check onnx_cnn_linked_matches_numpy "$tmp/npycmp" "$tmp/tc_y.npy" $O/tiny_cnn_output.npy
+
+# A symbolic batch dimension: refused without --input-shape, then run.
+"$MC" --model $O/mlp_sym.onnx -o "$tmp/sym.o" >/dev/null 2>"$tmp/err"
+check onnx_symbolic_exit1 test $? -eq 1 -a ! -e "$tmp/sym.o"
+check onnx_symbolic_msg grep -q "input 'x' has a symbolic dimension 0 (N); give its shape with --input-shape" "$tmp/err"
+"$MC" --model $O/mlp_sym.onnx --input-shape x=2,4 --run --input x=$O/mlp_sym_input.npy \
+  --run-output y="$tmp/sym_y.npy" --repeat 1 >/dev/null 2>"$tmp/err"
+check onnx_input_shape_run test $? -eq 0
+check onnx_input_shape_matches_numpy "$tmp/npycmp" "$tmp/sym_y.npy" $O/mlp_sym_output.npy
+"$MC" --model $O/mlp_sym.onnx --input-shape x=3,4 --run $O/mlp_sym_input.npy -o "$tmp/sym.o" \
+  >/dev/null 2>"$tmp/err"
+check onnx_wrong_npy_exit1 test $? -eq 1 -a ! -e "$tmp/sym.o"
+check onnx_wrong_npy_msg grep -q 'shape (2, 4) does not match the model input x (3, 4)' "$tmp/err"
+"$MC" --model $O/mlp_sym.onnx --input-shape x=2,4 --run --input z=$O/mlp_sym_input.npy >/dev/null 2>"$tmp/err"
+check onnx_input_unknown_name test $? -eq 1
+"$MC" --model $O/mlp_sym.onnx --weights "$tmp" >/dev/null 2>"$tmp/err"
+check onnx_weights_usage_exit2 test $? -eq 2
+
+# Bad models: each a clear message naming the node or tensor, exit 1,
+# nothing written.
+bad() { # name, file, expected message
+  rm -f "$tmp/bad.o" "$tmp/bad.h"
+  "$MC" --model "$2" -o "$tmp/bad.o" --header "$tmp/bad.h" >/dev/null 2>"$tmp/err"
+  rc=$?
+  check "onnx_bad_${1}_exit1" test $rc -eq 1 -a ! -e "$tmp/bad.o" -a ! -e "$tmp/bad.h"
+  check "onnx_bad_${1}_msg" grep -qF "$3" "$tmp/err"
+}
+bad unknown_op $O/bad_unknown_op.onnx 'bad_unknown_op.onnx: node "/layer1/Foo" (op Foo, opset 13): not supported (supported: Abs, Add,'
+bad attribute $O/bad_attribute.onnx 'node "/act/LeakyRelu" (op LeakyRelu, opset 13): attribute "gamma" is not supported'
+bad missing_init $O/bad_missing_init.onnx "node \"/add/Add\" (op Add, opset 13): input 'bias' is not a graph input, an initializer"
+bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; only float32 inputs are supported"
+bad init_dtype $O/bad_init_dtype.onnx "initializer 'w': dtype float16 is not supported"
+bad cycle $O/bad_cycle.onnx 'is part of a cycle: "second" -> "first" -> "second"'
+head -c 200 $O/tiny_cnn.onnx >"$tmp/trunc.onnx"
+bad truncated "$tmp/trunc.onnx" 'trunc.onnx: not an ONNX model (the protobuf does not parse'
+echo "not a model" >"$tmp/text.onnx"
+bad not_protobuf "$tmp/text.onnx" 'text.onnx: not an ONNX model'
+bad missing_file "$tmp/nowhere.onnx" 'nowhere.onnx'

@@ -1,0 +1,84 @@
+/* Private to the ONNX importer (onnx.c reads the file and walks the graph,
+ * onnx_ops.c converts each node). */
+#ifndef MLC_ONNX_IMPL_H
+#define MLC_ONNX_IMPL_H
+
+#include "graph/graph_impl.h"
+#include "onnx/onnx.pb-c.h"
+
+/* A named ONNX value during import. Float values are graph vars; integer
+ * values (shapes, axes, indices) exist only at import time, as constants,
+ * and are folded away (Shape -> Gather -> Concat -> Reshape). */
+typedef struct oval {
+  const char *name; /* ONNX name */
+  bool is_int;      /* int64 / int32 / bool data, held in i */
+  int ndim;         /* ONNX rank; 0 for a scalar (its var has shape [1]) */
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  int64_t *i;   /* is_int: the values, row-major */
+  mlc_gvar *var; /* float: the graph var (CONST ones hold the data) */
+} oval;
+
+typedef struct oimp oimp;
+
+/* One node being converted. */
+typedef struct onode {
+  oimp *I;
+  mlc_arena *arena; /* the module's */
+  const Onnx__NodeProto *p;
+  const char *label; /* the node's name, or its first output's */
+  int64_t opset;     /* of the default domain */
+  int n_in;
+  oval **in; /* NULL where an optional input is left out ("") */
+} onode;
+
+/* Fails with "FILE: node "X" (op Y, opset N): message". */
+bool onnx_fail(const onode *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Attributes. Every attribute of a node must be read by its converter
+ * (onnx_check_attrs lists the ones it knows); the getters fail on a
+ * wrong type and leave *out at def when the attribute is absent. */
+bool onnx_check_attrs(const onode *n, const char *known); /* " axis epsilon " */
+bool onnx_attr_int(const onode *n, const char *name, int64_t def, int64_t *out);
+bool onnx_attr_float(const onode *n, const char *name, double def, double *out);
+/* ints: *count -1 when absent. */
+bool onnx_attr_ints(const onode *n, const char *name, int max, int *count, int64_t *out);
+bool onnx_attr_string(const onode *n, const char *name, const char *def, const char **out);
+const Onnx__AttributeProto *onnx_attr(const onode *n, const char *name);
+
+/* Values. */
+mlc_gvar *onnx_var(const onode *n, int k); /* input k as a float var; NULL: failed */
+bool onnx_const_float(const oval *v);      /* a float whose data is known */
+/* Input k's integer values (an import-time constant); NULL with a message. */
+const int64_t *onnx_ints(const onode *n, int k, int64_t *count);
+/* Input k's float values when they are constant; NULL with a message. */
+const float *onnx_floats(const onode *n, int k, int64_t *count);
+
+/* Output k of the node is var / the integer tensor. */
+void onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape);
+void onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape, const int64_t *vals);
+/* Output 0 is the constant t (a Constant node's value); nd >= 0: t's one
+ * value repeated over shape (ConstantOfShape). */
+bool onnx_const_tensor(const onode *n, const Onnx__TensorProto *t, int nd, const int64_t *shape);
+/* A float constant (in the module; dropped later when unused). */
+mlc_gvar *onnx_new_const(const onode *n, const char *suffix, const mlc_gtype *t);
+
+/* A binding of op over args named after the node (suffix: an intermediate);
+ * evaluated now into a constant when every arg is one. NULL with the
+ * shape-inference message. */
+mlc_gvar *onnx_emit(const onode *n, const char *suffix, mlc_gop op, const mlc_gattrs *a,
+                    int n_args, mlc_gvar *const *args);
+/* x reshaped (no binding when the shape is already that). */
+mlc_gvar *onnx_reshape(const onode *n, const char *suffix, mlc_gvar *x, int ndim,
+                       const int64_t *shape);
+
+/* Converters (onnx_ops.c). */
+typedef bool (*onnx_convert_fn)(onode *n);
+typedef struct onnx_op {
+  const char *name; /* ONNX op_type */
+  onnx_convert_fn convert;
+  int min_in, max_in; /* inputs, counting left-out optional ones */
+} onnx_op;
+const onnx_op *onnx_find_op(const char *op_type);
+const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */
+
+#endif

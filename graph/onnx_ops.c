@@ -1,0 +1,990 @@
+/* ONNX nodes onto graph ops, one converter per ONNX op. Integer tensors
+ * are shapes, axes and indices, computed here at import time; float
+ * tensors become graph bindings (evaluated at import when their inputs
+ * are all constants). A node we cannot map exactly is refused. */
+#include "graph/onnx_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int64_t numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  return n;
+}
+
+/* axis in [-ndim, ndim) -> [0, ndim). */
+static bool norm_axis(const onode *n, int64_t axis, int ndim, int *out) {
+  if (axis < -ndim || axis >= ndim)
+    return onnx_fail(n, "axis %lld is out of range for rank %d", (long long)axis, ndim);
+  *out = (int)(axis < 0 ? axis + ndim : axis);
+  return true;
+}
+
+static bool no_attrs(onode *n) { return onnx_check_attrs(n, " "); }
+
+static const oval *in_val(const onode *n, int k) { return k < n->n_in ? n->in[k] : NULL; }
+
+/* The ONNX rank and shape of input k (a scalar has rank 0). */
+static int in_rank(const onode *n, int k) { return n->in[k]->ndim; }
+
+/* out = var, whose ONNX shape is the var's (rank >= 1). */
+static bool set_var(const onode *n, int k, mlc_gvar *v) {
+  if (!v) return false;
+  onnx_set_out(n, k, v, v->type.ndim, v->type.shape);
+  return true;
+}
+
+/* ---- pass-through -------------------------------------------------------------- */
+
+static void forward(const onode *n, int k, const oval *v) {
+  if (v->is_int) onnx_set_out_ints(n, k, v->ndim, v->shape, v->i);
+  else onnx_set_out(n, k, v->var, v->ndim, v->shape);
+}
+
+static bool cv_identity(onode *n) {
+  if (!no_attrs(n)) return false;
+  forward(n, 0, n->in[0]);
+  return true;
+}
+
+/* Inference: the identity. Its mask output is not supported (refused if
+ * used). */
+static bool cv_dropout(onode *n) {
+  if (!onnx_check_attrs(n, " ratio seed is_test ")) return false;
+  int64_t is_test;
+  if (!onnx_attr_int(n, "is_test", 1, &is_test)) return false;
+  if (n->n_in == 3 && n->in[2]) {
+    int64_t c;
+    const int64_t *t = onnx_ints(n, 2, &c);
+    if (!t) return false;
+    if (c != 1 || t[0]) return onnx_fail(n, "training_mode is not supported (inference only)");
+  }
+  if (!is_test) return onnx_fail(n, "training mode is not supported (inference only)");
+  forward(n, 0, n->in[0]);
+  return true;
+}
+
+/* ---- integer arithmetic on constants ------------------------------------------- */
+
+static bool broadcast_shape(const onode *n, const oval *a, const oval *b, int *nd,
+                            int64_t *shape) {
+  *nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int d = 0; d < *nd; d++) {
+    int da = d - (*nd - a->ndim), db = d - (*nd - b->ndim);
+    int64_t x = da >= 0 ? a->shape[da] : 1, y = db >= 0 ? b->shape[db] : 1;
+    if (x != y && x != 1 && y != 1) return onnx_fail(n, "shapes do not broadcast");
+    shape[d] = x == 1 ? y : x;
+  }
+  return true;
+}
+
+static int64_t bcast_index(const oval *v, int nd, const int64_t *shape, int64_t flat) {
+  int64_t idx = 0, stride = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    int64_t c = flat % shape[d];
+    flat /= shape[d];
+    int dv = d - (nd - v->ndim);
+    if (dv < 0) continue;
+    if (v->shape[dv] != 1) idx += c * stride;
+    stride *= v->shape[dv];
+  }
+  return idx;
+}
+
+typedef enum { I_ADD, I_SUB, I_MUL, I_DIV, I_EQ } int_op;
+
+static bool int_binary(onode *n, int_op op) {
+  const oval *a = n->in[0], *b = n->in[1];
+  int nd;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  if (!broadcast_shape(n, a, b, &nd, shape)) return false;
+  int64_t c = numel(nd, shape);
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+  for (int64_t k = 0; k < c; k++) {
+    int64_t x0 = a->i[bcast_index(a, nd, shape, k)], x1 = b->i[bcast_index(b, nd, shape, k)];
+    switch (op) {
+    case I_ADD: y[k] = (int64_t)((uint64_t)x0 + (uint64_t)x1); break;
+    case I_SUB: y[k] = (int64_t)((uint64_t)x0 - (uint64_t)x1); break;
+    case I_MUL: y[k] = (int64_t)((uint64_t)x0 * (uint64_t)x1); break;
+    case I_DIV:
+      if (x1 == 0 || (x0 == INT64_MIN && x1 == -1)) return onnx_fail(n, "integer division by zero");
+      y[k] = x0 / x1;
+      break;
+    case I_EQ: y[k] = x0 == x1; break;
+    }
+  }
+  onnx_set_out_ints(n, 0, nd, shape, y);
+  return true;
+}
+
+/* ---- elementwise --------------------------------------------------------------- */
+
+static bool both_int(const onode *n) {
+  return n->n_in == 2 && n->in[0] && n->in[1] && n->in[0]->is_int && n->in[1]->is_int;
+}
+
+/* The ONNX shape of a broadcast float result (ranks may be 0). */
+static bool binary(onode *n, mlc_gop op, int_op iop) {
+  if (!no_attrs(n)) return false;
+  if (both_int(n)) return int_binary(n, iop);
+  mlc_gvar *args[2] = {onnx_var(n, 0), onnx_var(n, 1)};
+  if (!args[0] || !args[1]) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  mlc_gvar *y = onnx_emit(n, NULL, op, &a, 2, args);
+  if (!y) return false;
+  int nd;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  if (!broadcast_shape(n, n->in[0], n->in[1], &nd, shape)) return false;
+  onnx_set_out(n, 0, y, nd, shape);
+  return true;
+}
+
+static bool cv_add(onode *n) { return binary(n, MLC_GOP_ADD, I_ADD); }
+static bool cv_sub(onode *n) { return binary(n, MLC_GOP_SUBTRACT, I_SUB); }
+static bool cv_mul(onode *n) { return binary(n, MLC_GOP_MULTIPLY, I_MUL); }
+static bool cv_div(onode *n) { return binary(n, MLC_GOP_DIVIDE, I_DIV); }
+static bool cv_equal(onode *n) {
+  if (!no_attrs(n)) return false;
+  if (!both_int(n)) return onnx_fail(n, "only on integer constants (shape arithmetic)");
+  return int_binary(n, I_EQ);
+}
+
+/* A unary op with attributes already in a. */
+static bool unary_with(onode *n, mlc_gop op, const mlc_gattrs *a) {
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  mlc_gvar *y = onnx_emit(n, NULL, op, a, 1, &x);
+  if (!y) return false;
+  onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
+  return true;
+}
+
+static bool unary(onode *n, mlc_gop op) {
+  if (!no_attrs(n)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  return unary_with(n, op, &a);
+}
+
+static bool cv_relu(onode *n) { return unary(n, MLC_GOP_RELU); }
+static bool cv_sqrt(onode *n) { return unary(n, MLC_GOP_SQRT); }
+static bool cv_exp(onode *n) { return unary(n, MLC_GOP_EXP); }
+static bool cv_erf(onode *n) { return unary(n, MLC_GOP_ERF); }
+static bool cv_tanh(onode *n) { return unary(n, MLC_GOP_TANH); }
+static bool cv_sigmoid(onode *n) { return unary(n, MLC_GOP_SIGMOID); }
+static bool cv_hard_swish(onode *n) { return unary(n, MLC_GOP_HARD_SWISH); }
+static bool cv_neg(onode *n) { return unary(n, MLC_GOP_NEGATIVE); }
+static bool cv_abs(onode *n) { return unary(n, MLC_GOP_ABS); }
+static bool cv_log(onode *n) { return unary(n, MLC_GOP_LOG); }
+
+static bool cv_leaky_relu(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_LEAKY_RELU, &a);
+  return onnx_check_attrs(n, " alpha ") && onnx_attr_float(n, "alpha", 0.01, &a.alpha) &&
+         unary_with(n, MLC_GOP_LEAKY_RELU, &a);
+}
+
+static bool cv_hard_sigmoid(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_HARD_SIGMOID, &a);
+  return onnx_check_attrs(n, " alpha beta ") && onnx_attr_float(n, "alpha", 0.2, &a.alpha) &&
+         onnx_attr_float(n, "beta", 0.5, &a.beta) && unary_with(n, MLC_GOP_HARD_SIGMOID, &a);
+}
+
+/* A scalar float constant from input k (Clip bounds, Pow exponent). */
+static bool scalar_input(const onode *n, int k, double *out) {
+  int64_t c;
+  const float *f = onnx_floats(n, k, &c);
+  if (!f) return false;
+  if (c != 1) return onnx_fail(n, "input %d must be a single value", k);
+  *out = f[0];
+  return true;
+}
+
+/* Clip: bounds as attributes before opset 11, as constant inputs since. */
+static bool cv_clip(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CLIP, &a);
+  if (!onnx_check_attrs(n, n->opset < 11 ? " min max " : " ")) return false;
+  if (n->opset < 11) {
+    if (!onnx_attr_float(n, "min", -INFINITY, &a.lo) || !onnx_attr_float(n, "max", INFINITY, &a.hi))
+      return false;
+  } else {
+    if (in_val(n, 1) && !scalar_input(n, 1, &a.lo)) return false;
+    if (in_val(n, 2) && !scalar_input(n, 2, &a.hi)) return false;
+  }
+  return unary_with(n, MLC_GOP_CLIP, &a);
+}
+
+/* Pow with a constant scalar exponent. */
+static bool cv_pow(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_POWER, &a);
+  if (!no_attrs(n)) return false;
+  if (!in_val(n, 1) || in_val(n, 1)->is_int) {
+    int64_t c;
+    const int64_t *e = in_val(n, 1) ? onnx_ints(n, 1, &c) : NULL;
+    if (!e || c != 1) return onnx_fail(n, "the exponent must be a constant scalar");
+    a.exponent = (double)e[0];
+  } else if (!scalar_input(n, 1, &a.exponent)) {
+    return false;
+  }
+  return unary_with(n, MLC_GOP_POWER, &a);
+}
+
+/* Max, Min, Sum: variadic, folded pairwise left to right. */
+static bool variadic(onode *n, mlc_gop op) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *acc = onnx_var(n, 0);
+  if (!acc) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  oval shape = *n->in[0];
+  for (int k = 1; k < n->n_in; k++) {
+    mlc_gvar *args[2] = {acc, onnx_var(n, k)};
+    if (!args[1]) return false;
+    char sfx[16];
+    snprintf(sfx, sizeof sfx, "acc%d", k);
+    if (!(acc = onnx_emit(n, k == n->n_in - 1 ? NULL : sfx, op, &a, 2, args))) return false;
+    int nd;
+    if (!broadcast_shape(n, &shape, n->in[k], &nd, shape.shape)) return false;
+    shape.ndim = nd;
+  }
+  if (n->n_in == 1 && !(acc = onnx_reshape(n, NULL, acc, acc->type.ndim, acc->type.shape)))
+    return false;
+  onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
+  return true;
+}
+
+static bool cv_max(onode *n) { return variadic(n, MLC_GOP_MAXIMUM); }
+static bool cv_min(onode *n) { return variadic(n, MLC_GOP_MINIMUM); }
+static bool cv_sum(onode *n) { return variadic(n, MLC_GOP_ADD); }
+
+/* ---- softmax ------------------------------------------------------------------ */
+
+static mlc_gvar *transpose(const onode *n, const char *sfx, mlc_gvar *x, int nd, const int *perm) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_TRANSPOSE, &a);
+  a.n_ints = nd;
+  for (int d = 0; d < nd; d++) a.ints[d] = perm[d];
+  return onnx_emit(n, sfx, MLC_GOP_TRANSPOSE, &a, 1, &x);
+}
+
+/* Softmax over `axis` as a softmax over the last axis: since opset 13 by
+ * swapping axis and the last; before, over the 2-D coercion [prod(:axis),
+ * prod(axis:)] by reshaping. */
+static bool cv_softmax(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", n->opset < 13 ? 1 : -1, &axis))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = x->type.ndim, ax = 0;
+  if (!norm_axis(n, axis, nd, &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_SOFTMAX, &a);
+  mlc_gvar *y;
+  if (ax == nd - 1) {
+    y = onnx_emit(n, NULL, MLC_GOP_SOFTMAX, &a, 1, &x);
+  } else if (n->opset < 13) {
+    int64_t two[2] = {numel(ax, x->type.shape), numel(nd - ax, x->type.shape + ax)};
+    mlc_gvar *x2 = onnx_reshape(n, "2d", x, 2, two);
+    mlc_gvar *s = x2 ? onnx_emit(n, "softmax", MLC_GOP_SOFTMAX, &a, 1, &x2) : NULL;
+    y = s ? onnx_reshape(n, NULL, s, nd, x->type.shape) : NULL;
+  } else {
+    int perm[MLC_GRAPH_MAX_DIMS];
+    for (int d = 0; d < nd; d++) perm[d] = d;
+    perm[ax] = nd - 1;
+    perm[nd - 1] = ax;
+    mlc_gvar *t = transpose(n, "t", x, nd, perm);
+    mlc_gvar *s = t ? onnx_emit(n, "softmax", MLC_GOP_SOFTMAX, &a, 1, &t) : NULL;
+    y = s ? transpose(n, NULL, s, nd, perm) : NULL;
+  }
+  return set_var(n, 0, y);
+}
+
+/* ---- matmul, gemm --------------------------------------------------------------- */
+
+/* numpy matmul: 2-D, or equal batch dims (flattened to one), or a 2-D
+ * right side shared by every batch; 1-D operands gain then lose a dim. */
+static bool cv_matmul(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *a = onnx_var(n, 0), *b = onnx_var(n, 1);
+  if (!a || !b) return false;
+  int ra = in_rank(n, 0), rb = in_rank(n, 1);
+  if (ra < 1 || rb < 1) return onnx_fail(n, "matmul of a scalar");
+  int64_t sa[MLC_GRAPH_MAX_DIMS + 1], sb[MLC_GRAPH_MAX_DIMS + 1];
+  memcpy(sa + (ra == 1), n->in[0]->shape, sizeof(int64_t) * (size_t)ra);
+  memcpy(sb, n->in[1]->shape, sizeof(int64_t) * (size_t)rb);
+  if (ra == 1) sa[0] = 1, ra = 2;
+  bool b_vec = rb == 1;
+  if (b_vec) sb[1] = 1, rb = 2;
+  int64_t M = sa[ra - 2], K = sa[ra - 1], N = sb[rb - 1];
+  if (sb[rb - 2] != K) return onnx_fail(n, "inner dimensions differ (%lld and %lld)",
+                                        (long long)K, (long long)sb[rb - 2]);
+  int64_t ba = numel(ra - 2, sa), bb = numel(rb - 2, sb);
+  mlc_gattrs at;
+  mlc_gattrs_init(MLC_GOP_MATMUL, &at);
+  mlc_gvar *y;
+  int64_t out[MLC_GRAPH_MAX_DIMS + 1];
+  int ro;
+  if (rb == 2) { /* [.., M, K] @ [K, N] as [B*M, K] @ [K, N] */
+    int64_t s2[2] = {ba * M, K}, b2[2] = {K, N};
+    mlc_gvar *a2 = onnx_reshape(n, "a2d", a, 2, s2), *bb2 = onnx_reshape(n, "b2d", b, 2, b2);
+    mlc_gvar *args[2] = {a2, bb2};
+    y = a2 && bb2 ? onnx_emit(n, "mm", MLC_GOP_MATMUL, &at, 2, args) : NULL;
+    ro = ra;
+    memcpy(out, sa, sizeof(int64_t) * (size_t)ra);
+  } else if (ra == rb && memcmp(sa, sb, sizeof(int64_t) * (size_t)(ra - 2)) == 0) {
+    int64_t s3[3] = {ba, M, K}, b3[3] = {bb, K, N};
+    mlc_gvar *a3 = onnx_reshape(n, "a3d", a, 3, s3), *b3v = onnx_reshape(n, "b3d", b, 3, b3);
+    mlc_gvar *args[2] = {a3, b3v};
+    y = a3 && b3v ? onnx_emit(n, "mm", MLC_GOP_MATMUL, &at, 2, args) : NULL;
+    ro = ra;
+    memcpy(out, sa, sizeof(int64_t) * (size_t)ra);
+  } else {
+    return onnx_fail(n, "batch dimensions that broadcast are not supported");
+  }
+  out[ro - 1] = N;
+  int64_t final[MLC_GRAPH_MAX_DIMS];
+  int rf = 0;
+  for (int d = 0; d < ro; d++) {
+    if (d == ro - 2 && in_rank(n, 0) == 1) continue;
+    if (d == ro - 1 && b_vec) continue;
+    final[rf++] = out[d];
+  }
+  if (rf == 0) return onnx_fail(n, "a scalar result is not supported");
+  if (!y || !(y = onnx_reshape(n, NULL, y, rf, final))) return false;
+  onnx_set_out(n, 0, y, rf, final);
+  return true;
+}
+
+static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v) {
+  mlc_gtype t = {MLC_FLOAT32, 1, {1}};
+  mlc_gvar *c = onnx_new_const(n, sfx, &t);
+  c->data[0] = (float)v;
+  return c;
+}
+
+/* Y = alpha * A' B' + beta * C; B' as dense's [N, K] when transB. */
+static bool cv_gemm(onode *n) {
+  int64_t ta, tb;
+  double alpha, beta;
+  if (!onnx_check_attrs(n, " alpha beta transA transB ") ||
+      !onnx_attr_int(n, "transA", 0, &ta) || !onnx_attr_int(n, "transB", 0, &tb) ||
+      !onnx_attr_float(n, "alpha", 1, &alpha) || !onnx_attr_float(n, "beta", 1, &beta))
+    return false;
+  mlc_gvar *a = onnx_var(n, 0), *b = onnx_var(n, 1);
+  if (!a || !b) return false;
+  if (a->type.ndim != 2 || b->type.ndim != 2) return onnx_fail(n, "A and B must be 2-D");
+  int perm[2] = {1, 0};
+  if (ta && !(a = transpose(n, "at", a, 2, perm))) return false;
+  mlc_gattrs at;
+  mlc_gattrs_init(MLC_GOP_MATMUL, &at);
+  mlc_gvar *args[2] = {a, b};
+  bool last = alpha == 1 && (!in_val(n, 2));
+  mlc_gvar *y = onnx_emit(n, last ? NULL : "mm", tb ? MLC_GOP_DENSE : MLC_GOP_MATMUL, &at, 2, args);
+  if (!y) return false;
+  mlc_gattrs e;
+  mlc_gattrs_init(MLC_GOP_MULTIPLY, &e);
+  if (alpha != 1) {
+    mlc_gvar *m2[2] = {y, scalar_const(n, "alpha", alpha)};
+    if (!(y = onnx_emit(n, in_val(n, 2) ? "scaled" : NULL, MLC_GOP_MULTIPLY, &e, 2, m2)))
+      return false;
+  }
+  if (in_val(n, 2)) {
+    mlc_gvar *c = onnx_var(n, 2);
+    if (!c) return false;
+    if (beta != 1) {
+      mlc_gvar *m2[2] = {c, scalar_const(n, "beta", beta)};
+      if (!(c = onnx_emit(n, "c", MLC_GOP_MULTIPLY, &e, 2, m2))) return false;
+    }
+    mlc_gvar *s2[2] = {y, c};
+    mlc_gvar *sum = onnx_emit(n, NULL, MLC_GOP_ADD, &e, 2, s2);
+    if (!sum) return false;
+    if (!mlc_gtype_equal(&sum->type, &y->type)) return onnx_fail(n, "C does not broadcast to A B");
+    y = sum;
+  }
+  return set_var(n, 0, y);
+}
+
+/* ---- windows -------------------------------------------------------------------- */
+
+/* kernel_shape, strides, pads, dilations, auto_pad of a 2-D window into a. */
+static bool window_attrs(onode *n, mlc_gattrs *a, const int64_t *in_hw, const int64_t *k_hw) {
+  int c;
+  int64_t v[8];
+  if (!onnx_attr_ints(n, "kernel_shape", 8, &c, v)) return false;
+  if (c >= 0 && (c != 2 || (k_hw && (v[0] != k_hw[0] || v[1] != k_hw[1]))))
+    return onnx_fail(n, "kernel_shape must have 2 entries (2-D windows only) matching the weight");
+  if (c == 2) a->kernel[0] = v[0], a->kernel[1] = v[1];
+  else if (k_hw) a->kernel[0] = k_hw[0], a->kernel[1] = k_hw[1];
+  else return onnx_fail(n, "kernel_shape is required");
+  if (!onnx_attr_ints(n, "strides", 8, &c, v)) return false;
+  if (c >= 0 && c != 2) return onnx_fail(n, "strides must have 2 entries");
+  if (c == 2) a->strides[0] = v[0], a->strides[1] = v[1];
+  if (!onnx_attr_ints(n, "dilations", 8, &c, v)) return false;
+  if (c >= 0 && c != 2) return onnx_fail(n, "dilations must have 2 entries");
+  if (c == 2) a->dilations[0] = v[0], a->dilations[1] = v[1];
+  if (!onnx_attr_ints(n, "pads", 8, &c, v)) return false;
+  if (c >= 0 && c != 4) return onnx_fail(n, "pads must have 4 entries");
+  /* ONNX: [top, left, bottom, right], as ours */
+  if (c == 4) memcpy(a->pads, v, sizeof a->pads);
+  for (int i = 0; i < 4; i++)
+    if (a->pads[i] < 0) return onnx_fail(n, "negative pads are not supported");
+  for (int i = 0; i < 2; i++)
+    if (a->strides[i] < 1 || a->dilations[i] < 1 || a->kernel[i] < 1)
+      return onnx_fail(n, "strides, dilations and kernel_shape must be positive");
+  const char *auto_pad;
+  if (!onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad)) return false;
+  if (strcmp(auto_pad, "NOTSET") == 0) return true;
+  if (c == 4) return onnx_fail(n, "auto_pad %s together with pads", auto_pad);
+  if (strcmp(auto_pad, "VALID") == 0) return true;
+  bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+  if (!upper && strcmp(auto_pad, "SAME_LOWER") != 0)
+    return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
+  for (int i = 0; i < 2; i++) { /* out = ceil(in / stride) */
+    int64_t out = (in_hw[i] + a->strides[i] - 1) / a->strides[i];
+    int64_t span = a->dilations[i] * (a->kernel[i] - 1) + 1;
+    int64_t total = (out - 1) * a->strides[i] + span - in_hw[i];
+    if (total < 0) total = 0;
+    a->pads[i] = upper ? total / 2 : total - total / 2;
+    a->pads[i + 2] = total - a->pads[i];
+  }
+  return true;
+}
+
+static bool cv_conv(onode *n) {
+  if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape pads strides ")) return false;
+  mlc_gvar *x = onnx_var(n, 0), *w = onnx_var(n, 1);
+  if (!x || !w) return false;
+  if (x->type.ndim != 4 || w->type.ndim != 4)
+    return onnx_fail(n, "only 2-D convolutions (NCHW input, OIHW weight) are supported");
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CONV2D, &a);
+  if (!onnx_attr_int(n, "group", 1, &a.groups) ||
+      !window_attrs(n, &a, x->type.shape + 2, w->type.shape + 2))
+    return false;
+  mlc_gvar *args[3] = {x, w, NULL};
+  int k = 2;
+  if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONV2D, &a, k, args));
+}
+
+static bool cv_max_pool(onode *n) {
+  if (!onnx_check_attrs(n, " auto_pad ceil_mode dilations kernel_shape pads storage_order strides "))
+    return false;
+  if (n->p->n_output > 1 && n->p->output[1] && *n->p->output[1])
+    return onnx_fail(n, "the Indices output is not supported");
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (x->type.ndim != 4) return onnx_fail(n, "only 2-D pools over NCHW are supported");
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_MAX_POOL2D, &a);
+  int64_t ceil_mode, order;
+  if (!onnx_attr_int(n, "ceil_mode", 0, &ceil_mode) ||
+      !onnx_attr_int(n, "storage_order", 0, &order) ||
+      !window_attrs(n, &a, x->type.shape + 2, NULL))
+    return false;
+  if (order) return onnx_fail(n, "storage_order 1 is not supported");
+  a.ceil_mode = ceil_mode != 0;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_MAX_POOL2D, &a, 1, &x));
+}
+
+/* Inference batch norm with constant statistics: y = x * s + t per
+ * channel, s = scale / sqrt(var + eps), t = bias - mean * s. */
+static bool cv_batch_norm(onode *n) {
+  if (!onnx_check_attrs(n, " epsilon momentum training_mode spatial ")) return false;
+  double eps;
+  int64_t training, spatial;
+  if (!onnx_attr_float(n, "epsilon", 1e-5, &eps) ||
+      !onnx_attr_int(n, "training_mode", 0, &training) ||
+      !onnx_attr_int(n, "spatial", 1, &spatial))
+    return false;
+  if (training) return onnx_fail(n, "training_mode is not supported (inference only)");
+  if (!spatial) return onnx_fail(n, "spatial 0 is not supported");
+  for (size_t k = 1; k < n->p->n_output; k++)
+    if (n->p->output[k] && *n->p->output[k])
+      return onnx_fail(n, "the running statistics outputs are not supported (inference only)");
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (x->type.ndim < 2) return onnx_fail(n, "the input needs a channel dimension");
+  int64_t C = x->type.shape[1], c[4];
+  const float *p[4];
+  for (int k = 0; k < 4; k++)
+    if (!(p[k] = onnx_floats(n, k + 1, &c[k]))) return false;
+    else if (c[k] != C) return onnx_fail(n, "input %d must have %lld values", k + 1, (long long)C);
+  mlc_gtype t = {MLC_FLOAT32, x->type.ndim - 1, {C}};
+  for (int d = 1; d < t.ndim; d++) t.shape[d] = 1;
+  mlc_gvar *s = onnx_new_const(n, "scale", &t), *b = onnx_new_const(n, "shift", &t);
+  for (int64_t i = 0; i < C; i++) {
+    double si = p[0][i] / sqrt((double)p[3][i] + eps);
+    s->data[i] = (float)si;
+    b->data[i] = (float)(p[1][i] - p[2][i] * si);
+  }
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_MULTIPLY, &a);
+  mlc_gvar *m2[2] = {x, s};
+  mlc_gvar *xs = onnx_emit(n, "scaled", MLC_GOP_MULTIPLY, &a, 2, m2);
+  if (!xs) return false;
+  mlc_gvar *a2[2] = {xs, b};
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_ADD, &a, 2, a2));
+}
+
+/* ---- layer norm --------------------------------------------------------------- */
+
+/* Over the trailing dims from axis: flattened into one when there are
+ * several. Mean and InvStdDev outputs are not supported. */
+static bool cv_layer_norm(onode *n) {
+  int64_t axis, stash;
+  double eps;
+  if (!onnx_check_attrs(n, " axis epsilon stash_type ") || !onnx_attr_int(n, "axis", -1, &axis) ||
+      !onnx_attr_float(n, "epsilon", 1e-5, &eps) || !onnx_attr_int(n, "stash_type", 1, &stash))
+    return false;
+  for (size_t k = 1; k < n->p->n_output; k++)
+    if (n->p->output[k] && *n->p->output[k])
+      return onnx_fail(n, "the Mean and InvStdDev outputs are not supported");
+  mlc_gvar *x = onnx_var(n, 0), *g = onnx_var(n, 1), *b = in_val(n, 2) ? onnx_var(n, 2) : NULL;
+  if (!x || !g || (in_val(n, 2) && !b)) return false;
+  int nd = x->type.ndim, ax = 0;
+  if (!norm_axis(n, axis, nd, &ax)) return false;
+  int64_t inner = numel(nd - ax, x->type.shape + ax);
+  if (mlc_gtype_numel(&g->type) != inner || (b && mlc_gtype_numel(&b->type) != inner))
+    return onnx_fail(n, "Scale and B must have one value per normalized element");
+  int64_t flat[MLC_GRAPH_MAX_DIMS];
+  memcpy(flat, x->type.shape, sizeof flat);
+  flat[ax] = inner;
+  mlc_gvar *x2 = onnx_reshape(n, "x", x, ax + 1, flat);
+  mlc_gvar *g2 = onnx_reshape(n, "scale", g, 1, &inner);
+  mlc_gvar *b2 = b ? onnx_reshape(n, "bias", b, 1, &inner) : NULL;
+  if (!x2 || !g2 || (b && !b2)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_LAYERNORM, &a);
+  a.eps = eps;
+  mlc_gvar *args[3] = {x2, g2, b2};
+  mlc_gvar *y = onnx_emit(n, "ln", MLC_GOP_LAYERNORM, &a, b ? 3 : 2, args);
+  return y && set_var(n, 0, onnx_reshape(n, NULL, y, nd, x->type.shape));
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+/* Output k has shape (nd, shape): ints reshaped, floats a reshape. */
+static bool reshaped(onode *n, int nd, const int64_t *shape) {
+  const oval *v = n->in[0];
+  if (numel(nd, shape) != numel(v->ndim, v->shape))
+    return onnx_fail(n, "the new shape has a different number of elements");
+  if (v->is_int) {
+    onnx_set_out_ints(n, 0, nd, shape, v->i);
+    return true;
+  }
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  mlc_gvar *y = nd ? onnx_reshape(n, NULL, v->var, nd, shape) : v->var;
+  if (!y) return false;
+  onnx_set_out(n, 0, y, nd, shape);
+  return true;
+}
+
+static bool cv_reshape(onode *n) {
+  int64_t allowzero, c;
+  if (!onnx_check_attrs(n, " allowzero ") || !onnx_attr_int(n, "allowzero", 0, &allowzero))
+    return false;
+  const int64_t *s = onnx_ints(n, 1, &c);
+  if (!s) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  const oval *x = n->in[0];
+  int64_t shape[MLC_GRAPH_MAX_DIMS], known = 1, total = numel(x->ndim, x->shape);
+  int infer = -1;
+  for (int d = 0; d < c; d++) {
+    shape[d] = s[d];
+    if (s[d] == 0 && !allowzero) {
+      if (d >= x->ndim) return onnx_fail(n, "shape entry %d is 0 beyond the input's rank", d);
+      shape[d] = x->shape[d];
+    }
+    if (shape[d] == -1 && infer < 0) infer = d;
+    else if (shape[d] < 0) return onnx_fail(n, "bad shape entry %lld", (long long)s[d]);
+    else known *= shape[d];
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known) return onnx_fail(n, "the shape does not fit the input");
+    shape[infer] = total / known;
+  }
+  return reshaped(n, (int)c, shape);
+}
+
+static bool cv_flatten(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 1, &axis)) return false;
+  const oval *x = n->in[0];
+  int ax = 0;
+  if (axis == x->ndim) ax = x->ndim;
+  else if (!norm_axis(n, axis, x->ndim, &ax)) return false;
+  int64_t s[2] = {numel(ax, x->shape), numel(x->ndim - ax, x->shape + ax)};
+  return reshaped(n, 2, s);
+}
+
+/* The axes of Squeeze/Unsqueeze: an attribute before opset 13, an input since. */
+static bool axes_of(onode *n, int *count, int64_t *axes) {
+  if (n->opset < 13) {
+    if (!onnx_check_attrs(n, " axes ") || !onnx_attr_ints(n, "axes", MLC_GRAPH_MAX_DIMS, count, axes))
+      return false;
+    return true;
+  }
+  if (!no_attrs(n)) return false;
+  *count = -1;
+  if (!in_val(n, 1)) return true;
+  int64_t c;
+  const int64_t *a = onnx_ints(n, 1, &c);
+  if (!a) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "too many axes");
+  memcpy(axes, a, sizeof(int64_t) * (size_t)c);
+  *count = (int)c;
+  return true;
+}
+
+static bool cv_squeeze(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!axes_of(n, &c, axes)) return false;
+  const oval *x = n->in[0];
+  bool drop[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!norm_axis(n, axes[i], x->ndim, &ax)) return false;
+    if (x->shape[ax] != 1) return onnx_fail(n, "axis %d has extent %lld, not 1", ax, (long long)x->shape[ax]);
+    drop[ax] = true;
+  }
+  int64_t s[MLC_GRAPH_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (!(c < 0 ? x->shape[d] == 1 : drop[d])) s[nd++] = x->shape[d];
+  return reshaped(n, nd, s);
+}
+
+static bool cv_unsqueeze(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!axes_of(n, &c, axes)) return false;
+  if (c < 0) return onnx_fail(n, "axes are required");
+  const oval *x = n->in[0];
+  int nd = x->ndim + c;
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  bool ins[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!norm_axis(n, axes[i], nd, &ax)) return false;
+    if (ins[ax]) return onnx_fail(n, "axis %d given twice", ax);
+    ins[ax] = true;
+  }
+  int64_t s[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0, k = 0; d < nd; d++) s[d] = ins[d] ? 1 : x->shape[k++];
+  return reshaped(n, nd, s);
+}
+
+static bool cv_transpose(onode *n) {
+  int c;
+  int64_t perm[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_check_attrs(n, " perm ") || !onnx_attr_ints(n, "perm", MLC_GRAPH_MAX_DIMS, &c, perm))
+    return false;
+  const oval *x = n->in[0];
+  if (x->is_int) return onnx_fail(n, "transposing integer tensors is not supported");
+  if (c >= 0 && c != x->ndim) return onnx_fail(n, "perm has %d entries for rank %d", c, x->ndim);
+  int p[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) p[d] = c < 0 ? x->ndim - 1 - d : (int)perm[d];
+  mlc_gvar *v = onnx_var(n, 0);
+  return v && set_var(n, 0, transpose(n, NULL, v, x->ndim, p));
+}
+
+/* Shape (with start/end since opset 15) of any tensor: its static shape. */
+static bool cv_shape(onode *n) {
+  int64_t start, end;
+  if (!onnx_check_attrs(n, " start end ") || !onnx_attr_int(n, "start", 0, &start) ||
+      !onnx_attr_int(n, "end", INT64_MAX, &end))
+    return false;
+  const oval *x = n->in[0];
+  int64_t r = x->ndim;
+  start = start < 0 ? start + r : start;
+  end = end < 0 ? end + r : end;
+  start = start < 0 ? 0 : start > r ? r : start;
+  end = end < 0 ? 0 : end > r ? r : end;
+  int64_t len = end > start ? end - start : 0;
+  onnx_set_out_ints(n, 0, 1, &len, x->shape + start);
+  return true;
+}
+
+static bool cv_size(onode *n) {
+  if (!no_attrs(n)) return false;
+  int64_t c = numel(n->in[0]->ndim, n->in[0]->shape);
+  onnx_set_out_ints(n, 0, 0, NULL, &c);
+  return true;
+}
+
+static bool cv_constant(onode *n) {
+  if (!onnx_check_attrs(n, " value value_float value_floats value_int value_ints ")) return false;
+  const Onnx__AttributeProto *a;
+  if ((a = onnx_attr(n, "value"))) {
+    if (!a->t) return onnx_fail(n, "attribute \"value\" must be a tensor");
+    return onnx_const_tensor(n, a->t, -1, NULL);
+  }
+  if ((a = onnx_attr(n, "value_int"))) {
+    onnx_set_out_ints(n, 0, 0, NULL, &a->i);
+    return true;
+  }
+  if ((a = onnx_attr(n, "value_ints"))) {
+    int64_t len = (int64_t)a->n_ints;
+    onnx_set_out_ints(n, 0, 1, &len, a->ints ? (const int64_t *)a->ints : &len);
+    return true;
+  }
+  Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+  t.has_data_type = true;
+  t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  int64_t len = 0;
+  float one;
+  if ((a = onnx_attr(n, "value_float"))) {
+    one = a->f;
+    t.n_float_data = 1;
+    t.float_data = &one;
+  } else if ((a = onnx_attr(n, "value_floats"))) {
+    len = (int64_t)a->n_floats;
+    t.n_float_data = a->n_floats;
+    t.float_data = a->floats ? mlc_arena_memdup(n->arena, a->floats, sizeof(float) * a->n_floats) : NULL;
+    t.n_dims = 1;
+    t.dims = &len;
+  } else {
+    return onnx_fail(n, "needs a value attribute (sparse values are not supported)");
+  }
+  return onnx_const_tensor(n, &t, -1, NULL);
+}
+
+static bool cv_constant_of_shape(onode *n) {
+  if (!onnx_check_attrs(n, " value ")) return false;
+  int64_t c;
+  const int64_t *s = onnx_ints(n, 0, &c);
+  if (!s) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  const Onnx__AttributeProto *a = onnx_attr(n, "value");
+  Onnx__TensorProto zero = ONNX__TENSOR_PROTO__INIT;
+  float z = 0;
+  zero.has_data_type = true;
+  zero.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  zero.n_float_data = 1;
+  zero.float_data = &z;
+  if (a && !a->t) return onnx_fail(n, "attribute \"value\" must be a tensor");
+  return onnx_const_tensor(n, a ? a->t : &zero, (int)c, s);
+}
+
+/* ---- integer data movement (shape arithmetic) ------------------------------------- */
+
+static bool need_int(onode *n, int k) {
+  if (n->in[k] && n->in[k]->is_int) return true;
+  return onnx_fail(n, "only on integer constants (shape arithmetic); float input %d is not "
+                      "supported", k);
+}
+
+/* Gather over axis with constant indices (negative count from the end). */
+static bool cv_gather(onode *n) {
+  int64_t axis, c;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis) || !need_int(n, 0))
+    return false;
+  const oval *x = n->in[0];
+  const int64_t *idx = onnx_ints(n, 1, &c);
+  if (!idx) return false;
+  int ax = 0;
+  if (!norm_axis(n, axis, x->ndim, &ax)) return false;
+  const oval *iv = n->in[1];
+  int nd = x->ndim - 1 + iv->ndim;
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  int64_t shape[MLC_GRAPH_MAX_DIMS], outer = numel(ax, x->shape),
+          inner = numel(x->ndim - ax - 1, x->shape + ax + 1), e = x->shape[ax];
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)ax);
+  memcpy(shape + ax, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  memcpy(shape + ax + iv->ndim, x->shape + ax + 1, sizeof(int64_t) * (size_t)(x->ndim - ax - 1));
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(outer * c * inner + 1));
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < c; j++) {
+      int64_t k = idx[j] < 0 ? idx[j] + e : idx[j];
+      if (k < 0 || k >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[j]);
+      for (int64_t i = 0; i < inner; i++)
+        y[(o * c + j) * inner + i] = x->i[(o * e + k) * inner + i];
+    }
+  onnx_set_out_ints(n, 0, nd, shape, y);
+  return true;
+}
+
+static bool cv_concat(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", INT64_MIN, &axis)) return false;
+  if (axis == INT64_MIN) return onnx_fail(n, "axis is required");
+  for (int k = 0; k < n->n_in; k++)
+    if (!n->in[k] || !need_int(n, k)) return n->in[k] ? false : onnx_fail(n, "input %d is missing", k);
+  const oval *x = n->in[0];
+  int ax = 0;
+  if (!norm_axis(n, axis, x->ndim, &ax)) return false;
+  int64_t shape[MLC_GRAPH_MAX_DIMS], total = 0;
+  memcpy(shape, x->shape, sizeof shape);
+  for (int k = 0; k < n->n_in; k++) {
+    const oval *v = n->in[k];
+    if (v->ndim != x->ndim) return onnx_fail(n, "inputs of different ranks");
+    for (int d = 0; d < x->ndim; d++)
+      if (d != ax && v->shape[d] != x->shape[d]) return onnx_fail(n, "inputs of different shapes");
+    total += v->shape[ax];
+  }
+  shape[ax] = total;
+  int64_t outer = numel(ax, x->shape), inner = numel(x->ndim - ax - 1, x->shape + ax + 1);
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(numel(x->ndim, shape) + 1));
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < n->n_in; k++) {
+      int64_t len = n->in[k]->shape[ax] * inner;
+      memcpy(y + at, n->in[k]->i + o * len, sizeof(int64_t) * (size_t)len);
+      at += len;
+    }
+  onnx_set_out_ints(n, 0, x->ndim, shape, y);
+  return true;
+}
+
+/* Slice of a 1-D integer tensor (shapes), constant starts/ends/axes/steps. */
+static bool cv_slice(onode *n) {
+  if (!need_int(n, 0)) return false;
+  const oval *x = n->in[0];
+  if (x->ndim != 1) return onnx_fail(n, "only 1-D integer tensors (shapes) are supported");
+  int64_t start, end, step = 1, c;
+  if (n->opset < 10) {
+    int ns, ne, na;
+    int64_t s[8], e[8], a[8];
+    if (!onnx_check_attrs(n, " starts ends axes ") || !onnx_attr_ints(n, "starts", 8, &ns, s) ||
+        !onnx_attr_ints(n, "ends", 8, &ne, e) || !onnx_attr_ints(n, "axes", 8, &na, a))
+      return false;
+    if (ns != 1 || ne != 1 || (na >= 0 && (na != 1 || (a[0] != 0 && a[0] != -1))))
+      return onnx_fail(n, "one axis of a 1-D tensor expected");
+    start = s[0], end = e[0];
+  } else {
+    if (!no_attrs(n)) return false;
+    const int64_t *v;
+    if (!(v = onnx_ints(n, 1, &c)) || c != 1) return v ? onnx_fail(n, "one axis expected") : false;
+    start = v[0];
+    if (!(v = onnx_ints(n, 2, &c)) || c != 1) return v ? onnx_fail(n, "one axis expected") : false;
+    end = v[0];
+    if (in_val(n, 3) && (!(v = onnx_ints(n, 3, &c)) || c != 1 || (v[0] != 0 && v[0] != -1)))
+      return v ? onnx_fail(n, "one axis of a 1-D tensor expected") : false;
+    if (in_val(n, 4) && (!(v = onnx_ints(n, 4, &c)) || c != 1 || v[0] == 0))
+      return v ? onnx_fail(n, "one nonzero step expected") : false;
+    if (in_val(n, 4)) step = v[0];
+  }
+  int64_t e = x->shape[0], out[MLC_GRAPH_MAX_DIMS * 8], len = 0;
+  start = start < 0 ? start + e : start;
+  end = end < -e ? -1 : end < 0 ? end + e : end;
+  if (step > 0) {
+    start = start < 0 ? 0 : start > e ? e : start;
+    end = end > e ? e : end;
+    for (int64_t k = start; k < end && len < MLC_COUNTOF(out); k += step) out[len++] = x->i[k];
+  } else {
+    start = start < 0 ? -1 : start > e - 1 ? e - 1 : start;
+    for (int64_t k = start; k > end && k >= 0 && len < MLC_COUNTOF(out); k += step)
+      out[len++] = x->i[k];
+  }
+  onnx_set_out_ints(n, 0, 1, &len, out);
+  return true;
+}
+
+/* Cast: float to float is the identity; integers stay import-time
+ * constants; a constant changes kind. */
+static bool cv_cast(onode *n) {
+  int64_t to;
+  if (!onnx_check_attrs(n, " to saturate ") || !onnx_attr_int(n, "to", 0, &to)) return false;
+  const oval *x = n->in[0];
+  bool to_float = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  bool to_int = to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+  if (!to_float && !to_int) return onnx_fail(n, "cast to dtype %lld is not supported", (long long)to);
+  int64_t c = numel(x->ndim, x->shape);
+  if (x->is_int && to_int) {
+    onnx_set_out_ints(n, 0, x->ndim, x->shape, x->i);
+  } else if (!x->is_int && to_float) {
+    onnx_set_out(n, 0, x->var, x->ndim, x->shape);
+  } else if (x->is_int) {
+    mlc_gtype t = {MLC_FLOAT32, x->ndim ? x->ndim : 1, {1}};
+    memcpy(t.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    if (c < 1) return onnx_fail(n, "an empty tensor");
+    mlc_gvar *v = onnx_new_const(n, NULL, &t);
+    for (int64_t k = 0; k < c; k++) v->data[k] = (float)x->i[k];
+    onnx_set_out(n, 0, v, x->ndim, x->shape);
+  } else {
+    int64_t cnt;
+    const float *f = onnx_floats(n, 0, &cnt);
+    if (!f) return false;
+    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t k = 0; k < c; k++) {
+      if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
+      y[k] = (int64_t)f[k];
+    }
+    onnx_set_out_ints(n, 0, x->ndim, x->shape, y);
+  }
+  return true;
+}
+
+/* ---- op table ------------------------------------------------------------------ */
+
+static const onnx_op ops[] = {
+    {"Abs", cv_abs, 1, 1},
+    {"Add", cv_add, 2, 2},
+    {"BatchNormalization", cv_batch_norm, 5, 5},
+    {"Clip", cv_clip, 1, 3},
+    {"Constant", cv_constant, 0, 0},
+    {"ConstantOfShape", cv_constant_of_shape, 1, 1},
+    {"Cast", cv_cast, 1, 1},
+    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
+    {"Conv", cv_conv, 2, 3},
+    {"Div", cv_div, 2, 2},
+    {"Dropout", cv_dropout, 1, 3},
+    {"Equal", cv_equal, 2, 2},
+    {"Erf", cv_erf, 1, 1},
+    {"Exp", cv_exp, 1, 1},
+    {"Flatten", cv_flatten, 1, 1},
+    {"Gather", cv_gather, 2, 2},
+    {"Gemm", cv_gemm, 2, 3},
+    {"HardSigmoid", cv_hard_sigmoid, 1, 1},
+    {"HardSwish", cv_hard_swish, 1, 1},
+    {"Identity", cv_identity, 1, 1},
+    {"LayerNormalization", cv_layer_norm, 2, 3},
+    {"LeakyRelu", cv_leaky_relu, 1, 1},
+    {"Log", cv_log, 1, 1},
+    {"MatMul", cv_matmul, 2, 2},
+    {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
+    {"MaxPool", cv_max_pool, 1, 1},
+    {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
+    {"Mul", cv_mul, 2, 2},
+    {"Neg", cv_neg, 1, 1},
+    {"Pow", cv_pow, 2, 2},
+    {"Relu", cv_relu, 1, 1},
+    {"Reshape", cv_reshape, 2, 2},
+    {"Shape", cv_shape, 1, 1},
+    {"Sigmoid", cv_sigmoid, 1, 1},
+    {"Size", cv_size, 1, 1},
+    {"Slice", cv_slice, 1, 5},
+    {"Softmax", cv_softmax, 1, 1},
+    {"Sqrt", cv_sqrt, 1, 1},
+    {"Squeeze", cv_squeeze, 1, 2},
+    {"Sub", cv_sub, 2, 2},
+    {"Sum", cv_sum, 1, MLC_GRAPH_MAX_ARGS},
+    {"Tanh", cv_tanh, 1, 1},
+    {"Transpose", cv_transpose, 1, 1},
+    {"Unsqueeze", cv_unsqueeze, 1, 2},
+};
+
+const onnx_op *onnx_find_op(const char *op_type) {
+  for (int i = 0; i < MLC_COUNTOF(ops); i++)
+    if (strcmp(ops[i].name, op_type) == 0) return &ops[i];
+  return NULL;
+}
+
+const char *onnx_op_names(void) {
+  static char buf[1024];
+  if (!buf[0]) {
+    size_t k = 0;
+    for (int i = 0; i < MLC_COUNTOF(ops) && k < sizeof buf; i++)
+      k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s", i ? ", " : "", ops[i].name);
+  }
+  return buf;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+"""Writes the small ONNX models tests/cli/mlc_compile.sh reads, with inputs
+and expected outputs computed here in numpy (an independent reference).
+Needs Debian's python3-onnx and python3-numpy (run with /usr/bin/python3);
+the outputs are committed so the tests need no python:
+
+    /usr/bin/python3 tests/onnx/make_models.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(7)
+
+
+def save(model, name, opset=13):
+    model.opset_import[0].version = opset
+    model.ir_version = 7
+    onnx.save(model, os.path.join(HERE, name))
+
+
+def npy(name, a):
+    np.save(os.path.join(HERE, name), a.astype(np.float32))
+
+
+def conv2d(x, w, b, pad):
+    n, c, h, wd = x.shape
+    k, _, r, s = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - r + 1, wd + 2 * pad - s + 1
+    y = np.zeros((n, k, oh, ow), np.float64)
+    for i in range(r):
+        for j in range(s):
+            y += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + oh, j:j + ow], w[:, :, i, j])
+    return y + b[None, :, None, None]
+
+
+def tiny_cnn():
+    """Conv + BatchNorm + Relu + MaxPool, a shape chain (Shape, Gather,
+    Unsqueeze, Concat) into Reshape, Gemm (transB) and Softmax."""
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
+    b = rng.standard_normal(4).astype(np.float32) * 0.1
+    gamma = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    beta = rng.standard_normal(4).astype(np.float32) * 0.1
+    mean = rng.standard_normal(4).astype(np.float32) * 0.1
+    var = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    fw = rng.standard_normal((5, 64)).astype(np.float32) * 0.2
+    fb = rng.standard_normal(5).astype(np.float32) * 0.1
+    inits = [numpy_helper.from_array(a, n) for a, n in [
+        (w, "conv.weight"), (b, "conv.bias"), (gamma, "bn.weight"), (beta, "bn.bias"),
+        (mean, "bn.running_mean"), (var, "bn.running_var"), (fw, "fc.weight"), (fb, "fc.bias"),
+        (np.array([0], np.int64), "zero"), (np.array([-1], np.int64), "minus_one")]]
+    nodes = [
+        helper.make_node("Conv", ["input.1", "conv.weight", "conv.bias"], ["/conv/Conv_output_0"],
+                         name="/conv/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]),
+        helper.make_node("BatchNormalization", ["/conv/Conv_output_0", "bn.weight", "bn.bias",
+                                                "bn.running_mean", "bn.running_var"],
+                         ["/bn/Bn_output_0"], name="/bn/BatchNormalization", epsilon=1e-5),
+        helper.make_node("Relu", ["/bn/Bn_output_0"], ["/relu/Relu_output_0"], name="/relu/Relu"),
+        helper.make_node("MaxPool", ["/relu/Relu_output_0"], ["/pool/MaxPool_output_0"],
+                         name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Shape", ["/pool/MaxPool_output_0"], ["/Shape_output_0"], name="/Shape"),
+        helper.make_node("Gather", ["/Shape_output_0", "zero"], ["/Gather_output_0"],
+                         name="/Gather", axis=0),
+        helper.make_node("Concat", ["/Gather_output_0", "minus_one"], ["/Concat_output_0"],
+                         name="/Concat", axis=0),
+        helper.make_node("Reshape", ["/pool/MaxPool_output_0", "/Concat_output_0"],
+                         ["/Reshape_output_0"], name="/Reshape"),
+        helper.make_node("Gemm", ["/Reshape_output_0", "fc.weight", "fc.bias"], ["/fc/Gemm_output_0"],
+                         name="/fc/Gemm", alpha=1.0, beta=1.0, transB=1),
+        helper.make_node("Softmax", ["/fc/Gemm_output_0"], ["output"], name="/Softmax", axis=-1),
+    ]
+    g = helper.make_graph(nodes, "torch_jit",
+                          [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 5])], inits)
+    save(helper.make_model(g, producer_name="make_models.py"), "tiny_cnn.onnx")
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    y = conv2d(x.astype(np.float64), w, b, 1)
+    y = (y - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    y = y * gamma[None, :, None, None] + beta[None, :, None, None]
+    y = np.maximum(y, 0)
+    y = y.reshape(1, 4, 4, 2, 4, 2).max(axis=(3, 5))
+    y = y.reshape(1, -1) @ fw.T.astype(np.float64) + fb
+    y = np.exp(y - y.max(-1, keepdims=True))
+    y /= y.sum(-1, keepdims=True)
+    npy("tiny_cnn_input.npy", x)
+    npy("tiny_cnn_output.npy", y)
+
+
+def mlp_sym():
+    """A batch dimension "N" (symbolic): MatMul + Add + Relu."""
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+             helper.make_node("Add", ["h", "b"], ["hb"], name="add"),
+             helper.make_node("Relu", ["hb"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "mlp",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    save(helper.make_model(g), "mlp_sym.onnx")
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    npy("mlp_sym_input.npy", x)
+    npy("mlp_sym_output.npy", np.maximum(x.astype(np.float64) @ w + b, 0))
+
+
+def bad_models():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+
+    def one(nodes, name, inputs=None, inits=()):
+        g = helper.make_graph(nodes, "bad", inputs or [x], [y], list(inits))
+        save(helper.make_model(g), name)
+
+    one([helper.make_node("Relu", ["x"], ["h"], name="/layer1/Relu"),
+         helper.make_node("Foo", ["h"], ["y"], name="/layer1/Foo")], "bad_unknown_op.onnx")
+    one([helper.make_node("LeakyRelu", ["x"], ["y"], name="/act/LeakyRelu", alpha=0.1, gamma=2.0)],
+        "bad_attribute.onnx")
+    one([helper.make_node("Add", ["x", "bias"], ["y"], name="/add/Add")], "bad_missing_init.onnx")
+    one([helper.make_node("Relu", ["x"], ["y"], name="relu")], "bad_dtype.onnx",
+        inputs=[helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 4])])
+    one([helper.make_node("Add", ["x", "b"], ["a"], name="first"),
+         helper.make_node("Relu", ["a"], ["b"], name="second"),
+         helper.make_node("Relu", ["b"], ["y"], name="third")], "bad_cycle.onnx")
+    one([helper.make_node("Relu", ["x"], ["y"], name="relu")], "bad_symbolic.onnx",
+        inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])])
+    w = numpy_helper.from_array(np.ones((4, 4), np.float16), "w")
+    one([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "bad_init_dtype.onnx",
+        inits=[w])
+
+
+tiny_cnn()
+mlp_sym()
+bad_models()

@@ -1,0 +1,494 @@
+/* graph/ ops one by one: each small model is lowered without fusion and
+ * run in the interpreter, and run through the whole pipeline and compiled
+ * with LLVM (default schedule); both must match the plain C reference of
+ * the unlowered graph (graph/ref.c). Attribute variants get a case each.
+ * Refusals: bad attributes and shapes, each message naming the op and the
+ * operand. */
+#include "graph/graph.h"
+#include "targets/targets.h"
+#include "tests/test.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ---- helpers --------------------------------------------------------------- */
+
+#define MODEL(inputs, weights, nodes, outputs) \
+  "{\"inputs\": [" inputs "], \"weights\": [" weights "], \"nodes\": [" nodes "], \"outputs\": [" outputs "]}"
+
+static mlc_gmodule *parse(const char *json, mlc_error *err) {
+  return mlc_graph_parse("t.json", json, strlen(json), NULL, err);
+}
+
+/* Seeded inputs in [-1, 1), or in [0.1, 1.1) when positive (sqrt, log). */
+static mlc_array **make_inputs(const mlc_gmodule *m, uint64_t seed, bool positive) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)f->n_params);
+  for (int i = 0; i < f->n_params; i++) {
+    in[i] = mlc_array_new(MLC_FLOAT32, f->params[i]->type.ndim, f->params[i]->type.shape);
+    mlc_pcg32 r;
+    mlc_pcg32_seed(&r, seed, (uint64_t)i);
+    mlc_array_fill_random(in[i], &r);
+    if (positive)
+      for (int64_t k = 0; k < mlc_array_numel(in[i]); k++)
+        mlc_array_set(in[i], k, fabs(mlc_array_get(in[i], k)) + 0.1);
+  }
+  return in;
+}
+
+static mlc_array **make_outputs(const mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)f->n_outputs);
+  for (int i = 0; i < f->n_outputs; i++)
+    out[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+  return out;
+}
+
+static void free_arrays(mlc_array **a, int n) {
+  for (int i = 0; i < n; i++) mlc_array_free(a[i]);
+  mlc_free(a);
+}
+
+typedef struct compiled {
+  int n;
+  mlc_prim_func **funcs;
+  mlc_kernel_fn *fns;
+  mlc_jit_lib *lib;
+} compiled;
+
+static bool jit_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args, mlc_error *err) {
+  compiled *c = ud;
+  for (int i = 0; i < c->n; i++)
+    if (c->funcs[i] == f) return mlc_kernel_call(c->fns[i], n, args) == 0;
+  return mlc_error_set(err, "no kernel for %s", f->name);
+}
+
+/* Every prim_func of m with the default schedule, JIT-loaded. */
+static bool compile_model(mlc_gmodule *m, mlc_arena *a, compiled *c, mlc_error *err) {
+  mlc_target t;
+  mlc_target_host(&t);
+  c->n = m->tir->n_funcs;
+  c->funcs = m->tir->funcs;
+  const mlc_prim_func **sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, c->n);
+  const char **syms = MLC_NEW_ARRAY(a, const char *, c->n);
+  for (int i = 0; i < c->n; i++) {
+    sched[i] = mlc_graph_default_schedule(a, c->funcs[i]);
+    syms[i] = mlc_graph_symbol(a, m, c->funcs[i]);
+  }
+  mlc_object obj;
+  if (!mlc_target_build(&t, c->n, sched, syms, NULL, &obj, err)) return false;
+  c->lib = mlc_jit_load(&obj, err);
+  mlc_object_free(&obj);
+  if (!c->lib) return false;
+  c->fns = MLC_NEW_ARRAY(a, mlc_kernel_fn, c->n);
+  for (int i = 0; i < c->n; i++)
+    if (!(c->fns[i] = mlc_jit_lookup(c->lib, syms[i], err))) return false;
+  return true;
+}
+
+static bool all_close(mlc_array **got, mlc_array **want, int n, double rtol, double atol,
+                      double *worst) {
+  bool ok = true;
+  *worst = 0;
+  for (int i = 0; i < n; i++) {
+    double e = 0;
+    ok &= mlc_array_allclose(got[i], want[i], rtol, atol, &e);
+    *worst = fmax(*worst, e);
+  }
+  return ok;
+}
+
+/* The model's unfused lowering in the interpreter, and its compiled
+ * pipeline, each against the reference. */
+static bool run_case(const char *json, bool positive, char *why, size_t why_n) {
+  static int counter;
+  mlc_error err = {{0}};
+  mlc_gmodule *r = parse(json, &err), *a = parse(json, &err), *b = parse(json, &err);
+  bool ok = r && a && b;
+  if (!ok) snprintf(why, why_n, "load: %s", err.msg);
+  mlc_arena *ar = mlc_arena_new();
+  compiled c = {0};
+  mlc_array **in = NULL, **want = NULL, **ya = NULL, **yb = NULL;
+  int n_in = 0, n_out = 0;
+  if (ok) {
+    b->name = mlc_arena_printf(b->arena, "ops%d", counter++);
+    ok = mlc_graph_lower(a, &err) && mlc_graph_run_pipeline(b, NULL, NULL, NULL, &err);
+    if (!ok) snprintf(why, why_n, "passes: %s", err.msg);
+  }
+  if (ok) {
+    ok = compile_model(b, ar, &c, &err);
+    if (!ok) snprintf(why, why_n, "compile: %s", err.msg);
+  }
+  if (ok) {
+    n_in = mlc_graph_main(r)->n_params, n_out = mlc_graph_main(r)->n_outputs;
+    in = make_inputs(r, 11, positive);
+    want = make_outputs(r), ya = make_outputs(r), yb = make_outputs(r);
+    ok = mlc_graph_reference(r, in, want, &err) && mlc_graph_execute(a, NULL, NULL, in, ya, &err) &&
+         mlc_graph_execute(b, jit_kernel, &c, in, yb, &err);
+    if (!ok) snprintf(why, why_n, "run: %s", err.msg);
+  }
+  double e1 = 0, e2 = 0;
+  if (ok && !all_close(ya, want, n_out, 1e-4, 1e-5, &e1)) {
+    ok = false;
+    snprintf(why, why_n, "interpreter vs reference: max abs error %g", e1);
+  }
+  if (ok && !all_close(yb, want, n_out, 1e-4, 1e-5, &e2)) {
+    ok = false;
+    snprintf(why, why_n, "compiled vs reference: max abs error %g", e2);
+  }
+  if (c.lib) mlc_jit_unload(c.lib);
+  if (in) free_arrays(in, n_in);
+  if (want) free_arrays(want, n_out), free_arrays(ya, n_out), free_arrays(yb, n_out);
+  mlc_arena_free(ar);
+  mlc_graph_free(r), mlc_graph_free(a), mlc_graph_free(b);
+  return ok;
+}
+
+typedef struct op_case {
+  const char *name, *json;
+  bool positive; /* inputs > 0 (sqrt, log, fractional powers) */
+} op_case;
+
+static void run_cases(const char *prefix, const op_case *cs, int n) {
+  for (int i = 0; i < n; i++) {
+    char name[128], why[1200] = "";
+    snprintf(name, sizeof name, "%s_%s", prefix, cs[i].name);
+    test_report(name, run_case(cs[i].json, cs[i].positive, why, sizeof why), why);
+  }
+}
+
+typedef struct bad_case {
+  const char *name, *json, *want;
+} bad_case;
+
+static void run_bad(const char *prefix, const bad_case *cs, int n) {
+  for (int i = 0; i < n; i++) {
+    mlc_error err = {{0}};
+    mlc_gmodule *m = parse(cs[i].json, &err);
+    char name[128], why[1200];
+    snprintf(name, sizeof name, "%s_%s", prefix, cs[i].name);
+    snprintf(why, sizeof why, "%s: got \"%s\", want \"%s\"", m ? "accepted" : "wrong message",
+             err.msg, cs[i].want);
+    test_report(name, !m && strstr(err.msg, cs[i].want) != NULL, why);
+    mlc_graph_free(m);
+  }
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+#define X23 "{\"name\": \"x\", \"shape\": [2, 3]}"
+#define X234 "{\"name\": \"x\", \"shape\": [2, 3, 4]}"
+#define UNARY(op, attrs) \
+  MODEL(X234, "", "{\"name\": \"y\", \"op\": \"" op "\", \"inputs\": [\"x\"]" attrs "}", "\"y\"")
+/* y = op(x, w) and z = op(w2, x): broadcasting on either side. */
+#define BINARY(op)                                                                  \
+  MODEL(X234, "{\"name\": \"w\", \"shape\": [3, 1]}, {\"name\": \"v\", \"shape\": [4]}", \
+        "{\"name\": \"y\", \"op\": \"" op "\", \"inputs\": [\"x\", \"w\"]},"         \
+        "{\"name\": \"z\", \"op\": \"" op "\", \"inputs\": [\"v\", \"y\"]}",         \
+        "\"z\"")
+
+static const op_case elemwise_cases[] = {
+    {"subtract", BINARY("subtract"), false},
+    {"divide", BINARY("divide"), true},
+    {"maximum", BINARY("maximum"), false},
+    {"minimum", BINARY("minimum"), false},
+    {"power_2", UNARY("power", ", \"exponent\": 2"), false},
+    {"power_3", UNARY("power", ", \"exponent\": 3"), false},
+    {"power_half", UNARY("power", ", \"exponent\": 0.5"), true},
+    {"power_neg1", UNARY("power", ", \"exponent\": -1"), true},
+    {"power_1_7", UNARY("power", ", \"exponent\": 1.7"), true},
+    {"sqrt", UNARY("sqrt", ""), true},
+    {"exp", UNARY("exp", ""), false},
+    {"erf", UNARY("erf", ""), false},
+    {"tanh", UNARY("tanh", ""), false},
+    {"sigmoid", UNARY("sigmoid", ""), false},
+    {"leaky_relu", UNARY("leaky_relu", ""), false},
+    {"leaky_relu_alpha", UNARY("leaky_relu", ", \"alpha\": 0.3"), false},
+    {"clip", UNARY("clip", ", \"min\": -0.25, \"max\": 0.5"), false},
+    {"clip_relu6", UNARY("clip", ", \"min\": 0, \"max\": 0.6"), false},
+    {"clip_min_only", UNARY("clip", ", \"min\": 0.1"), false},
+    {"clip_max_only", UNARY("clip", ", \"min\": \"-inf\", \"max\": 0.2"), false},
+    {"hard_sigmoid", UNARY("hard_sigmoid", ""), false},
+    {"hard_sigmoid_ab", UNARY("hard_sigmoid", ", \"alpha\": 1.5, \"beta\": 0.25"), false},
+    {"hard_swish", UNARY("hard_swish", ""), false},
+    {"negative", UNARY("negative", ""), false},
+    {"abs", UNARY("abs", ""), false},
+    {"log", UNARY("log", ""), true},
+    /* a chain that fuses into one kernel: sigmoid(x) * x - tanh(x) */
+    {"chain",
+     MODEL(X23, "",
+           "{\"name\": \"s\", \"op\": \"sigmoid\", \"inputs\": [\"x\"]},"
+           "{\"name\": \"m\", \"op\": \"multiply\", \"inputs\": [\"s\", \"x\"]},"
+           "{\"name\": \"t\", \"op\": \"tanh\", \"inputs\": [\"x\"]},"
+           "{\"name\": \"y\", \"op\": \"subtract\", \"inputs\": [\"m\", \"t\"]}",
+           "\"y\""),
+     false},
+};
+
+static const bad_case elemwise_bad[] = {
+    {"clip_range", UNARY("clip", ", \"min\": 1, \"max\": 0"), "node 'y': clip: min 1 is above max 0"},
+    {"attr_not_number", UNARY("leaky_relu", ", \"alpha\": \"big\""),
+     "node 'y': \"alpha\" must be a number"},
+    {"attr_wrong_op", UNARY("relu", ", \"alpha\": 0.1"), "node 'y': relu takes no attribute \"alpha\""},
+    {"binary_arity", UNARY("subtract", ""), "node 'y': subtract takes 2 inputs, got 1"},
+    {"broadcast",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2]}", "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"x\", \"w\"]}",
+           "\"y\""),
+     "node 'y': divide: shapes (2, 3, 4) and (2,) do not broadcast"},
+};
+
+/* ---- convolutions and max pooling ------------------------------------------ */
+
+#define XC "{\"name\": \"x\", \"shape\": [2, 4, 7, 6]}"
+#define CONV(w_shape, attrs)                                                        \
+  MODEL(XC, "{\"name\": \"w\", \"shape\": " w_shape "}",                         \
+        "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"]" attrs "}", \
+        "\"y\"")
+#define CONV_B(w_shape, k, attrs)                                                   \
+  MODEL(XC, "{\"name\": \"w\", \"shape\": " w_shape "}, {\"name\": \"b\", \"shape\": [" k "]}", \
+        "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\", \"b\"]" attrs "}", \
+        "\"y\"")
+#define CONVT(w_shape, attrs)                                                       \
+  MODEL(XC, "{\"name\": \"w\", \"shape\": " w_shape "}, {\"name\": \"b\", \"shape\": [6]}", \
+        "{\"name\": \"y\", \"op\": \"conv_transpose2d\", \"inputs\": [\"x\", \"w\"" attrs "}", \
+        "\"y\"")
+#define POOL(attrs) \
+  MODEL(XC, "", "{\"name\": \"y\", \"op\": \"max_pool2d\", \"inputs\": [\"x\"]" attrs "}", "\"y\"")
+
+static const op_case conv_cases[] = {
+    {"task_form", CONV("[3, 4, 3, 3]", ", \"stride\": 2, \"padding\": 1"), false},
+    {"strides_hw", CONV("[3, 4, 3, 2]", ", \"strides\": [2, 1]"), false},
+    {"pads_per_side", CONV("[3, 4, 3, 3]", ", \"pads\": [1, 0, 2, 1]"), false},
+    {"dilations", CONV("[3, 4, 3, 2]", ", \"dilations\": [2, 3], \"pads\": [2, 1, 2, 1]"), false},
+    {"groups", CONV("[6, 2, 3, 3]", ", \"groups\": 2, \"padding\": 1"), false},
+    {"depthwise", CONV("[4, 1, 3, 3]", ", \"groups\": 4, \"padding\": 1, \"stride\": 2"), false},
+    {"depthwise_mult2", CONV("[8, 1, 3, 3]", ", \"groups\": 4, \"pads\": [0, 1, 1, 0]"), false},
+    {"bias", CONV_B("[5, 4, 1, 1]", "5", ""), false},
+    {"bias_all", CONV_B("[6, 2, 3, 3]", "6", ", \"groups\": 2, \"strides\": [1, 2], \"pads\": [1, 1, 0, 0], \"dilations\": [1, 2]"), false},
+    {"transpose", CONVT("[4, 6, 3, 3]", "]"), false},
+    {"transpose_stride", CONVT("[4, 6, 3, 3]", "], \"strides\": [2, 2], \"pads\": [1, 1, 1, 1]"), false},
+    {"transpose_outpad", CONVT("[4, 6, 3, 2]", "], \"strides\": [2, 3], \"pads\": [0, 1, 1, 0], \"output_padding\": [1, 2]"), false},
+    {"transpose_dilation", CONVT("[4, 6, 2, 3]", "], \"dilations\": [2, 1], \"pads\": [3, 0, 1, 2]"), false},
+    {"transpose_groups_bias", CONVT("[4, 3, 3, 3]", ", \"b\"], \"groups\": 2, \"strides\": [2, 1], \"pads\": [1, 1, 0, 0]"), false},
+    {"max_pool", POOL(""), false},
+    {"max_pool_k3s2p1", POOL(", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"), false},
+    {"max_pool_rect", POOL(", \"kernel\": [3, 2], \"strides\": [1, 2], \"pads\": [1, 0, 0, 1]"), false},
+    {"max_pool_dilation", POOL(", \"kernel\": [2, 2], \"strides\": [1, 1], \"dilations\": [2, 2]"), false},
+    {"max_pool_ceil", POOL(", \"kernel\": [3, 3], \"strides\": [2, 2], \"ceil_mode\": true"), false},
+    {"max_pool_ceil_pad", POOL(", \"kernel\": [2, 3], \"strides\": [2, 2], \"pads\": [1, 1, 1, 1], \"ceil_mode\": true"), false},
+    /* conv + bias input + relu fuse into one kernel */
+    {"fused_bias_relu",
+     MODEL(XC, "{\"name\": \"w\", \"shape\": [4, 1, 3, 3]}, {\"name\": \"b\", \"shape\": [4]}",
+           "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\", \"b\"], \"groups\": 4, \"padding\": 1},"
+           "{\"name\": \"r\", \"op\": \"clip\", \"inputs\": [\"c\"], \"min\": 0, \"max\": 0.3},"
+           "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"r\", \"x\"]}",
+           "\"y\""),
+     false},
+};
+
+static const bad_case conv_bad[] = {
+    {"groups_channels", CONV("[6, 2, 3, 3]", ", \"groups\": 3"),
+     "node 'y': conv2d: operand 0 has shape (2, 4, 7, 6), expected channels divisible by groups"},
+    {"weight_channels", CONV("[6, 3, 3, 3]", ", \"groups\": 2"),
+     "node 'y': conv2d: operand 1 has shape (6, 3, 3, 3), expected [K, C / groups, R, S]"},
+    {"bias_shape", CONV_B("[5, 4, 1, 1]", "4", ""),
+     "node 'y': conv2d: operand 2 has shape (4,), expected [K]"},
+    {"window_too_big", CONV("[3, 4, 8, 3]", ""),
+     "node 'y': conv2d: operand 0 has shape (2, 4, 7, 6), expected a spatial size that fits the window"},
+    {"dilation_zero", CONV("[3, 4, 3, 3]", ", \"dilations\": [0, 1]"),
+     "node 'y': \"dilations\" entry 0 must be an integer in [1, 4096]"},
+    {"pads_count", CONV("[3, 4, 3, 3]", ", \"pads\": [1, 1]"),
+     "node 'y': \"pads\" must be an array of 4 integers"},
+    {"transpose_outpad", CONVT("[4, 6, 3, 3]", "], \"output_padding\": [1, 0]"),
+     "node 'y': conv_transpose2d: output_padding must be >= 0 and below the stride or dilation"},
+    {"transpose_weight", CONVT("[6, 4, 3, 3]", "]"),
+     "node 'y': conv_transpose2d: operand 1 has shape (6, 4, 3, 3), expected [C, K / groups, R, S]"},
+    {"pool_pad", POOL(", \"pool_size\": 2, \"padding\": 2"),
+     "node 'y': max_pool2d: the window must be >= 1 and larger than the padding"},
+    {"pool_attr", POOL(", \"groups\": 2"), "node 'y': max_pool2d takes no attribute \"groups\""},
+};
+
+/* ---- matmul and dense ---------------------------------------------------- */
+
+#define MM(xs, ws)                                                                              \
+  MODEL("{\"name\": \"x\", \"shape\": " xs "}", "{\"name\": \"w\", \"shape\": " ws "}",      \
+        "{\"name\": \"y\", \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"]}", "\"y\"")
+
+static const op_case matmul_cases[] = {
+    {"2d", MM("[3, 5]", "[5, 4]"), false},
+    {"batched_same", MM("[2, 3, 5]", "[2, 5, 4]"), false},
+    {"batched_weight_2d", MM("[2, 3, 5]", "[5, 4]"), false},
+    {"broadcast_4d", MM("[2, 1, 3, 5]", "[3, 5, 4]"), false},
+    {"broadcast_x", MM("[3, 5]", "[2, 2, 5, 4]"), false},
+    {"dense_bias",
+     MODEL(X23, "{\"name\": \"w\", \"shape\": [4, 3]}, {\"name\": \"b\", \"shape\": [4]}",
+           "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\", \"b\"]},"
+           "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"d\"]}",
+           "\"y\""),
+     false},
+};
+
+static const bad_case matmul_bad[] = {
+    {"batch", MM("[2, 3, 5]", "[3, 5, 4]"),
+     "node 'y': matmul: operand 1 has shape (3, 5, 4), expected batch dimensions that broadcast"},
+    {"inner", MM("[2, 3, 5]", "[4, 4]"), "node 'y': matmul: operand 1 has shape (4, 4), expected inner"},
+    {"1d", MM("[5]", "[5, 4]"), "node 'y': matmul: operand 0 has shape (5,), expected [..., M, K]"},
+    {"dense_bias",
+     MODEL(X23, "{\"name\": \"w\", \"shape\": [4, 3]}, {\"name\": \"b\", \"shape\": [3]}",
+           "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\", \"b\"]}", "\"y\""),
+     "node 'y': dense: operand 2 has shape (3,), expected [N]"},
+};
+
+/* ---- normalizations ---------------------------------------------------------- */
+
+#define SM(op, axis) UNARY(op, ", \"axis\": " axis)
+/* batch_norm's variance must be positive: exp of a weight. */
+#define BN_WEIGHTS                                                                       \
+  "{\"name\": \"s\", \"shape\": [4]}, {\"name\": \"bb\", \"shape\": [4]}, {\"name\": \"mu\", \"shape\": [4]}," \
+  "{\"name\": \"lv\", \"shape\": [4]}"
+#define BN_NODES(x)                                                                      \
+  "{\"name\": \"v\", \"op\": \"exp\", \"inputs\": [\"lv\"]},"                              \
+  "{\"name\": \"y\", \"op\": \"batch_norm\", \"inputs\": [\"" x "\", \"s\", \"bb\", \"mu\", \"v\"], \"eps\": 0.001}"
+#define X4 "{\"name\": \"x\", \"shape\": [2, 4, 3, 3]}"
+
+static const op_case norm_cases[] = {
+    {"softmax_axis0", SM("softmax", "0"), false},
+    {"softmax_axis1", SM("softmax", "1"), false},
+    {"softmax_axis_neg1", SM("softmax", "-1"), false},
+    {"softmax_2d_axis0", MODEL(X23, "", "{\"name\": \"y\", \"op\": \"softmax\", \"inputs\": [\"x\"], \"axis\": 0}", "\"y\""), false},
+    {"log_softmax", UNARY("log_softmax", ""), false},
+    {"log_softmax_axis1", SM("log_softmax", "1"), false},
+    {"layernorm_axis1",
+     MODEL(X234, "{\"name\": \"g\", \"shape\": [3, 4]}, {\"name\": \"b\", \"shape\": [3, 4]}",
+           "{\"name\": \"y\", \"op\": \"layernorm\", \"inputs\": [\"x\", \"g\", \"b\"], \"axis\": 1}", "\"y\""),
+     false},
+    {"layernorm_no_beta",
+     MODEL(X234, "{\"name\": \"g\", \"shape\": [4]}",
+           "{\"name\": \"y\", \"op\": \"layernorm\", \"inputs\": [\"x\", \"g\"], \"eps\": 0.01}", "\"y\""),
+     false},
+    {"batch_norm", MODEL(X4, BN_WEIGHTS, BN_NODES("x"), "\"y\""), false},
+    {"batch_norm_2d",
+     MODEL("{\"name\": \"x\", \"shape\": [3, 4]}", BN_WEIGHTS, BN_NODES("x"), "\"y\""), false},
+    /* folded into the conv's weights and bias by the fold pass */
+    {"conv_batch_norm",
+     MODEL(X4, BN_WEIGHTS ", {\"name\": \"w\", \"shape\": [4, 2, 3, 3]}",
+           "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"], \"groups\": 2, \"padding\": 1}," BN_NODES("c"),
+           "\"y\""),
+     false},
+    {"conv_bias_batch_norm_relu",
+     MODEL(X4, BN_WEIGHTS ", {\"name\": \"w\", \"shape\": [4, 4, 1, 1]}, {\"name\": \"cb\", \"shape\": [4]}",
+           "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\", \"cb\"]}," BN_NODES("c") ","
+           "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"y\"]}",
+           "\"r\""),
+     false},
+};
+
+static const bad_case norm_bad[] = {
+    {"softmax_axis", SM("softmax", "3"), "node 'y': softmax: axis 3 is out of range for a 3-d operand 0"},
+    {"layernorm_gamma",
+     MODEL(X234, "{\"name\": \"g\", \"shape\": [3]}",
+           "{\"name\": \"y\", \"op\": \"layernorm\", \"inputs\": [\"x\", \"g\"]}", "\"y\""),
+     "node 'y': layernorm: operand 1 has shape (3,), expected operand 0's normalized (trailing) dims"},
+    {"batch_norm_param",
+     MODEL(X4, BN_WEIGHTS ", {\"name\": \"z\", \"shape\": [3]}",
+           "{\"name\": \"y\", \"op\": \"batch_norm\", \"inputs\": [\"x\", \"s\", \"z\", \"mu\", \"lv\"]}", "\"y\""),
+     "node 'y': batch_norm: operand 2 has shape (3,), expected [C]"},
+};
+
+/* The fold pass leaves no batch_norm: the conv computes it. */
+static void test_fold_batch_norm(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(norm_cases[MLC_COUNTOF(norm_cases) - 1].json, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK_MSG(mlc_graph_fold_constants(m, &err), "%s", err.msg);
+  const mlc_gfunc *f = mlc_graph_main(m);
+  CHECK_MSG(f->n_bindings == 2, "%d bindings", f->n_bindings);
+  CHECK(f->bindings[0].op == MLC_GOP_CONV2D && f->bindings[0].n_args == 3);
+  CHECK(strcmp(f->bindings[0].var->name, "y") == 0 && f->bindings[1].op == MLC_GOP_RELU);
+  CHECK(strcmp(f->bindings[0].args[1]->name, "y_weight") == 0 &&
+        strcmp(f->bindings[0].args[2]->name, "y_bias") == 0);
+  CHECK(m->n_consts == 2);
+  mlc_graph_free(m);
+}
+
+/* ---- average pooling and reductions ------------------------------------------ */
+
+#define AVG(attrs) \
+  MODEL(XC, "", "{\"name\": \"y\", \"op\": \"avg_pool2d\", \"inputs\": [\"x\"]" attrs "}", "\"y\"")
+
+static const op_case reduce_cases[] = {
+    {"avg_pool", AVG(""), false},
+    {"avg_pool_k3s2p1", AVG(", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"), false},
+    {"avg_pool_k3s2p1_incl", AVG(", \"pool_size\": 3, \"stride\": 2, \"padding\": 1, \"count_include_pad\": true"), false},
+    {"avg_pool_rect_pads", AVG(", \"kernel\": [3, 2], \"strides\": [1, 2], \"pads\": [1, 0, 2, 1]"), false},
+    {"avg_pool_ceil", AVG(", \"kernel\": [3, 3], \"strides\": [2, 2], \"ceil_mode\": true"), false},
+    {"avg_pool_ceil_incl", AVG(", \"kernel\": [3, 2], \"strides\": [2, 2], \"pads\": [1, 1, 1, 1], \"ceil_mode\": true, \"count_include_pad\": true"), false},
+    {"global_avg_pool", MODEL(XC, "", "{\"name\": \"y\", \"op\": \"global_avg_pool2d\", \"inputs\": [\"x\"]}", "\"y\""), false},
+    {"reduce_sum_all", UNARY("reduce_sum", ""), false},
+    {"reduce_sum_axis1", UNARY("reduce_sum", ", \"axes\": [1]"), false},
+    {"reduce_mean_neg", UNARY("reduce_mean", ", \"axes\": [-1], \"keepdims\": false"), false},
+    {"reduce_mean_02", UNARY("reduce_mean", ", \"axes\": [0, 2]"), false},
+    {"reduce_max_01_nokeep", UNARY("reduce_max", ", \"axes\": [1, 0], \"keepdims\": false"), false},
+};
+
+static const bad_case reduce_bad[] = {
+    {"axis_range", UNARY("reduce_sum", ", \"axes\": [3]"),
+     "node 'y': reduce_sum: axis 3 is out of range or repeated for a 3-d operand 0"},
+    {"axis_repeat", UNARY("reduce_max", ", \"axes\": [1, -2]"),
+     "node 'y': reduce_max: axis -2 is out of range or repeated"},
+    {"avg_dilation", AVG(", \"dilations\": [2, 2]"), "node 'y': avg_pool2d takes no attribute \"dilations\""},
+    {"avg_pad", AVG(", \"pool_size\": 2, \"pads\": [0, 0, 2, 0]"),
+     "node 'y': avg_pool2d: the window must be >= 1 and larger than the padding"},
+    {"global_rank", UNARY("global_avg_pool2d", ""),
+     "node 'y': global_avg_pool2d: operand 0 has shape (2, 3, 4), expected 4 dims (NCHW)"},
+};
+
+/* ---- data movement ------------------------------------------------------------- */
+
+#define SLICE(attrs) UNARY("slice", ", " attrs)
+
+static const op_case move_cases[] = {
+    {"concat_axis1",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 1, 4]}, {\"name\": \"v\", \"shape\": [2, 2, 4]}",
+           "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"x\", \"w\", \"v\", \"x\"], \"axis\": 1}", "\"y\""),
+     false},
+    {"concat_last", MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 3, 2]}",
+                          "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"w\", \"x\"], \"axis\": -1}", "\"y\""),
+     false},
+    {"concat_one", MODEL(X234, "", "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"x\"], \"axis\": 0}", "\"y\""), false},
+    {"slice", SLICE("\"axes\": [1], \"starts\": [1], \"ends\": [3]"), false},
+    {"slice_steps", SLICE("\"axes\": [2, 0], \"starts\": [0, 1], \"ends\": [4, 2], \"steps\": [2, 1]"), false},
+    {"slice_negative", SLICE("\"axes\": [-1], \"starts\": [-3], \"ends\": [1099511627776]"), false},
+    {"slice_backwards", SLICE("\"axes\": [2, 1], \"starts\": [-1, 2], \"ends\": [-1099511627776, 0], \"steps\": [-2, -1]"), false},
+};
+
+static const bad_case move_bad[] = {
+    {"concat_shape",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 2, 3]}",
+           "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"x\", \"w\"], \"axis\": 1}", "\"y\""),
+     "node 'y': concat: operand 1 has shape (2, 2, 3), expected operand 0's shape but along the axis"},
+    {"slice_empty", SLICE("\"axes\": [1], \"starts\": [2], \"ends\": [1]"),
+     "node 'y': slice: operand 0 has shape (2, 3, 4), expected a slice with at least one element"},
+    {"slice_step0", SLICE("\"axes\": [1], \"starts\": [0], \"ends\": [2], \"steps\": [0]"),
+     "node 'y': slice: a step is 0"},
+    {"slice_counts", SLICE("\"axes\": [1, 2], \"starts\": [0], \"ends\": [2, 2]"),
+     "node 'y': \"starts\" has 1 entries for 2 axes"},
+};
+
+int main(void) {
+  run_cases("elemwise", elemwise_cases, MLC_COUNTOF(elemwise_cases));
+  run_bad("elemwise_refuse", elemwise_bad, MLC_COUNTOF(elemwise_bad));
+  run_cases("conv", conv_cases, MLC_COUNTOF(conv_cases));
+  run_bad("conv_refuse", conv_bad, MLC_COUNTOF(conv_bad));
+  run_cases("matmul", matmul_cases, MLC_COUNTOF(matmul_cases));
+  run_bad("matmul_refuse", matmul_bad, MLC_COUNTOF(matmul_bad));
+  run_cases("norm", norm_cases, MLC_COUNTOF(norm_cases));
+  run_bad("norm_refuse", norm_bad, MLC_COUNTOF(norm_bad));
+  RUN(test_fold_batch_norm);
+  run_cases("reduce", reduce_cases, MLC_COUNTOF(reduce_cases));
+  run_bad("reduce_refuse", reduce_bad, MLC_COUNTOF(reduce_bad));
+  run_cases("move", move_cases, MLC_COUNTOF(move_cases));
+  run_bad("move_refuse", move_bad, MLC_COUNTOF(move_bad));
+  return test_summary();
+}
