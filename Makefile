@@ -116,6 +116,16 @@ bench: $(BENCHES)
 	@for b in $(BENCH_RUN); do echo "# $$b"; $$b || exit 1; done
 	@echo "# results in bench/results.json"
 
+# The real networks (examples/export_models.py: ResNet-18, MobileNetV2, a
+# transformer encoder, random weights, with an input and PyTorch's output
+# as .npy) into models/, git-ignored; needs python3-torch and
+# python3-torchvision (DEB_OPTIONAL), which only /usr/bin/python3 sees.
+MODEL_FILES := models/resnet18.onnx models/mobilenet_v2.onnx models/encoder.onnx
+.PHONY: models
+models: $(MODEL_FILES)
+$(MODEL_FILES) &: examples/export_models.py
+	/usr/bin/python3 examples/export_models.py models
+
 # Debian packages the project needs; installed when root, else printed.
 DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
             protobuf-c-compiler libprotobuf-c-dev libonnx-dev

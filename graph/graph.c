@@ -115,6 +115,8 @@ void mlc_gattrs_default(mlc_gattrs *a) {
 void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
   mlc_gattrs_default(a);
   if (op == MLC_GOP_HARD_SIGMOID) a->alpha = 0.2, a->beta = 0.5;
+  if (op == MLC_GOP_FLATTEN) a->axis = 1;
+  if (op == MLC_GOP_GATHER) a->axis = 0;
 }
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
@@ -305,6 +307,51 @@ static bool infer_transpose(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype 
   return true;
 }
 
+/* pad: every extent plus its pads, at least 1. */
+static bool infer_pad(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype *out, mlc_error *err) {
+  if (at->n_pads != x->ndim)
+    return mlc_error_set(err, "pad: %d pads per side for a %d-d operand 0 (one per axis)",
+                         at->n_pads, x->ndim);
+  if (isnan(at->pad_value))
+    return mlc_error_set(err, "pad: pad_value must be a number");
+  *out = *x;
+  for (int d = 0; d < x->ndim; d++) {
+    int64_t b = at->pad_before[d], e = at->pad_after[d];
+    if (b < -x->shape[d] || e < -x->shape[d] || b > (INT64_C(1) << 40) || e > (INT64_C(1) << 40) ||
+        (out->shape[d] = x->shape[d] + b + e) < 1)
+      return fail_shape(err, MLC_GOP_PAD, 0, x, "pads that leave at least one element per axis");
+  }
+  return true;
+}
+
+/* gather: data.shape[:axis] + indices.shape + data.shape[axis + 1:]. */
+static bool infer_gather(const mlc_gattrs *at, const mlc_gtype *a, mlc_gtype *out,
+                         mlc_error *err) {
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "gather: axis %lld is out of range for a %d-d operand 0",
+                         (long long)at->axis, a[0].ndim);
+  if (a[0].ndim - 1 + a[1].ndim > MLC_GRAPH_MAX_DIMS)
+    return fail_shape(err, MLC_GOP_GATHER, 1, &a[1], "indices giving a result of at most 8 dims");
+  for (int d = 0; d < ax; d++) out->shape[out->ndim++] = a[0].shape[d];
+  for (int d = 0; d < a[1].ndim; d++) out->shape[out->ndim++] = a[1].shape[d];
+  for (int d = ax + 1; d < a[0].ndim; d++) out->shape[out->ndim++] = a[0].shape[d];
+  return true;
+}
+
+/* flatten: [prod(shape[:axis]), prod(shape[axis:])], axis in [-rank, rank]. */
+static bool infer_flatten(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype *out,
+                          mlc_error *err) {
+  int64_t ax = at->axis < 0 ? at->axis + x->ndim : at->axis;
+  if (ax < 0 || ax > x->ndim)
+    return mlc_error_set(err, "flatten: axis %lld is out of range for a %d-d operand 0",
+                         (long long)at->axis, x->ndim);
+  out->ndim = 2;
+  out->shape[0] = out->shape[1] = 1;
+  for (int d = 0; d < x->ndim; d++) out->shape[d >= ax] *= x->shape[d];
+  return true;
+}
+
 bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, mlc_gtype *out,
                    mlc_error *err) {
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
@@ -436,12 +483,9 @@ bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, 
     return true;
   }
   case MLC_GOP_RESHAPE: return infer_reshape(at, &a[0], out, err);
-  case MLC_GOP_FLATTEN:
-    if (a[0].ndim < 1) return fail_shape(err, op, 0, &a[0], "at least 1 dim");
-    out->ndim = 2;
-    out->shape[0] = a[0].shape[0];
-    out->shape[1] = mlc_gtype_numel(&a[0]) / a[0].shape[0];
-    return true;
+  case MLC_GOP_FLATTEN: return infer_flatten(at, &a[0], out, err);
+  case MLC_GOP_PAD: return infer_pad(at, &a[0], out, err);
+  case MLC_GOP_GATHER: return infer_gather(at, a, out, err);
   case MLC_GOP_TRANSPOSE: return infer_transpose(at, &a[0], out, err);
   }
   mlc_unreachable();

@@ -3,6 +3,7 @@
  *
  *   mlc_error err;
  *   mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err); // weights: examples/mlp/
+ *   mlc_graph_rewrite_patterns(m, &err); // exported layer norm, GELU -> one op
  *   mlc_graph_rewrite_fma(m, &err);     // multiply + add -> ewise_fma
  *   mlc_graph_fold_constants(m, &err);  // ops over weights only -> new weights
  *   mlc_graph_fuse(m, &err);            // matmul + add (+ relu) -> primitive sub-functions
@@ -113,13 +114,22 @@ typedef struct mlc_gattrs {
   double eps;      /* layernorm, batch_norm (default 1e-5) */
   /* softmax, log_softmax: the axis reduced over; layernorm: the first of
    * the trailing axes normalized over (gamma and beta have their shape);
-   * negative counts from the end (-1); concat: the axis joined along. */
+   * negative counts from the end (-1); concat: the axis joined along;
+   * gather: the axis indexed (0); flatten: the first axis of the result's
+   * second dim, 0 to rank, negative from the end (1). */
   int64_t axis;
   /* slice: along axis ints[i], elements starts[i], starts[i] + steps[i],
    * ... up to ends[i] (excluded), ONNX Slice semantics: negative starts
    * and ends count from the end, both are clamped to the axis; steps
    * nonzero, negative walks backwards. Axes not listed are kept whole. */
   int64_t starts[MLC_GRAPH_MAX_DIMS], ends[MLC_GRAPH_MAX_DIMS], steps[MLC_GRAPH_MAX_DIMS];
+  /* pad: elements added before and after axis d, pad_before[d] and
+   * pad_after[d] for d < n_pads (the operand's rank); negative removes
+   * elements, as ONNX Pad (mode constant) does; the new ones are pad_value
+   * (0). */
+  int64_t pad_before[MLC_GRAPH_MAX_DIMS], pad_after[MLC_GRAPH_MAX_DIMS];
+  int n_pads;
+  double pad_value;
   int n_ints;      /* transpose: axes (empty: reverse); reshape: new shape;
                     * reduce_*: the axes reduced (negative from the end);
                     * slice: the axes sliced */
@@ -233,8 +243,12 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  * layernorm ("axis", "eps"), batch_norm ("eps"), conv2d / conv_transpose2d
  * (NCHW, OIHW / IOHW weights, optional bias), max_pool2d / avg_pool2d,
  * global_avg_pool2d, reduce_sum / reduce_mean / reduce_max ("axes",
- * "keepdims"), reshape, flatten (to [N, rest]), transpose, concat ("axis"),
- * slice ("axes", "starts", "ends", "steps"). Window keys: "stride" and
+ * "keepdims"), reshape, flatten ("axis", 1: [prod(shape[:axis]),
+ * prod(shape[axis:])]), transpose, concat ("axis"), slice ("axes",
+ * "starts", "ends", "steps"), pad ("pad_before", "pad_after": one entry per
+ * axis; "pad_value"), gather ("axis"; data, indices: output shape
+ * data.shape[:axis] + indices.shape + data.shape[axis + 1:], indices whole
+ * numbers in [-n, n) for the axis' extent n). Window keys: "stride" and
  * "padding" (one value for all axes and sides), or "strides" [h, w],
  * "pads" [top, left, bottom, right], "dilations", "groups",
  * "output_padding"; pools: "pool_size" or "kernel" [h, w] (2; the stride
@@ -243,6 +257,8 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  * "inf" / "-inf"); power "exponent"; transpose "axes" (default reversed);
  * reshape "shape" (one -1 allowed). A key the op does not take is an
  * error.
+ * A weight may give its elements inline, row-major: "values": [0, 2, -1]
+ * (small constants such as gather indices; no file is read for it).
  * Nodes may come in any order (they are sorted; a cycle is an error); every
  * node must feed an output. weights_dir NULL: the model path without
  * ".json" (examples/mlp.json -> examples/mlp/). Errors name the file and
@@ -267,6 +283,11 @@ mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shap
                                  mlc_error *err);
 mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_t len,
                                   const char *const *input_shapes, mlc_error *err);
+/* A model file by its extension: ".onnx" through mlc_graph_load_onnx
+ * (weights_dir must be NULL), anything else as JSON through mlc_graph_load
+ * (input_shapes must be NULL or empty); the tools' --model. */
+mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
+                                const char *const *input_shapes, mlc_error *err);
 /* A serialized ONNX TensorProto (the backend tests' input_0.pb), float32
  * only, as mlc_npy_read reads .npy. */
 float *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
@@ -293,6 +314,12 @@ int mlc_graph_pass_count(void);
 const mlc_gpass *mlc_graph_pass_at(int i);
 const mlc_gpass *mlc_graph_pass_find(const char *name);
 
+/* Exporters' decompositions back into one op: the layer norm pattern
+ * (reduce_mean over trailing axes, subtract, power 2, reduce_mean, add eps,
+ * sqrt, divide, multiply by gamma[, add beta]) -> layernorm, the erf GELU
+ * (x * 0.5 * (1 + erf(x / sqrt(2))), products in any order) -> gelu.
+ * Only where the intermediates have no other use. */
+bool mlc_graph_rewrite_patterns(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err);
 /* Ops over constants only are evaluated now into new constants (weights
  * transposed once at compile time); unused weights are dropped. */

@@ -101,6 +101,8 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_REDUCE_MAX:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
+  case MLC_GOP_PAD:
+  case MLC_GOP_GATHER:
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN:
   case MLC_GOP_TRANSPOSE: return NULL;
@@ -428,6 +430,52 @@ static mlc_prim_func *lower_slice(mlc_arena *a, const char *name, mlc_gvar *cons
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* pad: out[i] = x[i - pad_before] where that is inside x, else pad_value;
+ * negative pads read past the removed elements. */
+static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, "T_pad", out->ndim, out->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS], *cond = NULL;
+  for (int d = 0; d < xt->ndim; d++) {
+    int64_t b = at->pad_before[d], e = at->pad_after[d];
+    ix[d] = b ? mlc_sub(a, o[d], mlc_int(a, b)) : o[d];
+    cond = in_range(a, cond, ix[d], xt->shape[d], b <= 0, e <= 0);
+  }
+  mlc_expr *v = mlc_te_at_v(te, X, ix);
+  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, at->pad_value));
+  mlc_te_tensor *Y = mlc_te_end(te, v);
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* gather along ax: out[o..., j..., i...] = x[o..., k, i...] with k the
+ * index at j (a float holding a whole number), from the end when negative.
+ * An index outside [-n, n) (or NaN) reads row 0 rather than outside x: the
+ * verifier refuses constant indices out of range, runtime ones are the
+ * caller's. */
+static mlc_prim_func *lower_gather(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   int ax, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type;
+  int64_t n = xt->shape[ax];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
+  mlc_expr **o = mlc_te_begin(te, "T_take", out->ndim, out->shape, NULL);
+  mlc_expr *v = mlc_te_at_v(te, I, o + ax);
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, f32(a, (double)-n)),
+                            mlc_binary(a, MLC_EXPR_LE, v, f32(a, (double)(n - 1))));
+  /* floormod maps [-n, n) onto the axis and shows the bound analysis
+   * that the read stays inside x */
+  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, f32(a, 0)));
+  k = mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++)
+    ix[d] = d < ax ? o[d] : d == ax ? k : o[d - 1 + it->ndim];
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
+  return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
+}
+
 /* The conv2d task covers conv2d without groups, dilation or bias, with
  * one stride and the same padding on every side. */
 static bool is_task_conv(const mlc_gattrs *at, int n) {
@@ -637,6 +685,8 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_AVG_POOL2D: return lower_avg_pool(a, name, args, at, out);
   case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
+  case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);
+  case MLC_GOP_GATHER: return lower_gather(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_GLOBAL_AVG_POOL2D:
     return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);
   case MLC_GOP_REDUCE_SUM:

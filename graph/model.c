@@ -159,6 +159,23 @@ static bool load_weight_file(loader *L, const char *wname, const char *file, mlc
   return true;
 }
 
+/* "values": the weight's elements inline, row-major (small constants such
+ * as gather indices). */
+static bool read_values(loader *L, const char *ctx, const mlc_json *arr, mlc_gvar *v) {
+  int64_t n = mlc_gtype_numel(&v->type);
+  if (arr->kind != MLC_JSON_ARRAY || arr->len != n)
+    return lfail(L, "%s: \"values\" must be an array of %lld numbers (the shape's count)", ctx,
+                 (long long)n);
+  v->data = mlc_arena_alloc(L->m->arena, sizeof(float) * (size_t)n);
+  for (int64_t i = 0; i < n; i++) {
+    const mlc_json *e = arr->items[i];
+    if (e->kind != MLC_JSON_NUMBER || !isfinite(e->number))
+      return lfail(L, "%s: \"values\" entry %lld is not a number", ctx, (long long)i);
+    v->data[i] = (float)e->number;
+  }
+  return true;
+}
+
 static bool load_weights(loader *L, const mlc_json *arr) {
   mlc_gmodule *m = L->m;
   if (!arr) return true;
@@ -168,7 +185,7 @@ static bool load_weights(loader *L, const mlc_json *arr) {
     char ctx[96];
     snprintf(ctx, sizeof ctx, "weight %d", i);
     mlc_gtype t;
-    if (!check_keys(L, ctx, o, " name shape dtype file ") ||
+    if (!check_keys(L, ctx, o, " name shape dtype file values ") ||
         !add_name(L, "weight", get_str(o, "name")))
       return false;
     const char *name = get_str(o, "name");
@@ -177,6 +194,11 @@ static bool load_weights(loader *L, const mlc_json *arr) {
     mlc_gvar *v = mlc_gvar_new(m, name, MLC_GVAR_CONST, &t);
     L->vars[L->n_names - 1] = v;
     m->consts[m->n_consts++] = v;
+    const mlc_json *values = mlc_json_get(o, "values");
+    if (values) {
+      if (!read_values(L, ctx, values, v)) return false;
+      continue;
+    }
     if (!L->weights_dir) {
       v->data = seeded_weight(m->arena, &t, i);
       continue;
@@ -209,6 +231,9 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_LAYERNORM: return " eps axis ";
   case MLC_GOP_CONCAT: return " axis ";
   case MLC_GOP_SLICE: return " axes starts ends steps ";
+  case MLC_GOP_PAD: return " pad_before pad_after pad_value ";
+  case MLC_GOP_GATHER:
+  case MLC_GOP_FLATTEN: return " axis ";
   case MLC_GOP_AVG_POOL2D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
   case MLC_GOP_GLOBAL_AVG_POOL2D: return " ";
   case MLC_GOP_REDUCE_SUM:
@@ -242,8 +267,7 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
-  case MLC_GOP_LOG:
-  case MLC_GOP_FLATTEN: return " ";
+  case MLC_GOP_LOG: return " ";
   }
   mlc_unreachable();
 }
@@ -336,6 +360,7 @@ static bool read_window_attrs(loader *L, const char *ctx, mlc_gop op, const mlc_
 }
 
 static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
+static bool read_pad(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 
 static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   const mlc_json *o = nd->json;
@@ -366,7 +391,23 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
     return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
   if (!get_bool(L, ctx, o, "keepdims", &a->keepdims)) return false;
+  if (nd->op == MLC_GOP_PAD) return read_pad(L, ctx, o, a);
   return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
+}
+
+/* pad: "pad_before" and "pad_after", one entry per axis (negative
+ * removes), "pad_value" (0). */
+static bool read_pad(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a) {
+  const mlc_json *b = mlc_json_get(o, "pad_before"), *e = mlc_json_get(o, "pad_after");
+  int nb = 0, ne = 0;
+  if (!b || !e) return lfail(L, "%s: pad needs \"pad_before\" and \"pad_after\"", ctx);
+  if (!get_ints(L, ctx, b, -(INT64_C(1) << 40), &nb, a->pad_before) ||
+      !get_ints(L, ctx, e, -(INT64_C(1) << 40), &ne, a->pad_after))
+    return false;
+  if (nb != ne)
+    return lfail(L, "%s: \"pad_before\" has %d entries, \"pad_after\" %d", ctx, nb, ne);
+  a->n_pads = nb;
+  return get_number(L, ctx, o, "pad_value", &a->pad_value);
 }
 
 /* slice: "starts", "ends" and optional "steps" (1), one per "axes" entry. */

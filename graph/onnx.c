@@ -386,7 +386,7 @@ void onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t 
   if (!v) return;
   v->var = var;
   v->ndim = ndim;
-  memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  if (ndim) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
 }
 
 void onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape,
@@ -395,7 +395,7 @@ void onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape,
   if (!v) return;
   v->is_int = true;
   v->ndim = ndim;
-  memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  if (ndim) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim); /* a scalar may pass NULL */
   int64_t c = 1;
   for (int d = 0; d < ndim; d++) c *= shape[d];
   v->i = mlc_arena_memdup(n->I->m->arena, vals, sizeof(int64_t) * (size_t)(c ? c : 1));
@@ -823,6 +823,22 @@ mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shap
   mlc_gmodule *m = mlc_graph_parse_onnx(path, bytes, len, input_shapes, err);
   mlc_free(bytes);
   return m;
+}
+
+mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
+                                const char *const *input_shapes, mlc_error *err) {
+  size_t n = strlen(path);
+  bool onnx = n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+  if (onnx && weights_dir) {
+    mlc_error_set(err, "%s: an ONNX model carries its weights (no weights directory)", path);
+    return NULL;
+  }
+  if (!onnx && input_shapes && input_shapes[0]) {
+    mlc_error_set(err, "%s: input shapes go with an ONNX model", path);
+    return NULL;
+  }
+  if (onnx) return mlc_graph_load_onnx(path, input_shapes, err);
+  return mlc_graph_load(path, weights_dir, err);
 }
 
 float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,

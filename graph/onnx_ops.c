@@ -273,10 +273,10 @@ static mlc_gvar *transpose(const onode *n, const char *sfx, mlc_gvar *x, int nd,
   return onnx_emit(n, sfx, MLC_GOP_TRANSPOSE, &a, 1, &x);
 }
 
-/* Softmax over `axis` as a softmax over the last axis: since opset 13 by
- * swapping axis and the last; before, over the 2-D coercion [prod(:axis),
- * prod(axis:)] by reshaping. */
-static bool cv_softmax(onode *n) {
+/* Softmax and LogSoftmax over `axis`: since opset 13 that one axis (the
+ * graph op's axis); before, over the 2-D coercion [prod(:axis),
+ * prod(axis:)], as the op over the last axis of that reshape. */
+static bool softmax_like(onode *n, mlc_gop op) {
   int64_t axis;
   if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", n->opset < 13 ? 1 : -1, &axis))
     return false;
@@ -285,31 +285,29 @@ static bool cv_softmax(onode *n) {
   int nd = x->type.ndim, ax = 0;
   if (!norm_axis(n, axis, nd, &ax)) return false;
   mlc_gattrs a;
-  mlc_gattrs_init(MLC_GOP_SOFTMAX, &a);
+  mlc_gattrs_init(op, &a);
   mlc_gvar *y;
-  if (ax == nd - 1) {
-    y = onnx_emit(n, NULL, MLC_GOP_SOFTMAX, &a, 1, &x);
-  } else if (n->opset < 13) {
+  if (ax == nd - 1 || n->opset >= 13) {
+    a.axis = ax;
+    y = onnx_emit(n, NULL, op, &a, 1, &x);
+  } else {
     int64_t two[2] = {numel(ax, x->type.shape), numel(nd - ax, x->type.shape + ax)};
     mlc_gvar *x2 = onnx_reshape(n, "2d", x, 2, two);
-    mlc_gvar *s = x2 ? onnx_emit(n, "softmax", MLC_GOP_SOFTMAX, &a, 1, &x2) : NULL;
+    a.axis = 1;
+    mlc_gvar *s = x2 ? onnx_emit(n, "softmax", op, &a, 1, &x2) : NULL;
     y = s ? onnx_reshape(n, NULL, s, nd, x->type.shape) : NULL;
-  } else {
-    int perm[MLC_GRAPH_MAX_DIMS];
-    for (int d = 0; d < nd; d++) perm[d] = d;
-    perm[ax] = nd - 1;
-    perm[nd - 1] = ax;
-    mlc_gvar *t = transpose(n, "t", x, nd, perm);
-    mlc_gvar *s = t ? onnx_emit(n, "softmax", MLC_GOP_SOFTMAX, &a, 1, &t) : NULL;
-    y = s ? transpose(n, NULL, s, nd, perm) : NULL;
   }
   return set_var(n, 0, y);
 }
 
+static bool cv_softmax(onode *n) { return softmax_like(n, MLC_GOP_SOFTMAX); }
+static bool cv_log_softmax(onode *n) { return softmax_like(n, MLC_GOP_LOG_SOFTMAX); }
+
 /* ---- matmul, gemm --------------------------------------------------------------- */
 
-/* numpy matmul: 2-D, or equal batch dims (flattened to one), or a 2-D
- * right side shared by every batch; 1-D operands gain then lose a dim. */
+/* numpy matmul: a 2-D right side shared by every batch (as one 2-D
+ * matmul), equal batch dims (flattened to one), or batch dims that
+ * broadcast; 1-D operands gain then lose a dim. */
 static bool cv_matmul(onode *n) {
   if (!no_attrs(n)) return false;
   mlc_gvar *a = onnx_var(n, 0), *b = onnx_var(n, 1);
@@ -345,8 +343,13 @@ static bool cv_matmul(onode *n) {
     y = a3 && b3v ? onnx_emit(n, "mm", MLC_GOP_MATMUL, &at, 2, args) : NULL;
     ro = ra;
     memcpy(out, sa, sizeof(int64_t) * (size_t)ra);
-  } else {
-    return onnx_fail(n, "batch dimensions that broadcast are not supported");
+  } else { /* batch dims broadcast (numpy), as the graph's matmul does */
+    mlc_gvar *a2 = onnx_reshape(n, "a2", a, ra, sa), *b2 = onnx_reshape(n, "b2", b, rb, sb);
+    mlc_gvar *args[2] = {a2, b2};
+    y = a2 && b2 ? onnx_emit(n, "mm", MLC_GOP_MATMUL, &at, 2, args) : NULL;
+    if (!y) return false;
+    ro = y->type.ndim;
+    memcpy(out, y->type.shape, sizeof(int64_t) * (size_t)ro);
   }
   out[ro - 1] = N;
   int64_t final[MLC_GRAPH_MAX_DIMS];
@@ -492,6 +495,221 @@ static bool cv_max_pool(onode *n) {
   if (order) return onnx_fail(n, "storage_order 1 is not supported");
   a.ceil_mode = ceil_mode != 0;
   return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_MAX_POOL2D, &a, 1, &x));
+}
+
+/* The pads of a transposed convolution whose output extent is out:
+ * total = stride (in - 1) + output_padding + span - out, split as ONNX
+ * splits it (SAME_UPPER: the smaller half first; otherwise the larger).
+ * A negative total (an output_shape beyond the computed one) grows the
+ * output at the end, as output_padding does. */
+static bool transpose_pads(onode *n, mlc_gattrs *a, int i, int64_t in, int64_t k, int64_t out,
+                           bool upper) {
+  int64_t span = a->dilations[i] * (k - 1) + 1;
+  int64_t total = a->strides[i] * (in - 1) + a->output_padding[i] + span - out;
+  int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor */
+  int64_t begin = upper ? half : total - half, end = total - begin;
+  if (begin < 0) return onnx_fail(n, "output_shape %lld needs negative padding", (long long)out);
+  if (end < 0) a->output_padding[i] -= end, end = 0;
+  a->pads[i] = begin;
+  a->pads[i + 2] = end;
+  return true;
+}
+
+/* ConvTranspose over NCHW, weight [C, K / group, R, S]. */
+static bool cv_conv_transpose(onode *n) {
+  if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape output_padding output_shape "
+                           "pads strides "))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0), *w = onnx_var(n, 1);
+  if (!x || !w) return false;
+  if (x->type.ndim != 4 || w->type.ndim != 4)
+    return onnx_fail(n, "only 2-D transposed convolutions (NCHW input, CKHW weight) are supported");
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CONV_TRANSPOSE2D, &a);
+  int c, co;
+  int64_t op[8], os[8];
+  const char *auto_pad;
+  if (!onnx_attr_int(n, "group", 1, &a.groups) || !onnx_attr_ints(n, "output_padding", 8, &c, op) ||
+      !onnx_attr_ints(n, "output_shape", 8, &co, os) ||
+      !onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad))
+    return false;
+  if ((c >= 0 && c != 2) || (co >= 0 && co != 2 && co != 4))
+    return onnx_fail(n, "output_padding and output_shape must have 2 entries (2-D only)");
+  if (c == 2) a.output_padding[0] = op[0], a.output_padding[1] = op[1];
+  bool same = strncmp(auto_pad, "SAME_", 5) == 0;
+  if (same || co >= 0) { /* window_attrs would pad as a convolution does */
+    Onnx__NodeProto p = *n->p;
+    Onnx__AttributeProto *kept[64];
+    p.n_attribute = 0;
+    for (size_t i = 0; i < n->p->n_attribute && i < 64; i++)
+      if (strcmp(n->p->attribute[i]->name, "auto_pad") != 0) kept[p.n_attribute++] = n->p->attribute[i];
+    p.attribute = kept;
+    onode m = *n;
+    m.p = &p;
+    if (!window_attrs(&m, &a, x->type.shape + 2, w->type.shape + 2)) return false;
+    if (onnx_attr(n, "pads") && (same || co >= 0))
+      return onnx_fail(n, "pads together with auto_pad %s or output_shape", auto_pad);
+    bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+    if (same && !upper && strcmp(auto_pad, "SAME_LOWER") != 0)
+      return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
+    for (int i = 0; i < 2; i++) {
+      int64_t in = x->type.shape[2 + i];
+      int64_t out = co >= 0 ? os[co - 2 + i] : in * a.strides[i];
+      if (!transpose_pads(n, &a, i, in, w->type.shape[2 + i], out, upper)) return false;
+    }
+  } else if (!window_attrs(n, &a, x->type.shape + 2, w->type.shape + 2)) {
+    return false;
+  }
+  mlc_gvar *args[3] = {x, w, NULL};
+  int k = 2;
+  if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONV_TRANSPOSE2D, &a, k, args));
+}
+
+static bool cv_avg_pool(onode *n) {
+  if (!onnx_check_attrs(n, " auto_pad ceil_mode count_include_pad kernel_shape pads strides "))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (x->type.ndim != 4) return onnx_fail(n, "only 2-D pools over NCHW are supported");
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_AVG_POOL2D, &a);
+  int64_t ceil_mode, include;
+  if (!onnx_attr_int(n, "ceil_mode", 0, &ceil_mode) ||
+      !onnx_attr_int(n, "count_include_pad", 0, &include) ||
+      !window_attrs(n, &a, x->type.shape + 2, NULL))
+    return false;
+  a.ceil_mode = ceil_mode != 0;
+  a.count_include_pad = include != 0;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_AVG_POOL2D, &a, 1, &x));
+}
+
+/* GlobalAveragePool / GlobalMaxPool over every axis after N and C. */
+static bool global_pool(onode *n, mlc_gop op) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (x->type.ndim < 3) return onnx_fail(n, "the input needs spatial dimensions (N, C, ...)");
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  if (op == MLC_GOP_GLOBAL_AVG_POOL2D && x->type.ndim == 4)
+    return set_var(n, 0, onnx_emit(n, NULL, op, &a, 1, &x));
+  if (op == MLC_GOP_GLOBAL_AVG_POOL2D) op = MLC_GOP_REDUCE_MEAN;
+  mlc_gattrs_init(op, &a);
+  a.keepdims = true;
+  for (int d = 2; d < x->type.ndim; d++) a.ints[a.n_ints++] = d;
+  return set_var(n, 0, onnx_emit(n, NULL, op, &a, 1, &x));
+}
+
+static bool cv_global_avg_pool(onode *n) { return global_pool(n, MLC_GOP_GLOBAL_AVG_POOL2D); }
+static bool cv_global_max_pool(onode *n) { return global_pool(n, MLC_GOP_REDUCE_MAX); }
+
+/* ---- reductions ----------------------------------------------------------------- */
+
+/* The Reduce* family as an elementwise op before the reduction (pre), the
+ * reduction, and one after (post); NO_OP: none. ReduceMin is
+ * -max(-x). */
+enum { NO_OP = -1 };
+
+typedef struct reduce_form {
+  const char *name;
+  int pre, red, post; /* mlc_gop or NO_OP */
+} reduce_form;
+
+static const reduce_form reduce_forms[] = {
+    {"ReduceSum", NO_OP, MLC_GOP_REDUCE_SUM, NO_OP},
+    {"ReduceMean", NO_OP, MLC_GOP_REDUCE_MEAN, NO_OP},
+    {"ReduceMax", NO_OP, MLC_GOP_REDUCE_MAX, NO_OP},
+    {"ReduceMin", MLC_GOP_NEGATIVE, MLC_GOP_REDUCE_MAX, MLC_GOP_NEGATIVE},
+    {"ReduceSumSquare", MLC_GOP_MULTIPLY, MLC_GOP_REDUCE_SUM, NO_OP},
+    {"ReduceL1", MLC_GOP_ABS, MLC_GOP_REDUCE_SUM, NO_OP},
+    {"ReduceL2", MLC_GOP_MULTIPLY, MLC_GOP_REDUCE_SUM, MLC_GOP_SQRT},
+    {"ReduceLogSum", NO_OP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
+    {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
+};
+
+/* The reduced axes: the axes attribute, or (ReduceSum since opset 13;
+ * every Reduce op since 18) a constant second input. Empty with
+ * noop_with_empty_axes: *noop. */
+static bool reduce_axes(onode *n, bool axes_input, mlc_gattrs *a, bool *noop) {
+  int64_t keep, noop_empty;
+  *noop = false;
+  if (!onnx_check_attrs(n, axes_input ? " keepdims noop_with_empty_axes " : " axes keepdims ") ||
+      !onnx_attr_int(n, "keepdims", 1, &keep) ||
+      !onnx_attr_int(n, "noop_with_empty_axes", 0, &noop_empty))
+    return false;
+  a->keepdims = keep != 0;
+  int c = 0;
+  if (!axes_input) {
+    if (n->n_in > 1) return onnx_fail(n, "axes as an input need opset 13 (ReduceSum) or 18");
+    if (!onnx_attr_ints(n, "axes", MLC_GRAPH_MAX_DIMS, &c, a->ints)) return false;
+  } else if (in_val(n, 1)) {
+    int64_t cnt;
+    const int64_t *v = onnx_ints(n, 1, &cnt);
+    if (!v) return false;
+    if (cnt > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "too many axes");
+    memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+    c = (int)cnt;
+  }
+  a->n_ints = c < 0 ? 0 : c;
+  *noop = a->n_ints == 0 && noop_empty;
+  return true;
+}
+
+static mlc_gvar *reduce_step(onode *n, const char *sfx, int o, mlc_gvar *x) {
+  mlc_gop op = (mlc_gop)o;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  mlc_gvar *args[2] = {x, x};
+  return onnx_emit(n, sfx, op, &a, op == MLC_GOP_MULTIPLY ? 2 : 1, args);
+}
+
+static bool cv_reduce(onode *n) {
+  const reduce_form *f = NULL;
+  for (int i = 0; i < MLC_COUNTOF(reduce_forms); i++)
+    if (strcmp(reduce_forms[i].name, n->p->op_type) == 0) f = &reduce_forms[i];
+  MLC_ASSERT(f);
+  mlc_gattrs a;
+  mlc_gattrs_init((mlc_gop)f->red, &a);
+  bool noop;
+  bool axes_input = strcmp(f->name, "ReduceSum") == 0 ? n->opset >= 13 : n->opset >= 18;
+  if (!reduce_axes(n, axes_input, &a, &noop)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "reducing a scalar is not supported");
+  if (noop) { /* the input unchanged; the pre and post ops still apply */
+    mlc_gvar *y = x;
+    if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
+    if (f->post != NO_OP && !(y = reduce_step(n, "post", f->post, y))) return false;
+    if (y == x && !(y = onnx_reshape(n, NULL, x, x->type.ndim, x->type.shape))) return false;
+    onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
+    return true;
+  }
+  bool red[MLC_GRAPH_MAX_DIMS];
+  mlc_error e;
+  if (!mlc_gop_reduced_axes((mlc_gop)f->red, &a, x->type.ndim, red, &e)) return onnx_fail(n, "%s", e.msg);
+  int nd = 0;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < x->type.ndim; d++)
+    if (!red[d]) shape[nd++] = x->type.shape[d];
+    else if (a.keepdims) shape[nd++] = 1;
+  mlc_gvar *y = x;
+  if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
+  mlc_gattrs r = a;
+  if (nd == 0) { /* to a scalar: keep one dim for the graph, rank 0 for ONNX */
+    r.keepdims = true;
+  }
+  mlc_gvar *args[1] = {y};
+  y = onnx_emit(n, f->post == NO_OP && nd ? NULL : "red", (mlc_gop)f->red, &r, 1, args);
+  if (!y) return false;
+  if (nd == 0) {
+    int64_t one = 1;
+    if (!(y = onnx_reshape(n, f->post == NO_OP ? NULL : "flat", y, 1, &one))) return false;
+  }
+  if (f->post != NO_OP && !(y = reduce_step(n, NULL, f->post, y))) return false;
+  if (y == x) return false;
+  onnx_set_out(n, 0, y, nd, shape);
+  return true;
 }
 
 /* Inference batch norm with constant statistics: y = x * s + t per
@@ -783,11 +1001,49 @@ static bool need_int(onode *n, int k) {
                       "supported", k);
 }
 
+/* Gather of float data with constant indices: the graph's gather, the
+ * indices as a float constant (whole numbers; negative from the end). */
+static bool gather_floats(onode *n, int64_t axis) {
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int64_t c;
+  const int64_t *idx = onnx_ints(n, 1, &c);
+  if (!idx) return false;
+  int ax = 0;
+  if (!norm_axis(n, axis, in_rank(n, 0), &ax)) return false;
+  int64_t e = x->type.shape[ax];
+  const oval *iv = n->in[1];
+  mlc_gtype t = {MLC_FLOAT32, iv->ndim ? iv->ndim : 1, {1}};
+  memcpy(t.shape, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  if (c < 1) return onnx_fail(n, "no indices");
+  mlc_gvar *iconst = onnx_new_const(n, "indices", &t);
+  for (int64_t k = 0; k < c; k++) {
+    if (idx[k] < -e || idx[k] >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[k]);
+    iconst->data[k] = (float)idx[k];
+  }
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_GATHER, &a);
+  a.axis = ax;
+  mlc_gvar *args[2] = {x, iconst};
+  mlc_gvar *y = onnx_emit(n, iv->ndim ? NULL : "g", MLC_GOP_GATHER, &a, 2, args);
+  if (!y) return false;
+  int nd = in_rank(n, 0) - 1 + iv->ndim; /* ONNX rank: a scalar index drops the axis */
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  memcpy(shape, x->type.shape, sizeof(int64_t) * (size_t)ax);
+  memcpy(shape + ax, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  memcpy(shape + ax + iv->ndim, x->type.shape + ax + 1, sizeof(int64_t) * (size_t)(in_rank(n, 0) - ax - 1));
+  if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
+  if (!iv->ndim && !(y = onnx_reshape(n, NULL, y, nd, shape))) return false;
+  onnx_set_out(n, 0, y, nd, shape);
+  return true;
+}
+
 /* Gather over axis with constant indices (negative count from the end). */
 static bool cv_gather(onode *n) {
   int64_t axis, c;
-  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis) || !need_int(n, 0))
-    return false;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis)) return false;
+  if (n->in[0] && !n->in[0]->is_int) return gather_floats(n, axis);
+  if (!need_int(n, 0)) return false;
   const oval *x = n->in[0];
   const int64_t *idx = onnx_ints(n, 1, &c);
   if (!idx) return false;
@@ -813,12 +1069,30 @@ static bool cv_gather(onode *n) {
   return true;
 }
 
+/* Concat of float tensors: the graph's concat. */
+static bool concat_floats(onode *n, int64_t axis) {
+  mlc_gvar *args[MLC_GRAPH_MAX_ARGS];
+  if (n->n_in > MLC_GRAPH_MAX_ARGS) return onnx_fail(n, "more than %d inputs", MLC_GRAPH_MAX_ARGS);
+  for (int k = 0; k < n->n_in; k++)
+    if (!(args[k] = onnx_var(n, k))) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "concatenating scalars");
+  int ax = 0;
+  if (!norm_axis(n, axis, in_rank(n, 0), &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CONCAT, &a);
+  a.axis = ax;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONCAT, &a, n->n_in, args));
+}
+
 static bool cv_concat(onode *n) {
   int64_t axis;
   if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", INT64_MIN, &axis)) return false;
   if (axis == INT64_MIN) return onnx_fail(n, "axis is required");
   for (int k = 0; k < n->n_in; k++)
-    if (!n->in[k] || !need_int(n, k)) return n->in[k] ? false : onnx_fail(n, "input %d is missing", k);
+    if (!n->in[k]) return onnx_fail(n, "input %d is missing", k);
+  if (!n->in[0]->is_int) return concat_floats(n, axis);
+  for (int k = 0; k < n->n_in; k++)
+    if (!need_int(n, k)) return false;
   const oval *x = n->in[0];
   int ax = 0;
   if (!norm_axis(n, axis, x->ndim, &ax)) return false;
@@ -845,47 +1119,158 @@ static bool cv_concat(onode *n) {
   return true;
 }
 
-/* Slice of a 1-D integer tensor (shapes), constant starts/ends/axes/steps. */
-static bool cv_slice(onode *n) {
-  if (!need_int(n, 0)) return false;
-  const oval *x = n->in[0];
-  if (x->ndim != 1) return onnx_fail(n, "only 1-D integer tensors (shapes) are supported");
-  int64_t start, end, step = 1, c;
+static int64_t clamp40(int64_t v) {
+  const int64_t big = INT64_C(1) << 40; /* beyond any extent: the same slice */
+  return v < -big ? -big : v > big ? big : v;
+}
+
+/* Slice's starts, ends, axes and steps (attributes before opset 10,
+ * constant inputs since) into the graph's slice attributes. */
+static bool slice_attrs(onode *n, int rank, mlc_gattrs *a) {
+  int64_t v[4][MLC_GRAPH_MAX_DIMS];
+  int64_t c[4] = {-1, -1, -1, -1};
   if (n->opset < 10) {
-    int ns, ne, na;
-    int64_t s[8], e[8], a[8];
-    if (!onnx_check_attrs(n, " starts ends axes ") || !onnx_attr_ints(n, "starts", 8, &ns, s) ||
-        !onnx_attr_ints(n, "ends", 8, &ne, e) || !onnx_attr_ints(n, "axes", 8, &na, a))
-      return false;
-    if (ns != 1 || ne != 1 || (na >= 0 && (na != 1 || (a[0] != 0 && a[0] != -1))))
-      return onnx_fail(n, "one axis of a 1-D tensor expected");
-    start = s[0], end = e[0];
+    int k[3];
+    if (!onnx_check_attrs(n, " starts ends axes ")) return false;
+    const char *names[3] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 3; i++) {
+      if (!onnx_attr_ints(n, names[i], MLC_GRAPH_MAX_DIMS, &k[i], v[i])) return false;
+      c[i] = k[i];
+    }
+    if (n->n_in > 1) return onnx_fail(n, "starts and ends are attributes before opset 10");
   } else {
     if (!no_attrs(n)) return false;
-    const int64_t *v;
-    if (!(v = onnx_ints(n, 1, &c)) || c != 1) return v ? onnx_fail(n, "one axis expected") : false;
-    start = v[0];
-    if (!(v = onnx_ints(n, 2, &c)) || c != 1) return v ? onnx_fail(n, "one axis expected") : false;
-    end = v[0];
-    if (in_val(n, 3) && (!(v = onnx_ints(n, 3, &c)) || c != 1 || (v[0] != 0 && v[0] != -1)))
-      return v ? onnx_fail(n, "one axis of a 1-D tensor expected") : false;
-    if (in_val(n, 4) && (!(v = onnx_ints(n, 4, &c)) || c != 1 || v[0] == 0))
-      return v ? onnx_fail(n, "one nonzero step expected") : false;
-    if (in_val(n, 4)) step = v[0];
+    for (int i = 0; i < 4; i++) {
+      if (!in_val(n, i + 1)) continue;
+      const int64_t *p = onnx_ints(n, i + 1, &c[i]);
+      if (!p) return false;
+      if (c[i] > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "input %d has too many entries", i + 1);
+      memcpy(v[i], p, sizeof(int64_t) * (size_t)c[i]);
+    }
   }
-  int64_t e = x->shape[0], out[MLC_GRAPH_MAX_DIMS * 8], len = 0;
-  start = start < 0 ? start + e : start;
-  end = end < -e ? -1 : end < 0 ? end + e : end;
-  if (step > 0) {
-    start = start < 0 ? 0 : start > e ? e : start;
-    end = end > e ? e : end;
-    for (int64_t k = start; k < end && len < MLC_COUNTOF(out); k += step) out[len++] = x->i[k];
-  } else {
-    start = start < 0 ? -1 : start > e - 1 ? e - 1 : start;
-    for (int64_t k = start; k > end && k >= 0 && len < MLC_COUNTOF(out); k += step)
-      out[len++] = x->i[k];
+  if (c[0] < 0 || c[1] < 0) return onnx_fail(n, "starts and ends are required");
+  if (c[0] != c[1] || (c[2] >= 0 && c[2] != c[0]) || (c[3] >= 0 && c[3] != c[0]))
+    return onnx_fail(n, "starts, ends, axes and steps must have the same length");
+  if (c[0] > rank) return onnx_fail(n, "more starts than the input has axes");
+  a->n_ints = (int)c[0];
+  for (int i = 0; i < a->n_ints; i++) {
+    int ax = 0;
+    if (!norm_axis(n, c[2] >= 0 ? v[2][i] : i, rank, &ax)) return false;
+    a->ints[i] = ax;
+    a->starts[i] = clamp40(v[0][i]);
+    a->ends[i] = clamp40(v[1][i]);
+    a->steps[i] = c[3] >= 0 ? clamp40(v[3][i]) : 1;
+    if (a->steps[i] == 0) return onnx_fail(n, "a step is 0");
   }
+  return true;
+}
+
+/* Slice with constant parameters: of a float tensor, the graph's slice;
+ * of a 1-D integer tensor (shapes), computed now. */
+static bool cv_slice(onode *n) {
+  const oval *x = n->in[0];
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_SLICE, &a);
+  if (!slice_attrs(n, x->ndim, &a)) return false;
+  if (!x->is_int) {
+    mlc_gvar *v = onnx_var(n, 0);
+    if (!v) return false;
+    if (x->ndim == 0) return onnx_fail(n, "slicing a scalar");
+    return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_SLICE, &a, 1, &v));
+  }
+  if (x->ndim != 1) return onnx_fail(n, "only 1-D integer tensors (shapes) are supported");
+  mlc_gtype t = {MLC_FLOAT32, 1, {x->shape[0]}};
+  int64_t start, step, len;
+  if (!mlc_gop_slice_axis(&a, &t, 0, &start, &step, &len)) return onnx_fail(n, "a step is 0");
+  int64_t *out = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(len + 1));
+  for (int64_t k = 0; k < len; k++) out[k] = x->i[start + k * step];
   onnx_set_out_ints(n, 0, 1, &len, out);
+  return true;
+}
+
+/* Pad, mode constant: pads as an attribute before opset 11, a constant
+ * input since, with the optional constant_value. */
+static bool cv_pad(onode *n) {
+  const char *mode;
+  int c = -1;
+  int64_t pads[2 * MLC_GRAPH_MAX_DIMS];
+  double value = 0;
+  if (!onnx_check_attrs(n, n->opset < 11 ? " mode pads value " : " mode ") ||
+      !onnx_attr_string(n, "mode", "constant", &mode))
+    return false;
+  if (strcmp(mode, "constant") != 0) return onnx_fail(n, "mode \"%s\" is not supported (constant only)", mode);
+  if (n->opset < 11) {
+    if (!onnx_attr_ints(n, "pads", 2 * MLC_GRAPH_MAX_DIMS, &c, pads) ||
+        !onnx_attr_float(n, "value", 0, &value))
+      return false;
+  } else {
+    int64_t cnt;
+    const int64_t *p = onnx_ints(n, 1, &cnt);
+    if (!p) return false;
+    if (cnt > 2 * MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "too many pads");
+    memcpy(pads, p, sizeof(int64_t) * (size_t)cnt);
+    c = (int)cnt;
+    if (in_val(n, 2) && !scalar_input(n, 2, &value)) return false;
+    if (in_val(n, 3)) return onnx_fail(n, "the axes input is not supported");
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int r = in_rank(n, 0);
+  if (r == 0 || c != 2 * r) return onnx_fail(n, "pads must have 2 entries per axis (%d)", 2 * r);
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_PAD, &a);
+  a.n_pads = r;
+  a.pad_value = value;
+  for (int d = 0; d < r; d++) a.pad_before[d] = pads[d], a.pad_after[d] = pads[r + d];
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_PAD, &a, 1, &x));
+}
+
+/* Split into slices along axis: sizes from the split attribute (input
+ * since opset 13), else equal parts. */
+static bool cv_split(onode *n) {
+  int64_t axis;
+  int cs = -1;
+  int64_t sizes[MLC_GRAPH_MAX_ARGS];
+  if (!onnx_check_attrs(n, n->opset < 13 ? " axis split " : " axis ") ||
+      !onnx_attr_int(n, "axis", 0, &axis))
+    return false;
+  if (n->opset < 13 && !onnx_attr_ints(n, "split", MLC_GRAPH_MAX_ARGS, &cs, sizes)) return false;
+  if (n->opset >= 13 && in_val(n, 1)) {
+    int64_t c;
+    const int64_t *p = onnx_ints(n, 1, &c);
+    if (!p) return false;
+    if (c > MLC_GRAPH_MAX_ARGS) return onnx_fail(n, "too many parts");
+    memcpy(sizes, p, sizeof(int64_t) * (size_t)c);
+    cs = (int)c;
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int ax = 0, parts = (int)n->p->n_output;
+  if (!norm_axis(n, axis, in_rank(n, 0), &ax)) return false;
+  int64_t e = x->type.shape[ax], at = 0;
+  if (cs >= 0 && cs != parts) return onnx_fail(n, "%d sizes for %d outputs", cs, parts);
+  if (cs < 0 && (parts < 1 || e % parts))
+    return onnx_fail(n, "extent %lld does not split into %d equal parts", (long long)e, parts);
+  for (int k = 0; k < parts; k++) {
+    int64_t len = cs >= 0 ? sizes[k] : e / parts;
+    if (len < 1 || at + len > e) return onnx_fail(n, "the sizes do not fit the axis");
+    mlc_gattrs a;
+    mlc_gattrs_init(MLC_GOP_SLICE, &a);
+    a.n_ints = 1;
+    a.ints[0] = ax, a.starts[0] = at, a.ends[0] = at + len, a.steps[0] = 1;
+    at += len;
+    const char *name = n->p->output[k];
+    if (!name || !*name) continue;
+    onode m = *n; /* named after its own output */
+    Onnx__NodeProto p = *n->p;
+    p.output = (char **)&n->p->output[k];
+    p.n_output = 1;
+    m.p = &p;
+    mlc_gvar *y = onnx_emit(&m, NULL, MLC_GOP_SLICE, &a, 1, &x);
+    if (!y) return false;
+    onnx_set_out(&m, 0, y, y->type.ndim, y->type.shape);
+  }
+  if (at != e) return onnx_fail(n, "the sizes add up to %lld, not %lld", (long long)at, (long long)e);
   return true;
 }
 
@@ -929,6 +1314,7 @@ static bool cv_cast(onode *n) {
 static const onnx_op ops[] = {
     {"Abs", cv_abs, 1, 1},
     {"Add", cv_add, 2, 2},
+    {"AveragePool", cv_avg_pool, 1, 1},
     {"BatchNormalization", cv_batch_norm, 5, 5},
     {"Clip", cv_clip, 1, 3},
     {"Constant", cv_constant, 0, 0},
@@ -936,6 +1322,7 @@ static const onnx_op ops[] = {
     {"Cast", cv_cast, 1, 1},
     {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
     {"Conv", cv_conv, 2, 3},
+    {"ConvTranspose", cv_conv_transpose, 2, 3},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
     {"Equal", cv_equal, 2, 2},
@@ -944,19 +1331,32 @@ static const onnx_op ops[] = {
     {"Flatten", cv_flatten, 1, 1},
     {"Gather", cv_gather, 2, 2},
     {"Gemm", cv_gemm, 2, 3},
+    {"GlobalAveragePool", cv_global_avg_pool, 1, 1},
+    {"GlobalMaxPool", cv_global_max_pool, 1, 1},
     {"HardSigmoid", cv_hard_sigmoid, 1, 1},
     {"HardSwish", cv_hard_swish, 1, 1},
     {"Identity", cv_identity, 1, 1},
     {"LayerNormalization", cv_layer_norm, 2, 3},
     {"LeakyRelu", cv_leaky_relu, 1, 1},
     {"Log", cv_log, 1, 1},
+    {"LogSoftmax", cv_log_softmax, 1, 1},
     {"MatMul", cv_matmul, 2, 2},
     {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
     {"MaxPool", cv_max_pool, 1, 1},
     {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
     {"Mul", cv_mul, 2, 2},
     {"Neg", cv_neg, 1, 1},
+    {"Pad", cv_pad, 1, 4},
     {"Pow", cv_pow, 2, 2},
+    {"ReduceL1", cv_reduce, 1, 2},
+    {"ReduceL2", cv_reduce, 1, 2},
+    {"ReduceLogSum", cv_reduce, 1, 2},
+    {"ReduceLogSumExp", cv_reduce, 1, 2},
+    {"ReduceMax", cv_reduce, 1, 2},
+    {"ReduceMean", cv_reduce, 1, 2},
+    {"ReduceMin", cv_reduce, 1, 2},
+    {"ReduceSum", cv_reduce, 1, 2},
+    {"ReduceSumSquare", cv_reduce, 1, 2},
     {"Relu", cv_relu, 1, 1},
     {"Reshape", cv_reshape, 2, 2},
     {"Shape", cv_shape, 1, 1},
@@ -964,6 +1364,7 @@ static const onnx_op ops[] = {
     {"Size", cv_size, 1, 1},
     {"Slice", cv_slice, 1, 5},
     {"Softmax", cv_softmax, 1, 1},
+    {"Split", cv_split, 1, 2},
     {"Sqrt", cv_sqrt, 1, 1},
     {"Squeeze", cv_squeeze, 1, 2},
     {"Sub", cv_sub, 2, 2},

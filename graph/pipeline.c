@@ -11,6 +11,8 @@
 #define MIN_PARALLEL_WORK (1 << 18)
 
 static const mlc_gpass passes[] = {
+    {"patterns", "exporters' decomposed layer norm -> layernorm, erf GELU -> gelu",
+     mlc_graph_rewrite_patterns},
     {"rewrite", "pattern rewrite: multiply + add -> ewise_fma", mlc_graph_rewrite_fma},
     {"fold", "evaluate ops over weights only at compile time (transposed weights)",
      mlc_graph_fold_constants},

@@ -86,6 +86,18 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     mlc_str_puts(out, ", strides=");
     put_ints(out, a->n_ints, a->steps, '[', ']');
     return;
+  case MLC_GOP_PAD:
+    mlc_str_puts(out, ", pad_width=[");
+    for (int d = 0; d < a->n_pads; d++)
+      mlc_str_printf(out, "%s%lld, %lld", d ? ", " : "", (long long)a->pad_before[d],
+                     (long long)a->pad_after[d]);
+    mlc_str_putc(out, ']');
+    put_double(out, "pad_value", a->pad_value);
+    return;
+  case MLC_GOP_GATHER: mlc_str_printf(out, ", axis=%lld", (long long)a->axis); return;
+  case MLC_GOP_FLATTEN: /* axis 1 unless told */
+    if (a->axis != 1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
+    return;
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: /* the last axis unless told */
     if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
@@ -137,7 +149,6 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   case MLC_GOP_ABS:
   case MLC_GOP_LOG:
   case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_FLATTEN:
   case MLC_GOP_EWISE_FMA: return;
   }
   mlc_unreachable();

@@ -70,6 +70,8 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_REDUCE_MAX:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
+  case MLC_GOP_PAD:
+  case MLC_GOP_GATHER:
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN:
   case MLC_GOP_TRANSPOSE: mlc_unreachable();
@@ -294,6 +296,38 @@ static void ref_slice(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
   }
 }
 
+/* pad: each input element moved by pad_before; the rest pad_value. */
+static void ref_pad(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
+                    const mlc_gtype *out, float *y) {
+  int64_t idx[MLC_GRAPH_MAX_DIMS];
+  for (int64_t i = 0; i < mlc_gtype_numel(out); i++) {
+    unravel(out, i, idx);
+    int64_t flat = 0;
+    bool inside = true;
+    for (int d = 0; d < xt->ndim; d++) {
+      int64_t k = idx[d] - at->pad_before[d];
+      inside &= k >= 0 && k < xt->shape[d];
+      flat = flat * xt->shape[d] + k;
+    }
+    y[i] = inside ? x[flat] : (float)at->pad_value;
+  }
+}
+
+/* gather: [outer, n, inner] x, index j of the indices picks row k (an
+ * index outside [-n, n) reads row 0, as the kernel does). */
+static void ref_gather(int ax, const mlc_gtype *xt, const float *x, const mlc_gtype *it,
+                       const float *ind, float *y) {
+  int64_t O, n, I, J = mlc_gtype_numel(it);
+  split_at(xt, ax, &O, &n, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t j = 0; j < J; j++) {
+      double v = ind[j];
+      int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
+      if (k < 0) k += n;
+      memcpy(y + (o * J + j) * I, x + (o * n + k) * I, sizeof(float) * (size_t)I);
+    }
+}
+
 /* max_pool2d: the largest input element inside each window (padding and
  * the part of a window past the input do not count). */
 static void ref_max_pool(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
@@ -380,6 +414,10 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
     ref_concat(b->n_args, in, ts, mlc_gop_axis(b->attrs.axis, out->ndim), out, y);
     return;
   case MLC_GOP_SLICE: ref_slice(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_PAD: ref_pad(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_GATHER:
+    ref_gather(mlc_gop_axis(b->attrs.axis, ts[0].ndim), &ts[0], in[0], &ts[1], in[1], y);
+    return;
   case MLC_GOP_GLOBAL_AVG_POOL2D:
     ref_reduce(b->op, (const bool[]){false, false, true, true}, &ts[0], in[0], out, y);
     return;

@@ -72,6 +72,22 @@ static bool check_func_call(const mlc_gbinding *b, mlc_error *err) {
   return true;
 }
 
+/* Constant gather indices must be whole numbers inside the axis: the
+ * kernel would read row 0 for any other. */
+static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
+  const mlc_gvar *ind = b->args[1];
+  if (b->op != MLC_GOP_GATHER || ind->kind != MLC_GVAR_CONST) return true;
+  int64_t n = b->args[0]->type.shape[mlc_gop_axis(b->attrs.axis, b->args[0]->type.ndim)];
+  for (int64_t k = 0; k < mlc_gtype_numel(&ind->type); k++) {
+    double v = ind->data[k];
+    if (!(v >= (double)-n && v < (double)n) || v != (double)(int64_t)v)
+      return mlc_error_set(err, "gather: index %g (element %lld of %s) is not a whole number in "
+                                "[%lld, %lld)",
+                           v, (long long)k, ind->name, (long long)-n, (long long)n);
+  }
+  return true;
+}
+
 static bool check_binding(const mlc_gmodule *m, const mlc_gfunc *f, int i, mlc_error *err) {
   const mlc_gbinding *b = &f->bindings[i];
   if (!b->var || b->var->kind != MLC_GVAR_BOUND)
@@ -91,7 +107,7 @@ static bool check_binding(const mlc_gmodule *m, const mlc_gfunc *f, int i, mlc_e
     if (!mlc_gop_infer(b->op, &b->attrs, b->n_args, ts, &out, err)) return false;
     if (!mlc_gtype_equal(&out, &b->var->type))
       return mlc_error_set(err, "the op's result type differs from the binding's");
-    return true;
+    return check_gather_indices(b, err);
   }
   case MLC_GCALL_FUNC:
     if (f->primitive) return mlc_error_set(err, "a primitive function calls %s", b->callee->name);

@@ -430,10 +430,61 @@ mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
 mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
                                     const int64_t *mins, const int64_t *extents,
                                     int64_t *max_extents);
+
+/* ---- affine analysis (affine.c) ---------------------------------------- */
+/* Whether index expressions are (quasi-)affine maps of loop or iter vars,
+ * at the levels the schedule primitives and lowering need:
+ *   mlc_expr_is_quasi_affine   the syntactic form TensorIR names;
+ *   mlc_expr_linear_in         coefficients over given vars;
+ *   mlc_expr_var_stride        the constant step in one var;
+ *   mlc_expr_fused_map         a linear form as one fused iterator of iters
+ *                              (inverted by compute_at and reverse inline);
+ *   mlc_affine_bindings        TensorIR's IsAffineBinding for a block. */
+
+/* Vars and integer constants combined by +, -, multiplication by a
+ * constant, and floordiv/floormod by a positive constant (what split and
+ * fuse produce); no casts, loads or calls. Any var counts. */
+bool mlc_expr_is_quasi_affine(const mlc_expr *e);
 /* e == sum(coeff[k] * vars[k]) + *c0 after simplification; false when e
  * has any other term (a product of vars, a floordiv, another var). */
 bool mlc_expr_linear_in(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, int64_t *coeff,
                         int64_t *c0);
+/* *step = e[v := v + 1] - e when the simplifier proves it a constant. */
+bool mlc_expr_var_stride(mlc_arena *a, mlc_expr *e, mlc_var *v, int64_t *step);
+
+enum { MLC_FUSED_MAX = 64 }; /* iters in one fused map */
+
+/* e = sign * g * F + c0 with the fused value
+ * F = sum_i (x_i - min_i) * (|coeff_i| / g) in [0, span / g), where the
+ * iters x_i (order[i], |coeff| ascending) have constant domains and
+ * coefficients sign * g * (1, ext_0, ext_0 * ext_1, ...): the mixed-radix
+ * strides of their domains (2 * vi + vj, vj in [0, 2)). Iter order[i] is
+ * then floormod(floordiv(F, |coeff_i| / g), ext_i) + min_i (no floormod for
+ * the last). */
+typedef struct mlc_fused_map {
+  int m;                          /* iters with a non-zero coefficient */
+  int order[MLC_FUSED_MAX];       /* their indices into iters */
+  int64_t coeff[MLC_FUSED_MAX];   /* coeff of order[i] */
+  int64_t mins[MLC_FUSED_MAX];    /* domain of order[i] */
+  int64_t exts[MLC_FUSED_MAX];
+  int64_t sign, g, c0, span;      /* c0 includes coeff_i * min_i */
+} mlc_fused_map;
+/* e (simplified) as a fused map of the n iters (n <= MLC_FUSED_MAX); a
+ * constant e gives m == 0. False when e is not linear in the iters or the
+ * coefficients are not mixed-radix strides of constant domains. */
+bool mlc_expr_fused_map(mlc_arena *a, mlc_expr *e, int n, const mlc_iter_var *iters,
+                        mlc_fused_map *out);
+/* TensorIR's IsAffineBinding, as DetectIterMap accepts it at its
+ * surjective level: each of the n values is a constant (or a value the
+ * loops do not change) plus a dense sum of parts of independent loops
+ * (nl loops, innermost last, constant bounds), or of such sums fused and
+ * split again, and no two values use overlapping parts of one loop.
+ * `conj` are the block predicate's conjuncts (sum < bound narrows the
+ * sources it bounds). When false, *bad is the first value that is not
+ * quasi-affine and *other is -1, or (*bad, *other) use the same part of a
+ * loop. */
+bool mlc_affine_bindings(int nl, mlc_stmt *const *loops, int n_conj, mlc_expr *const *conj,
+                         int n, mlc_expr *const *values, int *bad, int *other);
 
 /* ---- structural equality and hash (struct_eq.c) ------------------------ */
 /* Names of vars, buffers, blocks and the function are ignored where they are

@@ -619,23 +619,3 @@ mlc_region mlc_region_relax(mlc_arena *a, mlc_region r, int n, mlc_var **vars,
                             const int64_t *mins, const int64_t *extents) {
   return mlc_region_relax_bounded(a, r, n, vars, mins, extents, NULL);
 }
-
-bool mlc_expr_linear_in(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, int64_t *coeff,
-                        int64_t *c0) {
-  if (!mlc_dtype_is_int(e->dtype)) return false;
-  mlc_simplifier *sp = mlc_simplifier_new(a);
-  arith_lin L;
-  arith_lin_init(&L);
-  arith_lin_add(sp, &L, mlc_simplify(sp, e), 1);
-  if (L.bad) return false;
-  for (int k = 0; k < n; k++) coeff[k] = 0;
-  for (int i = 0; i < L.n; i++) {
-    if (L.t[i].coeff == 0) continue;
-    int k = 0;
-    while (k < n && !(L.t[i].atom->kind == MLC_EXPR_VAR && L.t[i].atom->var == vars[k])) k++;
-    if (k == n) return false;
-    coeff[k] += L.t[i].coeff;
-  }
-  *c0 = L.c;
-  return true;
-}

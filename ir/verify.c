@@ -290,6 +290,101 @@ static bool bounds(vctx *c, mlc_expr *e, int64_t *lo, int64_t *hi) {
   return interval(c, e, lo, hi);
 }
 
+/* e with its first min/max node in a monotone position replaced by each of
+ * that node's arms (*ea, *eb). A function increasing in the node turns
+ * min(x, y) into min(f(x), f(y)); a decreasing one into max(f(x), f(y)):
+ * *is_min says which combination gives e back. Monotone positions are the
+ * operands of +, -, * by a constant, floordiv by a positive constant,
+ * min/max and integer casts; sign is +1 where e grows with the node. */
+static bool split_minmax(vctx *c, mlc_expr *e, int sign, mlc_expr **ea, mlc_expr **eb,
+                         bool *is_min) {
+  mlc_expr *xa, *xb;
+  int64_t k;
+  switch (e->kind) {
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+    *ea = e->bin.a;
+    *eb = e->bin.b;
+    *is_min = (e->kind == MLC_EXPR_MIN) == (sign > 0);
+    return true;
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_FLOORDIV: {
+    int sa = sign, sb = e->kind == MLC_EXPR_SUB ? -sign : sign;
+    bool try_a = true, try_b = e->kind != MLC_EXPR_FLOORDIV;
+    if (e->kind == MLC_EXPR_FLOORDIV)
+      try_a = mlc_expr_is_const_int(e->bin.b, &k) && k > 0;
+    if (e->kind == MLC_EXPR_MUL) {
+      try_a = mlc_expr_is_const_int(e->bin.b, &k) && k != 0;
+      if (try_a) sa = k > 0 ? sign : -sign;
+      try_b = !try_a && mlc_expr_is_const_int(e->bin.a, &k) && k != 0;
+      if (try_b) sb = k > 0 ? sign : -sign;
+    }
+    if (try_a && split_minmax(c, e->bin.a, sa, &xa, &xb, is_min)) {
+      *ea = mlc_binary(c->a, e->kind, xa, e->bin.b);
+      *eb = mlc_binary(c->a, e->kind, xb, e->bin.b);
+      return true;
+    }
+    if (try_b && split_minmax(c, e->bin.b, sb, &xa, &xb, is_min)) {
+      *ea = mlc_binary(c->a, e->kind, e->bin.a, xa);
+      *eb = mlc_binary(c->a, e->kind, e->bin.a, xb);
+      return true;
+    }
+    return false;
+  }
+  case MLC_EXPR_CAST:
+    if (!mlc_dtype_is_int(e->dtype) || !mlc_dtype_is_int(e->cast.value->dtype) ||
+        !split_minmax(c, e->cast.value, sign, &xa, &xb, is_min))
+      return false;
+    *ea = mlc_cast(c->a, e->dtype, xa);
+    *eb = mlc_cast(c->a, e->dtype, xb);
+    return true;
+  case MLC_EXPR_INT_IMM:
+  case MLC_EXPR_FLOAT_IMM:
+  case MLC_EXPR_VAR:
+  case MLC_EXPR_DIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_EQ:
+  case MLC_EXPR_NE:
+  case MLC_EXPR_LT:
+  case MLC_EXPR_LE:
+  case MLC_EXPR_GT:
+  case MLC_EXPR_GE:
+  case MLC_EXPR_AND:
+  case MLC_EXPR_OR:
+  case MLC_EXPR_NOT:
+  case MLC_EXPR_SELECT:
+  case MLC_EXPR_IF_THEN_ELSE:
+  case MLC_EXPR_LOAD:
+  case MLC_EXPR_CALL:
+    return false;
+  }
+  mlc_unreachable();
+}
+
+/* bounds() of an expression over min/max terms, such as the end of a
+ * region hull B[T.min(x, y):T.max(x, y) + 1] minus an access x: min/max are
+ * lifted to the top (x - T.min(x, y) is T.max(0, x - y)) so that the
+ * simplifier cancels like terms in each arm, and the arms' ranges combine
+ * as min/max do. Both sound bounds are intersected. depth limits the
+ * 2^depth arms. */
+static bool lifted_bounds(vctx *c, mlc_expr *e, int depth, int64_t *lo, int64_t *hi) {
+  mlc_expr *ea, *eb;
+  bool is_min, plain = bounds(c, e, lo, hi);
+  int64_t al, ah, bl, bh;
+  if (depth <= 0 || !split_minmax(c, e, 1, &ea, &eb, &is_min)) return plain;
+  if (!lifted_bounds(c, ea, depth - 1, &al, &ah) || !lifted_bounds(c, eb, depth - 1, &bl, &bh))
+    return plain;
+  int64_t l = is_min ? (al < bl ? al : bl) : (al > bl ? al : bl);
+  int64_t h = is_min ? (ah < bh ? ah : bh) : (ah > bh ? ah : bh);
+  if (!plain || l > *lo) *lo = l;
+  if (!plain || h < *hi) *hi = h;
+  return true;
+}
+
+#define LIFT_DEPTH 6
+
 /* ---- expressions ------------------------------------------------------ */
 
 static bool check_expr(vctx *c, mlc_expr *e);
@@ -334,7 +429,7 @@ static bool bound_by_bindings(vctx *c, mlc_expr *e, int64_t extent) {
   for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
   int64_t lo, hi;
   mlc_expr *sub = mlc_expr_subst(c->a, e, b->n_iters, iv, r->realize.values);
-  return bounds(c, sub, &lo, &hi) && lo >= 0 && hi < extent;
+  return lifted_bounds(c, sub, LIFT_DEPTH, &lo, &hi) && lo >= 0 && hi < extent;
 }
 
 /* Index list of a load or store: present, integer, one per dimension, and
@@ -714,14 +809,28 @@ static const char *show_declared(vctx *c, int n, const mlc_region *r, const mlc_
   return t;
 }
 
+/* Whether e >= 0 for every value of the vars in scope. */
+static bool provably_nonneg(vctx *c, mlc_expr *e) {
+  int64_t lo, hi;
+  return lifted_bounds(c, mlc_simplify_expr(c->a, e), LIFT_DEPTH, &lo, &hi) && lo >= 0;
+}
+
 /* Does declared range `d` contain accessed range `r` for every value of the
- * vars in scope? Either their starts differ by a constant, or the access's
- * widest span lies inside the span the declaration always covers. */
+ * vars in scope? Either their starts differ by a constant, or both gaps
+ * (r.min - d.min, d's end - r's end) are provably non-negative (a hull
+ * T.min(x, y):T.max(x, y) + 1 covers x and y), or the access's widest span
+ * lies inside the span the declaration always covers. */
 static bool range_covers(vctx *c, mlc_range d, mlc_range r) {
   int64_t diff, rext, dext;
   if (mlc_expr_const_diff(c->a, r.min, d.min, &diff) && mlc_expr_is_const_int(r.extent, &rext) &&
       mlc_expr_is_const_int(d.extent, &dext))
     return diff >= 0 && diff + rext <= dext;
+  if (r.min->dtype == d.min->dtype && r.extent->dtype == d.extent->dtype &&
+      r.min->dtype == r.extent->dtype) {
+    mlc_expr *lo_gap = mlc_sub(c->a, r.min, d.min);
+    mlc_expr *hi_gap = mlc_sub(c->a, mlc_add(c->a, d.min, d.extent), mlc_add(c->a, r.min, r.extent));
+    if (provably_nonneg(c, lo_gap) && provably_nonneg(c, hi_gap)) return true;
+  }
   int64_t rlo, rhi, elo, ehi, dlo, dhi, xlo, xhi;
   if (!bounds(c, r.min, &rlo, &rhi) || !bounds(c, r.extent, &elo, &ehi)) return false;
   if (!bounds(c, d.min, &dlo, &dhi) || !bounds(c, d.extent, &xlo, &xhi)) return false;

@@ -25,7 +25,6 @@
 #include "schedule/sched_impl.h"
 
 #include <ctype.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1152,36 +1151,43 @@ bool mlc_sched_set_scope(mlc_sched *s, mlc_rv rv, int buffer_index, const char *
   return true;
 }
 
-/* The annotation value: TVM's list of [buffer_index, axis, factor, offset]
- * tuples, written as its Python literal in a string annotation (block
- * annotations hold no lists here). */
+/* The annotation value, as TVM stores it: a list of [buffer_index, axis,
+ * factor, offset] integer tuples, the axis normalized to be non-negative. */
 #define DIM_ALIGN_KEY "buffer_dim_align"
-#define MAX_ALIGN_TUPLES 32
 
-static int parse_align(const char *text, int64_t (*t)[4]) {
-  int n = 0;
-  const char *p = text;
-  while (p && (p = strchr(p, '[')) && n < MAX_ALIGN_TUPLES) {
-    long long a, b, c, d;
-    if (sscanf(p, "[%lld, %lld, %lld, %lld]", &a, &b, &c, &d) == 4) {
-      t[n][0] = a, t[n][1] = b, t[n][2] = c, t[n][3] = d;
-      n++;
-    }
-    p++;
-  }
-  return n;
+static bool is_align_tuple(const mlc_ann *v) {
+  if (v->kind != MLC_ANN_LIST || v->n != 4) return false;
+  for (int i = 0; i < 4; i++)
+    if (v->items[i].kind != MLC_ANN_INT) return false;
+  return true;
 }
 
-static const char *print_align(mlc_arena *a, int n, int64_t (*t)[4]) {
-  mlc_str out = {0};
-  mlc_str_putc(&out, '[');
-  for (int i = 0; i < n; i++)
-    mlc_str_printf(&out, "%s[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", i ? ", " : "",
-                   t[i][0], t[i][1], t[i][2], t[i][3]);
-  mlc_str_putc(&out, ']');
-  const char *r = mlc_arena_strdup(a, mlc_str_cstr(&out));
-  mlc_str_free(&out);
-  return r;
+static bool is_align_list(const mlc_ann *v) {
+  if (v->kind != MLC_ANN_LIST) return false;
+  for (int i = 0; i < v->n; i++)
+    if (!is_align_tuple(&v->items[i])) return false;
+  return true;
+}
+
+static mlc_ann align_tuple(mlc_arena *a, int buffer_index, int axis, int factor, int offset) {
+  mlc_ann *it = MLC_NEW_ARRAY(a, mlc_ann, 4);
+  int64_t v[4] = {buffer_index, axis, factor, offset};
+  for (int i = 0; i < 4; i++) it[i] = (mlc_ann){.kind = MLC_ANN_INT, .i = v[i]};
+  return (mlc_ann){.kind = MLC_ANN_LIST, .n = 4, .items = it};
+}
+
+/* old's tuples with the one for (buffer_index, axis) replaced by the new
+ * tuple, or the new tuple appended (TVM's order). */
+static mlc_ann merged_align(mlc_arena *a, const mlc_ann *old, int buffer_index, int axis,
+                            int factor, int offset) {
+  int n = old ? old->n : 0, at = n;
+  mlc_ann *it = MLC_NEW_ARRAY(a, mlc_ann, n + 1);
+  for (int i = 0; i < n; i++) {
+    it[i] = mlc_ann_dup(a, &old->items[i]);
+    if (it[i].items[0].i == buffer_index && it[i].items[1].i == axis) at = i;
+  }
+  it[at] = align_tuple(a, buffer_index, axis, factor, offset);
+  return (mlc_ann){.key = DIM_ALIGN_KEY, .kind = MLC_ANN_LIST, .n = at == n ? n + 1 : n, .items = it};
 }
 
 bool mlc_sched_storage_align(mlc_sched *s, mlc_rv rv, int buffer_index, int axis, int factor,
@@ -1204,20 +1210,14 @@ bool mlc_sched_storage_align(mlc_sched *s, mlc_rv rv, int buffer_index, int axis
   if (!allocated_write_buffer(s, prim, rv, buffer_index, &buf, who, err)) return false;
   mlc_block *b = s->rvs.data[rv].block;
   const mlc_ann *old = mlc_ann_find(b->n_anns, b->anns, DIM_ALIGN_KEY);
-  if (old && old->kind != MLC_ANN_STRING)
-    return mlc_error_set(err, "%s: %s: the block's \"%s\" annotation is not a list of tuples", prim,
-                         who, DIM_ALIGN_KEY);
-  int64_t t[MAX_ALIGN_TUPLES + 1][4];
-  int n = old ? parse_align(old->s, t) : 0, at = n;
+  if (old && !is_align_list(old))
+    return mlc_error_set(err,
+                         "%s: %s: the block's \"%s\" annotation is not a list of tuples "
+                         "[buffer_index, axis, factor, offset]",
+                         prim, who, DIM_ALIGN_KEY);
   int norm_axis = axis < 0 ? axis + nd : axis;
-  for (int i = 0; i < n; i++)
-    if (t[i][0] == buffer_index && t[i][1] == norm_axis) at = i;
-  if (at == MAX_ALIGN_TUPLES)
-    return mlc_error_set(err, "%s: %s: too many alignments on one block", prim, who);
-  t[at][0] = buffer_index, t[at][1] = norm_axis, t[at][2] = factor, t[at][3] = offset;
-  if (at == n) n++;
   /* Changed; a fresh annotation array (arrays may be shared). */
-  mlc_ann ann = {.key = DIM_ALIGN_KEY, .kind = MLC_ANN_STRING, .s = print_align(s->arena, n, t)};
+  mlc_ann ann = merged_align(s->arena, old, buffer_index, norm_axis, factor, offset);
   mlc_ann *na = MLC_NEW_ARRAY(s->arena, mlc_ann, b->n_anns + 1);
   int m = 0;
   for (int i = 0; i < b->n_anns; i++)

@@ -510,13 +510,6 @@ static bool dom_add(solver *v, int k, mlc_expr *lo, mlc_expr *hi, int64_t ext) {
                        v->p->who, v->p->blk->iters[k].var->name);
 }
 
-static bool linear_in_iters(mlc_arena *a, const mlc_block *b, mlc_expr *e, int64_t *coeff,
-                            int64_t *c0) {
-  mlc_var **vars = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
-  for (int k = 0; k < b->n_iters; k++) vars[k] = b->iters[k].var;
-  return mlc_expr_linear_in(a, e, b->n_iters, vars, coeff, c0);
-}
-
 /* x with m * x + k in [lo, hi] (m != 0): at most floordiv(ext - 1, |m|) + 1
  * values. */
 static void solve_scaled(mlc_arena *a, int64_t m, int64_t k, mlc_expr *lo, mlc_expr *hi,
@@ -546,54 +539,35 @@ static void div_set(mlc_arena *a, mlc_expr *lo, mlc_expr *hi, int64_t ext, int64
 
 static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int64_t ext);
 
-/* The index is a sum of iter vars times constants: a fused iterator when
- * the coefficients are mixed-radix strides of the iter domains (2 * i + j
- * with j in [0, 2)); each iter is then floormod(floordiv(F, stride), ext)
- * of the fused value F, and its set follows. */
-static bool solve_linear(solver *v, mlc_expr *e, const int64_t *coeff, int64_t c0, mlc_expr *lo,
-                         mlc_expr *hi, int64_t ext) {
+/* The index is a fused iterator of the iter vars (mlc_expr_fused_map):
+ * each iter is floormod(floordiv(F, stride), ext) of the fused value F,
+ * and its set follows from F's. */
+static bool solve_linear(solver *v, const mlc_fused_map *fm, mlc_expr *lo, mlc_expr *hi,
+                         int64_t ext) {
   mlc_arena *a = v->s->arena;
-  const mlc_block *b = v->p->blk;
-  int n = b->n_iters, order[64], m = 0;
-  int64_t mins[64], exts[64];
-  for (int k = 0; k < n && m < 64; k++)
-    if (coeff[k]) order[m++] = k;
-  if (m == 0) return true;
-  for (int i = 1; i < m; i++) /* by |coeff|, insertion sort */
-    for (int j = i; j > 0 && abs64(coeff[order[j]]) < abs64(coeff[order[j - 1]]); j--) {
-      int t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
-  int64_t g = abs64(coeff[order[0]]), sign = coeff[order[0]] < 0 ? -1 : 1, k0 = c0, stride = g;
-  for (int i = 0; i < m; i++) {
-    const mlc_iter_var *it = &b->iters[order[i]];
-    if (!mlc_expr_is_const_int(it->dom.min, &mins[i]) || !mlc_expr_is_const_int(it->dom.extent, &exts[i]) ||
-        coeff[order[i]] * sign < 0 || abs64(coeff[order[i]]) != stride ||
-        __builtin_mul_overflow(stride, exts[i], &stride))
-      return not_quasi_affine(v, e);
-    k0 += coeff[order[i]] * mins[i];
-  }
-  /* e = sign * g * F + k0 with F in [0, stride / g). */
+  if (fm->m == 0) return true;
+  /* e = sign * g * F + c0. */
   mlc_expr *flo, *fhi;
   int64_t fext;
-  solve_scaled(a, sign * g, k0, lo, hi, ext, &flo, &fhi, &fext);
-  for (int i = 0; i < m; i++) {
-    int64_t st = abs64(coeff[order[i]]) / g, qext, d;
+  solve_scaled(a, fm->sign * fm->g, fm->c0, lo, hi, ext, &flo, &fhi, &fext);
+  for (int i = 0; i < fm->m; i++) {
+    int64_t st = abs64(fm->coeff[i]) / fm->g, qext, d;
     mlc_expr *qlo, *qhi;
     div_set(a, flo, fhi, fext, st, &qlo, &qhi, &qext);
-    if (i + 1 < m) { /* floormod by the iter's extent */
-      bool one_period = mlc_expr_const_diff(a, fdiv(a, qhi, exts[i]), fdiv(a, qlo, exts[i]), &d) && d == 0;
-      if (!one_period || qext >= exts[i]) {
+    if (i + 1 < fm->m) { /* floormod by the iter's extent */
+      bool one_period =
+          mlc_expr_const_diff(a, fdiv(a, qhi, fm->exts[i]), fdiv(a, qlo, fm->exts[i]), &d) && d == 0;
+      if (!one_period || qext >= fm->exts[i]) {
         qlo = ci(a, lo->dtype, 0);
-        qhi = ci(a, lo->dtype, exts[i] - 1);
-        qext = exts[i];
+        qhi = ci(a, lo->dtype, fm->exts[i] - 1);
+        qext = fm->exts[i];
       } else {
-        qlo = fmod_(a, qlo, exts[i]);
-        qhi = fmod_(a, qhi, exts[i]);
+        qlo = fmod_(a, qlo, fm->exts[i]);
+        qhi = fmod_(a, qhi, fm->exts[i]);
       }
     }
-    if (!dom_add(v, order[i], plus(a, qlo, mins[i]), plus(a, qhi, mins[i]), qext)) return false;
+    if (!dom_add(v, fm->order[i], plus(a, qlo, fm->mins[i]), plus(a, qhi, fm->mins[i]), qext))
+      return false;
   }
   return true;
 }
@@ -601,7 +575,7 @@ static bool solve_linear(solver *v, mlc_expr *e, const int64_t *coeff, int64_t c
 static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int64_t ext) {
   mlc_arena *a = v->s->arena;
   const mlc_block *b = v->p->blk;
-  int64_t c, c0;
+  int64_t c;
   e = mlc_simplify(v->sp_iter, e);
   if (mlc_expr_is_const_int(e, &c)) return true;
   if ((e->kind == MLC_EXPR_FLOORDIV || e->kind == MLC_EXPR_FLOORMOD) &&
@@ -621,9 +595,9 @@ static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int6
       return true;
     return not_quasi_affine(v, e);
   }
-  int64_t *coeff = MLC_NEW_ARRAY(a, int64_t, b->n_iters + 1);
-  if (b->n_iters > 64 || !linear_in_iters(a, b, e, coeff, &c0)) return not_quasi_affine(v, e);
-  return solve_linear(v, e, coeff, c0, lo, hi, ext);
+  mlc_fused_map *fm = MLC_NEW(a, mlc_fused_map);
+  if (!mlc_expr_fused_map(a, e, b->n_iters, b->iters, fm)) return not_quasi_affine(v, e);
+  return solve_linear(v, fm, lo, hi, ext);
 }
 
 /* Narrow the iter domains so that what the block provides of buf (its

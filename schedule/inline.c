@@ -343,39 +343,18 @@ static void note_load(const mlc_expr *e, void *ud) {
  * consumer instance. */
 static bool invert_index(mlc_arena *a, const mlc_block *b, mlc_expr *ix, mlc_expr *pidx,
                          mlc_expr **map) {
-  int n = b->n_iters, order[64], m = 0;
-  if (n > 64) return false;
-  mlc_var **vars = MLC_NEW_ARRAY(a, mlc_var *, n + 1);
-  int64_t *coeff = MLC_NEW_ARRAY(a, int64_t, n + 1), c0, mins[64], exts[64];
-  for (int k = 0; k < n; k++) vars[k] = b->iters[k].var;
-  if (!mlc_expr_linear_in(a, ix, n, vars, coeff, &c0)) return false;
-  for (int k = 0; k < n; k++)
-    if (coeff[k]) {
-      int j = m++;
-      for (; j > 0 && (coeff[order[j - 1]] < 0 ? -coeff[order[j - 1]] : coeff[order[j - 1]]) >
-                          (coeff[k] < 0 ? -coeff[k] : coeff[k]);
-           j--)
-        order[j] = order[j - 1];
-      order[j] = k;
-    }
-  if (m == 0) return false;
-  int64_t sign = coeff[order[0]] < 0 ? -1 : 1, stride = 1;
-  for (int i = 0; i < m; i++) {
-    const mlc_iter_var *it = &b->iters[order[i]];
-    if (map[order[i]] || coeff[order[i]] != sign * stride ||
-        !mlc_expr_is_const_int(it->dom.min, &mins[i]) || !mlc_expr_is_const_int(it->dom.extent, &exts[i]) ||
-        __builtin_mul_overflow(stride, exts[i], &stride))
-      return false;
-    c0 += coeff[order[i]] * mins[i];
-  }
-  /* F = sign * (pidx - c0), the fused value in [0, stride). */
+  mlc_fused_map *fm = MLC_NEW(a, mlc_fused_map);
+  if (!mlc_expr_fused_map(a, ix, b->n_iters, b->iters, fm) || fm->m == 0 || fm->g != 1) return false;
+  for (int i = 0; i < fm->m; i++)
+    if (map[fm->order[i]]) return false;
+  /* F = sign * (pidx - c0), the fused value in [0, span). */
   mlc_dtype t = ix->dtype;
-  mlc_expr *f = mlc_mul(a, mlc_sub(a, pidx, mlc_int_t(a, t, c0)), mlc_int_t(a, t, sign));
-  for (int i = 0; i < m; i++) {
-    int64_t st = sign * coeff[order[i]];
+  mlc_expr *f = mlc_mul(a, mlc_sub(a, pidx, mlc_int_t(a, t, fm->c0)), mlc_int_t(a, t, fm->sign));
+  for (int i = 0; i < fm->m; i++) {
+    int64_t st = fm->sign * fm->coeff[i];
     mlc_expr *q = st == 1 ? f : mlc_binary(a, MLC_EXPR_FLOORDIV, f, mlc_int_t(a, t, st));
-    if (i + 1 < m) q = mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int_t(a, t, exts[i]));
-    map[order[i]] = mlc_add(a, q, mlc_int_t(a, t, mins[i]));
+    if (i + 1 < fm->m) q = mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int_t(a, t, fm->exts[i]));
+    map[fm->order[i]] = mlc_add(a, q, mlc_int_t(a, t, fm->mins[i]));
   }
   return true;
 }

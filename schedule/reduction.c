@@ -159,44 +159,6 @@ static mlc_stmt *copy_loop(mlc_arena *a, const mlc_stmt *old, mlc_var *v, mlc_st
   return l;
 }
 
-/* TensorIR's quasi-affine index: vars and integer constants combined by +,
- * -, multiplication by a constant, and floordiv/floormod by a positive
- * constant (what split and fuse produce). */
-static bool quasi_affine(const mlc_expr *e) {
-  int64_t c;
-  switch (e->kind) {
-  case MLC_EXPR_INT_IMM:
-  case MLC_EXPR_VAR: return true;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB: return quasi_affine(e->bin.a) && quasi_affine(e->bin.b);
-  case MLC_EXPR_MUL:
-    return (mlc_expr_is_const_int(e->bin.a, &c) && quasi_affine(e->bin.b)) ||
-           (mlc_expr_is_const_int(e->bin.b, &c) && quasi_affine(e->bin.a));
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-    return mlc_expr_is_const_int(e->bin.b, &c) && c > 0 && quasi_affine(e->bin.a);
-  case MLC_EXPR_FLOAT_IMM:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR:
-  case MLC_EXPR_NOT:
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-  case MLC_EXPR_LOAD:
-  case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: return false;
-  }
-  mlc_unreachable();
-}
-
 /* TensorIR's decompose_reduction and rfactor take only reduction blocks
  * with quasi-affine bindings. Both run the init once, before the first
  * update, so the block's own init must run there too: every reduce iter is
@@ -211,7 +173,7 @@ static bool check_reduction_bindings(mlc_sched *s, const char *prim, const char 
   for (int i = 0; i < b->n_iters; i++) {
     mlc_expr *v = realize->realize.values[i];
     mlc_str t = {0};
-    if (!quasi_affine(v)) {
+    if (!mlc_expr_is_quasi_affine(v)) {
       mlc_print_expr(&t, v);
       mlc_error_set(err,
                     "%s: %s: block \"%s\" binds iter %s to %s, which is not quasi-affine (TensorIR's "

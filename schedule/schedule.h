@@ -302,9 +302,10 @@ bool mlc_sched_set_scope(mlc_sched *s, mlc_rv block, int buffer_index, const cha
 /* Ask that dimension `axis` (negative counts from the end) of the
  * buffer_index-th written buffer be padded so its stride is
  * factor * k + offset. Recorded, as TVM does, in the block annotation
- * "buffer_dim_align": a list of [buffer_index, axis, factor, offset]
- * written as its Python literal string ("[[0, 0, 32, 8]]"); a tuple for the
- * same buffer and axis is replaced. factor > 0; the buffer must be
+ * "buffer_dim_align": a list (MLC_ANN_LIST) of [buffer_index, axis, factor,
+ * offset] integer lists, the axis normalized, printed [[0, 0, 32, 8]]; a
+ * tuple for the same buffer and axis is replaced, others are kept. An
+ * existing value of another form is refused. factor > 0; the buffer must be
  * allocated by a block. */
 bool mlc_sched_storage_align(mlc_sched *s, mlc_rv block, int buffer_index, int axis, int factor,
                              int offset, mlc_error *err);

@@ -86,9 +86,8 @@ static mlc_expr *first_iteration_guard(lower_state *st, mlc_expr *val, mlc_expr 
     mlc_var *v = loop->loop.var;
     if (!mlc_expr_uses_var(val, v)) continue;
     int64_t lo, step;
-    mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
-    if (!mlc_expr_is_const_int(loop->loop.min, &lo) ||
-        !mlc_expr_const_diff(a, mlc_expr_subst(a, val, 1, &v, &next), val, &step) || step <= 0)
+    if (!mlc_expr_is_const_int(loop->loop.min, &lo) || !mlc_expr_var_stride(a, val, v, &step) ||
+        step <= 0)
       return NULL;
     vars[n] = v;
     mins[n++] = mlc_int_t(a, v->dtype, lo);
@@ -218,9 +217,7 @@ static bool injective_indices(mlc_arena *a, mlc_expr **idx, int ndim, const copi
       mlc_var *v = cl->vars[l];
       if (!mlc_expr_uses_var(idx[d], v)) continue;
       int64_t step;
-      mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
-      if (!mlc_expr_const_diff(a, mlc_expr_subst(a, idx[d], 1, &v, &next), idx[d], &step))
-        return false;
+      if (!mlc_expr_var_stride(a, idx[d], v, &step)) return false;
       if (step == 0 || cl->ext[l] == 1) continue;
       used[l] = true;
       /* Insert by |stride| so the check below runs smallest first. */

@@ -117,7 +117,10 @@ int mlc_target_host_cores(void);
  * turned into `if` guards; an init of a block that ends a chain of loops
  * is instead hoisted before the outermost reduce loop under copies of the
  * spatial loops below it (decompose_reduction done by the lowering), so
- * the reduction loops carry no guard. Every buffer is flattened
+ * the reduction loops carry no guard, where that is provably the same
+ * (reduce bindings affine in their loops with the minimum at the first
+ * iteration, an init free of reduce loop vars and injective over spatial
+ * loops between reduce loops); otherwise the guard stays. Every buffer is flattened
  * row-major to one dimension, each intermediate buffer is an
  * ALLOCATE placed at the lowest loop where all its uses meet (never inside
  * a loop its reduction accumulates over, nor inside a vectorized loop) and

@@ -463,6 +463,70 @@ static const op_case move_cases[] = {
     {"slice_backwards", SLICE("\"axes\": [2, 1], \"starts\": [-1, 2], \"ends\": [-1099511627776, 0], \"steps\": [-2, -1]"), false},
 };
 
+#define PAD(attrs) UNARY("pad", ", " attrs)
+#define FLATTEN(axis) UNARY("flatten", axis)
+/* y = gather(x, idx) along axis, idx a constant of the given shape and
+ * values. */
+#define GATHER(axis, ishape, values)                                                     \
+  MODEL(X234, "{\"name\": \"idx\", \"shape\": " ishape ", \"values\": " values "}",       \
+        "{\"name\": \"y\", \"op\": \"gather\", \"inputs\": [\"x\", \"idx\"], \"axis\": " axis "}", \
+        "\"y\"")
+
+static const op_case shape_cases[] = {
+    {"pad", PAD("\"pad_before\": [0, 1, 2], \"pad_after\": [1, 0, 3], \"pad_value\": 0.5"), false},
+    {"pad_zero_default", PAD("\"pad_before\": [1, 0, 0], \"pad_after\": [0, 0, 1]"), false},
+    {"pad_negative", PAD("\"pad_before\": [0, -1, 2], \"pad_after\": [-1, 2, -3]"), false},
+    /* the Pad + Conv pair exporters emit for asymmetric padding */
+    {"pad_conv",
+     MODEL(XC, "{\"name\": \"w\", \"shape\": [3, 4, 3, 3]}",
+           "{\"name\": \"p\", \"op\": \"pad\", \"inputs\": [\"x\"], \"pad_before\": [0, 0, 1, 0], \"pad_after\": [0, 0, 2, 1]},"
+           "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"p\", \"w\"], \"stride\": 2}",
+           "\"y\""),
+     false},
+    {"gather_axis1_2d", GATHER("1", "[2, 2]", "[2, 0, -1, 1]"), false},
+    {"gather_last_neg", GATHER("-1", "[3]", "[3, 0, -4]"), false},
+    {"gather_axis0_one", GATHER("0", "[1]", "[-1]"), false},
+    {"gather_repeat", GATHER("2", "[5]", "[1, 1, 3, -2, 0]"), false},
+    /* an embedding table (a weight) looked up by constant ids, then used */
+    {"gather_embedding",
+     MODEL(X234, "{\"name\": \"emb\", \"shape\": [6, 4]}, {\"name\": \"ids\", \"shape\": [2, 3], \"values\": [5, 0, 2, 2, -6, 3]}",
+           "{\"name\": \"e\", \"op\": \"gather\", \"inputs\": [\"emb\", \"ids\"]},"
+           "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"e\", \"x\"]}",
+           "\"y\""),
+     false},
+    /* indices computed at run time (inputs in [0.1, 1.1): rows 0 and 1) */
+    {"gather_runtime_indices",
+     MODEL("{\"name\": \"ids\", \"shape\": [2, 3]}", "{\"name\": \"emb\", \"shape\": [2, 4]}",
+           "{\"name\": \"y\", \"op\": \"gather\", \"inputs\": [\"emb\", \"ids\"]}", "\"y\""),
+     true},
+    {"flatten_default", FLATTEN(""), false},
+    {"flatten_axis0", FLATTEN(", \"axis\": 0"), false},
+    {"flatten_axis2", FLATTEN(", \"axis\": 2"), false},
+    {"flatten_axis_neg1", FLATTEN(", \"axis\": -1"), false},
+    {"flatten_axis_rank", FLATTEN(", \"axis\": 3"), false},
+};
+
+static const bad_case shape_bad[] = {
+    {"pad_count", PAD("\"pad_before\": [0, 1], \"pad_after\": [1, 0]"),
+     "node 'y': pad: 2 pads per side for a 3-d operand 0 (one per axis)"},
+    {"pad_sides", PAD("\"pad_before\": [0, 1, 0], \"pad_after\": [1, 0]"),
+     "node 'y': \"pad_before\" has 3 entries, \"pad_after\" 2"},
+    {"pad_missing", UNARY("pad", ""), "node 'y': pad needs \"pad_before\" and \"pad_after\""},
+    {"pad_empty", PAD("\"pad_before\": [0, -2, 0], \"pad_after\": [0, -1, 0]"),
+     "node 'y': pad: operand 0 has shape (2, 3, 4), expected pads that leave at least one element"},
+    {"gather_range", GATHER("1", "[2]", "[0, 3]"),
+     "gather: index 3 (element 1 of idx) is not a whole number in [-3, 3)"},
+    {"gather_range_neg", GATHER("2", "[1]", "[-5]"),
+     "gather: index -5 (element 0 of idx) is not a whole number in [-4, 4)"},
+    {"gather_fraction", GATHER("0", "[1]", "[0.5]"),
+     "gather: index 0.5 (element 0 of idx) is not a whole number in [-2, 2)"},
+    {"gather_axis", GATHER("3", "[1]", "[0]"),
+     "node 'y': gather: axis 3 is out of range for a 3-d operand 0"},
+    {"gather_values_count", GATHER("0", "[2]", "[0]"),
+     "weight 'idx': \"values\" must be an array of 2 numbers"},
+    {"flatten_axis", FLATTEN(", \"axis\": 4"), "node 'y': flatten: axis 4 is out of range for a 3-d operand 0"},
+};
+
 static const bad_case move_bad[] = {
     {"concat_shape",
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 2, 3]}",
@@ -474,6 +538,225 @@ static const bad_case move_bad[] = {
      "node 'y': slice: a step is 0"},
     {"slice_counts", SLICE("\"axes\": [1, 2], \"starts\": [0], \"ends\": [2, 2]"),
      "node 'y': \"starts\" has 1 entries for 2 axes"},
+};
+
+/* pad, gather and flatten print their attributes as Relax does. */
+static void test_print_shape_ops(void) {
+  static const char *json = MODEL(
+      X234, "{\"name\": \"idx\", \"shape\": [2], \"values\": [1, -1]}",
+      "{\"name\": \"p\", \"op\": \"pad\", \"inputs\": [\"x\"], \"pad_before\": [0, 1, 2], \"pad_after\": [1, 0, -1], \"pad_value\": 0.5},"
+      "{\"name\": \"g\", \"op\": \"gather\", \"inputs\": [\"p\", \"idx\"], \"axis\": -1},"
+      "{\"name\": \"y\", \"op\": \"flatten\", \"inputs\": [\"g\"], \"axis\": 2}",
+      "\"y\"");
+  mlc_error err;
+  mlc_gmodule *m = parse(json, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  mlc_str out = {0};
+  mlc_graph_print(&out, m, 0);
+  CHECK_MSG(strstr(out.data, "p: R.Tensor((3, 4, 5), dtype=\"float32\") = R.nn.pad(x, pad_width=[0, 1, 1, 0, 2, -1], pad_value=0.5)"), "%s", out.data);
+  CHECK_MSG(strstr(out.data, "g: R.Tensor((3, 4, 2), dtype=\"float32\") = R.take(p, metadata[\"idx\"], axis=-1)"), "%s", out.data);
+  CHECK_MSG(strstr(out.data, "y: R.Tensor((12, 2), dtype=\"float32\") = R.flatten(g, axis=2)"), "%s", out.data);
+  mlc_str_free(&out);
+  mlc_graph_free(m);
+}
+
+/* ---- pattern rewrites and fusion -------------------------------------------------- */
+
+/* main's bindings as "op op ...", a fused call as "[op,op,...]". */
+static void main_ops(const mlc_gmodule *m, char *buf, size_t n) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < f->n_bindings && k < n; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (i) k += (size_t)snprintf(buf + k, n - k, " ");
+    if (b->kind == MLC_GCALL_OP) {
+      k += (size_t)snprintf(buf + k, n - k, "%s", mlc_gop_name(b->op));
+      continue;
+    }
+    if (b->kind != MLC_GCALL_FUNC) continue;
+    for (int j = 0; j < b->callee->n_bindings && k < n; j++)
+      k += (size_t)snprintf(buf + k, n - k, "%s%s", j ? "," : "[",
+                            mlc_gop_name(b->callee->bindings[j].op));
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, "]");
+  }
+}
+
+typedef struct pass_case {
+  const char *name, *json;
+  const char *want; /* main_ops after the passes */
+} pass_case;
+
+/* The passes of the pipeline up to and including `last`. */
+static bool run_until(mlc_gmodule *m, const char *last, mlc_error *err) {
+  for (int i = 0; i < mlc_graph_pass_count(); i++) {
+    const mlc_gpass *p = mlc_graph_pass_at(i);
+    if (!p->run(m, err)) return false;
+    if (strcmp(p->name, last) == 0) return true;
+  }
+  return mlc_error_set(err, "no pass %s", last);
+}
+
+/* Each case: main's ops after the passes up to `last`, and the whole
+ * pipeline compiled against the reference of the graph as loaded. */
+static void run_pass_cases(const char *prefix, const char *last, const pass_case *cs, int n) {
+  for (int i = 0; i < n; i++) {
+    char name[128], why[1200] = "", got[512] = "";
+    mlc_error err = {{0}};
+    snprintf(name, sizeof name, "%s_%s", prefix, cs[i].name);
+    mlc_gmodule *m = parse(cs[i].json, &err);
+    bool ok = m && run_until(m, last, &err);
+    if (!ok) snprintf(why, sizeof why, "%s", err.msg);
+    if (ok) main_ops(m, got, sizeof got);
+    if (ok && strcmp(got, cs[i].want) != 0) {
+      ok = false;
+      snprintf(why, sizeof why, "after %s: got \"%s\", want \"%s\"", last, got, cs[i].want);
+    }
+    if (ok) ok = run_case(cs[i].json, true, why, sizeof why);
+    test_report(name, ok, why);
+    mlc_graph_free(m);
+  }
+}
+
+#define NODE(name, op, inputs, attrs) \
+  "{\"name\": \"" name "\", \"op\": \"" op "\", \"inputs\": [" inputs "]" attrs "}"
+#define SCALAR(name, v) "{\"name\": \"" name "\", \"shape\": [1], \"values\": [" v "]}"
+/* torch.onnx's LayerNorm (opset < 17) over the last axis; the eps add and
+ * the gamma multiply given as add_eps / mul_gamma. */
+#define LN_NODES(axes, square, add_eps, mul_gamma)                                   \
+  NODE("mean", "reduce_mean", "\"x\"", ", \"axes\": " axes) ","                      \
+  NODE("d", "subtract", "\"x\", \"mean\"", "") "," square ","                          \
+  NODE("var", "reduce_mean", "\"p\"", ", \"axes\": " axes) "," add_eps ","            \
+  NODE("s", "sqrt", "\"ve\"", "") "," NODE("n", "divide", "\"d\", \"s\"", "") "," mul_gamma
+#define LN_POW NODE("p", "power", "\"d\"", ", \"exponent\": 2")
+#define LN_EPS NODE("ve", "add", "\"var\", \"eps\"", "")
+#define LN_WEIGHTS(gshape) \
+  SCALAR("eps", "1e-5") ", {\"name\": \"g\", \"shape\": " gshape "}, {\"name\": \"b\", \"shape\": " gshape "}"
+
+static const pass_case layernorm_cases[] = {
+    {"last_axis",
+     MODEL(X234, LN_WEIGHTS("[4]"),
+           LN_NODES("[-1]", LN_POW, LN_EPS, NODE("m", "multiply", "\"n\", \"g\"", "")) ","
+           NODE("y", "add", "\"m\", \"b\"", ""), "\"y\""),
+     "layernorm"},
+    /* d * d, eps and gamma on the left, no beta, two trailing axes */
+    {"two_axes_no_beta",
+     MODEL(X234, LN_WEIGHTS("[3, 4]"),
+           LN_NODES("[1, 2]", NODE("p", "multiply", "\"d\", \"d\"", ""),
+                    NODE("ve", "add", "\"eps\", \"var\"", ""), NODE("y", "multiply", "\"g\", \"n\"", "")),
+           "\"y\""),
+     "layernorm"},
+    /* a beta add after the gamma multiply that broadcasts to more rows
+     * stays an add */
+    {"then_add",
+     MODEL(X234, LN_WEIGHTS("[4]") ", {\"name\": \"c\", \"shape\": [3, 4]}",
+           LN_NODES("[2]", LN_POW, LN_EPS, NODE("m", "multiply", "\"n\", \"g\"", "")) ","
+           NODE("y", "add", "\"c\", \"m\"", ""), "\"y\""),
+     "layernorm add"},
+    /* not a layer norm: the mean is over a leading axis */
+    {"leading_axis_kept",
+     MODEL(X234, LN_WEIGHTS("[4]"),
+           LN_NODES("[0]", LN_POW, LN_EPS, NODE("y", "multiply", "\"n\", \"g\"", "")), "\"y\""),
+     "reduce_mean subtract power reduce_mean add sqrt divide multiply"},
+    /* d is also an output: computing it inside layernorm would lose it */
+    {"shared_kept",
+     MODEL(X234, LN_WEIGHTS("[4]"),
+           LN_NODES("[-1]", LN_POW, LN_EPS, NODE("y", "multiply", "\"n\", \"g\"", "")), "\"y\", \"d\""),
+     "reduce_mean subtract power reduce_mean add sqrt divide multiply"},
+};
+
+#define GELU_WEIGHTS SCALAR("r2", "1.4142135381698608") "," SCALAR("one", "1") "," SCALAR("half", "0.5")
+#define GELU_HEAD(div)                                      \
+  div "," NODE("e", "erf", "\"dx\"", "") ","                  \
+  NODE("a", "add", "\"e\", \"one\"", "")
+
+static const pass_case gelu_cases[] = {
+    /* torch.onnx's nn.GELU: Div, Erf, Add, Mul, Mul */
+    {"torch",
+     MODEL(X234, GELU_WEIGHTS,
+           GELU_HEAD(NODE("dx", "divide", "\"x\", \"r2\"", "")) ","
+           NODE("m", "multiply", "\"x\", \"a\"", "") "," NODE("y", "multiply", "\"m\", \"half\"", ""),
+           "\"y\""),
+     "gelu"},
+    /* x * 0.5 first, x * (1 / sqrt(2)), 1 + erf */
+    {"half_first",
+     MODEL(X234, GELU_WEIGHTS ", " SCALAR("rr2", "0.70710678"),
+           NODE("h", "multiply", "\"half\", \"x\"", "") ","
+           NODE("dx", "multiply", "\"x\", \"rr2\"", "") "," NODE("e", "erf", "\"dx\"", "") ","
+           NODE("a", "add", "\"one\", \"e\"", "") "," NODE("y", "multiply", "\"h\", \"a\"", ""),
+           "\"y\""),
+     "gelu"},
+    {"half_of_sum",
+     MODEL(X234, GELU_WEIGHTS,
+           GELU_HEAD(NODE("dx", "divide", "\"x\", \"r2\"", "")) ","
+           NODE("m", "multiply", "\"a\", \"half\"", "") "," NODE("y", "multiply", "\"x\", \"m\"", ""),
+           "\"y\""),
+     "gelu"},
+    /* x / sqrt(3) is no GELU */
+    {"wrong_constant_kept",
+     MODEL(X234, SCALAR("r2", "1.7320508") "," SCALAR("one", "1") "," SCALAR("half", "0.5"),
+           GELU_HEAD(NODE("dx", "divide", "\"x\", \"r2\"", "")) ","
+           NODE("m", "multiply", "\"x\", \"a\"", "") "," NODE("y", "multiply", "\"m\", \"half\"", ""),
+           "\"y\""),
+     "divide erf add multiply multiply"},
+};
+
+/* What fuse makes of the blocks real networks repeat. */
+static const pass_case fuse_cases[] = {
+    /* ResNet's conv + bias + relu + residual add */
+    {"conv_bias_relu_residual",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 4, 5, 5]}",
+           "{\"name\": \"w\", \"shape\": [4, 4, 3, 3]}, {\"name\": \"b\", \"shape\": [4, 1, 1]}",
+           NODE("c", "conv2d", "\"x\", \"w\"", ", \"padding\": 1") "," NODE("cb", "add", "\"c\", \"b\"", "") ","
+           NODE("r", "relu", "\"cb\"", "") "," NODE("y", "add", "\"r\", \"x\"", ""),
+           "\"y\""),
+     "[conv2d,add,relu,add]"},
+    /* conv + batch_norm (folded into the conv) + relu, then the second
+     * conv + batch_norm + residual add + relu of a basic block */
+    {"conv_bn_relu_block",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 4, 5, 5]}",
+           "{\"name\": \"w\", \"shape\": [4, 4, 3, 3]}, {\"name\": \"w2\", \"shape\": [4, 4, 3, 3]}," BN_WEIGHTS,
+           NODE("v", "exp", "\"lv\"", "") ","
+           NODE("c", "conv2d", "\"x\", \"w\"", ", \"padding\": 1") ","
+           NODE("bn", "batch_norm", "\"c\", \"s\", \"bb\", \"mu\", \"v\"", "") ","
+           NODE("r", "relu", "\"bn\"", "") ","
+           NODE("c2", "conv2d", "\"r\", \"w2\"", ", \"padding\": 1") ","
+           NODE("bn2", "batch_norm", "\"c2\", \"s\", \"bb\", \"mu\", \"v\"", "") ","
+           NODE("sum", "add", "\"bn2\", \"x\"", "") "," NODE("y", "relu", "\"sum\"", ""),
+           "\"y\""),
+     "[conv2d,relu] [conv2d,add,relu]"},
+    /* MobileNetV2's depthwise conv + ReLU6, and a hard_swish tail */
+    {"depthwise_relu6_hard_swish",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 4, 5, 5]}",
+           "{\"name\": \"w\", \"shape\": [4, 1, 3, 3]}, {\"name\": \"cb\", \"shape\": [4]}," SCALAR("k", "0.5"),
+           NODE("c", "conv2d", "\"x\", \"w\", \"cb\"", ", \"padding\": 1, \"groups\": 4") ","
+           NODE("r", "clip", "\"c\"", ", \"min\": 0, \"max\": 6") ","
+           NODE("m", "multiply", "\"r\", \"k\"", "") "," NODE("y", "hard_swish", "\"m\"", ""),
+           "\"y\""),
+     "[conv2d,clip,multiply,hard_swish]"},
+    /* a transformer MLP: matmul + bias + exported GELU, matmul + bias +
+     * residual add; the weights' transposes folded */
+    {"mlp_gelu_residual",
+     MODEL("{\"name\": \"x\", \"shape\": [4, 8]}",
+           "{\"name\": \"w1\", \"shape\": [16, 8]}, {\"name\": \"b1\", \"shape\": [16]},"
+           "{\"name\": \"w2\", \"shape\": [8, 16]}, {\"name\": \"b2\", \"shape\": [8]}," GELU_WEIGHTS,
+           NODE("t1", "transpose", "\"w1\"", "") "," NODE("h", "matmul", "\"x\", \"t1\"", "") ","
+           NODE("hb", "add", "\"h\", \"b1\"", "") ","
+           NODE("dx", "divide", "\"hb\", \"r2\"", "") "," NODE("e", "erf", "\"dx\"", "") ","
+           NODE("a", "add", "\"e\", \"one\"", "") "," NODE("m", "multiply", "\"hb\", \"a\"", "") ","
+           NODE("g", "multiply", "\"m\", \"half\"", "") ","
+           NODE("t2", "transpose", "\"w2\"", "") "," NODE("o", "matmul", "\"g\", \"t2\"", "") ","
+           NODE("ob", "add", "\"o\", \"b2\"", "") "," NODE("y", "add", "\"ob\", \"x\"", ""),
+           "\"y\""),
+     "[matmul,add,gelu] [matmul,add,add]"},
+    /* dense with bias + sigmoid gate */
+    {"dense_sigmoid",
+     MODEL(X23, "{\"name\": \"w\", \"shape\": [5, 3]}, {\"name\": \"b\", \"shape\": [5]}",
+           NODE("d", "dense", "\"x\", \"w\", \"b\"", "") "," NODE("s", "sigmoid", "\"d\"", "") ","
+           NODE("y", "multiply", "\"d\", \"s\"", ""),
+           "\"y\""),
+     "dense [sigmoid,multiply]"},
 };
 
 int main(void) {
@@ -490,5 +773,11 @@ int main(void) {
   run_bad("reduce_refuse", reduce_bad, MLC_COUNTOF(reduce_bad));
   run_cases("move", move_cases, MLC_COUNTOF(move_cases));
   run_bad("move_refuse", move_bad, MLC_COUNTOF(move_bad));
+  run_cases("shape", shape_cases, MLC_COUNTOF(shape_cases));
+  run_bad("shape_refuse", shape_bad, MLC_COUNTOF(shape_bad));
+  RUN(test_print_shape_ops);
+  run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));
+  run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
+  run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));
   return test_summary();
 }

@@ -1017,6 +1017,131 @@ static void test_storage_align_refusals(void) {
   mlc_sched_free(s);
 }
 
+/* ---- storage_align: TVM's structured annotation ----------------------------- */
+
+/* MM_RELU with the block "Y" carrying an alignment parsed from TVMScript,
+ * and Y's buffer given a second dimension to align. */
+static const char *MM_RELU_ALIGNED =
+    HDR
+    "@T.prim_func\n"
+    "def mm_relu(A: T.Buffer((8, 6), \"float32\"), B: T.Buffer((6, 10), \"float32\"),\n"
+    "            C: T.Buffer((8, 10), \"float32\")):\n"
+    "    Y = T.alloc_buffer((8, 10))\n"
+    "    for i, j, k in T.grid(8, 10, 6):\n"
+    "        with T.block(\"Y\"):\n"
+    "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+    "            T.reads(A[vi, vk], B[vk, vj])\n"
+    "            T.writes(Y[vi, vj])\n"
+    "            T.block_attr({\"buffer_dim_align\": [[0, 1, 4, 0]], \"other\": 1})\n"
+    "            with T.init():\n"
+    "                Y[vi, vj] = T.float32(0)\n"
+    "            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]\n"
+    "    for i, j in T.grid(8, 10):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            T.reads(Y[vi, vj])\n"
+    "            T.writes(C[vi, vj])\n"
+    "            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))\n";
+
+/* The annotation's tuples, flattened: n tuples into t[4 * n]. */
+static int align_tuples(const mlc_sched *s, mlc_rv b, int64_t *t, int max) {
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  const mlc_ann *a = mlc_ann_find(blk->n_anns, blk->anns, "buffer_dim_align");
+  if (!a || a->kind != MLC_ANN_LIST || a->n > max) return -1;
+  for (int i = 0; i < a->n; i++) {
+    const mlc_ann *x = &a->items[i];
+    if (x->kind != MLC_ANN_LIST || x->n != 4) return -1;
+    for (int k = 0; k < 4; k++) {
+      if (x->items[k].kind != MLC_ANN_INT) return -1;
+      t[4 * i + k] = x->items[k].i;
+    }
+  }
+  return a->n;
+}
+
+/* The state replays from its JSON trace to the same function. */
+static void check_replays_(const char *file, int line, const mlc_prim_func *f, const mlc_sched *s) {
+  mlc_error e = {{0}};
+  char *js = trace_json(s);
+  mlc_arena *a = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+  mlc_sched *r = mlc_sched_new(f, 5);
+  if (!t || !mlc_sched_replay(r, t, NULL, NULL, &e)) test_fail_(file, line, "replay: %s", e.msg);
+  else if (!mlc_func_struct_equal(mlc_sched_func(s), mlc_sched_func(r)))
+    test_fail_(file, line, "replay gives another function");
+  mlc_sched_free(r);
+  mlc_arena_free(a);
+  mlc_free(js);
+}
+#define CHECK_REPLAYS(f, s) check_replays_(__FILE__, __LINE__, f, s)
+
+/* Two calls on different axes give two tuples, as a list of int lists (the
+ * axis normalized), printed as TVM prints them. */
+static void test_storage_align_list(void) {
+  mlc_prim_func *f = parse(MM_RELU);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv y = block_of(s, "Y");
+  int64_t t[8];
+  OK(mlc_sched_storage_align(s, y, 0, -1, 32, 8, err));
+  OK(mlc_sched_storage_align(s, y, 0, 0, 16, 1, err));
+  CHECK(align_tuples(s, y, t, 2) == 2);
+  CHECK(t[0] == 0 && t[1] == 1 && t[2] == 32 && t[3] == 8);
+  CHECK(t[4] == 0 && t[5] == 0 && t[6] == 16 && t[7] == 1);
+  CHECK_HAS(s, "T.block_attr({\"buffer_dim_align\": [[0, 1, 32, 8], [0, 0, 16, 1]]})");
+  CHECK_APPLIED(f, s);
+  CHECK_REPLAYS(f, s);
+  mlc_sched_free(s);
+}
+
+/* A list parsed from TVMScript is merged with: a new axis appends, the
+ * same buffer and axis replaces in place, other annotations stay. */
+static void test_storage_align_parsed(void) {
+  mlc_prim_func *f = parse(MM_RELU_ALIGNED);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv y = block_of(s, "Y");
+  int64_t t[8];
+  OK(mlc_sched_storage_align(s, y, 0, 0, 16, 1, err));
+  CHECK(align_tuples(s, y, t, 2) == 2);
+  CHECK(t[0] == 0 && t[1] == 1 && t[2] == 4 && t[3] == 0);
+  CHECK(t[4] == 0 && t[5] == 0 && t[6] == 16 && t[7] == 1);
+  OK(mlc_sched_storage_align(s, y, 0, -1, 8, 2, err));
+  CHECK(align_tuples(s, y, t, 2) == 2);
+  CHECK(t[0] == 0 && t[1] == 1 && t[2] == 8 && t[3] == 2);
+  CHECK_HAS(s, "T.block_attr({\"buffer_dim_align\": [[0, 1, 8, 2], [0, 0, 16, 1]], \"other\": 1})");
+  /* The unscheduled input still holds the parsed value. */
+  const mlc_ann *orig = NULL;
+  mlc_sched *s0 = mlc_sched_new(f, 1);
+  const mlc_block *b0 = mlc_sched_rv_block(s0, block_of(s0, "Y"));
+  orig = mlc_ann_find(b0->n_anns, b0->anns, "buffer_dim_align");
+  CHECK(orig && orig->kind == MLC_ANN_LIST && orig->n == 1 && orig->items[0].items[2].i == 4);
+  mlc_sched_free(s0);
+  CHECK_APPLIED(f, s);
+  CHECK_REPLAYS(f, s);
+  mlc_sched_free(s);
+}
+
+/* Values under the key that are not a list of 4-int tuples are refused,
+ * the string form included. */
+static void test_storage_align_bad_value(void) {
+  const char *P = "storage_align";
+  static const char *const bad[] = {"\"[[0, 0, 16, 1]]\"", "[[0, 0, 16]]", "[[0, 0, 16, 1.5]]",
+                                    "[0, 0, 16, 1]"};
+  for (int i = 0; i < MLC_COUNTOF(bad); i++) {
+    const char *from = "\"buffer_dim_align\": [[0, 1, 4, 0]]";
+    char *text = mlc_xmalloc(strlen(MM_RELU_ALIGNED) + 64);
+    const char *at = strstr(MM_RELU_ALIGNED, from);
+    MLC_ASSERT(at);
+    sprintf(text, "%.*s\"buffer_dim_align\": %s%s", (int)(at - MM_RELU_ALIGNED), MM_RELU_ALIGNED,
+            bad[i], at + strlen(from));
+    mlc_sched *s = sched_of(text);
+    mlc_rv y = block_of(s, "Y");
+    REFUSED(s, mlc_sched_storage_align(s, y, 0, 0, 16, 0, err), P,
+            "the block's \"buffer_dim_align\" annotation is not a list of tuples");
+    mlc_sched_free(s);
+    mlc_free(text);
+  }
+}
+
 /* Replay refuses corrupt cache instructions with a message. */
 static void test_replay_errors(void) {
   static const char *const bad[] = {
@@ -1108,6 +1233,9 @@ int main(void) {
   RUN(test_cache_write_refusals);
   RUN(test_set_scope_refusals);
   RUN(test_storage_align_refusals);
+  RUN(test_storage_align_list);
+  RUN(test_storage_align_parsed);
+  RUN(test_storage_align_bad_value);
   RUN(test_replay_errors);
   RUN(test_tasks_exhaustive);
   printf("# compiled with LLVM and matched: %d, lowering failures: %d\n", n_compiled, n_lower_failures);

@@ -1100,6 +1100,38 @@ static void test_handles_after_move(void) {
   mlc_sched_free(s);
 }
 
+/* One block reads B at two unrelated indices and declares no T.reads, so
+ * region inference gives the hull B[T.min(14 - 2 * vi, 2 * vi + vj):
+ * T.max(...) + 1]; that region is valid, and compute_at of B's producer
+ * under C's outer loop verifies and computes what the unscheduled program
+ * does (interpreted and compiled). */
+static const char *HULL_READ =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((18,), \"float32\"), C: T.Buffer((8, 4), \"float32\")):\n"
+    "    B = T.alloc_buffer((18,))\n"
+    "    for i in range(18):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(18, i)\n"
+    "            B[vi] = A[vi] * T.float32(2)\n"
+    "    for i, j in T.grid(8, 4):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[14 - 2 * vi] + B[2 * vi + vj]\n";
+
+static void test_compute_at_min_max_region(void) {
+  mlc_prim_func *f = parse(HULL_READ);
+  MLC_ASSERT(f);
+  mlc_error e = {{0}};
+  CHECK_MSG(mlc_verify_func(f, &e), "unscheduled: %s", e.msg);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  OK(mlc_sched_compute_at(s, block_of(s, "B"), loop_of(s, "C", 0), true, -1, err));
+  check_equivalent(f, s, 7);
+  char why[300] = "";
+  CHECK_MSG(same_compiled(f, mlc_sched_func(s), "main", 8, why, sizeof why), "%s", why);
+  mlc_sched_free(s);
+}
+
 /* ---- random sequences --------------------------------------------------------------------------- */
 
 /* -DPROP_SCALE=20 for a longer hunt outside the suite. */
@@ -1334,6 +1366,7 @@ int main(void) {
   RUN(test_sample_compute_location);
   RUN(test_compute_location_replay);
   RUN(test_handles_after_move);
+  RUN(test_compute_at_min_max_region);
   RUN(test_random_sequences);
   mlc_arena_free(TA);
   mlc_jit_shutdown();

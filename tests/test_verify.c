@@ -815,6 +815,97 @@ static void test_err_binding_range_out_of_bounds(void) {
             "%s", err.msg);
 }
 
+/* ---- hull regions with T.min / T.max bounds ------------------------------ */
+
+/* A block reading one buffer at unrelated indices x and y may declare the
+ * hull B[T.min(x, y):T.max(x, y) + 1] (region inference writes that when a
+ * block gives no T.reads). The verifier must prove it covers x and y. */
+#define HULL(READS, BODY)                                                                   \
+  "@T.prim_func\n"                                                                          \
+  "def main(B: T.Buffer((18,), \"float32\"), C: T.Buffer((8, 4), \"float32\")):\n"          \
+  "    for i, j in T.grid(8, 4):\n"                                                         \
+  "        with T.block(\"C\"):\n"                                                          \
+  "            vi, vj = T.axis.remap(\"SS\", [i, j])\n" READS                                \
+  "            T.writes(C[vi, vj])\n"                                                       \
+  "            C[vi, vj] = " BODY "\n"
+
+#define HULL_BODY "B[14 - 2 * vi] + B[2 * vi + vj]"
+
+static void test_ok_hull_inferred(void) {
+  mlc_module *m = parse("hull_inferred.py", HULL("", HULL_BODY));
+  if (!m) return;
+  const mlc_stmt *st = mlc_func_root(m->funcs[0])->body;
+  while (st && st->kind == MLC_STMT_FOR) st = st->loop.body;
+  CHECK(st && st->kind == MLC_STMT_BLOCK_REALIZE);
+  if (!st || st->kind != MLC_STMT_BLOCK_REALIZE) return;
+  /* One merged region whose start is a T.min: the case under test. */
+  const mlc_block *c = st->realize.block;
+  CHECK(c->n_reads == 1 && c->reads[0].ranges[0].min->kind == MLC_EXPR_MIN);
+  mlc_error err = {{0}};
+  CHECK_MSG(mlc_verify_module(m, &err), "%s", err.msg);
+}
+
+static void test_ok_hull_declared(void) {
+  expect_verified("hull.py",
+                  HULL("            T.reads(B[T.min(14 - 2 * vi, 2 * vi + vj):"
+                       "T.max(14 - 2 * vi, 2 * vi + vj) + 1])\n",
+                       HULL_BODY));
+  /* Written the other way round, and as start + extent. */
+  expect_verified("hull_swapped.py",
+                  HULL("            T.reads(B[T.min(2 * vi + vj, 14 - 2 * vi):"
+                       "T.min(2 * vi + vj, 14 - 2 * vi) + (T.max(14 - 2 * vi, 2 * vi + vj) - "
+                       "T.min(14 - 2 * vi, 2 * vi + vj) + 1)])\n",
+                       HULL_BODY));
+}
+
+/* Three reads, nested T.min / T.max, floordiv indices. */
+static void test_ok_hull_nested_floordiv(void) {
+  expect_verified("hull3.py",
+                  HULL("            T.reads(B[T.min(T.min(vi // 2, 17 - vi), vj * 4):"
+                       "T.max(T.max(vi // 2, 17 - vi), vj * 4) + 1])\n",
+                       "B[vi // 2] + B[17 - vi] + B[vj * 4]"));
+}
+
+static void expect_rejected(const char *name, const char *text, const char *want) {
+  mlc_module *m = parse(name, text);
+  mlc_error err = {{0}};
+  if (!m) return;
+  CHECK_MSG(!mlc_verify_module(m, &err), "%s: accepted", name);
+  CHECK_MSG(strstr(err.msg, want), "%s: %s", name, err.msg);
+}
+
+/* Hulls that miss an access are still refused. */
+static void test_err_hull_too_narrow(void) {
+  /* The hull of 14 - 2 * vi and 2 * vi misses 2 * vi + vj for vj > 0. */
+  expect_rejected("hull_miss.py",
+                  HULL("            T.reads(B[T.min(14 - 2 * vi, 2 * vi):"
+                       "T.max(14 - 2 * vi, 2 * vi) + 1])\n",
+                       HULL_BODY),
+                  "T.reads does not cover the read of B[vi * 2 + vj]");
+  /* Without the + 1 the end excludes the larger index. */
+  expect_rejected("hull_end.py",
+                  HULL("            T.reads(B[T.min(14 - 2 * vi, 2 * vi + vj):"
+                       "T.max(14 - 2 * vi, 2 * vi + vj)])\n",
+                       HULL_BODY),
+                  "T.reads does not cover the read of B[");
+  /* Starting one past the smaller index. */
+  expect_rejected("hull_start.py",
+                  HULL("            T.reads(B[T.min(14 - 2 * vi, 2 * vi + vj) + 1:"
+                       "T.max(14 - 2 * vi, 2 * vi + vj) + 1])\n",
+                       HULL_BODY),
+                  "T.reads does not cover the read of B[");
+}
+
+/* A hull region is no excuse for an access out of bounds: 2 * vi + vj + 4
+ * reaches B[21] of 18. */
+static void test_err_hull_access_out_of_bounds(void) {
+  expect_rejected("hull_oob.py",
+                  HULL("            T.reads(B[T.min(14 - 2 * vi, 2 * vi + vj + 4):"
+                       "T.max(14 - 2 * vi, 2 * vi + vj + 4) + 1])\n",
+                       "B[14 - 2 * vi] + B[2 * vi + vj + 4]"),
+                  "ranges over [4, 21], outside dimension 0 of extent 18");
+}
+
 /* Every golden TVMScript file verifies (the set grows as others add them). */
 static void test_golden_files(void) {
   DIR *d = opendir("tests/golden");
@@ -901,6 +992,11 @@ int main(void) {
   RUN(test_binding_range_split);
   RUN(test_binding_range_reduce);
   RUN(test_err_binding_range_out_of_bounds);
+  RUN(test_ok_hull_inferred);
+  RUN(test_ok_hull_declared);
+  RUN(test_ok_hull_nested_floordiv);
+  RUN(test_err_hull_too_narrow);
+  RUN(test_err_hull_access_out_of_bounds);
   RUN(test_parsed_ok);
   RUN(test_parsed_errors);
   RUN(test_golden_files);

@@ -155,8 +155,7 @@ static bool is_onnx(const char *path) {
 
 /* The model, by its extension: ONNX or our JSON. */
 static mlc_gmodule *load_model(const options *o, mlc_error *err) {
-  if (is_onnx(o->model)) return mlc_graph_load_onnx(o->model, o->input_shapes, err);
-  return mlc_graph_load(o->model, o->weights, err);
+  return mlc_graph_load_any(o->model, o->weights, o->input_shapes, err);
 }
 
 static int parse_args(int argc, char **argv, options *o) {

@@ -22,7 +22,8 @@
 #include <unistd.h>
 
 static const char *usage_text =
-    "usage: mlc-tune --task NAME [--shape S] | --task-file FILE.py | --model FILE.json\n"
+    "usage: mlc-tune --task NAME [--shape S] | --task-file FILE.py\n"
+    "                | --model FILE.json|FILE.onnx\n"
     "                [options]\n"
     "\n"
     "Search schedules of one kernel: sample the design space, evolve candidates\n"
@@ -35,10 +36,14 @@ static const char *usage_text =
     "  -t, --task NAME            built-in workload (mlc-ir --list-tasks)\n"
     "  -s, --shape S              its shape, e.g. 512,512,512\n"
     "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
-    "  -m, --model FILE.json      every distinct kernel of a model (as mlc-compile\n"
+    "  -m, --model FILE.json|FILE.onnx\n"
+    "                             every distinct kernel of a model (as mlc-compile\n"
     "                             --model compiles it); --trials is the budget over\n"
     "                             all of them, a round of --trials-per-round (16) at a time\n"
     "      --weights DIR          the model's .npy weights (default: FILE without .json)\n"
+    "      --input-shape NAME=D1,D2,...\n"
+    "                             the shape of an ONNX input with symbolic dimensions\n"
+    "                             (repeatable; as mlc-compile takes it)\n"
     "      --task-scheduler S     which kernel gets the next round: gradient (default:\n"
     "                             calls x time and improvement) or round-robin\n"
     "  -n, --trials N             measured candidates wanted in total (default 64)\n"
@@ -92,6 +97,9 @@ static bool parse_num(const char *s, double *out) {
   return true;
 }
 
+/* Most --input-shape options. */
+#define MAX_SHAPES 64
+
 typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
   long trials, per_round, builders;
@@ -99,10 +107,13 @@ typedef struct cli {
   uint64_t seed;
   bool verbose, json, no_baseline;
   const char *model, *weights, *task_sched; /* added by model tuning */
+  /* --input-shape "name=1,3,224,224", NULL-terminated */
+  const char *input_shapes[MAX_SHAPES + 1];
+  int n_input_shapes;
 } cli;
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -117,6 +128,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
+      {"input-shape", required_argument, 0, O_INPUT_SHAPE},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -129,6 +141,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'm': c->model = optarg; break;
     case O_WEIGHTS: c->weights = optarg; break;
     case O_TASK_SCHED: c->task_sched = optarg; break;
+    case O_INPUT_SHAPE:
+      if (c->n_input_shapes >= MAX_SHAPES) return usage_error("%s", "too many --input-shape options");
+      c->input_shapes[c->n_input_shapes++] = optarg;
+      break;
     case 'n':
       if (!parse_int(optarg, 1, 1000000, &c->trials))
         return usage_error("--trials wants a positive integer, got '%s'", optarg);
@@ -166,8 +182,13 @@ static int parse_args(int argc, char **argv, cli *c) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!c->task + !c->task_file + !c->model != 2)
     return usage_error("%s", "give exactly one of --task, --task-file or --model");
-  if ((c->weights || c->task_sched) && !c->model)
-    return usage_error("%s", "--weights and --task-scheduler go with --model");
+  if ((c->weights || c->task_sched || c->n_input_shapes) && !c->model)
+    return usage_error("%s", "--weights, --input-shape and --task-scheduler go with --model");
+  size_t ml = c->model ? strlen(c->model) : 0;
+  bool onnx = ml > 5 && strcmp(c->model + ml - 5, ".onnx") == 0;
+  if (onnx && c->weights) return usage_error("%s", "--weights goes with a JSON model (ONNX carries its weights)");
+  if (c->model && !onnx && c->n_input_shapes)
+    return usage_error("%s", "--input-shape goes with an ONNX model");
   mlc_tuner_task_sched ts;
   if (c->task_sched && !mlc_tuner_task_sched_from_name(c->task_sched, &ts))
     return usage_error("--task-scheduler wants gradient or round-robin, got '%s'", c->task_sched);
@@ -398,7 +419,7 @@ static void print_model_summary(const char *model, const char *target, const cha
 /* Every distinct kernel of the model under one budget. */
 static int tune_model(const cli *c) {
   mlc_error err;
-  mlc_gmodule *m = mlc_graph_load(c->model, c->weights, &err);
+  mlc_gmodule *m = mlc_graph_load_any(c->model, c->weights, c->input_shapes, &err);
   if (!m) return fail(err.msg);
   if (!mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err)) {
     mlc_graph_free(m);

@@ -323,6 +323,15 @@ check onnx_cnn_header_links test $? -eq 0
 check onnx_cnn_linked_runs test $? -eq 0
 check onnx_cnn_linked_matches_numpy "$tmp/npycmp" "$tmp/tc_y.npy" $O/tiny_cnn_output.npy
 
+# A one-layer transformer encoder as torch.onnx.export writes it (made by
+# tests/onnx/make_encoder.py): MatMul, Gemm, Softmax, the LayerNorm
+# pattern and shape arithmetic; the output matches PyTorch's.
+"$MC" --model $O/tiny_encoder.onnx --run $O/tiny_encoder_input.npy --run-output "$tmp/enc_y.npy" \
+  --repeat 1 >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ]; then pass onnx_encoder_run; else fail onnx_encoder_run "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
+check onnx_encoder_matches_pytorch "$tmp/npycmp" "$tmp/enc_y.npy" $O/tiny_encoder_output.npy
+
 # A symbolic batch dimension: refused without --input-shape, then run.
 "$MC" --model $O/mlp_sym.onnx -o "$tmp/sym.o" >/dev/null 2>"$tmp/err"
 check onnx_symbolic_exit1 test $? -eq 1 -a ! -e "$tmp/sym.o"

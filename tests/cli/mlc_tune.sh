@@ -145,3 +145,23 @@ if command -v sqlite3 >/dev/null 2>&1; then
   "$TUNE" --task matmul --shape 64,64,64 --trials $((n1 + 2)) --db "$tmp/i.db" $Q --json >"$tmp/out" 2>"$tmp/err"
   check tune_sigint_resumes grep -q "\"trials_before\":$n1,\"measured\":2" "$tmp/out"
 fi
+
+# An ONNX model (the committed tiny CNN): mlc-tune --model takes it as
+# mlc-compile does, tunes its kernels for a few trials, and mlc-compile
+# --report then replays tuned records; --weights is refused for ONNX, and
+# a symbolic input needs --input-shape as in mlc-compile.
+O=tests/onnx
+"$TUNE" --model $O/tiny_cnn.onnx --trials 6 --trials-per-round 2 --db "$tmp/o.db" $Q >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ]; then pass tune_onnx_model_exit; else fail tune_onnx_model_exit "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
+check tune_onnx_model_summary grep -q '^tiny_cnn on .*: [0-9]* tasks' "$tmp/out"
+"$MC" --model $O/tiny_cnn.onnx --db "$tmp/o.db" --report --repeat 2 >"$tmp/rep" 2>"$tmp/err"
+check tune_onnx_compile_exit test $? -eq 0
+check tune_onnx_compile_replays grep -q '^tiny_cnn_.* record [0-9]' "$tmp/rep"
+"$TUNE" --model $O/tiny_cnn.onnx --weights "$tmp" --trials 2 --db "$tmp/o.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_onnx_weights_exit2 test $? -eq 2
+"$TUNE" --model $O/mlp_sym.onnx --trials 2 --db "$tmp/o2.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_onnx_symbolic_exit1 test $? -eq 1
+check tune_onnx_symbolic_msg grep -q "input 'x' has a symbolic dimension 0 (N); give its shape with --input-shape" "$tmp/err"
+"$TUNE" --model $O/mlp_sym.onnx --input-shape x=2,4 --trials 2 --trials-per-round 2 --db "$tmp/o2.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_onnx_input_shape_exit test $? -eq 0
