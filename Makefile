@@ -110,6 +110,14 @@ $(B)/bench/%: $(B)/obj/bench/%.o $(BENCH_LIBOBJS) $(LIB) $(RTLIB)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(LIB) $(RTLIB) -lopenblas $(LDLIBS)
 
+# bench_models (issue 16) also needs the tools it drives and the runtime it
+# links the compiled models with; with oneDNN (libdnnl-dev, DEB_OPTIONAL)
+# it times ResNet-18's convolutions against it, else it says so.
+DNNL_CFLAGS := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),-DMLC_HAVE_DNNL)
+$(B)/obj/bench/bench_models.o: ALL_CFLAGS += $(DNNL_CFLAGS)
+$(B)/bench/bench_models: LDLIBS += $(if $(DNNL_CFLAGS),-ldnnl)
+$(B)/bench/bench_models: | $(B)/bin/mlc-tune $(B)/bin/mlc-compile $(B)/bin/mlc-worker
+
 # `make bench BENCH=replay` runs only build/bench/bench_replay.
 BENCH_RUN = $(if $(BENCH),$(BENCH:%=$(B)/bench/bench_%),$(BENCHES))
 bench: $(BENCHES)
@@ -133,7 +141,7 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 # without it); ONNX's backend test data (test_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py.
 DEB_OPTIONAL := sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
-                python3-numpy
+                python3-numpy libdnnl-dev
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 
@@ -168,21 +176,42 @@ clean:
 
 -include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(BENCH_MAINS:%.c=$(B)/obj/%.d) $(B)/obj/bench/results.d $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)
 
-# libFuzzer harness of the ONNX loader (tests/fuzz/fuzz_onnx.c), built with
-# clang under ASan+UBSan into build-fuzz/, seeded with the conformance
-# models: `make fuzz`, then build-fuzz/fuzz_onnx -max_total_time=600 build-fuzz/corpus.
+# libFuzzer harnesses (tests/fuzz/fuzz_<name>.c: TVMScript parser, trace
+# JSON + replay, JSON reader, model JSON + graph pipeline, .npy, JSON-lines
+# import/export, ONNX loader), built with clang under ASan+UBSan into
+# build-fuzz/. `make fuzz` builds them; `make fuzz FUZZ_SECONDS=N` also runs
+# each for N seconds on build-fuzz/corpus/<name> (seeded from the committed
+# tests/fuzz/corpus/<name>; ONNX also from the conformance models), crashes
+# into build-fuzz/crashes/<name>/. Commit a crash as a regression input in
+# tests/fuzz/corpus/<name>/ (tests/cli/fuzz_corpus.sh replays the corpus).
 FUZZ_CC  ?= clang
 FUZZ_B   := build-fuzz
+FUZZ_SECONDS ?= 0
+FUZZ_MAX_LEN ?= 8192
+FUZZERS  := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 .PHONY: fuzz
 fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) is missing (apt-get install clang)"; exit 1; }
 	@$(MAKE) --no-print-directory B=$(FUZZ_B) SANITIZE='-fsanitize=fuzzer-no-link,address,undefined' \
 	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc.a
-	@echo "  LD    $(FUZZ_B)/fuzz_onnx"
-	@$(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined \
-	  tests/fuzz/fuzz_onnx.c $(FUZZ_B)/libmlc.a $(LDLIBS) -o $(FUZZ_B)/fuzz_onnx
-	@mkdir -p $(FUZZ_B)/corpus
+	@for h in $(FUZZERS); do \
+	  echo "  LD    $(FUZZ_B)/$$h"; \
+	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined \
+	    tests/fuzz/$$h.c $(FUZZ_B)/libmlc.a $(LDLIBS) -o $(FUZZ_B)/$$h || exit 1; \
+	  mkdir -p $(FUZZ_B)/corpus/$$h $(FUZZ_B)/crashes/$$h; \
+	  if [ -d tests/fuzz/corpus/$$h ]; then cp tests/fuzz/corpus/$$h/* $(FUZZ_B)/corpus/$$h/ 2>/dev/null; fi; \
+	done; true
 	@for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do \
-	  [ -f "$$f" ] && cp "$$f" $(FUZZ_B)/corpus/$$(basename $$(dirname $$f)).onnx; done; \
-	  cp tests/onnx/*.onnx $(FUZZ_B)/corpus/; true
-	@echo "fuzz: run $(FUZZ_B)/fuzz_onnx -max_total_time=600 $(FUZZ_B)/corpus"
+	  [ -f "$$f" ] && cp "$$f" $(FUZZ_B)/corpus/fuzz_onnx/$$(basename $$(dirname $$f)).onnx; done; \
+	  cp tests/onnx/*.onnx $(FUZZ_B)/corpus/fuzz_onnx/ 2>/dev/null; true
+	@if [ "$(FUZZ_SECONDS)" -gt 0 ]; then \
+	  for h in $(FUZZERS); do \
+	    echo "# $$h: $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_B)/$$h -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -timeout=20 \
+	      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(FUZZ_B)/crashes/$$h/ \
+	      $(FUZZ_B)/corpus/$$h 2>$(FUZZ_B)/$$h.log; rc=$$?; \
+	    grep -E '^#[0-9]+.*(DONE|pulse|NEW)' $(FUZZ_B)/$$h.log | tail -n 1; \
+	    grep -E '^stat::number_of_executed_units|^stat::peak_rss' $(FUZZ_B)/$$h.log; \
+	    echo "  crashes: $$(ls $(FUZZ_B)/crashes/$$h | wc -l) (exit $$rc; log $(FUZZ_B)/$$h.log)"; \
+	  done; \
+	else echo "fuzz: built $(FUZZERS:%=$(FUZZ_B)/%); run them with make fuzz FUZZ_SECONDS=N"; fi

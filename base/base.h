@@ -37,6 +37,25 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...)
 #define MLC_COUNTOF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define MLC_UNUSED(x) ((void)(x))
 
+/* ---- checked arithmetic -------------------------------------------- */
+
+/* Integers that come from input (trace factors and attributes, shapes,
+ * extents, strides, file headers) are combined only through these, so a
+ * hostile value cannot wrap around to a plausible one. Each stores a + b
+ * (a - b, a * b) in *out and returns true when the exact result does not
+ * fit in int64 (*out is then meaningless), like __builtin_*_overflow. */
+static inline bool mlc_add_overflow(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_add_overflow(a, b, out);
+}
+static inline bool mlc_sub_overflow(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_sub_overflow(a, b, out);
+}
+static inline bool mlc_mul_overflow(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+/* Product of v[0..n) into *out; true on overflow (1 when n == 0). */
+bool mlc_prod_overflow(const int64_t *v, int n, int64_t *out);
+
 /* ---- allocation hook ----------------------------------------------- */
 
 /* Lua-style allocator: nsize == 0 frees ptr; otherwise (re)allocates.
@@ -134,6 +153,20 @@ bool mlc_error_vset(mlc_error *err, const char *fmt, va_list ap);
 /* Prefix an existing message: "context: old message". */
 bool mlc_error_prefix(mlc_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- size limits ---------------------------------------------------- */
+
+/* The largest tensor that input may ask for: 2^31 elements and 8 GiB.
+ * Every allocation whose size comes from input (a .npy or model shape, a
+ * shape inferred from them, a parsed buffer the interpreter allocates, an
+ * mlc_array) is checked against these before it is made. */
+#define MLC_MAX_TENSOR_ELEMS (INT64_C(1) << 31)
+#define MLC_MAX_TENSOR_BYTES (INT64_C(8) << 30)
+/* Element count of a shape of non-negative extents if it is within the
+ * limits for elements of elem_bytes bytes; else -1 with err set to
+ * "WHAT has shape [..]: ... over the limit" (what names the tensor). */
+int64_t mlc_tensor_numel_checked(const char *what, const int64_t *shape, int ndim,
+                                 int elem_bytes, mlc_error *err);
 
 /* ---- files ---------------------------------------------------------- */
 

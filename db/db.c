@@ -52,13 +52,13 @@ int mlc_db_opened_version(const mlc_db *db) { return db->opened_version; }
 
 /* ---- schema -------------------------------------------------------------- */
 
-static const char *schema_v2 =
+static const char *schema_v3 =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE workloads(id INTEGER PRIMARY KEY, hash TEXT UNIQUE, task TEXT, shape TEXT,"
     " ir TEXT, created_at TEXT);"
     "CREATE TABLE records(id INTEGER PRIMARY KEY, workload_id INTEGER REFERENCES workloads(id),"
     " target TEXT, trace TEXT, trace_hash TEXT, run_secs TEXT, mean_sec REAL, error TEXT,"
-    " round INTEGER, host TEXT, mlc_version TEXT, created_at TEXT,"
+    " round INTEGER, host TEXT, mlc_version TEXT, created_at TEXT, sched_hash TEXT,"
     " UNIQUE(workload_id, target, trace_hash));"
     "CREATE INDEX records_best ON records(workload_id, target, mean_sec);"
     "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
@@ -70,6 +70,10 @@ static const char *migrate_v1 =
     "ALTER TABLE records ADD COLUMN mlc_version TEXT;"
     "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
     " created_at TEXT, n_samples INTEGER, checksum TEXT, blob BLOB);";
+
+/* Version 2 -> 3: the structural hash of each record's scheduled function
+ * (NULL for the rows already there). */
+static const char *migrate_v2 = "ALTER TABLE records ADD COLUMN sched_hash TEXT;";
 
 static bool set_meta(mlc_db *db, const char *key, const char *value, mlc_error *err) {
   sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", err);
@@ -96,7 +100,7 @@ static int64_t query_int(mlc_db *db, const char *sql, mlc_error *err) {
 static bool create_schema(mlc_db *db, mlc_error *err) {
   char by[64];
   snprintf(by, sizeof by, "mlc-tune %s", MLC_VERSION);
-  return db_exec(db, schema_v2, err) && set_meta(db, "schema_version", "2", err) &&
+  return db_exec(db, schema_v3, err) && set_meta(db, "schema_version", "3", err) &&
          set_meta(db, "created_by", by, err);
 }
 
@@ -138,6 +142,8 @@ static bool check_schema(mlc_db *db, mlc_error *err) {
                          MLC_DB_SCHEMA_VERSION);
   if (v == 1 && !(db_exec(db, migrate_v1, err) && set_meta(db, "schema_version", "2", err)))
     return mlc_error_prefix(err, "migrating schema version 1 to 2");
+  if (v <= 2 && !(db_exec(db, migrate_v2, err) && set_meta(db, "schema_version", "3", err)))
+    return mlc_error_prefix(err, "migrating schema version 2 to 3");
   return true;
 }
 
@@ -356,7 +362,7 @@ bool mlc_db_get_workload(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_workload *
 
 #define RECORD_COLUMNS \
   "id, workload_id, target, trace, trace_hash, run_secs, mean_sec, error, round, host," \
-  " mlc_version, created_at"
+  " mlc_version, created_at, sched_hash"
 
 static void read_secs(const char *text, mlc_arena *a, mlc_db_record *r) {
   mlc_error e;
@@ -382,6 +388,7 @@ static void read_record(sqlite3_stmt *st, mlc_arena *a, mlc_db_record *r) {
   r->host = db_column_text(st, 9, a);
   r->mlc_version = db_column_text(st, 10, a);
   r->created_at = db_column_text(st, 11, a);
+  r->sched_hash = db_column_text(st, 12, a);
 }
 
 static int read_records(mlc_db *db, sqlite3_stmt *st, mlc_arena *a, mlc_db_record **out,
@@ -413,8 +420,9 @@ static bool check_record(const mlc_db_record *r, mlc_error *err) {
   if (!r->trace) return mlc_error_set(err, "record without a trace");
   if (!r->error && r->n_secs <= 0) return mlc_error_set(err, "record without run times or error");
   for (int i = 0; !r->error && i < r->n_secs; i++)
-    if (!(r->secs[i] > 0) || r->secs[i] > 1e9)
-      return mlc_error_set(err, "record with run time %g", r->secs[i]);
+    if (!(r->secs[i] > 0) || r->secs[i] > 1e9) /* NaN fails the first test */
+      return mlc_error_set(err, "record with run time %g (run times are finite positive "
+                                "seconds, at most 1e9)", r->secs[i]);
   return true;
 }
 
@@ -429,7 +437,7 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
   sqlite3_stmt *st = db_prepare(db,
                                 "INSERT OR IGNORE INTO records(" RECORD_COLUMNS ") VALUES(NULL,"
                                 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
+                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?)",
                                 err);
   bool ok = st != NULL;
   if (ok) {
@@ -448,6 +456,7 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
     sqlite3_bind_int64(st, 8, r->round);
     db_bind_text(st, 9, mlc_target_host_cpu());
     db_bind_text(st, 10, MLC_VERSION);
+    db_bind_text(st, 11, r->sched_hash);
     ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding a record");
     if (ok && added) *added = sqlite3_changes(db->h) > 0;
   }
@@ -525,7 +534,7 @@ int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc
   mlc_db_normalize_target(target, t, sizeof t);
   sqlite3_stmt *st = db_prepare(db,
                                 "SELECT " RECORD_COLUMNS " FROM records WHERE workload_id = ?"
-                                " AND target = ? AND error IS NULL AND mean_sec IS NOT NULL"
+                                " AND target = ? AND error IS NULL AND mean_sec > 0"
                                 " ORDER BY mean_sec, id LIMIT ?",
                                 err);
   if (!st) return -1;

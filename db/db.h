@@ -12,12 +12,15 @@
  *   meta(key TEXT PRIMARY KEY, value TEXT)          schema_version, created_by
  *   workloads(id, hash TEXT UNIQUE, task, shape, ir, created_at)
  *   records(id, workload_id REFERENCES workloads, target, trace, trace_hash,
- *           run_secs, mean_sec, error, round, host, mlc_version, created_at)
+ *           run_secs, mean_sec, error, round, host, mlc_version, created_at,
+ *           sched_hash)
  *     unique (workload_id, target, trace_hash); index (workload_id, target, mean_sec)
  *   models(id, target, feature_version, created_at, n_samples, checksum, blob)
  * Version 1 (the first files) had no provenance columns (records.host,
- * records.mlc_version) and no models table; opening one migrates it in one
- * transaction. A newer version, a file that is not SQLite, or an SQLite
+ * records.mlc_version) and no models table; version 2 had no
+ * records.sched_hash. Opening an older file migrates it in one
+ * transaction; its old rows keep sched_hash NULL and are checked by
+ * replay alone. A newer version, a file that is not SQLite, or an SQLite
  * file without our meta table is refused with a message; nothing is ever
  * overwritten.
  *
@@ -29,6 +32,14 @@
  * so records of one target are never served for another and a trace is
  * measured once.
  *
+ * Trust. A record is untrusted input once shared (import, a database from
+ * another machine or version). sched_hash is the structural hash of the
+ * scheduled function that was measured: import replays every trace and
+ * stores the hash of the replay (refusing a trace that does not replay and
+ * verify, or whose line states another hash), and whoever compiles a
+ * record replays it and skips it when the hashes differ
+ * (mlc_db_replay_trace).
+ *
  * Strings returned in records and workloads live in the arena passed in.
  */
 #ifndef MLC_DB_H
@@ -38,7 +49,7 @@
 
 #include <stdio.h>
 
-#define MLC_DB_SCHEMA_VERSION 2
+#define MLC_DB_SCHEMA_VERSION 3
 #define MLC_DB_BUSY_TIMEOUT_MS 10000
 
 typedef struct mlc_db mlc_db;
@@ -97,6 +108,10 @@ typedef struct mlc_db_record {
   const char *error;   /* NULL on success, else "<class>: <message>" */
   int64_t round;
   const char *host, *mlc_version, *created_at; /* set by queries */
+  /* 16 hex digits of mlc_func_struct_hash of the scheduled function that
+   * was measured (the trace replayed on the workload); NULL: unknown (rows
+   * from before schema version 3, or a caller without it). */
+  const char *sched_hash;
 } mlc_db_record;
 
 /* Insert a batch in one transaction; records already present (same
@@ -107,7 +122,15 @@ bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, m
  * join its run_secs and mean_sec is recomputed, in one transaction. Fails
  * for a missing or failed record and for non-positive times. */
 bool mlc_db_add_run_secs(mlc_db *db, int64_t id, int n, const double *secs, mlc_error *err);
-/* Best k successful records by mean_sec for (workload, target). */
+/* Replay trace (JSON) on workload as the measurement worker and
+ * mlc-compile do: stored decisions (a decision that no longer fits is an
+ * error, not resampled), the function named as the trace's GetBlock
+ * instructions ask; the result must verify. hash receives its structural
+ * hash (mlc_func_hash_hex); out (may be NULL) a copy in a. */
+bool mlc_db_replay_trace(mlc_arena *a, const mlc_prim_func *workload, const char *trace,
+                         mlc_prim_func **out, char hash[17], mlc_error *err);
+/* Best k successful records by mean_sec for (workload, target); a row
+ * whose mean_sec is not positive (written around the API) is never one. */
 int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,
                  mlc_db_record **out, mlc_error *err);
 /* Every record of a workload (target NULL: all targets), errors included,
@@ -146,11 +169,16 @@ int mlc_db_load_model(mlc_db *db, const char *target, int feature_version, void 
 
 /* One object per record (DESIGN.md section 4):
  *   {"task":..., "shape":..., "workload":"<TVMScript>", "target":...,
- *    "trace":{...}, "run_secs":[...], "error":null}
- * task NULL: every workload. Returns records written or -1. */
+ *    "trace":{...}, "run_secs":[...], "error":null, "sched_hash":"..."}
+ * ("sched_hash" null when unknown, and optional on import). task NULL:
+ * every workload. Returns records written or -1. */
 int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err);
 /* Read the same format; all lines in one transaction (nothing changes on
- * any error, which names the line). Duplicates are skipped. */
+ * any error, which names the line). Duplicates are skipped. Every line is
+ * checked as untrusted input: its trace must replay on its workload and
+ * verify (mlc_db_replay_trace), a stated "sched_hash" must be the
+ * replay's, run times must be finite and positive; the replay's hash is
+ * stored. */
 bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
                    mlc_error *err);
 

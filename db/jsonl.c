@@ -1,5 +1,7 @@
 /* db: export and import as JSON lines (DESIGN.md section 4). Import runs
- * in one transaction: a bad line leaves the database as it was. */
+ * in one transaction: a bad line leaves the database as it was. Lines are
+ * untrusted: each trace is replayed on its workload before it is stored
+ * (db/check.c). */
 #include "db/db_internal.h"
 
 #include <errno.h>
@@ -18,7 +20,8 @@ static const char *text_or(sqlite3_stmt *st, int i, const char *dflt) {
 int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err) {
   sqlite3_stmt *st = db_prepare(db,
                                 "SELECT w.task, w.shape, w.ir, r.target, r.trace, r.run_secs,"
-                                " r.error FROM records r JOIN workloads w ON w.id = r.workload_id"
+                                " r.error, r.sched_hash FROM records r"
+                                " JOIN workloads w ON w.id = r.workload_id"
                                 " WHERE ?1 IS NULL OR w.task = ?1 ORDER BY r.id",
                                 err);
   if (!st) return -1;
@@ -39,6 +42,8 @@ int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err) {
     mlc_str_printf(&line, ",\"trace\":%s,\"run_secs\":%s,\"error\":", text_or(st, 4, "null"),
                    text_or(st, 5, "[]"));
     put_opt_string(&line, (const char *)sqlite3_column_text(st, 6));
+    mlc_str_puts(&line, ",\"sched_hash\":");
+    put_opt_string(&line, (const char *)sqlite3_column_text(st, 7));
     mlc_str_puts(&line, "}\n");
     if (fputs(line.data, out) == EOF) {
       mlc_error_set(err, "writing the export: %s", strerror(errno));
@@ -65,6 +70,21 @@ static const mlc_json *field(const mlc_json *obj, const char *key, mlc_json_kind
 
 static const char *opt_str(const mlc_json *v) {
   return v && v->kind == MLC_JSON_STRING ? v->str : NULL;
+}
+
+/* The workload as the database stores it (the IR of the first file that
+ * brought it, its block names included): what mlc-compile replays the
+ * record on, so what import replays it on. */
+static const mlc_prim_func *stored_workload(mlc_db *db, mlc_arena *a, int64_t wid,
+                                            mlc_error *err) {
+  mlc_db_workload w;
+  if (!mlc_db_get_workload(db, wid, a, &w, err)) return NULL;
+  mlc_module *m = mlc_parse_module(a, "stored workload", w.ir ? w.ir : "", err);
+  if (!m) return mlc_error_prefix(err, "workload %lld", (long long)wid), NULL;
+  if (m->n_funcs != 1)
+    return mlc_error_set(err, "stored workload %lld has %d functions", (long long)wid,
+                         m->n_funcs), NULL;
+  return m->funcs[0];
 }
 
 /* One line into the open transaction. */
@@ -94,12 +114,22 @@ static bool import_line(mlc_db *db, mlc_arena *a, const char *line, size_t len, 
       return mlc_error_set(err, "\"run_secs\" holds a non-number");
     v[i] = secs->items[i]->number;
   }
+  const mlc_json *stated = mlc_json_get(j, "sched_hash");
+  if (stated && stated->kind != MLC_JSON_STRING && stated->kind != MLC_JSON_NULL)
+    return mlc_error_set(err, "\"sched_hash\" has the wrong type");
   mlc_str tr = {0};
   mlc_json_write(&tr, trace);
+  char hash[17];
   int64_t wid = db_add_workload(db, opt_str(task), opt_str(shape), f, err);
+  const mlc_prim_func *stored = wid >= 0 ? stored_workload(db, a, wid, err) : NULL;
+  bool ok = stored && mlc_db_replay_trace(a, stored, mlc_str_cstr(&tr), NULL, hash, err);
+  if (ok && opt_str(stated) && strcmp(stated->str, hash) != 0)
+    ok = mlc_error_set(err, "the trace replays to a function with hash %s, the record says %s "
+                            "(another version, or a tampered record)", hash, stated->str);
   mlc_db_record r = {.workload_id = wid, .target = target->str, .trace = mlc_str_cstr(&tr),
-                     .n_secs = secs->len, .secs = v, .error = opt_str(error)};
-  bool ok = wid >= 0 && db_insert_record(db, &r, added, err);
+                     .n_secs = secs->len, .secs = v, .error = opt_str(error),
+                     .sched_hash = hash};
+  ok = ok && db_insert_record(db, &r, added, err);
   mlc_str_free(&tr);
   return ok;
 }

@@ -23,7 +23,13 @@ static void put_weight(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *c) {
     if (i % 8 == 0) mlc_str_puts(out, "\n ");
     if (isnan(v)) mlc_str_puts(out, " NAN,");
     else if (isinf(v)) mlc_str_puts(out, v > 0 ? " INFINITY," : " -INFINITY,");
-    else mlc_str_printf(out, " %.9gf,", (double)v); /* 9 digits: the exact float back */
+    else {
+      /* 9 digits: the exact float back; a whole number gets a point
+       * ("0.f"), since "0f" is no C float literal */
+      char t[32];
+      snprintf(t, sizeof t, "%.9g", (double)v);
+      mlc_str_printf(out, " %s%sf,", t, strpbrk(t, ".e") ? "" : ".");
+    }
   }
   mlc_str_puts(out, "\n};\n\n");
 }

@@ -17,15 +17,12 @@
 
 /* The binding that uses v as its only use, when that is an elementwise op
  * reading v once; -1 otherwise. */
-static int sole_elemwise_consumer(const mlc_gfunc *f, const mlc_gvar *v) {
-  if (mlc_gfunc_uses(f, v) != 1) return -1;
-  for (int i = 0; i < f->n_bindings; i++) {
-    const mlc_gbinding *b = &f->bindings[i];
-    for (int j = 0; j < b->n_args; j++)
-      if (b->args[j] == v)
-        return b->kind == MLC_GCALL_OP && mlc_gop_class_of(b->op) == MLC_GOP_ELEMWISE ? i : -1;
-  }
-  return -1; /* the use is an output */
+static int sole_elemwise_consumer(const mlc_gfunc *f, const mlc_guses *u, const mlc_gvar *v) {
+  int i;
+  if (mlc_guses_count(u, v) != 1) return -1;
+  if (!mlc_gmap_get(&u->first, v, &i)) return -1; /* the use is an output */
+  const mlc_gbinding *b = &f->bindings[i];
+  return b->kind == MLC_GCALL_OP && mlc_gop_class_of(b->op) == MLC_GOP_ELEMWISE ? i : -1;
 }
 
 typedef struct group {
@@ -33,9 +30,10 @@ typedef struct group {
   int members[MAX_GROUP]; /* binding indices, in order */
 } group;
 
-static void grow_group(const mlc_gfunc *f, const int *owner, int max_ops, group *g) {
+static void grow_group(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int max_ops,
+                       group *g) {
   while (g->n < max_ops) {
-    int j = sole_elemwise_consumer(f, f->bindings[g->members[g->n - 1]].var);
+    int j = sole_elemwise_consumer(f, u, f->bindings[g->members[g->n - 1]].var);
     if (j < 0 || owner[j] >= 0) return;
     g->members[g->n++] = j;
   }
@@ -107,13 +105,16 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
   mlc_gbinding *out = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
   mlc_gbinding *call_at = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
   bool *is_last = MLC_NEW_ARRAY(m->arena, bool, n + 1);
+  mlc_arena *ua = mlc_arena_new();
+  mlc_guses u;
+  mlc_guses_init(&u, ua, f);
   for (int i = 0; i < n; i++) {
     const mlc_gbinding *b = &f->bindings[i];
     if (owner[i] >= 0 || b->kind != MLC_GCALL_OP ||
         mlc_gop_class_of(b->op) == MLC_GOP_INJECTIVE)
       continue;
     group g = {1, {i}};
-    grow_group(f, owner, m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP, &g);
+    grow_group(f, &u, owner, m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP, &g);
     if (g.n < 2) continue;
     builder B;
     mlc_gfunc *sub = make_subfunction(m, f, &g, (*counter)++, &B);
@@ -125,6 +126,7 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
                                    .callee = sub, .n_args = B.n_ext,
                                    .args = mlc_gvars_dup(m, B.n_ext, B.ext)};
   }
+  mlc_arena_free(ua);
   int k = 0;
   for (int i = 0; i < n; i++) {
     if (is_last[i]) out[k++] = call_at[i];

@@ -228,21 +228,36 @@ static mlc_prim_func *fuse_one(mlc_gmodule *m, const mlc_gfunc *g, mlc_error *er
 }
 
 bool mlc_graph_fuse_tir(mlc_gmodule *m, mlc_error *err) {
-  for (int i = 0; i < m->n_funcs; i++) {
+  /* Each primitive function's prim_func first, then one walk over the
+   * calls (a walk per function was O(functions x bindings)). */
+  mlc_arena *a = mlc_arena_new();
+  mlc_gmap fused = {.a = a}; /* primitive gfunc -> index in fs */
+  MLC_VEC(mlc_prim_func *) fs = {0};
+  bool ok = true;
+  for (int i = 0; ok && i < m->n_funcs; i++) {
     mlc_gfunc *g = m->funcs[i];
     if (!g->primitive) continue;
     mlc_prim_func *f = fuse_one(m, g, err);
-    if (!f) return false;
-    mlc_module_add(m->arena, m->tir, f);
+    if (!f) ok = false;
+    else {
+      mlc_gmap_put(&fused, g, fs.len);
+      MLC_VEC_APUSH(a, fs, f);
+    }
+  }
+  if (ok) {
+    mlc_graph_add_tir_funcs(m, fs.len, fs.data);
     for (int k = 0; k < m->n_funcs; k++)
       for (int j = 0; j < m->funcs[k]->n_bindings; j++) {
         mlc_gbinding *b = &m->funcs[k]->bindings[j];
-        if (b->kind != MLC_GCALL_FUNC || b->callee != g) continue;
+        int x;
+        if (b->kind != MLC_GCALL_FUNC || !mlc_gmap_get(&fused, b->callee, &x)) continue;
         b->kind = MLC_GCALL_TIR;
-        b->tir = f;
+        b->tir = fs.data[x];
         b->callee = NULL;
       }
   }
+  mlc_arena_free(a);
+  if (!ok) return false;
   /* The sub-functions and the per-op prim_funcs they called are unused now. */
   mlc_graph_remove_unused(m);
   return mlc_graph_verify(m, err);

@@ -122,7 +122,7 @@ void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++)
-    if (t->shape[i] < 0 || __builtin_mul_overflow(n, t->shape[i], &n)) return -1;
+    if (t->shape[i] < 0 || mlc_mul_overflow(n, t->shape[i], &n)) return -1;
   return n;
 }
 
@@ -214,6 +214,18 @@ static bool check_window_attrs(mlc_gop op, const mlc_gattrs *at, mlc_error *err)
   }
   for (int i = 0; i < 4; i++)
     if (at->pads[i] < 0) return mlc_error_set(err, "%s: pads must be >= 0", name);
+  /* Bounded so that the output size arithmetic (sums of products of one of
+   * these and an extent of at most 2^31) stays far from int64 overflow. */
+  const int64_t big = INT64_C(1) << 24;
+  for (int i = 0; i < 2; i++)
+    if (at->strides[i] > big || at->dilations[i] > big || at->output_padding[i] > big ||
+        at->kernel[i] > big)
+      return mlc_error_set(err,
+                           "%s: strides, dilations, kernel and output_padding must be at most 2^24",
+                           name);
+  for (int i = 0; i < 4; i++)
+    if (at->pads[i] > big) return mlc_error_set(err, "%s: pads must be at most 2^24", name);
+  if (at->groups > big) return mlc_error_set(err, "%s: groups must be at most 2^24", name);
   if (at->groups < 1) return mlc_error_set(err, "%s: groups must be >= 1", name);
   return true;
 }
@@ -348,12 +360,14 @@ static bool infer_flatten(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype *o
                          (long long)at->axis, x->ndim);
   out->ndim = 2;
   out->shape[0] = out->shape[1] = 1;
-  for (int d = 0; d < x->ndim; d++) out->shape[d >= ax] *= x->shape[d];
+  for (int d = 0; d < x->ndim; d++)
+    if (mlc_mul_overflow(out->shape[d >= ax], x->shape[d], &out->shape[d >= ax]))
+      return fail_shape(err, MLC_GOP_FLATTEN, 0, x, "extents whose products fit in 64 bits");
   return true;
 }
 
-bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, mlc_gtype *out,
-                   mlc_error *err) {
+static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_gtype *out, mlc_error *err) {
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
   for (int i = 0; i < n; i++)
     if (a[i].dtype != MLC_FLOAT32)
@@ -378,6 +392,7 @@ bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, 
   case MLC_GOP_DIVIDE:
   case MLC_GOP_MAXIMUM:
   case MLC_GOP_MINIMUM:
+  case MLC_GOP_POW:
   case MLC_GOP_EWISE_FMA: return broadcast(op, n, a, out, err);
   case MLC_GOP_CLIP:
     if (isnan(at->lo) || isnan(at->hi) || at->lo > at->hi)
@@ -492,6 +507,18 @@ bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, 
 }
 
 /* ---- modules ---------------------------------------------------------------- */
+
+/* Inferred shapes are refused past the size limit (base.h) here, before
+ * anything allocates them: a chain of ops on small inputs (a matmul of
+ * [65536, 1] by [1, 65536]) can ask for more than any input did. */
+bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, mlc_gtype *out,
+                   mlc_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!infer_shape(op, at, n, a, out, err)) return false;
+  char what[64];
+  snprintf(what, sizeof what, "%s: the result", mlc_gop_name(op));
+  return mlc_tensor_numel_checked(what, out->shape, out->ndim, 4, err) >= 0;
+}
 
 mlc_gmodule *mlc_graph_new(const char *name) {
   mlc_arena *a = mlc_arena_new();

@@ -399,6 +399,13 @@ typedef bool (*mlc_gkernel_fn)(void *ud, const mlc_prim_func *f, int n, mlc_arra
 bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                        mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err);
 
+/* mlc-compile --verify: run f's compiled kernel (run(ud, f, ...), as
+ * mlc_graph_execute calls it) and the interpreter on f itself, each on the
+ * same inputs (every parameter filled from seed); false with a message
+ * giving the parameter and the max error when a result differs. */
+bool mlc_graph_check_kernel(const mlc_prim_func *f, mlc_gkernel_fn run, void *ud, uint64_t seed,
+                            mlc_error *err);
+
 /* Reference run of the graph *before lowering* by a plain C evaluation of
  * each op (graph/ref.c): the independent check of the compiled model. */
 bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,

@@ -13,6 +13,29 @@ int mlc_gfunc_uses(const mlc_gfunc *f, const mlc_gvar *v);
 int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v);
 void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
 
+/* A map from pointers (strings false) or strings (true, compared by
+ * content) to ints, in arena a (graph/gmap.c); keys must outlive it.
+ *   mlc_gmap used = {.a = arena};  mlc_gmap_put(&used, v, 1);  mlc_gmap_get(&used, v, NULL) */
+typedef struct mlc_gmap {
+  mlc_arena *a;
+  bool strings;
+  const void **keys; /* NULL: an empty slot */
+  int *vals;
+  int cap, len;
+} mlc_gmap;
+void mlc_gmap_put(mlc_gmap *g, const void *key, int val);
+bool mlc_gmap_get(const mlc_gmap *g, const void *key, int *val); /* val may be NULL */
+
+/* Uses of f's vars counted once (graph/gmap.c), for passes that would
+ * otherwise call mlc_gfunc_uses per binding (O(n^2)): count as
+ * mlc_gfunc_uses counts, first: the first binding using a var as an arg,
+ * def: the binding defining it. Stale once f's bindings change. */
+typedef struct mlc_guses {
+  mlc_gmap count, first, def;
+} mlc_guses;
+void mlc_guses_init(mlc_guses *u, mlc_arena *a, const mlc_gfunc *f);
+int mlc_guses_count(const mlc_guses *u, const mlc_gvar *v);
+
 /* Dead-code removal without the verifier (rewrite.c). */
 void mlc_graph_remove_unused(mlc_gmodule *m);
 
@@ -24,6 +47,10 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
 mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
                                   const mlc_gattrs *attrs, int n, mlc_gvar *const *args,
                                   const mlc_gtype *out, mlc_error *err);
+
+/* Appends n prim_funcs to m->tir in one new array (lower.c;
+ * mlc_module_add copies the array for each one: O(n^2) for n). */
+void mlc_graph_add_tir_funcs(mlc_gmodule *m, int n, mlc_prim_func *const *fs);
 
 /* Type of a prim_func buffer as a graph type. */
 void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t);

@@ -15,6 +15,7 @@ typedef struct loader {
   int n_names;
   const char **names;
   mlc_gvar **vars; /* NULL for a node not yet bound */
+  mlc_gmap index;      /* name -> its index in names (a scan per lookup is O(n^2)) */
 } loader;
 
 static bool lfail(loader *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -34,9 +35,8 @@ static bool is_ident(const char *s) {
 }
 
 static int find_name(const loader *L, const char *s) {
-  for (int i = 0; i < L->n_names; i++)
-    if (strcmp(L->names[i], s) == 0) return i;
-  return -1;
+  int i;
+  return mlc_gmap_get(&L->index, s, &i) ? i : -1;
 }
 
 static bool add_name(loader *L, const char *what, const char *s) {
@@ -44,6 +44,7 @@ static bool add_name(loader *L, const char *what, const char *s) {
   if (strcmp(s, "main") == 0 || strcmp(s, "cls") == 0 || strncmp(s, "fused_", 6) == 0)
     return lfail(L, "%s name \"%s\" is reserved", what, s);
   if (find_name(L, s) >= 0) return lfail(L, "%s name \"%s\" is used twice", what, s);
+  mlc_gmap_put(&L->index, s, L->n_names);
   L->names[L->n_names++] = s;
   return true;
 }
@@ -69,14 +70,6 @@ static bool get_ints(loader *L, const char *ctx, const mlc_json *v, int64_t lo, 
   return true;
 }
 
-/* At most 2^31 elements, counted without overflowing. */
-static bool small_enough(const mlc_gtype *t) {
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; i++)
-    if (t->shape[i] > (INT64_C(1) << 31) || (n *= t->shape[i]) > (INT64_C(1) << 31)) return false;
-  return true;
-}
-
 static bool get_type(loader *L, const char *ctx, const mlc_json *o, mlc_gtype *t) {
   memset(t, 0, sizeof *t);
   t->dtype = MLC_FLOAT32;
@@ -85,7 +78,8 @@ static bool get_type(loader *L, const char *ctx, const mlc_json *o, mlc_gtype *t
     return lfail(L, "%s: dtype \"%s\" is not supported (float32 only)", ctx, dt);
   if (!get_ints(L, ctx, mlc_json_get(o, "shape"), 1, &t->ndim, t->shape)) return false;
   if (t->ndim < 1) return lfail(L, "%s: shape must have at least one dimension", ctx);
-  if (!small_enough(t)) return lfail(L, "%s: tensor too large (over 2^31 elements)", ctx);
+  mlc_error e;
+  if (mlc_tensor_numel_checked(ctx, t->shape, t->ndim, 4, &e) < 0) return lfail(L, "%s", e.msg);
   return true;
 }
 
@@ -256,6 +250,7 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_DIVIDE:
   case MLC_GOP_MAXIMUM:
   case MLC_GOP_MINIMUM:
+  case MLC_GOP_POW:
   case MLC_GOP_EWISE_FMA:
   case MLC_GOP_RELU:
   case MLC_GOP_GELU:
@@ -492,9 +487,7 @@ static bool bind_node(sorter *s, node *nd) {
   }
   mlc_error e;
   if (!mlc_gop_infer(nd->op, &b->attrs, b->n_args, ts, &out, &e))
-    return lfail(L, "node '%s': %s", nd->name, e.msg);
-  if (!small_enough(&out))
-    return lfail(L, "node '%s': its result is too large (over 2^31 elements)", nd->name);
+    return lfail(L, "node '%s': %s", nd->name, e.msg); /* results over the size limit too */
   b->var = mlc_gvar_new(L->m, nd->name, MLC_GVAR_BOUND, &out);
   L->vars[nd - s->nodes + s->first_node] = b->var;
   return true;
@@ -584,6 +577,7 @@ static bool load_root(loader *L, const mlc_json *root) {
   if (!outs) return false;
   int total = inputs->len + (weights ? weights->len : 0) + nodes->len;
   L->names = MLC_NEW_ARRAY(L->m->arena, const char *, total + 1);
+  L->index = (mlc_gmap){.a = L->m->arena, .strings = true};
   L->vars = MLC_NEW_ARRAY(L->m->arena, mlc_gvar *, total + 1);
   mlc_gfunc *main = mlc_gfunc_new(L->m, "main", false);
   mlc_graph_add_func(L->m, main);

@@ -135,9 +135,8 @@ float *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype 
   if (hlen > len - off) return mlc_error_set(err, "%s: truncated header", name), NULL;
   hdr_parser h = {(const char *)b + off, (const char *)b + off + hlen, name, err};
   if (!parse_header(&h, t)) return NULL;
-  int64_t numel = mlc_gtype_numel(t);
-  if (numel < 0 || numel > (INT64_C(1) << 31))
-    return mlc_error_set(err, "%s: bad .npy header: too many elements (over 2^31)", name), NULL;
+  if (mlc_tensor_numel_checked("the array", t->shape, t->ndim, 4, err) < 0)
+    return mlc_error_prefix(err, "%s: bad .npy header", name), NULL;
   size_t have = len - off - hlen, want = (size_t)mlc_gtype_numel(t) * 4;
   if (have < want)
     return mlc_error_set(err, "%s: truncated data: %zu bytes for %zu", name, have, want), NULL;

@@ -219,20 +219,42 @@ static bool cv_clip(onode *n) {
   return unary_with(n, MLC_GOP_CLIP, &a);
 }
 
-/* Pow with a constant scalar exponent. */
+/* in[k], an integer constant, as a float constant (Pow's exponent). */
+static bool int_input_as_float(onode *n, int k) {
+  int64_t c;
+  const int64_t *iv = onnx_ints(n, k, &c);
+  if (!iv) return false;
+  oval *f = mlc_arena_alloc(n->arena, sizeof *f);
+  *f = *n->in[k];
+  f->is_int = false;
+  f->i = NULL;
+  mlc_gtype t = {MLC_FLOAT32, f->ndim ? f->ndim : 1, {1}};
+  memcpy(t.shape, f->shape, sizeof(int64_t) * (size_t)f->ndim);
+  f->var = onnx_new_const(n, "exponent", &t);
+  for (int64_t j = 0; j < c; j++) f->var->data[j] = (float)iv[j];
+  n->in[k] = f;
+  return true;
+}
+
+/* Pow: a constant scalar exponent becomes power (multiplies for 2 and 3,
+ * sqrt for 0.5); any other exponent (a tensor, a runtime value) the
+ * elementwise pow with broadcasting. */
 static bool cv_pow(onode *n) {
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_POWER, &a);
   if (!no_attrs(n)) return false;
-  if (!in_val(n, 1) || in_val(n, 1)->is_int) {
-    int64_t c;
-    const int64_t *e = in_val(n, 1) ? onnx_ints(n, 1, &c) : NULL;
-    if (!e || c != 1) return onnx_fail(n, "the exponent must be a constant scalar");
-    a.exponent = (double)e[0];
-  } else if (!scalar_input(n, 1, &a.exponent)) {
-    return false;
+  const oval *e = in_val(n, 1);
+  if (!e || !n->in[0]) return onnx_fail(n, "an input is missing");
+  /* a one-element exponent of higher rank than x broadcasts x up: binary */
+  if (numel(e->ndim, e->shape) == 1 && e->ndim <= in_rank(n, 0) &&
+      (e->is_int || onnx_const_float(e))) {
+    if (e->is_int) a.exponent = (double)e->i[0];
+    else if (!scalar_input(n, 1, &a.exponent)) return false;
+    return unary_with(n, MLC_GOP_POWER, &a);
   }
-  return unary_with(n, MLC_GOP_POWER, &a);
+  if (e->is_int && !int_input_as_float(n, 1)) return false;
+  /* the exponent is float now, so binary never takes its integer path */
+  return binary(n, MLC_GOP_POW, I_EQ);
 }
 
 /* Max, Min, Sum: variadic, folded pairwise left to right. */
@@ -754,17 +776,48 @@ static bool cv_batch_norm(onode *n) {
 
 /* ---- layer norm --------------------------------------------------------------- */
 
+static bool has_out(const onode *n, size_t k) {
+  return k < n->p->n_output && n->p->output[k] && *n->p->output[k];
+}
+
+/* LayerNormalization's optional outputs over x2 (the input flattened to
+ * [..., inner], normalized over axis ax): Mean (output 1) and InvStdDev =
+ * 1 / sqrt(mean((x - Mean)^2) + eps) (output 2), with the normalized axes
+ * kept as 1 in ONNX's shape [d0, ..., d(axis-1), 1, ..., 1] of rank nd. */
+static bool layer_norm_stats(onode *n, mlc_gvar *x2, int ax, int nd, double eps) {
+  int64_t st[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < nd; d++) st[d] = d < ax ? x2->type.shape[d] : 1;
+  mlc_gattrs r, e;
+  mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &r);
+  r.keepdims = true;
+  r.n_ints = 1;
+  r.ints[0] = ax;
+  mlc_gattrs_init(MLC_GOP_ADD, &e);
+  mlc_gvar *mean = onnx_emit(n, "mean", MLC_GOP_REDUCE_MEAN, &r, 1, &x2);
+  if (!mean) return false;
+  if (has_out(n, 1) && !set_var(n, 1, onnx_reshape(n, "mean_out", mean, nd, st))) return false;
+  if (!has_out(n, 2)) return true;
+  mlc_gvar *dv = onnx_emit(n, "dev", MLC_GOP_SUBTRACT, &e, 2, (mlc_gvar *[]){x2, mean});
+  mlc_gvar *sq = dv ? onnx_emit(n, "dev2", MLC_GOP_MULTIPLY, &e, 2, (mlc_gvar *[]){dv, dv}) : NULL;
+  mlc_gvar *var = sq ? onnx_emit(n, "var", MLC_GOP_REDUCE_MEAN, &r, 1, &sq) : NULL;
+  mlc_gvar *ve = var ? onnx_emit(n, "var_eps", MLC_GOP_ADD, &e, 2,
+                                 (mlc_gvar *[]){var, scalar_const(n, "eps", eps)})
+                     : NULL;
+  mlc_gvar *sd = ve ? onnx_emit(n, "std", MLC_GOP_SQRT, &e, 1, &ve) : NULL;
+  mlc_gvar *inv = sd ? onnx_emit(n, "inv_std", MLC_GOP_DIVIDE, &e, 2,
+                                 (mlc_gvar *[]){scalar_const(n, "one", 1), sd})
+                     : NULL;
+  return inv && set_var(n, 2, onnx_reshape(n, "inv_std_out", inv, nd, st));
+}
+
 /* Over the trailing dims from axis: flattened into one when there are
- * several. Mean and InvStdDev outputs are not supported. */
+ * several. */
 static bool cv_layer_norm(onode *n) {
   int64_t axis, stash;
   double eps;
   if (!onnx_check_attrs(n, " axis epsilon stash_type ") || !onnx_attr_int(n, "axis", -1, &axis) ||
       !onnx_attr_float(n, "epsilon", 1e-5, &eps) || !onnx_attr_int(n, "stash_type", 1, &stash))
     return false;
-  for (size_t k = 1; k < n->p->n_output; k++)
-    if (n->p->output[k] && *n->p->output[k])
-      return onnx_fail(n, "the Mean and InvStdDev outputs are not supported");
   mlc_gvar *x = onnx_var(n, 0), *g = onnx_var(n, 1), *b = in_val(n, 2) ? onnx_var(n, 2) : NULL;
   if (!x || !g || (in_val(n, 2) && !b)) return false;
   int nd = x->type.ndim, ax = 0;
@@ -784,7 +837,8 @@ static bool cv_layer_norm(onode *n) {
   a.eps = eps;
   mlc_gvar *args[3] = {x2, g2, b2};
   mlc_gvar *y = onnx_emit(n, "ln", MLC_GOP_LAYERNORM, &a, b ? 3 : 2, args);
-  return y && set_var(n, 0, onnx_reshape(n, NULL, y, nd, x->type.shape));
+  if (!y || !set_var(n, 0, onnx_reshape(n, NULL, y, nd, x->type.shape))) return false;
+  return !(has_out(n, 1) || has_out(n, 2)) || layer_norm_stats(n, x2, ax, nd, eps);
 }
 
 /* ---- shapes ------------------------------------------------------------------ */

@@ -137,6 +137,7 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   case MLC_GOP_DIVIDE:
   case MLC_GOP_MAXIMUM:
   case MLC_GOP_MINIMUM:
+  case MLC_GOP_POW:
   case MLC_GOP_RELU:
   case MLC_GOP_GELU:
   case MLC_GOP_SQRT:

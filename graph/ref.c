@@ -38,6 +38,7 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_DIVIDE: return v[0] / v[1];
   case MLC_GOP_MAXIMUM: return fmax(v[0], v[1]);
   case MLC_GOP_MINIMUM: return fmin(v[0], v[1]);
+  case MLC_GOP_POW: return pow(v[0], v[1]);
   case MLC_GOP_EWISE_FMA: return v[0] * v[1] + v[2];
   case MLC_GOP_RELU: return v[0] > 0 ? v[0] : 0;
   case MLC_GOP_GELU: return 0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0)));
@@ -371,6 +372,7 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
   case MLC_GOP_DIVIDE:
   case MLC_GOP_MAXIMUM:
   case MLC_GOP_MINIMUM:
+  case MLC_GOP_POW:
   case MLC_GOP_EWISE_FMA:
   case MLC_GOP_RELU:
   case MLC_GOP_GELU:

@@ -7,11 +7,16 @@
  * with its stored decisions and the postprocessing steps it recorded; the
  * result takes the kernel's name. Structural equality of the stored IR
  * and the kernel (checked) guarantees the same parameters in the same
- * order. */
+ * order.
+ *
+ * Records are untrusted: one whose replay fails, or whose replay is not
+ * the function it measured (the stored structural hash), is skipped with a
+ * note naming it, and the next best is tried. */
 #include "db/db.h"
 #include "graph/graph_impl.h"
 #include "schedule/schedule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,41 +26,57 @@ static void set_name(mlc_arena *a, mlc_prim_func *f, const char *name) {
     if (strcmp(f->attrs[i].key, "global_symbol") == 0) f->attrs[i].s = f->name;
 }
 
-/* The function name the trace's GetBlock instructions ask for (tasks are
- * named "main"), or NULL. */
-static const char *trace_func_name(const mlc_trace *t) {
-  for (int i = 0; i < t->insts.len; i++) {
-    const mlc_inst *in = &t->insts.data[i];
-    if (in->kind != MLC_INST_GET_BLOCK) continue;
-    for (int j = 0; j < in->n_attrs; j++)
-      if (strcmp(in->attrs[j].key, "func_name") == 0 && in->attrs[j].kind == MLC_ATTR_STR)
-        return in->attrs[j].s;
-  }
-  return NULL;
-}
-
-/* Replay record r of workload w for f; NULL with a message on failure. */
+/* Replay record r of workload w for f; NULL with a message on failure,
+ * or (*differs set) when the replay is not the function the record
+ * measured (its stored sched_hash; rows without one are checked by replay
+ * alone). */
 static mlc_prim_func *replay(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workload *w,
-                             const mlc_db_record *r, mlc_error *err) {
+                             const mlc_db_record *r, bool *differs, mlc_error *err) {
   mlc_arena *tmp = mlc_arena_new();
-  mlc_prim_func *out = NULL;
+  mlc_prim_func *out = NULL, *s;
+  char hash[17];
   mlc_module *mod = mlc_parse_module(tmp, "workload.py", w->ir, err);
-  mlc_trace *t = mod ? mlc_trace_from_json(tmp, r->trace, strlen(r->trace), err) : NULL;
   if (mod && mod->n_funcs != 1) mlc_error_set(err, "the stored workload has %d functions", mod->n_funcs);
   else if (mod && !mlc_func_struct_equal(mod->funcs[0], f))
     mlc_error_set(err, "the stored workload differs from the kernel (hash collision)");
-  else if (t) {
-    const char *fname = trace_func_name(t);
-    if (fname) set_name(tmp, mod->funcs[0], fname);
-    mlc_sched *s = mlc_sched_new(mod->funcs[0], 0);
-    if (mlc_sched_replay(s, t, NULL, NULL, err) && mlc_verify_func(mlc_sched_func(s), err)) {
-      out = mlc_func_copy(a, mlc_sched_func(s));
+  else if (mod && mlc_db_replay_trace(tmp, mod->funcs[0], r->trace, &s, hash, err)) {
+    *differs = r->sched_hash && strcmp(hash, r->sched_hash) != 0;
+    if (*differs)
+      mlc_error_set(err, "its trace replays to a function with hash %s, the record says %s "
+                         "(a record from another version, or a tampered one)",
+                    hash, r->sched_hash);
+    else {
+      out = mlc_func_copy(a, s);
       set_name(a, out, f->name);
     }
-    mlc_sched_free(s);
   }
   mlc_arena_free(tmp);
   return out;
+}
+
+/* Records tried, best first, before the default schedule. */
+#define MAX_TRIED 8
+
+/* The first of the best records that replays; notes why the ones before
+ * it were skipped. */
+static void choose_record(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workload *w, int n,
+                          const mlc_db_record *best, mlc_gkernel *out) {
+  size_t len = 0;
+  for (int i = 0; i < n && !out->sched; i++) {
+    mlc_error why;
+    bool differs = false;
+    mlc_prim_func *s = replay(a, f, w, &best[i], &differs, &why);
+    if (s) {
+      out->sched = s;
+      out->record_id = best[i].id;
+      out->record_sec = best[i].mean_sec;
+    } else if (len < sizeof out->note) {
+      int k = snprintf(out->note + len, sizeof out->note - len, "%srecord %lld %s: %s",
+                       len ? "; " : "", (long long)best[i].id,
+                       differs ? "skipped" : "did not replay", why.msg);
+      len += k > 0 ? (size_t)k : 0;
+    }
+  }
 }
 
 bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
@@ -70,23 +91,60 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
     mlc_arena *q = mlc_arena_new();
     mlc_db_record *best;
     mlc_db_workload w;
-    int n = mlc_db_top_k(db, wid, target, 1, q, &best, err);
+    int n = mlc_db_top_k(db, wid, target, MAX_TRIED, q, &best, err);
     bool ok = n >= 0 && (n == 0 || mlc_db_get_workload(db, wid, q, &w, err));
-    if (ok && n == 1) {
-      mlc_error why;
-      mlc_prim_func *s = replay(a, f, &w, &best[0], &why);
-      if (s) {
-        out->sched = s;
-        out->record_id = best[0].id;
-        out->record_sec = best[0].mean_sec;
-      } else
-        snprintf(out->note, sizeof out->note, "record %lld did not replay: %.400s",
-                 (long long)best[0].id, why.msg);
-    }
+    if (ok) choose_record(a, f, &w, n, best, out);
     mlc_arena_free(q);
     if (!ok) return mlc_error_prefix(err, "tuning database");
     if (out->sched) return true;
   }
   out->sched = schedule ? mlc_graph_default_schedule(a, f) : f;
   return true;
+}
+
+/* ---- --verify ---------------------------------------------------------------------- */
+
+static mlc_array *seeded_args(const mlc_prim_func *f, uint64_t seed) {
+  mlc_array *args = mlc_xmalloc(sizeof *args * (size_t)(f->n_params + 1));
+  for (int i = 0; i < f->n_params; i++) {
+    mlc_array *x = mlc_array_for_buffer(f->params[i]);
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, seed, (uint64_t)i);
+    mlc_array_fill_random(x, &rng);
+    args[i] = *x;
+    mlc_free(x); /* the data now belongs to args[i] */
+  }
+  return args;
+}
+
+static void free_args(const mlc_prim_func *f, mlc_array *args) {
+  for (int i = 0; i < f->n_params; i++) mlc_free(args[i].data);
+  mlc_free(args);
+}
+
+/* Every parameter of got within tolerance of want (floats: rtol 1e-3 and
+ * atol 1e-4 of the largest |want|; integers exact). */
+static bool same_results(const mlc_prim_func *f, const mlc_array *got, const mlc_array *want,
+                         mlc_error *err) {
+  for (int i = 0; i < f->n_params; i++) {
+    bool fl = mlc_dtype_is_float(want[i].dtype);
+    double scale = 0, max_err = 0;
+    for (int64_t j = 0; fl && j < mlc_array_numel(&want[i]); j++)
+      scale = fmax(scale, fabs(mlc_array_get(&want[i], j)));
+    if (!mlc_array_allclose(&got[i], &want[i], fl ? 1e-3 : 0, fl ? 1e-4 * fmax(scale, 1) : 0,
+                            &max_err))
+      return mlc_error_set(err, "parameter %s differs from the unscheduled function's (max abs "
+                                "error %.3g)", f->params[i]->name, max_err);
+  }
+  return true;
+}
+
+bool mlc_graph_check_kernel(const mlc_prim_func *f, mlc_gkernel_fn run, void *ud, uint64_t seed,
+                            mlc_error *err) {
+  mlc_array *got = seeded_args(f, seed), *want = seeded_args(f, seed);
+  bool ok = run(ud, f, f->n_params, got, err) &&
+            mlc_interp_run_n(f, f->n_params, want, err) && same_results(f, got, want, err);
+  free_args(f, got);
+  free_args(f, want);
+  return ok;
 }

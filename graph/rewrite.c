@@ -9,21 +9,28 @@
 #include <string.h>
 
 /* The multiply binding defining v in f when v is used nowhere else, or NULL. */
-static const mlc_gbinding *single_use_multiply(const mlc_gfunc *f, const mlc_gvar *v) {
-  if (v->kind != MLC_GVAR_BOUND || mlc_gfunc_uses(f, v) != 1) return NULL;
-  int d = mlc_gfunc_def(f, v);
-  if (d < 0) return NULL;
+/* u counts the uses before any rewrite: a rewrite only adds uses of the
+ * product's operands, which have another use (the product) anyway, and
+ * removes the only use of a product, which no later add reads. */
+static const mlc_gbinding *single_use_multiply(const mlc_gfunc *f, const mlc_guses *u,
+                                               const mlc_gvar *v) {
+  int d;
+  if (v->kind != MLC_GVAR_BOUND || mlc_guses_count(u, v) != 1) return NULL;
+  if (!mlc_gmap_get(&u->def, v, &d)) return NULL;
   const mlc_gbinding *b = &f->bindings[d];
   return b->kind == MLC_GCALL_OP && b->op == MLC_GOP_MULTIPLY ? b : NULL;
 }
 
 static void rewrite_func(mlc_gmodule *m, mlc_gfunc *f) {
+  mlc_arena *ua = mlc_arena_new();
+  mlc_guses u;
+  mlc_guses_init(&u, ua, f);
   for (int i = 0; i < f->n_bindings; i++) {
     mlc_gbinding *b = &f->bindings[i];
     if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_ADD) continue;
     /* add is commutative: the product may be either operand. */
     for (int side = 0; side < 2; side++) {
-      const mlc_gbinding *mul = single_use_multiply(f, b->args[side]);
+      const mlc_gbinding *mul = single_use_multiply(f, &u, b->args[side]);
       if (!mul) continue;
       mlc_gvar *addend = b->args[1 - side];
       mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, 3);
@@ -36,23 +43,34 @@ static void rewrite_func(mlc_gmodule *m, mlc_gfunc *f) {
       break;
     }
   }
+  mlc_arena_free(ua);
 }
 
-static bool is_used(const mlc_gfunc *f, const mlc_gvar *v) { return mlc_gfunc_uses(f, v) > 0; }
-
-/* Drop bindings whose result nothing uses, last first so chains go too. */
+/* Drop bindings whose result nothing uses, chains included: one walk from
+ * the last binding back, keeping a binding when an output or a kept
+ * binding uses its var (bindings are in dataflow order). */
 static void remove_unused_bindings(mlc_gmodule *m, mlc_gfunc *f) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    int k = 0;
-    mlc_gbinding *bs = MLC_NEW_ARRAY(m->arena, mlc_gbinding, f->n_bindings + 1);
+  mlc_arena *a = mlc_arena_new();
+  mlc_gmap live = {.a = a};
+  for (int i = 0; i < f->n_outputs; i++) mlc_gmap_put(&live, f->outputs[i], 1);
+  bool *keep = MLC_NEW_ARRAY(a, bool, f->n_bindings + 1);
+  int k = 0;
+  for (int i = f->n_bindings - 1; i >= 0; i--) {
+    const mlc_gbinding *b = &f->bindings[i];
+    keep[i] = mlc_gmap_get(&live, b->var, NULL);
+    if (!keep[i]) continue;
+    k++;
+    for (int j = 0; j < b->n_args; j++) mlc_gmap_put(&live, b->args[j], 1);
+  }
+  if (k < f->n_bindings) {
+    mlc_gbinding *bs = MLC_NEW_ARRAY(m->arena, mlc_gbinding, k + 1);
+    k = 0;
     for (int i = 0; i < f->n_bindings; i++)
-      if (is_used(f, f->bindings[i].var)) bs[k++] = f->bindings[i];
-      else changed = true;
+      if (keep[i]) bs[k++] = f->bindings[i];
     f->bindings = bs;
     f->n_bindings = k;
   }
+  mlc_arena_free(a);
 }
 
 bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err) {
@@ -65,63 +83,80 @@ bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err) {
 
 /* ---- dead code ------------------------------------------------------------- */
 
-static bool func_called(const mlc_gmodule *m, const mlc_gfunc *g) {
-  for (int i = 0; i < m->n_funcs; i++)
-    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
-      const mlc_gbinding *b = &m->funcs[i]->bindings[j];
-      if (b->kind == MLC_GCALL_FUNC && b->callee == g) return true;
-    }
-  return false;
-}
-
-static bool tir_called(const mlc_gmodule *m, const mlc_prim_func *p) {
-  for (int i = 0; i < m->n_funcs; i++)
-    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
-      const mlc_gbinding *b = &m->funcs[i]->bindings[j];
-      if (b->kind == MLC_GCALL_TIR && b->tir == p) return true;
-    }
-  return false;
-}
-
-static bool const_used(const mlc_gmodule *m, const mlc_gvar *c) {
-  for (int i = 0; i < m->n_funcs; i++)
-    if (is_used(m->funcs[i], c)) return true;
-  return false;
-}
-
+/* Sub-functions and prim_funcs that some function calls, constants that
+ * some function uses: one walk, then one lookup per candidate. */
 void mlc_graph_remove_unused(mlc_gmodule *m) {
   for (int i = 0; i < m->n_funcs; i++) remove_unused_bindings(m, m->funcs[i]);
+  mlc_arena *a = mlc_arena_new();
+  mlc_gmap called = {.a = a};
+  for (int i = 0; i < m->n_funcs; i++)
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
+      const mlc_gbinding *b = &m->funcs[i]->bindings[j];
+      if (b->kind == MLC_GCALL_FUNC) mlc_gmap_put(&called, b->callee, 1);
+    }
   int k = 0;
   for (int i = 0; i < m->n_funcs; i++)
-    if (strcmp(m->funcs[i]->name, "main") == 0 || func_called(m, m->funcs[i]))
+    if (strcmp(m->funcs[i]->name, "main") == 0 || mlc_gmap_get(&called, m->funcs[i], NULL))
       m->funcs[k++] = m->funcs[i];
   m->n_funcs = k;
+  /* prim_funcs called by the functions kept (not by those just dropped). */
+  for (int i = 0; i < m->n_funcs; i++)
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
+      const mlc_gbinding *b = &m->funcs[i]->bindings[j];
+      if (b->kind == MLC_GCALL_TIR) mlc_gmap_put(&called, b->tir, 1);
+    }
   k = 0;
   for (int i = 0; i < m->tir->n_funcs; i++)
-    if (tir_called(m, m->tir->funcs[i])) m->tir->funcs[k++] = m->tir->funcs[i];
+    if (mlc_gmap_get(&called, m->tir->funcs[i], NULL)) m->tir->funcs[k++] = m->tir->funcs[i];
   m->tir->n_funcs = k;
+  mlc_gmap used = {.a = a};
+  for (int i = 0; i < m->n_funcs; i++) {
+    const mlc_gfunc *f = m->funcs[i];
+    for (int j = 0; j < f->n_bindings; j++)
+      for (int x = 0; x < f->bindings[j].n_args; x++)
+        mlc_gmap_put(&used, f->bindings[j].args[x], 1);
+    for (int j = 0; j < f->n_outputs; j++) mlc_gmap_put(&used, f->outputs[j], 1);
+  }
   k = 0;
   for (int i = 0; i < m->n_consts; i++)
-    if (const_used(m, m->consts[i])) m->consts[k++] = m->consts[i];
+    if (mlc_gmap_get(&used, m->consts[i], NULL)) m->consts[k++] = m->consts[i];
   m->n_consts = k;
+  mlc_arena_free(a);
 }
 
 /* Calls of structurally equal prim_funcs (two identical layers) go to the
  * first of them, so each distinct kernel is compiled once. */
 static void dedup_prim_funcs(mlc_gmodule *m) {
   int n = m->tir->n_funcs;
-  uint64_t *h = mlc_xmalloc(sizeof *h * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) h[i] = mlc_func_struct_hash(m->tir->funcs[i]);
+  mlc_arena *a = mlc_arena_new();
+  mlc_gmap by_hash = {.a = a}; /* structural hash -> index of its first function + 1 */
+  mlc_gmap dup = {.a = a};     /* a duplicate prim_func -> index of its first */
   for (int i = 0; i < n; i++) {
-    mlc_prim_func *p = m->tir->funcs[i], *first = p;
-    for (int j = 0; j < i && first == p; j++)
-      if (h[j] == h[i] && mlc_func_struct_equal(m->tir->funcs[j], p)) first = m->tir->funcs[j];
-    if (first == p) continue;
-    for (int k = 0; k < m->n_funcs; k++)
-      for (int b = 0; b < m->funcs[k]->n_bindings; b++)
-        if (m->funcs[k]->bindings[b].tir == p) m->funcs[k]->bindings[b].tir = first;
+    mlc_prim_func *p = m->tir->funcs[i];
+    uint64_t h = mlc_func_struct_hash(p);
+    /* The hash as a key (a pointer-sized int): the first function of each
+     * class under key h, or h + 1, h + 2, ... when a different function
+     * took h (a collision); lookups walk the same keys. */
+    for (uint64_t k = h;; k++) {
+      int first;
+      const void *key = (const void *)(uintptr_t)(k ? k : 1);
+      if (!mlc_gmap_get(&by_hash, key, &first)) {
+        mlc_gmap_put(&by_hash, key, i + 1);
+        break;
+      }
+      if (mlc_func_struct_equal(m->tir->funcs[first - 1], p)) {
+        mlc_gmap_put(&dup, p, first - 1);
+        break;
+      }
+    }
   }
-  mlc_free(h);
+  for (int k = 0; k < m->n_funcs; k++)
+    for (int b = 0; b < m->funcs[k]->n_bindings; b++) {
+      int first;
+      mlc_gbinding *bd = &m->funcs[k]->bindings[b];
+      if (bd->tir && mlc_gmap_get(&dup, bd->tir, &first)) bd->tir = m->tir->funcs[first];
+    }
+  mlc_arena_free(a);
 }
 
 bool mlc_graph_dce(mlc_gmodule *m, mlc_error *err) {

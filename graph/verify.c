@@ -10,35 +10,39 @@ void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t) {
   for (int i = 0; i < b->ndim && i < MLC_GRAPH_MAX_DIMS; i++) t->shape[i] = b->shape[i];
 }
 
-/* Whether v is visible at binding `upto` of f: a param, a constant of the
- * module, or defined by an earlier binding. */
-static bool visible(const mlc_gmodule *m, const mlc_gfunc *f, int upto, const mlc_gvar *v) {
+/* What the checks look up, in maps so that verifying n bindings is O(n):
+ * vis holds each var visible at the binding being checked (its
+ * VIS_* bits), names the binding names so far, tir the module's
+ * prim_funcs. */
+typedef struct vctx {
+  const mlc_gmodule *m;
+  mlc_gmap vis, names, tir;
+} vctx;
+
+enum { VIS_PARAM = 1, VIS_CONST = 2, VIS_BOUND = 4 };
+
+static void vis_add(mlc_gmap *vis, const mlc_gvar *v, int bit) {
+  int bits = 0;
+  mlc_gmap_get(vis, v, &bits);
+  mlc_gmap_put(vis, v, bits | bit);
+}
+
+/* Whether v is visible at the binding being checked: a param of the
+ * function, a constant of the module, or defined by an earlier binding. */
+static bool visible(const vctx *c, const mlc_gvar *v) {
+  int bits = 0;
+  mlc_gmap_get(&c->vis, v, &bits);
   switch (v->kind) {
-  case MLC_GVAR_PARAM:
-    for (int i = 0; i < f->n_params; i++)
-      if (f->params[i] == v) return true;
-    return false;
-  case MLC_GVAR_CONST:
-    for (int i = 0; i < m->n_consts; i++)
-      if (m->consts[i] == v) return true;
-    return false;
-  case MLC_GVAR_BOUND:
-    for (int i = 0; i < upto; i++)
-      if (f->bindings[i].var == v) return true;
-    return false;
+  case MLC_GVAR_PARAM: return bits & VIS_PARAM;
+  case MLC_GVAR_CONST: return bits & VIS_CONST;
+  case MLC_GVAR_BOUND: return bits & VIS_BOUND;
   }
   mlc_unreachable();
 }
 
-static bool in_tir(const mlc_gmodule *m, const mlc_prim_func *p) {
-  for (int i = 0; i < m->tir->n_funcs; i++)
-    if (m->tir->funcs[i] == p) return true;
-  return false;
-}
-
-static bool check_tir_call(const mlc_gmodule *m, const mlc_gbinding *b, mlc_error *err) {
+static bool check_tir_call(const vctx *c, const mlc_gbinding *b, mlc_error *err) {
   const mlc_prim_func *p = b->tir;
-  if (!p || !in_tir(m, p)) return mlc_error_set(err, "call_tir of a prim_func not in the module");
+  if (!p || !mlc_gmap_get(&c->tir, p, NULL)) return mlc_error_set(err, "call_tir of a prim_func not in the module");
   if (p->n_params != b->n_args + 1)
     return mlc_error_set(err, "call_tir %s: %d args + output for %d params", p->name, b->n_args,
                          p->n_params);
@@ -88,17 +92,18 @@ static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
   return true;
 }
 
-static bool check_binding(const mlc_gmodule *m, const mlc_gfunc *f, int i, mlc_error *err) {
+static bool check_binding(vctx *c, const mlc_gfunc *f, int i, mlc_error *err) {
   const mlc_gbinding *b = &f->bindings[i];
   if (!b->var || b->var->kind != MLC_GVAR_BOUND)
     return mlc_error_set(err, "binding %d defines no bound var", i);
-  for (int j = 0; j < i; j++)
-    if (strcmp(f->bindings[j].var->name, b->var->name) == 0 || f->bindings[j].var == b->var)
-      return mlc_error_set(err, "%s is defined twice", b->var->name);
+  if (mlc_gmap_get(&c->names, b->var->name, NULL) || visible(c, b->var))
+    return mlc_error_set(err, "%s is defined twice", b->var->name);
   for (int j = 0; j < b->n_args; j++)
-    if (!visible(m, f, i, b->args[j]))
+    if (!visible(c, b->args[j]))
       return mlc_error_set(err, "%s uses %s before it is defined", b->var->name,
                            b->args[j]->name);
+  mlc_gmap_put(&c->names, b->var->name, 1);
+  vis_add(&c->vis, b->var, VIS_BOUND);
   switch (b->kind) {
   case MLC_GCALL_OP: {
     mlc_gtype ts[MLC_GRAPH_MAX_ARGS], out;
@@ -112,36 +117,59 @@ static bool check_binding(const mlc_gmodule *m, const mlc_gfunc *f, int i, mlc_e
   case MLC_GCALL_FUNC:
     if (f->primitive) return mlc_error_set(err, "a primitive function calls %s", b->callee->name);
     return check_func_call(b, err);
-  case MLC_GCALL_TIR: return check_tir_call(m, b, err);
+  case MLC_GCALL_TIR: return check_tir_call(c, b, err);
   }
   mlc_unreachable();
 }
 
-static bool check_func(const mlc_gmodule *m, const mlc_gfunc *f, mlc_error *err) {
+/* Fresh maps of names and visible vars for f, in arena a. */
+static void func_ctx(vctx *c, mlc_arena *a, const mlc_gfunc *f) {
+  c->vis = (mlc_gmap){.a = a};
+  c->names = (mlc_gmap){.a = a, .strings = true};
+  for (int i = 0; i < c->m->n_consts; i++) vis_add(&c->vis, c->m->consts[i], VIS_CONST);
+  for (int i = 0; i < f->n_params; i++) vis_add(&c->vis, f->params[i], VIS_PARAM);
+}
+
+static bool check_func(vctx *c, const mlc_gfunc *f, mlc_error *err) {
   for (int i = 0; i < f->n_params; i++)
     if (f->params[i]->kind != MLC_GVAR_PARAM)
       return mlc_error_set(err, "param %s is not a param var", f->params[i]->name);
   for (int i = 0; i < f->n_bindings; i++)
-    if (!check_binding(m, f, i, err))
+    if (!check_binding(c, f, i, err))
       return mlc_error_prefix(err, "binding %s",
                               f->bindings[i].var ? f->bindings[i].var->name : "?");
   if (f->n_outputs < 1) return mlc_error_set(err, "no outputs");
   if (f->primitive && f->n_outputs != 1) return mlc_error_set(err, "a primitive function has one output");
   for (int i = 0; i < f->n_outputs; i++)
-    if (!visible(m, f, f->n_bindings, f->outputs[i]))
+    if (!visible(c, f->outputs[i]))
       return mlc_error_set(err, "output %s is not defined", f->outputs[i]->name);
+  return true;
+}
+
+static bool verify_graph(vctx *c, mlc_arena *a, mlc_error *err) {
+  const mlc_gmodule *m = c->m;
+  mlc_gmap funcs = {.a = a, .strings = true};
+  for (int i = 0; i < m->tir->n_funcs; i++) mlc_gmap_put(&c->tir, m->tir->funcs[i], 1);
+  for (int i = 0; i < m->n_funcs; i++) {
+    if (mlc_gmap_get(&funcs, m->funcs[i]->name, NULL))
+      return mlc_error_set(err, "graph: function %s is defined twice", m->funcs[i]->name);
+    mlc_gmap_put(&funcs, m->funcs[i]->name, 1);
+    func_ctx(c, a, m->funcs[i]);
+    if (!check_func(c, m->funcs[i], err))
+      return mlc_error_prefix(err, "graph: function %s", m->funcs[i]->name);
+  }
   return true;
 }
 
 bool mlc_graph_verify(const mlc_gmodule *m, mlc_error *err) {
   if (!mlc_graph_main(m)) return mlc_error_set(err, "graph: no main function");
-  for (int i = 0; i < m->n_funcs; i++) {
-    for (int j = 0; j < i; j++)
-      if (strcmp(m->funcs[i]->name, m->funcs[j]->name) == 0)
-        return mlc_error_set(err, "graph: function %s is defined twice", m->funcs[i]->name);
-    if (!check_func(m, m->funcs[i], err))
-      return mlc_error_prefix(err, "graph: function %s", m->funcs[i]->name);
-  }
+  /* Scratch maps in their own arena: the module's must not grow with
+   * every verification. */
+  mlc_arena *a = mlc_arena_new();
+  vctx c = {.m = m, .tir = {.a = a}};
+  bool ok = verify_graph(&c, a, err);
+  mlc_arena_free(a);
+  if (!ok) return false;
   for (int i = 0; i < m->tir->n_funcs; i++)
     if (!mlc_verify_func(m->tir->funcs[i], err))
       return mlc_error_prefix(err, "graph: prim_func %s", m->tir->funcs[i]->name);

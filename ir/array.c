@@ -3,6 +3,7 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- float16 ----------------------------------------------------------- */
@@ -68,6 +69,62 @@ mlc_array *mlc_array_new(mlc_dtype t, int ndim, const int64_t *shape) {
   size_t bytes = (size_t)n * (size_t)mlc_dtype_bytes(t);
   x->data = mlc_xmalloc(bytes ? bytes : 1);
   return x;
+}
+
+mlc_array *mlc_array_try_new(mlc_dtype t, int ndim, const int64_t *shape, const char *what,
+                             mlc_error *err) {
+  if (ndim < 0 || ndim > 8)
+    return mlc_error_set(err, "%s has %d dimensions, arrays have at most 8", what, ndim), NULL;
+  int64_t n = mlc_tensor_numel_checked(what, shape, ndim, mlc_dtype_bytes(t), err);
+  if (n < 0) return NULL;
+  size_t bytes = (size_t)n * (size_t)mlc_dtype_bytes(t);
+  mlc_array *x = mlc_malloc(sizeof *x);
+  void *data = mlc_malloc(bytes ? bytes : 1);
+  if (!x || !data) {
+    mlc_free(x);
+    mlc_free(data);
+    return mlc_error_set(err, "%s: out of memory allocating %zu bytes", what, bytes), NULL;
+  }
+  memset(data, 0, bytes);
+  *x = (mlc_array){.dtype = t, .ndim = ndim, .data = data};
+  memcpy(x->shape, shape, sizeof *shape * (size_t)ndim);
+  return x;
+}
+
+static bool buffer_size_ok(const mlc_prim_func *f, const mlc_buffer *b, mlc_error *err) {
+  char what[160];
+  snprintf(what, sizeof what, "%.40s: buffer %.100s", f->name, b->name);
+  return mlc_tensor_numel_checked(what, b->shape, b->ndim, mlc_dtype_bytes(b->dtype), err) >= 0;
+}
+
+static bool stmt_sizes_ok(const mlc_prim_func *f, const mlc_stmt *st, mlc_error *err) {
+  if (!st) return true;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return stmt_sizes_ok(f, st->loop.body, err);
+  case MLC_STMT_BLOCK_REALIZE: {
+    const mlc_block *b = st->realize.block;
+    for (int i = 0; i < b->n_allocs; i++)
+      if (!buffer_size_ok(f, b->allocs[i], err)) return false;
+    return stmt_sizes_ok(f, b->init, err) && stmt_sizes_ok(f, b->body, err);
+  }
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (!stmt_sizes_ok(f, st->seq.stmts[i], err)) return false;
+    return true;
+  case MLC_STMT_IF:
+    return stmt_sizes_ok(f, st->if_.then_s, err) && stmt_sizes_ok(f, st->if_.else_s, err);
+  case MLC_STMT_ALLOCATE:
+    return buffer_size_ok(f, st->alloc.buf, err) && stmt_sizes_ok(f, st->alloc.body, err);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return true;
+  }
+  mlc_unreachable();
+}
+
+bool mlc_func_check_sizes(const mlc_prim_func *f, mlc_error *err) {
+  for (int i = 0; i < f->n_params; i++)
+    if (!buffer_size_ok(f, f->params[i], err)) return false;
+  return stmt_sizes_ok(f, f->body, err);
 }
 
 mlc_array *mlc_array_for_buffer(const mlc_buffer *b) {

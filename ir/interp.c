@@ -1308,9 +1308,10 @@ static const snode *compile(compiler *cc, const mlc_prim_func *f) {
 static bool alloc_scratch(const compiler *cc, int n_params, char **bufs, mlc_error *err) {
   for (int i = n_params; i < cc->bufs.len; i++) {
     const mlc_buffer *b = cc->bufs.data[i];
-    int64_t numel = mlc_buffer_numel(b);
-    if (numel < 0 || numel > ((int64_t)1 << 36))
-      return mlc_error_set(err, "buffer %s is too large for the interpreter", b->name);
+    char what[160];
+    snprintf(what, sizeof what, "buffer %.100s", b->name);
+    int64_t numel = mlc_tensor_numel_checked(what, b->shape, b->ndim, mlc_dtype_bytes(b->dtype), err);
+    if (numel < 0) return false;
     size_t bytes = (size_t)numel * (size_t)mlc_dtype_bytes(b->dtype);
     bufs[i] = mlc_malloc(bytes ? bytes : 1);
     if (!bufs[i]) return mlc_error_set(err, "out of memory allocating buffer %s", b->name);

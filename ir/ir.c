@@ -130,8 +130,12 @@ mlc_buffer *mlc_buffer_new(mlc_arena *a, const char *name, mlc_dtype t, int ndim
 }
 
 int64_t mlc_buffer_numel(const mlc_buffer *b) {
+  const int64_t cap = INT64_C(1) << 62;
   int64_t n = 1;
-  for (int i = 0; i < b->ndim; i++) n *= b->shape[i];
+  for (int i = 0; i < b->ndim; i++)
+    if (b->shape[i] == 0) return 0;
+  for (int i = 0; i < b->ndim; i++)
+    if (mlc_mul_overflow(n, b->shape[i], &n) || n > cap) return cap;
   return n;
 }
 

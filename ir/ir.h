@@ -259,6 +259,8 @@ typedef struct mlc_module {
 mlc_var *mlc_var_new(mlc_arena *a, const char *name, mlc_dtype t);
 mlc_buffer *mlc_buffer_new(mlc_arena *a, const char *name, mlc_dtype t, int ndim,
                            const int64_t *shape, const char *scope);
+/* Element count; past 2^62 (a shape the parser refuses, made some other
+ * way) it saturates at 2^62, so that times an element size cannot wrap. */
 int64_t mlc_buffer_numel(const mlc_buffer *b);
 
 mlc_expr *mlc_int(mlc_arena *a, int64_t v);              /* int32 */
@@ -312,7 +314,7 @@ mlc_module *mlc_module_copy(mlc_arena *a, const mlc_module *m);
 mlc_expr *mlc_expr_subst(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, mlc_expr **values);
 mlc_stmt *mlc_stmt_subst(mlc_arena *a, mlc_stmt *s, int n, mlc_var **vars, mlc_expr **values);
 bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v);
-/* added by audit: calls fn on every node of e, parents first (e may be
+/* Calls fn on every node of e, parents first (e may be
  * NULL). The one read-only walk, instead of a switch per caller. */
 void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), void *ud);
 /* Whether fn holds for some node of e (parents first; stops at the first);
@@ -486,6 +488,12 @@ bool mlc_expr_fused_map(mlc_arena *a, mlc_expr *e, int n, const mlc_iter_var *it
 bool mlc_affine_bindings(int nl, mlc_stmt *const *loops, int n_conj, mlc_expr *const *conj,
                          int n, mlc_expr *const *values, int *bad, int *other);
 
+/* ---- floating-point work (flops.c) -------------------------------------- */
+/* Float operations of one call, counted from the blocks' bodies and
+ * iteration domains as TVM's estimate of TIR flops does (the rule is in
+ * flops.c); 0 for a function without float arithmetic. */
+double mlc_func_flops(const mlc_prim_func *f);
+
 /* ---- structural equality and hash (struct_eq.c) ------------------------ */
 /* Names of vars, buffers, blocks and the function are ignored where they are
  * only renamings (vars matched by definition position); shapes, dtypes,
@@ -511,12 +519,22 @@ typedef struct mlc_array {
  * Slow and exact: float32 arithmetic in float32 as written. Returns false
  * with a message on a shape mismatch or an out-of-bounds access. */
 bool mlc_interp_run(const mlc_prim_func *f, mlc_array *args, mlc_error *err);
-/* added by ir/interp: the same with the argument count given and checked
+/* The same with the argument count given and checked
  * against f->n_params. */
 bool mlc_interp_run_n(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err);
 
 mlc_array *mlc_array_new(mlc_dtype t, int ndim, const int64_t *shape); /* zeroed heap */
 mlc_array *mlc_array_for_buffer(const mlc_buffer *b);
+/* As mlc_array_new for shapes that come from input: NULL with err set
+ * (naming `what`) when the shape is over the size limit of base.h
+ * (MLC_MAX_TENSOR_ELEMS, MLC_MAX_TENSOR_BYTES) or the memory cannot be
+ * had; mlc_array_new aborts in both cases. */
+mlc_array *mlc_array_try_new(mlc_dtype t, int ndim, const int64_t *shape, const char *what,
+                             mlc_error *err);
+/* Whether every parameter and allocated buffer of f is within the size
+ * limit, i.e. running f allocates nothing larger; else the message names
+ * the buffer. */
+bool mlc_func_check_sizes(const mlc_prim_func *f, mlc_error *err);
 void mlc_array_free(mlc_array *x);
 int64_t mlc_array_numel(const mlc_array *x);
 /* Seeded uniform values in [-1, 1) for floats, [-8, 8) for ints. */

@@ -326,9 +326,16 @@ static bool lex_string(lexer *L) {
   size_t j = start + (triple ? 3 : 1);
   int line0 = L->line;
   size_t line_start0 = L->line_start;
-  /* Decoded text is never longer than the source text. */
+  /* Decoded text is never longer than the source text up to the closing
+   * quote (sizing by the rest of the file made n strings cost O(n * file)). */
   size_t cap = 16;
-  for (size_t k = j; s[k]; k++) cap++;
+  for (size_t k = j; s[k]; k++, cap++) {
+    if (s[k] == '\\' && s[k + 1]) {
+      k++;
+      cap++;
+    } else if (s[k] == q && (!triple || (s[k + 1] == q && s[k + 2] == q)))
+      break;
+  }
   char *out = mlc_arena_alloc(L->p->a, cap);
   size_t n = 0;
   for (;;) {

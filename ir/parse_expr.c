@@ -5,6 +5,7 @@
  * subscripts and attributes. Lowering checks what each T.* function takes
  * and gives literals the dtype of the other operand (DESIGN.md section 3).
  */
+#include "ir/arith_internal.h"
 #include "ir/parse_internal.h"
 
 #include <math.h>
@@ -559,10 +560,18 @@ mlc_expr *mlc_parse_sub(mlc_parser *p, const ptok *t, mlc_expr *hi, mlc_expr *lo
   mlc_parse_unify(p, t, "range bounds", &hi, &lo);
   int64_t h, l;
   if (mlc_expr_is_const_int(hi, &h) && mlc_expr_is_const_int(lo, &l)) {
-    if ((l < 0 && h > INT64_MAX + l) || (l > 0 && h < INT64_MIN + l))
-      mlc_parse_fail(p, t, "range too large");
-    return mlc_int_t(p->a, hi->dtype, h - l);
+    int64_t d;
+    if (mlc_sub_overflow(h, l, &d) || !int_fits(hi->dtype, d))
+      mlc_parse_fail(p, t, "range too large: %lld - %lld does not fit %s", (long long)h,
+                     (long long)l, mlc_dtype_name(hi->dtype));
+    return mlc_int_t(p->a, hi->dtype, d);
   }
+  /* hi written lo + e, as the printer writes a region or domain: e as it
+   * stands (simplified alone), since simplifying (lo + e) - lo may order
+   * e's terms differently, and print(parse(print(f))) would differ from
+   * print(f) (found by tests/fuzz/fuzz_parse). */
+  if (hi->kind == MLC_EXPR_ADD && arith_expr_equal(hi->bin.a, lo))
+    return mlc_simplify_expr(p->a, hi->bin.b);
   return mlc_simplify_expr(p->a, mlc_sub(p->a, hi, lo));
 }
 

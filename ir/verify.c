@@ -49,6 +49,10 @@ typedef struct vctx {
   MLC_VEC(scope_var) vars;
   MLC_VEC(mlc_buffer *) bufs; /* visible buffers, innermost last */
   MLC_VEC(const char *) names; /* block names seen so far */
+  /* names as a hash table in a (open addressing): index + 1, 0 empty; a
+   * scan per block made verifying n blocks O(n^2) */
+  int *name_slots;
+  int name_cap;
   MLC_VEC(thread_loop) threads; /* enclosing thread-bound loops */
   mlc_simplifier *simp; /* knows the ranges of c->vars; NULL when stale */
   const mlc_block *block; /* block named in messages */
@@ -681,13 +685,27 @@ static bool check_for(vctx *c, mlc_stmt *s) {
   return ok;
 }
 
+static int name_slot(const vctx *c, const char *name) {
+  int i = (int)(mlc_hash_str(name, 0) & (uint64_t)(c->name_cap - 1));
+  while (c->name_slots[i] && strcmp(c->names.data[c->name_slots[i] - 1], name) != 0)
+    i = (i + 1) & (c->name_cap - 1);
+  return i;
+}
+
 static bool check_name(vctx *c, const mlc_block *b) {
   if (!b->name || !b->name[0]) return fail(c, "block with no name");
-  for (int i = 0; i < c->names.len; i++)
-    if (strcmp(c->names.data[i], b->name) == 0)
-      return fail(c, "duplicate block name \"%s\" (block names must be unique in a function)",
-                  b->name);
+  if (c->name_cap && c->name_slots[name_slot(c, b->name)])
+    return fail(c, "duplicate block name \"%s\" (block names must be unique in a function)",
+                b->name);
   MLC_VEC_PUSH(c->names, b->name);
+  if (2 * c->names.len > c->name_cap) { /* rehash at half full */
+    c->name_cap = c->name_cap ? 2 * c->name_cap : 64;
+    c->name_slots = MLC_NEW_ARRAY(c->a, int, c->name_cap);
+    memset(c->name_slots, 0, sizeof(int) * (size_t)c->name_cap);
+    for (int i = 0; i < c->names.len - 1; i++)
+      c->name_slots[name_slot(c, c->names.data[i])] = i + 1;
+  }
+  c->name_slots[name_slot(c, b->name)] = c->names.len;
   return true;
 }
 

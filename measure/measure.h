@@ -61,7 +61,7 @@
  *              bytes ref_object, u32 n_args, n_args x arg, u32 number,
  *              u32 repeat, f64 min_repeat_ms, u32 flush_cache, u64 seed,
  *              f64 rtol, f64 atol (times max |ref|), u64 max_arg_bytes,
- *              u32 fault, f64 max_call_sec (0: no limit; added by tuner)
+ *              u32 fault, f64 max_call_sec (0: no limit)
  *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat
  *   ERROR      str class (mlc_measure_status name), str message
  *
@@ -152,7 +152,7 @@ typedef struct mlc_measure_cand {
   const char *trace;    /* trace JSON; NULL or "" measures the unscheduled kernel */
   const char *target;   /* target string; NULL means "llvm" */
   mlc_measure_fault fault; /* test-only, see above */
-  /* added by tuner: adaptive limits for hopeless candidates (0: none).
+  /* Adaptive limits for hopeless candidates (0: none).
    * max_call_sec: the runner times the checked first call and, when it
    * took longer, skips the timing and answers TIMEOUT ("too slow"): the
    * runner and its cached reference survive. run_timeout_s: this

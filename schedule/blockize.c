@@ -152,7 +152,7 @@ static bool split_mixed(mlc_arena *a, const bz_info *z, const mlc_iter_var *it, 
   int64_t e = 1;
   for (int p = 0; p < ni; p++) {
     if (f.coef[idx[p]] != e) return false;
-    e *= z->lext[inner_index(z, f.vars[idx[p]])];
+    if (mlc_mul_overflow(e, z->lext[inner_index(z, f.vars[idx[p]])], &e)) return false;
   }
   int64_t dmin, dext;
   if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||

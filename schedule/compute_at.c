@@ -581,9 +581,11 @@ static bool solve_index(solver *v, mlc_expr *e, mlc_expr *lo, mlc_expr *hi, int6
   if ((e->kind == MLC_EXPR_FLOORDIV || e->kind == MLC_EXPR_FLOORMOD) &&
       mlc_expr_is_const_int(e->bin.b, &c) && c > 0) {
     mlc_expr *x = e->bin.a;
+    int64_t ec; /* ext * c, refused if it wraps */
     if (e->kind == MLC_EXPR_FLOORDIV) /* x in [c * lo, c * hi + c - 1] */
-      return solve_index(v, x, mlc_simplify_expr(a, mlc_mul(a, lo, ci(a, lo->dtype, c))),
-                         plus(a, mlc_mul(a, hi, ci(a, hi->dtype, c)), c - 1), ext * c);
+      return !mlc_mul_overflow(ext, c, &ec) &&
+             solve_index(v, x, mlc_simplify_expr(a, mlc_mul(a, lo, ci(a, lo->dtype, c))),
+                         plus(a, mlc_mul(a, hi, ci(a, hi->dtype, c)), c - 1), ec);
     int64_t xl, xh, ql, qh;
     /* Within one period floormod is a shift; over a whole period every
      * instance is needed anyway. */

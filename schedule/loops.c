@@ -3,6 +3,7 @@
 #include "schedule/sched_impl.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 /* TensorIR splits and fuses only loops without a thread binding or
@@ -98,6 +99,17 @@ static bool has_bare_stmt(const mlc_stmt *st) {
   mlc_unreachable();
 }
 
+static bool split_too_large(const char *who, int n, const int64_t *f, int unknown,
+                            mlc_error *err) {
+  char list[MLC_SCHED_MAX_TILE * 24 + 8];
+  size_t len = 0;
+  for (int i = 0; i < n; i++)
+    len += (size_t)(i == unknown ? snprintf(list + len, sizeof list - len, "%sNone", i ? ", " : "")
+                                 : snprintf(list + len, sizeof list - len, "%s%" PRId64,
+                                            i ? ", " : "", f[i]));
+  return mlc_error_set(err, "split: %s: the factors [%s] multiply to more than 2^63-1", who, list);
+}
+
 /* All factors known: the inferred one is ceil(extent / the others). */
 static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
                           int64_t *f, int64_t *mn, int64_t *ext, int64_t *prod, mlc_error *err) {
@@ -111,10 +123,32 @@ static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand
     return mlc_error_set(err, "split: %s: the loop's bounds are not constant", who);
   int unknown;
   if (!split_factors(s, who, n, factors, f, &unknown, err)) return false;
+  /* Factors come from traces (untrusted records): a product that wrapped
+   * around could equal the extent and bind the iteration wrongly. */
   *prod = 1;
   for (int i = 0; i < n; i++)
-    if (i != unknown) *prod *= f[i];
-  if (unknown >= 0) f[unknown] = (*ext + *prod - 1) / *prod, *prod *= f[unknown];
+    if (i != unknown && mlc_mul_overflow(*prod, f[i], prod))
+      return split_too_large(who, n, f, unknown, err);
+  if (unknown >= 0) {
+    int64_t up;
+    if (mlc_add_overflow(*ext, *prod - 1, &up)) return split_too_large(who, n, f, unknown, err);
+    f[unknown] = up / *prod;
+    if (mlc_mul_overflow(*prod, f[unknown], prod)) return split_too_large(who, n, f, unknown, err);
+  }
+  /* The n loops replace one: paths through the loop grow by n - 1. */
+  mlc_stmt *path[SCHED_MAX_DEPTH], *loop = s->rvs.data[loop_rv].loop;
+  int deepest = sched_path_to(s, loop, path) - 1 + sched_height(loop) + n - 1;
+  if (deepest > SCHED_MAX_NEST)
+    return mlc_error_set(err,
+                         "split: %s: %d loops here would nest the function %d statements deep, "
+                         "more than the %d schedules allow",
+                         who, n, deepest, SCHED_MAX_NEST);
+  const mlc_var *lv = loop->loop.var;
+  if (mlc_dtype_bits(lv->dtype) < 64 && *prod > (INT64_C(1) << (mlc_dtype_bits(lv->dtype) - 1)) - 1)
+    return mlc_error_set(err,
+                         "split: %s: the factors multiply to %" PRId64
+                         ", more than the loop variable's %d-bit type holds",
+                         who, *prod, mlc_dtype_bits(lv->dtype));
   if (*prod < *ext)
     return mlc_error_set(err,
                          "split: %s: the factors multiply to %" PRId64
@@ -229,6 +263,20 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc
                            "each the body of the previous one",
                            sched_rv_desc(s, rvs[i], d), sched_rv_desc(s, rvs[i - 1], d2));
   }
+  /* Extents come from parsed functions: their product must not wrap, and
+   * must fit the fused loop variable's type (zero extents skipped: the
+   * product fuse computes may leave them out, never more). */
+  int64_t total = 1;
+  for (int i = 0; i < n; i++)
+    if (ext[i] != 0 && mlc_mul_overflow(total, ext[i], &total))
+      return mlc_error_set(err, "fuse: the extents of %s ... %s multiply to more than 2^63-1",
+                           sched_rv_desc(s, rvs[0], d), sched_rv_desc(s, rvs[n - 1], d2));
+  int bits = mlc_dtype_bits(s->rvs.data[rvs[0]].loop->loop.var->dtype);
+  if (bits < 64 && total > (INT64_C(1) << (bits - 1)) - 1)
+    return mlc_error_set(err,
+                         "fuse: the extents of %s ... %s multiply to %" PRId64
+                         ", more than the loop variable's %d-bit type holds",
+                         sched_rv_desc(s, rvs[0], d), sched_rv_desc(s, rvs[n - 1], d2), total, bits);
   mlc_var *vars[64];
   for (int i = 0; i < n; i++) vars[i] = s->rvs.data[rvs[i]].loop->loop.var;
   mix_ctx mc = {n, vars, NULL, NULL, NULL};

@@ -302,6 +302,16 @@ bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *o
     sample_opts so = {wanted(opts, in, i), &resampled};
     if (!apply_inst(&r, in, so))
       return mlc_error_prefix(err, "replay: instruction %d (%s)", i, mlc_inst_kind_name(in->kind));
+    /* Primitives refuse to start on a function nested past SCHED_MAX_NEST;
+     * one that took it past (compute_at of a deep block under a deep loop)
+     * stops a replayed record here, so what replay returns always prints
+     * as TVMScript that parses back. */
+    int h = sched_func_height(s);
+    if (h > SCHED_MAX_NEST)
+      return mlc_error_set(err,
+                           "replay: instruction %d (%s): the function now nests %d statements "
+                           "deep, more than the %d schedules allow",
+                           i, mlc_inst_kind_name(in->kind), h, SCHED_MAX_NEST);
     /* A stored or given decision that did not fit was drawn again. */
     if (resampled && report) report->resampled[report->n_resampled++] = i;
   }

@@ -54,8 +54,7 @@ static bool tile_fits(const mlc_decision *d, int n, int64_t ext, int64_t maxi) {
   int64_t prod = 1;
   for (int i = 0; i < n; i++) {
     if (d->v[i] < 1 || d->v[i] > ext) return false;
-    prod *= d->v[i]; /* stays <= ext * ext: no overflow */
-    if (prod > ext) return false;
+    if (mlc_mul_overflow(prod, d->v[i], &prod) || prod > ext) return false;
   }
   return prod == ext && (maxi < 1 || d->v[n - 1] <= maxi);
 }

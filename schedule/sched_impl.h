@@ -21,10 +21,22 @@ struct mlc_sched {
   mlc_pcg32 rng;
   MLC_VEC(rv_entry) rvs;
   mlc_trace trace; /* rv_kinds mirrors rvs */
+  int height;      /* sched_func_height's cache; 0: unknown (every recorded primitive resets it) */
 };
 
-/* Deepest nesting the tree walkers follow. */
-#define SCHED_MAX_DEPTH 256
+/* How deep a function may nest (statements from the root realize down to
+ * the deepest leaf) for a primitive to work on it: every primitive that
+ * takes a loop or block handle refuses a deeper function, and split, the
+ * one that deepens without bound (a chain of splits), refuses to go past
+ * it. Kept well under the parser's nesting limit (PARSE_MAX_NEST, 256, in
+ * which each loop of a T.grid line, each block and each parenthesis counts)
+ * so that what a schedule prints parses back, leaving the headroom one
+ * other primitive may add (a cache stage, a blockize level). */
+#define SCHED_MAX_NEST 200
+/* Paths the tree walkers hold: any parsed function (under 256 levels)
+ * plus what one primitive can add to a function of SCHED_MAX_NEST levels
+ * (compute_at moving a block of that height under a loop as deep). */
+#define SCHED_MAX_DEPTH 1024
 
 /* ---- state.c: handles and tree navigation ---- */
 
@@ -37,6 +49,10 @@ const char *sched_rv_desc(const mlc_sched *s, mlc_rv rv, char buf[96]);
 bool sched_check_loop(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
 bool sched_check_block(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
 bool sched_check_value(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
+/* Statements on the longest path from st down to a leaf (1 for a leaf). */
+int sched_height(const mlc_stmt *st);
+/* sched_height of the whole function, cached until the next primitive. */
+int sched_func_height(mlc_sched *s);
 /* Statements from the root realize down to target (inclusive) into path;
  * returns the length, 0 if target is not in the tree. */
 int sched_path_to(const mlc_sched *s, const mlc_stmt *target, mlc_stmt **path);

@@ -262,8 +262,7 @@ bool mlc_sched_annotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc
 /* Remove key; refused if the block or loop does not carry it. */
 bool mlc_sched_unannotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, mlc_error *err);
 
-/* ---- cache stages and buffer storage (cache.c) ---------------------------
- * added by schedule/cache */
+/* ---- cache stages and buffer storage (cache.c) --------------------------- */
 
 /* Storage scopes: "global", "shared", "local", each optionally tagged
  * ("global.A_reg", "shared.dyn"). New buffer names have the scope's dots
@@ -372,7 +371,6 @@ bool mlc_sched_sample_categorical(mlc_sched *s, int n, const int64_t *candidates
 void mlc_sched_enter_postproc(mlc_sched *s);
 
 /* ---- compute location (compute_at.c, inline.c) ------------------------------ */
-/* added by schedule/compute_at */
 
 /* Move a producer block under `loop` (compute_at) or a consumer block
  * (reverse_compute_at), as TensorIR does: the block's loops are

@@ -48,6 +48,21 @@ static int path_rec(mlc_stmt *st, const mlc_stmt *target, mlc_stmt **path, int d
   return 0;
 }
 
+int sched_height(const mlc_stmt *st) {
+  int n = n_children(st), h = 0;
+  for (int i = 0; i < n; i++) {
+    mlc_stmt *c = *child_at((mlc_stmt *)st, i);
+    int ch = c ? sched_height(c) : 0;
+    if (ch > h) h = ch;
+  }
+  return h + 1;
+}
+
+int sched_func_height(mlc_sched *s) {
+  if (!s->height) s->height = sched_height(s->func->body);
+  return s->height;
+}
+
 int sched_path_to(const mlc_sched *s, const mlc_stmt *target, mlc_stmt **path) {
   return path_rec(s->func->body, target, path, 0);
 }
@@ -207,6 +222,15 @@ static bool check_rv(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_rv_kin
   if (s->rvs.data[rv].kind != want)
     return mlc_error_set(err, "%s: %s is %s, expected %s", prim, sched_rv_desc(s, rv, d),
                          kind_word(s->rvs.data[rv].kind), kind_word(want));
+  /* Before the walk that finds the handle, which holds SCHED_MAX_DEPTH. */
+  if (want != MLC_RV_VALUE) {
+    int h = sched_func_height((mlc_sched *)s); /* only fills the cache */
+    if (h > SCHED_MAX_NEST)
+      return mlc_error_set(err,
+                           "%s: %s: function \"%s\" nests %d statements deep; schedules work on "
+                           "functions of at most %d",
+                           prim, sched_rv_desc(s, rv, d), s->func->name, h, SCHED_MAX_NEST);
+  }
   if (!mlc_sched_rv_alive(s, rv))
     return mlc_error_set(err, "%s: %s is no longer in the function (a primitive replaced it)",
                          prim, sched_rv_desc(s, rv, d));

@@ -107,6 +107,7 @@ mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_ope
                   (mlc_rv *)out, {0}};
   mlc_inst copy;
   copy_inst(s->arena, &copy, &tmp);
+  s->height = 0; /* the primitive may have changed the tree */
   MLC_VEC_APUSH(s->arena, s->trace.insts, copy);
   return &s->trace.insts.data[s->trace.insts.len - 1];
 }
@@ -302,12 +303,33 @@ typedef struct reader {
   mlc_trace *t;
   mlc_error *err;
   MLC_VEC(const char *) names; /* handle names, indexed by trace rv */
+  /* names as a hash table (open addressing): rv + 1, 0 empty; a scan per
+   * lookup made reading a trace of n instructions O(n^2) */
+  int *slots;
+  int cap;
 } reader;
 
+static int name_slot(const reader *r, const char *name) {
+  int i = (int)(mlc_hash_str(name, 0) & (uint64_t)(r->cap - 1));
+  while (r->slots[i] && strcmp(r->names.data[r->slots[i] - 1], name) != 0)
+    i = (i + 1) & (r->cap - 1);
+  return i;
+}
+
 static mlc_rv lookup_name(const reader *r, const char *name) {
-  for (int i = r->names.len - 1; i >= 0; i--)
-    if (strcmp(r->names.data[i], name) == 0) return i;
-  return -1;
+  return r->cap ? r->slots[name_slot(r, name)] - 1 : -1;
+}
+
+/* Appends a name not yet defined (the table stays at most half full). */
+static void add_name(reader *r, const char *name) {
+  MLC_VEC_APUSH(r->a, r->names, name);
+  if (2 * r->names.len > r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 64;
+    r->slots = MLC_NEW_ARRAY(r->a, int, r->cap);
+    memset(r->slots, 0, sizeof(int) * (size_t)r->cap);
+    for (int i = 0; i < r->names.len - 1; i++) r->slots[name_slot(r, r->names.data[i])] = i + 1;
+  }
+  r->slots[name_slot(r, name)] = r->names.len;
 }
 
 /* The text of a quoted string literal ("\"x\"" holds x); NULL if s is
@@ -493,7 +515,7 @@ static bool read_outputs(reader *r, int idx, const mlc_json *arr, mlc_inst *in) 
     }
     if (lookup_name(r, v->str) >= 0)
       return mlc_error_set(r->err, "trace: insts[%d]: output \"%s\" is defined twice", idx, v->str);
-    MLC_VEC_APUSH(r->a, r->names, v->str);
+    add_name(r, v->str);
     MLC_VEC_APUSH(r->a, r->t->rv_kinds, k);
     in->outputs[j] = r->names.len - 1;
   }
@@ -588,7 +610,7 @@ mlc_trace *mlc_trace_from_json(mlc_arena *a, const char *text, size_t len, mlc_e
     mlc_error_prefix(err, "trace JSON");
     return NULL;
   }
-  reader r = {a, MLC_NEW(a, mlc_trace), err, {0}};
+  reader r = {a, MLC_NEW(a, mlc_trace), err, {0}, NULL, 0};
   return read_trace(&r, root) ? r.t : NULL;
 }
 

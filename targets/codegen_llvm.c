@@ -346,9 +346,37 @@ static void gen_vectorized(cg *c, const mlc_stmt *s) {
   restore_vec(c, vs);
 }
 
+/* The work of one run of s for the runtime's chunk size: stores (and
+ * evaluates) executed, loops multiplying their bodies by their constant
+ * extents (16 for a non-constant one), both branches of an if counted.
+ * Saturates at 2^40: it only has to tell cheap bodies from costly ones. */
+static int64_t stmt_cost(const mlc_stmt *s) {
+  const int64_t cap = (int64_t)1 << 40;
+  if (!s) return 0;
+  int64_t c = 0, ext;
+  switch (s->kind) {
+  case MLC_STMT_FOR:
+    c = stmt_cost(s->loop.body);
+    if (!mlc_expr_is_const_int(s->loop.extent, &ext)) ext = 16;
+    return ext <= 0 ? 0 : c > cap / ext ? cap : c * ext;
+  case MLC_STMT_BLOCK_REALIZE: return stmt_cost(s->realize.block->body);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) c += stmt_cost(s->seq.stmts[i]);
+    return c > cap ? cap : c;
+  case MLC_STMT_STORE: return 1;
+  case MLC_STMT_IF:
+    c = stmt_cost(s->if_.then_s) + stmt_cost(s->if_.else_s);
+    return c > cap ? cap : c;
+  case MLC_STMT_ALLOCATE: return stmt_cost(s->alloc.body);
+  case MLC_STMT_EVALUATE: return 1;
+  }
+  mlc_unreachable();
+}
+
 /* A parallel loop: the body becomes S.parK.body(i, captured...), called by
  * S.parK(i, closure) from mlc_parallel_for. Everything bound now (buffers,
- * loop vars) is captured; the closure lives in this function's frame. */
+ * loop vars) is captured; the closure lives in this function's frame. The
+ * runtime gets the target's core count and the body's cost (stmt_cost). */
 static void gen_parallel(cg *c, const mlc_stmt *s) {
   int nb = c->bufs.len, nv = c->vars.len, np = nb + nv + 2;
   LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, np);
@@ -373,10 +401,11 @@ static void gen_parallel(cg *c, const mlc_stmt *s) {
     LLVMBuildStore(c->b, v, LLVMBuildStructGEP2(c->b, st, cl, (unsigned)f, ""));
   }
   LLVMTypeRef fn_ptr = LLVMPointerType(LLVMGlobalGetValueType(tramp), 0);
-  LLVMTypeRef rt_params[4] = {c->t_i64, fn_ptr, c->t_i8p, c->t_i32};
-  LLVMValueRef rt_args[4] = {n, tramp, LLVMBuildBitCast(c->b, cl, c->t_i8p, ""),
-                             LLVMConstInt(c->t_i32, (unsigned long long)c->target->num_cores, 0)};
-  cg_call_named(c, "mlc_parallel_for", c->t_void, rt_params, rt_args, 4);
+  LLVMTypeRef rt_params[5] = {c->t_i64, fn_ptr, c->t_i8p, c->t_i32, c->t_i64};
+  LLVMValueRef rt_args[5] = {n, tramp, LLVMBuildBitCast(c->b, cl, c->t_i8p, ""),
+                             LLVMConstInt(c->t_i32, (unsigned long long)c->target->num_cores, 0),
+                             LLVMConstInt(c->t_i64, (unsigned long long)stmt_cost(s->loop.body), 0)};
+  cg_call_named(c, "mlc_parallel_for", c->t_void, rt_params, rt_args, 5);
 
   /* The trampoline: unpack the closure. */
   LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);

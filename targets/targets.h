@@ -30,9 +30,11 @@
  * only to libc/libm (malloc, free, aligned_alloc, memset, memcpy, expf,
  * tanhf, erff, ...) and to the runtime library build/libmlcrt.a:
  *   void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure),
- *                         void *closure, int32_t num_threads);
- * which runs fn(0..n-1) on OpenMP threads; num_threads is the target's
- * -num-cores, and MLC_NUM_THREADS in the environment overrides it.
+ *                         void *closure, int32_t num_threads, int64_t cost);
+ * which runs fn(0..n-1) on the runtime's thread team (targets/runtime/
+ * mlcrt.h); num_threads is the target's -num-cores (MLC_NUM_THREADS in the
+ * environment overrides it), cost the codegen's estimate of one
+ * iteration's work (stores executed). Link with libmlcrt.a and -lpthread.
  *
  * Floating point. No reassociation: LLVM 14's C API cannot set per-
  * instruction fast-math flags, and reductions then keep the interpreter's
@@ -77,7 +79,7 @@ typedef struct mlc_target_backend {
   bool (*build)(const mlc_target *t, int n, mlc_prim_func *const *lowered,
                 const char *const *symbols, mlc_str *ir_text, mlc_object *out,
                 mlc_error *err);
-  /* added by cuda codegen: optional; rewrites a prim_func before
+  /* optional; rewrites a prim_func before
    * mlc_target_lower (cuda: shared buffers compacted to one thread block's
    * tile). Returns f itself when nothing changes, NULL with err set. */
   const mlc_prim_func *(*prepare)(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
@@ -157,7 +159,7 @@ bool mlc_target_build_module(const mlc_target *t, const mlc_module *m, mlc_str *
 /* The llvm backend (CPU code through the LLVM 14 C API). */
 extern const mlc_target_backend mlc_backend_llvm;
 
-/* added by cuda codegen: the cuda backend (NVPTX through the LLVM 14 C API,
+/* The cuda backend (NVPTX through the LLVM 14 C API,
  * targets/cuda_*.c). Target string "cuda [-arch=sm_80]" (t->mcpu holds the
  * arch: sm_50 .. sm_86, the SMs LLVM 14 knows; default sm_80). A build
  * gives PTX text (ISA 7.5, the newest LLVM 14 writes) in the object, NUL-
@@ -188,7 +190,7 @@ extern const mlc_target_backend mlc_backend_llvm;
  *   // mlc.launch SYMBOL grid=X,Y,Z block=X,Y,Z shared=BYTES */
 extern const mlc_target_backend mlc_backend_cuda;
 
-/* added by cuda codegen: what a GPU kernel needs at launch. */
+/* What a GPU kernel needs at launch. */
 typedef struct mlc_gpu_launch {
   int64_t grid[3];      /* blocks along x, y, z */
   int64_t block[3];     /* threads per block along x, y, z */
@@ -200,7 +202,7 @@ typedef struct mlc_gpu_launch {
 bool mlc_cuda_launch_info(const mlc_target *t, const mlc_prim_func *f, mlc_gpu_launch *out,
                           mlc_error *err);
 
-/* added by cuda codegen: running PTX with the CUDA Driver API (libcuda.so.1
+/* Running PTX with the CUDA Driver API (libcuda.so.1
  * opened with dlopen on first use; device 0's primary context, reset after
  * a failed launch). UNTESTED ON A GPU. Whether a device can be used: false
  * with "no CUDA driver (...)" or "no CUDA device". */
@@ -235,8 +237,7 @@ void mlc_jit_shutdown(void);
  * takes them). */
 int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args);
 
-/* ---- GPU verification (gpu_verify.c) --------------------------------------
- * added by GPU space */
+/* ---- GPU verification (gpu_verify.c) -------------------------------------- */
 
 /* Hardware limits a scheduled GPU prim_func must respect. */
 typedef struct mlc_gpu_limits {

@@ -1,9 +1,15 @@
 /* db: schema, keys, queries, models, migration and refusal, durability
- * under SIGKILL, a reader beside a writer, JSON lines round trip. */
+ * under SIGKILL, a reader beside a writer, JSON lines round trip, records
+ * as untrusted input (replay hash, tampered rows skipped by the tuner's
+ * resume and by mlc-compile's kernel choice, the --verify check). */
 #include "db/db.h"
+#include "graph/graph.h"
+#include "measure/measure.h"
+#include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <signal.h>
@@ -97,7 +103,7 @@ static void test_create(void) {
   CHECK(mlc_db_opened_version(db) == MLC_DB_SCHEMA_VERSION);
   mlc_db_close(db);
   char *v = raw_text(p, "SELECT value FROM meta WHERE key = 'schema_version'");
-  CHECK_STREQ(v, "2");
+  CHECK_STREQ(v, "3");
   mlc_free(v);
   v = raw_text(p, "SELECT value FROM meta WHERE key = 'created_by'");
   CHECK(v && strncmp(v, "mlc-tune ", 9) == 0);
@@ -108,7 +114,7 @@ static void test_create(void) {
   /* Exactly the columns of DESIGN section 4. */
   v = raw_text(p, "SELECT group_concat(name, ',') FROM pragma_table_info('records')");
   CHECK_STREQ(v, "id,workload_id,target,trace,trace_hash,run_secs,mean_sec,error,round,host,"
-                 "mlc_version,created_at");
+                 "mlc_version,created_at,sched_hash");
   mlc_free(v);
   v = raw_text(p, "SELECT group_concat(name, ',') FROM pragma_table_info('workloads')");
   CHECK_STREQ(v, "id,hash,task,shape,ir,created_at");
@@ -299,12 +305,14 @@ static void test_migrate_v1(void) {
   CHECK(mlc_db_save_model(db, "llvm", 1, 1, "m", 1, &err) > 0);
   mlc_db_close(db);
   char *v = raw_text(p, "SELECT value FROM meta WHERE key = 'schema_version'");
-  CHECK_STREQ(v, "2");
+  CHECK_STREQ(v, "3");
   mlc_free(v);
   CHECK(raw_int(p, "SELECT count(*) FROM records WHERE host IS NULL AND mlc_version IS NULL") == 1);
+  /* Version 3's column, NULL for the old row (checked by replay alone). */
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE sched_hash IS NULL") == 1);
   /* Opening again finds the current version. */
   db = mlc_db_open(p, MLC_DB_EXISTING, &err);
-  CHECK(db && mlc_db_opened_version(db) == 2);
+  CHECK(db && mlc_db_opened_version(db) == MLC_DB_SCHEMA_VERSION);
   mlc_db_close(db);
 }
 
@@ -600,6 +608,186 @@ static void test_export_import(void) {
   mlc_db_close(db2);
 }
 
+
+/* ---- records as untrusted input ------------------------------------------------- */
+
+/* The replay of a trace is the function a scheduling session builds, by
+ * hash; a trace that does not replay, or whose decision no longer fits, is
+ * refused. */
+static void test_replay_hash(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = matmul(a, 16), *out = NULL;
+  mlc_error err = {{0}};
+  char *t = trace_json(8), h[17], want[17];
+  CHECK_MSG(mlc_db_replay_trace(a, f, t, &out, h, &err), "%s", err.msg);
+  mlc_sched *s = mlc_sched_new(f, 0);
+  mlc_rv b, *loops, parts[2];
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(8)};
+  CHECK(mlc_sched_get_block(s, "C", "main", &b, &err) && mlc_sched_get_loops(s, b, &loops, &err) &&
+        mlc_sched_split(s, loops[1], 2, fs, true, parts, &err));
+  mlc_func_hash_hex(mlc_sched_func(s), want);
+  CHECK_STREQ(h, want);
+  CHECK(out && mlc_func_struct_equal(out, mlc_sched_func(s)));
+  mlc_sched_free(s);
+  char t4h[17], *t4 = trace_json(4);
+  CHECK(mlc_db_replay_trace(a, f, t4, NULL, t4h, &err) && strcmp(t4h, h) != 0);
+  const char *nob = "{\"insts\":[[\"GetBlock\",[],{\"name\":\"X\",\"func_name\":\"main\"},"
+                    "[\"b0\"]]],\"decisions\":{},\"version\":1}";
+  CHECK(!mlc_db_replay_trace(a, f, nob, NULL, h, &err));
+  CHECK_MSG(strstr(err.msg, "does not replay"), "%s", err.msg);
+  /* A stored tile decision of 5 x 4 does not fit a loop of 16. */
+  const char *misfit =
+      "{\"insts\":[[\"GetBlock\",[],{\"name\":\"C\",\"func_name\":\"main\"},[\"b0\"]],"
+      "[\"GetLoops\",[\"b0\"],{},[\"l1\",\"l2\",\"l3\"]],"
+      "[\"SamplePerfectTile\",[\"l2\"],{\"n\":2,\"max_innermost_factor\":16},[\"v4\",\"v5\"]],"
+      "[\"Split\",[\"l2\",\"v4\",\"v5\"],{\"preserve_unit_iters\":true},[\"l6\",\"l7\"]]],"
+      "\"decisions\":{\"2\":[5,4]},\"version\":1}";
+  bool ok = mlc_db_replay_trace(a, f, misfit, NULL, h, &err);
+  CHECK_MSG(!ok && strstr(err.msg, "does not fit"), "%s", ok ? "replayed" : err.msg);
+  mlc_free(t), mlc_free(t4);
+  mlc_arena_free(a);
+}
+
+/* A fake runner: a time from the trace's hash, never measured twice. */
+static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                         mlc_error *err) {
+  MLC_UNUSED(ud), MLC_UNUSED(err);
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].index = i;
+    double sec = 1e-3 * (double)(1 + mlc_hash_str(c[i].trace ? c[i].trace : "", 0) % 997);
+    out[i].status = MLC_MEASURE_OK;
+    out[i].n_secs = 1;
+    out[i].secs[0] = out[i].mean_sec = sec;
+  }
+  return true;
+}
+
+static void tune_opts(mlc_tuner_tune_opts *o, int trials) {
+  mlc_tuner_tune_opts_default(o);
+  o->task = "matmul";
+  o->shape = "16,16,16";
+  o->trials = trials;
+  o->trials_per_round = 8;
+  o->cost_model = "random";
+  o->measure = fake_measure;
+  o->remeasure_top = 2;
+  o->search.seed = 5;
+  o->search.num_cores = 2;
+  o->search.population = 24;
+  o->search.generations = 2;
+  o->search.min_parallel_work = 0;
+}
+
+/* The tuner stores the hash of the function it measured, which is what
+ * the trace replays to. A row tampered afterwards (its trace edited, its
+ * time made the best) is skipped by resume and by the kernel choice of
+ * mlc-compile, with a note naming it, and the next best is taken. */
+static void test_tampered_record(void) {
+  const char *p = tmp("tamper.db");
+  rm_db(p);
+  mlc_error err = {{0}};
+  mlc_db *db = mlc_db_open(p, MLC_DB_CREATE, &err);
+  if (!db) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = matmul(a, 16);
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r1, r2;
+  tune_opts(&o, 8);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r1, &err), "%s", err.msg);
+  mlc_db_record *recs;
+  int n = mlc_db_records(db, r1.workload_id, "llvm", a, &recs, &err), same = 0;
+  CHECK(n == 8);
+  int64_t worst = 0;
+  double worst_sec = 0;
+  for (int i = 0; i < n; i++) {
+    char h[17];
+    same += recs[i].sched_hash && mlc_db_replay_trace(a, f, recs[i].trace, NULL, h, &err) &&
+            strcmp(h, recs[i].sched_hash) == 0;
+    if (!recs[i].error && recs[i].mean_sec > worst_sec) worst = recs[i].id, worst_sec = recs[i].mean_sec;
+  }
+  CHECK_MSG(same == n, "%d of %d records replay to their stored hash", same, n);
+  /* The worst record, edited with SQL: another split, the best time. */
+  char *t2 = trace_json(2), sql[1024];
+  snprintf(sql, sizeof sql,
+           "UPDATE records SET trace = '%s', run_secs = '[1e-09]', mean_sec = 1e-09 WHERE id = %lld",
+           t2, (long long)worst);
+  CHECK(raw_exec(p, sql));
+  mlc_db_record *top;
+  CHECK(mlc_db_top_k(db, r1.workload_id, "llvm", 1, a, &top, &err) == 1 && top[0].id == worst);
+  /* Resume: the tampered row is neither the best nor measured again. */
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r2, &err), "%s", err.msg);
+  char note[64];
+  snprintf(note, sizeof note, "record %lld does not replay to its stored hash", (long long)worst);
+  CHECK_MSG(r2.nothing_to_do && r2.best_record_id != worst && r2.best_sec > 1e-9,
+            "best record %lld (%g s)", (long long)r2.best_record_id, r2.best_sec);
+  CHECK_MSG(strstr(r2.message, note), "%s", r2.message);
+  /* mlc-compile's choice: the next best, and a note naming the record. */
+  mlc_gkernel k;
+  CHECK_MSG(mlc_graph_schedule_kernel(a, db, "llvm", f, true, &k, &err), "%s", err.msg);
+  snprintf(note, sizeof note, "record %lld skipped: its trace replays", (long long)worst);
+  CHECK_MSG(k.record_id > 0 && k.record_id != worst && strstr(k.note, note), "record %lld: %s",
+            (long long)k.record_id, k.note);
+  CHECK(k.record_id == r2.best_record_id);
+  /* A row written with a negative time never ranks. */
+  snprintf(sql, sizeof sql, "UPDATE records SET mean_sec = -1 WHERE id = %lld",
+           (long long)k.record_id);
+  CHECK(raw_exec(p, sql));
+  mlc_gkernel k2;
+  CHECK(mlc_graph_schedule_kernel(a, db, "llvm", f, true, &k2, &err));
+  CHECK(k2.record_id > 0 && k2.record_id != k.record_id && k2.record_id != worst);
+  mlc_free(t2);
+  mlc_arena_free(a);
+  mlc_db_close(db);
+}
+
+typedef struct jit_one {
+  mlc_kernel_fn fn;
+} jit_one;
+
+static bool run_jit(void *ud, const mlc_prim_func *f, int n, mlc_array *args, mlc_error *err) {
+  MLC_UNUSED(f);
+  if (mlc_kernel_call(((jit_one *)ud)->fn, n, args) != 0) return mlc_error_set(err, "kernel failed");
+  return true;
+}
+
+/* mlc-compile --verify's check: a compiled kernel that computes something
+ * else (B transposed) is caught, the right one passes. */
+static void test_check_kernel(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = matmul(a, 8);
+  mlc_str text = {0};
+  mlc_print_func(&text, f);
+  char *at = strstr(text.data, "* B[vk, vj]"); /* the body, not T.reads */
+  CHECK(at != NULL);
+  if (!at) return mlc_str_free(&text), mlc_arena_free(a);
+  memcpy(at, "* B[vj, vk]", 11);
+  mlc_error err = {{0}};
+  mlc_module *m = mlc_parse_module(a, "wrong.py", text.data, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_str_free(&text);
+  if (!m) return mlc_arena_free(a);
+  mlc_target t;
+  mlc_object obj;
+  const mlc_prim_func *fs[2] = {f, m->funcs[0]};
+  const char *syms[2] = {"right", "wrong"};
+  CHECK(mlc_target_parse("llvm", &t, &err));
+  bool built = mlc_target_build(&t, 2, fs, syms, NULL, &obj, &err);
+  CHECK_MSG(built, "%s", err.msg);
+  mlc_jit_lib *lib = built ? mlc_jit_load(&obj, &err) : NULL;
+  CHECK_MSG(!built || lib, "%s", err.msg);
+  if (lib) {
+    jit_one right = {mlc_jit_lookup(lib, "right", &err)}, wrong = {mlc_jit_lookup(lib, "wrong", &err)};
+    CHECK(right.fn && wrong.fn);
+    CHECK_MSG(mlc_graph_check_kernel(f, run_jit, &right, 1, &err), "%s", err.msg);
+    CHECK(!mlc_graph_check_kernel(f, run_jit, &wrong, 1, &err));
+    CHECK_MSG(strstr(err.msg, "parameter C differs"), "%s", err.msg);
+    mlc_jit_unload(lib);
+  }
+  if (built) mlc_object_free(&obj);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/mlc_test_db_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -614,6 +802,9 @@ int main(void) {
   RUN(test_concurrent_reader);
   RUN(test_two_writers);
   RUN(test_export_import);
+  RUN(test_replay_hash);
+  RUN(test_tampered_record);
+  RUN(test_check_kernel);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);

@@ -197,6 +197,21 @@ static const op_case elemwise_cases[] = {
     {"power_half", UNARY("power", ", \"exponent\": 0.5"), true},
     {"power_neg1", UNARY("power", ", \"exponent\": -1"), true},
     {"power_1_7", UNARY("power", ", \"exponent\": 1.7"), true},
+    /* x ** w with w [3, 1], then (x ** w) ** v with v [4]: the exponent
+     * broadcast on either side (bases positive) */
+    {"pow",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [3, 1]}, {\"name\": \"v\", \"shape\": [4]}",
+           "{\"name\": \"y\", \"op\": \"pow\", \"inputs\": [\"x\", \"w\"]},"
+           "{\"name\": \"z\", \"op\": \"pow\", \"inputs\": [\"y\", \"v\"]}",
+           "\"z\""),
+     true},
+    /* a base broadcast against a full exponent */
+    {"pow_base_bcast",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [4]}",
+           "{\"name\": \"a\", \"op\": \"abs\", \"inputs\": [\"w\"]},"
+           "{\"name\": \"y\", \"op\": \"pow\", \"inputs\": [\"a\", \"x\"]}",
+           "\"y\""),
+     false},
     {"sqrt", UNARY("sqrt", ""), true},
     {"exp", UNARY("exp", ""), false},
     {"erf", UNARY("erf", ""), false},
@@ -231,6 +246,7 @@ static const bad_case elemwise_bad[] = {
      "node 'y': \"alpha\" must be a number"},
     {"attr_wrong_op", UNARY("relu", ", \"alpha\": 0.1"), "node 'y': relu takes no attribute \"alpha\""},
     {"binary_arity", UNARY("subtract", ""), "node 'y': subtract takes 2 inputs, got 1"},
+    {"pow_arity", UNARY("pow", ", \"exponent\": 2"), "node 'y': pow takes 2 inputs, got 1"},
     {"broadcast",
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2]}", "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"x\", \"w\"]}",
            "\"y\""),
@@ -561,6 +577,25 @@ static void test_print_shape_ops(void) {
   mlc_graph_free(m);
 }
 
+/* The emitted header spells every weight as a C float literal: whole
+ * numbers (zero biases, folded shifts) as "0.f", never "0f". */
+static void test_entry_whole_weights(void) {
+  static const char *json = MODEL(
+      X23, "{\"name\": \"w\", \"shape\": [3], \"values\": [0, 2, -1.5]}",
+      "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"x\", \"w\"]}", "\"y\"");
+  mlc_error err;
+  mlc_gmodule *m = parse(json, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  mlc_str out = {0};
+  mlc_graph_write_entry(&out, m);
+  CHECK_MSG(strstr(out.data, " 0.f, 2.f, -1.5f,"), "%s", out.data);
+  CHECK_MSG(!strstr(out.data, " 0f,") && !strstr(out.data, " 2f,"), "%s", out.data);
+  mlc_str_free(&out);
+  mlc_graph_free(m);
+}
+
 /* ---- pattern rewrites and fusion -------------------------------------------------- */
 
 /* main's bindings as "op op ...", a fused call as "[op,op,...]". */
@@ -776,6 +811,7 @@ int main(void) {
   run_cases("shape", shape_cases, MLC_COUNTOF(shape_cases));
   run_bad("shape_refuse", shape_bad, MLC_COUNTOF(shape_bad));
   RUN(test_print_shape_ops);
+  RUN(test_entry_whole_weights);
   run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));
   run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
   run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));

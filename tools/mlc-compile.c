@@ -47,6 +47,7 @@ enum {
   OPT_FUSE_MAX_OPS,
   OPT_INPUT_SHAPE,
   OPT_RUN_OUTPUT,
+  OPT_VERIFY,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -60,6 +61,7 @@ typedef struct options {
   int n_inputs, n_run_outputs, n_input_shapes;
   const char *task, *shape, *name, *target, *db, *dump_tasks;
   bool run, no_schedule, report;
+  bool verify; /* check replayed kernels against the unscheduled ones first */
   uint64_t seed;
   int repeat;
   int fuse_max_ops;
@@ -121,6 +123,10 @@ static void usage(FILE *f) {
           "  --report             run the model and list each kernel: record id or\n"
           "                       untuned, calls, time per call\n"
           "  --no-schedule        compile kernels unscheduled\n"
+          "  --verify             before writing anything, run each kernel that replays a\n"
+          "                       record and the unscheduled kernel (interpreter) on\n"
+          "                       inputs seeded by --seed; a mismatch is an error naming\n"
+          "                       the kernel and the record\n"
           "  -h, --help           this text\n"
           "\n"
           "passes, in order:\n",
@@ -180,6 +186,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"fuse-max-ops", required_argument, 0, OPT_FUSE_MAX_OPS},
       {"input-shape", required_argument, 0, OPT_INPUT_SHAPE},
       {"run-output", required_argument, 0, OPT_RUN_OUTPUT},
+      {"verify", no_argument, 0, OPT_VERIFY},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -213,6 +220,7 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_NO_SCHEDULE: o->no_schedule = true; break;
     case OPT_DB: o->db = optarg; break;
     case OPT_REPORT: o->report = true; break;
+    case OPT_VERIFY: o->verify = true; break;
     case OPT_DUMP_TASKS: o->dump_tasks = optarg; break;
     case OPT_FUSE_MAX_OPS:
       o->fuse_max_ops = (int)strtol(optarg, &end, 10);
@@ -297,6 +305,15 @@ static bool open_db(const char *path, mlc_db **db, mlc_error *err) {
   return *db != NULL;
 }
 
+static bool verify_kernels(const options *o, const kernels *k, mlc_error *err);
+
+/* A record that was skipped (its replay failed, or is not the function it
+ * measured) is never passed over silently. */
+static void warn_skipped(const kernels *k, int i) {
+  if (k->info[i].note[0])
+    fprintf(stderr, "mlc-compile: warning: %s: %s\n", k->symbols[i], k->info[i].note);
+}
+
 static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels *k,
                     mlc_error *err) {
   double t0 = now_ms();
@@ -311,10 +328,12 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
       return false;
     }
     k->sched[i] = k->info[i].sched;
+    warn_skipped(k, i);
   }
   if (db) mlc_db_close(db);
   bool ok = mlc_target_build(t, k->n, k->sched, k->symbols, NULL, &k->obj, err);
   if (!ok && schedule) ok = build_fallback(t, k, err);
+  if (ok && o->verify) ok = verify_kernels(o, k, err);
   k->ms = now_ms() - t0;
   return ok;
 }
@@ -406,6 +425,34 @@ static bool jit_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
       return true;
     }
   return mlc_error_set(err, "no compiled kernel for %s", f->name);
+}
+
+/* --verify: each kernel that replays a record, compiled, against the
+ * interpreter on its unscheduled function. */
+static bool verify_kernels(const options *o, const kernels *k, mlc_error *err) {
+  int n_replayed = 0;
+  for (int i = 0; i < k->n; i++) n_replayed += k->info[i].record_id != 0;
+  if (!n_replayed) return true;
+  mlc_jit_lib *lib = mlc_jit_load(&k->obj, err);
+  if (!lib) return false;
+  mlc_kernel_fn *fns = mlc_xmalloc(sizeof *fns * (size_t)k->n);
+  jit_ctx J = {k, fns, NULL, NULL};
+  bool ok = true;
+  for (int i = 0; i < k->n && ok; i++) {
+    if (!(fns[i] = mlc_jit_lookup(lib, k->symbols[i], err))) ok = false;
+    else if (k->info[i].record_id &&
+             !mlc_graph_check_kernel(k->src[i], jit_kernel, &J, o->seed, err))
+      ok = mlc_error_prefix(err, "--verify: kernel %s (record %lld) does not compute what its "
+                                 "unscheduled function does", k->symbols[i],
+                            (long long)k->info[i].record_id);
+  }
+  if (ok)
+    fprintf(stderr, "mlc-compile: verified %d replayed kernel%s against the unscheduled ones "
+                    "(seed %llu)\n", n_replayed, n_replayed == 1 ? "" : "s",
+            (unsigned long long)o->seed);
+  mlc_free(fns);
+  mlc_jit_unload(lib);
+  return ok;
 }
 
 /* Whether NAME (len bytes) names var: its name, or the ONNX name it was made

@@ -22,12 +22,16 @@ static const char *usage_text =
     "\n"
     "Commands:\n"
     "  list                      workloads: task, shape, records, best GFLOP/s per target\n"
-    "  top --task NAME           best records of a task (all its shapes unless --shape)\n"
+    "  top --task NAME           best records of a task (all its shapes unless --shape);\n"
+    "                            REPLAY says whether each replays to the function it\n"
+    "                            measured (DIFFERS: tampered or another version)\n"
     "  show ID                   one record: trace (Python-like), run times, error\n"
     "  stats                     records per error class and per target\n"
     "  export                    every record as one JSON object per line, on stdout\n"
     "  import FILE               read JSON lines (FILE or - for stdin); duplicates are\n"
-    "                            skipped; a bad line changes nothing\n"
+    "                            skipped; every trace is replayed on its workload and\n"
+    "                            must verify (and match a stated sched_hash), run times\n"
+    "                            must be finite and positive; a bad line changes nothing\n"
     "\n"
     "Options:\n"
     "      --db PATH      database file (default: $MLC_DB, else ./mlc.db)\n"
@@ -197,8 +201,28 @@ static bool canonical_shape(const options *o, char *buf, size_t n) {
   return true;
 }
 
+/* Whether record r replays to the scheduled function it measured (its
+ * stored hash): "ok", "DIFFERS" (another version, or a tampered row:
+ * mlc-compile skips it), "unchecked" (a row from before the hash was
+ * stored). f: the workload, NULL when its IR does not parse. */
+static const char *replay_check(mlc_arena *a, const mlc_prim_func *f, const mlc_db_record *r) {
+  if (!r->sched_hash) return "unchecked";
+  char hash[17];
+  mlc_error err;
+  if (!f || !mlc_db_replay_trace(a, f, r->trace, NULL, hash, &err)) return "DIFFERS";
+  return strcmp(hash, r->sched_hash) == 0 ? "ok" : "DIFFERS";
+}
+
+static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w) {
+  mlc_error err;
+  mlc_module *m = w->ir ? mlc_parse_module(a, "workload", w->ir, &err) : NULL;
+  if (!m || m->n_funcs < 1) return NULL;
+  return mlc_module_find(m, "main") ? mlc_module_find(m, "main") : m->funcs[0];
+}
+
 static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
-                    const mlc_db_record *r, int rank, double flops, bool *first) {
+                    const mlc_db_record *r, const char *check, int rank, double flops,
+                    bool *first) {
   if (o->json) {
     if (!*first) mlc_str_putc(out, ',');
     *first = false;
@@ -215,6 +239,7 @@ static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
     else mlc_str_puts(out, "null");
     json_secs(out, &f, r);
     json_str(out, &f, "trace_hash", r->trace_hash);
+    json_str(out, &f, "replay", check);
     json_num(out, &f, "round", (double)r->round);
     mlc_str_putc(out, '}');
     return;
@@ -222,9 +247,9 @@ static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
   mlc_str t = {0}, g = {0};
   put_time(&t, r->mean_sec);
   put_gflops(&g, flops, r->mean_sec);
-  mlc_str_printf(out, "%4d  %-6lld %-12s %-16s %-16s %s  %s\n", rank, (long long)r->id,
+  mlc_str_printf(out, "%4d  %-6lld %-12s %-16s %-16s %s  %-9s  %s\n", rank, (long long)r->id,
                  mlc_str_cstr(&t), mlc_str_cstr(&g), w->shape ? w->shape : "-", r->trace_hash,
-                 r->target);
+                 check, r->target);
   mlc_str_free(&t), mlc_str_free(&g);
 }
 
@@ -244,18 +269,20 @@ static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
   bool first = true;
   int shown = 0;
   if (o->json) mlc_str_putc(&out, '[');
-  else mlc_str_printf(&out, "%4s  %-6s %-12s %-16s %-16s %-16s  %s\n", "RANK", "ID", "MEAN",
-                      "RATE", "SHAPE", "TRACE", "TARGET");
+  else mlc_str_printf(&out, "%4s  %-6s %-12s %-16s %-16s %-16s  %-9s  %s\n", "RANK", "ID",
+                      "MEAN", "RATE", "SHAPE", "TRACE", "REPLAY", "TARGET");
   for (int i = 0; i < n; i++) {
     const char **targets, *only[1] = {o->target};
     int nt = o->target ? 1 : mlc_db_targets(db, ws[i].id, a, &targets, &err);
     if (o->target) targets = only;
     double flops = workload_flops(ws[i].task, ws[i].shape);
+    const mlc_prim_func *wf = workload_func(a, &ws[i]);
     for (int t = 0; t < nt; t++) {
       mlc_db_record *rs;
       int k = mlc_db_top_k(db, ws[i].id, targets[t], o->k, a, &rs, &err);
       if (k < 0) return mlc_str_free(&out), fail(err.msg);
-      for (int j = 0; j < k; j++) top_row(&out, o, &ws[i], &rs[j], j + 1, flops, &first);
+      for (int j = 0; j < k; j++)
+        top_row(&out, o, &ws[i], &rs[j], replay_check(a, wf, &rs[j]), j + 1, flops, &first);
       shown += k;
     }
   }
@@ -311,6 +338,7 @@ static void show_json(mlc_str *o, const mlc_db_record *r, const mlc_db_workload 
   json_key(o, &f, "trace");
   mlc_str_puts(o, r->trace);
   json_str(o, &f, "trace_hash", r->trace_hash);
+  json_str(o, &f, "sched_hash", r->sched_hash);
   json_secs(o, &f, r);
   json_key(o, &f, "mean_sec");
   if (r->error) mlc_str_puts(o, "null");
@@ -334,6 +362,7 @@ static void show_text(mlc_str *o, const mlc_db_record *r, const mlc_db_workload 
                  w->task ? w->task : "-", w->shape ? w->shape : "-", w->hash);
   mlc_str_printf(o, "  target:    %s\n", r->target);
   mlc_str_printf(o, "  trace:     %s\n", r->trace_hash);
+  mlc_str_printf(o, "  scheduled: %s\n", r->sched_hash ? r->sched_hash : "- (not recorded)");
   if (r->error) {
     mlc_str_printf(o, "  error:     %s\n", r->error);
   } else {

@@ -343,8 +343,9 @@ static mlc_array *copy_args(const mlc_array *src, int n) {
 }
 
 static bool eval_func(const mlc_prim_func *f, uint64_t seed) {
-  mlc_array *args = new_args(f, seed);
   mlc_error err;
+  if (!mlc_func_check_sizes(f, &err)) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
+  mlc_array *args = new_args(f, seed);
   bool ok = mlc_interp_run(f, args, &err);
   printf("%s:\n", f->name);
   if (!ok) fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
@@ -648,6 +649,7 @@ static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const 
                      const mlc_prim_func *f0, double flops) {
   mlc_error err;
   kernel k;
+  if (!mlc_func_check_sizes(f, &err)) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
   if (!kernel_build(&k, t, f, f->name, &err)) {
     fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
     kernel_free(&k);

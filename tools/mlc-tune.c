@@ -36,6 +36,8 @@ static const char *usage_text =
     "  -t, --task NAME            built-in workload (mlc-ir --list-tasks)\n"
     "  -s, --shape S              its shape, e.g. 512,512,512\n"
     "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
+    "      --name NAME            the task name it is stored under (default: the\n"
+    "                             file name without directory and .py)\n"
     "  -m, --model FILE.json|FILE.onnx\n"
     "                             every distinct kernel of a model (as mlc-compile\n"
     "                             --model compiles it); --trials is the budget over\n"
@@ -102,6 +104,7 @@ static bool parse_num(const char *s, double *out) {
 
 typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
+  const char *name; /* --name: the task name of a --task-file */
   long trials, per_round, builders;
   double time_s, timeout_s;
   uint64_t seed;
@@ -113,7 +116,7 @@ typedef struct cli {
 } cli;
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -129,6 +132,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
       {"input-shape", required_argument, 0, O_INPUT_SHAPE},
+      {"name", required_argument, 0, O_NAME},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -141,6 +145,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'm': c->model = optarg; break;
     case O_WEIGHTS: c->weights = optarg; break;
     case O_TASK_SCHED: c->task_sched = optarg; break;
+    case O_NAME:
+      if (!*optarg) return usage_error("%s", "--name wants a non-empty name");
+      c->name = optarg;
+      break;
     case O_INPUT_SHAPE:
       if (c->n_input_shapes >= MAX_SHAPES) return usage_error("%s", "too many --input-shape options");
       c->input_shapes[c->n_input_shapes++] = optarg;
@@ -194,6 +202,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     return usage_error("--task-scheduler wants gradient or round-robin, got '%s'", c->task_sched);
   if (c->model && c->json) return usage_error("%s", "--json goes with --task or --task-file");
   if (c->shape && !c->task) return usage_error("%s", "--shape goes with --task");
+  if (c->name && !c->task_file) return usage_error("%s", "--name goes with --task-file");
   return 0;
 }
 
@@ -222,6 +231,16 @@ static int load_task(const cli *c, workload *w) {
   return 0;
 }
 
+/* "dir/kernel.py" -> "kernel"; a name that would be empty keeps the path. */
+static void file_stem(const char *path, char *out, size_t size) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t len = strlen(base);
+  if (len > 3 && strcmp(base + len - 3, ".py") == 0) len -= 3;
+  if (len == 0) snprintf(out, size, "%s", path);
+  else snprintf(out, size, "%.*s", (int)len, base);
+}
+
 static int load_file(const cli *c, workload *w) {
   mlc_error err;
   size_t len;
@@ -242,7 +261,11 @@ static int load_file(const cli *c, workload *w) {
     return 1;
   }
   w->f = f;
-  snprintf(w->name, sizeof w->name, "%s", c->task_file);
+  /* The database lists tasks by name: the file's stem, not a path that
+   * only means something on this machine. */
+  if (c->name) snprintf(w->name, sizeof w->name, "%s", c->name);
+  else file_stem(c->task_file, w->name, sizeof w->name);
+  w->flops = mlc_func_flops(f);
   return 0;
 }
 

@@ -331,7 +331,7 @@ static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
 /* ---- the pipeline ------------------------------------------------------------------ */
 
 bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
-  if (o->gpu) return mlc_tuner_postproc_gpu(s, &o->gpu_limits, NULL, err); /* added by GPU space */
+  if (o->gpu) return mlc_tuner_postproc_gpu(s, &o->gpu_limits, NULL, err);
   mlc_sched_enter_postproc(s);
   pvu_plan p;
   if (!take_plan(s, &p, err)) return mlc_error_prefix(err, "postproc");

@@ -23,7 +23,7 @@ struct mlc_tuner_space {
   mlc_prim_func *func; /* the workload (a private copy) */
   mlc_tuner_opts opts;
   MLC_VEC(mlc_trace *) traces;
-  mlc_tuner_gpu_space *gpu; /* added by GPU space: set when opts.gpu; then it answers */
+  mlc_tuner_gpu_space *gpu; /* set when opts.gpu; then it answers */
 };
 
 typedef MLC_VEC(mlc_sched *) sched_list;
@@ -492,7 +492,7 @@ mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opt
   sp->arena = mlc_arena_new();
   sp->func = mlc_func_copy(sp->arena, f);
   sp->opts = *o;
-  if (o->gpu) { /* added by GPU space */
+  if (o->gpu) {
     if (!(sp->gpu = mlc_tuner_gpu_space_new(f, o, &o->gpu_limits, err))) {
       mlc_tuner_space_free(sp);
       return NULL;

@@ -66,7 +66,7 @@ static bool do_measure(tune_run *r, int n, const mlc_measure_cand *c, mlc_measur
 }
 
 static double gflops(const tune_run *r, double sec) {
-  return r->o->flops > 0 && sec > 0 ? r->o->flops / sec * 1e-9 : 0;
+  return sec > 0 ? (r->o->flops > 0 ? r->o->flops : mlc_func_flops(r->f)) / sec * 1e-9 : 0;
 }
 
 static uint64_t parse_hex(const char *s) {
@@ -158,6 +158,26 @@ static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const d
   mlc_free(keys);
 }
 
+/* Whether record rec is what its row says was measured: its trace replays
+ * to the stored structural hash (rows without one: nothing to compare). A
+ * record that does not is still never proposed again, but it neither seeds
+ * the search nor trains the model nor counts as the best. */
+static bool record_trusted(tune_run *r, mlc_arena *a, const mlc_db_record *rec, int *n_bad) {
+  if (!rec->sched_hash) return true;
+  char hash[17];
+  mlc_error e;
+  if (mlc_db_replay_trace(a, r->f, rec->trace, NULL, hash, &e) &&
+      strcmp(hash, rec->sched_hash) == 0)
+    return true;
+  char note[200], *msg = r->res->message;
+  snprintf(note, sizeof note, "warning: record %" PRId64 " does not replay to its stored hash %s "
+           "(another version, or a tampered record); it is not used", rec->id, rec->sched_hash);
+  size_t len = strlen(msg);
+  if ((*n_bad)++ == 0 && !strstr(msg, note) && len + 1 < sizeof r->res->message)
+    snprintf(msg + len, sizeof r->res->message - len, "%s%s", len ? "; " : "", note);
+  return false;
+}
+
 /* Database records of the workload: dedup, seeds, training data. */
 static bool load_history(tune_run *r, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
@@ -170,9 +190,11 @@ static bool load_history(tune_run *r, mlc_error *err) {
   r->have = n;
   MLC_VEC(mlc_sched *) scheds = {0};
   MLC_VEC(double) secs = {0};
+  int n_bad = 0;
   for (int i = 0; i < n; i++) {
     mlc_tuner_search_add_measured_hash(r->search, parse_hex(recs[i].trace_hash));
     if (recs[i].round >= r->next_round) r->next_round = recs[i].round + 1;
+    if (!record_trusted(r, a, &recs[i], &n_bad)) continue;
     double sec = recs[i].error ? 0 : recs[i].mean_sec;
     if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     mlc_error e;
@@ -215,11 +237,13 @@ static int round_size(const tune_run *r) {
   return n < left ? n : left;
 }
 
+/* sched_hash: the hash of the function the trace produced, which the
+ * workers measured (they replay the same trace on the same workload). */
 static void fill_record(tune_run *r, const mlc_measure_result *m, const char *trace,
-                        mlc_db_record *rec) {
+                        const char *sched_hash, mlc_db_record *rec) {
   *rec = (mlc_db_record){
       .workload_id = r->res->workload_id, .target = r->target, .trace = trace,
-      .round = r->next_round,
+      .round = r->next_round, .sched_hash = sched_hash,
   };
   if (m->status == MLC_MEASURE_OK) {
     rec->n_secs = m->n_secs;
@@ -294,8 +318,10 @@ static int one_round(tune_run *r, mlc_error *err) {
   mlc_db_record *recs = mlc_xmalloc(sizeof(*recs) * (size_t)n);
   const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
   double *secs = mlc_xmalloc(sizeof(double) * (size_t)n);
+  char (*hashes)[17] = mlc_xmalloc(sizeof(*hashes) * (size_t)n);
   for (int i = 0; rc == 1 && i < n; i++) {
-    fill_record(r, &mr[i], js[i].data, &recs[i]);
+    mlc_func_hash_hex(mlc_sched_func(batch[i].sched), hashes[i]);
+    fill_record(r, &mr[i], js[i].data, hashes[i], &recs[i]);
     funcs[i] = mlc_sched_func(batch[i].sched);
     secs[i] = mr[i].status == MLC_MEASURE_OK ? mr[i].mean_sec : 0;
     r->res->build_sec += mr[i].build_sec;
@@ -325,6 +351,7 @@ static int one_round(tune_run *r, mlc_error *err) {
   }
   for (int i = 0; i < n; i++) mlc_str_free(&js[i]);
   mlc_free(js), mlc_free(mc), mlc_free(mr), mlc_free(recs), mlc_free(funcs), mlc_free(secs);
+  mlc_free(hashes);
   return rc;
 }
 
@@ -333,11 +360,24 @@ static int one_round(tune_run *r, mlc_error *err) {
 /* The best record; with `again`, the best few are measured again first and
  * the new run times join their records, so the best is chosen on more
  * measurements, and it is the record the database (mlc-compile) serves. */
+/* The best k records that replay to their stored hash (record_trusted),
+ * in order; a few more are fetched so that a skipped one does not leave
+ * fewer than k. */
+static int top_trusted(tune_run *r, int k, mlc_arena *a, mlc_db_record **out, mlc_error *err) {
+  mlc_db_record *top;
+  int n = mlc_db_top_k(r->db, r->res->workload_id, r->target, k + 8, a, &top, err), m = 0;
+  int n_bad = 0;
+  for (int i = 0; i < n && m < k; i++)
+    if (record_trusted(r, a, &top[i], &n_bad)) top[m++] = top[i];
+  *out = top;
+  return n < 0 ? -1 : m;
+}
+
 static bool choose_best(tune_run *r, bool again, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   mlc_db_record *top;
   int k = r->o->remeasure_top > 0 ? r->o->remeasure_top : 1;
-  int n = mlc_db_top_k(r->db, r->res->workload_id, r->target, k, a, &top, err);
+  int n = top_trusted(r, k, a, &top, err);
   bool ok = n >= 0;
   if (n > 0) {
     r->res->best_record_id = top[0].id;
@@ -354,7 +394,7 @@ static bool choose_best(tune_run *r, bool again, mlc_error *err) {
       if (mr[i].status == MLC_MEASURE_OK)
         ok = mlc_db_add_run_secs(r->db, top[i].id, mr[i].n_secs, mr[i].secs, err);
     mlc_free(mc), mlc_free(mr);
-    int m = ok ? mlc_db_top_k(r->db, r->res->workload_id, r->target, 1, a, &top, err) : 0;
+    int m = ok ? top_trusted(r, 1, a, &top, err) : 0;
     ok = ok && m >= 0;
     if (m == 1) {
       r->res->best_record_id = top[0].id;

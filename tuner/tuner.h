@@ -1,11 +1,11 @@
-/* tuner: the search engine of meta-schedule for CPU targets.
+/* tuner: the search engine of meta-schedule, for CPU and GPU targets.
  *
  * A design space is one or more sketch traces: schedule rules applied to
- * every block of a workload in post-order (auto-inline, add-rfactor,
- * multi-level tiling "SSRSRS" with a write cache, CPU register tiles (a
- * whole-vector innermost tile, short rows) and the streamed operand packed
- * per outer tile, parallelize-vectorize-unroll, random compute location)
- * record traces whose sampling
+ * every block of a workload in post-order (on a CPU: auto-inline,
+ * add-rfactor, multi-level tiling "SSRSRS" with a write cache, CPU register
+ * tiles (a whole-vector innermost tile, short rows) and the streamed
+ * operand packed per outer tile, parallelize-vectorize-unroll, random
+ * compute location; on a GPU the CUDA rules below) record traces whose sampling
  * instructions (SamplePerfectTile, SampleCategorical,
  * SampleComputeLocation) are the knobs. A candidate is a sketch replayed
  * with decisions (fresh, stored or mutated) and then postprocessed
@@ -36,7 +36,7 @@
 #define MLC_TUNER_H
 
 #include "schedule/schedule.h"
-#include "targets/targets.h" /* added by GPU space: mlc_gpu_limits */
+#include "targets/targets.h" /* mlc_gpu_limits */
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -55,7 +55,7 @@ typedef struct mlc_tuner_opts {
   double init_measured_ratio; /* share of the population seeded from the best measured (0.2) */
   int max_fail_count;         /* failed draws per population slot before giving up (8) */
   uint64_t seed;
-  /* added by GPU space: true selects the GPU design space (space_gpu.c),
+  /* true selects the GPU design space (space_gpu.c),
    * its postprocessors and mlc_gpu_verify with these limits */
   bool gpu;
   mlc_gpu_limits gpu_limits;
@@ -64,7 +64,7 @@ typedef struct mlc_tuner_opts {
 /* meta-schedule's CPU defaults, num_cores from the host. */
 void mlc_tuner_opts_default(mlc_tuner_opts *o);
 
-/* ---- design space (space.c, rules.c) --------------------------------------- */
+/* ---- design space (space.c) ------------------------------------------------ */
 
 typedef struct mlc_tuner_space mlc_tuner_space;
 
@@ -102,7 +102,6 @@ mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err);
 
 /* ---- GPU design space (space_gpu.c, postproc_gpu.c) -------------------------
- * added by GPU space
  *
  * meta-schedule's CUDA rules (ScheduleRule::DefaultCUDA), one sketch per
  * workload: multi-level tiling "SSSRRSRS" of blocks with data reuse, the
@@ -301,7 +300,6 @@ typedef struct mlc_tuner_tune_result {
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err);
 
-/* added by model tuning */
 /* ---- task scheduler (scheduler.c) -------------------------------------------- */
 
 /* One tuning task of a model: a distinct kernel and how often one model

@@ -1,17 +1,25 @@
 /* The runtime library build/libmlcrt.a: what emitted objects call besides
  * libc and libm. It depends on nothing of libmlc.a, so users link only it
- * next to an emitted object (and -fopenmp). */
+ * next to an emitted object (and -lpthread). */
 #ifndef MLC_MLCRT_H
 #define MLC_MLCRT_H
 
 #include <stdint.h>
 
-/* Run fn(i, closure) for i in [0, n) on OpenMP threads, static schedule.
- * num_threads: the target's core count (<= 0: OpenMP's default); a positive
- * MLC_NUM_THREADS in the environment overrides it. One thread, n <= 1, or a
- * call from inside a parallel region runs the loop in the calling thread. */
+/* Run fn(i, closure) for every i in [0, n), on the calling thread and the
+ * runtime's worker threads, and return when all are done. Iterations are
+ * claimed in chunks (about 8 per thread, none under ~1000 cost units), so
+ * a thread the OS has not scheduled claims nothing and the loop does not
+ * wait for it; iterations of one chunk run in order on one thread.
+ * num_threads: the target's core count (<= 0: the CPUs this process may
+ * use); a positive MLC_NUM_THREADS in the environment overrides it. cost:
+ * the work of one iteration, in stores executed (the codegen's estimate;
+ * < 1 counts as 1). One thread, n <= 1, a loop of under ~8000 cost units,
+ * a call from inside a loop body (nested loops), or a call while another
+ * thread of the process runs a loop, runs the loop serially in the calling
+ * thread. */
 void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *closure,
-                      int32_t num_threads);
+                      int32_t num_threads, int64_t cost);
 
 /* Threads mlc_parallel_for would use for a given target core count. */
 int mlc_rt_num_threads(int32_t num_threads);

@@ -1,36 +1,337 @@
-/* mlc_parallel_for on OpenMP (GCC's libgomp, the one OpenMP runtime of the
- * process: XGBoost links it too). */
+/* mlc_parallel_for on our own thread team (see mlcrt.h for the contract).
+ *
+ * Why not OpenMP: an OpenMP parallel region ends at a barrier that every
+ * thread of the team must reach, so on a machine where another process
+ * holds a core the region waits for a thread the OS has not scheduled yet
+ * (a time slice, milliseconds, for a kernel of microseconds). Here the
+ * region ends when every *claimed* chunk is done: a thread that is not
+ * running claims nothing, and the threads that run (the caller always
+ * among them) take its share.
+ *
+ * The team: one process-wide set of workers, created on the first parallel
+ * loop and grown when a loop asks for more threads, never shrunk. A worker
+ * spins for a short while after its last chunk (back-to-back kernels of a
+ * model find it awake), then sleeps on a futex, so an idle team costs
+ * nothing. A child after fork() starts a new team on its first loop.
+ *
+ * One loop at a time: the current loop is `state` (one 64-bit word: the
+ * loop's generation, the next unclaimed chunk and the chunk count) plus
+ * the fields fn, closure, n, chunk and participants, written by the caller
+ * before it publishes the new state. A thread claims chunk k by a CAS of
+ * the state word it loaded; fields read between that load and a successful
+ * CAS belong to that loop (the caller writes the next loop's fields only
+ * after every chunk of this one is claimed and done, which changes the
+ * word). Chunks done are counted in `done`; the caller returns when it
+ * reaches the chunk count, so it never touches a worker that did not wake,
+ * and a worker never touches the closure after its last chunk. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* syscall, clock_gettime under -std=c11 */
+#endif
 #include "targets/runtime/mlcrt.h"
 
-#include <omp.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 1024
+/* Chunks per thread: a thread that loses its core in the middle of a
+ * chunk holds the loop up by at most one chunk of work. */
+#define CHUNKS_PER_THREAD 8
+/* The state word holds chunk indices in 16 bits. */
+#define MAX_CHUNKS 65535
+/* Cost units (stores executed, see mlcrt.h) a chunk should hold at least,
+ * so one atomic claim (tens of ns, more when threads contend) stays small
+ * next to the work; and below which a whole loop runs serially, because
+ * waking a sleeping worker (a futex call, microseconds) costs more. */
+#define MIN_CHUNK_COST 1024
+#define MIN_PARALLEL_COST 8192
+/* How long a worker spins for the next loop before it sleeps, and the
+ * caller for chunks in flight before it sleeps; a spinning thread yields
+ * its core every SPIN_YIELD rounds, so on a core shared with the thread it
+ * waits for (or with another process) it does not hold that thread off. */
+#define WORKER_SPIN_NS 50000
+#define CALLER_SPIN_NS 20000
+#define SPIN_YIELD 256
+
+typedef struct worker {
+  _Alignas(64) uint32_t seq; /* futex word: bumped to hand the worker a new loop */
+  uint32_t sleeping;         /* 1 while the worker is in (or about to enter) futex_wait */
+  int index;                 /* 0-based; the caller is not a worker */
+  struct team *team;
+  pthread_t thread;
+} worker;
+
+typedef struct team {
+  _Alignas(64) uint64_t state; /* gen << 32 | next << 16 | nchunks */
+  /* The current loop; read by workers only between a load of `state` and
+   * a successful CAS of it (see above). Accessed atomically (relaxed). */
+  void (*fn)(int64_t, void *);
+  void *closure;
+  int64_t n, chunk;
+  int32_t participants; /* threads that may take part, the caller included */
+  _Alignas(64) uint32_t done; /* futex word: chunks of the current loop done */
+  uint32_t caller_waiting;    /* 1 while the caller sleeps on `done` */
+  _Alignas(64) pthread_mutex_t region; /* held by the caller of the current loop */
+  int n_workers;                       /* workers started (grows under `region`) */
+  worker *workers[MAX_THREADS];
+} team;
+
+static team *g_team;
+static pthread_mutex_t g_team_lock = PTHREAD_MUTEX_INITIALIZER;
+/* > 0 inside a loop body (workers always): nested loops run serially. */
+static __thread int t_in_region;
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static long futex(uint32_t *addr, int op, uint32_t val) {
+  return syscall(SYS_futex, addr, op, val, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+static inline uint64_t pack(uint32_t gen, uint32_t next, uint32_t nchunks) {
+  return (uint64_t)gen << 32 | (uint64_t)next << 16 | nchunks;
+}
+static inline uint32_t st_gen(uint64_t s) { return (uint32_t)(s >> 32); }
+static inline uint32_t st_next(uint64_t s) { return (uint32_t)(s >> 16) & 0xffff; }
+static inline uint32_t st_nchunks(uint64_t s) { return (uint32_t)s & 0xffff; }
+
+/* CPUs this process may run on (taskset counts), at least 1. The raw
+ * system call: sched_getaffinity() and CPU_COUNT need _GNU_SOURCE before
+ * any libc header, which a user compiling this file may not give. */
+static int available_cpus(void) {
+  uint64_t mask[MAX_THREADS / 64] = {0};
+  long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  int n = 0;
+  for (long i = 0; i < bytes / 8; i++) n += __builtin_popcountll(mask[i]);
+  if (n > 0) return n;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? (int)online : 1;
+}
 
 int mlc_rt_num_threads(int32_t num_threads) {
-  /* getenv on every call: cheap next to starting a parallel region, and a
-   * test or tool may change the variable between runs. */
+  /* getenv on every call: cheap next to a parallel loop, and a test or
+   * tool may change the variable between runs. */
   const char *env = getenv("MLC_NUM_THREADS");
   if (env && *env) {
     long v = strtol(env, NULL, 10);
-    if (v > 0) return v > 1024 ? 1024 : (int)v;
+    if (v > 0) return v > MAX_THREADS ? MAX_THREADS : (int)v;
   }
-  if (num_threads > 0) return num_threads;
-  return omp_get_max_threads();
+  if (num_threads > 0) return num_threads > MAX_THREADS ? MAX_THREADS : num_threads;
+  return available_cpus();
+}
+
+/* ---- claiming and running chunks ----------------------------------------- */
+
+/* Claim and run chunks of the current loop until none is left; `index` is
+ * the worker's (-1: the caller, who always takes part). */
+static void run_chunks(team *t, int index) {
+  for (;;) {
+    uint64_t s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+    uint32_t next = st_next(s), nchunks = st_nchunks(s);
+    if (next >= nchunks) return;
+    void (*fn)(int64_t, void *) = __atomic_load_n(&t->fn, __ATOMIC_RELAXED);
+    void *closure = __atomic_load_n(&t->closure, __ATOMIC_RELAXED);
+    int64_t n = __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+    int64_t chunk = __atomic_load_n(&t->chunk, __ATOMIC_RELAXED);
+    int32_t parts = __atomic_load_n(&t->participants, __ATOMIC_RELAXED);
+    /* Fewer threads asked for than this worker's index (a torn read here
+     * only makes a worker skip a loop: the caller runs what it leaves). */
+    if (index >= parts - 1) return;
+    uint64_t claimed = pack(st_gen(s), next + 1, nchunks);
+    /* Release: the field loads above complete before the CAS, so a
+     * successful CAS proves they were this loop's. */
+    if (!__atomic_compare_exchange_n(&t->state, &s, claimed, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+      continue;
+    int64_t lo = (int64_t)next * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    for (int64_t i = lo; i < hi; i++) fn(i, closure);
+    if (__atomic_add_fetch(&t->done, 1, __ATOMIC_SEQ_CST) == nchunks &&
+        __atomic_load_n(&t->caller_waiting, __ATOMIC_SEQ_CST))
+      futex(&t->done, FUTEX_WAKE_PRIVATE, 1);
+  }
+}
+
+/* ---- workers ---------------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Spin until *word differs from `seen` or ns have passed; the last value. */
+static uint32_t spin_while(uint32_t *word, uint32_t seen, int64_t ns) {
+  int64_t end = 0;
+  for (int i = 1;; i++) {
+    uint32_t cur = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if (cur != seen) return cur;
+    cpu_relax();
+    if (i % 32 == 0) {
+      int64_t t = now_ns();
+      if (!end) end = t + ns;
+      else if (t >= end) return cur;
+    }
+    if (i % SPIN_YIELD == 0) sched_yield();
+  }
+}
+
+/* Wait until w->seq differs from `seen`: spin, then sleep. */
+static uint32_t wait_for_work(worker *w, uint32_t seen) {
+  uint32_t cur = spin_while(&w->seq, seen, WORKER_SPIN_NS);
+  if (cur != seen) return cur;
+  for (;;) {
+    __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+    cur = __atomic_load_n(&w->seq, __ATOMIC_SEQ_CST);
+    if (cur == seen) futex(&w->seq, FUTEX_WAIT_PRIVATE, seen);
+    __atomic_store_n(&w->sleeping, 0, __ATOMIC_RELAXED);
+    cur = __atomic_load_n(&w->seq, __ATOMIC_ACQUIRE);
+    if (cur != seen) return cur;
+  }
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  t_in_region = 1;
+  uint32_t seen = 0;
+  for (;;) {
+    seen = wait_for_work(w, seen);
+    run_chunks(w->team, w->index);
+  }
+  return NULL;
+}
+
+/* Start workers until the team has `want`; requires t->region held. On a
+ * failed thread start the team stays smaller (loops still finish: the
+ * caller runs every chunk nobody else claims). */
+static void grow_team(team *t, int want) {
+  if (want > MAX_THREADS - 1) want = MAX_THREADS - 1;
+  while (t->n_workers < want) {
+    worker *w = aligned_alloc(64, sizeof *w);
+    if (!w) return;
+    memset(w, 0, sizeof *w);
+    w->index = t->n_workers;
+    w->team = t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+      free(w);
+      return;
+    }
+    t->workers[t->n_workers++] = w;
+  }
+}
+
+/* The child of a fork has none of the parent's workers (and perhaps a
+ * locked region mutex): it starts a new team. The old one is leaked. */
+static void after_fork_child(void) {
+  g_team = NULL;
+  pthread_mutex_init(&g_team_lock, NULL);
+}
+
+static team *get_team(void) {
+  team *t = __atomic_load_n(&g_team, __ATOMIC_ACQUIRE);
+  if (t) return t;
+  pthread_mutex_lock(&g_team_lock);
+  t = g_team;
+  if (!t && (t = aligned_alloc(64, sizeof *t)) != NULL) {
+    static int atfork_done;
+    memset(t, 0, sizeof *t);
+    pthread_mutex_init(&t->region, NULL);
+    if (!atfork_done) atfork_done = pthread_atfork(NULL, NULL, after_fork_child) == 0;
+    __atomic_store_n(&g_team, t, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_team_lock);
+  return t;
+}
+
+/* ---- the loop ----------------------------------------------------------------- */
+
+static void run_serial(int64_t n, void (*fn)(int64_t, void *), void *closure) {
+  for (int64_t i = 0; i < n; i++) fn(i, closure);
+}
+
+/* Iterations per chunk: about CHUNKS_PER_THREAD chunks per thread, none
+ * cheaper than MIN_CHUNK_COST, at most MAX_CHUNKS chunks. */
+static int64_t chunk_size(int64_t n, int64_t cost, int nt) {
+  int64_t chunk = (n + (int64_t)nt * CHUNKS_PER_THREAD - 1) / ((int64_t)nt * CHUNKS_PER_THREAD);
+  int64_t by_cost = (MIN_CHUNK_COST + cost - 1) / cost;
+  if (chunk < by_cost) chunk = by_cost;
+  if (chunk < (n + MAX_CHUNKS - 1) / MAX_CHUNKS) chunk = (n + MAX_CHUNKS - 1) / MAX_CHUNKS;
+  return chunk < 1 ? 1 : chunk;
+}
+
+/* Wait until all `nchunks` chunks are done: spin, then sleep on `done`. */
+static void wait_done(team *t, uint32_t nchunks) {
+  uint32_t d = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+  while (d != nchunks) {
+    uint32_t cur = spin_while(&t->done, d, CALLER_SPIN_NS);
+    if (cur != d) {
+      d = cur;
+      continue;
+    }
+    __atomic_store_n(&t->caller_waiting, 1, __ATOMIC_SEQ_CST);
+    d = __atomic_load_n(&t->done, __ATOMIC_SEQ_CST);
+    if (d != nchunks) futex(&t->done, FUTEX_WAIT_PRIVATE, d);
+    __atomic_store_n(&t->caller_waiting, 0, __ATOMIC_RELAXED);
+    d = __atomic_load_n(&t->done, __ATOMIC_ACQUIRE);
+  }
 }
 
 void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *closure,
-                      int32_t num_threads) {
+                      int32_t num_threads, int64_t cost) {
+  if (n <= 0) return;
+  if (cost < 1) cost = 1;
   int nt = mlc_rt_num_threads(num_threads);
-  if (nt > n) nt = (int)n;
-  if (nt <= 1 || omp_in_parallel()) {
-    for (int64_t i = 0; i < n; i++) fn(i, closure);
+  if (nt <= 1 || n == 1 || t_in_region ||
+      (cost < MIN_PARALLEL_COST && n * cost < MIN_PARALLEL_COST)) {
+    run_serial(n, fn, closure);
     return;
   }
-  /* Dynamic chunks of about an eighth of a thread's share: on a shared
-   * machine a thread that loses its core for a while then takes fewer
-   * chunks instead of holding up the whole loop (with a static split the
-   * loop ends when the slowest thread does). */
-  int64_t chunk = n / ((int64_t)nt * 8);
-  if (chunk < 1) chunk = 1;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk)
-  for (int64_t i = 0; i < n; i++) fn(i, closure);
+  int64_t chunk = chunk_size(n, cost, nt);
+  int64_t nchunks = (n + chunk - 1) / chunk;
+  int parts = nchunks < nt ? (int)nchunks : nt;
+  team *t = parts > 1 ? get_team() : NULL;
+  /* Another thread of the process runs a loop on the team: run this one
+   * serially rather than wait for it. */
+  if (!t || pthread_mutex_trylock(&t->region) != 0) {
+    run_serial(n, fn, closure);
+    return;
+  }
+  grow_team(t, parts - 1);
+  if (parts - 1 > t->n_workers) parts = t->n_workers + 1;
+
+  __atomic_store_n(&t->fn, fn, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->closure, closure, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->n, n, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->chunk, chunk, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->participants, parts, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->done, 0, __ATOMIC_RELAXED);
+  uint32_t gen = st_gen(__atomic_load_n(&t->state, __ATOMIC_RELAXED)) + 1;
+  __atomic_store_n(&t->state, pack(gen, 0, (uint32_t)nchunks), __ATOMIC_RELEASE);
+  for (int k = 0; k < parts - 1; k++) {
+    worker *w = t->workers[k];
+    __atomic_add_fetch(&w->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST)) futex(&w->seq, FUTEX_WAKE_PRIVATE, 1);
+  }
+  t_in_region = 1;
+  run_chunks(t, -1);
+  wait_done(t, (uint32_t)nchunks);
+  t_in_region = 0;
+  pthread_mutex_unlock(&t->region);
 }

@@ -369,3 +369,56 @@ bad truncated "$tmp/trunc.onnx" 'trunc.onnx: not an ONNX model (the protobuf doe
 echo "not a model" >"$tmp/text.onnx"
 bad not_protobuf "$tmp/text.onnx" 'text.onnx: not an ONNX model'
 bad missing_file "$tmp/nowhere.onnx" 'nowhere.onnx'
+
+# Records are untrusted: a row tampered in the database (its trace edited
+# with SQL to another split, its time made the best) replays to another
+# function than the hash it was stored with, so mlc-compile skips it with a
+# warning naming it and compiles the next best; --verify runs each
+# replayed kernel against the unscheduled one before writing anything.
+MDB=$B/bin/mlc-db
+"$B/bin/mlc-ir" print --task matmul --shape 16,16,16 >"$tmp/mm16.py"
+W16=$(awk 'BEGIN { ORS = "" } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print $0 "\\n" }' "$tmp/mm16.py")
+split_trace() {
+  printf '{"insts":[["GetBlock",[],{"name":"C","func_name":"main"},["b0"]],["GetLoops",["b0"],{},["l1","l2","l3"]],["Split",["l2",null,%s],{"preserve_unit_iters":true},["l4","l5"]]],"decisions":{},"version":1}' "$1"
+}
+for f in 8 4; do
+  printf '{"task":"matmul","shape":"16,16,16","workload":"%s","target":"llvm","trace":%s,"run_secs":[%se-06],"error":null}\n' "$W16" "$(split_trace $f)" "$f"
+done >"$tmp/rec.jsonl"
+"$MDB" --db "$tmp/rec.db" import "$tmp/rec.jsonl" >/dev/null 2>"$tmp/err"
+check compile_untrusted_import test $? -eq 0
+"$MC" --task matmul --shape 16,16,16 --db "$tmp/rec.db" -o "$tmp/r.o" --verify 2>"$tmp/err"
+check compile_untrusted_clean_exit test $? -eq 0
+check compile_untrusted_clean_best grep -q 'record 2 ' "$tmp/err"
+check compile_untrusted_clean_no_warning test "$(grep -c warning "$tmp/err")" -eq 0
+check compile_verify_ok grep -q 'verified 1 replayed kernel against the unscheduled ones (seed 1)' "$tmp/err"
+if command -v sqlite3 >/dev/null 2>&1; then
+  sqlite3 "$tmp/rec.db" "UPDATE records SET trace = replace(trace, ',4]', ',2]'), mean_sec = 1e-09, run_secs = '[1e-09]' WHERE id = 2"
+  rm -f "$tmp/r.o"
+  "$MC" --task matmul --shape 16,16,16 --db "$tmp/rec.db" -o "$tmp/r.o" 2>"$tmp/err"
+  check compile_tampered_exit test $? -eq 0 -a -s "$tmp/r.o"
+  check compile_tampered_warning grep -q '^mlc-compile: warning: matmul: record 2 skipped: its trace replays to a function with hash [0-9a-f]*, the record says' "$tmp/err"
+  check compile_tampered_next_best grep -q 'matmul .* record 1 ' "$tmp/err"
+  # A row written around the API with a negative time is never chosen.
+  sqlite3 "$tmp/rec.db" "UPDATE records SET mean_sec = -1 WHERE id = 1"
+  "$MC" --task matmul --shape 16,16,16 --db "$tmp/rec.db" -o "$tmp/r.o" 2>"$tmp/err"
+  check compile_negative_time_untuned grep -q 'matmul .* untuned (default schedule; record 2 skipped' "$tmp/err"
+else
+  echo "SKIP compile_tampered: no sqlite3 shell on PATH"
+fi
+# --verify on a model: every kernel that replays a record is checked.
+if [ -x "${MLC_TUNE:-$B/bin/mlc-tune}" ]; then
+  "${MLC_TUNE:-$B/bin/mlc-tune}" --task matmul --shape 16,16,16 --trials 4 --trials-per-round 4 \
+    --no-baseline -j 1 --db "$tmp/tuned.db" >/dev/null 2>&1
+  "$MC" --task matmul --shape 16,16,16 --db "$tmp/tuned.db" -o "$tmp/r.o" --verify 2>"$tmp/err"
+  check compile_tuned_verify_exit test $? -eq 0
+  check compile_tuned_no_warning test "$(grep -c warning "$tmp/err")" -eq 0
+  check compile_tuned_verified grep -q 'verified 1 replayed kernel' "$tmp/err"
+  if command -v sqlite3 >/dev/null 2>&1; then
+    check compile_tuned_hashes test "$(sqlite3 "$tmp/tuned.db" 'SELECT count(*) FROM records WHERE sched_hash IS NULL')" = 0
+  fi
+fi
+if [ -s "$tmp/m.db" ]; then # the MLP tuned above: both kernels replay a record
+  "$MC" --model examples/mlp.json --db "$tmp/m.db" --verify -o "$tmp/mv.o" 2>"$tmp/err"
+  check compile_model_verify_exit test $? -eq 0 -a -s "$tmp/mv.o"
+  check compile_model_verify grep -q 'verified 2 replayed kernels against the unscheduled ones' "$tmp/err"
+fi

@@ -134,3 +134,76 @@ W2=$B/bin/mlc-worker
 "$W2" --help >/dev/null 2>&1; check worker_help test $? -eq 0
 printf 'garbage' | "$W2" build >/dev/null 2>&1; check worker_garbage_input test $? -eq 1
 "$W2" run </dev/null >/dev/null 2>&1; check worker_clean_eof test $? -eq 0
+
+# Records are untrusted input: import replays every trace on its workload
+# and refuses (naming the line, changing nothing) a trace that does not
+# replay, a stated sched_hash that is not the replay's, and run times that
+# are not finite positive numbers. Export states each record's hash.
+"$DB" --db "$tmp/a.db" export >"$tmp/eh"
+check db_export_sched_hash test "$(grep -c '"sched_hash":"[0-9a-f]\{16\}"}$' "$tmp/eh")" -eq 4
+"$DB" --db "$tmp/a.db" show 2 >"$tmp/showh" 2>&1
+check db_show_sched_hash grep -q '^  scheduled: [0-9a-f]\{16\}$' "$tmp/showh"
+before=$("$DB" --db "$tmp/a.db" --json stats 2>&1)
+untrusted() { # name, line 2 of the file, expected message
+  { printf '{"task":"matmul","shape":"16,16,16","workload":"%s","target":"llvm","trace":%s,"run_secs":[1e-06],"error":null}\n' "$W" "$(trace 16)"; printf '%s\n' "$2"; } >"$tmp/u.jsonl"
+  "$DB" --db "$tmp/a.db" import "$tmp/u.jsonl" >/dev/null 2>"$tmp/err"
+  check "db_untrusted_${1}_exit1" test $? -eq 1
+  check "db_untrusted_${1}_line" grep -qF "u.jsonl: line 2: " "$tmp/err"
+  check "db_untrusted_${1}_msg" grep -qF "$3" "$tmp/err"
+  check "db_untrusted_${1}_unchanged" test "$("$DB" --db "$tmp/a.db" --json stats 2>&1)" = "$before"
+}
+line() { # trace, run_secs, extra fields
+  printf '{"task":"matmul","shape":"16,16,16","workload":"%s","target":"llvm","trace":%s,"run_secs":%s,"error":null%s}' "$W" "$1" "$2" "$3"
+}
+untrusted negative_time "$(line "$(trace 2)" '[1e-06,-1e-06]')" 'record with run time -1e-06'
+untrusted zero_time "$(line "$(trace 2)" '[0]')" 'record with run time 0'
+untrusted infinite_time "$(line "$(trace 2)" '[1e999]')" 'record with run time inf'
+untrusted nan_time "$(line "$(trace 2)" '[NaN]')" ''
+nob='{"insts":[["GetBlock",[],{"name":"nosuch","func_name":"main"},["b0"]]],"decisions":{},"version":1}'
+untrusted no_replay "$(line "$nob" '[1e-06]')" 'the trace does not replay'
+untrusted wrong_hash "$(line "$(trace 2)" '[1e-06]' ',"sched_hash":"0123456789abcdef"')" 'the record says 0123456789abcdef'
+# The hash a line states is checked against its own replay: another
+# record's hash (a trace edited after export) is refused too.
+h8=$(grep -o '"sched_hash":"[0-9a-f]*"' "$tmp/eh" | sed -n 2p)
+untrusted edited_trace "$(line "$(trace 2)" '[1e-06]' ",$h8")" 'the trace replays to a function with hash'
+# A trace is replayed on the workload as the database stores it (what
+# mlc-compile replays it on): the same workload with its block renamed, and
+# a trace naming that block, is refused.
+WD=$(printf '%s' "$W" | sed 's/T.block(\\"C\\")/T.block(\\"D\\")/')
+dtrace=$(trace 2 | sed 's/"name":"C"/"name":"D"/')
+check db_untrusted_renamed_setup test "$WD" != "$W"
+untrusted renamed_block "$(printf '{"task":"matmul","shape":"16,16,16","workload":"%s","target":"llvm","trace":%s,"run_secs":[1e-06],"error":null}' "$WD" "$dtrace")" 'no block named "D"'
+# The same line with its true hash (from a database that imported it) is fine.
+line "$(trace 2)" '[3e-06]' >"$tmp/ok.jsonl"; echo >>"$tmp/ok.jsonl"
+"$DB" --db "$tmp/c.db" import "$tmp/ok.jsonl" >/dev/null 2>&1
+"$DB" --db "$tmp/c.db" export >"$tmp/ok2.jsonl"
+"$DB" --db "$tmp/d.db" import "$tmp/ok2.jsonl" >"$tmp/out" 2>&1
+check db_untrusted_true_hash_ok grep -q 'imported 1 records' "$tmp/out"
+
+# A database of schema version 2 (no sched_hash column) opens, gets the
+# column, and keeps its rows with a NULL hash.
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$tmp/c.db" "$tmp/v2.db"
+  sqlite3 "$tmp/v2.db" "ALTER TABLE records DROP COLUMN sched_hash; UPDATE meta SET value = '2' WHERE key = 'schema_version';" 2>"$tmp/err"
+  if [ $? -eq 0 ]; then
+    "$DB" --db "$tmp/v2.db" show 1 >"$tmp/show_v2" 2>&1
+    check db_migrate_v2_show grep -q '^  scheduled: - (not recorded)' "$tmp/show_v2"
+    check db_migrate_v2_version test "$(sqlite3 "$tmp/v2.db" "SELECT value FROM meta WHERE key = 'schema_version'")" = 3
+    check db_migrate_v2_null test "$(sqlite3 "$tmp/v2.db" 'SELECT count(*) FROM records WHERE sched_hash IS NULL')" = 1
+  else
+    echo "SKIP db_migrate_v2: this sqlite3 cannot drop a column"
+  fi
+  # top replays what it lists: a row whose trace was edited with SQL shows
+  # DIFFERS (mlc-compile would skip it), the others ok.
+  "$DB" --db "$tmp/a.db" top --task matmul --target llvm >"$tmp/out" 2>&1
+  check db_top_replay_ok test "$(grep -c ' ok  ' "$tmp/out")" -eq 2
+  sqlite3 "$tmp/c.db" "UPDATE records SET trace = replace(trace, ',2]', ',4]')"
+  "$DB" --db "$tmp/c.db" top --task matmul >"$tmp/out" 2>&1
+  check db_top_replay_differs grep -q '^   1  1  .* DIFFERS  ' "$tmp/out"
+  "$DB" --db "$tmp/c.db" top --task matmul --json >"$tmp/out" 2>&1
+  check db_top_replay_json grep -q '"replay":"DIFFERS"' "$tmp/out"
+  # A row written around the API with a negative time never ranks.
+  sqlite3 "$tmp/c.db" "UPDATE records SET mean_sec = -1"
+  "$DB" --db "$tmp/c.db" top --task matmul >"$tmp/out" 2>&1
+  check db_negative_mean_never_top grep -q 'no successful records' "$tmp/out"
+fi

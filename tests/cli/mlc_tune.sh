@@ -62,7 +62,13 @@ fi
 "$IR" print --task vecadd --shape 64 >"$tmp/k.py"
 "$TUNE" --task-file "$tmp/k.py" --trials 2 --db "$tmp/a.db" $Q >"$tmp/out" 2>"$tmp/err"
 check tune_task_file_exit test $? -eq 0
-check tune_task_file_summary grep -q 'k.py on llvm' "$tmp/out"
+# stored under the file's stem (not its path), with GFLOP/s from the
+# function's own FLOP count (64 adds)
+check tune_task_file_summary grep -q '^k on llvm' "$tmp/out"
+check tune_task_file_gflops grep -q 'GFLOP/s' "$tmp/out"
+"$TUNE" --task-file "$tmp/k.py" --name vadd64 --trials 1 --db "$tmp/a.db" $Q --json >"$tmp/out" 2>"$tmp/err"
+check tune_task_file_name grep -q '"task":"vadd64"' "$tmp/out"
+check tune_task_file_json_gflops grep -Eq '"best_gflops":([1-9]|0\.0*[1-9])' "$tmp/out"
 
 # the other workload kinds tune too (one trial each: it must build and run)
 for t in "conv2d_nchw 1,4,8,8,4,3,3" "dense_bias_relu 16,16,16" "softmax 8,32" "batch_matmul 2,8,8,8"; do

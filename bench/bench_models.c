@@ -1,0 +1,873 @@
+/* Real networks against PyTorch (issue 16): ResNet-18, MobileNetV2 and the
+ * transformer encoder of examples/export_models.py (`make models`), batch 1,
+ * float32, each in one run:
+ *   <model>_tuned        `mlc-tune --model` (budget: --trials, default
+ *                        $MLC_BENCH_TRIALS or 200, in a fresh database),
+ *                        then `mlc-compile --model --db`
+ *   <model>_untuned      `mlc-compile --model` without records (the
+ *                        default schedule)
+ *   <model>_torch_eager / <model>_torchscript
+ *                        bench/torch_baseline.py (PyTorch at 2 threads;
+ *                        TorchScript frozen + optimize_for_inference)
+ * Ours run through the C entry point mlc-compile writes (<model>_run_ws):
+ * the header is compiled with the object into a shared object and loaded.
+ * Its weights are static arrays of float literals (187 MB of C for
+ * ResNet-18, minutes of cc), so the bench compiles the header with each
+ * weight array replaced by a pointer and points it at the values parsed
+ * from the same literals: the same code and the same numbers.
+ * Latency: median of all timed runs (at least 20), taken in rounds that
+ * interleave the four variants (PyTorch runs in a coprocess kept alive
+ * across rounds), after a warm-up. Outputs are checked against PyTorch's
+ * models/<model>_out.npy: max abs error / max |reference| <= 1e-4.
+ * Peak memory: ours is the workspace the entry point declares (every
+ * intermediate, sharing storage by liveness; weights, input and output
+ * excluded); PyTorch's is the growth of peak RSS over one run.
+ * Per layer, for ResNet-18 and the encoder: every distinct convolution
+ * kernel is also timed against oneDNN (its own choice of algorithm and
+ * layouts, bias and the kernel's fused ReLU / residual sum as post-ops;
+ * layouts converted once, outside the timing) and every dense / matmul
+ * kernel against OpenBLAS sgemm (one call per batch), 2 threads, each
+ * kernel alone on synthetic data, ours and the baseline in alternating
+ * rounds.
+ *
+ *   bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R]
+ *                [--quick]
+ * --quick (or MLC_BENCH_QUICK=1): 16 trials per model, 4 rounds of 5 runs
+ * (the floor of 20 runs).
+ */
+#include "bench/results.h"
+#include "graph/graph.h"
+
+#include <cblas.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef MLC_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+enum { THREADS = 2, MAX_ARGS = 8, MAX_LAYERS = 128 };
+
+static const char *const MODELS[] = {"resnet18", "mobilenet_v2", "encoder"};
+enum { N_MODELS = 3 };
+
+static void die(const char *what, const char *msg) {
+  fprintf(stderr, "bench_models: error: %s: %s\n", what, msg);
+  exit(1);
+}
+
+/* ---- paths and commands ------------------------------------------------ */
+
+/* The build directory holding this program (<B>/bench/bench_models), and
+ * the program's own directory (the models' work directories go there). */
+static char build_dir[4096], exe_dir[4096];
+/* Paths and commands, freed at exit. */
+static mlc_arena *strs;
+#define STR(...) mlc_arena_printf(strs, __VA_ARGS__)
+
+static void find_build_dir(void) {
+  ssize_t n = readlink("/proc/self/exe", build_dir, sizeof build_dir - 1);
+  if (n <= 0) die("/proc/self/exe", strerror(errno));
+  build_dir[n] = 0;
+  for (int k = 0; k < 2; k++) { /* strip /bench_models, then /bench */
+    char *slash = strrchr(build_dir, '/');
+    if (!slash) die(build_dir, "not under <build>/bench/");
+    *slash = 0;
+    if (k == 0) snprintf(exe_dir, sizeof exe_dir, "%s", build_dir);
+  }
+}
+
+/* Runs a shell command, its output appended to log; dies on failure. */
+static void run_cmd(const char *cmd, const char *log) {
+  char *full = mlc_xmalloc(strlen(cmd) + strlen(log) + 32);
+  sprintf(full, "%s >>%s 2>&1", cmd, log);
+  int rc = system(full);
+  mlc_free(full);
+  if (rc != 0) {
+    fprintf(stderr, "bench_models: failed (see %s): %s\n", log, cmd);
+    exit(1);
+  }
+}
+
+/* ---- our compiled model: header -> shared object ----------------------- */
+
+typedef struct ours {
+  void *so;
+  int (*run)(const float *in, float *out, float *ws);
+  float *ws;
+  long long ws_floats;
+  float **weights; /* parsed from the header's literals; mlc_free each */
+  int n_weights;
+} ours;
+
+/* One weight array's literals (from p, after "= {") up to "};". */
+static float *parse_weight(const char **p, long long n) {
+  float *w = mlc_xmalloc(sizeof(float) * (size_t)(n ? n : 1));
+  const char *s = *p;
+  for (long long i = 0; i < n; i++) {
+    while (*s == ' ' || *s == '\n' || *s == ',') s++;
+    if (strncmp(s, "NAN", 3) == 0) w[i] = NAN;
+    else if (strncmp(s, "INFINITY", 8) == 0) w[i] = INFINITY;
+    else if (strncmp(s, "-INFINITY", 9) == 0) w[i] = -INFINITY;
+    else w[i] = strtof(s, NULL);
+    while (*s && *s != ',') s++;
+  }
+  s = strstr(s, "};");
+  if (!s) die("entry header", "unterminated weight array");
+  *p = s + 2;
+  return w;
+}
+
+/* Copies the header into src with every "static const float NAME[N] = {...};"
+ * turned into "static const float *NAME;", the values into o->weights and
+ * the names into names (one per weight). */
+static void strip_weights(const char *h, mlc_str *src, mlc_str *names, ours *o) {
+  const char *p = h;
+  int cap = 0;
+  for (;;) {
+    const char *w = strstr(p, "\nstatic const float ");
+    if (!w) break;
+    const char *name = w + strlen("\nstatic const float "), *br = strchr(name, '[');
+    const char *eq = br ? strstr(br, "] = {") : NULL;
+    if (!br || !eq || memchr(name, '\n', (size_t)(eq - name))) die("entry header", "bad weight line");
+    mlc_str_putn(src, p, (size_t)(w - p));
+    mlc_str_puts(src, "\nstatic const float *");
+    mlc_str_putn(src, name, (size_t)(br - name));
+    mlc_str_puts(src, ";");
+    mlc_str_puts(names, o->n_weights ? ", &" : "&");
+    mlc_str_putn(names, name, (size_t)(br - name));
+    if (o->n_weights == cap) {
+      cap = cap ? 2 * cap : 64;
+      o->weights = mlc_xrealloc(o->weights, sizeof(float *) * (size_t)cap);
+    }
+    p = eq + strlen("] = {");
+    o->weights[o->n_weights++] = parse_weight(&p, atoll(br + 1));
+  }
+  mlc_str_puts(src, p);
+}
+
+/* Writes work/<tag>_entry.c from the header (weights stripped) plus the
+ * functions the bench looks up, builds work/<tag>.so and loads it. */
+static void load_ours(const char *work, const char *tag, const char *model, ours *o) {
+  mlc_error err;
+  const char *path = STR("%s/%s.h", work, tag);
+  char *h = mlc_read_file(path, NULL, &err);
+  if (!h) die(path, err.msg);
+  mlc_str src = {0}, names = {0};
+  memset(o, 0, sizeof *o);
+  strip_weights(h, &src, &names, o);
+  mlc_free(h);
+  char up[128];
+  snprintf(up, sizeof up, "%s", model);
+  for (char *c = up; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+  mlc_str_printf(&src,
+                 "\nstatic const float **const bm_slots[] = {%s};\n"
+                 "void bm_set_weight(int i, const float *w) { *bm_slots[i] = w; }\n"
+                 "int bm_n_weights(void) { return (int)(sizeof bm_slots / sizeof *bm_slots); }\n"
+                 "long long bm_workspace_floats(void) { return %s_WORKSPACE_FLOATS; }\n"
+                 "int bm_run(const float *in, float *out, float *ws) { return %s_run_ws(in, out, ws); }\n",
+                 mlc_str_cstr(&names), up, model);
+  path = STR("%s/%s_entry.c", work, tag);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(mlc_str_cstr(&src), f) < 0 || fclose(f) != 0) die(path, "cannot write");
+  mlc_str_free(&src);
+  mlc_str_free(&names);
+  run_cmd(STR("cc -O2 -fPIC -shared -w -o %s/%s.so %s %s/%s.o %s/libmlcrt.a -fopenmp -lm", work, tag,
+             path, work, tag, build_dir),
+          STR("%s/%s.log", work, tag));
+  path = STR("%s/%s.so", work, tag);
+  o->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!o->so) die(path, dlerror());
+  void (*set)(int, const float *) = (void (*)(int, const float *))dlsym(o->so, "bm_set_weight");
+  int (*count)(void) = (int (*)(void))dlsym(o->so, "bm_n_weights");
+  long long (*wsf)(void) = (long long (*)(void))dlsym(o->so, "bm_workspace_floats");
+  o->run = (int (*)(const float *, float *, float *))dlsym(o->so, "bm_run");
+  if (!set || !count || !wsf || !o->run || count() != o->n_weights) die(path, "entry symbols");
+  for (int i = 0; i < o->n_weights; i++) set(i, o->weights[i]);
+  o->ws_floats = wsf();
+  o->ws = mlc_xmalloc(sizeof(float) * (size_t)o->ws_floats);
+}
+
+static void free_ours(ours *o) {
+  dlclose(o->so);
+  for (int i = 0; i < o->n_weights; i++) mlc_free(o->weights[i]);
+  mlc_free(o->weights);
+  mlc_free(o->ws);
+}
+
+/* ---- PyTorch coprocess ---------------------------------------------------- */
+
+typedef struct torch {
+  pid_t pid;
+  FILE *to, *from;
+  double eager_err, script_err, eager_peak, script_peak; /* peak: bytes, -1 unknown */
+  char version[64];
+} torch;
+
+static double json_num(const mlc_json *j, const char *key) {
+  const mlc_json *v = mlc_json_get(j, key);
+  return v && v->kind == MLC_JSON_NUMBER ? v->number : -1;
+}
+
+/* Starts bench/torch_baseline.py on model; false when it fails to start
+ * (no PyTorch): the torch columns are then left out. */
+static bool torch_start(torch *t, const char *model) {
+  int in[2], out[2];
+  memset(t, 0, sizeof *t);
+  if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
+  t->pid = fork();
+  if (t->pid < 0) die("fork", strerror(errno));
+  if (t->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    /* A fixed mmap threshold: freed tensors leave the resident set, so
+     * the peak RSS of a run measures what it holds at once. */
+    setenv("MALLOC_MMAP_THRESHOLD_", "65536", 1);
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", THREADS);
+    execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", model,
+          "--models", "models", "--threads", threads, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  t->to = fdopen(in[1], "w");
+  t->from = fdopen(out[0], "r");
+  char line[4096];
+  if (!fgets(line, sizeof line, t->from)) {
+    fclose(t->to);
+    fclose(t->from);
+    waitpid(t->pid, NULL, 0);
+    return false;
+  }
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
+  if (!j) die("torch_baseline.py", err.msg);
+  t->eager_err = json_num(j, "eager_rel_error");
+  t->script_err = json_num(j, "torchscript_rel_error");
+  t->eager_peak = json_num(j, "eager_peak_bytes");
+  t->script_peak = json_num(j, "torchscript_peak_bytes");
+  const mlc_json *v = mlc_json_get(j, "torch");
+  snprintf(t->version, sizeof t->version, "%s", v && v->kind == MLC_JSON_STRING ? v->str : "?");
+  mlc_arena_free(a);
+  return true;
+}
+
+/* k timed runs of mode ("eager", "torchscript"), their ms appended to ms. */
+static void torch_time(torch *t, const char *mode, int k, double *ms, int *n) {
+  char line[16384];
+  fprintf(t->to, "time %s %d\n", mode, k);
+  fflush(t->to);
+  if (!fgets(line, sizeof line, t->from)) die("torch_baseline.py", "no answer");
+  char *p = line, *end;
+  for (int i = 0; i < k; i++, p = end) {
+    ms[(*n)++] = strtod(p, &end);
+    if (end == p) die("torch_baseline.py", line);
+  }
+}
+
+static void torch_stop(torch *t) {
+  fprintf(t->to, "quit\n");
+  fclose(t->to);
+  fclose(t->from);
+  waitpid(t->pid, NULL, 0);
+}
+
+/* ---- one model ------------------------------------------------------------ */
+
+typedef struct model_result {
+  const char *name;
+  double tuned_ms, untuned_ms, eager_ms, script_ms; /* medians; < 0: not run */
+  double tuned_err, untuned_err;
+  long long ws_bytes;
+  double eager_peak, script_peak;
+  int trials, runs;
+  int n_kernels, n_records; /* kernels of the tuned model; those from a record */
+  double tune_s, load_before, load_after;
+} model_result;
+
+static double rel_error(const float *y, const float *want, int64_t n) {
+  double scale = 0, e = 0;
+  for (int64_t i = 0; i < n; i++) {
+    scale = fmax(scale, fabs(want[i]));
+    e = fmax(e, fabs((double)y[i] - want[i]));
+  }
+  return e / (scale > 0 ? scale : 1);
+}
+
+static double run_ours_ms(ours *o, const float *in, float *out) {
+  double t0 = bench_now_ms();
+  if (o->run(in, out, o->ws) != 0) die("model run", "a kernel failed");
+  return bench_now_ms() - t0;
+}
+
+/* The trials mlc-tune measured, from its summary line "trials: B before,
+ * M measured now ..." in log (want when the line is missing). */
+static int measured_trials(const char *log, int want) {
+  char *text = mlc_read_file(log, NULL, NULL);
+  const char *p = text ? strstr(text, "\ntrials: ") : NULL;
+  int before, now;
+  if (p && sscanf(p, "\ntrials: %d before, %d measured now", &before, &now) == 2) want = before + now;
+  mlc_free(text);
+  return want;
+}
+
+/* Kernels of the tuned compile replaying a record, from mlc-compile's
+ * listing ("... record N (...)" or "... untuned (...)" per kernel). */
+static void count_records(const char *log, model_result *r) {
+  char *text = mlc_read_file(log, NULL, NULL);
+  for (const char *p = text ? strstr(text, "  calls ") : NULL; p; p = strstr(p + 1, "  calls ")) {
+    r->n_kernels++;
+    const char *eol = strchr(p, '\n'), *rec = strstr(p, "  record ");
+    r->n_records += rec && (!eol || rec < eol);
+  }
+  mlc_free(text);
+}
+
+static void tune_and_compile(const char *work, const char *model, int trials, model_result *r) {
+  const char *db = STR("%s/%s.db", work, model), *log = STR("%s/%s_tune.log", work, model);
+  run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
+  fprintf(stderr, "bench_models: %s: tuning, %d trials (log %s) ...\n", model, trials, log);
+  double t0 = bench_now_ms();
+  run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
+              build_dir, build_dir, model, trials, db),
+          log);
+  r->tune_s = (bench_now_ms() - t0) / 1e3;
+  r->trials = measured_trials(log, trials);
+  fprintf(stderr, "bench_models: %s: compiling tuned and untuned ...\n", model);
+  const char *clog = STR("%s/compile_tuned.log", work);
+  run_cmd(STR("rm -f %s; %s/bin/mlc-compile --model models/%s.onnx --db %s -o %s/tuned.o --header %s/tuned.h",
+              clog, build_dir, model, db, work, work),
+          clog);
+  count_records(clog, r);
+  /* a database that does not exist: every kernel gets the default schedule */
+  run_cmd(STR("%s/bin/mlc-compile --model models/%s.onnx --db %s/none.db -o %s/untuned.o --header %s/untuned.h",
+              build_dir, model, work, work, work),
+          log);
+}
+
+static float *read_npy(const char *model, const char *suffix, int64_t *n) {
+  char path[256];
+  mlc_error err;
+  mlc_gtype ty;
+  snprintf(path, sizeof path, "models/%s_%s.npy", model, suffix);
+  float *d = mlc_npy_read(path, &ty, &err);
+  if (!d) die(path, err.msg);
+  *n = mlc_gtype_numel(&ty);
+  return d;
+}
+
+/* Interleaved rounds: each variant k runs per round, in turn. */
+static void time_model(ours *v, torch *t, bool have_torch, const float *in, float *out,
+                       int rounds, int k, model_result *r) {
+  double *ms[4];
+  int n[4] = {0};
+  for (int i = 0; i < 4; i++) ms[i] = mlc_xmalloc(sizeof(double) * (size_t)(rounds * k));
+  for (int i = 0; i < 3; i++) { /* warm-up */
+    run_ours_ms(&v[0], in, out);
+    run_ours_ms(&v[1], in, out);
+  }
+  for (int rd = 0; rd < rounds; rd++) {
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < k; j++) ms[i][n[i]++] = run_ours_ms(&v[i], in, out);
+    if (have_torch) {
+      torch_time(t, "eager", k, ms[2], &n[2]);
+      torch_time(t, "torchscript", k, ms[3], &n[3]);
+    }
+  }
+  double *dst[4] = {&r->tuned_ms, &r->untuned_ms, &r->eager_ms, &r->script_ms};
+  for (int i = 0; i < 4; i++) {
+    *dst[i] = n[i] ? bench_median(ms[i], n[i]) : -1;
+    mlc_free(ms[i]);
+  }
+  r->runs = rounds * k;
+}
+
+/* ---- per layer (ResNet-18): our kernels against oneDNN / OpenBLAS --------- */
+
+typedef struct kdecl {
+  char name[128];
+  int n_args;
+  int ndim[MAX_ARGS];
+  int64_t dims[MAX_ARGS][6];
+  int calls; /* calls in <model>_run_ws */
+} kdecl;
+
+/* The kernel declarations of the header: the comments
+ * "NAME: arg float32[d0, d1, ...], ... (dense, row-major)". */
+static int parse_decls(const char *h, const char *model, kdecl *ks, int max) {
+  int n = 0;
+  char pre[160];
+  snprintf(pre, sizeof pre, "\n/* %s_", model);
+  for (const char *p = strstr(h, pre); p && n < max; p = strstr(p + 1, pre)) {
+    const char *colon = strchr(p + 4, ':'), *eol = strchr(p + 1, '\n');
+    if (!colon || !eol || colon > eol || colon - (p + 4) >= 127) continue;
+    kdecl *k = &ks[n];
+    memset(k, 0, sizeof *k);
+    memcpy(k->name, p + 4, (size_t)(colon - (p + 4)));
+    for (const char *q = strstr(colon, "float32["); q && q < eol && k->n_args < MAX_ARGS;
+         q = strstr(q + 1, "float32[")) {
+      char *e = (char *)q + 8;
+      int a = k->n_args++;
+      while (*e != ']' && k->ndim[a] < 6) k->dims[a][k->ndim[a]++] = strtoll(e, &e, 10), e += *e == ',';
+    }
+    char call[160];
+    snprintf(call, sizeof call, "if (%s(args)", k->name);
+    for (const char *c = strstr(h, call); c; c = strstr(c + 1, call)) k->calls++;
+    n++;
+  }
+  return n;
+}
+
+static int64_t numel(const kdecl *k, int a) {
+  int64_t n = 1;
+  for (int i = 0; i < k->ndim[a]; i++) n *= k->dims[a][i];
+  return n;
+}
+
+static bool same_shape(const kdecl *k, int a, int b) {
+  if (k->ndim[a] != k->ndim[b]) return false;
+  for (int i = 0; i < k->ndim[a]; i++)
+    if (k->dims[a][i] != k->dims[b][i]) return false;
+  return true;
+}
+
+/* A conv2d kernel's parameters from its argument shapes: src [1,C,H,W],
+ * weights [K,C/g,R,S], out [1,K,P,Q] (last), an optional bias [K] and
+ * residual (shaped as out). Stride and symmetric padding are the smallest
+ * that give P from H (ResNet-18's convolutions are all of that form). */
+typedef struct conv {
+  int64_t c, h, w, k, r, s, p, q, g, stride, pad;
+  int src, wt, bias, res, out; /* argument indices; -1 absent */
+  bool relu;
+} conv;
+
+static bool conv_of(const kdecl *k, conv *cv) {
+  if (!strstr(k->name, "conv2d") || k->n_args < 3) return false;
+  cv->src = 0, cv->wt = 1, cv->out = k->n_args - 1, cv->bias = -1, cv->res = -1;
+  for (int a = 2; a < cv->out; a++) {
+    if (k->ndim[a] == 1) cv->bias = a;
+    else if (same_shape(k, a, cv->out)) cv->res = a;
+    else return false;
+  }
+  if (k->ndim[0] != 4 || k->ndim[1] != 4 || k->ndim[cv->out] != 4) return false;
+  cv->c = k->dims[0][1], cv->h = k->dims[0][2], cv->w = k->dims[0][3];
+  cv->k = k->dims[1][0], cv->r = k->dims[1][2], cv->s = k->dims[1][3];
+  cv->p = k->dims[cv->out][2], cv->q = k->dims[cv->out][3];
+  cv->g = cv->c / k->dims[1][1];
+  cv->relu = strstr(k->name, "relu") != NULL;
+  for (cv->stride = 1; cv->stride <= 4; cv->stride++)
+    for (cv->pad = 0; cv->pad <= cv->r / 2; cv->pad++)
+      if ((cv->h + 2 * cv->pad - cv->r) / cv->stride + 1 == cv->p) return true;
+  return false;
+}
+
+typedef struct kernel_run {
+  int32_t (*fn)(void **args);
+  void *args[MAX_ARGS];
+} kernel_run;
+
+static void call_kernel(void *ctx) {
+  kernel_run *kr = ctx;
+  if (kr->fn(kr->args) != 0) die("kernel", "failed");
+}
+
+#ifdef MLC_HAVE_DNNL
+typedef struct dnnl_run {
+  dnnl_primitive_t prim;
+  dnnl_stream_t stream;
+  dnnl_exec_arg_t args[5];
+  int n_args;
+  dnnl_memory_t mems[5];
+  char impl[64];
+} dnnl_run;
+
+static void call_dnnl(void *ctx) {
+  dnnl_run *d = ctx;
+  if (dnnl_primitive_execute(d->prim, d->stream, d->n_args, d->args) != dnnl_success ||
+      dnnl_stream_wait(d->stream) != dnnl_success)
+    die("oneDNN", "execute failed");
+}
+
+#define DNNL_OK(x)                                                                                 \
+  do {                                                                                             \
+    if ((x) != dnnl_success) die("oneDNN", #x);                                                    \
+  } while (0)
+
+/* A memory in the layout the primitive chose, filled with small values. */
+static dnnl_memory_t dnnl_mem(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl_query_t q) {
+  const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, q, 0);
+  dnnl_memory_t m;
+  void *data;
+  DNNL_OK(dnnl_memory_create(&m, md, eng, DNNL_MEMORY_ALLOCATE));
+  DNNL_OK(dnnl_memory_get_data_handle(m, &data));
+  size_t n = dnnl_memory_desc_get_size(md) / sizeof(float);
+  for (size_t i = 0; i < n; i++) ((float *)data)[i] = (float)((i * 7919) % 13) * 0.01f - 0.06f;
+  return m;
+}
+
+/* oneDNN's convolution for cv (convolution_auto, layouts "any"). */
+static void dnnl_conv(dnnl_engine_t eng, dnnl_stream_t st, const conv *cv, dnnl_run *d) {
+  dnnl_memory_desc_t src, wt, bias, dst;
+  dnnl_dims_t sd = {1, cv->c, cv->h, cv->w}, dd = {1, cv->k, cv->p, cv->q}, bd = {cv->k};
+  dnnl_dims_t wd = {cv->g, cv->k / cv->g, cv->c / cv->g, cv->r, cv->s}, wd1 = {cv->k, cv->c, cv->r, cv->s};
+  dnnl_dims_t strides = {cv->stride, cv->stride}, pad = {cv->pad, cv->pad};
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_format_tag_any));
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any));
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_format_tag_any));
+  if (cv->g == 1) DNNL_OK(dnnl_memory_desc_init_by_tag(&wt, 4, wd1, dnnl_f32, dnnl_format_tag_any));
+  else DNNL_OK(dnnl_memory_desc_init_by_tag(&wt, 5, wd, dnnl_f32, dnnl_format_tag_any));
+  dnnl_convolution_desc_t desc;
+  DNNL_OK(dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_auto, &src,
+                                             &wt, cv->bias >= 0 ? &bias : NULL, &dst, strides, pad, pad));
+  dnnl_primitive_attr_t attr;
+  dnnl_post_ops_t po;
+  DNNL_OK(dnnl_primitive_attr_create(&attr));
+  DNNL_OK(dnnl_post_ops_create(&po));
+  if (cv->res >= 0) DNNL_OK(dnnl_post_ops_append_sum(po, 1.0f));
+  if (cv->relu) DNNL_OK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+  DNNL_OK(dnnl_primitive_attr_set_post_ops(attr, po));
+  dnnl_primitive_desc_t pd;
+  DNNL_OK(dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL));
+  const char *impl = "?";
+  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+  snprintf(d->impl, sizeof d->impl, "%s", impl);
+  int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+  dnnl_query_t qs[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
+                        dnnl_query_weights_md};
+  d->n_args = cv->bias >= 0 ? 4 : 3;
+  for (int i = 0; i < d->n_args; i++) {
+    /* the bias is weights argument 1 */
+    if (i == 3) {
+      const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, qs[i], 1);
+      DNNL_OK(dnnl_memory_create(&d->mems[i], md, eng, DNNL_MEMORY_ALLOCATE));
+    } else d->mems[i] = dnnl_mem(eng, pd, qs[i]);
+    d->args[i] = (dnnl_exec_arg_t){ids[i], d->mems[i]};
+  }
+  DNNL_OK(dnnl_primitive_create(&d->prim, pd));
+  d->stream = st;
+  dnnl_primitive_desc_destroy(pd);
+  dnnl_post_ops_destroy(po);
+  dnnl_primitive_attr_destroy(attr);
+}
+
+static void dnnl_free(dnnl_run *d) {
+  dnnl_primitive_destroy(d->prim);
+  for (int i = 0; i < d->n_args; i++) dnnl_memory_destroy(d->mems[i]);
+}
+#endif
+
+/* batch products C[M,N] = A[M,K] B[K,N] (B[N,K] transposed when trans_b);
+ * b_stride 0: one B for every batch. */
+typedef struct gemm_run {
+  int batch, m, n, k;
+  bool trans_b;
+  int64_t b_stride;
+  float *a, *b, *c;
+} gemm_run;
+
+static void call_gemm(void *ctx) {
+  gemm_run *g = ctx;
+  for (int i = 0; i < g->batch; i++)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, g->m, g->n, g->k,
+                1.0f, g->a + (int64_t)i * g->m * g->k, g->k, g->b + i * g->b_stride,
+                g->trans_b ? g->k : g->n, 0.0f, g->c + (int64_t)i * g->m * g->n, g->n);
+}
+
+/* The product of a dense kernel (A [..., K], W [N, K]) or a matmul kernel
+ * (A [..., M, K], B [..., K, N]); false for other kernels. */
+static bool gemm_of(const kdecl *kd, gemm_run *g) {
+  int last = kd->n_args - 1, na = kd->ndim[0], nb = kd->ndim[1];
+  bool dense = strstr(kd->name, "dense") != NULL;
+  if ((!dense && !strstr(kd->name, "matmul")) || kd->n_args < 3 || na < 2 || nb < 2) return false;
+  g->k = (int)kd->dims[0][na - 1];
+  g->n = (int)kd->dims[last][kd->ndim[last] - 1];
+  g->trans_b = dense;
+  if (dense) {
+    g->batch = 1, g->m = (int)(numel(kd, 0) / g->k), g->b_stride = 0;
+  } else {
+    g->m = (int)kd->dims[0][na - 2];
+    g->batch = (int)(numel(kd, 0) / ((int64_t)g->m * g->k));
+    g->b_stride = numel(kd, 1) > (int64_t)g->k * g->n ? (int64_t)g->k * g->n : 0;
+  }
+  return numel(kd, last) == (int64_t)g->batch * g->m * g->n;
+}
+
+/* Medians (us[0], us[1]) and minima (us[2], us[3]) of interleaved rounds
+ * of ours and the baseline (c1 NULL: none, -1); on a loaded machine the
+ * minimum is the steadier figure. */
+static void time_pair(void (*f0)(void *), void *c0, void (*f1)(void *), void *c1, double us[4]) {
+  enum { ROUNDS = 5 };
+  double a[ROUNDS], b[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) {
+    a[r] = 1e3 * bench_time_ms(f0, c0, 3, 20);
+    b[r] = c1 ? 1e3 * bench_time_ms(f1, c1, 3, 20) : -1;
+  }
+  us[0] = bench_median(a, ROUNDS), us[2] = a[0]; /* sorted by the median */
+  us[1] = c1 ? bench_median(b, ROUNDS) : -1, us[3] = b[0];
+}
+
+/* us: time_pair's medians and minima. */
+static void layer_row(mlc_arena *ar, const char *name, const double us[4], const char *base,
+                      const char *shape, int calls, bench_case *cs, int *nc) {
+  if (*nc >= MAX_LAYERS) return;
+  printf("  %-34s %5d %10.1f %10.1f %7.2f %10.1f %10.1f  %-8s %s\n", name, calls, us[0], us[1],
+         us[1] > 0 ? us[0] / us[1] : 0, us[2], us[3], base, shape);
+  cs[(*nc)++] = (bench_case){mlc_arena_printf(ar, "layer_%s_%dt", name, THREADS), us[0], "us",
+                             us[1] > 0 ? mlc_arena_printf(ar, "%s_%dt", base, THREADS) : NULL, us[1],
+                             mlc_arena_printf(ar, "%s, %d call(s) per run; minima %.1f us ours, %.1f us %s",
+                                              shape, calls, us[2], us[3], base)};
+}
+
+/* Every conv2d kernel of the tuned model against oneDNN, every dense and
+ * matmul kernel against OpenBLAS (bias and other fused work left to ours);
+ * rows appended to cs. */
+static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *tuned, bench_case *cs,
+                      int *nc) {
+  mlc_error err;
+  const char *path = STR("%s/tuned.h", work);
+  char *h = mlc_read_file(path, NULL, &err);
+  if (!h) die(path, err.msg);
+  enum { MAX_K = 256 };
+  kdecl *ks = mlc_xmalloc(sizeof(kdecl) * MAX_K);
+  int n = parse_decls(h, model, ks, MAX_K);
+  mlc_free(h);
+#ifdef MLC_HAVE_DNNL
+  dnnl_engine_t eng;
+  dnnl_stream_t st;
+  DNNL_OK(dnnl_engine_create(&eng, dnnl_cpu, 0));
+  DNNL_OK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
+  const char *dnnl_base = "onednn";
+#else
+  const char *dnnl_base = "none";
+  printf("  oneDNN columns skipped: bench built without libdnnl-dev (make deps installs it)\n");
+#endif
+  printf("\n%s per layer (tuned kernels, %d threads; median and min of 5 rounds):\n"
+         "  %-34s %5s %10s %10s %7s %10s %10s  %-8s %s\n",
+         model, THREADS, "kernel", "calls", "ours us", "base us", "ratio", "ours min", "base min", "baseline",
+         "layer");
+  for (int i = 0; i < n; i++) {
+    kernel_run kr = {.fn = (int32_t(*)(void **))dlsym(tuned->so, ks[i].name)};
+    if (!kr.fn) die(ks[i].name, "not in the shared object");
+    conv cv = {0};
+    gemm_run g = {0};
+    bool is_conv = conv_of(&ks[i], &cv), is_gemm = !is_conv && gemm_of(&ks[i], &g);
+    if (!is_conv && !is_gemm) continue;
+    for (int a = 0; a < ks[i].n_args; a++) {
+      int64_t m = numel(&ks[i], a);
+      float *d = mlc_xmalloc(sizeof(float) * (size_t)m);
+      for (int64_t j = 0; j < m; j++) d[j] = (float)((j * 7919) % 13) * 0.01f - 0.06f;
+      kr.args[a] = d;
+    }
+    double us[4];
+    char shape[160];
+    if (is_conv) {
+      snprintf(shape, sizeof shape, "%lldx%lldx%lld k%lld %lldx%lld s%lld%s%s", (long long)cv.c,
+               (long long)cv.h, (long long)cv.w, (long long)cv.k, (long long)cv.r, (long long)cv.s,
+               (long long)cv.stride, cv.res >= 0 ? " +res" : "", cv.relu ? " relu" : "");
+#ifdef MLC_HAVE_DNNL
+      dnnl_run d;
+      dnnl_conv(eng, st, &cv, &d);
+      time_pair(call_kernel, &kr, call_dnnl, &d, us);
+      layer_row(ar, ks[i].name, us, dnnl_base, mlc_arena_printf(ar, "%s, oneDNN %s", shape, d.impl),
+                ks[i].calls, cs, nc);
+      dnnl_free(&d);
+#else
+      time_pair(call_kernel, &kr, NULL, NULL, us);
+      layer_row(ar, ks[i].name, us, dnnl_base, shape, ks[i].calls, cs, nc);
+#endif
+    } else {
+      g.a = kr.args[0], g.b = kr.args[1];
+      g.c = mlc_xmalloc(sizeof(float) * (size_t)g.batch * (size_t)g.m * (size_t)g.n);
+      snprintf(shape, sizeof shape, "%s %dx(%dx%dx%d)%s", g.trans_b ? "dense" : "matmul", g.batch, g.m, g.n,
+               g.k, g.b_stride || g.batch == 1 ? "" : " shared B");
+      time_pair(call_kernel, &kr, call_gemm, &g, us);
+      layer_row(ar, ks[i].name, us, "openblas", mlc_arena_printf(ar, "%s, cblas_sgemm", shape),
+                ks[i].calls, cs, nc);
+      mlc_free(g.c);
+    }
+    for (int a = 0; a < ks[i].n_args; a++) mlc_free(kr.args[a]);
+  }
+#ifdef MLC_HAVE_DNNL
+  dnnl_stream_destroy(st);
+  dnnl_engine_destroy(eng);
+#endif
+  mlc_free(ks);
+}
+
+/* ---- driver ---------------------------------------------------------------- */
+
+typedef struct options {
+  const char *results, *only;
+  int trials, rounds, per_round;
+} options;
+
+static void bench_model(const options *opt, const char *model, model_result *r, mlc_arena *ar,
+                        bench_case *layers, int *n_layers) {
+  const char *work = STR("%s/models_%s", exe_dir, model);
+  run_cmd(STR("mkdir -p %s", work), "/dev/null");
+  memset(r, 0, sizeof *r);
+  r->name = model;
+  tune_and_compile(work, model, opt->trials, r);
+  ours v[2];
+  fprintf(stderr, "bench_models: %s: building the entry points ...\n", model);
+  load_ours(work, "tuned", model, &v[0]);
+  load_ours(work, "untuned", model, &v[1]);
+  r->ws_bytes = v[0].ws_floats * (long long)sizeof(float);
+  int64_t n_in, n_out;
+  float *in = read_npy(model, "in", &n_in), *want = read_npy(model, "out", &n_out);
+  float *out = mlc_xmalloc(sizeof(float) * (size_t)n_out);
+  run_ours_ms(&v[0], in, out);
+  r->tuned_err = rel_error(out, want, n_out);
+  run_ours_ms(&v[1], in, out);
+  r->untuned_err = rel_error(out, want, n_out);
+  torch t;
+  bool have_torch = torch_start(&t, model);
+  if (!have_torch) fprintf(stderr, "bench_models: %s: no PyTorch (torch_baseline.py failed); torch columns left out\n", model);
+  r->eager_peak = have_torch ? t.eager_peak : -1;
+  r->script_peak = have_torch ? t.script_peak : -1;
+  fprintf(stderr, "bench_models: %s: timing, %d rounds x %d runs ...\n", model, opt->rounds, opt->per_round);
+  getloadavg(&r->load_before, 1);
+  time_model(v, &t, have_torch, in, out, opt->rounds, opt->per_round, r);
+  getloadavg(&r->load_after, 1);
+  if (have_torch) {
+    if (t.eager_err > 1e-4 || t.script_err > 1e-4)
+      fprintf(stderr, "bench_models: %s: PyTorch differs from its exported output (%.3g, %.3g)\n", model,
+              t.eager_err, t.script_err);
+    torch_stop(&t);
+  }
+  if (strcmp(model, "mobilenet_v2") != 0) per_layer(ar, work, model, &v[0], layers, n_layers);
+  free_ours(&v[0]);
+  free_ours(&v[1]);
+  mlc_free(in);
+  mlc_free(want);
+  mlc_free(out);
+}
+
+static void parse_options(int argc, char **argv, options *o) {
+  const char *env = getenv("MLC_BENCH_TRIALS");
+  *o = (options){"bench/results.json", NULL, env && atoi(env) > 0 ? atoi(env) : 200, 5, 4};
+  const char *quick = getenv("MLC_BENCH_QUICK");
+  if (quick && strcmp(quick, "1") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) o->results = argv[++i];
+    else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) o->trials = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) o->only = argv[++i];
+    else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) o->rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--quick") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
+    else {
+      fprintf(stderr, "usage: bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R] [--quick]\n");
+      exit(2);
+    }
+  }
+  if (o->rounds * o->per_round < 20) o->rounds = (20 + o->per_round - 1) / o->per_round;
+}
+
+static const char *mb(mlc_arena *a, double bytes) {
+  return bytes < 0 ? "?" : mlc_arena_printf(a, "%.1f", bytes / 1048576.0);
+}
+
+static void print_table(mlc_arena *a, const model_result *rs, int n) {
+  printf("\n%-13s %9s %9s %9s %9s %8s %9s %9s %9s %6s %8s %9s\n", "model", "tuned ms", "untuned", "torch",
+         "tscript", "ratio", "ours MB", "eager MB", "tscr MB", "trials", "tune s", "max err");
+  for (int i = 0; i < n; i++) {
+    const model_result *r = &rs[i];
+    double best = r->eager_ms > 0 && (r->script_ms <= 0 || r->eager_ms < r->script_ms) ? r->eager_ms : r->script_ms;
+    printf("%-13s %9.2f %9.2f %9.2f %9.2f %8.2f %9s %9s %9s %6d %8.0f %9.2g\n", r->name, r->tuned_ms,
+           r->untuned_ms, r->eager_ms, r->script_ms, best > 0 ? r->tuned_ms / best : 0,
+           mb(a, (double)r->ws_bytes), mb(a, r->eager_peak), mb(a, r->script_peak), r->trials, r->tune_s,
+           fmax(r->tuned_err, r->untuned_err));
+  }
+  printf("ratio = ours tuned / faster PyTorch mode (< 1: ours faster); %d threads; median of %d runs\n",
+         THREADS, n ? rs[0].runs : 0);
+  for (int i = 0; i < n; i++)
+    printf("%s: %d of %d kernels from tuning records; load average %.1f -> %.1f while timed\n", rs[i].name,
+           rs[i].n_records, rs[i].n_kernels, rs[i].load_before, rs[i].load_after);
+}
+
+/* Cases of one model for results.json; the baseline is the faster PyTorch mode. */
+static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
+  bool eager_best = r->eager_ms > 0 && (r->script_ms <= 0 || r->eager_ms < r->script_ms);
+  double best = eager_best ? r->eager_ms : r->script_ms;
+  const char *base = best > 0 ? mlc_arena_printf(a, "%s_%s_%dt", r->name, eager_best ? "torch_eager" : "torchscript", THREADS) : NULL;
+  const char *common = mlc_arena_printf(a, "median of %d interleaved runs; load %.1f -> %.1f", r->runs,
+                                        r->load_before, r->load_after);
+  int n = 0;
+  cs[n++] = (bench_case){mlc_arena_printf(a, "%s_tuned_%dt", r->name, THREADS), r->tuned_ms, "ms", base, best,
+                         mlc_arena_printf(a, "mlc-tune --model, %d trials in %.0f s wall; %d/%d kernels from records; workspace %lld bytes; rel error %.2g; %s",
+                                          r->trials, r->tune_s, r->n_records, r->n_kernels, r->ws_bytes, r->tuned_err, common)};
+  cs[n++] = (bench_case){mlc_arena_printf(a, "%s_untuned_%dt", r->name, THREADS), r->untuned_ms, "ms", base, best,
+                         mlc_arena_printf(a, "default schedule; rel error %.2g; %s", r->untuned_err, common)};
+  if (r->eager_ms > 0)
+    cs[n++] = (bench_case){mlc_arena_printf(a, "%s_torch_eager_%dt", r->name, THREADS), r->eager_ms, "ms", NULL, 0,
+                           mlc_arena_printf(a, "PyTorch eager, no_grad; peak RSS growth %.0f bytes; %s", r->eager_peak, common)};
+  if (r->script_ms > 0)
+    cs[n++] = (bench_case){mlc_arena_printf(a, "%s_torchscript_%dt", r->name, THREADS), r->script_ms, "ms", NULL, 0,
+                           mlc_arena_printf(a, "torch.jit.freeze + optimize_for_inference; peak RSS growth %.0f bytes; %s",
+                                            r->script_peak, common)};
+  return n;
+}
+
+int main(int argc, char **argv) {
+  options opt;
+  parse_options(argc, argv, &opt);
+  find_build_dir();
+  strs = mlc_arena_new();
+  omp_set_num_threads(THREADS);
+  openblas_set_num_threads(THREADS);
+  /* A model not exported is skipped with a reason (plain `make bench`
+   * runs this program too); one asked for by --only is an error. */
+  bool want[N_MODELS];
+  for (int i = 0; i < N_MODELS; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "models/%s.onnx", MODELS[i]);
+    want[i] = !opt.only || strcmp(opt.only, MODELS[i]) == 0;
+    if (want[i] && access(path, R_OK) != 0) {
+      if (opt.only) die(path, "missing: run `make models` first");
+      printf("bench_models: %s skipped: %s missing (`make models` exports it; needs python3-torch)\n",
+             MODELS[i], path);
+      want[i] = false;
+    }
+  }
+  signal(SIGPIPE, SIG_IGN);
+  mlc_arena *a = mlc_arena_new();
+  model_result rs[N_MODELS];
+  bench_case cs[N_MODELS * 4 + MAX_LAYERS];
+  int n = 0, nr = 0, n_layers = 0;
+  bench_case *layers = mlc_xmalloc(sizeof(bench_case) * MAX_LAYERS);
+  for (int i = 0; i < N_MODELS; i++)
+    if (want[i]) bench_model(&opt, MODELS[i], &rs[nr++], a, layers, &n_layers);
+  if (nr == 0) {
+    mlc_free(layers);
+    mlc_arena_free(a);
+    mlc_arena_free(strs);
+    return 0;
+  }
+  print_table(a, rs, nr);
+  for (int i = 0; i < nr; i++) n += model_cases(a, &rs[i], cs + n);
+  for (int i = 0; i < n_layers; i++) cs[n++] = layers[i];
+  for (int i = 0; i < n; i++) bench_print(&cs[i]);
+  mlc_error err;
+  if (!bench_write_results(opt.results, n, cs, &err)) die(opt.results, err.msg);
+  int bad = 0;
+  for (int i = 0; i < nr; i++)
+    if (rs[i].tuned_err > 1e-4 || rs[i].untuned_err > 1e-4) {
+      fprintf(stderr, "bench_models: %s: output differs from PyTorch's (rel error %.3g tuned, %.3g untuned)\n",
+              rs[i].name, rs[i].tuned_err, rs[i].untuned_err);
+      bad = 1;
+    }
+  mlc_free(layers);
+  mlc_arena_free(a);
+  mlc_arena_free(strs);
+  return bad;
+}

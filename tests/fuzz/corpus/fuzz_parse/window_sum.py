@@ -1,0 +1,10 @@
+@tvm.script.ir_module
+class MyModuleWindowSum:
+    @T.prim_func
+    def main(A: T.Buffer[(1027,), "float32"],
+             B: T.Buffer[(1024,), "float32"]) -> None:
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in T.grid(1024):
+            with T.block("C"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi] + A[vi + 1] + A[vi + 2]

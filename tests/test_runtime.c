@@ -1,0 +1,234 @@
+/* The parallel runtime (targets/runtime/parallel.c): every iteration runs
+ * once for every extent and thread count, nested loops run serially in the
+ * worker, a thread stuck in its chunk does not stop the others from
+ * finishing the loop, and a loop does not wait for threads the OS does not
+ * run (all threads pinned to one CPU). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "targets/runtime/mlcrt.h"
+#include "tests/test.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A cost that keeps every loop parallel (small loops run serially). */
+#define BIG_COST ((int64_t)1 << 20)
+#define MAXN 256
+
+static double now_sec(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void set_threads(int nt) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", nt);
+  setenv("MLC_NUM_THREADS", buf, 1);
+}
+
+typedef struct hits {
+  int count[MAXN];           /* runs of iteration i */
+  pthread_t thread[MAXN];    /* the thread that ran it */
+  int64_t spin_ns;           /* busy work per iteration */
+  int64_t sleep_iter;        /* this iteration sleeps sleep_ms (-1: none) */
+  int sleep_ms;
+} hits;
+
+static void busy_ns(int64_t ns) {
+  double end = now_sec() + ns * 1e-9;
+  while (now_sec() < end) {
+  }
+}
+
+static void count_fn(int64_t i, void *closure) {
+  hits *h = closure;
+  __atomic_add_fetch(&h->count[i], 1, __ATOMIC_RELAXED);
+  h->thread[i] = pthread_self();
+  if (i == h->sleep_iter) usleep((useconds_t)h->sleep_ms * 1000);
+  if (h->spin_ns) busy_ns(h->spin_ns);
+}
+
+static int distinct_threads(const hits *h, int64_t n) {
+  int k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    bool seen = false;
+    for (int64_t j = 0; j < i && !seen; j++) seen = pthread_equal(h->thread[i], h->thread[j]);
+    k += !seen;
+  }
+  return k;
+}
+
+/* Every extent 0..100 with 1..4 threads: each iteration exactly once. */
+static void test_every_extent(void) {
+  for (int nt = 1; nt <= 4; nt++) {
+    set_threads(nt);
+    for (int64_t n = 0; n <= 100; n++) {
+      hits *h = calloc(1, sizeof *h);
+      h->sleep_iter = -1;
+      mlc_parallel_for(n, count_fn, h, 0, BIG_COST);
+      for (int64_t i = 0; i < MAXN; i++)
+        CHECK_MSG(h->count[i] == (i < n), "threads %d, n %lld: iteration %lld ran %d times", nt,
+                  (long long)n, (long long)i, h->count[i]);
+      free(h);
+    }
+  }
+  unsetenv("MLC_NUM_THREADS");
+}
+
+/* Cheap loops too (chunks of many iterations, or serial), and the target's
+ * core count when MLC_NUM_THREADS is unset. */
+static void test_cost_and_default_threads(void) {
+  unsetenv("MLC_NUM_THREADS");
+  int64_t costs[] = {0, 1, 7, 100, 5000};
+  for (int c = 0; c < 5; c++)
+    for (int32_t nc = 0; nc <= 3; nc++) {
+      hits *h = calloc(1, sizeof *h);
+      h->sleep_iter = -1;
+      mlc_parallel_for(MAXN, count_fn, h, nc, costs[c]);
+      int bad = 0;
+      for (int i = 0; i < MAXN; i++) bad += h->count[i] != 1;
+      CHECK_MSG(bad == 0, "cost %lld, cores %d: %d iterations ran other than once",
+                (long long)costs[c], nc, bad);
+      free(h);
+    }
+}
+
+/* The work is shared: with 4 threads and iterations of 200 us, more than
+ * one thread runs iterations. */
+static void test_uses_threads(void) {
+  set_threads(4);
+  hits *h = calloc(1, sizeof *h);
+  h->sleep_iter = -1;
+  h->spin_ns = 200000;
+  mlc_parallel_for(64, count_fn, h, 0, BIG_COST);
+  CHECK_MSG(distinct_threads(h, 64) >= 2, "64 iterations of 200 us ran on %d thread(s)",
+            distinct_threads(h, 64));
+  free(h);
+  unsetenv("MLC_NUM_THREADS");
+}
+
+/* Nested loops run serially inside the outer iteration's thread. */
+typedef struct nest {
+  int count[16][16];
+  pthread_t outer[16];
+  int other_thread; /* inner iterations on another thread than their outer one */
+} nest;
+
+typedef struct inner_ctx {
+  nest *nt;
+  int64_t i;
+} inner_ctx;
+
+static void inner_fn(int64_t j, void *closure) {
+  inner_ctx *c = closure;
+  __atomic_add_fetch(&c->nt->count[c->i][j], 1, __ATOMIC_RELAXED);
+  if (!pthread_equal(pthread_self(), c->nt->outer[c->i]))
+    __atomic_add_fetch(&c->nt->other_thread, 1, __ATOMIC_RELAXED);
+}
+
+static void outer_fn(int64_t i, void *closure) {
+  nest *nt = closure;
+  nt->outer[i] = pthread_self();
+  inner_ctx c = {nt, i};
+  mlc_parallel_for(16, inner_fn, &c, 0, BIG_COST);
+  busy_ns(50000);
+}
+
+static void test_nested(void) {
+  set_threads(3);
+  nest *nt = calloc(1, sizeof *nt);
+  mlc_parallel_for(16, outer_fn, nt, 0, BIG_COST);
+  int bad = 0;
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) bad += nt->count[i][j] != 1;
+  CHECK_MSG(bad == 0, "%d inner iterations ran other than once", bad);
+  CHECK_MSG(nt->other_thread == 0, "%d inner iterations left their outer iteration's thread",
+            nt->other_thread);
+  free(nt);
+  unsetenv("MLC_NUM_THREADS");
+}
+
+/* Iteration 0 sleeps 300 ms in whichever thread claims it; the other
+ * threads finish the other 63 iterations (1 ms each) meanwhile, so the
+ * sleeping thread runs only its own chunk, and the loop takes about the
+ * sleep, not the sleep plus the rest. */
+static void test_sleeping_thread(void) {
+  set_threads(2);
+  hits *h = calloc(1, sizeof *h);
+  h->sleep_iter = 0;
+  h->sleep_ms = 300;
+  h->spin_ns = 1000000;
+  double t0 = now_sec();
+  mlc_parallel_for(64, count_fn, h, 0, BIG_COST);
+  double sec = now_sec() - t0;
+  int bad = 0, by_sleeper = 0;
+  for (int i = 0; i < 64; i++) {
+    bad += h->count[i] != 1;
+    by_sleeper += pthread_equal(h->thread[i], h->thread[0]);
+  }
+  CHECK_MSG(bad == 0, "%d iterations ran other than once", bad);
+  /* Its chunk is 64 / (2 threads * 8) = 4 iterations. */
+  CHECK_MSG(by_sleeper <= 4, "the sleeping thread ran %d iterations (its chunk is 4)", by_sleeper);
+  CHECK_MSG(sec < 0.300 + 0.060 + 0.5, "the loop took %.3f s", sec);
+  free(h);
+  unsetenv("MLC_NUM_THREADS");
+}
+
+/* In a forked child pinned to one CPU (its new team inherits the pin):
+ * 4 threads on one core must cost about what 1 thread costs, since the
+ * loop never waits for a worker that has no core. A barrier that every
+ * thread must reach (OpenMP) costs a time slice per loop here. */
+static int pinned_child(void) {
+  alarm(30); /* a runtime that waits for descheduled threads takes minutes */
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) return 2;
+  hits *h = calloc(1, sizeof *h);
+  h->sleep_iter = -1;
+  h->spin_ns = 2000; /* 64 x 2 us: a 128 us loop, like a small kernel */
+  double sec[2];
+  for (int k = 0; k < 2; k++) {
+    set_threads(k == 0 ? 1 : 4);
+    mlc_parallel_for(64, count_fn, h, 0, BIG_COST); /* warm up, start the team */
+    double t0 = now_sec();
+    for (int r = 0; r < 300; r++) mlc_parallel_for(64, count_fn, h, 0, BIG_COST);
+    sec[k] = now_sec() - t0;
+  }
+  for (int i = 0; i < 64; i++)
+    if (h->count[i] != 602) return 3;
+  printf("    1 CPU: 300 loops take %.1f ms with 1 thread, %.1f ms with 4\n", sec[0] * 1e3,
+         sec[1] * 1e3);
+  fflush(stdout);
+  return sec[1] < 3 * sec[0] + 0.05 ? 0 : 4;
+}
+
+static void test_pinned_one_cpu(void) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(pinned_child());
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "child: status %d, signal %d (2: no affinity, 3: wrong counts, 4: 4 threads over "
+            "3x slower; SIGALRM: over 30 s)",
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int main(void) {
+  RUN(test_every_extent);
+  RUN(test_cost_and_default_threads);
+  RUN(test_uses_threads);
+  RUN(test_nested);
+  RUN(test_sleeping_thread);
+  RUN(test_pinned_one_cpu);
+  return test_summary();
+}
