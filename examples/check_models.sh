@@ -49,7 +49,7 @@ for m in $MODELS; do
   n_listed=$(grep -c "^${m}_" "$tmp/report.txt")
   check "${m}_report_lists_${n_kernels}_kernels" test -n "$n_kernels" -a "$n_listed" = "$n_kernels"
   "$CC" -std=gnu11 -O1 -DOUT_SHAPE="$(npy_shape "$ref")" examples/run_model.c -lm \
-    -o "$tmp/cmp" 2>"$tmp/cc_err" || cat "$tmp/cc_err"
+    -o "$tmp/cmp" 2>"$tmp/cc_err" || head -20 "$tmp/cc_err"
   printf '  --run vs PyTorch: '
   "$tmp/cmp" --compare "$tmp/${m}_run.npy" "$ref"
   check "${m}_run_matches_pytorch" test $? -eq 0
@@ -60,7 +60,9 @@ for m in $MODELS; do
     -DIN_SHAPE="$(npy_shape "$in")" -DOUT_SHAPE="$(npy_shape "$ref")" \
     examples/run_model.c "$tmp/$m.o" targets/runtime/parallel.c targets/runtime/half.c -I. \
     -lpthread -lm -o "$tmp/run_$m" 2>"$tmp/cc_err"
-  check "${m}_links" test $? -eq 0 || cat "$tmp/cc_err"
+  rc=$?
+  check "${m}_links" test $rc -eq 0
+  [ $rc -eq 0 ] || head -20 "$tmp/cc_err"
   printf '  linked vs PyTorch: '
   "$tmp/run_$m" "$in" "$tmp/${m}_linked.npy" "$ref"
   check "${m}_linked_matches_pytorch" test $? -eq 0

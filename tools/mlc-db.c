@@ -71,13 +71,18 @@ static void put_time(mlc_str *s, double sec) {
   else mlc_str_printf(s, "%.4g us", sec * 1e6);
 }
 
-/* Floating-point work of a workload made from a built-in task; 0 if unknown. */
-static double workload_flops(const char *task, const char *shape) {
-  const mlc_task_def *d = task ? mlc_task_find(task) : NULL;
+static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w);
+
+/* Floating-point work of a workload: the built-in task's count, otherwise
+ * counted from its stored IR (--task-file and model kernels); 0 if the IR
+ * does not parse. */
+static double workload_flops(mlc_arena *a, const mlc_db_workload *w) {
+  const mlc_task_def *d = w->task ? mlc_task_find(w->task) : NULL;
   int64_t sh[MLC_TASK_MAX_DIMS];
   mlc_error err;
-  if (!d || !shape || !mlc_task_parse_shape(d, shape, sh, &err)) return 0;
-  return mlc_task_flops(d, sh);
+  if (d && w->shape && mlc_task_parse_shape(d, w->shape, sh, &err)) return mlc_task_flops(d, sh);
+  const mlc_prim_func *f = workload_func(a, w);
+  return f ? mlc_func_flops(f) : 0;
 }
 
 static void put_gflops(mlc_str *s, double flops, double sec) {
@@ -173,7 +178,7 @@ static int cmd_list(mlc_db *db, const options *o, mlc_arena *a) {
     const char **targets;
     int nt = mlc_db_targets(db, ws[i].id, a, &targets, &err);
     if (nt < 0) return mlc_str_free(&out), fail(err.msg);
-    double flops = workload_flops(ws[i].task, ws[i].shape);
+    double flops = workload_flops(a, &ws[i]);
     for (int t = 0; t < (nt ? nt : 1); t++) {
       mlc_db_record *best = NULL;
       if (nt && mlc_db_top_k(db, ws[i].id, targets[t], 1, a, &best, &err) < 1) best = NULL;
@@ -275,7 +280,7 @@ static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
     const char **targets, *only[1] = {o->target};
     int nt = o->target ? 1 : mlc_db_targets(db, ws[i].id, a, &targets, &err);
     if (o->target) targets = only;
-    double flops = workload_flops(ws[i].task, ws[i].shape);
+    double flops = workload_flops(a, &ws[i]);
     const mlc_prim_func *wf = workload_func(a, &ws[i]);
     for (int t = 0; t < nt; t++) {
       mlc_db_record *rs;
@@ -406,7 +411,7 @@ static int cmd_show(mlc_db *db, const options *o, mlc_arena *a) {
   if (!trace_python(r.trace, &py, &err)) rc = fail(err.msg);
   else if (o->ir && !scheduled_ir(w.ir, r.trace, &ir, &err)) rc = fail(err.msg);
   if (!rc) {
-    double flops = workload_flops(w.task, w.shape);
+    double flops = workload_flops(a, &w);
     if (o->json) show_json(&out, &r, &w, flops, o->ir ? mlc_str_cstr(&ir) : NULL);
     else show_text(&out, &r, &w, flops, mlc_str_cstr(&py), o->ir ? mlc_str_cstr(&ir) : NULL);
     flush_out(&out);

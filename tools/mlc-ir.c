@@ -110,7 +110,7 @@ static const command commands[] = {
      "file's name), a task's is named after the task. --name renames a single\n"
      "function. --header writes a C header with `int32_t SYM(void **args)` and\n"
      "a typed wrapper `SYM_call(float *A, ...)`. Link with build/libmlcrt.a\n"
-     "and -fopenmp. With --target \"cuda -arch=sm_80\" the output is PTX text\n"
+     "and -lpthread. With --target \"cuda -arch=sm_80\" the output is PTX text\n"
      "(one .entry per function; no --header), for functions whose loops are\n"
      "bound to blockIdx/threadIdx.\n"},
     {"apply", "task shape trace print-trace run target repeat min-ms seed",

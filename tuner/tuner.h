@@ -249,7 +249,7 @@ typedef struct mlc_tuner_tune_opts {
   const char *task;       /* stored with the workload ("matmul", or the file name) */
   const char *shape;      /* "128,128,128"; "" when not a built-in task */
   const char *target;     /* NULL: "llvm" (the host) */
-  double flops;           /* per call, for GFLOP/s; 0: unknown */
+  double flops;           /* per call, for GFLOP/s; 0: counted from the function */
   int trials;             /* records wanted for (workload, target) in the database */
   int trials_per_round;   /* 0: 16 while fewer than 128 are measured, then 64 */
   double time_budget_s;   /* 0: no limit */
@@ -308,7 +308,7 @@ typedef struct mlc_tuner_task {
   const char *name;          /* stored with the workload (o->tune.task) and printed */
   const mlc_prim_func *func; /* the workload (prim_func "main") */
   int weight;                /* calls per model run (>= 1) */
-  double flops;              /* per call, for GFLOP/s; 0: unknown */
+  double flops;              /* per call, for GFLOP/s; 0: counted from the function */
 } mlc_tuner_task;
 
 typedef enum mlc_tuner_task_sched {

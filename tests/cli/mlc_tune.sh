@@ -69,6 +69,9 @@ check tune_task_file_gflops grep -q 'GFLOP/s' "$tmp/out"
 "$TUNE" --task-file "$tmp/k.py" --name vadd64 --trials 1 --db "$tmp/a.db" $Q --json >"$tmp/out" 2>"$tmp/err"
 check tune_task_file_name grep -q '"task":"vadd64"' "$tmp/out"
 check tune_task_file_json_gflops grep -Eq '"best_gflops":([1-9]|0\.0*[1-9])' "$tmp/out"
+# mlc-db counts the FLOPs of a --task-file workload from its stored IR
+"$B/bin/mlc-db" --db "$tmp/a.db" top --task k -k 1 >"$tmp/out" 2>"$tmp/err"
+check db_top_task_file_gflops grep -q 'GFLOP/s' "$tmp/out"
 
 # the other workload kinds tune too (one trial each: it must build and run)
 for t in "conv2d_nchw 1,4,8,8,4,3,3" "dense_bias_relu 16,16,16" "softmax 8,32" "batch_matmul 2,8,8,8"; do
