@@ -48,12 +48,16 @@ RTLIB    := $(B)/libmlcrt.a
 RT_OBJS  := $(RT_SRCS:%.c=$(B)/obj/%.o)
 BINS     := $(TOOLS:%=$(B)/bin/%)
 TESTBINS := $(TESTS:%=$(B)/tests/%)
+# Each libFuzzer harness (tests/fuzz/fuzz_<name>.c) also linked with
+# tests/fuzz/replay_main.c: replays files without libFuzzer, so
+# tests/cli/fuzz_corpus.sh checks the committed corpus in every build.
+FUZZ_REPLAYS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 
 .PHONY: all deps run test asan bench install clean tools tests
 # Objects of tools and tests are only reached through pattern rules; keep them
 # (otherwise make deletes them as intermediates and rebuilds them next time).
 .SECONDARY:
-all: $(LIB) $(RTLIB) $(BINS) $(TESTBINS)
+all: $(LIB) $(RTLIB) $(BINS) $(TESTBINS) $(FUZZ_REPLAYS)
 
 $(B)/obj/%.o: %.c | $(GEN_HDR)
 	@mkdir -p $(dir $@)
@@ -86,6 +90,11 @@ $(B)/bin/%: $(B)/obj/tools/%.o $(LIB) $(RTLIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
+
+$(B)/fuzz/%: $(B)/obj/tests/fuzz/%.o $(B)/obj/tests/fuzz/replay_main.o $(LIB) $(RTLIB)
+	@mkdir -p $(dir $@)
+	@echo "  LD    $@"
+	@$(CC) $(SANITIZE) -o $@ $< $(B)/obj/tests/fuzz/replay_main.o $(LIB) $(RTLIB) $(LDLIBS)
 
 $(B)/tests/%: $(B)/obj/tests/%.o $(LIB) $(RTLIB)
 	@mkdir -p $(dir $@)
@@ -174,7 +183,7 @@ install: all
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(BENCH_MAINS:%.c=$(B)/obj/%.d) $(B)/obj/bench/results.d $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d)
+-include $(OBJS:.o=.d) $(RT_OBJS:.o=.d) $(BENCH_MAINS:%.c=$(B)/obj/%.d) $(B)/obj/bench/results.d $(TOOLS:%=$(B)/obj/tools/%.d) $(TESTS:%=$(B)/obj/tests/%.d) $(FUZZ_REPLAYS:$(B)/fuzz/%=$(B)/obj/tests/fuzz/%.d) $(B)/obj/tests/fuzz/replay_main.d
 
 # libFuzzer harnesses (tests/fuzz/fuzz_<name>.c: TVMScript parser, trace
 # JSON + replay, JSON reader, model JSON + graph pipeline, .npy, JSON-lines

@@ -11,10 +11,7 @@
  *                        TorchScript frozen + optimize_for_inference)
  * Ours run through the C entry point mlc-compile writes (<model>_run_ws):
  * the header is compiled with the object into a shared object and loaded.
- * Its weights are static arrays of float literals (187 MB of C for
- * ResNet-18, minutes of cc), so the bench compiles the header with each
- * weight array replaced by a pointer and points it at the values parsed
- * from the same literals: the same code and the same numbers.
+ * The weights are constant data in the object; the header declares them.
  * Latency: median of all timed runs (at least 20), taken in rounds that
  * interleave the four variants (PyTorch runs in a coprocess kept alive
  * across rounds), after a warm-up. Outputs are checked against PyTorch's
@@ -103,102 +100,41 @@ typedef struct ours {
   int (*run)(const float *in, float *out, float *ws);
   float *ws;
   long long ws_floats;
-  float **weights; /* parsed from the header's literals; mlc_free each */
-  int n_weights;
 } ours;
 
-/* One weight array's literals (from p, after "= {") up to "};". */
-static float *parse_weight(const char **p, long long n) {
-  float *w = mlc_xmalloc(sizeof(float) * (size_t)(n ? n : 1));
-  const char *s = *p;
-  for (long long i = 0; i < n; i++) {
-    while (*s == ' ' || *s == '\n' || *s == ',') s++;
-    if (strncmp(s, "NAN", 3) == 0) w[i] = NAN;
-    else if (strncmp(s, "INFINITY", 8) == 0) w[i] = INFINITY;
-    else if (strncmp(s, "-INFINITY", 9) == 0) w[i] = -INFINITY;
-    else w[i] = strtof(s, NULL);
-    while (*s && *s != ',') s++;
-  }
-  s = strstr(s, "};");
-  if (!s) die("entry header", "unterminated weight array");
-  *p = s + 2;
-  return w;
-}
-
-/* Copies the header into src with every "static const float NAME[N] = {...};"
- * turned into "static const float *NAME;", the values into o->weights and
- * the names into names (one per weight). */
-static void strip_weights(const char *h, mlc_str *src, mlc_str *names, ours *o) {
-  const char *p = h;
-  int cap = 0;
-  for (;;) {
-    const char *w = strstr(p, "\nstatic const float ");
-    if (!w) break;
-    const char *name = w + strlen("\nstatic const float "), *br = strchr(name, '[');
-    const char *eq = br ? strstr(br, "] = {") : NULL;
-    if (!br || !eq || memchr(name, '\n', (size_t)(eq - name))) die("entry header", "bad weight line");
-    mlc_str_putn(src, p, (size_t)(w - p));
-    mlc_str_puts(src, "\nstatic const float *");
-    mlc_str_putn(src, name, (size_t)(br - name));
-    mlc_str_puts(src, ";");
-    mlc_str_puts(names, o->n_weights ? ", &" : "&");
-    mlc_str_putn(names, name, (size_t)(br - name));
-    if (o->n_weights == cap) {
-      cap = cap ? 2 * cap : 64;
-      o->weights = mlc_xrealloc(o->weights, sizeof(float *) * (size_t)cap);
-    }
-    p = eq + strlen("] = {");
-    o->weights[o->n_weights++] = parse_weight(&p, atoll(br + 1));
-  }
-  mlc_str_puts(src, p);
-}
-
-/* Writes work/<tag>_entry.c from the header (weights stripped) plus the
- * functions the bench looks up, builds work/<tag>.so and loads it. */
+/* Writes work/<tag>_entry.c, the header plus the functions the bench looks
+ * up, builds work/<tag>.so with the object (which holds the weights) and
+ * loads it. */
 static void load_ours(const char *work, const char *tag, const char *model, ours *o) {
-  mlc_error err;
-  const char *path = STR("%s/%s.h", work, tag);
-  char *h = mlc_read_file(path, NULL, &err);
-  if (!h) die(path, err.msg);
-  mlc_str src = {0}, names = {0};
   memset(o, 0, sizeof *o);
-  strip_weights(h, &src, &names, o);
-  mlc_free(h);
   char up[128];
   snprintf(up, sizeof up, "%s", model);
   for (char *c = up; *c; c++) *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+  mlc_str src = {0};
   mlc_str_printf(&src,
-                 "\nstatic const float **const bm_slots[] = {%s};\n"
-                 "void bm_set_weight(int i, const float *w) { *bm_slots[i] = w; }\n"
-                 "int bm_n_weights(void) { return (int)(sizeof bm_slots / sizeof *bm_slots); }\n"
+                 "#include \"%s.h\"\n"
                  "long long bm_workspace_floats(void) { return %s_WORKSPACE_FLOATS; }\n"
                  "int bm_run(const float *in, float *out, float *ws) { return %s_run_ws(in, out, ws); }\n",
-                 mlc_str_cstr(&names), up, model);
-  path = STR("%s/%s_entry.c", work, tag);
+                 tag, up, model);
+  const char *path = STR("%s/%s_entry.c", work, tag);
   FILE *f = fopen(path, "w");
   if (!f || fputs(mlc_str_cstr(&src), f) < 0 || fclose(f) != 0) die(path, "cannot write");
   mlc_str_free(&src);
-  mlc_str_free(&names);
-  run_cmd(STR("cc -O2 -fPIC -shared -w -o %s/%s.so %s %s/%s.o %s/libmlcrt.a -fopenmp -lm", work, tag,
-             path, work, tag, build_dir),
+  run_cmd(STR("cc -O2 -fPIC -shared -w -I%s -o %s/%s.so %s %s/%s.o %s/libmlcrt.a -fopenmp -lm", work,
+             work, tag, path, work, tag, build_dir),
           STR("%s/%s.log", work, tag));
   path = STR("%s/%s.so", work, tag);
   o->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!o->so) die(path, dlerror());
-  void (*set)(int, const float *) = (void (*)(int, const float *))dlsym(o->so, "bm_set_weight");
-  int (*count)(void) = (int (*)(void))dlsym(o->so, "bm_n_weights");
   long long (*wsf)(void) = (long long (*)(void))dlsym(o->so, "bm_workspace_floats");
   o->run = (int (*)(const float *, float *, float *))dlsym(o->so, "bm_run");
-  if (!set || !count || !wsf || !o->run || count() != o->n_weights) die(path, "entry symbols");
-  for (int i = 0; i < o->n_weights; i++) set(i, o->weights[i]);
+  if (!wsf || !o->run) die(path, "entry symbols");
   o->ws_floats = wsf();
   o->ws = mlc_xmalloc(sizeof(float) * (size_t)o->ws_floats);
 }
 
 static void free_ours(ours *o) {
   dlclose(o->so);
-  for (int i = 0; i < o->n_weights; i++) mlc_free(o->weights[i]);
-  mlc_free(o->weights);
   mlc_free(o->ws);
 }
 

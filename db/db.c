@@ -52,14 +52,14 @@ int mlc_db_opened_version(const mlc_db *db) { return db->opened_version; }
 
 /* ---- schema -------------------------------------------------------------- */
 
-static const char *schema_v3 =
+static const char *schema_v4 =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
     "CREATE TABLE workloads(id INTEGER PRIMARY KEY, hash TEXT UNIQUE, task TEXT, shape TEXT,"
     " ir TEXT, created_at TEXT);"
     "CREATE TABLE records(id INTEGER PRIMARY KEY, workload_id INTEGER REFERENCES workloads(id),"
     " target TEXT, trace TEXT, trace_hash TEXT, run_secs TEXT, mean_sec REAL, error TEXT,"
     " round INTEGER, host TEXT, mlc_version TEXT, created_at TEXT, sched_hash TEXT,"
-    " UNIQUE(workload_id, target, trace_hash));"
+    " disturbed INTEGER, UNIQUE(workload_id, target, trace_hash));"
     "CREATE INDEX records_best ON records(workload_id, target, mean_sec);"
     "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
     " created_at TEXT, n_samples INTEGER, checksum TEXT, blob BLOB);";
@@ -74,6 +74,10 @@ static const char *migrate_v1 =
 /* Version 2 -> 3: the structural hash of each record's scheduled function
  * (NULL for the rows already there). */
 static const char *migrate_v2 = "ALTER TABLE records ADD COLUMN sched_hash TEXT;";
+
+/* Version 3 -> 4: whether the runner saw interference while it timed the
+ * record (NULL for the rows already there: not watched). */
+static const char *migrate_v3 = "ALTER TABLE records ADD COLUMN disturbed INTEGER;";
 
 static bool set_meta(mlc_db *db, const char *key, const char *value, mlc_error *err) {
   sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", err);
@@ -100,7 +104,7 @@ static int64_t query_int(mlc_db *db, const char *sql, mlc_error *err) {
 static bool create_schema(mlc_db *db, mlc_error *err) {
   char by[64];
   snprintf(by, sizeof by, "mlc-tune %s", MLC_VERSION);
-  return db_exec(db, schema_v3, err) && set_meta(db, "schema_version", "3", err) &&
+  return db_exec(db, schema_v4, err) && set_meta(db, "schema_version", "4", err) &&
          set_meta(db, "created_by", by, err);
 }
 
@@ -144,6 +148,8 @@ static bool check_schema(mlc_db *db, mlc_error *err) {
     return mlc_error_prefix(err, "migrating schema version 1 to 2");
   if (v <= 2 && !(db_exec(db, migrate_v2, err) && set_meta(db, "schema_version", "3", err)))
     return mlc_error_prefix(err, "migrating schema version 2 to 3");
+  if (v <= 3 && !(db_exec(db, migrate_v3, err) && set_meta(db, "schema_version", "4", err)))
+    return mlc_error_prefix(err, "migrating schema version 3 to 4");
   return true;
 }
 
@@ -362,7 +368,7 @@ bool mlc_db_get_workload(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_workload *
 
 #define RECORD_COLUMNS \
   "id, workload_id, target, trace, trace_hash, run_secs, mean_sec, error, round, host," \
-  " mlc_version, created_at, sched_hash"
+  " mlc_version, created_at, sched_hash, disturbed"
 
 static void read_secs(const char *text, mlc_arena *a, mlc_db_record *r) {
   mlc_error e;
@@ -389,6 +395,7 @@ static void read_record(sqlite3_stmt *st, mlc_arena *a, mlc_db_record *r) {
   r->mlc_version = db_column_text(st, 10, a);
   r->created_at = db_column_text(st, 11, a);
   r->sched_hash = db_column_text(st, 12, a);
+  r->disturbed = sqlite3_column_int(st, 13) != 0; /* NULL reads 0 */
 }
 
 static int read_records(mlc_db *db, sqlite3_stmt *st, mlc_arena *a, mlc_db_record **out,
@@ -437,7 +444,7 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
   sqlite3_stmt *st = db_prepare(db,
                                 "INSERT OR IGNORE INTO records(" RECORD_COLUMNS ") VALUES(NULL,"
                                 " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?)",
+                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?, ?)",
                                 err);
   bool ok = st != NULL;
   if (ok) {
@@ -457,6 +464,7 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
     db_bind_text(st, 9, mlc_target_host_cpu());
     db_bind_text(st, 10, MLC_VERSION);
     db_bind_text(st, 11, r->sched_hash);
+    sqlite3_bind_int(st, 12, r->disturbed ? 1 : 0);
     ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding a record");
     if (ok && added) *added = sqlite3_changes(db->h) > 0;
   }

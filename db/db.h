@@ -13,14 +13,14 @@
  *   workloads(id, hash TEXT UNIQUE, task, shape, ir, created_at)
  *   records(id, workload_id REFERENCES workloads, target, trace, trace_hash,
  *           run_secs, mean_sec, error, round, host, mlc_version, created_at,
- *           sched_hash)
+ *           sched_hash, disturbed)
  *     unique (workload_id, target, trace_hash); index (workload_id, target, mean_sec)
  *   models(id, target, feature_version, created_at, n_samples, checksum, blob)
  * Version 1 (the first files) had no provenance columns (records.host,
  * records.mlc_version) and no models table; version 2 had no
- * records.sched_hash. Opening an older file migrates it in one
- * transaction; its old rows keep sched_hash NULL and are checked by
- * replay alone. A newer version, a file that is not SQLite, or an SQLite
+ * records.sched_hash; version 3 had no records.disturbed. Opening an older
+ * file migrates it in one transaction; its old rows keep sched_hash NULL
+ * and are checked by replay alone, and disturbed NULL (not watched). A newer version, a file that is not SQLite, or an SQLite
  * file without our meta table is refused with a message; nothing is ever
  * overwritten.
  *
@@ -49,7 +49,7 @@
 
 #include <stdio.h>
 
-#define MLC_DB_SCHEMA_VERSION 3
+#define MLC_DB_SCHEMA_VERSION 4
 #define MLC_DB_BUSY_TIMEOUT_MS 10000
 
 typedef struct mlc_db mlc_db;
@@ -112,6 +112,10 @@ typedef struct mlc_db_record {
    * was measured (the trace replayed on the workload); NULL: unknown (rows
    * from before schema version 3, or a caller without it). */
   const char *sched_hash;
+  /* The runner saw interference from other work in every timing of this
+   * record (it was re-timed and stayed disturbed): its times may be too
+   * slow. false for rows from before schema version 4. */
+  bool disturbed;
 } mlc_db_record;
 
 /* Insert a batch in one transaction; records already present (same

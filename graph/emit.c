@@ -1,10 +1,9 @@
-/* The C entry that runs a compiled model: weights as static const arrays
- * and a function calling the kernels of the object in main's order, with
+/* The C entry that runs a compiled model: declarations of the weight arrays
+ * the object defines and a function calling the kernels of the object in main's order, with
  * every intermediate in one caller-provided workspace. */
 #include "graph/graph_impl.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,26 +11,18 @@ const char *mlc_graph_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_prim_
   return mlc_arena_printf(a, "%s_%s", m->name, f->name);
 }
 
+const char *mlc_graph_weight_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_gvar *c) {
+  return mlc_arena_printf(a, "%s_w_%s", m->name, c->name);
+}
+
+/* The array itself is data in the object (mlc-compile places it there):
+ * as C literals ResNet-18's 45 MB of weights were 187 MB of header that
+ * cc could not compile. */
 static void put_weight(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *c) {
-  int64_t n = mlc_gtype_numel(&c->type);
   char s[128];
   mlc_gtype_str(&c->type, s, sizeof s);
-  mlc_str_printf(out, "/* %s: float32%s */\nstatic const float %s_w_%s[%lld] = {", c->name, s,
-                 m->name, c->name, (long long)n);
-  for (int64_t i = 0; i < n; i++) {
-    float v = c->data[i];
-    if (i % 8 == 0) mlc_str_puts(out, "\n ");
-    if (isnan(v)) mlc_str_puts(out, " NAN,");
-    else if (isinf(v)) mlc_str_puts(out, v > 0 ? " INFINITY," : " -INFINITY,");
-    else {
-      /* 9 digits: the exact float back; a whole number gets a point
-       * ("0.f"), since "0f" is no C float literal */
-      char t[32];
-      snprintf(t, sizeof t, "%.9g", (double)v);
-      mlc_str_printf(out, " %s%sf,", t, strpbrk(t, ".e") ? "" : ".");
-    }
-  }
-  mlc_str_puts(out, "\n};\n\n");
+  mlc_str_printf(out, "/* %s: float32%s */\nextern const float %s_w_%s[%lld];\n", c->name, s,
+                 m->name, c->name, (long long)mlc_gtype_numel(&c->type));
 }
 
 /* "input" when there is one, else "input0", "input1", ... */
@@ -136,7 +127,9 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   for (char *p = up; *p; p++) *p = (char)toupper((unsigned char)*p);
   snprintf(guard, sizeof guard, "%s_MODEL_ENTRY_H", up);
   mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdlib.h>\n\n", guard, guard);
+  if (m->n_consts) mlc_str_puts(out, "/* Weights: constant arrays in the object. */\n");
   for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
+  if (m->n_consts) mlc_str_putc(out, '\n');
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
   int64_t ws = plan_workspace(f, offs);
   mlc_str_printf(out, "/* Floats of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",

@@ -414,13 +414,17 @@ bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,
 /* ---- emitting ------------------------------------------------------------ */
 
 /* The C header part that runs the model through the kernels of the object:
- * the weights as static const arrays, <name>_WORKSPACE_FLOATS,
+ * the weights declared `extern const float <name>_w_<const>[N];` (the
+ * object defines them: mlc-compile builds it with every const's data under
+ * mlc_graph_weight_symbol), <name>_WORKSPACE_FLOATS,
  * <name>_run_ws(inputs..., outputs..., float *workspace) and
  * <name>_run(inputs..., outputs...) (workspace on the heap); for one input
  * and one output that is <name>_run(const float *input, float *output).
  * Kernel symbols are "<name>_<prim_func>"; kernel declarations come from
  * mlc_target_write_header and are written by the caller first. */
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m);
+/* The symbol of a weight's array in the object: "<model>_w_<const>". */
+const char *mlc_graph_weight_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_gvar *c);
 /* The symbol of a kernel as emitted: "<model>_<func>". */
 const char *mlc_graph_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_prim_func *f);
 

@@ -33,6 +33,13 @@
  * timeouts are extended by the paused time, so timings are not disturbed
  * on a 2-core machine.
  *
+ * Interference from other processes: the runner watches each repeat
+ * (involuntary context switches of its threads from getrusage, the calling
+ * thread's CPU time against the wall time, the spread of the repeats). A
+ * disturbed timing is redone at most twice; the first undisturbed attempt
+ * is kept, else the fastest, and the result says disturbed when none was
+ * clean (mlc_measure_result.disturbed, .retimes).
+ *
  * The reference output of each workload is computed once per workload by
  * the runner from the unscheduled kernel (built by a builder like any
  * candidate, compiled for the host) and cached in the runner by workload
@@ -62,7 +69,12 @@
  *              u32 repeat, f64 min_repeat_ms, u32 flush_cache, u64 seed,
  *              f64 rtol, f64 atol (times max |ref|), u64 max_arg_bytes,
  *              u32 fault, f64 max_call_sec (0: no limit)
- *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat
+ *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat,
+ *              u32 disturbed (1: the kept timing saw interference),
+ *              u32 retimes (timings redone because of it), u64 involuntary
+ *              context switches (process, over the kept timing), f64 CPU
+ *              over wall time of the timed calls (highest repeat),
+ *              str why (the first sign of interference; "" if none)
  *   ERROR      str class (mlc_measure_status name), str message
  *
  * A worker answers each request with exactly one frame, and exits 0 at
@@ -124,6 +136,7 @@ typedef enum mlc_measure_fault {
   MLC_FAULT_RUN_ALLOC,     /* runner: the arguments ask for 2^50 bytes */
   MLC_FAULT_RUN_ZERO_TIME, /* runner: reports 0 seconds */
   MLC_FAULT_RUN_GARBAGE,   /* runner: writes garbage instead of a frame */
+  MLC_FAULT_RUN_DISTURB,   /* runner: every timing counts as disturbed */
 } mlc_measure_fault;
 
 typedef struct mlc_measure_opts {
@@ -173,6 +186,12 @@ typedef struct mlc_measure_result {
   double max_error;          /* against the reference (OK and WRONG_RESULT) */
   double build_sec;          /* wall time the builder spent */
   double run_sec;            /* wall time the runner spent */
+  /* Interference seen while timing (OK results only). */
+  bool disturbed;            /* the kept timing was disturbed: every attempt was */
+  int retimes;               /* timings redone because they were disturbed */
+  long ivcsw;                /* involuntary context switches during the kept timing */
+  double cpu_ratio;          /* CPU over wall time of the timed calls (threads at work) */
+  char disturb_why[96];      /* first sign of interference; "" when undisturbed */
 } mlc_measure_result;
 
 typedef struct mlc_measure mlc_measure;

@@ -211,6 +211,9 @@ static void finish(mlc_measure *m, int ci, mlc_measure_status st, const char *ms
     snprintf(c->res.error, sizeof c->res.error, "%s: %s", mlc_measure_status_name(st), msg);
     c->res.n_secs = 0;
     c->res.mean_sec = 0;
+    c->res.disturbed = false;
+    c->res.retimes = 0;
+    c->res.disturb_why[0] = 0;
   }
   c->state = C_DONE;
   mlc_object_free(&c->obj);
@@ -485,7 +488,13 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "wrong number of repeats");
   double sum = 0;
   for (uint32_t i = 0; i < n; i++) sum += c->res.secs[i] = frame_get_f64(r);
-  if (r->bad || r->pos != r->n)
+  uint32_t disturbed = frame_get_u32(r), retimes = frame_get_u32(r);
+  uint64_t ivcsw = frame_get_u64(r);
+  double cpu_ratio = frame_get_f64(r);
+  char *why = frame_get_str(r);
+  snprintf(c->res.disturb_why, sizeof c->res.disturb_why, "%s", why);
+  mlc_free(why);
+  if (r->bad || r->pos != r->n || disturbed > 1)
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
   m->wls.data[c->wl].in_runner = true;
@@ -499,6 +508,10 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
     }
   c->res.n_secs = (int)n;
   c->res.mean_sec = sum / n;
+  c->res.disturbed = disturbed;
+  c->res.retimes = (int)retimes;
+  c->res.ivcsw = (long)ivcsw;
+  c->res.cpu_ratio = cpu_ratio;
   finish(m, ci, MLC_MEASURE_OK, "");
 }
 

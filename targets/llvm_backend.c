@@ -136,9 +136,42 @@ static void init_types(cg *c) {
   c->t_i8p = LLVMPointerType(c->t_i8, 0);
 }
 
-static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered,
-                       const char *const *symbols, mlc_str *ir_text, mlc_object *out,
-                       mlc_error *err) {
+static bool host_little_endian(void) {
+  const uint16_t one = 1;
+  return *(const uint8_t *)&one == 1;
+}
+
+/* Each array as an external constant [len x i8] holding its bytes (a
+ * ConstantDataArray: LLVM keeps the bytes as they are, so 45 MB of weights
+ * cost one copy, not a constant per float). Added after the optimizer,
+ * which would otherwise delete or scan arrays no kernel refers to. */
+static bool add_data(cg *c, LLVMTargetMachineRef tm, int n, const mlc_object_data *data,
+                     mlc_error *err) {
+  if (n == 0) return true;
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  bool little = LLVMByteOrder(td) == LLVMLittleEndian;
+  LLVMDisposeTargetData(td);
+  if (little != host_little_endian())
+    return mlc_error_set(err, "target %s: data arrays need the host's byte order", c->target->str);
+  for (int i = 0; i < n; i++) {
+    const mlc_object_data *d = &data[i];
+    static const char zero = 0;
+    if (d->len > UINT32_MAX)
+      return mlc_error_set(err, "data array %s: %zu bytes (at most 4 GiB)", d->symbol, d->len);
+    LLVMValueRef init = LLVMConstStringInContext(c->ctx, d->len ? d->bytes : &zero,
+                                                 d->len ? (unsigned)d->len : 1, 1);
+    LLVMValueRef g = LLVMAddGlobal(c->mod, LLVMTypeOf(init), d->symbol);
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 64);
+  }
+  return true;
+}
+
+static bool llvm_build_data(const mlc_target *t, int n, mlc_prim_func *const *lowered,
+                            const char *const *symbols, int n_data, const mlc_object_data *data,
+                            mlc_str *ir_text, mlc_object *out, mlc_error *err) {
   *out = (mlc_object){0};
   LLVMTargetMachineRef tm = make_machine(t, err);
   if (!tm) return false;
@@ -174,7 +207,8 @@ static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
     mlc_str_puts(ir_text, text);
     LLVMDisposeMessage(text);
   }
-  ok = ok && optimize(c.mod, tm, err) && emit_object(c.mod, tm, out, err);
+  ok = ok && optimize(c.mod, tm, err) && add_data(&c, tm, n_data, data, err) &&
+       emit_object(c.mod, tm, out, err);
 
   LLVMDisposeBuilder(c.b);
   LLVMDisposeModule(c.mod);
@@ -184,9 +218,16 @@ static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
   return ok;
 }
 
+static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered,
+                       const char *const *symbols, mlc_str *ir_text, mlc_object *out,
+                       mlc_error *err) {
+  return llvm_build_data(t, n, lowered, symbols, 0, NULL, ir_text, out, err);
+}
+
 const mlc_target_backend mlc_backend_llvm = {
     .kind = "llvm",
     .set_option = llvm_set_option,
     .finish = llvm_finish,
     .build = llvm_build,
+    .build_with_data = llvm_build_data,
 };

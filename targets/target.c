@@ -113,11 +113,28 @@ bool mlc_object_write(const mlc_object *o, const char *path, mlc_error *err) {
   return mlc_write_file(path, o->data, o->len, err);
 }
 
-bool mlc_target_build(const mlc_target *t, int n, const mlc_prim_func *const *funcs,
-                      const char *const *symbols, mlc_str *ir_text, mlc_object *out,
-                      mlc_error *err) {
+/* Every symbol of the object differs: LLVM would rename a second one. */
+static bool check_data_symbols(int n, const char *const *syms, int n_data,
+                               const mlc_object_data *data, mlc_error *err) {
+  for (int i = 0; i < n_data; i++) {
+    for (int k = 0; k < i; k++)
+      if (strcmp(data[k].symbol, data[i].symbol) == 0)
+        return mlc_error_set(err, "two data arrays would both be named %s", data[i].symbol);
+    for (int k = 0; k < n; k++)
+      if (strcmp(syms[k], data[i].symbol) == 0)
+        return mlc_error_set(err, "data array %s has the name of a function", data[i].symbol);
+  }
+  return true;
+}
+
+bool mlc_target_build_with_data(const mlc_target *t, int n, const mlc_prim_func *const *funcs,
+                                const char *const *symbols, int n_data,
+                                const mlc_object_data *data, mlc_str *ir_text, mlc_object *out,
+                                mlc_error *err) {
   *out = (mlc_object){0};
   if (n < 1) return mlc_error_set(err, "nothing to build: no functions");
+  if (n_data > 0 && !t->backend->build_with_data)
+    return mlc_error_set(err, "target %s: cannot place data arrays in its objects", t->str);
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func **lowered = MLC_NEW_ARRAY(a, mlc_prim_func *, n);
   const char **syms = MLC_NEW_ARRAY(a, const char *, n);
@@ -133,9 +150,18 @@ bool mlc_target_build(const mlc_target *t, int n, const mlc_prim_func *const *fu
     if (ok) lowered[i] = mlc_target_lower(a, f, err);
     ok = ok && lowered[i];
   }
-  ok = ok && t->backend->build(t, n, lowered, syms, ir_text, out, err);
+  ok = ok && check_data_symbols(n, syms, n_data, data, err);
+  if (ok && n_data > 0)
+    ok = t->backend->build_with_data(t, n, lowered, syms, n_data, data, ir_text, out, err);
+  else ok = ok && t->backend->build(t, n, lowered, syms, ir_text, out, err);
   mlc_arena_free(a);
   return ok;
+}
+
+bool mlc_target_build(const mlc_target *t, int n, const mlc_prim_func *const *funcs,
+                      const char *const *symbols, mlc_str *ir_text, mlc_object *out,
+                      mlc_error *err) {
+  return mlc_target_build_with_data(t, n, funcs, symbols, 0, NULL, ir_text, out, err);
 }
 
 bool mlc_target_build_module(const mlc_target *t, const mlc_module *m, mlc_str *ir_text,

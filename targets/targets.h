@@ -63,6 +63,7 @@
 
 typedef struct mlc_target mlc_target;
 typedef struct mlc_object mlc_object;
+typedef struct mlc_object_data mlc_object_data;
 
 /* What one kind of target ("llvm", "cuda") provides. Members marked
  * optional may be NULL. */
@@ -83,6 +84,11 @@ typedef struct mlc_target_backend {
    * mlc_target_lower (cuda: shared buffers compacted to one thread block's
    * tile). Returns f itself when nothing changes, NULL with err set. */
   const mlc_prim_func *(*prepare)(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
+  /* optional; `build` with n_data constant arrays defined in the same
+   * object (mlc_target_build_with_data). Needed by nothing else. */
+  bool (*build_with_data)(const mlc_target *t, int n, mlc_prim_func *const *lowered,
+                          const char *const *symbols, int n_data, const mlc_object_data *data,
+                          mlc_str *ir_text, mlc_object *out, mlc_error *err);
 } mlc_target_backend;
 
 /* A parsed, normalized target. Plain data: copy it freely. */
@@ -152,6 +158,26 @@ bool mlc_object_write(const mlc_object *o, const char *path, mlc_error *err);
 bool mlc_target_build(const mlc_target *t, int n, const mlc_prim_func *const *funcs,
                       const char *const *symbols, mlc_str *ir_text, mlc_object *out,
                       mlc_error *err);
+/* A named read-only array for an object: a model's weights, so that they
+ * travel in the object file as bytes instead of as C literals in a header
+ * (a C compiler needs minutes and gigabytes for the 45 MB of ResNet-18).
+ * In the object it is an external, 64-byte aligned constant in .rodata:
+ * declare it in C as `extern const float <symbol>[len / 4];`. */
+struct mlc_object_data {
+  const char *symbol;
+  const void *bytes; /* the contents in the host's byte order (a target of
+                      * the other byte order is refused) */
+  size_t len;        /* bytes; 0 gives a 1-byte zero array */
+};
+
+/* mlc_target_build with n_data constant arrays in the same object. The
+ * arrays do not pass through the optimizer, nor into ir_text. Errors: a
+ * backend without data support (cuda), a symbol given twice or equal to a
+ * function's. */
+bool mlc_target_build_with_data(const mlc_target *t, int n, const mlc_prim_func *const *funcs,
+                                const char *const *symbols, int n_data,
+                                const mlc_object_data *data, mlc_str *ir_text, mlc_object *out,
+                                mlc_error *err);
 /* Every function of a module, each under its own name. */
 bool mlc_target_build_module(const mlc_target *t, const mlc_module *m, mlc_str *ir_text,
                              mlc_object *out, mlc_error *err);

@@ -103,7 +103,7 @@ static void test_create(void) {
   CHECK(mlc_db_opened_version(db) == MLC_DB_SCHEMA_VERSION);
   mlc_db_close(db);
   char *v = raw_text(p, "SELECT value FROM meta WHERE key = 'schema_version'");
-  CHECK_STREQ(v, "3");
+  CHECK_STREQ(v, "4");
   mlc_free(v);
   v = raw_text(p, "SELECT value FROM meta WHERE key = 'created_by'");
   CHECK(v && strncmp(v, "mlc-tune ", 9) == 0);
@@ -114,7 +114,7 @@ static void test_create(void) {
   /* Exactly the columns of DESIGN section 4. */
   v = raw_text(p, "SELECT group_concat(name, ',') FROM pragma_table_info('records')");
   CHECK_STREQ(v, "id,workload_id,target,trace,trace_hash,run_secs,mean_sec,error,round,host,"
-                 "mlc_version,created_at,sched_hash");
+                 "mlc_version,created_at,sched_hash,disturbed");
   mlc_free(v);
   v = raw_text(p, "SELECT group_concat(name, ',') FROM pragma_table_info('workloads')");
   CHECK_STREQ(v, "id,hash,task,shape,ir,created_at");
@@ -305,15 +305,73 @@ static void test_migrate_v1(void) {
   CHECK(mlc_db_save_model(db, "llvm", 1, 1, "m", 1, &err) > 0);
   mlc_db_close(db);
   char *v = raw_text(p, "SELECT value FROM meta WHERE key = 'schema_version'");
-  CHECK_STREQ(v, "3");
+  CHECK_STREQ(v, "4");
   mlc_free(v);
   CHECK(raw_int(p, "SELECT count(*) FROM records WHERE host IS NULL AND mlc_version IS NULL") == 1);
   /* Version 3's column, NULL for the old row (checked by replay alone). */
   CHECK(raw_int(p, "SELECT count(*) FROM records WHERE sched_hash IS NULL") == 1);
+  /* Version 4's column, NULL for the old row (not watched). */
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE disturbed IS NULL") == 1);
   /* Opening again finds the current version. */
   db = mlc_db_open(p, MLC_DB_EXISTING, &err);
   CHECK(db && mlc_db_opened_version(db) == MLC_DB_SCHEMA_VERSION);
   mlc_db_close(db);
+}
+
+/* A version 3 file gains records.disturbed: the old row reads undisturbed
+ * (NULL), new rows keep the flag they were committed with. */
+static const char *schema_v3 =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE workloads(id INTEGER PRIMARY KEY, hash TEXT UNIQUE, task TEXT, shape TEXT,"
+    " ir TEXT, created_at TEXT);"
+    "CREATE TABLE records(id INTEGER PRIMARY KEY, workload_id INTEGER REFERENCES workloads(id),"
+    " target TEXT, trace TEXT, trace_hash TEXT, run_secs TEXT, mean_sec REAL, error TEXT,"
+    " round INTEGER, host TEXT, mlc_version TEXT, created_at TEXT, sched_hash TEXT,"
+    " UNIQUE(workload_id, target, trace_hash));"
+    "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
+    " created_at TEXT, n_samples INTEGER, checksum TEXT, blob BLOB);"
+    "INSERT INTO meta VALUES('schema_version', '3'), ('created_by', 'mlc-tune 0.0.3');"
+    "INSERT INTO workloads VALUES(1, 'abc', 'matmul', '4,4,4', '', '2026-01-01');"
+    "INSERT INTO records VALUES(1, 1, 'llvm', '{}', 'h1', '[1e-06]', 1e-06, NULL, 0, 'h', 'v',"
+    " '2026-01-01', NULL);";
+
+static void test_migrate_v3(void) {
+  const char *p = tmp("v3.db");
+  rm_db(p);
+  CHECK(raw_exec(p, schema_v3));
+  mlc_error err = {{0}};
+  mlc_db *db = mlc_db_open(p, MLC_DB_EXISTING, &err);
+  CHECK_MSG(db, "%s", err.msg);
+  if (!db) return;
+  CHECK(mlc_db_opened_version(db) == 3);
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record r;
+  CHECK(mlc_db_get_record(db, 1, a, &r, &err) == 1 && !r.disturbed);
+  double secs[2] = {2e-6, 3e-6};
+  char *tj = trace_json(4), *tk = trace_json(5);
+  mlc_db_record add[2] = {
+      {.workload_id = 1, .target = "llvm", .trace = tj, .n_secs = 2, .secs = secs, .round = 1,
+       .disturbed = true},
+      {.workload_id = 1, .target = "llvm", .trace = tk, .n_secs = 2, .secs = secs,
+       .round = 1}};
+  int n_added = 0;
+  CHECK_MSG(mlc_db_commit(db, 2, add, &n_added, &err) && n_added == 2, "%d added: %s", n_added,
+            err.msg);
+  mlc_db_close(db);
+  char *v = raw_text(p, "SELECT value FROM meta WHERE key = 'schema_version'");
+  CHECK_STREQ(v, "4");
+  mlc_free(v);
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE disturbed IS NULL") == 1);
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE disturbed = 1") == 1);
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE disturbed = 0") == 1);
+  db = mlc_db_open(p, MLC_DB_EXISTING, &err);
+  CHECK(db && mlc_db_opened_version(db) == MLC_DB_SCHEMA_VERSION);
+  int64_t id = raw_int(p, "SELECT id FROM records WHERE disturbed = 1");
+  CHECK(db && mlc_db_get_record(db, id, a, &r, &err) == 1 && r.disturbed);
+  mlc_db_close(db);
+  mlc_arena_free(a);
+  mlc_free(tj);
+  mlc_free(tk);
 }
 
 /* A failed migration leaves the old file as it was (one transaction). */
@@ -797,6 +855,7 @@ int main(void) {
   RUN(test_models);
   RUN(test_migrate_v1);
   RUN(test_migrate_atomic);
+  RUN(test_migrate_v3);
   RUN(test_refuse);
   RUN(test_sigkill_writer);
   RUN(test_concurrent_reader);

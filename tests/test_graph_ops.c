@@ -577,9 +577,10 @@ static void test_print_shape_ops(void) {
   mlc_graph_free(m);
 }
 
-/* The emitted header spells every weight as a C float literal: whole
- * numbers (zero biases, folded shifts) as "0.f", never "0f". */
-static void test_entry_whole_weights(void) {
+/* The emitted header declares every weight, with its shape, as an array
+ * the object defines (mlc-compile builds the object with the values under
+ * mlc_graph_weight_symbol's name); it spells no values. */
+static void test_entry_weights_extern(void) {
   static const char *json = MODEL(
       X23, "{\"name\": \"w\", \"shape\": [3], \"values\": [0, 2, -1.5]}",
       "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"x\", \"w\"]}", "\"y\"");
@@ -590,8 +591,11 @@ static void test_entry_whole_weights(void) {
   CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
   mlc_str out = {0};
   mlc_graph_write_entry(&out, m);
-  CHECK_MSG(strstr(out.data, " 0.f, 2.f, -1.5f,"), "%s", out.data);
-  CHECK_MSG(!strstr(out.data, " 0f,") && !strstr(out.data, " 2f,"), "%s", out.data);
+  CHECK_MSG(strstr(out.data, "/* w: float32(3,) */\nextern const float model_w_w[3];"), "%s", out.data);
+  CHECK_MSG(!strstr(out.data, "static const float") && !strstr(out.data, "1.5f"), "%s", out.data);
+  mlc_arena *a = mlc_arena_new();
+  CHECK_STREQ(mlc_graph_weight_symbol(a, m, m->consts[0]), "model_w_w");
+  mlc_arena_free(a);
   mlc_str_free(&out);
   mlc_graph_free(m);
 }
@@ -811,7 +815,7 @@ int main(void) {
   run_cases("shape", shape_cases, MLC_COUNTOF(shape_cases));
   run_bad("shape_refuse", shape_bad, MLC_COUNTOF(shape_bad));
   RUN(test_print_shape_ops);
-  RUN(test_entry_whole_weights);
+  RUN(test_entry_weights_extern);
   run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));
   run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
   run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));

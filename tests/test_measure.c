@@ -466,6 +466,84 @@ static void test_bad_worker(void) {
   CHECK(no_children());
 }
 
+/* The injected disturbance: every timing attempt counts as disturbed, so
+ * the runner times twice more and marks the result; a clean neighbour in
+ * the same batch is never marked without retimes. */
+static void test_disturb_fault(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_measure_cand c[2] = {{.workload = MM, .fault = MLC_FAULT_RUN_DISTURB}, {.workload = MM}};
+  mlc_measure_result r[2];
+  CHECK(mlc_measure_run_batch(m, 2, c, r, NULL, NULL, &err));
+  CHECK_MSG(r[0].status == MLC_MEASURE_OK, "%s", r[0].error);
+  CHECK_MSG(r[0].disturbed && r[0].retimes == 2, "disturbed %d retimes %d", r[0].disturbed,
+            r[0].retimes);
+  CHECK(r[0].disturb_why[0] != 0); /* "injected", or a real sign seen first */
+  CHECK(r[0].n_secs == 3 && r[0].mean_sec > 0);
+  CHECK_MSG(r[1].status == MLC_MEASURE_OK, "%s", r[1].error);
+  CHECK(r[1].retimes >= 0 && r[1].retimes <= 2);
+  CHECK(!r[1].disturbed || r[1].retimes == 2);
+  CHECK((r[1].disturb_why[0] != 0) == r[1].disturbed);
+  mlc_measure_free(m);
+  CHECK(no_children());
+}
+
+/* Busy processes that want every core several times over. */
+static int start_spinners(int n, pid_t *pids) {
+  int k = 0;
+  for (; k < n; k++) {
+    pids[k] = fork();
+    if (pids[k] < 0) break;
+    if (pids[k] == 0) {
+      volatile unsigned long x = 0;
+      for (;;) x++;
+    }
+  }
+  return k;
+}
+
+static void stop_spinners(int n, const pid_t *pids) {
+  for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
+}
+
+/* A real neighbour: spinners started while the pool times. Every timing
+ * was disturbed at first (the runner loses its core every few ms), so each
+ * result was timed again or is marked. */
+static void test_busy_neighbour(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.number = 1;
+  o.min_repeat_ms = 30; /* long enough for the CPU clocks and a few time slices */
+  o.flush_cache = false;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  pid_t pids[64];
+  int n = start_spinners((int)(cores < 1 ? 4 : cores > 16 ? 64 : 4 * cores), pids);
+  CHECK(n > 0);
+  enum { N = 3 };
+  char *traces[N];
+  mlc_measure_cand c[N];
+  for (int i = 0; i < N; i++) {
+    traces[i] = matmul_trace(MM, 300 + (uint64_t)i);
+    c[i] = (mlc_measure_cand){.workload = MM, .trace = traces[i]};
+  }
+  mlc_measure_result r[N];
+  CHECK(mlc_measure_run_batch(m, N, c, r, NULL, NULL, &err));
+  stop_spinners(n, pids);
+  for (int i = 0; i < N; i++) {
+    CHECK_MSG(r[i].status == MLC_MEASURE_OK, "cand %d: %s", i, r[i].error);
+    CHECK_MSG(r[i].disturbed || r[i].retimes > 0, "cand %d: neither marked nor re-timed "
+              "(ivcsw %ld, cpu ratio %.2f)", i, r[i].ivcsw, r[i].cpu_ratio);
+  }
+  mlc_measure_free(m);
+  CHECK(no_children());
+  for (int i = 0; i < N; i++) mlc_free(traces[i]);
+}
+
 static void test_status_names(void) {
   for (int i = 0; i < MLC_MEASURE_STATUS_COUNT; i++) {
     mlc_measure_status s;
@@ -488,6 +566,8 @@ int main(void) {
   RUN(test_tuner_killed);
   RUN(test_min_repeat);
   RUN(test_bad_worker);
+  RUN(test_disturb_fault);
+  RUN(test_busy_neighbour);
   mlc_free(MM);
   return test_summary();
 }

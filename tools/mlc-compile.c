@@ -96,8 +96,10 @@ static void usage(FILE *f) {
           "  --fuse-max-ops N     at most N ops per fused sub-function (default 16; 2\n"
           "                       gives the notes' fused_matmul_add0/1 with relu\n"
           "                       alone; kernels fused otherwise than when tuned\n"
-          "                       find no tuning record)\n"          "  -o, --output FILE    write the object file\n"
-          "  --header FILE        write the C header (kernels and the model entry)\n"
+          "                       find no tuning record)\n"          "  -o, --output FILE    write the object file (the kernels and, for a model,\n"
+          "                       its weights as constant arrays)\n"
+          "  --header FILE        write the C header (kernels and the model entry; it\n"
+          "                       declares the weights the object defines)\n"
           "  --run                run the model in-process on seeded inputs (or --input),\n"
           "                       print the output, its argmax and the max error against\n"
           "                       a plain C reference; on a mismatch, name the first\n"
@@ -275,7 +277,16 @@ typedef struct kernels {
   mlc_gkernel *info;           /* record or untuned, per kernel */
   mlc_object obj;
   double ms;
+  /* Arrays placed in obj beside the kernels: the model's weights when an
+   * object is written (the header declares them), none otherwise. */
+  int n_data;
+  mlc_object_data *data;
 } kernels;
+
+static bool build_all(const mlc_target *t, kernels *k, mlc_error *err) {
+  return mlc_target_build_with_data(t, k->n, k->sched, k->symbols, k->n_data, k->data, NULL,
+                                    &k->obj, err);
+}
 
 /* Some scheduled kernel did not build: find which, compile those
  * unscheduled (saying so), and build again. */
@@ -294,7 +305,7 @@ static bool build_fallback(const mlc_target *t, kernels *k, mlc_error *err) {
     k->info[i].record_id = 0;
     snprintf(k->info[i].note, sizeof k->info[i].note, "its schedule did not build");
   }
-  return mlc_target_build(t, k->n, k->sched, k->symbols, NULL, &k->obj, err);
+  return build_all(t, k, err);
 }
 
 /* The database, or NULL when the file does not exist (all untuned). */
@@ -331,7 +342,7 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
     warn_skipped(k, i);
   }
   if (db) mlc_db_close(db);
-  bool ok = mlc_target_build(t, k->n, k->sched, k->symbols, NULL, &k->obj, err);
+  bool ok = build_all(t, k, err);
   if (!ok && schedule) ok = build_fallback(t, k, err);
   if (ok && o->verify) ok = verify_kernels(o, k, err);
   k->ms = now_ms() - t0;
@@ -384,7 +395,7 @@ static int compile_task(const options *o, const mlc_target *t) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = mlc_task_build(a, d, shape);
   const char *sym = o->name ? o->name : d->name;
-  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0};
+  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0, 0, NULL};
   int rc = 0;
   if (!compile(a, o, t, &k, &err) || !write_outputs(o, &k, NULL, &err))
     rc = fail(&err);
@@ -751,7 +762,14 @@ static int compile_model(const options *o, const mlc_target *t) {
   mlc_arena *a = mlc_arena_new();
   const mlc_gfunc *main_fn = mlc_graph_main(m);
   kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
-               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0};
+               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL};
+  if (o->output) { /* the header's weights are defined in the object */
+    k.n_data = m->n_consts;
+    k.data = MLC_NEW_ARRAY(a, mlc_object_data, m->n_consts + 1);
+    for (int i = 0; i < m->n_consts; i++)
+      k.data[i] = (mlc_object_data){mlc_graph_weight_symbol(a, m, m->consts[i]), m->consts[i]->data,
+                                    sizeof(float) * (size_t)mlc_gtype_numel(&m->consts[i]->type)};
+  }
   int *calls = MLC_NEW_ARRAY(a, int, k.n + 1);
   for (int i = 0; i < k.n; i++) {
     k.src[i] = m->tir->funcs[i];

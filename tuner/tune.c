@@ -248,6 +248,7 @@ static void fill_record(tune_run *r, const mlc_measure_result *m, const char *tr
   if (m->status == MLC_MEASURE_OK) {
     rec->n_secs = m->n_secs;
     rec->secs = m->secs;
+    rec->disturbed = m->disturbed;
   } else {
     rec->error = m->error[0] ? m->error : mlc_measure_status_name(m->status);
     if (!r->res->first_error[0])
@@ -255,12 +256,14 @@ static void fill_record(tune_run *r, const mlc_measure_result *m, const char *tr
   }
 }
 
-static void report(tune_run *r, int batch) {
+static void report(tune_run *r, int batch, int batch_disturbed) {
   if (!r->o->progress) return;
   mlc_tuner_progress p = {
       .round = r->res->rounds, .trials_done = r->have, .trials_total = r->o->trials,
       .errors = r->res->errors, .batch = batch, .best_sec = r->best_sec,
       .best_gflops = gflops(r, r->best_sec), .elapsed_s = now_sec() - r->t0,
+      .retimed = r->res->retimed, .disturbed = r->res->disturbed,
+      .batch_disturbed = batch_disturbed,
   };
   int left = r->o->trials - r->have;
   if (r->res->measured > 0) p.eta_s = p.elapsed_s / r->res->measured * (left > 0 ? left : 0);
@@ -330,6 +333,14 @@ static int one_round(tune_run *r, mlc_error *err) {
   int added = 0;
   if (rc == 1 && !mlc_db_commit(r->db, n, recs, &added, err)) rc = -1;
   if (rc == 1) {
+    int batch_disturbed = 0;
+    for (int i = 0; i < n; i++) {
+      bool ok = mr[i].status == MLC_MEASURE_OK;
+      r->res->retimed += ok && mr[i].retimes > 0;
+      batch_disturbed += ok && mr[i].disturbed;
+    }
+    r->res->disturbed += batch_disturbed;
+    r->res->disturbed_rounds += batch_disturbed > 0;
     for (int i = 0; i < n; i++) {
       mlc_error e;
       mlc_tuner_search_add_measured(r->search, mlc_sched_trace(batch[i].sched), secs[i], &e);
@@ -342,7 +353,7 @@ static int one_round(tune_run *r, mlc_error *err) {
     r->res->measured += n;
     r->res->rounds++;
     r->next_round++;
-    report(r, n);
+    report(r, n, batch_disturbed);
     if (added < n && added == 0) { /* another tuner measured the same: avoid spinning */
       snprintf(r->res->message, sizeof r->res->message,
                "the database already held every candidate of the last batch");
@@ -406,26 +417,67 @@ static bool choose_best(tune_run *r, bool again, mlc_error *err) {
   return ok;
 }
 
-/* The unscheduled kernel, timed once (it can be slow: 1024^3 matmul takes
- * seconds) in a pool of its own with one repeat and a long timeout. */
+/* n candidates in a pool of their own with one repeat and a long timeout
+ * (the unscheduled kernel can be slow: 1024^3 matmul takes seconds), or
+ * the custom measure function. */
+static bool measure_alone(tune_run *r, int n, const mlc_measure_cand *c, mlc_measure_result *m) {
+  mlc_error e;
+  if (r->o->measure) return r->o->measure(r->o->measure_ud, n, c, m, &e);
+  mlc_measure_opts mo = mlc_measure_defaults();
+  mo.n_builders = 1;
+  mo.worker_path = r->o->worker_path;
+  mo.repeat = 1;
+  mo.run_timeout_s = r->o->timeout_s > 120 ? r->o->timeout_s : 120;
+  mlc_measure *pool = mlc_measure_new(&mo, &e);
+  bool ok = pool && mlc_measure_run_batch(pool, n, c, m, NULL, NULL, &e);
+  if (pool) mlc_measure_free(pool);
+  return ok;
+}
+
+/* The unscheduled kernel, timed once. */
 static void measure_baseline(tune_run *r) {
   mlc_measure_cand c = {.workload = r->workload_text, .trace = "", .target = r->target};
   mlc_measure_result m;
+  if (measure_alone(r, 1, &c, &m) && m.status == MLC_MEASURE_OK) r->res->baseline_sec = m.mean_sec;
+}
+
+/* The end check: the unscheduled kernel and the best, alternately, in one
+ * runner, so that both see the same machine (a best found while the
+ * machine was busy, or a baseline timed while it was, compare fairly).
+ * A best that is not faster there is a warning, not a speed-up. */
+#define CHECK_PAIRS 2
+
+static void check_best(tune_run *r, mlc_arena *a) {
+  mlc_db_record rec;
   mlc_error e;
-  bool ok;
-  if (r->o->measure) {
-    ok = r->o->measure(r->o->measure_ud, 1, &c, &m, &e);
-  } else {
-    mlc_measure_opts mo = mlc_measure_defaults();
-    mo.n_builders = 1;
-    mo.worker_path = r->o->worker_path;
-    mo.repeat = 1;
-    mo.run_timeout_s = r->o->timeout_s > 120 ? r->o->timeout_s : 120;
-    mlc_measure *pool = mlc_measure_new(&mo, &e);
-    ok = pool && mlc_measure_run_batch(pool, 1, &c, &m, NULL, NULL, &e);
-    if (pool) mlc_measure_free(pool);
+  if (r->res->best_record_id <= 0 ||
+      mlc_db_get_record(r->db, r->res->best_record_id, a, &rec, &e) != 1)
+    return;
+  mlc_measure_cand c[2 * CHECK_PAIRS];
+  mlc_measure_result m[2 * CHECK_PAIRS];
+  for (int i = 0; i < 2 * CHECK_PAIRS; i++)
+    c[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = i % 2 ? rec.trace : "",
+                              .target = r->target};
+  if (!measure_alone(r, 2 * CHECK_PAIRS, c, m)) return;
+  double t[2] = {0, 0};
+  bool disturbed = false;
+  for (int i = 0; i < 2 * CHECK_PAIRS; i++) {
+    if (m[i].status != MLC_MEASURE_OK) continue;
+    if (t[i % 2] == 0 || m[i].mean_sec < t[i % 2]) t[i % 2] = m[i].mean_sec;
+    disturbed |= m[i].disturbed;
   }
-  if (ok && m.status == MLC_MEASURE_OK) r->res->baseline_sec = m.mean_sec;
+  if (t[0] <= 0 || t[1] <= 0) return;
+  r->res->check_base_sec = t[0];
+  r->res->check_best_sec = t[1];
+  if (t[1] < t[0]) return;
+  r->res->not_faster = true;
+  snprintf(r->res->warning, sizeof r->res->warning,
+           "WARNING: the best kernel found (record %" PRId64 ", %.4g ms) is not faster than the "
+           "unscheduled kernel (%.4g ms) timed next to it%s; no speed-up to report%s",
+           r->res->best_record_id, t[1] * 1e3, t[0] * 1e3,
+           disturbed ? " while other work disturbed the measurements" : "",
+           r->res->disturbed ? " (its round was measured under interference: tune again on a "
+                               "quieter machine)" : "");
 }
 
 static void tune_free(tune_run *r) {
@@ -473,6 +525,11 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
       if (rc <= 0) break;
     }
     if (ok) ok = choose_best(&r, !res->stopped && res->measured > 0, err);
+    if (ok && o->measure_baseline && !res->stopped && res->best_record_id > 0) {
+      mlc_arena *a = mlc_arena_new();
+      check_best(&r, a);
+      mlc_arena_free(a);
+    }
   }
   if (r.search) {
     mlc_tuner_stats st;

@@ -238,6 +238,10 @@ typedef struct mlc_tuner_progress {
   double best_sec;      /* best mean time so far (0: none) */
   double best_gflops;   /* 0 when the flop count is unknown */
   double elapsed_s, eta_s;
+  /* Interference from other work (measure.h): measurements of this run
+   * that were re-timed, that stayed disturbed (marked in their records),
+   * and of the round just measured, those that stayed disturbed. */
+  int retimed, disturbed, batch_disturbed;
 } mlc_tuner_progress;
 
 /* Measures n candidates: results[i] for c[i]. The default is the worker
@@ -262,7 +266,9 @@ typedef struct mlc_tuner_tune_opts {
    * calls. 0: 20; negative: off. */
   double slow_factor;
   int remeasure_top;      /* the best k measured again at the end (3; 0: none) */
-  bool measure_baseline;  /* also time the unscheduled kernel (speed-up in the summary) */
+  /* Also time the unscheduled kernel (speed-up in the summary), and at the
+   * end time it again next to the best, in one runner, interleaved. */
+  bool measure_baseline;
   const char *cost_model; /* "xgb-rank" (default), "xgb-reg", "xgb-sum" or "random" */
   const char *worker_path;          /* NULL: measure's lookup */
   const volatile int *stop;         /* non-zero: stop after the current batch, uncommitted */
@@ -289,6 +295,16 @@ typedef struct mlc_tuner_tune_result {
   double best_gflops;
   int64_t best_record_id;
   double baseline_sec;   /* unscheduled kernel; 0 unless measured */
+  /* Interference seen while measuring (measure.h): candidates re-timed,
+   * candidates whose every timing was disturbed (marked in their records),
+   * rounds with at least one such candidate. */
+  int retimed, disturbed, disturbed_rounds;
+  /* The end check (measure_baseline): the unscheduled kernel and the best,
+   * timed side by side (fastest of each); 0 when not run. not_faster: the
+   * best was not faster there, and warning says so. */
+  double check_base_sec, check_best_sec;
+  bool not_faster;
+  char warning[512];
   double search_sec, build_sec, run_sec, total_sec; /* where time went */
   char message[512];     /* why the run ended early, warnings (cost model fallback) */
   char first_error[512]; /* the first failed candidate's "<class>: <message>" */

@@ -422,3 +422,38 @@ if [ -s "$tmp/m.db" ]; then # the MLP tuned above: both kernels replay a record
   check compile_model_verify_exit test $? -eq 0 -a -s "$tmp/mv.o"
   check compile_model_verify grep -q 'verified 2 replayed kernels against the unscheduled ones' "$tmp/err"
 fi
+
+# The weights travel in the object as constant data (64-byte aligned,
+# read-only); the header only declares them, so it stays small for any
+# model. Two models' objects link into one program: every symbol carries
+# the model's name.
+check compile_header_declares_weights grep -q '^extern const float mlp_w_lv0\[100352\];$' "$tmp/mlp.h"
+check compile_header_no_literals test "$(grep -c 'static const float' "$tmp/mlp.h")" -eq 0 \
+  -a "$(wc -c <"$tmp/mlp.h")" -lt 8192
+if command -v nm >/dev/null 2>&1; then
+  nm "$tmp/mlp.o" >"$tmp/nm.txt" 2>&1
+  check compile_object_defines_weights grep -q ' R mlp_w_lv0$' "$tmp/nm.txt"
+fi
+cat >"$tmp/two.c" <<'CEOF'
+#include "mlp.h"
+#include "tiny_cnn.h"
+#include <stdio.h>
+int main(void) {
+  static float x[784], y[10], cx[3 * 8 * 8], cy[5];
+  for (int i = 0; i < 784; i++) x[i] = (float)(i % 7) / 7.0f;
+  if (mlp_run(x, y) != 0 || tiny_cnn_run(cx, cy) != 0) return 1;
+  /* relu(x w0 + b0) w1 + b1 for output 0, in double */
+  double h, y0 = mlp_w_b1[0];
+  for (int j = 0; j < 128; j++) {
+    h = mlp_w_b0[j];
+    for (int k = 0; k < 784; k++) h += (double)x[k] * mlp_w_lv0[k * 128 + j];
+    y0 += (h > 0 ? h : 0) * mlp_w_lv4[j * 10];
+  }
+  return fabs(y0 - y[0]) < 1e-4 ? 0 : 2;
+}
+CEOF
+cc -std=gnu11 -O1 -include string.h -I"$tmp" "$tmp/two.c" "$tmp/mlp.o" "$tmp/tc.o" $RT_SRC -fopenmp -lm \
+  -o "$tmp/two" 2>"$tmp/cc_err"
+check compile_two_models_link test $? -eq 0
+"$tmp/two"
+check compile_two_models_run test $? -eq 0

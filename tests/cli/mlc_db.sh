@@ -188,7 +188,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
   if [ $? -eq 0 ]; then
     "$DB" --db "$tmp/v2.db" show 1 >"$tmp/show_v2" 2>&1
     check db_migrate_v2_show grep -q '^  scheduled: - (not recorded)' "$tmp/show_v2"
-    check db_migrate_v2_version test "$(sqlite3 "$tmp/v2.db" "SELECT value FROM meta WHERE key = 'schema_version'")" = 3
+    check db_migrate_v2_version test "$(sqlite3 "$tmp/v2.db" "SELECT value FROM meta WHERE key = 'schema_version'")" = 4
     check db_migrate_v2_null test "$(sqlite3 "$tmp/v2.db" 'SELECT count(*) FROM records WHERE sched_hash IS NULL')" = 1
   else
     echo "SKIP db_migrate_v2: this sqlite3 cannot drop a column"
