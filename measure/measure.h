@@ -35,10 +35,12 @@
  *
  * Interference from other processes: the runner watches each repeat
  * (involuntary context switches of its threads from getrusage, the calling
- * thread's CPU time against the wall time, the spread of the repeats). A
- * disturbed timing is redone at most twice; the first undisturbed attempt
- * is kept, else the fastest, and the result says disturbed when none was
- * clean (mlc_measure_result.disturbed, .retimes).
+ * thread's CPU time against the wall time, a parallel kernel's CPU time
+ * against threads x wall, the spread of the repeats). A
+ * disturbed timing is redone at most twice (within half the run
+ * timeout); the first undisturbed attempt is kept, else the fastest, and
+ * the result says disturbed when none was clean
+ * (mlc_measure_result.disturbed, .retimes).
  *
  * The reference output of each workload is computed once per workload by
  * the runner from the unscheduled kernel (built by a builder like any
@@ -63,12 +65,15 @@
  *              function), str trace JSON ("" = unscheduled), str target,
  *              str symbol (entry name in the object), u32 fault
  *   BUILD_OK   bytes object, u32 n_args, n_args x arg
- *              (arg = u32 dtype, u32 ndim, ndim x u64 extent)
+ *              (arg = u32 dtype, u32 ndim, ndim x u64 extent), u32 threads
+ *              (threads the kernel's parallel loops use; 1: serial)
  *   RUN_REQ    u64 workload key, str symbol, bytes object, str ref_symbol,
  *              bytes ref_object, u32 n_args, n_args x arg, u32 number,
  *              u32 repeat, f64 min_repeat_ms, u32 flush_cache, u64 seed,
  *              f64 rtol, f64 atol (times max |ref|), u64 max_arg_bytes,
- *              u32 fault, f64 max_call_sec (0: no limit)
+ *              u32 fault, f64 max_call_sec (0: no limit), u32 threads
+ *              (from BUILD_OK), f64 retime_budget_s (no re-timing that
+ *              would end later than this after the request arrived)
  *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat,
  *              u32 disturbed (1: the kept timing saw interference),
  *              u32 retimes (timings redone because of it), u64 involuntary

@@ -86,6 +86,7 @@ typedef struct cand {
   char *trace, *target;
   mlc_measure_fault fault;
   double max_call_sec, run_timeout_s; /* 0: none (see mlc_measure_cand) */
+  uint32_t threads; /* the built kernel's threads (BUILD_OK), for the runner's watch */
   int wl;
   cand_state state;
   mlc_object obj;
@@ -401,6 +402,12 @@ static void send_run(mlc_measure *m, worker *w, int ci) {
   frame_u64(s, o->max_arg_bytes);
   frame_u32(s, (uint32_t)c->fault);
   frame_f64(s, c->max_call_sec);
+  frame_u32(s, c->threads);
+  /* Re-timing a disturbed candidate may use half its run timeout, so that
+   * a kernel near its early-abort limit is not killed for being re-timed. */
+  double timeout = c->run_timeout_s > 0 && c->run_timeout_s < o->run_timeout_s && wl->in_runner
+                       ? c->run_timeout_s : o->run_timeout_s;
+  frame_f64(s, 0.5 * timeout);
   frame_end(s);
   c->state = C_RUNNING;
   pause_builders(m);
@@ -432,11 +439,13 @@ static bool read_error(frame_reader *r, mlc_measure_status *st, char *msg, size_
 }
 
 /* Object bytes and argument list of a BUILD_OK. */
-static bool read_build_ok(frame_reader *r, mlc_object *obj, int *n_args, frame_arg *args) {
+static bool read_build_ok(frame_reader *r, mlc_object *obj, int *n_args, frame_arg *args,
+                          uint32_t *threads) {
   size_t len;
   const void *p = frame_get_bytes(r, &len);
   *n_args = frame_get_args(r, MLC_MEASURE_MAX_ARGS, args);
-  if (r->bad || len == 0 || r->pos != r->n) return false;
+  *threads = frame_get_u32(r);
+  if (r->bad || len == 0 || r->pos != r->n || *threads < 1) return false;
   obj->data = mlc_xmalloc(len);
   memcpy(obj->data, p, len);
   obj->len = len;
@@ -462,7 +471,8 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
   mlc_object obj = {0};
   int n_args;
   frame_arg args[MLC_MEASURE_MAX_ARGS];
-  if (type != MLC_FRAME_BUILD_OK || !read_build_ok(r, &obj, &n_args, args))
+  uint32_t threads;
+  if (type != MLC_FRAME_BUILD_OK || !read_build_ok(r, &obj, &n_args, args, &threads))
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed build reply");
   w->job = NO_JOB;
   if (job < 0) {
@@ -476,6 +486,7 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
   cand *c = &m->c[job];
   c->res.build_sec = frame_now() - w->start;
   c->obj = obj;
+  c->threads = threads;
   c->state = C_BUILT;
   if (m->o.build_only) finish(m, job, MLC_MEASURE_OK, "");
 }

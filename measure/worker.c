@@ -8,6 +8,7 @@
 #include "measure/frame_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
+#include "targets/runtime/mlcrt.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -76,10 +77,31 @@ static void args_of(const mlc_prim_func *f, int *n, frame_arg *args) {
   }
 }
 
-/* Replay (when a trace is given), verify, lower and compile. */
+/* Whether the function runs any loop on the thread team. */
+static bool has_parallel(const mlc_stmt *s) {
+  if (!s) return false;
+  switch (s->kind) {
+  case MLC_STMT_FOR: return s->loop.kind == MLC_FOR_PARALLEL || has_parallel(s->loop.body);
+  case MLC_STMT_BLOCK_REALIZE:
+    return has_parallel(s->realize.block->init) || has_parallel(s->realize.block->body);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++)
+      if (has_parallel(s->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return has_parallel(s->if_.then_s) || has_parallel(s->if_.else_s);
+  case MLC_STMT_ALLOCATE: return has_parallel(s->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+/* Replay (when a trace is given), verify, lower and compile. *threads: the
+ * threads the kernel's parallel loops will use (1: none), which the
+ * runner needs to tell a kernel starved of cores from a serial one. */
 static bool build_one(mlc_arena *a, const char *workload, const char *trace,
                       const char *target, const char *symbol, mlc_object *obj, int *n_args,
-                      frame_arg *args, mlc_error *err) {
+                      frame_arg *args, uint32_t *threads, mlc_error *err) {
   mlc_module *m = mlc_parse_module(a, "workload.py", workload, err);
   if (!m) return false;
   mlc_prim_func *f = pick_main(m);
@@ -103,6 +125,7 @@ static bool build_one(mlc_arena *a, const char *workload, const char *trace,
     built = mlc_sched_func(s);
   }
   const char *syms[1] = {symbol};
+  *threads = has_parallel(built->body) ? (uint32_t)mlc_rt_num_threads(t.num_cores) : 1;
   bool ok = mlc_verify_func(built, err) && mlc_target_build(&t, 1, &built, syms, NULL, obj, err);
   if (s) mlc_sched_free(s);
   return ok;
@@ -122,12 +145,14 @@ static void serve_build(frame_reader *r, mlc_str *reply) {
     mlc_object obj = {0};
     frame_arg args[MLC_MEASURE_MAX_ARGS];
     int n_args = 0;
+    uint32_t threads = 1;
     mlc_error err = {{0}};
     if (build_one(a, workload, trace, *target ? target : "llvm", symbol, &obj, &n_args, args,
-                  &err)) {
+                  &threads, &err)) {
       frame_begin(reply, MLC_FRAME_BUILD_OK);
       frame_bytes(reply, obj.data, obj.len);
       frame_args(reply, n_args, args);
+      frame_u32(reply, threads);
       frame_end(reply);
     } else {
       reply_error(reply, MLC_MEASURE_BUILD_ERROR, err.msg);
@@ -151,6 +176,9 @@ typedef struct run_req {
   double min_repeat_ms, rtol, atol;
   uint64_t seed, max_bytes;
   double max_call_sec; /* 0: no limit (the tuner's early abort) */
+  uint32_t threads;    /* threads the kernel's parallel loops use (1: serial) */
+  double retime_budget_s; /* re-timing stops once the request has run this long */
+  double start;        /* when the request arrived (frame_now) */
 } run_req;
 
 /* Reference outputs (every parameter after the unscheduled kernel ran),
@@ -187,7 +215,10 @@ static bool read_run_req(frame_reader *r, run_req *q) {
   q->max_bytes = frame_get_u64(r);
   q->fault = frame_get_u32(r);
   q->max_call_sec = frame_get_f64(r);
-  return !r->bad && q->repeat >= 1 && q->repeat <= MLC_MEASURE_MAX_REPEAT && q->number >= 1;
+  q->threads = frame_get_u32(r);
+  q->retime_budget_s = frame_get_f64(r);
+  return !r->bad && q->threads >= 1 && q->repeat >= 1 && q->repeat <= MLC_MEASURE_MAX_REPEAT &&
+         q->number >= 1;
 }
 
 /* Bytes the arguments need; false when the count overflows. */
@@ -349,8 +380,9 @@ typedef struct timing_watch {
 
 /* Interference thresholds. The calling thread runs chunks for the whole
  * call (the runtime ends a loop when every claimed chunk is done and the
- * caller claims chunks too), so its CPU time is close to the wall time
- * unless the OS took its core. An involuntary switch happens when another
+ * caller claims chunks too; it sleeps only while a worker finishes a last
+ * chunk), so its CPU time is close to the wall time unless the OS took its
+ * core. An involuntary switch happens when another
  * runnable task wants the core; a quiet machine gives a handful per
  * second. Repeats of one kernel on a quiet machine differ by a few per
  * cent; twice the fastest is a slice lost to another process. */
@@ -358,6 +390,14 @@ typedef struct timing_watch {
 #define WATCH_IVCSW_BASE 3
 #define WATCH_IVCSW_PER_SEC 20.0
 #define WATCH_MAX_SPREAD 2.0
+/* A parallel kernel whose workers were taken off their cores does not wait
+ * for them (the caller runs their chunks), so its time shows only as CPU
+ * missing: its T threads used much less than T x wall. Judged on windows
+ * long enough that waking the workers does not weigh, and only with
+ * switches seen (a loop too small to go parallel leaves them asleep on a
+ * quiet machine too). */
+#define WATCH_MIN_PARALLEL_WALL 2.5e-4
+#define WATCH_MIN_WORKER_SHARE 0.5
 /* Attempts after the first when an attempt was disturbed. */
 #define WATCH_RETRIES 2
 
@@ -373,8 +413,10 @@ static long ivcsw_now(void) {
 }
 
 /* Judge one repeat: wall seconds, its CPU seconds (process, caller) and
- * switches; the first sign found names the attempt disturbed. */
-static void watch_repeat(timing_watch *w, double wall, double cpu, double caller, long sw) {
+ * switches of a kernel whose parallel loops use `threads`; the first sign
+ * found names the attempt disturbed. */
+static void watch_repeat(timing_watch *w, uint32_t threads, double wall, double cpu,
+                         double caller, long sw) {
   double cr = wall > 0 ? caller / wall : 1;
   if (cr < w->caller_ratio) w->caller_ratio = cr;
   w->ivcsw += sw;
@@ -383,10 +425,18 @@ static void watch_repeat(timing_watch *w, double wall, double cpu, double caller
   if (sw > WATCH_IVCSW_BASE + (long)(wall * WATCH_IVCSW_PER_SEC)) {
     w->disturbed = true;
     snprintf(w->why, sizeof w->why, "%ld involuntary context switches in %.3g s", sw, wall);
-  } else if (cr < WATCH_MIN_CALLER_RATIO && wall > 1e-3) {
-    /* under a millisecond the CPU clocks are too coarse to judge */
+  } else if (cr < WATCH_MIN_CALLER_RATIO && wall > 50e-6 && sw > 0) {
+    /* Shorter windows: the two clock reads themselves weigh in. Without an
+     * involuntary switch the caller slept by itself (waiting on a worker's
+     * last chunk of a parallel loop), which is the kernel's own time. */
     w->disturbed = true;
     snprintf(w->why, sizeof w->why, "the calling thread ran %.0f%% of the wall time", cr * 100);
+  } else if (threads > 1 && wall >= WATCH_MIN_PARALLEL_WALL && sw > 0 &&
+             /* threads is at most the usable CPUs (run_checked) */
+             cpu < wall * (1 + WATCH_MIN_WORKER_SHARE * (threads - 1))) {
+    w->disturbed = true;
+    snprintf(w->why, sizeof w->why, "%u threads got %.2f cores' worth of CPU (%ld involuntary "
+             "switches)", threads, cpu / wall, sw);
   }
 }
 
@@ -424,7 +474,7 @@ static bool time_kernel(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, doubl
       double caller = cpu_secs(CLOCK_THREAD_CPUTIME_ID) - k0;
       secs[r] = el / (double)number;
       if (el >= q->min_repeat_ms * 1e-3 || tries == 4 || number >= 100000000) {
-        watch_repeat(w, el, cpu, caller, ivcsw_now() - sw0);
+        watch_repeat(w, q->threads, el, cpu, caller, ivcsw_now() - sw0);
         break;
       }
       number = (uint64_t)ceil((double)number * 1.2 * q->min_repeat_ms * 1e-3 / fmax(el, 1e-9));
@@ -446,17 +496,23 @@ static double mean_of(int n, const double *x) {
   return s / n;
 }
 
-/* Time, and time again (at most WATCH_RETRIES more) while an attempt was
- * disturbed. Keeps the first undisturbed attempt, else the fastest. */
+/* Time, and time again (at most WATCH_RETRIES more, and none that would
+ * end past the request's re-timing budget) while an attempt was disturbed.
+ * Keeps the first undisturbed attempt, else the fastest. */
 static bool time_watched(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, double *secs,
                          timing_watch *w, int *retimes, mlc_error *err) {
   double try_secs[MLC_MEASURE_MAX_REPEAT];
   timing_watch tw;
   *retimes = 0;
+  double t0 = frame_now();
   if (!time_kernel(q, fn, xs, secs, w, err)) return false;
-  while (w->disturbed && *retimes < WATCH_RETRIES) {
+  double last = frame_now() - t0;
+  while (w->disturbed && *retimes < WATCH_RETRIES &&
+         frame_now() + last - q->start <= q->retime_budget_s) {
+    t0 = frame_now();
     ++*retimes;
     if (!time_kernel(q, fn, xs, try_secs, &tw, err)) return false;
+    last = frame_now() - t0;
     if (!tw.disturbed || mean_of((int)q->repeat, try_secs) < mean_of((int)q->repeat, secs)) {
       memcpy(secs, try_secs, sizeof(double) * q->repeat);
       *w = tw;
@@ -510,6 +566,10 @@ static void run_checked(run_req *q, mlc_str *reply) {
     mlc_array_set(out, 0, mlc_array_get(out, 0) + 1.0 + 2 * max_abs(out));
   }
   double max_err, secs[MLC_MEASURE_MAX_REPEAT];
+  /* A target asking for more threads than this machine's usable CPUs gets
+   * only those cores' worth of CPU, disturbed or not. */
+  int cpus = mlc_rt_num_threads(0);
+  if (q->threads > (uint32_t)cpus) q->threads = (uint32_t)cpus;
   timing_watch w;
   int retimes = 0;
   if (!compare(q, xs, ref, &max_err, &err)) {
@@ -539,7 +599,7 @@ static void run_checked(run_req *q, mlc_str *reply) {
 }
 
 static void serve_run(frame_reader *r, mlc_str *reply) {
-  run_req q = {0};
+  run_req q = {.start = frame_now()};
   if (!read_run_req(r, &q)) reply_error(reply, MLC_MEASURE_PROTOCOL_ERROR, "malformed run request");
   else run_checked(&q, reply);
   mlc_free(q.symbol);

@@ -84,8 +84,8 @@ typedef struct mlc_target_backend {
    * mlc_target_lower (cuda: shared buffers compacted to one thread block's
    * tile). Returns f itself when nothing changes, NULL with err set. */
   const mlc_prim_func *(*prepare)(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
-  /* optional; `build` with n_data constant arrays defined in the same
-   * object (mlc_target_build_with_data). Needed by nothing else. */
+  /* optional (NULL: its objects cannot carry data); `build` with n_data
+   * constant arrays defined in the same object (mlc_target_build_with_data). */
   bool (*build_with_data)(const mlc_target *t, int n, mlc_prim_func *const *lowered,
                           const char *const *symbols, int n_data, const mlc_object_data *data,
                           mlc_str *ir_text, mlc_object *out, mlc_error *err);

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -840,6 +842,10 @@ typedef struct fake_runner {
   double best_before[64];               /* per call: the best time returned before it */
   double best;                          /* fastest time returned */
   int too_slow;                         /* answered "too slow" */
+  int disturb_every;                    /* every k-th OK result stays disturbed (0: none) */
+  int n_ok, n_disturbed;                /* OK results returned, of those marked disturbed */
+  double base_sec;                      /* the unscheduled kernel's time (0: from the hash) */
+  int n_base;                           /* unscheduled kernels timed */
 } fake_runner;
 
 static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
@@ -871,10 +877,18 @@ static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
       fr->too_slow++;
       continue;
     }
+    bool base = !c[i].trace || !*c[i].trace;
+    if (base && fr->base_sec > 0) sec = fr->base_sec;
+    fr->n_base += base;
     out[i].status = MLC_MEASURE_OK;
     out[i].n_secs = 1;
     out[i].secs[0] = out[i].mean_sec = sec;
-    if (fr->best == 0 || sec < fr->best) fr->best = sec;
+    if (!base && (fr->best == 0 || sec < fr->best)) fr->best = sec;
+    if (!base && fr->disturb_every && ++fr->n_ok % fr->disturb_every == 0) {
+      out[i].disturbed = true; /* what the runner says after its two retimes */
+      out[i].retimes = 2;
+      fr->n_disturbed++;
+    }
   }
   if (fr->stop_after && fr->calls >= fr->stop_after) *fr->stop = 1;
   return true;
@@ -1144,6 +1158,183 @@ static void test_throughput(void) {
   mlc_arena_free(a);
 }
 
+/* ---- interference ------------------------------------------------------------------ */
+
+typedef struct progress_seen {
+  int calls, last_disturbed, last_retimed, rounds_disturbed;
+} progress_seen;
+
+static void on_progress(void *ud, const mlc_tuner_progress *p) {
+  progress_seen *ps = ud;
+  ps->calls++;
+  ps->last_disturbed = p->disturbed;
+  ps->last_retimed = p->retimed;
+  ps->rounds_disturbed += p->batch_disturbed > 0;
+}
+
+static int db_disturbed(mlc_db *db, int64_t wid) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *recs;
+  mlc_error e;
+  int n = mlc_db_records(db, wid, "llvm", a, &recs, &e), k = 0;
+  for (int i = 0; i < n; i++) k += recs[i].disturbed;
+  mlc_arena_free(a);
+  return n < 0 ? -1 : k;
+}
+
+/* Results the runner marks disturbed reach the records (the disturbed
+ * column), the counts and the progress callback; rounds with any are
+ * counted. */
+static void test_loop_disturbed_marked(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  fake_runner fr = {.disturb_every = 5};
+  progress_seen ps = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &fr, "matmul", 24);
+  o.slow_factor = -1;
+  o.progress = on_progress;
+  o.progress_ud = &ps;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK(r.measured == 24 && fr.n_disturbed == 4);
+  CHECK_MSG(r.disturbed == 4 && r.retimed == 4, "disturbed %d retimed %d", r.disturbed,
+            r.retimed);
+  CHECK_MSG(db_disturbed(db, r.workload_id) == 4, "%d records marked",
+            db_disturbed(db, r.workload_id));
+  /* OK results 5, 10 | 15 | 20: rounds of 8 hold 1, 1, 2 of them */
+  CHECK_MSG(r.disturbed_rounds == 3 && ps.rounds_disturbed == 3, "rounds %d, seen %d",
+            r.disturbed_rounds, ps.rounds_disturbed);
+  CHECK(ps.calls == 3 && ps.last_disturbed == 4 && ps.last_retimed == 4);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  /* The best few measured again at the end: disturbed times do not join
+   * their records (every result disturbed here), clean ones do. */
+  for (int every = 1; every <= 2; every++) {
+    db = fresh_db();
+    fr = (fake_runner){.disturb_every = every == 1 ? 1 : 0};
+    loop_opts(&o, &fr, "matmul", 8);
+    o.slow_factor = -1;
+    o.remeasure_top = 3;
+    CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+    mlc_arena *ra = mlc_arena_new();
+    mlc_db_record best;
+    CHECK(mlc_db_get_record(db, r.best_record_id, ra, &best, &e) == 1);
+    CHECK_MSG(best.n_secs == (every == 1 ? 1 : 2) && best.disturbed == (every == 1),
+              "every %d: %d run times, disturbed %d", every, best.n_secs, best.disturbed);
+    mlc_arena_free(ra);
+    mlc_db_close(db);
+    unlink(g_db_path);
+  }
+  mlc_arena_free(a);
+}
+
+/* The end check: the unscheduled kernel is timed next to the best (in one
+ * batch, alternately); a best that is not faster gives the warning and
+ * not_faster, a faster one neither. */
+static void test_loop_best_not_faster(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  for (int slow_base = 0; slow_base < 2; slow_base++) {
+    mlc_db *db = fresh_db();
+    fake_runner fr = {.base_sec = slow_base ? 10.0 : 1e-6};
+    mlc_tuner_tune_opts o;
+    mlc_tuner_tune_result r;
+    mlc_error e;
+    loop_opts(&o, &fr, "matmul", 16);
+    o.slow_factor = -1;
+    o.measure_baseline = true;
+    CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+    /* one at the start, then two pairs */
+    CHECK_MSG(fr.n_base == 3, "%d unscheduled timings", fr.n_base);
+    CHECK(r.best_sec > 0 && r.check_best_sec == fr.best);
+    CHECK(r.check_base_sec == fr.base_sec);
+    if (slow_base) {
+      CHECK(!r.not_faster && r.warning[0] == 0);
+    } else {
+      CHECK(r.not_faster);
+      CHECK_MSG(strstr(r.warning, "WARNING") && strstr(r.warning, "not faster than the "
+                "unscheduled kernel"), "%s", r.warning);
+    }
+    mlc_db_close(db);
+    unlink(g_db_path);
+  }
+  /* without measure_baseline (the task scheduler's rounds) there is no check */
+  mlc_db *db = fresh_db();
+  fake_runner fr = {.base_sec = 1e-6};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &fr, "matmul", 8);
+  CHECK(mlc_tuner_tune(db, f, &o, &r, &e));
+  CHECK(fr.n_base == 0 && !r.not_faster && r.check_base_sec == 0);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* Busy processes that want every core several times over. */
+static int start_spinners(int n, pid_t *pids) {
+  int k = 0;
+  for (; k < n; k++) {
+    pids[k] = fork();
+    if (pids[k] < 0) break;
+    if (pids[k] == 0) {
+      volatile unsigned long x = 0;
+      for (;;) x++;
+    }
+  }
+  return k;
+}
+
+static void stop_spinners(int n, const pid_t *pids) {
+  for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(pids[i], NULL, 0);
+}
+
+/* A real tuning (worker processes) with a busy neighbour started by the
+ * test: the runner notices. Calls of milliseconds (256^3), so that the
+ * neighbour takes the runner's core inside timed calls (a call of 0.1 ms
+ * usually runs whole and is timed right). Some measurements were re-timed,
+ * every one that stayed disturbed is marked in its record, and the counts
+ * agree with the database. */
+static void test_tune_busy_neighbour(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "256,256,256");
+  mlc_db *db = fresh_db();
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  mlc_tuner_tune_opts_default(&o);
+  o.task = "matmul";
+  o.shape = "256,256,256";
+  o.trials = 6;
+  o.trials_per_round = 6;
+  o.cost_model = "random";
+  o.remeasure_top = 0;
+  o.n_builders = 1;
+  small_opts(&o.search, 7);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  pid_t pids[64];
+  int n = start_spinners(cores < 1 ? 4 : cores > 16 ? 64 : 4 * (int)cores, pids);
+  CHECK(n > 0);
+  bool ok = mlc_tuner_tune(db, f, &o, &r, &e);
+  stop_spinners(n, pids);
+  CHECK_MSG(ok, "%s", e.msg);
+  int ok_results = r.measured - r.errors;
+  CHECK_MSG(ok_results > 0, "no successful candidate: %s", r.first_error);
+  CHECK_MSG(r.retimed > 0, "%d measured under a busy neighbour, none re-timed", ok_results);
+  CHECK(r.disturbed <= r.retimed && r.retimed <= ok_results);
+  CHECK_MSG(db_disturbed(db, r.workload_id) == r.disturbed, "%d marked, %d counted",
+            db_disturbed(db, r.workload_id), r.disturbed);
+  CHECK(r.disturbed_rounds == (r.disturbed > 0));
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_space_matmul);
   RUN(test_space_batch_matmul);
@@ -1168,6 +1359,9 @@ int main(void) {
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);
   RUN(test_runner_too_slow);
+  RUN(test_loop_disturbed_marked);
+  RUN(test_loop_best_not_faster);
+  RUN(test_tune_busy_neighbour);
   RUN(test_loop_ends);
   RUN(test_loop_xgb);
   RUN(test_throughput);

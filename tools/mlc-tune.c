@@ -278,7 +278,13 @@ static void progress(void *ud, const mlc_tuner_progress *p) {
   if (p->best_gflops > 0) fprintf(stderr, "%.2f GFLOP/s (%.4g ms)", p->best_gflops, p->best_sec * 1e3);
   else if (p->best_sec > 0) fprintf(stderr, "%.4g ms", p->best_sec * 1e3);
   else fprintf(stderr, "-");
-  fprintf(stderr, ", elapsed %.0f s, ETA %.0f s\n", p->elapsed_s, p->eta_s);
+  fprintf(stderr, ", elapsed %.0f s, ETA %.0f s", p->elapsed_s, p->eta_s);
+  if (p->retimed > 0)
+    fprintf(stderr, "; interference: %d re-timed, %d disturbed", p->retimed, p->disturbed);
+  if (p->batch_disturbed > 0)
+    fprintf(stderr, " [round disturbed: %d of %d timed under interference]", p->batch_disturbed,
+            p->batch);
+  fputc('\n', stderr);
 }
 
 static void print_summary(const workload *w, const char *target, const mlc_tuner_tune_result *r) {
@@ -291,11 +297,21 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
   if (r->best_gflops > 0) printf(", %.2f GFLOP/s", r->best_gflops);
   printf(" (record %lld; see it with `mlc-db show %lld`)\n", (long long)r->best_record_id,
          (long long)r->best_record_id);
-  if (r->baseline_sec > 0)
+  if (r->not_faster)
+    printf("no speed-up: the unscheduled kernel took %.4g ms next to the best's %.4g ms\n",
+           r->check_base_sec * 1e3, r->check_best_sec * 1e3);
+  else if (r->check_base_sec > 0)
+    printf("speed-up over the unscheduled kernel, timed side by side (%.4g ms vs %.4g ms): "
+           "%.1fx\n", r->check_base_sec * 1e3, r->check_best_sec * 1e3,
+           r->check_base_sec / r->check_best_sec);
+  else if (r->baseline_sec > 0)
     printf("speed-up over the unscheduled kernel (%.4g ms): %.1fx\n", r->baseline_sec * 1e3,
            r->baseline_sec / r->best_sec);
   printf("trials: %d before, %d measured now (%d errors) in %d rounds\n", r->measured_before,
          r->measured, r->errors, r->rounds);
+  if (r->retimed > 0)
+    printf("interference: %d candidates re-timed; %d stayed disturbed (marked in their "
+           "records) in %d rounds\n", r->retimed, r->disturbed, r->disturbed_rounds);
   if (r->too_slow > 0)
     printf("stopped early: %d candidates far slower than the best (recorded as too slow)\n",
            r->too_slow);
@@ -330,6 +346,13 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
                  r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
                  r->exhausted ? "true" : "false");
   mlc_json_write_string(&s, r->message);
+  mlc_str_printf(&s, ",\"retimed\":%d,\"disturbed\":%d,\"disturbed_rounds\":%d,"
+                 "\"check_base_sec\":", r->retimed, r->disturbed, r->disturbed_rounds);
+  mlc_json_write_number(&s, r->check_base_sec);
+  mlc_str_puts(&s, ",\"check_best_sec\":");
+  mlc_json_write_number(&s, r->check_best_sec);
+  mlc_str_printf(&s, ",\"not_faster\":%s,\"warning\":", r->not_faster ? "true" : "false");
+  mlc_json_write_string(&s, r->warning);
   mlc_str_puts(&s, "}\n");
   fputs(mlc_str_cstr(&s), stdout);
   mlc_str_free(&s);
@@ -386,6 +409,7 @@ static int run(const cli *c, workload *w) {
   mlc_db_close(db);
   if (!ok) return fail(err.msg);
   if (r.message[0] && !c->json) fprintf(stderr, "mlc-tune: %s\n", r.message);
+  if (r.warning[0]) fprintf(stderr, "mlc-tune: %s\n", r.warning);
   if (c->json) print_json(w, tgt.str, &r);
   else print_summary(w, tgt.str, &r);
   fflush(stdout);

@@ -401,8 +401,9 @@ static bool choose_best(tune_run *r, bool again, mlc_error *err) {
       mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = top[i].trace,
                                  .target = r->target};
     ok = do_measure(r, n, mc, mr, err);
+    /* times the runner could not take clean would skew a record's mean */
     for (int i = 0; ok && i < n; i++)
-      if (mr[i].status == MLC_MEASURE_OK)
+      if (mr[i].status == MLC_MEASURE_OK && !mr[i].disturbed)
         ok = mlc_db_add_run_secs(r->db, top[i].id, mr[i].n_secs, mr[i].secs, err);
     mlc_free(mc), mlc_free(mr);
     int m = ok ? top_trusted(r, 1, a, &top, err) : 0;
@@ -473,11 +474,12 @@ static void check_best(tune_run *r, mlc_arena *a) {
   r->res->not_faster = true;
   snprintf(r->res->warning, sizeof r->res->warning,
            "WARNING: the best kernel found (record %" PRId64 ", %.4g ms) is not faster than the "
-           "unscheduled kernel (%.4g ms) timed next to it%s; no speed-up to report%s",
+           "unscheduled kernel (%.4g ms) timed next to it: no speed-up%s%s",
            r->res->best_record_id, t[1] * 1e3, t[0] * 1e3,
-           disturbed ? " while other work disturbed the measurements" : "",
-           r->res->disturbed ? " (its round was measured under interference: tune again on a "
-                               "quieter machine)" : "");
+           disturbed ? "; other work disturbed these timings" : "",
+           rec.disturbed || r->res->disturbed > 0
+               ? "; the tuning was measured under interference (tune again on a quieter machine)"
+               : "");
 }
 
 static void tune_free(tune_run *r) {

@@ -180,11 +180,11 @@ line "$(trace 2)" '[3e-06]' >"$tmp/ok.jsonl"; echo >>"$tmp/ok.jsonl"
 "$DB" --db "$tmp/d.db" import "$tmp/ok2.jsonl" >"$tmp/out" 2>&1
 check db_untrusted_true_hash_ok grep -q 'imported 1 records' "$tmp/out"
 
-# A database of schema version 2 (no sched_hash column) opens, gets the
-# column, and keeps its rows with a NULL hash.
+# A database of schema version 2 (no sched_hash nor disturbed column) opens, gets the
+# columns, and keeps its rows with a NULL hash.
 if command -v sqlite3 >/dev/null 2>&1; then
   cp "$tmp/c.db" "$tmp/v2.db"
-  sqlite3 "$tmp/v2.db" "ALTER TABLE records DROP COLUMN sched_hash; UPDATE meta SET value = '2' WHERE key = 'schema_version';" 2>"$tmp/err"
+  sqlite3 "$tmp/v2.db" "ALTER TABLE records DROP COLUMN sched_hash; ALTER TABLE records DROP COLUMN disturbed; UPDATE meta SET value = '2' WHERE key = 'schema_version';" 2>"$tmp/err"
   if [ $? -eq 0 ]; then
     "$DB" --db "$tmp/v2.db" show 1 >"$tmp/show_v2" 2>&1
     check db_migrate_v2_show grep -q '^  scheduled: - (not recorded)' "$tmp/show_v2"

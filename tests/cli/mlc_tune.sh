@@ -56,6 +56,53 @@ check tune_resume_json grep -q '"trials_before":4,"measured":2' "$tmp/out"
 if command -v sqlite3 >/dev/null 2>&1; then
   n2=$(sqlite3 "$tmp/a.db" 'select count(*), count(distinct trace_hash) from records')
   check tune_resume_distinct test "$n2" = "6|6"
+  check tune_records_disturbed_column test "$(sqlite3 "$tmp/a.db" 'select count(*) from records where disturbed is null')" = 0
+fi
+check tune_json_interference grep -Eq '"retimed":[0-9]+,"disturbed":[0-9]+,"disturbed_rounds":[0-9]+' "$tmp/out"
+check tune_json_no_check grep -q '"check_base_sec":0,"check_best_sec":0,"not_faster":false,"warning":""' "$tmp/out"
+
+# with the baseline: the unscheduled kernel is timed again next to the best
+# at the end; either a speed-up measured side by side, or (a best no faster)
+# a WARNING on stderr, "no speed-up" in the summary and in the JSON
+"$TUNE" --task matmul --shape 16,16,16 --trials 8 --db "$tmp/a.db" --cost-model random -j 1 \
+  --trials-per-round 2 >"$tmp/out" 2>"$tmp/err"
+check tune_check_exit test $? -eq 0
+if grep -q 'speed-up over the unscheduled kernel, timed side by side' "$tmp/out"; then
+  check tune_check_no_warning test "$(grep -c WARNING "$tmp/err")" -eq 0
+else
+  check tune_check_warning grep -q 'mlc-tune: WARNING: the best kernel found .* is not faster' "$tmp/err"
+  check tune_check_no_speedup grep -q '^no speed-up: the unscheduled kernel took' "$tmp/out"
+fi
+"$TUNE" --task matmul --shape 16,16,16 --trials 10 --db "$tmp/a.db" --cost-model random -j 1 \
+  --trials-per-round 2 --json >"$tmp/out" 2>"$tmp/err"
+check tune_check_json grep -Eq '"check_base_sec":[0-9.e-]*[1-9][0-9.e-]*,"check_best_sec":[0-9.e-]*[1-9]' "$tmp/out"
+if grep -q '"not_faster":true' "$tmp/out"; then
+  check tune_check_json_warning grep -q '"warning":"WARNING: the best kernel found' "$tmp/out"
+  check tune_check_json_stderr grep -q 'mlc-tune: WARNING' "$tmp/err"
+else
+  check tune_check_json_quiet grep -q '"not_faster":false,"warning":""' "$tmp/out"
+fi
+
+# a busy neighbour started here (busy loops, four per core): the runner
+# notices, re-times, and the progress line and summary say so; calls of
+# milliseconds (256^3) so that the neighbour takes cores inside them
+spin=""
+i=0
+while [ $i -lt $((4 * $(nproc 2>/dev/null || echo 2))) ]; do
+  sh -c 'while :; do :; done' &
+  spin="$spin $!"
+  i=$((i + 1))
+done
+"$TUNE" --task matmul --shape 256,256,256 --trials 6 --db "$tmp/busy.db" $Q -v >"$tmp/out" 2>"$tmp/err"
+rc=$?
+kill $spin 2>/dev/null
+wait $spin 2>/dev/null
+check tune_busy_exit test $rc -eq 0
+check tune_busy_progress grep -Eq '^round [0-9]+: .*; interference: [1-9][0-9]* re-timed, [0-9]+ disturbed' "$tmp/err"
+check tune_busy_summary grep -Eq '^interference: [1-9][0-9]* candidates re-timed; [0-9]+ stayed disturbed' "$tmp/out"
+if command -v sqlite3 >/dev/null 2>&1; then
+  d=$(sqlite3 "$tmp/busy.db" 'select count(*) from records where disturbed = 1')
+  check tune_busy_marked grep -Eq "^interference: .*; $d stayed disturbed" "$tmp/out"
 fi
 
 # a TVMScript kernel from a file
