@@ -38,6 +38,24 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
   abort();
 }
 
+/* Out of memory, by path (tests/test_allocfail.c fails every allocation of
+ * each in turn and checks which of the two happens):
+ *
+ * Returns an error, nothing leaked: mlc_parse_module and mlc_json_parse
+ * (the caller's arena jumps back to the parser, which reports "out of
+ * memory"); mlc_interp_run (its compile arena jumps, its buffers use
+ * mlc_malloc); mlc_array_try_new. These are the paths whose sizes come from
+ * input: source text, JSON text, tensor shapes.
+ *
+ * Aborts by design, through mlc_xmalloc/mlc_xrealloc or an arena with no
+ * escape point: the arena header (mlc_arena_new, fixed size); heap vectors
+ * (MLC_VEC_PUSH) and string builders (mlc_str), whose callers have no error
+ * path; the schedule state (mlc_sched_new and its arena, which holds the IR
+ * copy, the handles and the trace) and so primitives and replay; reading a
+ * trace out of its parsed JSON (mlc_trace_from_json after mlc_json_parse
+ * has returned). Their sizes grow with a program or trace already parsed,
+ * so with the length of text a parse accepted, not with a number read from
+ * input. */
 void *mlc_xmalloc(size_t n) {
   void *p = mlc_malloc(n);
   if (!p) mlc_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", n);
