@@ -133,6 +133,14 @@ bench: $(BENCHES)
 	@for b in $(BENCH_RUN); do echo "# $$b"; $$b || exit 1; done
 	@echo "# results in bench/results.json"
 
+# The crash-consistency soak (tests/soak.sh; not in CI nor in `make test`):
+# SOAK_RUNS runs of mlc-tune on one database, each killed with SIGKILL at a
+# random moment, then checked (integrity, duplicates, lost batches, resume).
+SOAK_RUNS ?= 50
+.PHONY: soak
+soak: $(B)/bin/mlc-tune $(B)/bin/mlc-worker
+	@SOAK_RUNS=$(SOAK_RUNS) BIN=$(B)/bin bash tests/soak.sh
+
 # The real networks (examples/export_models.py: ResNet-18, MobileNetV2, a
 # transformer encoder, random weights, with an input and PyTorch's output
 # as .npy) into models/, git-ignored; needs python3-torch and
