@@ -359,6 +359,64 @@ static bool invert_index(mlc_arena *a, const mlc_block *b, mlc_expr *ix, mlc_exp
   return true;
 }
 
+/* A read whose indices are the row-major split of one fused sum F of the
+ * iters, as a reshape reads (B[vi // 4, vi % 4] of a (4, 4) B): TVM's
+ * DetectIterMap sees one bijective map there. F (the innermost index's
+ * floormod operand, or sum_d index_d * stride_d simplified) is inverted as
+ * one fused map against that sum of the producer's store indices, and
+ * accepted only when every index
+ * equals floormod(floordiv(F, stride_d), extent_d) under the iters'
+ * domains (d = 0 without the floormod). */
+static bool invert_unflattened(mlc_arena *a, const mlc_block *b, const mlc_expr *load,
+                               const mlc_stmt *pst, mlc_expr **map) {
+  const mlc_buffer *buf = load->load.buf;
+  int n = buf->ndim;
+  if (n < 2) return false;
+  mlc_dtype t = load->load.indices[0]->dtype;
+  mlc_expr *f = NULL, *pf = NULL;
+  int64_t stride = 1;
+  for (int d = n - 1; d >= 0; d--) {
+    int64_t ext = buf->shape[d];
+    if (ext <= 0) return false;
+    mlc_expr *c = mlc_int_t(a, t, stride);
+    mlc_expr *term = mlc_mul(a, load->load.indices[d], c);
+    mlc_expr *pterm = mlc_mul(a, pst->store.indices[d], c);
+    f = f ? mlc_add(a, term, f) : term;
+    pf = pf ? mlc_add(a, pterm, pf) : pterm;
+    if (d > 0 && mlc_mul_overflow(stride, ext, &stride)) return false;
+  }
+  mlc_simplifier *sp = mlc_simplifier_new(a);
+  for (int k = 0; k < b->n_iters; k++) {
+    int64_t mn, ext;
+    if (!mlc_expr_is_const_int(b->iters[k].dom.min, &mn) ||
+        !mlc_expr_is_const_int(b->iters[k].dom.extent, &ext))
+      return false;
+    mlc_simplifier_bind(sp, b->iters[k].var, mn, ext);
+  }
+  /* The innermost index is floormod(F, extent) when the reader wrote F out;
+   * else the sum above, simplified, must come back to F. */
+  int64_t last;
+  mlc_expr *inner = mlc_simplify(sp, load->load.indices[n - 1]);
+  if (inner->kind == MLC_EXPR_FLOORMOD && mlc_expr_is_const_int(inner->bin.b, &last) &&
+      last == buf->shape[n - 1])
+    f = inner->bin.a;
+  else
+    f = mlc_simplify(sp, f);
+  if (!invert_index(a, b, f, pf, map)) return false;
+  stride = 1;
+  for (int d = n - 1; d >= 0; d--) {
+    int64_t ext = buf->shape[d];
+    mlc_expr *u = stride == 1 ? f : mlc_binary(a, MLC_EXPR_FLOORDIV, f, mlc_int_t(a, t, stride));
+    if (d > 0) u = mlc_binary(a, MLC_EXPR_FLOORMOD, u, mlc_int_t(a, t, ext));
+    int64_t diff;
+    if (!mlc_expr_const_diff(a, mlc_simplify(sp, u), mlc_simplify(sp, load->load.indices[d]), &diff) ||
+        diff)
+      return false;
+    stride *= ext;
+  }
+  return true;
+}
+
 static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
   mlc_arena *a = s->arena;
   const mlc_block *b = p->c.blk, *pb = p->prod->realize.block;
@@ -371,7 +429,7 @@ static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
   const mlc_expr *loads[64];
   load_list found = {buf, loads, 0, MLC_COUNTOF(loads)};
   mlc_expr_visit(st->store.value, note_load, &found);
-  for (int i = 0; i < buf->ndim; i++) mlc_expr_visit(st->store.indices[i], note_load, &found);
+  for (int i = 0; i < st->store.buf->ndim; i++) mlc_expr_visit(st->store.indices[i], note_load, &found);
   int nl = found.n;
   if (nl == 0)
     return mlc_error_set(err, "%s: %s: the stored value does not read %s", p->c.prim, p->c.who,
@@ -392,35 +450,38 @@ static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
     if (mlc_expr_is_const_int(pb->iters[k].dom.min, &mn) && mlc_expr_is_const_int(pb->iters[k].dom.extent, &ext))
       mlc_simplifier_bind(sp, pb->iters[k].var, mn, ext);
   }
-  for (int d = 0; d < buf->ndim; d++) {
-    mlc_expr *ix = mlc_simplify_expr(a, loads[0]->load.indices[d]);
-    mlc_expr **before = MLC_NEW_ARRAY(a, mlc_expr *, b->n_iters + 1);
-    memcpy(before, p->map, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
-    if (!invert_index(a, b, ix, pst->store.indices[d], p->map)) {
-      mlc_str o = {0};
-      mlc_print_expr(&o, ix);
+  int bad = -1;
+  for (int d = 0; d < buf->ndim && bad < 0; d++)
+    if (!invert_index(a, b, mlc_simplify_expr(a, loads[0]->load.indices[d]), pst->store.indices[d],
+                      p->map))
+      bad = d;
+  if (bad >= 0) {
+    memset(p->map, 0, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
+    if (!invert_unflattened(a, b, loads[0], pst, p->map)) {
+      mlc_str o = {.arena = a}; /* under replay's escape point */
+      mlc_print_expr(&o, mlc_simplify_expr(a, loads[0]->load.indices[bad]));
       mlc_error_set(err, "%s: %s: index %d of the block's read of %s (%s) is not a bijective "
                          "affine map of its iter vars (distinct iters, a single one times +-1 or "
-                         "a fused sum of them)",
-                    p->c.prim, p->c.who, d, buf->name, mlc_str_cstr(&o));
+                         "a fused sum of them), nor are the indices the row-major split of one",
+                    p->c.prim, p->c.who, bad, buf->name, mlc_str_cstr(&o));
       mlc_str_free(&o);
       return false;
     }
-    /* Every producer instance must have its consumer instance: a store
-     * outside the consumer's domain would need a predicate the verifier
-     * (and the bounds of the consumer's output) cannot accept. */
-    for (int k = 0; k < b->n_iters; k++) {
-      if (before[k] || !p->map[k]) continue;
-      p->map[k] = mlc_simplify(sp, p->map[k]);
-      int64_t lo, hi, dmin, dext;
-      const mlc_iter_var *it = &b->iters[k];
-      if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||
-          !mlc_simplifier_bounds(sp, p->map[k], &lo, &hi) || lo < dmin || hi > dmin + dext - 1)
-        return mlc_error_set(err,
-                             "%s: %s: producer \"%s\" writes elements of %s that no instance of the "
-                             "block reads (iter %s would leave its domain)",
-                             p->c.prim, p->c.who, pb->name, buf->name, it->var->name);
-    }
+  }
+  /* Every producer instance must have its consumer instance: a store
+   * outside the consumer's domain would need a predicate the verifier
+   * (and the bounds of the consumer's output) cannot accept. */
+  for (int k = 0; k < b->n_iters; k++) {
+    if (!p->map[k]) continue;
+    p->map[k] = mlc_simplify(sp, p->map[k]);
+    int64_t lo, hi, dmin, dext;
+    const mlc_iter_var *it = &b->iters[k];
+    if (!mlc_expr_is_const_int(it->dom.min, &dmin) || !mlc_expr_is_const_int(it->dom.extent, &dext) ||
+        !mlc_simplifier_bounds(sp, p->map[k], &lo, &hi) || lo < dmin || hi > dmin + dext - 1)
+      return mlc_error_set(err,
+                           "%s: %s: producer \"%s\" writes elements of %s that no instance of the "
+                           "block reads (iter %s would leave its domain)",
+                           p->c.prim, p->c.who, pb->name, buf->name, it->var->name);
   }
   for (int k = 0; k < b->n_iters; k++) {
     int64_t ext;

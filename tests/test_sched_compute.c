@@ -721,6 +721,19 @@ static const char *QA_RESHAPE =
     "            vi = T.axis.spatial(16, i)\n"
     "            C[vi] = B[vi // 4, vi % 4] * T.float32(2)\n";
 
+/* A 3-D reshape: the read splits one iter over all three dimensions. */
+static const char *QA_RESHAPE3 =
+    QA_FN("A: T.Buffer((2, 3, 4), \"float32\"), C: T.Buffer((4, 6), \"float32\")")
+    "    B = T.alloc_buffer((2, 3, 4))\n"
+    "    for i, j, k in T.grid(2, 3, 4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj, vk = T.axis.remap(\"SSS\", [i, j, k])\n"
+    "            B[vi, vj, vk] = A[vi, vj, vk] - T.float32(3)\n"
+    "    for i, j in T.grid(4, 6):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[(vi * 6 + vj) // 12, (vi * 6 + vj) // 4 % 3, (vi * 6 + vj) % 4] * T.float32(2)\n";
+
 static const char *QA_TWO_VAR_READ =
     QA_FN("A: T.Buffer((16,), \"float32\"), C: T.Buffer((8, 2), \"float32\")")
     "    B = T.alloc_buffer((16,))\n"
@@ -791,6 +804,11 @@ static const qa_case QA_CASES[] = {
      {"for ax0 in range(4):", "vi, vj = T.axis.remap(\"SS\", [i_0, ax0])"}},
     {"reshape: reverse_compute_at", K_RCA, "C", "B", 0, 0,
      {"for ax0 in range(4):", "vi = T.axis.spatial(16, i * 4 + ax0)"}},
+    {"reshape: reverse_compute_inline", K_RCI, "C", NULL, 0, 0,
+     {"C[vi * 4 + vj] = (A[vi, vj] + T.float32(1)) * T.float32(2)"}},
+    {"reshape3: reverse_compute_inline", K_RCI, "C", NULL, 0, 0,
+     {"C[vi * 2 + (vj * 4 + vk) // 6, (vj * 4 + vk) % 6]"}},
+    {"reshape3: reverse_compute_at", K_RCA, "C", "B", 0, 0, {"for ax0, ax1 in T.grid(2, 6):"}},
     {"two-var read: compute_at", K_CA, "B", "C", 0, 0,
      {"for ax0 in range(2):", "vi = T.axis.spatial(16, i * 2 + ax0)"}},
     {"two-var read: reverse_compute_at", K_RCA, "C", "B", 4, 0,
@@ -805,9 +823,9 @@ static const qa_case QA_CASES[] = {
 
 static const char *qa_text(int i) {
   static const char **texts[] = {&QA_REVERSED_READ, &QA_REVERSED_WRITE, &QA_STRIDED, &QA_FLOORDIV,
-                                 &QA_FLOORMOD, &QA_RESHAPE, &QA_TWO_VAR_READ, &QA_TWO_VAR_WRITE};
+                                 &QA_FLOORMOD, &QA_RESHAPE, &QA_RESHAPE3, &QA_TWO_VAR_READ, &QA_TWO_VAR_WRITE};
   static const char *prefix[] = {"reversed read", "reversed write", "strided", "floordiv",
-                                 "floormod", "reshape", "two-var read", "two-var write"};
+                                 "floormod", "reshape", "reshape3", "two-var read", "two-var write"};
   for (size_t k = 0; k < MLC_COUNTOF(prefix); k++)
     if (strncmp(QA_CASES[i].name, prefix[k], strlen(prefix[k])) == 0 &&
         QA_CASES[i].name[strlen(prefix[k])] == ':')
@@ -931,6 +949,40 @@ static void test_quasi_affine_refusals(void) {
   rb = block_of(s, "C");
   REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, rb, err),
           "index 0 of the block's read of B (vi * 2) is not a bijective affine map");
+  mlc_sched_free(s);
+  /* The read has more dimensions than the store (this once read past the
+   * store's indices): a slice is no bijection, a column-major split neither. */
+  s = sched_of(QA_FN("A: T.Buffer((4, 4), \"float32\"), C: T.Buffer((4,), \"float32\")")
+               "    B = T.alloc_buffer((4, 4))\n"
+               "    for i, j in T.grid(4, 4):\n"
+               "        with T.block(\"B\"):\n"
+               "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+               "            B[vi, vj] = A[vi, vj]\n"
+               "    for i in range(4):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi = T.axis.spatial(4, i)\n"
+               "            C[vi] = B[vi, 2] + T.float32(1)\n",
+               1);
+  rb = block_of(s, "C");
+  REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, rb, err),
+          "index 1 of the block's read of B (2) is not a bijective affine map");
+  mlc_sched_free(s);
+  s = sched_of(QA_FN("A: T.Buffer((4, 4), \"float32\"), C: T.Buffer((16,), \"float32\")")
+               "    B = T.alloc_buffer((4, 4))\n"
+               "    for i, j in T.grid(4, 4):\n"
+               "        with T.block(\"B\"):\n"
+               "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+               "            B[vi, vj] = A[vi, vj]\n"
+               "    for i in range(16):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi = T.axis.spatial(16, i)\n"
+               "            C[vi] = B[vi % 4, vi // 4] + T.float32(1)\n",
+               1);
+  rb = block_of(s, "C");
+  REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, rb, err),
+          "index 0 of the block's read of B (vi % 4) is not a bijective affine map of its iter vars "
+          "(distinct iters, a single one times +-1 or a fused sum of them), nor are the indices the "
+          "row-major split of one");
   mlc_sched_free(s);
 }
 
@@ -1345,6 +1397,8 @@ static void test_random_sequences(void) {
   property_task("conv2d_nchw", "1,2,5,5,2,3,3", 40 * PROP_SCALE, 12, &st);
   property_func("quasi_affine", parse(PROP_QUASI_AFFINE), 90 * PROP_SCALE, 12, &st);
   property_func("repeat_tile", parse(PROP_REPEAT_TILE), 90 * PROP_SCALE, 12, &st);
+  property_func("reshape", parse(QA_RESHAPE), 40 * PROP_SCALE, 12, &st);
+  property_func("reshape3", parse(QA_RESHAPE3), 40 * PROP_SCALE, 12, &st);
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
   printf("# random sequences: %d sequences of 12 steps (%d steps): applied split %d, compute_at %d, "
          "sample_compute_location + compute_at %d, reverse_compute_at %d, compute_inline %d, "
