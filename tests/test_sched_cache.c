@@ -649,6 +649,50 @@ static void test_compact_blockized(void) {
   mlc_sched_free(s);
 }
 
+/* The issue's scale: a 128 x 128 stage read 16 x 16 at a time. Under a
+ * blockized tile the cache is (16, 16) in the schedule; placed under the
+ * tile loops with compute_at it keeps the buffer's shape in the schedule
+ * (as TensorIR's cache_read does) and lowering compacts it to the 256
+ * elements read under the loops (TensorIR's CompactBufferAllocation). */
+static void test_compact_tile_128(void) {
+  static const char *ew = HDR
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((128, 128), \"float32\"), B: T.Buffer((128, 128), \"float32\")):\n"
+      "    for i, j in T.grid(128, 128):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = A[vi, vj] * T.float32(2)\n";
+  mlc_prim_func *f = parse(ew);
+  for (int placed = 0; placed < 2; placed++) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_rv b = block_of(s, "B"), *l, i2[2], j2[2], outer, o;
+    mlc_error e = {{0}};
+    CHECK(mlc_sched_get_loops(s, b, &l, &e) == 2);
+    OK(mlc_sched_split(s, l[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(16)}, true, i2, err));
+    OK(mlc_sched_split(s, l[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(16)}, true, j2, err));
+    OK(mlc_sched_reorder(s, 4, (mlc_rv[]){i2[0], j2[0], i2[1], j2[1]}, err));
+    if (!placed) {
+      OK(mlc_sched_blockize(s, i2[1], false, &outer, err));
+      OK(mlc_sched_cache_read(s, b, 0, "shared", 0, NULL, &o, err));
+      CHECK_HAS(s, "A_shared = T.alloc_buffer((16, 16), scope=\"shared\")");
+    } else {
+      OK(mlc_sched_cache_read(s, b, 0, "shared", 0, NULL, &o, err));
+      OK(mlc_sched_compute_at(s, o, j2[0], false, -1, err));
+      CHECK_HAS(s, "for ax0, ax1 in T.grid(16, 16):");
+      mlc_arena *a = mlc_arena_new();
+      mlc_prim_func *low = mlc_target_lower(a, mlc_sched_func(s), &e);
+      mlc_str out = {0};
+      if (low) mlc_print_func(&out, low);
+      CHECK_MSG(low && strstr(mlc_str_cstr(&out), "A_shared = T.decl_buffer((256,)"),
+                "A_shared not compacted to 16 x 16:\n%s", low ? mlc_str_cstr(&out) : e.msg);
+      mlc_str_free(&out);
+      mlc_arena_free(a);
+    }
+    CHECK_APPLIED(f, s);
+    mlc_sched_free(s);
+  }
+}
+
 /* At the root the cache holds the region the writer writes when that is
  * less than the buffer: A[2:6] here, so A_local is (4,) and C reads
  * A_local[vi - 2]. */
@@ -1226,6 +1270,7 @@ int main(void) {
   RUN(test_set_scope_same);
   RUN(test_blockized);
   RUN(test_compact_blockized);
+  RUN(test_compact_tile_128);
   RUN(test_compact_root_region);
   RUN(test_cache_write_under_scope);
   RUN(test_cache_read_consumers);
