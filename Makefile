@@ -157,7 +157,7 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
 # without it); ONNX's backend test data (test_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py.
-DEB_OPTIONAL := sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
+DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
                 python3-numpy libdnnl-dev
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
@@ -222,6 +222,7 @@ fuzz:
 	  [ -f "$$f" ] && cp "$$f" $(FUZZ_B)/corpus/fuzz_onnx/$$(basename $$(dirname $$f)).onnx; done; \
 	  cp tests/onnx/*.onnx $(FUZZ_B)/corpus/fuzz_onnx/ 2>/dev/null; true
 	@if [ "$(FUZZ_SECONDS)" -gt 0 ]; then \
+	  failed=0; \
 	  for h in $(FUZZERS); do \
 	    echo "# $$h: $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_B)/$$h -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) -timeout=20 \
@@ -230,5 +231,7 @@ fuzz:
 	    grep -E '^#[0-9]+.*(DONE|pulse|NEW)' $(FUZZ_B)/$$h.log | tail -n 1; \
 	    grep -E '^stat::number_of_executed_units|^stat::peak_rss' $(FUZZ_B)/$$h.log; \
 	    echo "  crashes: $$(ls $(FUZZ_B)/crashes/$$h | wc -l) (exit $$rc; log $(FUZZ_B)/$$h.log)"; \
+	    if [ $$rc -ne 0 ]; then failed=$$((failed + 1)); tail -n 40 $(FUZZ_B)/$$h.log; fi; \
 	  done; \
+	  echo "fuzz: $$(($(words $(FUZZERS)) - failed)) passed, $$failed failed"; [ $$failed -eq 0 ]; \
 	else echo "fuzz: built $(FUZZERS:%=$(FUZZ_B)/%); run them with make fuzz FUZZ_SECONDS=N"; fi
