@@ -126,6 +126,8 @@ DNNL_CFLAGS := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),-DMLC_HAVE_DNNL)
 $(B)/obj/bench/bench_models.o: ALL_CFLAGS += $(DNNL_CFLAGS)
 $(B)/bench/bench_models: LDLIBS += $(if $(DNNL_CFLAGS),-ldnnl)
 $(B)/bench/bench_models: | $(B)/bin/mlc-tune $(B)/bin/mlc-compile $(B)/bin/mlc-worker
+# Benches that tune start builder and runner workers.
+$(B)/bench/bench_contention $(B)/bench/bench_tune $(B)/bench/bench_model: | $(B)/bin/mlc-worker
 
 # `make bench BENCH=replay` runs only build/bench/bench_replay.
 BENCH_RUN = $(if $(BENCH),$(BENCH:%=$(B)/bench/bench_%),$(BENCHES))

@@ -1,6 +1,8 @@
 /* The benchmarks' shared report: printing, timing, results.json merging. */
 #include "bench/results.h"
+#include "tuner/tuner.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +133,147 @@ bool bench_write_results(const char *path, int n, const bench_case *cases, mlc_e
   mlc_str_free(&s);
   mlc_arena_free(a);
   return ok;
+}
+
+/* ---- a model compiled and run in process --------------------------------------- */
+
+static bool call_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *args, mlc_error *err) {
+  const bench_variant *v = ud;
+  for (int i = 0; i < v->n; i++)
+    if (v->src[i] == f) {
+      if (mlc_kernel_call(v->fns[i], n, args) != 0)
+        return mlc_error_set(err, "kernel %s failed", v->symbols[i]);
+      return true;
+    }
+  return mlc_error_set(err, "no kernel for %s", f->name);
+}
+
+void bench_variant_run(void *ctx) {
+  bench_variant *v = ctx;
+  if (!v->failed && !mlc_graph_execute(v->m, call_kernel, v, v->in, v->out, &v->err))
+    v->failed = true;
+}
+
+bool bench_variant_build(mlc_arena *a, bench_variant *v, const mlc_target *t, mlc_db *db,
+                         bool schedule, const char *prog, mlc_error *err) {
+  v->n = v->m->tir->n_funcs;
+  v->src = MLC_NEW_ARRAY(a, const mlc_prim_func *, v->n);
+  v->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, v->n);
+  v->symbols = MLC_NEW_ARRAY(a, const char *, v->n);
+  for (int i = 0; i < v->n; i++) {
+    mlc_gkernel k;
+    v->src[i] = v->m->tir->funcs[i];
+    v->symbols[i] = mlc_arena_printf(a, "%s_%s", v->name, mlc_graph_symbol(a, v->m, v->src[i]));
+    if (!mlc_graph_schedule_kernel(a, db, t->str, v->src[i], schedule, &k, err))
+      return mlc_error_prefix(err, "%s", v->name);
+    if (db && !k.record_id)
+      fprintf(stderr, "%s: %s: %s untuned%s%s\n", prog, v->name, v->symbols[i],
+              k.note[0] ? ": " : "", k.note);
+    v->sched[i] = k.sched;
+    v->n_tuned += k.record_id != 0;
+  }
+  if (!mlc_target_build(t, v->n, v->sched, v->symbols, NULL, &v->obj, err) ||
+      !(v->lib = mlc_jit_load(&v->obj, err)))
+    return mlc_error_prefix(err, "%s", v->name);
+  v->fns = mlc_xmalloc(sizeof *v->fns * (size_t)v->n);
+  for (int i = 0; i < v->n; i++)
+    if (!(v->fns[i] = mlc_jit_lookup(v->lib, v->symbols[i], err)))
+      return mlc_error_prefix(err, "%s", v->name);
+  return true;
+}
+
+void bench_variant_free(bench_variant *v) {
+  mlc_free(v->fns);
+  if (v->lib) mlc_jit_unload(v->lib);
+  mlc_object_free(&v->obj);
+}
+
+bool bench_model_io_new(mlc_arena *a, const mlc_gmodule *m, const mlc_gmodule *ref,
+                        bench_model_io *io, mlc_error *err) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  io->n_in = f->n_params;
+  io->n_out = f->n_outputs;
+  io->in = MLC_NEW_ARRAY(a, mlc_array *, f->n_params + 1);
+  io->out = MLC_NEW_ARRAY(a, mlc_array *, f->n_outputs + 1);
+  io->want = MLC_NEW_ARRAY(a, mlc_array *, f->n_outputs + 1);
+  for (int i = 0; i < f->n_params; i++) {
+    mlc_pcg32 r;
+    mlc_pcg32_seed(&r, 1, (uint64_t)i);
+    io->in[i] = mlc_array_new(MLC_FLOAT32, f->params[i]->type.ndim, f->params[i]->type.shape);
+    mlc_array_fill_random(io->in[i], &r);
+  }
+  for (int i = 0; i < f->n_outputs; i++) {
+    const mlc_gtype *ty = &f->outputs[i]->type;
+    io->out[i] = mlc_array_new(MLC_FLOAT32, ty->ndim, ty->shape);
+    io->want[i] = mlc_array_new(MLC_FLOAT32, ty->ndim, ty->shape);
+  }
+  return mlc_graph_reference(ref, io->in, io->want, err) ||
+         mlc_error_prefix(err, "the reference evaluation");
+}
+
+void bench_model_io_free(bench_model_io *io) {
+  for (int i = 0; i < io->n_in; i++) mlc_array_free(io->in[i]);
+  for (int i = 0; i < io->n_out; i++) {
+    mlc_array_free(io->out[i]);
+    mlc_array_free(io->want[i]);
+  }
+}
+
+bool bench_model_io_check(const bench_model_io *io, mlc_error *err) {
+  for (int i = 0; i < io->n_out; i++) {
+    double scale = 0, e;
+    for (int64_t j = 0; j < mlc_array_numel(io->want[i]); j++)
+      scale = fmax(scale, fabs(mlc_array_get(io->want[i], j)));
+    if (!mlc_array_allclose(io->out[i], io->want[i], 1e-3, 1e-4 * (scale > 0 ? scale : 1), &e))
+      return mlc_error_set(err, "output %d differs from the reference (max abs error %.3g)", i,
+                           e);
+  }
+  return true;
+}
+
+bool bench_variant_check(bench_variant *v, bench_model_io *io, mlc_error *err) {
+  v->in = io->in;
+  v->out = io->out;
+  for (int i = 0; i < io->n_out; i++)
+    memset(io->out[i]->data, 0, sizeof(float) * (size_t)mlc_array_numel(io->out[i]));
+  bench_variant_run(v);
+  if (v->failed) {
+    *err = v->err;
+    return mlc_error_prefix(err, "%s", v->name);
+  }
+  return bench_model_io_check(io, err) || mlc_error_prefix(err, "%s", v->name);
+}
+
+bool bench_tune_model(const char *path, const mlc_gmodule *m, const mlc_target *t, int trials,
+                      const char *prog, mlc_error *err) {
+  mlc_db *db = mlc_db_open(path, MLC_DB_CREATE, err);
+  if (!db) return false;
+  mlc_arena *a = mlc_arena_new();
+  mlc_tuner_task *tasks;
+  int n = mlc_graph_tuner_tasks(a, m, &tasks);
+  mlc_tuner_task_state *st = MLC_NEW_ARRAY(a, mlc_tuner_task_state, n + 1);
+  mlc_tuner_sched_opts o;
+  mlc_tuner_sched_opts_default(&o);
+  o.trials = trials;
+  o.tune.target = t->str;
+  o.tune.search.num_cores = t->num_cores;
+  mlc_tuner_sched_result r;
+  fprintf(stderr, "%s: tuning %s: %d tasks, %d trials ...\n", prog, m->name, n, trials);
+  bool ok = mlc_tuner_schedule_tasks(db, n, tasks, &o, st, &r, err);
+  for (int i = 0; ok && i < n; i++)
+    fprintf(stderr, "%s:   %-32s calls %d, %d trials, best %.3f us\n", prog, tasks[i].name,
+            tasks[i].weight, st[i].trials, st[i].best_sec * 1e6);
+  if (ok) fprintf(stderr, "%s: tuned in %.0f s\n", prog, r.total_sec);
+  mlc_db_close(db);
+  mlc_arena_free(a);
+  return ok || mlc_error_prefix(err, "tuning %s", m->name);
+}
+
+void bench_remove_db(const char *path) {
+  char more[512];
+  unlink(path);
+  snprintf(more, sizeof more, "%s-wal", path);
+  unlink(more);
+  snprintf(more, sizeof more, "%s-shm", path);
+  unlink(more);
 }

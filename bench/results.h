@@ -13,6 +13,9 @@
 #define MLC_BENCH_RESULTS_H
 
 #include "base/base.h"
+#include "db/db.h"
+#include "graph/graph.h"
+#include "targets/targets.h"
 
 typedef struct bench_case {
   const char *name;
@@ -36,5 +39,66 @@ double bench_median(double *v, int n);
 /* Median milliseconds per call of fn(ctx): a warm-up call, then `repeat`
  * repeats of enough calls to last min_ms each. */
 double bench_time_ms(void (*fn)(void *ctx), void *ctx, int repeat, double min_ms);
+
+/* ---- a model compiled and run in process (bench_model, bench_contention) ----
+ *
+ *   bench_tune_model(path, m, &t, trials, "bench_x", &err);  // optional
+ *   bench_variant v = {.name = "tuned", .m = m};            // m after the pipeline
+ *   bench_variant_build(a, &v, &t, db, true, "bench_x", &err);
+ *   bench_model_io io;  bench_model_io_new(a, m, ref, &io, &err);
+ *   bench_variant_check(&v, &io, &err);
+ *   bench_time_ms(bench_variant_run, &v, ...);  then v.failed?
+ */
+
+/* One compiled variant of a model: each kernel scheduled, all built into
+ * one object and loaded into the process's JIT. */
+typedef struct bench_variant {
+  const char *name;     /* prefixes the kernels' symbols: one JIT namespace holds every variant */
+  const mlc_gmodule *m; /* after mlc_graph_run_pipeline */
+  int n;
+  const mlc_prim_func **src, **sched;
+  const char **symbols;
+  int n_tuned;          /* kernels replayed from a record */
+  mlc_object obj;
+  mlc_jit_lib *lib;
+  mlc_kernel_fn *fns;
+  mlc_array **in, **out; /* the run's arrays (bench_variant_check sets them) */
+  bool failed;          /* a bench_variant_run failed: err says why */
+  mlc_error err;
+} bench_variant;
+
+/* Schedule every kernel of v->m: from db's best record (mlc-compile's
+ * choice), else the default schedule (db NULL: the default schedule, or
+ * with schedule false none), then build and load. Kernels db had no usable
+ * record for are named on stderr after "<prog>: ". */
+bool bench_variant_build(mlc_arena *a, bench_variant *v, const mlc_target *t, mlc_db *db,
+                         bool schedule, const char *prog, mlc_error *err);
+void bench_variant_free(bench_variant *v);
+/* One model run (mlc_graph_execute over the kernels) from v->in into
+ * v->out; for bench_time_ms: a failure sets v->failed and v->err. */
+void bench_variant_run(void *v);
+
+/* A model's inputs (seeded), outputs and the expected outputs (the plain
+ * C evaluation of ref, the same model before the pipeline). */
+typedef struct bench_model_io {
+  int n_in, n_out;
+  mlc_array **in, **out, **want;
+} bench_model_io;
+bool bench_model_io_new(mlc_arena *a, const mlc_gmodule *m, const mlc_gmodule *ref,
+                        bench_model_io *io, mlc_error *err);
+void bench_model_io_free(bench_model_io *io);
+/* io->out against io->want (rtol 1e-3, atol 1e-4 of the largest |want|). */
+bool bench_model_io_check(const bench_model_io *io, mlc_error *err);
+/* Run v once on io's arrays (kept for later runs) and check the result. */
+bool bench_variant_check(bench_variant *v, bench_model_io *io, mlc_error *err);
+
+/* Tune every kernel of m (after the pipeline) into the database at path
+ * (created), as `mlc-tune --model` does: the gradient task scheduler,
+ * `trials` over all tasks, for target t; progress lines on stderr after
+ * "<prog>: ". */
+bool bench_tune_model(const char *path, const mlc_gmodule *m, const mlc_target *t, int trials,
+                      const char *prog, mlc_error *err);
+/* Remove a temporary database with its -wal and -shm files. */
+void bench_remove_db(const char *path);
 
 #endif

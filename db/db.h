@@ -20,9 +20,10 @@
  * records.mlc_version) and no models table; version 2 had no
  * records.sched_hash; version 3 had no records.disturbed. Opening an older
  * file migrates it in one transaction; its old rows keep sched_hash NULL
- * and are checked by replay alone, and disturbed NULL (not watched). A newer version, a file that is not SQLite, or an SQLite
- * file without our meta table is refused with a message; nothing is ever
- * overwritten.
+ * (mlc-compile and tuning do not trust them: see Trust), and disturbed
+ * NULL (not watched). A newer version, a file that is not SQLite, or an
+ * SQLite file without our meta table is refused with a message; nothing
+ * is ever overwritten.
  *
  * Keys. A workload is keyed by the structural hash of its prim_func (16 hex
  * digits, mlc_func_hash_hex), confirmed by structural equality with the
@@ -38,7 +39,9 @@
  * stores the hash of the replay (refusing a trace that does not replay and
  * verify, or whose line states another hash), and whoever compiles a
  * record replays it and skips it when the hashes differ
- * (mlc_db_replay_trace).
+ * (mlc_db_replay_trace) or when the row has no hash (written with SQL
+ * around the API, or migrated: export and import into a new database
+ * gives it one).
  *
  * Strings returned in records and workloads live in the arena passed in.
  */
@@ -110,7 +113,8 @@ typedef struct mlc_db_record {
   const char *host, *mlc_version, *created_at; /* set by queries */
   /* 16 hex digits of mlc_func_struct_hash of the scheduled function that
    * was measured (the trace replayed on the workload); NULL: unknown (rows
-   * from before schema version 3, or a caller without it). */
+   * from before schema version 3, or a caller without it), and such a row
+   * is not served to mlc-compile nor taken as a best by tuning. */
   const char *sched_hash;
   /* The runner saw interference from other work in every timing of this
    * record (it was re-timed and stayed disturbed): its times may be too

@@ -380,9 +380,10 @@ typedef struct mlc_gkernel {
 
 /* Looks up f's best record for target in db (NULL: none; schedule false:
  * no lookup, f unscheduled), replays its trace on the stored workload IR
- * and names the result like f; without a record, or when its replay fails
- * (out->note says why), the default schedule. False only for a database
- * error. */
+ * and names the result like f; a record whose replay fails or is not its
+ * stored sched_hash, or that has no sched_hash, is skipped for the next
+ * best (out->note says why); without one, the default schedule. False
+ * only for a database error. */
 bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err);

@@ -574,7 +574,8 @@ static bool read_input(oimp *I, const Onnx__ValueInfoProto *vi, const char *cons
     if (shape[d] < 1 || shape[d] > (INT64_C(1) << 31))
       return ifail(I, "input '%s': dimension %d is %lld", name, d, (long long)shape[d]);
   }
-  if (ndim == 0) return ifail(I, "input '%s' is a scalar; inputs need at least one dimension", name);
+  /* a scalar (rank 0) input is fed as one element: its var has shape [1]
+   * and its value rank 0, as a scalar initializer's */
   mlc_gtype t;
   var_type(ndim, shape, &t);
   if (mlc_gtype_numel(&t) < 1 || mlc_gtype_numel(&t) > (INT64_C(1) << 31))
@@ -617,8 +618,7 @@ static bool read_inputs(oimp *I, const Onnx__GraphProto *g, const char *const *s
     if (!v || !v->var || v->var->kind != MLC_GVAR_PARAM)
       return ifail(I, "--input-shape %s: the model has no input '%s'", shapes[i], name);
   }
-  if (main->n_params < 1) return ifail(I, "the model has no inputs");
-  return true;
+  return true; /* no inputs: a constant model (its outputs fold to constants), fine */
 }
 
 /* ---- dataflow order ------------------------------------------------------------- */
@@ -723,6 +723,35 @@ static bool convert_node(oimp *I, const Onnx__NodeProto *p) {
   return o->convert(&n);
 }
 
+/* The shape we computed for output vi (v) against the one the model
+ * declares, where it declares one: a mismatch is a converter's mistake or
+ * a model's, and never passes silently. Symbolic dimensions match any. */
+static bool check_declared_shape(oimp *I, const Onnx__ValueInfoProto *vi, const oval *v) {
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+      !tp->tensor_type->shape)
+    return true;
+  const Onnx__TensorShapeProto *s = tp->tensor_type->shape;
+  bool ok = s->n_dim == (size_t)v->ndim;
+  for (size_t d = 0; ok && d < s->n_dim; d++)
+    ok = s->dim[d]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+         s->dim[d]->dim_value == v->shape[d];
+  if (ok) return true;
+  char got[200] = "", want[200] = "";
+  size_t k = 0;
+  for (int d = 0; d < v->ndim && k < 150; d++)
+    k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", d ? ", " : "", (long long)v->shape[d]);
+  k = 0;
+  for (size_t d = 0; d < s->n_dim && k < 150; d++) {
+    bool fixed = s->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    k += fixed ? (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "",
+                                  (long long)s->dim[d]->dim_value)
+               : (size_t)snprintf(want + k, sizeof want - k, "%s?", d ? ", " : "");
+  }
+  return ifail(I, "output '%s' has shape (%s) here, but the model declares (%s)",
+               vi->name ? vi->name : "", got, want);
+}
+
 /* A graph output must be a binding of its own: an input, a constant, or a
  * value output twice gets a copy. */
 static bool read_outputs(oimp *I, const Onnx__GraphProto *g, mlc_gfunc *main) {
@@ -732,7 +761,9 @@ static bool read_outputs(oimp *I, const Onnx__GraphProto *g, mlc_gfunc *main) {
     oval *v = table_get(&I->values, name);
     if (!v) return ifail(I, "output '%s' is not defined by any node, input or initializer", name);
     if (v->is_int)
-      return ifail(I, "output '%s' is an integer tensor; only float32 outputs are supported", name);
+      return ifail(I, "output '%s' is an integer or bool tensor (a shape, indices or a mask); "
+                      "only float32 outputs are supported", name);
+    if (!check_declared_shape(I, g->output[i], v)) return false;
     mlc_gvar *x = v->var;
     bool bound = x->kind == MLC_GVAR_BOUND;
     for (int j = 0; j < main->n_outputs; j++) bound &= main->outputs[j] != x;

@@ -49,20 +49,40 @@ static bool cv_identity(onode *n) {
   return true;
 }
 
-/* Inference: the identity. Its mask output is not supported (refused if
- * used). */
+static bool scalar_input(const onode *n, int k, double *out);
+
+/* Inference (or a ratio of 0): the identity, and the optional mask output
+ * all true (a bool constant, which can feed shape arithmetic but not be a
+ * graph output: outputs are float32). Training with a nonzero ratio is
+ * random and refused. */
 static bool cv_dropout(onode *n) {
-  if (!onnx_check_attrs(n, " ratio seed is_test ")) return false;
+  if (!onnx_check_attrs(n, n->opset < 7 ? " ratio is_test " : " ratio seed ")) return false;
   int64_t is_test;
-  if (!onnx_attr_int(n, "is_test", 1, &is_test)) return false;
+  double ratio;
+  if (!onnx_attr_int(n, "is_test", 0, &is_test) || !onnx_attr_float(n, "ratio", 0.5, &ratio))
+    return false;
+  bool training = n->opset < 7 && !is_test;
   if (n->n_in == 3 && n->in[2]) {
     int64_t c;
     const int64_t *t = onnx_ints(n, 2, &c);
     if (!t) return false;
-    if (c != 1 || t[0]) return onnx_fail(n, "training_mode is not supported (inference only)");
+    if (c != 1) return onnx_fail(n, "training_mode must be one value");
+    training = t[0] != 0;
   }
-  if (!is_test) return onnx_fail(n, "training mode is not supported (inference only)");
+  /* the ratio matters (and must be known) only in training mode */
+  if (training && in_val(n, 1) && !scalar_input(n, 1, &ratio)) return false;
+  if (training && ratio != 0)
+    return onnx_fail(n, "training mode with ratio %g is not supported (inference only)", ratio);
   forward(n, 0, n->in[0]);
+  if (n->p->n_output > 1 && n->p->output[1] && *n->p->output[1]) {
+    if (n->opset < 10) /* float then, and left unfilled in test mode */
+      return onnx_fail(n, "the mask output before opset 10 is not supported");
+    const oval *x = n->in[0];
+    int64_t c = numel(x->ndim, x->shape);
+    int64_t *ones = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t k = 0; k < c; k++) ones[k] = 1;
+    onnx_set_out_ints(n, 1, x->ndim, x->shape, ones);
+  }
   return true;
 }
 
@@ -125,9 +145,37 @@ static bool both_int(const onode *n) {
   return n->n_in == 2 && n->in[0] && n->in[1] && n->in[0]->is_int && n->in[1]->is_int;
 }
 
+/* Before opset 7 Add, Sub, Mul and Div broadcast only with broadcast 1,
+ * by the old limited rule: B's shape a suffix of A's (or placed at axis),
+ * or B one element. Taken where numpy broadcasting gives the same: B a
+ * suffix (axis absent or at that position) or one element of rank <= A's;
+ * without broadcast the shapes must be equal. */
+static bool old_broadcast(onode *n) {
+  int64_t bc, axis;
+  if (n->opset >= 7) return no_attrs(n);
+  if (!onnx_check_attrs(n, " axis broadcast ") || !onnx_attr_int(n, "broadcast", 0, &bc) ||
+      !onnx_attr_int(n, "axis", INT64_MIN, &axis))
+    return false;
+  const oval *a = n->in[0], *b = n->in[1];
+  int ra = a->ndim, rb = b->ndim;
+  bool same = ra == rb && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)ra) == 0;
+  if (!bc) {
+    if (axis != INT64_MIN) return onnx_fail(n, "axis without broadcast");
+    if (!same) return onnx_fail(n, "the shapes differ and broadcast is 0");
+    return true;
+  }
+  bool suffix = rb <= ra && memcmp(a->shape + ra - rb, b->shape, sizeof(int64_t) * (size_t)rb) == 0;
+  if (axis != INT64_MIN && axis != ra - rb && !(axis < 0 && axis + ra == ra - rb))
+    return onnx_fail(n, "broadcast with axis %lld (B not aligned with A's last axes) is not "
+                        "supported", (long long)axis);
+  if (!suffix && !(rb <= ra && numel(rb, b->shape) == 1))
+    return onnx_fail(n, "broadcast 1 with B's shape not a suffix of A's is not supported");
+  return true;
+}
+
 /* The ONNX shape of a broadcast float result (ranks may be 0). */
 static bool binary(onode *n, mlc_gop op, int_op iop) {
-  if (!no_attrs(n)) return false;
+  if (!old_broadcast(n)) return false;
   if (both_int(n)) return int_binary(n, iop);
   mlc_gvar *args[2] = {onnx_var(n, 0), onnx_var(n, 1)};
   if (!args[0] || !args[1]) return false;
@@ -304,6 +352,7 @@ static bool softmax_like(onode *n, mlc_gop op) {
     return false;
   mlc_gvar *x = onnx_var(n, 0);
   if (!x) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "the input is a scalar (no axis)");
   int nd = x->type.ndim, ax = 0;
   if (!norm_axis(n, axis, nd, &ax)) return false;
   mlc_gattrs a;
@@ -394,17 +443,40 @@ static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v) {
   return c;
 }
 
+/* Before opset 7 C broadcasts only with broadcast 1, and then (as Gemm-6
+ * leaves the rule to the old limited broadcasting) we take only what
+ * numpy broadcasting agrees with: a one-element C, or a C whose shape is
+ * a suffix of [M, N]. Since opset 7: numpy's unidirectional rule. */
+static bool gemm_c_old(onode *n, int64_t M, int64_t N) {
+  int64_t bc;
+  if (n->opset >= 7) return true;
+  if (!onnx_attr_int(n, "broadcast", 0, &bc)) return false;
+  const oval *c = n->in[2];
+  int64_t mn[2] = {M, N};
+  bool exact = c->ndim == 2 && c->shape[0] == M && c->shape[1] == N;
+  bool suffix = c->ndim <= 2 && memcmp(c->shape, mn + 2 - c->ndim, sizeof(int64_t) * (size_t)c->ndim) == 0;
+  if (!bc && !exact)
+    return onnx_fail(n, "C is not [%lld, %lld] and broadcast is 0", (long long)M, (long long)N);
+  if (bc && !suffix && numel(c->ndim, c->shape) != 1)
+    return onnx_fail(n, "broadcast 1 with a C whose shape is not a suffix of [%lld, %lld] is "
+                        "not supported", (long long)M, (long long)N);
+  return true;
+}
+
 /* Y = alpha * A' B' + beta * C; B' as dense's [N, K] when transB. */
 static bool cv_gemm(onode *n) {
   int64_t ta, tb;
   double alpha, beta;
-  if (!onnx_check_attrs(n, " alpha beta transA transB ") ||
+  if (!onnx_check_attrs(n, n->opset < 7 ? " alpha beta broadcast transA transB "
+                                          : " alpha beta transA transB ") ||
       !onnx_attr_int(n, "transA", 0, &ta) || !onnx_attr_int(n, "transB", 0, &tb) ||
       !onnx_attr_float(n, "alpha", 1, &alpha) || !onnx_attr_float(n, "beta", 1, &beta))
     return false;
   mlc_gvar *a = onnx_var(n, 0), *b = onnx_var(n, 1);
   if (!a || !b) return false;
-  if (a->type.ndim != 2 || b->type.ndim != 2) return onnx_fail(n, "A and B must be 2-D");
+  if (in_rank(n, 0) != 2 || in_rank(n, 1) != 2) return onnx_fail(n, "A and B must be 2-D");
+  if (in_val(n, 2) && !gemm_c_old(n, a->type.shape[ta ? 1 : 0], b->type.shape[tb ? 0 : 1]))
+    return false;
   int perm[2] = {1, 0};
   if (ta && !(a = transpose(n, "at", a, 2, perm))) return false;
   mlc_gattrs at;
@@ -438,26 +510,70 @@ static bool cv_gemm(onode *n) {
 
 /* ---- windows -------------------------------------------------------------------- */
 
-/* kernel_shape, strides, pads, dilations, auto_pad of a 2-D window into a. */
-static bool window_attrs(onode *n, mlc_gattrs *a, const int64_t *in_hw, const int64_t *k_hw) {
-  int c;
+/* A window op's spatial rank from its input's: 1-D (NCL) and 2-D (NCHW)
+ * windows; a 1-D one runs as 2-D with H = 1 (kernel, stride, dilation 1,
+ * no padding along H), which computes the same values. */
+static bool window_rank(onode *n, const mlc_gvar *x, const char *what, int *sp) {
+  *sp = x->type.ndim - 2;
+  if (*sp == 1 || *sp == 2) return true;
+  if (*sp == 3) return onnx_fail(n, "3-D %s are not supported (1-D and 2-D only)", what);
+  return onnx_fail(n, "%s need an input of rank 3 (N, C, L) or 4 (N, C, H, W), not %d", what,
+                   x->type.ndim);
+}
+
+/* x with a unit H inserted after N and C (sp 1); x itself for sp 2. */
+static mlc_gvar *lift_2d(onode *n, const char *sfx, mlc_gvar *x, int sp) {
+  if (!x || sp == 2) return x;
+  int64_t s[4] = {x->type.shape[0], x->type.shape[1], 1, x->type.shape[2]};
+  return onnx_reshape(n, sfx, x, 4, s);
+}
+
+/* Output 0 is y (a 2-D window's result), its unit H dropped for sp 1. */
+static bool set_window_out(onode *n, mlc_gvar *y, int sp) {
+  if (!y || sp == 2) return set_var(n, 0, y);
+  MLC_ASSERT(y->type.ndim == 4 && y->type.shape[2] == 1);
+  int64_t s[3] = {y->type.shape[0], y->type.shape[1], y->type.shape[3]};
+  return set_var(n, 0, onnx_reshape(n, NULL, y, 3, s));
+}
+
+/* Attribute name, per entries per spatial axis (pads: 2), as 2-D values
+ * in out (per * 2 entries, H before W in each group): a 1-D window's
+ * entries become W's and H gets fill. *c: -1 when absent. */
+static bool window_ints(onode *n, const char *name, int sp, int per, int64_t fill, int *c,
+                        int64_t *out) {
   int64_t v[8];
-  if (!onnx_attr_ints(n, "kernel_shape", 8, &c, v)) return false;
-  if (c >= 0 && (c != 2 || (k_hw && (v[0] != k_hw[0] || v[1] != k_hw[1]))))
-    return onnx_fail(n, "kernel_shape must have 2 entries (2-D windows only) matching the weight");
-  if (c == 2) a->kernel[0] = v[0], a->kernel[1] = v[1];
+  if (!onnx_attr_ints(n, name, 8, c, v)) return false;
+  if (*c < 0) return true;
+  if (*c != per * sp)
+    return onnx_fail(n, "%s must have %d entries (a %d-D window)", name, per * sp, sp);
+  for (int g = 0; g < per; g++) {
+    out[2 * g] = sp == 2 ? v[2 * g] : fill;
+    out[2 * g + 1] = sp == 2 ? v[2 * g + 1] : v[g];
+  }
+  return true;
+}
+
+/* kernel_shape, strides, pads, dilations, auto_pad of a window with sp
+ * spatial axes into a (2-D; see window_rank). in_hw: the lifted input's
+ * H and W; k_hw: the lifted weight's (NULL for pools). */
+static bool window_attrs(onode *n, mlc_gattrs *a, int sp, const int64_t *in_hw,
+                         const int64_t *k_hw) {
+  int c;
+  int64_t v[4];
+  if (!window_ints(n, "kernel_shape", sp, 1, 1, &c, v)) return false;
+  if (c >= 0 && k_hw && (v[0] != k_hw[0] || v[1] != k_hw[1]))
+    return onnx_fail(n, "kernel_shape does not match the weight");
+  if (c >= 0) a->kernel[0] = v[0], a->kernel[1] = v[1];
   else if (k_hw) a->kernel[0] = k_hw[0], a->kernel[1] = k_hw[1];
   else return onnx_fail(n, "kernel_shape is required");
-  if (!onnx_attr_ints(n, "strides", 8, &c, v)) return false;
-  if (c >= 0 && c != 2) return onnx_fail(n, "strides must have 2 entries");
-  if (c == 2) a->strides[0] = v[0], a->strides[1] = v[1];
-  if (!onnx_attr_ints(n, "dilations", 8, &c, v)) return false;
-  if (c >= 0 && c != 2) return onnx_fail(n, "dilations must have 2 entries");
-  if (c == 2) a->dilations[0] = v[0], a->dilations[1] = v[1];
-  if (!onnx_attr_ints(n, "pads", 8, &c, v)) return false;
-  if (c >= 0 && c != 4) return onnx_fail(n, "pads must have 4 entries");
+  if (!window_ints(n, "strides", sp, 1, 1, &c, v)) return false;
+  if (c >= 0) a->strides[0] = v[0], a->strides[1] = v[1];
+  if (!window_ints(n, "dilations", sp, 1, 1, &c, v)) return false;
+  if (c >= 0) a->dilations[0] = v[0], a->dilations[1] = v[1];
+  int cp;
+  if (!window_ints(n, "pads", sp, 2, 0, &cp, v)) return false;
   /* ONNX: [top, left, bottom, right], as ours */
-  if (c == 4) memcpy(a->pads, v, sizeof a->pads);
+  if (cp >= 0) memcpy(a->pads, v, sizeof a->pads);
   for (int i = 0; i < 4; i++)
     if (a->pads[i] < 0) return onnx_fail(n, "negative pads are not supported");
   for (int i = 0; i < 2; i++)
@@ -466,12 +582,12 @@ static bool window_attrs(onode *n, mlc_gattrs *a, const int64_t *in_hw, const in
   const char *auto_pad;
   if (!onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad)) return false;
   if (strcmp(auto_pad, "NOTSET") == 0) return true;
-  if (c == 4) return onnx_fail(n, "auto_pad %s together with pads", auto_pad);
+  if (cp >= 0) return onnx_fail(n, "auto_pad %s together with pads", auto_pad);
   if (strcmp(auto_pad, "VALID") == 0) return true;
   bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
   if (!upper && strcmp(auto_pad, "SAME_LOWER") != 0)
     return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
-  for (int i = 0; i < 2; i++) { /* out = ceil(in / stride) */
+  for (int i = 0; i < 2; i++) { /* out = ceil(in / stride); a unit H gets no pads */
     int64_t out = (in_hw[i] + a->strides[i] - 1) / a->strides[i];
     int64_t span = a->dilations[i] * (a->kernel[i] - 1) + 1;
     int64_t total = (out - 1) * a->strides[i] + span - in_hw[i];
@@ -482,21 +598,27 @@ static bool window_attrs(onode *n, mlc_gattrs *a, const int64_t *in_hw, const in
   return true;
 }
 
+/* Conv over NCL or NCHW (weight OIK or OIHW), groups, bias. */
 static bool cv_conv(onode *n) {
   if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape pads strides ")) return false;
   mlc_gvar *x = onnx_var(n, 0), *w = onnx_var(n, 1);
+  int sp;
+  if (!x || !w || !window_rank(n, x, "convolutions", &sp)) return false;
+  if (w->type.ndim != x->type.ndim)
+    return onnx_fail(n, "the weight has rank %d for an input of rank %d", w->type.ndim,
+                     x->type.ndim);
+  x = lift_2d(n, "x2d", x, sp);
+  w = lift_2d(n, "w2d", w, sp);
   if (!x || !w) return false;
-  if (x->type.ndim != 4 || w->type.ndim != 4)
-    return onnx_fail(n, "only 2-D convolutions (NCHW input, OIHW weight) are supported");
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_CONV2D, &a);
   if (!onnx_attr_int(n, "group", 1, &a.groups) ||
-      !window_attrs(n, &a, x->type.shape + 2, w->type.shape + 2))
+      !window_attrs(n, &a, sp, x->type.shape + 2, w->type.shape + 2))
     return false;
   mlc_gvar *args[3] = {x, w, NULL};
   int k = 2;
   if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
-  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONV2D, &a, k, args));
+  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_CONV2D, &a, k, args), sp);
 }
 
 static bool cv_max_pool(onode *n) {
@@ -505,18 +627,18 @@ static bool cv_max_pool(onode *n) {
   if (n->p->n_output > 1 && n->p->output[1] && *n->p->output[1])
     return onnx_fail(n, "the Indices output is not supported");
   mlc_gvar *x = onnx_var(n, 0);
-  if (!x) return false;
-  if (x->type.ndim != 4) return onnx_fail(n, "only 2-D pools over NCHW are supported");
+  int sp;
+  if (!x || !window_rank(n, x, "pools", &sp) || !(x = lift_2d(n, "x2d", x, sp))) return false;
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_MAX_POOL2D, &a);
   int64_t ceil_mode, order;
   if (!onnx_attr_int(n, "ceil_mode", 0, &ceil_mode) ||
       !onnx_attr_int(n, "storage_order", 0, &order) ||
-      !window_attrs(n, &a, x->type.shape + 2, NULL))
+      !window_attrs(n, &a, sp, x->type.shape + 2, NULL))
     return false;
   if (order) return onnx_fail(n, "storage_order 1 is not supported");
   a.ceil_mode = ceil_mode != 0;
-  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_MAX_POOL2D, &a, 1, &x));
+  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_MAX_POOL2D, &a, 1, &x), sp);
 }
 
 /* The pads of a transposed convolution whose output extent is out:
@@ -537,27 +659,43 @@ static bool transpose_pads(onode *n, mlc_gattrs *a, int i, int64_t in, int64_t k
   return true;
 }
 
-/* ConvTranspose over NCHW, weight [C, K / group, R, S]. */
+/* output_shape of ConvTranspose: its last sp entries (it may also list N
+ * and C), lifted to 2-D. *co -1 when absent. */
+static bool output_shape_attr(onode *n, int sp, int *co, int64_t *os) {
+  int64_t v[8];
+  if (!onnx_attr_ints(n, "output_shape", 8, co, v)) return false;
+  if (*co < 0) return true;
+  if (*co != sp && *co != sp + 2)
+    return onnx_fail(n, "output_shape must have %d or %d entries (a %d-D window)", sp, sp + 2, sp);
+  os[0] = sp == 2 ? v[*co - 2] : 1;
+  os[1] = v[*co - 1];
+  return true;
+}
+
+/* ConvTranspose over NCL or NCHW, weight [C, K / group, (R,) S]. */
 static bool cv_conv_transpose(onode *n) {
   if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape output_padding output_shape "
                            "pads strides "))
     return false;
   mlc_gvar *x = onnx_var(n, 0), *w = onnx_var(n, 1);
+  int sp;
+  if (!x || !w || !window_rank(n, x, "transposed convolutions", &sp)) return false;
+  if (w->type.ndim != x->type.ndim)
+    return onnx_fail(n, "the weight has rank %d for an input of rank %d", w->type.ndim,
+                     x->type.ndim);
+  x = lift_2d(n, "x2d", x, sp);
+  w = lift_2d(n, "w2d", w, sp);
   if (!x || !w) return false;
-  if (x->type.ndim != 4 || w->type.ndim != 4)
-    return onnx_fail(n, "only 2-D transposed convolutions (NCHW input, CKHW weight) are supported");
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_CONV_TRANSPOSE2D, &a);
   int c, co;
-  int64_t op[8], os[8];
+  int64_t op[2], os[2];
   const char *auto_pad;
-  if (!onnx_attr_int(n, "group", 1, &a.groups) || !onnx_attr_ints(n, "output_padding", 8, &c, op) ||
-      !onnx_attr_ints(n, "output_shape", 8, &co, os) ||
-      !onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad))
+  if (!onnx_attr_int(n, "group", 1, &a.groups) ||
+      !window_ints(n, "output_padding", sp, 1, 0, &c, op) ||
+      !output_shape_attr(n, sp, &co, os) || !onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad))
     return false;
-  if ((c >= 0 && c != 2) || (co >= 0 && co != 2 && co != 4))
-    return onnx_fail(n, "output_padding and output_shape must have 2 entries (2-D only)");
-  if (c == 2) a.output_padding[0] = op[0], a.output_padding[1] = op[1];
+  if (c >= 0) a.output_padding[0] = op[0], a.output_padding[1] = op[1];
   bool same = strncmp(auto_pad, "SAME_", 5) == 0;
   if (same || co >= 0) { /* window_attrs would pad as a convolution does */
     Onnx__NodeProto p = *n->p;
@@ -568,7 +706,7 @@ static bool cv_conv_transpose(onode *n) {
     p.attribute = kept;
     onode m = *n;
     m.p = &p;
-    if (!window_attrs(&m, &a, x->type.shape + 2, w->type.shape + 2)) return false;
+    if (!window_attrs(&m, &a, sp, x->type.shape + 2, w->type.shape + 2)) return false;
     if (onnx_attr(n, "pads") && (same || co >= 0))
       return onnx_fail(n, "pads together with auto_pad %s or output_shape", auto_pad);
     bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
@@ -576,34 +714,35 @@ static bool cv_conv_transpose(onode *n) {
       return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
     for (int i = 0; i < 2; i++) {
       int64_t in = x->type.shape[2 + i];
-      int64_t out = co >= 0 ? os[co - 2 + i] : in * a.strides[i];
+      int64_t out = co >= 0 ? os[i] : in * a.strides[i];
       if (!transpose_pads(n, &a, i, in, w->type.shape[2 + i], out, upper)) return false;
     }
-  } else if (!window_attrs(n, &a, x->type.shape + 2, w->type.shape + 2)) {
+  } else if (!window_attrs(n, &a, sp, x->type.shape + 2, w->type.shape + 2)) {
     return false;
   }
   mlc_gvar *args[3] = {x, w, NULL};
   int k = 2;
   if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
-  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONV_TRANSPOSE2D, &a, k, args));
+  return set_window_out(
+      n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_CONV_TRANSPOSE2D, &a, k, args), sp);
 }
 
 static bool cv_avg_pool(onode *n) {
   if (!onnx_check_attrs(n, " auto_pad ceil_mode count_include_pad kernel_shape pads strides "))
     return false;
   mlc_gvar *x = onnx_var(n, 0);
-  if (!x) return false;
-  if (x->type.ndim != 4) return onnx_fail(n, "only 2-D pools over NCHW are supported");
+  int sp;
+  if (!x || !window_rank(n, x, "pools", &sp) || !(x = lift_2d(n, "x2d", x, sp))) return false;
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_AVG_POOL2D, &a);
   int64_t ceil_mode, include;
   if (!onnx_attr_int(n, "ceil_mode", 0, &ceil_mode) ||
       !onnx_attr_int(n, "count_include_pad", 0, &include) ||
-      !window_attrs(n, &a, x->type.shape + 2, NULL))
+      !window_attrs(n, &a, sp, x->type.shape + 2, NULL))
     return false;
   a.ceil_mode = ceil_mode != 0;
   a.count_include_pad = include != 0;
-  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_AVG_POOL2D, &a, 1, &x));
+  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_AVG_POOL2D, &a, 1, &x), sp);
 }
 
 /* GlobalAveragePool / GlobalMaxPool over every axis after N and C. */
@@ -737,14 +876,20 @@ static bool cv_reduce(onode *n) {
 /* Inference batch norm with constant statistics: y = x * s + t per
  * channel, s = scale / sqrt(var + eps), t = bias - mean * s. */
 static bool cv_batch_norm(onode *n) {
-  if (!onnx_check_attrs(n, " epsilon momentum training_mode spatial ")) return false;
+  /* before opset 7, is_test 1 marks inference (its default 0: training) */
+  if (!onnx_check_attrs(n, n->opset < 7 ? " epsilon is_test momentum spatial "
+                                        : " epsilon momentum training_mode spatial "))
+    return false;
   double eps;
-  int64_t training, spatial;
+  int64_t training, spatial, is_test;
   if (!onnx_attr_float(n, "epsilon", 1e-5, &eps) ||
       !onnx_attr_int(n, "training_mode", 0, &training) ||
-      !onnx_attr_int(n, "spatial", 1, &spatial))
+      !onnx_attr_int(n, "is_test", 0, &is_test) || !onnx_attr_int(n, "spatial", 1, &spatial))
     return false;
   if (training) return onnx_fail(n, "training_mode is not supported (inference only)");
+  if (n->opset < 7 && !is_test)
+    return onnx_fail(n, "is_test 0 (training, the default before opset 7) is not supported "
+                        "(inference only)");
   if (!spatial) return onnx_fail(n, "spatial 0 is not supported");
   for (size_t k = 1; k < n->p->n_output; k++)
     if (n->p->output[k] && *n->p->output[k])
@@ -820,6 +965,7 @@ static bool cv_layer_norm(onode *n) {
     return false;
   mlc_gvar *x = onnx_var(n, 0), *g = onnx_var(n, 1), *b = in_val(n, 2) ? onnx_var(n, 2) : NULL;
   if (!x || !g || (in_val(n, 2) && !b)) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "the input is a scalar (no axis)");
   int nd = x->type.ndim, ax = 0;
   if (!norm_axis(n, axis, nd, &ax)) return false;
   int64_t inner = numel(nd - ax, x->type.shape + ax);
@@ -962,6 +1108,7 @@ static bool cv_transpose(onode *n) {
     return false;
   const oval *x = n->in[0];
   if (x->is_int) return onnx_fail(n, "transposing integer tensors is not supported");
+  if (x->ndim == 0) return reshaped(n, 0, NULL); /* a scalar stays itself */
   if (c >= 0 && c != x->ndim) return onnx_fail(n, "perm has %d entries for rank %d", c, x->ndim);
   int p[MLC_GRAPH_MAX_DIMS];
   for (int d = 0; d < x->ndim; d++) p[d] = c < 0 ? x->ndim - 1 - d : (int)perm[d];
@@ -1363,6 +1510,107 @@ static bool cv_cast(onode *n) {
   return true;
 }
 
+/* ---- activations composed of graph ops ----------------------------------------- */
+
+/* op over a (and b for a binary op, else NULL) with default attributes;
+ * a NULL operand (a failed step) passes the failure on. */
+static mlc_gvar *ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar *b) {
+  bool binary_op = op == MLC_GOP_ADD || op == MLC_GOP_SUBTRACT || op == MLC_GOP_MULTIPLY ||
+                   op == MLC_GOP_DIVIDE || op == MLC_GOP_MINIMUM;
+  if (!a || (binary_op && !b)) return NULL;
+  mlc_gattrs at;
+  mlc_gattrs_init(op, &at);
+  mlc_gvar *args[2] = {a, b};
+  return onnx_emit(n, sfx, op, &at, binary_op ? 2 : 1, args);
+}
+
+/* Output 0 is y, of input 0's shape. */
+static bool set_like_input(onode *n, mlc_gvar *y) {
+  if (!y) return false;
+  onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
+  return true;
+}
+
+/* scale * (exp(min(x, 0)) - 1): the negative side of Elu and Selu (0 for
+ * x >= 0, exactly). */
+static mlc_gvar *elu_negative(onode *n, mlc_gvar *x, double scale) {
+  mlc_gvar *mn = ew(n, "neg_part", MLC_GOP_MINIMUM, x, scalar_const(n, "zero", 0));
+  mlc_gvar *em = ew(n, "exp", MLC_GOP_EXP, mn, NULL);
+  mlc_gvar *e1 = ew(n, "expm1", MLC_GOP_SUBTRACT, em, scalar_const(n, "one", 1));
+  return ew(n, "neg_scaled", MLC_GOP_MULTIPLY, e1, scalar_const(n, "alpha", scale));
+}
+
+/* Elu: x for x >= 0, alpha (exp(x) - 1) below; as relu(x) + that. */
+static bool cv_elu(onode *n) {
+  double alpha;
+  if (!onnx_check_attrs(n, " alpha ") || !onnx_attr_float(n, "alpha", 1, &alpha)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  mlc_gvar *pos = ew(n, "pos", MLC_GOP_RELU, x, NULL);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, elu_negative(n, x, alpha)));
+}
+
+/* Selu: gamma x for x > 0, gamma alpha (exp(x) - 1) below. */
+static bool cv_selu(onode *n) {
+  double alpha, gamma;
+  if (!onnx_check_attrs(n, " alpha gamma ") ||
+      !onnx_attr_float(n, "alpha", 1.67326319217681884765625, &alpha) ||
+      !onnx_attr_float(n, "gamma", 1.05070102214813232421875, &gamma))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  mlc_gvar *pos = ew(n, "pos", MLC_GOP_MULTIPLY, ew(n, "relu", MLC_GOP_RELU, x, NULL),
+                     scalar_const(n, "gamma", gamma));
+  return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, elu_negative(n, x, alpha * gamma)));
+}
+
+/* Softplus: log(exp(x) + 1), as ONNX's reference computes it. */
+static bool cv_softplus(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  mlc_gvar *e = ew(n, "exp", MLC_GOP_EXP, x, NULL);
+  mlc_gvar *e1 = ew(n, "exp1", MLC_GOP_ADD, e, scalar_const(n, "one", 1));
+  return set_like_input(n, ew(n, NULL, MLC_GOP_LOG, e1, NULL));
+}
+
+/* Softsign: x / (1 + |x|). */
+static bool cv_softsign(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  mlc_gvar *ax = ew(n, "abs", MLC_GOP_ABS, x, NULL);
+  mlc_gvar *d = ew(n, "den", MLC_GOP_ADD, ax, scalar_const(n, "one", 1));
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, x, d));
+}
+
+/* PRelu: x for x >= 0, slope x below; as relu(x) - slope relu(-x) (the
+ * same values: one term is 0). Since opset 7 the slope broadcasts to x
+ * (numpy, one way); before, a slope of one value is shared and one of C
+ * values is per channel (axis 1). */
+static bool cv_prelu(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0), *slope = onnx_var(n, 1);
+  if (!x || !slope) return false;
+  const oval *xv = n->in[0], *sv = n->in[1];
+  if (n->opset < 7) {
+    int64_t c = numel(sv->ndim, sv->shape);
+    if (!(c == 1 && sv->ndim <= xv->ndim) && !(sv->ndim == 1 && xv->ndim >= 2 && c == xv->shape[1]))
+      return onnx_fail(n, "before opset 7 the slope must have 1 or C values");
+    int64_t s[MLC_GRAPH_MAX_DIMS];
+    for (int d = 0; d < xv->ndim - 1; d++) s[d] = d == 0 ? c : 1;
+    if (c != 1 && !(slope = onnx_reshape(n, "slope", slope, xv->ndim - 1, s))) return false;
+  } else {
+    int nd;
+    int64_t s[MLC_GRAPH_MAX_DIMS];
+    if (!broadcast_shape(n, xv, sv, &nd, s)) return false;
+    if (nd != xv->ndim || memcmp(s, xv->shape, sizeof(int64_t) * (size_t)nd) != 0)
+      return onnx_fail(n, "the slope does not broadcast to X's shape");
+  }
+  mlc_gvar *pos = ew(n, "pos", MLC_GOP_RELU, x, NULL);
+  mlc_gvar *neg = ew(n, "neg", MLC_GOP_RELU, ew(n, "minus", MLC_GOP_NEGATIVE, x, NULL), NULL);
+  mlc_gvar *sn = ew(n, "neg_scaled", MLC_GOP_MULTIPLY, neg, slope);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_SUBTRACT, pos, sn));
+}
+
 /* ---- op table ------------------------------------------------------------------ */
 
 static const onnx_op ops[] = {
@@ -1379,6 +1627,7 @@ static const onnx_op ops[] = {
     {"ConvTranspose", cv_conv_transpose, 2, 3},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
+    {"Elu", cv_elu, 1, 1},
     {"Equal", cv_equal, 2, 2},
     {"Erf", cv_erf, 1, 1},
     {"Exp", cv_exp, 1, 1},
@@ -1400,6 +1649,7 @@ static const onnx_op ops[] = {
     {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
     {"Mul", cv_mul, 2, 2},
     {"Neg", cv_neg, 1, 1},
+    {"PRelu", cv_prelu, 2, 2},
     {"Pad", cv_pad, 1, 4},
     {"Pow", cv_pow, 2, 2},
     {"ReduceL1", cv_reduce, 1, 2},
@@ -1413,11 +1663,14 @@ static const onnx_op ops[] = {
     {"ReduceSumSquare", cv_reduce, 1, 2},
     {"Relu", cv_relu, 1, 1},
     {"Reshape", cv_reshape, 2, 2},
+    {"Selu", cv_selu, 1, 1},
     {"Shape", cv_shape, 1, 1},
     {"Sigmoid", cv_sigmoid, 1, 1},
     {"Size", cv_size, 1, 1},
     {"Slice", cv_slice, 1, 5},
     {"Softmax", cv_softmax, 1, 1},
+    {"Softplus", cv_softplus, 1, 1},
+    {"Softsign", cv_softsign, 1, 1},
     {"Split", cv_split, 1, 2},
     {"Sqrt", cv_sqrt, 1, 1},
     {"Squeeze", cv_squeeze, 1, 2},

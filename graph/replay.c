@@ -11,7 +11,13 @@
  *
  * Records are untrusted: one whose replay fails, or whose replay is not
  * the function it measured (the stored structural hash), is skipped with a
- * note naming it, and the next best is tried. */
+ * note naming it, and the next best is tried. So is a record without a
+ * stored hash (a row written around mlc-tune with SQL, or one migrated from
+ * a schema before version 3): nothing ties its run time to the function it
+ * replays to, and a numeric check (--verify) would only show that the
+ * kernel computes the right thing, not that it is the fast one the row
+ * claims. `mlc-db export` and `import` into a new database give such rows
+ * a hash (import replays and checks each). */
 #include "db/db.h"
 #include "graph/graph_impl.h"
 #include "schedule/schedule.h"
@@ -28,8 +34,7 @@ static void set_name(mlc_arena *a, mlc_prim_func *f, const char *name) {
 
 /* Replay record r of workload w for f; NULL with a message on failure,
  * or (*differs set) when the replay is not the function the record
- * measured (its stored sched_hash; rows without one are checked by replay
- * alone). */
+ * measured (its stored sched_hash). Requires r->sched_hash. */
 static mlc_prim_func *replay(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workload *w,
                              const mlc_db_record *r, bool *differs, mlc_error *err) {
   mlc_arena *tmp = mlc_arena_new();
@@ -40,7 +45,7 @@ static mlc_prim_func *replay(mlc_arena *a, const mlc_prim_func *f, const mlc_db_
   else if (mod && !mlc_func_struct_equal(mod->funcs[0], f))
     mlc_error_set(err, "the stored workload differs from the kernel (hash collision)");
   else if (mod && mlc_db_replay_trace(tmp, mod->funcs[0], r->trace, &s, hash, err)) {
-    *differs = r->sched_hash && strcmp(hash, r->sched_hash) != 0;
+    *differs = strcmp(hash, r->sched_hash) != 0;
     if (*differs)
       mlc_error_set(err, "its trace replays to a function with hash %s, the record says %s "
                          "(a record from another version, or a tampered one)",
@@ -57,24 +62,39 @@ static mlc_prim_func *replay(mlc_arena *a, const mlc_prim_func *f, const mlc_db_
 /* Records tried, best first, before the default schedule. */
 #define MAX_TRIED 8
 
-/* The first of the best records that replays; notes why the ones before
- * it were skipped. */
+/* Appends "record N <what>: <msg>" (what NULL: msg alone) to the note. */
+static void add_note(mlc_gkernel *out, size_t *len, int64_t id, const char *what,
+                     const char *msg) {
+  if (*len >= sizeof out->note) return;
+  const char *sep = *len ? "; " : "";
+  int k = what ? snprintf(out->note + *len, sizeof out->note - *len, "%srecord %lld %s: %s", sep,
+                          (long long)id, what, msg)
+               : snprintf(out->note + *len, sizeof out->note - *len, "%s%s", sep, msg);
+  *len += k > 0 ? (size_t)k : 0;
+}
+
+/* The first of the best records that replays to its stored hash; notes
+ * why the ones before it were skipped. */
 static void choose_record(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workload *w, int n,
                           const mlc_db_record *best, mlc_gkernel *out) {
   size_t len = 0;
-  for (int i = 0; i < n && !out->sched; i++) {
+  for (int i = 0; i < n; i++) {
     mlc_error why;
     bool differs = false;
-    mlc_prim_func *s = replay(a, f, w, &best[i], &differs, &why);
-    if (s) {
+    mlc_prim_func *s = NULL;
+    if (!best[i].sched_hash) {
+      mlc_error_set(&why, "record %lld has no scheduled-function hash (written outside "
+                          "mlc-tune?); skipped (mlc-db export, then import into a new database, "
+                          "checks and hashes it)",
+                    (long long)best[i].id);
+      add_note(out, &len, best[i].id, NULL, why.msg);
+    } else if ((s = replay(a, f, w, &best[i], &differs, &why))) {
       out->sched = s;
       out->record_id = best[i].id;
       out->record_sec = best[i].mean_sec;
-    } else if (len < sizeof out->note) {
-      int k = snprintf(out->note + len, sizeof out->note - len, "%srecord %lld %s: %s",
-                       len ? "; " : "", (long long)best[i].id,
-                       differs ? "skipped" : "did not replay", why.msg);
-      len += k > 0 ? (size_t)k : 0;
+      return;
+    } else {
+      add_note(out, &len, best[i].id, differs ? "skipped" : "did not replay", why.msg);
     }
   }
 }

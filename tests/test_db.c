@@ -799,6 +799,63 @@ static void test_tampered_record(void) {
   mlc_db_close(db);
 }
 
+/* A row without a scheduled-function hash (written around mlc-tune, or
+ * migrated from an old schema) claiming the best time, though its trace
+ * replays: resume, the task scheduler and mlc-compile's choice all pass it
+ * over, and resume and mlc-compile name it. */
+static void test_hashless_record(void) {
+  const char *p = tmp("hashless.db");
+  rm_db(p);
+  mlc_error err = {{0}};
+  mlc_db *db = mlc_db_open(p, MLC_DB_CREATE, &err);
+  if (!db) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = matmul(a, 16);
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r1, r2;
+  tune_opts(&o, 8);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r1, &err), "%s", err.msg);
+  char *t2 = trace_json(2), h[17];
+  CHECK_MSG(mlc_db_replay_trace(a, f, t2, NULL, h, &err), "%s", err.msg); /* a valid trace */
+  double fast[1] = {1e-9};
+  mlc_db_record rec = {.workload_id = r1.workload_id, .target = "llvm", .trace = t2, .n_secs = 1,
+                       .secs = fast, .round = 9};
+  int added = 0;
+  CHECK_MSG(mlc_db_commit(db, 1, &rec, &added, &err) && added == 1, "%s", err.msg);
+  int64_t id = raw_int(p, "SELECT max(id) FROM records");
+  CHECK(raw_int(p, "SELECT count(*) FROM records WHERE sched_hash IS NULL") == 1);
+  mlc_db_record *top;
+  CHECK(mlc_db_top_k(db, r1.workload_id, "llvm", 1, a, &top, &err) == 1 && top[0].id == id);
+  /* Resume: not the best, and named. */
+  tune_opts(&o, 9);
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r2, &err), "%s", err.msg);
+  char note[96];
+  snprintf(note, sizeof note, "record %lld has no scheduled-function hash", (long long)id);
+  CHECK_MSG(r2.nothing_to_do && r2.best_record_id > 0 && r2.best_record_id != id &&
+                r2.best_sec > 1e-9,
+            "best record %lld (%g s)", (long long)r2.best_record_id, r2.best_sec);
+  CHECK_MSG(strstr(r2.message, note), "%s", r2.message);
+  /* The task scheduler's starting point: the same best. */
+  mlc_tuner_task task = {.name = "matmul", .func = f, .weight = 1};
+  mlc_tuner_sched_opts so;
+  mlc_tuner_sched_opts_default(&so);
+  so.trials = 9;
+  so.tune = o;
+  mlc_tuner_task_state st;
+  mlc_tuner_sched_result sr;
+  CHECK_MSG(mlc_tuner_schedule_tasks(db, 1, &task, &so, &st, &sr, &err), "%s", err.msg);
+  CHECK_MSG(sr.nothing_to_do && st.best_record_id == r2.best_record_id && st.best_sec > 1e-9,
+            "scheduler's best: record %lld (%g s)", (long long)st.best_record_id, st.best_sec);
+  /* mlc-compile's choice: the next best, and a note naming the record. */
+  mlc_gkernel k;
+  CHECK_MSG(mlc_graph_schedule_kernel(a, db, "llvm", f, true, &k, &err), "%s", err.msg);
+  CHECK_MSG(k.record_id > 0 && k.record_id != id && strstr(k.note, note), "record %lld: %s",
+            (long long)k.record_id, k.note);
+  mlc_free(t2);
+  mlc_arena_free(a);
+  mlc_db_close(db);
+}
+
 typedef struct jit_one {
   mlc_kernel_fn fn;
 } jit_one;
@@ -863,6 +920,7 @@ int main(void) {
   RUN(test_export_import);
   RUN(test_replay_hash);
   RUN(test_tampered_record);
+  RUN(test_hashless_record);
   RUN(test_check_kernel);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

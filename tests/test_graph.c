@@ -928,8 +928,10 @@ static void test_replay_from_db(void) {
   mlc_target t;
   mlc_target_host(&t);
   double secs[2] = {1e-6, 1.2e-6};
+  char h[17];
+  CHECK_MSG(mlc_db_replay_trace(a, task, mlc_str_cstr(&json), NULL, h, &err), "%s", err.msg);
   mlc_db_record r = {.workload_id = wid, .target = t.str, .trace = mlc_str_cstr(&json),
-                     .n_secs = 2, .secs = secs, .round = 1};
+                     .n_secs = 2, .secs = secs, .round = 1, .sched_hash = h};
   CHECK_MSG(mlc_db_commit(db, 1, &r, NULL, &err), "%s", err.msg);
   mlc_gkernel k0, k1;
   CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k1, &err));
@@ -953,10 +955,29 @@ static void test_replay_from_db(void) {
                      "\"decisions\":{},\"version\":1}");
   double fast[1] = {1e-7};
   mlc_db_record r2 = {.workload_id = wid, .target = t.str, .trace = mlc_str_cstr(&bad),
-                      .n_secs = 1, .secs = fast, .round = 2};
+                      .n_secs = 1, .secs = fast, .round = 2, .sched_hash = "0123456789abcdef"};
   CHECK_MSG(mlc_db_commit(db, 1, &r2, NULL, &err), "%s", err.msg);
   CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k2, &err));
   CHECK_MSG(k2.record_id == k1.record_id && strstr(k2.note, "did not replay"), "%s", k2.note);
+  /* A still better record without a scheduled-function hash (a row written
+   * around mlc-tune) is not trusted, though its trace replays: skipped. */
+  mlc_sched_free(s);
+  s = mlc_sched_new(task, 1);
+  CHECK(mlc_sched_get_block(s, "C", "main", &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 3);
+  CHECK(mlc_sched_split(s, loops[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(5)}, true, parts,
+                        &err));
+  mlc_str nohash = {0};
+  mlc_trace_to_json(&nohash, mlc_sched_trace(s));
+  double faster[1] = {1e-9};
+  mlc_db_record r3 = {.workload_id = wid, .target = t.str, .trace = mlc_str_cstr(&nohash),
+                      .n_secs = 1, .secs = faster, .round = 3};
+  CHECK_MSG(mlc_db_commit(db, 1, &r3, NULL, &err), "%s", err.msg);
+  CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k2, &err));
+  CHECK_MSG(k2.record_id == k1.record_id && strstr(k2.note, "has no scheduled-function hash") &&
+                strstr(k2.note, "record 3 "),
+            "%s", k2.note);
+  mlc_str_free(&nohash);
   mlc_str_free(&bad);
   mlc_str_free(&txt);
   mlc_str_free(&json);

@@ -1,12 +1,14 @@
-/* ONNX's own backend tests (Debian's libonnx-testdata): every node case
- * under data/node/ whose model we load runs through the pipeline mlc-compile
- * uses (mlc_graph_run_pipeline) and then the TensorIR interpreter
+/* ONNX's own backend tests (Debian's libonnx-testdata): every case under
+ * data/node/, data/pytorch-converted/ and data/pytorch-operator/ whose
+ * model we load runs through the pipeline mlc-compile uses
+ * (mlc_graph_run_pipeline) and then the TensorIR interpreter
  * (mlc_graph_execute, kernel NULL: fast to start, no LLVM compile per
  * case); outputs must match output_K.pb within ONNX's backend rule
  * |got - want| <= atol + rtol * |want| (rtol 1e-3, atol 1e-7). A case we
  * refuse (an op, attribute or dtype we do not support) is counted apart;
  * a refusal must come from the loader, never a crash. Prints a PASS/FAIL
- * line per case run and a per-operator table.
+ * line per case run, a per-operator table, totals per directory and a
+ * grand total.
  *
  * Many node cases feed an op's parameters (Clip's bounds, BatchNorm's
  * statistics, Reshape's shape, Slice's starts, Unsqueeze's axes, ...) as
@@ -17,8 +19,9 @@
  * model inputs and are fed at run time. The summary counts the cases
  * that were bound this way.
  *
- * MLC_ONNX_TESTDATA overrides the data directory; MLC_ONNX_FILTER runs
- * only the cases whose name contains it. */
+ * MLC_ONNX_TESTDATA names one data directory to run instead of the three;
+ * MLC_ONNX_FILTER runs only the cases whose name contains it;
+ * MLC_ONNX_VERBOSE=1 prints each refusal's reason and every operator. */
 #include "graph/graph.h"
 #include "onnx/onnx.pb-c.h"
 #include "tests/test.h"
@@ -28,7 +31,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#define DATA_DIR "/usr/share/libonnx-testdata/data/node"
+#define DATA_ROOT "/usr/share/libonnx-testdata/data"
+static const char *const data_dirs[] = {"node", "pytorch-converted", "pytorch-operator"};
 #define MAX_INPUTS 256 /* model inputs a case may have */
 
 typedef struct op_row {
@@ -48,19 +52,33 @@ static op_row *row(const char *op) {
   return &rows[n_rows++];
 }
 
-/* The op a case tests: its node's op_type, "(function body)" for the
- * *_expanded cases of several nodes. */
-static void case_op(const char *model, char *op, size_t n) {
+/* The op a case tests: its node's op_type; for a graph of several nodes
+ * (pytorch-converted and -operator models), the distinct op types other
+ * than Constant joined with '+' ("Abs+Add+Div"; one name when they agree);
+ * "(function body)" for node/'s *_expanded cases. */
+static void case_op(const char *model, const char *name, char *op, size_t n) {
   size_t len;
   mlc_error err;
   snprintf(op, n, "(unreadable)");
   char *bytes = mlc_read_file(model, &len, &err);
   if (!bytes) return;
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)bytes);
-  if (mp && mp->graph && mp->graph->n_node == 1 && mp->graph->node[0]->op_type)
-    snprintf(op, n, "%s", mp->graph->node[0]->op_type);
-  else if (mp && mp->graph)
+  const Onnx__GraphProto *g = mp ? mp->graph : NULL;
+  if (g && strstr(name, "_expanded")) {
     snprintf(op, n, "(function body)");
+  } else if (g) {
+    size_t k = 0;
+    op[0] = 0;
+    for (size_t i = 0; i < g->n_node; i++) {
+      const char *t = g->node[i]->op_type ? g->node[i]->op_type : "?";
+      if (strcmp(t, "Constant") == 0 && g->n_node > 1) continue;
+      bool seen = false;
+      for (size_t j = 0; j < i; j++)
+        seen |= g->node[j]->op_type && strcmp(g->node[j]->op_type, t) == 0;
+      if (!seen && k < n)
+        k += (size_t)snprintf(op + k, n - k, "%s%s", k ? "+" : "", t);
+    }
+  }
   if (mp) onnx__model_proto__free_unpacked(mp, NULL);
   mlc_free(bytes);
 }
@@ -273,23 +291,59 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
   return r;
 }
 
-/* Cases that must run (a refusal fails them): name prefixes of the
- * operators and attribute variants the importer supports, so that support
- * cannot silently turn into refusals. Pow with a tensor exponent (float,
- * or integer constants), LayerNormalization with its Mean and InvStdDev
- * outputs. */
+/* Cases that must run (a refusal fails them): name prefixes (an exact
+ * name where the entry ends in '$') of the operators and attribute
+ * variants the importer supports, so that support cannot silently turn
+ * into refusals. Pow with a tensor exponent (float, or integer
+ * constants), LayerNormalization with its Mean and InvStdDev outputs, 1-D
+ * convolutions and pools (run as 2-D), a scalar Gemm C, Dropout in
+ * training mode with ratio 0, models without inputs, opset 6's BatchNormalization is_test and
+ * Gemm/Add broadcast, the activations composed of graph ops. */
 static const char *const must_run[] = {
     "test_pow_bcast_", "test_pow_example", "test_pow_types_float32_int",
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
     "test_layer_normalization_default_axis",
+    "test_Conv1d", "test_MaxPool1d", "test_AvgPool1d", "test_maxpool_1d_default$",
+    "test_averagepool_1d_default$", "test_convtranspose_1d$", "test_gemm_default_scalar_bias$",
+    "test_training_dropout_zero_ratio$", "test_BatchNorm1d_3d_input_eval$",
+    "test_BatchNorm2d_eval$", "test_BatchNorm3d_eval$", "test_Linear$", "test_operator_mm$",
+    "test_operator_addmm$", "test_Softsign$", "test_PReLU_", "test_ELU$", "test_SELU$",
+    "test_Softplus$", "test_constant$", "test_constantofshape_float_ones$", "test_elu", "test_selu", "test_softplus", "test_softsign", "test_prelu_",
 };
 
 static bool must_run_case(const char *name) {
   if (strstr(name, "_expanded")) return false; /* function bodies: other ops */
   if (strcmp(name, "test_pow") == 0) return true;
-  for (size_t i = 0; i < MLC_COUNTOF(must_run); i++)
-    if (strncmp(name, must_run[i], strlen(must_run[i])) == 0) return true;
+  for (size_t i = 0; i < MLC_COUNTOF(must_run); i++) {
+    size_t len = strlen(must_run[i]);
+    bool exact = must_run[i][len - 1] == '$';
+    if (strncmp(name, must_run[i], len - exact) == 0 && (!exact || name[len - 1] == 0))
+      return true;
+  }
   return false;
+}
+
+/* Cases that must be refused, with (part of) the message: refusals stay
+ * clear, and an unsupported variant never runs to a wrong answer. */
+static const struct {
+  const char *name, *msg;
+} must_refuse[] = {
+    {"test_dropout_default_mask", "output 'z' is an integer or bool tensor"},
+    {"test_training_dropout", "training mode with ratio 0.75 is not supported"},
+    {"test_batchnorm_example_training_mode", "training_mode is not supported"},
+    {"test_Conv3d", "3-D convolutions are not supported"},
+    {"test_MaxPool3d", "3-D pools are not supported"},
+    {"test_averagepool_3d_default", "3-D pools are not supported"},
+    {"test_convtranspose_3d", "3-D transposed convolutions are not supported"},
+    {"test_maxpool_with_argmax_2d_precomputed_pads", "the Indices output is not supported"},
+    {"test_slice_start_out_of_bounds", "at least one element"},
+};
+
+/* NULL: no refusal expected; else the message a refusal must contain. */
+static const char *refusal_expected(const char *name) {
+  for (size_t i = 0; i < MLC_COUNTOF(must_refuse); i++)
+    if (strcmp(name, must_refuse[i].name) == 0) return must_refuse[i].msg;
+  return NULL;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -300,27 +354,29 @@ static int cmp_row(const void *a, const void *b) {
   return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op);
 }
 
+static void print_row(const char *what, const int *t) {
+  printf("# %-28s %5d %6d %7d %6d\n", what, t[0], t[1], t[2], t[3]);
+}
+
 static void print_table(int verbose) {
   qsort(rows, (size_t)n_rows, sizeof rows[0], cmp_row);
-  int t[4] = {0};
   printf("# %-28s %5s %6s %7s %6s\n", "operator", "run", "passed", "refused", "failed");
   for (int i = 0; i < n_rows; i++) {
     const op_row *r = &rows[i];
-    t[0] += r->run, t[1] += r->passed, t[2] += r->refused, t[3] += r->failed;
-    if (verbose || r->run)
-      printf("# %-28s %5d %6d %7d %6d\n", r->op, r->run, r->passed, r->refused, r->failed);
+    if (verbose || r->run) print_row(r->op, (int[]){r->run, r->passed, r->refused, r->failed});
   }
-  printf("# %-28s %5d %6d %7d %6d   (operators with no case run: %s)\n", "total", t[0], t[1],
-         t[2], t[3], verbose ? "listed" : "not listed; MLC_ONNX_VERBOSE=1 lists them");
+  printf("#   (operators with no case run: %s)\n",
+         verbose ? "listed" : "not listed; MLC_ONNX_VERBOSE=1 lists them");
 }
 
-int main(void) {
-  const char *data = getenv("MLC_ONNX_TESTDATA") ? getenv("MLC_ONNX_TESTDATA") : DATA_DIR;
-  const char *filter = getenv("MLC_ONNX_FILTER");
+/* Runs every case of directory data; adds to the operator rows and to
+ * totals (run, passed, refused, failed). */
+static void run_dir(const char *data, const char *label, const char *filter, int *totals) {
   DIR *d = opendir(data);
   if (!d) {
-    printf("SKIP onnx_conformance: %s not found (Debian package libonnx-testdata)\n", data);
-    return test_summary();
+    printf("SKIP onnx_conformance %s: %s not found (Debian package libonnx-testdata)\n", label,
+           data);
+    return;
   }
   char **names = NULL;
   int n = 0;
@@ -332,31 +388,174 @@ int main(void) {
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, cmp_str);
   for (int i = 0; i < n; i++) {
-    char dir[1024], model[1100], op[64], why[1024] = "", name[300];
+    char dir[1024], model[1100], op[64], why[1024] = "", name[400];
     snprintf(dir, sizeof dir, "%s/%s", data, names[i]);
     snprintf(model, sizeof model, "%s/model.onnx", dir);
     struct stat st;
-    if (stat(model, &st) != 0) continue;
-    case_op(model, op, sizeof op);
+    if (stat(model, &st) != 0) {
+      mlc_free(names[i]);
+      continue;
+    }
+    case_op(model, names[i], op, sizeof op);
     op_row *r = row(op);
     int bound = 0;
     outcome o = run_case(dir, why, sizeof why, &bound);
     if (o != C_REFUSED && bound) n_bound_cases++;
-    snprintf(name, sizeof name, "onnx_%s", names[i]);
+    /* node/'s cases keep their old names; the others carry the folder */
+    if (strcmp(label, "node") == 0) snprintf(name, sizeof name, "onnx_%s", names[i]);
+    else snprintf(name, sizeof name, "onnx_%s_%s", label, names[i]);
+    const char *want = refusal_expected(names[i]);
+    if (want) {
+      char rname[440], rwhy[1200];
+      snprintf(rname, sizeof rname, "onnx_refuses_%s", names[i]);
+      snprintf(rwhy, sizeof rwhy, "%s; want a refusal saying \"%s\"",
+               o == C_REFUSED ? why : "it ran", want);
+      test_report(rname, o == C_REFUSED && strstr(why, want), rwhy);
+    }
     if (o == C_REFUSED) {
       r->refused++;
-      if (getenv("MLC_ONNX_VERBOSE")) printf("# refused %s: %s\n", names[i], why);
+      totals[2]++;
+      if (getenv("MLC_ONNX_VERBOSE")) printf("# refused %s/%s: %s\n", label, names[i], why);
       if (must_run_case(names[i])) test_report(name, false, why);
     } else {
       r->run++;
       r->passed += o == C_PASS;
       r->failed += o == C_FAIL;
+      totals[0]++;
+      totals[1] += o == C_PASS;
+      totals[3] += o == C_FAIL;
       test_report(name, o == C_PASS, why);
     }
     mlc_free(names[i]);
   }
   mlc_free(names);
+}
+
+/* ---- refusals of altered models ------------------------------------------------ */
+
+static Onnx__AttributeProto *find_attr(Onnx__ModelProto *mp, const char *op, const char *name) {
+  const Onnx__GraphProto *g = mp->graph;
+  for (size_t k = 0; g && k < g->n_node; k++) {
+    if (!g->node[k]->op_type || strcmp(g->node[k]->op_type, op) != 0) continue;
+    for (size_t i = 0; i < g->node[k]->n_attribute; i++)
+      if (strcmp(g->node[k]->attribute[i]->name, name) == 0) return g->node[k]->attribute[i];
+  }
+  return NULL;
+}
+
+/* Each alters its model in place (values, or fewer entries: the unpacked
+ * message is still freed as protobuf-c allocated it); false: the model is
+ * not the one expected. */
+static bool gemm_no_broadcast(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "Gemm", "broadcast");
+  return a && (a->i = 0, true);
+}
+
+static bool add_no_broadcast(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "Add", "broadcast");
+  return a && (a->i = 0, true);
+}
+
+static bool add_axis_no_broadcast(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "Add", "broadcast");
+  return a && (strcpy(a->name, "axis"), a->i = 0, true);
+}
+
+static bool bn_training(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "BatchNormalization", "is_test");
+  return a && (a->i = 0, true);
+}
+
+static bool conv1d_short_pads(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "Conv", "pads");
+  return a && a->n_ints == 2 && (a->n_ints = 1, true);
+}
+
+static bool maxpool1d_no_kernel(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "MaxPool", "kernel_shape");
+  return a && a->n_ints == 1 && (strcpy(a->name, "strides"), true); /* kernel_shape gone */
+}
+
+/* PRelu's slope [C] on [N, C, L]: per channel at opset 6, no numpy
+ * broadcast at opset 7. */
+static bool prelu_opset7(Onnx__ModelProto *mp) {
+  return mp->n_opset_import == 1 && (mp->opset_import[0]->version = 7, true);
+}
+
+static const struct {
+  const char *dir, *name;
+  bool (*alter)(Onnx__ModelProto *);
+  const char *want;
+} mutations[] = {
+    {"pytorch-converted", "test_Linear", gemm_no_broadcast, "C is not [4, 8] and broadcast is 0"},
+    {"pytorch-converted", "test_Softsign", add_no_broadcast, "the shapes differ and broadcast is 0"},
+    {"pytorch-converted", "test_Softsign", add_axis_no_broadcast, "axis without broadcast"},
+    {"pytorch-converted", "test_BatchNorm2d_eval", bn_training, "is_test 0"},
+    {"pytorch-converted", "test_Conv1d", conv1d_short_pads, "pads must have 2 entries (a 1-D window)"},
+    {"pytorch-converted", "test_MaxPool1d", maxpool1d_no_kernel, "kernel_shape is required"},
+    {"pytorch-converted", "test_PReLU_1d_multiparam", prelu_opset7, "shapes do not broadcast"},
+};
+
+/* Each model loads as it is and is refused, with the message, once
+ * altered. */
+static void run_mutations(const char *root) {
+  for (size_t i = 0; i < MLC_COUNTOF(mutations); i++) {
+    char path[1024], name[300], why[1200] = "";
+    snprintf(path, sizeof path, "%s/%s/%s/model.onnx", root, mutations[i].dir, mutations[i].name);
+    snprintf(name, sizeof name, "onnx_refuses_altered_%s_%zu", mutations[i].name, i);
+    size_t len;
+    mlc_error err;
+    char *bytes = mlc_read_file(path, &len, &err);
+    if (!bytes) {
+      printf("SKIP %s: %s\n", name, err.msg);
+      continue;
+    }
+    mlc_gmodule *m = mlc_graph_parse_onnx(path, bytes, len, NULL, &err);
+    bool ok = m != NULL;
+    if (!m) snprintf(why, sizeof why, "the unaltered model is refused: %s", err.msg);
+    mlc_graph_free(m);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)bytes);
+    if (ok && !(mp && mutations[i].alter(mp))) {
+      ok = false;
+      snprintf(why, sizeof why, "the model is not as expected");
+    }
+    if (ok) {
+      size_t plen = onnx__model_proto__get_packed_size(mp);
+      uint8_t *packed = mlc_xmalloc(plen + 1);
+      onnx__model_proto__pack(mp, packed);
+      m = mlc_graph_parse_onnx(path, packed, plen, NULL, &err);
+      ok = !m && strstr(err.msg, mutations[i].want);
+      if (!ok) snprintf(why, sizeof why, "%s; want a refusal saying \"%s\"", m ? "loaded" : err.msg,
+                        mutations[i].want);
+      mlc_graph_free(m);
+      mlc_free(packed);
+    }
+    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    mlc_free(bytes);
+    test_report(name, ok, why);
+  }
+}
+
+int main(void) {
+  const char *one = getenv("MLC_ONNX_TESTDATA");
+  const char *filter = getenv("MLC_ONNX_FILTER");
+  int n_dirs = one ? 1 : MLC_COUNTOF(data_dirs);
+  int totals[MLC_COUNTOF(data_dirs)][4] = {{0}}, grand[4] = {0};
+  for (int k = 0; k < n_dirs; k++) {
+    char path[512];
+    const char *label = one ? (strrchr(one, '/') ? strrchr(one, '/') + 1 : one) : data_dirs[k];
+    if (one) snprintf(path, sizeof path, "%s", one);
+    else snprintf(path, sizeof path, "%s/%s", DATA_ROOT, data_dirs[k]);
+    run_dir(path, label, filter, totals[k]);
+  }
+  if (!one && !filter) run_mutations(DATA_ROOT);
   print_table(getenv("MLC_ONNX_VERBOSE") != NULL);
+  printf("# %-28s %5s %6s %7s %6s\n", "directory", "run", "passed", "refused", "failed");
+  for (int k = 0; k < n_dirs; k++) {
+    print_row(one ? one : data_dirs[k], totals[k]);
+    for (int j = 0; j < 4; j++) grand[j] += totals[k][j];
+  }
+  print_row("total", grand);
   printf("# %d of the cases run had parameter inputs (integer inputs, Clip bounds, BatchNorm\n"
          "# statistics, Reshape shapes, Slice starts, ...) bound to their test data as constants\n",
          n_bound_cases);

@@ -24,7 +24,8 @@ static const char *usage_text =
     "  list                      workloads: task, shape, records, best GFLOP/s per target\n"
     "  top --task NAME           best records of a task (all its shapes unless --shape);\n"
     "                            REPLAY says whether each replays to the function it\n"
-    "                            measured (DIFFERS: tampered or another version)\n"
+    "                            measured (DIFFERS: tampered or another version;\n"
+    "                            NO-HASH: written outside mlc-tune; mlc-compile skips both)\n"
     "  show ID                   one record: trace (Python-like), run times, error\n"
     "  stats                     records per error class and per target\n"
     "  export                    every record as one JSON object per line, on stdout\n"
@@ -208,10 +209,11 @@ static bool canonical_shape(const options *o, char *buf, size_t n) {
 
 /* Whether record r replays to the scheduled function it measured (its
  * stored hash): "ok", "DIFFERS" (another version, or a tampered row:
- * mlc-compile skips it), "unchecked" (a row from before the hash was
- * stored). f: the workload, NULL when its IR does not parse. */
+ * mlc-compile skips it), "NO-HASH" (a row from before the hash was
+ * stored, or written around mlc-tune: mlc-compile skips it too). f: the
+ * workload, NULL when its IR does not parse. */
 static const char *replay_check(mlc_arena *a, const mlc_prim_func *f, const mlc_db_record *r) {
-  if (!r->sched_hash) return "unchecked";
+  if (!r->sched_hash) return "NO-HASH";
   char hash[17];
   mlc_error err;
   if (!f || !mlc_db_replay_trace(a, f, r->trace, NULL, hash, &err)) return "DIFFERS";

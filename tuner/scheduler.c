@@ -7,7 +7,7 @@
  * after a round-robin warm-up, the task whose end-to-end gain promises
  * most, estimated as calls x (recent improvement per round, mixed with an
  * optimistic best/rounds term so that a slow kernel is never starved). */
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h"
 #include "db/db.h"
 
 #include <math.h>
@@ -62,8 +62,12 @@ typedef struct sched_run {
   double t0;
 } sched_run;
 
+/* Records looked at for a task's best before this run: those that are
+ * not trusted (tuner_record_trusted) are passed over. */
+#define MAX_BEST_TRIED 9
+
 /* Where task i stands in the database before this run: its record count
- * and best record (history of one entry when it has a time). */
+ * and best trusted record (history of one entry when it has a time). */
 static bool load_state(sched_run *r, int i, mlc_error *err) {
   mlc_tuner_task_state *st = &r->st[i];
   memset(st, 0, sizeof *st);
@@ -73,12 +77,15 @@ static bool load_state(sched_run *r, int i, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   mlc_db_record *recs;
   int n = mlc_db_records(r->db, wid, r->target, a, &recs, err);
-  int k = n >= 0 ? mlc_db_top_k(r->db, wid, r->target, 1, a, &recs, err) : -1;
+  int k = n >= 0 ? mlc_db_top_k(r->db, wid, r->target, MAX_BEST_TRIED, a, &recs, err) : -1;
   if (n >= 0) st->trials = n;
-  if (k > 0) {
-    st->best_sec = recs[0].mean_sec;
-    st->best_record_id = recs[0].id;
+  for (int j = 0; j < k; j++) {
+    mlc_error why;
+    if (!tuner_record_trusted(a, r->tasks[i].func, &recs[j], &why)) continue;
+    st->best_sec = recs[j].mean_sec;
+    st->best_record_id = recs[j].id;
     MLC_VEC_PUSH(r->best[i], st->best_sec);
+    break;
   }
   mlc_arena_free(a);
   return k >= 0;

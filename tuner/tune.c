@@ -158,23 +158,31 @@ static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const d
   mlc_free(keys);
 }
 
-/* Whether record rec is what its row says was measured: its trace replays
- * to the stored structural hash (rows without one: nothing to compare). A
- * record that does not is still never proposed again, but it neither seeds
- * the search nor trains the model nor counts as the best. */
-static bool record_trusted(tune_run *r, mlc_arena *a, const mlc_db_record *rec, int *n_bad) {
-  if (!rec->sched_hash) return true;
+bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const mlc_db_record *rec,
+                          mlc_error *why) {
   char hash[17];
-  mlc_error e;
-  if (mlc_db_replay_trace(a, r->f, rec->trace, NULL, hash, &e) &&
+  if (!rec->sched_hash)
+    return mlc_error_set(why, "warning: record %" PRId64 " has no scheduled-function hash "
+                              "(written outside mlc-tune?); it is not used", rec->id);
+  if (mlc_db_replay_trace(a, f, rec->trace, NULL, hash, why) &&
       strcmp(hash, rec->sched_hash) == 0)
     return true;
-  char note[200], *msg = r->res->message;
-  snprintf(note, sizeof note, "warning: record %" PRId64 " does not replay to its stored hash %s "
-           "(another version, or a tampered record); it is not used", rec->id, rec->sched_hash);
+  return mlc_error_set(why, "warning: record %" PRId64 " does not replay to its stored hash %s "
+                            "(another version, or a tampered record); it is not used",
+                       rec->id, rec->sched_hash);
+}
+
+/* A record that is not trusted (tuner_record_trusted) is still never
+ * proposed again, but it neither seeds the search nor trains the model nor
+ * counts as the best; the first such record of a run is named in the
+ * result's message. */
+static bool record_trusted(tune_run *r, mlc_arena *a, const mlc_db_record *rec, int *n_bad) {
+  mlc_error why;
+  if (tuner_record_trusted(a, r->f, rec, &why)) return true;
+  char *msg = r->res->message;
   size_t len = strlen(msg);
-  if ((*n_bad)++ == 0 && !strstr(msg, note) && len + 1 < sizeof r->res->message)
-    snprintf(msg + len, sizeof r->res->message - len, "%s%s", len ? "; " : "", note);
+  if ((*n_bad)++ == 0 && !strstr(msg, why.msg) && len + 1 < sizeof r->res->message)
+    snprintf(msg + len, sizeof r->res->message - len, "%s%.300s", len ? "; " : "", why.msg);
   return false;
 }
 

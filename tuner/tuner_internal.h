@@ -82,4 +82,15 @@ int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t pref
 mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint64_t seed,
                                const mlc_replay_opts *opts, mlc_error *err);
 
+/* ---- tune.c: stored records are untrusted ---- */
+
+struct mlc_db_record;
+/* Whether rec (a record of workload f) is what its row says was measured:
+ * its trace replays on f to its stored sched_hash. A row without a hash
+ * (written around mlc-tune with SQL, or migrated from a schema before
+ * version 3) is not trusted: nothing ties its run time to a function.
+ * False with a warning naming the record in why. */
+bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc_db_record *rec,
+                          mlc_error *why);
+
 #endif

@@ -402,6 +402,17 @@ if command -v sqlite3 >/dev/null 2>&1; then
   sqlite3 "$tmp/rec.db" "UPDATE records SET mean_sec = -1 WHERE id = 1"
   "$MC" --task matmul --shape 16,16,16 --db "$tmp/rec.db" -o "$tmp/r.o" 2>"$tmp/err"
   check compile_negative_time_untuned grep -q 'matmul .* untuned (default schedule; record 2 skipped' "$tmp/err"
+  # A row INSERTed by hand without a scheduled-function hash (or migrated
+  # from an old schema), its trace valid and its time the best, is not
+  # compiled silently: skipped with a warning naming it, next best taken.
+  "$MDB" --db "$tmp/hl.db" import "$tmp/rec.jsonl" >/dev/null 2>&1
+  sqlite3 "$tmp/hl.db" "INSERT INTO records (workload_id, target, trace, trace_hash, run_secs, mean_sec, round) SELECT workload_id, target, replace(trace, ',8]', ',2]'), 'feedfacefeedface', '[1e-09]', 1e-09, 9 FROM records WHERE id = 1"
+  check compile_hashless_inserted test "$(sqlite3 "$tmp/hl.db" 'SELECT id FROM records WHERE sched_hash IS NULL ORDER BY mean_sec LIMIT 1')" = 3
+  rm -f "$tmp/r.o"
+  "$MC" --task matmul --shape 16,16,16 --db "$tmp/hl.db" -o "$tmp/r.o" --verify 2>"$tmp/err"
+  check compile_hashless_exit test $? -eq 0 -a -s "$tmp/r.o"
+  check compile_hashless_warning grep -q '^mlc-compile: warning: matmul: record 3 has no scheduled-function hash (written outside mlc-tune?); skipped' "$tmp/err"
+  check compile_hashless_next_best grep -q 'matmul .* record 2 ' "$tmp/err"
 else
   echo "SKIP compile_tampered: no sqlite3 shell on PATH"
 fi
