@@ -39,23 +39,42 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
 }
 
 /* Out of memory, by path (tests/test_allocfail.c fails every allocation of
- * each in turn and checks which of the two happens):
+ * each in turn, with small arena chunks so failures land inside the work,
+ * and checks which of the two happens):
  *
- * Returns an error, nothing leaked: mlc_parse_module and mlc_json_parse
- * (the caller's arena jumps back to the parser, which reports "out of
- * memory"); mlc_interp_run (its compile arena jumps, its buffers use
- * mlc_malloc); mlc_array_try_new. These are the paths whose sizes come from
- * input: source text, JSON text, tensor shapes.
+ * Returns an error, nothing leaked. Each entry point sets an escape point
+ * on the arena that holds its work (and puts the caller's back), so a
+ * failed chunk jumps back and everything taken stays owned by the arena;
+ * scratch arenas made with mlc_arena_new_child jump to their parent's
+ * escape point and are freed with it: mlc_parse_module, mlc_json_parse;
+ * mlc_trace_from_json; mlc_sched_try_new (the copy of the function) and
+ * mlc_sched_replay (every primitive it runs: their messages are built in
+ * the state's arena too); mlc_target_lower; mlc_verify_func,
+ * mlc_verify_func_in and mlc_graph_verify (scratch arenas); mlc_graph_parse
+ * (JSON, graph, seeded weights and the verifiers' scratch under the
+ * module's escape point); mlc_graph_run_pipeline (each pass under the
+ * module's escape point, its scratch in children of the module's arena:
+ * the maps of rewrite, fuse, fuse_tir and dce, fold's reference
+ * evaluation, dce's structural hashes); mlc_func_struct_hash_in and
+ * mlc_func_struct_equal_in (under the escape point of the scratch arena
+ * they are given), so the db's workload keys and IR text
+ * (mlc_db_add_workload, mlc_db_find_workload); mlc_interp_run;
+ * mlc_array_try_new, mlc_npy_parse; SQLite's own allocations, routed here
+ * by db/db.c, which come back as SQLITE_NOMEM errors of the db functions
+ * (or are absorbed by SQLite with the same result).
  *
  * Aborts by design, through mlc_xmalloc/mlc_xrealloc or an arena with no
- * escape point: the arena header (mlc_arena_new, fixed size); heap vectors
- * (MLC_VEC_PUSH) and string builders (mlc_str), whose callers have no error
- * path; the schedule state (mlc_sched_new and its arena, which holds the IR
- * copy, the handles and the trace) and so primitives and replay; reading a
- * trace out of its parsed JSON (mlc_trace_from_json after mlc_json_parse
- * has returned). Their sizes grow with a program or trace already parsed,
- * so with the length of text a parse accepted, not with a number read from
- * input. */
+ * escape point. Fixed size: arena headers (mlc_arena_new; a child's header
+ * under no escape point), the module of mlc_graph_new, mlc_affine_bindings'
+ * context. Not yet converted, and sized by input: heap vectors
+ * (MLC_VEC_PUSH) and heap strings (mlc_str without an arena) of callers
+ * with no error path; mlc_sched_new and primitives called outside replay
+ * (the tuner's); a graph pass called alone, outside the pipeline (no
+ * escape point on the module's arena), and mlc_graph_extract_tasks,
+ * mlc_graph_default_schedule, mlc_graph_reference; mlc_func_struct_hash,
+ * mlc_func_struct_equal and mlc_func_hash_hex (scratch arena with no
+ * escape point: no error path), so the tuner's hashes; the db's record
+ * texts (canonical trace, run times) and what it reads back; mlc_read_file. */
 void *mlc_xmalloc(size_t n) {
   void *p = mlc_malloc(n);
   if (!p) mlc_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", n);
@@ -88,14 +107,51 @@ struct mlc_arena {
   chunk *head;
   jmp_buf *oom; /* where an allocation failure jumps, if set */
   size_t total;
+  /* Child arenas (mlc_arena_new_child): the parent, and the list of a
+   * parent's live children, so that freeing the parent frees them. */
+  mlc_arena *parent, *children, *next_sibling;
 };
 
 enum { CHUNK_SIZE = 64 * 1024 };
+static size_t chunk_size = CHUNK_SIZE;
+
+void mlc_arena_set_chunk_size(size_t bytes) { chunk_size = bytes ? bytes : CHUNK_SIZE; }
 
 mlc_arena *mlc_arena_new(void) { return mlc_xmalloc(sizeof(mlc_arena)); }
 
-void mlc_arena_free(mlc_arena *a) {
-  if (!a) return;
+/* The escape point a failure in a takes: its own, else its nearest
+ * ancestor's (NULL: none, abort). */
+static jmp_buf *oom_target(const mlc_arena *a) {
+  for (; a; a = a->parent)
+    if (a->oom) return a->oom;
+  return NULL;
+}
+
+mlc_arena *mlc_arena_new_child(mlc_arena *parent) {
+  mlc_arena *a = mlc_malloc(sizeof *a);
+  if (!a) {
+    jmp_buf *jb = oom_target(parent);
+    if (jb) longjmp(*jb, 1);
+    mlc_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", sizeof *a);
+  }
+  memset(a, 0, sizeof *a);
+  a->parent = parent;
+  a->next_sibling = parent->children;
+  parent->children = a;
+  return a;
+}
+
+static void unlink_child(mlc_arena *a) {
+  mlc_arena **p = &a->parent->children;
+  while (*p != a) p = &(*p)->next_sibling;
+  *p = a->next_sibling;
+}
+
+static void free_tree(mlc_arena *a) {
+  for (mlc_arena *k = a->children, *next; k; k = next) {
+    next = k->next_sibling;
+    free_tree(k);
+  }
   for (chunk *c = a->head, *next; c; c = next) {
     next = c->next;
     mlc_free(c);
@@ -103,21 +159,29 @@ void mlc_arena_free(mlc_arena *a) {
   mlc_free(a);
 }
 
+void mlc_arena_free(mlc_arena *a) {
+  if (!a) return;
+  if (a->parent) unlink_child(a);
+  free_tree(a);
+}
+
 void mlc_arena_set_oom_jump(mlc_arena *a, jmp_buf *jb) { a->oom = jb; }
+jmp_buf *mlc_arena_oom_jump(const mlc_arena *a) { return a->oom; }
 size_t mlc_arena_bytes_used(const mlc_arena *a) { return a->total; }
 
 static chunk *add_chunk(mlc_arena *a, size_t need) {
-  size_t size = need > CHUNK_SIZE ? need : CHUNK_SIZE;
+  size_t size = need > chunk_size ? need : chunk_size;
   chunk *c = mlc_malloc(sizeof(chunk) + size);
   if (!c) {
-    if (a->oom) longjmp(*a->oom, 1);
+    jmp_buf *jb = oom_target(a);
+    if (jb) longjmp(*jb, 1);
     mlc_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", need);
   }
   c->size = size;
   c->used = 0;
   /* A dedicated big chunk goes behind the head so the head keeps serving
    * small requests. */
-  if (a->head && need > CHUNK_SIZE) {
+  if (a->head && need > chunk_size) {
     c->next = a->head->next;
     a->head->next = c;
   } else {

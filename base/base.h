@@ -87,7 +87,22 @@ char *mlc_arena_printf(mlc_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Set (or clear with NULL) where an allocation failure jumps to. */
 void mlc_arena_set_oom_jump(mlc_arena *a, jmp_buf *jb);
+/* The escape point now set (NULL: none), so that an entry point can set
+ * its own and put the caller's back on return. */
+jmp_buf *mlc_arena_oom_jump(const mlc_arena *a);
+/* A scratch arena that parent owns: freed with parent at the latest (or
+ * earlier, by mlc_arena_free). Running out of memory in it, its header
+ * included, jumps to its own escape point or else to its nearest
+ * ancestor's, so scratch taken under a caller's escape point needs no
+ * cleanup of its own when that point is taken. Not thread-safe for one
+ * parent. */
+mlc_arena *mlc_arena_new_child(mlc_arena *parent);
 size_t mlc_arena_bytes_used(const mlc_arena *a);
+/* The size of the chunks arenas take from the heap
+ * (0: the default, 64 KiB), for tests that fail the Nth allocation and
+ * want failures to land inside an operation, not only at its first chunk.
+ * Set it before any arena in use gets its next chunk; not thread-safe. */
+void mlc_arena_set_chunk_size(size_t bytes);
 
 #define MLC_NEW(a, T) ((T *)mlc_arena_alloc((a), sizeof(T)))
 #define MLC_NEW_ARRAY(a, T, n) ((T *)mlc_arena_alloc((a), sizeof(T) * (size_t)(n)))
@@ -120,6 +135,11 @@ void mlc_vec_grow_(void **data, int *cap, int need, size_t elem, mlc_arena *a);
 typedef struct mlc_str {
   char *data; /* always NUL-terminated once anything was appended */
   size_t len, cap;
+  /* Grow inside this arena instead of on the heap
+   * (NULL: heap), so that a string built under an arena's escape point
+   * jumps there when memory runs out and leaves nothing to free;
+   * mlc_str_free then only forgets the text, mlc_str_take refuses. */
+  mlc_arena *arena;
 } mlc_str;
 
 void mlc_str_putc(mlc_str *s, char c);

@@ -333,9 +333,10 @@ static mlc_json *parse_value(parser *ps, int depth) {
 mlc_json *mlc_json_parse(mlc_arena *a, const char *text, size_t len, mlc_error *err) {
   parser ps = {.a = a, .p = text, .end = text + len, .begin = text, .err = err};
   if (err) err->msg[0] = 0;
+  jmp_buf *outer = mlc_arena_oom_jump(a); /* a caller's own escape point, put back */
   if (setjmp(ps.fail)) {
     /* A syntax error left a message; an arena allocation failure did not. */
-    mlc_arena_set_oom_jump(a, NULL);
+    mlc_arena_set_oom_jump(a, outer);
     if (err && err->msg[0] == 0) mlc_error_set(err, "out of memory parsing JSON");
     return NULL;
   }
@@ -343,7 +344,7 @@ mlc_json *mlc_json_parse(mlc_arena *a, const char *text, size_t len, mlc_error *
   mlc_json *v = parse_value(&ps, 0);
   skip_ws(&ps);
   if (ps.p < ps.end) fail_at(&ps, ps.p, "end of input after the value");
-  mlc_arena_set_oom_jump(a, NULL);
+  mlc_arena_set_oom_jump(a, outer);
   return v;
 }
 

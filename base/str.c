@@ -12,7 +12,13 @@ static void reserve(mlc_str *s, size_t extra) {
   if (need <= s->cap) return;
   size_t cap = s->cap ? s->cap : 64;
   while (cap < need) cap *= 2;
-  s->data = mlc_xrealloc(s->data, cap);
+  if (s->arena) {
+    char *p = mlc_arena_alloc(s->arena, cap);
+    if (s->len) memcpy(p, s->data, s->len + 1);
+    s->data = p;
+  } else {
+    s->data = mlc_xrealloc(s->data, cap);
+  }
   s->cap = cap;
 }
 
@@ -54,6 +60,7 @@ void mlc_str_indent(mlc_str *s, int spaces) {
 const char *mlc_str_cstr(mlc_str *s) { return s->data ? s->data : ""; }
 
 char *mlc_str_take(mlc_str *s) {
+  MLC_ASSERT(!s->arena); /* the caller would mlc_free arena memory */
   char *p = s->data ? s->data : mlc_xstrdup("");
   s->data = NULL;
   s->len = s->cap = 0;
@@ -66,7 +73,7 @@ void mlc_str_clear(mlc_str *s) {
 }
 
 void mlc_str_free(mlc_str *s) {
-  mlc_free(s->data);
+  if (!s->arena) mlc_free(s->data);
   s->data = NULL;
   s->len = s->cap = 0;
 }

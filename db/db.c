@@ -11,10 +11,62 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* ---- SQLite's memory ------------------------------------------------------ */
+
+/* SQLite allocates through the one hook too (SQLITE_CONFIG_MALLOC), so that
+ * a test failing the Nth allocation reaches SQLite's, which it reports as
+ * SQLITE_NOMEM ("out of memory") and so as an error of the db function.
+ * Each block carries its size in front (xSize), 16 bytes to keep SQLite's
+ * 8-byte alignment and ours. */
+enum { SQ_HEAD = 16 };
+
+static void *sq_malloc(int n) {
+  if (n <= 0) return NULL;
+  unsigned char *p = mlc_malloc((size_t)n + SQ_HEAD);
+  if (!p) return NULL;
+  memcpy(p, &n, sizeof n);
+  return p + SQ_HEAD;
+}
+
+static void sq_free(void *p) {
+  if (p) mlc_free((unsigned char *)p - SQ_HEAD);
+}
+
+static void *sq_realloc(void *p, int n) {
+  if (!p) return sq_malloc(n);
+  if (n <= 0) return NULL; /* SQLite never asks for this */
+  unsigned char *q = mlc_realloc((unsigned char *)p - SQ_HEAD, (size_t)n + SQ_HEAD);
+  if (!q) return NULL;
+  memcpy(q, &n, sizeof n);
+  return q + SQ_HEAD;
+}
+
+static int sq_size(void *p) {
+  int n = 0;
+  if (p) memcpy(&n, (unsigned char *)p - SQ_HEAD, sizeof n);
+  return n;
+}
+
+static int sq_roundup(int n) { return (n + 7) & ~7; }
+static int sq_init(void *ud) { return MLC_UNUSED(ud), SQLITE_OK; }
+static void sq_shutdown(void *ud) { MLC_UNUSED(ud); }
+
+static void route_sqlite_memory(void) {
+  static const sqlite3_mem_methods methods = {sq_malloc, sq_free,    sq_realloc, sq_size,
+                                              sq_roundup, sq_init, sq_shutdown, NULL};
+  /* SQLITE_MISUSE when SQLite was started before (by a program calling it
+   * directly): it then keeps its own allocator, which is harmless. */
+  sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
+}
+
+static pthread_once_t sqlite_memory_once = PTHREAD_ONCE_INIT;
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -37,9 +89,9 @@ bool db_exec(mlc_db *db, const char *sql, mlc_error *err) {
   return db_fail(db, err, "statement");
 }
 
-void db_bind_text(sqlite3_stmt *st, int i, const char *s) {
-  if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(st, i);
+bool db_bind_text(sqlite3_stmt *st, int i, const char *s) {
+  if (s) return sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) == SQLITE_OK;
+  return sqlite3_bind_null(st, i) == SQLITE_OK;
 }
 
 const char *db_column_text(sqlite3_stmt *st, int i, mlc_arena *a) {
@@ -175,8 +227,16 @@ mlc_db *mlc_db_open(const char *path, mlc_db_mode mode, mlc_error *err) {
   if (exists && !S_ISREG(sb.st_mode))
     return mlc_error_set(err, "%s: not a regular file", path), NULL;
   if (exists && !looks_like_sqlite(path, err)) return NULL;
-  mlc_db *db = mlc_xmalloc(sizeof *db);
-  db->path = mlc_xstrdup(path);
+  pthread_once(&sqlite_memory_once, route_sqlite_memory);
+  mlc_db *db = mlc_malloc(sizeof *db);
+  char *copy = mlc_malloc(strlen(path) + 1);
+  if (!db || !copy) {
+    mlc_free(db);
+    mlc_free(copy);
+    return mlc_error_set(err, "%s: out of memory opening the database", path), NULL;
+  }
+  memset(db, 0, sizeof *db);
+  db->path = strcpy(copy, path);
   int flags = SQLITE_OPEN_READWRITE | (mode == MLC_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
   if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
     db_fail(db, err, "cannot open");
@@ -283,16 +343,40 @@ static int find_by_hash(mlc_db *db, const mlc_prim_func *f, const char *hash, in
   return found;
 }
 
-int mlc_db_find_workload(mlc_db *db, const mlc_prim_func *f, int64_t *id, mlc_error *err) {
-  char hash[17];
-  mlc_func_hash_hex(f, hash);
-  return find_by_hash(db, f, hash, id, err);
+/* f's workload key (16 hex digits of its structural hash) and, with ir
+ * given, its printed text, both in scratch arena a: they grow with f, so
+ * running out of memory is an error (the arena keeps what they took). */
+static bool workload_key(mlc_db *db, mlc_arena *a, const mlc_prim_func *f, char hash[17],
+                         const char **ir, mlc_error *err) {
+  jmp_buf jb;
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, NULL);
+    return mlc_error_set(err, "%s: out of memory reading workload %s", db->path, f->name);
+  }
+  mlc_arena_set_oom_jump(a, &jb);
+  snprintf(hash, 17, "%016" PRIx64, mlc_func_struct_hash_in(a, f));
+  if (ir) {
+    mlc_str text = {.arena = a};
+    mlc_print_func(&text, f);
+    *ir = mlc_str_cstr(&text);
+  }
+  mlc_arena_set_oom_jump(a, NULL);
+  return true;
 }
 
-int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const mlc_prim_func *f,
-                        mlc_error *err) {
+int mlc_db_find_workload(mlc_db *db, const mlc_prim_func *f, int64_t *id, mlc_error *err) {
   char hash[17];
-  mlc_func_hash_hex(f, hash);
+  mlc_arena *a = mlc_arena_new(); /* the header, fixed size: aborts by design */
+  int found = workload_key(db, a, f, hash, NULL, err) ? find_by_hash(db, f, hash, id, err) : -1;
+  mlc_arena_free(a);
+  return found;
+}
+
+static int64_t add_workload(mlc_db *db, mlc_arena *a, const char *task, const char *shape,
+                            const mlc_prim_func *f, mlc_error *err) {
+  char hash[17];
+  const char *ir;
+  if (!workload_key(db, a, f, hash, &ir, err)) return -1;
   int64_t id;
   int found = find_by_hash(db, f, hash, &id, err);
   if (found) return found > 0 ? id : -1;
@@ -301,16 +385,20 @@ int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const m
                                 "VALUES(?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
                                 err);
   if (!st) return -1;
-  mlc_str ir = {0};
-  mlc_print_func(&ir, f);
-  db_bind_text(st, 1, hash);
-  db_bind_text(st, 2, task);
-  db_bind_text(st, 3, shape);
-  db_bind_text(st, 4, mlc_str_cstr(&ir));
-  id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->h) : -1;
-  if (id < 0) db_fail(db, err, "adding a workload");
+  bool bound = db_bind_text(st, 1, hash) & db_bind_text(st, 2, task) &
+               db_bind_text(st, 3, shape) & db_bind_text(st, 4, ir);
+  if (!bound) id = -1, mlc_error_set(err, "%s: adding a workload: out of memory", db->path);
+  else if ((id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->h) : -1) < 0)
+    db_fail(db, err, "adding a workload");
   sqlite3_finalize(st);
-  mlc_str_free(&ir);
+  return id;
+}
+
+int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const mlc_prim_func *f,
+                        mlc_error *err) {
+  mlc_arena *a = mlc_arena_new(); /* the header, fixed size: aborts by design */
+  int64_t id = add_workload(db, a, task, shape, f, err);
+  mlc_arena_free(a);
   return id;
 }
 
@@ -453,19 +541,16 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
     for (int i = 0; i < n; i++) sum += r->secs[i];
     put_secs(&secs, n, r->secs);
     sqlite3_bind_int64(st, 1, r->workload_id);
-    db_bind_text(st, 2, target);
-    db_bind_text(st, 3, mlc_str_cstr(&canon));
-    db_bind_text(st, 4, hash);
-    db_bind_text(st, 5, mlc_str_cstr(&secs));
+    bool bound = db_bind_text(st, 2, target) & db_bind_text(st, 3, mlc_str_cstr(&canon)) &
+                 db_bind_text(st, 4, hash) & db_bind_text(st, 5, mlc_str_cstr(&secs)) &
+                 db_bind_text(st, 7, r->error) & db_bind_text(st, 9, mlc_target_host_cpu()) &
+                 db_bind_text(st, 10, MLC_VERSION) & db_bind_text(st, 11, r->sched_hash);
     if (n) sqlite3_bind_double(st, 6, sum / n);
     else sqlite3_bind_null(st, 6);
-    db_bind_text(st, 7, r->error);
     sqlite3_bind_int64(st, 8, r->round);
-    db_bind_text(st, 9, mlc_target_host_cpu());
-    db_bind_text(st, 10, MLC_VERSION);
-    db_bind_text(st, 11, r->sched_hash);
     sqlite3_bind_int(st, 12, r->disturbed ? 1 : 0);
-    ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding a record");
+    if (!bound) ok = mlc_error_set(err, "%s: adding a record: out of memory", db->path);
+    else ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding a record");
     if (ok && added) *added = sqlite3_changes(db->h) > 0;
   }
   sqlite3_finalize(st);
@@ -547,8 +632,11 @@ int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc
                                 err);
   if (!st) return -1;
   sqlite3_bind_int64(st, 1, workload_id);
-  db_bind_text(st, 2, t);
   sqlite3_bind_int(st, 3, k);
+  if (!db_bind_text(st, 2, t)) {
+    sqlite3_finalize(st);
+    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
+  }
   return read_records(db, st, a, out, err);
 }
 

@@ -16,7 +16,9 @@ struct mlc_db {
 bool db_fail(mlc_db *db, mlc_error *err, const char *what);
 sqlite3_stmt *db_prepare(mlc_db *db, const char *sql, mlc_error *err);
 bool db_exec(mlc_db *db, const char *sql, mlc_error *err);
-void db_bind_text(sqlite3_stmt *st, int i, const char *s); /* NULL binds NULL */
+/* NULL binds NULL; false when SQLite could not copy the text (out of
+ * memory: the parameter is then NULL, so writers check). */
+bool db_bind_text(sqlite3_stmt *st, int i, const char *s);
 const char *db_column_text(sqlite3_stmt *st, int i, mlc_arena *a); /* NULL stays NULL */
 
 /* Inside a transaction the caller opened. */

@@ -122,7 +122,9 @@ static void fold_func(mlc_gmodule *m, mlc_gfunc *f) {
     for (int j = 0; j < b->n_args; j++) in[j] = b->args[j]->data;
     mlc_gvar *c = mlc_gvar_new(m, b->var->name, MLC_GVAR_CONST, &b->var->type);
     c->data = mlc_arena_alloc(m->arena, sizeof(float) * (size_t)mlc_gtype_numel(&c->type));
-    mlc_graph_ref_op(b, in, c->data);
+    mlc_arena *scratch = mlc_arena_new_child(m->arena); /* under the pass's escape point */
+    mlc_graph_ref_op_in(scratch, b, in, c->data);
+    mlc_arena_free(scratch);
     add_const(m, c);
     replace_uses(f, b->var, c);
   }

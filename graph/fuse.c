@@ -105,7 +105,7 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
   mlc_gbinding *out = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
   mlc_gbinding *call_at = MLC_NEW_ARRAY(m->arena, mlc_gbinding, n + 1);
   bool *is_last = MLC_NEW_ARRAY(m->arena, bool, n + 1);
-  mlc_arena *ua = mlc_arena_new();
+  mlc_arena *ua = mlc_arena_new_child(m->arena);
   mlc_guses u;
   mlc_guses_init(&u, ua, f);
   for (int i = 0; i < n; i++) {

@@ -230,7 +230,7 @@ static mlc_prim_func *fuse_one(mlc_gmodule *m, const mlc_gfunc *g, mlc_error *er
 bool mlc_graph_fuse_tir(mlc_gmodule *m, mlc_error *err) {
   /* Each primitive function's prim_func first, then one walk over the
    * calls (a walk per function was O(functions x bindings)). */
-  mlc_arena *a = mlc_arena_new();
+  mlc_arena *a = mlc_arena_new_child(m->arena);
   mlc_gmap fused = {.a = a}; /* primitive gfunc -> index in fs */
   MLC_VEC(mlc_prim_func *) fs = {0};
   bool ok = true;

@@ -330,7 +330,8 @@ bool mlc_graph_fuse_tir(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_dce(mlc_gmodule *m, mlc_error *err);
 
 /* Runs every pass in order; after the pass named print_after (NULL: none)
- * calls show(m, pass, ud). */
+ * calls show(m, pass, ud). Running out of memory is an error ("out of
+ * memory"); after any error m is only fit for mlc_graph_free. */
 bool mlc_graph_run_pipeline(mlc_gmodule *m, const char *print_after,
                             void (*show)(const mlc_gmodule *m, const char *pass, void *ud),
                             void *ud, mlc_error *err);

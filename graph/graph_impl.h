@@ -39,8 +39,12 @@ int mlc_guses_count(const mlc_guses *u, const mlc_gvar *v);
 /* Dead-code removal without the verifier (rewrite.c). */
 void mlc_graph_remove_unused(mlc_gmodule *m);
 
-/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. */
+/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. Its
+ * scratch (accumulators of some ops, as big as the result) comes from the
+ * heap and aborts when that runs out; the _in form takes it from
+ * `scratch`, so under its escape point running out is an error. */
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
+void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y);
 
 /* Lowering of one op call to a prim_func named `name` (lower.c): params
  * named after the args, the output last. */

@@ -137,6 +137,10 @@ static bool load_weight_file(loader *L, const char *wname, const char *file, mlc
   char path[1024];
   mlc_error e;
   snprintf(path, sizeof path, "%s/%s", L->weights_dir, file);
+  /* The arena copy first: running out of memory there must not find the
+   * file's data on the heap (the model gave the shape; checked below). */
+  int64_t numel = mlc_gtype_numel(&v->type);
+  float *dst = mlc_arena_alloc(L->m->arena, numel > 0 ? (size_t)numel * sizeof(float) : 1);
   mlc_gtype t;
   float *data = mlc_npy_read(path, &t, &e);
   if (!data) return lfail(L, "weight '%s': %s", wname, e.msg);
@@ -148,7 +152,7 @@ static bool load_weight_file(loader *L, const char *wname, const char *file, mlc
     return lfail(L, "weight '%s': %s has shape %s, the model says %s", wname, path, s0, s1);
   }
   size_t bytes = (size_t)mlc_gtype_numel(&t) * sizeof(float);
-  v->data = mlc_arena_memdup(L->m->arena, data, bytes);
+  v->data = bytes ? memcpy(dst, data, bytes) : dst;
   mlc_free(data);
   return true;
 }
@@ -585,18 +589,29 @@ static bool load_root(loader *L, const mlc_json *root) {
          load_nodes(L, nodes, outs, main);
 }
 
+/* Everything the model takes (its JSON, graph, seeded weights) is in the
+ * module's arena, and the verifier's scratch in children of it: running
+ * out of memory there jumps back here and is an error. Weights read from
+ * files come in through mlc_npy_read, which reports running out itself. */
+static bool load_guarded(loader *L, const char *text, size_t len) {
+  jmp_buf jb;
+  if (setjmp(jb)) return lfail(L, "out of memory loading the model");
+  mlc_arena_set_oom_jump(L->m->arena, &jb);
+  mlc_error e;
+  mlc_json *root = mlc_json_parse(L->m->arena, text, len, &e);
+  bool ok;
+  if (!root) ok = lfail(L, "%s", e.msg);
+  else if (root->kind != MLC_JSON_OBJECT) ok = lfail(L, "a model is a JSON object");
+  else ok = load_root(L, root) && mlc_graph_verify(L->m, L->err);
+  mlc_arena_set_oom_jump(L->m->arena, NULL);
+  return ok;
+}
+
 mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
                              const char *weights_dir, mlc_error *err) {
-  mlc_gmodule *m = mlc_graph_new("model");
+  mlc_gmodule *m = mlc_graph_new("model"); /* fixed size: aborts by design */
   loader L = {.m = m, .file = filename, .weights_dir = weights_dir, .err = err};
-  mlc_error e;
-  mlc_json *root = mlc_json_parse(m->arena, text, len, &e);
-  bool ok;
-  if (!root) ok = lfail(&L, "%s", e.msg);
-  else if (root->kind != MLC_JSON_OBJECT) ok = lfail(&L, "a model is a JSON object");
-  else ok = load_root(&L, root);
-  if (ok) ok = mlc_graph_verify(m, err);
-  if (!ok) {
+  if (!load_guarded(&L, text, len)) {
     mlc_graph_free(m);
     return NULL;
   }

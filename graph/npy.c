@@ -142,7 +142,8 @@ float *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype 
     return mlc_error_set(err, "%s: truncated data: %zu bytes for %zu", name, have, want), NULL;
   if (have > want)
     return mlc_error_set(err, "%s: %zu trailing bytes after the data", name, have - want), NULL;
-  float *data = mlc_xmalloc(want ? want : 4);
+  float *data = mlc_malloc(want ? want : 4); /* sized by the file: an error, not an abort */
+  if (!data) return mlc_error_set(err, "%s: out of memory for %zu bytes", name, want), NULL;
   memcpy(data, b + off + hlen, want); /* little-endian hosts only (x86, arm64) */
   return data;
 }

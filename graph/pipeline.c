@@ -34,13 +34,32 @@ const mlc_gpass *mlc_graph_pass_find(const char *name) {
   return NULL;
 }
 
+/* A pass allocates in the module's arena (what it builds) and in scratch
+ * arenas that are children of it, as much as the model is big: one escape
+ * point on the module's arena turns running out of memory anywhere in the
+ * pass into an error. The module is then half rewritten and only fit for
+ * mlc_graph_free, which frees whatever the pass took. The caller's own
+ * escape point is put back. */
+static bool run_guarded(const mlc_gpass *p, mlc_gmodule *m, mlc_error *err) {
+  jmp_buf jb, *outer = mlc_arena_oom_jump(m->arena);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(m->arena, outer);
+    return mlc_error_set(err, "pass %s: out of memory", p->name);
+  }
+  mlc_arena_set_oom_jump(m->arena, &jb);
+  bool ok = p->run(m, err);
+  mlc_arena_set_oom_jump(m->arena, outer);
+  return ok;
+}
+
 bool mlc_graph_run_pipeline(mlc_gmodule *m, const char *print_after,
                             void (*show)(const mlc_gmodule *m, const char *pass, void *ud),
                             void *ud, mlc_error *err) {
   if (print_after && !mlc_graph_pass_find(print_after))
     return mlc_error_set(err, "unknown pass \"%s\"", print_after);
   for (int i = 0; i < MLC_COUNTOF(passes); i++) {
-    if (!passes[i].run(m, err)) return mlc_error_prefix(err, "after pass %s", passes[i].name);
+    if (!run_guarded(&passes[i], m, err))
+      return mlc_error_prefix(err, "after pass %s", passes[i].name);
     if (show && print_after && strcmp(print_after, passes[i].name) == 0)
       show(m, passes[i].name, ud);
   }

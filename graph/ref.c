@@ -25,6 +25,18 @@ static void unravel(const mlc_gtype *t, int64_t flat, int64_t *idx) {
   }
 }
 
+/* n doubles of scratch: from `scratch` when given (freed with it; under
+ * its escape point running out of memory jumps there), else from the
+ * heap (aborts on failure), given back by put_doubles. */
+static double *get_doubles(mlc_arena *scratch, int64_t n) {
+  size_t bytes = sizeof(double) * (size_t)(n > 0 ? n : 1);
+  return scratch ? mlc_arena_alloc(scratch, bytes) : mlc_xmalloc(bytes);
+}
+
+static void put_doubles(mlc_arena *scratch, double *p) {
+  if (!scratch) mlc_free(p);
+}
+
 static double hard_sigmoid(double x, double alpha, double beta) {
   return fmax(0, fmin(1, alpha * x + beta));
 }
@@ -200,13 +212,13 @@ static void ref_conv2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x
 
 /* conv_transpose2d, w [C, K / groups, R, S]: every input element scattered
  * into the outputs its window reaches. */
-static void ref_conv_transpose2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
-                                 const mlc_gtype *wt, const float *w, const float *bias,
-                                 const mlc_gtype *out, float *y) {
+static void ref_conv_transpose2d(mlc_arena *scratch, const mlc_gattrs *at, const mlc_gtype *xt,
+                                 const float *x, const mlc_gtype *wt, const float *w,
+                                 const float *bias, const mlc_gtype *out, float *y) {
   int64_t N = out->shape[0], K = out->shape[1], OH = out->shape[2], OW = out->shape[3];
   int64_t C = xt->shape[1], H = xt->shape[2], W = xt->shape[3];
   int64_t Kg = wt->shape[1], R = wt->shape[2], S = wt->shape[3], Cg = C / at->groups;
-  double *acc = mlc_xmalloc(sizeof *acc * (size_t)mlc_gtype_numel(out));
+  double *acc = get_doubles(scratch, mlc_gtype_numel(out));
   for (int64_t i = 0; i < mlc_gtype_numel(out); i++)
     acc[i] = bias ? bias[i / (OH * OW) % K] : 0;
   for (int64_t n = 0; n < N; n++)
@@ -224,7 +236,7 @@ static void ref_conv_transpose2d(const mlc_gattrs *at, const mlc_gtype *xt, cons
                       (double)x[((n * C + c) * H + ih) * W + iw] * w[((c * Kg + kg) * R + r) * S + s];
               }
   for (int64_t i = 0; i < mlc_gtype_numel(out); i++) y[i] = (float)acc[i];
-  mlc_free(acc);
+  put_doubles(scratch, acc);
 }
 
 /* avg_pool2d: the mean of each window, divided by the elements of the
@@ -252,10 +264,10 @@ static void ref_avg_pool(const mlc_gattrs *at, const mlc_gtype *xt, const float 
 }
 
 /* reduce_*: every input element into the output element it reduces to. */
-static void ref_reduce(mlc_gop op, const bool *red, const mlc_gtype *xt, const float *x,
-                       const mlc_gtype *out, float *y) {
+static void ref_reduce(mlc_arena *scratch, mlc_gop op, const bool *red, const mlc_gtype *xt,
+                       const float *x, const mlc_gtype *out, float *y) {
   int64_t n_out = mlc_gtype_numel(out), idx[MLC_GRAPH_MAX_DIMS];
-  double *acc = mlc_xmalloc(sizeof *acc * (size_t)n_out);
+  double *acc = get_doubles(scratch, n_out);
   for (int64_t i = 0; i < n_out; i++) acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : 0;
   for (int64_t i = 0; i < mlc_gtype_numel(xt); i++) {
     unravel(xt, i, idx);
@@ -267,7 +279,7 @@ static void ref_reduce(mlc_gop op, const bool *red, const mlc_gtype *xt, const f
   double count = (double)(mlc_gtype_numel(xt) / n_out);
   for (int64_t i = 0; i < n_out; i++)
     y[i] = (float)(op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D ? acc[i] / count : acc[i]);
-  mlc_free(acc);
+  put_doubles(scratch, acc);
 }
 
 static void ref_concat(int n, float *const *in, const mlc_gtype *ts, int ax, const mlc_gtype *out,
@@ -362,6 +374,10 @@ static void ref_transpose(const mlc_gattrs *at, const mlc_gtype *xt, const float
 }
 
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
+  mlc_graph_ref_op_in(NULL, b, in, y);
+}
+
+void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y) {
   mlc_gtype ts[MLC_GRAPH_MAX_ARGS];
   for (int i = 0; i < b->n_args; i++) ts[i] = b->args[i]->type;
   const mlc_gtype *out = &b->var->type;
@@ -407,7 +423,7 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
     ref_conv2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, out, y);
     return;
   case MLC_GOP_CONV_TRANSPOSE2D:
-    ref_conv_transpose2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
+    ref_conv_transpose2d(scratch, &b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
                          out, y);
     return;
   case MLC_GOP_MAX_POOL2D: ref_max_pool(&b->attrs, &ts[0], in[0], out, y); return;
@@ -421,7 +437,7 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
     ref_gather(mlc_gop_axis(b->attrs.axis, ts[0].ndim), &ts[0], in[0], &ts[1], in[1], y);
     return;
   case MLC_GOP_GLOBAL_AVG_POOL2D:
-    ref_reduce(b->op, (const bool[]){false, false, true, true}, &ts[0], in[0], out, y);
+    ref_reduce(scratch, b->op, (const bool[]){false, false, true, true}, &ts[0], in[0], out, y);
     return;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
@@ -429,7 +445,7 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
     bool red[MLC_GRAPH_MAX_DIMS];
     mlc_error err;
     MLC_ASSERT(mlc_gop_reduced_axes(b->op, &b->attrs, ts[0].ndim, red, &err));
-    ref_reduce(b->op, red, &ts[0], in[0], out, y);
+    ref_reduce(scratch, b->op, red, &ts[0], in[0], out, y);
     return;
   }
   case MLC_GOP_RESHAPE:

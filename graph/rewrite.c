@@ -22,7 +22,7 @@ static const mlc_gbinding *single_use_multiply(const mlc_gfunc *f, const mlc_gus
 }
 
 static void rewrite_func(mlc_gmodule *m, mlc_gfunc *f) {
-  mlc_arena *ua = mlc_arena_new();
+  mlc_arena *ua = mlc_arena_new_child(m->arena);
   mlc_guses u;
   mlc_guses_init(&u, ua, f);
   for (int i = 0; i < f->n_bindings; i++) {
@@ -50,7 +50,7 @@ static void rewrite_func(mlc_gmodule *m, mlc_gfunc *f) {
  * the last binding back, keeping a binding when an output or a kept
  * binding uses its var (bindings are in dataflow order). */
 static void remove_unused_bindings(mlc_gmodule *m, mlc_gfunc *f) {
-  mlc_arena *a = mlc_arena_new();
+  mlc_arena *a = mlc_arena_new_child(m->arena);
   mlc_gmap live = {.a = a};
   for (int i = 0; i < f->n_outputs; i++) mlc_gmap_put(&live, f->outputs[i], 1);
   bool *keep = MLC_NEW_ARRAY(a, bool, f->n_bindings + 1);
@@ -87,7 +87,7 @@ bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err) {
  * some function uses: one walk, then one lookup per candidate. */
 void mlc_graph_remove_unused(mlc_gmodule *m) {
   for (int i = 0; i < m->n_funcs; i++) remove_unused_bindings(m, m->funcs[i]);
-  mlc_arena *a = mlc_arena_new();
+  mlc_arena *a = mlc_arena_new_child(m->arena);
   mlc_gmap called = {.a = a};
   for (int i = 0; i < m->n_funcs; i++)
     for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
@@ -124,16 +124,33 @@ void mlc_graph_remove_unused(mlc_gmodule *m) {
   mlc_arena_free(a);
 }
 
+/* The structural hash and equality with their serializations in a
+ * scratch arena freed at once, so that dedup's scratch stays the size of
+ * its maps; a child of a, so under the pass's escape point. */
+static uint64_t hash_of(mlc_arena *a, const mlc_prim_func *p) {
+  mlc_arena *s = mlc_arena_new_child(a);
+  uint64_t h = mlc_func_struct_hash_in(s, p);
+  mlc_arena_free(s);
+  return h;
+}
+
+static bool equal(mlc_arena *a, const mlc_prim_func *x, const mlc_prim_func *y) {
+  mlc_arena *s = mlc_arena_new_child(a);
+  bool eq = mlc_func_struct_equal_in(s, x, y);
+  mlc_arena_free(s);
+  return eq;
+}
+
 /* Calls of structurally equal prim_funcs (two identical layers) go to the
  * first of them, so each distinct kernel is compiled once. */
 static void dedup_prim_funcs(mlc_gmodule *m) {
   int n = m->tir->n_funcs;
-  mlc_arena *a = mlc_arena_new();
+  mlc_arena *a = mlc_arena_new_child(m->arena);
   mlc_gmap by_hash = {.a = a}; /* structural hash -> index of its first function + 1 */
   mlc_gmap dup = {.a = a};     /* a duplicate prim_func -> index of its first */
   for (int i = 0; i < n; i++) {
     mlc_prim_func *p = m->tir->funcs[i];
-    uint64_t h = mlc_func_struct_hash(p);
+    uint64_t h = hash_of(a, p);
     /* The hash as a key (a pointer-sized int): the first function of each
      * class under key h, or h + 1, h + 2, ... when a different function
      * took h (a collision); lookups walk the same keys. */
@@ -144,7 +161,7 @@ static void dedup_prim_funcs(mlc_gmodule *m) {
         mlc_gmap_put(&by_hash, key, i + 1);
         break;
       }
-      if (mlc_func_struct_equal(m->tir->funcs[first - 1], p)) {
+      if (equal(a, m->tir->funcs[first - 1], p)) {
         mlc_gmap_put(&dup, p, first - 1);
         break;
       }

@@ -161,17 +161,30 @@ static bool verify_graph(vctx *c, mlc_arena *a, mlc_error *err) {
   return true;
 }
 
-bool mlc_graph_verify(const mlc_gmodule *m, mlc_error *err) {
-  if (!mlc_graph_main(m)) return mlc_error_set(err, "graph: no main function");
-  /* Scratch maps in their own arena: the module's must not grow with
-   * every verification. */
-  mlc_arena *a = mlc_arena_new();
+/* The scratch maps grow with the graph: running out of memory there is an
+ * error, and the caller frees the arena either way. The prim_funcs'
+ * verifier takes its scratch from a child of a, freed with a if it jumps
+ * here. */
+static bool verify_guarded(const mlc_gmodule *m, mlc_arena *a, mlc_error *err) {
+  jmp_buf jb;
+  if (setjmp(jb)) return mlc_error_set(err, "graph: out of memory verifying it");
+  mlc_arena_set_oom_jump(a, &jb);
   vctx c = {.m = m, .tir = {.a = a}};
-  bool ok = verify_graph(&c, a, err);
-  mlc_arena_free(a);
-  if (!ok) return false;
+  if (!verify_graph(&c, a, err)) return false;
   for (int i = 0; i < m->tir->n_funcs; i++)
-    if (!mlc_verify_func(m->tir->funcs[i], err))
+    if (!mlc_verify_func_in(a, m->tir->funcs[i], err))
       return mlc_error_prefix(err, "graph: prim_func %s", m->tir->funcs[i]->name);
   return true;
+}
+
+bool mlc_graph_verify(const mlc_gmodule *m, mlc_error *err) {
+  if (!mlc_graph_main(m)) return mlc_error_set(err, "graph: no main function");
+  /* Scratch maps in their own arena, freed here: the module's must not
+   * grow with every verification. A child of the module's, so that under
+   * the module's escape point (the loader's, the pipeline's) even its
+   * header cannot abort. */
+  mlc_arena *a = mlc_arena_new_child(m->arena);
+  bool ok = verify_guarded(m, a, err);
+  mlc_arena_free(a);
+  return ok;
 }

@@ -386,6 +386,10 @@ mlc_module *mlc_parse_module(mlc_arena *a, const char *filename, const char *tex
 
 /* ---- verifier (verify.c) ----------------------------------------------- */
 bool mlc_verify_func(const mlc_prim_func *f, mlc_error *err);
+/* The same with its scratch arena a child of parent (mlc_arena_new_child):
+ * running out of memory is an error either way, and even the scratch's
+ * header then jumps to parent's escape point instead of aborting. */
+bool mlc_verify_func_in(mlc_arena *parent, const mlc_prim_func *f, mlc_error *err);
 bool mlc_verify_module(const mlc_module *m, mlc_error *err);
 
 /* ---- simplifier (simplify.c) ------------------------------------------- */
@@ -503,6 +507,11 @@ uint64_t mlc_func_struct_hash(const mlc_prim_func *f);
 bool mlc_func_struct_equal(const mlc_prim_func *x, const mlc_prim_func *y);
 /* Hex text of the hash, 16 lowercase digits, into buf[17]. */
 void mlc_func_hash_hex(const mlc_prim_func *f, char buf[17]);
+/* The same two with their scratch (the serialization, as big as the
+ * function) taken from `scratch`, freed with it: under its escape point,
+ * running out of memory jumps there; the forms above abort instead. */
+uint64_t mlc_func_struct_hash_in(mlc_arena *scratch, const mlc_prim_func *f);
+bool mlc_func_struct_equal_in(mlc_arena *scratch, const mlc_prim_func *x, const mlc_prim_func *y);
 
 /* ---- interpreter (interp.c) -------------------------------------------- */
 /* A tensor's storage for the interpreter and for compiled code alike:

@@ -873,8 +873,9 @@ mlc_module *mlc_parse_module(mlc_arena *a, const char *filename, const char *tex
   p.file = filename;
   p.text = text;
   p.err = err;
+  jmp_buf *outer = mlc_arena_oom_jump(a); /* a caller's own escape point */
   mlc_module *m = parse_guarded(&p);
-  mlc_arena_set_oom_jump(a, NULL);
+  mlc_arena_set_oom_jump(a, outer);
   if (!m && !p.failed) snprintf(err->msg, sizeof err->msg, "%s: out of memory", filename);
   return m;
 }

@@ -39,6 +39,10 @@ typedef struct loop_entry {
 typedef struct printer {
   mlc_str *out;
   mlc_arena *scratch;        /* generated names; freed with the printer */
+  /* out's own arena (NULL: none): a string built in an arena, under its
+   * escape point, gets the scratch and vectors there too, so that running
+   * out of memory while printing leaves nothing on the heap. */
+  mlc_arena *in_arena;
   MLC_VEC(name_entry) names; /* visible definitions, innermost last */
   MLC_VEC(loop_entry) loops; /* enclosing loops, innermost last */
 } printer;
@@ -46,10 +50,12 @@ typedef struct printer {
 static void printer_init(printer *p, mlc_str *out) {
   memset(p, 0, sizeof *p);
   p->out = out;
-  p->scratch = mlc_arena_new();
+  p->in_arena = out->arena;
+  p->scratch = out->arena ? out->arena : mlc_arena_new();
 }
 
 static void printer_done(printer *p) {
+  if (p->in_arena) return;
   MLC_VEC_FREE(p->names);
   MLC_VEC_FREE(p->loops);
   mlc_arena_free(p->scratch);
@@ -117,7 +123,7 @@ static const char *define(printer *p, const void *obj, const char *raw) {
   for (int k = 1; name_taken(p, name); k++)
     name = mlc_arena_printf(p->scratch, "%s_%d", base, k);
   name_entry e = {obj, name};
-  MLC_VEC_PUSH(p->names, e);
+  MLC_VEC_APUSH(p->in_arena, p->names, e);
   return name;
 }
 
@@ -519,7 +525,7 @@ static void print_for(printer *p, const mlc_stmt *s, int indent) {
     if (i) put(p, ", ");
     put(p, define(p, chain[i]->loop.var, chain[i]->loop.var->name));
     loop_entry le = {chain[i]->loop.var, chain[i]->loop.min, chain[i]->loop.extent};
-    MLC_VEC_PUSH(p->loops, le);
+    MLC_VEC_APUSH(p->in_arena, p->loops, le);
   }
   put(p, " in ");
   if (n == 1) {

@@ -29,8 +29,10 @@
 #define STRUCT_HASH_SEED 0x6d6c632d77726b31ULL /* "mlc-wrk1" */
 #define STRUCT_FORMAT "mlc-struct-1"
 
-/* Pointer -> definition index (open addressing; pointers only as keys). */
+/* Pointer -> definition index (open addressing; pointers only as keys),
+ * in the serializer's scratch arena. */
 typedef struct ptr_map {
+  mlc_arena *a;
   const void **keys;
   uint32_t *vals;
   size_t cap, len;
@@ -45,10 +47,10 @@ static size_t ptr_slot(const ptr_map *m, const void *p) {
 
 static void ptr_put(ptr_map *m, const void *p, uint32_t v) {
   if (2 * (m->len + 1) > m->cap) {
-    ptr_map n = {0};
+    ptr_map n = {.a = m->a};
     n.cap = m->cap ? 2 * m->cap : 64;
-    n.keys = mlc_xmalloc(n.cap * sizeof *n.keys);
-    n.vals = mlc_xmalloc(n.cap * sizeof *n.vals);
+    n.keys = MLC_NEW_ARRAY(m->a, const void *, n.cap);
+    n.vals = MLC_NEW_ARRAY(m->a, uint32_t, n.cap);
     for (size_t i = 0; i < m->cap; i++)
       if (m->keys[i]) {
         size_t j = ptr_slot(&n, m->keys[i]);
@@ -56,8 +58,6 @@ static void ptr_put(ptr_map *m, const void *p, uint32_t v) {
         n.vals[j] = m->vals[i];
         n.len++;
       }
-    mlc_free(m->keys);
-    mlc_free(m->vals);
     *m = n;
   }
   size_t i = ptr_slot(m, p);
@@ -74,16 +74,22 @@ static bool ptr_get(const ptr_map *m, const void *p, uint32_t *v) {
   return true;
 }
 
-static void ptr_free(ptr_map *m) {
-  mlc_free(m->keys);
-  mlc_free(m->vals);
-}
-
+/* Everything a serialization takes (the bytes, the maps, sorted
+ * annotations) is in one scratch arena, as much as the function is big:
+ * under the arena's escape point, running out of memory jumps there. */
 typedef struct ser {
+  mlc_arena *a;
   mlc_str out;
   ptr_map vars, bufs;
   uint32_t n_vars, n_bufs;
 } ser;
+
+static void ser_init(ser *s, mlc_arena *a) {
+  memset(s, 0, sizeof *s);
+  s->a = a;
+  s->out.arena = a;
+  s->vars.a = s->bufs.a = a;
+}
 
 /* ---- primitive encoders (explicit little-endian) ----------------------- */
 
@@ -214,7 +220,7 @@ static void put_ann_value(ser *s, const mlc_ann *x) {
 /* A map of annotations (the list on a node, or a DICT value): entries
  * sorted by key, stable for equal keys, so written order does not matter. */
 static void put_anns(ser *s, int n, const mlc_ann *anns, const char *skip_key) {
-  const mlc_ann **sorted = n > 0 ? mlc_xmalloc(sizeof *sorted * (size_t)n) : NULL;
+  const mlc_ann **sorted = MLC_NEW_ARRAY(s->a, const mlc_ann *, n > 0 ? n : 1);
   int k = 0;
   for (int i = 0; i < n; i++) {
     if (skip_key && anns[i].key && strcmp(anns[i].key, skip_key) == 0) continue;
@@ -233,7 +239,6 @@ static void put_anns(ser *s, int n, const mlc_ann *anns, const char *skip_key) {
     put_str(s, sorted[i]->key);
     put_ann_value(s, sorted[i]);
   }
-  mlc_free(sorted);
 }
 
 /* ---- expressions and statements ------------------------------------------ */
@@ -411,28 +416,38 @@ static void serialize(ser *s, const mlc_prim_func *f) {
   put_opt_stmt(s, f->body);
 }
 
-static void ser_free(ser *s) {
-  mlc_str_free(&s->out);
-  ptr_free(&s->vars);
-  ptr_free(&s->bufs);
+uint64_t mlc_func_struct_hash_in(mlc_arena *scratch, const mlc_prim_func *f) {
+  ser s;
+  ser_init(&s, scratch);
+  serialize(&s, f);
+  return mlc_hash_bytes(s.out.data, s.out.len, STRUCT_HASH_SEED);
 }
 
+bool mlc_func_struct_equal_in(mlc_arena *scratch, const mlc_prim_func *x,
+                              const mlc_prim_func *y) {
+  if (x == y) return true;
+  ser a, b;
+  ser_init(&a, scratch);
+  ser_init(&b, scratch);
+  serialize(&a, x);
+  serialize(&b, y);
+  return a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0;
+}
+
+/* No error path: their scratch arena has no escape point, so running out
+ * of memory aborts (callers that can report it use the _in forms). */
 uint64_t mlc_func_struct_hash(const mlc_prim_func *f) {
-  ser s = {0};
-  serialize(&s, f);
-  uint64_t h = mlc_hash_bytes(s.out.data, s.out.len, STRUCT_HASH_SEED);
-  ser_free(&s);
+  mlc_arena *a = mlc_arena_new();
+  uint64_t h = mlc_func_struct_hash_in(a, f);
+  mlc_arena_free(a);
   return h;
 }
 
 bool mlc_func_struct_equal(const mlc_prim_func *x, const mlc_prim_func *y) {
   if (x == y) return true;
-  ser a = {0}, b = {0};
-  serialize(&a, x);
-  serialize(&b, y);
-  bool eq = a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0;
-  ser_free(&a);
-  ser_free(&b);
+  mlc_arena *a = mlc_arena_new();
+  bool eq = mlc_func_struct_equal_in(a, x, y);
+  mlc_arena_free(a);
   return eq;
 }
 

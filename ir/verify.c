@@ -45,7 +45,7 @@ typedef struct thread_loop {
 typedef struct vctx {
   const mlc_prim_func *f;
   mlc_error *err;
-  mlc_arena *a; /* scratch: simplifier, regions, message text */
+  mlc_arena *a; /* scratch: simplifier, regions, message text, the vectors below */
   MLC_VEC(scope_var) vars;
   MLC_VEC(mlc_buffer *) bufs; /* visible buffers, innermost last */
   MLC_VEC(const char *) names; /* block names seen so far */
@@ -82,7 +82,7 @@ static bool fail(vctx *c, const char *fmt, ...) {
 /* Printed text of an expression for messages (scratch arena). Only called
  * on expressions whose children were already checked to be present. */
 static const char *show(vctx *c, const mlc_expr *e) {
-  mlc_str s = {0};
+  mlc_str s = {.arena = c->a};
   mlc_print_expr(&s, e);
   char *t = mlc_arena_strdup(c->a, mlc_str_cstr(&s));
   mlc_str_free(&s);
@@ -118,7 +118,7 @@ static bool define_var(vctx *c, mlc_var *v, bool is_loop, bool has_range, int64_
   if (find_var(c, v))
     return fail(c, "variable \"%s\" is defined twice in nested scopes", vname(v));
   scope_var sv = {v, c->level, is_loop, has_range, lo, hi};
-  MLC_VEC_PUSH(c->vars, sv);
+  MLC_VEC_APUSH(c->a, c->vars, sv);
   c->simp = NULL;
   return true;
 }
@@ -147,7 +147,7 @@ static bool define_buffer(vctx *c, mlc_buffer *b, const char *what) {
   if (!check_buffer_decl(c, b, what)) return false;
   if (buffer_visible(c, b))
     return fail(c, "buffer \"%s\" is declared twice (%s)", b->name, what);
-  MLC_VEC_PUSH(c->bufs, b);
+  MLC_VEC_APUSH(c->a, c->bufs, b);
   return true;
 }
 
@@ -677,7 +677,7 @@ static bool check_for(vctx *c, mlc_stmt *s) {
   if (!define_var(c, v, true, ranged, mlo, mhi + ext - 1)) return false;
   if (s->loop.kind == MLC_FOR_THREAD_BINDING) {
     thread_loop t = {s->loop.thread, ext, vname(v)};
-    MLC_VEC_PUSH(c->threads, t);
+    MLC_VEC_APUSH(c->a, c->threads, t);
   }
   bool ok = check_stmt(c, s->loop.body);
   c->threads.len = nthreads;
@@ -697,7 +697,7 @@ static bool check_name(vctx *c, const mlc_block *b) {
   if (c->name_cap && c->name_slots[name_slot(c, b->name)])
     return fail(c, "duplicate block name \"%s\" (block names must be unique in a function)",
                 b->name);
-  MLC_VEC_PUSH(c->names, b->name);
+  MLC_VEC_APUSH(c->a, c->names, b->name);
   if (2 * c->names.len > c->name_cap) { /* rehash at half full */
     c->name_cap = c->name_cap ? 2 * c->name_cap : 64;
     c->name_slots = MLC_NEW_ARRAY(c->a, int, c->name_cap);
@@ -806,7 +806,7 @@ static void put_region(vctx *c, mlc_str *s, mlc_region r) {
 }
 
 static const char *show_region(vctx *c, mlc_region r) {
-  mlc_str s = {0};
+  mlc_str s = {.arena = c->a};
   put_region(c, &s, r);
   char *t = mlc_arena_strdup(c->a, mlc_str_cstr(&s));
   mlc_str_free(&s);
@@ -814,7 +814,7 @@ static const char *show_region(vctx *c, mlc_region r) {
 }
 
 static const char *show_declared(vctx *c, int n, const mlc_region *r, const mlc_buffer *b) {
-  mlc_str s = {0};
+  mlc_str s = {.arena = c->a};
   int k = 0;
   for (int i = 0; i < n; i++)
     if (r[i].buf == b) {
@@ -1023,20 +1023,35 @@ static bool check_func(vctx *c) {
   return check_realize(c, f->body, true);
 }
 
-bool mlc_verify_func(const mlc_prim_func *f, mlc_error *err) {
-  if (!f) return mlc_error_set(err, "verify: no function");
+/* Everything the check takes is in its scratch arena, which grows with the
+ * function: running out of memory there jumps back here and is an error. */
+static bool check_guarded(vctx *c) {
+  jmp_buf jb;
+  if (setjmp(jb)) return mlc_error_set(c->err, "function \"%s\": out of memory verifying it",
+                                       c->f->name ? c->f->name : "?");
+  mlc_arena_set_oom_jump(c->a, &jb);
+  return check_func(c);
+}
+
+static bool verify_in(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
   vctx c = {0};
   c.f = f;
   c.err = err;
-  c.a = mlc_arena_new();
+  c.a = a;
   c.where = "the function";
-  bool ok = check_func(&c);
-  MLC_VEC_FREE(c.vars);
-  MLC_VEC_FREE(c.bufs);
-  MLC_VEC_FREE(c.names);
-  MLC_VEC_FREE(c.threads);
+  bool ok = check_guarded(&c);
   mlc_arena_free(c.a);
   return ok;
+}
+
+bool mlc_verify_func(const mlc_prim_func *f, mlc_error *err) {
+  if (!f) return mlc_error_set(err, "verify: no function");
+  return verify_in(mlc_arena_new(), f, err); /* the header, fixed size: aborts by design */
+}
+
+bool mlc_verify_func_in(mlc_arena *parent, const mlc_prim_func *f, mlc_error *err) {
+  if (!f) return mlc_error_set(err, "verify: no function");
+  return verify_in(mlc_arena_new_child(parent), f, err);
 }
 
 bool mlc_verify_module(const mlc_module *m, mlc_error *err) {

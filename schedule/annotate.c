@@ -30,8 +30,9 @@ static bool affine_bindings(mlc_sched *s, mlc_stmt *realize, int *bad, int *othe
  * 3. the iters bound to the loop are spatial (or reduce, for threadIdx:
  *    a cross-thread reduction). */
 
-static void print_expr_to(char *buf, size_t n, const mlc_expr *e) {
-  mlc_str o = {0};
+/* The text lives in the state's arena (replay's escape point covers it). */
+static void print_expr_to(mlc_arena *a, char *buf, size_t n, const mlc_expr *e) {
+  mlc_str o = {.arena = a};
   mlc_print_expr(&o, e);
   snprintf(buf, n, "%s", mlc_str_cstr(&o));
   mlc_str_free(&o);
@@ -48,7 +49,7 @@ static bool affine_check(mlc_sched *s, const char *prim, const char *ld, mlc_stm
                          "are bound to the same iterations of the loops",
                          prim, ld, b->name, b->iters[bad].var->name, b->iters[other].var->name);
   char e[160];
-  print_expr_to(e, sizeof e, r->realize.values[bad]);
+  print_expr_to(s->arena, e, sizeof e, r->realize.values[bad]);
   return mlc_error_set(err,
                        "%s: %s: block \"%s\" does not have an affine binding: %s = %s is not a "
                        "quasi-affine map of the loops",

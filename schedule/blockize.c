@@ -228,7 +228,7 @@ static bool bz_check(mlc_sched *s, mlc_rv lrv, bz_info *z, mlc_error *err) {
     if (!in) z->sp[i] = (iter_split){SPLIT_OUTER, bind, NULL, 1, 0};
     else if (!out) z->sp[i] = (iter_split){SPLIT_INNER, NULL, bind, 0, 1};
     else if (!split_mixed(a, z, &b->iters[i], bind, &z->sp[i])) {
-      mlc_str t = {0};
+      mlc_str t = {.arena = a}; /* under replay's escape point */
       mlc_print_expr(&t, z->realize->realize.values[i]);
       mlc_error_set(err,
                     "%s: %s: the binding %s of iter %s of block \"%s\" cannot be divided into an "
@@ -245,7 +245,7 @@ static bool bz_check(mlc_sched *s, mlc_rv lrv, bz_info *z, mlc_error *err) {
     bool in = false, out = false;
     var_uses(z, p, &in, &out);
     if (in && out) {
-      mlc_str t = {0};
+      mlc_str t = {.arena = a}; /* under replay's escape point */
       mlc_print_expr(&t, conj[c]);
       mlc_error_set(err,
                     "%s: %s: the predicate %s of block \"%s\" depends on loops both inside and "
@@ -260,7 +260,7 @@ static bool bz_check(mlc_sched *s, mlc_rv lrv, bz_info *z, mlc_error *err) {
       /* TVM states the outer regions over the inner iter domains, which
        * the verifier (relaxing the loops, predicates aside) would not
        * accept as covering the body: refused rather than overstated. */
-      mlc_str t = {0};
+      mlc_str t = {.arena = a}; /* under replay's escape point */
       mlc_print_expr(&t, conj[c]);
       mlc_error_set(err,
                     "%s: %s: the predicate %s of block \"%s\" depends only on loops inside the "

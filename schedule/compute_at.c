@@ -492,7 +492,7 @@ static mlc_expr *plus(mlc_arena *a, mlc_expr *x, int64_t c) {
 }
 
 static bool not_quasi_affine(solver *v, mlc_expr *e) {
-  mlc_str o = {0};
+  mlc_str o = {.arena = v->s->arena}; /* under replay's escape point */
   mlc_print_expr(&o, e);
   mlc_error_set(v->err,
                 "%s: %s: the block's index into %s in dimension %d (%s) is not a quasi-affine map "

@@ -458,7 +458,7 @@ static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {
   if (bad >= 0) {
     memset(p->map, 0, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
     if (!invert_unflattened(a, b, loads[0], pst, p->map)) {
-      mlc_str o = {0};
+      mlc_str o = {.arena = a}; /* under replay's escape point */
       mlc_print_expr(&o, mlc_simplify_expr(a, loads[0]->load.indices[bad]));
       mlc_error_set(err, "%s: %s: index %d of the block's read of %s (%s) is not a bijective "
                          "affine map of its iter vars (distinct iters, a single one times +-1 or "

@@ -298,7 +298,7 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
   mlc_stmt *last = s->rvs.data[rvs[n - 1]].loop;
   mlc_var *v0 = first->loop.var;
 
-  mlc_str name = {0};
+  mlc_str name = {.arena = a}; /* under replay's escape point */
   for (int i = 0; i < n; i++) mlc_str_printf(&name, "%s_", s->rvs.data[rvs[i]].loop->loop.var->name);
   mlc_str_puts(&name, "fused");
   mlc_var *fv = mlc_var_new(a, mlc_str_cstr(&name), v0->dtype);

@@ -172,7 +172,7 @@ static bool check_reduction_bindings(mlc_sched *s, const char *prim, const char 
   for (int j = 0; j < n; j++) lv[j] = loops[j]->loop.var, lmin[j] = loops[j]->loop.min;
   for (int i = 0; i < b->n_iters; i++) {
     mlc_expr *v = realize->realize.values[i];
-    mlc_str t = {0};
+    mlc_str t = {.arena = s->arena}; /* under replay's escape point */
     if (!mlc_expr_is_quasi_affine(v)) {
       mlc_print_expr(&t, v);
       mlc_error_set(err,

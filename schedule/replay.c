@@ -289,8 +289,8 @@ static const mlc_decision *wanted(const mlc_replay_opts *o, const mlc_inst *in, 
   return in->decision.n ? &in->decision : NULL;
 }
 
-bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *opts,
-                      mlc_replay_report *report, mlc_error *err) {
+static bool replay_insts(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *opts,
+                         mlc_replay_report *report, mlc_error *err) {
   mlc_rv *map = MLC_NEW_ARRAY(s->arena, mlc_rv, t->rv_kinds.len + 1);
   for (int i = 0; i < t->rv_kinds.len; i++) map[i] = -1;
   replay r = {s, t, map, err};
@@ -316,4 +316,21 @@ bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *o
     if (resampled && report) report->resampled[report->n_resampled++] = i;
   }
   return true;
+}
+
+/* Every primitive allocates in the state's arena only (messages included),
+ * so one escape point on it turns running out of memory anywhere in the
+ * replay into an error; what the primitives took stays owned by the arena.
+ * The jump leaves the IR half rewritten, hence "fit only for free". */
+bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *opts,
+                      mlc_replay_report *report, mlc_error *err) {
+  jmp_buf jb, *outer = mlc_arena_oom_jump(s->arena);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(s->arena, outer);
+    return mlc_error_set(err, "replay: out of memory");
+  }
+  mlc_arena_set_oom_jump(s->arena, &jb);
+  bool ok = replay_insts(s, t, opts, report, err);
+  mlc_arena_set_oom_jump(s->arena, outer);
+  return ok;
 }

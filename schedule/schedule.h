@@ -170,6 +170,10 @@ typedef struct mlc_sched mlc_sched;
 /* A state over a deep copy of f (f itself is never touched), its PCG32
  * seeded with `seed`. */
 mlc_sched *mlc_sched_new(const mlc_prim_func *f, uint64_t seed);
+/* The same, but running out of memory while copying f
+ * (a copy as big as f) returns NULL with "out of memory" instead of
+ * aborting; only the fixed-size arena header still aborts. */
+mlc_sched *mlc_sched_try_new(const mlc_prim_func *f, uint64_t seed, mlc_error *err);
 /* An independent copy: IR, handles, trace and generator state. */
 mlc_sched *mlc_sched_copy(const mlc_sched *s);
 void mlc_sched_free(mlc_sched *s);
@@ -429,7 +433,9 @@ typedef struct mlc_replay_report {
 
 /* Apply t to s (normally fresh). opts and report may be NULL (stored
  * decisions, no report). On error the state holds the instructions before
- * the failing one; the message names the instruction. */
+ * the failing one; the message names the instruction. Running out of
+ * memory (the state's arena, within any primitive) is an error too, "out
+ * of memory", after which the state is fit only for mlc_sched_free. */
 bool mlc_sched_replay(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts *opts,
                       mlc_replay_report *report, mlc_error *err);
 

@@ -291,6 +291,30 @@ mlc_sched *mlc_sched_new(const mlc_prim_func *f, uint64_t seed) {
   return s;
 }
 
+/* The copy is the one allocation sized by f: guarded by an escape point so
+ * that it fails with an error, and the arena takes the partial copy. */
+static bool copy_guarded(mlc_sched *s, const mlc_prim_func *f) {
+  jmp_buf jb;
+  if (setjmp(jb)) return false;
+  mlc_arena_set_oom_jump(s->arena, &jb);
+  s->func = mlc_func_copy(s->arena, f);
+  mlc_arena_set_oom_jump(s->arena, NULL);
+  return true;
+}
+
+mlc_sched *mlc_sched_try_new(const mlc_prim_func *f, uint64_t seed, mlc_error *err) {
+  mlc_sched *s = mlc_malloc(sizeof *s);
+  if (!s) return mlc_error_set(err, "out of memory creating a schedule state"), NULL;
+  memset(s, 0, sizeof *s);
+  s->arena = mlc_arena_new(); /* fixed size: aborts by design */
+  if (!copy_guarded(s, f)) {
+    mlc_sched_free(s);
+    return mlc_error_set(err, "out of memory copying %s into a schedule state", f->name), NULL;
+  }
+  mlc_sched_seed(s, seed);
+  return s;
+}
+
 void mlc_sched_seed(mlc_sched *s, uint64_t seed) { mlc_pcg32_seed(&s->rng, seed, 0x5eed); }
 
 void mlc_sched_free(mlc_sched *s) {

@@ -604,14 +604,30 @@ static bool read_trace(reader *r, const mlc_json *root) {
   return true;
 }
 
+/* Reading the trace out of its JSON allocates in `a` as much again as the
+ * text, so a failure there is an error too: the arena jumps back here and
+ * whatever the reading took stays owned by `a`. */
+static mlc_trace *read_guarded(mlc_arena *a, const mlc_json *root, mlc_error *err) {
+  jmp_buf jb, *outer = mlc_arena_oom_jump(a);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, outer);
+    mlc_error_set(err, "trace JSON: out of memory reading the trace");
+    return NULL;
+  }
+  mlc_arena_set_oom_jump(a, &jb);
+  reader r = {a, MLC_NEW(a, mlc_trace), err, {0}, NULL, 0};
+  mlc_trace *t = read_trace(&r, root) ? r.t : NULL;
+  mlc_arena_set_oom_jump(a, outer);
+  return t;
+}
+
 mlc_trace *mlc_trace_from_json(mlc_arena *a, const char *text, size_t len, mlc_error *err) {
   mlc_json *root = mlc_json_parse(a, text, len, err);
   if (!root) {
     mlc_error_prefix(err, "trace JSON");
     return NULL;
   }
-  reader r = {a, MLC_NEW(a, mlc_trace), err, {0}, NULL, 0};
-  return read_trace(&r, root) ? r.t : NULL;
+  return read_guarded(a, root, err);
 }
 
 /* ---- Python-like printing ------------------------------------------------------ */

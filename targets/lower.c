@@ -63,7 +63,7 @@ static void record_carries(lower_state *st, const mlc_block *b, mlc_expr *const 
       }
       for (int k = 0; k < bufs.len; k++) {
         lower_carry c = {bufs.data[k], loop};
-        MLC_VEC_PUSH(st->carries, c);
+        MLC_VEC_APUSH(st->a, st->carries, c);
       }
     }
   }
@@ -426,11 +426,7 @@ static mlc_stmt *lower_stmt(lower_state *st, const mlc_stmt *s) {
   mlc_unreachable();
 }
 
-mlc_prim_func *mlc_target_lower(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
-  if (!f->body || f->body->kind != MLC_STMT_BLOCK_REALIZE) {
-    mlc_error_set(err, "function %s: body is not a root block", f->name);
-    return NULL;
-  }
+static mlc_prim_func *lower_func(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
   const mlc_block *root = f->body->realize.block;
   lower_state st = {.a = a};
   for (int i = 0; i < root->n_allocs; i++) MLC_VEC_APUSH(a, st.root_allocs, root->allocs[i]);
@@ -440,7 +436,6 @@ mlc_prim_func *mlc_target_lower(mlc_arena *a, const mlc_prim_func *f, mlc_error 
   mlc_stmt *body = lower_stmt(&st, root->body);
   if (root->init) body = mlc_seq_new(a, 2, (mlc_stmt *[]){lower_stmt(&st, root->init), body});
   body = lower_place_allocs(&st, body);
-  MLC_VEC_FREE(st.carries);
 
   mlc_prim_func *out = mlc_func_new(a, f->name);
   out->n_attrs = f->n_attrs;
@@ -452,5 +447,26 @@ mlc_prim_func *mlc_target_lower(mlc_arena *a, const mlc_prim_func *f, mlc_error 
     mlc_error_prefix(err, "function %s", f->name);
     return NULL;
   }
+  return out;
+}
+
+/* Lowering allocates in `a` only (the lowered tree, its scratch vectors, the
+ * simplifiers' facts), as much as the function is big: one escape point on
+ * `a` turns running out of memory anywhere in it into an error, and what
+ * it took stays owned by `a`. The caller's own escape point is put back. */
+mlc_prim_func *mlc_target_lower(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
+  if (!f->body || f->body->kind != MLC_STMT_BLOCK_REALIZE) {
+    mlc_error_set(err, "function %s: body is not a root block", f->name);
+    return NULL;
+  }
+  jmp_buf jb, *outer = mlc_arena_oom_jump(a);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, outer);
+    mlc_error_set(err, "function %s: out of memory lowering it", f->name);
+    return NULL;
+  }
+  mlc_arena_set_oom_jump(a, &jb);
+  mlc_prim_func *out = lower_func(a, f, err);
+  mlc_arena_set_oom_jump(a, outer);
   return out;
 }

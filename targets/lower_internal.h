@@ -30,7 +30,7 @@ typedef struct lower_state {
   MLC_VEC(mlc_stmt *) loops;       /* enclosing loops of the new tree, outermost first */
   MLC_VEC(const mlc_stmt *) orig_loops; /* the same loops in the input */
   MLC_VEC(lower_hoist) hoists;     /* pending, for loops being lowered */
-  MLC_VEC(lower_carry) carries;    /* heap; freed by lower.c */
+  MLC_VEC(lower_carry) carries;    /* in the arena, like everything lowering makes */
   MLC_VEC(mlc_buffer *) root_allocs; /* the root block's alloc_buffers */
 } lower_state;
 

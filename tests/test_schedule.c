@@ -1335,7 +1335,7 @@ static void block_names(mlc_stmt *st, const char **names, int *n) {
 
 static uint32_t rnd(mlc_pcg32 *r, uint32_t n) { return mlc_pcg32_bounded(r, n); }
 
-static int cache_stages_moved; /* added by schedule/cache */
+static int cache_stages_moved;
 
 /* The tuner's pattern after a cache stage: move it under a loop of the
  * block it serves (compute_at for a read copy, reverse_compute_at for a
@@ -1353,7 +1353,7 @@ static void move_cache_stage(mlc_sched *s, mlc_pcg32 *r, mlc_rv stage, mlc_rv b,
   else check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
 }
 
-/* added by schedule/cache: cache_read, cache_write, set_scope and
+/* cache_read, cache_write, set_scope and
  * storage_align on block b with random (sometimes invalid) arguments;
  * half the new stages are then moved under a loop of b. Getters it calls
  * first are recorded, so *before is taken again. */
@@ -1396,7 +1396,7 @@ static bool random_cache_primitive(mlc_sched *s, mlc_pcg32 *r, mlc_rv b, snapsho
   return false;
 }
 
-/* added by schedule/reduction: decompose_reduction, rfactor and blockize
+/* decompose_reduction, rfactor and blockize
  * with random (often invalid) arguments. Half the time on a block of the
  * current function (decompose renames "C" to "C_update", rfactor and
  * blockize add blocks), whose getters are recorded, so *before is taken
@@ -1443,7 +1443,7 @@ static bool random_reduction_primitive(mlc_sched *s, mlc_pcg32 *r, mlc_rv b, mlc
   return false;
 }
 
-/* added by schedule/compute_at: compute_at / reverse_compute_at at a loop
+/* compute_at / reverse_compute_at at a loop
  * of a random block of the current function, compute_inline,
  * reverse_compute_inline, and a sampled location used by compute_at (the
  * tuner's pattern). Getters and samples are recorded, so *before is taken
@@ -1568,11 +1568,11 @@ static bool random_primitive(mlc_sched *s, mlc_pcg32 *r, const char **names, int
     break;
   }
   case 9:
-  case 10: ok = random_cache_primitive(s, r, b, &before, kind, &e); break; /* added by schedule/cache */
+  case 10: ok = random_cache_primitive(s, r, b, &before, kind, &e); break;
   case 11:
-  case 12: ok = random_reduction_primitive(s, r, b, x, &before, kind, &e); break; /* added by schedule/reduction */
+  case 12: ok = random_reduction_primitive(s, r, b, x, &before, kind, &e); break;
   case 13:
-  case 14: ok = random_compute_primitive(s, r, b, &before, kind, &e); break; /* added by schedule/compute_at */
+  case 14: ok = random_compute_primitive(s, r, b, &before, kind, &e); break;
   }
   if (!ok) check_refused_(__FILE__, __LINE__, s, before, false, &e, "");
   else mlc_free(before.ir), mlc_free(before.json);

@@ -109,7 +109,7 @@ typedef struct cli {
   double time_s, timeout_s;
   uint64_t seed;
   bool verbose, json, no_baseline;
-  const char *model, *weights, *task_sched; /* added by model tuning */
+  const char *model, *weights, *task_sched;
   /* --input-shape "name=1,3,224,224", NULL-terminated */
   const char *input_shapes[MAX_SHAPES + 1];
   int n_input_shapes;
@@ -428,7 +428,7 @@ static int run(const cli *c, workload *w) {
   return 0;
 }
 
-/* ---- --model (added by model tuning) --------------------------------------------- */
+/* ---- --model ----------------------------------------------------------------------- */
 
 static void model_progress(void *ud, const mlc_tuner_sched_progress *p) {
   MLC_UNUSED(ud);
