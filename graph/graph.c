@@ -25,6 +25,16 @@ int mlc_gop_n_inputs(mlc_gop op) { return ops[op].min_in; }
 int mlc_gop_max_inputs(mlc_gop op) { return ops[op].max_in; }
 mlc_gop_class mlc_gop_class_of(mlc_gop op) { return ops[op].cls; }
 
+int mlc_gop_window_dims(mlc_gop op) {
+  if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_MAX_POOL2D ||
+      op == MLC_GOP_AVG_POOL2D)
+    return 2;
+  if (op == MLC_GOP_CONV3D || op == MLC_GOP_CONV_TRANSPOSE3D || op == MLC_GOP_MAX_POOL3D ||
+      op == MLC_GOP_AVG_POOL3D)
+    return 3;
+  return 0;
+}
+
 bool mlc_gop_from_name(const char *name, mlc_gop *out) {
   for (int i = 0; i < MLC_GOP_COUNT; i++)
     if (strcmp(ops[i].name, name) == 0) {
@@ -99,9 +109,7 @@ bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err) {
 
 void mlc_gattrs_default(mlc_gattrs *a) {
   memset(a, 0, sizeof *a);
-  a->kernel[0] = a->kernel[1] = 2;
-  a->strides[0] = a->strides[1] = 1;
-  a->dilations[0] = a->dilations[1] = 1;
+  for (int i = 0; i < MLC_GRAPH_MAX_WINDOW; i++) a->kernel[i] = 2, a->strides[i] = a->dilations[i] = 1;
   a->groups = 1;
   a->axis = -1;
   a->keepdims = true;
@@ -201,9 +209,9 @@ static bool infer_matmul(const mlc_gtype *a, mlc_gtype *out, mlc_error *err) {
   return true;
 }
 
-static bool check_window_attrs(mlc_gop op, const mlc_gattrs *at, mlc_error *err) {
+static bool check_window_attrs(mlc_gop op, int nsp, const mlc_gattrs *at, mlc_error *err) {
   const char *name = mlc_gop_name(op);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < nsp; i++) {
     if (at->strides[i] < 1 || at->dilations[i] < 1)
       return mlc_error_set(err, "%s: strides and dilations must be >= 1", name);
     if (at->output_padding[i] < 0 ||
@@ -212,38 +220,43 @@ static bool check_window_attrs(mlc_gop op, const mlc_gattrs *at, mlc_error *err)
       return mlc_error_set(err, "%s: output_padding must be >= 0 and below the stride or dilation",
                            name);
   }
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 2 * nsp; i++)
     if (at->pads[i] < 0) return mlc_error_set(err, "%s: pads must be >= 0", name);
   /* Bounded so that the output size arithmetic (sums of products of one of
    * these and an extent of at most 2^31) stays far from int64 overflow. */
   const int64_t big = INT64_C(1) << 24;
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < nsp; i++)
     if (at->strides[i] > big || at->dilations[i] > big || at->output_padding[i] > big ||
         at->kernel[i] > big)
       return mlc_error_set(err,
                            "%s: strides, dilations, kernel and output_padding must be at most 2^24",
                            name);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 2 * nsp; i++)
     if (at->pads[i] > big) return mlc_error_set(err, "%s: pads must be at most 2^24", name);
   if (at->groups > big) return mlc_error_set(err, "%s: groups must be at most 2^24", name);
   if (at->groups < 1) return mlc_error_set(err, "%s: groups must be >= 1", name);
   return true;
 }
 
-/* conv2d: w [K, C / groups, R, S], bias [K]. */
+/* conv2d: w [K, C / groups, R, S], bias [K]; conv3d: w [K, C / groups,
+ * T, R, S]; the transposed ones [C, K / groups, ...]. */
 static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                               int64_t *k_out, mlc_error *err) {
   const mlc_gtype *x = &a[0], *w = &a[1];
   int64_t g = at->groups, C = x->shape[1];
+  bool d3 = x->ndim == 5;
   if (C % g) return fail_shape(err, op, 0, x, "channels divisible by groups");
-  if (op == MLC_GOP_CONV2D) {
-    if (w->ndim != 4 || w->shape[1] * g != C || w->shape[0] % g)
+  if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV3D) {
+    if (w->ndim != x->ndim || w->shape[1] * g != C || w->shape[0] % g)
       return fail_shape(err, op, 1, w,
-                        "[K, C / groups, R, S] with K divisible by groups (C: the input's channels)");
+                        d3 ? "[K, C / groups, T, R, S] with K divisible by groups (C: the input's channels)"
+                           : "[K, C / groups, R, S] with K divisible by groups (C: the input's channels)");
     *k_out = w->shape[0];
   } else {
-    if (w->ndim != 4 || w->shape[0] != C)
-      return fail_shape(err, op, 1, w, "[C, K / groups, R, S] (C: the input's channels)");
+    if (w->ndim != x->ndim || w->shape[0] != C)
+      return fail_shape(err, op, 1, w,
+                        d3 ? "[C, K / groups, T, R, S] (C: the input's channels)"
+                           : "[C, K / groups, R, S] (C: the input's channels)");
     *k_out = w->shape[1] * g;
   }
   if (n == 3 && (a[2].ndim != 1 || a[2].shape[0] != *k_out))
@@ -254,32 +267,38 @@ static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc
 static bool infer_window(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                          mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *x = &a[0];
-  if (x->ndim != 4) return fail_shape(err, op, 0, x, "4 dims (NCHW)");
-  if (!check_window_attrs(op, at, err)) return false;
-  int64_t k[2];
+  int nsp = mlc_gop_window_dims(op);
+  if (x->ndim != 2 + nsp) return fail_shape(err, op, 0, x, nsp == 3 ? "5 dims (NCDHW)" : "4 dims (NCHW)");
+  if (!check_window_attrs(op, nsp, at, err)) return false;
+  int64_t k[MLC_GRAPH_MAX_WINDOW];
   *out = *x;
-  if (op == MLC_GOP_AVG_POOL2D && (at->dilations[0] != 1 || at->dilations[1] != 1))
-    return mlc_error_set(err, "avg_pool2d: dilations are not supported");
-  if (op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_AVG_POOL2D) {
-    for (int i = 0; i < 2; i++)
-      if (at->kernel[i] < 1 || at->pads[i] >= at->kernel[i] || at->pads[i + 2] >= at->kernel[i])
+  bool avg = op == MLC_GOP_AVG_POOL2D || op == MLC_GOP_AVG_POOL3D;
+  bool pool = avg || op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_MAX_POOL3D;
+  bool transposed = op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_CONV_TRANSPOSE3D;
+  for (int i = 0; avg && i < nsp; i++)
+    if (at->dilations[i] != 1)
+      return mlc_error_set(err, "%s: dilations are not supported", mlc_gop_name(op));
+  if (pool) {
+    for (int i = 0; i < nsp; i++)
+      if (at->kernel[i] < 1 || at->pads[i] >= at->kernel[i] || at->pads[i + nsp] >= at->kernel[i])
         return mlc_error_set(err, "%s: the window must be >= 1 and larger than the padding",
                              mlc_gop_name(op));
-    k[0] = at->kernel[0], k[1] = at->kernel[1];
+    memcpy(k, at->kernel, sizeof k);
   } else {
     if (!infer_conv_weight(op, at, n, a, &out->shape[1], err)) return false;
-    k[0] = a[1].shape[2], k[1] = a[1].shape[3];
+    memcpy(k, a[1].shape + 2, sizeof(int64_t) * (size_t)nsp);
   }
-  for (int i = 0; i < 2; i++) {
+  bool fits = true;
+  for (int i = 0; i < nsp; i++) {
     int64_t in = x->shape[2 + i], d = at->dilations[i], s = at->strides[i];
-    int64_t pb = at->pads[i], pe = at->pads[i + 2];
-    if (op == MLC_GOP_CONV_TRANSPOSE2D)
+    int64_t pb = at->pads[i], pe = at->pads[i + nsp];
+    if (transposed)
       out->shape[2 + i] = s * (in - 1) + at->output_padding[i] + d * (k[i] - 1) + 1 - pb - pe;
     else
-      out->shape[2 + i] = window_out(in, k[i], d, s, pb, pe, op != MLC_GOP_CONV2D && at->ceil_mode);
+      out->shape[2 + i] = window_out(in, k[i], d, s, pb, pe, pool && at->ceil_mode);
+    fits &= out->shape[2 + i] >= 1;
   }
-  if (out->shape[2] < 1 || out->shape[3] < 1)
-    return fail_shape(err, op, 0, x, "a spatial size that fits the window");
+  if (!fits) return fail_shape(err, op, 0, x, "a spatial size that fits the window");
   return true;
 }
 
@@ -449,7 +468,11 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   case MLC_GOP_CONV2D:
   case MLC_GOP_CONV_TRANSPOSE2D:
   case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_AVG_POOL2D: return infer_window(op, at, n, a, out, err);
+  case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_CONV3D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
+  case MLC_GOP_MAX_POOL3D:
+  case MLC_GOP_AVG_POOL3D: return infer_window(op, at, n, a, out, err);
   case MLC_GOP_CONCAT: {
     int ax = mlc_gop_axis(at->axis, a[0].ndim);
     if (ax < 0)

@@ -32,6 +32,8 @@
 #define MLC_GRAPH_MAX_DIMS 8
 /* Most args one op binding takes (concat's inputs). */
 #define MLC_GRAPH_MAX_ARGS 64
+/* Most spatial axes of a window op (conv3d's D, H, W). */
+#define MLC_GRAPH_MAX_WINDOW 3
 
 /* ---- ops ----------------------------------------------------------------- */
 
@@ -61,6 +63,10 @@ int mlc_gop_axis(int64_t axis, int ndim);
 bool mlc_gop_arity_ok(mlc_gop op, int n);
 bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err);
 mlc_gop_class mlc_gop_class_of(mlc_gop op);
+/* The spatial axes a window op slides
+ * over (2: conv2d, conv_transpose2d, max_pool2d, avg_pool2d over NCHW; 3:
+ * their 3-D forms over NCDHW), 0 for every other op. */
+int mlc_gop_window_dims(mlc_gop op);
 bool mlc_gop_from_name(const char *name, mlc_gop *out);
 /* Comma-separated list of every op, for messages. */
 const char *mlc_gop_names(void);
@@ -90,22 +96,27 @@ typedef struct mlc_gvar {
  * that read it, every other op ignores it. mlc_gattrs_default gives the
  * values below in parentheses. */
 typedef struct mlc_gattrs {
-  /* Windows over NCHW (conv2d, conv_transpose2d, max_pool2d, avg_pool2d;
-   * avg_pool2d takes no dilation):
+  /* Windows over NCHW (conv2d, conv_transpose2d, max_pool2d, avg_pool2d)
+   * and NCDHW (conv3d, conv_transpose3d, max_pool3d, avg_pool3d): per
+   * spatial axis i < nsp (mlc_gop_window_dims; the avg pools take no
+   * dilation):
    *   out = (in + pad_begin + pad_end - (dilation * (k - 1) + 1)) / stride + 1
    * rounded down, or up with ceil_mode (pools; a last window starting in
    * the end padding is dropped, as PyTorch and ONNX do). conv_transpose2d:
    *   out = stride * (in - 1) + output_padding + dilation * (k - 1) + 1
    *         - pad_begin - pad_end
    * Convolutions pad with zeros, max_pool2d with -inf. */
-  int64_t kernel[2];         /* pools: window (h, w) (2, 2); convs: the weight's */
-  int64_t strides[2];        /* (h, w) (1, 1) */
-  int64_t pads[4];           /* top, left, bottom, right (0) */
-  int64_t dilations[2];      /* conv2d, conv_transpose2d, max_pool2d (1, 1) */
-  int64_t groups;            /* conv2d, conv_transpose2d: channel groups (1) */
-  int64_t output_padding[2]; /* conv_transpose2d: extra bottom rows, right columns (0) */
-  bool ceil_mode;            /* max_pool2d, avg_pool2d (false) */
-  /* avg_pool2d: padding counts in the divisor (true), or only the input
+  int64_t kernel[MLC_GRAPH_MAX_WINDOW];    /* pools: window ((d,) h, w) (2, 2, 2); convs: the weight's */
+  int64_t strides[MLC_GRAPH_MAX_WINDOW];   /* ((d,) h, w) (1, 1, 1) */
+  /* pad_begin of axis i at pads[i], pad_end at pads[nsp + i], as ONNX
+   * lists them: 2-D top, left, bottom, right (0) */
+  int64_t pads[2 * MLC_GRAPH_MAX_WINDOW];
+  int64_t dilations[MLC_GRAPH_MAX_WINDOW]; /* convs, max pools (1, 1, 1) */
+  int64_t groups;                          /* convs, transposed convs: channel groups (1) */
+  /* transposed convs: extra elements at the end of each spatial axis (0) */
+  int64_t output_padding[MLC_GRAPH_MAX_WINDOW];
+  bool ceil_mode;            /* max pools, avg pools (false) */
+  /* avg pools: padding counts in the divisor (true), or only the input
    * elements under the window (false, the default) */
   bool count_include_pad;
   /* reduce_sum, reduce_mean, reduce_max: keep the reduced axes as extent
@@ -242,6 +253,8 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  * elementwise ops with numpy broadcasting, softmax / log_softmax ("axis"),
  * layernorm ("axis", "eps"), batch_norm ("eps"), conv2d / conv_transpose2d
  * (NCHW, OIHW / IOHW weights, optional bias), max_pool2d / avg_pool2d,
+ * conv3d / conv_transpose3d / max_pool3d / avg_pool3d (the same over
+ * NCDHW, OIDHW / IODHW weights; window arrays have 3 entries per side),
  * global_avg_pool2d, reduce_sum / reduce_mean / reduce_max ("axes",
  * "keepdims"), reshape, flatten ("axis", 1: [prod(shape[:axis]),
  * prod(shape[axis:])]), transpose, concat ("axis"), slice ("axes",

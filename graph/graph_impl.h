@@ -45,6 +45,10 @@ void mlc_graph_remove_unused(mlc_gmodule *m);
  * `scratch`, so under its escape point running out is an error. */
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
 void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y);
+/* The window ops (conv, transposed conv, max and avg pool) over any
+ * spatial rank, as mlc_graph_ref_op evaluates them (ref_window.c; no
+ * scratch). */
+void mlc_graph_ref_window(const mlc_gbinding *b, float *const *in, float *y);
 
 /* Lowering of one op call to a prim_func named `name` (lower.c): params
  * named after the args, the output last. */

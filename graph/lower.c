@@ -96,6 +96,10 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_CONV_TRANSPOSE2D:
   case MLC_GOP_MAX_POOL2D:
   case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_CONV3D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
+  case MLC_GOP_MAX_POOL3D:
+  case MLC_GOP_AVG_POOL3D:
   case MLC_GOP_GLOBAL_AVG_POOL2D:
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
@@ -189,19 +193,32 @@ static mlc_expr *in_range(mlc_arena *a, mlc_expr *cond, mlc_expr *i, int64_t n, 
   return cond;
 }
 
-/* x (NCHW) padded with zeros by pads (top, left, bottom, right): the
- * pad_temp block the conv2d task has too; x itself without padding. */
-static mlc_te_tensor *pad_hw(mlc_arena *a, mlc_te *te, mlc_te_tensor *X, const mlc_gtype *xt,
-                             const int64_t *pads) {
-  if (!pads[0] && !pads[1] && !pads[2] && !pads[3]) return X;
-  int64_t H = xt->shape[2], W = xt->shape[3];
-  int64_t shape[4] = {xt->shape[0], xt->shape[1], H + pads[0] + pads[2], W + pads[1] + pads[3]};
-  mlc_expr **o = mlc_te_begin(te, "pad_temp", 4, shape, "nchw");
-  mlc_expr *h = pads[0] ? mlc_sub(a, o[2], mlc_int(a, pads[0])) : o[2];
-  mlc_expr *w = pads[1] ? mlc_sub(a, o[3], mlc_int(a, pads[1])) : o[3];
-  mlc_expr *cond = in_range(a, NULL, h, H, !pads[0], !pads[2]);
-  cond = in_range(a, cond, w, W, !pads[1], !pads[3]);
-  return mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at(te, X, o[0], o[1], h, w), f32(a, 0)));
+/* Names of a window's blocks and axes by its spatial rank (2 or 3): the
+ * 2-D ones as the conv2d task names them. */
+static const char *data_axes(int nsp) { return nsp == 3 ? "ncdhw" : "nchw"; }
+static const char *conv_axes(int nsp) { return nsp == 3 ? "nfzyx" : "nfyx"; }
+static const char *pool_axes(int nsp) { return nsp == 3 ? "nczyx" : "ncyx"; }
+/* reduce axes over the window: conv_win[3 - nsp + i] for axis i */
+static const char *const conv_win[3] = {"rz", "ry", "rx"};
+static const char *const pool_win[3] = {"rd", "rh", "rw"};
+
+/* x (NCHW or NCDHW) padded with zeros by pads (graph.h: begins, then
+ * ends): the pad_temp block the conv2d task has too; x itself without
+ * padding. */
+static mlc_te_tensor *pad_spatial(mlc_arena *a, mlc_te *te, mlc_te_tensor *X, const mlc_gtype *xt,
+                                  int nsp, const int64_t *pads) {
+  bool any = false;
+  for (int i = 0; i < 2 * nsp; i++) any |= pads[i] != 0;
+  if (!any) return X;
+  int64_t shape[2 + MLC_GRAPH_MAX_WINDOW] = {xt->shape[0], xt->shape[1]};
+  for (int i = 0; i < nsp; i++) shape[2 + i] = xt->shape[2 + i] + pads[i] + pads[nsp + i];
+  mlc_expr **o = mlc_te_begin(te, "pad_temp", 2 + nsp, shape, data_axes(nsp));
+  mlc_expr *ix[2 + MLC_GRAPH_MAX_WINDOW] = {o[0], o[1]}, *cond = NULL;
+  for (int i = 0; i < nsp; i++) {
+    ix[2 + i] = pads[i] ? mlc_sub(a, o[2 + i], mlc_int(a, pads[i])) : o[2 + i];
+    cond = in_range(a, cond, ix[2 + i], xt->shape[2 + i], !pads[i], !pads[nsp + i]);
+  }
+  return mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at_v(te, X, ix), f32(a, 0)));
 }
 
 /* y[n, k, ...] + bias[k], the block after a convolution or dense. */
@@ -209,6 +226,16 @@ static mlc_te_tensor *add_bias(mlc_arena *a, mlc_te *te, mlc_te_tensor *Y, mlc_t
                                const mlc_gtype *out, int channel_axis) {
   mlc_expr **o = mlc_te_begin(te, "T_add_bias", out->ndim, out->shape, NULL);
   return mlc_te_end(te, mlc_add(a, mlc_te_at_v(te, Y, o), mlc_te_at(te, B, o[channel_axis])));
+}
+
+/* A convolution's prim_func over x, w[, bias]: Y, or Y + bias in
+ * T_add_bias. */
+static mlc_prim_func *conv_func(mlc_arena *a, mlc_te *te, const char *name, mlc_te_tensor *X,
+                                mlc_te_tensor *W, mlc_te_tensor *B, mlc_te_tensor *Y,
+                                const mlc_gtype *out) {
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
+  Y = add_bias(a, te, Y, B, out, 1);
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
 }
 
 /* The input channel of reduction index rc for output channel k: with
@@ -220,33 +247,33 @@ static mlc_expr *group_channel(mlc_arena *a, const mlc_gattrs *at, mlc_expr *k, 
   return mlc_add(a, mlc_mul(a, g, mlc_int(a, Cg)), rc);
 }
 
-/* conv2d with groups, dilations, per-side pads and an optional bias:
- * pad_temp, conv2d_nchw (spatial n, f, y, x; reduce rc, ry, rx), and
- * T_add_bias. */
-static mlc_prim_func *lower_conv2d(mlc_arena *a, const char *name, const mlc_gattrs *at, int n,
-                                   mlc_gvar *const *args, const mlc_gtype *out) {
+/* conv2d / conv3d with groups, dilations, per-side pads and an optional
+ * bias: pad_temp, conv2d_nchw (spatial n, f, y, x; reduce rc, ry, rx) or
+ * conv3d_ncdhw (n, f, z, y, x; rc, rz, ry, rx), and T_add_bias. */
+static mlc_prim_func *lower_conv(mlc_arena *a, const char *name, int nsp, const mlc_gattrs *at,
+                                 int n, mlc_gvar *const *args, const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
   int64_t Cg = wt->shape[1], Kg = out->shape[1] / at->groups;
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *W = placeholder(te, args[1]->name, wt);
   mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
-  mlc_te_tensor *P = pad_hw(a, te, X, xt, at->pads);
-  mlc_expr **o = mlc_te_begin(te, "conv2d_nchw", 4, out->shape, "nfyx");
+  mlc_te_tensor *P = pad_spatial(a, te, X, xt, nsp, at->pads);
+  mlc_expr **o = mlc_te_begin(te, nsp == 3 ? "conv3d_ncdhw" : "conv2d_nchw", 2 + nsp, out->shape,
+                              conv_axes(nsp));
   mlc_expr *rc = mlc_te_reduce_axis(te, Cg, "rc");
-  mlc_expr *ry = mlc_te_reduce_axis(te, wt->shape[2], "ry");
-  mlc_expr *rx = mlc_te_reduce_axis(te, wt->shape[3], "rx");
-  mlc_expr *in = mlc_te_at(te, P, o[0], group_channel(a, at, o[1], Kg, Cg, rc),
-                           window_index(a, o[2], at->strides[0], ry, at->dilations[0]),
-                           window_index(a, o[3], at->strides[1], rx, at->dilations[1]));
-  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, mlc_te_at(te, W, o[1], rc, ry, rx)));
-  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
-  Y = add_bias(a, te, Y, B, out, 1);
-  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
+  mlc_expr *ix[2 + MLC_GRAPH_MAX_WINDOW] = {o[0], group_channel(a, at, o[1], Kg, Cg, rc)};
+  mlc_expr *wx[2 + MLC_GRAPH_MAX_WINDOW] = {o[1], rc};
+  for (int i = 0; i < nsp; i++) {
+    wx[2 + i] = mlc_te_reduce_axis(te, wt->shape[2 + i], conv_win[3 - nsp + i]);
+    ix[2 + i] = window_index(a, o[2 + i], at->strides[i], wx[2 + i], at->dilations[i]);
+  }
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, mlc_te_at_v(te, P, ix), mlc_te_at_v(te, W, wx)));
+  return conv_func(a, te, name, X, W, B, Y, out);
 }
 
-/* One axis of conv_transpose2d's input as a stride-dilated, padded tensor
- * read at i: t = i - (dil * (k - 1) - pad_begin) must be a multiple of the
- * stride and t / stride inside the input. */
+/* One axis of a transposed convolution's input as a stride-dilated,
+ * padded tensor read at i: t = i - (dil * (k - 1) - pad_begin) must be a
+ * multiple of the stride and t / stride inside the input. */
 static mlc_expr *dilated_index(mlc_arena *a, mlc_expr *i, int64_t off, int64_t stride,
                                int64_t in, mlc_expr **cond) {
   mlc_expr *t = off ? mlc_sub(a, i, mlc_int(a, off)) : i;
@@ -256,62 +283,81 @@ static mlc_expr *dilated_index(mlc_arena *a, mlc_expr *i, int64_t off, int64_t s
   return mlc_binary(a, MLC_EXPR_FLOORDIV, t, mlc_int(a, stride));
 }
 
-/* conv_transpose2d as a convolution: the input dilated by the strides and
- * padded (data_dilate_pad), convolved with the flipped kernel, w [C, K /
- * groups, R, S]. */
-static mlc_prim_func *lower_conv_transpose2d(mlc_arena *a, const char *name,
-                                             const mlc_gattrs *at, int n, mlc_gvar *const *args,
-                                             const mlc_gtype *out) {
+/* conv_transpose2d / conv_transpose3d as a convolution: the input dilated
+ * by the strides and padded (data_dilate_pad), convolved with the flipped
+ * kernel, w [C, K / groups, (T,) R, S]. */
+static mlc_prim_func *lower_conv_transpose(mlc_arena *a, const char *name, int nsp,
+                                           const mlc_gattrs *at, int n, mlc_gvar *const *args,
+                                           const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
-  int64_t R = wt->shape[2], S = wt->shape[3], Kg = wt->shape[1], Cg = xt->shape[1] / at->groups;
-  int64_t dh = at->dilations[0], dw = at->dilations[1];
+  int64_t Kg = wt->shape[1], Cg = xt->shape[1] / at->groups;
+  const int64_t *k = wt->shape + 2, *dil = at->dilations;
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *W = placeholder(te, args[1]->name, wt);
   mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
-  int64_t pshape[4] = {xt->shape[0], xt->shape[1], out->shape[2] + dh * (R - 1),
-                       out->shape[3] + dw * (S - 1)};
-  mlc_expr **o = mlc_te_begin(te, "data_dilate_pad", 4, pshape, "nchw");
-  mlc_expr *cond = NULL;
-  mlc_expr *h = dilated_index(a, o[2], dh * (R - 1) - at->pads[0], at->strides[0], xt->shape[2], &cond);
-  mlc_expr *w = dilated_index(a, o[3], dw * (S - 1) - at->pads[1], at->strides[1], xt->shape[3], &cond);
-  mlc_te_tensor *P =
-      mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at(te, X, o[0], o[1], h, w), f32(a, 0)));
-  o = mlc_te_begin(te, "conv2d_transpose_nchw", 4, out->shape, "nfyx");
-  mlc_expr *rc = mlc_te_reduce_axis(te, Cg, "rc");
-  mlc_expr *ry = mlc_te_reduce_axis(te, R, "ry");
-  mlc_expr *rx = mlc_te_reduce_axis(te, S, "rx");
+  int64_t pshape[2 + MLC_GRAPH_MAX_WINDOW] = {xt->shape[0], xt->shape[1]};
+  for (int i = 0; i < nsp; i++) pshape[2 + i] = out->shape[2 + i] + dil[i] * (k[i] - 1);
+  mlc_expr **o = mlc_te_begin(te, "data_dilate_pad", 2 + nsp, pshape, data_axes(nsp));
+  mlc_expr *ix[2 + MLC_GRAPH_MAX_WINDOW] = {o[0], o[1]}, *cond = NULL;
+  for (int i = 0; i < nsp; i++)
+    ix[2 + i] = dilated_index(a, o[2 + i], dil[i] * (k[i] - 1) - at->pads[i], at->strides[i],
+                              xt->shape[2 + i], &cond);
+  mlc_te_tensor *P = mlc_te_end(te, mlc_if_then_else(a, cond, mlc_te_at_v(te, X, ix), f32(a, 0)));
+  o = mlc_te_begin(te, nsp == 3 ? "conv3d_transpose_ncdhw" : "conv2d_transpose_nchw", 2 + nsp,
+                   out->shape, conv_axes(nsp));
+  mlc_expr *rc = mlc_te_reduce_axis(te, Cg, "rc"), *r[MLC_GRAPH_MAX_WINDOW];
+  for (int i = 0; i < nsp; i++) r[i] = mlc_te_reduce_axis(te, k[i], conv_win[3 - nsp + i]);
   mlc_expr *c = group_channel(a, at, o[1], Kg, Cg, rc);
-  mlc_expr *in = mlc_te_at(te, P, o[0], c, window_index(a, o[2], 1, ry, dh),
-                           window_index(a, o[3], 1, rx, dw));
-  mlc_expr *k = at->groups == 1 ? o[1] : mlc_binary(a, MLC_EXPR_FLOORMOD, o[1], mlc_int(a, Kg));
-  mlc_expr *wv = mlc_te_at(te, W, c, k, mlc_sub(a, mlc_int(a, R - 1), ry), mlc_sub(a, mlc_int(a, S - 1), rx));
-  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, wv));
-  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
-  Y = add_bias(a, te, Y, B, out, 1);
-  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
+  mlc_expr *kk = at->groups == 1 ? o[1] : mlc_binary(a, MLC_EXPR_FLOORMOD, o[1], mlc_int(a, Kg));
+  mlc_expr *wx[2 + MLC_GRAPH_MAX_WINDOW] = {c, kk};
+  ix[0] = o[0], ix[1] = c;
+  for (int i = 0; i < nsp; i++) {
+    ix[2 + i] = window_index(a, o[2 + i], 1, r[i], dil[i]);
+    wx[2 + i] = mlc_sub(a, mlc_int(a, k[i] - 1), r[i]);
+  }
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, mlc_te_at_v(te, P, ix), mlc_te_at_v(te, W, wx)));
+  return conv_func(a, te, name, X, W, B, Y, out);
 }
 
-/* Max over a window (kernel, strides, dilations); padding and the part of
- * a ceil_mode window past the input read as the lowest float. */
-static mlc_prim_func *lower_max_pool(mlc_arena *a, const char *name, mlc_gvar *const *args,
-                                     const mlc_gattrs *at, const mlc_gtype *out) {
-  const mlc_gtype *xt = &args[0]->type;
-  mlc_te *te = mlc_te_new(a);
-  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
-  mlc_expr **o = mlc_te_begin(te, "T_pool_max", 4, out->shape, "ncyx");
-  mlc_expr *r[2] = {mlc_te_reduce_axis(te, at->kernel[0], "rh"),
-                    mlc_te_reduce_axis(te, at->kernel[1], "rw")};
-  mlc_expr *ix[4] = {o[0], o[1], NULL, NULL}, *cond = NULL;
-  for (int i = 0; i < 2; i++) {
+/* A pool's reads of x for output index o and window index r: ix, and the
+ * condition that they fall inside x (NULL: always), for padding and the
+ * part of a ceil_mode window past the input. */
+static mlc_expr *pool_reads(mlc_arena *a, int nsp, const mlc_gattrs *at, const mlc_gtype *xt,
+                            const mlc_gtype *out, mlc_expr **o, mlc_expr **r, mlc_expr **ix) {
+  mlc_expr *cond = NULL;
+  ix[0] = o[0], ix[1] = o[1];
+  for (int i = 0; i < nsp; i++) {
     int64_t pb = at->pads[i], in = xt->shape[2 + i];
     int64_t last = (out->shape[2 + i] - 1) * at->strides[i] + at->dilations[i] * (at->kernel[i] - 1) - pb;
     ix[2 + i] = window_index(a, o[2 + i], at->strides[i], r[i], at->dilations[i]);
     if (pb) ix[2 + i] = mlc_sub(a, ix[2 + i], mlc_int(a, pb));
     cond = in_range(a, cond, ix[2 + i], in, pb == 0, last < in);
   }
+  return cond;
+}
+
+/* The first block of a pool (T_pool_max or T_pool_sum) over x: the
+ * window's reads, out-of-input ones as pad. */
+static mlc_te_tensor *pool_reduce(mlc_arena *a, mlc_te *te, const char *block, mlc_te_reducer red,
+                                  double pad, int nsp, const mlc_gattrs *at, mlc_te_tensor *X,
+                                  const mlc_gtype *xt, const mlc_gtype *out) {
+  mlc_expr **o = mlc_te_begin(te, block, 2 + nsp, out->shape, pool_axes(nsp));
+  mlc_expr *r[MLC_GRAPH_MAX_WINDOW], *ix[2 + MLC_GRAPH_MAX_WINDOW];
+  for (int i = 0; i < nsp; i++) r[i] = mlc_te_reduce_axis(te, at->kernel[i], pool_win[3 - nsp + i]);
+  mlc_expr *cond = pool_reads(a, nsp, at, xt, out, o, r, ix);
   mlc_expr *v = mlc_te_at_v(te, X, ix);
-  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, -FLT_MAX));
-  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_MAX, v);
+  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, pad));
+  return mlc_te_reduce(te, red, v);
+}
+
+/* Max over a window (kernel, strides, dilations); padding and the part of
+ * a ceil_mode window past the input read as the lowest float. */
+static mlc_prim_func *lower_max_pool(mlc_arena *a, const char *name, int nsp, mlc_gvar *const *args,
+                                     const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_te_tensor *Y = pool_reduce(a, te, "T_pool_max", MLC_TE_MAX, -FLT_MAX, nsp, at, X, xt, out);
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
@@ -325,29 +371,16 @@ static mlc_expr *clamped_count(mlc_arena *a, mlc_expr *lo, mlc_expr *hi, int64_t
 /* Average over a window: T_pool_sum (padding reads 0), then T_pool_avg
  * divides by the elements each window covers: inside the input, or inside
  * the padded input with count_include_pad. */
-static mlc_prim_func *lower_avg_pool(mlc_arena *a, const char *name, mlc_gvar *const *args,
+static mlc_prim_func *lower_avg_pool(mlc_arena *a, const char *name, int nsp, mlc_gvar *const *args,
                                      const mlc_gattrs *at, const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type;
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
-  mlc_expr **o = mlc_te_begin(te, "T_pool_sum", 4, out->shape, "ncyx");
-  mlc_expr *r[2] = {mlc_te_reduce_axis(te, at->kernel[0], "rh"),
-                    mlc_te_reduce_axis(te, at->kernel[1], "rw")};
-  mlc_expr *ix[4] = {o[0], o[1], NULL, NULL}, *cond = NULL;
-  for (int i = 0; i < 2; i++) {
-    int64_t pb = at->pads[i], in = xt->shape[2 + i];
-    int64_t last = (out->shape[2 + i] - 1) * at->strides[i] + at->kernel[i] - 1 - pb;
-    ix[2 + i] = window_index(a, o[2 + i], at->strides[i], r[i], 1);
-    if (pb) ix[2 + i] = mlc_sub(a, ix[2 + i], mlc_int(a, pb));
-    cond = in_range(a, cond, ix[2 + i], in, pb == 0, last < in);
-  }
-  mlc_expr *v = mlc_te_at_v(te, X, ix);
-  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, 0));
-  mlc_te_tensor *S = mlc_te_sum(te, v);
-  o = mlc_te_begin(te, "T_pool_avg", 4, out->shape, "ncyx");
+  mlc_te_tensor *S = pool_reduce(a, te, "T_pool_sum", MLC_TE_SUM, 0, nsp, at, X, xt, out);
+  mlc_expr **o = mlc_te_begin(te, "T_pool_avg", 2 + nsp, out->shape, pool_axes(nsp));
   mlc_expr *count = NULL;
-  for (int i = 0; i < 2; i++) {
-    int64_t pb = at->pads[i], pe = at->pads[2 + i], in = xt->shape[2 + i];
+  for (int i = 0; i < nsp; i++) {
+    int64_t pb = at->pads[i], pe = at->pads[nsp + i], in = xt->shape[2 + i];
     mlc_expr *lo = mlc_sub(a, window_index(a, o[2 + i], at->strides[i], mlc_int(a, 0), 1), mlc_int(a, pb));
     mlc_expr *hi = mlc_add(a, lo, mlc_int(a, at->kernel[i]));
     mlc_expr *c = at->count_include_pad ? clamped_count(a, lo, hi, -pb, in + pe)
@@ -675,15 +708,20 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_BATCH_NORM: return lower_batch_norm(a, name, args, at->eps);
   case MLC_GOP_CONV2D: {
     const int64_t *w = args[1]->type.shape;
-    if (!is_task_conv(at, n)) return lower_conv2d(a, name, at, n, args, out);
+    if (!is_task_conv(at, n)) return lower_conv(a, name, 2, at, n, args, out);
     return from_task(a, "conv2d_nchw",
                      SHAPE(x->shape[0], x->shape[1], x->shape[2], x->shape[3], w[0], w[2], w[3],
                            at->strides[0], at->pads[0]),
                      name, n, args);
   }
-  case MLC_GOP_CONV_TRANSPOSE2D: return lower_conv_transpose2d(a, name, at, n, args, out);
-  case MLC_GOP_MAX_POOL2D: return lower_max_pool(a, name, args, at, out);
-  case MLC_GOP_AVG_POOL2D: return lower_avg_pool(a, name, args, at, out);
+  case MLC_GOP_CONV3D: return lower_conv(a, name, 3, at, n, args, out);
+  case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
+    return lower_conv_transpose(a, name, mlc_gop_window_dims(op), at, n, args, out);
+  case MLC_GOP_MAX_POOL2D:
+  case MLC_GOP_MAX_POOL3D: return lower_max_pool(a, name, mlc_gop_window_dims(op), args, at, out);
+  case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_AVG_POOL3D: return lower_avg_pool(a, name, mlc_gop_window_dims(op), args, at, out);
   case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
   case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);

@@ -223,16 +223,20 @@ typedef struct node {
 /* The attribute keys a node of op may carry, " key key " (check_keys). */
 static const char *op_keys(mlc_gop op) {
   switch (op) {
-  case MLC_GOP_CONV2D: return " stride padding strides pads dilations groups ";
-  case MLC_GOP_CONV_TRANSPOSE2D: return " strides pads dilations groups output_padding ";
-  case MLC_GOP_MAX_POOL2D: return " pool_size stride padding kernel strides pads dilations ceil_mode ";
+  case MLC_GOP_CONV2D:
+  case MLC_GOP_CONV3D: return " stride padding strides pads dilations groups ";
+  case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_CONV_TRANSPOSE3D: return " strides pads dilations groups output_padding ";
+  case MLC_GOP_MAX_POOL2D:
+  case MLC_GOP_MAX_POOL3D: return " pool_size stride padding kernel strides pads dilations ceil_mode ";
   case MLC_GOP_LAYERNORM: return " eps axis ";
   case MLC_GOP_CONCAT: return " axis ";
   case MLC_GOP_SLICE: return " axes starts ends steps ";
   case MLC_GOP_PAD: return " pad_before pad_after pad_value ";
   case MLC_GOP_GATHER:
   case MLC_GOP_FLATTEN: return " axis ";
-  case MLC_GOP_AVG_POOL2D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
+  case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_AVG_POOL3D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
   case MLC_GOP_GLOBAL_AVG_POOL2D: return " ";
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
@@ -336,24 +340,31 @@ static bool get_bool(loader *L, const char *ctx, const mlc_json *o, const char *
 
 /* Window attributes: "stride" / "padding" / "pool_size" give one value
  * for every axis (and side); "strides", "pads", "kernel", "dilations",
- * "output_padding" one per axis. Pools stride by their window unless told. */
+ * "output_padding" one per spatial axis (pads two). Pools stride by their
+ * window unless told. Other ops take none of these keys (check_attr_keys). */
 static bool read_window_attrs(loader *L, const char *ctx, mlc_gop op, const mlc_json *o,
                               mlc_gattrs *a) {
   int64_t stride = 0, padding = -1, pool = 0;
+  int nsp = mlc_gop_window_dims(op);
+  if (!nsp) return true;
   if (!get_int(L, ctx, o, "stride", 1, &stride) || !get_int(L, ctx, o, "padding", 0, &padding) ||
       !get_int(L, ctx, o, "pool_size", 1, &pool) || !get_int(L, ctx, o, "groups", 1, &a->groups))
     return false;
-  if (pool) a->kernel[0] = a->kernel[1] = pool;
-  if (stride) a->strides[0] = a->strides[1] = stride;
-  if (padding >= 0) a->pads[0] = a->pads[1] = a->pads[2] = a->pads[3] = padding;
-  if (!get_fixed_ints(L, ctx, o, "kernel", 2, 1, a->kernel) ||
-      !get_fixed_ints(L, ctx, o, "strides", 2, 1, a->strides) ||
-      !get_fixed_ints(L, ctx, o, "pads", 4, 0, a->pads) ||
-      !get_fixed_ints(L, ctx, o, "dilations", 2, 1, a->dilations) ||
-      !get_fixed_ints(L, ctx, o, "output_padding", 2, 0, a->output_padding))
+  for (int i = 0; i < nsp; i++) {
+    if (pool) a->kernel[i] = pool;
+    if (stride) a->strides[i] = stride;
+    if (padding >= 0) a->pads[i] = a->pads[nsp + i] = padding;
+  }
+  if (!get_fixed_ints(L, ctx, o, "kernel", nsp, 1, a->kernel) ||
+      !get_fixed_ints(L, ctx, o, "strides", nsp, 1, a->strides) ||
+      !get_fixed_ints(L, ctx, o, "pads", 2 * nsp, 0, a->pads) ||
+      !get_fixed_ints(L, ctx, o, "dilations", nsp, 1, a->dilations) ||
+      !get_fixed_ints(L, ctx, o, "output_padding", nsp, 0, a->output_padding))
     return false;
-  if (!stride && !mlc_json_get(o, "strides") && (op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_AVG_POOL2D))
-    a->strides[0] = a->kernel[0], a->strides[1] = a->kernel[1];
+  bool is_pool = op == MLC_GOP_MAX_POOL2D || op == MLC_GOP_AVG_POOL2D ||
+                 op == MLC_GOP_MAX_POOL3D || op == MLC_GOP_AVG_POOL3D;
+  if (!stride && !mlc_json_get(o, "strides") && is_pool)
+    memcpy(a->strides, a->kernel, sizeof(int64_t) * (size_t)nsp);
   return get_bool(L, ctx, o, "ceil_mode", &a->ceil_mode) &&
          get_bool(L, ctx, o, "count_include_pad", &a->count_include_pad);
 }

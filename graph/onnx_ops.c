@@ -510,73 +510,93 @@ static bool cv_gemm(onode *n) {
 
 /* ---- windows -------------------------------------------------------------------- */
 
-/* A window op's spatial rank from its input's: 1-D (NCL) and 2-D (NCHW)
- * windows; a 1-D one runs as 2-D with H = 1 (kernel, stride, dilation 1,
- * no padding along H), which computes the same values. */
+/* A window op's spatial rank from its input's: 1-D (NCL), 2-D (NCHW) and
+ * 3-D (NCDHW) windows; a 1-D one runs as 2-D with H = 1 (kernel, stride,
+ * dilation 1, no padding along H), which computes the same values. */
 static bool window_rank(onode *n, const mlc_gvar *x, const char *what, int *sp) {
   *sp = x->type.ndim - 2;
-  if (*sp == 1 || *sp == 2) return true;
-  if (*sp == 3) return onnx_fail(n, "3-D %s are not supported (1-D and 2-D only)", what);
-  return onnx_fail(n, "%s need an input of rank 3 (N, C, L) or 4 (N, C, H, W), not %d", what,
-                   x->type.ndim);
+  if (*sp >= 1 && *sp <= 3) return true;
+  return onnx_fail(n, "%s need an input of rank 3 (N, C, L), 4 (N, C, H, W) or 5 (N, C, D, H, W), not %d",
+                   what, x->type.ndim);
 }
 
-/* x with a unit H inserted after N and C (sp 1); x itself for sp 2. */
+/* The spatial rank of the graph op a window of sp axes runs as. */
+static int lifted(int sp) { return sp == 1 ? 2 : sp; }
+
+/* The graph op of 2-D op op2d for a window of sp axes. */
+static mlc_gop window_op(mlc_gop op2d, int sp) {
+  if (lifted(sp) == 2) return op2d;
+  if (op2d == MLC_GOP_CONV2D) return MLC_GOP_CONV3D;
+  if (op2d == MLC_GOP_CONV_TRANSPOSE2D) return MLC_GOP_CONV_TRANSPOSE3D;
+  if (op2d == MLC_GOP_MAX_POOL2D) return MLC_GOP_MAX_POOL3D;
+  MLC_ASSERT(op2d == MLC_GOP_AVG_POOL2D);
+  return MLC_GOP_AVG_POOL3D;
+}
+
+/* x with a unit H inserted after N and C (sp 1); x itself for sp 2 and 3. */
 static mlc_gvar *lift_2d(onode *n, const char *sfx, mlc_gvar *x, int sp) {
-  if (!x || sp == 2) return x;
+  if (!x || sp != 1) return x;
   int64_t s[4] = {x->type.shape[0], x->type.shape[1], 1, x->type.shape[2]};
   return onnx_reshape(n, sfx, x, 4, s);
 }
 
-/* Output 0 is y (a 2-D window's result), its unit H dropped for sp 1. */
+/* Output 0 is y (the window op's result), its unit H dropped for sp 1. */
 static bool set_window_out(onode *n, mlc_gvar *y, int sp) {
-  if (!y || sp == 2) return set_var(n, 0, y);
+  if (!y || sp != 1) return set_var(n, 0, y);
   MLC_ASSERT(y->type.ndim == 4 && y->type.shape[2] == 1);
   int64_t s[3] = {y->type.shape[0], y->type.shape[1], y->type.shape[3]};
   return set_var(n, 0, onnx_reshape(n, NULL, y, 3, s));
 }
 
-/* Attribute name, per entries per spatial axis (pads: 2), as 2-D values
- * in out (per * 2 entries, H before W in each group): a 1-D window's
- * entries become W's and H gets fill. *c: -1 when absent. */
+/* The window op over x (lifted), named after the node, its result set as
+ * output 0 (set_window_out). */
+static bool emit_window(onode *n, mlc_gop op2d, int sp, const mlc_gattrs *a, int k,
+                        mlc_gvar **args) {
+  return set_window_out(n, onnx_emit(n, sp == 1 ? "2d" : NULL, window_op(op2d, sp), a, k, args), sp);
+}
+
+/* Attribute name, per entries per spatial axis (pads: 2), as the lifted
+ * op's values in out (per * lifted(sp) entries, axes in order in each
+ * group): a 1-D window's entries become W's and H gets fill. *c: -1 when
+ * absent. */
 static bool window_ints(onode *n, const char *name, int sp, int per, int64_t fill, int *c,
                         int64_t *out) {
   int64_t v[8];
+  int L = lifted(sp);
   if (!onnx_attr_ints(n, name, 8, c, v)) return false;
   if (*c < 0) return true;
   if (*c != per * sp)
     return onnx_fail(n, "%s must have %d entries (a %d-D window)", name, per * sp, sp);
-  for (int g = 0; g < per; g++) {
-    out[2 * g] = sp == 2 ? v[2 * g] : fill;
-    out[2 * g + 1] = sp == 2 ? v[2 * g + 1] : v[g];
-  }
+  for (int g = 0; g < per; g++)
+    for (int j = 0; j < L; j++) out[g * L + j] = j < L - sp ? fill : v[g * sp + j - (L - sp)];
   return true;
 }
 
 /* kernel_shape, strides, pads, dilations, auto_pad of a window with sp
- * spatial axes into a (2-D; see window_rank). in_hw: the lifted input's
- * H and W; k_hw: the lifted weight's (NULL for pools). */
-static bool window_attrs(onode *n, mlc_gattrs *a, int sp, const int64_t *in_hw,
-                         const int64_t *k_hw) {
-  int c;
-  int64_t v[4];
+ * spatial axes into a (lifted; see window_rank). in_sp: the lifted
+ * input's spatial extents; k_sp: the lifted weight's (NULL for pools). */
+static bool window_attrs(onode *n, mlc_gattrs *a, int sp, const int64_t *in_sp,
+                         const int64_t *k_sp) {
+  int c, L = lifted(sp);
+  size_t row = sizeof(int64_t) * (size_t)L;
+  int64_t v[2 * MLC_GRAPH_MAX_WINDOW];
   if (!window_ints(n, "kernel_shape", sp, 1, 1, &c, v)) return false;
-  if (c >= 0 && k_hw && (v[0] != k_hw[0] || v[1] != k_hw[1]))
+  if (c >= 0 && k_sp && memcmp(v, k_sp, row) != 0)
     return onnx_fail(n, "kernel_shape does not match the weight");
-  if (c >= 0) a->kernel[0] = v[0], a->kernel[1] = v[1];
-  else if (k_hw) a->kernel[0] = k_hw[0], a->kernel[1] = k_hw[1];
+  if (c >= 0) memcpy(a->kernel, v, row);
+  else if (k_sp) memcpy(a->kernel, k_sp, row);
   else return onnx_fail(n, "kernel_shape is required");
   if (!window_ints(n, "strides", sp, 1, 1, &c, v)) return false;
-  if (c >= 0) a->strides[0] = v[0], a->strides[1] = v[1];
+  if (c >= 0) memcpy(a->strides, v, row);
   if (!window_ints(n, "dilations", sp, 1, 1, &c, v)) return false;
-  if (c >= 0) a->dilations[0] = v[0], a->dilations[1] = v[1];
+  if (c >= 0) memcpy(a->dilations, v, row);
   int cp;
   if (!window_ints(n, "pads", sp, 2, 0, &cp, v)) return false;
-  /* ONNX: [top, left, bottom, right], as ours */
-  if (cp >= 0) memcpy(a->pads, v, sizeof a->pads);
-  for (int i = 0; i < 4; i++)
+  /* ONNX: all begins, then all ends (2-D: top, left, bottom, right), as ours */
+  if (cp >= 0) memcpy(a->pads, v, 2 * row);
+  for (int i = 0; i < 2 * L; i++)
     if (a->pads[i] < 0) return onnx_fail(n, "negative pads are not supported");
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < L; i++)
     if (a->strides[i] < 1 || a->dilations[i] < 1 || a->kernel[i] < 1)
       return onnx_fail(n, "strides, dilations and kernel_shape must be positive");
   const char *auto_pad;
@@ -587,18 +607,18 @@ static bool window_attrs(onode *n, mlc_gattrs *a, int sp, const int64_t *in_hw,
   bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
   if (!upper && strcmp(auto_pad, "SAME_LOWER") != 0)
     return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
-  for (int i = 0; i < 2; i++) { /* out = ceil(in / stride); a unit H gets no pads */
-    int64_t out = (in_hw[i] + a->strides[i] - 1) / a->strides[i];
+  for (int i = 0; i < L; i++) { /* out = ceil(in / stride); a unit H gets no pads */
+    int64_t out = (in_sp[i] + a->strides[i] - 1) / a->strides[i];
     int64_t span = a->dilations[i] * (a->kernel[i] - 1) + 1;
-    int64_t total = (out - 1) * a->strides[i] + span - in_hw[i];
+    int64_t total = (out - 1) * a->strides[i] + span - in_sp[i];
     if (total < 0) total = 0;
     a->pads[i] = upper ? total / 2 : total - total / 2;
-    a->pads[i + 2] = total - a->pads[i];
+    a->pads[i + L] = total - a->pads[i];
   }
   return true;
 }
 
-/* Conv over NCL or NCHW (weight OIK or OIHW), groups, bias. */
+/* Conv over NCL, NCHW or NCDHW (weight OIK, OIHW or OIDHW), groups, bias. */
 static bool cv_conv(onode *n) {
   if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape pads strides ")) return false;
   mlc_gvar *x = onnx_var(n, 0), *w = onnx_var(n, 1);
@@ -618,7 +638,7 @@ static bool cv_conv(onode *n) {
   mlc_gvar *args[3] = {x, w, NULL};
   int k = 2;
   if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
-  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_CONV2D, &a, k, args), sp);
+  return emit_window(n, MLC_GOP_CONV2D, sp, &a, k, args);
 }
 
 static bool cv_max_pool(onode *n) {
@@ -638,7 +658,7 @@ static bool cv_max_pool(onode *n) {
     return false;
   if (order) return onnx_fail(n, "storage_order 1 is not supported");
   a.ceil_mode = ceil_mode != 0;
-  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_MAX_POOL2D, &a, 1, &x), sp);
+  return emit_window(n, MLC_GOP_MAX_POOL2D, sp, &a, 1, &x);
 }
 
 /* The pads of a transposed convolution whose output extent is out:
@@ -646,8 +666,8 @@ static bool cv_max_pool(onode *n) {
  * splits it (SAME_UPPER: the smaller half first; otherwise the larger).
  * A negative total (an output_shape beyond the computed one) grows the
  * output at the end, as output_padding does. */
-static bool transpose_pads(onode *n, mlc_gattrs *a, int i, int64_t in, int64_t k, int64_t out,
-                           bool upper) {
+static bool transpose_pads(onode *n, mlc_gattrs *a, int L, int i, int64_t in, int64_t k,
+                           int64_t out, bool upper) {
   int64_t span = a->dilations[i] * (k - 1) + 1;
   int64_t total = a->strides[i] * (in - 1) + a->output_padding[i] + span - out;
   int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor */
@@ -655,24 +675,24 @@ static bool transpose_pads(onode *n, mlc_gattrs *a, int i, int64_t in, int64_t k
   if (begin < 0) return onnx_fail(n, "output_shape %lld needs negative padding", (long long)out);
   if (end < 0) a->output_padding[i] -= end, end = 0;
   a->pads[i] = begin;
-  a->pads[i + 2] = end;
+  a->pads[i + L] = end;
   return true;
 }
 
 /* output_shape of ConvTranspose: its last sp entries (it may also list N
- * and C), lifted to 2-D. *co -1 when absent. */
+ * and C), lifted (a 1-D window's H: 1). *co -1 when absent. */
 static bool output_shape_attr(onode *n, int sp, int *co, int64_t *os) {
   int64_t v[8];
+  int L = lifted(sp);
   if (!onnx_attr_ints(n, "output_shape", 8, co, v)) return false;
   if (*co < 0) return true;
   if (*co != sp && *co != sp + 2)
     return onnx_fail(n, "output_shape must have %d or %d entries (a %d-D window)", sp, sp + 2, sp);
-  os[0] = sp == 2 ? v[*co - 2] : 1;
-  os[1] = v[*co - 1];
+  for (int j = 0; j < L; j++) os[j] = j < L - sp ? 1 : v[*co - L + j];
   return true;
 }
 
-/* ConvTranspose over NCL or NCHW, weight [C, K / group, (R,) S]. */
+/* ConvTranspose over NCL, NCHW or NCDHW, weight [C, K / group, ((T,) R,) S]. */
 static bool cv_conv_transpose(onode *n) {
   if (!onnx_check_attrs(n, " auto_pad dilations group kernel_shape output_padding output_shape "
                            "pads strides "))
@@ -689,13 +709,13 @@ static bool cv_conv_transpose(onode *n) {
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_CONV_TRANSPOSE2D, &a);
   int c, co;
-  int64_t op[2], os[2];
+  int64_t op[MLC_GRAPH_MAX_WINDOW], os[MLC_GRAPH_MAX_WINDOW];
   const char *auto_pad;
   if (!onnx_attr_int(n, "group", 1, &a.groups) ||
       !window_ints(n, "output_padding", sp, 1, 0, &c, op) ||
       !output_shape_attr(n, sp, &co, os) || !onnx_attr_string(n, "auto_pad", "NOTSET", &auto_pad))
     return false;
-  if (c >= 0) a.output_padding[0] = op[0], a.output_padding[1] = op[1];
+  if (c >= 0) memcpy(a.output_padding, op, sizeof(int64_t) * (size_t)lifted(sp));
   bool same = strncmp(auto_pad, "SAME_", 5) == 0;
   if (same || co >= 0) { /* window_attrs would pad as a convolution does */
     Onnx__NodeProto p = *n->p;
@@ -712,10 +732,10 @@ static bool cv_conv_transpose(onode *n) {
     bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
     if (same && !upper && strcmp(auto_pad, "SAME_LOWER") != 0)
       return onnx_fail(n, "auto_pad \"%s\" is not supported", auto_pad);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < lifted(sp); i++) {
       int64_t in = x->type.shape[2 + i];
       int64_t out = co >= 0 ? os[i] : in * a.strides[i];
-      if (!transpose_pads(n, &a, i, in, w->type.shape[2 + i], out, upper)) return false;
+      if (!transpose_pads(n, &a, lifted(sp), i, in, w->type.shape[2 + i], out, upper)) return false;
     }
   } else if (!window_attrs(n, &a, sp, x->type.shape + 2, w->type.shape + 2)) {
     return false;
@@ -723,8 +743,7 @@ static bool cv_conv_transpose(onode *n) {
   mlc_gvar *args[3] = {x, w, NULL};
   int k = 2;
   if (in_val(n, 2) && !(args[k++] = onnx_var(n, 2))) return false;
-  return set_window_out(
-      n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_CONV_TRANSPOSE2D, &a, k, args), sp);
+  return emit_window(n, MLC_GOP_CONV_TRANSPOSE2D, sp, &a, k, args);
 }
 
 static bool cv_avg_pool(onode *n) {
@@ -742,7 +761,7 @@ static bool cv_avg_pool(onode *n) {
     return false;
   a.ceil_mode = ceil_mode != 0;
   a.count_include_pad = include != 0;
-  return set_window_out(n, onnx_emit(n, sp == 2 ? NULL : "2d", MLC_GOP_AVG_POOL2D, &a, 1, &x), sp);
+  return emit_window(n, MLC_GOP_AVG_POOL2D, sp, &a, 1, &x);
 }
 
 /* GlobalAveragePool / GlobalMaxPool over every axis after N and C. */

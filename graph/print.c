@@ -37,33 +37,38 @@ static void put_double(mlc_str *out, const char *key, double v) {
 
 static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   const mlc_gattrs *a = &b->attrs;
+  int nsp = mlc_gop_window_dims(b->op);
   switch (b->op) {
   case MLC_GOP_CONV2D:
   case MLC_GOP_CONV_TRANSPOSE2D:
+  case MLC_GOP_CONV3D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
     mlc_str_puts(out, ", strides=");
-    put_ints(out, 2, a->strides, '[', ']');
+    put_ints(out, nsp, a->strides, '[', ']');
     mlc_str_puts(out, ", padding=");
-    put_ints(out, 4, a->pads, '[', ']');
+    put_ints(out, 2 * nsp, a->pads, '[', ']');
     mlc_str_puts(out, ", dilation=");
-    put_ints(out, 2, a->dilations, '[', ']');
-    if (b->op == MLC_GOP_CONV_TRANSPOSE2D) {
+    put_ints(out, nsp, a->dilations, '[', ']');
+    if (b->op == MLC_GOP_CONV_TRANSPOSE2D || b->op == MLC_GOP_CONV_TRANSPOSE3D) {
       mlc_str_puts(out, ", output_padding=");
-      put_ints(out, 2, a->output_padding, '[', ']');
+      put_ints(out, nsp, a->output_padding, '[', ']');
     }
     mlc_str_printf(out, ", groups=%lld", (long long)a->groups);
     return;
   case MLC_GOP_AVG_POOL2D:
   case MLC_GOP_MAX_POOL2D:
-    if (b->op == MLC_GOP_AVG_POOL2D)
+  case MLC_GOP_AVG_POOL3D:
+  case MLC_GOP_MAX_POOL3D:
+    if (b->op == MLC_GOP_AVG_POOL2D || b->op == MLC_GOP_AVG_POOL3D)
       mlc_str_printf(out, ", count_include_pad=%s", a->count_include_pad ? "True" : "False");
     mlc_str_puts(out, ", pool_size=");
-    put_ints(out, 2, a->kernel, '[', ']');
+    put_ints(out, nsp, a->kernel, '[', ']');
     mlc_str_puts(out, ", strides=");
-    put_ints(out, 2, a->strides, '[', ']');
+    put_ints(out, nsp, a->strides, '[', ']');
     mlc_str_puts(out, ", padding=");
-    put_ints(out, 4, a->pads, '[', ']');
+    put_ints(out, 2 * nsp, a->pads, '[', ']');
     mlc_str_puts(out, ", dilation=");
-    put_ints(out, 2, a->dilations, '[', ']');
+    put_ints(out, nsp, a->dilations, '[', ']');
     mlc_str_printf(out, ", ceil_mode=%s", a->ceil_mode ? "True" : "False");
     return;
   case MLC_GOP_LAYERNORM:

@@ -77,6 +77,10 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_CONV_TRANSPOSE2D:
   case MLC_GOP_MAX_POOL2D:
   case MLC_GOP_AVG_POOL2D:
+  case MLC_GOP_CONV3D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
+  case MLC_GOP_MAX_POOL3D:
+  case MLC_GOP_AVG_POOL3D:
   case MLC_GOP_GLOBAL_AVG_POOL2D:
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
@@ -428,6 +432,10 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
     return;
   case MLC_GOP_MAX_POOL2D: ref_max_pool(&b->attrs, &ts[0], in[0], out, y); return;
   case MLC_GOP_AVG_POOL2D: ref_avg_pool(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_CONV3D:
+  case MLC_GOP_CONV_TRANSPOSE3D:
+  case MLC_GOP_MAX_POOL3D:
+  case MLC_GOP_AVG_POOL3D: mlc_graph_ref_window(b, in, y); return;
   case MLC_GOP_CONCAT:
     ref_concat(b->n_args, in, ts, mlc_gop_axis(b->attrs.axis, out->ndim), out, y);
     return;

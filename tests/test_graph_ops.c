@@ -324,6 +324,174 @@ static const bad_case conv_bad[] = {
     {"pool_attr", POOL(", \"groups\": 2"), "node 'y': max_pool2d takes no attribute \"groups\""},
 };
 
+/* ---- 3-D windows (NCDHW) ------------------------------------------------------ */
+
+#define XC3 "{\"name\": \"x\", \"shape\": [2, 4, 5, 6, 5]}"
+#define CONV3(w_shape, attrs)                                                       \
+  MODEL(XC3, "{\"name\": \"w\", \"shape\": " w_shape "}",                        \
+        "{\"name\": \"y\", \"op\": \"conv3d\", \"inputs\": [\"x\", \"w\"]" attrs "}", \
+        "\"y\"")
+#define CONV3_B(w_shape, k, attrs)                                                  \
+  MODEL(XC3, "{\"name\": \"w\", \"shape\": " w_shape "}, {\"name\": \"b\", \"shape\": [" k "]}", \
+        "{\"name\": \"y\", \"op\": \"conv3d\", \"inputs\": [\"x\", \"w\", \"b\"]" attrs "}", \
+        "\"y\"")
+#define CONVT3(w_shape, attrs)                                                      \
+  MODEL(XC3, "{\"name\": \"w\", \"shape\": " w_shape "}, {\"name\": \"b\", \"shape\": [6]}", \
+        "{\"name\": \"y\", \"op\": \"conv_transpose3d\", \"inputs\": [\"x\", \"w\"" attrs "}", \
+        "\"y\"")
+#define POOL3(op, attrs) \
+  MODEL(XC3, "", "{\"name\": \"y\", \"op\": \"" op "\", \"inputs\": [\"x\"]" attrs "}", "\"y\"")
+
+static const op_case conv3d_cases[] = {
+    {"plain", CONV3("[3, 4, 3, 3, 3]", ""), false},
+    {"stride_padding", CONV3("[3, 4, 3, 3, 2]", ", \"stride\": 2, \"padding\": 1"), false},
+    {"strides_pads_per_side", CONV3("[3, 4, 2, 3, 3]", ", \"strides\": [2, 1, 2], \"pads\": [1, 0, 2, 0, 1, 1]"), false},
+    {"dilations", CONV3("[3, 4, 2, 2, 2]", ", \"dilations\": [2, 3, 1], \"pads\": [1, 2, 0, 1, 0, 1]"), false},
+    {"groups_bias", CONV3_B("[6, 2, 3, 3, 3]", "6", ", \"groups\": 2, \"padding\": 1"), false},
+    {"depthwise_all", CONV3_B("[8, 1, 3, 2, 3]", "8", ", \"groups\": 4, \"strides\": [1, 2, 2], \"pads\": [1, 0, 1, 1, 1, 0], \"dilations\": [1, 2, 1]"), false},
+    {"transpose", CONVT3("[4, 6, 3, 3, 2]", "]"), false},
+    {"transpose_stride_outpad", CONVT3("[4, 6, 2, 3, 2]", "], \"strides\": [2, 1, 3], \"pads\": [1, 0, 1, 0, 1, 0], \"output_padding\": [1, 0, 2]"), false},
+    {"transpose_dilation", CONVT3("[4, 6, 2, 2, 3]", "], \"dilations\": [2, 1, 2], \"pads\": [1, 1, 0, 0, 0, 2]"), false},
+    {"transpose_groups_bias", CONVT3("[4, 3, 3, 2, 3]", ", \"b\"], \"groups\": 2, \"strides\": [1, 2, 1], \"pads\": [1, 0, 1, 1, 1, 0]"), false},
+    {"max_pool", POOL3("max_pool3d", ""), false},
+    {"max_pool_k3s2p1", POOL3("max_pool3d", ", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"), false},
+    {"max_pool_dilation_ceil", POOL3("max_pool3d", ", \"kernel\": [2, 2, 3], \"strides\": [2, 1, 2], \"dilations\": [2, 2, 1], \"ceil_mode\": true"), false},
+    {"max_pool_ceil_pad", POOL3("max_pool3d", ", \"kernel\": [2, 3, 2], \"strides\": [2, 2, 2], \"pads\": [1, 1, 0, 1, 1, 1], \"ceil_mode\": true"), false},
+    {"avg_pool", POOL3("avg_pool3d", ""), false},
+    {"avg_pool_pads", POOL3("avg_pool3d", ", \"kernel\": [3, 2, 3], \"strides\": [1, 2, 2], \"pads\": [1, 1, 0, 1, 0, 1]"), false},
+    {"avg_pool_pads_include", POOL3("avg_pool3d", ", \"kernel\": [3, 2, 3], \"strides\": [1, 2, 2], \"pads\": [1, 1, 0, 1, 0, 1], \"count_include_pad\": true"), false},
+    {"avg_pool_ceil", POOL3("avg_pool3d", ", \"kernel\": [2, 3, 2], \"strides\": [2, 2, 2], \"pads\": [0, 1, 1, 1, 1, 0], \"ceil_mode\": true"), false},
+    {"avg_pool_ceil_include", POOL3("avg_pool3d", ", \"kernel\": [2, 3, 2], \"strides\": [2, 2, 2], \"pads\": [0, 1, 1, 1, 1, 0], \"ceil_mode\": true, \"count_include_pad\": true"), false},
+};
+
+static const bad_case conv3d_bad[] = {
+    {"rank", MODEL(XC, "{\"name\": \"w\", \"shape\": [3, 4, 3, 3]}",
+                   "{\"name\": \"y\", \"op\": \"conv3d\", \"inputs\": [\"x\", \"w\"]}", "\"y\""),
+     "node 'y': conv3d: operand 0 has shape (2, 4, 7, 6), expected 5 dims (NCDHW)"},
+    {"weight_channels", CONV3("[6, 3, 3, 3, 3]", ", \"groups\": 2"),
+     "node 'y': conv3d: operand 1 has shape (6, 3, 3, 3, 3), expected [K, C / groups, T, R, S]"},
+    {"groups_channels", CONV3("[6, 2, 3, 3, 3]", ", \"groups\": 3"),
+     "node 'y': conv3d: operand 0 has shape (2, 4, 5, 6, 5), expected channels divisible by groups"},
+    {"bias_shape", CONV3_B("[5, 4, 1, 1, 1]", "4", ""),
+     "node 'y': conv3d: operand 2 has shape (4,), expected [K]"},
+    {"window_too_big", CONV3("[3, 4, 6, 3, 3]", ""),
+     "node 'y': conv3d: operand 0 has shape (2, 4, 5, 6, 5), expected a spatial size that fits the window"},
+    {"pads_count", CONV3("[3, 4, 3, 3, 3]", ", \"pads\": [1, 1, 1, 1]"),
+     "node 'y': \"pads\" must be an array of 6 integers"},
+    {"strides_count", CONV3("[3, 4, 3, 3, 3]", ", \"strides\": [1, 1]"),
+     "node 'y': \"strides\" must be an array of 3 integers"},
+    {"transpose_outpad", CONVT3("[4, 6, 3, 3, 3]", "], \"output_padding\": [0, 1, 0]"),
+     "node 'y': conv_transpose3d: output_padding must be >= 0 and below the stride or dilation"},
+    {"transpose_weight", CONVT3("[6, 4, 3, 3, 3]", "]"),
+     "node 'y': conv_transpose3d: operand 1 has shape (6, 4, 3, 3, 3), expected [C, K / groups, T, R, S]"},
+    {"pool_pad", POOL3("max_pool3d", ", \"pool_size\": 2, \"pads\": [0, 0, 2, 0, 0, 0]"),
+     "node 'y': max_pool3d: the window must be >= 1 and larger than the padding"},
+    {"avg_pool_dilation", POOL3("avg_pool3d", ", \"dilations\": [1, 2, 1]"),
+     "node 'y': avg_pool3d takes no attribute \"dilations\""},
+};
+
+/* A window op's reference (graph/ref.c) against loops written here from
+ * the ONNX definitions: x [1, 4, 4, 5, 3] into conv3d (w [4, 2, 2, 3, 2],
+ * groups 2, strides (1, 2, 1), pads (1, 0, 1 | 0, 1, 1), dilations
+ * (2, 1, 1), bias) and avg_pool3d (kernel (2, 3, 2), strides 2, pads
+ * (1, 1, 0 | 0, 1, 1), ceil_mode, count_include_pad either way). */
+#define X3D "{\"name\": \"x\", \"shape\": [1, 4, 4, 5, 3]}"
+static const int64_t cv_str[3] = {1, 2, 1}, cv_pad[6] = {1, 0, 1, 0, 1, 1}, cv_dil[3] = {2, 1, 1};
+static const int64_t av_k[3] = {2, 3, 2}, av_pad[6] = {1, 1, 0, 0, 1, 1};
+
+static float x3d_at(const float *x, int64_t c, const int64_t *p) {
+  return x[((c * 4 + p[0]) * 5 + p[1]) * 3 + p[2]];
+}
+
+static bool x3d_inside(const int64_t *p) {
+  return p[0] >= 0 && p[0] < 4 && p[1] >= 0 && p[1] < 5 && p[2] >= 0 && p[2] < 3;
+}
+
+/* conv3d's output element (k, o) by the definition. */
+static double conv3d_direct(const float *x, const float *w, const float *b, int64_t k,
+                            const int64_t *o) {
+  double acc = b[k];
+  for (int64_t c = 0; c < 2; c++)
+    for (int64_t t = 0; t < 2; t++)
+      for (int64_t r = 0; r < 3; r++)
+        for (int64_t s = 0; s < 2; s++) {
+          int64_t win[3] = {t, r, s}, p[3];
+          for (int i = 0; i < 3; i++) p[i] = o[i] * cv_str[i] + win[i] * cv_dil[i] - cv_pad[i];
+          if (x3d_inside(p))
+            acc += (double)x3d_at(x, k / 2 * 2 + c, p) * w[((k * 2 + c) * 2 + t) * 6 + r * 2 + s];
+        }
+  return acc;
+}
+
+/* avg_pool3d's output element (c, o) by the definition. */
+static double avg3d_direct(const float *x, bool include, int64_t c, const int64_t *o) {
+  double sum = 0;
+  int n = 0;
+  for (int64_t t = 0; t < av_k[0]; t++)
+    for (int64_t r = 0; r < av_k[1]; r++)
+      for (int64_t s = 0; s < av_k[2]; s++) {
+        int64_t win[3] = {t, r, s}, p[3], ext[3] = {4, 5, 3};
+        bool padded = true;
+        for (int i = 0; i < 3; i++) {
+          p[i] = o[i] * 2 + win[i] - av_pad[i];
+          padded &= p[i] < ext[i] + av_pad[3 + i];
+        }
+        if (x3d_inside(p)) sum += x3d_at(x, c, p);
+        n += include ? padded : x3d_inside(p);
+      }
+  return sum / n;
+}
+
+/* Runs the one-node model's reference; every output element must match
+ * direct(k, o). */
+static bool check_direct(const char *json, const int64_t *want_shape, int kind, char *why,
+                         size_t why_n) {
+  mlc_error err = {{0}};
+  mlc_gmodule *m = parse(json, &err);
+  if (!m) return snprintf(why, why_n, "load: %s", err.msg), false;
+  const mlc_gvar *y = mlc_graph_main(m)->outputs[0];
+  bool ok = true;
+  for (int d = 0; d < 5; d++) ok &= y->type.shape[d] == want_shape[d];
+  if (!ok) snprintf(why, why_n, "output shape differs");
+  mlc_array **in = make_inputs(m, 5, false), **out = make_outputs(m);
+  if (ok && !mlc_graph_reference(m, in, out, &err)) ok = false, snprintf(why, why_n, "%s", err.msg);
+  const float *x = in[0]->data, *yd = out[0]->data;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  const float *w = f->bindings[0].n_args > 1 ? f->bindings[0].args[1]->data : NULL;
+  const float *b = f->bindings[0].n_args > 2 ? f->bindings[0].args[2]->data : NULL;
+  const int64_t *sh = want_shape;
+  for (int64_t i = 0; ok && i < mlc_gtype_numel(&y->type); i++) {
+    int64_t o[3] = {i / (sh[3] * sh[4]) % sh[2], i / sh[4] % sh[3], i % sh[4]};
+    int64_t ch = i / (sh[2] * sh[3] * sh[4]);
+    double want = kind == 0 ? conv3d_direct(x, w, b, ch, o) : avg3d_direct(x, kind == 2, ch, o);
+    if (fabs(yd[i] - want) > 1e-4 * (1 + fabs(want))) {
+      ok = false;
+      snprintf(why, why_n, "element %lld: %g, want %g", (long long)i, yd[i], want);
+    }
+  }
+  free_arrays(in, 1), free_arrays(out, 1);
+  mlc_graph_free(m);
+  return ok;
+}
+
+static void test_window3d_direct(void) {
+  char why[1200] = "";
+  /* D: (4 + 1 - 3) / 1 + 1 = 3; H: (5 + 1 - 3) / 2 + 1 = 2; W: (3 + 2 - 2) + 1 = 4 */
+  const char *conv = MODEL(X3D, "{\"name\": \"w\", \"shape\": [4, 2, 2, 3, 2]}, {\"name\": \"b\", \"shape\": [4]}",
+                           "{\"name\": \"y\", \"op\": \"conv3d\", \"inputs\": [\"x\", \"w\", \"b\"], \"groups\": 2,"
+                           " \"strides\": [1, 2, 1], \"pads\": [1, 0, 1, 0, 1, 1], \"dilations\": [2, 1, 1]}",
+                           "\"y\"");
+  test_report("conv3d_direct", check_direct(conv, (const int64_t[]){1, 4, 3, 2, 4}, 0, why, sizeof why), why);
+  /* ceil_mode: D ceil((4 + 1 - 2) / 2) + 1 = 3; H ceil((5 + 2 - 3) / 2) + 1 = 3; W ceil((3 + 1 - 2) / 2) + 1 = 2 */
+#define AVG3D(include)                                                                            \
+  MODEL(X3D, "", "{\"name\": \"y\", \"op\": \"avg_pool3d\", \"inputs\": [\"x\"], \"kernel\": [2, 3, 2]," \
+                 " \"stride\": 2, \"pads\": [1, 1, 0, 0, 1, 1], \"ceil_mode\": true, \"count_include_pad\": " include "}", \
+        "\"y\"")
+  const int64_t avg_shape[5] = {1, 4, 3, 3, 2};
+  test_report("avg_pool3d_direct", check_direct(AVG3D("false"), avg_shape, 1, why, sizeof why), why);
+  test_report("avg_pool3d_include_direct", check_direct(AVG3D("true"), avg_shape, 2, why, sizeof why), why);
+}
+
 /* ---- matmul and dense ---------------------------------------------------- */
 
 #define MM(xs, ws)                                                                              \
@@ -798,11 +966,39 @@ static const pass_case fuse_cases[] = {
      "dense [sigmoid,multiply]"},
 };
 
+/* conv3d + bias + relu fuse into one kernel, printed with 3-entry windows. */
+static void test_conv3d_fuse_print(void) {
+  const char *json = MODEL(XC3, "{\"name\": \"w\", \"shape\": [4, 1, 3, 3, 3]}, {\"name\": \"b\", \"shape\": [4, 1, 1, 1]}",
+                           "{\"name\": \"c\", \"op\": \"conv3d\", \"inputs\": [\"x\", \"w\"], \"groups\": 4, \"padding\": 1},"
+                           "{\"name\": \"cb\", \"op\": \"add\", \"inputs\": [\"c\", \"b\"]},"
+                           "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"cb\"]}",
+                           "\"y\"");
+  mlc_error err = {{0}};
+  mlc_gmodule *m = parse(json, &err);
+  mlc_str s = {0};
+  bool ok = m != NULL;
+  if (ok) mlc_graph_print(&s, m, 0);
+  CHECK_MSG(ok && strstr(s.data, "R.nn.conv3d(x, metadata[\"w\"], strides=[1, 1, 1], padding=[1, 1, 1, 1, 1, 1], "
+                                  "dilation=[1, 1, 1], groups=4)"),
+            "%s", ok ? s.data : err.msg);
+  char got[256] = "";
+  ok = ok && run_until(m, "fuse", &err);
+  if (ok) main_ops(m, got, sizeof got);
+  CHECK_MSG(ok && strcmp(got, "[conv3d,add,relu]") == 0, "got \"%s\" (%s)", got, err.msg);
+  char why[1200] = "";
+  CHECK_MSG(run_case(json, false, why, sizeof why), "%s", why);
+  mlc_str_free(&s);
+  mlc_graph_free(m);
+}
+
 int main(void) {
   run_cases("elemwise", elemwise_cases, MLC_COUNTOF(elemwise_cases));
   run_bad("elemwise_refuse", elemwise_bad, MLC_COUNTOF(elemwise_bad));
   run_cases("conv", conv_cases, MLC_COUNTOF(conv_cases));
   run_bad("conv_refuse", conv_bad, MLC_COUNTOF(conv_bad));
+  run_cases("conv3d", conv3d_cases, MLC_COUNTOF(conv3d_cases));
+  run_bad("conv3d_refuse", conv3d_bad, MLC_COUNTOF(conv3d_bad));
+  test_window3d_direct();
   run_cases("matmul", matmul_cases, MLC_COUNTOF(matmul_cases));
   run_bad("matmul_refuse", matmul_bad, MLC_COUNTOF(matmul_bad));
   run_cases("norm", norm_cases, MLC_COUNTOF(norm_cases));
@@ -816,6 +1012,7 @@ int main(void) {
   run_bad("shape_refuse", shape_bad, MLC_COUNTOF(shape_bad));
   RUN(test_print_shape_ops);
   RUN(test_entry_weights_extern);
+  RUN(test_conv3d_fuse_print);
   run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));
   run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
   run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));

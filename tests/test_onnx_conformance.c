@@ -296,7 +296,8 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
  * variants the importer supports, so that support cannot silently turn
  * into refusals. Pow with a tensor exponent (float, or integer
  * constants), LayerNormalization with its Mean and InvStdDev outputs, 1-D
- * convolutions and pools (run as 2-D), a scalar Gemm C, Dropout in
+ * convolutions and pools (run as 2-D), 3-D ones (conv3d, conv_transpose3d,
+ * max_pool3d, avg_pool3d), a scalar Gemm C, Dropout in
  * training mode with ratio 0, models without inputs, opset 6's BatchNormalization is_test and
  * Gemm/Add broadcast, the activations composed of graph ops. */
 static const char *const must_run[] = {
@@ -304,7 +305,9 @@ static const char *const must_run[] = {
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
     "test_layer_normalization_default_axis",
     "test_Conv1d", "test_MaxPool1d", "test_AvgPool1d", "test_maxpool_1d_default$",
-    "test_averagepool_1d_default$", "test_convtranspose_1d$", "test_gemm_default_scalar_bias$",
+    "test_averagepool_1d_default$", "test_convtranspose_1d$", "test_Conv3d", "test_MaxPool3d",
+    "test_AvgPool3d", "test_maxpool_3d_default$", "test_averagepool_3d_default$",
+    "test_convtranspose_3d$", "test_gemm_default_scalar_bias$",
     "test_training_dropout_zero_ratio$", "test_BatchNorm1d_3d_input_eval$",
     "test_BatchNorm2d_eval$", "test_BatchNorm3d_eval$", "test_Linear$", "test_operator_mm$",
     "test_operator_addmm$", "test_Softsign$", "test_PReLU_", "test_ELU$", "test_SELU$",
@@ -331,10 +334,6 @@ static const struct {
     {"test_dropout_default_mask", "output 'z' is an integer or bool tensor"},
     {"test_training_dropout", "training mode with ratio 0.75 is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode is not supported"},
-    {"test_Conv3d", "3-D convolutions are not supported"},
-    {"test_MaxPool3d", "3-D pools are not supported"},
-    {"test_averagepool_3d_default", "3-D pools are not supported"},
-    {"test_convtranspose_3d", "3-D transposed convolutions are not supported"},
     {"test_maxpool_with_argmax_2d_precomputed_pads", "the Indices output is not supported"},
     {"test_slice_start_out_of_bounds", "at least one element"},
 };
@@ -471,6 +470,11 @@ static bool conv1d_short_pads(Onnx__ModelProto *mp) {
   return a && a->n_ints == 2 && (a->n_ints = 1, true);
 }
 
+static bool conv3d_short_pads(Onnx__ModelProto *mp) {
+  Onnx__AttributeProto *a = find_attr(mp, "Conv", "pads");
+  return a && a->n_ints == 6 && (a->n_ints = 4, true);
+}
+
 static bool maxpool1d_no_kernel(Onnx__ModelProto *mp) {
   Onnx__AttributeProto *a = find_attr(mp, "MaxPool", "kernel_shape");
   return a && a->n_ints == 1 && (strcpy(a->name, "strides"), true); /* kernel_shape gone */
@@ -493,6 +497,7 @@ static const struct {
     {"pytorch-converted", "test_BatchNorm2d_eval", bn_training, "is_test 0"},
     {"pytorch-converted", "test_Conv1d", conv1d_short_pads, "pads must have 2 entries (a 1-D window)"},
     {"pytorch-converted", "test_MaxPool1d", maxpool1d_no_kernel, "kernel_shape is required"},
+    {"pytorch-converted", "test_Conv3d_stride_padding", conv3d_short_pads, "pads must have 6 entries (a 3-D window)"},
     {"pytorch-converted", "test_PReLU_1d_multiparam", prelu_opset7, "shapes do not broadcast"},
 };
 
