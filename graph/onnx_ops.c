@@ -1583,13 +1583,17 @@ static bool cv_selu(onode *n) {
   return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, elu_negative(n, x, alpha * gamma)));
 }
 
-/* Softplus: log(exp(x) + 1), as ONNX's reference computes it. */
+/* Softplus: log(exp(x) + 1), computed as relu(x) + log(1 + exp(-|x|)):
+ * the same value, but exp never overflows (log(exp(x) + 1) is inf from
+ * x = 89 on, where softplus is x). */
 static bool cv_softplus(onode *n) {
   if (!no_attrs(n)) return false;
   mlc_gvar *x = onnx_var(n, 0);
-  mlc_gvar *e = ew(n, "exp", MLC_GOP_EXP, x, NULL);
-  mlc_gvar *e1 = ew(n, "exp1", MLC_GOP_ADD, e, scalar_const(n, "one", 1));
-  return set_like_input(n, ew(n, NULL, MLC_GOP_LOG, e1, NULL));
+  if (!x) return false;
+  mlc_gvar *ax = ew(n, "abs", MLC_GOP_ABS, x, NULL);
+  mlc_gvar *e = ew(n, "exp", MLC_GOP_EXP, ew(n, "neg_abs", MLC_GOP_NEGATIVE, ax, NULL), NULL);
+  mlc_gvar *l = ew(n, "log1p", MLC_GOP_LOG, ew(n, "exp1", MLC_GOP_ADD, e, scalar_const(n, "one", 1)), NULL);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, ew(n, "relu", MLC_GOP_RELU, x, NULL), l));
 }
 
 /* Softsign: x / (1 + |x|). */

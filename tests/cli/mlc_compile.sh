@@ -331,6 +331,12 @@ check onnx_cnn_linked_matches_numpy "$tmp/npycmp" "$tmp/tc_y.npy" $O/tiny_cnn_ou
 rc=$?
 if [ $rc -eq 0 ]; then pass onnx_encoder_run; else fail onnx_encoder_run "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
 check onnx_encoder_matches_pytorch "$tmp/npycmp" "$tmp/enc_y.npy" $O/tiny_encoder_output.npy
+# Softplus, Elu and Softsign over |x| up to 200 (numpy's stable forms as
+# the reference): no inf where the value is finite.
+"$MC" --model $O/activations_wide.onnx --run $O/activations_wide_input.npy \
+  --run-output "$tmp/act_y.npy" --repeat 1 >/dev/null 2>"$tmp/err"
+check onnx_activations_wide_run test $? -eq 0
+check onnx_activations_wide_match "$tmp/npycmp" "$tmp/act_y.npy" $O/activations_wide_output.npy
 
 # A symbolic batch dimension: refused without --input-shape, then run.
 "$MC" --model $O/mlp_sym.onnx -o "$tmp/sym.o" >/dev/null 2>"$tmp/err"

@@ -132,6 +132,30 @@ def bad_models():
         inits=[w])
 
 
+def activations_wide():
+    """Softplus, Elu and Softsign over inputs far past exp's range (|x| up
+    to 200): each must stay finite where its value is; the reference is
+    numpy's stable forms."""
+    x = np.concatenate([np.linspace(-200, 200, 41), [-88.7, 88.7, 89, 100, -1e-3, 1e-3, 0]])
+    x = x.astype(np.float32).reshape(1, -1)
+    n = x.shape[1]
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, n])
+    nodes = [helper.make_node("Softplus", ["x"], ["sp"], name="softplus"),
+             helper.make_node("Elu", ["x"], ["el"], name="elu", alpha=0.5),
+             helper.make_node("Softsign", ["x"], ["ss"], name="softsign"),
+             helper.make_node("Concat", ["sp", "el", "ss"], ["y"], name="cat", axis=0)]
+    g = helper.make_graph(nodes, "activations_wide", [xi], [y])
+    save(helper.make_model(g), "activations_wide.onnx")
+    xd = x.astype(np.float64)
+    sp = np.maximum(xd, 0) + np.log1p(np.exp(-np.abs(xd)))
+    el = np.where(xd >= 0, xd, 0.5 * np.expm1(np.minimum(xd, 0)))
+    ss = xd / (1 + np.abs(xd))
+    npy("activations_wide_input.npy", x)
+    npy("activations_wide_output.npy", np.concatenate([sp, el, ss], axis=0))
+
+
 tiny_cnn()
 mlp_sym()
 bad_models()
+activations_wide()
