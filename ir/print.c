@@ -177,7 +177,9 @@ static void put_float_value(mlc_str *out, mlc_dtype t, double v) {
     mlc_str_puts(out, isnan(v) ? "\"nan\"" : v < 0 ? "\"-inf\"" : "\"inf\"");
     return;
   }
-  if (t == MLC_FLOAT16) put_half(out, v);
+  /* -0.0, not -0: read back, -0 is the integer 0 negated and loses the sign */
+  if (v == 0 && signbit(v)) mlc_str_puts(out, "-0.0");
+  else if (t == MLC_FLOAT16) put_half(out, v);
   else mlc_str_put_float(out, (float)v);
 }
 
