@@ -182,6 +182,10 @@ bool mlc_error_prefix(mlc_error *err, const char *fmt, ...)
  * mlc_array) is checked against these before it is made. */
 #define MLC_MAX_TENSOR_ELEMS (INT64_C(1) << 31)
 #define MLC_MAX_TENSOR_BYTES (INT64_C(8) << 30)
+/* Lowers the limits for this process (0: back to the defaults above; a
+ * value above them keeps the default): the fuzz harnesses use it so that
+ * each input runs in bounded time. Not thread-safe; set it first. */
+void mlc_set_tensor_limits(int64_t max_elems, int64_t max_bytes);
 /* Element count of a shape of non-negative extents if it is within the
  * limits for elements of elem_bytes bytes; else -1 with err set to
  * "WHAT has shape [..]: ... over the limit" (what names the tensor). */

@@ -11,6 +11,13 @@ bool mlc_prod_overflow(const int64_t *v, int n, int64_t *out) {
   return false;
 }
 
+static int64_t max_elems = MLC_MAX_TENSOR_ELEMS, max_bytes = MLC_MAX_TENSOR_BYTES;
+
+void mlc_set_tensor_limits(int64_t elems, int64_t bytes) {
+  max_elems = elems > 0 && elems < MLC_MAX_TENSOR_ELEMS ? elems : MLC_MAX_TENSOR_ELEMS;
+  max_bytes = bytes > 0 && bytes < MLC_MAX_TENSOR_BYTES ? bytes : MLC_MAX_TENSOR_BYTES;
+}
+
 static void shape_text(char *buf, size_t cap, const int64_t *shape, int ndim) {
   size_t len = (size_t)snprintf(buf, cap, "[");
   for (int i = 0; i < ndim && len < cap; i++)
@@ -33,15 +40,17 @@ int64_t mlc_tensor_numel_checked(const char *what, const int64_t *shape, int ndi
   }
   /* Past the limit already means refused; stop multiplying before int64 can wrap. */
   for (int i = 0; i < ndim && !over; i++)
-    over = mlc_mul_overflow(n, shape[i], &n) || n > MLC_MAX_TENSOR_ELEMS;
+    over = mlc_mul_overflow(n, shape[i], &n) || n > max_elems;
   if (!over && n > 0 && elem_bytes > 0)
-    over = mlc_mul_overflow(n, elem_bytes, &bytes) || bytes > MLC_MAX_TENSOR_BYTES;
+    over = mlc_mul_overflow(n, elem_bytes, &bytes) || bytes > max_bytes;
   if (over) {
     shape_text(text, sizeof text, shape, ndim);
-    mlc_error_set(err,
-                  "%s has shape %s: over the limit of 2^31 elements and 8 GiB that input may "
-                  "allocate",
-                  what, text);
+    if (max_elems == MLC_MAX_TENSOR_ELEMS && max_bytes == MLC_MAX_TENSOR_BYTES)
+      mlc_error_set(err, "%s has shape %s: over the limit of 2^31 elements and 8 GiB that input "
+                         "may allocate", what, text);
+    else
+      mlc_error_set(err, "%s has shape %s: over the limit of %lld elements and %lld bytes set "
+                         "for this process", what, text, (long long)max_elems, (long long)max_bytes);
     return -1;
   }
   return n;

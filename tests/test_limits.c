@@ -327,6 +327,20 @@ static void test_tensor_limit(void) {
   CHECK(mlc_tensor_numel_checked("t", empty, 3, 4, &err) == 0);
   int64_t neg[1] = {-1};
   CHECK(mlc_tensor_numel_checked("t", neg, 1, 4, &err) < 0 && strstr(err.msg, "negative"));
+  /* Lowered for the process (the fuzz harnesses), then back to the default;
+   * a limit above the default keeps the default. */
+  int64_t mid[2] = {1024, 1024};
+  mlc_set_tensor_limits(1000, 0);
+  CHECK(mlc_tensor_numel_checked("t", mid, 2, 4, &err) < 0);
+  CHECK_MSG(strstr(err.msg, "over the limit of 1000 elements and 8589934592 bytes set for this process"),
+            "%s", err.msg);
+  mlc_set_tensor_limits(0, 1 << 20);
+  CHECK(mlc_tensor_numel_checked("t", mid, 2, 4, &err) < 0); /* 4 MiB */
+  CHECK(mlc_tensor_numel_checked("t", mid, 2, 1, &err) == 1 << 20);
+  mlc_set_tensor_limits(INT64_MAX, INT64_MAX);
+  CHECK(mlc_tensor_numel_checked("t", ok, 2, 8, &err) < 0);
+  mlc_set_tensor_limits(0, 0);
+  CHECK(mlc_tensor_numel_checked("t", ok, 2, 4, &err) == INT64_C(1) << 31);
 }
 
 static void test_model_shape_refused_before_alloc(void) {

@@ -15,6 +15,19 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* Tensors of at most 2^22 elements and 16 MiB: the product accepts up to
+ * 8 GiB, but a harness must finish each input within libFuzzer's timeout
+ * (folding a 3 GB weight takes half a minute). Defined in each harness's
+ * file; replay_main.c (FUZZ_REPLAY_MAIN) calls it as libFuzzer does. */
+#ifndef FUZZ_REPLAY_MAIN
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc, (void)argv;
+  mlc_set_tensor_limits(INT64_C(1) << 22, INT64_C(16) << 20);
+  return 0;
+}
+#endif
 
 /* The bytes as a NUL-terminated string (mlc_free); parsers taking C
  * strings stop at an embedded NUL, which is fine. */

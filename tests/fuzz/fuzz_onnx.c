@@ -5,12 +5,8 @@
  *   build-fuzz/fuzz_onnx -max_total_time=600 build-fuzz/corpus
  *
  * Seeds: the conformance models (libonnx-testdata) and tests/onnx/. */
+#include "fuzz.h"
 #include "graph/graph.h"
-
-#include <stddef.h>
-#include <stdint.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const shapes[] = {"x=1,4", "input=1,3,8,8", NULL};

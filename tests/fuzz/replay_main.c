@@ -5,6 +5,7 @@
  * committed corpus in the normal and the sanitizer build without clang;
  * `make fuzz` builds the real fuzzers with clang. A broken property traps
  * and a memory error stops the run under ASan, as under libFuzzer. */
+#define FUZZ_REPLAY_MAIN
 #include "fuzz.h"
 
 #include <dirent.h>
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
     return 2;
   }
+  LLVMFuzzerInitialize(&argc, &argv);
   int rc = 0, count = 0;
   for (int i = 1; i < argc; i++) {
     struct stat st;
