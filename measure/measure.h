@@ -3,7 +3,8 @@
  * The tuner hands over a batch of candidates (a workload's TVMScript, a
  * trace JSON, a target); a pool of `mlc-worker build` processes replays,
  * lowers and compiles them in parallel, and one `mlc-worker run` process at
- * a time loads each object with ORC, checks its result against the
+ * a time loads each object (ELF with ORC on the CPU; PTX of a cuda target
+ * on the GPU through the CUDA driver API), checks its result against the
  * unscheduled kernel's, and times it. Results come back as they finish.
  *
  *   mlc_measure_opts o = mlc_measure_defaults();      // one builder per core
@@ -219,6 +220,14 @@ typedef void (*mlc_measure_progress_fn)(void *ud, int done, int total,
 bool mlc_measure_run_batch(mlc_measure *m, int n, const mlc_measure_cand *c,
                            mlc_measure_result *results, mlc_measure_progress_fn progress,
                            void *ud, mlc_error *err);
+
+/* Whether this machine can run the
+ * kernels of `target` (NULL: "llvm"). A cuda target needs the CUDA driver
+ * and a device: false with "no CUDA device: <reason>". A CPU target always
+ * can. The runner of each RUN_REQ is picked by its object's format: ELF on
+ * the CPU (ORC), PTX on the GPU (CUDA driver API through dlopen); the
+ * reference is always built for and run on the host CPU. */
+bool mlc_measure_runner_check(const char *target, mlc_error *err);
 
 /* Workers started so far (restarts included) and the path in use. */
 int mlc_measure_spawn_count(const mlc_measure *m);

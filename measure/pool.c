@@ -6,7 +6,7 @@
  * unscheduled form, compiled for the host) is built once per pool before
  * its candidates run.
  */
-#include "measure/frame_internal.h"
+#include "measure/runner_internal.h"
 #include "targets/targets.h"
 
 #include <errno.h>
@@ -663,6 +663,14 @@ int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
 }
 
 /* ---- public life cycle ---------------------------------------------------------------- */
+
+bool mlc_measure_runner_check(const char *target, mlc_error *err) {
+  mlc_target t;
+  if (!mlc_target_parse(target ? target : "llvm", &t, err)) return false;
+  if (t.backend != &mlc_backend_cuda) return runner_cpu.available(err);
+  if (runner_cuda.available(err)) return true;
+  return mlc_error_prefix(err, "no CUDA device");
+}
 
 mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err) {
   mlc_measure_opts opts = o ? *o : mlc_measure_defaults();

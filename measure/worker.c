@@ -5,7 +5,7 @@
  * first, so that nothing a library prints can corrupt a frame. Workers
  * never dump core (a crash is an expected outcome of search).
  */
-#include "measure/frame_internal.h"
+#include "measure/runner_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "targets/runtime/mlcrt.h"
@@ -165,22 +165,6 @@ static void serve_build(frame_reader *r, mlc_str *reply) {
 
 /* ---- runner ---------------------------------------------------------------- */
 
-typedef struct run_req {
-  uint64_t key;
-  char *symbol, *ref_symbol;
-  const void *obj, *ref_obj;
-  size_t obj_len, ref_len;
-  int n_args;
-  frame_arg args[MLC_MEASURE_MAX_ARGS];
-  uint32_t number, repeat, flush, fault;
-  double min_repeat_ms, rtol, atol;
-  uint64_t seed, max_bytes;
-  double max_call_sec; /* 0: no limit (the tuner's early abort) */
-  uint32_t threads;    /* threads the kernel's parallel loops use (1: serial) */
-  double retime_budget_s; /* re-timing stops once the request has run this long */
-  double start;        /* when the request arrived (frame_now) */
-} run_req;
-
 /* Reference outputs (every parameter after the unscheduled kernel ran),
  * kept for a few workloads. */
 typedef struct ref_entry {
@@ -249,31 +233,34 @@ static mlc_array *make_args(const run_req *q) {
   return xs;
 }
 
-/* Load obj, look up symbol, call it once on fresh arguments. */
-static mlc_array *load_and_call(const run_req *q, const void *obj, size_t len,
-                                const char *symbol, mlc_jit_lib **lib_out, mlc_kernel_fn *fn_out,
-                                double *call_sec, mlc_measure_status *st, mlc_error *err) {
-  mlc_object o = {(void *)obj, len};
-  mlc_jit_lib *lib = mlc_jit_load(&o, err);
-  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, symbol, err) : NULL;
-  if (!fn) {
-    mlc_jit_unload(lib);
+/* The runner of an object: by its format (runner_internal.h). */
+static const runner_impl *runner_for(const void *obj, size_t len) {
+  return runner_cuda.owns(obj, len) ? &runner_cuda : &runner_cpu;
+}
+
+/* Load obj with its runner, look up symbol, call it once on fresh
+ * arguments; *k_out: the loaded kernel. */
+static mlc_array *load_and_call(const run_req *q, const runner_impl *rn, const void *obj,
+                                size_t len, const char *symbol, void **k_out, double *call_sec,
+                                mlc_measure_status *st, mlc_error *err) {
+  void *k = rn->load(obj, len, symbol, err);
+  if (!k) {
     *st = MLC_MEASURE_RUNTIME_ERROR;
     return NULL;
   }
   mlc_array *xs = make_args(q);
+  int32_t rc = 0;
   double t0 = frame_now();
-  int32_t rc = mlc_kernel_call(fn, q->n_args, xs);
+  bool ran = rn->call(k, q->n_args, xs, &rc, err);
   *call_sec = frame_now() - t0;
-  if (rc != 0) {
-    mlc_error_set(err, "kernel returned %d (an allocation inside it failed)", (int)rc);
-    *st = MLC_MEASURE_ALLOC_ERROR;
+  if (!ran || rc != 0) {
+    if (ran) mlc_error_set(err, "kernel returned %d (an allocation inside it failed)", (int)rc);
+    *st = ran ? MLC_MEASURE_ALLOC_ERROR : MLC_MEASURE_RUNTIME_ERROR;
     free_arrays(q->n_args, xs);
-    mlc_jit_unload(lib);
+    rn->unload(k);
     return NULL;
   }
-  *lib_out = lib;
-  *fn_out = fn;
+  *k_out = k;
   return xs;
 }
 
@@ -281,13 +268,13 @@ static ref_entry *reference(const run_req *q, mlc_measure_status *st, mlc_error 
   uint64_t key = mlc_hash_combine(q->key, q->seed) | 1;
   for (int i = 0; i < REF_CACHE; i++)
     if (ref_cache[i].key == key && ref_cache[i].n == q->n_args) return &ref_cache[i];
-  mlc_jit_lib *lib = NULL;
-  mlc_kernel_fn fn;
+  const runner_impl *rn = runner_for(q->ref_obj, q->ref_len);
+  void *k = NULL;
   double call_sec;
   mlc_array *xs =
-      load_and_call(q, q->ref_obj, q->ref_len, q->ref_symbol, &lib, &fn, &call_sec, st, err);
+      load_and_call(q, rn, q->ref_obj, q->ref_len, q->ref_symbol, &k, &call_sec, st, err);
   if (!xs) return (void)mlc_error_prefix(err, "reference kernel"), NULL;
-  mlc_jit_unload(lib);
+  rn->unload(k);
   ref_entry *e = &ref_cache[ref_next];
   ref_next = (ref_next + 1) % REF_CACHE;
   free_arrays(e->n, e->arrays);
@@ -369,14 +356,6 @@ static void flush_llc(void) {
   __asm__ volatile("" : : "r"(buf) : "memory");
 }
 
-/* What the runner saw of other work while it timed (one attempt). */
-typedef struct timing_watch {
-  bool disturbed;
-  long ivcsw;         /* involuntary context switches of the process's threads */
-  double cpu_ratio;   /* process CPU time over wall time of the timed calls */
-  double caller_ratio;/* the calling thread's CPU time over wall time (lowest repeat) */
-  char why[96];       /* the first sign seen, for the log */
-} timing_watch;
 
 /* Interference thresholds. The calling thread runs chunks for the whole
  * call (the runtime ends a loop when every claimed chunk is done and the
@@ -521,6 +500,59 @@ static bool time_watched(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, doub
   return true;
 }
 
+/* ---- the CPU runner (runner_internal.h): ELF objects through ORC ---- */
+
+typedef struct cpu_kernel {
+  mlc_jit_lib *lib;
+  mlc_kernel_fn fn;
+} cpu_kernel;
+
+static bool cpu_owns(const void *obj, size_t len) {
+  return len >= 4 && memcmp(obj, "\x7f" "ELF", 4) == 0;
+}
+
+static bool cpu_available(mlc_error *err) { return true; }
+
+static void *cpu_load(const void *obj, size_t len, const char *symbol, mlc_error *err) {
+  mlc_object o = {(void *)obj, len};
+  mlc_jit_lib *lib = mlc_jit_load(&o, err);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, symbol, err) : NULL;
+  if (!fn) {
+    mlc_jit_unload(lib);
+    return NULL;
+  }
+  cpu_kernel *k = mlc_xmalloc(sizeof *k);
+  *k = (cpu_kernel){lib, fn};
+  return k;
+}
+
+static bool cpu_call(void *p, int n, mlc_array *args, int32_t *rc, mlc_error *err) {
+  *rc = mlc_kernel_call(((cpu_kernel *)p)->fn, n, args);
+  return true;
+}
+
+static bool cpu_time(void *p, const run_req *q, mlc_array *args, double *secs, timing_watch *w,
+                     int *retimes, mlc_error *err) {
+  return time_watched(q, ((cpu_kernel *)p)->fn, args, secs, w, retimes, err);
+}
+
+static void cpu_unload(void *p) {
+  cpu_kernel *k = p;
+  if (!k) return;
+  mlc_jit_unload(k->lib);
+  mlc_free(k);
+}
+
+const runner_impl runner_cpu = {
+    .name = "cpu",
+    .owns = cpu_owns,
+    .available = cpu_available,
+    .load = cpu_load,
+    .call = cpu_call,
+    .time = cpu_time,
+    .unload = cpu_unload,
+};
+
 static void run_faults_before(run_req *q) {
   if (!faults_enabled) return;
   switch ((mlc_measure_fault)q->fault) {
@@ -556,10 +588,10 @@ static void run_checked(run_req *q, mlc_str *reply) {
   }
   ref_entry *ref = reference(q, &st, &err);
   if (!ref) return reply_error(reply, st, err.msg);
-  mlc_jit_lib *lib = NULL;
-  mlc_kernel_fn fn;
+  const runner_impl *rn = runner_for(q->obj, q->obj_len);
+  void *k = NULL;
   double call_sec;
-  mlc_array *xs = load_and_call(q, q->obj, q->obj_len, q->symbol, &lib, &fn, &call_sec, &st, &err);
+  mlc_array *xs = load_and_call(q, rn, q->obj, q->obj_len, q->symbol, &k, &call_sec, &st, &err);
   if (!xs) return reply_error(reply, st, err.msg);
   if (faults_enabled && q->fault == MLC_FAULT_RUN_WRONG && q->n_args > 0) {
     mlc_array *out = &xs[q->n_args - 1];
@@ -579,7 +611,7 @@ static void run_checked(run_req *q, mlc_str *reply) {
     mlc_error_set(&err, "too slow: the checked call took %.3g s, over the limit of %.3g s "
                   "(stopped early)", call_sec, q->max_call_sec);
     reply_error(reply, MLC_MEASURE_TIMEOUT, err.msg);
-  } else if (!time_watched(q, fn, xs, secs, &w, &retimes, &err)) {
+  } else if (!rn->time(k, q, xs, secs, &w, &retimes, &err)) {
     reply_error(reply, MLC_MEASURE_RUNTIME_ERROR, err.msg);
   } else {
     if (faults_enabled && q->fault == MLC_FAULT_RUN_ZERO_TIME) secs[0] = 0;
@@ -595,7 +627,7 @@ static void run_checked(run_req *q, mlc_str *reply) {
     frame_end(reply);
   }
   free_arrays(q->n_args, xs);
-  mlc_jit_unload(lib);
+  rn->unload(k);
 }
 
 static void serve_run(frame_reader *r, mlc_str *reply) {

@@ -1,5 +1,6 @@
 /* GPU verifier (targets/gpu_verify.c) on hand-written kernels, and the GPU
- * design space (tuner/space_gpu.c): thousands of samples over six built-in
+ * design space (tuner/space_gpu.c, through the design-space interface
+ * mlc_tuner_space_gpu): thousands of samples over six built-in
  * tasks, each checked again by the verifier for sm_80, some run through
  * the interpreter (thread bindings run as serial loops) against the
  * unscheduled program. */
@@ -432,20 +433,24 @@ static mlc_prim_func *build_task(mlc_arena *a, const char *task, const char *sha
   return mlc_task_build(a, d, sh);
 }
 
+/* The GPU space through the design-space interface, sm_80's limits. */
 static mlc_tuner_opts space_opts(uint64_t seed) {
-  return (mlc_tuner_opts){.max_innermost_factor = 64, .seed = seed, .num_cores = 1,
-                          .max_jobs_per_core = 16, .max_vectorize_extent = 64};
+  mlc_tuner_opts o = {.max_innermost_factor = 64, .seed = seed, .num_cores = 1,
+                      .max_jobs_per_core = 16, .max_vectorize_extent = 64,
+                      .space = &mlc_tuner_space_gpu};
+  mlc_gpu_limits_sm80(&o.gpu_limits);
+  return o;
 }
 
 /* A raw draw: the sketch replayed with fresh decisions and postprocessed,
- * without the repair of mlc_tuner_gpu_space_sample: how often the limits
+ * without the repair the GPU space's sample does: how often the limits
  * would reject it. */
 static bool raw_draw_passes(const mlc_prim_func *f, const mlc_trace *t, uint64_t seed,
-                            const mlc_gpu_limits *lim) {
+                            const mlc_tuner_opts *o) {
   mlc_sched *s = mlc_sched_new(f, seed);
   mlc_replay_opts ro = {.new_decisions = true, .stop_at_postproc = true};
   mlc_error err;
-  bool ok = mlc_sched_replay(s, t, &ro, NULL, &err) && mlc_tuner_postproc_gpu(s, lim, NULL, &err);
+  bool ok = mlc_sched_replay(s, t, &ro, NULL, &err) && mlc_tuner_postproc(s, o, &err);
   mlc_sched_free(s);
   return ok;
 }
@@ -465,7 +470,7 @@ static void sample_task(const space_task *t) {
   mlc_gpu_limits_sm80(&lim);
   mlc_error err;
   mlc_tuner_opts o = space_opts(7);
-  mlc_tuner_gpu_space *sp = f ? mlc_tuner_gpu_space_new(f, &o, &lim, &err) : NULL;
+  mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &err) : NULL;
   CHECK_MSG(sp != NULL, "%s: space: %s", t->task, err.msg);
   int passed = 0, rejected = 0, bad = 0, indep_bad = 0, raw_failed = 0, n_raw = t->n_samples / 8;
   int64_t max_threads = 0, max_shared = 0;
@@ -473,7 +478,7 @@ static void sample_task(const space_task *t) {
   int n_hashes = 0;
   for (int i = 0; sp && i < t->n_samples; i++) {
     uint64_t seed = 1000003u * (uint64_t)i + 17;
-    mlc_sched *s = mlc_tuner_gpu_space_sample(sp, i % mlc_tuner_gpu_space_count(sp), seed, &err);
+    mlc_sched *s = mlc_tuner_space_sample(sp, i % mlc_tuner_space_count(sp), seed, &err);
     if (!s) {
       if (rejected++ == 0) CHECK_MSG(false, "%s: sample %d rejected: %s", t->task, i, err.msg);
       continue;
@@ -492,7 +497,7 @@ static void sample_task(const space_task *t) {
       CHECK_MSG(false, "%s: sample %d fails the verifier: %s", t->task, i, err.msg);
     }
     mlc_sched_free(s);
-    if (i < n_raw && !raw_draw_passes(f, mlc_tuner_gpu_space_trace(sp, 0), seed, &lim))
+    if (i < n_raw && !raw_draw_passes(f, mlc_tuner_space_trace(sp, 0), seed, &o))
       raw_failed++;
   }
   CHECK_MSG(passed == t->n_samples, "%s: %d of %d passed", t->task, passed, t->n_samples);
@@ -509,7 +514,7 @@ static void sample_task(const space_task *t) {
   g_samples += passed;
   g_raw_failed += raw_failed;
   g_raw_drawn += n_raw;
-  mlc_tuner_gpu_space_free(sp);
+  mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
 
@@ -523,17 +528,17 @@ static void test_space_matmul_structure(void) {
   mlc_gpu_limits_sm80(&lim);
   mlc_error err;
   mlc_tuner_opts o = space_opts(3);
-  mlc_tuner_gpu_space *sp = mlc_tuner_gpu_space_new(f, &o, &lim, &err);
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s", err.msg);
   if (sp) {
     mlc_str txt = {0};
-    mlc_trace_print(&txt, mlc_tuner_gpu_space_trace(sp, 0));
+    mlc_trace_print(&txt, mlc_tuner_space_trace(sp, 0));
     const char *want[] = {"n=5", "n=3", "\"blockIdx.x\"", "\"vthread.x\"", "\"threadIdx.x\"",
                           "storage_scope=\"local\"", "storage_scope=\"shared\"",
                           "meta_schedule.cooperative_fetch", "candidates=[0, 16, 64, 512, 1024]"};
     for (int i = 0; i < MLC_COUNTOF(want); i++)
       CHECK_MSG(strstr(mlc_str_cstr(&txt), want[i]), "sketch lacks %s", want[i]);
-    mlc_sched *s = mlc_tuner_gpu_space_sample(sp, 0, 99, &err);
+    mlc_sched *s = mlc_tuner_space_sample(sp, 0, 99, &err);
     CHECK_MSG(s != NULL, "%s", err.msg);
     if (s) {
       mlc_str_clear(&txt);
@@ -545,7 +550,7 @@ static void test_space_matmul_structure(void) {
       mlc_sched_free(s);
     }
     mlc_str_free(&txt);
-    mlc_tuner_gpu_space_free(sp);
+    mlc_tuner_space_free(sp);
   }
   mlc_arena_free(a);
 }
@@ -570,7 +575,7 @@ static void run_task(const space_task *t) {
   mlc_gpu_limits_sm80(&lim);
   mlc_error err;
   mlc_tuner_opts o = space_opts(11);
-  mlc_tuner_gpu_space *sp = mlc_tuner_gpu_space_new(f, &o, &lim, &err);
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s: %s", t->task, err.msg);
   int n = f->n_params, out = n - 1, matched = 0;
   mlc_array *ref[16], *got[16];
@@ -585,7 +590,7 @@ static void run_task(const space_task *t) {
   }
   CHECK_MSG(run_func(f, ref, &err), "%s: reference: %s", t->task, err.msg);
   for (int k = 0; sp && k < t->n_runs; k++) {
-    mlc_sched *s = mlc_tuner_gpu_space_sample(sp, 0, 7000 + (uint64_t)k * 31, &err);
+    mlc_sched *s = mlc_tuner_space_sample(sp, 0, 7000 + (uint64_t)k * 31, &err);
     CHECK_MSG(s != NULL, "%s: sample: %s", t->task, err.msg);
     if (!s) continue;
     memset(got[out]->data, 0, (size_t)mlc_array_numel(got[out]) * sizeof(float)); /* float32 */
@@ -608,7 +613,7 @@ static void run_task(const space_task *t) {
          t->task, t->small, matched, t->n_runs);
   g_runs += matched;
   for (int i = 0; i < n; i++) mlc_array_free(ref[i]), mlc_array_free(got[i]);
-  mlc_tuner_gpu_space_free(sp);
+  mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
 
@@ -633,10 +638,10 @@ static void test_cuda_backend_agrees(void) {
     mlc_gpu_limits lim;
     mlc_gpu_limits_sm80(&lim);
     mlc_tuner_opts o = space_opts(23);
-    mlc_tuner_gpu_space *sp = f ? mlc_tuner_gpu_space_new(f, &o, &lim, &err) : NULL;
+    mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &err) : NULL;
     CHECK_MSG(sp != NULL, "%s: %s", TASKS[ti].task, err.msg);
     for (int i = 0; sp && i < 12; i++) {
-      mlc_sched *s = mlc_tuner_gpu_space_sample(sp, 0, 77 + (uint64_t)i, &err);
+      mlc_sched *s = mlc_tuner_space_sample(sp, 0, 77 + (uint64_t)i, &err);
       CHECK_MSG(s != NULL, "%s: %s", TASKS[ti].task, err.msg);
       if (!s) continue;
       mlc_gpu_usage u;
@@ -653,7 +658,7 @@ static void test_cuda_backend_agrees(void) {
       agree += ok && threads == u.threads && l.shared_bytes == u.shared_bytes;
       mlc_sched_free(s);
     }
-    mlc_tuner_gpu_space_free(sp);
+    mlc_tuner_space_free(sp);
     mlc_arena_free(a);
   }
   printf("# cuda backend: %d of %d samples launchable with the verifier's threads and shared "
@@ -661,7 +666,7 @@ static void test_cuda_backend_agrees(void) {
          agree, total);
 }
 
-/* ---- through the tuner: opts.gpu selects the GPU space and postprocessors ---------- */
+/* ---- through the tuner: the cuda target's kind selects the GPU space ---------------- */
 
 /* Samples, mutants (tile sizes, unroll, ...: not repaired, so the
  * verifier may refuse some, as meta-schedule's VerifyGPUCode does) and
@@ -671,12 +676,17 @@ static void test_tuner_hook(void) {
   mlc_prim_func *f = build_task(a, "dense_bias_relu", "128,256,256");
   mlc_tuner_opts o;
   mlc_tuner_opts_default(&o);
-  o.gpu = true;
-  mlc_gpu_limits_sm80(&o.gpu_limits);
+  mlc_error err;
+  mlc_target cuda, llvm;
+  bool parsed = mlc_target_parse("cuda -arch=sm_80", &cuda, &err);
+  CHECK_MSG(parsed, "%s", err.msg);
+  o.space = parsed ? mlc_tuner_space_for_target(&cuda) : &mlc_tuner_space_gpu;
+  CHECK(o.space == &mlc_tuner_space_gpu);
+  mlc_target_host(&llvm);
+  CHECK(mlc_tuner_space_for_target(&llvm) == &mlc_tuner_space_cpu);
   o.population = 24;
   o.generations = 1;
   o.seed = 5;
-  mlc_error err;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s", err.msg);
   int n_mut = 0, mut_ok = 0, mut_bad = 0;
@@ -715,7 +725,7 @@ static void test_tuner_hook(void) {
     CHECK(batch_ok == n_batch);
     mlc_tuner_search_free(srch);
   }
-  printf("# tuner with opts.gpu: %d mutants valid of %d tried; search batch %d of %d verified\n",
+  printf("# tuner with the GPU space: %d mutants valid of %d tried; search batch %d of %d verified\n",
          mut_ok, n_mut, batch_ok, n_batch);
   mlc_arena_free(a);
 }

@@ -281,6 +281,57 @@ static void test_build_errors(void) {
   CHECK(no_children());
 }
 
+/* A cuda candidate goes through the same worker protocol: the builder
+ * writes PTX, the runner picks the CUDA runner by the object's format (the
+ * reference still runs on the CPU). Without the CUDA driver or a device
+ * that runner reports why, as a runtime error of that candidate only, and
+ * the runner check says "no CUDA device: <reason>". */
+static void test_cuda_runner(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_task_def *d = mlc_task_find("vecadd");
+  int64_t shape[1] = {256};
+  mlc_sched *s = mlc_sched_new(mlc_task_build(a, d, shape), 1);
+  mlc_rv b, *l, parts[2];
+  mlc_error err = {{0}};
+  bool ok = mlc_sched_get_block(s, "C", "main", &b, &err) &&
+            mlc_sched_get_loops(s, b, &l, &err) == 1 &&
+            mlc_sched_split(s, l[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(64)}, true,
+                            parts, &err) &&
+            mlc_sched_bind(s, parts[0], "blockIdx.x", &err) &&
+            mlc_sched_bind(s, parts[1], "threadIdx.x", &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_str js = {0}, text = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(s));
+  mlc_print_func(&text, mlc_task_build(a, d, shape));
+  mlc_sched_free(s);
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_measure_cand c[2] = {
+      {.workload = mlc_str_cstr(&text), .trace = mlc_str_cstr(&js), .target = "cuda -arch=sm_80"},
+      {.workload = MM, .trace = NULL},
+  };
+  mlc_measure_result r[2];
+  CHECK(mlc_measure_run_batch(m, 2, c, r, NULL, NULL, &err));
+  mlc_error ce;
+  bool device = mlc_measure_runner_check("cuda -arch=sm_80", &ce);
+  if (device) {
+    CHECK_MSG(r[0].status == MLC_MEASURE_OK, "%s", r[0].error);
+  } else {
+    CHECK_MSG(strncmp(ce.msg, "no CUDA device: ", 16) == 0, "%s", ce.msg);
+    CHECK_MSG(r[0].status == MLC_MEASURE_RUNTIME_ERROR && strstr(r[0].error, "CUDA"), "%s",
+              r[0].error);
+  }
+  CHECK_MSG(r[1].status == MLC_MEASURE_OK, "%s", r[1].error);
+  CHECK(mlc_measure_runner_check("llvm", &ce));
+  printf("# cuda candidate: %s\n", device ? "measured on the GPU" : r[0].error);
+  mlc_measure_free(m);
+  mlc_str_free(&js);
+  mlc_str_free(&text);
+  mlc_arena_free(a);
+  CHECK(no_children());
+}
+
 /* Faults of real kernels, no injection: an intermediate buffer of 4 TiB
  * (its allocation fails inside the kernel), a loop nest of 2^62
  * iterations (killed at the timeout) and a wild read (WILD_READ below).
@@ -566,6 +617,7 @@ int main(void) {
   RUN(test_good_batch);
   RUN(test_fault_batch);
   RUN(test_build_errors);
+  RUN(test_cuda_runner);
   RUN(test_real_kernel_faults);
   RUN(test_protocol_edges);
   RUN(test_tuner_killed);

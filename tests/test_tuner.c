@@ -921,6 +921,58 @@ static void loop_opts(mlc_tuner_tune_opts *o, fake_runner *fr, const char *task_
   small_opts(&o->search, 5);
 }
 
+/* fake_measure, noting which candidates are GPU kernels for a cuda target. */
+typedef struct gpu_probe {
+  fake_runner fr;
+  int n, bound;
+} gpu_probe;
+
+static bool gpu_probe_measure(void *ud, int n, const mlc_measure_cand *c,
+                              mlc_measure_result *out, mlc_error *err) {
+  gpu_probe *g = ud;
+  for (int i = 0; i < n; i++) {
+    g->n++;
+    g->bound += c[i].trace && strstr(c[i].trace, "threadIdx.x") && c[i].target &&
+                strncmp(c[i].target, "cuda", 4) == 0;
+  }
+  return fake_measure(&g->fr, n, c, out, err);
+}
+
+/* A cuda target goes through the same loop and database as the CPU, with
+ * the GPU design space chosen by the target's kind; without a CUDA driver
+ * or device the real runner stops it before the first round. */
+static void test_loop_cuda_target(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  gpu_probe g;
+  memset(&g, 0, sizeof g);
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &g.fr, "matmul", 8);
+  o.target = "cuda -arch=sm_80";
+  o.measure = gpu_probe_measure;
+  o.measure_ud = &g;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK_MSG(g.n == 8 && g.bound == g.n, "%d of %d candidates bound to GPU threads", g.bound, g.n);
+  CHECK(r.measured == 8 && r.best_sec > 0);
+  mlc_error ce;
+  if (!mlc_measure_runner_check(o.target, &ce)) {
+    CHECK_MSG(strncmp(ce.msg, "no CUDA device: ", 16) == 0, "%s", ce.msg);
+    o.measure = NULL;
+    o.trials = 16;
+    bool ok = mlc_tuner_tune(db, f, &o, &r, &e);
+    CHECK_MSG(!ok && strncmp(e.msg, "no CUDA device: ", 16) == 0, "%s", ok ? "ran" : e.msg);
+    CHECK(r.rounds == 0 && r.measured == 0);
+    printf("# cuda target without a device: %s\n", e.msg);
+  }
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 static void test_loop_resume(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul", "16,16,16");
@@ -1356,6 +1408,7 @@ int main(void) {
   RUN(test_search_deterministic);
   RUN(test_search_uses_model);
   RUN(test_loop_resume);
+  RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);
   RUN(test_runner_too_slow);

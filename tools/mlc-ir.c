@@ -12,6 +12,7 @@
  * schedule/ (trace replay) and targets/ (lowering, LLVM, JIT).
  */
 #include "ir/ir.h"
+#include "measure/measure.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
@@ -691,13 +692,13 @@ static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const 
 
 /* run_func for cuda: the PTX on device 0, timed with CUDA events (the
  * median of o->repeat launches after 3 warm-up ones), the reference on
- * the host CPU. */
+ * the host CPU. run_all checked the device with measure's runner check. */
 static bool run_func_cuda(mlc_arena *a, const mlc_target *t, const options *o,
                           const mlc_prim_func *f, const mlc_prim_func *f0, double flops) {
   mlc_error err;
   mlc_object obj = {0};
   mlc_gpu_launch l;
-  if (!mlc_cuda_available(&err) || !mlc_target_build(t, 1, &f, NULL, NULL, &obj, &err) ||
+  if (!mlc_target_build(t, 1, &f, NULL, NULL, &obj, &err) ||
       !mlc_cuda_launch_info(t, f, &l, &err)) {
     fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
     mlc_object_free(&obj);
@@ -768,7 +769,10 @@ static mlc_prim_func **scheduled_funcs(mlc_arena *a, const options *o, const mlc
 static bool run_all(mlc_arena *a, const options *o, const mlc_module *m, mlc_prim_func **sched,
                     const mlc_task_def *task, const int64_t *shape) {
   mlc_target t;
+  mlc_error err;
   if (!parse_target(o, &t)) return false;
+  /* the tuner's check: "no CUDA device: <reason>" before any work */
+  if (!mlc_measure_runner_check(t.str, &err)) return fail(err.msg), false;
   bool ok = true;
   for (int i = 0; i < m->n_funcs; i++) {
     double flops = task ? mlc_task_flops(task, shape) : -1;

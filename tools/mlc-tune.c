@@ -9,6 +9,7 @@
  */
 #include "db/db.h"
 #include "graph/graph.h"
+#include "measure/measure.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
@@ -360,17 +361,16 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
 
 /* ---- main ---------------------------------------------------------------------- */
 
-/* The target to tune for. Only CPU targets can be measured yet: the worker
- * has no CUDA runner, so a cuda target is refused here rather than failing
- * every candidate. Returns 0, or the exit status to give. */
+/* The target to tune for. Every kind goes through the same loop (the
+ * design space and the runner follow the target's kind); one whose
+ * kernels cannot run here (cuda without a driver or device) stops before
+ * the database is opened: "no CUDA device: <reason>". Returns 0, or the
+ * exit status to give. */
 static int tune_target(const cli *c, mlc_target *tgt) {
   mlc_error err;
   if (!mlc_target_parse(c->target ? c->target : "llvm", tgt, &err)) return usage_error("%s", err.msg);
-  if (tgt->backend == &mlc_backend_llvm) return 0;
-  fprintf(stderr,
-          "mlc-tune: error: tuning measures on CPU (llvm) targets only; '%s' kernels can be "
-          "built with `mlc-ir build --target \"%s\" -o k.ptx` but not measured yet\n",
-          tgt->str, tgt->str);
+  if (mlc_measure_runner_check(tgt->str, &err)) return 0;
+  fprintf(stderr, "mlc-tune: error: %s\n", err.msg);
   return 1;
 }
 

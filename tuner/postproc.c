@@ -330,8 +330,7 @@ static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
 
 /* ---- the pipeline ------------------------------------------------------------------ */
 
-bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
-  if (o->gpu) return mlc_tuner_postproc_gpu(s, &o->gpu_limits, NULL, err);
+bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   mlc_sched_enter_postproc(s);
   pvu_plan p;
   if (!take_plan(s, &p, err)) return mlc_error_prefix(err, "postproc");
@@ -345,14 +344,4 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   mlc_arena_free(a);
   if (!mlc_verify_func(mlc_sched_func(s), err)) return mlc_error_prefix(err, "postproc: verify");
   return true;
-}
-
-mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
-                                 const mlc_tuner_opts *o, mlc_error *err) {
-  mlc_sched *s = tuner_replay_sketch(f, t, o->seed, NULL, err);
-  if (s && !mlc_tuner_postproc(s, o, err)) {
-    mlc_sched_free(s);
-    return NULL;
-  }
-  return s;
 }

@@ -3,7 +3,6 @@
  * RewriteParallelVectorizeUnroll, then VerifyGPUCode. Every step goes
  * through the schedule API, so the trace records it after EnterPostproc.
  */
-#include "targets/targets.h"
 #include "tuner/tuner_internal.h"
 
 #include <string.h>
@@ -132,8 +131,8 @@ static bool rewrite_unroll(mlc_sched *s, mlc_error *err) {
   return true;
 }
 
-bool mlc_tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
-                            mlc_error *err) {
+bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+                        mlc_error *err) {
   if (usage) *usage = (mlc_gpu_usage){.failed = MLC_GPU_STRUCTURE};
   mlc_sched_enter_postproc(s);
   mlc_arena *a = mlc_arena_new();

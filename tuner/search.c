@@ -442,4 +442,5 @@ void mlc_tuner_opts_default(mlc_tuner_opts *o) {
       .max_fail_count = 8,
       .seed = 1,
   };
+  mlc_gpu_limits_sm80(&o->gpu_limits);
 }

@@ -18,13 +18,13 @@
 
 #include <string.h>
 
-struct mlc_tuner_space {
+/* The CPU implementation of mlc_tuner_space_impl. */
+typedef struct cpu_space {
   mlc_arena *arena;
-  mlc_prim_func *func; /* the workload (a private copy) */
+  const mlc_prim_func *func; /* the workload (the interface's copy) */
   mlc_tuner_opts opts;
   MLC_VEC(mlc_trace *) traces;
-  mlc_tuner_gpu_space *gpu; /* set when opts.gpu; then it answers */
-};
+} cpu_space;
 
 typedef MLC_VEC(mlc_sched *) sched_list;
 
@@ -486,23 +486,20 @@ static void free_list(sched_list *l) {
   MLC_VEC_FREE(*l);
 }
 
-mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
-                                     mlc_error *err) {
-  mlc_tuner_space *sp = mlc_xmalloc(sizeof *sp);
-  sp->arena = mlc_arena_new();
-  sp->func = mlc_func_copy(sp->arena, f);
-  sp->opts = *o;
-  if (o->gpu) {
-    if (!(sp->gpu = mlc_tuner_gpu_space_new(f, o, &o->gpu_limits, err))) {
-      mlc_tuner_space_free(sp);
-      return NULL;
-    }
-    return sp;
-  }
+static void cpu_free(void *p) {
+  cpu_space *sp = p;
+  MLC_VEC_FREE(sp->traces);
+  mlc_arena_free(sp->arena);
+  mlc_free(sp);
+}
+
+static void *cpu_new(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err) {
+  cpu_space *sp = mlc_xmalloc(sizeof *sp);
+  *sp = (cpu_space){.arena = mlc_arena_new(), .func = f, .opts = *o};
   const char **blocks;
   int nb = tuner_blocks_post_order(sp->arena, sp->func, &blocks);
   if (nb == 0) {
-    mlc_tuner_space_free(sp);
+    cpu_free(sp);
     mlc_error_set(err, "design space: function \"%s\" has no block to schedule", f->name);
     return NULL;
   }
@@ -513,7 +510,7 @@ mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opt
   for (int i = 0; i < states.len; i++) {
     if (!annotate_root(states.data[i], o, err)) {
       free_list(&states);
-      mlc_tuner_space_free(sp);
+      cpu_free(sp);
       mlc_error_prefix(err, "design space: parallel-vectorize-unroll");
       return NULL;
     }
@@ -523,46 +520,32 @@ mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opt
   return sp;
 }
 
-void mlc_tuner_space_free(mlc_tuner_space *sp) {
-  if (!sp) return;
-  mlc_tuner_gpu_space_free(sp->gpu);
-  MLC_VEC_FREE(sp->traces);
-  mlc_arena_free(sp->arena);
-  mlc_free(sp);
-}
+static int cpu_count(const void *p) { return ((const cpu_space *)p)->traces.len; }
 
-int mlc_tuner_space_count(const mlc_tuner_space *sp) {
-  return sp->gpu ? mlc_tuner_gpu_space_count(sp->gpu) : sp->traces.len;
-}
-
-const mlc_trace *mlc_tuner_space_trace(const mlc_tuner_space *sp, int i) {
-  if (sp->gpu) return mlc_tuner_gpu_space_trace(sp->gpu, i);
+static const mlc_trace *cpu_trace(const void *p, int i) {
+  const cpu_space *sp = p;
   MLC_ASSERT(i >= 0 && i < sp->traces.len);
   return sp->traces.data[i];
 }
 
-const mlc_prim_func *mlc_tuner_space_func(const mlc_tuner_space *sp) { return sp->func; }
-
-mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint64_t seed,
-                               const mlc_replay_opts *opts, mlc_error *err) {
-  mlc_sched *s = mlc_sched_new(f, seed);
-  mlc_replay_opts o = opts ? *opts : (mlc_replay_opts){0};
-  o.stop_at_postproc = true;
-  if (!mlc_sched_replay(s, t, &o, NULL, err)) {
-    mlc_sched_free(s);
-    return NULL;
-  }
-  return s;
-}
-
-mlc_sched *mlc_tuner_space_sample(const mlc_tuner_space *sp, int i, uint64_t seed,
-                                  mlc_error *err) {
-  if (sp->gpu) return mlc_tuner_gpu_space_sample(sp->gpu, i, seed, err);
+static mlc_sched *cpu_sample(const void *p, int i, uint64_t seed, mlc_error *err) {
+  const cpu_space *sp = p;
   mlc_replay_opts ro = {.new_decisions = true};
-  mlc_sched *s = tuner_replay_sketch(sp->func, mlc_tuner_space_trace(sp, i), seed, &ro, err);
-  if (s && !mlc_tuner_postproc(s, &sp->opts, err)) {
+  mlc_sched *s = tuner_replay_sketch(sp->func, cpu_trace(sp, i), seed, &ro, err);
+  if (s && !tuner_postproc_cpu(s, &sp->opts, err)) {
     mlc_sched_free(s);
     return NULL;
   }
   return s;
 }
+
+const mlc_tuner_space_impl mlc_tuner_space_cpu = {
+    .name = "cpu",
+    .new = cpu_new,
+    .count = cpu_count,
+    .trace = cpu_trace,
+    .sample = cpu_sample,
+    .postprocess = tuner_postproc_cpu,
+    .mutate = tuner_mutate_decisions,
+    .free = cpu_free,
+};

@@ -12,9 +12,9 @@
  *   auto_bind           blocks left unbound: leading spatial loops fused,
  *                       split by a sampled thread count, bound
  * Samples keep the tile decisions inside the GPU's limits (see
- * mlc_tuner_gpu_space_sample in tuner.h).
+ * mlc_tuner_space_gpu in tuner.h). This is the GPU implementation of the
+ * design-space interface; mlc_tuner_tune picks it for cuda targets.
  */
-#include "targets/targets.h"
 #include "tuner/tuner_internal.h"
 
 #include <string.h>
@@ -36,13 +36,13 @@ typedef struct gpu_sketch {
   tile_group *groups;
 } gpu_sketch;
 
-struct mlc_tuner_gpu_space {
+typedef struct gpu_space {
   mlc_arena *arena;
-  mlc_prim_func *func;
+  const mlc_prim_func *func; /* the interface's copy */
   mlc_tuner_opts opts;
   mlc_gpu_limits lim;
   MLC_VEC(gpu_sketch) sketches;
-};
+} gpu_space;
 
 /* A sketch being built: the state and its tile groups. */
 typedef struct build {
@@ -294,17 +294,15 @@ static void apply_rule(build *bd, gpu_rule rule, int nb, const char **blocks) {
   for (int i = nb - 1; i >= 0; i--) rule(bd, blocks[i]);
 }
 
-mlc_tuner_gpu_space *mlc_tuner_gpu_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
-                                             const mlc_gpu_limits *lim, mlc_error *err) {
-  mlc_tuner_gpu_space *sp = mlc_xmalloc(sizeof *sp);
-  sp->arena = mlc_arena_new();
-  sp->func = mlc_func_copy(sp->arena, f);
-  sp->opts = *o;
-  sp->lim = *lim;
+static void gpu_free(void *p);
+
+static void *gpu_new(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err) {
+  gpu_space *sp = mlc_xmalloc(sizeof *sp);
+  *sp = (gpu_space){.arena = mlc_arena_new(), .func = f, .opts = *o, .lim = o->gpu_limits};
   const char **blocks;
   int nb = tuner_blocks_post_order(sp->arena, sp->func, &blocks);
   if (nb == 0) {
-    mlc_tuner_gpu_space_free(sp);
+    gpu_free(sp);
     mlc_error_set(err, "GPU design space: function \"%s\" has no block to schedule", f->name);
     return NULL;
   }
@@ -326,23 +324,24 @@ mlc_tuner_gpu_space *mlc_tuner_gpu_space_new(const mlc_prim_func *f, const mlc_t
   mlc_sched_free(bd.s);
   MLC_VEC_FREE(bd.groups);
   if (!ok) {
-    mlc_tuner_gpu_space_free(sp);
+    gpu_free(sp);
     mlc_error_prefix(err, "GPU design space: unroll");
     return NULL;
   }
   return sp;
 }
 
-void mlc_tuner_gpu_space_free(mlc_tuner_gpu_space *sp) {
-  if (!sp) return;
+static void gpu_free(void *p) {
+  gpu_space *sp = p;
   MLC_VEC_FREE(sp->sketches);
   mlc_arena_free(sp->arena);
   mlc_free(sp);
 }
 
-int mlc_tuner_gpu_space_count(const mlc_tuner_gpu_space *sp) { return sp->sketches.len; }
+static int gpu_count(const void *p) { return ((const gpu_space *)p)->sketches.len; }
 
-const mlc_trace *mlc_tuner_gpu_space_trace(const mlc_tuner_gpu_space *sp, int i) {
+static const mlc_trace *gpu_trace(const void *p, int i) {
+  const gpu_space *sp = p;
   MLC_ASSERT(i >= 0 && i < sp->sketches.len);
   return sp->sketches.data[i].trace;
 }
@@ -428,7 +427,7 @@ static bool shrink_memory(tile_decs *td, const tile_group *g, bool local) {
   return true;
 }
 
-static mlc_sched *replay_with(const mlc_tuner_gpu_space *sp, const mlc_trace *t,
+static mlc_sched *replay_with(const gpu_space *sp, const mlc_trace *t,
                               const tile_decs *td, uint64_t seed, mlc_error *err) {
   mlc_replay_opts ro = {.n_overrides = td->n, .override_insts = td->inst,
                         .override_decisions = td->d};
@@ -437,8 +436,8 @@ static mlc_sched *replay_with(const mlc_tuner_gpu_space *sp, const mlc_trace *t,
 
 enum { MAX_REPAIRS = 64 };
 
-mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint64_t seed,
-                                      mlc_error *err) {
+static mlc_sched *gpu_sample(const void *p, int i, uint64_t seed, mlc_error *err) {
+  const gpu_space *sp = p;
   MLC_ASSERT(i >= 0 && i < sp->sketches.len);
   const gpu_sketch *sk = &sp->sketches.data[i];
   mlc_replay_opts fresh = {.new_decisions = true};
@@ -460,7 +459,7 @@ mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint
     }
     /* postprocess in place: a repair replays the trace up to EnterPostproc */
     mlc_gpu_usage u;
-    if (mlc_tuner_postproc_gpu(s, &sp->lim, &u, err)) return s;
+    if (tuner_postproc_gpu(s, &sp->lim, &u, err)) return s;
     changed = false;
     bool local = u.failed == MLC_GPU_LOCAL;
     if (u.failed != MLC_GPU_SHARED && !local) break;
@@ -475,3 +474,18 @@ mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint
   mlc_sched_free(s);
   return NULL;
 }
+
+static bool gpu_postprocess(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
+  return tuner_postproc_gpu(s, &o->gpu_limits, NULL, err);
+}
+
+const mlc_tuner_space_impl mlc_tuner_space_gpu = {
+    .name = "gpu",
+    .new = gpu_new,
+    .count = gpu_count,
+    .trace = gpu_trace,
+    .sample = gpu_sample,
+    .postprocess = gpu_postprocess,
+    .mutate = tuner_mutate_decisions,
+    .free = gpu_free,
+};

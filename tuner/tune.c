@@ -36,6 +36,7 @@ typedef struct tune_run {
   const mlc_tuner_tune_opts *o;
   mlc_tuner_tune_result *res;
   char target[512];
+  mlc_tuner_opts search_opts; /* o->search with the design space of the target's kind */
   char *workload_text;      /* TVMScript the workers replay on */
   uint64_t workload_key;    /* the cost model's workload key */
   mlc_tuner_search *search;
@@ -209,7 +210,7 @@ static bool load_history(tune_run *r, mlc_error *err) {
     mlc_trace *t = mlc_trace_from_json(a, recs[i].trace, strlen(recs[i].trace), &e);
     if (!t) continue; /* a record this build cannot read still deduplicates */
     mlc_tuner_search_add_measured(r->search, t, sec, &e);
-    mlc_sched *c = mlc_tuner_apply_trace(r->f, t, &r->o->search, &e);
+    mlc_sched *c = mlc_tuner_apply_trace(r->f, t, &r->search_opts, &e);
     if (!c) continue;
     MLC_VEC_PUSH(scheds, c);
     MLC_VEC_PUSH(secs, sec);
@@ -227,8 +228,12 @@ static bool load_history(tune_run *r, mlc_error *err) {
   return true;
 }
 
+/* The target's runner must work here (cuda: the driver and a device)
+ * before the first round: a run without it would record every candidate
+ * as failed. */
 static bool open_pool(tune_run *r, mlc_error *err) {
   if (r->o->measure) return true;
+  if (!mlc_measure_runner_check(r->target, err)) return false;
   mlc_measure_opts mo = mlc_measure_defaults();
   mo.n_builders = r->o->n_builders;
   mo.worker_path = r->o->worker_path;
@@ -490,6 +495,17 @@ static void check_best(tune_run *r, mlc_arena *a) {
                : "");
 }
 
+/* The design space follows the target's kind (cuda: the GPU space)
+ * unless the caller named one. */
+static bool choose_space(tune_run *r, mlc_error *err) {
+  r->search_opts = r->o->search;
+  if (r->search_opts.space) return true;
+  mlc_target t;
+  if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
+  r->search_opts.space = mlc_tuner_space_for_target(&t);
+  return true;
+}
+
 static void tune_free(tune_run *r) {
   mlc_tuner_search_free(r->search);
   if (r->model) mlc_costmodel_free(r->model);
@@ -507,7 +523,8 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   r.workload_text = mlc_str_take(&text);
   r.workload_key = mlc_func_struct_hash(f);
   bool ok = (res->workload_id = mlc_db_add_workload(db, o->task, o->shape, f, err)) >= 0 &&
-            (r.search = mlc_tuner_search_new(f, &o->search, err)) != NULL &&
+            choose_space(&r, err) &&
+            (r.search = mlc_tuner_search_new(f, &r.search_opts, err)) != NULL &&
             open_model(&r, err) && load_history(&r, err);
   if (ok) res->measured_before = r.have;
   if (ok && r.have >= o->trials) {

@@ -5,7 +5,7 @@
  * add-rfactor, multi-level tiling "SSRSRS" with a write cache, CPU register
  * tiles (a whole-vector innermost tile, short rows) and the streamed
  * operand packed per outer tile, parallelize-vectorize-unroll, random
- * compute location; on a GPU the CUDA rules below) record traces whose sampling
+ * compute location; on a GPU the CUDA rules of space_gpu.c) record traces whose sampling
  * instructions (SamplePerfectTile, SampleCategorical,
  * SampleComputeLocation) are the knobs. A candidate is a sketch replayed
  * with decisions (fresh, stored or mutated) and then postprocessed
@@ -36,7 +36,7 @@
 #define MLC_TUNER_H
 
 #include "schedule/schedule.h"
-#include "targets/targets.h" /* mlc_gpu_limits */
+#include "targets/targets.h" /* mlc_target, mlc_gpu_limits */
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -55,21 +55,80 @@ typedef struct mlc_tuner_opts {
   double init_measured_ratio; /* share of the population seeded from the best measured (0.2) */
   int max_fail_count;         /* failed draws per population slot before giving up (8) */
   uint64_t seed;
-  /* true selects the GPU design space (space_gpu.c),
-   * its postprocessors and mlc_gpu_verify with these limits */
-  bool gpu;
-  mlc_gpu_limits gpu_limits;
+  /* The design space (rules, postprocessors, mutators). NULL: the CPU
+   * space, except in mlc_tuner_tune, which picks the space of its
+   * target's kind (mlc_tuner_space_for_target). */
+  const struct mlc_tuner_space_impl *space;
+  mlc_gpu_limits gpu_limits;  /* GPU spaces: every candidate fits them (sm_80's) */
 } mlc_tuner_opts;
 
 /* meta-schedule's CPU defaults, num_cores from the host. */
 void mlc_tuner_opts_default(mlc_tuner_opts *o);
 
-/* ---- design space (space.c) ------------------------------------------------ */
+/* ---- design-space interface (design.c) -------------------------------------
+ *
+ * A design space plugs in as a struct of function pointers, the way
+ * targets plug in through mlc_target_backend; the tuner never asks which
+ * one it holds. Implementations: mlc_tuner_space_cpu (space.c,
+ * postproc.c: meta-schedule's DefaultLLVM rules) and mlc_tuner_space_gpu
+ * (space_gpu.c, postproc_gpu.c: DefaultCUDA, below). */
+typedef struct mlc_tuner_space_impl {
+  const char *name; /* "cpu", "gpu" */
+  /* The sketches of f (f outlives the space: the caller's copy). NULL
+   * with a message if f has no block to schedule or a rule broke. */
+  void *(*new)(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err);
+  int (*count)(const void *sp);
+  const mlc_trace *(*trace)(const void *sp, int i);
+  /* One point of sketch i, postprocessed; NULL with a message if rejected. */
+  mlc_sched *(*sample)(const void *sp, int i, uint64_t seed, mlc_error *err);
+  /* Record EnterPostproc and run the space's postprocessors on s (a
+   * sketch replayed up to EnterPostproc); false: the candidate is invalid. */
+  bool (*postprocess)(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+  /* mlc_tuner_mutate for candidates of this space. */
+  mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_sched *cand, int which,
+                       mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+  void (*free)(void *sp);
+} mlc_tuner_space_impl;
+
+/* CPU: auto-inline, add-rfactor, multi-level tiling "SSRSRS", parallel-
+ * vectorize-unroll, random compute location (space.c, postproc.c). */
+extern const mlc_tuner_space_impl mlc_tuner_space_cpu;
+/* GPU: meta-schedule's CUDA rules (ScheduleRule::DefaultCUDA), one sketch
+ * per workload: multi-level tiling "SSSRRSRS" of blocks with data reuse,
+ * the first three spatial levels fused and bound to blockIdx.x /
+ * vthread.x / threadIdx.x, a local write cache computed at the threadIdx
+ * loop, shared read caches at the first reduce level marked for
+ * cooperative fetch (the vector width sampled from {1, 2, 4}); auto-inline
+ * of elementwise producers into consumers and of elementwise outputs into
+ * their producer; the unroll step sampled from {0, 16, 64, 512, 1024};
+ * auto-bind (fuse the leading spatial loops, split by a sampled thread
+ * count, bind) for every block left outside thread bindings. Cross-thread
+ * reduction is left out: reductions without data reuse run one row per
+ * thread. Padding blocks inline into the shared-memory fetch after them,
+ * as on CUDA in TVM.
+ * A sample's tile decisions are drawn afresh, then kept within
+ * o->gpu_limits: thread and vthread factors over the limits move to the
+ * blockIdx level, and while the verifier finds too much shared or local
+ * memory, inner tile factors move outward (each move keeps a perfect
+ * tiling); rejected if no such repair succeeds. Postprocessing: cooperative
+ * fetch (the annotated copy blocks' loops fused, split by the kernel's
+ * threadIdx.x extent and the sampled vector width, bound and vectorized),
+ * the root's unroll step moved to each kernel's outermost loop as
+ * pragma_auto_unroll_max_step / pragma_unroll_explicit, then the IR
+ * verifier and mlc_gpu_verify with o->gpu_limits. Mutants are not
+ * repaired: the verifier may refuse some, as meta-schedule's
+ * VerifyGPUCode does. */
+extern const mlc_tuner_space_impl mlc_tuner_space_gpu;
+/* The space for a target's kind: GPU for cuda, CPU otherwise. */
+const mlc_tuner_space_impl *mlc_tuner_space_for_target(const mlc_target *t);
+
+/* ---- design space (design.c) ---------------------------------------------- */
 
 typedef struct mlc_tuner_space mlc_tuner_space;
 
-/* Apply the rules to a copy of f. Fails only if f has no block to
- * schedule or a rule broke an invariant (message says which). */
+/* Apply o->space's rules (NULL: the CPU's) to a copy of f. Fails only if f
+ * has no block to schedule or a rule broke an invariant (message says
+ * which). */
 mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                      mlc_error *err);
 void mlc_tuner_space_free(mlc_tuner_space *sp);
@@ -84,9 +143,9 @@ const mlc_prim_func *mlc_tuner_space_func(const mlc_tuner_space *sp);
 mlc_sched *mlc_tuner_space_sample(const mlc_tuner_space *sp, int i, uint64_t seed,
                                   mlc_error *err);
 
-/* ---- postprocessors (postproc.c) -------------------------------------------- */
+/* ---- postprocessors (design.c; the CPU's in postproc.c) ---------------------- */
 
-/* Record EnterPostproc, then: turn the root block's meta_schedule.parallel
+/* o->space's postprocessors (NULL: the CPU's). The CPU's: record EnterPostproc, then: turn the root block's meta_schedule.parallel
  * / vectorize / unroll_explicit annotations into loop kinds (fuse and
  * parallelize outer spatial loops up to the bound, fuse and vectorize
  * innermost spatial loops up to the bound, unroll inner loops whose
@@ -100,46 +159,6 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
  * postprocessed again, so the result's trace hashes like the record's. */
 mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err);
-
-/* ---- GPU design space (space_gpu.c, postproc_gpu.c) -------------------------
- *
- * meta-schedule's CUDA rules (ScheduleRule::DefaultCUDA), one sketch per
- * workload: multi-level tiling "SSSRRSRS" of blocks with data reuse, the
- * first three spatial levels fused and bound to blockIdx.x / vthread.x /
- * threadIdx.x, a local write cache computed at the threadIdx loop, shared
- * read caches at the first reduce level marked for cooperative fetch (the
- * vector width sampled from {1, 2, 4}); auto-inline of elementwise
- * producers into consumers and of elementwise outputs into their producer;
- * the unroll step sampled from {0, 16, 64, 512, 1024}; auto-bind (fuse the
- * leading spatial loops, split by a sampled thread count, bind) for every
- * block left outside thread bindings. Cross-thread reduction is left out:
- * reductions without data reuse run one row per thread. Padding blocks
- * inline into the shared-memory fetch after them, as on CUDA in TVM. */
-typedef struct mlc_tuner_gpu_space mlc_tuner_gpu_space;
-
-mlc_tuner_gpu_space *mlc_tuner_gpu_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
-                                             const mlc_gpu_limits *lim, mlc_error *err);
-void mlc_tuner_gpu_space_free(mlc_tuner_gpu_space *sp);
-int mlc_tuner_gpu_space_count(const mlc_tuner_gpu_space *sp);
-const mlc_trace *mlc_tuner_gpu_space_trace(const mlc_tuner_gpu_space *sp, int i);
-/* One point of sketch i, postprocessed (mlc_tuner_postproc_gpu) and
- * verified against the limits. Tile decisions are drawn afresh from
- * `seed`, then kept within the limits: thread and vthread factors over the
- * limits move to the blockIdx level, and while the verifier finds too much
- * shared or local memory, inner tile factors move outward (each move keeps
- * a perfect tiling). NULL with a message if no such repair succeeds. */
-mlc_sched *mlc_tuner_gpu_space_sample(const mlc_tuner_gpu_space *sp, int i, uint64_t seed,
-                                      mlc_error *err);
-
-/* Record EnterPostproc, then: cooperative fetch (the annotated copy
- * blocks' own loops fused, split by the kernel's threadIdx.x extent and
- * the sampled vector width, bound and vectorized), the root's unroll step
- * moved to each kernel's outermost loop as pragma_auto_unroll_max_step /
- * pragma_unroll_explicit, then the IR verifier and mlc_gpu_verify. False
- * with a message: the candidate is invalid (free the state). usage may be
- * NULL. */
-bool mlc_tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
-                            mlc_error *err);
 
 /* ---- mutators (mutate.c) ---------------------------------------------------- */
 
@@ -155,7 +174,7 @@ const char *mlc_mutator_name(mlc_mutator m);
 double mlc_mutator_prob(mlc_mutator m);
 
 /* A new candidate: cand's sketch with one mutation, replayed on a fresh
- * copy of f and postprocessed. which < 0 picks a mutator by the
+ * copy of f and postprocessed (o->space's mutate). which < 0 picks a mutator by the
  * probabilities among those that apply to the trace. NULL with a message
  * when no mutator applies or the mutant is rejected. */
 mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,
@@ -252,7 +271,10 @@ typedef bool (*mlc_tuner_measure_fn)(void *ud, int n, const struct mlc_measure_c
 typedef struct mlc_tuner_tune_opts {
   const char *task;       /* stored with the workload ("matmul", or the file name) */
   const char *shape;      /* "128,128,128"; "" when not a built-in task */
-  const char *target;     /* NULL: "llvm" (the host) */
+  const char *target;     /* NULL: "llvm" (the host). Its kind picks the design
+                           * space (cuda: GPU) and the runner; a cuda target
+                           * without a driver or device fails before the first
+                           * round: "no CUDA device: <reason>" */
   double flops;           /* per call, for GFLOP/s; 0: counted from the function */
   int trials;             /* records wanted for (workload, target) in the database */
   int trials_per_round;   /* 0: 16 while fewer than 128 are measured, then 64 */
@@ -276,7 +298,8 @@ typedef struct mlc_tuner_tune_opts {
   void *progress_ud;
   mlc_tuner_measure_fn measure;     /* NULL: worker processes */
   void *measure_ud;
-  mlc_tuner_opts search;  /* search options; search.seed is --seed */
+  mlc_tuner_opts search;  /* search options; search.seed is --seed; search.space
+                           * NULL: the space of the target's kind */
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);

@@ -65,6 +65,20 @@ int tuner_parallel_prefix(const mlc_stmt *top, int64_t *prods, int max);
  * saturating at 2^40. */
 int64_t tuner_nest_iterations(const mlc_stmt *st);
 
+/* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
+
+/* The CPU postprocessors (mlc_tuner_postproc's comment). */
+bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+/* The GPU postprocessors (mlc_tuner_space_gpu's comment) with explicit
+ * limits; usage (may be NULL) receives what the verifier measured, so a
+ * sample can repair the decisions that broke a limit. */
+bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+                        mlc_error *err);
+/* The mutators of mutate.c; both spaces use them (a GPU trace has no
+ * parallel annotation, so the parallel mutator finds no site there). */
+mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_sched *cand, int which,
+                                  mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+
 /* ---- postproc.c ---- */
 
 /* The parallel bounds a parallel-extent mutation may choose for the

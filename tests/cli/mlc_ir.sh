@@ -89,6 +89,14 @@ check cli_run_module_each test "$(grep -c ' ms, ' "$tmp/run")" -ge 2
 "$IR" run --task softmax --shape 4,33 --repeat 1 --min-ms 1 >/dev/null 2>&1
 check cli_run_softmax test $? -eq 0
 
+# --target cuda on a machine without the CUDA driver or a device: the
+# runner's check stops it with the reason (exit 1)
+if [ ! -e /dev/nvidia0 ]; then
+  "$IR" run --task vecadd --shape 64 --target "cuda -arch=sm_80" >"$tmp/out" 2>"$tmp/err"
+  check cli_run_cuda_no_device_exit test $? -eq 1
+  check cli_run_cuda_no_device_msg grep -q '^mlc-ir: error: no CUDA device: .' "$tmp/err"
+fi
+
 # A result that differs from the reference exits 1: a*a + (a*-1)*a is 0 in
 # the interpreter, but the kernel contracts it to one FMA (see targets.h)
 # and returns the rounding error of a*a, far above the tolerance of a zero

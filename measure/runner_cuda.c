@@ -1,0 +1,102 @@
+/* The CUDA runner: PTX from the cuda backend, on device 0 through the
+ * CUDA driver API (targets' mlc_cuda_run: libcuda.so.1 opened with dlopen,
+ * so workers build and start on machines without it). The launch extents
+ * come from the `// mlc.launch SYMBOL grid=X,Y,Z block=X,Y,Z shared=BYTES`
+ * line the backend writes for each kernel. Times are CUDA events' (the
+ * median of `number` launches per repeat); host interference does not
+ * apply to them, so a timing is never marked disturbed.
+ *
+ * UNTESTED ON A GPU: on machines without one the tests check only that
+ * the missing driver or device is reported.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
+#include "measure/runner_internal.h"
+#include "targets/targets.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cuda_kernel {
+  mlc_object ptx; /* a NUL-terminated copy */
+  char symbol[256];
+  mlc_gpu_launch launch;
+} cuda_kernel;
+
+static bool cuda_owns(const void *obj, size_t len) {
+  static const char MARK[] = "// mlc.launch ";
+  return len >= 4 && memcmp(obj, "\x7f" "ELF", 4) != 0 && memmem(obj, len, MARK, sizeof MARK - 1);
+}
+
+static bool cuda_available(mlc_error *err) { return mlc_cuda_available(err); }
+
+/* The launch line of `symbol` in the PTX. */
+static bool parse_launch(const char *ptx, const char *symbol, mlc_gpu_launch *l, mlc_error *err) {
+  char head[300];
+  snprintf(head, sizeof head, "// mlc.launch %s grid=", symbol);
+  const char *p = strstr(ptx, head);
+  long long g[3], b[3], sh;
+  if (!p || sscanf(p + strlen(head), "%lld,%lld,%lld block=%lld,%lld,%lld shared=%lld", &g[0],
+                   &g[1], &g[2], &b[0], &b[1], &b[2], &sh) != 7)
+    return mlc_error_set(err, "PTX has no launch line for kernel \"%s\"", symbol);
+  *l = (mlc_gpu_launch){{g[0], g[1], g[2]}, {b[0], b[1], b[2]}, sh, 0};
+  return true;
+}
+
+static void cuda_unload(void *p) {
+  cuda_kernel *k = p;
+  if (!k) return;
+  mlc_free(k->ptx.data);
+  mlc_free(k);
+}
+
+static void *cuda_load(const void *obj, size_t len, const char *symbol, mlc_error *err) {
+  if (strlen(symbol) >= sizeof ((cuda_kernel *)0)->symbol) {
+    mlc_error_set(err, "kernel name too long");
+    return NULL;
+  }
+  cuda_kernel *k = mlc_xmalloc(sizeof *k);
+  char *text = mlc_xmalloc(len + 1);
+  memcpy(text, obj, len);
+  text[len] = 0;
+  k->ptx = (mlc_object){text, len};
+  snprintf(k->symbol, sizeof k->symbol, "%s", symbol);
+  if (!parse_launch(text, symbol, &k->launch, err) || !mlc_cuda_available(err)) {
+    cuda_unload(k);
+    return NULL;
+  }
+  return k;
+}
+
+static bool cuda_call(void *p, int n, mlc_array *args, int32_t *rc, mlc_error *err) {
+  cuda_kernel *k = p;
+  *rc = 0;
+  return mlc_cuda_run(&k->ptx, k->symbol, &k->launch, n, args, 0, 0, NULL, err);
+}
+
+static bool cuda_time(void *p, const run_req *q, mlc_array *args, double *secs, timing_watch *w,
+                      int *retimes, mlc_error *err) {
+  cuda_kernel *k = p;
+  *w = (timing_watch){.caller_ratio = 1, .cpu_ratio = 1};
+  *retimes = 0;
+  for (uint32_t r = 0; r < q->repeat; r++) {
+    double ms;
+    if (!mlc_cuda_run(&k->ptx, k->symbol, &k->launch, q->n_args, args, r == 0 ? 1 : 0,
+                      (int)q->number, &ms, err))
+      return false;
+    secs[r] = ms * 1e-3;
+  }
+  return true;
+}
+
+const runner_impl runner_cuda = {
+    .name = "cuda",
+    .owns = cuda_owns,
+    .available = cuda_available,
+    .load = cuda_load,
+    .call = cuda_call,
+    .time = cuda_time,
+    .unload = cuda_unload,
+};
