@@ -385,8 +385,8 @@ static int64_t add_workload(mlc_db *db, mlc_arena *a, const char *task, const ch
                                 "VALUES(?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
                                 err);
   if (!st) return -1;
-  bool bound = db_bind_text(st, 1, hash) & db_bind_text(st, 2, task) &
-               db_bind_text(st, 3, shape) & db_bind_text(st, 4, ir);
+  bool bound = db_bind_text(st, 1, hash) && db_bind_text(st, 2, task) &&
+               db_bind_text(st, 3, shape) && db_bind_text(st, 4, ir);
   if (!bound) id = -1, mlc_error_set(err, "%s: adding a workload: out of memory", db->path);
   else if ((id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->h) : -1) < 0)
     db_fail(db, err, "adding a workload");
@@ -541,10 +541,10 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
     for (int i = 0; i < n; i++) sum += r->secs[i];
     put_secs(&secs, n, r->secs);
     sqlite3_bind_int64(st, 1, r->workload_id);
-    bool bound = db_bind_text(st, 2, target) & db_bind_text(st, 3, mlc_str_cstr(&canon)) &
-                 db_bind_text(st, 4, hash) & db_bind_text(st, 5, mlc_str_cstr(&secs)) &
-                 db_bind_text(st, 7, r->error) & db_bind_text(st, 9, mlc_target_host_cpu()) &
-                 db_bind_text(st, 10, MLC_VERSION) & db_bind_text(st, 11, r->sched_hash);
+    bool bound = db_bind_text(st, 2, target) && db_bind_text(st, 3, mlc_str_cstr(&canon)) &&
+                 db_bind_text(st, 4, hash) && db_bind_text(st, 5, mlc_str_cstr(&secs)) &&
+                 db_bind_text(st, 7, r->error) && db_bind_text(st, 9, mlc_target_host_cpu()) &&
+                 db_bind_text(st, 10, MLC_VERSION) && db_bind_text(st, 11, r->sched_hash);
     if (n) sqlite3_bind_double(st, 6, sum / n);
     else sqlite3_bind_null(st, 6);
     sqlite3_bind_int64(st, 8, r->round);
