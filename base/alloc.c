@@ -58,7 +58,12 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
  * evaluation, dce's structural hashes); mlc_func_struct_hash_in and
  * mlc_func_struct_equal_in (under the escape point of the scratch arena
  * they are given), so the db's workload keys and IR text
- * (mlc_db_add_workload, mlc_db_find_workload); mlc_interp_run;
+ * (mlc_db_add_workload, mlc_db_find_workload); the db's record texts,
+ * canonical trace and run times (mlc_db_commit, mlc_db_trace_hash but
+ * for its copy into the caller's mlc_str), and
+ * the records it reads back into the caller's arena (mlc_db_top_k,
+ * mlc_db_records, mlc_db_get_record: an escape point of their own on it);
+ * the db's scratch arena headers (mlc_arena_try_new); mlc_interp_run;
  * mlc_array_try_new, mlc_npy_parse; SQLite's own allocations, routed here
  * by db/db.c, which come back as SQLITE_NOMEM errors of the db functions
  * (or are absorbed by SQLite with the same result).
@@ -73,8 +78,9 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
  * escape point on the module's arena), and mlc_graph_extract_tasks,
  * mlc_graph_default_schedule, mlc_graph_reference; mlc_func_struct_hash,
  * mlc_func_struct_equal and mlc_func_hash_hex (scratch arena with no
- * escape point: no error path), so the tuner's hashes; the db's record
- * texts (canonical trace, run times) and what it reads back; mlc_read_file. */
+ * escape point: no error path), so the tuner's hashes; the db's run times
+ * appended by mlc_db_add_run_secs (heap), its workload, target and count
+ * listings read into the caller's arena (no escape point); mlc_read_file. */
 void *mlc_xmalloc(size_t n) {
   void *p = mlc_malloc(n);
   if (!p) mlc_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", n);
@@ -118,6 +124,12 @@ static size_t chunk_size = CHUNK_SIZE;
 void mlc_arena_set_chunk_size(size_t bytes) { chunk_size = bytes ? bytes : CHUNK_SIZE; }
 
 mlc_arena *mlc_arena_new(void) { return mlc_xmalloc(sizeof(mlc_arena)); }
+
+mlc_arena *mlc_arena_try_new(void) {
+  mlc_arena *a = mlc_malloc(sizeof *a);
+  if (a) memset(a, 0, sizeof *a);
+  return a;
+}
 
 /* The escape point a failure in a takes: its own, else its nearest
  * ancestor's (NULL: none, abort). */

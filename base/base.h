@@ -76,6 +76,9 @@ char *mlc_xstrdup(const char *s);
 
 typedef struct mlc_arena mlc_arena;
 mlc_arena *mlc_arena_new(void);
+/* The same, but NULL when the header cannot be allocated,
+ * for entry points that report running out of memory as an error. */
+mlc_arena *mlc_arena_try_new(void);
 void mlc_arena_free(mlc_arena *a);
 /* Zeroed memory, 16-byte aligned. On failure: longjmp to the oom jump if
  * set, else abort. */

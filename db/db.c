@@ -291,16 +291,37 @@ void mlc_db_normalize_target(const char *target, char *out, size_t n) {
   out[k] = 0;
 }
 
-bool mlc_db_trace_hash(const char *trace_json, char hash[17], mlc_str *canonical,
-                       mlc_error *err) {
-  mlc_arena *a = mlc_arena_new();
+/* A trace's canonical text and its hash (that of mlc_trace_hash, which
+ * hashes the same text), in scratch arena a: the text grows with the trace,
+ * so running out of memory is an error (the arena keeps what it took). */
+static bool trace_text(mlc_arena *a, const char *trace_json, char hash[17],
+                       const char **canonical, mlc_error *err) {
+  jmp_buf jb;
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, NULL);
+    return mlc_error_set(err, "out of memory writing a trace");
+  }
+  mlc_arena_set_oom_jump(a, &jb);
   mlc_trace *t = mlc_trace_from_json(a, trace_json, strlen(trace_json), err);
   if (t) {
-    snprintf(hash, 17, "%016llx", (unsigned long long)mlc_trace_hash(t));
-    if (canonical) mlc_trace_to_json(canonical, t);
+    mlc_str text = {.arena = a};
+    mlc_trace_to_json(&text, t);
+    *canonical = mlc_str_cstr(&text);
+    snprintf(hash, 17, "%016llx", (unsigned long long)mlc_hash_str(*canonical, 0));
   }
-  mlc_arena_free(a);
+  mlc_arena_set_oom_jump(a, NULL);
   return t != NULL;
+}
+
+bool mlc_db_trace_hash(const char *trace_json, char hash[17], mlc_str *canonical,
+                       mlc_error *err) {
+  mlc_arena *a = mlc_arena_try_new();
+  if (!a) return mlc_error_set(err, "out of memory reading a trace");
+  const char *text;
+  bool ok = trace_text(a, trace_json, hash, &text, err);
+  if (ok && canonical) mlc_str_puts(canonical, text);
+  mlc_arena_free(a);
+  return ok;
 }
 
 /* ---- workloads ----------------------------------------------------------------- */
@@ -366,7 +387,8 @@ static bool workload_key(mlc_db *db, mlc_arena *a, const mlc_prim_func *f, char 
 
 int mlc_db_find_workload(mlc_db *db, const mlc_prim_func *f, int64_t *id, mlc_error *err) {
   char hash[17];
-  mlc_arena *a = mlc_arena_new(); /* the header, fixed size: aborts by design */
+  mlc_arena *a = mlc_arena_try_new();
+  if (!a) return mlc_error_set(err, "%s: finding a workload: out of memory", db->path), -1;
   int found = workload_key(db, a, f, hash, NULL, err) ? find_by_hash(db, f, hash, id, err) : -1;
   mlc_arena_free(a);
   return found;
@@ -396,7 +418,8 @@ static int64_t add_workload(mlc_db *db, mlc_arena *a, const char *task, const ch
 
 int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const mlc_prim_func *f,
                         mlc_error *err) {
-  mlc_arena *a = mlc_arena_new(); /* the header, fixed size: aborts by design */
+  mlc_arena *a = mlc_arena_try_new();
+  if (!a) return mlc_error_set(err, "%s: adding a workload: out of memory", db->path), -1;
   int64_t id = add_workload(db, a, task, shape, f, err);
   mlc_arena_free(a);
   return id;
@@ -458,9 +481,12 @@ bool mlc_db_get_workload(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_workload *
   "id, workload_id, target, trace, trace_hash, run_secs, mean_sec, error, round, host," \
   " mlc_version, created_at, sched_hash, disturbed"
 
-static void read_secs(const char *text, mlc_arena *a, mlc_db_record *r) {
-  mlc_error e;
+/* Out of memory jumps to jb, whether the JSON reader's (which returns it
+ * as an error) or the arena's. */
+static void read_secs(const char *text, mlc_arena *a, jmp_buf *jb, mlc_db_record *r) {
+  mlc_error e = {{0}};
   mlc_json *j = text ? mlc_json_parse(a, text, strlen(text), &e) : NULL;
+  if (text && !j && strstr(e.msg, "out of memory")) longjmp(*jb, 1);
   int n = j && j->kind == MLC_JSON_ARRAY ? j->len : 0;
   double *secs = MLC_NEW_ARRAY(a, double, n + 1);
   r->n_secs = 0;
@@ -469,13 +495,13 @@ static void read_secs(const char *text, mlc_arena *a, mlc_db_record *r) {
   r->secs = secs;
 }
 
-static void read_record(sqlite3_stmt *st, mlc_arena *a, mlc_db_record *r) {
+static void read_record(sqlite3_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_db_record *r) {
   r->id = sqlite3_column_int64(st, 0);
   r->workload_id = sqlite3_column_int64(st, 1);
   r->target = db_column_text(st, 2, a);
   r->trace = db_column_text(st, 3, a);
   r->trace_hash = db_column_text(st, 4, a);
-  read_secs((const char *)sqlite3_column_text(st, 5), a, r);
+  read_secs((const char *)sqlite3_column_text(st, 5), a, jb, r);
   r->mean_sec = sqlite3_column_double(st, 6);
   r->error = db_column_text(st, 7, a);
   r->round = sqlite3_column_int64(st, 8);
@@ -486,15 +512,26 @@ static void read_record(sqlite3_stmt *st, mlc_arena *a, mlc_db_record *r) {
   r->disturbed = sqlite3_column_int(st, 13) != 0; /* NULL reads 0 */
 }
 
+/* Into the caller's arena a, under an escape point of our own (the
+ * caller's is put back): the records grow with the database, so running out
+ * of memory is an error, and what was read stays owned by a. */
 static int read_records(mlc_db *db, sqlite3_stmt *st, mlc_arena *a, mlc_db_record **out,
                         mlc_error *err) {
+  jmp_buf jb, *prev = mlc_arena_oom_jump(a);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, prev);
+    sqlite3_finalize(st);
+    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
+  }
+  mlc_arena_set_oom_jump(a, &jb);
   MLC_VEC(mlc_db_record) v = {0};
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     mlc_db_record r;
-    read_record(st, a, &r);
+    read_record(st, a, &jb, &r);
     MLC_VEC_APUSH(a, v, r);
   }
+  mlc_arena_set_oom_jump(a, prev);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return db_fail(db, err, "reading records"), -1;
   *out = v.data;
@@ -521,13 +558,32 @@ static bool check_record(const mlc_db_record *r, mlc_error *err) {
   return true;
 }
 
-bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err) {
-  char hash[17], target[512];
-  mlc_str canon = {0}, secs = {0};
-  if (!check_record(r, err) || !mlc_db_trace_hash(r->trace, hash, &canon, err)) {
-    mlc_str_free(&canon);
-    return false;
+/* A record's run times as JSON text, in scratch arena a (NULL: out of
+ * memory, which the arena keeps). */
+static const char *secs_text(mlc_arena *a, int n, const double *secs) {
+  jmp_buf jb;
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, NULL);
+    return NULL;
   }
+  mlc_arena_set_oom_jump(a, &jb);
+  mlc_str s = {.arena = a};
+  put_secs(&s, n, secs);
+  const char *text = mlc_str_cstr(&s);
+  mlc_arena_set_oom_jump(a, NULL);
+  return text;
+}
+
+/* The record's texts (canonical trace, run times) live in scratch arena a:
+ * they grow with the record, so running out of memory is an error. */
+static bool insert_record(mlc_db *db, mlc_arena *a, const mlc_db_record *r, bool *added,
+                          mlc_error *err) {
+  char hash[17], target[512];
+  const char *canon, *secs;
+  if (!trace_text(a, r->trace, hash, &canon, err)) return false;
+  int n = r->error ? 0 : r->n_secs;
+  if (!(secs = secs_text(a, n, r->secs)))
+    return mlc_error_set(err, "%s: adding a record: out of memory", db->path);
   mlc_db_normalize_target(r->target, target, sizeof target);
   sqlite3_stmt *st = db_prepare(db,
                                 "INSERT OR IGNORE INTO records(" RECORD_COLUMNS ") VALUES(NULL,"
@@ -536,13 +592,11 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
                                 err);
   bool ok = st != NULL;
   if (ok) {
-    int n = r->error ? 0 : r->n_secs;
     double sum = 0;
     for (int i = 0; i < n; i++) sum += r->secs[i];
-    put_secs(&secs, n, r->secs);
     sqlite3_bind_int64(st, 1, r->workload_id);
-    bool bound = db_bind_text(st, 2, target) && db_bind_text(st, 3, mlc_str_cstr(&canon)) &&
-                 db_bind_text(st, 4, hash) && db_bind_text(st, 5, mlc_str_cstr(&secs)) &&
+    bool bound = db_bind_text(st, 2, target) && db_bind_text(st, 3, canon) &&
+                 db_bind_text(st, 4, hash) && db_bind_text(st, 5, secs) &&
                  db_bind_text(st, 7, r->error) && db_bind_text(st, 9, mlc_target_host_cpu()) &&
                  db_bind_text(st, 10, MLC_VERSION) && db_bind_text(st, 11, r->sched_hash);
     if (n) sqlite3_bind_double(st, 6, sum / n);
@@ -554,8 +608,15 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
     if (ok && added) *added = sqlite3_changes(db->h) > 0;
   }
   sqlite3_finalize(st);
-  mlc_str_free(&canon);
-  mlc_str_free(&secs);
+  return ok;
+}
+
+bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err) {
+  if (!check_record(r, err)) return false;
+  mlc_arena *a = mlc_arena_try_new();
+  if (!a) return mlc_error_set(err, "%s: adding a record: out of memory", db->path);
+  bool ok = insert_record(db, a, r, added, err);
+  mlc_arena_free(a);
   return ok;
 }
 
