@@ -1,13 +1,13 @@
 /* The CUDA runner: PTX from the cuda backend, on device 0 through the
- * CUDA driver API (targets' mlc_cuda_run: libcuda.so.1 opened with dlopen,
+ * CUDA driver API (targets' mlc_cuda_load/call: libcuda.so.1 opened with dlopen,
  * so workers build and start on machines without it). The launch extents
  * come from the `// mlc.launch SYMBOL grid=X,Y,Z block=X,Y,Z shared=BYTES`
  * line the backend writes for each kernel. Times are CUDA events' (the
  * median of `number` launches per repeat); host interference does not
  * apply to them, so a timing is never marked disturbed.
  *
- * UNTESTED ON A GPU: on machines without one the tests check only that
- * the missing driver or device is reported.
+ * On machines without a GPU (CI) the tests check only that the missing
+ * driver or device is reported; tools/gpu_check.sh runs it on one.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -18,12 +18,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-typedef struct cuda_kernel {
-  mlc_object ptx; /* a NUL-terminated copy */
-  char symbol[256];
-  mlc_gpu_launch launch;
-} cuda_kernel;
 
 static bool cuda_owns(const void *obj, size_t len) {
   static const char MARK[] = "// mlc.launch ";
@@ -45,47 +39,36 @@ static bool parse_launch(const char *ptx, const char *symbol, mlc_gpu_launch *l,
   return true;
 }
 
-static void cuda_unload(void *p) {
-  cuda_kernel *k = p;
-  if (!k) return;
-  mlc_free(k->ptx.data);
-  mlc_free(k);
-}
+static void cuda_unload(void *p) { mlc_cuda_unload(p); }
 
+/* The PTX loaded once (the driver compiles it for the device here), then
+ * called and timed as often as asked. */
 static void *cuda_load(const void *obj, size_t len, const char *symbol, mlc_error *err) {
-  if (strlen(symbol) >= sizeof ((cuda_kernel *)0)->symbol) {
-    mlc_error_set(err, "kernel name too long");
-    return NULL;
-  }
-  cuda_kernel *k = mlc_xmalloc(sizeof *k);
-  char *text = mlc_xmalloc(len + 1);
+  char *text = mlc_xmalloc(len + 1); /* the driver wants NUL-terminated text */
   memcpy(text, obj, len);
   text[len] = 0;
-  k->ptx = (mlc_object){text, len};
-  snprintf(k->symbol, sizeof k->symbol, "%s", symbol);
-  if (!parse_launch(text, symbol, &k->launch, err) || !mlc_cuda_available(err)) {
-    cuda_unload(k);
-    return NULL;
-  }
+  mlc_gpu_launch launch;
+  mlc_cuda_kernel *k = NULL;
+  if (parse_launch(text, symbol, &launch, err))
+    k = mlc_cuda_load(&(mlc_object){text, len}, symbol, &launch, err);
+  mlc_free(text);
   return k;
 }
 
 static bool cuda_call(void *p, int n, mlc_array *args, int32_t *rc, mlc_error *err) {
-  cuda_kernel *k = p;
   *rc = 0;
-  return mlc_cuda_run(&k->ptx, k->symbol, &k->launch, n, args, 0, 0, NULL, err);
+  return mlc_cuda_call(p, n, args, 0, 0, NULL, err);
 }
 
+/* Each repeat: the median of `number` launches (one warm-up launch before
+ * the first repeat). */
 static bool cuda_time(void *p, const run_req *q, mlc_array *args, double *secs, timing_watch *w,
                       int *retimes, mlc_error *err) {
-  cuda_kernel *k = p;
   *w = (timing_watch){.caller_ratio = 1, .cpu_ratio = 1};
   *retimes = 0;
   for (uint32_t r = 0; r < q->repeat; r++) {
     double ms;
-    if (!mlc_cuda_run(&k->ptx, k->symbol, &k->launch, q->n_args, args, r == 0 ? 1 : 0,
-                      (int)q->number, &ms, err))
-      return false;
+    if (!mlc_cuda_call(p, q->n_args, args, r == 0 ? 1 : 0, (int)q->number, &ms, err)) return false;
     secs[r] = ms * 1e-3;
   }
   return true;

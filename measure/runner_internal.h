@@ -10,7 +10,7 @@
  *   runner_cpu   ELF objects, loaded with ORC in the worker (worker.c)
  *   runner_cuda  PTX text from the cuda backend, run on device 0 through
  *                the CUDA driver API, opened with dlopen (runner_cuda.c,
- *                targets' mlc_cuda_run). UNTESTED ON A GPU.
+ *                targets' mlc_cuda_load/call)
  */
 #ifndef MLC_RUNNER_INTERNAL_H
 #define MLC_RUNNER_INTERNAL_H

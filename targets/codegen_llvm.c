@@ -523,7 +523,9 @@ static void gen_if(cg *c, const mlc_stmt *s) {
 /* Small buffers: a 64-byte aligned alloca in the function's entry block
  * (the same storage every time the statement runs, which SROA can turn
  * into registers). Large ones: aligned_alloc/free around the body, which
- * is skipped with status -1 when the allocation fails. */
+ * is skipped with status -1 when the allocation fails. One over the
+ * tensor byte limit (8 GiB) always fails so: a machine that overcommits
+ * memory would grant it and then take hours to fill it. */
 static void gen_allocate(cg *c, const mlc_stmt *s) {
   const mlc_buffer *buf = s->alloc.buf;
   MLC_ASSERT(buf->ndim == 1);
@@ -540,7 +542,9 @@ static void gen_allocate(cg *c, const mlc_stmt *s) {
   int64_t rounded = (bytes + 63) / 64 * 64;
   LLVMTypeRef params[2] = {c->t_i64, c->t_i64};
   LLVMValueRef args[2] = {LLVMConstInt(c->t_i64, 64, 0), LLVMConstInt(c->t_i64, (unsigned long long)rounded, 0)};
-  LLVMValueRef mem = cg_call_named(c, "aligned_alloc", c->t_i8p, params, args, 2);
+  LLVMValueRef mem = bytes > MLC_MAX_TENSOR_BYTES
+                         ? LLVMConstNull(c->t_i8p)
+                         : cg_call_named(c, "aligned_alloc", c->t_i8p, params, args, 2);
   LLVMBasicBlockRef ok = cg_new_block(c, "alloc.ok"), fail = cg_new_block(c, "alloc.fail");
   LLVMBasicBlockRef done = cg_new_block(c, "alloc.end");
   LLVMBuildCondBr(c->b, LLVMBuildIsNull(c->b, mem, ""), fail, ok);

@@ -1,6 +1,6 @@
 /* The cuda target: options, the NVPTX target machine, libdevice, and PTX.
  *
- *   cuda [-arch=sm_80]
+ *   cuda [-arch=sm_80]    (sm_50 .. sm_86; sm_89 and sm_90 as sm_86 PTX)
  *
  * PTX ISA 7.5, the newest LLVM 14 writes (CUDA 11.5 and later accept it;
  * sm_80 needs 7.0). Math the NVPTX backend cannot lower (LLVM 14 has no
@@ -38,7 +38,14 @@ static void nvptx_init_once(void) {
 /* ---- options -------------------------------------------------------------------- */
 
 static const char *const known_archs[] = {"sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62",
-                                          "sm_70", "sm_72", "sm_75", "sm_80", "sm_86"};
+                                          "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_89",
+                                          "sm_90"};
+
+/* The SM LLVM 14 writes PTX for: newer ones (sm_89, sm_90) get sm_86
+ * PTX, which the driver compiles for the device it runs on. */
+static const char *llvm_arch(const char *arch) {
+  return strcmp(arch, "sm_89") == 0 || strcmp(arch, "sm_90") == 0 ? "sm_86" : arch;
+}
 
 static bool cuda_set_option(mlc_target *t, const char *key, const char *value, mlc_error *err) {
   if (strcmp(key, "arch") != 0 && strcmp(key, "mcpu") != 0)
@@ -48,7 +55,7 @@ static bool cuda_set_option(mlc_target *t, const char *key, const char *value, m
       snprintf(t->mcpu, sizeof t->mcpu, "%s", value);
       return true;
     }
-  return mlc_error_set(err, "target option -arch: '%s' is not an SM LLVM 14 knows (sm_50 to sm_86, "
+  return mlc_error_set(err, "target option -arch: '%s' is not a known SM (sm_50 to sm_90, "
                             "e.g. -arch=sm_80)", value ? value : "");
 }
 
@@ -151,7 +158,7 @@ static LLVMTargetMachineRef make_machine(const mlc_target *t, mlc_error *err) {
     LLVMDisposeMessage(msg);
     return NULL;
   }
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->mtriple, t->mcpu, PTX_FEATURES,
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, t->mtriple, llvm_arch(t->mcpu), PTX_FEATURES,
                                                     LLVMCodeGenLevelAggressive, LLVMRelocDefault,
                                                     LLVMCodeModelDefault);
   if (!tm) mlc_error_set(err, "target %s: cannot create an NVPTX target machine", t->str);

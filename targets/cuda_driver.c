@@ -7,8 +7,9 @@
  * unusable: it is reset, so the next run starts with a fresh one. Calls
  * are serialized by a mutex.
  *
- * UNTESTED ON A GPU: written and built on machines without one; the tests
- * check only that it reports a missing driver or device cleanly.
+ * Run on an NVIDIA H200 (driver 580, CUDA 13) with tools/gpu_check.sh
+ * (docs/GPU.md); CI has no GPU, so there the tests check only that a
+ * missing driver or device is reported cleanly.
  */
 #include "targets/cuda_internal.h"
 
@@ -177,54 +178,111 @@ static bool time_launches(CUfunction fn, const mlc_gpu_launch *l, void **params,
   return ok;
 }
 
-bool mlc_cuda_run(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l, int n,
-                  mlc_array *args, int warmup, int repeat, double *ms, mlc_error *err) {
+/* A loaded module and its kernel, valid while the context it was loaded
+ * in lives (a reset after a failed launch ends it: `generation`). */
+struct mlc_cuda_kernel {
+  CUmodule mod;
+  CUfunction fn;
+  mlc_gpu_launch launch;
+  unsigned generation;
+};
+
+static unsigned cu_generation; /* bumped by each context reset */
+
+static void reset_context(void) {
+  cu.primary_reset(cu_dev);
+  cu_ctx = NULL;
+  cu_generation++;
+}
+
+mlc_cuda_kernel *mlc_cuda_load(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l,
+                               mlc_error *err) {
   pthread_mutex_lock(&cu_mu);
-  if (!ensure_context(err)) {
-    pthread_mutex_unlock(&cu_mu);
-    return false;
-  }
+  mlc_cuda_kernel *k = NULL;
   char log[4096] = "";
   int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
   CUmodule mod = NULL;
   CUfunction fn = NULL;
+  if (ensure_context(err)) {
+    CUresult r = cu.module_load_data_ex(&mod, ptx->data, 2, opts, vals);
+    if (r != 0) {
+      mlc_error_set(err, "cuModuleLoadDataEx: %s: %.1500s", cu_err(r), log);
+      mod = NULL;
+    } else if (cu_check(cu.module_get_function(&fn, mod, symbol), "cuModuleGetFunction", err)) {
+      k = mlc_xmalloc(sizeof *k);
+      *k = (mlc_cuda_kernel){mod, fn, *l, cu_generation};
+    } else {
+      cu.module_unload(mod);
+    }
+  }
+  pthread_mutex_unlock(&cu_mu);
+  return k;
+}
+
+void mlc_cuda_unload(mlc_cuda_kernel *k) {
+  if (!k) return;
+  pthread_mutex_lock(&cu_mu);
+  if (k->generation == cu_generation && cu_ctx) cu.module_unload(k->mod);
+  pthread_mutex_unlock(&cu_mu);
+  mlc_free(k);
+}
+
+static size_t arg_bytes(const mlc_array *x) {
+  return (size_t)mlc_array_numel(x) * (size_t)mlc_dtype_bytes(x->dtype);
+}
+
+bool mlc_cuda_call(mlc_cuda_kernel *k, int n, mlc_array *args, int warmup, int repeat, double *ms,
+                   mlc_error *err) {
+  pthread_mutex_lock(&cu_mu);
+  if (!ensure_context(err)) {
+    pthread_mutex_unlock(&cu_mu);
+    return false;
+  }
+  if (k->generation != cu_generation) {
+    pthread_mutex_unlock(&cu_mu);
+    return mlc_error_set(err, "the kernel's CUDA context was reset by an earlier failure; load it "
+                              "again");
+  }
   CUdeviceptr *dev = mlc_xmalloc(sizeof(CUdeviceptr) * (size_t)(n + 1));
   void **params = mlc_xmalloc(sizeof(void *) * (size_t)(n + 1));
   int n_alloc = 0;
   bool ok = true, broken = false;
-  CUresult r = cu.module_load_data_ex(&mod, ptx->data, 2, opts, vals);
-  if (r != 0) ok = mlc_error_set(err, "cuModuleLoadDataEx: %s: %.1500s", cu_err(r), log);
-  if (ok) ok = cu_check(cu.module_get_function(&fn, mod, symbol), "cuModuleGetFunction", err);
   for (int i = 0; ok && i < n; i++) {
-    size_t bytes = (size_t)mlc_array_numel(&args[i]) * (size_t)mlc_dtype_bytes(args[i].dtype);
+    size_t bytes = arg_bytes(&args[i]);
     ok = cu_check(cu.mem_alloc(&dev[i], bytes ? bytes : 1), "cuMemAlloc", err);
     if (ok) n_alloc++;
     ok = ok && cu_check(cu.memcpy_htod(dev[i], args[i].data, bytes), "cuMemcpyHtoD", err);
     params[i] = &dev[i];
   }
   if (ok) {
-    ok = launch_once(fn, l, params, err) && cu_check(cu.ctx_synchronize(), "kernel run", err);
+    ok = launch_once(k->fn, &k->launch, params, err) &&
+         cu_check(cu.ctx_synchronize(), "kernel run", err);
     broken = !ok;
   }
-  for (int i = 0; ok && i < n; i++) {
-    size_t bytes = (size_t)mlc_array_numel(&args[i]) * (size_t)mlc_dtype_bytes(args[i].dtype);
-    ok = cu_check(cu.memcpy_dtoh(args[i].data, dev[i], bytes), "cuMemcpyDtoH", err);
-  }
+  for (int i = 0; ok && i < n; i++)
+    ok = cu_check(cu.memcpy_dtoh(args[i].data, dev[i], arg_bytes(&args[i])), "cuMemcpyDtoH", err);
   if (ok && ms && repeat > 0) {
-    ok = time_launches(fn, l, params, warmup, repeat, ms, err);
+    ok = time_launches(k->fn, &k->launch, params, warmup, repeat, ms, err);
     broken = !ok;
   }
   if (broken) {
-    /* The context is lost after a failed launch: start a fresh one. */
-    cu.primary_reset(cu_dev);
-    cu_ctx = NULL;
+    /* The context is lost after a failed launch: start a fresh one (which
+     * frees its memory and modules). */
+    reset_context();
   } else {
     for (int i = 0; i < n_alloc; i++) cu.mem_free(dev[i]);
-    if (mod) cu.module_unload(mod);
   }
   mlc_free(dev);
   mlc_free(params);
   pthread_mutex_unlock(&cu_mu);
+  return ok;
+}
+
+bool mlc_cuda_run(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l, int n,
+                  mlc_array *args, int warmup, int repeat, double *ms, mlc_error *err) {
+  mlc_cuda_kernel *k = mlc_cuda_load(ptx, symbol, l, err);
+  bool ok = k && mlc_cuda_call(k, n, args, warmup, repeat, ms, err);
+  mlc_cuda_unload(k);
   return ok;
 }

@@ -230,7 +230,7 @@ bool mlc_cuda_launch_info(const mlc_target *t, const mlc_prim_func *f, mlc_gpu_l
 
 /* Running PTX with the CUDA Driver API (libcuda.so.1
  * opened with dlopen on first use; device 0's primary context, reset after
- * a failed launch). UNTESTED ON A GPU. Whether a device can be used: false
+ * a failed launch; tools/gpu_check.sh runs it on a GPU). Whether a device can be used: false
  * with "no CUDA driver (...)" or "no CUDA device". */
 bool mlc_cuda_available(mlc_error *err);
 /* Load the PTX, copy args in (host arrays as mlc_interp_run takes them, 16-
@@ -240,6 +240,16 @@ bool mlc_cuda_available(mlc_error *err);
  * median in milliseconds. */
 bool mlc_cuda_run(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l, int n,
                   mlc_array *args, int warmup, int repeat, double *ms, mlc_error *err);
+/* The same in steps, so a kernel timed many times is loaded (and JIT-
+ * compiled by the driver) once: load the PTX's `symbol`, call it (as
+ * mlc_cuda_run, each call copying args in and out), unload. A kernel
+ * loaded before a failed launch reset the context refuses calls. */
+typedef struct mlc_cuda_kernel mlc_cuda_kernel;
+mlc_cuda_kernel *mlc_cuda_load(const mlc_object *ptx, const char *symbol, const mlc_gpu_launch *l,
+                               mlc_error *err);
+bool mlc_cuda_call(mlc_cuda_kernel *k, int n, mlc_array *args, int warmup, int repeat, double *ms,
+                   mlc_error *err);
+void mlc_cuda_unload(mlc_cuda_kernel *k);
 
 /* ---- in-process loading (LLVM ORC LLJIT) ------------------------------ */
 

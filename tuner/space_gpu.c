@@ -10,7 +10,10 @@
  *                       producer (the write cache's write-back)
  *   unroll              the unroll step, sampled once per sketch
  *   auto_bind           blocks left unbound: leading spatial loops fused,
- *                       split by a sampled thread count, bound
+ *                       split by a sampled thread count, bound; where the
+ *                       block reads rows that unbound reductions write
+ *                       (softmax), only the row loops, and those
+ *                       reductions computed under its threadIdx loop
  * Samples keep the tile decisions inside the GPU's limits (see
  * mlc_tuner_space_gpu in tuner.h). This is the GPU implementation of the
  * design-space interface; mlc_tuner_tune picks it for cuda targets.
@@ -222,6 +225,40 @@ static void rule_auto_inline(build *bd, const char *name) {
 static const int64_t THREAD_EXTENTS[] = {32, 64, 128, 256, 512, 1024};
 enum { MAX_THREADBLOCKS = 256 };
 
+/* The largest rank of the buffers blk reads that an unbound reduction
+ * block writes (0: none). */
+static int unbound_reduction_rank(mlc_sched *s, mlc_rv blk) {
+  mlc_rv *prod;
+  mlc_error e;
+  const mlc_prim_func *f = mlc_sched_func(s);
+  int n = mlc_sched_get_producers(s, blk, &prod, &e), rank = 0;
+  for (int i = 0; i < n; i++) {
+    const mlc_block *p = mlc_sched_rv_block(s, prod[i]);
+    if (!p || !tuner_block_is_reduction(p) || under_binding(f, p)) continue;
+    for (int w = 0; w < p->n_writes; w++)
+      if (p->writes[w].buf->ndim > rank) rank = p->writes[w].buf->ndim;
+  }
+  return rank;
+}
+
+/* A block left unbound whose consumers are bound: computed under a
+ * consumer's innermost threadIdx loop, each thread producing what it
+ * reads (a row's max and sum in registers). */
+static bool compute_at_thread(build *bd, const char *name, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv blk, *cons, *lp;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  int nc = mlc_sched_get_consumers(s, blk, &cons, err);
+  if (nc < 1) return mlc_error_set(err, "block %s has no consumer", name);
+  int n = mlc_sched_get_loops(s, cons[0], &lp, err);
+  for (int i = n - 1; i >= 0; i--) {
+    const mlc_stmt *l = mlc_sched_rv_loop(s, lp[i]);
+    if (l->loop.kind == MLC_FOR_THREAD_BINDING && strncmp(l->loop.thread, "threadIdx.", 10) == 0)
+      return mlc_sched_compute_at(s, blk, lp[i], true, -1, err);
+  }
+  return mlc_error_set(err, "the consumer of %s is not bound to threads", name);
+}
+
 /* meta-schedule's AutoBind: the leading spatial chain fused; if it fits
  * max_threadblocks * max_threads, split by a sampled thread count,
  * otherwise into [rest, 256 blocks, max threads] with the rest innermost. */
@@ -240,6 +277,10 @@ static bool bind_block(build *bd, const char *name, mlc_error *err) {
     if (m < n && l->loop.body != mlc_sched_rv_loop(s, loops[m])) break;
   }
   if (m == 0) return mlc_error_set(err, "auto-bind: block %s has no leading spatial loop", name);
+  /* Rows that unbound reductions produce (softmax's max and sum): one
+   * thread per row, so that the reductions can be computed under it. */
+  int rank = unbound_reduction_rank(s, blk);
+  if (rank > 0 && rank < m) m = rank;
   if (m == 1) fused = loops[0];
   else if (!mlc_sched_fuse(s, m, loops, true, &fused, err)) return false;
   int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(s, fused));
@@ -268,6 +309,10 @@ static bool bind_block(build *bd, const char *name, mlc_error *err) {
 
 static void rule_auto_bind(build *bd, const char *name) {
   const mlc_block *b = peek(bd->s, name);
+  if (b && tuner_block_is_reduction(b) && !under_binding(mlc_sched_func(bd->s), b) &&
+      !tuner_block_is_output(mlc_sched_func(bd->s), b))
+    try_step(bd, compute_at_thread, name);
+  b = peek(bd->s, name);
   if (b && !under_binding(mlc_sched_func(bd->s), b)) try_step(bd, bind_block, name);
 }
 

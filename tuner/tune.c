@@ -36,6 +36,7 @@ typedef struct tune_run {
   const mlc_tuner_tune_opts *o;
   mlc_tuner_tune_result *res;
   char target[512];
+  bool on_gpu;              /* a cuda target: kernels timed with CUDA events */
   mlc_tuner_opts search_opts; /* o->search with the design space of the target's kind */
   char *workload_text;      /* TVMScript the workers replay on */
   uint64_t workload_key;    /* the cost model's workload key */
@@ -238,6 +239,16 @@ static bool open_pool(tune_run *r, mlc_error *err) {
   mo.n_builders = r->o->n_builders;
   mo.worker_path = r->o->worker_path;
   if (r->o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = r->o->timeout_s;
+  if (r->on_gpu) {
+    /* GPU times are CUDA events', which builders on the host do not
+     * disturb; one launch of a fast kernel lasts microseconds, so each
+     * repeat is the median of 10. The reference (the unscheduled kernel,
+     * on the host CPU) is computed by the runner within its first
+     * candidate's time: 1024^3 matmul takes 20-30 s on some hosts. */
+    mo.pause_builders = false;
+    mo.number = 10;
+    if (r->o->timeout_s <= 0) mo.run_timeout_s = 120;
+  }
   r->pool = mlc_measure_new(&mo, err);
   return r->pool != NULL;
 }
@@ -291,7 +302,9 @@ static void report(tune_run *r, int batch, int batch_disturbed) {
 static void slow_limits(const tune_run *r, double *max_call, double *run_timeout) {
   double factor = r->o->slow_factor == 0 ? 20 : r->o->slow_factor;
   *max_call = *run_timeout = 0;
-  if (factor < 0) return;
+  /* On a GPU the checked call's time is mostly copying the arguments to
+   * the device and back, not the kernel: it bounds nothing. */
+  if (factor < 0 || r->on_gpu) return;
   if (r->best_sec > 0) *max_call = factor * r->best_sec;
   else if (r->res->baseline_sec > 0) *max_call = 2 * r->res->baseline_sec;
   /* below a few milliseconds the check call's noise dominates */
@@ -506,6 +519,11 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   return true;
 }
 
+static bool target_is_gpu(const char *target) {
+  mlc_target t;
+  return mlc_target_parse(target, &t, NULL) && t.backend == &mlc_backend_cuda;
+}
+
 static void tune_free(tune_run *r) {
   mlc_tuner_search_free(r->search);
   if (r->model) mlc_costmodel_free(r->model);
@@ -518,6 +536,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   memset(res, 0, sizeof *res);
   tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
+  r.on_gpu = target_is_gpu(r.target);
   mlc_str text = {0};
   mlc_print_func(&text, f);
   r.workload_text = mlc_str_take(&text);
