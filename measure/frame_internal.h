@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* One kernel argument as the protocol carries it. */
 typedef struct frame_arg {
   uint32_t dtype; /* mlc_dtype */
@@ -57,4 +59,6 @@ int frame_read_all(int fd, void *p, size_t n);
 
 double frame_now(void); /* monotonic seconds */
 
+
+#pragma GCC visibility pop
 #endif

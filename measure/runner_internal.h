@@ -18,6 +18,8 @@
 #include "measure/frame_internal.h"
 #include "ir/ir.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* A decoded RUN_REQ (measure.h's wire protocol). */
 typedef struct run_req {
   uint64_t key;
@@ -66,4 +68,6 @@ typedef struct runner_impl {
 
 extern const runner_impl runner_cpu, runner_cuda;
 
+
+#pragma GCC visibility pop
 #endif

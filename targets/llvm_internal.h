@@ -12,6 +12,8 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 typedef struct cg_var {
   const mlc_var *var;
   LLVMValueRef val; /* scalar */
@@ -92,4 +94,6 @@ void cg_llvm_init(void);
  * function into c->mod; false with err set for code the target rejects. */
 bool cg_emit_function(cg *c, const mlc_prim_func *lowered, const char *symbol, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif
