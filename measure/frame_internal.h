@@ -57,8 +57,6 @@ bool frame_write_all(int fd, const void *p, size_t n);
  * end of input in the middle. */
 int frame_read_all(int fd, void *p, size_t n);
 
-double frame_now(void); /* monotonic seconds */
-
 
 #pragma GCC visibility pop
 #endif

@@ -34,7 +34,7 @@ typedef struct run_req {
   double max_call_sec; /* 0: no limit (the tuner's early abort) */
   uint32_t threads;    /* threads the kernel's parallel loops use (1: serial) */
   double retime_budget_s; /* re-timing stops once the request has run this long */
-  double start;        /* when the request arrived (frame_now) */
+  double start;        /* when the request arrived (mlc_now_sec) */
 } run_req;
 
 /* What the runner saw of other work while it timed (one attempt). */
