@@ -54,7 +54,7 @@
  * Every message is one frame:
  *
  *   offset 0   u32  magic    0x3146434d ("MCF1" in memory order)
- *   offset 4   u32  type     mlc_frame_type below
+ *   offset 4   u32  type     mlc_frame_type (frame_internal.h)
  *   offset 8   u32  length   payload bytes, at most MLC_FRAME_MAX
  *   offset 12  payload
  *
@@ -95,19 +95,8 @@
 
 #include <stdint.h>
 
-#define MLC_FRAME_MAGIC 0x3146434du
-#define MLC_FRAME_HEADER 12
-#define MLC_FRAME_MAX (256u << 20)
 #define MLC_MEASURE_MAX_REPEAT 64
 #define MLC_MEASURE_MAX_ARGS 32
-
-typedef enum mlc_frame_type {
-  MLC_FRAME_BUILD_REQ = 1,
-  MLC_FRAME_BUILD_OK = 2,
-  MLC_FRAME_RUN_REQ = 3,
-  MLC_FRAME_RUN_OK = 4,
-  MLC_FRAME_ERROR = 5,
-} mlc_frame_type;
 
 /* Outcome of one candidate. The name (mlc_measure_status_name) is the
  * error class stored in the database: "<class>: <message>". */

@@ -2,7 +2,7 @@
  * unscheduled program computes (reference interpreter on small shapes, and
  * a few through LLVM + JIT), mutants stay replayable, the search
  * deduplicates, ends on an exhausted space and is deterministic. */
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search and design spaces */
 #include "db/db.h"
 #include "measure/measure.h"
 #include "targets/targets.h"
