@@ -160,17 +160,18 @@ static void add_seed(mlc_tuner_search *s, mlc_sched *c, double sec) {
   while (s->seeds.len > cap) mlc_sched_free(s->seeds.data[--s->seeds.len].s);
 }
 
-bool mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec,
-                                   mlc_error *err) {
-  MLC_UNUSED(err);
+void mlc_tuner_search_commit(mlc_tuner_search *s, const mlc_sched *cand, double mean_sec) {
+  hs_add(&s->measured, mlc_trace_hash(mlc_sched_trace(cand)));
+  if (mean_sec > 0 && isfinite(mean_sec)) add_seed(s, mlc_sched_copy(cand), mean_sec);
+}
+
+void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec) {
   hs_add(&s->measured, mlc_trace_hash(t));
-  if (!(mean_sec > 0) || !isfinite(mean_sec)) return true;
   mlc_error e;
   mlc_sched *c = mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), t, &s->o, &e);
-  if (!c) return true; /* a record of an older space: it still deduplicates */
-  hs_add(&s->measured, mlc_trace_hash(mlc_sched_trace(c)));
-  add_seed(s, c, mean_sec);
-  return true;
+  if (!c) return; /* a record of an older space: it still deduplicates */
+  mlc_tuner_search_commit(s, c, mean_sec);
+  mlc_sched_free(c);
 }
 
 /* ---- one round ------------------------------------------------------------------------ */

@@ -163,11 +163,14 @@ mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_o
 void mlc_tuner_search_free(mlc_tuner_search *s);
 /* model NULL: random scores. The model is used by reference. */
 void mlc_tuner_search_set_model(mlc_tuner_search *s, const mlc_tuner_model *model);
-/* A measured trace of this workload: never proposed again; with a finite
- * mean_sec > 0 it may seed the population (the fastest first). A trace
- * that no longer replays still counts for deduplication. */
-bool mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec,
-                                   mlc_error *err);
+/* A candidate the caller holds, measured (one proposed by next_batch, or
+ * a stored record the caller replayed): never proposed again; with a
+ * finite mean_sec > 0 a copy may seed the population (the fastest first).
+ * Nothing is replayed. */
+void mlc_tuner_search_commit(mlc_tuner_search *s, const mlc_sched *cand, double mean_sec);
+/* The same from a trace alone (replayed with mlc_tuner_apply_trace); a
+ * trace that no longer replays still counts for deduplication. */
+void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec);
 /* Only the hash (a record whose trace text is all that is known). */
 void mlc_tuner_search_add_measured_hash(mlc_tuner_search *s, uint64_t hash);
 /* One round: up to n new candidates, best predicted first, then the
