@@ -176,8 +176,6 @@ void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, doub
 
 /* ---- one round ------------------------------------------------------------------------ */
 
-/* Measured seeds, then fresh samples until the population is full or the
- * space keeps refusing. *n_rand receives how many fresh samples came. */
 /* Fresh samples for slots [0, n): each slot's space and seed are drawn
  * first, in order, so the result does not depend on how the samples are
  * spread over threads. out[i] is NULL for a rejected sample. */
