@@ -66,7 +66,8 @@ static bool linearize(const mlc_expr *e, int64_t scale, affine *f) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: return false; /* not affine */
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: return false; /* not affine */
   }
   mlc_unreachable();
 }

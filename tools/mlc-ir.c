@@ -475,6 +475,11 @@ static double value_ops(const mlc_expr *e) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) n += value_ops(e->call.args[i]);
     return n;
   }
+  case MLC_EXPR_CALL_EXTERN: {
+    double n = 1;
+    for (int i = 0; i < e->ext.n_kids; i++) n += value_ops(e->ext.kids[i]);
+    return n;
+  }
   }
   mlc_unreachable();
 }
