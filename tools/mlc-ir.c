@@ -38,6 +38,7 @@ enum {
   OPT_RUN,
   OPT_REPEAT,
   OPT_MIN_MS,
+  OPT_INTRIN,
 };
 
 typedef struct options {
@@ -55,6 +56,8 @@ typedef struct options {
   int repeat;     /* timing repeats (median reported) */
   double min_ms;  /* each repeat runs the kernel at least this long */
   uint64_t seed;
+  const char *intrins[8]; /* --intrin files, registered before the trace replays */
+  int n_intrins;
   const char *given[32]; /* options seen, by long name, to refuse misplaced ones */
   int n_given;
 } options;
@@ -81,7 +84,7 @@ static const command commands[] = {
      "\n"
      "Run every function in the reference interpreter on seeded random inputs\n"
      "and print a checksum of each output.\n"},
-    {"run", "task shape seed target trace repeat min-ms",
+    {"run", "task shape seed target trace repeat min-ms intrin",
      "usage: mlc-ir run FILE.py | --task NAME [--shape S] [--target T] [--trace TRACE.json]\n"
      "                  [--repeat N] [--min-ms MS] [--seed N]\n"
      "\n"
@@ -99,10 +102,12 @@ static const command commands[] = {
      "                  runs the PTX on CUDA device 0 (timed with CUDA events; the\n"
      "                  reference then runs on the host CPU)\n"
      "  --trace FILE    a schedule trace (JSON) to apply first\n"
+     "  --intrin FILE   tensor intrinsics (NAME_desc/NAME_impl pairs) the trace's\n"
+     "                  Tensorize may name, besides the built-in ones\n"
      "  --repeat N      timing repeats (default 5)\n"
      "  --min-ms MS     minimum duration of one repeat (default 50)\n"
      "  --seed N        input seed (default 1)\n"},
-    {"build", "task shape target trace output header name",
+    {"build", "task shape target trace output header name intrin",
      "usage: mlc-ir build FILE.py | --task NAME -o OUT.o [--header OUT.h] [--target T]\n"
      "                    [--name SYM] [--trace TRACE.json]\n"
      "\n"
@@ -113,8 +118,10 @@ static const command commands[] = {
      "a typed wrapper `SYM_call(float *A, ...)`. Link with build/libmlcrt.a\n"
      "and -lpthread. With --target \"cuda -arch=sm_80\" the output is PTX text\n"
      "(one .entry per function; no --header), for functions whose loops are\n"
-     "bound to blockIdx/threadIdx.\n"},
-    {"apply", "task shape trace print-trace run target repeat min-ms seed",
+     "bound to blockIdx/threadIdx. --intrin FILE.py registers tensor intrinsics\n"
+     "(NAME_desc/NAME_impl pairs) for the trace's Tensorize; functions they call\n"
+     "with T.call_extern are left for the final link.\n"},
+    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin",
      "usage: mlc-ir apply FILE.py | --task NAME --trace TRACE.json [--print-trace] [--run]\n"
      "\n"
      "Replay a schedule trace (JSON, as stored in the database) on the function\n"
@@ -122,6 +129,8 @@ static const command commands[] = {
      "function its GetBlock instructions name (the only one of a task).\n"
      "\n"
      "  --print-trace   print the replayed trace in Python-like form on stderr\n"
+     "  --intrin FILE   register the tensor intrinsics of FILE.py (pairs\n"
+     "                  NAME_desc / NAME_impl) for Tensorize; may be repeated\n"
      "  --run           also compile the result and check it against the\n"
      "                  unscheduled function, as `run` does (takes --target,\n"
      "                  --repeat, --min-ms)\n"
@@ -147,6 +156,7 @@ static const char *usage_text =
     "  -s, --shape S        comma-separated shape for --task, e.g. 128,128,128\n"
     "      --target T       target string, e.g. \"llvm -num-cores=2\" (default llvm)\n"
     "      --trace FILE     schedule trace JSON (run, build, apply)\n"
+    "      --intrin FILE    tensor intrinsics (NAME_desc/NAME_impl) for Tensorize (run, build, apply)\n"
     "  -o, --output FILE    object file to write (build)\n"
     "      --header FILE    C header to write (build)\n"
     "      --name SYM       symbol of the single function (build)\n"
@@ -893,6 +903,7 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
       {"name", required_argument, 0, OPT_NAME},    {"print-trace", no_argument, 0, OPT_PRINT_TRACE},
       {"run", no_argument, 0, OPT_RUN},            {"repeat", required_argument, 0, OPT_REPEAT},
       {"min-ms", required_argument, 0, OPT_MIN_MS}, {"help", no_argument, 0, 'h'},
+      {"intrin", required_argument, 0, OPT_INTRIN},
       {0, 0, 0, 0},
   };
   int c, idx = -1;
@@ -911,6 +922,10 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
     case OPT_HEADER: o->header = optarg; break;
     case OPT_NAME: o->name = optarg; break;
     case OPT_PRINT_TRACE: o->print_trace = true; break;
+    case OPT_INTRIN:
+      if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "too many --intrin files");
+      o->intrins[o->n_intrins++] = optarg;
+      break;
     case OPT_RUN: o->run = true; break;
     case OPT_SEED: {
       char *end;
@@ -962,6 +977,15 @@ static int check_usage(const command *cmd, const options *o) {
   return 0;
 }
 
+static bool register_intrins(const char *path) {
+  mlc_error err;
+  char *text = mlc_read_file(path, NULL, &err);
+  bool ok = text && mlc_tensor_intrin_register_text(path, text, NULL, &err);
+  mlc_free(text);
+  if (!ok) fprintf(stderr, "mlc-ir: error: --intrin %s: %s\n", path, err.msg);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   options o = {.seed = 1, .repeat = 5, .min_ms = 50};
   bool help = false, list = false;
@@ -980,6 +1004,8 @@ int main(int argc, char **argv) {
   if (!cmd) return usage_error("unknown command '%s'", o.command);
   rc = check_usage(cmd, &o);
   if (rc) return rc;
+  for (int i = 0; i < o.n_intrins; i++)
+    if (!register_intrins(o.intrins[i])) return 1;
   mlc_arena *a = mlc_arena_new();
   if (strcmp(cmd->name, "eval") == 0) rc = cmd_eval(a, &o);
   else if (strcmp(cmd->name, "run") == 0) rc = cmd_run(a, &o);

@@ -192,3 +192,21 @@ check cli_build_symbol test $? -eq 0
 check cli_build_needs_output_exit2 test $? -eq 2
 "$IR" build tests/kernels/blocks.py --name x -o "$tmp/x.o" >/dev/null 2>&1
 check cli_build_name_needs_one_func test $? -ne 0
+
+# The notes' tensorize example: the built-in tmm16, an --intrin file, and
+# an object that leaves tmm16 to the final link.
+X=examples/tensorize
+"$IR" apply "$X/matmul.py" --trace "$X/tmm16_trace.json" --print-trace >"$tmp/tz.py" 2>"$tmp/tz.trace"
+check cli_tensorize_apply test $? -eq 0
+check cli_tensorize_golden cmp -s "$tmp/tz.py" tests/sched_golden/tensorize_tmm16.expected
+check cli_tensorize_trace grep -q 'sch.tensorize(block_or_loop=b10, tensor_intrin="tmm16")' "$tmp/tz.trace"
+sed 's/"tmm16"/"mytmm"/' "$X/tmm16_trace.json" >"$tmp/my.json"
+sed 's/tmm16_/mytmm_/g' "$X/tmm16.py" >"$tmp/mytmm.py"
+"$IR" apply "$X/matmul.py" --trace "$tmp/my.json" >/dev/null 2>"$tmp/err"
+check cli_tensorize_unknown_exit1 test $? -eq 1
+check cli_tensorize_unknown_message grep -q 'no tensor intrinsic named "mytmm"' "$tmp/err"
+"$IR" apply "$X/matmul.py" --trace "$tmp/my.json" --intrin "$tmp/mytmm.py" >"$tmp/my.py" 2>"$tmp/err"
+check cli_tensorize_intrin_file grep -q 'T.call_extern("int32", "tmm16"' "$tmp/my.py"
+"$IR" build "$X/matmul.py" --trace "$X/tmm16_trace.json" -o "$tmp/tz.o" 2>"$tmp/err"
+nm "$tmp/tz.o" 2>/dev/null | grep -q ' U tmm16$'
+check cli_tensorize_build_extern_symbol test $? -eq 0
