@@ -102,8 +102,15 @@ cg_buf *cg_lookup_buf(cg *c, const mlc_buffer *b) {
   mlc_panic(__FILE__, __LINE__, "codegen: buffer %s is not bound", b->name);
 }
 
+static bool is_extern(const mlc_expr *e, void *ud) {
+  MLC_UNUSED(ud);
+  return e->kind == MLC_EXPR_CALL_EXTERN;
+}
+
+/* An external call counts as lane-dependent even when its arguments are
+ * not: each lane of the loop calls it once (cg_extern scalarizes). */
 bool cg_uses_lane(cg *c, const mlc_expr *e) {
-  return c->lanes && mlc_expr_uses_var(e, c->lane_var);
+  return c->lanes && (mlc_expr_uses_var(e, c->lane_var) || mlc_expr_any(e, is_extern, NULL));
 }
 
 bool cg_unit_stride(cg *c, const mlc_expr *idx, const mlc_expr **base) {

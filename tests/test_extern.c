@@ -35,6 +35,11 @@ int32_t scale3(float *out, const float *a, int rows, int so, int sa) {
   return 0;
 }
 
+/* Each call returns the next number: counts calls. */
+static int next_count;
+float next_value(void);
+float next_value(void) { return (float)next_count++; }
+
 /* Interpreter wrappers: unpack mlc_extern_vals into the C calls. */
 static double row_sum_x(void *ud, int n, const mlc_extern_val *a) {
   (void)ud, (void)n;
@@ -323,6 +328,43 @@ out:
 }
 
 static void test_codegen(void) { check_compiled(ext_src, "@row_sum"); }
+
+/* In a vectorized loop every lane calls the function once, even though
+ * its arguments do not depend on the lane. */
+static void test_codegen_vectorized(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  const char *src =
+      "@T.prim_func\ndef main(B: T.Buffer((8,), \"float32\")):\n"
+      "    for i in T.vectorized(8):\n        with T.block(\"v\"):\n"
+      "            vi = T.axis.spatial(8, i)\n"
+      "            B[vi] = T.call_extern(\"float32\", \"next_value\") + T.float32(1)\n";
+  mlc_prim_func *f = parse_one(a, src, &err);
+  CHECK_MSG(f, "%s", err.msg);
+  mlc_target t;
+  mlc_object obj;
+  CHECK(mlc_target_parse("llvm", &t, &err));
+  if (f && mlc_target_build(&t, 1, (const mlc_prim_func *const *)&f, NULL, NULL, &obj, &err)) {
+    CHECK(mlc_jit_define_symbol("next_value", (void *)next_value, &err));
+    mlc_jit_lib *lib = mlc_jit_load(&obj, &err);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
+    CHECK_MSG(fn, "%s", err.msg);
+    if (fn) {
+      mlc_array *B = mlc_array_for_buffer(f->params[0]);
+      next_count = 0;
+      CHECK(mlc_kernel_call(fn, 1, B) == 0);
+      CHECK_MSG(next_count == 8, "called %d times", next_count);
+      const float *b = B->data;
+      for (int i = 0; i < 8; i++) CHECK_MSG(b[i] == (float)(i + 1), "B[%d] = %g", i, b[i]);
+      mlc_array_free(B);
+    }
+    mlc_jit_unload(lib);
+    mlc_object_free(&obj);
+  } else if (f) {
+    CHECK_MSG(0, "build: %s", err.msg);
+  }
+  mlc_arena_free(a);
+}
 static void test_codegen_compacted(void) { check_compiled(compact_src, "i32 4, i32 16, i32 16)"); }
 
 int main(void) {
@@ -336,6 +378,7 @@ int main(void) {
   RUN(test_interp_unregistered);
   RUN(test_codegen);
   RUN(test_codegen_compacted);
+  RUN(test_codegen_vectorized);
   mlc_jit_shutdown();
   return test_summary();
 }
