@@ -18,6 +18,7 @@
 #include "tasks/tasks.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@ enum {
   OPT_REPEAT,
   OPT_MIN_MS,
   OPT_INTRIN,
+  OPT_EXTERN,
 };
 
 typedef struct options {
@@ -58,6 +60,8 @@ typedef struct options {
   uint64_t seed;
   const char *intrins[8]; /* --intrin files, registered before the trace replays */
   int n_intrins;
+  const char *externs[8]; /* --extern shared objects for T.call_extern (run) */
+  int n_externs;
   const char *given[32]; /* options seen, by long name, to refuse misplaced ones */
   int n_given;
 } options;
@@ -84,7 +88,7 @@ static const command commands[] = {
      "\n"
      "Run every function in the reference interpreter on seeded random inputs\n"
      "and print a checksum of each output.\n"},
-    {"run", "task shape seed target trace repeat min-ms intrin",
+    {"run", "task shape seed target trace repeat min-ms intrin extern",
      "usage: mlc-ir run FILE.py | --task NAME [--shape S] [--target T] [--trace TRACE.json]\n"
      "                  [--repeat N] [--min-ms MS] [--seed N]\n"
      "\n"
@@ -104,6 +108,8 @@ static const command commands[] = {
      "  --trace FILE    a schedule trace (JSON) to apply first\n"
      "  --intrin FILE   tensor intrinsics (NAME_desc/NAME_impl pairs) the trace's\n"
      "                  Tensorize may name, besides the built-in ones\n"
+     "  --extern LIB.so a shared object defining the functions the kernels call\n"
+     "                  with T.call_extern (may be repeated)\n"
      "  --repeat N      timing repeats (default 5)\n"
      "  --min-ms MS     minimum duration of one repeat (default 50)\n"
      "  --seed N        input seed (default 1)\n"},
@@ -121,7 +127,7 @@ static const command commands[] = {
      "bound to blockIdx/threadIdx. --intrin FILE.py registers tensor intrinsics\n"
      "(NAME_desc/NAME_impl pairs) for the trace's Tensorize; functions they call\n"
      "with T.call_extern are left for the final link.\n"},
-    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin",
+    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin extern",
      "usage: mlc-ir apply FILE.py | --task NAME --trace TRACE.json [--print-trace] [--run]\n"
      "\n"
      "Replay a schedule trace (JSON, as stored in the database) on the function\n"
@@ -133,7 +139,7 @@ static const command commands[] = {
      "                  NAME_desc / NAME_impl) for Tensorize; may be repeated\n"
      "  --run           also compile the result and check it against the\n"
      "                  unscheduled function, as `run` does (takes --target,\n"
-     "                  --repeat, --min-ms)\n"
+     "                  --repeat, --min-ms, --extern)\n"
      "  --seed N        seed for decisions that no longer fit and are drawn\n"
      "                  again, and for --run's inputs (default 1)\n"},
 };
@@ -157,6 +163,7 @@ static const char *usage_text =
     "      --target T       target string, e.g. \"llvm -num-cores=2\" (default llvm)\n"
     "      --trace FILE     schedule trace JSON (run, build, apply)\n"
     "      --intrin FILE    tensor intrinsics (NAME_desc/NAME_impl) for Tensorize (run, build, apply)\n"
+    "      --extern LIB.so  shared object with the functions T.call_extern calls (run, apply --run)\n"
     "  -o, --output FILE    object file to write (build)\n"
     "      --header FILE    C header to write (build)\n"
     "      --name SYM       symbol of the single function (build)\n"
@@ -781,11 +788,72 @@ static mlc_prim_func **scheduled_funcs(mlc_arena *a, const options *o, const mlc
   return out;
 }
 
+/* ---- external functions ----------------------------------------------------------- */
+
+typedef struct extern_names {
+  mlc_arena *a;
+  MLC_VEC(const char *) v;
+} extern_names;
+
+static void note_extern(const mlc_expr *e, void *ud) {
+  extern_names *x = ud;
+  if (e->kind != MLC_EXPR_CALL_EXTERN) return;
+  for (int i = 0; i < x->v.len; i++)
+    if (strcmp(x->v.data[i], e->ext.name) == 0) return;
+  MLC_VEC_APUSH(x->a, x->v, e->ext.name);
+}
+
+/* The T.call_extern names of a statement tree. */
+static void stmt_externs(const mlc_stmt *s, extern_names *x) {
+  if (!s) return;
+  switch (s->kind) {
+  case MLC_STMT_FOR: stmt_externs(s->loop.body, x); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    stmt_externs(s->realize.block->init, x);
+    stmt_externs(s->realize.block->body, x);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) stmt_externs(s->seq.stmts[i], x);
+    return;
+  case MLC_STMT_STORE: mlc_expr_visit(s->store.value, note_extern, x); return;
+  case MLC_STMT_IF:
+    stmt_externs(s->if_.then_s, x);
+    stmt_externs(s->if_.else_s, x);
+    return;
+  case MLC_STMT_ALLOCATE: stmt_externs(s->alloc.body, x); return;
+  case MLC_STMT_EVALUATE: mlc_expr_visit(s->eval.value, note_extern, x); return;
+  }
+  mlc_unreachable();
+}
+
+/* Each function the kernels call, looked up in the --extern shared
+ * objects (kept open) and defined for the JIT. */
+static bool define_externs(mlc_arena *a, const options *o, int n, mlc_prim_func **funcs) {
+  extern_names x = {.a = a};
+  for (int i = 0; i < n; i++) stmt_externs(funcs[i]->body, &x);
+  void *libs[MLC_COUNTOF(o->externs)];
+  for (int i = 0; i < o->n_externs; i++) {
+    libs[i] = dlopen(o->externs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!libs[i]) return fprintf(stderr, "mlc-ir: error: --extern %s: %s\n", o->externs[i], dlerror()), false;
+  }
+  for (int k = 0; k < x.v.len; k++) {
+    void *p = NULL;
+    for (int i = 0; i < o->n_externs && !p; i++) p = dlsym(libs[i], x.v.data[k]);
+    mlc_error err;
+    if (!p)
+      return fprintf(stderr, "mlc-ir: error: T.call_extern \"%s\": no --extern shared object defines it\n",
+                     x.v.data[k]), false;
+    if (!mlc_jit_define_symbol(x.v.data[k], p, &err)) return fail(err.msg), false;
+  }
+  return true;
+}
+
 static bool run_all(mlc_arena *a, const options *o, const mlc_module *m, mlc_prim_func **sched,
                     const mlc_task_def *task, const int64_t *shape) {
   mlc_target t;
   mlc_error err;
   if (!parse_target(o, &t)) return false;
+  if (t.backend != &mlc_backend_cuda && !define_externs(a, o, m->n_funcs, sched)) return false;
   /* the tuner's check: "no CUDA device: <reason>" before any work */
   if (!mlc_measure_runner_check(t.str, &err)) return fail(err.msg), false;
   bool ok = true;
@@ -903,7 +971,7 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
       {"name", required_argument, 0, OPT_NAME},    {"print-trace", no_argument, 0, OPT_PRINT_TRACE},
       {"run", no_argument, 0, OPT_RUN},            {"repeat", required_argument, 0, OPT_REPEAT},
       {"min-ms", required_argument, 0, OPT_MIN_MS}, {"help", no_argument, 0, 'h'},
-      {"intrin", required_argument, 0, OPT_INTRIN},
+      {"intrin", required_argument, 0, OPT_INTRIN}, {"extern", required_argument, 0, OPT_EXTERN},
       {0, 0, 0, 0},
   };
   int c, idx = -1;
@@ -925,6 +993,10 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
     case OPT_INTRIN:
       if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "too many --intrin files");
       o->intrins[o->n_intrins++] = optarg;
+      break;
+    case OPT_EXTERN:
+      if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
+      o->externs[o->n_externs++] = optarg;
       break;
     case OPT_RUN: o->run = true; break;
     case OPT_SEED: {
@@ -972,7 +1044,7 @@ static int check_usage(const command *cmd, const options *o) {
   if (strcmp(name, "apply") == 0 && !o->trace) return usage_error("%s", "apply needs --trace TRACE.json");
   if (o->run && strcmp(name, "apply") == 0) return 0;
   for (int i = 0; i < o->n_given; i++)
-    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms", o->given[i]))
+    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms extern", o->given[i]))
       return usage_error("--%s needs --run", o->given[i]);
   return 0;
 }

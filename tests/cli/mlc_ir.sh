@@ -210,3 +210,15 @@ check cli_tensorize_intrin_file grep -q 'T.call_extern("int32", "tmm16"' "$tmp/m
 "$IR" build "$X/matmul.py" --trace "$X/tmm16_trace.json" -o "$tmp/tz.o" 2>"$tmp/err"
 nm "$tmp/tz.o" 2>/dev/null | grep -q ' U tmm16$'
 check cli_tensorize_build_extern_symbol test $? -eq 0
+# run: the tensorized kernel calls tmm16 from a shared object and matches
+# the unscheduled kernel; without --extern it is refused by name.
+if cc -shared -fPIC -O1 -o "$tmp/libtmm16.so" "$X/tmm16.c" 2>"$tmp/err"; then
+  "$IR" run "$X/matmul.py" --trace "$X/tmm16_trace.json" --extern "$tmp/libtmm16.so" --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+  check cli_tensorize_run_extern grep -q '^main: max error [0-9.e-]* vs interpreter' "$tmp/out"
+  "$IR" run "$X/matmul.py" --trace "$X/tmm16_trace.json" --repeat 1 --min-ms 1 >/dev/null 2>"$tmp/err"
+  check cli_tensorize_run_needs_extern grep -q 'T.call_extern "tmm16": no --extern shared object defines it' "$tmp/err"
+  "$IR" apply "$X/matmul.py" --trace "$X/tmm16_trace.json" --extern "$tmp/libtmm16.so" >/dev/null 2>&1
+  check cli_tensorize_extern_needs_run_exit2 test $? -eq 2
+else
+  fail cli_tensorize_run_extern "cc -shared: $(head -c 200 "$tmp/err")"
+fi
