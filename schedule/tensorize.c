@@ -190,7 +190,7 @@ bool mlc_tensor_intrin_exists(const char *name) {
 /* ---- matching ------------------------------------------------------------------ */
 
 typedef struct matcher {
-  mlc_arena *a; /* scratch */
+  mlc_arena *a; /* what matching builds (the state's arena: the bases outlive it) */
   const mlc_prim_func *desc;
   const char *bname; /* the block being tensorized, for messages */
   MLC_VEC(mlc_var *) tvars;  /* block vars ... */
