@@ -84,6 +84,21 @@ bool db_begin(mlc_db *db, mlc_error *err) { return db_exec(db, db->be->begin_sql
 bool db_commit(mlc_db *db, mlc_error *err) { return db_exec(db, "COMMIT", err); }
 void db_rollback(mlc_db *db) { db->be->exec(db, "ROLLBACK"); }
 
+/* Jobs sharing a server write overlapping rows in their own orders, so two
+ * transactions can wait on each other; the server then aborts one (a
+ * deadlock), which simply runs again. */
+enum { TRANSACTION_TRIES = 8 };
+
+bool db_transaction(mlc_db *db, bool (*body)(mlc_db *db, void *ctx, mlc_error *err), void *ctx,
+                    mlc_error *err) {
+  for (int t = 1;; t++) {
+    if (!db_begin(db, err)) return false;
+    if (body(db, ctx, err) && db_commit(db, err)) return true;
+    db_rollback(db);
+    if (t == TRANSACTION_TRIES || !db->be->retryable(db)) return false;
+  }
+}
+
 bool db_bind_text(mlc_db *db, db_stmt *st, int i, const char *s) {
   return db->be->bind_text(st, i, s);
 }
@@ -223,14 +238,17 @@ static bool check_schema(mlc_db *db, mlc_db_mode mode, mlc_error *err) {
   return migrate(db, v, err);
 }
 
+static bool schema_body(mlc_db *db, void *ctx, mlc_error *err) {
+  const mlc_db_mode *mode = ctx;
+  return (!db->be->schema_lock_sql || db_exec(db, db->be->schema_lock_sql, err)) &&
+         check_schema(db, *mode, err);
+}
+
 /* The schema is read, created or migrated in one transaction: a failed
  * migration leaves the database as it was. */
 static bool open_schema(mlc_db *db, mlc_db_mode mode, mlc_error *err) {
-  if (!db_begin(db, err)) return false;
-  bool ok = (!db->be->schema_lock_sql || db_exec(db, db->be->schema_lock_sql, err)) &&
-            check_schema(db, mode, err) && db_commit(db, err);
-  if (!ok) db_rollback(db);
-  return ok && (!db->be->after_open_sql || db_exec(db, db->be->after_open_sql, err));
+  return db_transaction(db, schema_body, &mode, err) &&
+         (!db->be->after_open_sql || db_exec(db, db->be->after_open_sql, err));
 }
 
 bool mlc_db_is_url(const char *spec) {
@@ -432,13 +450,21 @@ int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const m
   return id;
 }
 
+typedef struct add_workload_ctx {
+  const char *task, *shape;
+  const mlc_prim_func *f;
+  int64_t id;
+} add_workload_ctx;
+
+static bool add_workload_body(mlc_db *db, void *ctx, mlc_error *err) {
+  add_workload_ctx *c = ctx;
+  return (c->id = db_add_workload(db, c->task, c->shape, c->f, err)) >= 0;
+}
+
 int64_t mlc_db_add_workload(mlc_db *db, const char *task, const char *shape,
                             const mlc_prim_func *f, mlc_error *err) {
-  if (!db_begin(db, err)) return -1;
-  int64_t id = db_add_workload(db, task, shape, f, err);
-  if (id >= 0 && db_commit(db, err)) return id;
-  db_rollback(db);
-  return -1;
+  add_workload_ctx c = {task, shape, f, -1};
+  return db_transaction(db, add_workload_body, &c, err) ? c.id : -1;
 }
 
 int mlc_db_list_workloads(mlc_db *db, const char *task, const char *shape, mlc_arena *a,
@@ -641,39 +667,28 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
   return ok;
 }
 
-/* One attempt at the batch's transaction; rolled back on failure. */
-static bool commit_once(mlc_db *db, int n, const mlc_db_record *recs, int *n_added,
-                        mlc_error *err) {
-  if (!db_begin(db, err)) return false;
-  int added = 0;
-  for (int i = 0; i < n; i++) {
+typedef struct commit_ctx {
+  int n;
+  const mlc_db_record *recs;
+  int added;
+} commit_ctx;
+
+static bool commit_body(mlc_db *db, void *ctx, mlc_error *err) {
+  commit_ctx *c = ctx;
+  c->added = 0;
+  for (int i = 0; i < c->n; i++) {
     bool a = false;
-    if (!db_insert_record(db, &recs[i], &a, err)) {
-      db_rollback(db);
+    if (!db_insert_record(db, &c->recs[i], &a, err))
       return mlc_error_prefix(err, "record %d of the batch", i);
-    }
-    added += a;
+    c->added += a;
   }
-  if (!db_commit(db, err)) {
-    db_rollback(db);
-    return false;
-  }
-  *n_added = added;
   return true;
 }
 
-/* Jobs sharing a server insert overlapping traces in their own orders, so
- * two batches can wait on each other's rows; the server then aborts one
- * (a deadlock), which simply runs its batch again. */
-enum { COMMIT_TRIES = 8 };
-
 bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, mlc_error *err) {
-  int added = 0;
-  for (int t = 1;; t++) {
-    if (commit_once(db, n, recs, &added, err)) break;
-    if (t == COMMIT_TRIES || !db->be->retryable(db)) return false;
-  }
-  if (n_added) *n_added = added;
+  commit_ctx c = {n, recs, 0};
+  if (!db_transaction(db, commit_body, &c, err)) return false;
+  if (n_added) *n_added = c.added;
   return true;
 }
 
@@ -714,22 +729,33 @@ static bool append_secs(mlc_db *db, const mlc_db_record *r, int n, const double 
   return ok;
 }
 
+typedef struct run_secs_ctx {
+  int64_t id;
+  int n;
+  const double *secs;
+} run_secs_ctx;
+
+static bool add_run_secs_body(mlc_db *db, void *ctx, mlc_error *err) {
+  const run_secs_ctx *c = ctx;
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record r;
+  int found = get_record_locked(db, c->id, a, &r, err);
+  bool ok = found > 0 && !r.error;
+  if (found == 0) mlc_error_set(err, "no record %lld", (long long)c->id);
+  if (found > 0 && r.error)
+    mlc_error_set(err, "record %lld failed (%s): it has no run times", (long long)c->id, r.error);
+  ok = ok && append_secs(db, &r, c->n, c->secs, err);
+  mlc_arena_free(a);
+  return ok;
+}
+
 bool mlc_db_add_run_secs(mlc_db *db, int64_t id, int n, const double *secs, mlc_error *err) {
   for (int i = 0; i < n; i++)
     if (!(secs[i] > 0) || secs[i] > 1e9)
       return mlc_error_set(err, "record %lld: run time %g", (long long)id, secs[i]);
   if (n <= 0) return mlc_error_set(err, "record %lld: no run times to add", (long long)id);
-  if (!db_begin(db, err)) return false;
-  mlc_arena *a = mlc_arena_new();
-  mlc_db_record r;
-  int found = get_record_locked(db, id, a, &r, err);
-  bool ok = found > 0 && !r.error;
-  if (found == 0) mlc_error_set(err, "no record %lld", (long long)id);
-  if (found > 0 && r.error) mlc_error_set(err, "record %lld failed (%s): it has no run times", (long long)id, r.error);
-  ok = ok && append_secs(db, &r, n, secs, err) && db_commit(db, err);
-  if (!ok) db_rollback(db);
-  mlc_arena_free(a);
-  return ok;
+  run_secs_ctx c = {id, n, secs};
+  return db_transaction(db, add_run_secs_body, &c, err);
 }
 
 int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,

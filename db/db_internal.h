@@ -42,7 +42,6 @@ typedef struct db_backend {
   bool (*bind_blob)(db_stmt *st, int i, const void *p, size_t n);
   /* 1: a row is ready; 0: done; -1: error (db's message set). */
   int (*step)(db_stmt *st);
-  bool (*column_null)(db_stmt *st, int i);
   int64_t (*column_int)(db_stmt *st, int i);       /* NULL reads 0 */
   double (*column_double)(db_stmt *st, int i);     /* NULL reads 0 */
   const char *(*column_text)(db_stmt *st, int i);  /* NULL stays NULL; valid until next step */
@@ -83,6 +82,11 @@ bool db_exec(mlc_db *db, const char *sql, mlc_error *err);
 bool db_begin(mlc_db *db, mlc_error *err);
 bool db_commit(mlc_db *db, mlc_error *err);
 void db_rollback(mlc_db *db);
+/* body(db, ctx, err) in a transaction: committed when it returns true,
+ * else rolled back; run again from the start (so body must start from
+ * ctx's inputs alone) when the engine aborted it for a deadlock. */
+bool db_transaction(mlc_db *db, bool (*body)(mlc_db *db, void *ctx, mlc_error *err), void *ctx,
+                    mlc_error *err);
 /* The statement's calls through db->be, shorter to read. */
 bool db_bind_text(mlc_db *db, db_stmt *st, int i, const char *s);
 const char *db_column_text(mlc_db *db, db_stmt *st, int i, mlc_arena *a); /* NULL stays NULL */

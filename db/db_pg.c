@@ -286,7 +286,6 @@ const db_backend db_backend_pg = {
     .bind_null = pg_bind_null,
     .bind_blob = pg_bind_blob,
     .step = pg_step,
-    .column_null = pg_column_null,
     .column_int = pg_column_int,
     .column_double = pg_column_double,
     .column_text = pg_column_text,

@@ -143,10 +143,6 @@ static int sq_step(db_stmt *st) {
   return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-static bool sq_column_null(db_stmt *st, int i) {
-  return sqlite3_column_type(S(st), i) == SQLITE_NULL;
-}
-
 static int64_t sq_column_int(db_stmt *st, int i) { return sqlite3_column_int64(S(st), i); }
 static double sq_column_double(db_stmt *st, int i) { return sqlite3_column_double(S(st), i); }
 
@@ -183,7 +179,6 @@ const db_backend db_backend_sqlite = {
     .bind_null = sq_bind_null,
     .bind_blob = sq_bind_blob,
     .step = sq_step,
-    .column_null = sq_column_null,
     .column_int = sq_column_int,
     .column_double = sq_column_double,
     .column_text = sq_column_text,

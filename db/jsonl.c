@@ -149,17 +149,23 @@ static bool blank(const char *p, size_t n) {
   return true;
 }
 
-bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
-                   mlc_error *err) {
-  if (!db_begin(db, err)) return false;
-  int64_t added = 0, dup = 0;
+typedef struct import_ctx {
+  const char *text;
+  size_t len;
+  int64_t added, dup;
+} import_ctx;
+
+/* Every line into the open transaction. */
+static bool import_body(mlc_db *db, void *ctx, mlc_error *err) {
+  import_ctx *c = ctx;
+  c->added = c->dup = 0;
   size_t pos = 0;
   int lineno = 0;
   bool ok = true;
-  while (ok && pos < len) {
-    const char *line = text + pos;
-    const char *nl = memchr(line, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - line) : len - pos;
+  while (ok && pos < c->len) {
+    const char *line = c->text + pos;
+    const char *nl = memchr(line, '\n', c->len - pos);
+    size_t n = nl ? (size_t)(nl - line) : c->len - pos;
     pos += n + (nl ? 1 : 0);
     lineno++;
     if (blank(line, n)) continue;
@@ -168,15 +174,17 @@ bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, i
     ok = import_line(db, a, line, n, &was_added, err);
     mlc_arena_free(a);
     if (!ok) mlc_error_prefix(err, "line %d", lineno);
-    added += was_added;
-    dup += ok && !was_added;
+    c->added += was_added;
+    c->dup += ok && !was_added;
   }
-  if (ok && !db_commit(db, err)) ok = false;
-  if (!ok) {
-    db_rollback(db);
-    return false;
-  }
-  if (n_added) *n_added = added;
-  if (n_dup) *n_dup = dup;
+  return ok;
+}
+
+bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
+                   mlc_error *err) {
+  import_ctx c = {text, len, 0, 0};
+  if (!db_transaction(db, import_body, &c, err)) return false;
+  if (n_added) *n_added = c.added;
+  if (n_dup) *n_dup = c.dup;
   return true;
 }

@@ -1233,6 +1233,21 @@ static bool start_pg(char *dir, size_t n) {
 #endif
 }
 
+/* Whatever the build, a URL is never taken for a file name; without libpq
+ * it is refused with a message saying so, and no password in it. */
+static void test_url_refused(void) {
+  mlc_error err = {{0}};
+  const char *url = "postgresql://user:s3cret@nohost.invalid/db";
+  CHECK(mlc_db_open(url, MLC_DB_CREATE, &err) == NULL);
+  CHECK_MSG(!strstr(err.msg, "s3cret"), "%s", err.msg);
+#ifdef MLC_HAVE_LIBPQ
+  CHECK_MSG(strstr(err.msg, "postgresql://user@nohost.invalid/db: cannot connect"), "%s", err.msg);
+#else
+  CHECK_MSG(strstr(err.msg, "built without PostgreSQL support"), "%s", err.msg);
+#endif
+  CHECK(access("postgresql:", F_OK) != 0);
+}
+
 static void run_pg_set(void) {
   static char dir[512];
   if (!start_pg(dir, sizeof dir)) return;
@@ -1249,6 +1264,7 @@ int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/mlc_test_db_XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
   run_db_set();
+  RUN(test_url_refused);
   RUN(test_replay_hash);
   RUN(test_check_kernel);
   /* The same set against a PostgreSQL server the test starts. */
