@@ -17,6 +17,7 @@
 
 #ifdef MLC_HAVE_LIBPQ
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -137,13 +138,14 @@ static bool pg_exec(mlc_db *db, const char *sql) {
 
 /* ---- statements --------------------------------------------------------------------- */
 
-/* sql with `?` numbered in order and `?N` as `$N` (quoted text left
- * alone); *n receives the highest parameter number. NULL: out of memory,
- * or more than MAX_PARAMS parameters (*n then says how many). */
+/* sql with SQLite's placeholders as `$N` (quoted text left alone): `?N`
+ * is parameter N, a bare `?` one more than the largest so far (SQLite's
+ * rule). *n receives the highest number. NULL: out of memory, or (*n
+ * then -1) a parameter numbered 0 or over MAX_PARAMS. */
 static char *translate(const char *sql, int *n) {
-  char *out = mlc_malloc(strlen(sql) * 2 + 1), *q = out; /* "?" -> "$12" at most doubles */
+  char *out = mlc_malloc(strlen(sql) * 3 + 1), *q = out; /* "?" -> "$16" */
   if (!out) return NULL;
-  int next = 0, max = 0;
+  int max = 0;
   bool quoted = false;
   for (const char *p = sql; *p; p++) {
     if (*p == '\'') quoted = !quoted;
@@ -151,16 +153,18 @@ static char *translate(const char *sql, int *n) {
       *q++ = *p;
       continue;
     }
-    char *end;
-    long k = strtol(p + 1, &end, 10);
-    if (end == p + 1) k = ++next;
-    else p = end - 1;
+    long k = max + 1;
+    if (isdigit((unsigned char)p[1])) {
+      char *end;
+      k = strtol(p + 1, &end, 10);
+      p = end - 1;
+    }
+    if (k < 1 || k > MAX_PARAMS) return *n = -1, mlc_free(out), NULL;
     if (k > max) max = (int)k;
     q += sprintf(q, "$%ld", k);
   }
   *q = 0;
   *n = max;
-  if (max > MAX_PARAMS) return mlc_free(out), NULL;
   return out;
 }
 
@@ -170,7 +174,7 @@ static db_stmt *pg_prepare(mlc_db *db, const char *sql) {
   memset(st, 0, sizeof *st);
   st->db = db;
   if (!(st->sql = translate(sql, &st->n_params))) {
-    set_msg(db, st->n_params > MAX_PARAMS ? "too many parameters" : "out of memory", NULL);
+    set_msg(db, st->n_params < 0 ? "a parameter numbered 0 or over 16" : "out of memory", NULL);
     mlc_free(st);
     return NULL;
   }
