@@ -650,12 +650,8 @@ static _Noreturn void writer_child_order(const char *path, int fd, int max_batch
   _exit(0);
 }
 
-static _Noreturn void writer_child_salted(const char *path, int fd, int max_batches, int salt) {
-  writer_child_order(path, fd, max_batches, salt, false);
-}
-
 static _Noreturn void writer_child(const char *path, int fd, int max_batches) {
-  writer_child_salted(path, fd, max_batches, 0);
+  writer_child_order(path, fd, max_batches, 0, false);
 }
 
 static void test_sigkill_writer(void) {
@@ -747,24 +743,30 @@ static void test_concurrent_reader(void) {
   mlc_db_close(r);
 }
 
-/* Two tuners share one file: the busy timeout serializes their commits,
- * nothing is lost and neither fails. */
-static void test_two_writers(void) {
-  const char *p = dbp("two.db");
+/* Two writer children at once, 25 batches each, on a fresh database;
+ * both must succeed. */
+static void two_writers(const char *p, int salt_a, int salt_b, bool reverse_b) {
   rm_db(p);
   fflush(stdout);
   pid_t a = fork();
-  if (a == 0) writer_child_salted(p, -1, 25, 1000000);
+  if (a == 0) writer_child_order(p, -1, 25, salt_a, false);
   pid_t b = fork();
-  if (b == 0) writer_child_salted(p, -1, 25, 2000000);
+  if (b == 0) writer_child_order(p, -1, 25, salt_b, reverse_b);
   int sa, sb;
   waitpid(a, &sa, 0);
   waitpid(b, &sb, 0);
   CHECK_MSG(WIFEXITED(sa) && WEXITSTATUS(sa) == 0, "writer a: status %d", sa);
   CHECK_MSG(WIFEXITED(sb) && WEXITSTATUS(sb) == 0, "writer b: status %d", sb);
-  CHECK(raw_int(p, "SELECT count(*) FROM records") == 2 * 25 * BATCH);
   CHECK(raw_int(p, "SELECT count(*) FROM workloads") == 1);
   check_integrity(p);
+}
+
+/* Two tuners share one file: the busy timeout serializes their commits,
+ * nothing is lost and neither fails. */
+static void test_two_writers(void) {
+  const char *p = dbp("two.db");
+  two_writers(p, 1000000, 2000000, false);
+  CHECK(raw_int(p, "SELECT count(*) FROM records") == 2 * 25 * BATCH);
 }
 
 /* Two jobs measured the same traces and commit them at the same time, in
@@ -773,21 +775,9 @@ static void test_two_writers(void) {
  * stored once, none is lost, neither job fails. */
 static void test_overlapping_writers(void) {
   const char *p = dbp("overlap.db");
-  rm_db(p);
-  fflush(stdout);
-  pid_t a = fork();
-  if (a == 0) writer_child_order(p, -1, 25, 3000000, false);
-  pid_t b = fork();
-  if (b == 0) writer_child_order(p, -1, 25, 3000000, true);
-  int sa, sb;
-  waitpid(a, &sa, 0);
-  waitpid(b, &sb, 0);
-  CHECK_MSG(WIFEXITED(sa) && WEXITSTATUS(sa) == 0, "writer a: status %d", sa);
-  CHECK_MSG(WIFEXITED(sb) && WEXITSTATUS(sb) == 0, "writer b: status %d", sb);
+  two_writers(p, 3000000, 3000000, true);
   CHECK(raw_int(p, "SELECT count(*) FROM records") == 25 * BATCH);
   CHECK(raw_int(p, "SELECT count(DISTINCT trace_hash) FROM records") == 25 * BATCH);
-  CHECK(raw_int(p, "SELECT count(*) FROM workloads") == 1);
-  check_integrity(p);
 }
 
 /* ---- JSON lines --------------------------------------------------------------------- */
