@@ -67,6 +67,8 @@ typedef struct db_backend {
 
 extern const db_backend db_backend_sqlite, db_backend_pg;
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 struct mlc_db {
   const db_backend *be;
   void *conn;     /* the backend's connection */
@@ -98,4 +100,6 @@ int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const m
                         mlc_error *err);
 bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif

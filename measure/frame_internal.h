@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* One kernel argument as the protocol carries it. */
 typedef struct frame_arg {
   uint32_t dtype; /* mlc_dtype */
@@ -55,6 +57,6 @@ bool frame_write_all(int fd, const void *p, size_t n);
  * end of input in the middle. */
 int frame_read_all(int fd, void *p, size_t n);
 
-double frame_now(void); /* monotonic seconds */
 
+#pragma GCC visibility pop
 #endif

@@ -245,8 +245,8 @@ static void job_failed(mlc_measure *m, worker *w, mlc_measure_status st, const c
     fail_workload(m, -1 - job, st, buf);
     return;
   }
-  if (w->kind == W_BUILD) m->c[job].res.build_sec = frame_now() - w->start;
-  else m->c[job].res.run_sec = frame_now() - w->start;
+  if (w->kind == W_BUILD) m->c[job].res.build_sec = mlc_now_sec() - w->start;
+  else m->c[job].res.run_sec = mlc_now_sec() - w->start;
   finish(m, job, st, msg);
 }
 
@@ -275,7 +275,7 @@ static void worker_died(mlc_measure *m, worker *w) {
 
 static void pause_builders(mlc_measure *m) {
   if (!m->o.pause_builders) return;
-  m->pause_start = frame_now();
+  m->pause_start = mlc_now_sec();
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->kind == W_BUILD && w->pid > 0 && w->job != NO_JOB && !w->stopped) {
@@ -287,7 +287,7 @@ static void pause_builders(mlc_measure *m) {
 
 static void resume_builders(mlc_measure *m) {
   if (m->pause_start <= 0) return;
-  double paused = frame_now() - m->pause_start;
+  double paused = mlc_now_sec() - m->pause_start;
   m->pause_start = 0;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
@@ -305,7 +305,7 @@ static void resume_builders(mlc_measure *m) {
 /* Blocking send on the non-blocking socket, bounded by the timeout. */
 static bool send_frame(worker *w, const mlc_str *s, double timeout) {
   size_t off = 0;
-  double end = frame_now() + timeout;
+  double end = mlc_now_sec() + timeout;
   while (off < s->len) {
     ssize_t k = send(w->fd, s->data + off, s->len - off, MSG_NOSIGNAL);
     if (k > 0) {
@@ -314,7 +314,7 @@ static bool send_frame(worker *w, const mlc_str *s, double timeout) {
     }
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    double left = end - frame_now();
+    double left = end - mlc_now_sec();
     if (left <= 0) return false;
     struct pollfd p = {w->fd, POLLOUT, 0};
     poll(&p, 1, (int)(left * 1000) + 1);
@@ -324,7 +324,7 @@ static bool send_frame(worker *w, const mlc_str *s, double timeout) {
 
 static bool start_worker(mlc_measure *m, worker *w, int job, const char **why) {
   static mlc_error err;
-  w->start = frame_now();
+  w->start = mlc_now_sec();
   int st;
   if (w->pid > 0 && waitpid(w->pid, &st, WNOHANG) == w->pid) {
     /* It died while idle (e.g. the OOM killer): not this job's fault. */
@@ -339,7 +339,7 @@ static bool start_worker(mlc_measure *m, worker *w, int job, const char **why) {
     return false;
   }
   w->job = job;
-  w->start = frame_now();
+  w->start = mlc_now_sec();
   w->deadline = w->start + (w->kind == W_BUILD ? m->o.build_timeout_s : m->o.run_timeout_s);
   if (!send_frame(w, &m->out, 10.0)) {
     *why = NULL;
@@ -465,7 +465,7 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
       set_text(buf, sizeof buf, "reference kernel: ", msg);
       return fail_workload(m, -1 - job, st, buf);
     }
-    m->c[job].res.build_sec = frame_now() - w->start;
+    m->c[job].res.build_sec = mlc_now_sec() - w->start;
     return finish(m, job, st, msg);
   }
   mlc_object obj = {0};
@@ -484,7 +484,7 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
     return;
   }
   cand *c = &m->c[job];
-  c->res.build_sec = frame_now() - w->start;
+  c->res.build_sec = mlc_now_sec() - w->start;
   c->obj = obj;
   c->threads = threads;
   c->state = C_BUILT;
@@ -509,7 +509,7 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
   m->wls.data[c->wl].in_runner = true;
-  c->res.run_sec = frame_now() - w->start;
+  c->res.run_sec = mlc_now_sec() - w->start;
   c->res.max_error = max_err;
   for (uint32_t i = 0; i < n; i++)
     if (!(c->res.secs[i] > 0) || !isfinite(c->res.secs[i])) {
@@ -535,7 +535,7 @@ static void run_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *r)
   if (type != MLC_FRAME_ERROR || !read_error(r, &st, msg, sizeof msg))
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "unexpected frame");
   w->job = NO_JOB;
-  m->c[ci].res.run_sec = frame_now() - w->start;
+  m->c[ci].res.run_sec = mlc_now_sec() - w->start;
   if (strncmp(msg, "reference kernel", 16) == 0) fail_workload(m, m->c[ci].wl, st, msg);
   else m->wls.data[m->c[ci].wl].in_runner = true;
   finish(m, ci, st, msg);
@@ -617,7 +617,7 @@ static void dispatch(mlc_measure *m) {
 }
 
 static void check_timeouts(mlc_measure *m) {
-  double now = frame_now();
+  double now = mlc_now_sec();
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid > 0 && w->job != NO_JOB && !w->stopped && now >= w->deadline) {
@@ -631,7 +631,7 @@ static void check_timeouts(mlc_measure *m) {
 static void wait_events(mlc_measure *m) {
   struct pollfd *pf = mlc_xmalloc(sizeof(struct pollfd) * (size_t)m->n_workers);
   int *who = mlc_xmalloc(sizeof(int) * (size_t)m->n_workers), np = 0;
-  double now = frame_now(), next = now + 1.0;
+  double now = mlc_now_sec(), next = now + 1.0;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid <= 0 || w->job == NO_JOB) continue;

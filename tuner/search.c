@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- a set of trace hashes -------------------------------------------------- */
 
@@ -90,12 +89,6 @@ struct mlc_tuner_search {
 static uint64_t next64(mlc_pcg32 *r) {
   uint64_t hi = mlc_pcg32_next(r);
   return (hi << 32) | mlc_pcg32_next(r);
-}
-
-static double now_sec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static item make_item(mlc_sched *s) {
@@ -375,7 +368,7 @@ static void fill_batch(mlc_tuner_search *s, int n, best_set *best, item_list *ra
 
 int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
                                 mlc_error *err) {
-  double t0 = now_sec();
+  double t0 = mlc_now_sec();
   free_batch(s);
   s->msg[0] = 0;
   *out = NULL;
@@ -421,7 +414,7 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
   free_items(&best.items);
   hs_free(&best.in);
   *out = s->batch.data;
-  s->stats.search_sec += now_sec() - t0;
+  s->stats.search_sec += mlc_now_sec() - t0;
   return rc;
 }
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
   *o = (mlc_tuner_tune_opts){
@@ -21,12 +20,6 @@ void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
       .cost_model = "xgb-rank",
   };
   mlc_tuner_opts_default(&o->search);
-}
-
-static double now_sec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Everything one run holds. */
@@ -285,7 +278,7 @@ static void report(tune_run *r, int batch, int batch_disturbed) {
   mlc_tuner_progress p = {
       .round = r->res->rounds, .trials_done = r->have, .trials_total = r->o->trials,
       .errors = r->res->errors, .batch = batch, .best_sec = r->best_sec,
-      .best_gflops = gflops(r, r->best_sec), .elapsed_s = now_sec() - r->t0,
+      .best_gflops = gflops(r, r->best_sec), .elapsed_s = mlc_now_sec() - r->t0,
       .retimed = r->res->retimed, .disturbed = r->res->disturbed,
       .batch_disturbed = batch_disturbed,
   };
@@ -534,7 +527,7 @@ static void tune_free(tune_run *r) {
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
-  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = now_sec()};
+  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
   r.on_gpu = target_is_gpu(r.target);
   mlc_str text = {0};
@@ -561,7 +554,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
         res->stopped = true;
         break;
       }
-      if (o->time_budget_s > 0 && now_sec() - r.t0 >= o->time_budget_s) {
+      if (o->time_budget_s > 0 && mlc_now_sec() - r.t0 >= o->time_budget_s) {
         snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
                  o->time_budget_s);
         break;
@@ -582,7 +575,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
     mlc_tuner_search_stats_get(r.search, &st);
     res->search_sec = st.search_sec;
   }
-  res->total_sec = now_sec() - r.t0;
+  res->total_sec = mlc_now_sec() - r.t0;
   tune_free(&r);
   return ok;
 }

@@ -5,6 +5,8 @@
 
 #include "tuner/tuner.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* Deepest loop nest the analyses follow. */
 #define TUNER_MAX_LOOPS 64
 /* Annotation keys the parallel-vectorize-unroll rule puts on the root
@@ -107,4 +109,6 @@ struct mlc_db_record;
 bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc_db_record *rec,
                           mlc_error *why);
 
+
+#pragma GCC visibility pop
 #endif
