@@ -12,6 +12,8 @@
 
 #include "db/db.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 typedef struct db_stmt db_stmt; /* a backend's prepared statement */
 
 /* Words of SQL that differ between engines: "@ID" (an integer primary key
@@ -67,8 +69,6 @@ typedef struct db_backend {
 
 extern const db_backend db_backend_sqlite, db_backend_pg;
 
-#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
-
 struct mlc_db {
   const db_backend *be;
   void *conn;     /* the backend's connection */
@@ -99,7 +99,6 @@ void db_now(char out[32]);
 int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const mlc_prim_func *f,
                         mlc_error *err);
 bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err);
-
 
 #pragma GCC visibility pop
 #endif
