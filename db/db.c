@@ -297,6 +297,12 @@ void mlc_db_normalize_target(const char *target, char *out, size_t n) {
   out[k] = 0;
 }
 
+static bool is_hex16(const char *s) {
+  for (int i = 0; i < 16; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return s[16] == 0;
+}
+
 /* A trace's canonical text and its hash (that of mlc_trace_hash, which
  * hashes the same text), in scratch arena a: the text grows with the trace,
  * so running out of memory is an error (the arena keeps what it took). */
@@ -637,7 +643,15 @@ static bool insert_record(mlc_db *db, mlc_arena *a, const mlc_db_record *r, bool
                           mlc_error *err) {
   char hash[17], target[512];
   const char *canon, *secs;
-  if (!trace_text(a, r->trace, hash, &canon, err)) return false;
+  if (r->trace_hash) { /* the caller's canonical text and its hash, as they are */
+    if (!is_hex16(r->trace_hash))
+      return mlc_error_set(err, "%s: adding a record: trace hash '%.40s' is not 16 hex digits",
+                           db->path, r->trace_hash);
+    memcpy(hash, r->trace_hash, 17);
+    canon = r->trace;
+  } else if (!trace_text(a, r->trace, hash, &canon, err)) {
+    return false;
+  }
   int n = r->error ? 0 : r->n_secs;
   if (!(secs = secs_text(a, n, r->secs)))
     return mlc_error_set(err, "%s: adding a record: out of memory", db->path);

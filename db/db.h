@@ -121,7 +121,11 @@ typedef struct mlc_db_record {
   int64_t workload_id;
   const char *target;  /* normalized by commit */
   const char *trace;   /* trace JSON (stored canonical) */
-  const char *trace_hash; /* set by queries; computed by commit */
+  /* Set by queries. Commit computes it from `trace` (parsed, written
+   * canonical) unless given: then `trace` must already be the canonical
+   * text (mlc_trace_to_json's) and this its hash (mlc_trace_hash's, 16
+   * lowercase hex digits), as the tuner has them; neither is re-derived. */
+  const char *trace_hash;
   int n_secs;
   const double *secs;  /* seconds per call per repeat; n_secs == 0 with an error */
   double mean_sec;     /* set by queries (0 with an error) */

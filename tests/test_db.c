@@ -407,6 +407,43 @@ static void test_records(void) {
   mlc_db_close(db);
 }
 
+/* A record committed with its trace hash (the tuner's canonical text and
+ * mlc_trace_hash) is stored as given, without re-deriving it, and is the
+ * same record as one whose hash the database computes; a malformed given
+ * hash is refused. */
+static void test_given_trace_hash(void) {
+  const char *p = dbp("given.db");
+  mlc_error err;
+  rm_db(p);
+  mlc_db *db = mlc_db_open(p, MLC_DB_CREATE, &err);
+  if (!db) return (void)CHECK_MSG(0, "%s", err.msg);
+  mlc_arena *a = mlc_arena_new();
+  int64_t wid = mlc_db_add_workload(db, "matmul", "16,16,16", matmul(a, 16), &err);
+  char *t = trace_json(4), hash[17];
+  mlc_str canon = {0};
+  CHECK(mlc_db_trace_hash(t, hash, &canon, &err));
+  double s[1] = {2e-6};
+  mlc_db_record r = {.workload_id = wid, .target = "llvm", .trace = mlc_str_cstr(&canon),
+                     .trace_hash = hash, .n_secs = 1, .secs = s, .round = 1};
+  int added = -1;
+  CHECK_MSG(mlc_db_commit(db, 1, &r, &added, &err) && added == 1, "%s", err.msg);
+  mlc_db_record plain = {.workload_id = wid, .target = "llvm", .trace = t, .n_secs = 1,
+                         .secs = s, .round = 1};
+  CHECK(mlc_db_commit(db, 1, &plain, &added, &err) && added == 0); /* the same record */
+  mlc_db_record *all;
+  CHECK(mlc_db_records(db, wid, "llvm", a, &all, &err) == 1 &&
+        strcmp(all[0].trace_hash, hash) == 0 && strcmp(all[0].trace, mlc_str_cstr(&canon)) == 0);
+  r.trace_hash = "0123456789ABCDEF"; /* upper case: not what mlc_trace_hash writes */
+  CHECK(!mlc_db_commit(db, 1, &r, NULL, &err) && strstr(err.msg, "not 16 hex digits"));
+  r.trace_hash = "0123";
+  CHECK(!mlc_db_commit(db, 1, &r, NULL, &err));
+  CHECK(mlc_db_records(db, wid, "llvm", a, &all, &err) == 1);
+  mlc_str_free(&canon);
+  mlc_free(t);
+  mlc_arena_free(a);
+  mlc_db_close(db);
+}
+
 static void test_models(void) {
   const char *p = dbp("models.db");
   rm_db(p);
@@ -1187,6 +1224,7 @@ static void run_db_set(void) {
   RUN_DB(test_create);
   RUN_DB(test_workloads);
   RUN_DB(test_records);
+  RUN_DB(test_given_trace_hash);
   RUN_DB(test_models);
   RUN_DB(test_migrate_v1);
   RUN_DB(test_migrate_atomic);
