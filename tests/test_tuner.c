@@ -119,6 +119,7 @@ static const task_case CASES[] = {
     {"reduce_sum", "4,64", 6, 6},     /* add-rfactor sketches */
     {"layernorm", "4,16", 6, 6},
     {"matmul_relu", "8,8,8", 6, 6},
+    {"conv2d_nchwc", "1,8,5,5,16,3,3", 6, 6}, /* blocked layout: vector over k */
 };
 
 static long g_samples, g_mutants;
@@ -634,7 +635,8 @@ static void test_mutate_unroll_and_parallel(void) {
 /* A few samples through LLVM and the JIT equal the interpreter. */
 static void test_jit_samples(void) {
   static const char *const tasks[][2] = {
-      {"matmul", "16,16,16"}, {"dense_bias_relu", "8,16,16"}, {"softmax", "4,32"}};
+      {"matmul", "16,16,16"}, {"dense_bias_relu", "8,16,16"}, {"softmax", "4,32"},
+      {"conv2d_nchwc", "1,16,6,6,32,3,3"}};
   mlc_target tgt;
   mlc_target_host(&tgt);
   for (int ti = 0; ti < MLC_COUNTOF(tasks); ti++) {
