@@ -292,6 +292,29 @@ done:
   mlc_arena_free(a);
 }
 
+/* conv2d_nchwc's weight comes packed ([.., c, k], rows of one vector): no
+ * sketch copies it per outer tile, as matmul's B is (above). */
+static void test_blocked_weight_not_repacked(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "conv2d_nchwc", "1,16,6,6,32,3,3");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  CHECK_MSG(sp != NULL, "%s", e.msg);
+  int cached = 0, packed = 0;
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    const mlc_trace *t = mlc_tuner_space_trace(sp, k);
+    for (int i = 0; i < t->insts.len; i++) {
+      cached += t->insts.data[i].kind == MLC_INST_CACHE_WRITE;
+      packed += t->insts.data[i].kind == MLC_INST_CACHE_READ;
+    }
+  }
+  CHECK_MSG(cached == 2 && packed == 0, "%d write caches, %d packed reads", cached, packed);
+  if (sp) mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 /* The hand-written kernel of bench/kernels/matmul_1024.py (minus its
  * packing of B) in the sketch's terms, scaled to 64^3: i tiles [1, 16, 1,
  * 4], j's vector tile 16 and outer tiles [4, 1, 1], k tiles [64, 1], the
@@ -1398,6 +1421,7 @@ int main(void) {
   RUN(test_space_others);
   RUN(test_rfactor_and_location);
   RUN(test_matmul_sketch_shape);
+  RUN(test_blocked_weight_not_repacked);
   RUN(test_matmul_hand_trace);
   RUN(test_vector_tile_only_contiguous);
   RUN(test_mutate_tile_keeps_product);
