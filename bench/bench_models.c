@@ -28,7 +28,9 @@
  * rounds.
  *
  *   bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R]
- *                [--quick]
+ *                [--quick] [--reuse]
+ * --reuse: a model whose database the last run left is not tuned again
+ * (its tuning log gives the trials; tuning wall time shows 0).
  * --quick (or MLC_BENCH_QUICK=1): 16 trials per model, 4 rounds of 5 runs
  * (the floor of 20 runs).
  */
@@ -270,15 +272,22 @@ static void count_records(const char *log, model_result *r) {
   mlc_free(text);
 }
 
-static void tune_and_compile(const char *work, const char *model, int trials, model_result *r) {
+static void tune_and_compile(const char *work, const char *model, int trials, bool reuse,
+                             model_result *r) {
   const char *db = STR("%s/%s.db", work, model), *log = STR("%s/%s_tune.log", work, model);
-  run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
-  fprintf(stderr, "bench_models: %s: tuning, %d trials (log %s) ...\n", model, trials, log);
-  double t0 = bench_now_ms();
-  run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
-              build_dir, build_dir, model, trials, db),
-          log);
-  r->tune_s = (bench_now_ms() - t0) / 1e3;
+  if (reuse && access(db, R_OK) == 0) {
+    /* the last run's database and tuning log: time again without tuning */
+    fprintf(stderr, "bench_models: %s: reusing %s (tuning wall time not measured)\n", model, db);
+    r->tune_s = 0;
+  } else {
+    run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
+    fprintf(stderr, "bench_models: %s: tuning, %d trials (log %s) ...\n", model, trials, log);
+    double t0 = bench_now_ms();
+    run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
+                build_dir, build_dir, model, trials, db),
+            log);
+    r->tune_s = (bench_now_ms() - t0) / 1e3;
+  }
   r->trials = measured_trials(log, trials);
   fprintf(stderr, "bench_models: %s: compiling tuned and untuned ...\n", model);
   const char *clog = STR("%s/compile_tuned.log", work);
@@ -379,8 +388,8 @@ static bool same_shape(const kdecl *k, int a, int b) {
 }
 
 /* A conv2d kernel's parameters from its argument shapes: src [1,C,H,W],
- * weights [K,C/g,R,S], out [1,K,P,Q] (last), an optional bias [K] and
- * residual (shaped as out). Stride and symmetric padding are the smallest
+ * weights [K,C/g,R,S] (or packed: [K/k,C/c,R,S,c,k]), out [1,K,P,Q]
+ * (last), an optional bias [K] and residual (shaped as out). Stride and symmetric padding are the smallest
  * that give P from H (ResNet-18's convolutions are all of that form). */
 typedef struct conv {
   int64_t c, h, w, k, r, s, p, q, g, stride, pad;
@@ -396,11 +405,13 @@ static bool conv_of(const kdecl *k, conv *cv) {
     else if (same_shape(k, a, cv->out)) cv->res = a;
     else return false;
   }
-  if (k->ndim[0] != 4 || k->ndim[1] != 4 || k->ndim[cv->out] != 4) return false;
+  /* weights [K, C/g, R, S], or packed by the layout pass [K/k, C/c, R, S, c, k] */
+  bool packed = k->ndim[1] == 6;
+  if (k->ndim[0] != 4 || (k->ndim[1] != 4 && !packed) || k->ndim[cv->out] != 4) return false;
   cv->c = k->dims[0][1], cv->h = k->dims[0][2], cv->w = k->dims[0][3];
-  cv->k = k->dims[1][0], cv->r = k->dims[1][2], cv->s = k->dims[1][3];
+  cv->k = k->dims[1][0] * (packed ? k->dims[1][5] : 1), cv->r = k->dims[1][2], cv->s = k->dims[1][3];
   cv->p = k->dims[cv->out][2], cv->q = k->dims[cv->out][3];
-  cv->g = cv->c / k->dims[1][1];
+  cv->g = cv->c / (k->dims[1][1] * (packed ? k->dims[1][4] : 1));
   cv->relu = strstr(k->name, "relu") != NULL;
   for (cv->stride = 1; cv->stride <= 4; cv->stride++)
     for (cv->pad = 0; cv->pad <= cv->r / 2; cv->pad++)
@@ -646,6 +657,7 @@ static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *
 typedef struct options {
   const char *results, *only;
   int trials, rounds, per_round;
+  bool reuse; /* --reuse: time the last run's tuned database again, no tuning */
 } options;
 
 static void bench_model(const options *opt, const char *model, model_result *r, mlc_arena *ar,
@@ -654,7 +666,7 @@ static void bench_model(const options *opt, const char *model, model_result *r, 
   run_cmd(STR("mkdir -p %s", work), "/dev/null");
   memset(r, 0, sizeof *r);
   r->name = model;
-  tune_and_compile(work, model, opt->trials, r);
+  tune_and_compile(work, model, opt->trials, opt->reuse, r);
   ours v[2];
   fprintf(stderr, "bench_models: %s: building the entry points ...\n", model);
   load_ours(work, "tuned", model, &v[0]);
@@ -692,7 +704,10 @@ static void bench_model(const options *opt, const char *model, model_result *r, 
 
 static void parse_options(int argc, char **argv, options *o) {
   const char *env = getenv("MLC_BENCH_TRIALS");
-  *o = (options){"bench/results.json", NULL, env && atoi(env) > 0 ? atoi(env) : 200, 5, 4};
+  *o = (options){.results = "bench/results.json",
+                 .trials = env && atoi(env) > 0 ? atoi(env) : 200,
+                 .rounds = 5,
+                 .per_round = 4};
   const char *quick = getenv("MLC_BENCH_QUICK");
   if (quick && strcmp(quick, "1") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
   for (int i = 1; i < argc; i++) {
@@ -700,9 +715,10 @@ static void parse_options(int argc, char **argv, options *o) {
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) o->trials = atoi(argv[++i]);
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) o->only = argv[++i];
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) o->rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--reuse") == 0) o->reuse = true;
     else if (strcmp(argv[i], "--quick") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
     else {
-      fprintf(stderr, "usage: bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R] [--quick]\n");
+      fprintf(stderr, "usage: bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R] [--quick] [--reuse]\n");
       exit(2);
     }
   }

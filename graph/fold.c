@@ -6,6 +6,7 @@
  * s = scale[k] / sqrt(var[k] + eps),
  *   w'[k] = w[k] * s,   bias'[k] = (bias[k] - mean[k]) * s + beta[k]. */
 #include "graph/graph_impl.h"
+#include "tasks/tasks.h"
 
 #include <math.h>
 #include <string.h>
@@ -136,6 +137,41 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err) {
     fold_func(m, m->funcs[i]); /* first: parameters computed from weights become weights */
     fold_batch_norms(m, m->funcs[i]);
   }
+  mlc_graph_remove_unused(m);
+  return mlc_graph_verify(m, err);
+}
+
+/* ---- layout: conv2d weights packed for the blocked (NCHWc) kernel --------------- */
+
+/* A conv2d whose weight is a constant [K, C, R, S] without groups, with
+ * channel blocks that fit (mlc_task_conv_block): its weight becomes a new
+ * constant [K/kk, C/cc, R, S, cc, kk], packed here once, so the kernel
+ * (lower.c: lower_conv_blocked) loads kk output channels of one (c, r, s)
+ * as one contiguous vector on every call without repacking. */
+static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
+  const mlc_gvar *w = b->args[1];
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_CONV2D || w->kind != MLC_GVAR_CONST ||
+      w->type.ndim != 4 || b->attrs.groups != 1)
+    return;
+  int64_t K = w->type.shape[0], C = w->type.shape[1], R = w->type.shape[2], S = w->type.shape[3];
+  int64_t cc = mlc_task_conv_block(C, false), kk = mlc_task_conv_block(K, true);
+  if (cc == 0 || kk == 0) return;
+  mlc_gtype pt = {MLC_FLOAT32, 6, {K / kk, C / cc, R, S, cc, kk}};
+  mlc_gvar *p = new_const(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t rs = 0; rs < R * S; rs++)
+        p->data[(((k / kk) * (C / cc) + c / cc) * R * S + rs) * cc * kk + (c % cc) * kk + k % kk] =
+            w->data[(k * C + c) * R * S + rs];
+  mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
+  memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
+  args[1] = p;
+  b->args = args;
+}
+
+bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
+  for (int i = 0; i < m->n_funcs; i++)
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++) pack_conv_weight(m, &m->funcs[i]->bindings[j]);
   mlc_graph_remove_unused(m);
   return mlc_graph_verify(m, err);
 }

@@ -246,7 +246,11 @@ static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc
   int64_t g = at->groups, C = x->shape[1];
   bool d3 = x->ndim == 5;
   if (C % g) return fail_shape(err, op, 0, x, "channels divisible by groups");
-  if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV3D) {
+  if (op == MLC_GOP_CONV2D && w->ndim == 6) { /* packed: [K/k, C/c, R, S, c, k] */
+    if (g != 1 || w->shape[1] * w->shape[4] != C)
+      return fail_shape(err, op, 1, w, "[K/k, C/c, R, S, c, k] without groups (C: the input's channels)");
+    *k_out = w->shape[0] * w->shape[5];
+  } else if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV3D) {
     if (w->ndim != x->ndim || w->shape[1] * g != C || w->shape[0] % g)
       return fail_shape(err, op, 1, w,
                         d3 ? "[K, C / groups, T, R, S] with K divisible by groups (C: the input's channels)"

@@ -271,6 +271,47 @@ static mlc_prim_func *lower_conv(mlc_arena *a, const char *name, int nsp, const 
   return conv_func(a, te, name, X, W, B, Y, out);
 }
 
+/* conv2d over a packed weight [K/kk, C/cc, R, S, cc, kk] (the layout pass):
+ * the conv2d_nchwc task's blocks with per-side pads, dilations and bias.
+ * data_pack pads x and splits its channels into blocks of cc; conv2d_nchwc
+ * accumulates kk output channels as the vector lanes; conv2d_unpack writes
+ * NCHW back (adding the bias), so the graph around it stays NCHW and the
+ * elementwise ops fused after it inline into that last block. */
+static mlc_prim_func *lower_conv_blocked(mlc_arena *a, const char *name, const mlc_gattrs *at,
+                                         int n, mlc_gvar *const *args, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
+  int64_t cc = wt->shape[4], kk = wt->shape[5], H = xt->shape[2], W = xt->shape[3];
+  const int64_t *pads = at->pads;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *Wt = placeholder(te, args[1]->name, wt);
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
+  int64_t pshape[5] = {xt->shape[0], xt->shape[1] / cc, H + pads[0] + pads[2],
+                       W + pads[1] + pads[3], cc};
+  mlc_expr **p = mlc_te_begin(te, "data_pack", 5, pshape, "nchwb");
+  mlc_expr *ih = pads[0] ? mlc_sub(a, p[2], mlc_int(a, pads[0])) : p[2];
+  mlc_expr *iw = pads[1] ? mlc_sub(a, p[3], mlc_int(a, pads[1])) : p[3];
+  mlc_expr *cond = in_range(a, NULL, ih, H, !pads[0], !pads[2]);
+  cond = in_range(a, cond, iw, W, !pads[1], !pads[3]);
+  mlc_expr *v = mlc_te_at(te, X, p[0], mlc_add(a, mlc_mul(a, p[1], mlc_int(a, cc)), p[4]), ih, iw);
+  mlc_te_tensor *P = mlc_te_end(te, cond ? mlc_if_then_else(a, cond, v, f32(a, 0)) : v);
+  int64_t oshape[5] = {out->shape[0], out->shape[1] / kk, out->shape[2], out->shape[3], kk};
+  mlc_expr **o = mlc_te_begin(te, "conv2d_nchwc", 5, oshape, "nfyxk");
+  mlc_expr *rc = mlc_te_reduce_axis(te, wt->shape[1], "rc");
+  mlc_expr *ry = mlc_te_reduce_axis(te, wt->shape[2], "ry");
+  mlc_expr *rx = mlc_te_reduce_axis(te, wt->shape[3], "rx");
+  mlc_expr *rb = mlc_te_reduce_axis(te, cc, "rb");
+  mlc_expr *in = mlc_te_at(te, P, o[0], rc, window_index(a, o[2], at->strides[0], ry, at->dilations[0]),
+                           window_index(a, o[3], at->strides[1], rx, at->dilations[1]), rb);
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, mlc_te_at(te, Wt, o[1], rc, ry, rx, rb, o[4])));
+  mlc_expr **u = mlc_te_begin(te, "conv2d_unpack", 4, out->shape, "nfyx");
+  mlc_expr *y = mlc_te_at(te, Y, u[0], mlc_binary(a, MLC_EXPR_FLOORDIV, u[1], mlc_int(a, kk)), u[2],
+                          u[3], mlc_binary(a, MLC_EXPR_FLOORMOD, u[1], mlc_int(a, kk)));
+  if (B) y = mlc_add(a, y, mlc_te_at(te, B, u[1]));
+  mlc_te_tensor *U = mlc_te_end(te, y);
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, Wt, U});
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, Wt, B, U});
+}
+
 /* One axis of a transposed convolution's input as a stride-dilated,
  * padded tensor read at i: t = i - (dil * (k - 1) - pad_begin) must be a
  * multiple of the stride and t / stride inside the input. */
@@ -708,6 +749,7 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_BATCH_NORM: return lower_batch_norm(a, name, args, at->eps);
   case MLC_GOP_CONV2D: {
     const int64_t *w = args[1]->type.shape;
+    if (args[1]->type.ndim == 6) return lower_conv_blocked(a, name, at, n, args, out);
     if (!is_task_conv(at, n)) return lower_conv(a, name, 2, at, n, args, out);
     return from_task(a, "conv2d_nchw",
                      SHAPE(x->shape[0], x->shape[1], x->shape[2], x->shape[3], w[0], w[2], w[3],

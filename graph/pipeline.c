@@ -16,6 +16,8 @@ static const mlc_gpass passes[] = {
     {"rewrite", "pattern rewrite: multiply + add -> ewise_fma", mlc_graph_rewrite_fma},
     {"fold", "evaluate ops over weights only at compile time (transposed weights)",
      mlc_graph_fold_constants},
+    {"layout", "conv2d weights packed once into the blocked layout [K/k,C/c,R,S,c,k] (NCHWc kernels)",
+     mlc_graph_pack_weights},
     {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions",
      mlc_graph_fuse},
     {"lower", "map every op to a prim_func (R.call_tir, destination-passing)", mlc_graph_lower},

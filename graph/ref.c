@@ -195,7 +195,10 @@ static void ref_conv2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x
                        const mlc_gtype *out, float *y) {
   int64_t N = out->shape[0], K = out->shape[1], OH = out->shape[2], OW = out->shape[3];
   int64_t C = xt->shape[1], H = xt->shape[2], W = xt->shape[3];
-  int64_t Cg = wt->shape[1], R = wt->shape[2], S = wt->shape[3], Kg = K / at->groups;
+  /* a packed weight [K/kk, C/cc, R, S, cc, kk] (groups 1) or [K, C/groups, R, S] */
+  bool packed = wt->ndim == 6;
+  int64_t cc = packed ? wt->shape[4] : 1, kk = packed ? wt->shape[5] : 1;
+  int64_t Cg = wt->shape[1] * cc, R = wt->shape[2], S = wt->shape[3], Kg = K / at->groups;
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++)
       for (int64_t oh = 0; oh < OH; oh++)
@@ -208,7 +211,9 @@ static void ref_conv2d(const mlc_gattrs *at, const mlc_gtype *xt, const float *x
                 int64_t iw = ow * at->strides[1] + s * at->dilations[1] - at->pads[1];
                 int64_t ch = k / Kg * Cg + c;
                 if (ih >= 0 && ih < H && iw >= 0 && iw < W)
-                  acc += (double)x[((n * C + ch) * H + ih) * W + iw] * w[((k * Cg + c) * R + r) * S + s];
+                  acc += (double)x[((n * C + ch) * H + ih) * W + iw] *
+                         w[(((k / kk * (Cg / cc) + c / cc) * R + r) * S + s) * cc * kk +
+                           c % cc * kk + k % kk];
               }
           y[((n * K + k) * OH + oh) * OW + ow] = (float)acc;
         }

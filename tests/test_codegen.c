@@ -103,6 +103,7 @@ static const struct {
     {"dense_bias_relu", "6,10,9"},
     {"matmul_relu", "8,7,5"},
     {"conv2d_nchw", "1,3,9,9,4,3,3,2,1"},
+    {"conv2d_nchwc", "1,3,9,9,8,3,3,2,1"},
     {"depthwise_conv2d", "1,4,8,8,3,3,1,1"},
     {"softmax", "5,17"},
     {"layernorm", "4,19"},

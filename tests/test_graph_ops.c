@@ -286,6 +286,18 @@ static const op_case conv_cases[] = {
     {"transpose_outpad", CONVT("[4, 6, 3, 2]", "], \"strides\": [2, 3], \"pads\": [0, 1, 1, 0], \"output_padding\": [1, 2]"), false},
     {"transpose_dilation", CONVT("[4, 6, 2, 3]", "], \"dilations\": [2, 1], \"pads\": [3, 0, 1, 2]"), false},
     {"transpose_groups_bias", CONVT("[4, 3, 3, 3]", ", \"b\"], \"groups\": 2, \"strides\": [2, 1], \"pads\": [1, 1, 0, 0]"), false},
+    /* constant weights with 8 or 16 output channels: packed by the layout
+     * pass, lowered to the blocked (NCHWc) kernel */
+    {"packed", CONV("[8, 4, 3, 3]", ", \"padding\": 1"), false},
+    {"packed_bias_all", CONV_B("[16, 4, 3, 2]", "16", ", \"strides\": [2, 1], \"pads\": [1, 0, 2, 1], \"dilations\": [1, 2]"), false},
+    {"packed_fused_residual",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 16, 5, 4]}",
+           "{\"name\": \"w\", \"shape\": [16, 16, 3, 3]}, {\"name\": \"b\", \"shape\": [16]}",
+           "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\", \"b\"], \"padding\": 1},"
+           "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"c\"]},"
+           "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"r\", \"x\"]}",
+           "\"y\""),
+     false},
     {"max_pool", POOL(""), false},
     {"max_pool_k3s2p1", POOL(", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"), false},
     {"max_pool_rect", POOL(", \"kernel\": [3, 2], \"strides\": [1, 2], \"pads\": [1, 0, 0, 1]"), false},
@@ -594,6 +606,31 @@ static void test_fold_batch_norm(void) {
         strcmp(f->bindings[0].args[2]->name, "y_bias") == 0);
   CHECK(m->n_consts == 2);
   mlc_graph_free(m);
+}
+
+/* The layout pass packs a conv2d's constant weight [K, C, R, S] into
+ * [K/k, C/c, R, S, c, k] (k = 8 here: K is 8; c = C = 4) and leaves a
+ * weight whose K takes no vector block (3) as it is. */
+static void test_pack_weights(void) {
+  static const char *const models[] = {CONV("[8, 4, 3, 3]", ", \"padding\": 1"),
+                                       CONV("[3, 4, 3, 3]", ", \"padding\": 1")};
+  for (int i = 0; i < 2; i++) {
+    mlc_error err;
+    mlc_gmodule *m = parse(models[i], &err);
+    CHECK_MSG(m, "%s", err.msg);
+    if (!m) return;
+    CHECK_MSG(mlc_graph_pack_weights(m, &err), "%s", err.msg);
+    const mlc_gvar *w = mlc_graph_main(m)->bindings[0].args[1];
+    if (i == 0) {
+      CHECK_MSG(w->type.ndim == 6, "%d dims", w->type.ndim);
+      static const int64_t want[6] = {1, 1, 3, 3, 4, 8};
+      for (int d = 0; d < 6 && w->type.ndim == 6; d++) CHECK(w->type.shape[d] == want[d]);
+      CHECK(m->n_consts == 1); /* the unpacked weight is gone */
+    } else {
+      CHECK(w->type.ndim == 4 && w->type.shape[0] == 3);
+    }
+    mlc_graph_free(m);
+  }
 }
 
 /* ---- average pooling and reductions ------------------------------------------ */
@@ -1004,6 +1041,7 @@ int main(void) {
   run_cases("norm", norm_cases, MLC_COUNTOF(norm_cases));
   run_bad("norm_refuse", norm_bad, MLC_COUNTOF(norm_bad));
   RUN(test_fold_batch_norm);
+  RUN(test_pack_weights);
   run_cases("reduce", reduce_cases, MLC_COUNTOF(reduce_cases));
   run_bad("reduce_refuse", reduce_bad, MLC_COUNTOF(reduce_bad));
   run_cases("move", move_cases, MLC_COUNTOF(move_cases));

@@ -78,6 +78,24 @@ static void ref_conv2d(const int64_t *s, float **in, double *out) {
   conv_ref(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], false, in, out);
 }
 
+/* conv2d_nchwc: its weight param is packed [K/k, C/c, R, S, c, k]; unpack
+ * it to KCRS and run the NCHW reference. */
+static void ref_conv2d_nchwc(const int64_t *s, float **in, double *out) {
+  int64_t C = s[1], K = s[4], R = s[5], S = s[6];
+  int64_t cc = mlc_task_conv_block(C, false), kk = mlc_task_conv_block(K, true);
+  float *w = malloc(sizeof(float) * (size_t)(K * C * R * S));
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t r = 0; r < R; r++)
+        for (int64_t q = 0; q < S; q++)
+          w[((k * C + c) * R + r) * S + q] =
+              in[1][((((k / kk) * (C / cc) + c / cc) * R + r) * S + q) * cc * kk +
+                    (c % cc) * kk + k % kk];
+  float *args[2] = {in[0], w};
+  conv_ref(s[0], C, s[2], s[3], K, R, S, s[7], s[8], false, args, out);
+  free(w);
+}
+
 static void ref_depthwise(const int64_t *s, float **in, double *out) {
   conv_ref(s[0], s[1], s[2], s[3], s[1], s[4], s[5], s[6], s[7], true, in, out);
 }
@@ -144,6 +162,9 @@ static const num_case cases[] = {
     {"conv2d_nchw", "1,3,8,8,4,3,3", ref_conv2d, 2},
     {"conv2d_nchw", "1,3,8,8,4,3,3,2,0", ref_conv2d, 2},
     {"conv2d_nchw", "2,3,9,7,5,3,2,2,1", ref_conv2d, 2},
+    {"conv2d_nchwc", "1,16,6,6,32,3,3", ref_conv2d_nchwc, 3},
+    {"conv2d_nchwc", "1,3,9,7,8,3,3,2,1", ref_conv2d_nchwc, 3},
+    {"conv2d_nchwc", "2,24,5,5,40,1,1,1,0", ref_conv2d_nchwc, 3},
     {"depthwise_conv2d", "1,4,8,8,3,3", ref_depthwise, 2},
     {"depthwise_conv2d", "2,3,9,7,3,2,2,0", ref_depthwise, 2},
     {"softmax", "5,17", ref_softmax, 4},
@@ -246,7 +267,7 @@ static void test_numeric(void) {
 
 /* Every task appears in the numeric cases. */
 static void test_all_tasks_covered(void) {
-  CHECK(mlc_task_count() == 12);
+  CHECK(mlc_task_count() == 13);
   for (int t = 0; t < mlc_task_count(); t++) {
     bool found = false;
     for (int i = 0; i < MLC_COUNTOF(cases); i++)
@@ -284,7 +305,7 @@ static void test_defaults(void) {
   CHECK(mlc_task_find("nope") == NULL);
   CHECK(mlc_task_find("") == NULL);
   CHECK_STREQ(mlc_task_names(),
-              "matmul, batch_matmul, dense_bias_relu, matmul_relu, conv2d_nchw, "
+              "matmul, batch_matmul, dense_bias_relu, matmul_relu, conv2d_nchw, conv2d_nchwc, "
               "depthwise_conv2d, softmax, layernorm, vecadd, window_sum, transpose, reduce_sum");
 }
 
@@ -410,6 +431,7 @@ static void test_flops(void) {
   /* stride 2 pad 0: (8 - 3) / 2 + 1 = 3 */
   CHECK(flops_of("conv2d_nchw", "1,3,8,8,4,3,3,2,0") == 2.0 * 4 * 3 * 3 * 27);
   CHECK(flops_of("conv2d_nchw", "1,64,56,56,64,3,3") == 231211008.0);
+  CHECK(flops_of("conv2d_nchwc", "1,64,56,56,64,3,3") == 231211008.0);
   CHECK(flops_of("depthwise_conv2d", "1,4,8,8,3,3") == 2.0 * 4 * 8 * 8 * 9);
   CHECK(flops_of("vecadd", "37") == 37);
   CHECK(flops_of("window_sum", "29") == 58);

@@ -119,6 +119,7 @@ static const task_case CASES[] = {
     {"reduce_sum", "4,64", 6, 6},     /* add-rfactor sketches */
     {"layernorm", "4,16", 6, 6},
     {"matmul_relu", "8,8,8", 6, 6},
+    {"conv2d_nchwc", "1,8,5,5,16,3,3", 6, 6}, /* blocked layout: vector over k */
 };
 
 static long g_samples, g_mutants;
@@ -288,6 +289,29 @@ static void test_matmul_sketch_shape(void) {
   mlc_str_free(&out);
   mlc_tuner_space_free(sp);
 done:
+  mlc_arena_free(a);
+}
+
+/* conv2d_nchwc's weight comes packed ([.., c, k], rows of one vector): no
+ * sketch copies it per outer tile, as matmul's B is (above). */
+static void test_blocked_weight_not_repacked(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "conv2d_nchwc", "1,16,6,6,32,3,3");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  CHECK_MSG(sp != NULL, "%s", e.msg);
+  int cached = 0, packed = 0;
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    const mlc_trace *t = mlc_tuner_space_trace(sp, k);
+    for (int i = 0; i < t->insts.len; i++) {
+      cached += t->insts.data[i].kind == MLC_INST_CACHE_WRITE;
+      packed += t->insts.data[i].kind == MLC_INST_CACHE_READ;
+    }
+  }
+  CHECK_MSG(cached == 2 && packed == 0, "%d write caches, %d packed reads", cached, packed);
+  if (sp) mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
 
@@ -634,7 +658,8 @@ static void test_mutate_unroll_and_parallel(void) {
 /* A few samples through LLVM and the JIT equal the interpreter. */
 static void test_jit_samples(void) {
   static const char *const tasks[][2] = {
-      {"matmul", "16,16,16"}, {"dense_bias_relu", "8,16,16"}, {"softmax", "4,32"}};
+      {"matmul", "16,16,16"}, {"dense_bias_relu", "8,16,16"}, {"softmax", "4,32"},
+      {"conv2d_nchwc", "1,16,6,6,32,3,3"}};
   mlc_target tgt;
   mlc_target_host(&tgt);
   for (int ti = 0; ti < MLC_COUNTOF(tasks); ti++) {
@@ -1402,6 +1427,7 @@ int main(void) {
   RUN(test_space_others);
   RUN(test_rfactor_and_location);
   RUN(test_matmul_sketch_shape);
+  RUN(test_blocked_weight_not_repacked);
   RUN(test_matmul_hand_trace);
   RUN(test_vector_tile_only_contiguous);
   RUN(test_mutate_tile_keeps_product);

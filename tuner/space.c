@@ -338,7 +338,13 @@ static mlc_sched *with_write_cache(mlc_sched *tiled, const char *name, mlc_rv le
 }
 
 /* The read of b whose last dimension the contiguous (vectorized) iter
- * walks, not of what b writes: matmul's B[k, j]. -1 if none. */
+ * walks, not of what b writes: matmul's B[k, j]. -1 if none, and -1 when
+ * that dimension is at most BLOCKED_ROW_MAX (one 512-bit vector of floats):
+ * the operand is already blocked (conv2d_nchwc's packed weight [.., c, k]),
+ * a tile's panel of it is contiguous, and copying it per outer tile only
+ * rereads it (2.4 MB per call for a 256-channel 3x3 layer). */
+#define BLOCKED_ROW_MAX 16
+
 static int streamed_read(const mlc_block *b) {
   int ci = contiguous_iter(b);
   if (ci < 0) return -1;
@@ -347,7 +353,8 @@ static int streamed_read(const mlc_block *b) {
     bool written = false;
     for (int w = 0; w < b->n_writes; w++) written |= b->writes[w].buf == rd->buf;
     const mlc_expr *e = rd->buf->ndim > 0 ? rd->ranges[rd->buf->ndim - 1].min : NULL;
-    if (!written && e && e->kind == MLC_EXPR_VAR && e->var == b->iters[ci].var) return r;
+    if (!written && e && e->kind == MLC_EXPR_VAR && e->var == b->iters[ci].var)
+      return rd->buf->shape[rd->buf->ndim - 1] > BLOCKED_ROW_MAX ? r : -1;
   }
   return -1;
 }
