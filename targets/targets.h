@@ -244,8 +244,10 @@ bool mlc_cuda_host_object(const mlc_target *host, const mlc_object *ptx, int n,
                           const mlc_prim_func *const *funcs, const char *const *symbols,
                           mlc_object *out, mlc_error *err);
 
-/* Running PTX with the CUDA Driver API (libcuda.so.1
- * opened with dlopen on first use; device 0's primary context, reset after
+/* Running PTX with the CUDA Driver API (libcuda.so.1, or the library
+ * MLC_CUDA_DRIVER names, as tests do with tests/fake_cuda.c; opened with
+ * dlopen on first use through targets/runtime/cuda_api.h, which libmlcrt's
+ * launcher shares; device 0's primary context, reset after
  * a failed launch; tools/gpu_check.sh runs it on a GPU). Whether a device can be used: false
  * with "no CUDA driver (...)" or "no CUDA device". */
 bool mlc_cuda_available(mlc_error *err);

@@ -312,6 +312,7 @@ typedef struct kernels {
    * object is written (the header declares them), none otherwise. */
   int n_data;
   mlc_object_data *data;
+  bool gpu; /* a cuda target: untuned kernels get the GPU default schedule */
 } kernels;
 
 static bool build_all(const mlc_target *t, kernels *k, mlc_error *err) {
@@ -361,7 +362,7 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
                     mlc_error *err) {
   double t0 = now_ms();
   bool schedule = !o->no_schedule;
-  bool gpu = t->backend == &mlc_backend_cuda;
+  bool gpu = k->gpu = t->backend == &mlc_backend_cuda;
   mlc_db *db;
   if (!open_db(o->db, &db, err)) return false;
   k->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, k->n);
@@ -397,7 +398,9 @@ static void list_kernels(const kernels *k, const int *calls, bool schedule) {
     if (g->record_id)
       fprintf(stderr, "record %lld (%.2f us)\n", (long long)g->record_id, g->record_sec * 1e6);
     else if (g->note[0]) fprintf(stderr, "untuned (default schedule; %s)\n", g->note);
-    else fprintf(stderr, "untuned (%s)\n", schedule ? "default schedule" : "unscheduled");
+    else fprintf(stderr, "untuned (%s)\n", !schedule ? "unscheduled"
+                                             : k->gpu ? "GPU default schedule"
+                                                      : "default schedule");
   }
 }
 
@@ -422,7 +425,11 @@ static bool write_outputs(const options *o, const mlc_target *t, const kernels *
   if (!gpu && o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
   if (!o->header) return true;
   mlc_str h = {0};
-  bool ok = gpu ? mlc_cuda_write_header(&h, k->n, k->sched, k->symbols, NULL, err)
+  /* a guard of its own, so that a program can include several (one kernel each) */
+  char guard[160];
+  snprintf(guard, sizeof guard, "MLC_%s_CUDA_H", k->symbols[0]);
+  for (char *c = guard; *c; c++) *c = (char)toupper((unsigned char)*c);
+  bool ok = gpu ? mlc_cuda_write_header(&h, k->n, k->sched, k->symbols, guard, err)
                 : mlc_target_write_header(&h, k->n, k->sched, k->symbols, NULL, err);
   if (ok && m) {
     mlc_str_putc(&h, '\n');
@@ -472,7 +479,7 @@ static int compile_task_file(const options *o, const mlc_target *t) {
   int rc = 0;
   if (!f) rc = fail(&err);
   const char *sym = o->name ? o->name : file_symbol(a, o->task_file);
-  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0, 0, NULL};
+  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
   if (!rc && (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err)))
     rc = fail(&err);
   else if (!rc) list_kernels(&k, NULL, !o->no_schedule);
@@ -497,7 +504,7 @@ static int compile_task(const options *o, const mlc_target *t) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = mlc_task_build(a, d, shape);
   const char *sym = o->name ? o->name : d->name;
-  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0, 0, NULL};
+  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
   int rc = 0;
   if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err))
     rc = fail(&err);
@@ -868,7 +875,8 @@ static int compile_model(const options *o, const mlc_target *t) {
   mlc_arena *a = mlc_arena_new();
   const mlc_gfunc *main_fn = mlc_graph_main(m);
   kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
-               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL};
+               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL,
+               false};
   if (o->output) { /* the header's weights are defined in the object */
     k.n_data = m->n_consts;
     k.data = MLC_NEW_ARRAY(a, mlc_object_data, m->n_consts + 1);

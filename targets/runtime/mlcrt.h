@@ -26,8 +26,9 @@ int mlc_rt_num_threads(int32_t num_threads);
 
 /* Run a GPU kernel: what the entry points of objects written by
  * mlc-compile --target cuda call (`int32_t sym(void **args)`, as on CPUs).
- * ptx: the object's PTX text (NUL-terminated; loaded once per process and
- * text address); symbol: the kernel's .entry; launch: grid x, y, z then
+ * ptx: the object's PTX text (NUL-terminated; the driver loads it on the
+ * first call and the module is kept for the process, known by the text's
+ * address); symbol: the kernel's .entry; launch: grid x, y, z then
  * block x, y, z; args[i]: host pointer of parameter i, arg_bytes[i] its
  * size. Each call copies every argument to the device, launches, waits,
  * and copies every argument back (so all of them must be writable). The
