@@ -472,18 +472,24 @@ static const char *file_symbol(mlc_arena *a, const char *path) {
   return mlc_arena_printf(a, "%.*s", (int)len, base);
 }
 
+/* One kernel (--task, --task-file) compiled and written under sym. */
+static int compile_one(const options *o, const mlc_target *t, mlc_arena *a,
+                       const mlc_prim_func *f, const char *sym) {
+  mlc_error err;
+  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
+  int rc = 0;
+  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err)) rc = fail(&err);
+  else list_kernels(&k, NULL, !o->no_schedule);
+  mlc_object_free(&k.obj);
+  return rc;
+}
+
 static int compile_task_file(const options *o, const mlc_target *t) {
   mlc_error err;
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = load_task_file(a, o->task_file, &err);
-  int rc = 0;
-  if (!f) rc = fail(&err);
-  const char *sym = o->name ? o->name : file_symbol(a, o->task_file);
-  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
-  if (!rc && (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err)))
-    rc = fail(&err);
-  else if (!rc) list_kernels(&k, NULL, !o->no_schedule);
-  mlc_object_free(&k.obj);
+  int rc = f ? compile_one(o, t, a, f, o->name ? o->name : file_symbol(a, o->task_file))
+             : fail(&err);
   mlc_arena_free(a);
   return rc;
 }
@@ -502,14 +508,7 @@ static int compile_task(const options *o, const mlc_target *t) {
     return 2;
   }
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = mlc_task_build(a, d, shape);
-  const char *sym = o->name ? o->name : d->name;
-  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
-  int rc = 0;
-  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err))
-    rc = fail(&err);
-  else list_kernels(&k, NULL, !o->no_schedule);
-  mlc_object_free(&k.obj);
+  int rc = compile_one(o, t, a, mlc_task_build(a, d, shape), o->name ? o->name : d->name);
   mlc_arena_free(a);
   return rc;
 }

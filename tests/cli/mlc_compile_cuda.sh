@@ -101,6 +101,10 @@ printf '@T.prim_func\ndef main(A: T.Buffer((64,), "float32"), B: T.Buffer((1,), 
 check cuda_unbindable_exit1 test $? -eq 1
 check cuda_unbindable_named grep -q '^mlc-compile: error: kernel total has no record for cuda -arch=sm_80: no GPU schedule for main' "$tmp/err"
 check cuda_unbindable_no_object test ! -e "$tmp/t.o"
+# --task-file on the CPU: the same file compiles (the symbol is the file's name).
+"$MC" --task-file "$tmp/total.py" --db "$tmp/none.db" -o "$tmp/t.o" --header "$tmp/t.h" 2>"$tmp/err"
+check task_file_cpu_exit test $? -eq 0 -a -s "$tmp/t.o"
+check task_file_cpu_symbol grep -q '^int32_t total(void \*\*args);$' "$tmp/t.h"
 "$MC" --model examples/mlp.json --target cuda -o "$tmp/m.o" 2>"$tmp/err"
 check cuda_model_refused test $? -eq 2
 check cuda_model_refused_msg grep -q 'models run on the CPU only' "$tmp/err"
