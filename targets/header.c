@@ -65,9 +65,10 @@ static void write_function(mlc_str *out, const mlc_prim_func *f, const char *sym
       mlc_str_printf(out, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
     mlc_str_puts(out, "]");
   }
-  mlc_str_puts(out, gpu ? " (dense, row-major, in host memory).\n"
-                         " * Runs on the GPU; returns 0, or -1 with the reason in mlc_rt_cuda_error(). */\n"
-                         : " (dense, row-major). Returns 0, or -1 if memory ran out. */\n");
+  if (gpu)
+    mlc_str_puts(out, " (dense, row-major, in host memory).\n * Runs on the GPU; returns 0, or -1 "
+                      "with the reason in mlc_rt_cuda_error(). */\n");
+  else mlc_str_puts(out, " (dense, row-major). Returns 0, or -1 if memory ran out. */\n");
   mlc_str_printf(out, "int32_t %s(void **args);\n", sym);
   mlc_str_printf(out, "static inline int32_t %s_call(", sym);
   for (int i = 0; i < f->n_params; i++) {

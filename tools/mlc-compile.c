@@ -374,7 +374,9 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
     }
     k->sched[i] = k->info[i].sched;
     warn_skipped(k, i);
-    if (gpu && !k->info[i].record_id && !(k->sched[i] = mlc_tuner_gpu_default_schedule(a, k->src[i], err))) {
+    /* no record for this cuda target: never the CPU default schedule */
+    if (gpu && !k->info[i].record_id &&
+        !(k->sched[i] = mlc_tuner_gpu_default_schedule(a, k->src[i], err))) {
       mlc_db_close(db);
       return mlc_error_prefix(err, "kernel %s has no record for %s", k->symbols[i], t->str);
     }

@@ -225,8 +225,8 @@ static void rule_auto_inline(build *bd, const char *name) {
 
 static const int64_t THREAD_EXTENTS[] = {32, 64, 128, 256, 512, 1024};
 enum { MAX_THREADBLOCKS = 256 };
-/* mlc_tuner_gpu_default_schedule's threads per block: 8 warps, a common
- * default (TVM's default schedules use 256 or the device's maximum). */
+/* mlc_tuner_gpu_default_schedule's threads per block: 8 warps, within
+ * every SM's limits, without tuning. */
 enum { GPU_DEFAULT_THREADS = 256 };
 
 /* The largest rank of the buffers blk reads that an unbound reduction
