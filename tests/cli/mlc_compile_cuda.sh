@@ -135,3 +135,13 @@ check cuda_compile_record_used grep -q 'vecadd .* record [0-9]' "$tmp/err"
 "$MC" --task vecadd --shape 1000 --target "cuda -arch=sm_86" --db "$tmp/t.db" -o "$tmp/v3.o" \
   2>"$tmp/err"
 check cuda_compile_other_arch_untuned grep -q 'vecadd .* untuned' "$tmp/err"
+
+# tools/gpu_check.sh's program (tests/gpu_compile_check.c, run on a GPU
+# only) builds against two cuda headers and objects.
+"$MC" --task matmul --shape 1024,1024,1024 --target cuda --db "$tmp/none.db" -o "$tmp/mm.o" \
+  --header "$tmp/mm.h" 2>"$tmp/err" &&
+  "$MC" --task vecadd --shape 1048576 --target cuda --db "$tmp/none.db" -o "$tmp/va.o" \
+    --header "$tmp/va.h" 2>>"$tmp/err" &&
+  cc -std=gnu11 -O1 -Wall -Wextra -Werror -I. -I"$tmp" tests/gpu_compile_check.c "$tmp/va.o" \
+    "$tmp/mm.o" targets/runtime/cuda_launch.c -ldl -lpthread -lm -o "$tmp/compile_check" 2>"$tmp/cc_err"
+check cuda_gpu_check_program_links test $? -eq 0
