@@ -15,8 +15,6 @@
 #include "measure/runner_internal.h"
 #include "targets/targets.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 static bool cuda_owns(const void *obj, size_t len) {
@@ -25,19 +23,6 @@ static bool cuda_owns(const void *obj, size_t len) {
 }
 
 static bool cuda_available(mlc_error *err) { return mlc_cuda_available(err); }
-
-/* The launch line of `symbol` in the PTX. */
-static bool parse_launch(const char *ptx, const char *symbol, mlc_gpu_launch *l, mlc_error *err) {
-  char head[300];
-  snprintf(head, sizeof head, "// mlc.launch %s grid=", symbol);
-  const char *p = strstr(ptx, head);
-  long long g[3], b[3], sh;
-  if (!p || sscanf(p + strlen(head), "%lld,%lld,%lld block=%lld,%lld,%lld shared=%lld", &g[0],
-                   &g[1], &g[2], &b[0], &b[1], &b[2], &sh) != 7)
-    return mlc_error_set(err, "PTX has no launch line for kernel \"%s\"", symbol);
-  *l = (mlc_gpu_launch){{g[0], g[1], g[2]}, {b[0], b[1], b[2]}, sh, 0};
-  return true;
-}
 
 static void cuda_unload(void *p) { mlc_cuda_unload(p); }
 
@@ -49,8 +34,8 @@ static void *cuda_load(const void *obj, size_t len, const char *symbol, mlc_erro
   text[len] = 0;
   mlc_gpu_launch launch;
   mlc_cuda_kernel *k = NULL;
-  if (parse_launch(text, symbol, &launch, err))
-    k = mlc_cuda_load(&(mlc_object){text, len}, symbol, &launch, err);
+  mlc_object ptx = {text, len};
+  if (mlc_cuda_ptx_launch(&ptx, symbol, &launch, err)) k = mlc_cuda_load(&ptx, symbol, &launch, err);
   mlc_free(text);
   return k;
 }

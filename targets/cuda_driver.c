@@ -1,60 +1,27 @@
 /* Running cuda kernels: the CUDA Driver API, opened with dlopen at run
- * time (no build-time dependency on CUDA; the few types and entry points
- * used are declared here, as cuda.h defines them).
+ * time (no build-time dependency on CUDA).
  *
  * One primary context on device 0 for the process, retained on first use.
  * A launch that fails (an illegal address, a trap) leaves the context
  * unusable: it is reset, so the next run starts with a fresh one. Calls
  * are serialized by a mutex.
  *
+ * The driver's entry points and its loader are targets/runtime/cuda_api.h,
+ * shared with the runtime's launcher (targets/runtime/cuda_launch.c).
+ *
  * Run on an NVIDIA H200 (driver 580, CUDA 13) with tools/gpu_check.sh
  * (docs/GPU.md); CI has no GPU, so there the tests check only that a
  * missing driver or device is reported cleanly.
  */
 #include "targets/cuda_internal.h"
+#include "targets/runtime/cuda_api.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult; /* CUDA_SUCCESS = 0 */
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUevent_st *CUevent;
-typedef struct CUstream_st *CUstream;
-
-enum { CUDA_ERROR_NO_DEVICE = 100, CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
-
-static struct {
-  void *lib;
-  CUresult (*init)(unsigned);
-  CUresult (*device_get_count)(int *);
-  CUresult (*device_get)(CUdevice *, int);
-  CUresult (*primary_retain)(CUcontext *, CUdevice);
-  CUresult (*primary_reset)(CUdevice);
-  CUresult (*ctx_set_current)(CUcontext);
-  CUresult (*ctx_synchronize)(void);
-  CUresult (*module_load_data_ex)(CUmodule *, const void *, unsigned, int *, void **);
-  CUresult (*module_unload)(CUmodule);
-  CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
-  CUresult (*mem_alloc)(CUdeviceptr *, size_t);
-  CUresult (*mem_free)(CUdeviceptr);
-  CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
-  CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
-  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                     unsigned, CUstream, void **, void **);
-  CUresult (*event_create)(CUevent *, unsigned);
-  CUresult (*event_destroy)(CUevent);
-  CUresult (*event_record)(CUevent, CUstream);
-  CUresult (*event_synchronize)(CUevent);
-  CUresult (*event_elapsed)(float *, CUevent, CUevent);
-  CUresult (*get_error_string)(CUresult, const char **);
-} cu;
+static mlc_cuda_api cu;
 
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool cu_loaded;
@@ -62,65 +29,15 @@ static char cu_load_error[512];
 static CUdevice cu_dev;
 static CUcontext cu_ctx; /* NULL until retained (again, after a reset) */
 
-static const char *cu_err(CUresult r) {
-  const char *s = NULL;
-  if (cu.get_error_string) cu.get_error_string(r, &s);
-  return s ? s : "unknown CUDA error";
-}
+static const char *cu_err(CUresult r) { return mlc_cuda_api_error(&cu, r); }
 
 static bool cu_check(CUresult r, const char *what, mlc_error *err) {
   if (r == 0) return true;
   return mlc_error_set(err, "%s: %s (CUDA error %d)", what, cu_err(r), r);
 }
 
-#define SYM(field, name)                                                                      \
-  if (!(*(void **)&cu.field = dlsym(cu.lib, name))) {                                         \
-    snprintf(cu_load_error, sizeof cu_load_error, "libcuda.so.1 lacks %s", name);             \
-    return false;                                                                              \
-  }
-
 static bool load_driver(void) {
-  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cu.lib) {
-    const char *e = dlerror();
-    snprintf(cu_load_error, sizeof cu_load_error, "no CUDA driver (cannot open libcuda.so.1: %s)",
-             e ? e : "not found");
-    return false;
-  }
-  SYM(init, "cuInit");
-  SYM(device_get_count, "cuDeviceGetCount");
-  SYM(device_get, "cuDeviceGet");
-  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
-  SYM(primary_reset, "cuDevicePrimaryCtxReset_v2");
-  SYM(ctx_set_current, "cuCtxSetCurrent");
-  SYM(ctx_synchronize, "cuCtxSynchronize");
-  SYM(module_load_data_ex, "cuModuleLoadDataEx");
-  SYM(module_unload, "cuModuleUnload");
-  SYM(module_get_function, "cuModuleGetFunction");
-  SYM(mem_alloc, "cuMemAlloc_v2");
-  SYM(mem_free, "cuMemFree_v2");
-  SYM(memcpy_htod, "cuMemcpyHtoD_v2");
-  SYM(memcpy_dtoh, "cuMemcpyDtoH_v2");
-  SYM(launch, "cuLaunchKernel");
-  SYM(event_create, "cuEventCreate");
-  SYM(event_destroy, "cuEventDestroy_v2");
-  SYM(event_record, "cuEventRecord");
-  SYM(event_synchronize, "cuEventSynchronize");
-  SYM(event_elapsed, "cuEventElapsedTime");
-  SYM(get_error_string, "cuGetErrorString");
-  CUresult r = cu.init(0);
-  int count = 0;
-  if (r == 0) r = cu.device_get_count(&count);
-  if (r == CUDA_ERROR_NO_DEVICE || (r == 0 && count == 0)) {
-    snprintf(cu_load_error, sizeof cu_load_error, "no CUDA device");
-    return false;
-  }
-  if (r == 0) r = cu.device_get(&cu_dev, 0);
-  if (r != 0) {
-    snprintf(cu_load_error, sizeof cu_load_error, "no usable CUDA device: %s", cu_err(r));
-    return false;
-  }
-  return true;
+  return mlc_cuda_api_open(&cu, &cu_dev, cu_load_error, sizeof cu_load_error);
 }
 
 /* Driver loaded and the context current in this thread; caller holds cu_mu. */

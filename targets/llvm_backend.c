@@ -65,7 +65,7 @@ static void llvm_finish(mlc_target *t) {
 
 /* ---- target machine ---------------------------------------------------------- */
 
-static LLVMTargetMachineRef make_machine(const mlc_target *t, mlc_error *err) {
+LLVMTargetMachineRef llvm_make_machine(const mlc_target *t, mlc_error *err) {
   cg_llvm_init();
   char *triple = t->mtriple[0] ? LLVMNormalizeTargetTriple(t->mtriple) : LLVMGetDefaultTargetTriple();
   LLVMTargetRef target;
@@ -105,7 +105,7 @@ static bool optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_error *err)
   return ok;
 }
 
-static bool emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *out, mlc_error *err) {
+bool llvm_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *out, mlc_error *err) {
   char *msg = NULL;
   LLVMMemoryBufferRef buf;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &buf)) {
@@ -163,7 +163,7 @@ static bool llvm_build_data(const mlc_target *t, int n, mlc_prim_func *const *lo
                             const char *const *symbols, int n_data, const mlc_object_data *data,
                             mlc_str *ir_text, mlc_object *out, mlc_error *err) {
   *out = (mlc_object){0};
-  LLVMTargetMachineRef tm = make_machine(t, err);
+  LLVMTargetMachineRef tm = llvm_make_machine(t, err);
   if (!tm) return false;
   cg c;
   cg_open(&c, t, tm);
@@ -174,7 +174,7 @@ static bool llvm_build_data(const mlc_target *t, int n, mlc_prim_func *const *lo
   }
   ok = ok && cg_verify(&c, ir_text, err);
   ok = ok && optimize(c.mod, tm, err) && add_data(&c, tm, n_data, data, err) &&
-       emit_object(c.mod, tm, out, err);
+       llvm_emit_object(c.mod, tm, out, err);
 
   cg_close(&c);
   LLVMDisposeTargetMachine(tm);

@@ -89,6 +89,11 @@ LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
 
 /* llvm_backend.c: initialize LLVM's native target once per process. */
 void cg_llvm_init(void);
+/* llvm_backend.c: the target machine of an llvm target (PIC, O3 codegen),
+ * and a module emitted as an object into out (cuda_host.c uses both for
+ * the launchers of cuda kernels). */
+LLVMTargetMachineRef llvm_make_machine(const mlc_target *t, mlc_error *err);
+bool llvm_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *out, mlc_error *err);
 
 /* codegen_llvm.c: the module both backends build in: c's arena, context,
  * module (with tm's triple and data layout), builder and types. */

@@ -227,9 +227,27 @@ typedef struct mlc_gpu_launch {
  * the cuda backend would refuse f (unbound stores, too many threads, ...). */
 bool mlc_cuda_launch_info(const mlc_target *t, const mlc_prim_func *f, mlc_gpu_launch *out,
                           mlc_error *err);
+/* The launch extents of `symbol` from the `// mlc.launch` line of PTX the
+ * cuda backend built (NUL-terminated); local_bytes is 0. */
+bool mlc_cuda_ptx_launch(const mlc_object *ptx, const char *symbol, mlc_gpu_launch *l,
+                         mlc_error *err);
+/* A host object (ELF for `host`, an llvm target) for PTX built from funcs
+ * under symbols (NULL: the functions' names): the PTX as constant data and,
+ * per kernel, the entry point CPU objects have, `int32_t sym(void **args)`,
+ * which runs the kernel on device 0 through libmlcrt's mlc_rt_cuda_launch
+ * (targets/runtime/mlcrt.h: the CUDA driver opened with dlopen, the
+ * module loaded once per process, every argument copied in and back) and
+ * returns 0, or -1 with the reason in mlc_rt_cuda_error(). Link it with
+ * libmlcrt.a, -ldl and -lpthread. mlc_target_write_header declares it as
+ * for CPU objects. */
+bool mlc_cuda_host_object(const mlc_target *host, const mlc_object *ptx, int n,
+                          const mlc_prim_func *const *funcs, const char *const *symbols,
+                          mlc_object *out, mlc_error *err);
 
-/* Running PTX with the CUDA Driver API (libcuda.so.1
- * opened with dlopen on first use; device 0's primary context, reset after
+/* Running PTX with the CUDA Driver API (libcuda.so.1, or the library
+ * MLC_CUDA_DRIVER names, as tests do with tests/fake_cuda.c; opened with
+ * dlopen on first use through targets/runtime/cuda_api.h, which libmlcrt's
+ * launcher shares; device 0's primary context, reset after
  * a failed launch; tools/gpu_check.sh runs it on a GPU). Whether a device can be used: false
  * with "no CUDA driver (...)" or "no CUDA device". */
 bool mlc_cuda_available(mlc_error *err);
@@ -357,5 +375,9 @@ bool mlc_gpu_verify(const mlc_prim_func *f, const mlc_gpu_limits *lim, mlc_gpu_u
 bool mlc_target_write_header(mlc_str *out, int n, const mlc_prim_func *const *funcs,
                              const char *const *symbols, const char *guard,
                              mlc_error *err);
+/* The same for the launchers of mlc_cuda_host_object: the entry points
+ * are declared alike, said to run on the GPU, with mlc_rt_cuda_error. */
+bool mlc_cuda_write_header(mlc_str *out, int n, const mlc_prim_func *const *funcs,
+                           const char *const *symbols, const char *guard, mlc_error *err);
 
 #endif

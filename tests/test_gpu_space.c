@@ -666,6 +666,75 @@ static void test_cuda_backend_agrees(void) {
          agree, total);
 }
 
+/* ---- the GPU default schedule (mlc-compile's, for kernels without a record) ---------- */
+
+/* Each task's default schedule passes the verifier and the cuda backend at
+ * the big shape, and computes what the unscheduled program does at the
+ * small one (interpreter: thread bindings run as serial loops). */
+static void default_task(const space_task *t) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_gpu_limits lim;
+  mlc_gpu_limits_sm80(&lim);
+  mlc_target tgt;
+  bool have_cuda = mlc_target_parse("cuda -arch=sm_80", &tgt, &err);
+  mlc_prim_func *big = build_task(a, t->task, t->big);
+  mlc_prim_func *s = big ? mlc_tuner_gpu_default_schedule(a, big, &err) : NULL;
+  mlc_gpu_launch l = {{0}, {0}, 0, 0};
+  CHECK_MSG(s != NULL, "%s [%s]: %s", t->task, t->big, err.msg);
+  CHECK_MSG(!s || mlc_gpu_verify(s, &lim, NULL, &err), "%s: verifier: %s", t->task, err.msg);
+  CHECK_MSG(!s || !have_cuda || mlc_cuda_launch_info(&tgt, s, &l, &err), "%s: backend: %s",
+            t->task, err.msg);
+  CHECK_MSG(!s || !have_cuda || l.block[0] * l.block[1] * l.block[2] <= 256,
+            "%s: %lld threads per block (at most 256)", t->task,
+            (long long)(l.block[0] * l.block[1] * l.block[2]));
+
+  mlc_prim_func *f = build_task(a, t->task, t->small);
+  mlc_prim_func *fs = f ? mlc_tuner_gpu_default_schedule(a, f, &err) : NULL;
+  CHECK_MSG(fs != NULL, "%s [%s]: %s", t->task, t->small, err.msg);
+  if (fs) {
+    int n = f->n_params, out = n - 1;
+    mlc_array *ref[16], *got[16];
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 9, 1);
+    for (int i = 0; i < n; i++) {
+      ref[i] = mlc_array_for_buffer(f->params[i]);
+      got[i] = mlc_array_for_buffer(f->params[i]);
+      if (i != out) mlc_array_fill_random(ref[i], &rng);
+      memcpy(got[i]->data, ref[i]->data,
+             (size_t)mlc_array_numel(ref[i]) * (size_t)mlc_dtype_bytes(ref[i]->dtype));
+    }
+    double max_err = 0;
+    bool ran = run_func(f, ref, &err) && run_func(fs, got, &err);
+    CHECK_MSG(ran, "%s: run: %s", t->task, err.msg);
+    CHECK_MSG(!ran || mlc_array_allclose(got[out], ref[out], 1e-5, 1e-5, &max_err),
+              "%s: the default schedule differs (max error %g)", t->task, max_err);
+    for (int i = 0; i < n; i++) mlc_array_free(ref[i]), mlc_array_free(got[i]);
+  }
+  mlc_arena_free(a);
+}
+
+/* A kernel with no spatial loop to bind: refused, saying which. */
+static void test_default_schedule_refuses(void) {
+  static const char SRC[] =
+      "@T.prim_func\n"
+      "def total(A: T.Buffer((64,), \"float32\"), B: T.Buffer((1,), \"float32\")):\n"
+      "    for k in range(64):\n"
+      "        with T.block(\"B\"):\n"
+      "            vk = T.axis.reduce(64, k)\n"
+      "            with T.init():\n"
+      "                B[0] = T.float32(0)\n"
+      "            B[0] = B[0] + A[vk]\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "total.py", SRC, &err);
+  CHECK_MSG(m != NULL, "parse: %s", err.msg);
+  mlc_prim_func *s = m ? mlc_tuner_gpu_default_schedule(a, m->funcs[0], &err) : NULL;
+  CHECK(m && s == NULL);
+  CHECK_MSG(!m || s || strstr(err.msg, "no GPU schedule for total"), "message: %s", err.msg);
+  mlc_arena_free(a);
+}
+
 /* ---- through the tuner: the cuda target's kind selects the GPU space ---------------- */
 
 /* Samples, mutants (tile sizes, unroll, ...: not repaired, so the
@@ -750,6 +819,8 @@ int main(void) {
   run_per_task("test_run", run_task);
   RUN(test_tuner_hook);
   RUN(test_cuda_backend_agrees);
+  run_per_task("test_default_schedule", default_task);
+  RUN(test_default_schedule_refuses);
   printf("# total: %ld samples pass the GPU verifier; %ld of %ld unrepaired draws would fail it; "
          "%ld interpreter runs match\n",
          g_samples, g_raw_failed, g_raw_drawn, g_runs);

@@ -4,7 +4,9 @@
 # notes' schedules run against the CPU reference), PyTorch's cuBLAS /
 # cuDNN baselines, and mlc-tune on the GPU (matmul 1024^3 after each
 # budget of --trials, softmax 256x1024, conv2d 1,64,56,56,64,3,3), each
-# candidate checked against the unscheduled kernel on the CPU.
+# candidate checked against the unscheduled kernel on the CPU; then
+# mlc-compile --target cuda's host objects (vecadd untuned, matmul from
+# its best record) linked into tests/gpu_compile_check.c and run.
 #
 #   tools/gpu_check.sh [--out DIR] [--trials "64 512"] [--small-trials N]
 #                      [--time SECONDS] [--bundle FILE.tar.xz]
@@ -116,6 +118,33 @@ for n in $TRIALS; do tune "matmul" "$n" matmul 1024,1024,1024; done
 tune "softmax" "$SMALL" softmax 256,1024
 tune "conv2d" "$SMALL" conv2d_nchw 1,64,56,56,64,3,3
 rm -f "$OUTDIR/last.json"
+say ""
+
+# ---- mlc-compile --target cuda ------------------------------------------------
+# The host object + launcher (libmlcrt's mlc_rt_cuda_launch), so far tested
+# against a fake driver only: vecadd with the GPU default schedule, matmul
+# 1024^3 with its best record from the tuning above, linked into
+# tests/gpu_compile_check.c and checked against plain C.
+say "## mlc-compile --target cuda (host object + launcher, linked into a C program)"
+if command -v cc >/dev/null 2>&1; then
+  build/bin/mlc-compile --task vecadd --shape 1048576 --target "cuda -arch=$ARCH" --db "$DB" \
+      -o "$OUTDIR/va.o" --header "$OUTDIR/va.h" >>"$OUTDIR/tune.log" 2>&1 &&
+    build/bin/mlc-compile --task matmul --shape 1024,1024,1024 --target "cuda -arch=$ARCH" \
+      --db "$DB" -o "$OUTDIR/mm.o" --header "$OUTDIR/mm.h" --ptx "$OUTDIR/mm.ptx" \
+      >>"$OUTDIR/tune.log" 2>&1 &&
+    cc -std=gnu11 -O2 -I. -I"$OUTDIR" tests/gpu_compile_check.c "$OUTDIR/va.o" "$OUTDIR/mm.o" \
+      targets/runtime/cuda_launch.c -ldl -lpthread -lm -o "$OUTDIR/compile_check" \
+      >>"$OUTDIR/tune.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    timeout 300 "$OUTDIR/compile_check" 2>&1 | sed 's/^/    /' | tee -a "$SUM"
+    say "- exit ${PIPESTATUS[0]}"
+  else
+    say "- mlc-compile or cc failed (exit $rc; see tune.log)"
+  fi
+else
+  say "- SKIP: no C compiler on this machine"
+fi
 say ""
 say "## Database"
 build/bin/mlc-db --db "$DB" list 2>&1 | sed 's/^/    /' | tee -a "$SUM"

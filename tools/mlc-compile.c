@@ -6,11 +6,15 @@
  *   mlc-compile --model examples/mlp.json --run
  *   mlc-compile --model resnet18.onnx --run x.npy --run-output y.npy
  *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
+ *   mlc-compile --task vecadd --target "cuda -arch=sm_80" -o va.o --header va.h [--ptx va.ptx]
  *
  * A thin main: graph/ loads, transforms and lowers the model and replays
  * each kernel's best record from the tuning database (`mlc-tune --model`
  * fills it); kernels without one get the default schedule and are listed
- * as `untuned`. targets/ compiles and loads the kernels.
+ * as `untuned`. targets/ compiles and loads the kernels. For a cuda target
+ * (one kernel: --task or --task-file) the object is a host object with the
+ * PTX and a launcher per kernel (mlc_cuda_host_object), which runs it
+ * through libmlcrt's mlc_rt_cuda_launch.
  */
 #include "db/db.h"
 #include "graph/graph.h"
@@ -18,6 +22,7 @@
 #include "ir/ir.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tuner/tuner.h"
 
 #include <ctype.h>
 #include <getopt.h>
@@ -49,6 +54,8 @@ enum {
   OPT_INPUT_SHAPE,
   OPT_RUN_OUTPUT,
   OPT_VERIFY,
+  OPT_TASK_FILE,
+  OPT_PTX,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -61,6 +68,8 @@ typedef struct options {
   const char *inputs[MAX_LIST + 1], *run_outputs[MAX_LIST + 1], *input_shapes[MAX_LIST + 1];
   int n_inputs, n_run_outputs, n_input_shapes;
   const char *task, *shape, *name, *target, *db, *dump_tasks;
+  const char *task_file; /* --task-file: a TVMScript prim_func (main, or the only one) */
+  const char *ptx;       /* --ptx: the cuda target's PTX, also written here */
   bool run, no_schedule, report;
   bool verify; /* check replayed kernels against the unscheduled ones first */
   uint64_t seed;
@@ -74,7 +83,8 @@ static void usage(FILE *f) {
           "                   [--input-shape NAME=D1,D2,...] [-o OUT.o] [--header OUT.h]\n"
           "                   [--run [X.npy]] [--input [NAME=]X.npy] [--run-output [NAME=]Y.npy]\n"
           "                   [--report]\n"
-          "       mlc-compile --task NAME [--shape S] [--name SYM] -o OUT.o [--header OUT.h]\n"
+          "       mlc-compile --task NAME [--shape S] | --task-file F.py [--name SYM]\n"
+          "                   [--target T] -o OUT.o [--header OUT.h] [--ptx OUT.ptx]\n"
           "\n"
           "Compile a model described in JSON (weights as .npy files in DIR, by default\n"
           "the model path without .json) through the graph passes, lower every op to\n"
@@ -116,8 +126,23 @@ static void usage(FILE *f) {
           "  --repeat N           timed runs of the model for --run (default 20)\n"
           "  --task NAME          compile one built-in task instead (%s)\n"
           "  --shape S            the task's shape (e.g. 128,128,128)\n"
-          "  --name SYM           the task kernel's symbol (default: the task name)\n"
-          "  --target T           target string (default: llvm, the host CPU)\n"
+          "  --task-file F.py     compile one TVMScript prim_func instead (named main, or\n"
+          "                       the file's only function)\n"
+          "  --name SYM           the task kernel's symbol (default: the task name, or the\n"
+          "                       task file's name without .py)\n"
+          "  --target T           target string (default: llvm, the host CPU). With\n"
+          "                       \"cuda [-arch=sm_80]\" (--task or --task-file only; models\n"
+          "                       are refused) the kernel is compiled to PTX from the\n"
+          "                       best record for that target, or, without one, a GPU\n"
+          "                       default schedule (leading spatial loops bound to\n"
+          "                       blockIdx.x/threadIdx.x, 256 threads; a kernel it cannot\n"
+          "                       bind is refused: tune it first); -o writes a host object\n"
+          "                       holding the PTX and a launcher with the CPU entry point\n"
+          "                       `int32_t SYM(void **args)`, which copies the arguments\n"
+          "                       to the GPU, runs the kernel and copies them back (link\n"
+          "                       with libmlcrt.a -ldl -lpthread; the CUDA driver is\n"
+          "                       opened at run time)\n"
+          "  --ptx FILE           with a cuda target, also write the PTX\n"
           "  --db PATH|URL        tuning database (default: $MLC_DB or ./mlc.db; or\n"
           "                       postgresql://user@host/dbname); the best\n"
           "                       record of each kernel is replayed; a missing file means\n"
@@ -188,6 +213,8 @@ static int parse_args(int argc, char **argv, options *o) {
       {"input-shape", required_argument, 0, OPT_INPUT_SHAPE},
       {"run-output", required_argument, 0, OPT_RUN_OUTPUT},
       {"verify", no_argument, 0, OPT_VERIFY},
+      {"task-file", required_argument, 0, OPT_TASK_FILE},
+      {"ptx", required_argument, 0, OPT_PTX},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -215,6 +242,8 @@ static int parse_args(int argc, char **argv, options *o) {
       break;
     }
     case OPT_TASK: o->task = optarg; break;
+    case OPT_TASK_FILE: o->task_file = optarg; break;
+    case OPT_PTX: o->ptx = optarg; break;
     case OPT_SHAPE: o->shape = optarg; break;
     case OPT_NAME: o->name = optarg; break;
     case OPT_TARGET: o->target = optarg; break;
@@ -245,13 +274,16 @@ static int parse_args(int argc, char **argv, options *o) {
   /* `--run input.npy`, as DESIGN.md writes it, is --run --input input.npy. */
   if (o->run && !o->n_inputs && optind == argc - 1) o->inputs[o->n_inputs++] = argv[optind++];
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-  if (!o->model == !o->task) return usage_error("%s", "give exactly one of --model or --task");
-  if (o->task && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->n_inputs || o->report || o->dump_tasks ||
+  if (!o->model + !o->task + !o->task_file != 2)
+    return usage_error("%s", "give exactly one of --model, --task or --task-file");
+  if (o->task_file && o->shape) return usage_error("%s", "--shape goes with --task");
+  if ((o->task || o->task_file) && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->n_inputs || o->report || o->dump_tasks ||
                   o->n_input_shapes || o->n_run_outputs))
     return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights, --input, "
                              "--input-shape and --run-output go with --model");
   if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
-  if (o->task && !o->output) return usage_error("%s", "--task needs -o OUT.o");
+  if ((o->task || o->task_file) && !o->output)
+    return usage_error("%s", "--task and --task-file need -o OUT.o");
   if (o->model && (o->shape || o->name))
     return usage_error("%s", "--shape and --name go with --task");
   if ((o->n_inputs || o->n_run_outputs) && !o->run)
@@ -280,6 +312,7 @@ typedef struct kernels {
    * object is written (the header declares them), none otherwise. */
   int n_data;
   mlc_object_data *data;
+  bool gpu; /* a cuda target: untuned kernels get the GPU default schedule */
 } kernels;
 
 static bool build_all(const mlc_target *t, kernels *k, mlc_error *err) {
@@ -329,6 +362,7 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
                     mlc_error *err) {
   double t0 = now_ms();
   bool schedule = !o->no_schedule;
+  bool gpu = k->gpu = t->backend == &mlc_backend_cuda;
   mlc_db *db;
   if (!open_db(o->db, &db, err)) return false;
   k->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, k->n);
@@ -340,10 +374,18 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
     }
     k->sched[i] = k->info[i].sched;
     warn_skipped(k, i);
+    /* no record for this cuda target: never the CPU default schedule */
+    if (gpu && !k->info[i].record_id &&
+        !(k->sched[i] = mlc_tuner_gpu_default_schedule(a, k->src[i], err))) {
+      mlc_db_close(db);
+      return mlc_error_prefix(err, "kernel %s has no record for %s", k->symbols[i], t->str);
+    }
   }
   if (db) mlc_db_close(db);
   bool ok = build_all(t, k, err);
-  if (!ok && schedule) ok = build_fallback(t, k, err);
+  /* a GPU kernel cannot fall back to its unscheduled form (nothing bound) */
+  if (!ok && gpu) mlc_error_prefix(err, "kernel %s", k->symbols[0]); /* one kernel: --task */
+  if (!ok && schedule && !gpu) ok = build_fallback(t, k, err);
   if (ok && o->verify) ok = verify_kernels(o, k, err);
   k->ms = now_ms() - t0;
   return ok;
@@ -358,16 +400,39 @@ static void list_kernels(const kernels *k, const int *calls, bool schedule) {
     if (g->record_id)
       fprintf(stderr, "record %lld (%.2f us)\n", (long long)g->record_id, g->record_sec * 1e6);
     else if (g->note[0]) fprintf(stderr, "untuned (default schedule; %s)\n", g->note);
-    else fprintf(stderr, "untuned (%s)\n", schedule ? "default schedule" : "unscheduled");
+    else fprintf(stderr, "untuned (%s)\n", !schedule ? "unscheduled"
+                                             : k->gpu ? "GPU default schedule"
+                                                      : "default schedule");
   }
 }
 
-static bool write_outputs(const options *o, const kernels *k, const mlc_gmodule *m,
-                          mlc_error *err) {
-  if (o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
+/* A cuda target: the PTX (--ptx), and the host object with the launchers
+ * (-o) in place of an object of the target's code. */
+static bool write_cuda(const options *o, const kernels *k, mlc_error *err) {
+  if (o->ptx && !mlc_write_file(o->ptx, k->obj.data, k->obj.len, err)) return false;
+  if (!o->output) return true;
+  mlc_target host;
+  mlc_target_host(&host);
+  mlc_object obj;
+  if (!mlc_cuda_host_object(&host, &k->obj, k->n, k->sched, k->symbols, &obj, err)) return false;
+  bool ok = mlc_object_write(&obj, o->output, err);
+  mlc_object_free(&obj);
+  return ok;
+}
+
+static bool write_outputs(const options *o, const mlc_target *t, const kernels *k,
+                          const mlc_gmodule *m, mlc_error *err) {
+  bool gpu = t->backend == &mlc_backend_cuda;
+  if (gpu && !write_cuda(o, k, err)) return false;
+  if (!gpu && o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
   if (!o->header) return true;
   mlc_str h = {0};
-  bool ok = mlc_target_write_header(&h, k->n, k->sched, k->symbols, NULL, err);
+  /* a guard of its own, so that a program can include several (one kernel each) */
+  char guard[160];
+  snprintf(guard, sizeof guard, "MLC_%s_CUDA_H", k->symbols[0]);
+  for (char *c = guard; *c; c++) *c = (char)toupper((unsigned char)*c);
+  bool ok = gpu ? mlc_cuda_write_header(&h, k->n, k->sched, k->symbols, guard, err)
+                : mlc_target_write_header(&h, k->n, k->sched, k->symbols, NULL, err);
   if (ok && m) {
     mlc_str_putc(&h, '\n');
     mlc_graph_write_entry(&h, m);
@@ -378,6 +443,58 @@ static bool write_outputs(const options *o, const kernels *k, const mlc_gmodule 
 }
 
 /* ---- --task ------------------------------------------------------------------------ */
+
+/* The prim_func of --task-file: main, or the file's only function. */
+static mlc_prim_func *load_task_file(mlc_arena *a, const char *path, mlc_error *err) {
+  size_t len;
+  char *text = mlc_read_file(path, &len, err);
+  if (!text) return NULL;
+  mlc_module *m = mlc_parse_module(a, path, text, err);
+  mlc_free(text);
+  if (!m) return NULL;
+  mlc_prim_func *f = mlc_module_find(m, "main");
+  if (!f && m->n_funcs == 1) f = m->funcs[0];
+  if (!f) {
+    mlc_error_set(err, "%s: no prim_func named main (and %d functions)", path, m->n_funcs);
+    return NULL;
+  }
+  if (!mlc_verify_func(f, err)) {
+    mlc_error_prefix(err, "%s", path);
+    return NULL;
+  }
+  return f;
+}
+
+/* The file name without its folder and .py: the kernel's symbol. */
+static const char *file_symbol(mlc_arena *a, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t len = strlen(base);
+  if (len > 3 && strcmp(base + len - 3, ".py") == 0) len -= 3;
+  return mlc_arena_printf(a, "%.*s", (int)len, base);
+}
+
+/* One kernel (--task, --task-file) compiled and written under sym. */
+static int compile_one(const options *o, const mlc_target *t, mlc_arena *a,
+                       const mlc_prim_func *f, const char *sym) {
+  mlc_error err;
+  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
+  int rc = 0;
+  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err)) rc = fail(&err);
+  else list_kernels(&k, NULL, !o->no_schedule);
+  mlc_object_free(&k.obj);
+  return rc;
+}
+
+static int compile_task_file(const options *o, const mlc_target *t) {
+  mlc_error err;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = load_task_file(a, o->task_file, &err);
+  int rc = f ? compile_one(o, t, a, f, o->name ? o->name : file_symbol(a, o->task_file))
+             : fail(&err);
+  mlc_arena_free(a);
+  return rc;
+}
 
 static int compile_task(const options *o, const mlc_target *t) {
   mlc_error err;
@@ -393,14 +510,7 @@ static int compile_task(const options *o, const mlc_target *t) {
     return 2;
   }
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = mlc_task_build(a, d, shape);
-  const char *sym = o->name ? o->name : d->name;
-  kernels k = {1, (const mlc_prim_func *[]){f}, NULL, (const char *[]){sym}, NULL, {0}, 0, 0, NULL};
-  int rc = 0;
-  if (!compile(a, o, t, &k, &err) || !write_outputs(o, &k, NULL, &err))
-    rc = fail(&err);
-  else list_kernels(&k, NULL, !o->no_schedule);
-  mlc_object_free(&k.obj);
+  int rc = compile_one(o, t, a, mlc_task_build(a, d, shape), o->name ? o->name : d->name);
   mlc_arena_free(a);
   return rc;
 }
@@ -766,7 +876,8 @@ static int compile_model(const options *o, const mlc_target *t) {
   mlc_arena *a = mlc_arena_new();
   const mlc_gfunc *main_fn = mlc_graph_main(m);
   kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
-               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL};
+               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL,
+               false};
   if (o->output) { /* the header's weights are defined in the object */
     k.n_data = m->n_consts;
     k.data = MLC_NEW_ARRAY(a, mlc_object_data, m->n_consts + 1);
@@ -780,7 +891,7 @@ static int compile_model(const options *o, const mlc_target *t) {
     k.symbols[i] = mlc_graph_symbol(a, m, m->tir->funcs[i]);
     for (int j = 0; j < main_fn->n_bindings; j++) calls[i] += main_fn->bindings[j].tir == k.src[i];
   }
-  if (!compile(a, o, t, &k, &err) || !write_outputs(o, &k, m, &err)) {
+  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, m, &err)) {
     rc = fail(&err);
   } else {
     list_kernels(&k, calls, !o->no_schedule);
@@ -813,5 +924,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mlc-compile: error: %s\n", err.msg);
     return 2;
   }
+  if (t.backend == &mlc_backend_cuda) {
+    if (o.model)
+      return usage_error("%s", "--target cuda compiles one kernel (--task or --task-file); "
+                               "models run on the CPU only for now");
+    if (o.no_schedule || o.verify)
+      return usage_error("%s", "--no-schedule and --verify go with CPU targets (a GPU kernel "
+                               "needs its loops bound; --verify runs kernels on the CPU)");
+  } else if (o.ptx) {
+    return usage_error("%s", "--ptx goes with --target cuda");
+  }
+  if (o.task_file) return compile_task_file(&o, &t);
   return o.task ? compile_task(&o, &t) : compile_model(&o, &t);
 }

@@ -53,6 +53,7 @@ typedef struct build {
   const mlc_tuner_opts *o;
   const mlc_gpu_limits *lim;
   MLC_VEC(tile_group) groups;
+  int64_t threads; /* auto-bind's threads per block; 0: sampled */
 } build;
 
 static int last_inst(const mlc_sched *s) { return mlc_sched_trace(s)->insts.len - 1; }
@@ -224,6 +225,9 @@ static void rule_auto_inline(build *bd, const char *name) {
 
 static const int64_t THREAD_EXTENTS[] = {32, 64, 128, 256, 512, 1024};
 enum { MAX_THREADBLOCKS = 256 };
+/* mlc_tuner_gpu_default_schedule's threads per block: 8 warps, within
+ * every SM's limits, without tuning. */
+enum { GPU_DEFAULT_THREADS = 256 };
 
 /* The largest rank of the buffers blk reads that an unbound reduction
  * block writes (0: none). */
@@ -285,6 +289,12 @@ static bool bind_block(build *bd, const char *name, mlc_error *err) {
   else if (!mlc_sched_fuse(s, m, loops, true, &fused, err)) return false;
   int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(s, fused));
   int64_t max_t = bd->lim->max_threads_per_block;
+  if (bd->threads > 0) { /* fixed: as many blocks as it takes (grid.x allows 2^31-1) */
+    mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(ext < bd->threads ? ext : bd->threads)};
+    return mlc_sched_split(s, fused, 2, f, true, parts, err) &&
+           mlc_sched_bind(s, parts[0], "blockIdx.x", err) &&
+           mlc_sched_bind(s, parts[1], "threadIdx.x", err);
+  }
   if (ext <= MAX_THREADBLOCKS * max_t) {
     int64_t cand[MLC_COUNTOF(THREAD_EXTENTS)];
     double probs[MLC_COUNTOF(THREAD_EXTENTS)];
@@ -381,6 +391,27 @@ static void gpu_free(void *p) {
   MLC_VEC_FREE(sp->sketches);
   mlc_arena_free(sp->arena);
   mlc_free(sp);
+}
+
+mlc_prim_func *mlc_tuner_gpu_default_schedule(mlc_arena *a, const mlc_prim_func *f,
+                                              mlc_error *err) {
+  mlc_arena *scratch = mlc_arena_new();
+  const char **blocks;
+  int nb = tuner_blocks_post_order(scratch, f, &blocks);
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  build bd = {.s = mlc_sched_new(f, 0), .o = &o, .lim = &o.gpu_limits,
+              .threads = GPU_DEFAULT_THREADS};
+  apply_rule(&bd, rule_auto_inline, nb, blocks);
+  apply_rule(&bd, rule_auto_bind, nb, blocks);
+  mlc_prim_func *out = NULL;
+  if (mlc_gpu_verify(mlc_sched_func(bd.s), &o.gpu_limits, NULL, err))
+    out = mlc_func_copy(a, mlc_sched_func(bd.s));
+  else mlc_error_prefix(err, "no GPU schedule for %s (tune it for the cuda target first)", f->name);
+  mlc_sched_free(bd.s);
+  MLC_VEC_FREE(bd.groups);
+  mlc_arena_free(scratch);
+  return out;
 }
 
 static int gpu_count(const void *p) { return ((const gpu_space *)p)->sketches.len; }

@@ -63,6 +63,19 @@ typedef struct mlc_tuner_opts {
  * evolutionary search behind mlc_tuner_tune are private to tuner/ (and the
  * tests and benches that drive them): tuner/tuner_internal.h. */
 
+/* ---- the GPU default schedule (space_gpu.c) ---------------------------------- */
+
+/* What mlc-compile compiles for a kernel without a record for its cuda
+ * target: the GPU space's auto-inline and auto-bind rules with fixed
+ * decisions (each block's leading spatial loops fused and split by 256
+ * threads, bound to blockIdx.x and threadIdx.x; an unbound reduction that
+ * a bound block reads computed under that block's thread), then checked
+ * by mlc_gpu_verify against sm_80's limits. NULL with the reason (the
+ * block left on the host, too many threads, ...) when the result cannot
+ * run on a GPU. */
+mlc_prim_func *mlc_tuner_gpu_default_schedule(mlc_arena *a, const mlc_prim_func *f,
+                                              mlc_error *err);
+
 /* ---- the tuning loop (tune.c) ------------------------------------------------ */
 
 /* Generate a batch, build and run it in the worker pools, commit the

@@ -1,6 +1,6 @@
 /* The runtime library build/libmlcrt.a: what emitted objects call besides
  * libc and libm. It depends on nothing of libmlc.a, so users link only it
- * next to an emitted object (and -lpthread). */
+ * next to an emitted object (and -lpthread; -ldl for cuda objects). */
 #ifndef MLC_MLCRT_H
 #define MLC_MLCRT_H
 
@@ -23,6 +23,24 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
 
 /* Threads mlc_parallel_for would use for a given target core count. */
 int mlc_rt_num_threads(int32_t num_threads);
+
+/* Run a GPU kernel: what the entry points of objects written by
+ * mlc-compile --target cuda call (`int32_t sym(void **args)`, as on CPUs).
+ * ptx: the object's PTX text (NUL-terminated; the driver loads it on the
+ * first call and the module is kept for the process, known by the text's
+ * address); symbol: the kernel's .entry; launch: grid x, y, z then
+ * block x, y, z; args[i]: host pointer of parameter i, arg_bytes[i] its
+ * size. Each call copies every argument to the device, launches, waits,
+ * and copies every argument back (so all of them must be writable). The
+ * CUDA driver (libcuda.so.1, or the library MLC_CUDA_DRIVER names: for
+ * tests) is opened with dlopen on the first call; device 0. Returns 0, or
+ * -1 with the reason in mlc_rt_cuda_error(): "no CUDA driver (...)",
+ * "no CUDA device", a driver call and its error. */
+int32_t mlc_rt_cuda_launch(const char *ptx, const char *symbol, const int64_t *launch,
+                           int32_t n_args, const int64_t *arg_bytes, void **args);
+/* The message of this thread's last failed mlc_rt_cuda_launch ("" if none),
+ * prefixed with the kernel's symbol. */
+const char *mlc_rt_cuda_error(void);
 
 /* IEEE half <-> float, under the names LLVM 14 calls for float16 code on
  * CPUs without F16C instructions (compiler-rt has them, libgcc on x86 does
