@@ -337,7 +337,7 @@ bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err);
 /* Ops over constants only are evaluated now into new constants (weights
  * transposed once at compile time); unused weights are dropped. */
 bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);
-/* added by speed: conv2d weights that are constants packed into the blocked
+/* conv2d weights that are constants packed into the blocked
  * layout [K/k, C/c, R, S, c, k] (a 6-d weight is a conv2d's packed form),
  * lowered to the NCHWc kernel (the conv2d_nchwc task's blocks). */
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err);

@@ -317,7 +317,7 @@ mlc_expr *mlc_if_then_else(mlc_arena *a, mlc_expr *c, mlc_expr *t, mlc_expr *f);
 mlc_expr *mlc_load(mlc_arena *a, mlc_buffer *b, mlc_expr **indices); /* copies array */
 mlc_expr *mlc_cast(mlc_arena *a, mlc_dtype t, mlc_expr *x);
 mlc_expr *mlc_call(mlc_arena *a, mlc_intrin op, mlc_expr **args); /* copies array */
-/* added by tensorize: T.call_extern(dtype, name, args...). Copies both
+/* T.call_extern(dtype, name, args...). Copies both
  * arrays; kids as mlc_xarg.kid describes. */
 mlc_expr *mlc_call_extern(mlc_arena *a, mlc_dtype ret, const char *name, int n_args,
                           const mlc_xarg *args, int n_kids, mlc_expr **kids);
@@ -577,7 +577,7 @@ bool mlc_interp_run(const mlc_prim_func *f, mlc_array *args, mlc_error *err);
  * against f->n_params. */
 bool mlc_interp_run_n(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err);
 
-/* added by tensorize: the functions T.call_extern reaches in the
+/* the functions T.call_extern reaches in the
  * interpreter. A call passes each argument as an mlc_extern_val (VALUE:
  * is_float says whether f or i holds it; PTR: p points at the region's
  * first element, of dtype; STRIDE: i) and converts the double returned to

@@ -360,7 +360,7 @@ bool mlc_sched_rfactor(mlc_sched *s, mlc_rv loop, int factor_axis, mlc_rv *out, 
 bool mlc_sched_blockize(mlc_sched *s, mlc_rv loop, bool preserve_unit_iters, mlc_rv *out,
                         mlc_error *err);
 
-/* ---- tensor intrinsics and tensorize (tensorize.c) -- added by tensorize ---- */
+/* ---- tensor intrinsics and tensorize (tensorize.c) -------------------- */
 
 /* A tensor intrinsic: a description prim_func (what the instruction
  * computes on its operands, the parameters, in its root block's body) and

@@ -44,7 +44,7 @@ void mlc_task_shape_str(const mlc_task_def *d, const int64_t *shape, char *buf, 
 mlc_prim_func *mlc_task_build(mlc_arena *a, const mlc_task_def *d, const int64_t *shape);
 double mlc_task_flops(const mlc_task_def *d, const int64_t *shape);
 
-/* added by speed: the channel block of the blocked convolution layout
+/* the channel block of the blocked convolution layout
  * (conv2d_nchwc): 16 floats (one zmm) when it divides the channels, else 8,
  * else all of them when there are at most 16 (an RGB input); 0 when none
  * fits (the convolution stays in NCHW). Output channels need a block of 8
