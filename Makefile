@@ -40,6 +40,11 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_
 GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
 LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
+# MPI (issue 17), optional: with OpenMPI's mpicc present, measure/mpi.c is
+# built with MLC_HAVE_MPI and mlc-tune links libmpi (no other program
+# pulls mpi.o out of the library); without it mlc-tune says so under mpirun.
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+MPI_CFLAGS := $(if $(MPI_LIBS),$(shell mpicc --showme:compile 2>/dev/null) -DMLC_HAVE_MPI)
 
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 OBJS     := $(SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/onnx.pb-c.o
@@ -101,6 +106,9 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(LIB) $(RTLIB)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
 
+$(B)/obj/measure/mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
+$(B)/bin/mlc-tune: LDLIBS += $(MPI_LIBS)
+
 # Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
 # program linked with bench/results.c, the plain-C baseline compiled with
 # -O3 -march=native, and OpenBLAS; each merges its cases into
@@ -160,7 +168,7 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 # without it); ONNX's backend test data (test_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py.
 DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
-                python3-numpy libdnnl-dev
+                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 

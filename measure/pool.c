@@ -628,10 +628,11 @@ static void check_timeouts(mlc_measure *m) {
   }
 }
 
-static void wait_events(mlc_measure *m) {
+/* Waits at most until `limit` (monotonic seconds), or a second. */
+static void wait_events(mlc_measure *m, double limit) {
   struct pollfd *pf = mlc_xmalloc(sizeof(struct pollfd) * (size_t)m->n_workers);
   int *who = mlc_xmalloc(sizeof(int) * (size_t)m->n_workers), np = 0;
-  double now = frame_now(), next = now + 1.0;
+  double now = frame_now(), next = now + 1.0 < limit ? now + 1.0 : limit;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid <= 0 || w->job == NO_JOB) continue;
@@ -649,17 +650,23 @@ static void wait_events(mlc_measure *m) {
   mlc_free(who);
 }
 
-int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
+int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s) {
+  double end = frame_now() + timeout_s;
   while (m->ready_head == m->ready.len) {
     if (m->n_done == m->n) return 0;
     dispatch(m);
     if (m->ready_head < m->ready.len) break;
-    wait_events(m);
+    if (frame_now() >= end) return -1;
+    wait_events(m, end);
   }
   int ci = m->ready.data[m->ready_head++];
   *out = m->c[ci].res;
   m->n_returned++;
   return 1;
+}
+
+int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
+  return mlc_measure_next_wait(m, out, INFINITY);
 }
 
 /* ---- public life cycle ---------------------------------------------------------------- */
@@ -741,15 +748,11 @@ static int workload_index(mlc_measure *m, const char *text) {
   return m->wls.len - 1;
 }
 
-bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
-  if (m->n_returned < m->n) return mlc_error_set(err, "measure: the previous batch is not collected");
-  for (int i = 0; i < n; i++)
-    if (!c[i].workload) return mlc_error_set(err, "measure: candidate %d has no workload", i);
-  clear_batch(m);
-  m->c = mlc_xmalloc(sizeof(cand) * (size_t)(n + 1));
-  m->n = n;
+/* Candidates n0.. of the batch from c[0..n). */
+static void add_cands(mlc_measure *m, int n0, int n, const mlc_measure_cand *c) {
   for (int i = 0; i < n; i++) {
-    cand *x = &m->c[i];
+    cand *x = &m->c[n0 + i];
+    *x = (cand){0};
     x->trace = mlc_xstrdup(c[i].trace ? c[i].trace : "");
     x->target = mlc_xstrdup(c[i].target ? c[i].target : "llvm");
     x->fault = c[i].fault;
@@ -757,11 +760,35 @@ bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_er
     x->run_timeout_s = c[i].run_timeout_s > 0 ? c[i].run_timeout_s : 0;
     x->wl = workload_index(m, c[i].workload);
     x->state = C_QUEUED;
-    x->res.index = i;
+    x->res.index = n0 + i;
   }
+}
+
+static bool check_cands(int n, const mlc_measure_cand *c, mlc_error *err) {
+  for (int i = 0; i < n; i++)
+    if (!c[i].workload) return mlc_error_set(err, "measure: candidate %d has no workload", i);
+  return true;
+}
+
+bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
+  if (m->n_returned < m->n) return mlc_error_set(err, "measure: the previous batch is not collected");
+  if (!check_cands(n, c, err)) return false;
+  clear_batch(m);
+  m->c = mlc_xmalloc(sizeof(cand) * (size_t)(n + 1));
+  m->n = n;
+  add_cands(m, 0, n, c);
   /* A workload whose reference failed in an earlier batch gets another try. */
   for (int i = 0; i < m->wls.len; i++)
     if (m->wls.data[i].state == WL_FAILED) m->wls.data[i].state = WL_NONE;
+  return true;
+}
+
+bool mlc_measure_append(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
+  if (m->n_returned == m->n) return mlc_measure_submit(m, n, c, err);
+  if (!check_cands(n, c, err)) return false;
+  m->c = mlc_xrealloc(m->c, sizeof(cand) * (size_t)(m->n + n + 1));
+  add_cands(m, m->n, n, c);
+  m->n += n;
   return true;
 }
 

@@ -66,6 +66,8 @@ static const char *usage_text =
     "Exit status: 0 done (or nothing to do), 1 failure, 2 bad usage, 130 interrupted.\n";
 
 static volatile int g_stop;
+/* Rank 0 of an MPI job: the other ranks measure (measure/mpi.c). */
+static mlc_measure_mpi *g_mpi;
 
 static void on_sigint(int sig) {
   MLC_UNUSED(sig);
@@ -399,6 +401,7 @@ static int run(const cli *c, workload *w) {
   o.measure_baseline = !c->no_baseline;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
+  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi;
   if (c->verbose || isatty(2)) o.progress = progress;
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;
@@ -493,6 +496,7 @@ static int tune_model(const cli *c) {
   o.tune.timeout_s = c->timeout_s;
   if (c->cost_model) o.tune.cost_model = c->cost_model;
   o.tune.stop = &g_stop;
+  if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi;
   o.tune.search.seed = c->seed;
   o.tune.search.num_cores = tgt.num_cores;
   mlc_tuner_sched_result r;
@@ -521,14 +525,62 @@ static int tune_model(const cli *c) {
   return rc;
 }
 
+/* ---- MPI ----------------------------------------------------------------------------- */
+
+/* Under mpirun with several ranks, rank 0 tunes and measures through the
+ * others, which serve here until rank 0 ends the job. Returns -1 to go on
+ * tuning (rank 0, or no mpirun), else the exit status. */
+static int start_mpi(const cli *c, int *argc, char ***argv) {
+  int n = mlc_measure_mpi_env_size();
+  if (n <= 1) return -1;
+  if (!mlc_measure_mpi_built()) {
+    fprintf(stderr, "mlc-tune: error: started by mpirun with %d ranks, but this mlc-tune was "
+                    "built without MPI support (install libopenmpi-dev and rebuild)\n", n);
+    return 1;
+  }
+  mlc_error err;
+  mlc_measure_mpi *p = mlc_measure_mpi_init(argc, argv, c->target, &err);
+  if (!p) return fail(err.msg);
+  if (mlc_measure_mpi_rank(p) > 0) {
+    int rc = mlc_measure_mpi_serve(p, &err) ? 0 : fail(err.msg);
+    mlc_measure_mpi_end(p, rc);
+    return rc;
+  }
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_opts_default(&o);
+  o.target = c->target;
+  o.n_builders = (int)c->builders;
+  o.timeout_s = c->timeout_s;
+  mlc_measure_opts mo;
+  mlc_tuner_pool_opts(&o, &mo);
+  if (!mlc_measure_mpi_check(p, &mo, &err)) {
+    int rc = fail(err.msg);
+    mlc_measure_mpi_end(p, rc);
+    return rc;
+  }
+  if (c->verbose) {
+    mlc_str s = {0};
+    mlc_measure_mpi_describe(p, &s);
+    fprintf(stderr, "%s", mlc_str_cstr(&s));
+    mlc_str_free(&s);
+  }
+  g_mpi = p;
+  return -1;
+}
+
 int main(int argc, char **argv) {
   cli c = {.trials = 64, .seed = 1};
   int rc = parse_args(argc, argv, &c);
   if (rc) return rc;
-  if (c.model) return tune_model(&c);
-  workload w = {.arena = mlc_arena_new()};
-  rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
-  if (rc == 0) rc = run(&c, &w);
-  mlc_arena_free(w.arena);
+  if ((rc = start_mpi(&c, &argc, &argv)) >= 0) return rc;
+  if (c.model) {
+    rc = tune_model(&c);
+  } else {
+    workload w = {.arena = mlc_arena_new()};
+    rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
+    if (rc == 0) rc = run(&c, &w);
+    mlc_arena_free(w.arena);
+  }
+  mlc_measure_mpi_end(g_mpi, rc);
   return rc;
 }
