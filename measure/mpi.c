@@ -106,11 +106,18 @@ void mlc_measure_mpi_end(mlc_measure_mpi *p, int status) {
   MLC_UNUSED(status);
 }
 
+void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud) {
+  MLC_UNUSED(p);
+  MLC_UNUSED(fn);
+  MLC_UNUSED(ud);
+}
+
 #else
 
 #include <mpi.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
@@ -135,6 +142,7 @@ typedef struct peer {
   int want;      /* candidates it asked for and has not got */
   double heard;  /* when its last message came */
   bool gone;     /* it said BYE */
+  bool term;     /* ... because it got SIGTERM: mpirun is ending the job */
   bool stopped;  /* it was sent CONFIG (refused) or STOP */
   MLC_VEC(uint64_t) wls; /* workload keys whose text it has */
 } peer;
@@ -155,7 +163,15 @@ struct mlc_measure_mpi {
   peer *peers;     /* rank 0: [size] */
   uint32_t batch;  /* rank 0: the hook's calls */
   bool failed;     /* rank 0: a rank died or left; no clean MPI_Finalize */
+  bool ending;     /* rank 0: a rank got SIGTERM: mpirun is ending the job */
   char fail_msg[900];
+  /* Rank 0: SIGTERM is blocked in every thread but `watcher`, which
+   * sigwaits for it; mu keeps its MPI calls apart from the hook's. */
+  bool has_watcher, term_handled;
+  pthread_t watcher;
+  pthread_mutex_t mu;
+  void (*on_end)(void *ud, const char *msg);
+  void *on_end_ud;
   uint8_t *in;     /* the message received last */
   size_t in_len, in_cap;
   mlc_str out;     /* the message being sent */
@@ -164,8 +180,9 @@ struct mlc_measure_mpi {
 static double now(void) { return frame_now(); }
 
 static void nap(double sec) {
-  struct timespec ts = {0, (long)(sec * 1e9)};
-  nanosleep(&ts, NULL);
+  struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 static void feature_diff(const char *a, const char *b, char *out, size_t size);
@@ -173,7 +190,8 @@ static void feature_diff(const char *a, const char *b, char *out, size_t size);
 /* ---- messages ----------------------------------------------------------- */
 
 /* Sends p->out; waits for completion with MPI_Test so that a dead peer
- * (a receive never posted) does not hold this rank forever. */
+ * (a receive never posted: a message over the eager limit waits for it)
+ * does not hold this rank forever: SIGTERM or SEND_TIMEOUT_S end the wait. */
 static bool send_msg(mlc_measure_mpi *p, int dest, int tag) {
   MPI_Request req;
   if (MPI_Isend(p->out.data ? p->out.data : "", (int)p->out.len, MPI_BYTE, dest, tag,
@@ -184,7 +202,7 @@ static bool send_msg(mlc_measure_mpi *p, int dest, int tag) {
     int done = 0;
     if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
     if (done) return true;
-    if (now() > end) {
+    if (now() > end || g_term) {
       MPI_Cancel(&req);
       MPI_Request_free(&req);
       return false;
@@ -299,6 +317,8 @@ static bool get_result(frame_reader *r, mlc_measure_result *m) {
 
 bool mlc_measure_mpi_built(void) { return true; }
 
+static void *watch(void *arg);
+
 int mlc_measure_mpi_rank(const mlc_measure_mpi *p) { return p->rank; }
 int mlc_measure_mpi_size(const mlc_measure_mpi *p) { return p->size; }
 
@@ -306,9 +326,17 @@ mlc_measure_mpi *mlc_measure_mpi_init(int *argc, char ***argv, const char *targe
                                       mlc_error *err) {
   mlc_target t;
   if (!mlc_target_parse(target_text ? target_text : "llvm", &t, err)) return NULL;
-  int inited = 0;
+  /* SIGTERM blocked before MPI starts its threads, which inherit the
+   * mask: it reaches only the thread that waits for it (rank 0) or the
+   * main thread (the others). */
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, NULL);
+  int inited = 0, provided = MPI_THREAD_SINGLE;
   MPI_Initialized(&inited);
-  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS)
+  if (inited) MPI_Query_thread(&provided);
+  else if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     return mlc_error_set(err, "MPI_Init failed"), NULL;
   /* Errors come back as codes: a dead peer must not abort rank 0 before
    * it has stored what it received. */
@@ -319,10 +347,17 @@ mlc_measure_mpi *mlc_measure_mpi_init(int *argc, char ***argv, const char *targe
   MPI_Comm_size(MPI_COMM_WORLD, &p->size);
   if (gethostname(p->host, sizeof p->host - 1) != 0) snprintf(p->host, sizeof p->host, "?");
   p->target = mlc_xstrdup(t.str);
-  struct sigaction sa = {0};
-  sa.sa_handler = on_term;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: a pool's poll returns at once */
+  pthread_mutex_init(&p->mu, NULL);
+  if (p->rank == 0 && provided >= MPI_THREAD_SERIALIZED &&
+      pthread_create(&p->watcher, NULL, watch, p) == 0) {
+    p->has_watcher = true;
+  } else {
+    struct sigaction sa = {0};
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: a pool's poll returns at once */
+    pthread_sigmask(SIG_UNBLOCK, &term, NULL);
+  }
   if (p->rank > 0) {
     mlc_str_clear(&p->out);
     frame_str(&p->out, PROTOCOL);
@@ -393,7 +428,16 @@ static void feature_diff(const char *a, const char *b, char *out, size_t size) {
   snprintf(out, size, "same features");
 }
 
+static bool check_locked(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err);
+
 bool mlc_measure_mpi_check(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err) {
+  pthread_mutex_lock(&p->mu);
+  bool ok = check_locked(p, o, err);
+  pthread_mutex_unlock(&p->mu);
+  return ok;
+}
+
+static bool check_locked(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err) {
   p->peers = mlc_xmalloc(sizeof(peer) * (size_t)p->size);
   for (int r = 0; r < p->size; r++) p->peers[r] = (peer){0};
   char *version[p->size];
@@ -489,6 +533,7 @@ static bool hand_out(mlc_measure_mpi *p, int n, const mlc_measure_cand *c, int *
     if (q->want <= 0 || q->gone) continue;
     int k = n <= WHOLE_BATCH ? n - *next : q->want < n - *next ? q->want : n - *next;
     if (!send_work(p, r, *next, k, c)) {
+      if (g_term) return any; /* the caller names the dead */
       fail(p, "%s cannot be reached%s", peer_name(p, r, name, sizeof name), "");
       return false;
     }
@@ -520,10 +565,13 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
     break;
   }
   case TAG_BYE: {
+    q->term = frame_get_u32(&rd) != 0;
     char why[300];
     copy_str(&rd, why, sizeof why);
     q->gone = true;
-    if (!p->failed) fail(p, "%s left the job: %s", peer_name(p, from, name, sizeof name), why);
+    if (q->term) p->ending = true;
+    else if (!p->failed)
+      fail(p, "%s left the job: %s", peer_name(p, from, name, sizeof name), why);
     break;
   }
   default: break; /* BEAT, or a late HELLO */
@@ -540,8 +588,9 @@ static void drain(mlc_measure_mpi *p, double sec, int n, mlc_measure_result *out
   }
 }
 
-/* SIGTERM on rank 0: mpirun is ending the job, normally because a rank
- * died. The ranks that do not say BYE within DRAIN_S are the dead ones. */
+/* SIGTERM on rank 0 or on a measurement rank (its BYE says so): mpirun is
+ * ending the job, normally because a rank died. The ranks that do not say
+ * BYE within DRAIN_S are the dead ones. */
 static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
   bool was_failed = p->failed;
   drain(p, DRAIN_S, n, out, done);
@@ -551,17 +600,62 @@ static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, i
     if (!p->peers[r].gone)
       mlc_str_printf(&dead, "%s%s", dead.len ? ", " : "", peer_name(p, r, name, sizeof name));
   char sig[32];
-  snprintf(sig, sizeof sig, "%d", (int)g_term);
+  snprintf(sig, sizeof sig, "%d", g_term ? (int)g_term : SIGTERM);
   if (!was_failed && dead.len)
-    fail(p, "%s died; mpirun ended the job (signal %s)", mlc_str_cstr(&dead), sig);
+    fail(p, "%s died; mpirun ended the job (signal %s); a rerun resumes", mlc_str_cstr(&dead), sig);
   else if (!was_failed)
     fail(p, "mpirun ended the job (signal %s) while every measurement rank was running%s", sig, "");
   mlc_str_free(&dead);
 }
 
+/* Rank 0's SIGTERM: mpirun is ending the job (a rank died). Inside the
+ * hook the hook answers it, and the tuner commits the batch's results;
+ * elsewhere (search, commit) every result received is committed or about
+ * to be, and this thread names the dead ranks through on_end. */
+static void *watch(void *arg) {
+  mlc_measure_mpi *p = arg;
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  int sig = 0;
+  while (sigwait(&term, &sig) != 0) {
+  }
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+  g_term = sig;
+  pthread_mutex_lock(&p->mu);
+ 
+  if (!p->term_handled) {
+    int done = 0;
+    launcher_ended(p, 0, NULL, &done);
+ 
+    p->term_handled = true;
+    if (p->on_end) p->on_end(p->on_end_ud, p->fail_msg);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud) {
+  pthread_mutex_lock(&p->mu);
+  p->on_end = fn;
+  p->on_end_ud = ud;
+  pthread_mutex_unlock(&p->mu);
+}
+
+static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
+                         mlc_measure_result *out, mlc_error *err);
+
 bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
                            mlc_error *err) {
   mlc_measure_mpi *p = ud;
+  pthread_mutex_lock(&p->mu);
+  bool ok = batch_locked(p, n, c, out, err);
+  pthread_mutex_unlock(&p->mu);
+  return ok;
+}
+
+static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
+                         mlc_measure_result *out, mlc_error *err) {
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   p->batch++;
   for (int i = 0; i < n; i++) out[i].index = -1;
@@ -569,12 +663,13 @@ bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measu
   int next = 0, done = 0, from, tag;
   char name[400];
   while (done < n && !p->failed) {
-    if (g_term) {
+    if (g_term || p->ending) {
       launcher_ended(p, n, out, &done);
+      p->term_handled = true;
       break;
     }
     bool busy = false;
-    while (!p->failed && recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
+    while (!p->failed && !p->ending && recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
       handle(p, from, tag, n, out, &done);
       busy = true;
     }
@@ -661,6 +756,7 @@ static bool take_work(server *s, mlc_error *err) {
 
 static void say_bye(mlc_measure_mpi *p, const char *why) {
   mlc_str_clear(&p->out);
+  frame_u32(&p->out, g_term != 0);
   frame_str(&p->out, why);
   send_msg(p, 0, TAG_BYE);
 }
@@ -713,6 +809,10 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
       char why[64];
       snprintf(why, sizeof why, "ended by signal %d", (int)g_term);
       say_bye(p, why);
+      /* mpirun kills this rank a second after its SIGTERM; leaving
+       * sooner, with an error status, makes it kill rank 0 at once,
+       * before rank 0 has stored its results. */
+      nap(3.0);
       ok = mlc_error_set(err, "rank %d (host %s): %s", p->rank, p->host, why);
       break;
     }
@@ -759,6 +859,11 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
 /* ---- the end ------------------------------------------------------------------------- */
 
 static void free_mpi(mlc_measure_mpi *p) {
+  if (p->has_watcher) {
+    pthread_cancel(p->watcher);
+    pthread_join(p->watcher, NULL);
+  }
+  pthread_mutex_destroy(&p->mu);
   for (int r = 0; p->peers && r < p->size; r++) {
     peer *q = &p->peers[r];
     mlc_free(q->target), mlc_free(q->cpu), mlc_free(q->features);

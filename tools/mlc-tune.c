@@ -527,6 +527,14 @@ static int tune_model(const cli *c) {
 
 /* ---- MPI ----------------------------------------------------------------------------- */
 
+/* mpirun ends the job (a measurement rank died) while rank 0 searches or
+ * commits: what was received is stored; say which rank died. */
+static void mpi_ended(void *ud, const char *msg) {
+  MLC_UNUSED(ud);
+  fprintf(stderr, "mlc-tune: error: %s; every result received is in the database: run the same "
+                  "command again to resume\n", msg);
+}
+
 /* Under mpirun with several ranks, rank 0 tunes and measures through the
  * others, which serve here until rank 0 ends the job. Returns -1 to go on
  * tuning (rank 0, or no mpirun), else the exit status. */
@@ -564,6 +572,7 @@ static int start_mpi(const cli *c, int *argc, char ***argv) {
     fprintf(stderr, "%s", mlc_str_cstr(&s));
     mlc_str_free(&s);
   }
+  mlc_measure_mpi_on_end(p, mpi_ended, NULL);
   g_mpi = p;
   return -1;
 }
