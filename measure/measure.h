@@ -291,7 +291,8 @@ bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measu
  * job (SIGTERM: a rank died) while no batch is being measured; msg names
  * the dead ranks. The process is killed about a second later. */
 void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
-/* Ranks > 0: measure what rank 0 sends until it ends the job. */
+/* Ranks > 0: measure what rank 0 sends until it ends the job (true;
+ * also when rank 0 refused a rank: rank 0 says why). */
 bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err);
 /* Ends the job's MPI and frees p (NULL: nothing). When a rank died and
  * mpirun lets the job go on, this calls MPI_Abort(status): see mpi.c. */

@@ -762,7 +762,7 @@ static void say_bye(mlc_measure_mpi *p, const char *why) {
 }
 
 /* Waits for CONFIG: the pool options, or the refusal. */
-static bool wait_config(mlc_measure_mpi *p, mlc_measure_opts *o, mlc_error *err) {
+static bool wait_config(mlc_measure_mpi *p, mlc_measure_opts *o, bool *refused, mlc_error *err) {
   int from, tag;
   for (;;) {
     if (g_term) return mlc_error_set(err, "rank %d: ended by signal %d", p->rank, (int)g_term);
@@ -778,7 +778,7 @@ static bool wait_config(mlc_measure_mpi *p, mlc_measure_opts *o, mlc_error *err)
     copy_str(&rd, why, sizeof why);
     get_opts(&rd, o);
     if (rd.bad) return mlc_error_set(err, "rank %d: malformed configuration from rank 0", p->rank);
-    if (!accepted) return mlc_error_set(err, "rank %d (host %s) stops: %s", p->rank, p->host, why);
+    *refused = !accepted; /* rank 0 says why */
     return true;
   }
 }
@@ -792,7 +792,9 @@ static void server_free(server *s) {
 
 bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
   mlc_measure_opts o;
-  if (!wait_config(p, &o, err)) return false;
+  bool refused = false;
+  if (!wait_config(p, &o, &refused, err)) return false;
+  if (refused) return true;
   server s = {.p = p};
   s.pool = mlc_measure_new(&o, err);
   if (!s.pool) {
