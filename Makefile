@@ -134,6 +134,8 @@ DNNL_CFLAGS := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),-DMLC_HAVE_DNNL)
 $(B)/obj/bench/bench_models.o: ALL_CFLAGS += $(DNNL_CFLAGS)
 $(B)/bench/bench_models: LDLIBS += $(if $(DNNL_CFLAGS),-ldnnl)
 $(B)/bench/bench_models: | $(B)/bin/mlc-tune $(B)/bin/mlc-compile $(B)/bin/mlc-worker
+# bench_mpi_scale (issue 17) runs mlc-tune under mpirun.
+$(B)/bench/bench_mpi_scale: | $(B)/bin/mlc-tune $(B)/bin/mlc-worker
 # Benches that tune start builder and runner workers.
 $(B)/bench/bench_contention $(B)/bench/bench_tune $(B)/bench/bench_model: | $(B)/bin/mlc-worker
 

@@ -49,6 +49,12 @@
  * key; inputs come from a seeded PCG32 stream, identical for the reference
  * and the candidate, so every parameter (inputs included) must match.
  *
+ * Benchmarks only: with MLC_BENCH_SLEEP_MS=N in the environment, a pool
+ * builds and runs nothing; each candidate costs N ms of wall time and no
+ * CPU, one at a time as on the runner, and is OK with times derived from
+ * its trace (measurement scaling over many hosts, simulated on 2 cores;
+ * docs/MPI.md). Added by mpi.
+ *
  * ---- Wire protocol (workers' stdin and stdout, a socket pair) --------
  *
  * Every message is one frame:

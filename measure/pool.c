@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -106,6 +107,9 @@ struct mlc_measure {
   double pause_start; /* > 0 while builders are stopped */
   int spawns;
   mlc_str out;        /* request being written */
+  double sleep_s;     /* bench only (MLC_BENCH_SLEEP_MS): see sleep_step */
+  int sleeping;       /* the candidate being slept on; -1: none */
+  double wake;
 };
 
 /* ---- finding and starting workers -------------------------------------- */
@@ -650,14 +654,46 @@ static void wait_events(mlc_measure *m, double limit) {
   mlc_free(who);
 }
 
+/* Bench only (MLC_BENCH_SLEEP_MS): each candidate costs that much wall
+ * time and no CPU, one after another as on the runner; nothing is built or
+ * run, and its times follow from its trace's hash. Scaling over many
+ * measurement hosts can so be simulated on a small machine. */
+static void sleep_step(mlc_measure *m, double end) {
+  double t = frame_now();
+  for (int i = 0; i < m->n && m->sleeping < 0; i++)
+    if (m->c[i].state == C_QUEUED) {
+      m->sleeping = i;
+      m->wake = t + m->sleep_s;
+      m->c[i].state = C_RUNNING;
+    }
+  if (m->sleeping < 0) return;
+  double until = m->wake < end ? m->wake : end;
+  if (until > t) {
+    struct timespec ts = {(time_t)(until - t), (long)((until - t - (double)(time_t)(until - t)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+  if (frame_now() < m->wake) return;
+  int ci = m->sleeping;
+  cand *c = &m->c[ci];
+  m->sleeping = -1;
+  double sec = 1e-6 * (double)(1 + mlc_hash_str(c->trace, 0) % 997);
+  c->res.n_secs = m->o.repeat;
+  for (int k = 0; k < m->o.repeat; k++) c->res.secs[k] = sec;
+  c->res.mean_sec = sec;
+  c->res.run_sec = m->sleep_s;
+  finish(m, ci, MLC_MEASURE_OK, "");
+}
+
 int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s) {
   double end = frame_now() + timeout_s;
   while (m->ready_head == m->ready.len) {
     if (m->n_done == m->n) return 0;
-    dispatch(m);
+    if (m->sleep_s > 0) sleep_step(m, end);
+    else dispatch(m);
     if (m->ready_head < m->ready.len) break;
     if (frame_now() >= end) return -1;
-    wait_events(m, end);
+    if (m->sleep_s <= 0) wait_events(m, end);
   }
   int ci = m->ready.data[m->ready_head++];
   *out = m->c[ci].res;
@@ -700,6 +736,9 @@ mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err) {
   m->w = mlc_xmalloc(sizeof(worker) * (size_t)m->n_workers);
   for (int i = 0; i < m->n_workers; i++)
     m->w[i] = (worker){.kind = i == m->n_workers - 1 ? W_RUN : W_BUILD, .fd = -1, .job = NO_JOB};
+  const char *sleep_ms = getenv("MLC_BENCH_SLEEP_MS");
+  m->sleep_s = sleep_ms && atof(sleep_ms) > 0 ? atof(sleep_ms) * 1e-3 : 0;
+  m->sleeping = -1;
   return m;
 }
 

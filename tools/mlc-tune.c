@@ -59,6 +59,7 @@ static const char *usage_text =
     "      --timeout SEC          per-candidate build/run timeout (default 30/20)\n"
     "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
     "      --no-baseline          do not time the unscheduled kernel\n"
+    "      --remeasure K          time the best K again at the end (default 3; 0: no)\n"
     "  -v, --verbose              progress lines even when stderr is not a terminal\n"
     "      --json                 print the summary as one JSON object\n"
     "  -h, --help                 show this help\n"
@@ -108,7 +109,7 @@ static bool parse_num(const char *s, double *out) {
 typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
   const char *name; /* --name: the task name of a --task-file */
-  long trials, per_round, builders;
+  long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
   bool verbose, json, no_baseline;
@@ -119,7 +120,7 @@ typedef struct cli {
 } cli;
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -136,6 +137,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
       {"input-shape", required_argument, 0, O_INPUT_SHAPE},
       {"name", required_argument, 0, O_NAME},
+      {"remeasure", required_argument, 0, O_REMEASURE},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -167,6 +169,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'j':
       if (!parse_int(optarg, 1, 1024, &c->builders))
         return usage_error("--builders wants 1 to 1024, got '%s'", optarg);
+      break;
+    case O_REMEASURE:
+      if (!parse_int(optarg, 0, 64, &c->remeasure))
+        return usage_error("--remeasure wants 0 to 64, got '%s'", optarg);
       break;
     case O_TIME:
       if (!parse_num(optarg, &c->time_s)) return usage_error("--time wants seconds > 0, got '%s'", optarg);
@@ -399,6 +405,7 @@ static int run(const cli *c, workload *w) {
   o.n_builders = (int)c->builders;
   o.timeout_s = c->timeout_s;
   o.measure_baseline = !c->no_baseline;
+  o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
   if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi;
@@ -578,7 +585,7 @@ static int start_mpi(const cli *c, int *argc, char ***argv) {
 }
 
 int main(int argc, char **argv) {
-  cli c = {.trials = 64, .seed = 1};
+  cli c = {.trials = 64, .seed = 1, .remeasure = 3};
   int rc = parse_args(argc, argv, &c);
   if (rc) return rc;
   if ((rc = start_mpi(&c, &argc, &argv)) >= 0) return rc;
