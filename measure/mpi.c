@@ -20,7 +20,7 @@
  *                  u32 has_text, [str text], str trace, str target,
  *                  u32 fault, f64 max_call_sec, f64 run_timeout_s)
  *   RESULT r -> 0  u32 batch, u32 index, the mlc_measure_result fields
- *   BEAT   r -> 0  nothing: alive (every second)
+ *   BEAT   r -> 0  nothing: alive (every 0.1 s; 0.05 s when idle)
  *   BYE    r -> 0  str why: the rank leaves (SIGTERM, its pool failed)
  *   STOP   0 -> r  the job is over
  *
@@ -38,7 +38,7 @@
  * ones, and the hook returns false with the results it has, which the
  * tuner commits before it ends. Under `mpirun --mca orte_enable_recovery
  * 1` the job goes on after a death; rank 0 then takes a rank that has
- * sent nothing (not even its once-a-second BEAT) for SILENCE_S for dead,
+ * sent nothing (not even its BEAT, ten a second) for SILENCE_S for dead,
  * and mlc_measure_mpi_end ends the job with MPI_Abort.
  */
 #include "measure/frame_internal.h"
@@ -126,10 +126,13 @@ void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char 
 enum { TAG_HELLO = 1, TAG_CONFIG, TAG_WANT, TAG_WORK, TAG_RESULT, TAG_BEAT, TAG_BYE, TAG_STOP };
 
 #define PROTOCOL "mlc-mpi 1 " MLC_VERSION
-#define SILENCE_S 20.0   /* a rank silent this long (BEAT every second) is taken for dead */
-#define DRAIN_S 0.3      /* after SIGTERM: results and BYEs still arriving */
+#define SILENCE_S 20.0   /* a rank silent this long (BEAT_S) is taken for dead */
+#define DRAIN_S 0.6      /* after SIGTERM: results and BYEs still arriving (over TCP, from
+                          * hosts whose SIGTERM comes later); SIGKILL follows at 1 s */
 #define WHOLE_BATCH 4    /* batches this small go whole to one rank (see hand_out) */
 #define SEND_TIMEOUT_S 60.0
+#define BEAT_S 0.1       /* a measuring rank's BEAT (see launcher_ended) */
+#define IDLE_BEAT_S 0.05 /* an idle rank's: rank 0 sends work only to ranks it hears */
 
 static volatile sig_atomic_t g_term; /* the signal that asked this rank to end */
 
@@ -164,6 +167,7 @@ struct mlc_measure_mpi {
   uint32_t batch;  /* rank 0: the hook's calls */
   bool failed;     /* rank 0: a rank died or left; no clean MPI_Finalize */
   bool ending;     /* rank 0: a rank got SIGTERM: mpirun is ending the job */
+  double fresh_after; /* rank 0: when the hook started listening (hand_out) */
   char fail_msg[900];
   /* Rank 0: SIGTERM is blocked in every thread but `watcher`, which
    * sigwaits for it; mu keeps its MPI calls apart from the hook's. */
@@ -521,7 +525,11 @@ static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_mea
   return send_msg(p, r, TAG_WORK);
 }
 
-/* Candidates to the ranks that asked. A batch of at most WHOLE_BATCH
+/* Candidates to the ranks that asked and were heard from since the hook
+ * started: over TCP, a send to a dead rank makes OpenMPI reconnect, fail
+ * and abort rank 0 before it has stored anything (OpenMPI 4.1's ob1 has no
+ * route left to that peer), so a WANT that waited through the search is
+ * honoured only once the rank has spoken again. A batch of at most WHOLE_BATCH
  * candidates (the re-measured best few, the end check's interleaved
  * pairs, the baseline) goes whole to one rank: those are timed side by
  * side on one machine. */
@@ -530,7 +538,7 @@ static bool hand_out(mlc_measure_mpi *p, int n, const mlc_measure_cand *c, int *
   char name[400];
   for (int r = 1; r < p->size && *next < n && !p->failed; r++) {
     peer *q = &p->peers[r];
-    if (q->want <= 0 || q->gone) continue;
+    if (q->want <= 0 || q->gone || q->heard <= p->fresh_after) continue;
     int k = n <= WHOLE_BATCH ? n - *next : q->want < n - *next ? q->want : n - *next;
     if (!send_work(p, r, *next, k, c)) {
       if (g_term) return any; /* the caller names the dead */
@@ -589,15 +597,20 @@ static void drain(mlc_measure_mpi *p, double sec, int n, mlc_measure_result *out
 }
 
 /* SIGTERM on rank 0 or on a measurement rank (its BYE says so): mpirun is
- * ending the job, normally because a rank died. The ranks that do not say
- * BYE within DRAIN_S are the dead ones. */
+ * ending the job, normally because a rank died. After what was queued, a
+ * live rank sends something within DRAIN_S: its BYE, or a BEAT (every
+ * BEAT_S) while its own SIGTERM is still on the way from a remote mpirun
+ * daemon. The ranks that send nothing are the dead ones. */
 static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
   bool was_failed = p->failed;
+  int from, tag;
+  while (recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) handle(p, from, tag, n, out, done);
+  double since = now();
   drain(p, DRAIN_S, n, out, done);
   mlc_str dead = {0};
   char name[400];
   for (int r = 1; r < p->size; r++)
-    if (!p->peers[r].gone)
+    if (!p->peers[r].gone && p->peers[r].heard <= since)
       mlc_str_printf(&dead, "%s%s", dead.len ? ", " : "", peer_name(p, r, name, sizeof name));
   char sig[32];
   snprintf(sig, sizeof sig, "%d", g_term ? (int)g_term : SIGTERM);
@@ -659,9 +672,14 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   p->batch++;
   for (int i = 0; i < n; i++) out[i].index = -1;
-  double t0 = now();
   int next = 0, done = 0, from, tag;
   char name[400];
+  /* What queued up while the search ran (WANTs, BEATs) says nothing about
+   * who is alive now: work goes only to ranks heard from after it. */
+  while (!p->failed && !p->ending && recv_msg(p, MPI_ANY_SOURCE, &from, &tag))
+    handle(p, from, tag, n, out, &done);
+  double t0 = now();
+  p->fresh_after = t0;
   while (done < n && !p->failed) {
     if (g_term || p->ending) {
       launcher_ended(p, n, out, &done);
@@ -835,7 +853,7 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
       }
     }
     if (stop) break;
-    if (now() - beat >= 1.0) {
+    if (now() - beat >= (s.outstanding ? BEAT_S : IDLE_BEAT_S)) {
       mlc_str_clear(&p->out);
       send_msg(p, 0, TAG_BEAT);
       beat = now();
