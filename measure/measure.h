@@ -293,9 +293,9 @@ void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out);
 /* Rank 0: the tuner's measure hook (mlc_tuner_measure_fn), ud = p. */
 bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
                            mlc_error *err);
-/* Rank 0: fn(ud, msg) is called from another thread when mpirun ends the
- * job (SIGTERM: a rank died) while no batch is being measured; msg names
- * the dead ranks. The process is killed about a second later. */
+/* Rank 0: fn(ud, msg) is called when mpirun ends the job (SIGTERM: a rank
+ * died), from another thread when no batch is being measured; msg names
+ * the dead ranks. mpirun kills the process about a second later. */
 void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
 /* Ranks > 0: measure what rank 0 sends until it ends the job (true;
  * also when rank 0 refused a rank: rank 0 says why). */

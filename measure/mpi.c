@@ -622,9 +622,9 @@ static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, i
 }
 
 /* Rank 0's SIGTERM: mpirun is ending the job (a rank died). Inside the
- * hook the hook answers it, and the tuner commits the batch's results;
- * elsewhere (search, commit) every result received is committed or about
- * to be, and this thread names the dead ranks through on_end. */
+ * hook the hook answers it (on_end, then the tuner commits the batch's
+ * results); elsewhere (search, commit) every result received is committed
+ * or about to be, and this thread names the dead ranks through on_end. */
 static void *watch(void *arg) {
   mlc_measure_mpi *p = arg;
   sigset_t term;
@@ -684,6 +684,8 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
     if (g_term || p->ending) {
       launcher_ended(p, n, out, &done);
       p->term_handled = true;
+      /* said now: mpirun's SIGKILL may come before the tuner's commit ends */
+      if (p->on_end) p->on_end(p->on_end_ud, p->fail_msg);
       break;
     }
     bool busy = false;

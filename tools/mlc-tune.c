@@ -534,12 +534,12 @@ static int tune_model(const cli *c) {
 
 /* ---- MPI ----------------------------------------------------------------------------- */
 
-/* mpirun ends the job (a measurement rank died) while rank 0 searches or
- * commits: what was received is stored; say which rank died. */
+/* mpirun ends the job (a measurement rank died): say which at once, its
+ * SIGKILL follows within a second. What rank 0 received is stored (the
+ * tuner's error says so when the batch was being measured). */
 static void mpi_ended(void *ud, const char *msg) {
   MLC_UNUSED(ud);
-  fprintf(stderr, "mlc-tune: error: %s; every result received is in the database: run the same "
-                  "command again to resume\n", msg);
+  fprintf(stderr, "mlc-tune: error: %s\n", msg);
 }
 
 /* Under mpirun with several ranks, rank 0 tunes and measures through the
