@@ -41,14 +41,22 @@ GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
 LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
 # MPI (issue 17), optional: with OpenMPI's mpicc present, measure/mpi.c is
-# built with MLC_HAVE_MPI and mlc-tune links libmpi (no other program
-# pulls mpi.o out of the library); without it mlc-tune says so under mpirun.
+# built with MLC_HAVE_MPI and the tools (libmlc.a is one object) link
+# libmpi; tests and benches take mpi.o from libmlc-internal.a only when
+# they call it. Without MPI mlc-tune says so under mpirun.
 MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
 MPI_CFLAGS := $(if $(MPI_LIBS),$(shell mpicc --showme:compile 2>/dev/null) -DMLC_HAVE_MPI)
 
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 OBJS     := $(SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/onnx.pb-c.o
 LIB      := $(B)/libmlc.a
+# Every object with every symbol, for tests, fuzz harnesses and benches,
+# which reach internals through the modules' internal headers. libmlc.a
+# exports the API alone: declarations in internal headers are hidden
+# (#pragma GCC visibility in each *_internal.h / *_impl.h), and the
+# library is one relocatable object in which hidden symbols are made
+# local, so `nm -g libmlc.a` lists mlc_* and nothing else.
+ILIB     := $(B)/libmlc-internal.a
 RTLIB    := $(B)/libmlcrt.a
 RT_OBJS  := $(RT_SRCS:%.c=$(B)/obj/%.o)
 BINS     := $(TOOLS:%=$(B)/bin/%)
@@ -62,7 +70,7 @@ FUZZ_REPLAYS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 # Objects of tools and tests are only reached through pattern rules; keep them
 # (otherwise make deletes them as intermediates and rebuilds them next time).
 .SECONDARY:
-all: $(LIB) $(RTLIB) $(BINS) $(TESTBINS) $(FUZZ_REPLAYS)
+all: $(LIB) $(ILIB) $(RTLIB) $(BINS) $(TESTBINS) $(FUZZ_REPLAYS)
 
 $(B)/obj/%.o: %.c | $(GEN_HDR)
 	@mkdir -p $(dir $@)
@@ -76,12 +84,19 @@ $(GEN_HDR): $(ONNX_PROTO)
 	@protoc-c --c_out=$(B)/gen -I$(ONNX_INC) $<
 $(GEN_SRC): $(GEN_HDR)
 
+# Generated code used by graph/onnx.c alone: hidden.
 $(B)/obj/gen/onnx.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
-	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -fvisibility=hidden -c $< -o $@
 
 $(LIB): $(OBJS)
+	@mkdir -p $(dir $@)
+	@echo "  AR    $@ (API only)"
+	@ld -r -o $(B)/obj/libmlc.o $^ && objcopy --localize-hidden $(B)/obj/libmlc.o
+	@rm -f $@ && ar rcs $@ $(B)/obj/libmlc.o
+
+$(ILIB): $(OBJS)
 	@mkdir -p $(dir $@)
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^
@@ -96,18 +111,18 @@ $(B)/bin/%: $(B)/obj/tools/%.o $(LIB) $(RTLIB)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
 
-$(B)/fuzz/%: $(B)/obj/tests/fuzz/%.o $(B)/obj/tests/fuzz/replay_main.o $(LIB) $(RTLIB)
+$(B)/fuzz/%: $(B)/obj/tests/fuzz/%.o $(B)/obj/tests/fuzz/replay_main.o $(ILIB) $(RTLIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	@$(CC) $(SANITIZE) -o $@ $< $(B)/obj/tests/fuzz/replay_main.o $(LIB) $(RTLIB) $(LDLIBS)
+	@$(CC) $(SANITIZE) -o $@ $< $(B)/obj/tests/fuzz/replay_main.o $(ILIB) $(RTLIB) $(LDLIBS)
 
-$(B)/tests/%: $(B)/obj/tests/%.o $(LIB) $(RTLIB)
+$(B)/tests/%: $(B)/obj/tests/%.o $(ILIB) $(RTLIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	@$(CC) $(SANITIZE) -o $@ $< $(LIB) $(RTLIB) $(LDLIBS)
+	@$(CC) $(SANITIZE) -o $@ $< $(ILIB) $(RTLIB) $(LDLIBS)
 
 $(B)/obj/measure/mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
-$(B)/bin/mlc-tune: LDLIBS += $(MPI_LIBS)
+$(BINS): LDLIBS += $(MPI_LIBS)
 
 # Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
 # program linked with bench/results.c, the plain-C baseline compiled with
@@ -122,10 +137,10 @@ $(B)/obj/bench/naive_matmul.o: bench/naive_matmul.c
 	@echo "  CC    $< (-O3 -march=native)"
 	@$(CC) -std=gnu11 -O3 -march=native -c $< -o $@
 
-$(B)/bench/%: $(B)/obj/bench/%.o $(BENCH_LIBOBJS) $(LIB) $(RTLIB)
+$(B)/bench/%: $(B)/obj/bench/%.o $(BENCH_LIBOBJS) $(ILIB) $(RTLIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(LIB) $(RTLIB) -lopenblas $(LDLIBS)
+	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(ILIB) $(RTLIB) -lopenblas $(LDLIBS)
 
 # bench_models (issue 16) also needs the tools it drives and the runtime it
 # links the compiled models with; with oneDNN (libdnnl-dev, DEB_OPTIONAL)
@@ -198,7 +213,7 @@ install: all
 	  install -d $(DESTDIR)$(PREFIX)/include/mlc/$$m && \
 	  install -m 644 $$m/$$m.h $$m/*.def $(DESTDIR)$(PREFIX)/include/mlc/$$m/ 2>/dev/null || \
 	  install -m 644 $$m/$$m.h $(DESTDIR)$(PREFIX)/include/mlc/$$m/; fi; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@DEPLIBS@|$(LDLIBS)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@DEPLIBS@|$(LDLIBS) $(MPI_LIBS)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
 	    tools/mlc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mlc.pc
 
 clean:
@@ -223,11 +238,11 @@ FUZZERS  := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) is missing (apt-get install clang)"; exit 1; }
 	@$(MAKE) --no-print-directory B=$(FUZZ_B) SANITIZE='-fsanitize=fuzzer-no-link,address,undefined' \
-	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc.a
+	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc-internal.a
 	@for h in $(FUZZERS); do \
 	  echo "  LD    $(FUZZ_B)/$$h"; \
 	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined \
-	    tests/fuzz/$$h.c $(FUZZ_B)/libmlc.a $(LDLIBS) -o $(FUZZ_B)/$$h || exit 1; \
+	    tests/fuzz/$$h.c $(FUZZ_B)/libmlc-internal.a $(LDLIBS) -o $(FUZZ_B)/$$h || exit 1; \
 	  mkdir -p $(FUZZ_B)/corpus/$$h $(FUZZ_B)/crashes/$$h; \
 	  if [ -d tests/fuzz/corpus/$$h ]; then cp tests/fuzz/corpus/$$h/* $(FUZZ_B)/corpus/$$h/ 2>/dev/null; fi; \
 	done; true

@@ -201,6 +201,14 @@ int64_t mlc_tensor_numel_checked(const char *what, const int64_t *shape, int ndi
 char *mlc_read_file(const char *path, size_t *len, mlc_error *err);
 bool mlc_write_file(const char *path, const void *data, size_t len, mlc_error *err);
 
+/* ---- time ----------------------------------------------------------- */
+
+/* Seconds on the monotonic clock (for intervals; the epoch is arbitrary). */
+double mlc_now_sec(void);
+/* The median of v[0..n) (n >= 1; the mean of the middle two when n is
+ * even); sorts v. */
+double mlc_median(double *v, int n);
+
 /* ---- hashing -------------------------------------------------------- */
 
 uint64_t mlc_hash_bytes(const void *p, size_t n, uint64_t seed);

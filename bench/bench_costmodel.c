@@ -31,11 +31,11 @@
  * are taken anew every run.
  */
 #include "bench/results.h"
-#include "costmodel/costmodel.h"
+#include "costmodel/costmodel_internal.h" /* features, training, datasets */
 #include "db/db.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search and design spaces */
 
 #include <getopt.h>
 #include <math.h>

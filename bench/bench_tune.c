@@ -18,7 +18,7 @@
 #include "measure/measure.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search and design spaces */
 
 #include <math.h>
 #include <stdio.h>

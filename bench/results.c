@@ -1,5 +1,6 @@
 /* The benchmarks' shared report: printing, timing, results.json merging. */
 #include "bench/results.h"
+#include "measure/measure.h"
 #include "tuner/tuner.h"
 
 #include <math.h>
@@ -9,35 +10,28 @@
 #include <time.h>
 #include <unistd.h>
 
-double bench_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+double bench_now_ms(void) { return mlc_now_sec() * 1e3; }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
+double bench_median(double *v, int n) { return mlc_median(v, n); }
 
-double bench_median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(double), cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+typedef struct bench_call {
+  void (*fn)(void *ctx);
+  void *ctx;
+} bench_call;
+
+static bool call_bench(void *p) {
+  bench_call *c = p;
+  c->fn(c->ctx);
+  return true;
 }
 
 double bench_time_ms(void (*fn)(void *ctx), void *ctx, int repeat, double min_ms) {
-  double t0 = bench_now_ms();
-  fn(ctx);
-  double once = bench_now_ms() - t0;
-  long number = once > 0 ? (long)(min_ms / once) + 1 : 1000;
-  double *times = mlc_xmalloc(sizeof(double) * (size_t)repeat);
-  for (int r = 0; r < repeat; r++) {
-    double s = bench_now_ms();
-    for (long i = 0; i < number; i++) fn(ctx);
-    times[r] = (bench_now_ms() - s) / (double)number;
-  }
-  double med = bench_median(times, repeat);
-  mlc_free(times);
+  bench_call c = {fn, ctx};
+  mlc_timing_opts o = {.repeat = repeat, .number = 1, .min_repeat_sec = min_ms * 1e-3};
+  double *secs = mlc_xmalloc(sizeof(double) * (size_t)repeat);
+  int got = mlc_time_calls(call_bench, &c, &o, secs, NULL, NULL, NULL);
+  double med = mlc_median(secs, got) * 1e3;
+  mlc_free(secs);
   return med;
 }
 
@@ -221,10 +215,8 @@ void bench_model_io_free(bench_model_io *io) {
 
 bool bench_model_io_check(const bench_model_io *io, mlc_error *err) {
   for (int i = 0; i < io->n_out; i++) {
-    double scale = 0, e;
-    for (int64_t j = 0; j < mlc_array_numel(io->want[i]); j++)
-      scale = fmax(scale, fabs(mlc_array_get(io->want[i], j)));
-    if (!mlc_array_allclose(io->out[i], io->want[i], 1e-3, 1e-4 * (scale > 0 ? scale : 1), &e))
+    double e;
+    if (!mlc_check_close(io->out[i], io->want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e))
       return mlc_error_set(err, "output %d differs from the reference (max abs error %.3g)", i,
                            e);
   }

@@ -32,12 +32,12 @@ void bench_print(const bench_case *c);
  * false with err set when the file cannot be read or written. */
 bool bench_write_results(const char *path, int n, const bench_case *cases, mlc_error *err);
 
-/* Wall-clock milliseconds (CLOCK_MONOTONIC). */
+/* Wall-clock milliseconds (mlc_now_sec). */
 double bench_now_ms(void);
-/* Median of n values (sorts them). */
+/* Median of n values (mlc_median: sorts them). */
 double bench_median(double *v, int n);
-/* Median milliseconds per call of fn(ctx): a warm-up call, then `repeat`
- * repeats of enough calls to last min_ms each. */
+/* Median milliseconds per call of fn(ctx) (measure's mlc_time_calls): a
+ * warm-up call, then `repeat` repeats of enough calls to last min_ms each. */
 double bench_time_ms(void (*fn)(void *ctx), void *ctx, int repeat, double min_ms);
 
 /* ---- a model compiled and run in process (bench_model, bench_contention) ----
@@ -87,7 +87,7 @@ typedef struct bench_model_io {
 bool bench_model_io_new(mlc_arena *a, const mlc_gmodule *m, const mlc_gmodule *ref,
                         bench_model_io *io, mlc_error *err);
 void bench_model_io_free(bench_model_io *io);
-/* io->out against io->want (rtol 1e-3, atol 1e-4 of the largest |want|). */
+/* io->out against io->want (measure's mlc_check_close with MLC_CHECK_RTOL/ATOL). */
 bool bench_model_io_check(const bench_model_io *io, mlc_error *err);
 /* Run v once on io's arrays (kept for later runs) and check the result. */
 bool bench_variant_check(bench_variant *v, bench_model_io *io, mlc_error *err);

@@ -4,13 +4,13 @@
  *   mlc_costmodel *m = mlc_costmodel_new(MLC_COSTMODEL_XGB_AGG_RANK, 42);
  *   // each round: score candidates (states of one workload), measure the best
  *   double scores[n];
- *   mlc_costmodel_predict_scheds(m, n, states, scores, &err);  // higher = faster
+ *   mlc_costmodel_predict_funcs(m, n, funcs, scores, &err);    // higher = faster
  *   ...measure...
  *   mlc_costmodel_update_funcs(m, k, funcs, workload_keys, mean_secs, &err);
  *   // persist (db models table), and reload in the next run
  *   uint8_t *blob; size_t len;
  *   mlc_costmodel_save(m, &blob, &len, &err);  ...  mlc_free(blob);
- *   mlc_costmodel *m2 = mlc_costmodel_load(blob, len, 42, &err);  // NULL: damaged
+ *   mlc_costmodel *m2 = mlc_costmodel_load_opts(blob, len, 42, NULL, &err); // NULL: damaged
  *   mlc_costmodel_free(m);
  *
  * Features (features.c, documented one by one in costmodel/FEATURES.md):
@@ -77,23 +77,11 @@ typedef struct mlc_features {
   bool ok;     /* false when extraction failed */
 } mlc_features;
 
-/* Lower a scheduled prim_func and extract its per-store features. */
-bool mlc_features_extract(const mlc_prim_func *scheduled, mlc_features *out, mlc_error *err);
-/* The same on an already lowered function (mlc_target_lower's result). */
+/* The per-store features of an already lowered function (mlc_target_lower's
+ * result). Extraction from a scheduled function, batches and feature names
+ * are in costmodel_internal.h (tests and benchmarks). */
 bool mlc_features_extract_lowered(const mlc_prim_func *lowered, mlc_features *out,
                                   mlc_error *err);
-/* n programs on OpenMP threads; out[i].ok says whether program i lowered.
- * Fails only when every one failed (err: the first message). */
-bool mlc_features_extract_batch(int n, const mlc_prim_func *const *funcs, mlc_features *out,
-                                mlc_error *err);
-void mlc_features_free(mlc_features *f);
-/* The per-program aggregate vector (MLC_FEATURE_AGG_DIM floats). */
-void mlc_features_aggregate(const mlc_features *f, float *out);
-/* Name of feature i (0 <= i < MLC_FEATURE_DIM), e.g. "vec_len",
- * "b2_unique_lines", "ai_curve_3"; the names FEATURES.md uses. */
-const char *mlc_feature_name(int i);
-/* Index of a named feature, or -1. */
-int mlc_feature_index(const char *name);
 
 /* ---- cost model ---------------------------------------------------------- */
 
@@ -109,8 +97,6 @@ typedef enum mlc_costmodel_kind {
 } mlc_costmodel_kind;
 enum { MLC_COSTMODEL_KIND_COUNT = 4 };
 
-/* "random", "xgb-rank", "xgb-reg", "xgb-sum". */
-const char *mlc_costmodel_kind_name(mlc_costmodel_kind k);
 bool mlc_costmodel_kind_from_name(const char *s, mlc_costmodel_kind *out);
 
 /* Samples below which a model that never trained scores randomly. */
@@ -145,9 +131,6 @@ mlc_costmodel *mlc_costmodel_new_opts(mlc_costmodel_kind kind, uint64_t seed,
                                       const mlc_costmodel_opts *opts);
 void mlc_costmodel_free(mlc_costmodel *m);
 mlc_costmodel_kind mlc_costmodel_get_kind(const mlc_costmodel *m);
-/* Samples held, and whether predictions come from a trained booster. */
-int mlc_costmodel_n_samples(const mlc_costmodel *m);
-bool mlc_costmodel_is_trained(const mlc_costmodel *m);
 /* Samples the current booster was trained on (kept across save/load; the
  * models table's n_samples). */
 int64_t mlc_costmodel_n_trained(const mlc_costmodel *m);
@@ -155,31 +138,17 @@ int64_t mlc_costmodel_n_trained(const mlc_costmodel *m);
  * the model saves it when this count moved. */
 int mlc_costmodel_n_trainings(const mlc_costmodel *m);
 
-/* Add n measured programs: feats[i] of a program of workload workloads[i]
- * (any stable key, e.g. the workload's structural hash) that ran
- * run_secs[i] seconds per call (<= 0, inf or NaN: failed). Retrains when
- * due (see above). Features with ok == false are skipped. */
-bool mlc_costmodel_update(mlc_costmodel *m, int n, const mlc_features *feats,
-                          const uint64_t *workloads, const double *run_secs, mlc_error *err);
-/* The same from scheduled prim_funcs (features extracted in parallel). */
+/* Add n measured programs given as scheduled prim_funcs (features
+ * extracted in parallel) that ran run_secs[i] seconds per call (<= 0, inf
+ * or NaN: failed) for workload keys workloads[i]; retrains when due. */
 bool mlc_costmodel_update_funcs(mlc_costmodel *m, int n, const mlc_prim_func *const *funcs,
                                 const uint64_t *workloads, const double *run_secs,
                                 mlc_error *err);
-/* Force a training now on what the model holds (tests, benchmarks). */
-bool mlc_costmodel_train(mlc_costmodel *m, mlc_error *err);
 
-/* Scores of n programs, higher meaning faster; comparable among programs
- * of one workload. One XGBoost call for the batch. Programs whose features
- * failed (ok == false) score -INFINITY. */
-bool mlc_costmodel_predict(mlc_costmodel *m, int n, const mlc_features *feats, double *scores,
-                           mlc_error *err);
 /* Fast path: extract features of n scheduled funcs in parallel, then
  * predict in one call. */
 bool mlc_costmodel_predict_funcs(mlc_costmodel *m, int n, const mlc_prim_func *const *funcs,
                                  double *scores, mlc_error *err);
-/* The same on candidate schedule states (their current functions). */
-bool mlc_costmodel_predict_scheds(mlc_costmodel *m, int n, mlc_sched *const *states,
-                                  double *scores, mlc_error *err);
 
 /* ---- persistence ----------------------------------------------------------- */
 
@@ -195,12 +164,9 @@ bool mlc_costmodel_predict_scheds(mlc_costmodel *m, int n, mlc_sched *const *sta
  * a reloaded model predicts with its booster and retrains only on samples
  * given to it afterwards (feed it the database's records to continue). */
 bool mlc_costmodel_save(const mlc_costmodel *m, uint8_t **bytes, size_t *len, mlc_error *err);
-/* Checks the header and checksum before XGBoost sees a byte (its loader can
- * crash on damaged input): a truncated, corrupted or other-version blob is
- * refused with a message. */
-mlc_costmodel *mlc_costmodel_load(const void *bytes, size_t len, uint64_t seed,
-                                  mlc_error *err);
-/* The same with options (NULL: defaults) for the trainings that follow,
+/* A saved model (header and checksum checked before XGBoost sees a byte:
+ * a damaged or other-version blob is refused with a message), with options
+ * (NULL: defaults) for the trainings that follow,
  * e.g. the tuner's smaller min_samples. */
 mlc_costmodel *mlc_costmodel_load_opts(const void *bytes, size_t len, uint64_t seed,
                                        const mlc_costmodel_opts *opts, mlc_error *err);
@@ -211,11 +177,5 @@ bool mlc_costmodel_blob_check(const void *bytes, size_t len, mlc_costmodel_kind 
 
 /* ---- datasets for tests and benchmarks ------------------------------------------ */
 
-/* A random loop-level schedule of every block of s's function: tile each
- * loop (sample_perfect_tile into 1-3 parts), reorder the tiles randomly,
- * parallelize an outer loop, vectorize and unroll inner ones when allowed.
- * Primitives whose preconditions fail are skipped, so this always yields a
- * valid schedule. For datasets until the tuner's design spaces exist. */
-bool mlc_costmodel_random_schedule(mlc_sched *s, mlc_pcg32 *rng, mlc_error *err);
 
 #endif

@@ -1,7 +1,7 @@
 /* Random loop-level schedules for cost-model datasets (tests, benchmarks):
  * tile, reorder, parallelize, vectorize, unroll. Every primitive checks
  * its own preconditions; a refused one is simply skipped. */
-#include "costmodel/costmodel.h"
+#include "costmodel/costmodel_internal.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
  * (group 5). Buffers are flat after lowering, so the regions meta-schedule
  * derives per dimension are derived here from the affine coefficients.
  */
-#include "costmodel/costmodel.h"
+#include "costmodel/costmodel_internal.h"
 #include "targets/targets.h"
 
 #include <math.h>

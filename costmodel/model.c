@@ -1,6 +1,6 @@
 /* The cost model: samples, labels, XGBoost training and prediction, and
  * the byte format models are stored in. */
-#include "costmodel/costmodel.h"
+#include "costmodel/costmodel_internal.h"
 #include "costmodel/xgb_internal.h"
 
 #include <math.h>

@@ -7,6 +7,8 @@
 
 #include <xgboost/c_api.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* The functions the model uses, resolved from libxgboost.so.0. */
 typedef struct xgb_api {
   const char *(*last_error)(void);
@@ -31,4 +33,6 @@ const xgb_api *xgb_get(mlc_error *err);
 /* err = "<what>: <XGBoost's last error>"; returns false. */
 bool xgb_fail(const xgb_api *x, mlc_error *err, const char *what);
 
+
+#pragma GCC visibility pop
 #endif

@@ -6,6 +6,8 @@
 
 #include <sqlite3.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 struct mlc_db {
   sqlite3 *h;
   char *path;
@@ -26,4 +28,6 @@ int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const m
                         mlc_error *err);
 bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif

@@ -4,6 +4,8 @@
 
 #include "graph/graph.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 mlc_gvar *mlc_gvar_new(mlc_gmodule *m, const char *name, mlc_gvar_kind kind, const mlc_gtype *t);
 mlc_gfunc *mlc_gfunc_new(mlc_gmodule *m, const char *name, bool primitive);
 void mlc_graph_add_func(mlc_gmodule *m, mlc_gfunc *f);
@@ -63,4 +65,6 @@ void mlc_graph_add_tir_funcs(mlc_gmodule *m, int n, mlc_prim_func *const *fs);
 /* Type of a prim_func buffer as a graph type. */
 void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t);
 
+
+#pragma GCC visibility pop
 #endif

@@ -6,6 +6,8 @@
 #include "graph/graph_impl.h"
 #include "onnx/onnx.pb-c.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* A named ONNX value during import. Float values are graph vars; integer
  * values (shapes, axes, indices) exist only at import time, as constants,
  * and are folded away (Shape -> Gather -> Concat -> Reshape). */
@@ -81,4 +83,6 @@ typedef struct onnx_op {
 const onnx_op *onnx_find_op(const char *op_type);
 const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */
 
+
+#pragma GCC visibility pop
 #endif

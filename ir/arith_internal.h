@@ -22,6 +22,8 @@
 
 #include "ir/ir.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 typedef struct arith_term {
   mlc_expr *atom;
   int64_t coeff; /* 0 when cancelled; skipped by build and bounds */
@@ -60,4 +62,6 @@ bool arith_uses_bound_var(const mlc_simplifier *s, const mlc_expr *e);
 bool arith_floordiv(int64_t x, int64_t y, int64_t *r);
 bool arith_floormod(int64_t x, int64_t y, int64_t *r);
 
+
+#pragma GCC visibility pop
 #endif

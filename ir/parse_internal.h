@@ -20,6 +20,8 @@
 
 #include <string.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 enum {
   PARSE_MAX_NEST = 256,        /* nested suites, parentheses, unary ops */
   PARSE_MAX_EXPR_DEPTH = 1000, /* depth of one expression tree */
@@ -211,4 +213,6 @@ static inline void nest_enter(mlc_parser *p, const ptok *t) {
 }
 static inline void nest_leave(mlc_parser *p) { p->nest--; }
 
+
+#pragma GCC visibility pop
 #endif

@@ -145,8 +145,3 @@ int frame_read_all(int fd, void *p, size_t n) {
   return 1;
 }
 
-double frame_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}

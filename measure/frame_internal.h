@@ -8,6 +8,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
+/* The frame header and types of the wire protocol (measure.h). */
+#define MLC_FRAME_MAGIC 0x3146434du
+#define MLC_FRAME_HEADER 12
+#define MLC_FRAME_MAX (256u << 20)
+
+typedef enum mlc_frame_type {
+  MLC_FRAME_BUILD_REQ = 1,
+  MLC_FRAME_BUILD_OK = 2,
+  MLC_FRAME_RUN_REQ = 3,
+  MLC_FRAME_RUN_OK = 4,
+  MLC_FRAME_ERROR = 5,
+} mlc_frame_type;
+
 /* One kernel argument as the protocol carries it. */
 typedef struct frame_arg {
   uint32_t dtype; /* mlc_dtype */
@@ -55,6 +70,6 @@ bool frame_write_all(int fd, const void *p, size_t n);
  * end of input in the middle. */
 int frame_read_all(int fd, void *p, size_t n);
 
-double frame_now(void); /* monotonic seconds */
 
+#pragma GCC visibility pop
 #endif

@@ -60,7 +60,7 @@
  * Every message is one frame:
  *
  *   offset 0   u32  magic    0x3146434d ("MCF1" in memory order)
- *   offset 4   u32  type     mlc_frame_type below
+ *   offset 4   u32  type     mlc_frame_type (frame_internal.h)
  *   offset 8   u32  length   payload bytes, at most MLC_FRAME_MAX
  *   offset 12  payload
  *
@@ -97,22 +97,12 @@
 #define MLC_MEASURE_H
 
 #include "base/base.h"
+#include "ir/ir.h" /* mlc_array */
 
 #include <stdint.h>
 
-#define MLC_FRAME_MAGIC 0x3146434du
-#define MLC_FRAME_HEADER 12
-#define MLC_FRAME_MAX (256u << 20)
 #define MLC_MEASURE_MAX_REPEAT 64
 #define MLC_MEASURE_MAX_ARGS 32
-
-typedef enum mlc_frame_type {
-  MLC_FRAME_BUILD_REQ = 1,
-  MLC_FRAME_BUILD_OK = 2,
-  MLC_FRAME_RUN_REQ = 3,
-  MLC_FRAME_RUN_OK = 4,
-  MLC_FRAME_ERROR = 5,
-} mlc_frame_type;
 
 /* Outcome of one candidate. The name (mlc_measure_status_name) is the
  * error class stored in the database: "<class>: <message>". */
@@ -307,5 +297,49 @@ void mlc_measure_mpi_end(mlc_measure_mpi *p, int status);
 /* The worker side: serve requests on stdin/stdout until end of input.
  * mode is "build" or "run". Returns the process exit status. */
 int mlc_measure_worker_main(const char *mode);
+
+/* ---- timing and checking (timing.c) ------------------------------------------
+ *
+ * The one implementation of both: the workers time and check candidates
+ * with it, and so do mlc-ir, mlc-compile and the benches. */
+
+/* One call of what is timed; false when it failed. */
+typedef bool (*mlc_timing_fn)(void *ctx);
+
+typedef struct mlc_timing_opts {
+  int repeat;            /* repeats, each giving one time per call (>= 1) */
+  uint64_t number;       /* calls per repeat, at least (>= 1) */
+  double min_repeat_sec; /* more calls while a repeat is shorter (0: `number` calls) */
+  double max_total_sec;  /* a slow function gets fewer repeats to stay near this (0: all) */
+  bool flush_cache;      /* write over the last-level cache before each repeat */
+} mlc_timing_opts;
+
+/* What one repeat took: wall seconds for all its calls, the process's and
+ * the calling thread's CPU seconds, involuntary context switches. */
+typedef struct mlc_timing_repeat {
+  double wall, cpu, caller;
+  long ivcsw;
+  uint64_t calls;
+} mlc_timing_repeat;
+typedef void (*mlc_timing_hook)(void *ud, int r, const mlc_timing_repeat *rep);
+
+/* One warm-up call, then the repeats; secs[r] gets repeat r's seconds per
+ * call (room for o->repeat), hook (may be NULL) sees every repeat. Returns
+ * the number of repeats made (fewer than o->repeat only under
+ * max_total_sec), or -1 with err set when a call failed. The median of
+ * secs is what the tools report (mlc_median). */
+int mlc_time_calls(mlc_timing_fn fn, void *ctx, const mlc_timing_opts *o, double *secs,
+                   mlc_timing_hook hook, void *ud, mlc_error *err);
+
+/* The tolerance of every result check (DESIGN.md section 4): floats
+ * within rtol * |want| + atol * max |want| (the largest finite |want|: an
+ * all-zero reference wants exact zeros), integers and bools exactly. */
+#define MLC_CHECK_RTOL 1e-3
+#define MLC_CHECK_ATOL 1e-3
+/* got against want under that rule (rtol and atol as above: the workers
+ * take them from the request, everything else passes MLC_CHECK_*); *max_err
+ * gets the largest absolute difference. */
+bool mlc_check_close(const mlc_array *got, const mlc_array *want, double rtol, double atol,
+                     double *max_err);
 
 #endif

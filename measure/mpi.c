@@ -181,7 +181,7 @@ struct mlc_measure_mpi {
   mlc_str out;     /* the message being sent */
 };
 
-static double now(void) { return frame_now(); }
+static double now(void) { return mlc_now_sec(); }
 
 static void nap(double sec) {
   struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};

@@ -249,8 +249,8 @@ static void job_failed(mlc_measure *m, worker *w, mlc_measure_status st, const c
     fail_workload(m, -1 - job, st, buf);
     return;
   }
-  if (w->kind == W_BUILD) m->c[job].res.build_sec = frame_now() - w->start;
-  else m->c[job].res.run_sec = frame_now() - w->start;
+  if (w->kind == W_BUILD) m->c[job].res.build_sec = mlc_now_sec() - w->start;
+  else m->c[job].res.run_sec = mlc_now_sec() - w->start;
   finish(m, job, st, msg);
 }
 
@@ -279,7 +279,7 @@ static void worker_died(mlc_measure *m, worker *w) {
 
 static void pause_builders(mlc_measure *m) {
   if (!m->o.pause_builders) return;
-  m->pause_start = frame_now();
+  m->pause_start = mlc_now_sec();
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->kind == W_BUILD && w->pid > 0 && w->job != NO_JOB && !w->stopped) {
@@ -291,7 +291,7 @@ static void pause_builders(mlc_measure *m) {
 
 static void resume_builders(mlc_measure *m) {
   if (m->pause_start <= 0) return;
-  double paused = frame_now() - m->pause_start;
+  double paused = mlc_now_sec() - m->pause_start;
   m->pause_start = 0;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
@@ -309,7 +309,7 @@ static void resume_builders(mlc_measure *m) {
 /* Blocking send on the non-blocking socket, bounded by the timeout. */
 static bool send_frame(worker *w, const mlc_str *s, double timeout) {
   size_t off = 0;
-  double end = frame_now() + timeout;
+  double end = mlc_now_sec() + timeout;
   while (off < s->len) {
     ssize_t k = send(w->fd, s->data + off, s->len - off, MSG_NOSIGNAL);
     if (k > 0) {
@@ -318,7 +318,7 @@ static bool send_frame(worker *w, const mlc_str *s, double timeout) {
     }
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    double left = end - frame_now();
+    double left = end - mlc_now_sec();
     if (left <= 0) return false;
     struct pollfd p = {w->fd, POLLOUT, 0};
     poll(&p, 1, (int)(left * 1000) + 1);
@@ -328,7 +328,7 @@ static bool send_frame(worker *w, const mlc_str *s, double timeout) {
 
 static bool start_worker(mlc_measure *m, worker *w, int job, const char **why) {
   static mlc_error err;
-  w->start = frame_now();
+  w->start = mlc_now_sec();
   int st;
   if (w->pid > 0 && waitpid(w->pid, &st, WNOHANG) == w->pid) {
     /* It died while idle (e.g. the OOM killer): not this job's fault. */
@@ -343,7 +343,7 @@ static bool start_worker(mlc_measure *m, worker *w, int job, const char **why) {
     return false;
   }
   w->job = job;
-  w->start = frame_now();
+  w->start = mlc_now_sec();
   w->deadline = w->start + (w->kind == W_BUILD ? m->o.build_timeout_s : m->o.run_timeout_s);
   if (!send_frame(w, &m->out, 10.0)) {
     *why = NULL;
@@ -469,7 +469,7 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
       set_text(buf, sizeof buf, "reference kernel: ", msg);
       return fail_workload(m, -1 - job, st, buf);
     }
-    m->c[job].res.build_sec = frame_now() - w->start;
+    m->c[job].res.build_sec = mlc_now_sec() - w->start;
     return finish(m, job, st, msg);
   }
   mlc_object obj = {0};
@@ -488,7 +488,7 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
     return;
   }
   cand *c = &m->c[job];
-  c->res.build_sec = frame_now() - w->start;
+  c->res.build_sec = mlc_now_sec() - w->start;
   c->obj = obj;
   c->threads = threads;
   c->state = C_BUILT;
@@ -513,7 +513,7 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
   m->wls.data[c->wl].in_runner = true;
-  c->res.run_sec = frame_now() - w->start;
+  c->res.run_sec = mlc_now_sec() - w->start;
   c->res.max_error = max_err;
   for (uint32_t i = 0; i < n; i++)
     if (!(c->res.secs[i] > 0) || !isfinite(c->res.secs[i])) {
@@ -539,7 +539,7 @@ static void run_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *r)
   if (type != MLC_FRAME_ERROR || !read_error(r, &st, msg, sizeof msg))
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "unexpected frame");
   w->job = NO_JOB;
-  m->c[ci].res.run_sec = frame_now() - w->start;
+  m->c[ci].res.run_sec = mlc_now_sec() - w->start;
   if (strncmp(msg, "reference kernel", 16) == 0) fail_workload(m, m->c[ci].wl, st, msg);
   else m->wls.data[m->c[ci].wl].in_runner = true;
   finish(m, ci, st, msg);
@@ -621,7 +621,7 @@ static void dispatch(mlc_measure *m) {
 }
 
 static void check_timeouts(mlc_measure *m) {
-  double now = frame_now();
+  double now = mlc_now_sec();
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid > 0 && w->job != NO_JOB && !w->stopped && now >= w->deadline) {
@@ -636,7 +636,7 @@ static void check_timeouts(mlc_measure *m) {
 static void wait_events(mlc_measure *m, double limit) {
   struct pollfd *pf = mlc_xmalloc(sizeof(struct pollfd) * (size_t)m->n_workers);
   int *who = mlc_xmalloc(sizeof(int) * (size_t)m->n_workers), np = 0;
-  double now = frame_now(), next = now + 1.0 < limit ? now + 1.0 : limit;
+  double now = mlc_now_sec(), next = now + 1.0 < limit ? now + 1.0 : limit;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid <= 0 || w->job == NO_JOB) continue;
@@ -659,7 +659,7 @@ static void wait_events(mlc_measure *m, double limit) {
  * run, and its times follow from its trace's hash. Scaling over many
  * measurement hosts can so be simulated on a small machine. */
 static void sleep_step(mlc_measure *m, double end) {
-  double t = frame_now();
+  double t = mlc_now_sec();
   for (int i = 0; i < m->n && m->sleeping < 0; i++)
     if (m->c[i].state == C_QUEUED) {
       m->sleeping = i;
@@ -673,7 +673,7 @@ static void sleep_step(mlc_measure *m, double end) {
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
   }
-  if (frame_now() < m->wake) return;
+  if (mlc_now_sec() < m->wake) return;
   int ci = m->sleeping;
   cand *c = &m->c[ci];
   m->sleeping = -1;
@@ -686,13 +686,13 @@ static void sleep_step(mlc_measure *m, double end) {
 }
 
 int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s) {
-  double end = frame_now() + timeout_s;
+  double end = mlc_now_sec() + timeout_s;
   while (m->ready_head == m->ready.len) {
     if (m->n_done == m->n) return 0;
     if (m->sleep_s > 0) sleep_step(m, end);
     else dispatch(m);
     if (m->ready_head < m->ready.len) break;
-    if (frame_now() >= end) return -1;
+    if (mlc_now_sec() >= end) return -1;
     if (m->sleep_s <= 0) wait_events(m, end);
   }
   int ci = m->ready.data[m->ready_head++];

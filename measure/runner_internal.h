@@ -18,6 +18,8 @@
 #include "measure/frame_internal.h"
 #include "ir/ir.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* A decoded RUN_REQ (measure.h's wire protocol). */
 typedef struct run_req {
   uint64_t key;
@@ -32,7 +34,7 @@ typedef struct run_req {
   double max_call_sec; /* 0: no limit (the tuner's early abort) */
   uint32_t threads;    /* threads the kernel's parallel loops use (1: serial) */
   double retime_budget_s; /* re-timing stops once the request has run this long */
-  double start;        /* when the request arrived (frame_now) */
+  double start;        /* when the request arrived (mlc_now_sec) */
 } run_req;
 
 /* What the runner saw of other work while it timed (one attempt). */
@@ -66,4 +68,6 @@ typedef struct runner_impl {
 
 extern const runner_impl runner_cpu, runner_cuda;
 
+
+#pragma GCC visibility pop
 #endif

@@ -16,10 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 static bool faults_enabled;
@@ -250,9 +248,9 @@ static mlc_array *load_and_call(const run_req *q, const runner_impl *rn, const v
   }
   mlc_array *xs = make_args(q);
   int32_t rc = 0;
-  double t0 = frame_now();
+  double t0 = mlc_now_sec();
   bool ran = rn->call(k, q->n_args, xs, &rc, err);
-  *call_sec = frame_now() - t0;
+  *call_sec = mlc_now_sec() - t0;
   if (!ran || rc != 0) {
     if (ran) mlc_error_set(err, "kernel returned %d (an allocation inside it failed)", (int)rc);
     *st = ran ? MLC_MEASURE_ALLOC_ERROR : MLC_MEASURE_RUNTIME_ERROR;
@@ -296,9 +294,7 @@ static bool compare(const run_req *q, const mlc_array *got, const ref_entry *ref
   *max_err = 0;
   for (int i = 0; i < q->n_args; i++) {
     double me = 0;
-    bool fl = mlc_dtype_is_float(got[i].dtype);
-    double atol = fl ? q->atol * max_abs(&ref->arrays[i]) : 0;
-    if (!mlc_array_allclose(&got[i], &ref->arrays[i], fl ? q->rtol : 0, atol, &me) && ok) {
+    if (!mlc_check_close(&got[i], &ref->arrays[i], q->rtol, q->atol, &me) && ok) {
       mlc_error_set(err, "parameter %d differs from the reference: max error %g", i, me);
       ok = false;
     }
@@ -306,56 +302,6 @@ static bool compare(const run_req *q, const mlc_array *got, const ref_entry *ref
   }
   return ok;
 }
-
-/* Bytes of the last-level cache one core sees: sysfs gives the slice
- * (32 MiB on a Zen3 CCX) where sysconf may give the whole socket. */
-static size_t llc_bytes(void) {
-  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
-  long kb = 0;
-  char unit = 0;
-  if (f) {
-    if (fscanf(f, "%ld%c", &kb, &unit) < 1) kb = 0;
-    fclose(f);
-    if (unit == 'M') kb *= 1024;
-  }
-  if (kb > 0) return (size_t)kb << 10;
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return llc > 0 ? (size_t)llc : (size_t)32 << 20;
-}
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
-#endif
-
-/* The flush buffer, faulted in at once: touched page by page, 128 MiB of
- * 4 KiB pages took 1 to 3 s in a loaded VM, which every fresh runner paid
- * inside its first candidate's run timeout. Huge pages where the kernel
- * gives them, populated in one call; plain heap memory if mmap fails. */
-static char *flush_buffer(size_t n) {
-  size_t huge = (size_t)2 << 20;
-  char *p = mmap(NULL, n + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return mlc_xmalloc(n);
-  char *b = (char *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-  (void)madvise(b, n, MADV_HUGEPAGE);       /* advice only */
-  (void)madvise(b, n, MADV_POPULATE_WRITE); /* else the first memset faults it in */
-  return b;
-}
-
-/* Write over twice the last-level cache (at most 128 MiB) so the next
- * repeat starts cold. */
-static void flush_llc(void) {
-  static char *buf;
-  static size_t n;
-  static unsigned char v;
-  if (!buf) {
-    n = 2 * llc_bytes();
-    if (n > ((size_t)128 << 20)) n = (size_t)128 << 20;
-    buf = flush_buffer(n);
-  }
-  memset(buf, ++v, n);
-  __asm__ volatile("" : : "r"(buf) : "memory");
-}
-
 
 /* Interference thresholds. The calling thread runs chunks for the whole
  * call (the runtime ends a loop when every claimed chunk is done and the
@@ -379,17 +325,6 @@ static void flush_llc(void) {
 #define WATCH_MIN_WORKER_SHARE 0.5
 /* Attempts after the first when an attempt was disturbed. */
 #define WATCH_RETRIES 2
-
-static double cpu_secs(clockid_t id) {
-  struct timespec ts;
-  if (clock_gettime(id, &ts) != 0) return 0;
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static long ivcsw_now(void) {
-  struct rusage ru;
-  return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_nivcsw : 0;
-}
 
 /* Judge one repeat: wall seconds, its CPU seconds (process, caller) and
  * switches of a kernel whose parallel loops use `threads`; the first sign
@@ -428,44 +363,43 @@ static void watch_spread(timing_watch *w, int n, const double *secs) {
   }
 }
 
+typedef struct timed_call {
+  mlc_kernel_fn fn;
+  int n;
+  mlc_array *xs;
+} timed_call;
+
+static bool call_kernel(void *ctx) {
+  timed_call *c = ctx;
+  return mlc_kernel_call(c->fn, c->n, c->xs) == 0;
+}
+
+typedef struct watch_ctx {
+  timing_watch *w;
+  uint32_t threads;
+  double first_wall; /* the first repeat's, all its calls */
+} watch_ctx;
+
+static void watch_hook(void *ud, int r, const mlc_timing_repeat *rep) {
+  watch_ctx *c = ud;
+  if (r == 0) c->first_wall = rep->wall;
+  watch_repeat(c->w, c->threads, rep->wall, rep->cpu, rep->caller, rep->ivcsw);
+}
+
 static bool time_kernel(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, double *secs,
                         timing_watch *w, mlc_error *err) {
   *w = (timing_watch){.caller_ratio = 1};
-  double t0 = frame_now();
-  if (mlc_kernel_call(fn, q->n_args, xs) != 0) return mlc_error_set(err, "warm-up call failed");
-  double one = frame_now() - t0;
-  uint64_t number = q->number;
-  if (q->min_repeat_ms > 0 && one * (double)number < q->min_repeat_ms * 1e-3)
-    number = (uint64_t)ceil(q->min_repeat_ms * 1e-3 / fmax(one, 1e-9));
-  if (number > 100000000) number = 100000000;
-  for (uint32_t r = 0; r < q->repeat; r++) {
-    /* A repeat shorter than min_repeat_ms is redone with more calls (the
-     * warm-up estimate may be off by the cold start). */
-    for (int tries = 0;; tries++) {
-      if (q->flush) flush_llc();
-      long sw0 = ivcsw_now();
-      double c0 = cpu_secs(CLOCK_PROCESS_CPUTIME_ID), k0 = cpu_secs(CLOCK_THREAD_CPUTIME_ID);
-      double t = frame_now();
-      for (uint64_t k = 0; k < number; k++)
-        if (mlc_kernel_call(fn, q->n_args, xs) != 0) return mlc_error_set(err, "timed call failed");
-      double el = frame_now() - t;
-      double cpu = cpu_secs(CLOCK_PROCESS_CPUTIME_ID) - c0;
-      double caller = cpu_secs(CLOCK_THREAD_CPUTIME_ID) - k0;
-      secs[r] = el / (double)number;
-      if (el >= q->min_repeat_ms * 1e-3 || tries == 4 || number >= 100000000) {
-        watch_repeat(w, q->threads, el, cpu, caller, ivcsw_now() - sw0);
-        break;
-      }
-      number = (uint64_t)ceil((double)number * 1.2 * q->min_repeat_ms * 1e-3 / fmax(el, 1e-9));
-      if (number > 100000000) number = 100000000;
-    }
-  }
+  timed_call c = {fn, q->n_args, xs};
+  watch_ctx wc = {w, q->threads, 0};
+  mlc_timing_opts o = {.repeat = (int)q->repeat, .number = q->number,
+                       .min_repeat_sec = q->min_repeat_ms * 1e-3, .flush_cache = q->flush};
+  if (mlc_time_calls(call_kernel, &c, &o, secs, watch_hook, &wc, err) < 0) return false;
   if (faults_enabled && q->fault == MLC_FAULT_RUN_DISTURB && !w->disturbed) {
     w->disturbed = true;
     snprintf(w->why, sizeof w->why, "injected disturbance");
   }
   /* Repeats under a millisecond differ by their cold start alone. */
-  if (number * secs[0] >= 1e-3) watch_spread(w, (int)q->repeat, secs);
+  if (wc.first_wall >= 1e-3) watch_spread(w, (int)q->repeat, secs);
   return true;
 }
 
@@ -483,15 +417,15 @@ static bool time_watched(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, doub
   double try_secs[MLC_MEASURE_MAX_REPEAT];
   timing_watch tw;
   *retimes = 0;
-  double t0 = frame_now();
+  double t0 = mlc_now_sec();
   if (!time_kernel(q, fn, xs, secs, w, err)) return false;
-  double last = frame_now() - t0;
+  double last = mlc_now_sec() - t0;
   while (w->disturbed && *retimes < WATCH_RETRIES &&
-         frame_now() + last - q->start <= q->retime_budget_s) {
-    t0 = frame_now();
+         mlc_now_sec() + last - q->start <= q->retime_budget_s) {
+    t0 = mlc_now_sec();
     ++*retimes;
     if (!time_kernel(q, fn, xs, try_secs, &tw, err)) return false;
-    last = frame_now() - t0;
+    last = mlc_now_sec() - t0;
     if (!tw.disturbed || mean_of((int)q->repeat, try_secs) < mean_of((int)q->repeat, secs)) {
       memcpy(secs, try_secs, sizeof(double) * q->repeat);
       *w = tw;
@@ -631,7 +565,7 @@ static void run_checked(run_req *q, mlc_str *reply) {
 }
 
 static void serve_run(frame_reader *r, mlc_str *reply) {
-  run_req q = {.start = frame_now()};
+  run_req q = {.start = mlc_now_sec()};
   if (!read_run_req(r, &q)) reply_error(reply, MLC_MEASURE_PROTOCOL_ERROR, "malformed run request");
   else run_checked(&q, reply);
   mlc_free(q.symbol);

@@ -5,6 +5,8 @@
 
 #include "schedule/schedule.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* What a handle refers to. Block and loop handles point at nodes of the
  * state's IR; primitives move nodes rather than rebuild them, so pointers
  * stay valid; a node that was replaced is simply no longer in the tree. */
@@ -145,4 +147,6 @@ bool sched_can_compute_inline(mlc_sched *s, mlc_block *b);
 bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decision *want,
                                    bool *resampled, mlc_rv *out, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif

@@ -19,6 +19,7 @@
 #include "targets/llvm_internal.h"
 #include "targets/lower_internal.h"
 
+#include <llvm-c/Analysis.h>
 #include <llvm-c/DebugInfo.h>
 #include <string.h>
 
@@ -586,6 +587,56 @@ static void gen_stmt(cg *c, const mlc_stmt *s) {
 static bool attr_true(const mlc_prim_func *f, const char *key) {
   const mlc_ann *a = mlc_ann_find(f->n_attrs, f->attrs, key);
   return a && (a->kind == MLC_ANN_BOOL || a->kind == MLC_ANN_INT) && a->i != 0;
+}
+
+/* ---- the module ------------------------------------------------------------------ */
+
+static void init_types(cg *c) {
+  c->t_i1 = LLVMInt1TypeInContext(c->ctx);
+  c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+  c->t_i32 = LLVMInt32TypeInContext(c->ctx);
+  c->t_i64 = LLVMInt64TypeInContext(c->ctx);
+  c->t_f16 = LLVMHalfTypeInContext(c->ctx);
+  c->t_f32 = LLVMFloatTypeInContext(c->ctx);
+  c->t_void = LLVMVoidTypeInContext(c->ctx);
+  c->t_i8p = LLVMPointerType(c->t_i8, 0);
+}
+
+void cg_open(cg *c, const mlc_target *t, LLVMTargetMachineRef tm) {
+  *c = (cg){.target = t};
+  c->a = mlc_arena_new();
+  c->ctx = LLVMContextCreate();
+  c->mod = LLVMModuleCreateWithNameInContext("mlc", c->ctx);
+  c->b = LLVMCreateBuilderInContext(c->ctx);
+  init_types(c);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(c->mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  char *layout = LLVMCopyStringRepOfTargetData(td);
+  LLVMSetDataLayout(c->mod, layout);
+  LLVMDisposeMessage(layout);
+  LLVMDisposeTargetData(td);
+}
+
+bool cg_verify(cg *c, mlc_str *ir_text, mlc_error *err) {
+  char *msg = NULL;
+  bool ok = !LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
+  if (!ok) mlc_error_set(err, "internal error: invalid LLVM IR: %.600s", msg ? msg : "");
+  LLVMDisposeMessage(msg);
+  if (ok && ir_text) {
+    char *text = LLVMPrintModuleToString(c->mod);
+    mlc_str_puts(ir_text, text);
+    LLVMDisposeMessage(text);
+  }
+  return ok;
+}
+
+void cg_close(cg *c) {
+  LLVMDisposeBuilder(c->b);
+  LLVMDisposeModule(c->mod);
+  LLVMContextDispose(c->ctx);
+  mlc_arena_free(c->a);
 }
 
 bool cg_emit_function(cg *c, const mlc_prim_func *lf, const char *symbol, mlc_error *err) {

@@ -214,16 +214,6 @@ static bool emit_ptx(LLVMModuleRef mod, LLVMTargetMachineRef tm, int n, const ch
   return true;
 }
 
-static void init_types(cg *c) {
-  c->t_i1 = LLVMInt1TypeInContext(c->ctx);
-  c->t_i8 = LLVMInt8TypeInContext(c->ctx);
-  c->t_i32 = LLVMInt32TypeInContext(c->ctx);
-  c->t_i64 = LLVMInt64TypeInContext(c->ctx);
-  c->t_f16 = LLVMHalfTypeInContext(c->ctx);
-  c->t_f32 = LLVMFloatTypeInContext(c->ctx);
-  c->t_void = LLVMVoidTypeInContext(c->ctx);
-  c->t_i8p = LLVMPointerType(c->t_i8, 0);
-}
 
 static bool cuda_build(const mlc_target *t, int n, mlc_prim_func *const *lowered,
                        const char *const *symbols, mlc_str *ir_text, mlc_object *out,
@@ -231,18 +221,8 @@ static bool cuda_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
   *out = (mlc_object){0};
   LLVMTargetMachineRef tm = make_machine(t, err);
   if (!tm) return false;
-  cg c = {.target = t};
-  c.a = mlc_arena_new();
-  c.ctx = LLVMContextCreate();
-  c.mod = LLVMModuleCreateWithNameInContext("mlc", c.ctx);
-  c.b = LLVMCreateBuilderInContext(c.ctx);
-  init_types(&c);
-  LLVMSetTarget(c.mod, t->mtriple);
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  char *layout = LLVMCopyStringRepOfTargetData(td);
-  LLVMSetDataLayout(c.mod, layout);
-  LLVMDisposeMessage(layout);
-  LLVMDisposeTargetData(td);
+  cg c;
+  cg_open(&c, t, tm);
 
   mlc_gpu_launch *launch = MLC_NEW_ARRAY(c.a, mlc_gpu_launch, n);
   bool ok = true;
@@ -250,26 +230,13 @@ static bool cuda_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
     ok = cuda_emit_kernel(&c, lowered[i], symbols[i], &launch[i], err);
     if (!ok) mlc_error_prefix(err, "function %s", lowered[i]->name);
   }
-  if (ok) {
-    char *msg = NULL;
-    if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg))
-      ok = mlc_error_set(err, "internal error: invalid LLVM IR: %.600s", msg ? msg : "");
-    LLVMDisposeMessage(msg);
-  }
-  if (ok && ir_text) {
-    char *text = LLVMPrintModuleToString(c.mod);
-    mlc_str_puts(ir_text, text);
-    LLVMDisposeMessage(text);
-  }
+  ok = ok && cg_verify(&c, ir_text, err);
   if (ok && use_libdevice(c.mod)) ok = link_libdevice(c.ctx, c.mod, err);
   if (ok) internalize(c.mod, n, symbols);
   ok = ok && optimize(c.mod, tm, err) && emit_ptx(c.mod, tm, n, symbols, launch, out, err);
 
-  LLVMDisposeBuilder(c.b);
-  LLVMDisposeModule(c.mod);
-  LLVMContextDispose(c.ctx);
+  cg_close(&c);
   LLVMDisposeTargetMachine(tm);
-  mlc_arena_free(c.a);
   return ok;
 }
 

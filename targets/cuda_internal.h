@@ -26,6 +26,8 @@
 
 #include "targets/llvm_internal.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* Limits every supported SM shares (sm_50 .. sm_86): threads per block,
  * block extents, grid extents, static shared memory per block. Local
  * arrays per thread are capped lower than the hardware's 512 KiB: more is
@@ -69,4 +71,6 @@ bool cuda_analyze(mlc_arena *a, const mlc_prim_func *lowered, mlc_gpu_launch *ou
 bool cuda_emit_kernel(cg *c, const mlc_prim_func *lowered, const char *symbol,
                       mlc_gpu_launch *launch, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif

@@ -125,16 +125,6 @@ static bool emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *
   return true;
 }
 
-static void init_types(cg *c) {
-  c->t_i1 = LLVMInt1TypeInContext(c->ctx);
-  c->t_i8 = LLVMInt8TypeInContext(c->ctx);
-  c->t_i32 = LLVMInt32TypeInContext(c->ctx);
-  c->t_i64 = LLVMInt64TypeInContext(c->ctx);
-  c->t_f16 = LLVMHalfTypeInContext(c->ctx);
-  c->t_f32 = LLVMFloatTypeInContext(c->ctx);
-  c->t_void = LLVMVoidTypeInContext(c->ctx);
-  c->t_i8p = LLVMPointerType(c->t_i8, 0);
-}
 
 static bool host_little_endian(void) {
   const uint16_t one = 1;
@@ -175,46 +165,19 @@ static bool llvm_build_data(const mlc_target *t, int n, mlc_prim_func *const *lo
   *out = (mlc_object){0};
   LLVMTargetMachineRef tm = make_machine(t, err);
   if (!tm) return false;
-  cg c = {.target = t};
-  c.a = mlc_arena_new();
-  c.ctx = LLVMContextCreate();
-  c.mod = LLVMModuleCreateWithNameInContext("mlc", c.ctx);
-  c.b = LLVMCreateBuilderInContext(c.ctx);
-  init_types(&c);
-  char *triple = LLVMGetTargetMachineTriple(tm);
-  LLVMSetTarget(c.mod, triple);
-  LLVMDisposeMessage(triple);
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
-  char *layout = LLVMCopyStringRepOfTargetData(td);
-  LLVMSetDataLayout(c.mod, layout);
-  LLVMDisposeMessage(layout);
-  LLVMDisposeTargetData(td);
-
+  cg c;
+  cg_open(&c, t, tm);
   bool ok = true;
   for (int i = 0; i < n && ok; i++) {
     ok = cg_emit_function(&c, lowered[i], symbols[i], err);
     if (!ok) mlc_error_prefix(err, "function %s", lowered[i]->name);
   }
-  if (ok) {
-    char *msg = NULL;
-    if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {
-      ok = mlc_error_set(err, "internal error: invalid LLVM IR: %.600s", msg ? msg : "");
-    }
-    LLVMDisposeMessage(msg);
-  }
-  if (ok && ir_text) {
-    char *text = LLVMPrintModuleToString(c.mod);
-    mlc_str_puts(ir_text, text);
-    LLVMDisposeMessage(text);
-  }
+  ok = ok && cg_verify(&c, ir_text, err);
   ok = ok && optimize(c.mod, tm, err) && add_data(&c, tm, n_data, data, err) &&
        emit_object(c.mod, tm, out, err);
 
-  LLVMDisposeBuilder(c.b);
-  LLVMDisposeModule(c.mod);
-  LLVMContextDispose(c.ctx);
+  cg_close(&c);
   LLVMDisposeTargetMachine(tm);
-  mlc_arena_free(c.a);
   return ok;
 }
 

@@ -12,6 +12,8 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 typedef struct cg_var {
   const mlc_var *var;
   LLVMValueRef val; /* scalar */
@@ -88,8 +90,18 @@ LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
 /* llvm_backend.c: initialize LLVM's native target once per process. */
 void cg_llvm_init(void);
 
+/* codegen_llvm.c: the module both backends build in: c's arena, context,
+ * module (with tm's triple and data layout), builder and types. */
+void cg_open(cg *c, const mlc_target *t, LLVMTargetMachineRef tm);
+/* The module verified (an invalid one is an internal error), its text
+ * appended to ir_text when given. */
+bool cg_verify(cg *c, mlc_str *ir_text, mlc_error *err);
+void cg_close(cg *c);
+
 /* codegen_llvm.c: emit `int32_t symbol(void **args)` for a lowered
  * function into c->mod; false with err set for code the target rejects. */
 bool cg_emit_function(cg *c, const mlc_prim_func *lowered, const char *symbol, mlc_error *err);
 
+
+#pragma GCC visibility pop
 #endif

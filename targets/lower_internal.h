@@ -11,6 +11,8 @@
 
 #include "targets/targets.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* A loop that a reduction writing `buf` accumulates over: its iterations
  * must see one another's writes, so buf cannot be allocated inside it. */
 typedef struct lower_carry {
@@ -51,4 +53,6 @@ void lower_visit_expr(const mlc_expr *e, lower_expr_fn fn, void *ud);
  * condition, store indices and value), not those of nested statements. */
 void lower_visit_exprs(const mlc_stmt *s, lower_expr_fn fn, void *ud);
 
+
+#pragma GCC visibility pop
 #endif

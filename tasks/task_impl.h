@@ -5,6 +5,8 @@
 
 #include "tasks/tasks.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
 /* Element count of a buffer, for the size limits of --shape. */
 typedef struct mlc_task_buf {
   const char *name;
@@ -51,4 +53,6 @@ mlc_expr *mlc_task_window_index(mlc_arena *a, mlc_expr *x, int64_t stride, mlc_e
 mlc_te_tensor *mlc_task_pad_nchw(mlc_arena *a, mlc_te *te, const char *name, mlc_te_tensor *x,
                                  int64_t pad);
 
+
+#pragma GCC visibility pop
 #endif

@@ -4,7 +4,7 @@
  * on held-out pairs, save/load round trips, damaged blobs refused, and the
  * tuner storing its model in the database, reloading it, and falling back
  * to a fresh model with a warning when the stored one is damaged. */
-#include "costmodel/costmodel.h"
+#include "costmodel/costmodel_internal.h" /* features, training, datasets */
 #include "db/db.h"
 #include "measure/measure.h"
 #include "tasks/tasks.h"

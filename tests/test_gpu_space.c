@@ -6,7 +6,7 @@
  * unscheduled program. */
 #include "targets/targets.h"
 #include "tasks/tasks.h"
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search and design spaces */
 #include "tests/test.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * unscheduled program computes (reference interpreter on small shapes, and
  * a few through LLVM + JIT), mutants stay replayable, the search
  * deduplicates, ends on an exhausted space and is deterministic. */
-#include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search and design spaces */
 #include "db/db.h"
 #include "measure/measure.h"
 #include "targets/targets.h"
@@ -697,7 +697,7 @@ static void test_search_dedup(void) {
   /* one sample measured before the search starts */
   mlc_sched *pre = mlc_tuner_space_sample(mlc_tuner_search_space(s), 0, 4242, &e);
   uint64_t pre_h = mlc_trace_hash(mlc_sched_trace(pre));
-  CHECK(mlc_tuner_search_add_measured(s, mlc_sched_trace(pre), 1e-3, &e));
+  mlc_tuner_search_add_measured(s, mlc_sched_trace(pre), 1e-3);
   uint64_t seen[256];
   int n_seen = 0;
   for (int r = 0; r < 4; r++) {
@@ -710,7 +710,7 @@ static void test_search_dedup(void) {
       for (int j = 0; j < n_seen; j++) CHECK_MSG(seen[j] != b[i].hash, "round %d: repeat", r);
       if (n_seen < 256) seen[n_seen++] = b[i].hash;
       if (i > 0 && !b[i].random && !b[i - 1].random) CHECK(b[i - 1].score >= b[i].score);
-      mlc_tuner_search_add_measured(s, mlc_sched_trace(b[i].sched), 1e-3 * (1 + i), &e);
+      mlc_tuner_search_commit(s, b[i].sched, 1e-3 * (1 + i));
     }
   }
   mlc_sched_free(pre);
@@ -757,8 +757,7 @@ static void run_search(uint64_t seed, uint64_t *hashes, int n_max, int *count) {
     for (int i = 0; i < n && *count < n_max; i++) {
       hashes[(*count)++] = b[i].hash;
       /* fake runner: a fixed time from the trace hash */
-      mlc_tuner_search_add_measured(s, mlc_sched_trace(b[i].sched),
-                                    1e-3 * (double)(1 + b[i].hash % 97), &e);
+      mlc_tuner_search_commit(s, b[i].sched, 1e-3 * (double)(1 + b[i].hash % 97));
     }
   }
   mlc_tuner_search_free(s);

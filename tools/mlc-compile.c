@@ -14,6 +14,7 @@
  */
 #include "db/db.h"
 #include "graph/graph.h"
+#include "measure/measure.h"
 #include "ir/ir.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
@@ -151,11 +152,7 @@ static int fail(const mlc_error *err) {
   return 1;
 }
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+static double now_ms(void) { return mlc_now_sec() * 1e3; }
 
 static bool is_onnx(const char *path) {
   size_t n = strlen(path);
@@ -608,7 +605,8 @@ static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *arg
   memcpy(copy, args, sizeof *copy * (size_t)n);
   copy[n - 1] = *ref;
   double e = 0;
-  if (mlc_interp_run_n(f, n, copy, err) && !mlc_array_allclose(&args[n - 1], ref, 1e-3, 1e-4, &e)) {
+  if (mlc_interp_run_n(f, n, copy, err) &&
+      !mlc_check_close(&args[n - 1], ref, MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e)) {
     for (int i = 0; i < B->J->k->n; i++)
       if (B->J->k->src[i] == f)
         printf("first differing kernel: %s (%s), max abs error %.3g against the interpreter\n",
@@ -639,9 +637,17 @@ static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
   printf("kernels total: %.2f us per run\n", total * 1e3 / repeat);
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
+/* One run of the whole model, timed by measure's mlc_time_calls. */
+typedef struct model_run {
+  const mlc_gmodule *m;
+  jit_ctx *J;
+  mlc_array **in, **out;
+  mlc_error *err;
+} model_run;
+
+static bool run_model_once(void *ctx) {
+  model_run *r = ctx;
+  return mlc_graph_execute(r->m, jit_kernel, r->J, r->in, r->out, r->err);
 }
 
 /* Run the compiled model, compare with the plain C reference on `ref`
@@ -668,10 +674,8 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
               !mlc_graph_reference(ref, in, want, &err)))
     rc = fail(&err);
   for (int i = 0; i < f->n_outputs && !rc; i++) {
-    double max_err, scale = 0;
-    for (int64_t j = 0; j < mlc_array_numel(want[i]); j++)
-      scale = fmax(scale, fabs(mlc_array_get(want[i], j)));
-    bool ok = mlc_array_allclose(out[i], want[i], 1e-3, 1e-4 * (scale > 0 ? scale : 1), &max_err);
+    double max_err;
+    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &max_err);
     if (o->run) print_output(f->outputs[i], out[i]);
     if (o->run || !ok)
       printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
@@ -687,14 +691,11 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
     double *ts = mlc_xmalloc(sizeof *ts * (size_t)o->repeat);
     J.ms = mlc_xmalloc(sizeof *J.ms * (size_t)k->n);
     J.calls = mlc_xmalloc(sizeof *J.calls * (size_t)k->n);
-    for (int r = 0; r < o->repeat && !rc; r++) {
-      double t0 = now_ms();
-      if (!mlc_graph_execute(m, jit_kernel, &J, in, out, &err)) rc = fail(&err);
-      ts[r] = now_ms() - t0;
-    }
-    qsort(ts, (size_t)o->repeat, sizeof *ts, cmp_double);
-    if (!rc && o->report) print_report(k, &J, o->repeat);
-    if (!rc) printf("run: %.1f us (median of %d)\n", ts[o->repeat / 2] * 1e3, o->repeat);
+    model_run mr = {m, &J, in, out, &err};
+    mlc_timing_opts to = {.repeat = o->repeat, .number = 1};
+    if (mlc_time_calls(run_model_once, &mr, &to, ts, NULL, NULL, &err) < 0) rc = fail(&err);
+    if (!rc && o->report) print_report(k, &J, o->repeat + 1);
+    if (!rc) printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
     mlc_free(ts);
     mlc_free(J.ms);
     mlc_free(J.calls);

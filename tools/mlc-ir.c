@@ -432,11 +432,6 @@ static mlc_prim_func *apply_trace(mlc_arena *a, const mlc_prim_func *f, const ml
  * of millions of statements per second). */
 #define INTERP_MAX_WORK 4e7
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* Work estimate of a statement: executions of each store (work) and the
  * arithmetic in stored values (flops), loop extents multiplied in. */
@@ -589,21 +584,16 @@ static bool run_reference(mlc_arena *a, const mlc_target *t, const mlc_prim_func
   return ok;
 }
 
-/* Compare every parameter: outputs must match, inputs come back as they
- * were. rtol 1e-3 and atol 1e-3 * max |ref| for floats (DESIGN.md section
- * 4), exact for integers. */
+/* Compare every parameter (measure's rule, MLC_CHECK_RTOL/ATOL): outputs
+ * must match, inputs come back as they were. */
 static bool compare_args(const mlc_prim_func *f, const mlc_array *got, const mlc_array *want,
                          double *max_err, const char **bad) {
   bool ok = true;
   *max_err = 0;
   *bad = NULL;
   for (int i = 0; i < f->n_params; i++) {
-    bool fl = mlc_dtype_is_float(want[i].dtype);
-    double scale = 0, me = 0;
-    int64_t n = mlc_array_numel(&want[i]);
-    for (int64_t k = 0; fl && k < n; k++) scale = fmax(scale, fabs(mlc_array_get(&want[i], k)));
-    if (!isfinite(scale)) scale = 1;
-    bool close = mlc_array_allclose(&got[i], &want[i], fl ? 1e-3 : 0, fl ? 1e-3 * fmax(scale, 1e-6) : 0, &me);
+    double me = 0;
+    bool close = mlc_check_close(&got[i], &want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &me);
     if (me > *max_err || isnan(me)) *max_err = me;
     if (!close && ok) *bad = f->params[i]->name;
     ok = ok && close;
@@ -611,32 +601,30 @@ static bool compare_args(const mlc_prim_func *f, const mlc_array *got, const mlc
   return ok;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
+typedef struct timed_kernel {
+  const kernel *k;
+  int n;
+  const mlc_array *args;
+} timed_kernel;
+
+static bool call_timed(void *ctx) {
+  timed_kernel *t = ctx;
+  return mlc_kernel_call(t->k->fn, t->n, t->args) == 0;
 }
 
-/* Median milliseconds per call over `repeat` repeats of at least min_ms. */
+/* Median milliseconds per call over `repeat` repeats of at least min_ms;
+ * slow kernels (an unscheduled 1024^3 matmul takes seconds) get fewer
+ * repeats, keeping the whole measurement near 10 s. -1 if a call failed. */
 static double time_kernel(const kernel *k, int n, const mlc_array *args, int repeat, double min_ms) {
-  double t0 = now_ms();
-  mlc_kernel_call(k->fn, n, args); /* warm-up */
-  double once = now_ms() - t0;
-  int64_t number = once > 0 ? (int64_t)ceil(min_ms / once) : 1000;
-  if (number < 1) number = 1;
-  if (number > 1000000) number = 1000000;
-  /* Slow kernels (an unscheduled 1024^3 matmul takes seconds): keep the
-   * whole measurement near 10 s. */
-  if (once * repeat > 1e4) repeat = once >= 1e4 ? 1 : (int)(1e4 / once);
-  double *times = mlc_xmalloc(sizeof(double) * (size_t)repeat);
-  for (int r = 0; r < repeat; r++) {
-    double s = now_ms();
-    for (int64_t i = 0; i < number; i++) mlc_kernel_call(k->fn, n, args);
-    times[r] = (now_ms() - s) / (double)number;
-  }
-  qsort(times, (size_t)repeat, sizeof(double), cmp_double);
-  double med = times[repeat / 2];
-  mlc_free(times);
-  return med;
+  timed_kernel t = {k, n, args};
+  mlc_timing_opts o = {.repeat = repeat, .number = 1, .min_repeat_sec = min_ms * 1e-3,
+                       .max_total_sec = 10};
+  double *secs = mlc_xmalloc(sizeof(double) * (size_t)(repeat > 0 ? repeat : 1));
+  mlc_error err;
+  int got = mlc_time_calls(call_timed, &t, &o, secs, NULL, NULL, &err);
+  double ms = got > 0 ? mlc_median(secs, got) * 1e3 : -1;
+  mlc_free(secs);
+  return ms;
 }
 
 static void print_rate(double flops, double ms) {
@@ -680,8 +668,13 @@ static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const 
       flops = wc.flops;
     }
     double ms = time_kernel(&k, n, got, o->repeat, o->min_ms);
-    printf("%s: max error %.3g vs %s, %.4g ms", f->name, max_err, how, ms);
-    print_rate(flops, ms);
+    if (ms < 0) {
+      fprintf(stderr, "mlc-ir: error: %s: a timed call failed (out of memory)\n", f->name);
+      ok = false;
+    } else {
+      printf("%s: max error %.3g vs %s, %.4g ms", f->name, max_err, how, ms);
+      print_rate(flops, ms);
+    }
   }
   fflush(stdout);
   free_args(got, n);

@@ -13,7 +13,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 void mlc_tuner_sched_opts_default(mlc_tuner_sched_opts *o) {
   memset(o, 0, sizeof *o);
@@ -40,12 +39,6 @@ bool mlc_tuner_task_sched_from_name(const char *name, mlc_tuner_task_sched *out)
       return true;
     }
   return false;
-}
-
-static double now_sec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef MLC_VEC(double) history; /* best time after each round (0: none) */
@@ -150,7 +143,7 @@ static void report(const sched_run *r, int task, const mlc_tuner_sched_result *r
   mlc_tuner_sched_progress p = {
       .round = res->rounds, .task = task, .n_tasks = r->n, .tasks = r->tasks, .state = r->st,
       .trials_done = total_trials(r), .trials_total = r->o->trials, .est_sec = est_sec(r),
-      .elapsed_s = now_sec() - r->t0,
+      .elapsed_s = mlc_now_sec() - r->t0,
   };
   r->o->progress(r->o->progress_ud, &p);
 }
@@ -169,7 +162,7 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
   to.remeasure_top = 0; /* the rounds' own times rank the records */
   to.measure_baseline = false;
   if (r->o->tune.time_budget_s > 0)
-    to.time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (now_sec() - r->t0));
+    to.time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (mlc_now_sec() - r->t0));
   mlc_tuner_tune_result tr;
   if (!mlc_tuner_tune(r->db, t->func, &to, &tr, err))
     return mlc_error_prefix(err, "task %s", t->name), -1;
@@ -199,7 +192,7 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
                               const mlc_tuner_sched_opts *o, mlc_tuner_task_state *state,
                               mlc_tuner_sched_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
-  sched_run r = {.db = db, .n = n, .tasks = tasks, .o = o, .st = state, .t0 = now_sec()};
+  sched_run r = {.db = db, .n = n, .tasks = tasks, .o = o, .st = state, .t0 = mlc_now_sec()};
   r.best = mlc_xmalloc(sizeof *r.best * (size_t)(n + 1));
   memset(r.best, 0, sizeof *r.best * (size_t)(n + 1));
   mlc_db_normalize_target(o->tune.target ? o->tune.target : "llvm", r.target, sizeof r.target);
@@ -218,7 +211,7 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
       res->stopped = true;
       break;
     }
-    if (o->tune.time_budget_s > 0 && now_sec() - r.t0 >= o->tune.time_budget_s) {
+    if (o->tune.time_budget_s > 0 && mlc_now_sec() - r.t0 >= o->tune.time_budget_s) {
       snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
                o->tune.time_budget_s);
       break;
@@ -235,7 +228,7 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
     if (rc <= 0) break;
   }
   res->est_sec = est_sec(&r);
-  res->total_sec = now_sec() - r.t0;
+  res->total_sec = mlc_now_sec() - r.t0;
   for (int i = 0; i < n; i++) MLC_VEC_FREE(r.best[i]);
   mlc_free(r.best);
   return ok;

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- a set of trace hashes -------------------------------------------------- */
 
@@ -92,12 +91,6 @@ static uint64_t next64(mlc_pcg32 *r) {
   return (hi << 32) | mlc_pcg32_next(r);
 }
 
-static double now_sec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static item make_item(mlc_sched *s) {
   return (item){s, mlc_trace_hash(mlc_sched_trace(s)), 0};
 }
@@ -167,23 +160,22 @@ static void add_seed(mlc_tuner_search *s, mlc_sched *c, double sec) {
   while (s->seeds.len > cap) mlc_sched_free(s->seeds.data[--s->seeds.len].s);
 }
 
-bool mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec,
-                                   mlc_error *err) {
-  MLC_UNUSED(err);
+void mlc_tuner_search_commit(mlc_tuner_search *s, const mlc_sched *cand, double mean_sec) {
+  hs_add(&s->measured, mlc_trace_hash(mlc_sched_trace(cand)));
+  if (mean_sec > 0 && isfinite(mean_sec)) add_seed(s, mlc_sched_copy(cand), mean_sec);
+}
+
+void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec) {
   hs_add(&s->measured, mlc_trace_hash(t));
-  if (!(mean_sec > 0) || !isfinite(mean_sec)) return true;
   mlc_error e;
   mlc_sched *c = mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), t, &s->o, &e);
-  if (!c) return true; /* a record of an older space: it still deduplicates */
-  hs_add(&s->measured, mlc_trace_hash(mlc_sched_trace(c)));
-  add_seed(s, c, mean_sec);
-  return true;
+  if (!c) return; /* a record of an older space: it still deduplicates */
+  mlc_tuner_search_commit(s, c, mean_sec);
+  mlc_sched_free(c);
 }
 
 /* ---- one round ------------------------------------------------------------------------ */
 
-/* Measured seeds, then fresh samples until the population is full or the
- * space keeps refusing. *n_rand receives how many fresh samples came. */
 /* Fresh samples for slots [0, n): each slot's space and seed are drawn
  * first, in order, so the result does not depend on how the samples are
  * spread over threads. out[i] is NULL for a rejected sample. */
@@ -375,7 +367,7 @@ static void fill_batch(mlc_tuner_search *s, int n, best_set *best, item_list *ra
 
 int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
                                 mlc_error *err) {
-  double t0 = now_sec();
+  double t0 = mlc_now_sec();
   free_batch(s);
   s->msg[0] = 0;
   *out = NULL;
@@ -421,7 +413,7 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
   free_items(&best.items);
   hs_free(&best.in);
   *out = s->batch.data;
-  s->stats.search_sec += now_sec() - t0;
+  s->stats.search_sec += mlc_now_sec() - t0;
   return rc;
 }
 

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
   *o = (mlc_tuner_tune_opts){
@@ -21,12 +20,6 @@ void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
       .cost_model = "xgb-rank",
   };
   mlc_tuner_opts_default(&o->search);
-}
-
-static double now_sec(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Everything one run holds. */
@@ -188,6 +181,13 @@ static bool record_trusted(tune_run *r, mlc_arena *a, const mlc_db_record *rec, 
   return false;
 }
 
+static bool same_hash(const mlc_sched *c, const char *sched_hash) {
+  char hash[17];
+  if (!sched_hash) return false;
+  mlc_func_hash_hex(mlc_sched_func(c), hash);
+  return strcmp(hash, sched_hash) == 0;
+}
+
 /* Database records of the workload: dedup, seeds, training data. */
 static bool load_history(tune_run *r, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
@@ -204,15 +204,21 @@ static bool load_history(tune_run *r, mlc_error *err) {
   for (int i = 0; i < n; i++) {
     mlc_tuner_search_add_measured_hash(r->search, parse_hex(recs[i].trace_hash));
     if (recs[i].round >= r->next_round) r->next_round = recs[i].round + 1;
-    if (!record_trusted(r, a, &recs[i], &n_bad)) continue;
-    double sec = recs[i].error ? 0 : recs[i].mean_sec;
-    if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
+    /* One replay per record: the candidate as the search rebuilds it,
+     * which is trusted when it hashes to the stored sched_hash; only
+     * otherwise is the stored trace replayed as it is (a record of an
+     * older postprocessor can still be trusted that way). */
     mlc_error e;
     mlc_trace *t = mlc_trace_from_json(a, recs[i].trace, strlen(recs[i].trace), &e);
-    if (!t) continue; /* a record this build cannot read still deduplicates */
-    mlc_tuner_search_add_measured(r->search, t, sec, &e);
-    mlc_sched *c = mlc_tuner_apply_trace(r->f, t, &r->search_opts, &e);
-    if (!c) continue;
+    mlc_sched *c = t ? mlc_tuner_apply_trace(r->f, t, &r->search_opts, &e) : NULL;
+    if (!(c && same_hash(c, recs[i].sched_hash)) && !record_trusted(r, a, &recs[i], &n_bad)) {
+      if (c) mlc_sched_free(c);
+      continue;
+    }
+    double sec = recs[i].error ? 0 : recs[i].mean_sec;
+    if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
+    if (!c) continue; /* a record this build cannot rebuild still deduplicates */
+    mlc_tuner_search_commit(r->search, c, sec);
     MLC_VEC_PUSH(scheds, c);
     MLC_VEC_PUSH(secs, sec);
   }
@@ -296,7 +302,7 @@ static void report(tune_run *r, int batch, int batch_disturbed) {
   mlc_tuner_progress p = {
       .round = r->res->rounds, .trials_done = r->have, .trials_total = r->o->trials,
       .errors = r->res->errors, .batch = batch, .best_sec = r->best_sec,
-      .best_gflops = gflops(r, r->best_sec), .elapsed_s = now_sec() - r->t0,
+      .best_gflops = gflops(r, r->best_sec), .elapsed_s = mlc_now_sec() - r->t0,
       .retimed = r->res->retimed, .disturbed = r->res->disturbed,
       .batch_disturbed = batch_disturbed,
   };
@@ -412,8 +418,7 @@ static int one_round(tune_run *r, mlc_error *err) {
     r->res->disturbed += batch_disturbed;
     r->res->disturbed_rounds += batch_disturbed > 0;
     for (int i = 0; i < n; i++) {
-      mlc_error e;
-      mlc_tuner_search_add_measured(r->search, mlc_sched_trace(batch[i].sched), secs[i], &e);
+      mlc_tuner_search_commit(r->search, batch[i].sched, secs[i]);
       if (secs[i] > 0 && (r->best_sec == 0 || secs[i] < r->best_sec)) r->best_sec = secs[i];
       r->res->errors += secs[i] <= 0;
       r->res->too_slow += is_too_slow(&mr[i]);
@@ -573,7 +578,7 @@ static void tune_free(tune_run *r) {
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
-  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = now_sec()};
+  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
   r.on_gpu = target_is_gpu(r.target);
   mlc_str text = {0};
@@ -600,7 +605,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
         res->stopped = true;
         break;
       }
-      if (o->time_budget_s > 0 && now_sec() - r.t0 >= o->time_budget_s) {
+      if (o->time_budget_s > 0 && mlc_now_sec() - r.t0 >= o->time_budget_s) {
         snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
                  o->time_budget_s);
         break;
@@ -621,7 +626,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
     mlc_tuner_search_stats_get(r.search, &st);
     res->search_sec = st.search_sec;
   }
-  res->total_sec = now_sec() - r.t0;
+  res->total_sec = mlc_now_sec() - r.t0;
   tune_free(&r);
   return ok;
 }

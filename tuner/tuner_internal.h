@@ -5,6 +5,189 @@
 
 #include "tuner/tuner.h"
 
+#pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
+
+/* ==== the search behind mlc_tuner_tune (tests and benches drive it too) ==== */
+
+void mlc_tuner_opts_default(mlc_tuner_opts *o);
+
+/* ---- design-space interface (design.c) -------------------------------------
+ *
+ * A design space plugs in as a struct of function pointers, the way
+ * targets plug in through mlc_target_backend; the tuner never asks which
+ * one it holds. Implementations: mlc_tuner_space_cpu (space.c,
+ * postproc.c: meta-schedule's DefaultLLVM rules) and mlc_tuner_space_gpu
+ * (space_gpu.c, postproc_gpu.c: DefaultCUDA, below). */
+typedef struct mlc_tuner_space_impl {
+  const char *name; /* "cpu", "gpu" */
+  /* The sketches of f (f outlives the space: the caller's copy). NULL
+   * with a message if f has no block to schedule or a rule broke. */
+  void *(*new)(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err);
+  int (*count)(const void *sp);
+  const mlc_trace *(*trace)(const void *sp, int i);
+  /* One point of sketch i, postprocessed; NULL with a message if rejected. */
+  mlc_sched *(*sample)(const void *sp, int i, uint64_t seed, mlc_error *err);
+  /* Record EnterPostproc and run the space's postprocessors on s (a
+   * sketch replayed up to EnterPostproc); false: the candidate is invalid. */
+  bool (*postprocess)(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+  /* mlc_tuner_mutate for candidates of this space. */
+  mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_sched *cand, int which,
+                       mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+  void (*free)(void *sp);
+} mlc_tuner_space_impl;
+
+/* CPU: auto-inline, add-rfactor, multi-level tiling "SSRSRS", parallel-
+ * vectorize-unroll, random compute location (space.c, postproc.c). */
+extern const mlc_tuner_space_impl mlc_tuner_space_cpu;
+/* GPU: meta-schedule's CUDA rules (ScheduleRule::DefaultCUDA), one sketch
+ * per workload: multi-level tiling "SSSRRSRS" of blocks with data reuse,
+ * the first three spatial levels fused and bound to blockIdx.x /
+ * vthread.x / threadIdx.x, a local write cache computed at the threadIdx
+ * loop, shared read caches at the first reduce level marked for
+ * cooperative fetch (the vector width sampled from {1, 2, 4}); auto-inline
+ * of elementwise producers into consumers and of elementwise outputs into
+ * their producer; the unroll step sampled from {0, 16, 64, 512, 1024};
+ * auto-bind (fuse the leading spatial loops, split by a sampled thread
+ * count, bind) for every block left outside thread bindings. Cross-thread
+ * reduction is left out: reductions without data reuse run one row per
+ * thread. Padding blocks inline into the shared-memory fetch after them,
+ * as on CUDA in TVM.
+ * A sample's tile decisions are drawn afresh, then kept within
+ * o->gpu_limits: thread and vthread factors over the limits move to the
+ * blockIdx level, and while the verifier finds too much shared or local
+ * memory, inner tile factors move outward (each move keeps a perfect
+ * tiling); rejected if no such repair succeeds. Postprocessing: cooperative
+ * fetch (the annotated copy blocks' loops fused, split by the kernel's
+ * threadIdx.x extent and the sampled vector width, bound and vectorized),
+ * the root's unroll step moved to each kernel's outermost loop as
+ * pragma_auto_unroll_max_step / pragma_unroll_explicit, then the IR
+ * verifier and mlc_gpu_verify with o->gpu_limits. Mutants are not
+ * repaired: the verifier may refuse some, as meta-schedule's
+ * VerifyGPUCode does. */
+extern const mlc_tuner_space_impl mlc_tuner_space_gpu;
+/* The space for a target's kind: GPU for cuda, CPU otherwise. */
+const mlc_tuner_space_impl *mlc_tuner_space_for_target(const mlc_target *t);
+
+/* ---- design space (design.c) ---------------------------------------------- */
+
+typedef struct mlc_tuner_space mlc_tuner_space;
+
+/* Apply o->space's rules (NULL: the CPU's) to a copy of f. Fails only if f
+ * has no block to schedule or a rule broke an invariant (message says
+ * which). */
+mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                     mlc_error *err);
+void mlc_tuner_space_free(mlc_tuner_space *sp);
+int mlc_tuner_space_count(const mlc_tuner_space *sp);
+/* Sketch i: a trace with sampling instructions and no postprocessing. */
+const mlc_trace *mlc_tuner_space_trace(const mlc_tuner_space *sp, int i);
+/* The unscheduled workload the space was made for. */
+const mlc_prim_func *mlc_tuner_space_func(const mlc_tuner_space *sp);
+/* One point of sketch i: replayed with fresh decisions drawn from `seed`,
+ * then postprocessed. NULL with a message when the sample is rejected (a
+ * decision combination that some primitive or the verifier refuses). */
+mlc_sched *mlc_tuner_space_sample(const mlc_tuner_space *sp, int i, uint64_t seed,
+                                  mlc_error *err);
+
+/* ---- postprocessors (design.c; the CPU's in postproc.c) ---------------------- */
+
+/* o->space's postprocessors (NULL: the CPU's). The CPU's: record EnterPostproc, then: turn the root block's meta_schedule.parallel
+ * / vectorize / unroll_explicit annotations into loop kinds (fuse and
+ * parallelize outer spatial loops up to the bound, fuse and vectorize
+ * innermost spatial loops up to the bound, unroll inner loops whose
+ * iteration volume fits the sampled step), decompose reductions where the
+ * schedule module supports it, and verify. False with a message means the
+ * candidate is invalid (the state is then unusable: free it). */
+bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+
+/* A candidate from any trace of f (a stored record with or without its
+ * postprocessing part): the sketch part is replayed with its decisions and
+ * postprocessed again, so the result's trace hashes like the record's. */
+mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
+                                 const mlc_tuner_opts *o, mlc_error *err);
+
+/* ---- mutators (mutate.c) ---------------------------------------------------- */
+
+typedef enum mlc_mutator {
+  MLC_MUTATE_TILE_SIZE,        /* move a factor between two levels of one tile */
+  MLC_MUTATE_UNROLL,           /* another unroll step (SampleCategorical) */
+  MLC_MUTATE_PARALLEL,         /* another parallel extent bound */
+  MLC_MUTATE_COMPUTE_LOCATION, /* another SampleComputeLocation decision */
+} mlc_mutator;
+enum { MLC_MUTATOR_COUNT = 4 };
+const char *mlc_mutator_name(mlc_mutator m);
+/* meta-schedule's CPU probabilities: 0.9, 0.03, 0.02, 0.05. */
+double mlc_mutator_prob(mlc_mutator m);
+
+/* A new candidate: cand's sketch with one mutation, replayed on a fresh
+ * copy of f and postprocessed (o->space's mutate). which < 0 picks a mutator by the
+ * probabilities among those that apply to the trace. NULL with a message
+ * when no mutator applies or the mutant is rejected. */
+mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,
+                            mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+
+/* ---- cost model interface ------------------------------------------------- */
+
+/* Scores for n postprocessed candidates: higher means predicted faster
+ * (e.g. normalized throughput). costmodel/ plugs in here; with no model
+ * the search scores uniformly at random. */
+typedef struct mlc_tuner_model {
+  bool (*predict)(void *ctx, int n, const mlc_prim_func *const *funcs, double *scores,
+                  mlc_error *err);
+  void *ctx;
+} mlc_tuner_model;
+
+/* ---- evolutionary search (search.c) ---------------------------------------- */
+
+typedef struct mlc_tuner_search mlc_tuner_search;
+
+/* A proposed candidate. sched holds the scheduled IR (mlc_sched_func) and
+ * the full trace to measure (mlc_sched_trace). */
+typedef struct mlc_tuner_cand {
+  mlc_sched *sched;
+  uint64_t hash;  /* mlc_trace_hash of the full trace */
+  double score;   /* the model's prediction */
+  bool random;    /* drawn by the epsilon-greedy share, not by score */
+} mlc_tuner_cand;
+
+typedef struct mlc_tuner_stats {
+  int rounds;
+  long samples, samples_rejected;     /* design-space draws */
+  long mutations, mutations_rejected; /* mutator calls */
+  long predicted;                     /* candidates scored */
+  double search_sec;                  /* wall time inside next_batch */
+} mlc_tuner_stats;
+
+mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                       mlc_error *err);
+void mlc_tuner_search_free(mlc_tuner_search *s);
+/* model NULL: random scores. The model is used by reference. */
+void mlc_tuner_search_set_model(mlc_tuner_search *s, const mlc_tuner_model *model);
+/* A candidate the caller holds, measured (one proposed by next_batch, or
+ * a stored record the caller replayed): never proposed again; with a
+ * finite mean_sec > 0 a copy may seed the population (the fastest first).
+ * Nothing is replayed. */
+void mlc_tuner_search_commit(mlc_tuner_search *s, const mlc_sched *cand, double mean_sec);
+/* The same from a trace alone (replayed with mlc_tuner_apply_trace); a
+ * trace that no longer replays still counts for deduplication. */
+void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec);
+/* Only the hash (a record whose trace text is all that is known). */
+void mlc_tuner_search_add_measured_hash(mlc_tuner_search *s, uint64_t hash);
+/* One round: up to n new candidates, best predicted first, then the
+ * random share. The array and its states belong to the search until the
+ * next call. Proposed candidates count as measured. Returns the count
+ * (< n when the space has too few new points left: then
+ * mlc_tuner_search_message says so; 0 means the search is over), -1 on
+ * error (the model failed). */
+int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
+                                mlc_error *err);
+/* Why the last batch was short, or "" if it was not. */
+const char *mlc_tuner_search_message(const mlc_tuner_search *s);
+const mlc_tuner_space *mlc_tuner_search_space(const mlc_tuner_search *s);
+void mlc_tuner_search_stats_get(const mlc_tuner_search *s, mlc_tuner_stats *out);
+
+/* ==== shared by the files of tuner/ ==== */
+
 /* Deepest loop nest the analyses follow. */
 #define TUNER_MAX_LOOPS 64
 /* Annotation keys the parallel-vectorize-unroll rule puts on the root
@@ -107,4 +290,6 @@ struct mlc_db_record;
 bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc_db_record *rec,
                           mlc_error *why);
 
+
+#pragma GCC visibility pop
 #endif
