@@ -127,8 +127,10 @@ enum { TAG_HELLO = 1, TAG_CONFIG, TAG_WANT, TAG_WORK, TAG_RESULT, TAG_BEAT, TAG_
 
 #define PROTOCOL "mlc-mpi 1 " MLC_VERSION
 #define SILENCE_S 20.0   /* a rank silent this long (BEAT_S) is taken for dead */
-#define DRAIN_S 0.6      /* after SIGTERM: results and BYEs still arriving (over TCP, from
+#define DRAIN_S 0.5      /* after SIGTERM: results and BYEs still arriving (over TCP, from
                           * hosts whose SIGTERM comes later); SIGKILL follows at 1 s */
+#define FLUSH_QUIET_S 0.02 /* ... after the messages queued before it (launcher_ended) */
+#define FLUSH_MAX_S 0.15
 #define WHOLE_BATCH 4    /* batches this small go whole to one rank (see hand_out) */
 #define SEND_TIMEOUT_S 60.0
 #define BEAT_S 0.1       /* a measuring rank's BEAT (see launcher_ended) */
@@ -603,8 +605,19 @@ static void drain(mlc_measure_mpi *p, double sec, int n, mlc_measure_result *out
  * daemon. The ranks that send nothing are the dead ones. */
 static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
   bool was_failed = p->failed;
+  /* First what was sent before: a probe may miss messages still on their
+   * way through the transport, so until FLUSH_QUIET_S passes without one
+   * (at most FLUSH_MAX_S). */
   int from, tag;
-  while (recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) handle(p, from, tag, n, out, done);
+  double t = now(), last = t;
+  while (now() - last < FLUSH_QUIET_S && now() - t < FLUSH_MAX_S) {
+    if (recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
+      handle(p, from, tag, n, out, done);
+      last = now();
+    } else {
+      nap(1e-3);
+    }
+  }
   double since = now();
   drain(p, DRAIN_S, n, out, done);
   mlc_str dead = {0};

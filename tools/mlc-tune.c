@@ -87,6 +87,19 @@ static int fail(const char *msg) {
   return 1;
 }
 
+/* What mpi_ended printed already (the dead rank, named before the commit). */
+static char g_mpi_said[1024];
+
+/* The tuner's error; after mpi_ended, only what it adds (what was stored). */
+static int fail_tune(const char *msg) {
+  size_t n = strlen(g_mpi_said);
+  if (!n || strncmp(msg, g_mpi_said, n) != 0) return fail(msg);
+  msg += n;
+  msg += strspn(msg, "; ");
+  if (*msg) fprintf(stderr, "mlc-tune: %s\n", msg);
+  return 1;
+}
+
 static bool parse_int(const char *s, long lo, long hi, long *out) {
   char *end;
   long v = strtol(s, &end, 10);
@@ -417,7 +430,7 @@ static int run(const cli *c, workload *w) {
   bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
   signal(SIGINT, SIG_DFL);
   mlc_db_close(db);
-  if (!ok) return fail(err.msg);
+  if (!ok) return fail_tune(err.msg);
   if (r.message[0] && !c->json) fprintf(stderr, "mlc-tune: %s\n", r.message);
   if (r.warning[0]) fprintf(stderr, "mlc-tune: %s\n", r.warning);
   if (c->json) print_json(w, tgt.str, &r);
@@ -511,7 +524,7 @@ static int tune_model(const cli *c) {
     signal(SIGINT, on_sigint);
     bool ok = mlc_tuner_schedule_tasks(db, n, tasks, &o, st, &r, &err);
     signal(SIGINT, SIG_DFL);
-    if (!ok) rc = fail(err.msg);
+    if (!ok) rc = fail_tune(err.msg);
   }
   if (!rc) {
     if (r.message[0]) fprintf(stderr, "mlc-tune: %s\n", r.message);
@@ -540,6 +553,7 @@ static int tune_model(const cli *c) {
 static void mpi_ended(void *ud, const char *msg) {
   MLC_UNUSED(ud);
   fprintf(stderr, "mlc-tune: error: %s\n", msg);
+  snprintf(g_mpi_said, sizeof g_mpi_said, "%s", msg);
 }
 
 /* Under mpirun with several ranks, rank 0 tunes and measures through the
