@@ -598,16 +598,10 @@ static void drain(mlc_measure_mpi *p, double sec, int n, mlc_measure_result *out
   }
 }
 
-/* SIGTERM on rank 0 or on a measurement rank (its BYE says so): mpirun is
- * ending the job, normally because a rank died. After what was queued, a
- * live rank sends something within DRAIN_S: its BYE, or a BEAT (every
- * BEAT_S) while its own SIGTERM is still on the way from a remote mpirun
- * daemon. The ranks that send nothing are the dead ones. */
-static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
-  bool was_failed = p->failed;
-  /* First what was sent before: a probe may miss messages still on their
-   * way through the transport, so until FLUSH_QUIET_S passes without one
-   * (at most FLUSH_MAX_S). */
+/* What was sent before now: a probe may miss messages still on their way
+ * through the transport, so until FLUSH_QUIET_S passes without one (at
+ * most FLUSH_MAX_S). */
+static void take_queued(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
   int from, tag;
   double t = now(), last = t;
   while (now() - last < FLUSH_QUIET_S && now() - t < FLUSH_MAX_S) {
@@ -618,6 +612,16 @@ static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, i
       nap(1e-3);
     }
   }
+}
+
+/* SIGTERM on rank 0 or on a measurement rank (its BYE says so): mpirun is
+ * ending the job, normally because a rank died. After what was queued, a
+ * live rank sends something within DRAIN_S: its BYE, or a BEAT (every
+ * BEAT_S) while its own SIGTERM is still on the way from a remote mpirun
+ * daemon. The ranks that send nothing are the dead ones. */
+static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
+  bool was_failed = p->failed;
+  take_queued(p, n, out, done);
   double since = now();
   drain(p, DRAIN_S, n, out, done);
   mlc_str dead = {0};
@@ -689,8 +693,7 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
   char name[400];
   /* What queued up while the search ran (WANTs, BEATs) says nothing about
    * who is alive now: work goes only to ranks heard from after it. */
-  while (!p->failed && !p->ending && recv_msg(p, MPI_ANY_SOURCE, &from, &tag))
-    handle(p, from, tag, n, out, &done);
+  take_queued(p, n, out, &done);
   double t0 = now();
   p->fresh_after = t0;
   while (done < n && !p->failed) {
