@@ -23,6 +23,10 @@ LLVM_CFLAGS := $(shell $(LLVM_CONFIG) --cflags 2>/dev/null)
 LLVM_LIBS   := $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --libs 2>/dev/null)
 PKG_CFLAGS  := $(shell pkg-config --cflags sqlite3 libprotobuf-c 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs sqlite3 libprotobuf-c 2>/dev/null)
+# PostgreSQL databases (db/db_pg.c) through libpq when libpq-dev is there;
+# without it, postgresql:// URLs are refused with a message.
+PQ_CFLAGS   := $(shell pkg-config --exists libpq 2>/dev/null && echo -DMLC_HAVE_LIBPQ $$(pkg-config --cflags libpq))
+PQ_LIBS     := $(if $(PQ_CFLAGS),$(shell pkg-config --libs libpq))
 # ONNX models are read through C that protoc-c generates at build time from
 # the onnx.proto of Debian's libonnx-dev (graph/onnx.c includes it as
 # "onnx/onnx.pb-c.h"; never committed).
@@ -34,11 +38,11 @@ GEN_HDR     := $(B)/gen/onnx/onnx.pb-c.h
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_CFLAGS) $(PKG_CFLAGS) \
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_CFLAGS) $(PKG_CFLAGS) $(PQ_CFLAGS) \
               -DMLC_SOURCE_DIR='"$(CURDIR)"' -MMD -MP $(SANITIZE)
 # GCC's libgomp dir ahead of LLVM's -L dir, whose libgomp.so is LLVM's libomp.
 GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
-LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) -fopenmp -lm -ldl -lpthread
+LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) $(PQ_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
 # MPI (issue 17), optional: with OpenMPI's mpicc present, measure/mpi.c is
 # built with MLC_HAVE_MPI and the tools (libmlc.a is one object) link

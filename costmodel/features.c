@@ -188,7 +188,7 @@ static bool affine(const store_ctx *c, const mlc_expr *e, int64_t mult, int64_t 
   case MLC_EXPR_MIN: case MLC_EXPR_MAX: case MLC_EXPR_EQ: case MLC_EXPR_NE: case MLC_EXPR_LT:
   case MLC_EXPR_LE: case MLC_EXPR_GT: case MLC_EXPR_GE: case MLC_EXPR_AND: case MLC_EXPR_OR:
   case MLC_EXPR_NOT: case MLC_EXPR_SELECT: case MLC_EXPR_IF_THEN_ELSE: case MLC_EXPR_LOAD:
-  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL: case MLC_EXPR_CALL_EXTERN:
     return false;
   }
   mlc_unreachable();
@@ -223,6 +223,9 @@ static void mark_vars(const store_ctx *c, const mlc_expr *e, int64_t *coef) {
   case MLC_EXPR_CAST: mark_vars(c, e->cast.value, coef); return;
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) mark_vars(c, e->call.args[i], coef);
+    return;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++) mark_vars(c, e->ext.kids[i], coef);
     return;
   }
   mlc_unreachable();
@@ -290,6 +293,9 @@ static void collect_loads(store_ctx *c, const mlc_expr *e) {
   case MLC_EXPR_CAST: collect_loads(c, e->cast.value); return;
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) collect_loads(c, e->call.args[i]);
+    return;
+  case MLC_EXPR_CALL_EXTERN: /* the pointed-at regions are not modelled */
+    for (int i = 0; i < e->ext.n_kids; i++) collect_loads(c, e->ext.kids[i]);
     return;
   }
   mlc_unreachable();
@@ -369,6 +375,10 @@ static void count_ops(double *ops, const mlc_expr *e, double w) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) count_ops(ops, e->call.args[i], w);
     return;
   }
+  case MLC_EXPR_CALL_EXTERN:
+    ops[(mlc_dtype_is_float(e->dtype) ? 0 : 7) + A_OTHER] += w;
+    for (int i = 0; i < e->ext.n_kids; i++) count_ops(ops, e->ext.kids[i], w);
+    return;
   }
   mlc_unreachable();
 }

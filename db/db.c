@@ -1,102 +1,118 @@
-/* db: opening, schema and migration, workloads, records, models.
- *
- * Every connection uses WAL (readers never block the writer), a busy
- * timeout (two tuners can share one file) and synchronous=NORMAL, which in
- * WAL mode loses nothing on a process kill: a batch is either committed
- * whole or absent.
+/* db: opening, schema and migration, workloads, records, models: every
+ * query written once against the backend interface (db_internal.h); the
+ * backend is chosen by the --db string (mlc_db_open).
  */
 #include "db/db_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* ---- SQLite's memory ------------------------------------------------------ */
-
-/* SQLite allocates through the one hook too (SQLITE_CONFIG_MALLOC), so that
- * a test failing the Nth allocation reaches SQLite's, which it reports as
- * SQLITE_NOMEM ("out of memory") and so as an error of the db function.
- * Each block carries its size in front (xSize), 16 bytes to keep SQLite's
- * 8-byte alignment and ours. */
-enum { SQ_HEAD = 16 };
-
-static void *sq_malloc(int n) {
-  if (n <= 0) return NULL;
-  unsigned char *p = mlc_malloc((size_t)n + SQ_HEAD);
-  if (!p) return NULL;
-  memcpy(p, &n, sizeof n);
-  return p + SQ_HEAD;
-}
-
-static void sq_free(void *p) {
-  if (p) mlc_free((unsigned char *)p - SQ_HEAD);
-}
-
-static void *sq_realloc(void *p, int n) {
-  if (!p) return sq_malloc(n);
-  if (n <= 0) return NULL; /* SQLite never asks for this */
-  unsigned char *q = mlc_realloc((unsigned char *)p - SQ_HEAD, (size_t)n + SQ_HEAD);
-  if (!q) return NULL;
-  memcpy(q, &n, sizeof n);
-  return q + SQ_HEAD;
-}
-
-static int sq_size(void *p) {
-  int n = 0;
-  if (p) memcpy(&n, (unsigned char *)p - SQ_HEAD, sizeof n);
-  return n;
-}
-
-static int sq_roundup(int n) { return (n + 7) & ~7; }
-static int sq_init(void *ud) { return MLC_UNUSED(ud), SQLITE_OK; }
-static void sq_shutdown(void *ud) { MLC_UNUSED(ud); }
-
-static void route_sqlite_memory(void) {
-  static const sqlite3_mem_methods methods = {sq_malloc, sq_free,    sq_realloc, sq_size,
-                                              sq_roundup, sq_init, sq_shutdown, NULL};
-  /* SQLITE_MISUSE when SQLite was started before (by a program calling it
-   * directly): it then keeps its own allocator, which is harmless. */
-  sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
-}
-
-static pthread_once_t sqlite_memory_once = PTHREAD_ONCE_INIT;
+#include <time.h>
 
 /* ---- helpers ----------------------------------------------------------- */
 
 bool db_fail(mlc_db *db, mlc_error *err, const char *what) {
-  return mlc_error_set(err, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->h));
+  return mlc_error_set(err, "%s: %s: %s", db->path, what, db->be->errmsg(db));
 }
 
-sqlite3_stmt *db_prepare(mlc_db *db, const char *sql, mlc_error *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK) {
-    db_fail(db, err, "query");
-    sqlite3_finalize(st);
-    return NULL;
+/* The backend's word for the dialect word at p (db_internal.h), NULL if p
+ * starts none; *skip receives the dialect word's length. */
+static const char *dialect_word(const db_dialect *w, const char *p, size_t *skip) {
+  static const struct { const char *name; size_t off; } words[] = {
+      {"@ID", offsetof(db_dialect, id)},         {"@INT", offsetof(db_dialect, int_)},
+      {"@REAL", offsetof(db_dialect, real)},     {"@BLOB", offsetof(db_dialect, blob)},
+      {"@STRPOS", offsetof(db_dialect, strpos)},
+  };
+  if (*p != '@') return NULL;
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    size_t n = strlen(words[i].name);
+    if (!strncmp(p, words[i].name, n) && !isalnum((unsigned char)p[n]) && p[n] != '_') {
+      *skip = n;
+      return *(const char *const *)((const char *)w + words[i].off);
+    }
   }
+  return NULL;
+}
+
+/* sql with the dialect words replaced by the backend's: sql itself when it
+ * has none, else a heap copy (the statement path must not abort when
+ * memory runs out); NULL: out of memory. */
+static char *db_sql(mlc_db *db, const char *sql) {
+  const db_dialect *w = &db->be->words;
+  size_t n = 0, skip;
+  bool any = false;
+  for (const char *p = sql; *p; p++) {
+    const char *word = dialect_word(w, p, &skip);
+    if (word) any = true, n += strlen(word), p += skip - 1;
+    else n++;
+  }
+  if (!any) return (char *)sql;
+  char *out = mlc_malloc(n + 1), *q = out;
+  if (!out) return NULL;
+  for (const char *p = sql; *p; p++) {
+    const char *word = dialect_word(w, p, &skip);
+    if (word) q = stpcpy(q, word), p += skip - 1;
+    else *q++ = *p;
+  }
+  *q = 0;
+  return out;
+}
+
+db_stmt *db_prepare(mlc_db *db, const char *sql, mlc_error *err) {
+  char *text = db_sql(db, sql);
+  if (!text) return mlc_error_set(err, "%s: query: out of memory", db->path), NULL;
+  db_stmt *st = db->be->prepare(db, text);
+  if (text != sql) mlc_free(text);
+  if (!st) db_fail(db, err, "query");
   return st;
 }
 
 bool db_exec(mlc_db *db, const char *sql, mlc_error *err) {
-  if (sqlite3_exec(db->h, sql, NULL, NULL, NULL) == SQLITE_OK) return true;
-  return db_fail(db, err, "statement");
+  char *text = db_sql(db, sql);
+  if (!text) return mlc_error_set(err, "%s: statement: out of memory", db->path);
+  bool ok = db->be->exec(db, text);
+  if (text != sql) mlc_free(text);
+  return ok || db_fail(db, err, "statement");
 }
 
-bool db_bind_text(sqlite3_stmt *st, int i, const char *s) {
-  if (s) return sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) == SQLITE_OK;
-  return sqlite3_bind_null(st, i) == SQLITE_OK;
+bool db_begin(mlc_db *db, mlc_error *err) { return db_exec(db, db->be->begin_sql, err); }
+bool db_commit(mlc_db *db, mlc_error *err) { return db_exec(db, "COMMIT", err); }
+void db_rollback(mlc_db *db) { db->be->exec(db, "ROLLBACK"); }
+
+/* Jobs sharing a server write overlapping rows in their own orders, so two
+ * transactions can wait on each other; the server then aborts one (a
+ * deadlock), which simply runs again. */
+enum { TRANSACTION_TRIES = 8 };
+
+bool db_transaction(mlc_db *db, bool (*body)(mlc_db *db, void *ctx, mlc_error *err), void *ctx,
+                    mlc_error *err) {
+  for (int t = 1;; t++) {
+    if (!db_begin(db, err)) return false;
+    if (body(db, ctx, err) && db_commit(db, err)) return true;
+    db_rollback(db);
+    if (t == TRANSACTION_TRIES || !db->be->retryable(db)) return false;
+  }
 }
 
-const char *db_column_text(sqlite3_stmt *st, int i, mlc_arena *a) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? mlc_arena_strdup(a, (const char *)t) : NULL;
+bool db_bind_text(mlc_db *db, db_stmt *st, int i, const char *s) {
+  return db->be->bind_text(st, i, s);
+}
+
+const char *db_column_text(mlc_db *db, db_stmt *st, int i, mlc_arena *a) {
+  const char *t = db->be->column_text(st, i);
+  return t ? mlc_arena_strdup(a, t) : NULL;
+}
+
+void db_now(char out[32]) {
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 const char *mlc_db_path(const mlc_db *db) { return db->path; }
@@ -104,24 +120,26 @@ int mlc_db_opened_version(const mlc_db *db) { return db->opened_version; }
 
 /* ---- schema -------------------------------------------------------------- */
 
+/* The dialect words keep SQLite's text of the schema as it always was
+ * (INTEGER PRIMARY KEY, REAL, BLOB). */
 static const char *schema_v4 =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-    "CREATE TABLE workloads(id INTEGER PRIMARY KEY, hash TEXT UNIQUE, task TEXT, shape TEXT,"
+    "CREATE TABLE workloads(id @ID, hash TEXT UNIQUE, task TEXT, shape TEXT,"
     " ir TEXT, created_at TEXT);"
-    "CREATE TABLE records(id INTEGER PRIMARY KEY, workload_id INTEGER REFERENCES workloads(id),"
-    " target TEXT, trace TEXT, trace_hash TEXT, run_secs TEXT, mean_sec REAL, error TEXT,"
-    " round INTEGER, host TEXT, mlc_version TEXT, created_at TEXT, sched_hash TEXT,"
-    " disturbed INTEGER, UNIQUE(workload_id, target, trace_hash));"
+    "CREATE TABLE records(id @ID, workload_id @INT REFERENCES workloads(id),"
+    " target TEXT, trace TEXT, trace_hash TEXT, run_secs TEXT, mean_sec @REAL, error TEXT,"
+    " round @INT, host TEXT, mlc_version TEXT, created_at TEXT, sched_hash TEXT,"
+    " disturbed @INT, UNIQUE(workload_id, target, trace_hash));"
     "CREATE INDEX records_best ON records(workload_id, target, mean_sec);"
-    "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
-    " created_at TEXT, n_samples INTEGER, checksum TEXT, blob BLOB);";
+    "CREATE TABLE models(id @ID, target TEXT, feature_version @INT,"
+    " created_at TEXT, n_samples @INT, checksum TEXT, blob @BLOB);";
 
 /* Version 1 -> 2: provenance columns and the models table. */
 static const char *migrate_v1 =
     "ALTER TABLE records ADD COLUMN host TEXT;"
     "ALTER TABLE records ADD COLUMN mlc_version TEXT;"
-    "CREATE TABLE models(id INTEGER PRIMARY KEY, target TEXT, feature_version INTEGER,"
-    " created_at TEXT, n_samples INTEGER, checksum TEXT, blob BLOB);";
+    "CREATE TABLE models(id @ID, target TEXT, feature_version @INT,"
+    " created_at TEXT, n_samples @INT, checksum TEXT, blob @BLOB);";
 
 /* Version 2 -> 3: the structural hash of each record's scheduled function
  * (NULL for the rows already there). */
@@ -129,27 +147,32 @@ static const char *migrate_v2 = "ALTER TABLE records ADD COLUMN sched_hash TEXT;
 
 /* Version 3 -> 4: whether the runner saw interference while it timed the
  * record (NULL for the rows already there: not watched). */
-static const char *migrate_v3 = "ALTER TABLE records ADD COLUMN disturbed INTEGER;";
+static const char *migrate_v3 = "ALTER TABLE records ADD COLUMN disturbed @INT;";
 
 static bool set_meta(mlc_db *db, const char *key, const char *value, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", err);
+  db_stmt *st = db_prepare(db,
+                           "INSERT INTO meta(key, value) VALUES(?, ?)"
+                           " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           err);
   if (!st) return false;
-  db_bind_text(st, 1, key);
-  db_bind_text(st, 2, value);
-  bool ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "writing meta");
-  sqlite3_finalize(st);
+  bool ok = db_bind_text(db, st, 1, key) && db_bind_text(db, st, 2, value);
+  if (!ok) mlc_error_set(err, "%s: writing meta: out of memory", db->path);
+  else ok = db->be->step(st) == 0 || db_fail(db, err, "writing meta");
+  db->be->finalize(st);
   return ok;
 }
 
-/* Number of rows a single-integer query returns as its value; -1 on error. */
-static int64_t query_int(mlc_db *db, const char *sql, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, sql, err);
+/* The integer a count query returns; -1 on error. arg (may be NULL) is
+ * its one text parameter. */
+static int64_t query_count(mlc_db *db, const char *sql, const char *arg, mlc_error *err) {
+  db_stmt *st = db_prepare(db, sql, err);
   if (!st) return -1;
   int64_t v = -1;
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  if (arg && !db_bind_text(db, st, 1, arg))
+    mlc_error_set(err, "%s: reading the schema: out of memory", db->path);
+  else if (db->be->step(st) == 1) v = db->be->column_int(st, 0);
   else db_fail(db, err, "reading the schema");
-  sqlite3_finalize(st);
+  db->be->finalize(st);
   return v;
 }
 
@@ -162,30 +185,46 @@ static bool create_schema(mlc_db *db, mlc_error *err) {
 
 /* Read schema_version; 0 with an error when absent or not a number. */
 static int read_version(mlc_db *db, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'", err);
+  db_stmt *st = db_prepare(db, "SELECT value FROM meta WHERE key = 'schema_version'", err);
   if (!st) return 0;
-  int v = 0;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    const char *t = (const char *)sqlite3_column_text(st, 0);
+  int v = 0, rc = db->be->step(st);
+  if (rc == 1) {
+    const char *t = db->be->column_text(st, 0);
     char *end;
     long x = t ? strtol(t, &end, 10) : 0;
     if (t && *t && !*end && x > 0 && x < 1000000) v = (int)x;
   }
-  if (!v) mlc_error_set(err, "%s: meta has no valid schema_version", db->path);
-  sqlite3_finalize(st);
+  if (rc < 0) db_fail(db, err, "reading the schema version");
+  else if (!v) mlc_error_set(err, "%s: meta has no valid schema_version", db->path);
+  db->be->finalize(st);
   return v;
 }
 
-static bool check_schema(mlc_db *db, mlc_error *err) {
-  int64_t has_meta = query_int(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", err);
+static bool migrate(mlc_db *db, int v, mlc_error *err) {
+  if (v == 1 && !(db_exec(db, migrate_v1, err) && set_meta(db, "schema_version", "2", err)))
+    return mlc_error_prefix(err, "migrating schema version 1 to 2");
+  if (v <= 2 && !(db_exec(db, migrate_v2, err) && set_meta(db, "schema_version", "3", err)))
+    return mlc_error_prefix(err, "migrating schema version 2 to 3");
+  if (v <= 3 && !(db_exec(db, migrate_v3, err) && set_meta(db, "schema_version", "4", err)))
+    return mlc_error_prefix(err, "migrating schema version 3 to 4");
+  return true;
+}
+
+/* An empty database gets the schema; ours is migrated; anything else is
+ * refused. A server database must already hold ours when opened
+ * MLC_DB_EXISTING, as a file must exist (readers never create tables). */
+static bool check_schema(mlc_db *db, mlc_db_mode mode, mlc_error *err) {
+  int64_t has_meta = query_count(db, db->be->count_table_sql, "meta", err);
   if (has_meta < 0) return false;
   if (has_meta == 0) {
-    int64_t n = query_int(db, "SELECT count(*) FROM sqlite_master", err);
+    int64_t n = query_count(db, db->be->count_tables_sql, NULL, err);
     if (n < 0) return false;
     if (n > 0)
-      return mlc_error_set(err, "%s: an SQLite database, but not an mlc-tune one (no meta table); "
-                                "refusing to touch it", db->path);
+      return mlc_error_set(err, "%s: an %s database, but not an mlc-tune one (no meta table); "
+                                "refusing to touch it", db->path, db->be->name);
+    if (mode == MLC_DB_EXISTING && db->be != &db_backend_sqlite)
+      return mlc_error_set(err, "%s: no mlc-tune database here (no tables yet; mlc-tune or "
+                                "mlc-db import creates them)", db->path);
     db->opened_version = MLC_DB_SCHEMA_VERSION;
     return create_schema(db, err);
   }
@@ -196,65 +235,32 @@ static bool check_schema(mlc_db *db, mlc_error *err) {
     return mlc_error_set(err, "%s: schema version %d is newer than this mlc-tune (%s) supports "
                               "(%d); use a newer mlc-tune", db->path, v, MLC_VERSION,
                          MLC_DB_SCHEMA_VERSION);
-  if (v == 1 && !(db_exec(db, migrate_v1, err) && set_meta(db, "schema_version", "2", err)))
-    return mlc_error_prefix(err, "migrating schema version 1 to 2");
-  if (v <= 2 && !(db_exec(db, migrate_v2, err) && set_meta(db, "schema_version", "3", err)))
-    return mlc_error_prefix(err, "migrating schema version 2 to 3");
-  if (v <= 3 && !(db_exec(db, migrate_v3, err) && set_meta(db, "schema_version", "4", err)))
-    return mlc_error_prefix(err, "migrating schema version 3 to 4");
-  return true;
+  return migrate(db, v, err);
 }
 
-/* The first 16 bytes of an SQLite file; anything else is refused before
- * SQLite sees it. An empty file is an empty database. */
-static bool looks_like_sqlite(const char *path, mlc_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return mlc_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-  char head[16];
-  size_t n = fread(head, 1, sizeof head, f);
-  fclose(f);
-  if (n == 0) return true;
-  if (n < 16 || memcmp(head, "SQLite format 3", 16) != 0)
-    return mlc_error_set(err, "%s: not an SQLite database (refusing to overwrite it)", path);
-  return true;
+static bool schema_body(mlc_db *db, void *ctx, mlc_error *err) {
+  const mlc_db_mode *mode = ctx;
+  return (!db->be->schema_lock_sql || db_exec(db, db->be->schema_lock_sql, err)) &&
+         check_schema(db, *mode, err);
 }
 
-mlc_db *mlc_db_open(const char *path, mlc_db_mode mode, mlc_error *err) {
-  struct stat sb;
-  bool exists = stat(path, &sb) == 0;
-  if (!exists && mode == MLC_DB_EXISTING)
-    return mlc_error_set(err, "%s: no such database", path), NULL;
-  if (exists && !S_ISREG(sb.st_mode))
-    return mlc_error_set(err, "%s: not a regular file", path), NULL;
-  if (exists && !looks_like_sqlite(path, err)) return NULL;
-  pthread_once(&sqlite_memory_once, route_sqlite_memory);
+/* The schema is read, created or migrated in one transaction: a failed
+ * migration leaves the database as it was. */
+static bool open_schema(mlc_db *db, mlc_db_mode mode, mlc_error *err) {
+  return db_transaction(db, schema_body, &mode, err) &&
+         (!db->be->after_open_sql || db_exec(db, db->be->after_open_sql, err));
+}
+
+bool mlc_db_is_url(const char *spec) {
+  return spec && (!strncmp(spec, "postgresql://", 13) || !strncmp(spec, "postgres://", 11));
+}
+
+mlc_db *mlc_db_open(const char *spec, mlc_db_mode mode, mlc_error *err) {
   mlc_db *db = mlc_malloc(sizeof *db);
-  char *copy = mlc_malloc(strlen(path) + 1);
-  if (!db || !copy) {
-    mlc_free(db);
-    mlc_free(copy);
-    return mlc_error_set(err, "%s: out of memory opening the database", path), NULL;
-  }
+  if (!db) return mlc_error_set(err, "%s: out of memory opening the database", spec), NULL;
   memset(db, 0, sizeof *db);
-  db->path = strcpy(copy, path);
-  int flags = SQLITE_OPEN_READWRITE | (mode == MLC_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
-  if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
-    db_fail(db, err, "cannot open");
-    mlc_db_close(db);
-    return NULL;
-  }
-  sqlite3_busy_timeout(db->h, MLC_DB_BUSY_TIMEOUT_MS);
-  /* WAL only once the file is known to be ours: switching writes the
-   * header, and a refused file must stay byte for byte as it was. */
-  bool ok = db_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err) &&
-            db_exec(db, "BEGIN IMMEDIATE", err);
-  if (ok) {
-    ok = check_schema(db, err);
-    if (ok) ok = db_exec(db, "COMMIT", err);
-    else sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-  }
-  ok = ok && db_exec(db, "PRAGMA journal_mode=WAL", err);
-  if (!ok) {
+  db->be = mlc_db_is_url(spec) ? &db_backend_pg : &db_backend_sqlite;
+  if (!db->be->open(db, spec, mode, err) || !open_schema(db, mode, err)) {
     mlc_db_close(db);
     return NULL;
   }
@@ -263,7 +269,7 @@ mlc_db *mlc_db_open(const char *path, mlc_db_mode mode, mlc_error *err) {
 
 void mlc_db_close(mlc_db *db) {
   if (!db) return;
-  sqlite3_close_v2(db->h);
+  if (db->conn) db->be->close(db);
   mlc_free(db->path);
   mlc_free(db);
 }
@@ -289,6 +295,12 @@ void mlc_db_normalize_target(const char *target, char *out, size_t n) {
     out[k++] = *p;
   }
   out[k] = 0;
+}
+
+static bool is_hex16(const char *s) {
+  for (int i = 0; i < 16; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return s[16] == 0;
 }
 
 /* A trace's canonical text and its hash (that of mlc_trace_hash, which
@@ -326,13 +338,13 @@ bool mlc_db_trace_hash(const char *trace_json, char hash[17], mlc_str *canonical
 
 /* ---- workloads ----------------------------------------------------------------- */
 
-static void read_workload(sqlite3_stmt *st, mlc_arena *a, mlc_db_workload *w) {
-  w->id = sqlite3_column_int64(st, 0);
-  w->hash = db_column_text(st, 1, a);
-  w->task = db_column_text(st, 2, a);
-  w->shape = db_column_text(st, 3, a);
-  w->ir = db_column_text(st, 4, a);
-  w->created_at = db_column_text(st, 5, a);
+static void read_workload(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_workload *w) {
+  w->id = db->be->column_int(st, 0);
+  w->hash = db_column_text(db, st, 1, a);
+  w->task = db_column_text(db, st, 2, a);
+  w->shape = db_column_text(db, st, 3, a);
+  w->ir = db_column_text(db, st, 4, a);
+  w->created_at = db_column_text(db, st, 5, a);
 }
 
 /* Does the stored IR text describe the same function as f? */
@@ -347,20 +359,23 @@ static bool same_workload(const char *ir, const mlc_prim_func *f) {
 
 static int find_by_hash(mlc_db *db, const mlc_prim_func *f, const char *hash, int64_t *id,
                         mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, "SELECT id, ir FROM workloads WHERE hash = ?", err);
+  db_stmt *st = db_prepare(db, "SELECT id, ir FROM workloads WHERE hash = ?", err);
   if (!st) return -1;
-  db_bind_text(st, 1, hash);
-  int rc = sqlite3_step(st), found = 0;
-  if (rc == SQLITE_ROW) {
-    *id = sqlite3_column_int64(st, 0);
+  if (!db_bind_text(db, st, 1, hash)) {
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: finding a workload: out of memory", db->path), -1;
+  }
+  int rc = db->be->step(st), found = 0;
+  if (rc == 1) {
+    *id = db->be->column_int(st, 0);
     found = 1;
-    if (!same_workload((const char *)sqlite3_column_text(st, 1), f))
+    if (!same_workload(db->be->column_text(st, 1), f))
       found = -1, mlc_error_set(err, "%s: workload hash %s collides with a different workload",
                                 db->path, hash);
-  } else if (rc != SQLITE_DONE) {
+  } else if (rc < 0) {
     found = -1, db_fail(db, err, "finding a workload");
   }
-  sqlite3_finalize(st);
+  db->be->finalize(st);
   return found;
 }
 
@@ -394,6 +409,29 @@ int mlc_db_find_workload(mlc_db *db, const mlc_prim_func *f, int64_t *id, mlc_er
   return found;
 }
 
+/* Inserts the workload unless a row with its hash is there: 1 inserted
+ * (*id set), 0 already there (another client may have just added it: with
+ * a server, its row is visible once the insert has waited for it), -1. */
+static int insert_workload(mlc_db *db, const char *task, const char *shape, const char *hash,
+                           const char *ir, int64_t *id, mlc_error *err) {
+  db_stmt *st = db_prepare(db,
+                           "INSERT INTO workloads(hash, task, shape, ir, created_at)"
+                           " VALUES(?, ?, ?, ?, ?) ON CONFLICT(hash) DO NOTHING RETURNING id",
+                           err);
+  if (!st) return -1;
+  char now[32];
+  db_now(now);
+  int rc = -1;
+  bool bound = db_bind_text(db, st, 1, hash) && db_bind_text(db, st, 2, task) &&
+               db_bind_text(db, st, 3, shape) && db_bind_text(db, st, 4, ir) &&
+               db_bind_text(db, st, 5, now);
+  if (!bound) mlc_error_set(err, "%s: adding a workload: out of memory", db->path);
+  else if ((rc = db->be->step(st)) < 0) db_fail(db, err, "adding a workload");
+  else if (rc == 1) *id = db->be->column_int(st, 0);
+  db->be->finalize(st);
+  return rc;
+}
+
 static int64_t add_workload(mlc_db *db, mlc_arena *a, const char *task, const char *shape,
                             const mlc_prim_func *f, mlc_error *err) {
   char hash[17];
@@ -402,18 +440,11 @@ static int64_t add_workload(mlc_db *db, mlc_arena *a, const char *task, const ch
   int64_t id;
   int found = find_by_hash(db, f, hash, &id, err);
   if (found) return found > 0 ? id : -1;
-  sqlite3_stmt *st = db_prepare(db,
-                                "INSERT INTO workloads(hash, task, shape, ir, created_at) "
-                                "VALUES(?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))",
-                                err);
-  if (!st) return -1;
-  bool bound = db_bind_text(st, 1, hash) && db_bind_text(st, 2, task) &&
-               db_bind_text(st, 3, shape) && db_bind_text(st, 4, ir);
-  if (!bound) id = -1, mlc_error_set(err, "%s: adding a workload: out of memory", db->path);
-  else if ((id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->h) : -1) < 0)
-    db_fail(db, err, "adding a workload");
-  sqlite3_finalize(st);
-  return id;
+  int added = insert_workload(db, task, shape, hash, ir, &id, err);
+  if (added) return added > 0 ? id : -1;
+  found = find_by_hash(db, f, hash, &id, err); /* a concurrent client added it */
+  if (found == 0) mlc_error_set(err, "%s: workload %s vanished while adding it", db->path, hash);
+  return found > 0 ? id : -1;
 }
 
 int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const mlc_prim_func *f,
@@ -425,18 +456,26 @@ int64_t db_add_workload(mlc_db *db, const char *task, const char *shape, const m
   return id;
 }
 
+typedef struct add_workload_ctx {
+  const char *task, *shape;
+  const mlc_prim_func *f;
+  int64_t id;
+} add_workload_ctx;
+
+static bool add_workload_body(mlc_db *db, void *ctx, mlc_error *err) {
+  add_workload_ctx *c = ctx;
+  return (c->id = db_add_workload(db, c->task, c->shape, c->f, err)) >= 0;
+}
+
 int64_t mlc_db_add_workload(mlc_db *db, const char *task, const char *shape,
                             const mlc_prim_func *f, mlc_error *err) {
-  if (!db_exec(db, "BEGIN IMMEDIATE", err)) return -1;
-  int64_t id = db_add_workload(db, task, shape, f, err);
-  if (id >= 0 && db_exec(db, "COMMIT", err)) return id;
-  sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-  return -1;
+  add_workload_ctx c = {task, shape, f, -1};
+  return db_transaction(db, add_workload_body, &c, err) ? c.id : -1;
 }
 
 int mlc_db_list_workloads(mlc_db *db, const char *task, const char *shape, mlc_arena *a,
                           mlc_db_workload **out, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(
+  db_stmt *st = db_prepare(
       db,
       "SELECT w.id, w.hash, w.task, w.shape, w.ir, w.created_at, count(r.id),"
       " count(r.error) FROM workloads w LEFT JOIN records r ON r.workload_id = w.id"
@@ -444,34 +483,36 @@ int mlc_db_list_workloads(mlc_db *db, const char *task, const char *shape, mlc_a
       " GROUP BY w.id ORDER BY w.id",
       err);
   if (!st) return -1;
-  db_bind_text(st, 1, task);
-  db_bind_text(st, 2, shape);
+  if (!db_bind_text(db, st, 1, task) || !db_bind_text(db, st, 2, shape)) {
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: listing workloads: out of memory", db->path), -1;
+  }
   MLC_VEC(mlc_db_workload) v = {0};
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = db->be->step(st)) == 1) {
     mlc_db_workload w;
-    read_workload(st, a, &w);
-    w.n_records = sqlite3_column_int(st, 6);
-    w.n_errors = sqlite3_column_int(st, 7);
+    read_workload(db, st, a, &w);
+    w.n_records = (int)db->be->column_int(st, 6);
+    w.n_errors = (int)db->be->column_int(st, 7);
     MLC_VEC_APUSH(a, v, w);
   }
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return db_fail(db, err, "listing workloads"), -1;
+  db->be->finalize(st);
+  if (rc < 0) return db_fail(db, err, "listing workloads"), -1;
   *out = v.data;
   return v.len;
 }
 
 bool mlc_db_get_workload(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_workload *out,
                          mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(
+  db_stmt *st = db_prepare(
       db, "SELECT id, hash, task, shape, ir, created_at FROM workloads WHERE id = ?", err);
   if (!st) return false;
-  sqlite3_bind_int64(st, 1, id);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) read_workload(st, a, out);
-  sqlite3_finalize(st);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return mlc_error_set(err, "%s: no workload %lld", db->path, (long long)id);
+  db->be->bind_int(st, 1, id);
+  int rc = db->be->step(st);
+  if (rc == 1) read_workload(db, st, a, out);
+  db->be->finalize(st);
+  if (rc == 1) return true;
+  if (rc == 0) return mlc_error_set(err, "%s: no workload %lld", db->path, (long long)id);
   return db_fail(db, err, "reading a workload");
 }
 
@@ -495,45 +536,47 @@ static void read_secs(const char *text, mlc_arena *a, jmp_buf *jb, mlc_db_record
   r->secs = secs;
 }
 
-static void read_record(sqlite3_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_db_record *r) {
-  r->id = sqlite3_column_int64(st, 0);
-  r->workload_id = sqlite3_column_int64(st, 1);
-  r->target = db_column_text(st, 2, a);
-  r->trace = db_column_text(st, 3, a);
-  r->trace_hash = db_column_text(st, 4, a);
-  read_secs((const char *)sqlite3_column_text(st, 5), a, jb, r);
-  r->mean_sec = sqlite3_column_double(st, 6);
-  r->error = db_column_text(st, 7, a);
-  r->round = sqlite3_column_int64(st, 8);
-  r->host = db_column_text(st, 9, a);
-  r->mlc_version = db_column_text(st, 10, a);
-  r->created_at = db_column_text(st, 11, a);
-  r->sched_hash = db_column_text(st, 12, a);
-  r->disturbed = sqlite3_column_int(st, 13) != 0; /* NULL reads 0 */
+static void read_record(mlc_db *db, db_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_db_record *r) {
+  const db_backend *be = db->be;
+  r->id = be->column_int(st, 0);
+  r->workload_id = be->column_int(st, 1);
+  r->target = db_column_text(db, st, 2, a);
+  r->trace = db_column_text(db, st, 3, a);
+  r->trace_hash = db_column_text(db, st, 4, a);
+  read_secs(be->column_text(st, 5), a, jb, r);
+  r->mean_sec = be->column_double(st, 6);
+  r->error = db_column_text(db, st, 7, a);
+  r->round = be->column_int(st, 8);
+  r->host = db_column_text(db, st, 9, a);
+  r->mlc_version = db_column_text(db, st, 10, a);
+  r->created_at = db_column_text(db, st, 11, a);
+  r->sched_hash = db_column_text(db, st, 12, a);
+  r->disturbed = be->column_int(st, 13) != 0; /* NULL reads 0 */
 }
 
 /* Into the caller's arena a, under an escape point of our own (the
  * caller's is put back): the records grow with the database, so running out
  * of memory is an error, and what was read stays owned by a. */
-static int read_records(mlc_db *db, sqlite3_stmt *st, mlc_arena *a, mlc_db_record **out,
+static int read_records(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record **out,
                         mlc_error *err) {
   jmp_buf jb, *prev = mlc_arena_oom_jump(a);
   if (setjmp(jb)) {
     mlc_arena_set_oom_jump(a, prev);
-    sqlite3_finalize(st);
+    db->be->finalize(st);
     return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
   }
   mlc_arena_set_oom_jump(a, &jb);
   MLC_VEC(mlc_db_record) v = {0};
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = db->be->step(st)) == 1) {
     mlc_db_record r;
-    read_record(st, a, &jb, &r);
+    read_record(db, st, a, &jb, &r);
     MLC_VEC_APUSH(a, v, r);
   }
   mlc_arena_set_oom_jump(a, prev);
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return db_fail(db, err, "reading records"), -1;
+  if (rc < 0) db_fail(db, err, "reading records");
+  db->be->finalize(st);
+  if (rc < 0) return -1;
   *out = v.data;
   return v.len;
 }
@@ -574,41 +617,59 @@ static const char *secs_text(mlc_arena *a, int n, const double *secs) {
   return text;
 }
 
+/* The record's parameters for insert_record's statement, in its order. */
+static bool bind_record(mlc_db *db, db_stmt *st, const mlc_db_record *r, const char *target,
+                        const char *canon, const char *hash, const char *secs, int n) {
+  const db_backend *be = db->be;
+  char now[32];
+  db_now(now);
+  double sum = 0;
+  for (int i = 0; i < n; i++) sum += r->secs[i];
+  return be->bind_int(st, 1, r->workload_id) && db_bind_text(db, st, 2, target) &&
+         db_bind_text(db, st, 3, canon) && db_bind_text(db, st, 4, hash) &&
+         db_bind_text(db, st, 5, secs) &&
+         (n ? be->bind_double(st, 6, sum / n) : be->bind_null(st, 6)) &&
+         db_bind_text(db, st, 7, r->error) && be->bind_int(st, 8, r->round) &&
+         db_bind_text(db, st, 9, mlc_target_host_cpu()) &&
+         db_bind_text(db, st, 10, MLC_VERSION) && db_bind_text(db, st, 11, now) &&
+         db_bind_text(db, st, 12, r->sched_hash) && be->bind_int(st, 13, r->disturbed ? 1 : 0);
+}
+
 /* The record's texts (canonical trace, run times) live in scratch arena a:
- * they grow with the record, so running out of memory is an error. */
+ * they grow with the record, so running out of memory is an error. A
+ * record already there (this client's or another's, committed or being
+ * committed: a server makes the insert wait for it) is skipped. */
 static bool insert_record(mlc_db *db, mlc_arena *a, const mlc_db_record *r, bool *added,
                           mlc_error *err) {
   char hash[17], target[512];
   const char *canon, *secs;
-  if (!trace_text(a, r->trace, hash, &canon, err)) return false;
+  if (r->trace_hash) { /* the caller's canonical text and its hash, as they are */
+    if (!is_hex16(r->trace_hash))
+      return mlc_error_set(err, "%s: adding a record: trace hash '%.40s' is not 16 hex digits",
+                           db->path, r->trace_hash);
+    memcpy(hash, r->trace_hash, 17);
+    canon = r->trace;
+  } else if (!trace_text(a, r->trace, hash, &canon, err)) {
+    return false;
+  }
   int n = r->error ? 0 : r->n_secs;
   if (!(secs = secs_text(a, n, r->secs)))
     return mlc_error_set(err, "%s: adding a record: out of memory", db->path);
   mlc_db_normalize_target(r->target, target, sizeof target);
-  sqlite3_stmt *st = db_prepare(db,
-                                "INSERT OR IGNORE INTO records(" RECORD_COLUMNS ") VALUES(NULL,"
-                                " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?, ?)",
-                                err);
-  bool ok = st != NULL;
-  if (ok) {
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += r->secs[i];
-    sqlite3_bind_int64(st, 1, r->workload_id);
-    bool bound = db_bind_text(st, 2, target) && db_bind_text(st, 3, canon) &&
-                 db_bind_text(st, 4, hash) && db_bind_text(st, 5, secs) &&
-                 db_bind_text(st, 7, r->error) && db_bind_text(st, 9, mlc_target_host_cpu()) &&
-                 db_bind_text(st, 10, MLC_VERSION) && db_bind_text(st, 11, r->sched_hash);
-    if (n) sqlite3_bind_double(st, 6, sum / n);
-    else sqlite3_bind_null(st, 6);
-    sqlite3_bind_int64(st, 8, r->round);
-    sqlite3_bind_int(st, 12, r->disturbed ? 1 : 0);
-    if (!bound) ok = mlc_error_set(err, "%s: adding a record: out of memory", db->path);
-    else ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding a record");
-    if (ok && added) *added = sqlite3_changes(db->h) > 0;
-  }
-  sqlite3_finalize(st);
-  return ok;
+  db_stmt *st = db_prepare(db,
+                           "INSERT INTO records(workload_id, target, trace, trace_hash, run_secs,"
+                           " mean_sec, error, round, host, mlc_version, created_at, sched_hash,"
+                           " disturbed) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                           " ON CONFLICT(workload_id, target, trace_hash) DO NOTHING RETURNING id",
+                           err);
+  if (!st) return false;
+  int rc = -1;
+  if (!bind_record(db, st, r, target, canon, hash, secs, n))
+    mlc_error_set(err, "%s: adding a record: out of memory", db->path);
+  else if ((rc = db->be->step(st)) < 0) db_fail(db, err, "adding a record");
+  if (rc >= 0 && added) *added = rc == 1;
+  db->be->finalize(st);
+  return rc >= 0;
 }
 
 bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error *err) {
@@ -620,23 +681,42 @@ bool db_insert_record(mlc_db *db, const mlc_db_record *r, bool *added, mlc_error
   return ok;
 }
 
-bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, mlc_error *err) {
-  if (!db_exec(db, "BEGIN IMMEDIATE", err)) return false;
-  int added = 0;
-  for (int i = 0; i < n; i++) {
+typedef struct commit_ctx {
+  int n;
+  const mlc_db_record *recs;
+  int added;
+} commit_ctx;
+
+static bool commit_body(mlc_db *db, void *ctx, mlc_error *err) {
+  commit_ctx *c = ctx;
+  c->added = 0;
+  for (int i = 0; i < c->n; i++) {
     bool a = false;
-    if (!db_insert_record(db, &recs[i], &a, err)) {
-      sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    if (!db_insert_record(db, &c->recs[i], &a, err))
       return mlc_error_prefix(err, "record %d of the batch", i);
-    }
-    added += a;
+    c->added += a;
   }
-  if (!db_exec(db, "COMMIT", err)) {
-    sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-    return false;
-  }
-  if (n_added) *n_added = added;
   return true;
+}
+
+bool mlc_db_commit(mlc_db *db, int n, const mlc_db_record *recs, int *n_added, mlc_error *err) {
+  commit_ctx c = {n, recs, 0};
+  if (!db_transaction(db, commit_body, &c, err)) return false;
+  if (n_added) *n_added = c.added;
+  return true;
+}
+
+/* Record id's run times, its row locked until the transaction ends where
+ * the engine locks rows (two jobs re-measuring it add both their times). */
+static int get_record_locked(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out,
+                             mlc_error *err) {
+  db_stmt *st = db_prepare(db, "UPDATE records SET id = id WHERE id = ?", err);
+  if (!st) return -1;
+  db->be->bind_int(st, 1, id);
+  int rc = db->be->step(st);
+  if (rc < 0) db_fail(db, err, "locking a record");
+  db->be->finalize(st);
+  return rc < 0 ? -1 : mlc_db_get_record(db, id, a, out, err);
 }
 
 /* Appends to record r's run times inside the caller's transaction. */
@@ -649,18 +729,37 @@ static bool append_secs(mlc_db *db, const mlc_db_record *r, int n, const double 
   for (int i = 0; i < total; i++) sum += all[i];
   mlc_str text = {0};
   put_secs(&text, total, all);
-  sqlite3_stmt *st =
-      db_prepare(db, "UPDATE records SET run_secs = ?, mean_sec = ? WHERE id = ?", err);
+  db_stmt *st = db_prepare(db, "UPDATE records SET run_secs = ?, mean_sec = ? WHERE id = ?", err);
   bool ok = st != NULL;
   if (ok) {
-    db_bind_text(st, 1, mlc_str_cstr(&text));
-    sqlite3_bind_double(st, 2, sum / total);
-    sqlite3_bind_int64(st, 3, r->id);
-    ok = sqlite3_step(st) == SQLITE_DONE || db_fail(db, err, "adding run times");
-    sqlite3_finalize(st);
+    ok = db_bind_text(db, st, 1, mlc_str_cstr(&text)) && db->be->bind_double(st, 2, sum / total) &&
+         db->be->bind_int(st, 3, r->id);
+    if (!ok) mlc_error_set(err, "%s: adding run times: out of memory", db->path);
+    else ok = db->be->step(st) == 0 || db_fail(db, err, "adding run times");
+    db->be->finalize(st);
   }
   mlc_str_free(&text);
   mlc_free(all);
+  return ok;
+}
+
+typedef struct run_secs_ctx {
+  int64_t id;
+  int n;
+  const double *secs;
+} run_secs_ctx;
+
+static bool add_run_secs_body(mlc_db *db, void *ctx, mlc_error *err) {
+  const run_secs_ctx *c = ctx;
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record r;
+  int found = get_record_locked(db, c->id, a, &r, err);
+  bool ok = found > 0 && !r.error;
+  if (found == 0) mlc_error_set(err, "no record %lld", (long long)c->id);
+  if (found > 0 && r.error)
+    mlc_error_set(err, "record %lld failed (%s): it has no run times", (long long)c->id, r.error);
+  ok = ok && append_secs(db, &r, c->n, c->secs, err);
+  mlc_arena_free(a);
   return ok;
 }
 
@@ -669,33 +768,24 @@ bool mlc_db_add_run_secs(mlc_db *db, int64_t id, int n, const double *secs, mlc_
     if (!(secs[i] > 0) || secs[i] > 1e9)
       return mlc_error_set(err, "record %lld: run time %g", (long long)id, secs[i]);
   if (n <= 0) return mlc_error_set(err, "record %lld: no run times to add", (long long)id);
-  if (!db_exec(db, "BEGIN IMMEDIATE", err)) return false;
-  mlc_arena *a = mlc_arena_new();
-  mlc_db_record r;
-  int found = mlc_db_get_record(db, id, a, &r, err);
-  bool ok = found > 0 && !r.error;
-  if (found == 0) mlc_error_set(err, "no record %lld", (long long)id);
-  if (found > 0 && r.error) mlc_error_set(err, "record %lld failed (%s): it has no run times", (long long)id, r.error);
-  ok = ok && append_secs(db, &r, n, secs, err) && db_exec(db, "COMMIT", err);
-  if (!ok) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-  mlc_arena_free(a);
-  return ok;
+  run_secs_ctx c = {id, n, secs};
+  return db_transaction(db, add_run_secs_body, &c, err);
 }
 
 int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc_arena *a,
                  mlc_db_record **out, mlc_error *err) {
   char t[512];
   mlc_db_normalize_target(target, t, sizeof t);
-  sqlite3_stmt *st = db_prepare(db,
-                                "SELECT " RECORD_COLUMNS " FROM records WHERE workload_id = ?"
-                                " AND target = ? AND error IS NULL AND mean_sec > 0"
-                                " ORDER BY mean_sec, id LIMIT ?",
-                                err);
+  db_stmt *st = db_prepare(db,
+                           "SELECT " RECORD_COLUMNS " FROM records WHERE workload_id = ?"
+                           " AND target = ? AND error IS NULL AND mean_sec > 0"
+                           " ORDER BY mean_sec, id LIMIT ?",
+                           err);
   if (!st) return -1;
-  sqlite3_bind_int64(st, 1, workload_id);
-  sqlite3_bind_int(st, 3, k);
-  if (!db_bind_text(st, 2, t)) {
-    sqlite3_finalize(st);
+  bool bound = db->be->bind_int(st, 1, workload_id) && db_bind_text(db, st, 2, t) &&
+               db->be->bind_int(st, 3, k);
+  if (!bound) {
+    db->be->finalize(st);
     return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
   }
   return read_records(db, st, a, out, err);
@@ -705,20 +795,22 @@ int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_aren
                    mlc_db_record **out, mlc_error *err) {
   char t[512];
   if (target) mlc_db_normalize_target(target, t, sizeof t);
-  sqlite3_stmt *st = db_prepare(db,
-                                "SELECT " RECORD_COLUMNS " FROM records WHERE workload_id = ?"
-                                " AND (?2 IS NULL OR target = ?2) ORDER BY id",
-                                err);
+  db_stmt *st = db_prepare(db,
+                           "SELECT " RECORD_COLUMNS " FROM records WHERE workload_id = ?1"
+                           " AND (?2 IS NULL OR target = ?2) ORDER BY id",
+                           err);
   if (!st) return -1;
-  sqlite3_bind_int64(st, 1, workload_id);
-  db_bind_text(st, 2, target ? t : NULL);
+  if (!db->be->bind_int(st, 1, workload_id) || !db_bind_text(db, st, 2, target ? t : NULL)) {
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
+  }
   return read_records(db, st, a, out, err);
 }
 
 int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, "SELECT " RECORD_COLUMNS " FROM records WHERE id = ?", err);
+  db_stmt *st = db_prepare(db, "SELECT " RECORD_COLUMNS " FROM records WHERE id = ?", err);
   if (!st) return -1;
-  sqlite3_bind_int64(st, 1, id);
+  db->be->bind_int(st, 1, id);
   mlc_db_record *rs;
   int n = read_records(db, st, a, &rs, err);
   if (n > 0) *out = rs[0];
@@ -729,52 +821,53 @@ int mlc_db_has_trace(mlc_db *db, int64_t workload_id, const char *target,
                      const char *trace_hash, mlc_error *err) {
   char t[512];
   mlc_db_normalize_target(target, t, sizeof t);
-  sqlite3_stmt *st = db_prepare(
+  db_stmt *st = db_prepare(
       db, "SELECT 1 FROM records WHERE workload_id = ? AND target = ? AND trace_hash = ?", err);
   if (!st) return -1;
-  sqlite3_bind_int64(st, 1, workload_id);
-  db_bind_text(st, 2, t);
-  db_bind_text(st, 3, trace_hash);
-  int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc == SQLITE_ROW) return 1;
-  if (rc == SQLITE_DONE) return 0;
-  return db_fail(db, err, "looking up a trace"), -1;
+  int rc = -1;
+  if (!db->be->bind_int(st, 1, workload_id) || !db_bind_text(db, st, 2, t) ||
+      !db_bind_text(db, st, 3, trace_hash))
+    mlc_error_set(err, "%s: looking up a trace: out of memory", db->path);
+  else if ((rc = db->be->step(st)) < 0) db_fail(db, err, "looking up a trace");
+  db->be->finalize(st);
+  return rc;
 }
 
-static int read_strings(mlc_db *db, sqlite3_stmt *st, mlc_arena *a, const char ***out,
+static int read_strings(mlc_db *db, db_stmt *st, mlc_arena *a, const char ***out,
                         mlc_error *err) {
   MLC_VEC(const char *) v = {0};
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) MLC_VEC_APUSH(a, v, db_column_text(st, 0, a));
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return db_fail(db, err, "query"), -1;
+  while ((rc = db->be->step(st)) == 1) MLC_VEC_APUSH(a, v, db_column_text(db, st, 0, a));
+  if (rc < 0) db_fail(db, err, "query");
+  db->be->finalize(st);
+  if (rc < 0) return -1;
   *out = v.data;
   return v.len;
 }
 
 int mlc_db_targets(mlc_db *db, int64_t workload_id, mlc_arena *a, const char ***out,
                    mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(
+  db_stmt *st = db_prepare(
       db, "SELECT DISTINCT target FROM records WHERE workload_id = ? ORDER BY target", err);
   if (!st) return -1;
-  sqlite3_bind_int64(st, 1, workload_id);
+  db->be->bind_int(st, 1, workload_id);
   return read_strings(db, st, a, out, err);
 }
 
 static int read_counts(mlc_db *db, const char *sql, mlc_arena *a, mlc_db_count **out,
                        mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db, sql, err);
+  db_stmt *st = db_prepare(db, sql, err);
   if (!st) return -1;
   MLC_VEC(mlc_db_count) v = {0};
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    mlc_db_count c = {db_column_text(st, 0, a), sqlite3_column_int64(st, 1)};
+  while ((rc = db->be->step(st)) == 1) {
+    mlc_db_count c = {db_column_text(db, st, 0, a), db->be->column_int(st, 1)};
     if (!c.key) c.key = "";
     MLC_VEC_APUSH(a, v, c);
   }
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return db_fail(db, err, "counting records"), -1;
+  if (rc < 0) db_fail(db, err, "counting records");
+  db->be->finalize(st);
+  if (rc < 0) return -1;
   *out = v.data;
   return v.len;
 }
@@ -787,8 +880,8 @@ int mlc_db_count_by_target(mlc_db *db, mlc_arena *a, mlc_db_count **out, mlc_err
 /* The class is the error text before its first ':'. */
 int mlc_db_count_by_error(mlc_db *db, mlc_arena *a, mlc_db_count **out, mlc_error *err) {
   return read_counts(db,
-                     "SELECT CASE WHEN error IS NULL THEN 'ok' WHEN instr(error, ':') > 0"
-                     " THEN substr(error, 1, instr(error, ':') - 1) ELSE error END AS cls,"
+                     "SELECT CASE WHEN error IS NULL THEN 'ok' WHEN @STRPOS(error, ':') > 0"
+                     " THEN substr(error, 1, @STRPOS(error, ':') - 1) ELSE error END AS cls,"
                      " count(*) FROM records GROUP BY cls ORDER BY cls",
                      a, out, err);
 }
@@ -801,59 +894,62 @@ static void checksum_hex(const void *blob, size_t len, char out[17]) {
 
 int64_t mlc_db_save_model(mlc_db *db, const char *target, int feature_version, int64_t n_samples,
                           const void *blob, size_t len, mlc_error *err) {
-  char t[512], sum[17];
+  char t[512], sum[17], now[32];
   mlc_db_normalize_target(target, t, sizeof t);
   checksum_hex(blob, len, sum);
-  sqlite3_stmt *st = db_prepare(db,
-                                "INSERT INTO models(target, feature_version, created_at,"
-                                " n_samples, checksum, blob) VALUES(?, ?,"
-                                " strftime('%Y-%m-%dT%H:%M:%SZ', 'now'), ?, ?, ?)",
-                                err);
+  db_now(now);
+  db_stmt *st = db_prepare(db,
+                           "INSERT INTO models(target, feature_version, created_at, n_samples,"
+                           " checksum, blob) VALUES(?, ?, ?, ?, ?, ?) RETURNING id",
+                           err);
   if (!st) return -1;
-  db_bind_text(st, 1, t);
-  sqlite3_bind_int(st, 2, feature_version);
-  sqlite3_bind_int64(st, 3, n_samples);
-  db_bind_text(st, 4, sum);
-  sqlite3_bind_blob64(st, 5, blob, len, SQLITE_TRANSIENT);
-  int64_t id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->h) : -1;
-  if (id < 0) db_fail(db, err, "saving a model");
-  sqlite3_finalize(st);
+  const db_backend *be = db->be;
+  int64_t id = -1;
+  bool bound = db_bind_text(db, st, 1, t) && be->bind_int(st, 2, feature_version) &&
+               db_bind_text(db, st, 3, now) && be->bind_int(st, 4, n_samples) &&
+               db_bind_text(db, st, 5, sum) && be->bind_blob(st, 6, blob, len);
+  if (!bound) mlc_error_set(err, "%s: saving a model: out of memory", db->path);
+  else if (be->step(st) == 1) id = be->column_int(st, 0);
+  else db_fail(db, err, "saving a model");
+  be->finalize(st);
   return id;
+}
+
+/* The blob of the row st is on, checked against its checksum. */
+static int read_model(mlc_db *db, db_stmt *st, void **blob, size_t *len, int64_t *n_samples,
+                      mlc_error *err) {
+  size_t n;
+  void *p = db->be->column_blob(st, 3, &n);
+  if (!p) return mlc_error_set(err, "%s: loading a model: out of memory", db->path), -1;
+  const char *want = db->be->column_text(st, 2);
+  char got[17];
+  checksum_hex(p, n, got);
+  if (!want || strcmp(want, got) != 0) {
+    mlc_error_set(err, "%s: model %lld is damaged (checksum %s, expected %s)", db->path,
+                  (long long)db->be->column_int(st, 0), got, want ? want : "none");
+    mlc_free(p);
+    return -1;
+  }
+  *blob = p;
+  *len = n;
+  if (n_samples) *n_samples = db->be->column_int(st, 1);
+  return 1;
 }
 
 int mlc_db_load_model(mlc_db *db, const char *target, int feature_version, void **blob,
                       size_t *len, int64_t *n_samples, mlc_error *err) {
   char t[512];
   mlc_db_normalize_target(target, t, sizeof t);
-  sqlite3_stmt *st = db_prepare(db,
-                                "SELECT id, n_samples, checksum, blob FROM models WHERE target = ?"
-                                " AND feature_version = ? ORDER BY id DESC LIMIT 1",
-                                err);
+  db_stmt *st = db_prepare(db,
+                           "SELECT id, n_samples, checksum, blob FROM models WHERE target = ?"
+                           " AND feature_version = ? ORDER BY id DESC LIMIT 1",
+                           err);
   if (!st) return -1;
-  db_bind_text(st, 1, t);
-  sqlite3_bind_int(st, 2, feature_version);
-  int rc = sqlite3_step(st), found = 0;
-  if (rc == SQLITE_ROW) {
-    size_t n = (size_t)sqlite3_column_bytes(st, 3);
-    const void *p = sqlite3_column_blob(st, 3);
-    const char *want = (const char *)sqlite3_column_text(st, 2);
-    char got[17];
-    checksum_hex(p ? p : "", n, got);
-    if (!want || strcmp(want, got) != 0) {
-      found = -1;
-      mlc_error_set(err, "%s: model %lld is damaged (checksum %s, expected %s)", db->path,
-                    (long long)sqlite3_column_int64(st, 0), got, want ? want : "none");
-    } else {
-      *blob = mlc_xmalloc(n + 1);
-      if (n) memcpy(*blob, p, n);
-      *len = n;
-      if (n_samples) *n_samples = sqlite3_column_int64(st, 1);
-      found = 1;
-    }
-  } else if (rc != SQLITE_DONE) {
-    found = -1;
-    db_fail(db, err, "loading a model");
-  }
-  sqlite3_finalize(st);
+  int found = -1;
+  if (!db_bind_text(db, st, 1, t) || !db->be->bind_int(st, 2, feature_version))
+    mlc_error_set(err, "%s: loading a model: out of memory", db->path);
+  else if ((found = db->be->step(st)) == 1) found = read_model(db, st, blob, len, n_samples, err);
+  else if (found < 0) db_fail(db, err, "loading a model");
+  db->be->finalize(st);
   return found;
 }

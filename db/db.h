@@ -1,6 +1,9 @@
-/* db: the SQLite tuning database (DESIGN.md section 4).
+/* db: the tuning database (DESIGN.md section 4): an SQLite file, or a
+ * PostgreSQL database that several tuning jobs share.
  *
  *   mlc_db *db = mlc_db_open("mlc.db", MLC_DB_CREATE, &err);   // WAL, busy timeout
+ *   // or "postgresql://user@host/dbname", "postgres://...",
+ *   //    "postgresql:///dbname?host=/run/dir" (a Unix socket)
  *   int64_t wid = mlc_db_add_workload(db, "matmul", "64,64,64", func, &err);
  *   mlc_db_record r = {.workload_id = wid, .target = "llvm", .trace = json,
  *                      .n_secs = 3, .secs = secs, .round = 1};
@@ -43,6 +46,15 @@
  * around the API, or migrated: export and import into a new database
  * gives it one).
  *
+ * Backends. The string given to mlc_db_open picks one: a postgresql:// or
+ * postgres:// URL (libpq's syntax) a PostgreSQL server, anything else an
+ * SQLite file. Both hold the same schema (PostgreSQL types: BIGINT
+ * identity ids, DOUBLE PRECISION, BYTEA) and behave the same; on a server,
+ * concurrent jobs' batches are transactions, a trace two jobs commit at
+ * once is stored once (the unique key), readers never wait for writers
+ * (MVCC), and a batch a deadlock aborted is run again. Messages name the
+ * URL without its password. A build without libpq refuses URLs.
+ *
  * Strings returned in records and workloads live in the arena passed in.
  */
 #ifndef MLC_DB_H
@@ -62,9 +74,14 @@ typedef enum mlc_db_mode {
   MLC_DB_EXISTING, /* the file must exist (tools reading a database) */
 } mlc_db_mode;
 
+/* path: a file or a postgresql:// URL. A server database must exist; with
+ * MLC_DB_EXISTING it must also hold the schema already. */
 mlc_db *mlc_db_open(const char *path, mlc_db_mode mode, mlc_error *err);
 void mlc_db_close(mlc_db *db);
+/* The file, or the URL without its password. */
 const char *mlc_db_path(const mlc_db *db);
+/* Whether spec names a server (postgresql:// or postgres://), not a file. */
+bool mlc_db_is_url(const char *spec);
 /* The schema version the file had when opened (before any migration). */
 int mlc_db_opened_version(const mlc_db *db);
 
@@ -104,7 +121,11 @@ typedef struct mlc_db_record {
   int64_t workload_id;
   const char *target;  /* normalized by commit */
   const char *trace;   /* trace JSON (stored canonical) */
-  const char *trace_hash; /* set by queries; computed by commit */
+  /* Set by queries. Commit computes it from `trace` (parsed, written
+   * canonical) unless given: then `trace` must already be the canonical
+   * text (mlc_trace_to_json's) and this its hash (mlc_trace_hash's, 16
+   * lowercase hex digits), as the tuner has them; neither is re-derived. */
+  const char *trace_hash;
   int n_secs;
   const double *secs;  /* seconds per call per repeat; n_secs == 0 with an error */
   double mean_sec;     /* set by queries (0 with an error) */

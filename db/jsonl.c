@@ -12,39 +12,48 @@ static void put_opt_string(mlc_str *s, const char *v) {
   else mlc_str_puts(s, "null");
 }
 
-static const char *text_or(sqlite3_stmt *st, int i, const char *dflt) {
-  const char *t = (const char *)sqlite3_column_text(st, i);
+static const char *text_or(mlc_db *db, db_stmt *st, int i, const char *dflt) {
+  const char *t = db->be->column_text(st, i);
   return t ? t : dflt;
 }
 
+/* The export line of the row st is on. */
+static void put_line(mlc_str *line, mlc_db *db, db_stmt *st) {
+  const db_backend *be = db->be;
+  mlc_str_clear(line);
+  mlc_str_puts(line, "{\"task\":");
+  put_opt_string(line, be->column_text(st, 0));
+  mlc_str_puts(line, ",\"shape\":");
+  put_opt_string(line, be->column_text(st, 1));
+  mlc_str_puts(line, ",\"workload\":");
+  mlc_json_write_string(line, text_or(db, st, 2, ""));
+  mlc_str_puts(line, ",\"target\":");
+  mlc_json_write_string(line, text_or(db, st, 3, ""));
+  mlc_str_printf(line, ",\"trace\":%s,\"run_secs\":%s,\"error\":", text_or(db, st, 4, "null"),
+                 text_or(db, st, 5, "[]"));
+  put_opt_string(line, be->column_text(st, 6));
+  mlc_str_puts(line, ",\"sched_hash\":");
+  put_opt_string(line, be->column_text(st, 7));
+  mlc_str_puts(line, "}\n");
+}
+
 int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err) {
-  sqlite3_stmt *st = db_prepare(db,
-                                "SELECT w.task, w.shape, w.ir, r.target, r.trace, r.run_secs,"
-                                " r.error, r.sched_hash FROM records r"
-                                " JOIN workloads w ON w.id = r.workload_id"
-                                " WHERE ?1 IS NULL OR w.task = ?1 ORDER BY r.id",
-                                err);
+  db_stmt *st = db_prepare(db,
+                           "SELECT w.task, w.shape, w.ir, r.target, r.trace, r.run_secs,"
+                           " r.error, r.sched_hash FROM records r"
+                           " JOIN workloads w ON w.id = r.workload_id"
+                           " WHERE ?1 IS NULL OR w.task = ?1 ORDER BY r.id",
+                           err);
   if (!st) return -1;
-  db_bind_text(st, 1, task);
+  if (!db_bind_text(db, st, 1, task)) {
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: exporting: out of memory", db->path), -1;
+  }
   mlc_str line = {0};
   int64_t n = 0;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    mlc_str_clear(&line);
-    mlc_str_puts(&line, "{\"task\":");
-    put_opt_string(&line, (const char *)sqlite3_column_text(st, 0));
-    mlc_str_puts(&line, ",\"shape\":");
-    put_opt_string(&line, (const char *)sqlite3_column_text(st, 1));
-    mlc_str_puts(&line, ",\"workload\":");
-    mlc_json_write_string(&line, text_or(st, 2, ""));
-    mlc_str_puts(&line, ",\"target\":");
-    mlc_json_write_string(&line, text_or(st, 3, ""));
-    mlc_str_printf(&line, ",\"trace\":%s,\"run_secs\":%s,\"error\":", text_or(st, 4, "null"),
-                   text_or(st, 5, "[]"));
-    put_opt_string(&line, (const char *)sqlite3_column_text(st, 6));
-    mlc_str_puts(&line, ",\"sched_hash\":");
-    put_opt_string(&line, (const char *)sqlite3_column_text(st, 7));
-    mlc_str_puts(&line, "}\n");
+  while ((rc = db->be->step(st)) == 1) {
+    put_line(&line, db, st);
     if (fputs(line.data, out) == EOF) {
       mlc_error_set(err, "writing the export: %s", strerror(errno));
       n = -1;
@@ -52,8 +61,8 @@ int64_t mlc_db_export(mlc_db *db, const char *task, FILE *out, mlc_error *err) {
     }
     n++;
   }
-  if (n >= 0 && rc != SQLITE_DONE) n = -1, db_fail(db, err, "exporting");
-  sqlite3_finalize(st);
+  if (n >= 0 && rc < 0) n = -1, db_fail(db, err, "exporting");
+  db->be->finalize(st);
   mlc_str_free(&line);
   return n;
 }
@@ -140,17 +149,23 @@ static bool blank(const char *p, size_t n) {
   return true;
 }
 
-bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
-                   mlc_error *err) {
-  if (!db_exec(db, "BEGIN IMMEDIATE", err)) return false;
-  int64_t added = 0, dup = 0;
+typedef struct import_ctx {
+  const char *text;
+  size_t len;
+  int64_t added, dup;
+} import_ctx;
+
+/* Every line into the open transaction. */
+static bool import_body(mlc_db *db, void *ctx, mlc_error *err) {
+  import_ctx *c = ctx;
+  c->added = c->dup = 0;
   size_t pos = 0;
   int lineno = 0;
   bool ok = true;
-  while (ok && pos < len) {
-    const char *line = text + pos;
-    const char *nl = memchr(line, '\n', len - pos);
-    size_t n = nl ? (size_t)(nl - line) : len - pos;
+  while (ok && pos < c->len) {
+    const char *line = c->text + pos;
+    const char *nl = memchr(line, '\n', c->len - pos);
+    size_t n = nl ? (size_t)(nl - line) : c->len - pos;
     pos += n + (nl ? 1 : 0);
     lineno++;
     if (blank(line, n)) continue;
@@ -159,15 +174,17 @@ bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, i
     ok = import_line(db, a, line, n, &was_added, err);
     mlc_arena_free(a);
     if (!ok) mlc_error_prefix(err, "line %d", lineno);
-    added += was_added;
-    dup += ok && !was_added;
+    c->added += was_added;
+    c->dup += ok && !was_added;
   }
-  if (ok && !db_exec(db, "COMMIT", err)) ok = false;
-  if (!ok) {
-    sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
-    return false;
-  }
-  if (n_added) *n_added = added;
-  if (n_dup) *n_dup = dup;
+  return ok;
+}
+
+bool mlc_db_import(mlc_db *db, const char *text, size_t len, int64_t *n_added, int64_t *n_dup,
+                   mlc_error *err) {
+  import_ctx c = {text, len, 0, 0};
+  if (!db_transaction(db, import_body, &c, err)) return false;
+  if (n_added) *n_added = c.added;
+  if (n_dup) *n_dup = c.dup;
   return true;
 }

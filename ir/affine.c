@@ -38,7 +38,8 @@ bool mlc_expr_is_quasi_affine(const mlc_expr *e) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: return false;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: return false;
   }
   mlc_unreachable();
 }
@@ -358,7 +359,8 @@ static bool am_norm(am_ctx *c, const mlc_expr *e, am_sum *out) {
   case MLC_EXPR_SELECT:
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
   /* Anything else is affine only as a value the loops do not change. */
   if (mlc_expr_any(e, am_is_loop_var, c)) return false;

@@ -192,6 +192,11 @@ static mlc_expr *copy_subst(mlc_arena *a, const mlc_expr *e, int n, mlc_var **fr
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       c->call.args[i] = copy_subst(a, e->call.args[i], n, from, blk);
     return c;
+  case MLC_EXPR_CALL_EXTERN:
+    c->ext.kids = MLC_NEW_ARRAY(a, mlc_expr *, e->ext.n_kids ? e->ext.n_kids : 1);
+    for (int i = 0; i < e->ext.n_kids; i++)
+      c->ext.kids[i] = copy_subst(a, e->ext.kids[i], n, from, blk);
+    return c;
   }
   mlc_unreachable();
 }

@@ -148,6 +148,13 @@ static size_t size_expr(const mlc_expr *e) {
     n += size_ptrs(mlc_intrin_nargs(e->call.op));
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) n += size_expr(e->call.args[i]);
     return n;
+  case MLC_EXPR_CALL_EXTERN:
+    n += size_str(e->ext.name) + ALIGN8(sizeof(mlc_xarg) * (size_t)(e->ext.n_args ? e->ext.n_args : 1));
+    n += size_ptrs(e->ext.n_kids);
+    for (int i = 0; i < e->ext.n_args; i++)
+      if (e->ext.args[i].buf) n += size_buf(e->ext.args[i].buf);
+    for (int i = 0; i < e->ext.n_kids; i++) n += size_expr(e->ext.kids[i]);
+    return n;
   }
   mlc_unreachable();
 }
@@ -314,6 +321,15 @@ static mlc_expr *cp_expr(copier *c, const mlc_expr *e) {
     return n;
   case MLC_EXPR_CALL:
     n->call.args = cp_exprs(c, e->call.args, mlc_intrin_nargs(e->call.op));
+    return n;
+  case MLC_EXPR_CALL_EXTERN:
+    n->ext.name = cp_str(c, e->ext.name);
+    n->ext.args = CP_ARRAY(c, mlc_xarg, e->ext.n_args ? e->ext.n_args : 1);
+    for (int i = 0; i < e->ext.n_args; i++) {
+      n->ext.args[i] = e->ext.args[i];
+      if (e->ext.args[i].buf) n->ext.args[i].buf = cp_buf(c, e->ext.args[i].buf);
+    }
+    n->ext.kids = cp_exprs(c, e->ext.kids, e->ext.n_kids);
     return n;
   }
   mlc_unreachable();
@@ -565,6 +581,12 @@ static mlc_expr *sb_expr(subst *su, mlc_expr *e) {
     n = dup_expr(su, e);
     n->call.args = arr;
     return n;
+  case MLC_EXPR_CALL_EXTERN:
+    arr = sb_exprs(su, e->ext.kids, e->ext.n_kids);
+    if (!arr) return e;
+    n = dup_expr(su, e);
+    n->ext.kids = arr;
+    return n;
   }
   mlc_unreachable();
 }
@@ -782,6 +804,9 @@ void mlc_expr_visit(const mlc_expr *e, void (*fn)(const mlc_expr *e, void *ud), 
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) mlc_expr_visit(e->call.args[i], fn, ud);
     return;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++) mlc_expr_visit(e->ext.kids[i], fn, ud);
+    return;
   }
   mlc_unreachable();
 }
@@ -822,6 +847,10 @@ bool mlc_expr_any(const mlc_expr *e, bool (*fn)(const mlc_expr *e, void *ud), vo
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       if (mlc_expr_any(e->call.args[i], fn, ud)) return true;
+    return false;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++)
+      if (mlc_expr_any(e->ext.kids[i], fn, ud)) return true;
     return false;
   }
   mlc_unreachable();
@@ -900,6 +929,12 @@ static mlc_expr *map_children(mlc_arena *a, mlc_expr *e, mlc_expr_map_fn fn, voi
     n = mlc_arena_memdup(a, e, sizeof *e);
     n->call.args = xs;
     return n;
+  case MLC_EXPR_CALL_EXTERN:
+    xs = mlc_exprs_map(a, e->ext.kids, e->ext.n_kids, fn, ud);
+    if (xs == e->ext.kids) return e;
+    n = mlc_arena_memdup(a, e, sizeof *e);
+    n->ext.kids = xs;
+    return n;
   }
   mlc_unreachable();
 }
@@ -949,6 +984,10 @@ bool mlc_expr_uses_var(const mlc_expr *e, const mlc_var *v) {
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       if (mlc_expr_uses_var(e->call.args[i], v)) return true;
+    return false;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++)
+      if (mlc_expr_uses_var(e->ext.kids[i], v)) return true;
     return false;
   }
   mlc_unreachable();

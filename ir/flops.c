@@ -49,6 +49,11 @@ static double expr_flops(const mlc_expr *e) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) n += expr_flops(e->call.args[i]);
     return n;
   }
+  case MLC_EXPR_CALL_EXTERN: { /* what the function does is unknown: its arguments only */
+    double n = 0;
+    for (int i = 0; i < e->ext.n_kids; i++) n += expr_flops(e->ext.kids[i]);
+    return n;
+  }
   }
   mlc_unreachable();
 }

@@ -27,6 +27,7 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,7 +92,25 @@ struct enode {
   access acc;
   const char *what;  /* operation name, for messages */
   const char *block; /* enclosing block, for messages */
+  const struct xcall *x; /* CALL_EXTERN */
 };
+
+/* One argument of a T.call_extern as compiled. */
+typedef struct xcarg {
+  mlc_xarg_kind kind;
+  const enode *value;  /* VALUE */
+  access first, last;  /* PTR: the region's first and last points */
+  int64_t stride;      /* STRIDE */
+} xcarg;
+
+typedef struct xcall {
+  const char *name;
+  mlc_extern_fn fn;
+  void *ud;
+  int n;
+  xcarg *args;
+  mlc_extern_val *vals; /* scratch for one call (the interpreter is serial) */
+} xcall;
 
 /* A statement node. */
 struct snode {
@@ -448,6 +467,39 @@ LOAD_KERNELS(i64, int64_t, int64_t, AS_IS)
 LOAD_KERNELS(i8, int64_t, int8_t, AS_IS)
 LOAD_KERNELS(b, int64_t, uint8_t, NONZERO)
 
+/* ---- external calls -------------------------------------------------------- */
+
+static double call_extern(const enode *n, ctx *c) {
+  const xcall *x = n->x;
+  for (int i = 0; i < x->n; i++) {
+    const xcarg *a = &x->args[i];
+    mlc_extern_val *v = &x->vals[i];
+    switch (a->kind) {
+    case MLC_XARG_VALUE:
+      v->is_float = mlc_dtype_is_float(a->value->dtype);
+      if (v->is_float) v->f = EF(a->value);
+      else v->i = EI(a->value);
+      break;
+    case MLC_XARG_PTR: {
+      int64_t off = flat_index(&a->first, c, "pointer to");
+      (void)flat_index(&a->last, c, "pointer to");
+      v->p = c->bufs[a->first.buf] + off * mlc_dtype_bytes(a->first.b->dtype);
+      break;
+    }
+    case MLC_XARG_STRIDE: v->i = a->stride; break;
+    }
+  }
+  return x->fn(x->ud, x->n, x->vals);
+}
+
+static int64_t k_extern_i(const enode *n, ctx *c) {
+  return wrap_to(n->dtype, (uint64_t)(int64_t)call_extern(n, c));
+}
+static float k_extern_f(const enode *n, ctx *c) {
+  float v = (float)call_extern(n, c);
+  return n->dtype == MLC_FLOAT16 ? round_half(v) : v;
+}
+
 /* ---- statement kernels ---------------------------------------------------- */
 
 static void x_for(const snode *s, ctx *c) {
@@ -721,7 +773,8 @@ static bool to_affine(compiler *cc, const mlc_expr *e, mlc_dtype t, affine *out)
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: return false; /* evaluated as an expression */
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: return false; /* evaluated as an expression */
   }
   mlc_unreachable();
 }
@@ -888,7 +941,8 @@ static ifn int_arith(compiler *cc, mlc_expr_kind k, mlc_dtype t) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
 #undef PICK
   cfail(cc, "internal: %s is not integer arithmetic", mlc_expr_kind_name(k));
@@ -920,7 +974,8 @@ static ffn float_arith(compiler *cc, mlc_expr_kind k, bool half) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
   cfail(cc, "internal: %s is not float arithmetic", mlc_expr_kind_name(k));
 }
@@ -951,7 +1006,8 @@ static ifn compare_fn(mlc_expr_kind k, bool fl) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
   mlc_unreachable();
 }
@@ -1021,6 +1077,87 @@ static const enode *c_call(compiler *cc, const mlc_expr *e) {
   return convert(cc, n, e->dtype);
 }
 
+/* The registry of functions T.call_extern reaches in the interpreter. */
+enum { MAX_EXTERNS = 64 };
+static struct {
+  char name[64];
+  mlc_extern_fn fn;
+  void *ud;
+} externs[MAX_EXTERNS];
+static int n_externs;
+static pthread_mutex_t externs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool mlc_interp_register_extern(const char *name, mlc_extern_fn fn, void *ud) {
+  if (strlen(name) >= sizeof externs[0].name) return false;
+  bool ok = false;
+  pthread_mutex_lock(&externs_mu);
+  int i = 0;
+  while (i < n_externs && strcmp(externs[i].name, name) != 0) i++;
+  if (i < MAX_EXTERNS) {
+    if (i == n_externs) n_externs++;
+    strcpy(externs[i].name, name);
+    externs[i].fn = fn;
+    externs[i].ud = ud;
+    ok = true;
+  }
+  pthread_mutex_unlock(&externs_mu);
+  return ok;
+}
+
+static bool find_extern(const char *name, mlc_extern_fn *fn, void **ud) {
+  bool found = false;
+  pthread_mutex_lock(&externs_mu);
+  for (int i = 0; i < n_externs && !found; i++)
+    if (strcmp(externs[i].name, name) == 0) {
+      *fn = externs[i].fn;
+      *ud = externs[i].ud;
+      found = externs[i].fn != NULL;
+    }
+  pthread_mutex_unlock(&externs_mu);
+  return found;
+}
+
+static const enode *c_extern(compiler *cc, const mlc_expr *e) {
+  xcall *x = MLC_NEW(cc->a, xcall);
+  x->name = e->ext.name;
+  if (!find_extern(e->ext.name, &x->fn, &x->ud))
+    cfail(cc, "T.call_extern in block \"%s\": no function \"%s\" is registered with the "
+              "interpreter", cc->block, e->ext.name);
+  x->n = e->ext.n_args;
+  x->args = MLC_NEW_ARRAY(cc->a, xcarg, x->n ? x->n : 1);
+  x->vals = MLC_NEW_ARRAY(cc->a, mlc_extern_val, x->n ? x->n : 1);
+  memset(x->args, 0, sizeof(xcarg) * (size_t)(x->n ? x->n : 1));
+  memset(x->vals, 0, sizeof(mlc_extern_val) * (size_t)(x->n ? x->n : 1));
+  for (int i = 0; i < x->n; i++) {
+    const mlc_xarg *a = &e->ext.args[i];
+    xcarg *o = &x->args[i];
+    o->kind = a->kind;
+    x->vals[i].kind = a->kind;
+    switch (a->kind) {
+    case MLC_XARG_VALUE: o->value = cexpr(cc, e->ext.kids[a->kid]); break;
+    case MLC_XARG_PTR: {
+      int nd = a->buf->ndim;
+      mlc_expr **mins = e->ext.kids + a->kid, **exts = mins + nd;
+      mlc_expr **last = MLC_NEW_ARRAY(cc->a, mlc_expr *, nd ? nd : 1);
+      for (int d = 0; d < nd; d++)
+        last[d] = mlc_sub(cc->a, mlc_add(cc->a, mins[d], exts[d]), mlc_int_t(cc->a, mins[d]->dtype, 1));
+      o->first = compile_access(cc, a->buf, mins);
+      o->last = compile_access(cc, a->buf, last);
+      x->vals[i].dtype = a->buf->dtype;
+      break;
+    }
+    case MLC_XARG_STRIDE:
+      o->stride = 1;
+      for (int d = a->buf->ndim - 1; d > a->dim; d--) o->stride *= a->buf->shape[d];
+      break;
+    }
+  }
+  enode *n = isf(e->dtype) ? enew_f(cc, e->dtype, k_extern_f) : enew_i(cc, e->dtype, k_extern_i);
+  n->x = x;
+  n->what = e->ext.name;
+  return n;
+}
+
 static const enode *c_imm(compiler *cc, const mlc_expr *e) {
   bool from_int = e->kind == MLC_EXPR_INT_IMM;
   if (isf(e->dtype)) {
@@ -1086,6 +1223,7 @@ static const enode *cexpr(compiler *cc, const mlc_expr *e) {
   case MLC_EXPR_LOAD: return c_load(cc, e);
   case MLC_EXPR_CAST: return convert(cc, cexpr(cc, e->cast.value), e->dtype);
   case MLC_EXPR_CALL: return c_call(cc, e);
+  case MLC_EXPR_CALL_EXTERN: return c_extern(cc, e);
   }
   mlc_unreachable();
 }

@@ -247,6 +247,29 @@ mlc_expr *mlc_call(mlc_arena *a, mlc_intrin op, mlc_expr **args) {
   return e;
 }
 
+mlc_expr *mlc_call_extern(mlc_arena *a, mlc_dtype ret, const char *name, int n_args,
+                          const mlc_xarg *args, int n_kids, mlc_expr **kids) {
+  mlc_expr *e = expr_new(a, MLC_EXPR_CALL_EXTERN, ret);
+  e->ext.name = mlc_arena_strdup(a, name);
+  e->ext.n_args = n_args;
+  e->ext.args = n_args ? mlc_arena_memdup(a, args, sizeof(mlc_xarg) * (size_t)n_args) : NULL;
+  e->ext.n_kids = n_kids;
+  e->ext.kids = n_kids ? mlc_arena_memdup(a, kids, sizeof(mlc_expr *) * (size_t)n_kids) : NULL;
+  return e;
+}
+
+mlc_region mlc_xarg_region(mlc_arena *a, const mlc_expr *e, int arg) {
+  const mlc_xarg *x = &e->ext.args[arg];
+  MLC_ASSERT(x->kind == MLC_XARG_PTR);
+  int nd = x->buf->ndim;
+  mlc_region r = {x->buf, MLC_NEW_ARRAY(a, mlc_range, nd ? nd : 1)};
+  for (int d = 0; d < nd; d++) {
+    r.ranges[d].min = e->ext.kids[x->kid + d];
+    r.ranges[d].extent = e->ext.kids[x->kid + nd + d];
+  }
+  return r;
+}
+
 bool mlc_expr_is_const_int(const mlc_expr *e, int64_t *v) {
   if (e->kind != MLC_EXPR_INT_IMM) return false;
   if (v) *v = e->int_val;

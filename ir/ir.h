@@ -121,6 +121,39 @@ typedef struct mlc_buffer {
   const char *scope; /* "global", "shared", "local", or e.g. "global.A_reg" */
 } mlc_buffer;
 
+typedef struct mlc_range {
+  mlc_expr *min;
+  mlc_expr *extent;
+} mlc_range;
+
+/* One argument of T.call_extern. Buffer pointers and strides may appear
+ * only as direct arguments, so that every pass sees which part of a
+ * buffer the external function touches:
+ *   VALUE   any expression, passed by value (int or float)
+ *   PTR     T.access_ptr(C[vi * 16:vi * 16 + 16, 0:16], "w"): the address
+ *           of the region's first element; the function may touch the
+ *           whole region (bounds checked, counted by region analysis and
+ *           by lowering's compaction) as `access` says
+ *   STRIDE  C.strides[d]: the element stride of dimension d in C's layout
+ *           as the code runs (the declared row-major shape in the
+ *           interpreter, the compacted one in generated code). */
+typedef enum mlc_xarg_kind {
+  MLC_XARG_VALUE,
+  MLC_XARG_PTR,
+  MLC_XARG_STRIDE,
+} mlc_xarg_kind;
+
+enum { MLC_ACCESS_READ = 1, MLC_ACCESS_WRITE = 2 };
+
+typedef struct mlc_xarg {
+  mlc_xarg_kind kind;
+  mlc_buffer *buf; /* PTR, STRIDE */
+  int access;      /* PTR: MLC_ACCESS_READ | MLC_ACCESS_WRITE bits */
+  int dim;         /* STRIDE: 0 <= dim < buf->ndim */
+  int kid;         /* VALUE: index of its expression in kids; PTR: index of its
+                      region (buf->ndim mins, then buf->ndim extents) */
+} mlc_xarg;
+
 struct mlc_expr {
   mlc_expr_kind kind;
   mlc_dtype dtype; /* result type; comparisons and and/or/not are bool */
@@ -133,13 +166,19 @@ struct mlc_expr {
     struct { mlc_buffer *buf; mlc_expr **indices; } load; /* buf->ndim indices */
     struct { mlc_expr *value; } cast;              /* to dtype */
     struct { mlc_intrin op; mlc_expr **args; } call; /* mlc_intrin_nargs(op) args */
+    /* CALL_EXTERN: dtype is the C function's return type. Every
+     * sub-expression is in kids (n_kids), so walkers treat them as one
+     * list; args say how the call passes them. */
+    struct {
+      const char *name;
+      int n_args;
+      mlc_xarg *args;
+      int n_kids;
+      mlc_expr **kids;
+    } ext;
   };
 };
 
-typedef struct mlc_range {
-  mlc_expr *min;
-  mlc_expr *extent;
-} mlc_range;
 
 /* A rectangular part of a buffer: buf->ndim ranges. A point access has
  * extent 1 in every dimension. */
@@ -278,6 +317,12 @@ mlc_expr *mlc_if_then_else(mlc_arena *a, mlc_expr *c, mlc_expr *t, mlc_expr *f);
 mlc_expr *mlc_load(mlc_arena *a, mlc_buffer *b, mlc_expr **indices); /* copies array */
 mlc_expr *mlc_cast(mlc_arena *a, mlc_dtype t, mlc_expr *x);
 mlc_expr *mlc_call(mlc_arena *a, mlc_intrin op, mlc_expr **args); /* copies array */
+/* added by tensorize: T.call_extern(dtype, name, args...). Copies both
+ * arrays; kids as mlc_xarg.kid describes. */
+mlc_expr *mlc_call_extern(mlc_arena *a, mlc_dtype ret, const char *name, int n_args,
+                          const mlc_xarg *args, int n_kids, mlc_expr **kids);
+/* The region a PTR argument of e points at (ranges in e's kids). */
+mlc_region mlc_xarg_region(mlc_arena *a, const mlc_expr *e, int arg);
 bool mlc_expr_is_const_int(const mlc_expr *e, int64_t *v);
 
 mlc_stmt *mlc_for_new(mlc_arena *a, mlc_var *v, mlc_expr *min, mlc_expr *extent,
@@ -531,6 +576,23 @@ bool mlc_interp_run(const mlc_prim_func *f, mlc_array *args, mlc_error *err);
 /* The same with the argument count given and checked
  * against f->n_params. */
 bool mlc_interp_run_n(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err);
+
+/* added by tensorize: the functions T.call_extern reaches in the
+ * interpreter. A call passes each argument as an mlc_extern_val (VALUE:
+ * is_float says whether f or i holds it; PTR: p points at the region's
+ * first element, of dtype; STRIDE: i) and converts the double returned to
+ * the call's dtype. Registering a name again replaces its function; up to
+ * 64 names. False when the table is full or the name too long. */
+typedef struct mlc_extern_val {
+  mlc_xarg_kind kind;
+  bool is_float;
+  int64_t i;
+  double f;
+  void *p;
+  mlc_dtype dtype; /* PTR: element type */
+} mlc_extern_val;
+typedef double (*mlc_extern_fn)(void *ud, int n, const mlc_extern_val *args);
+bool mlc_interp_register_extern(const char *name, mlc_extern_fn fn, void *ud);
 
 mlc_array *mlc_array_new(mlc_dtype t, int ndim, const int64_t *shape); /* zeroed heap */
 mlc_array *mlc_array_for_buffer(const mlc_buffer *b);

@@ -248,6 +248,7 @@ static mlc_stmt *expr_stmt(mlc_parser *p, binfo *bi, bool ft, pnode *n) {
   }
   if (strcmp(f, "T.evaluate") == 0)
     return mlc_evaluate_new(p->a, mlc_parse_lower(p, one_arg(p, n, f, "value")));
+  if (strcmp(f, "T.call_extern") == 0) return mlc_evaluate_new(p->a, mlc_parse_lower(p, n));
   /* Reports unknown functions, undefined names and the like first. */
   mlc_parse_lower(p, n);
   mlc_parse_fail(p, n->t, "%s(...) is not a statement; wrap it in T.evaluate(...)", f);

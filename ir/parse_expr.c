@@ -796,6 +796,92 @@ static const char *const stmt_funcs[] = {
     "T.axis.R", "T.axis.remap", "range",
 };
 
+/* ---- T.call_extern ---------------------------------------------------------- */
+
+typedef struct xargs {
+  MLC_VEC(mlc_xarg) args;
+  MLC_VEC(mlc_expr *) kids;
+} xargs;
+
+static bool is_c_name(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9')) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9')))
+      return false;
+  return true;
+}
+
+static int access_mask(mlc_parser *p, const pnode *n) {
+  const char *m = mlc_parse_string(p, n, "an access mask");
+  if (strcmp(m, "r") == 0) return MLC_ACCESS_READ;
+  if (strcmp(m, "w") == 0) return MLC_ACCESS_WRITE;
+  if (strcmp(m, "rw") == 0) return MLC_ACCESS_READ | MLC_ACCESS_WRITE;
+  mlc_parse_fail(p, n->t, "expected access mask \"r\", \"w\" or \"rw\", got \"%s\"", m);
+}
+
+static void push_ptr(mlc_parser *p, xargs *x, mlc_region r, int access) {
+  mlc_xarg a = {.kind = MLC_XARG_PTR, .buf = r.buf, .access = access, .kid = x->kids.len};
+  for (int d = 0; d < r.buf->ndim; d++) MLC_VEC_APUSH(p->a, x->kids, r.ranges[d].min);
+  for (int d = 0; d < r.buf->ndim; d++) MLC_VEC_APUSH(p->a, x->kids, r.ranges[d].extent);
+  MLC_VEC_APUSH(p->a, x->args, a);
+}
+
+/* One argument: T.access_ptr(C[0:16, 0:16], "w"), C.access_ptr("w") (the
+ * whole buffer), C.strides[0], or a value. */
+static void extern_arg(mlc_parser *p, xargs *x, pnode *n) {
+  const char *f = n->kind == PN_CALL ? mlc_parse_dotted(p, n->x) : NULL;
+  if (f && strcmp(f, "T.access_ptr") == 0) {
+    want_args(p, n, f, 2);
+    push_ptr(p, x, mlc_parse_region(p, n->items[0]), access_mask(p, n->items[1]));
+    return;
+  }
+  if (n->kind == PN_CALL && n->x->kind == PN_ATTR && strcmp(n->x->s, "access_ptr") == 0) {
+    mlc_buffer *b = mlc_parse_buffer_ref(p, n->x->x);
+    want_args(p, n, "access_ptr", 1);
+    mlc_region r = {b, MLC_NEW_ARRAY(p->a, mlc_range, b->ndim ? b->ndim : 1)};
+    for (int d = 0; d < b->ndim; d++)
+      r.ranges[d] = (mlc_range){mlc_int(p->a, 0), mlc_int_t(p->a, int_fits(MLC_INT32, b->shape[d])
+                                                                        ? MLC_INT32 : MLC_INT64,
+                                                               b->shape[d])};
+    push_ptr(p, x, r, access_mask(p, n->items[0]));
+    return;
+  }
+  if (n->kind == PN_INDEX && n->x->kind == PN_ATTR && strcmp(n->x->s, "strides") == 0) {
+    mlc_buffer *b = mlc_parse_buffer_ref(p, n->x->x);
+    if (n->n != 1 || n->items[0]->kind != PN_INT)
+      mlc_parse_fail(p, n->t, "expected %s.strides[<dimension>]", b->name);
+    if (n->items[0]->i < 0 || n->items[0]->i >= b->ndim)
+      mlc_parse_fail(p, n->items[0]->t, "buffer %s has %d dimension%s, no stride %lld", b->name,
+                     b->ndim, b->ndim == 1 ? "" : "s", (long long)n->items[0]->i);
+    mlc_xarg a = {.kind = MLC_XARG_STRIDE, .buf = b, .dim = (int)n->items[0]->i};
+    MLC_VEC_APUSH(p->a, x->args, a);
+    return;
+  }
+  mlc_expr *v = mlc_parse_lower(p, n);
+  if (v->dtype == MLC_BOOL) mlc_parse_fail(p, n->t, "T.call_extern cannot pass a bool");
+  mlc_xarg a = {.kind = MLC_XARG_VALUE, .kid = x->kids.len};
+  MLC_VEC_APUSH(p->a, x->kids, v);
+  MLC_VEC_APUSH(p->a, x->args, a);
+}
+
+/* T.call_extern("float32", "name", args...) */
+static mlc_expr *lower_extern(mlc_parser *p, pnode *n) {
+  const char *f = "T.call_extern";
+  for (int i = 0; i < n->n; i++)
+    if (n->kws[i])
+      mlc_parse_fail(p, n->items[i]->t, "%s got an unexpected keyword argument '%s'", f, n->kws[i]);
+  if (n->n < 2) mlc_parse_fail(p, n->t, "%s takes a dtype, a function name and its arguments", f);
+  mlc_dtype t = mlc_parse_dtype(p, n->items[0]);
+  if (t == MLC_BOOL) mlc_parse_fail(p, n->items[0]->t, "%s cannot return bool", f);
+  const char *name = mlc_parse_string(p, n->items[1], "a function name");
+  if (!is_c_name(name))
+    mlc_parse_fail(p, n->items[1]->t, "\"%s\" is not a C function name", name);
+  xargs x = {0};
+  for (int i = 2; i < n->n; i++) extern_arg(p, &x, n->items[i]);
+  return mlc_call_extern(p->a, t, name, x.args.len, x.args.data, x.kids.len, x.kids.data);
+}
+
 static mlc_expr *lower_call(mlc_parser *p, pnode *n) {
   const char *f = mlc_parse_dotted(p, n->x);
   if (!f) mlc_parse_fail(p, n->t, "expected a function name before '('");
@@ -834,6 +920,9 @@ static mlc_expr *lower_call(mlc_parser *p, pnode *n) {
     return check_dtype(p, f, dt_node, dt,
                        f[2] == 'i' ? mlc_if_then_else(p->a, c, t, e) : mlc_select(p->a, c, t, e));
   }
+  if (strcmp(f, "T.call_extern") == 0) return lower_extern(p, n);
+  if (strcmp(f, "T.access_ptr") == 0)
+    mlc_parse_fail(p, n->t, "T.access_ptr is only allowed as an argument of T.call_extern");
   mlc_intrin op;
   if (strncmp(f, "T.", 2) == 0 && mlc_intrin_from_name(f + 2, &op))
     return lower_intrin(p, n, f, op);

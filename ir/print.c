@@ -278,6 +278,40 @@ static void print_args(printer *p, int n, mlc_expr *const *args) {
   }
 }
 
+static void print_region(printer *p, const mlc_region *r);
+
+static const char *access_mask(int access) {
+  return access == MLC_ACCESS_READ ? "r" : access == MLC_ACCESS_WRITE ? "w" : "rw";
+}
+
+/* T.call_extern("int32", "f", T.access_ptr(C[0:16, 0:16], "w"), C.strides[0], x) */
+static void print_extern(printer *p, const mlc_expr *e) {
+  mlc_str_printf(p->out, "T.call_extern(\"%s\", \"%s\"", mlc_dtype_name(e->dtype), e->ext.name);
+  for (int i = 0; i < e->ext.n_args; i++) {
+    const mlc_xarg *x = &e->ext.args[i];
+    put(p, ", ");
+    switch (x->kind) {
+    case MLC_XARG_VALUE: print_expr(p, e->ext.kids[x->kid]); break;
+    case MLC_XARG_PTR: {
+      mlc_region r = {x->buf, NULL};
+      mlc_range rs[8];
+      MLC_ASSERT(x->buf->ndim <= 8);
+      for (int d = 0; d < x->buf->ndim; d++)
+        rs[d] = (mlc_range){e->ext.kids[x->kid + d], e->ext.kids[x->kid + x->buf->ndim + d]};
+      r.ranges = rs;
+      put(p, "T.access_ptr(");
+      print_region(p, &r);
+      mlc_str_printf(p->out, ", \"%s\")", access_mask(x->access));
+      break;
+    }
+    case MLC_XARG_STRIDE:
+      mlc_str_printf(p->out, "%s.strides[%d]", buf_name(p, x->buf), x->dim);
+      break;
+    }
+  }
+  put(p, ")");
+}
+
 static void print_infix(printer *p, const mlc_expr *e) {
   int prec = expr_prec(e);
   bool cmp = mlc_expr_kind_is_compare(e->kind);
@@ -353,6 +387,7 @@ static void print_expr(printer *p, const mlc_expr *e) {
     print_args(p, mlc_intrin_nargs(e->call.op), e->call.args);
     put(p, ")");
     return;
+  case MLC_EXPR_CALL_EXTERN: print_extern(p, e); return;
   }
   mlc_unreachable();
 }
@@ -467,6 +502,10 @@ static bool expr_uses_any(const mlc_expr *e, int n, const mlc_stmt *const *loops
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       if (expr_uses_any(e->call.args[i], n, loops)) return true;
+    return false;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++)
+      if (expr_uses_any(e->ext.kids[i], n, loops)) return true;
     return false;
   }
   mlc_unreachable();

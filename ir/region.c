@@ -360,10 +360,8 @@ static mlc_range iv_range(walker *w, const dim_iv *x, int64_t dim_extent) {
 
 /* ---- collecting accesses ------------------------------------------------ */
 
-static void record(walker *w, bool is_write, mlc_buffer *buf, mlc_expr **indices) {
+static void record_dims(walker *w, bool is_write, mlc_buffer *buf, dim_iv *dims) {
   int nd = buf->ndim;
-  dim_iv *dims = MLC_NEW_ARRAY(w->a, dim_iv, nd > 0 ? nd : 1);
-  for (int d = 0; d < nd; d++) dims[d] = analyze_index(w, indices[d]);
   access *acc = is_write ? w->writes.data : w->reads.data;
   int n = is_write ? w->writes.len : w->reads.len;
   for (int i = 0; i < n && !w->each_access; i++)
@@ -374,6 +372,34 @@ static void record(walker *w, bool is_write, mlc_buffer *buf, mlc_expr **indices
   access x = {buf, dims};
   if (is_write) MLC_VEC_APUSH(w->a, w->writes, x);
   else MLC_VEC_APUSH(w->a, w->reads, x);
+}
+
+static void record(walker *w, bool is_write, mlc_buffer *buf, mlc_expr **indices) {
+  int nd = buf->ndim;
+  dim_iv *dims = MLC_NEW_ARRAY(w->a, dim_iv, nd > 0 ? nd : 1);
+  for (int d = 0; d < nd; d++) dims[d] = analyze_index(w, indices[d]);
+  record_dims(w, is_write, buf, dims);
+}
+
+/* A T.access_ptr argument: the external function may touch its whole
+ * region, read or written as its access mask says. */
+static void record_ptr(walker *w, const mlc_expr *e, int arg) {
+  mlc_region r = mlc_xarg_region(w->a, e, arg);
+  int nd = r.buf->ndim;
+  dim_iv *dims = MLC_NEW_ARRAY(w->a, dim_iv, nd > 0 ? nd : 1);
+  for (int d = 0; d < nd; d++) {
+    mlc_range rg = r.ranges[d];
+    dims[d] = analyze_index(w, rg.min);
+    mlc_expr *last = mlc_sub(w->a, mlc_add(w->a, rg.min, rg.extent), mlc_int_t(w->a, rg.min->dtype, 1));
+    dim_iv hi = analyze_index(w, last);
+    iv_union(w, &dims[d], &hi);
+  }
+  int mask = e->ext.args[arg].access;
+  if (mask & MLC_ACCESS_READ) {
+    dim_iv *copy = mlc_arena_memdup(w->a, dims, sizeof(dim_iv) * (size_t)(nd > 0 ? nd : 1));
+    record_dims(w, false, r.buf, copy);
+  }
+  if (mask & MLC_ACCESS_WRITE) record_dims(w, true, r.buf, dims);
 }
 
 static void visit_expr(walker *w, mlc_expr *e) {
@@ -420,6 +446,11 @@ static void visit_expr(walker *w, mlc_expr *e) {
     return;
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) visit_expr(w, e->call.args[i]);
+    return;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_args; i++)
+      if (e->ext.args[i].kind == MLC_XARG_PTR) record_ptr(w, e, i);
+    for (int i = 0; i < e->ext.n_kids; i++) visit_expr(w, e->ext.kids[i]);
     return;
   }
   mlc_unreachable();

@@ -190,6 +190,7 @@ bool arith_expr_equal(const mlc_expr *x, const mlc_expr *y) {
     for (int i = 0; i < mlc_intrin_nargs(x->call.op); i++)
       if (!arith_expr_equal(x->call.args[i], y->call.args[i])) return false;
     return true;
+  case MLC_EXPR_CALL_EXTERN: return x == y; /* two calls may have effects twice */
   }
   mlc_unreachable();
 }
@@ -233,6 +234,10 @@ bool arith_uses_bound_var(const mlc_simplifier *s, const mlc_expr *e) {
   case MLC_EXPR_CALL:
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       if (arith_uses_bound_var(s, e->call.args[i])) return true;
+    return false;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++)
+      if (arith_uses_bound_var(s, e->ext.kids[i])) return true;
     return false;
   }
   mlc_unreachable();
@@ -552,6 +557,7 @@ static bool bounds(mlc_simplifier *s, const mlc_expr *e, int64_t *lo, int64_t *h
   case MLC_EXPR_CAST:
     return cast_bounds(s, e, lo, hi);
   case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN:
     return false;
   }
   mlc_unreachable();
@@ -971,6 +977,21 @@ static mlc_expr *simp_call(mlc_simplifier *s, mlc_expr *e) {
   return changed ? mlc_call(s->a, e->call.op, args) : e;
 }
 
+/* The arguments simplified; the call itself stays. */
+static mlc_expr *simp_extern(mlc_simplifier *s, mlc_expr *e) {
+  mlc_expr **kids = NULL;
+  for (int i = 0; i < e->ext.n_kids; i++) {
+    mlc_expr *k = simp(s, e->ext.kids[i]);
+    if (k == e->ext.kids[i]) continue;
+    if (!kids) kids = mlc_arena_memdup(s->a, e->ext.kids, sizeof(mlc_expr *) * (size_t)e->ext.n_kids);
+    kids[i] = k;
+  }
+  if (!kids) return e;
+  mlc_expr *n = mlc_arena_memdup(s->a, e, sizeof *e);
+  n->ext.kids = kids;
+  return n;
+}
+
 static mlc_expr *simp(mlc_simplifier *s, mlc_expr *e) {
   switch (e->kind) {
   case MLC_EXPR_INT_IMM:
@@ -1009,6 +1030,8 @@ static mlc_expr *simp(mlc_simplifier *s, mlc_expr *e) {
     return simp_cast(s, e);
   case MLC_EXPR_CALL:
     return simp_call(s, e);
+  case MLC_EXPR_CALL_EXTERN:
+    return simp_extern(s, e);
   }
   mlc_unreachable();
 }

@@ -309,6 +309,19 @@ static void put_expr(ser *s, const mlc_expr *e) {
     put_exprs(s, known ? mlc_intrin_nargs(e->call.op) : 0, e->call.args);
     return;
   }
+  case MLC_EXPR_CALL_EXTERN:
+    put_str(s, e->ext.name);
+    put_count(s, e->ext.n_args);
+    for (int i = 0; i < e->ext.n_args; i++) {
+      const mlc_xarg *x = &e->ext.args[i];
+      put_count(s, (int)x->kind);
+      if (x->kind != MLC_XARG_VALUE) use_buf(s, x->buf);
+      put_count(s, x->access);
+      put_count(s, x->dim);
+      put_count(s, x->kid);
+    }
+    put_exprs(s, e->ext.n_kids, e->ext.kids);
+    return;
   }
   /* Unknown kind (ill-formed): its name "?" was written; nothing more. */
 }

@@ -275,6 +275,7 @@ static bool interval(vctx *c, const mlc_expr *e, int64_t *lo, int64_t *hi) {
   case MLC_EXPR_NOT:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN:
     return false;
   }
   mlc_unreachable();
@@ -362,6 +363,7 @@ static bool split_minmax(vctx *c, mlc_expr *e, int sign, mlc_expr **ea, mlc_expr
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN:
     return false;
   }
   mlc_unreachable();
@@ -547,6 +549,59 @@ static bool check_select(vctx *c, mlc_expr *e) {
   return true;
 }
 
+/* A PTR argument: its region lies in the buffer (first and last points). */
+static bool check_ptr_arg(vctx *c, mlc_expr *e, const mlc_xarg *x) {
+  mlc_buffer *b = x->buf;
+  if (!check_access_buffer(c, b, "pointer to")) return false;
+  if (x->access < MLC_ACCESS_READ || x->access > (MLC_ACCESS_READ | MLC_ACCESS_WRITE))
+    return fail(c, "in %s: pointer to \"%s\" with access mask %d", c->where, bname(b), x->access);
+  if (x->kid < 0 || x->kid + 2 * b->ndim > e->ext.n_kids)
+    return fail(c, "in %s: pointer to \"%s\" lacks its region", c->where, bname(b));
+  mlc_expr **mins = e->ext.kids + x->kid, **exts = mins + b->ndim;
+  mlc_expr **last = MLC_NEW_ARRAY(c->a, mlc_expr *, b->ndim ? b->ndim : 1);
+  for (int d = 0; d < b->ndim; d++) {
+    int64_t v;
+    if (!check_int_expr(c, exts[d], "pointer region extent")) return false;
+    if (!mlc_expr_is_const_int(exts[d], &v) || v < 1)
+      return fail(c, "in %s: pointer to \"%s\": region extent %s is not a positive constant",
+                  c->where, bname(b), show(c, exts[d]));
+    if (!check_int_expr(c, mins[d], "pointer region start")) return false;
+    last[d] = mlc_add(c->a, mins[d], mlc_int_t(c->a, mins[d]->dtype, v - 1));
+  }
+  return check_indices(c, b, mins, "pointer to") && check_indices(c, b, last, "pointer to");
+}
+
+/* T.call_extern: each argument well formed, pointers inside their buffers. */
+static bool check_extern(vctx *c, mlc_expr *e) {
+  if (!e->ext.name || !e->ext.name[0])
+    return fail(c, "in %s: call_extern without a function name", c->where);
+  if (e->dtype == MLC_BOOL)
+    return fail(c, "in %s: call_extern \"%s\" returns bool", c->where, e->ext.name);
+  for (int i = 0; i < e->ext.n_args; i++) {
+    const mlc_xarg *x = &e->ext.args[i];
+    switch (x->kind) {
+    case MLC_XARG_VALUE:
+      if (x->kid < 0 || x->kid >= e->ext.n_kids)
+        return fail(c, "in %s: call_extern \"%s\": argument %d has no value", c->where,
+                    e->ext.name, i);
+      if (!check_expr(c, e->ext.kids[x->kid])) return false;
+      if (e->ext.kids[x->kid]->dtype == MLC_BOOL)
+        return fail(c, "in %s: call_extern \"%s\": argument %d is bool", c->where, e->ext.name, i);
+      break;
+    case MLC_XARG_PTR:
+      if (!check_ptr_arg(c, e, x)) return false;
+      break;
+    case MLC_XARG_STRIDE:
+      if (!check_access_buffer(c, x->buf, "stride of")) return false;
+      if (x->dim < 0 || x->dim >= x->buf->ndim)
+        return fail(c, "in %s: stride of dimension %d of \"%s\", which has %d", c->where,
+                    x->dim, bname(x->buf), x->buf->ndim);
+      break;
+    }
+  }
+  return true;
+}
+
 static bool check_expr(vctx *c, mlc_expr *e) {
   if (!e) return fail(c, "in %s: missing expression", c->where);
   if ((unsigned)e->kind >= MLC_EXPR_KIND_COUNT)
@@ -611,6 +666,8 @@ static bool check_expr(vctx *c, mlc_expr *e) {
     return check_expr(c, e->cast.value);
   case MLC_EXPR_CALL:
     return check_call(c, e);
+  case MLC_EXPR_CALL_EXTERN:
+    return check_extern(c, e);
   }
   mlc_unreachable();
 }

@@ -66,7 +66,8 @@ static bool linearize(const mlc_expr *e, int64_t scale, affine *f) {
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: return false; /* not affine */
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: return false; /* not affine */
   }
   mlc_unreachable();
 }
@@ -442,8 +443,8 @@ static mlc_stmt *bz_init_nest(mlc_sched *s, const bz_info *z, const bz_iters *t)
   return body;
 }
 
-bool mlc_sched_blockize(mlc_sched *s, mlc_rv lrv, bool preserve_unit_iters, mlc_rv *out,
-                        mlc_error *err) {
+bool sched_blockize(mlc_sched *s, mlc_rv lrv, bool preserve_unit_iters, mlc_block **outer,
+                    mlc_error *err) {
   bz_info z;
   memset(&z, 0, sizeof z);
   if (!bz_check(s, lrv, &z, err)) return false;
@@ -490,6 +491,14 @@ bool mlc_sched_blockize(mlc_sched *s, mlc_rv lrv, bool preserve_unit_iters, mlc_
   mlc_stmt **slot = sched_child_slot(path[depth - 2], z.loop);
   ob->body = z.loop;
   *slot = mlc_realize_new(a, ob, t.out_vals, z.outer_pred);
+  *outer = ob;
+  return true;
+}
+
+bool mlc_sched_blockize(mlc_sched *s, mlc_rv lrv, bool preserve_unit_iters, mlc_rv *out,
+                        mlc_error *err) {
+  mlc_block *ob;
+  if (!sched_blockize(s, lrv, preserve_unit_iters, &ob, err)) return false;
   *out = sched_new_rv(s, MLC_RV_BLOCK, ob, NULL, 0);
   mlc_operand in = MLC_OP_RV(lrv);
   mlc_attr at = sched_attr_bool("preserve_unit_iters", preserve_unit_iters);

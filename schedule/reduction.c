@@ -415,6 +415,7 @@ static bool expr_eq(const mlc_expr *x, const mlc_expr *y) {
     for (int i = 0; i < mlc_intrin_nargs(x->call.op); i++)
       if (!expr_eq(x->call.args[i], y->call.args[i])) return false;
     return true;
+  case MLC_EXPR_CALL_EXTERN: return x == y; /* may have effects: never merged */
   }
   mlc_unreachable();
 }

@@ -241,6 +241,13 @@ static bool do_reduction_kind(replay *r, const mlc_inst *in) {
   return ok && map_outputs(r, in, 1, &out);
 }
 
+static bool do_tensorize(replay *r, const mlc_inst *in) {
+  const mlc_attr *name;
+  mlc_rv x = -1;
+  return in_rv(r, in, 0, &x) && attr_of(r, in, "intrin", MLC_ATTR_STR, &name) &&
+         mlc_sched_tensorize(r->s, x, name->s, r->err);
+}
+
 static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   mlc_rv loops[64];
   switch (in->kind) {
@@ -275,6 +282,7 @@ static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   case MLC_INST_DECOMPOSE_REDUCTION:
   case MLC_INST_RFACTOR:
   case MLC_INST_BLOCKIZE: return do_reduction_kind(r, in);
+  case MLC_INST_TENSORIZE: return do_tensorize(r, in);
   }
   mlc_unreachable();
 }

@@ -89,6 +89,13 @@ mlc_expr *sched_and_all(mlc_arena *a, int n, mlc_expr **es);
 /* Whether any expression of the subtree (nested blocks included) uses v. */
 bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v);
 
+/* ---- blockize.c ---- */
+
+/* mlc_sched_blockize without a new handle or a recorded instruction (for
+ * tensorize of a loop); *outer is the new outer block. */
+bool sched_blockize(mlc_sched *s, mlc_rv loop, bool preserve_unit_iters, mlc_block **outer,
+                    mlc_error *err);
+
 /* ---- trace.c: recording ---- */
 
 /* Append an instruction; arrays and strings are copied into the arena. */

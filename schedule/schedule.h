@@ -360,6 +360,40 @@ bool mlc_sched_rfactor(mlc_sched *s, mlc_rv loop, int factor_axis, mlc_rv *out, 
 bool mlc_sched_blockize(mlc_sched *s, mlc_rv loop, bool preserve_unit_iters, mlc_rv *out,
                         mlc_error *err);
 
+/* ---- tensor intrinsics and tensorize (tensorize.c) -- added by tensorize ---- */
+
+/* A tensor intrinsic: a description prim_func (what the instruction
+ * computes on its operands, the parameters, in its root block's body) and
+ * an implementation prim_func with the same operands (shape, dtype,
+ * storage scope, in order) that computes it another way, typically with
+ * T.call_extern("int32", "f", C.access_ptr("rw"), ..., C.strides[0]).
+ * Registered by name in one process-wide table that starts with the
+ * built-ins ("tmm16": the notes' 16x16 C += A @ B.T on global.A_reg,
+ * global.B_reg, global.accumulator, calling tmm16(C, A, B, sa, sb, sc)).
+ * Registering a name again replaces it. Both functions must verify. */
+bool mlc_tensor_intrin_register(const char *name, const mlc_prim_func *desc,
+                                const mlc_prim_func *impl, mlc_error *err);
+/* Every pair NAME_desc / NAME_impl of a TVMScript text, as NAME; *n_added
+ * (may be NULL) counts them. None found is an error. */
+bool mlc_tensor_intrin_register_text(const char *filename, const char *text, int *n_added,
+                                     mlc_error *err);
+bool mlc_tensor_intrin_exists(const char *name);
+/* tensorize: match a block (or the block blockize makes of the loop nest
+ * under a loop, preserve_unit_iters) against the intrinsic's description,
+ * as TensorIR's comparator does: the same loop nest (extents), blocks
+ * (iterator kinds, domains, bindings, init presence), statements,
+ * operations and dtypes; each buffer of the block plays one operand (same
+ * dtype and storage scope), always accessed at the operand's index plus
+ * one offset, and the block's read/write regions of it start there and
+ * have the operand's shape. The block keeps its iterators and regions; its
+ * body becomes the implementation's, each operand bound to its region.
+ * Refused with TensorIR's reasons (shape, dtype, storage scope, access
+ * pattern or reduction mismatch: a block with an init needs
+ * decompose_reduction first), the state unchanged. Recorded as
+ * ["Tensorize", [block_or_loop], {"intrin": NAME}, []]; replay needs the
+ * intrinsic registered. */
+bool mlc_sched_tensorize(mlc_sched *s, mlc_rv block_or_loop, const char *intrin, mlc_error *err);
+
 /* ---- sampling (sample.c) ------------------------------------------------- */
 
 /* n factors (outer first) whose product is the loop's constant extent and

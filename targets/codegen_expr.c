@@ -102,8 +102,15 @@ cg_buf *cg_lookup_buf(cg *c, const mlc_buffer *b) {
   mlc_panic(__FILE__, __LINE__, "codegen: buffer %s is not bound", b->name);
 }
 
+static bool is_extern(const mlc_expr *e, void *ud) {
+  MLC_UNUSED(ud);
+  return e->kind == MLC_EXPR_CALL_EXTERN;
+}
+
+/* An external call counts as lane-dependent even when its arguments are
+ * not: each lane of the loop calls it once (cg_extern scalarizes). */
 bool cg_uses_lane(cg *c, const mlc_expr *e) {
-  return c->lanes && mlc_expr_uses_var(e, c->lane_var);
+  return c->lanes && (mlc_expr_uses_var(e, c->lane_var) || mlc_expr_any(e, is_extern, NULL));
 }
 
 bool cg_unit_stride(cg *c, const mlc_expr *idx, const mlc_expr **base) {
@@ -277,7 +284,8 @@ static LLVMValueRef int_binary(cg *c, mlc_expr_kind k, mlc_dtype t, LLVMValueRef
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
   mlc_unreachable();
 }
@@ -321,7 +329,8 @@ static LLVMValueRef float_binary(cg *c, mlc_expr_kind k, mlc_dtype t, LLVMValueR
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
   case MLC_EXPR_CAST:
-  case MLC_EXPR_CALL: break;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: break;
   }
   mlc_unreachable();
 }
@@ -585,6 +594,45 @@ static LLVMValueRef cg_call(cg *c, const mlc_expr *e) {
   return cg_convert(c, r, ft, e->dtype);
 }
 
+/* T.call_extern on flat buffers: a C call to an external symbol that the
+ * final link (or the JIT's symbol lookup) resolves. Values pass as their C
+ * types, pointers as element pointers, strides (made constants by
+ * lowering) as values. Inside a vectorized loop, one call per lane. */
+static LLVMValueRef cg_extern(cg *c, const mlc_expr *e) {
+  if (c->lanes) return scalarize(c, e);
+  int n = e->ext.n_args;
+  LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, n ? n : 1);
+  LLVMValueRef *av = MLC_NEW_ARRAY(c->a, LLVMValueRef, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    const mlc_xarg *x = &e->ext.args[i];
+    switch (x->kind) {
+    case MLC_XARG_VALUE: {
+      const mlc_expr *v = e->ext.kids[x->kid];
+      av[i] = cg_expr(c, v);
+      pt[i] = cg_scalar_type(c, v->dtype);
+      break;
+    }
+    case MLC_XARG_PTR:
+      av[i] = cg_index_ptr(c, cg_lookup_buf(c, x->buf), e->ext.kids[x->kid]);
+      pt[i] = LLVMTypeOf(av[i]);
+      break;
+    case MLC_XARG_STRIDE: { /* lowering replaces these; a 1-D buffer's is 1 */
+      int64_t s = 1;
+      for (int d = x->buf->ndim - 1; d > x->dim; d--) s *= x->buf->shape[d];
+      av[i] = LLVMConstInt(c->t_i32, (unsigned long long)s, 1);
+      pt[i] = c->t_i32;
+      break;
+    }
+    }
+  }
+  LLVMTypeRef fty = LLVMFunctionType(cg_scalar_type(c, e->dtype), pt, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(c->mod, e->ext.name);
+  if (!fn) fn = LLVMAddFunction(c->mod, e->ext.name, fty);
+  else if (LLVMGlobalGetValueType(fn) != fty) /* declared with other argument types */
+    fn = LLVMConstBitCast(fn, LLVMPointerType(fty, 0));
+  return LLVMBuildCall2(c->b, fty, fn, av, (unsigned)n, "");
+}
+
 static LLVMValueRef cg_imm(cg *c, const mlc_expr *e) {
   LLVMTypeRef ty = cg_scalar_type(c, e->dtype);
   if (mlc_dtype_is_float(e->dtype)) {
@@ -655,6 +703,7 @@ LLVMValueRef cg_expr(cg *c, const mlc_expr *e) {
   case MLC_EXPR_LOAD: return cg_load(c, e);
   case MLC_EXPR_CAST: return cg_convert(c, cg_expr(c, e->cast.value), e->cast.value->dtype, e->dtype);
   case MLC_EXPR_CALL: return cg_call(c, e);
+  case MLC_EXPR_CALL_EXTERN: return cg_extern(c, e);
   }
   mlc_unreachable();
 }

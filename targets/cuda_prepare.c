@@ -349,8 +349,44 @@ mlc_stmt *cuda_rewrite_indices(mlc_arena *a, mlc_stmt *s, mlc_expr *(*fn)(void *
   return rw_stmt(&rc, s);
 }
 
+static bool is_extern(const mlc_expr *e, void *ud) {
+  MLC_UNUSED(ud);
+  return e->kind == MLC_EXPR_CALL_EXTERN;
+}
+
+/* The first T.call_extern under s (its name), or NULL. */
+static const char *find_extern(const mlc_stmt *s) {
+  if (!s) return NULL;
+  const char *r = NULL;
+  switch (s->kind) {
+  case MLC_STMT_FOR: return find_extern(s->loop.body);
+  case MLC_STMT_BLOCK_REALIZE:
+    r = find_extern(s->realize.block->init);
+    return r ? r : find_extern(s->realize.block->body);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n && !r; i++) r = find_extern(s->seq.stmts[i]);
+    return r;
+  case MLC_STMT_STORE:
+    if (mlc_expr_any(s->store.value, is_extern, NULL)) return "(in a store)";
+    return NULL;
+  case MLC_STMT_IF:
+    r = find_extern(s->if_.then_s);
+    return r ? r : find_extern(s->if_.else_s);
+  case MLC_STMT_ALLOCATE: return find_extern(s->alloc.body);
+  case MLC_STMT_EVALUATE:
+    return s->eval.value->kind == MLC_EXPR_CALL_EXTERN ? s->eval.value->ext.name
+           : mlc_expr_any(s->eval.value, is_extern, NULL) ? "(in an expression)" : NULL;
+  }
+  mlc_unreachable();
+}
+
 const mlc_prim_func *cuda_prepare(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
-  MLC_UNUSED(err);
+  const char *ext = find_extern(f->body);
+  if (ext) {
+    mlc_error_set(err, "%s: T.call_extern %s: external functions are not supported on cuda",
+                  f->name, ext);
+    return NULL;
+  }
   if (!f->body || f->body->kind != MLC_STMT_BLOCK_REALIZE) return f; /* lowering says why */
   const mlc_block *root = f->body->realize.block;
   mlc_stmt *body = f->body;

@@ -218,7 +218,8 @@ int64_t cuda_pow2_multiple(const mlc_expr *e) {
   case MLC_EXPR_SELECT:
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
-  case MLC_EXPR_CALL: return 1;
+  case MLC_EXPR_CALL:
+  case MLC_EXPR_CALL_EXTERN: return 1;
   }
   mlc_unreachable();
 }

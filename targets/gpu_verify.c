@@ -159,6 +159,9 @@ static int expr_max_bytes(const mlc_expr *e) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       m = max_i(m, expr_max_bytes(e->call.args[i]));
     return m;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++) m = max_i(m, expr_max_bytes(e->ext.kids[i]));
+    return m;
   }
   mlc_unreachable();
 }

@@ -49,6 +49,42 @@ static void *jit_memset(void *p, int v, size_t n) { return memset(p, v, n); }
 static void *jit_memcpy(void *d, const void *s, size_t n) { return memcpy(d, s, n); }
 static void *jit_memmove(void *d, const void *s, size_t n) { return memmove(d, s, n); }
 
+/* Functions callers add for T.call_extern (mlc_jit_define_symbol), kept
+ * so that a JIT created again after mlc_jit_shutdown has them too. */
+enum { MAX_USER_SYMS = 64 };
+static struct {
+  char name[64];
+  void *addr;
+} user_syms[MAX_USER_SYMS];
+static int n_user_syms;
+
+static bool define_abs(LLVMOrcLLJITRef j, int n, const abs_sym *syms, mlc_error *err) {
+  LLVMJITCSymbolMapPair pairs[MAX_USER_SYMS + 64];
+  MLC_ASSERT(n <= MLC_COUNTOF(pairs));
+  for (int i = 0; i < n; i++) {
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(j, syms[i].name);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].addr;
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, (size_t)n);
+  LLVMErrorRef e = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(j), mu);
+  if (e) {
+    char *msg = LLVMGetErrorMessage(e);
+    mlc_error_set(err, "jit: defining symbols: %s", msg);
+    LLVMDisposeErrorMessage(msg);
+    return false;
+  }
+  return true;
+}
+
+static bool define_user_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
+  if (n_user_syms == 0) return true;
+  abs_sym syms[MAX_USER_SYMS];
+  for (int i = 0; i < n_user_syms; i++) syms[i] = (abs_sym){user_syms[i].name, user_syms[i].addr};
+  return define_abs(j, n_user_syms, syms, err);
+}
+
 static bool define_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
   const abs_sym syms[] = {
       {"mlc_parallel_for", (void *)mlc_parallel_for},
@@ -119,7 +155,7 @@ static LLVMOrcLLJITRef get_jit(mlc_error *err) {
   LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(j), report_session_error,
                                           NULL);
   mlc_error tmp;
-  if (!define_symbols(j, &tmp)) {
+  if (!define_symbols(j, &tmp) || !define_user_symbols(j, &tmp)) {
     snprintf(jit_init_error, sizeof jit_init_error, "%s", tmp.msg);
     mlc_error_set(err, "%s", jit_init_error);
     LLVMOrcDisposeLLJIT(j);
@@ -182,6 +218,32 @@ mlc_kernel_fn mlc_jit_lookup(mlc_jit_lib *lib, const char *symbol, mlc_error *er
   }
   pthread_mutex_unlock(&jit_mu);
   return e ? NULL : (mlc_kernel_fn)(uintptr_t)addr;
+}
+
+bool mlc_jit_define_symbol(const char *name, void *addr, mlc_error *err) {
+  if (!name || !*name || strlen(name) >= sizeof user_syms[0].name || !addr)
+    return mlc_error_set(err, "jit: bad symbol to define");
+  bool ok = true;
+  pthread_mutex_lock(&jit_mu);
+  int i = 0;
+  while (i < n_user_syms && strcmp(user_syms[i].name, name) != 0) i++;
+  if (i < n_user_syms) {
+    if (user_syms[i].addr != addr)
+      ok = mlc_error_set(err, "jit: symbol %s is already defined at another address", name);
+  } else if (n_user_syms == MAX_USER_SYMS) {
+    ok = mlc_error_set(err, "jit: more than %d symbols defined", MAX_USER_SYMS);
+  } else {
+    strcpy(user_syms[i].name, name);
+    user_syms[i].addr = addr;
+    n_user_syms++;
+    abs_sym one = {user_syms[i].name, addr};
+    if (the_jit && !define_abs(the_jit, 1, &one, err)) {
+      n_user_syms--;
+      ok = false;
+    }
+  }
+  pthread_mutex_unlock(&jit_mu);
+  return ok;
 }
 
 void mlc_jit_unload(mlc_jit_lib *lib) {

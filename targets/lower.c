@@ -19,6 +19,25 @@ static bool is_true(const mlc_expr *e) {
   return e == NULL || (e->kind == MLC_EXPR_INT_IMM && e->int_val != 0);
 }
 
+typedef struct writes_ctx {
+  mlc_arena *a;
+  void *vec; /* MLC_VEC(const mlc_buffer *) */
+} writes_ctx;
+
+/* Buffers an external call writes through its pointer arguments. */
+static void extern_writes(const mlc_expr *e, void *ud) {
+  writes_ctx *w = ud;
+  MLC_VEC(const mlc_buffer *) *out = w->vec;
+  if (e->kind != MLC_EXPR_CALL_EXTERN) return;
+  for (int i = 0; i < e->ext.n_args; i++) {
+    const mlc_xarg *x = &e->ext.args[i];
+    if (x->kind != MLC_XARG_PTR || !(x->access & MLC_ACCESS_WRITE)) continue;
+    bool seen = false;
+    for (int k = 0; k < out->len && !seen; k++) seen = out->data[k] == x->buf;
+    if (!seen) MLC_VEC_APUSH(w->a, *out, x->buf);
+  }
+}
+
 /* Buffers stored to anywhere under s, nested blocks included. */
 static void stored_buffers(mlc_arena *a, const mlc_stmt *s, void *vec) {
   MLC_VEC(const mlc_buffer *) *out = vec;
@@ -42,7 +61,11 @@ static void stored_buffers(mlc_arena *a, const mlc_stmt *s, void *vec) {
     stored_buffers(a, s->if_.else_s, vec);
     return;
   case MLC_STMT_ALLOCATE: stored_buffers(a, s->alloc.body, vec); return;
-  case MLC_STMT_EVALUATE: return;
+  case MLC_STMT_EVALUATE: {
+    writes_ctx w = {a, vec};
+    mlc_expr_visit(s->eval.value, extern_writes, &w);
+    return;
+  }
   }
   mlc_unreachable();
 }

@@ -60,6 +60,9 @@ static void note_use(place_ctx *pc, const mlc_buffer *b) {
 
 static void place_expr(const mlc_expr *e, void *ud) {
   if (e->kind == MLC_EXPR_LOAD) note_use(ud, e->load.buf);
+  if (e->kind == MLC_EXPR_CALL_EXTERN)
+    for (int i = 0; i < e->ext.n_args; i++)
+      if (e->ext.args[i].kind != MLC_XARG_VALUE) note_use(ud, e->ext.args[i].buf);
 }
 
 static void place_walk(place_ctx *pc, mlc_stmt *s) {
@@ -175,9 +178,25 @@ static void record_access(compact_ctx *cc, mlc_expr **indices) {
   MLC_VEC_APUSH(cc->a, cc->recs, r);
 }
 
+/* A pointer argument's region counts as its first and last points (its
+ * extents are constants); a stride alone is no access. */
+static void compact_ptr(compact_ctx *cc, const mlc_expr *e, const mlc_xarg *x) {
+  int nd = x->buf->ndim;
+  mlc_expr **mins = e->ext.kids + x->kid, **exts = mins + nd;
+  mlc_expr **last = MLC_NEW_ARRAY(cc->a, mlc_expr *, nd ? nd : 1);
+  for (int d = 0; d < nd; d++)
+    last[d] = mlc_sub(cc->a, mlc_add(cc->a, mins[d], exts[d]), mlc_int_t(cc->a, mins[d]->dtype, 1));
+  record_access(cc, mins);
+  record_access(cc, last);
+}
+
 static void compact_expr(const mlc_expr *e, void *ud) {
   compact_ctx *cc = ud;
   if (e->kind == MLC_EXPR_LOAD && e->load.buf == cc->buf) record_access(cc, e->load.indices);
+  if (e->kind == MLC_EXPR_CALL_EXTERN)
+    for (int i = 0; i < e->ext.n_args; i++)
+      if (e->ext.args[i].kind == MLC_XARG_PTR && e->ext.args[i].buf == cc->buf)
+        compact_ptr(cc, e, &e->ext.args[i]);
 }
 
 static void compact_walk(compact_ctx *cc, mlc_stmt *s) {
@@ -323,8 +342,58 @@ static mlc_expr *flat_access(flat_ctx *fc, const mlc_buffer *b, mlc_expr **indic
   return flat_index(fc, fb, indices);
 }
 
+/* An external call on flat buffers: a pointer's region becomes its flat
+ * start and span, a stride the constant the (compacted) layout has. */
+static mlc_expr *flat_extern(flat_ctx *fc, mlc_expr *e) {
+  mlc_arena *a = fc->a;
+  MLC_VEC(mlc_xarg) args = {0};
+  MLC_VEC(mlc_expr *) kids = {0};
+  for (int i = 0; i < e->ext.n_args; i++) {
+    mlc_xarg x = e->ext.args[i];
+    const flat_buf *fb = x.kind == MLC_XARG_VALUE ? NULL : find_buf(fc, x.buf);
+    if (x.kind != MLC_XARG_VALUE && !fb) {
+      if (!fc->failed)
+        mlc_error_set(fc->err, "buffer %s is used but is neither a parameter nor allocated",
+                      x.buf->name);
+      fc->failed = true;
+      return e;
+    }
+    switch (x.kind) {
+    case MLC_XARG_VALUE:
+      MLC_VEC_APUSH(a, kids, e->ext.kids[x.kid]);
+      x.kid = kids.len - 1;
+      break;
+    case MLC_XARG_PTR: {
+      int64_t span = 1, stride = 1;
+      for (int d = x.buf->ndim - 1; d >= 0; d--) {
+        int64_t ext = 1;
+        mlc_expr_is_const_int(e->ext.kids[x.kid + x.buf->ndim + d], &ext); /* verified constant */
+        span += (ext - 1) * stride;
+        stride *= fb->extent[d];
+      }
+      mlc_expr *start = flat_index(fc, fb, e->ext.kids + x.kid);
+      x.buf = fb->flat;
+      x.kid = kids.len;
+      MLC_VEC_APUSH(a, kids, start);
+      MLC_VEC_APUSH(a, kids, mlc_int_t(a, start->dtype, span));
+      break;
+    }
+    case MLC_XARG_STRIDE: {
+      int64_t stride = 1;
+      for (int d = x.buf->ndim - 1; d > x.dim; d--) stride *= fb->extent[d];
+      MLC_VEC_APUSH(a, kids, mlc_int_t(a, stride > INT32_MAX ? MLC_INT64 : MLC_INT32, stride));
+      x = (mlc_xarg){.kind = MLC_XARG_VALUE, .kid = kids.len - 1};
+      break;
+    }
+    }
+    MLC_VEC_APUSH(a, args, x);
+  }
+  return mlc_call_extern(a, e->dtype, e->ext.name, args.len, args.data, kids.len, kids.data);
+}
+
 /* Loads read the flat buffers (their indices, children first, are flat). */
 static mlc_expr *flat_load(mlc_arena *a, mlc_expr *e, void *ud) {
+  if (e->kind == MLC_EXPR_CALL_EXTERN) return flat_extern(ud, e);
   if (e->kind != MLC_EXPR_LOAD) return e;
   mlc_buffer *fb;
   mlc_expr *ix = flat_access(ud, e->load.buf, e->load.indices, &fb);

@@ -264,6 +264,11 @@ mlc_jit_lib *mlc_jit_load(const mlc_object *obj, mlc_error *err);
 mlc_kernel_fn mlc_jit_lookup(mlc_jit_lib *lib, const char *symbol, mlc_error *err);
 /* Free the object's code and data; pointers from lookup become invalid. */
 void mlc_jit_unload(mlc_jit_lib *lib);
+/* added by tensorize: let loaded objects call `name` (a T.call_extern
+ * target) at addr. Objects resolve only the runtime, libc/libm and the
+ * symbols defined here, never the whole process. Defining a name again
+ * with the same address is a no-op; with another, an error. Up to 64. */
+bool mlc_jit_define_symbol(const char *name, void *addr, mlc_error *err);
 /* Dispose of the process's JIT (every loaded object with it); a later load
  * creates a new one. For tools that exit and leak checkers; requires that
  * no kernel runs and no lib is used afterwards. */

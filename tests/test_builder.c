@@ -68,6 +68,10 @@ static bool uses(const mlc_expr *e, const mlc_var *v) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++)
       if (uses(e->call.args[i], v)) return true;
     return false;
+  case MLC_EXPR_CALL_EXTERN:
+    for (int i = 0; i < e->ext.n_kids; i++)
+      if (uses(e->ext.kids[i], v)) return true;
+    return false;
   }
   return false;
 }

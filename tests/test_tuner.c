@@ -1268,12 +1268,19 @@ static void on_progress(void *ud, const mlc_tuner_progress *p) {
   ps->rounds_disturbed += p->batch_disturbed > 0;
 }
 
+/* Records marked disturbed; every record's trace hash (the tuner gives
+ * the database its own) must be the one the database derives from the
+ * stored text. */
 static int db_disturbed(mlc_db *db, int64_t wid) {
   mlc_arena *a = mlc_arena_new();
   mlc_db_record *recs;
   mlc_error e;
   int n = mlc_db_records(db, wid, "llvm", a, &recs, &e), k = 0;
-  for (int i = 0; i < n; i++) k += recs[i].disturbed;
+  for (int i = 0; i < n; i++) {
+    char h[17];
+    CHECK(mlc_db_trace_hash(recs[i].trace, h, NULL, &e) && strcmp(h, recs[i].trace_hash) == 0);
+    k += recs[i].disturbed;
+  }
   mlc_arena_free(a);
   return n < 0 ? -1 : k;
 }

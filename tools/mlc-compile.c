@@ -118,7 +118,8 @@ static void usage(FILE *f) {
           "  --shape S            the task's shape (e.g. 128,128,128)\n"
           "  --name SYM           the task kernel's symbol (default: the task name)\n"
           "  --target T           target string (default: llvm, the host CPU)\n"
-          "  --db PATH            tuning database (default: $MLC_DB or ./mlc.db); the best\n"
+          "  --db PATH|URL        tuning database (default: $MLC_DB or ./mlc.db; or\n"
+          "                       postgresql://user@host/dbname); the best\n"
           "                       record of each kernel is replayed; a missing file means\n"
           "                       every kernel is untuned\n"
           "  --dump-tasks DIR     write each distinct kernel as DIR/<model>_<kernel>.py\n"
@@ -306,10 +307,11 @@ static bool build_fallback(const mlc_target *t, kernels *k, mlc_error *err) {
   return build_all(t, k, err);
 }
 
-/* The database, or NULL when the file does not exist (all untuned). */
+/* The database, or NULL when the file does not exist (all untuned); a
+ * server's database must be there. */
 static bool open_db(const char *path, mlc_db **db, mlc_error *err) {
   *db = NULL;
-  if (access(path, F_OK) != 0) return true;
+  if (!mlc_db_is_url(path) && access(path, F_OK) != 0) return true;
   *db = mlc_db_open(path, MLC_DB_EXISTING, err);
   return *db != NULL;
 }

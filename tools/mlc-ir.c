@@ -18,6 +18,7 @@
 #include "tasks/tasks.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@ enum {
   OPT_RUN,
   OPT_REPEAT,
   OPT_MIN_MS,
+  OPT_INTRIN,
+  OPT_EXTERN,
 };
 
 typedef struct options {
@@ -55,6 +58,10 @@ typedef struct options {
   int repeat;     /* timing repeats (median reported) */
   double min_ms;  /* each repeat runs the kernel at least this long */
   uint64_t seed;
+  const char *intrins[8]; /* --intrin files, registered before the trace replays */
+  int n_intrins;
+  const char *externs[8]; /* --extern shared objects for T.call_extern (run) */
+  int n_externs;
   const char *given[32]; /* options seen, by long name, to refuse misplaced ones */
   int n_given;
 } options;
@@ -81,7 +88,7 @@ static const command commands[] = {
      "\n"
      "Run every function in the reference interpreter on seeded random inputs\n"
      "and print a checksum of each output.\n"},
-    {"run", "task shape seed target trace repeat min-ms",
+    {"run", "task shape seed target trace repeat min-ms intrin extern",
      "usage: mlc-ir run FILE.py | --task NAME [--shape S] [--target T] [--trace TRACE.json]\n"
      "                  [--repeat N] [--min-ms MS] [--seed N]\n"
      "\n"
@@ -99,10 +106,14 @@ static const command commands[] = {
      "                  runs the PTX on CUDA device 0 (timed with CUDA events; the\n"
      "                  reference then runs on the host CPU)\n"
      "  --trace FILE    a schedule trace (JSON) to apply first\n"
+     "  --intrin FILE   tensor intrinsics (NAME_desc/NAME_impl pairs) the trace's\n"
+     "                  Tensorize may name, besides the built-in ones\n"
+     "  --extern LIB.so a shared object defining the functions the kernels call\n"
+     "                  with T.call_extern (may be repeated)\n"
      "  --repeat N      timing repeats (default 5)\n"
      "  --min-ms MS     minimum duration of one repeat (default 50)\n"
      "  --seed N        input seed (default 1)\n"},
-    {"build", "task shape target trace output header name",
+    {"build", "task shape target trace output header name intrin",
      "usage: mlc-ir build FILE.py | --task NAME -o OUT.o [--header OUT.h] [--target T]\n"
      "                    [--name SYM] [--trace TRACE.json]\n"
      "\n"
@@ -113,8 +124,10 @@ static const command commands[] = {
      "a typed wrapper `SYM_call(float *A, ...)`. Link with build/libmlcrt.a\n"
      "and -lpthread. With --target \"cuda -arch=sm_80\" the output is PTX text\n"
      "(one .entry per function; no --header), for functions whose loops are\n"
-     "bound to blockIdx/threadIdx.\n"},
-    {"apply", "task shape trace print-trace run target repeat min-ms seed",
+     "bound to blockIdx/threadIdx. --intrin FILE.py registers tensor intrinsics\n"
+     "(NAME_desc/NAME_impl pairs) for the trace's Tensorize; functions they call\n"
+     "with T.call_extern are left for the final link.\n"},
+    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin extern",
      "usage: mlc-ir apply FILE.py | --task NAME --trace TRACE.json [--print-trace] [--run]\n"
      "\n"
      "Replay a schedule trace (JSON, as stored in the database) on the function\n"
@@ -122,9 +135,11 @@ static const command commands[] = {
      "function its GetBlock instructions name (the only one of a task).\n"
      "\n"
      "  --print-trace   print the replayed trace in Python-like form on stderr\n"
+     "  --intrin FILE   register the tensor intrinsics of FILE.py (pairs\n"
+     "                  NAME_desc / NAME_impl) for Tensorize; may be repeated\n"
      "  --run           also compile the result and check it against the\n"
      "                  unscheduled function, as `run` does (takes --target,\n"
-     "                  --repeat, --min-ms)\n"
+     "                  --repeat, --min-ms, --extern)\n"
      "  --seed N        seed for decisions that no longer fit and are drawn\n"
      "                  again, and for --run's inputs (default 1)\n"},
 };
@@ -147,6 +162,8 @@ static const char *usage_text =
     "  -s, --shape S        comma-separated shape for --task, e.g. 128,128,128\n"
     "      --target T       target string, e.g. \"llvm -num-cores=2\" (default llvm)\n"
     "      --trace FILE     schedule trace JSON (run, build, apply)\n"
+    "      --intrin FILE    tensor intrinsics (NAME_desc/NAME_impl) for Tensorize (run, build, apply)\n"
+    "      --extern LIB.so  shared object with the functions T.call_extern calls (run, apply --run)\n"
     "  -o, --output FILE    object file to write (build)\n"
     "      --header FILE    C header to write (build)\n"
     "      --name SYM       symbol of the single function (build)\n"
@@ -470,6 +487,11 @@ static double value_ops(const mlc_expr *e) {
     for (int i = 0; i < mlc_intrin_nargs(e->call.op); i++) n += value_ops(e->call.args[i]);
     return n;
   }
+  case MLC_EXPR_CALL_EXTERN: {
+    double n = 1;
+    for (int i = 0; i < e->ext.n_kids; i++) n += value_ops(e->ext.kids[i]);
+    return n;
+  }
   }
   mlc_unreachable();
 }
@@ -759,11 +781,72 @@ static mlc_prim_func **scheduled_funcs(mlc_arena *a, const options *o, const mlc
   return out;
 }
 
+/* ---- external functions ----------------------------------------------------------- */
+
+typedef struct extern_names {
+  mlc_arena *a;
+  MLC_VEC(const char *) v;
+} extern_names;
+
+static void note_extern(const mlc_expr *e, void *ud) {
+  extern_names *x = ud;
+  if (e->kind != MLC_EXPR_CALL_EXTERN) return;
+  for (int i = 0; i < x->v.len; i++)
+    if (strcmp(x->v.data[i], e->ext.name) == 0) return;
+  MLC_VEC_APUSH(x->a, x->v, e->ext.name);
+}
+
+/* The T.call_extern names of a statement tree. */
+static void stmt_externs(const mlc_stmt *s, extern_names *x) {
+  if (!s) return;
+  switch (s->kind) {
+  case MLC_STMT_FOR: stmt_externs(s->loop.body, x); return;
+  case MLC_STMT_BLOCK_REALIZE:
+    stmt_externs(s->realize.block->init, x);
+    stmt_externs(s->realize.block->body, x);
+    return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) stmt_externs(s->seq.stmts[i], x);
+    return;
+  case MLC_STMT_STORE: mlc_expr_visit(s->store.value, note_extern, x); return;
+  case MLC_STMT_IF:
+    stmt_externs(s->if_.then_s, x);
+    stmt_externs(s->if_.else_s, x);
+    return;
+  case MLC_STMT_ALLOCATE: stmt_externs(s->alloc.body, x); return;
+  case MLC_STMT_EVALUATE: mlc_expr_visit(s->eval.value, note_extern, x); return;
+  }
+  mlc_unreachable();
+}
+
+/* Each function the kernels call, looked up in the --extern shared
+ * objects (kept open) and defined for the JIT. */
+static bool define_externs(mlc_arena *a, const options *o, int n, mlc_prim_func **funcs) {
+  extern_names x = {.a = a};
+  for (int i = 0; i < n; i++) stmt_externs(funcs[i]->body, &x);
+  void *libs[MLC_COUNTOF(o->externs)];
+  for (int i = 0; i < o->n_externs; i++) {
+    libs[i] = dlopen(o->externs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!libs[i]) return fprintf(stderr, "mlc-ir: error: --extern %s: %s\n", o->externs[i], dlerror()), false;
+  }
+  for (int k = 0; k < x.v.len; k++) {
+    void *p = NULL;
+    for (int i = 0; i < o->n_externs && !p; i++) p = dlsym(libs[i], x.v.data[k]);
+    mlc_error err;
+    if (!p)
+      return fprintf(stderr, "mlc-ir: error: T.call_extern \"%s\": no --extern shared object defines it\n",
+                     x.v.data[k]), false;
+    if (!mlc_jit_define_symbol(x.v.data[k], p, &err)) return fail(err.msg), false;
+  }
+  return true;
+}
+
 static bool run_all(mlc_arena *a, const options *o, const mlc_module *m, mlc_prim_func **sched,
                     const mlc_task_def *task, const int64_t *shape) {
   mlc_target t;
   mlc_error err;
   if (!parse_target(o, &t)) return false;
+  if (t.backend != &mlc_backend_cuda && !define_externs(a, o, m->n_funcs, sched)) return false;
   /* the tuner's check: "no CUDA device: <reason>" before any work */
   if (!mlc_measure_runner_check(t.str, &err)) return fail(err.msg), false;
   bool ok = true;
@@ -881,6 +964,7 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
       {"name", required_argument, 0, OPT_NAME},    {"print-trace", no_argument, 0, OPT_PRINT_TRACE},
       {"run", no_argument, 0, OPT_RUN},            {"repeat", required_argument, 0, OPT_REPEAT},
       {"min-ms", required_argument, 0, OPT_MIN_MS}, {"help", no_argument, 0, 'h'},
+      {"intrin", required_argument, 0, OPT_INTRIN}, {"extern", required_argument, 0, OPT_EXTERN},
       {0, 0, 0, 0},
   };
   int c, idx = -1;
@@ -899,6 +983,14 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
     case OPT_HEADER: o->header = optarg; break;
     case OPT_NAME: o->name = optarg; break;
     case OPT_PRINT_TRACE: o->print_trace = true; break;
+    case OPT_INTRIN:
+      if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "too many --intrin files");
+      o->intrins[o->n_intrins++] = optarg;
+      break;
+    case OPT_EXTERN:
+      if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
+      o->externs[o->n_externs++] = optarg;
+      break;
     case OPT_RUN: o->run = true; break;
     case OPT_SEED: {
       char *end;
@@ -945,9 +1037,18 @@ static int check_usage(const command *cmd, const options *o) {
   if (strcmp(name, "apply") == 0 && !o->trace) return usage_error("%s", "apply needs --trace TRACE.json");
   if (o->run && strcmp(name, "apply") == 0) return 0;
   for (int i = 0; i < o->n_given; i++)
-    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms", o->given[i]))
+    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms extern", o->given[i]))
       return usage_error("--%s needs --run", o->given[i]);
   return 0;
+}
+
+static bool register_intrins(const char *path) {
+  mlc_error err;
+  char *text = mlc_read_file(path, NULL, &err);
+  bool ok = text && mlc_tensor_intrin_register_text(path, text, NULL, &err);
+  mlc_free(text);
+  if (!ok) fprintf(stderr, "mlc-ir: error: --intrin %s: %s\n", path, err.msg);
+  return ok;
 }
 
 int main(int argc, char **argv) {
@@ -968,6 +1069,8 @@ int main(int argc, char **argv) {
   if (!cmd) return usage_error("unknown command '%s'", o.command);
   rc = check_usage(cmd, &o);
   if (rc) return rc;
+  for (int i = 0; i < o.n_intrins; i++)
+    if (!register_intrins(o.intrins[i])) return 1;
   mlc_arena *a = mlc_arena_new();
   if (strcmp(cmd->name, "eval") == 0) rc = cmd_eval(a, &o);
   else if (strcmp(cmd->name, "run") == 0) rc = cmd_run(a, &o);

@@ -281,10 +281,10 @@ static int round_size(const tune_run *r) {
 /* sched_hash: the hash of the function the trace produced, which the
  * workers measured (they replay the same trace on the same workload). */
 static void fill_record(tune_run *r, const mlc_measure_result *m, const char *trace,
-                        const char *sched_hash, mlc_db_record *rec) {
+                        const char *trace_hash, const char *sched_hash, mlc_db_record *rec) {
   *rec = (mlc_db_record){
       .workload_id = r->res->workload_id, .target = r->target, .trace = trace,
-      .round = r->next_round, .sched_hash = sched_hash,
+      .trace_hash = trace_hash, .round = r->next_round, .sched_hash = sched_hash,
   };
   if (m->status == MLC_MEASURE_OK) {
     rec->n_secs = m->n_secs;
@@ -340,11 +340,13 @@ static void commit_partial(tune_run *r, int n, const mlc_tuner_cand *batch, cons
                            const mlc_measure_result *mr, mlc_error *err) {
   mlc_db_record *recs = mlc_xmalloc(sizeof(*recs) * (size_t)(n + 1));
   char (*hashes)[17] = mlc_xmalloc(sizeof(*hashes) * (size_t)(n + 1));
+  char (*trace_hashes)[17] = mlc_xmalloc(sizeof(*trace_hashes) * (size_t)(n + 1));
   int k = 0, added = 0;
   for (int i = 0; i < n; i++) {
     if (mr[i].index != i) continue;
     mlc_func_hash_hex(mlc_sched_func(batch[i].sched), hashes[k]);
-    fill_record(r, &mr[i], js[i].data, hashes[k], &recs[k]);
+    snprintf(trace_hashes[k], 17, "%016llx", (unsigned long long)batch[i].hash);
+    fill_record(r, &mr[i], js[i].data, trace_hashes[k], hashes[k], &recs[k]);
     k++;
   }
   char why[sizeof err->msg];
@@ -361,6 +363,7 @@ static void commit_partial(tune_run *r, int n, const mlc_tuner_cand *batch, cons
   }
   mlc_free(recs);
   mlc_free(hashes);
+  mlc_free(trace_hashes);
 }
 
 /* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
@@ -398,9 +401,13 @@ static int one_round(tune_run *r, mlc_error *err) {
   const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
   double *secs = mlc_xmalloc(sizeof(double) * (size_t)n);
   char (*hashes)[17] = mlc_xmalloc(sizeof(*hashes) * (size_t)n);
+  char (*trace_hashes)[17] = mlc_xmalloc(sizeof(*trace_hashes) * (size_t)n);
   for (int i = 0; rc == 1 && i < n; i++) {
     mlc_func_hash_hex(mlc_sched_func(batch[i].sched), hashes[i]);
-    fill_record(r, &mr[i], js[i].data, hashes[i], &recs[i]);
+    /* js[i] is the canonical text and batch[i].hash its hash: the
+     * database takes them as they are */
+    snprintf(trace_hashes[i], 17, "%016llx", (unsigned long long)batch[i].hash);
+    fill_record(r, &mr[i], js[i].data, trace_hashes[i], hashes[i], &recs[i]);
     funcs[i] = mlc_sched_func(batch[i].sched);
     secs[i] = mr[i].status == MLC_MEASURE_OK ? mr[i].mean_sec : 0;
     r->res->build_sec += mr[i].build_sec;
@@ -438,6 +445,7 @@ static int one_round(tune_run *r, mlc_error *err) {
   for (int i = 0; i < n; i++) mlc_str_free(&js[i]);
   mlc_free(js), mlc_free(mc), mlc_free(mr), mlc_free(recs), mlc_free(funcs), mlc_free(secs);
   mlc_free(hashes);
+  mlc_free(trace_hashes);
   return rc;
 }
 

@@ -192,3 +192,33 @@ check cli_build_symbol test $? -eq 0
 check cli_build_needs_output_exit2 test $? -eq 2
 "$IR" build tests/kernels/blocks.py --name x -o "$tmp/x.o" >/dev/null 2>&1
 check cli_build_name_needs_one_func test $? -ne 0
+
+# The notes' tensorize example: the built-in tmm16, an --intrin file, and
+# an object that leaves tmm16 to the final link.
+X=examples/tensorize
+"$IR" apply "$X/matmul.py" --trace "$X/tmm16_trace.json" --print-trace >"$tmp/tz.py" 2>"$tmp/tz.trace"
+check cli_tensorize_apply test $? -eq 0
+check cli_tensorize_golden cmp -s "$tmp/tz.py" tests/sched_golden/tensorize_tmm16.expected
+check cli_tensorize_trace grep -q 'sch.tensorize(block_or_loop=b10, tensor_intrin="tmm16")' "$tmp/tz.trace"
+sed 's/"tmm16"/"mytmm"/' "$X/tmm16_trace.json" >"$tmp/my.json"
+sed 's/tmm16_/mytmm_/g' "$X/tmm16.py" >"$tmp/mytmm.py"
+"$IR" apply "$X/matmul.py" --trace "$tmp/my.json" >/dev/null 2>"$tmp/err"
+check cli_tensorize_unknown_exit1 test $? -eq 1
+check cli_tensorize_unknown_message grep -q 'no tensor intrinsic named "mytmm"' "$tmp/err"
+"$IR" apply "$X/matmul.py" --trace "$tmp/my.json" --intrin "$tmp/mytmm.py" >"$tmp/my.py" 2>"$tmp/err"
+check cli_tensorize_intrin_file grep -q 'T.call_extern("int32", "tmm16"' "$tmp/my.py"
+"$IR" build "$X/matmul.py" --trace "$X/tmm16_trace.json" -o "$tmp/tz.o" 2>"$tmp/err"
+nm "$tmp/tz.o" 2>/dev/null | grep -q ' U tmm16$'
+check cli_tensorize_build_extern_symbol test $? -eq 0
+# run: the tensorized kernel calls tmm16 from a shared object and matches
+# the unscheduled kernel; without --extern it is refused by name.
+if cc -shared -fPIC -O1 -o "$tmp/libtmm16.so" "$X/tmm16.c" 2>"$tmp/err"; then
+  "$IR" run "$X/matmul.py" --trace "$X/tmm16_trace.json" --extern "$tmp/libtmm16.so" --repeat 1 --min-ms 1 >"$tmp/out" 2>"$tmp/err"
+  check cli_tensorize_run_extern grep -q '^main: max error [0-9.e-]* vs interpreter' "$tmp/out"
+  "$IR" run "$X/matmul.py" --trace "$X/tmm16_trace.json" --repeat 1 --min-ms 1 >/dev/null 2>"$tmp/err"
+  check cli_tensorize_run_needs_extern grep -q 'T.call_extern "tmm16": no --extern shared object defines it' "$tmp/err"
+  "$IR" apply "$X/matmul.py" --trace "$X/tmm16_trace.json" --extern "$tmp/libtmm16.so" >/dev/null 2>&1
+  check cli_tensorize_extern_needs_run_exit2 test $? -eq 2
+else
+  fail cli_tensorize_run_extern "cc -shared: $(head -c 200 "$tmp/err")"
+fi
