@@ -44,6 +44,12 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_
 GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
 LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) $(PQ_LIBS) -fopenmp -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
+# MPI (issue 17), optional: with OpenMPI's mpicc present, measure/mpi.c is
+# built with MLC_HAVE_MPI and the tools (libmlc.a is one object) link
+# libmpi; tests and benches take mpi.o from libmlc-internal.a only when
+# they call it. Without MPI mlc-tune says so under mpirun.
+MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+MPI_CFLAGS := $(if $(MPI_LIBS),$(shell mpicc --showme:compile 2>/dev/null) -DMLC_HAVE_MPI)
 
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 OBJS     := $(SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/onnx.pb-c.o
@@ -119,6 +125,9 @@ $(B)/tests/%: $(B)/obj/tests/%.o $(ILIB) $(RTLIB)
 	@echo "  LD    $@"
 	@$(CC) $(SANITIZE) -o $@ $< $(ILIB) $(RTLIB) $(LDLIBS)
 
+$(B)/obj/measure/mpi.o: ALL_CFLAGS += $(MPI_CFLAGS)
+$(BINS): LDLIBS += $(MPI_LIBS)
+
 # Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
 # program linked with bench/results.c, the plain-C baseline compiled with
 # -O3 -march=native, and OpenBLAS; each merges its cases into
@@ -144,6 +153,8 @@ DNNL_CFLAGS := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),-DMLC_HAVE_DNNL)
 $(B)/obj/bench/bench_models.o: ALL_CFLAGS += $(DNNL_CFLAGS)
 $(B)/bench/bench_models: LDLIBS += $(if $(DNNL_CFLAGS),-ldnnl)
 $(B)/bench/bench_models: | $(B)/bin/mlc-tune $(B)/bin/mlc-compile $(B)/bin/mlc-worker
+# bench_mpi_scale (issue 17) runs mlc-tune under mpirun.
+$(B)/bench/bench_mpi_scale: | $(B)/bin/mlc-tune $(B)/bin/mlc-worker
 # Benches that tune start builder and runner workers.
 $(B)/bench/bench_contention $(B)/bench/bench_tune $(B)/bench/bench_model: | $(B)/bin/mlc-worker
 
@@ -176,9 +187,10 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
             protobuf-c-compiler libprotobuf-c-dev libonnx-dev
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
 # without it); ONNX's backend test data (test_onnx_conformance SKIPs without
-# it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py.
+# it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py;
+# OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it).
 DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
-                python3-numpy libdnnl-dev
+                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 
@@ -205,7 +217,7 @@ install: all
 	  install -d $(DESTDIR)$(PREFIX)/include/mlc/$$m && \
 	  install -m 644 $$m/$$m.h $$m/*.def $(DESTDIR)$(PREFIX)/include/mlc/$$m/ 2>/dev/null || \
 	  install -m 644 $$m/$$m.h $(DESTDIR)$(PREFIX)/include/mlc/$$m/; fi; done
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@DEPLIBS@|$(LDLIBS)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@DEPLIBS@|$(LDLIBS) $(MPI_LIBS)|' -e 's|@VERSION@|$(shell sed -n 's/^#define MLC_VERSION "\(.*\)"/\1/p' base/base.h)|' \
 	    tools/mlc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mlc.pc
 
 clean:

@@ -49,6 +49,12 @@
  * key; inputs come from a seeded PCG32 stream, identical for the reference
  * and the candidate, so every parameter (inputs included) must match.
  *
+ * Benchmarks only: with MLC_BENCH_SLEEP_MS=N in the environment, a pool
+ * builds and runs nothing; each candidate costs N ms of wall time and no
+ * CPU, one at a time as on the runner, and is OK with times derived from
+ * its trace (measurement scaling over many hosts, simulated on 2 cores;
+ * docs/MPI.md). Added by mpi.
+ *
  * ---- Wire protocol (workers' stdin and stdout, a socket pair) --------
  *
  * Every message is one frame:
@@ -204,6 +210,15 @@ bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_er
  * when every candidate of the batch has been returned. */
 int mlc_measure_next(mlc_measure *m, mlc_measure_result *out);
 
+/* added by mpi: the batch grows while it is collected (a measurement host
+ * that keeps its workers fed from a queue). The new candidates' indices
+ * follow the batch's; with every result of the batch returned, this is
+ * mlc_measure_submit. */
+bool mlc_measure_append(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err);
+/* added by mpi: mlc_measure_next waiting at most timeout_s seconds: -1
+ * when no candidate finished by then. */
+int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s);
+
 typedef void (*mlc_measure_progress_fn)(void *ud, int done, int total,
                                         const mlc_measure_result *r);
 /* Submit and collect: results[i] is candidate i's. progress may be NULL. */
@@ -222,6 +237,62 @@ bool mlc_measure_runner_check(const char *target, mlc_error *err);
 /* Workers started so far (restarts included) and the path in use. */
 int mlc_measure_spawn_count(const mlc_measure *m);
 const char *mlc_measure_worker_path(const mlc_measure *m);
+
+/* ---- measuring on the ranks of an MPI job (added by mpi; measure/mpi.c) --
+ *
+ * Under `mpirun -n N mlc-tune ...` rank 0 tunes (search, task scheduler,
+ * database) and ranks 1..N-1 are measurement hosts, each running a pool of
+ * the workers above on its own machine. Rank 0 measures through
+ * mlc_measure_mpi_batch, the tuner's measure hook: each batch is a queue
+ * the ranks pull candidates from as their pools have room, results coming
+ * back as they finish. Every rank reports its host, pid and target string
+ * at the start; a rank whose target (CPU name, features, cores as the
+ * host detection gives them) differs from rank 0's is refused and the job
+ * ends: measurements are only comparable on identical hardware.
+ *
+ *   rank 0:  p = mlc_measure_mpi_init(&argc, &argv, "llvm", &err);
+ *            mlc_measure_mpi_check(p, &pool_opts, &err);
+ *            tune with .measure = mlc_measure_mpi_batch, .measure_ud = p;
+ *            mlc_measure_mpi_end(p, status);
+ *   others:  p = mlc_measure_mpi_init(...); mlc_measure_mpi_serve(p, &err);
+ *            mlc_measure_mpi_end(p, status);
+ *
+ * MPI is optional at build time (MLC_HAVE_MPI): without it init fails
+ * with "this build has no MPI support" and mlc_measure_mpi_built is false.
+ * A dead rank: see measure/mpi.c (SIGTERM from mpirun, or silence under
+ * orte_enable_recovery); the hook returns false naming the rank and its
+ * host, with the results it received marked (index == i). */
+typedef struct mlc_measure_mpi mlc_measure_mpi;
+
+bool mlc_measure_mpi_built(void);
+/* Ranks the launcher started this process among (OMPI_COMM_WORLD_SIZE,
+ * PMI_SIZE); 1 when not started by mpirun. Needs no MPI. */
+int mlc_measure_mpi_env_size(void);
+/* MPI_Init; ranks > 0 report to rank 0. target_text: the target to tune,
+ * as given (parsed on each rank: its host's CPU). */
+mlc_measure_mpi *mlc_measure_mpi_init(int *argc, char ***argv, const char *target_text,
+                                      mlc_error *err);
+int mlc_measure_mpi_rank(const mlc_measure_mpi *p);
+int mlc_measure_mpi_size(const mlc_measure_mpi *p);
+/* Rank 0: every rank's report; false (and every rank told to stop) when a
+ * rank is refused, else every rank gets o (worker_path aside: each host
+ * finds its own mlc-worker). */
+bool mlc_measure_mpi_check(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err);
+/* Rank 0: one line per measurement rank: host, pid, target, CPU. */
+void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out);
+/* Rank 0: the tuner's measure hook (mlc_tuner_measure_fn), ud = p. */
+bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                           mlc_error *err);
+/* Rank 0: fn(ud, msg) is called when mpirun ends the job (SIGTERM: a rank
+ * died), from another thread when no batch is being measured; msg names
+ * the dead ranks. mpirun kills the process about a second later. */
+void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
+/* Ranks > 0: measure what rank 0 sends until it ends the job (true;
+ * also when rank 0 refused a rank: rank 0 says why). */
+bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err);
+/* Ends the job's MPI and frees p (NULL: nothing). When a rank died and
+ * mpirun lets the job go on, this calls MPI_Abort(status): see mpi.c. */
+void mlc_measure_mpi_end(mlc_measure_mpi *p, int status);
 
 /* The worker side: serve requests on stdin/stdout until end of input.
  * mode is "build" or "run". Returns the process exit status. */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -106,6 +107,9 @@ struct mlc_measure {
   double pause_start; /* > 0 while builders are stopped */
   int spawns;
   mlc_str out;        /* request being written */
+  double sleep_s;     /* bench only (MLC_BENCH_SLEEP_MS): see sleep_step */
+  int sleeping;       /* the candidate being slept on; -1: none */
+  double wake;
 };
 
 /* ---- finding and starting workers -------------------------------------- */
@@ -628,10 +632,11 @@ static void check_timeouts(mlc_measure *m) {
   }
 }
 
-static void wait_events(mlc_measure *m) {
+/* Waits at most until `limit` (monotonic seconds), or a second. */
+static void wait_events(mlc_measure *m, double limit) {
   struct pollfd *pf = mlc_xmalloc(sizeof(struct pollfd) * (size_t)m->n_workers);
   int *who = mlc_xmalloc(sizeof(int) * (size_t)m->n_workers), np = 0;
-  double now = mlc_now_sec(), next = now + 1.0;
+  double now = mlc_now_sec(), next = now + 1.0 < limit ? now + 1.0 : limit;
   for (int i = 0; i < m->n_workers; i++) {
     worker *w = &m->w[i];
     if (w->pid <= 0 || w->job == NO_JOB) continue;
@@ -649,17 +654,55 @@ static void wait_events(mlc_measure *m) {
   mlc_free(who);
 }
 
-int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
+/* Bench only (MLC_BENCH_SLEEP_MS): each candidate costs that much wall
+ * time and no CPU, one after another as on the runner; nothing is built or
+ * run, and its times follow from its trace's hash. Scaling over many
+ * measurement hosts can so be simulated on a small machine. */
+static void sleep_step(mlc_measure *m, double end) {
+  double t = mlc_now_sec();
+  for (int i = 0; i < m->n && m->sleeping < 0; i++)
+    if (m->c[i].state == C_QUEUED) {
+      m->sleeping = i;
+      m->wake = t + m->sleep_s;
+      m->c[i].state = C_RUNNING;
+    }
+  if (m->sleeping < 0) return;
+  double until = m->wake < end ? m->wake : end;
+  if (until > t) {
+    struct timespec ts = {(time_t)(until - t), (long)((until - t - (double)(time_t)(until - t)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+  if (mlc_now_sec() < m->wake) return;
+  int ci = m->sleeping;
+  cand *c = &m->c[ci];
+  m->sleeping = -1;
+  double sec = 1e-6 * (double)(1 + mlc_hash_str(c->trace, 0) % 997);
+  c->res.n_secs = m->o.repeat;
+  for (int k = 0; k < m->o.repeat; k++) c->res.secs[k] = sec;
+  c->res.mean_sec = sec;
+  c->res.run_sec = m->sleep_s;
+  finish(m, ci, MLC_MEASURE_OK, "");
+}
+
+int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s) {
+  double end = mlc_now_sec() + timeout_s;
   while (m->ready_head == m->ready.len) {
     if (m->n_done == m->n) return 0;
-    dispatch(m);
+    if (m->sleep_s > 0) sleep_step(m, end);
+    else dispatch(m);
     if (m->ready_head < m->ready.len) break;
-    wait_events(m);
+    if (mlc_now_sec() >= end) return -1;
+    if (m->sleep_s <= 0) wait_events(m, end);
   }
   int ci = m->ready.data[m->ready_head++];
   *out = m->c[ci].res;
   m->n_returned++;
   return 1;
+}
+
+int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
+  return mlc_measure_next_wait(m, out, INFINITY);
 }
 
 /* ---- public life cycle ---------------------------------------------------------------- */
@@ -693,6 +736,9 @@ mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err) {
   m->w = mlc_xmalloc(sizeof(worker) * (size_t)m->n_workers);
   for (int i = 0; i < m->n_workers; i++)
     m->w[i] = (worker){.kind = i == m->n_workers - 1 ? W_RUN : W_BUILD, .fd = -1, .job = NO_JOB};
+  const char *sleep_ms = getenv("MLC_BENCH_SLEEP_MS");
+  m->sleep_s = sleep_ms && atof(sleep_ms) > 0 ? atof(sleep_ms) * 1e-3 : 0;
+  m->sleeping = -1;
   return m;
 }
 
@@ -741,15 +787,11 @@ static int workload_index(mlc_measure *m, const char *text) {
   return m->wls.len - 1;
 }
 
-bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
-  if (m->n_returned < m->n) return mlc_error_set(err, "measure: the previous batch is not collected");
-  for (int i = 0; i < n; i++)
-    if (!c[i].workload) return mlc_error_set(err, "measure: candidate %d has no workload", i);
-  clear_batch(m);
-  m->c = mlc_xmalloc(sizeof(cand) * (size_t)(n + 1));
-  m->n = n;
+/* Candidates n0.. of the batch from c[0..n). */
+static void add_cands(mlc_measure *m, int n0, int n, const mlc_measure_cand *c) {
   for (int i = 0; i < n; i++) {
-    cand *x = &m->c[i];
+    cand *x = &m->c[n0 + i];
+    *x = (cand){0};
     x->trace = mlc_xstrdup(c[i].trace ? c[i].trace : "");
     x->target = mlc_xstrdup(c[i].target ? c[i].target : "llvm");
     x->fault = c[i].fault;
@@ -757,11 +799,35 @@ bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_er
     x->run_timeout_s = c[i].run_timeout_s > 0 ? c[i].run_timeout_s : 0;
     x->wl = workload_index(m, c[i].workload);
     x->state = C_QUEUED;
-    x->res.index = i;
+    x->res.index = n0 + i;
   }
+}
+
+static bool check_cands(int n, const mlc_measure_cand *c, mlc_error *err) {
+  for (int i = 0; i < n; i++)
+    if (!c[i].workload) return mlc_error_set(err, "measure: candidate %d has no workload", i);
+  return true;
+}
+
+bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
+  if (m->n_returned < m->n) return mlc_error_set(err, "measure: the previous batch is not collected");
+  if (!check_cands(n, c, err)) return false;
+  clear_batch(m);
+  m->c = mlc_xmalloc(sizeof(cand) * (size_t)(n + 1));
+  m->n = n;
+  add_cands(m, 0, n, c);
   /* A workload whose reference failed in an earlier batch gets another try. */
   for (int i = 0; i < m->wls.len; i++)
     if (m->wls.data[i].state == WL_FAILED) m->wls.data[i].state = WL_NONE;
+  return true;
+}
+
+bool mlc_measure_append(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err) {
+  if (m->n_returned == m->n) return mlc_measure_submit(m, n, c, err);
+  if (!check_cands(n, c, err)) return false;
+  m->c = mlc_xrealloc(m->c, sizeof(cand) * (size_t)(m->n + n + 1));
+  add_cands(m, m->n, n, c);
+  m->n += n;
   return true;
 }
 

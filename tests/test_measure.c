@@ -172,6 +172,46 @@ static void test_good_batch(void) {
   for (int i = 0; i < N; i++) mlc_free(traces[i]);
 }
 
+/* (mpi) A batch that grows while it is collected: appended candidates
+ * continue its indices, each result comes once, a wait with no result
+ * ready returns -1, and a fully returned batch is followed by a fresh one
+ * (indices from 0 again). */
+static void test_append_and_wait(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return;
+  enum { N = 4 };
+  char *traces[N];
+  mlc_measure_cand c[N];
+  for (int i = 0; i < N; i++) {
+    traces[i] = matmul_trace(MM, 200 + (uint64_t)i);
+    c[i] = (mlc_measure_cand){.workload = MM, .trace = traces[i]};
+  }
+  CHECK(mlc_measure_append(m, 1, c, &err)); /* nothing open: a new batch */
+  mlc_measure_result r;
+  CHECK(mlc_measure_next_wait(m, &r, 0) == -1); /* nothing is built yet */
+  CHECK(mlc_measure_append(m, 2, c + 1, &err));
+  int seen[N] = {0}, got = 0, rc;
+  while ((rc = mlc_measure_next_wait(m, &r, 0.05)) != 0) {
+    if (rc < 0) continue;
+    CHECK_MSG(r.index >= 0 && r.index < 3, "index %d", r.index);
+    if (r.index < 0 || r.index >= 3) break;
+    CHECK_MSG(r.status == MLC_MEASURE_OK, "cand %d: %s", r.index, r.error);
+    seen[r.index]++;
+    if (++got == 1) CHECK(mlc_measure_append(m, 0, c, &err)); /* an empty append is harmless */
+  }
+  CHECK(got == 3 && seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+  /* every result returned: the next append starts a batch at index 0 */
+  CHECK(mlc_measure_append(m, 1, c + 3, &err));
+  CHECK(mlc_measure_next(m, &r) == 1 && r.index == 0 && r.status == MLC_MEASURE_OK);
+  CHECK(mlc_measure_next(m, &r) == 0);
+  mlc_measure_free(m);
+  CHECK(no_children());
+  for (int i = 0; i < N; i++) mlc_free(traces[i]);
+}
+
 typedef struct progress_log {
   int calls, last_done, total;
   bool ordered;
@@ -615,6 +655,7 @@ int main(void) {
   MM = matmul_text(16, 16, 16);
   RUN(test_status_names);
   RUN(test_good_batch);
+  RUN(test_append_and_wait);
   RUN(test_fault_batch);
   RUN(test_build_errors);
   RUN(test_cuda_runner);

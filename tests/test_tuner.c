@@ -1022,6 +1022,51 @@ static void test_loop_resume(void) {
   mlc_arena_free(a);
 }
 
+/* (mpi) A measure function that fails part way: on its die_on-th call it
+ * returns results for the first three candidates, then false (a
+ * measurement host died). */
+typedef struct dying_runner {
+  fake_runner fr;
+  int calls, die_on;
+} dying_runner;
+
+static bool dying_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                          mlc_error *err) {
+  dying_runner *d = ud;
+  if (++d->calls != d->die_on) return fake_measure(&d->fr, n, c, out, err);
+  fake_measure(&d->fr, n < 3 ? n : 3, c, out, err);
+  return mlc_error_set(err, "measurement host died");
+}
+
+/* The results received before the failure are committed and the error
+ * says so; a rerun measures only the rest, none twice. */
+static void test_loop_partial_batch(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  dying_runner d = {.die_on = 2};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r1, r2;
+  mlc_error e;
+  loop_opts(&o, &d.fr, "matmul", 32);
+  o.measure = dying_measure;
+  o.measure_ud = &d;
+  bool ok = mlc_tuner_tune(db, f, &o, &r1, &e);
+  CHECK_MSG(!ok && strstr(e.msg, "measurement host died") &&
+                strstr(e.msg, "the 3 results of the last batch received before were stored"),
+            "%s", ok ? "succeeded" : e.msg);
+  CHECK_MSG(r1.measured == 11, "measured %d", r1.measured);
+  d.die_on = 0;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r2, &e), "%s", e.msg);
+  CHECK_MSG(r2.measured_before == 11 && r2.measured == 21, "%d before, %d now",
+            r2.measured_before, r2.measured);
+  CHECK_MSG(d.fr.repeats == 0, "%d traces measured twice", d.fr.repeats);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 /* Early abort: the first round runs without limits (no best yet, no
  * baseline); from the second on, a call over 20 times the best so far is
  * stopped (the run timeout a few such calls), and those candidates are
@@ -1440,6 +1485,7 @@ int main(void) {
   RUN(test_search_deterministic);
   RUN(test_search_uses_model);
   RUN(test_loop_resume);
+  RUN(test_loop_partial_batch);
   RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);

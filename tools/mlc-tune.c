@@ -61,6 +61,7 @@ static const char *usage_text =
     "      --timeout SEC          per-candidate build/run timeout (default 30/20)\n"
     "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
     "      --no-baseline          do not time the unscheduled kernel\n"
+    "      --remeasure K          time the best K again at the end (default 3; 0: no)\n"
     "  -v, --verbose              progress lines even when stderr is not a terminal\n"
     "      --json                 print the summary as one JSON object\n"
     "  -h, --help                 show this help\n"
@@ -68,6 +69,8 @@ static const char *usage_text =
     "Exit status: 0 done (or nothing to do), 1 failure, 2 bad usage, 130 interrupted.\n";
 
 static volatile int g_stop;
+/* Rank 0 of an MPI job: the other ranks measure (measure/mpi.c). */
+static mlc_measure_mpi *g_mpi;
 
 static void on_sigint(int sig) {
   MLC_UNUSED(sig);
@@ -83,6 +86,19 @@ static int usage_error(const char *fmt, const char *arg) {
 
 static int fail(const char *msg) {
   fprintf(stderr, "mlc-tune: error: %s\n", msg);
+  return 1;
+}
+
+/* What mpi_ended printed already (the dead rank, named before the commit). */
+static char g_mpi_said[1024];
+
+/* The tuner's error; after mpi_ended, only what it adds (what was stored). */
+static int fail_tune(const char *msg) {
+  size_t n = strlen(g_mpi_said);
+  if (!n || strncmp(msg, g_mpi_said, n) != 0) return fail(msg);
+  msg += n;
+  msg += strspn(msg, "; ");
+  if (*msg) fprintf(stderr, "mlc-tune: %s\n", msg);
   return 1;
 }
 
@@ -108,7 +124,7 @@ static bool parse_num(const char *s, double *out) {
 typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
   const char *name; /* --name: the task name of a --task-file */
-  long trials, per_round, builders;
+  long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
   bool verbose, json, no_baseline;
@@ -119,7 +135,7 @@ typedef struct cli {
 } cli;
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -136,6 +152,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
       {"input-shape", required_argument, 0, O_INPUT_SHAPE},
       {"name", required_argument, 0, O_NAME},
+      {"remeasure", required_argument, 0, O_REMEASURE},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -167,6 +184,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'j':
       if (!parse_int(optarg, 1, 1024, &c->builders))
         return usage_error("--builders wants 1 to 1024, got '%s'", optarg);
+      break;
+    case O_REMEASURE:
+      if (!parse_int(optarg, 0, 64, &c->remeasure))
+        return usage_error("--remeasure wants 0 to 64, got '%s'", optarg);
       break;
     case O_TIME:
       if (!parse_num(optarg, &c->time_s)) return usage_error("--time wants seconds > 0, got '%s'", optarg);
@@ -399,8 +420,10 @@ static int run(const cli *c, workload *w) {
   o.n_builders = (int)c->builders;
   o.timeout_s = c->timeout_s;
   o.measure_baseline = !c->no_baseline;
+  o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
+  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi;
   if (c->verbose || isatty(2)) o.progress = progress;
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;
@@ -409,7 +432,7 @@ static int run(const cli *c, workload *w) {
   bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
   signal(SIGINT, SIG_DFL);
   mlc_db_close(db);
-  if (!ok) return fail(err.msg);
+  if (!ok) return fail_tune(err.msg);
   if (r.message[0] && !c->json) fprintf(stderr, "mlc-tune: %s\n", r.message);
   if (r.warning[0]) fprintf(stderr, "mlc-tune: %s\n", r.warning);
   if (c->json) print_json(w, tgt.str, &r);
@@ -495,6 +518,7 @@ static int tune_model(const cli *c) {
   o.tune.timeout_s = c->timeout_s;
   if (c->cost_model) o.tune.cost_model = c->cost_model;
   o.tune.stop = &g_stop;
+  if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi;
   o.tune.search.seed = c->seed;
   o.tune.search.num_cores = tgt.num_cores;
   mlc_tuner_sched_result r;
@@ -502,7 +526,7 @@ static int tune_model(const cli *c) {
     signal(SIGINT, on_sigint);
     bool ok = mlc_tuner_schedule_tasks(db, n, tasks, &o, st, &r, &err);
     signal(SIGINT, SIG_DFL);
-    if (!ok) rc = fail(err.msg);
+    if (!ok) rc = fail_tune(err.msg);
   }
   if (!rc) {
     if (r.message[0]) fprintf(stderr, "mlc-tune: %s\n", r.message);
@@ -523,14 +547,72 @@ static int tune_model(const cli *c) {
   return rc;
 }
 
+/* ---- MPI ----------------------------------------------------------------------------- */
+
+/* mpirun ends the job (a measurement rank died): say which at once, its
+ * SIGKILL follows within a second. What rank 0 received is stored (the
+ * tuner's error says so when the batch was being measured). */
+static void mpi_ended(void *ud, const char *msg) {
+  MLC_UNUSED(ud);
+  fprintf(stderr, "mlc-tune: error: %s\n", msg);
+  snprintf(g_mpi_said, sizeof g_mpi_said, "%s", msg);
+}
+
+/* Under mpirun with several ranks, rank 0 tunes and measures through the
+ * others, which serve here until rank 0 ends the job. Returns -1 to go on
+ * tuning (rank 0, or no mpirun), else the exit status. */
+static int start_mpi(const cli *c, int *argc, char ***argv) {
+  int n = mlc_measure_mpi_env_size();
+  if (n <= 1) return -1;
+  if (!mlc_measure_mpi_built()) {
+    fprintf(stderr, "mlc-tune: error: started by mpirun with %d ranks, but this mlc-tune was "
+                    "built without MPI support (install libopenmpi-dev and rebuild)\n", n);
+    return 1;
+  }
+  mlc_error err;
+  mlc_measure_mpi *p = mlc_measure_mpi_init(argc, argv, c->target, &err);
+  if (!p) return fail(err.msg);
+  if (mlc_measure_mpi_rank(p) > 0) {
+    int rc = mlc_measure_mpi_serve(p, &err) ? 0 : fail(err.msg);
+    mlc_measure_mpi_end(p, rc);
+    return rc;
+  }
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_opts_default(&o);
+  o.target = c->target;
+  o.n_builders = (int)c->builders;
+  o.timeout_s = c->timeout_s;
+  mlc_measure_opts mo;
+  mlc_tuner_pool_opts(&o, &mo);
+  if (!mlc_measure_mpi_check(p, &mo, &err)) {
+    int rc = fail(err.msg);
+    mlc_measure_mpi_end(p, rc);
+    return rc;
+  }
+  if (c->verbose) {
+    mlc_str s = {0};
+    mlc_measure_mpi_describe(p, &s);
+    fprintf(stderr, "%s", mlc_str_cstr(&s));
+    mlc_str_free(&s);
+  }
+  mlc_measure_mpi_on_end(p, mpi_ended, NULL);
+  g_mpi = p;
+  return -1;
+}
+
 int main(int argc, char **argv) {
-  cli c = {.trials = 64, .seed = 1};
+  cli c = {.trials = 64, .seed = 1, .remeasure = 3};
   int rc = parse_args(argc, argv, &c);
   if (rc) return rc;
-  if (c.model) return tune_model(&c);
-  workload w = {.arena = mlc_arena_new()};
-  rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
-  if (rc == 0) rc = run(&c, &w);
-  mlc_arena_free(w.arena);
+  if ((rc = start_mpi(&c, &argc, &argv)) >= 0) return rc;
+  if (c.model) {
+    rc = tune_model(&c);
+  } else {
+    workload w = {.arena = mlc_arena_new()};
+    rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
+    if (rc == 0) rc = run(&c, &w);
+    mlc_arena_free(w.arena);
+  }
+  mlc_measure_mpi_end(g_mpi, rc);
   return rc;
 }

@@ -235,17 +235,17 @@ static bool load_history(tune_run *r, mlc_error *err) {
   return true;
 }
 
-/* The target's runner must work here (cuda: the driver and a device)
- * before the first round: a run without it would record every candidate
- * as failed. */
-static bool open_pool(tune_run *r, mlc_error *err) {
-  if (r->o->measure) return true;
-  if (!mlc_measure_runner_check(r->target, err)) return false;
+static bool target_is_gpu(const char *target) {
+  mlc_target t;
+  return mlc_target_parse(target, &t, NULL) && t.backend == &mlc_backend_cuda;
+}
+
+void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, mlc_measure_opts *out) {
   mlc_measure_opts mo = mlc_measure_defaults();
-  mo.n_builders = r->o->n_builders;
-  mo.worker_path = r->o->worker_path;
-  if (r->o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = r->o->timeout_s;
-  if (r->on_gpu) {
+  mo.n_builders = o->n_builders;
+  mo.worker_path = o->worker_path;
+  if (o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = o->timeout_s;
+  if (target_is_gpu(o->target ? o->target : "llvm")) {
     /* GPU times are CUDA events', which builders on the host do not
      * disturb; one launch of a fast kernel lasts microseconds, so each
      * repeat is the median of 10. The reference (the unscheduled kernel,
@@ -253,8 +253,19 @@ static bool open_pool(tune_run *r, mlc_error *err) {
      * candidate's time: 1024^3 matmul takes 20-30 s on some hosts. */
     mo.pause_builders = false;
     mo.number = 10;
-    if (r->o->timeout_s <= 0) mo.run_timeout_s = 120;
+    if (o->timeout_s <= 0) mo.run_timeout_s = 120;
   }
+  *out = mo;
+}
+
+/* The target's runner must work here (cuda: the driver and a device)
+ * before the first round: a run without it would record every candidate
+ * as failed. */
+static bool open_pool(tune_run *r, mlc_error *err) {
+  if (r->o->measure) return true;
+  if (!mlc_measure_runner_check(r->target, err)) return false;
+  mlc_measure_opts mo;
+  mlc_tuner_pool_opts(r->o, &mo);
   r->pool = mlc_measure_new(&mo, err);
   return r->pool != NULL;
 }
@@ -322,6 +333,39 @@ static bool is_too_slow(const mlc_measure_result *m) {
   return m->status == MLC_MEASURE_TIMEOUT && strstr(m->error, "too slow") != NULL;
 }
 
+/* The measure function failed part way (a measurement host died; added
+ * by mpi): the results it did return (index == i) are committed, so that
+ * a rerun measures only the rest. err gets a note of what was stored. */
+static void commit_partial(tune_run *r, int n, const mlc_tuner_cand *batch, const mlc_str *js,
+                           const mlc_measure_result *mr, mlc_error *err) {
+  mlc_db_record *recs = mlc_xmalloc(sizeof(*recs) * (size_t)(n + 1));
+  char (*hashes)[17] = mlc_xmalloc(sizeof(*hashes) * (size_t)(n + 1));
+  char (*trace_hashes)[17] = mlc_xmalloc(sizeof(*trace_hashes) * (size_t)(n + 1));
+  int k = 0, added = 0;
+  for (int i = 0; i < n; i++) {
+    if (mr[i].index != i) continue;
+    mlc_func_hash_hex(mlc_sched_func(batch[i].sched), hashes[k]);
+    snprintf(trace_hashes[k], 17, "%016llx", (unsigned long long)batch[i].hash);
+    fill_record(r, &mr[i], js[i].data, trace_hashes[k], hashes[k], &recs[k]);
+    k++;
+  }
+  char why[sizeof err->msg];
+  snprintf(why, sizeof why, "%s", err ? err->msg : "");
+  mlc_error e;
+  if (k > 0 && !mlc_db_commit(r->db, k, recs, &added, &e)) {
+    mlc_error_set(err, "%.500s; the %d results of the batch received before could not be "
+                       "stored: %.300s", why, k, e.msg);
+  } else if (k > 0) {
+    r->have += added;
+    r->res->measured += k;
+    mlc_error_set(err, "%.700s; the %d results of the last batch received before were stored",
+                  why, k);
+  }
+  mlc_free(recs);
+  mlc_free(hashes);
+  mlc_free(trace_hashes);
+}
+
 /* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
 static int one_round(tune_run *r, mlc_error *err) {
   mlc_tuner_cand *batch;
@@ -345,8 +389,11 @@ static int one_round(tune_run *r, mlc_error *err) {
                                .run_timeout_s = run_timeout};
   }
   int rc = 1;
-  if (!do_measure(r, n, mc, mr, err)) rc = -1;
-  else if (r->o->stop && *r->o->stop) { /* results of an interrupted batch are not trusted */
+  for (int i = 0; i < n; i++) mr[i].index = -1;
+  if (!do_measure(r, n, mc, mr, err)) {
+    commit_partial(r, n, batch, js, mr, err);
+    rc = -1;
+  } else if (r->o->stop && *r->o->stop) { /* results of an interrupted batch are not trusted */
     r->res->stopped = true;
     rc = 0;
   }
@@ -527,11 +574,6 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
   r->search_opts.space = mlc_tuner_space_for_target(&t);
   return true;
-}
-
-static bool target_is_gpu(const char *target) {
-  mlc_target t;
-  return mlc_target_parse(target, &t, NULL) && t.backend == &mlc_backend_cuda;
 }
 
 static void tune_free(tune_run *r) {

@@ -103,7 +103,11 @@ typedef struct mlc_tuner_progress {
 } mlc_tuner_progress;
 
 /* Measures n candidates: results[i] for c[i]. The default is the worker
- * pool of measure/; tests put a fake runner here. False stops the loop. */
+ * pool of measure/; tests put a fake runner here. False stops the loop.
+ * (added by mpi) The tuner sets results[i].index to -1 before the call; a
+ * function that fails part way (a measurement host died) leaves it so for
+ * the candidates it has no result of and sets it to i for those it has:
+ * those are committed before the run ends with its error. */
 typedef bool (*mlc_tuner_measure_fn)(void *ud, int n, const struct mlc_measure_cand *c,
                                      struct mlc_measure_result *results, mlc_error *err);
 
@@ -142,6 +146,11 @@ typedef struct mlc_tuner_tune_opts {
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
+/* added by mpi: the options of the worker pools mlc_tuner_tune would start
+ * for o (builders, timeouts; for a cuda target: builders not paused, ten
+ * calls per repeat), for measurement hosts that run the pools elsewhere. */
+struct mlc_measure_opts;
+void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, struct mlc_measure_opts *out);
 
 typedef struct mlc_tuner_tune_result {
   int64_t workload_id;

@@ -1,0 +1,161 @@
+/* Scaling of measurement over MPI ranks (issue 17, item 3), simulated on a
+ * small machine: every candidate costs a fixed wall time and no CPU
+ * (MLC_BENCH_SLEEP_MS, measure.h), so R measurement ranks could measure R
+ * candidates in that time if nothing else limited them. For R = 1, 2, 4,
+ * 8, 16 it runs
+ *
+ *   mpirun --oversubscribe -n R+1 mlc-tune --task matmul --shape 64,64,64
+ *     --trials T --trials-per-round B --cost-model random --no-baseline
+ *     --remeasure 0 --json
+ *
+ * and reports candidates measured per second, the efficiency (throughput /
+ * R / the one-rank throughput) and rank 0's serial time per candidate
+ * (search, commit, learning: the measurement ranks wait for it between
+ * batches). Rank 0 becomes the bottleneck where the batch's measuring time
+ * on R ranks, B / R x sleep, falls below its time per batch.
+ *
+ *   bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] [--batch B]
+ */
+#include "bench/results.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char build_dir[4096];
+
+static void find_build_dir(void) {
+  ssize_t n = readlink("/proc/self/exe", build_dir, sizeof build_dir - 1);
+  if (n <= 0) {
+    snprintf(build_dir, sizeof build_dir, "build");
+    return;
+  }
+  build_dir[n] = 0;
+  for (int k = 0; k < 2; k++) { /* strip /bench_mpi_scale, then /bench */
+    char *slash = strrchr(build_dir, '/');
+    if (slash) *slash = 0;
+  }
+}
+
+/* A number after "key": in the JSON summary; -1 when absent. */
+static double json_num(const char *js, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(js, pat);
+  return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+typedef struct run_result {
+  double measured, total_sec, search_sec, wall_sec;
+} run_result;
+
+/* One job with `ranks` measurement ranks; false when it failed. */
+static bool run_job(int ranks, int sleep_ms, int trials, int batch, run_result *out) {
+  char db[64], cmd[8192];
+  snprintf(db, sizeof db, "/tmp/mlc_bench_mpi_scale_%d.db", (int)getpid());
+  unlink(db);
+  snprintf(cmd, sizeof cmd,
+           "MLC_BENCH_SLEEP_MS=%d mpirun --oversubscribe --bind-to none -n %d %s/bin/mlc-tune "
+           "--task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model random "
+           "--no-baseline --remeasure 0 --json --db %s 2>/dev/null",
+           sleep_ms, ranks + 1, build_dir, trials, batch, db);
+  double t0 = bench_now_ms();
+  FILE *f = popen(cmd, "r");
+  if (!f) return false;
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  int rc = pclose(f);
+  unlink(db);
+  out->wall_sec = (bench_now_ms() - t0) * 1e-3;
+  out->measured = json_num(buf, "measured");
+  out->total_sec = json_num(buf, "total_sec");
+  out->search_sec = json_num(buf, "search_sec");
+  if (rc != 0 || out->measured <= 0 || out->total_sec <= 0) {
+    fprintf(stderr, "bench_mpi_scale: %d ranks: exit %d, output: %.300s\n", ranks, rc, buf);
+    return false;
+  }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  const char *results = "bench/results.json";
+  int sleep_ms = 200, trials = 128, batch = 64;
+  for (int i = 1; i < argc; i++) {
+    if (i + 1 < argc && strcmp(argv[i], "--results") == 0) results = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--sleep-ms") == 0) sleep_ms = atoi(argv[++i]);
+    else if (i + 1 < argc && strcmp(argv[i], "--trials") == 0) trials = atoi(argv[++i]);
+    else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] "
+                      "[--batch B]\n");
+      return 2;
+    }
+  }
+  if (sleep_ms <= 0 || trials <= 0 || batch <= 0) {
+    fprintf(stderr, "bench_mpi_scale: --sleep-ms, --trials and --batch want positive numbers\n");
+    return 2;
+  }
+  find_build_dir();
+  if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+    printf("bench_mpi_scale: SKIP: mpirun is missing (apt-get install openmpi-bin)\n");
+    return 0;
+  }
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "ldd %s/bin/mlc-tune 2>/dev/null | grep -q libmpi", build_dir);
+  if (system(cmd) != 0) {
+    printf("bench_mpi_scale: SKIP: mlc-tune was built without MPI (libopenmpi-dev)\n");
+    return 0;
+  }
+  if (getuid() == 0) {
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  static const int ranks[] = {1, 2, 4, 8, 16};
+  enum { N = sizeof ranks / sizeof ranks[0] };
+  bench_case cs[N];
+  char names[N][64], notes[N][400];
+  double thr1 = 0;
+  int n = 0;
+  printf("# every candidate sleeps %d ms; %d trials in batches of %d; matmul 64,64,64\n",
+         sleep_ms, trials, batch);
+  printf("# %5s %9s %9s %10s %15s %15s %15s\n", "ranks", "cand/s", "ideal", "efficiency",
+         "search ms/cand", "other ms/cand", "measure ms/cand");
+  for (int i = 0; i < N; i++) {
+    run_result r;
+    if (!run_job(ranks[i], sleep_ms, trials, batch, &r)) return 1;
+    double thr = r.measured / r.total_sec;
+    if (i == 0) thr1 = thr;
+    double eff = thr / ranks[i] / thr1;
+    /* Per candidate: rank 0's search (serial: the measurement ranks wait
+     * for it between batches), the rest of the wall time beyond perfectly
+     * parallel measuring (commits, learning, messages, a batch's tail on
+     * unevenly loaded ranks), and the measuring itself spread over R. */
+    double meas_ms = (double)sleep_ms / ranks[i];
+    double search_ms = r.search_sec / r.measured * 1e3;
+    double other_ms = r.total_sec / r.measured * 1e3 - search_ms - meas_ms;
+    bool bottleneck = search_ms + other_ms > meas_ms;
+    printf("  %5d %9.2f %9.2f %10.2f %15.1f %15.1f %15.1f%s\n", ranks[i], thr,
+           1e3 / sleep_ms * ranks[i], eff, search_ms, other_ms, meas_ms,
+           bottleneck ? "  <- rank 0 is the bottleneck" : "");
+    snprintf(names[n], sizeof names[n], "mpi_scale_%d_ranks_%dms", ranks[i], sleep_ms);
+    snprintf(notes[n], sizeof notes[n],
+             "%d measurement ranks, %d ms per candidate: efficiency %.2f; per candidate: "
+             "search %.1f ms, other %.1f ms, measuring %.1f ms (search %.1f s of %.1f s)%s",
+             ranks[i], sleep_ms, eff, search_ms, other_ms, meas_ms, r.search_sec, r.total_sec,
+             bottleneck ? "; rank 0 is the bottleneck" : "");
+    cs[n] = (bench_case){.name = names[n], .value = thr, .unit = "cand/s",
+                         .baseline = "1 measurement rank", .baseline_value = thr1,
+                         .notes = notes[n]};
+    n++;
+  }
+  for (int i = 0; i < n; i++) bench_print(&cs[i]);
+  mlc_error err;
+  if (!bench_write_results(results, n, cs, &err)) {
+    fprintf(stderr, "bench_mpi_scale: %s\n", err.msg);
+    return 1;
+  }
+  return 0;
+}
