@@ -15,6 +15,11 @@
 #define MLC_FRAME_HEADER 12
 #define MLC_FRAME_MAX (256u << 20)
 
+/* References a runner keeps (the outputs of each workload's unscheduled
+ * kernel, most recent first). The pool sends a reference object only
+ * while the runner may not hold that workload's outputs. */
+#define MLC_RUNNER_REF_CACHE 8
+
 typedef enum mlc_frame_type {
   MLC_FRAME_BUILD_REQ = 1,
   MLC_FRAME_BUILD_OK = 2,

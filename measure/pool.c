@@ -106,6 +106,7 @@ struct mlc_measure {
   int ready_head;
   double pause_start; /* > 0 while builders are stopped */
   int spawns;
+  int runner_refs; /* workloads whose reference the live runner computed */
   mlc_str out;        /* request being written */
   double sleep_s;     /* bench only (MLC_BENCH_SLEEP_MS): see sleep_step */
   int sleeping;       /* the candidate being slept on; -1: none */
@@ -165,8 +166,10 @@ static bool spawn(mlc_measure *m, worker *w, mlc_error *err) {
   w->len = 0;
   w->stopped = false;
   m->spawns++;
-  if (w->kind == W_RUN) /* a fresh runner has no reference cached */
+  if (w->kind == W_RUN) { /* a fresh runner has no reference cached */
     for (int i = 0; i < m->wls.len; i++) m->wls.data[i].in_runner = false;
+    m->runner_refs = 0;
+  }
   return true;
 }
 
@@ -394,7 +397,11 @@ static void send_run(mlc_measure *m, worker *w, int ci) {
   frame_str(s, "mlc_cand");
   frame_bytes(s, c->obj.data, c->obj.len);
   frame_str(s, "mlc_ref");
-  frame_bytes(s, wl->ref.data, wl->ref.len);
+  /* Not again while the runner surely holds the reference's outputs: it
+   * is alive (start_worker below starts a fresh one otherwise), computed
+   * them, and has computed no more workloads than it keeps. */
+  bool held = w->pid > 0 && wl->in_runner && m->runner_refs <= MLC_RUNNER_REF_CACHE;
+  frame_bytes(s, held ? NULL : wl->ref.data, held ? 0 : wl->ref.len);
   frame_args(s, wl->n_args, wl->args);
   frame_u32(s, (uint32_t)o->number);
   frame_u32(s, (uint32_t)o->repeat);
@@ -495,6 +502,17 @@ static void build_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *
   if (m->o.build_only) finish(m, job, MLC_MEASURE_OK, "");
 }
 
+/* The runner's answer to a request without the reference object when it
+ * holds no reference (worker.c). */
+#define NO_REFERENCE "no reference object sent and none cached"
+
+/* The runner answered a request of workload wl: it computed (or still
+ * held) that workload's reference. */
+static void runner_holds(mlc_measure *m, int wl) {
+  if (!m->wls.data[wl].in_runner) m->runner_refs++;
+  m->wls.data[wl].in_runner = true;
+}
+
 static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
   cand *c = &m->c[ci];
   double max_err = frame_get_f64(r);
@@ -512,7 +530,7 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
   if (r->bad || r->pos != r->n || disturbed > 1)
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
-  m->wls.data[c->wl].in_runner = true;
+  runner_holds(m, c->wl);
   c->res.run_sec = mlc_now_sec() - w->start;
   c->res.max_error = max_err;
   for (uint32_t i = 0; i < n; i++)
@@ -540,8 +558,15 @@ static void run_reply(mlc_measure *m, worker *w, uint32_t type, frame_reader *r)
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "unexpected frame");
   w->job = NO_JOB;
   m->c[ci].res.run_sec = mlc_now_sec() - w->start;
+  if (st == MLC_MEASURE_PROTOCOL_ERROR && strncmp(msg, NO_REFERENCE, strlen(NO_REFERENCE)) == 0) {
+    /* A runner that replaced a dead one between the request and its
+     * sending holds no reference: run the candidate again, with it. */
+    m->wls.data[m->c[ci].wl].in_runner = false;
+    m->c[ci].state = C_BUILT;
+    return;
+  }
   if (strncmp(msg, "reference kernel", 16) == 0) fail_workload(m, m->c[ci].wl, st, msg);
-  else m->wls.data[m->c[ci].wl].in_runner = true;
+  else runner_holds(m, m->c[ci].wl);
   finish(m, ci, st, msg);
 }
 

@@ -171,7 +171,7 @@ typedef struct ref_entry {
   mlc_array *arrays;
 } ref_entry;
 
-#define REF_CACHE 8
+#define REF_CACHE MLC_RUNNER_REF_CACHE
 static ref_entry ref_cache[REF_CACHE];
 static int ref_next;
 
@@ -266,6 +266,10 @@ static ref_entry *reference(const run_req *q, mlc_measure_status *st, mlc_error 
   uint64_t key = mlc_hash_combine(q->key, q->seed) | 1;
   for (int i = 0; i < REF_CACHE; i++)
     if (ref_cache[i].key == key && ref_cache[i].n == q->n_args) return &ref_cache[i];
+  if (q->ref_len == 0) { /* the pool asks again with the object (pool.c) */
+    *st = MLC_MEASURE_PROTOCOL_ERROR;
+    return mlc_error_set(err, "no reference object sent and none cached"), NULL;
+  }
   const runner_impl *rn = runner_for(q->ref_obj, q->ref_len);
   void *k = NULL;
   double call_sec;

@@ -172,6 +172,40 @@ static void test_good_batch(void) {
   for (int i = 0; i < N; i++) mlc_free(traces[i]);
 }
 
+/* One runner, more workloads than it keeps references of (the pool stops
+ * sending a reference object once the runner holds its outputs, and
+ * sends it again when the runner may have dropped them): every candidate
+ * checked and timed, the first workload again at the end, no restart. */
+static void test_many_workloads(void) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.repeat = 1;
+  o.number = 1;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  if (!m) return (void)CHECK_MSG(0, "%s", err.msg);
+  enum { N = 11 };
+  char *texts[N];
+  mlc_measure_cand c[N + 2];
+  for (int i = 0; i < N; i++) {
+    texts[i] = matmul_text(4 + i, 8, 8);
+    c[i] = (mlc_measure_cand){.workload = texts[i]};
+  }
+  c[N] = c[0];     /* dropped by the runner by now: sent again */
+  c[N + 1] = c[N - 1]; /* still held */
+  mlc_measure_result r[N + 2];
+  for (int pass = 0; pass < 2; pass++) {
+    CHECK(mlc_measure_run_batch(m, pass ? 2 : N, pass ? c + N : c, r, NULL, NULL, &err));
+    for (int i = 0; i < (pass ? 2 : N); i++)
+      CHECK_MSG(r[i].status == MLC_MEASURE_OK, "pass %d cand %d: %s", pass, i, r[i].error);
+  }
+  /* the builders and one runner, never restarted */
+  CHECK_MSG(mlc_measure_spawn_count(m) == o.n_builders + 1, "spawned %d",
+            mlc_measure_spawn_count(m));
+  mlc_measure_free(m);
+  CHECK(no_children());
+  for (int i = 0; i < N; i++) mlc_free(texts[i]);
+}
+
 /* (mpi) A batch that grows while it is collected: appended candidates
  * continue its indices, each result comes once, a wait with no result
  * ready returns -1, and a fully returned batch is followed by a fresh one
@@ -655,6 +689,7 @@ int main(void) {
   MM = matmul_text(16, 16, 16);
   RUN(test_status_names);
   RUN(test_good_batch);
+  RUN(test_many_workloads);
   RUN(test_append_and_wait);
   RUN(test_fault_batch);
   RUN(test_build_errors);
