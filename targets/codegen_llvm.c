@@ -159,11 +159,7 @@ static bool reads_buffer(cg *c, const mlc_expr *val, const mlc_buffer *buf, cons
   return r.found;
 }
 
-static LLVMValueRef to_mem(cg *c, LLVMValueRef v, mlc_dtype t) {
-  if (t != MLC_BOOL) return v;
-  LLVMTypeRef ty = cg_is_vector(v) ? LLVMVectorType(c->t_i8, LLVMGetVectorSize(LLVMTypeOf(v))) : c->t_i8;
-  return LLVMBuildZExt(c->b, v, ty, "");
-}
+static LLVMValueRef to_mem(cg *c, LLVMValueRef v, mlc_dtype t) { return cg_to_mem(c, v, t); }
 
 static LLVMValueRef alloca_in_entry(cg *c, LLVMTypeRef ty, unsigned align) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
@@ -594,6 +590,7 @@ static bool attr_true(const mlc_prim_func *f, const char *key) {
 static void init_types(cg *c) {
   c->t_i1 = LLVMInt1TypeInContext(c->ctx);
   c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+  c->t_i16 = LLVMInt16TypeInContext(c->ctx);
   c->t_i32 = LLVMInt32TypeInContext(c->ctx);
   c->t_i64 = LLVMInt64TypeInContext(c->ctx);
   c->t_f16 = LLVMHalfTypeInContext(c->ctx);

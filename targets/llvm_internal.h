@@ -59,12 +59,16 @@ typedef struct cg {
   bool in_index;
 
   int n_outlined;
-  LLVMTypeRef t_i1, t_i8, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
+  LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
 } cg;
 
 /* codegen_expr.c */
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t); /* bool: i1 */
-LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8 */
+LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8, bfloat16: i16 */
+/* A value as memory holds it and back (bool i1 <-> i8, bfloat16 float32
+ * <-> i16 bits rounded to nearest even); scalars or vectors. */
+LLVMValueRef cg_to_mem(cg *c, LLVMValueRef v, mlc_dtype t);
+LLVMValueRef cg_from_mem(cg *c, LLVMValueRef v, mlc_dtype t);
 LLVMValueRef cg_expr(cg *c, const mlc_expr *e);
 /* cg_expr of a buffer index (nsw arithmetic, see in_index). */
 LLVMValueRef cg_index(cg *c, const mlc_expr *e);
