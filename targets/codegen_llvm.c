@@ -39,7 +39,15 @@ typedef struct check_ctx {
   mlc_error *err;
   MLC_VEC(const mlc_var *) scope; /* enclosing loop vars */
   const mlc_var *unbound;         /* first var found out of scope */
+  const mlc_target *target;
+  bool bad_builtin;               /* err holds why a CPU builtin cannot be built */
 } check_ctx;
+
+static void check_builtin(const mlc_expr *e, void *ud) {
+  check_ctx *cc = ud;
+  if (e->kind == MLC_EXPR_CALL_EXTERN && !cc->bad_builtin && !cg_builtin_check(cc->target, e, cc->err))
+    cc->bad_builtin = true;
+}
 
 static void check_var(const mlc_expr *e, void *ud) {
   check_ctx *cc = ud;
@@ -56,6 +64,8 @@ static bool check_loops(check_ctx *cc, const mlc_stmt *s, const mlc_stmt *par, c
   if (cc->unbound)
     return mlc_error_set(err, "variable %s is used outside the loop that defines it",
                          cc->unbound->name);
+  lower_visit_exprs(s, check_builtin, cc);
+  if (cc->bad_builtin) return false;
   switch (s->kind) {
   case MLC_STMT_FOR: {
     const char *name = s->loop.var->name;
@@ -637,7 +647,7 @@ void cg_close(cg *c) {
 }
 
 bool cg_emit_function(cg *c, const mlc_prim_func *lf, const char *symbol, mlc_error *err) {
-  check_ctx cc = {.a = c->a, .err = err};
+  check_ctx cc = {.a = c->a, .err = err, .target = c->target};
   if (!check_loops(&cc, lf->body, NULL, NULL)) return false;
   if (LLVMGetNamedFunction(c->mod, symbol) || LLVMGetNamedGlobal(c->mod, symbol))
     return mlc_error_set(err, "symbol %s is defined twice", symbol);
