@@ -9,6 +9,7 @@
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
+#include "tuner/tuner_internal.h"
 
 #include <time.h>
 
@@ -241,6 +242,41 @@ static void test_target_without_vnni(void) {
   mlc_arena_free(a);
 }
 
+/* The CPU design space tiles dense_int8 around the intrinsic: every
+ * sketch's samples are tensorized, verify and compute exactly. */
+static void test_design_space(void) {
+  if (!have_vnni) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, 16, 64, 32);
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_error err;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
+  CHECK_MSG(sp != NULL, "%s", err.msg);
+  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0;
+  CHECK(n >= 1);
+  for (int i = 0; i < n; i++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, i, seed, &err);
+      CHECK_MSG(s != NULL, "sketch %d: %s", i, err.msg);
+      if (!s) continue;
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      tensorized += strstr(text.data, "mlc_x86_vpdpbusd_16x4") != NULL;
+      mlc_str_free(&text);
+      mlc_array args[3];
+      fill(f, args, seed);
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+      int bad = count_wrong(args);
+      CHECK_MSG(bad == 0, "sketch %d seed %llu: %d outputs wrong", i, (unsigned long long)seed, bad);
+      free_args(args);
+      mlc_sched_free(s);
+    }
+  CHECK_MSG(tensorized == 3 * n, "%d of %d samples tensorized", tensorized, 3 * n);
+  if (sp) mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_register);
   RUN(test_feature_query);
@@ -248,5 +284,6 @@ int main(void) {
   RUN(test_refusals);
   RUN(test_compiled);
   RUN(test_target_without_vnni);
+  RUN(test_design_space);
   return test_summary();
 }
