@@ -11,7 +11,9 @@
  *                        that a registered CPU dot-product intrinsic fits
  *                        (dot_16x4_u8i8i32_vnni) gets its innermost tile cut
  *                        to the intrinsic's shape and blockized, the outer
- *                        block tiled "SSRSRS", decomposed and tensorized
+ *                        block tiled "SSRSRS" and annotated with the
+ *                        intrinsic, which the postprocessor tensorizes it
+ *                        with once parallel loops are in place
  *   multi_level_tiling   "SSRSRS" tiles of blocks with data reuse, with and
  *                        without a write cache at tile levels 1 and 2
  *   parallel_vectorize_unroll  annotations on the root, once per state
@@ -385,7 +387,8 @@ static mlc_sched *with_packed_read(const mlc_sched *cached, const char *name, ml
 static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
                                     sched_list *out) {
   const mlc_block *b = peek_block(s, name);
-  if (!b || !tuner_needs_tiling(mlc_sched_func(s), b)) {
+  if (!b || !tuner_needs_tiling(mlc_sched_func(s), b) ||
+      mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSOR_TILE)) {
     MLC_VEC_PUSH(*out, s);
     return;
   }
@@ -441,8 +444,9 @@ static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
 }
 
 /* On t: cut the intrinsic's tile off the block's loops (inner parts
- * innermost), blockize it, tile the outer block, move its init out and
- * tensorize it. False (t then garbage) when some step refuses. */
+ * innermost), blockize it, tile the outer block and annotate it with the
+ * intrinsic, after checking on a copy that its update (init moved out)
+ * tensorizes. False (t then garbage) when some step refuses. */
 static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
                         int k, mlc_error *err) {
   mlc_rv blk, *loops, js[2], ks[2], outer, init, levels[16];
@@ -457,18 +461,25 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
     return false;
   for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : lp[i];
   order[n] = js[1], order[n + 1] = ks[1];
-  if (!mlc_sched_reorder(t, n + 2, order, err) || !mlc_sched_blockize(t, js[1], true, &outer, err))
+  if (!mlc_sched_reorder(t, n + 2, order, err) || !mlc_sched_blockize(t, js[1], true, &outer, err) ||
+      !mlc_sched_get_block(t, name, NULL, &blk, err) ||
+      !mlc_sched_annotate(t, blk, TUNER_ANN_TENSOR_TILE, MLC_OP_INT(1), err))
     return false;
   const char *oname = mlc_sched_rv_block(t, outer)->name;
   if (!tile_block(t, oname, o, levels, err) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
     return false;
   /* levels[2]: the first "R" group of SSRSRS, the one reduce loop's outer tile */
-  return mlc_sched_decompose_reduction(t, outer, levels[2], &init, err) &&
-         mlc_sched_tensorize(t, outer, TILE_INTRINS[k].name, err);
+  mlc_sched *probe = mlc_sched_copy(t);
+  mlc_rv pb;
+  bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
+              mlc_sched_decompose_reduction(probe, pb, levels[2], &init, err) &&
+              mlc_sched_tensorize(probe, pb, TILE_INTRINS[k].name, err);
+  mlc_sched_free(probe);
+  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
 }
 
-/* Replaces the state by the tensorized sketch when an intrinsic fits (the
- * plain tiling rule then finds no block of that name to tile). */
+/* Replaces the state by the intrinsic's sketch when one fits (the plain
+ * tiling rule then finds no block of that name to tile). */
 static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
                                     sched_list *out) {
   const mlc_block *b = peek_block(s, name);
