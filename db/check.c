@@ -7,6 +7,7 @@
  * the hash of its replay with the hash stored when it was measured. */
 #include "db/db_internal.h"
 #include "schedule/schedule.h"
+#include "targets/targets.h"
 
 #include <string.h>
 
@@ -25,6 +26,9 @@ static const char *trace_func_name(const mlc_trace *t) {
 
 bool mlc_db_replay_trace(mlc_arena *a, const mlc_prim_func *workload, const char *trace,
                          mlc_prim_func **out, char hash[17], mlc_error *err) {
+  /* Traces tensorized with this CPU's dot-product intrinsics (mlc-tune's
+   * records for the host) replay only with them registered. */
+  if (!mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, err)) return false;
   mlc_arena *tmp = mlc_arena_new();
   mlc_trace *t = mlc_trace_from_json(tmp, trace, strlen(trace), err);
   bool ok = t != NULL;

@@ -21,6 +21,7 @@
 #include "db/db.h"
 #include "graph/graph_impl.h"
 #include "schedule/schedule.h"
+#include "targets/targets.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -107,6 +108,12 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
   int64_t wid = 0;
   int found = db && schedule ? mlc_db_find_workload(db, f, &wid, err) : 0;
   if (found < 0) return false;
+  mlc_target t;
+  /* Records tensorized with the target CPU's intrinsics replay only with
+   * them registered. */
+  if (found && mlc_target_parse(target, &t, NULL) &&
+      !mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err))
+    return false;
   if (found) {
     mlc_arena *q = mlc_arena_new();
     mlc_db_record *best;

@@ -32,6 +32,19 @@ float mlc_half_to_float(uint16_t h) {
   return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
+/* bfloat16 is the upper half of a float32: widening is exact; narrowing
+ * rounds to nearest even on the 16 dropped bits (a carry into the exponent
+ * gives the next binade or infinity, as it should); NaN stays a quiet NaN
+ * with its sign, never rounding into infinity. */
+float mlc_bf16_to_float(uint16_t h) { return bits_float((uint32_t)h << 16); }
+
+uint16_t mlc_float_to_bf16(float f) {
+  uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x0040u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
 /* Round to nearest even in every range (after F. Giesen's
  * float_to_half_fast3_rtne): normal halves round by integer arithmetic on
  * the bits; subnormal halves let the FPU round by adding a magic constant
@@ -149,12 +162,19 @@ void mlc_array_fill_random(mlc_array *x, mlc_pcg32 *rng) {
     switch (x->dtype) {
     case MLC_BOOL: ((uint8_t *)x->data)[i] = (uint8_t)mlc_pcg32_bounded(rng, 2); break;
     case MLC_INT8: ((int8_t *)x->data)[i] = (int8_t)((int)mlc_pcg32_bounded(rng, 16) - 8); break;
+    case MLC_UINT8: ((uint8_t *)x->data)[i] = (uint8_t)mlc_pcg32_bounded(rng, 16); break;
     case MLC_INT32: ((int32_t *)x->data)[i] = (int32_t)mlc_pcg32_bounded(rng, 16) - 8; break;
     case MLC_INT64: ((int64_t *)x->data)[i] = (int64_t)mlc_pcg32_bounded(rng, 16) - 8; break;
     case MLC_FLOAT32: ((float *)x->data)[i] = mlc_pcg32_uniform(rng, -1.0f, 1.0f); break;
     case MLC_FLOAT16: {
       uint16_t h = mlc_float_to_half(mlc_pcg32_uniform(rng, -1.0f, 1.0f));
       if (h == 0x3c00u) h = 0x3bffu; /* rounding reached 1.0: keep [-1, 1) */
+      ((uint16_t *)x->data)[i] = h;
+      break;
+    }
+    case MLC_BFLOAT16: {
+      uint16_t h = mlc_float_to_bf16(mlc_pcg32_uniform(rng, -1.0f, 1.0f));
+      if (h == 0x3f80u) h = 0x3f7fu; /* rounding reached 1.0: keep [-1, 1) */
       ((uint16_t *)x->data)[i] = h;
       break;
     }
@@ -166,6 +186,8 @@ double mlc_array_get(const mlc_array *x, int64_t i) {
   switch (x->dtype) {
   case MLC_BOOL: return ((const uint8_t *)x->data)[i] != 0;
   case MLC_INT8: return ((const int8_t *)x->data)[i];
+  case MLC_UINT8: return ((const uint8_t *)x->data)[i];
+  case MLC_BFLOAT16: return mlc_bf16_to_float(((const uint16_t *)x->data)[i]);
   case MLC_INT32: return ((const int32_t *)x->data)[i];
   case MLC_INT64: return (double)((const int64_t *)x->data)[i];
   case MLC_FLOAT16: return mlc_half_to_float(((const uint16_t *)x->data)[i]);
@@ -186,6 +208,8 @@ void mlc_array_set(mlc_array *x, int64_t i, double v) {
   switch (x->dtype) {
   case MLC_BOOL: ((uint8_t *)x->data)[i] = v != 0; return;
   case MLC_INT8: ((int8_t *)x->data)[i] = (int8_t)double_to_int(v, INT8_MIN, INT8_MAX); return;
+  case MLC_UINT8: ((uint8_t *)x->data)[i] = (uint8_t)double_to_int(v, 0, UINT8_MAX); return;
+  case MLC_BFLOAT16: ((uint16_t *)x->data)[i] = mlc_float_to_bf16((float)v); return;
   case MLC_INT32:
     ((int32_t *)x->data)[i] = (int32_t)double_to_int(v, INT32_MIN, INT32_MAX);
     return;

@@ -108,9 +108,12 @@ static const char *iter_name(mlc_arena *a, const char *loop) {
 
 /* The identity of a reducer, as T.min_value / T.max_value give it. */
 static mlc_expr *reduce_identity(mlc_arena *a, mlc_te_reducer r, mlc_dtype t) {
-  double fmax = t == MLC_FLOAT16 ? 65504.0 : (double)FLT_MAX;
-  int64_t imax = t == MLC_INT8 ? INT8_MAX : t == MLC_INT32 ? INT32_MAX : INT64_MAX;
-  int64_t imin = t == MLC_INT8 ? INT8_MIN : t == MLC_INT32 ? INT32_MIN : INT64_MIN;
+  double fmax = t == MLC_FLOAT16 ? 65504.0 : t == MLC_BFLOAT16 ? 0x1.fep127 : (double)FLT_MAX;
+  int64_t imax = t == MLC_INT8    ? INT8_MAX
+                 : t == MLC_UINT8 ? UINT8_MAX
+                 : t == MLC_INT32 ? INT32_MAX
+                                  : INT64_MAX;
+  int64_t imin = t == MLC_INT8 ? INT8_MIN : t == MLC_UINT8 ? 0 : t == MLC_INT32 ? INT32_MIN : INT64_MIN;
   bool fl = mlc_dtype_is_float(t);
   MLC_ASSERT(fl || mlc_dtype_is_int(t));
   switch (r) {

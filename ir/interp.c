@@ -15,9 +15,10 @@
  * var indices, the float32 multiply-accumulate update).
  *
  * Values: integers and bools are int64_t, wrapped to their dtype after each
- * operation (computed in uint64_t, so overflow is never C UB); float32 and
- * float16 are float, with float16 results rounded to half after each
- * operation, as a float16 machine computing in float32 would.
+ * operation (computed in uint64_t, so overflow is never C UB); float32,
+ * float16 and bfloat16 are float, with float16 and bfloat16 results rounded
+ * to their type after each operation, as a machine computing in float32
+ * would.
  *
  * Every loop kind runs serially in order. That serializes thread-bound
  * loops too, including a loop bound to a thread axis inside another bound
@@ -145,6 +146,7 @@ struct ctx {
 /* ---- wrapping ------------------------------------------------------------ */
 
 static inline int64_t wrap_i8(uint64_t v) { return (int8_t)(uint8_t)v; }
+static inline int64_t wrap_u8(uint64_t v) { return (uint8_t)v; }
 static inline int64_t wrap_i32(uint64_t v) { return (int32_t)(uint32_t)v; }
 static inline int64_t wrap_i64(uint64_t v) { return (int64_t)v; }
 static inline int64_t wrap_b(uint64_t v) { return (int64_t)(v & 1); } /* i1 arithmetic */
@@ -231,14 +233,22 @@ static inline int64_t affine_flat_index(const access *acc, ctx *c, const char *w
 /* ---- scalar helpers ------------------------------------------------------- */
 
 static inline float round_half(float x) { return mlc_half_to_float(mlc_float_to_half(x)); }
+static inline float round_bf16(float x) { return mlc_bf16_to_float(mlc_float_to_bf16(x)); }
+
+/* A float32 value rounded to float dtype t. */
+static float round_to(mlc_dtype t, float v) {
+  return t == MLC_FLOAT16 ? round_half(v) : t == MLC_BFLOAT16 ? round_bf16(v) : v;
+}
 
 static int64_t wrap_to(mlc_dtype t, uint64_t v) {
   switch (t) {
   case MLC_BOOL: return v != 0; /* a conversion to bool tests for nonzero */
   case MLC_INT8: return wrap_i8(v);
+  case MLC_UINT8: return wrap_u8(v);
   case MLC_INT32: return wrap_i32(v);
   case MLC_INT64: return wrap_i64(v);
   case MLC_FLOAT16:
+  case MLC_BFLOAT16:
   case MLC_FLOAT32: break;
   }
   mlc_unreachable();
@@ -248,9 +258,11 @@ static void int_range(mlc_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
   case MLC_BOOL: *lo = 0, *hi = 1; return;
   case MLC_INT8: *lo = INT8_MIN, *hi = INT8_MAX; return;
+  case MLC_UINT8: *lo = 0, *hi = UINT8_MAX; return;
   case MLC_INT32: *lo = INT32_MIN, *hi = INT32_MAX; return;
   case MLC_INT64: *lo = INT64_MIN, *hi = INT64_MAX; return;
   case MLC_FLOAT16:
+  case MLC_BFLOAT16:
   case MLC_FLOAT32: break;
   }
   mlc_unreachable();
@@ -313,6 +325,7 @@ static int64_t k_var(const enode *n, ctx *c) { return c->slots[n->slot]; }
     return wrap_##W((uint64_t)int_floormod(n, c, x, y));                                    \
   }
 INT_OPS(i8)
+INT_OPS(u8)
 INT_OPS(i32)
 INT_OPS(i64)
 INT_OPS(b)
@@ -326,7 +339,8 @@ static int64_t k_max_i(const enode *n, ctx *c) {
   return x > y ? x : y;
 }
 
-/* Float arithmetic: float32 as is, float16 rounded after each operation.
+/* Float arithmetic: float32 as is, float16 and bfloat16 rounded after each
+ * operation.
  * min/max as TVM's codegen writes them: select(a < b, a, b). */
 #define FLOAT_OP(NAME, EXPR)                                                                \
   static float k_##NAME##_f32(const enode *n, ctx *c) {                                    \
@@ -336,6 +350,10 @@ static int64_t k_max_i(const enode *n, ctx *c) {
   static float k_##NAME##_f16(const enode *n, ctx *c) {                                    \
     float x = EF(n->a), y = EF(n->b);                                                       \
     return round_half(EXPR);                                                                \
+  }                                                                                         \
+  static float k_##NAME##_bf16(const enode *n, ctx *c) {                                   \
+    float x = EF(n->a), y = EF(n->b);                                                       \
+    return round_bf16(EXPR);                                                                \
   }
 FLOAT_OP(add, x + y)
 FLOAT_OP(sub, x - y)
@@ -355,6 +373,10 @@ FLOAT_OP(pow, powf(x, y))
   static float k_##NAME##_f16(const enode *n, ctx *c) {                                    \
     float x = EF(n->a);                                                                     \
     return round_half(EXPR);                                                                \
+  }                                                                                         \
+  static float k_##NAME##_bf16(const enode *n, ctx *c) {                                   \
+    float x = EF(n->a);                                                                     \
+    return round_bf16(EXPR);                                                                \
   }
 FLOAT_UNARY(exp, expf(x))
 FLOAT_UNARY(log, logf(x))
@@ -407,6 +429,8 @@ static float k_cast_if32(const enode *n, ctx *c) { return (float)EI(n->a); }
 static float k_cast_if16(const enode *n, ctx *c) { return round_half((float)EI(n->a)); }
 static float k_cast_ff32(const enode *n, ctx *c) { return EF(n->a); }
 static float k_cast_ff16(const enode *n, ctx *c) { return round_half(EF(n->a)); }
+static float k_cast_ifb16(const enode *n, ctx *c) { return round_bf16((float)EI(n->a)); }
+static float k_cast_ffb16(const enode *n, ctx *c) { return round_bf16(EF(n->a)); }
 static int64_t k_cast_fi(const enode *n, ctx *c) {
   float x = EF(n->a);
   if (n->dtype == MLC_BOOL) return x != 0;
@@ -465,6 +489,8 @@ LOAD_KERNELS(f16, float, uint16_t, mlc_half_to_float)
 LOAD_KERNELS(i32, int64_t, int32_t, AS_IS)
 LOAD_KERNELS(i64, int64_t, int64_t, AS_IS)
 LOAD_KERNELS(i8, int64_t, int8_t, AS_IS)
+LOAD_KERNELS(u8, int64_t, uint8_t, AS_IS)
+LOAD_KERNELS(bf16, float, uint16_t, mlc_bf16_to_float)
 LOAD_KERNELS(b, int64_t, uint8_t, NONZERO)
 
 /* ---- external calls -------------------------------------------------------- */
@@ -496,8 +522,7 @@ static int64_t k_extern_i(const enode *n, ctx *c) {
   return wrap_to(n->dtype, (uint64_t)(int64_t)call_extern(n, c));
 }
 static float k_extern_f(const enode *n, ctx *c) {
-  float v = (float)call_extern(n, c);
-  return n->dtype == MLC_FLOAT16 ? round_half(v) : v;
+  return round_to(n->dtype, (float)call_extern(n, c));
 }
 
 /* ---- statement kernels ---------------------------------------------------- */
@@ -549,6 +574,8 @@ static void x_realize(const snode *s, ctx *c) {
 static inline uint16_t to_half(float v) { return mlc_float_to_half(v); }
 static inline int32_t to_i32(int64_t v) { return (int32_t)wrap_i32((uint64_t)v); }
 static inline int8_t to_i8(int64_t v) { return (int8_t)wrap_i8((uint64_t)v); }
+static inline uint8_t to_u8(int64_t v) { return (uint8_t)v; }
+static inline uint16_t to_bf16(float v) { return mlc_float_to_bf16(v); }
 static inline uint8_t to_b(int64_t v) { return v != 0; }
 
 #define STORE_KERNELS(SUF, EVAL, CTYPE, CONV)                                               \
@@ -577,6 +604,8 @@ STORE_KERNELS(f16, EF, uint16_t, to_half)
 STORE_KERNELS(i32, EI, int32_t, to_i32)
 STORE_KERNELS(i64, EI, int64_t, AS_IS)
 STORE_KERNELS(i8, EI, int8_t, to_i8)
+STORE_KERNELS(u8, EI, uint8_t, to_u8)
+STORE_KERNELS(bf16, EF, uint16_t, to_bf16)
 STORE_KERNELS(b, EI, uint8_t, to_b)
 
 /* The update of every matmul and convolution, Y[..] = X[..] + P[..] * Q[..]
@@ -690,8 +719,10 @@ static const enode *convert(compiler *cc, const enode *x, mlc_dtype t) {
   if (x->dtype == t) return x;
   enode *n;
   if (isf(t)) {
-    if (isf(x->dtype)) n = enew_f(cc, t, t == MLC_FLOAT16 ? k_cast_ff16 : k_cast_ff32);
-    else n = enew_f(cc, t, t == MLC_FLOAT16 ? k_cast_if16 : k_cast_if32);
+    if (isf(x->dtype))
+      n = enew_f(cc, t, t == MLC_FLOAT16 ? k_cast_ff16 : t == MLC_BFLOAT16 ? k_cast_ffb16 : k_cast_ff32);
+    else
+      n = enew_f(cc, t, t == MLC_FLOAT16 ? k_cast_if16 : t == MLC_BFLOAT16 ? k_cast_ifb16 : k_cast_if32);
   } else {
     n = isf(x->dtype) ? enew_i(cc, t, k_cast_fi) : enew_i(cc, t, k_cast_ii);
   }
@@ -897,6 +928,8 @@ static const enode *c_load(compiler *cc, const mlc_expr *e) {
   case MLC_INT32: n = PICK_LOAD(enew_i, i32); break;
   case MLC_INT64: n = PICK_LOAD(enew_i, i64); break;
   case MLC_INT8: n = PICK_LOAD(enew_i, i8); break;
+  case MLC_UINT8: n = PICK_LOAD(enew_i, u8); break;
+  case MLC_BFLOAT16: n = PICK_LOAD(enew_f, bf16); break;
   case MLC_BOOL: n = PICK_LOAD(enew_i, b); break;
   }
 #undef PICK_LOAD
@@ -910,9 +943,11 @@ static ifn int_arith(compiler *cc, mlc_expr_kind k, mlc_dtype t) {
   switch (t) {                                                                          \
   case MLC_BOOL: return k_##OP##_b;                                                     \
   case MLC_INT8: return k_##OP##_i8;                                                    \
+  case MLC_UINT8: return k_##OP##_u8;                                                   \
   case MLC_INT32: return k_##OP##_i32;                                                  \
   case MLC_INT64: return k_##OP##_i64;                                                  \
   case MLC_FLOAT16:                                                                     \
+  case MLC_BFLOAT16:                                                                    \
   case MLC_FLOAT32: break;                                                              \
   }                                                                                     \
   mlc_unreachable()
@@ -948,16 +983,19 @@ static ifn int_arith(compiler *cc, mlc_expr_kind k, mlc_dtype t) {
   cfail(cc, "internal: %s is not integer arithmetic", mlc_expr_kind_name(k));
 }
 
-static ffn float_arith(compiler *cc, mlc_expr_kind k, bool half) {
+/* The kernel of a float operation for float dtype t. */
+#define FPICK(K) return t == MLC_FLOAT16 ? K##_f16 : t == MLC_BFLOAT16 ? K##_bf16 : K##_f32
+
+static ffn float_arith(compiler *cc, mlc_expr_kind k, mlc_dtype t) {
   switch (k) {
-  case MLC_EXPR_ADD: return half ? k_add_f16 : k_add_f32;
-  case MLC_EXPR_SUB: return half ? k_sub_f16 : k_sub_f32;
-  case MLC_EXPR_MUL: return half ? k_mul_f16 : k_mul_f32;
-  case MLC_EXPR_DIV: return half ? k_div_f16 : k_div_f32;
-  case MLC_EXPR_FLOORDIV: return half ? k_floordiv_f16 : k_floordiv_f32;
-  case MLC_EXPR_FLOORMOD: return half ? k_floormod_f16 : k_floormod_f32;
-  case MLC_EXPR_MIN: return half ? k_min_f16 : k_min_f32;
-  case MLC_EXPR_MAX: return half ? k_max_f16 : k_max_f32;
+  case MLC_EXPR_ADD: FPICK(k_add);
+  case MLC_EXPR_SUB: FPICK(k_sub);
+  case MLC_EXPR_MUL: FPICK(k_mul);
+  case MLC_EXPR_DIV: FPICK(k_div);
+  case MLC_EXPR_FLOORDIV: FPICK(k_floordiv);
+  case MLC_EXPR_FLOORMOD: FPICK(k_floormod);
+  case MLC_EXPR_MIN: FPICK(k_min);
+  case MLC_EXPR_MAX: FPICK(k_max);
   case MLC_EXPR_INT_IMM:
   case MLC_EXPR_FLOAT_IMM:
   case MLC_EXPR_VAR:
@@ -1015,7 +1053,7 @@ static ifn compare_fn(mlc_expr_kind k, bool fl) {
 static const enode *c_arith(compiler *cc, const mlc_expr *e) {
   enode *n;
   if (isf(e->dtype)) {
-    n = enew_f(cc, e->dtype, float_arith(cc, e->kind, e->dtype == MLC_FLOAT16));
+    n = enew_f(cc, e->dtype, float_arith(cc, e->kind, e->dtype));
     n->a = cflt(cc, e->bin.a);
     n->b = cflt(cc, e->bin.b);
   } else {
@@ -1044,19 +1082,19 @@ static const enode *c_ternary(compiler *cc, const mlc_expr *e, bool lazy) {
   return n;
 }
 
-static ffn float_intrin(mlc_intrin op, bool half) {
+static ffn float_intrin(mlc_intrin op, mlc_dtype t) {
   switch (op) {
-  case MLC_INTRIN_EXP: return half ? k_exp_f16 : k_exp_f32;
-  case MLC_INTRIN_LOG: return half ? k_log_f16 : k_log_f32;
-  case MLC_INTRIN_SQRT: return half ? k_sqrt_f16 : k_sqrt_f32;
-  case MLC_INTRIN_RSQRT: return half ? k_rsqrt_f16 : k_rsqrt_f32;
-  case MLC_INTRIN_TANH: return half ? k_tanh_f16 : k_tanh_f32;
-  case MLC_INTRIN_SIGMOID: return half ? k_sigmoid_f16 : k_sigmoid_f32;
-  case MLC_INTRIN_ABS: return half ? k_abs_f16 : k_abs_f32;
-  case MLC_INTRIN_ERF: return half ? k_erf_f16 : k_erf_f32;
-  case MLC_INTRIN_FLOOR: return half ? k_floor_f16 : k_floor_f32;
-  case MLC_INTRIN_CEIL: return half ? k_ceil_f16 : k_ceil_f32;
-  case MLC_INTRIN_POW: return half ? k_pow_f16 : k_pow_f32;
+  case MLC_INTRIN_EXP: FPICK(k_exp);
+  case MLC_INTRIN_LOG: FPICK(k_log);
+  case MLC_INTRIN_SQRT: FPICK(k_sqrt);
+  case MLC_INTRIN_RSQRT: FPICK(k_rsqrt);
+  case MLC_INTRIN_TANH: FPICK(k_tanh);
+  case MLC_INTRIN_SIGMOID: FPICK(k_sigmoid);
+  case MLC_INTRIN_ABS: FPICK(k_abs);
+  case MLC_INTRIN_ERF: FPICK(k_erf);
+  case MLC_INTRIN_FLOOR: FPICK(k_floor);
+  case MLC_INTRIN_CEIL: FPICK(k_ceil);
+  case MLC_INTRIN_POW: FPICK(k_pow);
   }
   mlc_unreachable();
 }
@@ -1071,7 +1109,7 @@ static const enode *c_call(compiler *cc, const mlc_expr *e) {
     return n;
   }
   mlc_dtype ft = isf(e->dtype) ? e->dtype : MLC_FLOAT32;
-  enode *n = enew_f(cc, ft, float_intrin(op, ft == MLC_FLOAT16));
+  enode *n = enew_f(cc, ft, float_intrin(op, ft));
   n->a = cflt(cc, e->call.args[0]);
   if (mlc_intrin_nargs(op) > 1) n->b = cflt(cc, e->call.args[1]);
   return convert(cc, n, e->dtype);
@@ -1163,7 +1201,7 @@ static const enode *c_imm(compiler *cc, const mlc_expr *e) {
   if (isf(e->dtype)) {
     float v = from_int ? (float)e->int_val : (float)e->float_val;
     enode *n = enew_f(cc, e->dtype, k_fimm);
-    n->fimm = e->dtype == MLC_FLOAT16 ? round_half(v) : v;
+    n->fimm = round_to(e->dtype, v);
     return n;
   }
   enode *n = enew_i(cc, e->dtype, k_imm);
@@ -1268,6 +1306,8 @@ static sfn store_fn(mlc_dtype t, int form) {
   case MLC_INT32: PICK_STORE(i32);
   case MLC_INT64: PICK_STORE(i64);
   case MLC_INT8: PICK_STORE(i8);
+  case MLC_UINT8: PICK_STORE(u8);
+  case MLC_BFLOAT16: PICK_STORE(bf16);
   case MLC_BOOL: PICK_STORE(b);
   }
 #undef PICK_STORE

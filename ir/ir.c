@@ -151,7 +151,11 @@ mlc_expr *mlc_bool(mlc_arena *a, bool v) { return mlc_int_t(a, MLC_BOOL, v); }
 mlc_expr *mlc_float(mlc_arena *a, mlc_dtype t, double v) {
   MLC_ASSERT(mlc_dtype_is_float(t));
   mlc_expr *e = expr_new(a, MLC_EXPR_FLOAT_IMM, t);
-  e->float_val = t == MLC_FLOAT32 ? (double)(float)v : v;
+  /* float32 and bfloat16 literals hold their value as the type rounds it
+   * (so a printed literal reads back structurally equal). */
+  if (t == MLC_FLOAT32) v = (double)(float)v;
+  else if (t == MLC_BFLOAT16) v = (double)mlc_bf16_to_float(mlc_float_to_bf16((float)v));
+  e->float_val = v;
   return e;
 }
 

@@ -88,7 +88,7 @@ bool mlc_dtype_from_name(const char *s, mlc_dtype *out);
 int mlc_dtype_bits(mlc_dtype t);
 int mlc_dtype_bytes(mlc_dtype t);                   /* bool: 1 */
 bool mlc_dtype_is_float(mlc_dtype t);
-bool mlc_dtype_is_int(mlc_dtype t);                 /* int8/32/64 (not bool) */
+bool mlc_dtype_is_int(mlc_dtype t);                 /* (u)int8, int32/64 (not bool) */
 const char *mlc_expr_kind_name(mlc_expr_kind k);
 const char *mlc_stmt_kind_name(mlc_stmt_kind k);
 const char *mlc_for_kind_name(mlc_for_kind k);      /* "serial", "unroll", ... */
@@ -561,7 +561,7 @@ bool mlc_func_struct_equal_in(mlc_arena *scratch, const mlc_prim_func *x, const 
 /* ---- interpreter (interp.c) -------------------------------------------- */
 /* A tensor's storage for the interpreter and for compiled code alike:
  * dense row-major, element type = buffer dtype (bool as uint8, float16 as
- * uint16 IEEE half). */
+ * uint16 IEEE half, bfloat16 as uint16 upper float32 bits). */
 typedef struct mlc_array {
   mlc_dtype dtype;
   int ndim;
@@ -608,7 +608,8 @@ mlc_array *mlc_array_try_new(mlc_dtype t, int ndim, const int64_t *shape, const 
 bool mlc_func_check_sizes(const mlc_prim_func *f, mlc_error *err);
 void mlc_array_free(mlc_array *x);
 int64_t mlc_array_numel(const mlc_array *x);
-/* Seeded uniform values in [-1, 1) for floats, [-8, 8) for ints. */
+/* Seeded uniform values in [-1, 1) for floats, [-8, 8) for signed ints,
+ * [0, 16) for uint8. */
 void mlc_array_fill_random(mlc_array *x, mlc_pcg32 *rng);
 double mlc_array_get(const mlc_array *x, int64_t flat_index);
 void mlc_array_set(mlc_array *x, int64_t flat_index, double v);
@@ -619,5 +620,9 @@ bool mlc_array_allclose(const mlc_array *x, const mlc_array *y, double rtol, dou
 /* float16 conversions (IEEE binary16, round to nearest even). */
 float mlc_half_to_float(uint16_t h);
 uint16_t mlc_float_to_half(float f);
+/* bfloat16: the upper 16 bits of a float32 (round to nearest even; NaN
+ * stays NaN). mlc_array stores it as uint16 bits. */
+float mlc_bf16_to_float(uint16_t h);
+uint16_t mlc_float_to_bf16(float f);
 
 #endif

@@ -514,10 +514,12 @@ static bool is_lit(const mlc_expr *e) {
 static bool int_fits(mlc_dtype t, int64_t v) {
   switch (t) {
   case MLC_INT8: return v >= -128 && v <= 127;
+  case MLC_UINT8: return v >= 0 && v <= 255;
   case MLC_INT32: return v >= INT32_MIN && v <= INT32_MAX;
   case MLC_INT64: return true;
   case MLC_BOOL: return v == 0 || v == 1;
   case MLC_FLOAT16:
+  case MLC_BFLOAT16:
   case MLC_FLOAT32: return false;
   }
   mlc_unreachable();
@@ -785,6 +787,7 @@ static const struct {
 } typed_names[] = {
     {"T.float32", MLC_FLOAT32}, {"T.float16", MLC_FLOAT16}, {"T.int8", MLC_INT8},
     {"T.int32", MLC_INT32},     {"T.int64", MLC_INT64},     {"T.bool", MLC_BOOL},
+    {"T.uint8", MLC_UINT8},     {"T.bfloat16", MLC_BFLOAT16},
 };
 
 /* T.* names that are statements, not values. */

@@ -157,15 +157,15 @@ static void put_string(printer *p, const char *s) {
   mlc_str_putc(p->out, '"');
 }
 
-/* Shortest text that reads back (through float32 to float16) as the same
- * half value. */
-static void put_half(mlc_str *out, double v) {
-  uint16_t h = mlc_float_to_half((float)v);
-  double hv = (double)mlc_half_to_float(h);
+/* Shortest text that reads back (through float32 to float16, or to
+ * bfloat16) as the same 16-bit value. */
+static void put_half(mlc_str *out, double v, uint16_t (*narrow)(float), float (*widen)(uint16_t)) {
+  uint16_t h = narrow((float)v);
+  double hv = (double)widen(h);
   char buf[64];
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(buf, sizeof buf, "%.*e", prec - 1, hv);
-    if (mlc_float_to_half((float)strtod(buf, NULL)) == h) break;
+    if (narrow((float)strtod(buf, NULL)) == h) break;
   }
   /* The double nearest to that decimal prints back as the decimal, in the
    * same Python-repr style as float32 literals. */
@@ -179,7 +179,8 @@ static void put_float_value(mlc_str *out, mlc_dtype t, double v) {
   }
   /* -0.0, not -0: read back, -0 is the integer 0 negated and loses the sign */
   if (v == 0 && signbit(v)) mlc_str_puts(out, "-0.0");
-  else if (t == MLC_FLOAT16) put_half(out, v);
+  else if (t == MLC_FLOAT16) put_half(out, v, mlc_float_to_half, mlc_half_to_float);
+  else if (t == MLC_BFLOAT16) put_half(out, v, mlc_float_to_bf16, mlc_bf16_to_float);
   else mlc_str_put_float(out, (float)v);
 }
 

@@ -64,9 +64,11 @@ static bool int_range(mlc_dtype t, int64_t *lo, int64_t *hi) {
   switch (t) {
   case MLC_BOOL: *lo = 0; *hi = 1; return true;
   case MLC_INT8: *lo = INT8_MIN; *hi = INT8_MAX; return true;
+  case MLC_UINT8: *lo = 0; *hi = UINT8_MAX; return true;
   case MLC_INT32: *lo = INT32_MIN; *hi = INT32_MAX; return true;
   case MLC_INT64: *lo = INT64_MIN; *hi = INT64_MAX; return true;
   case MLC_FLOAT16:
+  case MLC_BFLOAT16:
   case MLC_FLOAT32:
     return false;
   }
@@ -552,7 +554,7 @@ static bool bounds(mlc_simplifier *s, const mlc_expr *e, int64_t *lo, int64_t *h
     return true;
   case MLC_EXPR_LOAD:
     /* Only small types say something; an int32 gather index is unbounded. */
-    if (e->dtype != MLC_INT8 && e->dtype != MLC_BOOL) return false;
+    if (e->dtype != MLC_INT8 && e->dtype != MLC_UINT8 && e->dtype != MLC_BOOL) return false;
     return int_range(e->dtype, lo, hi);
   case MLC_EXPR_CAST:
     return cast_bounds(s, e, lo, hi);
@@ -917,7 +919,8 @@ static mlc_expr *fold_cast(mlc_simplifier *s, mlc_dtype t, mlc_expr *x) {
     if (is_int_imm(x)) {
       /* Integer narrowing wraps (two's complement), as the target does. */
       uint64_t u = (uint64_t)x->int_val;
-      int64_t v = t == MLC_INT8 ? (int64_t)(int8_t)(uint8_t)u
+      int64_t v = t == MLC_INT8    ? (int64_t)(int8_t)(uint8_t)u
+                  : t == MLC_UINT8 ? (int64_t)(uint8_t)u
                   : t == MLC_INT32 ? (int64_t)(int32_t)(uint32_t)u
                                    : (int64_t)u;
       return mlc_int_t(s->a, t, v);

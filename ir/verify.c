@@ -412,6 +412,11 @@ static bool check_int_expr(vctx *c, mlc_expr *e, const char *what) {
   if (!mlc_dtype_is_int(e->dtype))
     return fail(c, "in %s: %s must be an integer, got %s (%s)", c->where, what, dname(e->dtype),
                 show(c, e));
+  /* Indices and extents are signed (code extends them as such): a uint8
+   * one must be cast to int32 first. */
+  if (e->dtype == MLC_UINT8)
+    return fail(c, "in %s: %s must be a signed integer, got uint8 (%s): cast it to int32", c->where,
+                what, show(c, e));
   return true;
 }
 

@@ -609,6 +609,9 @@ int mlc_measure_worker_main(const char *mode) {
     const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
     for (int i = 0; i < MLC_COUNTOF(sigs); i++) signal(sigs[i], SIG_DFL);
   }
+  /* Candidates tensorized with the host CPU's intrinsics replay here. */
+  mlc_error ierr;
+  if (!mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, &ierr)) return 1;
   int in;
   proto_out = take_protocol_fds(&in);
   if (proto_out < 0) return 1;

@@ -438,6 +438,8 @@ static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
 static double lowest_of(mlc_dtype t) {
   switch (t) {
   case MLC_FLOAT16: return -65504.0;
+  case MLC_BFLOAT16: return -0x1.fep127; /* the largest finite bfloat16 */
+  case MLC_UINT8: return 0;
   case MLC_FLOAT32: return -(double)FLT_MAX;
   case MLC_INT8: return INT8_MIN;
   case MLC_INT32: return INT32_MIN;
@@ -450,6 +452,8 @@ static double lowest_of(mlc_dtype t) {
 static double highest_of(mlc_dtype t) {
   switch (t) {
   case MLC_FLOAT16: return 65504.0;
+  case MLC_BFLOAT16: return 0x1.fep127;
+  case MLC_UINT8: return UINT8_MAX;
   case MLC_FLOAT32: return (double)FLT_MAX;
   case MLC_INT8: return INT8_MAX;
   case MLC_INT32: return INT32_MAX;

@@ -378,6 +378,15 @@ bool mlc_tensor_intrin_register(const char *name, const mlc_prim_func *desc,
 bool mlc_tensor_intrin_register_text(const char *filename, const char *text, int *n_added,
                                      mlc_error *err);
 bool mlc_tensor_intrin_exists(const char *name);
+/* added by vnni: the built-in intrinsics of CPU dot-product instructions
+ * whose feature the comma-separated LLVM feature list turns on
+ * (mlc_target_cpu_features of the target): "+avx512vnni" registers
+ * dot_16x4_u8i8i32_vnni (schedule/intrin_cpu.c: C[0, i] += A[0, k] *
+ * B[0, 0, i, k] over uint8 A (1, 4), int8 B (1, 1, 16, 4), int32 C (1, 16),
+ * i < 16, k < 4), and registers the CPU builtin its implementation calls
+ * with the interpreter. *n_added (may be NULL) counts them; none is not
+ * an error. */
+bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_error *err);
 /* tensorize: match a block (or the block blockize makes of the loop nest
  * under a loop, preserve_unit_iters) against the intrinsic's description,
  * as TensorIR's comparator does: the same loop nest (extents), blocks

@@ -198,6 +198,8 @@ typedef struct matcher {
   MLC_VEC(mlc_var *) dvars;  /* every var the description defines */
   mlc_buffer *cur[MAX_OPERANDS]; /* operand i -> the block's buffer */
   mlc_expr **base[MAX_OPERANDS]; /* ... and its offset per dimension */
+  mlc_simplifier *simp; /* knows the description's loop and iter var ranges, so
+                           that (vo * 16 + vi) // 16 - 0 is vo for vi < 16 */
   mlc_error *err;
 } matcher;
 
@@ -217,6 +219,13 @@ static const char *show(matcher *m, const mlc_expr *e) {
   char *r = mlc_arena_strdup(m->a, s.data ? s.data : "");
   mlc_str_free(&s);
   return r;
+}
+
+/* dv ranges over [min, min + extent) when both are constants. */
+static void bind_range(matcher *m, mlc_var *dv, const mlc_expr *min, const mlc_expr *extent) {
+  int64_t lo, n;
+  if (mlc_expr_is_const_int(min, &lo) && mlc_expr_is_const_int(extent, &n))
+    mlc_simplifier_bind(m->simp, dv, lo, n);
 }
 
 static void bind_var(matcher *m, mlc_var *tv, mlc_var *dv) {
@@ -270,7 +279,7 @@ static bool match_access(matcher *m, mlc_buffer *tb, mlc_expr **tidx, const mlc_
                  m->cur[p]->name, tb->name);
   }
   for (int d = 0; d < tb->ndim; d++) {
-    mlc_expr *off = mlc_simplify_expr(m->a, mlc_sub(m->a, in_desc(m, tidx[d]), didx[d]));
+    mlc_expr *off = mlc_simplify(m->simp, mlc_sub(m->a, in_desc(m, tidx[d]), didx[d]));
     int64_t diff;
     if (uses_desc_var(m, off))
       return mfail(m, "access pattern mismatch: %s index %s does not follow the intrinsic's %s[..%s..]",
@@ -383,7 +392,10 @@ static bool match_realize(matcher *m, mlc_stmt *t, mlc_stmt *d) {
                  tb->name, tb->init ? "has" : "has no", db->init ? "has one" : "does not");
   if (tb->n_allocs || db->n_allocs)
     return mfail(m, "access pattern mismatch: block %s allocates buffers", tb->name);
-  for (int i = 0; i < tb->n_iters; i++) bind_var(m, tb->iters[i].var, db->iters[i].var);
+  for (int i = 0; i < tb->n_iters; i++) {
+    bind_var(m, tb->iters[i].var, db->iters[i].var);
+    bind_range(m, db->iters[i].var, db->iters[i].dom.min, db->iters[i].dom.extent);
+  }
   return (!tb->init || match_stmt(m, tb->init, db->init)) && match_stmt(m, tb->body, db->body);
 }
 
@@ -402,6 +414,7 @@ static bool match_stmt(matcher *m, mlc_stmt *t, mlc_stmt *d) {
       return mfail(m, "shape mismatch: loop %s starts at %s, the intrinsic's at %s", t->loop.var->name,
                    show(m, t->loop.min), show(m, d->loop.min));
     bind_var(m, t->loop.var, d->loop.var);
+    bind_range(m, d->loop.var, d->loop.min, d->loop.extent);
     return match_stmt(m, t->loop.body, d->loop.body);
   }
   case MLC_STMT_BLOCK_REALIZE: return match_realize(m, t, d);
@@ -613,7 +626,7 @@ static bool run(mlc_sched *s, mlc_rv rv, bool is_loop, const mlc_prim_func *desc
   } else {
     b = s->rvs.data[rv].block;
   }
-  matcher m = {.a = s->arena, .desc = desc, .err = err};
+  matcher m = {.a = s->arena, .desc = desc, .simp = mlc_simplifier_new(s->arena), .err = err};
   return match_block(&m, b) && replace(s, b, impl, &m, intrin, err);
 }
 

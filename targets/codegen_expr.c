@@ -6,6 +6,13 @@
  * saturates with NaN -> 0, float min/max are select(a < b, a, b), and/or
  * short-circuit when the right side loads (a guard may protect it), and
  * T.if_then_else evaluates only the taken side.
+ *
+ * uint8 lives in i8 like int8; its arithmetic runs zero-extended to i32 and
+ * truncates back, so division, min/max and comparisons see 0..255.
+ * bfloat16 lives in memory as i16 (the upper half of a float32) and in
+ * registers as float32 holding a bfloat16 value: loads widen exactly, every
+ * operation computes in float32 and rounds to nearest even, as the
+ * interpreter does.
  */
 #include "targets/llvm_internal.h"
 #include "targets/lower_internal.h"
@@ -16,7 +23,9 @@
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t) {
   switch (t) {
   case MLC_BOOL: return c->t_i1;
-  case MLC_INT8: return c->t_i8;
+  case MLC_INT8:
+  case MLC_UINT8: return c->t_i8;
+  case MLC_BFLOAT16: return c->t_f32; /* a bfloat16 value in a float32 register */
   case MLC_INT32: return c->t_i32;
   case MLC_INT64: return c->t_i64;
   case MLC_FLOAT16: return c->t_f16;
@@ -26,7 +35,7 @@ LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t) {
 }
 
 LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t) {
-  return t == MLC_BOOL ? c->t_i8 : cg_scalar_type(c, t);
+  return t == MLC_BOOL ? c->t_i8 : t == MLC_BFLOAT16 ? c->t_i16 : cg_scalar_type(c, t);
 }
 
 bool cg_is_vector(LLVMValueRef v) {
@@ -171,27 +180,85 @@ static LLVMValueRef call_libm(cg *c, const char *name, LLVMValueRef x) {
 
 /* ---- conversions -------------------------------------------------------------- */
 
+/* bfloat16 bits (i16, or a vector of them) widened to float32: exact. */
+static LLVMValueRef bf16_widen(cg *c, LLVMValueRef v) {
+  LLVMValueRef w = LLVMBuildZExt(c->b, v, like(c->t_i32, v), "");
+  w = LLVMBuildShl(c->b, w, cg_const_int(like(c->t_i32, v), 16), "");
+  return LLVMBuildBitCast(c->b, w, like(c->t_f32, v), "");
+}
+
+/* float32 to bfloat16 bits (i16), round to nearest even, NaN kept quiet:
+ * mlc_float_to_bf16 in IR. */
+static LLVMValueRef bf16_narrow(cg *c, LLVMValueRef v) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef ity = like(c->t_i32, v);
+  LLVMValueRef x = LLVMBuildBitCast(b, v, ity, "");
+  LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, x, cg_const_int(ity, 16), ""), cg_const_int(ity, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(b, x, LLVMBuildAdd(b, odd, cg_const_int(ity, 0x7fff), ""), "");
+  LLVMValueRef q = LLVMBuildOr(b, x, cg_const_int(ity, 0x00400000), "");
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, v, v, "");
+  r = LLVMBuildSelect(b, nan, q, r, "");
+  return LLVMBuildTrunc(b, LLVMBuildLShr(b, r, cg_const_int(ity, 16), ""), like(c->t_i16, v), "");
+}
+
+/* A float32 value rounded to the nearest bfloat16, still in float32. */
+static LLVMValueRef bf16_round(cg *c, LLVMValueRef v) { return bf16_widen(c, bf16_narrow(c, v)); }
+
+LLVMValueRef cg_from_mem(cg *c, LLVMValueRef v, mlc_dtype t) {
+  if (t == MLC_BFLOAT16) return bf16_widen(c, v);
+  if (t != MLC_BOOL) return v;
+  return LLVMBuildICmp(c->b, LLVMIntNE, v, cg_const_int(LLVMTypeOf(v), 0), "");
+}
+
+LLVMValueRef cg_to_mem(cg *c, LLVMValueRef v, mlc_dtype t) {
+  if (t == MLC_BFLOAT16) return bf16_narrow(c, v);
+  if (t != MLC_BOOL) return v;
+  return LLVMBuildZExt(c->b, v, like(c->t_i8, v), "");
+}
+
+/* float -> float. bfloat16 values are float32 already: widening is free,
+ * narrowing to bfloat16 rounds. */
+static LLVMValueRef float_to_float(cg *c, LLVMValueRef v, mlc_dtype from, mlc_dtype to) {
+  LLVMBuilderRef b = c->b;
+  if (from == MLC_FLOAT16) v = LLVMBuildFPExt(b, v, like(c->t_f32, v), "");
+  switch (to) {
+  case MLC_FLOAT32: return v;
+  case MLC_BFLOAT16: return bf16_round(c, v);
+  case MLC_FLOAT16: return LLVMBuildFPTrunc(b, v, like(c->t_f16, v), "");
+  case MLC_BOOL:
+  case MLC_INT8:
+  case MLC_UINT8:
+  case MLC_INT32:
+  case MLC_INT64: break;
+  }
+  mlc_unreachable();
+}
+
 LLVMValueRef cg_convert(cg *c, LLVMValueRef v, mlc_dtype from, mlc_dtype to) {
   if (from == to) return v;
   LLVMBuilderRef b = c->b;
   LLVMTypeRef to_ty = like(cg_scalar_type(c, to), v);
   if (mlc_dtype_is_float(to)) {
-    if (mlc_dtype_is_float(from))
-      return to == MLC_FLOAT32 ? LLVMBuildFPExt(b, v, to_ty, "") : LLVMBuildFPTrunc(b, v, to_ty, "");
+    if (mlc_dtype_is_float(from)) return float_to_float(c, v, from, to);
     /* int -> float32 first, then to half, as the interpreter rounds. */
     LLVMTypeRef f32 = like(c->t_f32, v);
-    LLVMValueRef f = from == MLC_BOOL ? LLVMBuildUIToFP(b, v, f32, "") : LLVMBuildSIToFP(b, v, f32, "");
-    return to == MLC_FLOAT16 ? LLVMBuildFPTrunc(b, f, to_ty, "") : f;
+    LLVMValueRef f = from == MLC_BOOL || from == MLC_UINT8 ? LLVMBuildUIToFP(b, v, f32, "")
+                                                          : LLVMBuildSIToFP(b, v, f32, "");
+    return float_to_float(c, f, MLC_FLOAT32, to);
   }
   if (mlc_dtype_is_float(from)) {
     if (to == MLC_BOOL) return LLVMBuildFCmp(b, LLVMRealUNE, v, const_real(LLVMTypeOf(v), 0), "");
     if (from == MLC_FLOAT16) v = LLVMBuildFPExt(b, v, like(c->t_f32, v), "");
     LLVMTypeRef over[2] = {to_ty, LLVMTypeOf(v)};
-    return call_intrinsic(c, "llvm.fptosi.sat", over, 2, &v, 1);
+    return call_intrinsic(c, to == MLC_UINT8 ? "llvm.fptoui.sat" : "llvm.fptosi.sat", over, 2, &v, 1);
   }
   if (to == MLC_BOOL) return LLVMBuildICmp(b, LLVMIntNE, v, cg_const_int(LLVMTypeOf(v), 0), "");
-  if (from == MLC_BOOL) return LLVMBuildZExt(b, v, to_ty, "");
+  if (from == MLC_BOOL || from == MLC_UINT8) {
+    if (mlc_dtype_bits(to) == 8) return v; /* uint8 <-> int8 reinterpret; bool is i1 */
+    return LLVMBuildZExt(b, v, to_ty, "");
+  }
   if (mlc_dtype_bits(to) > mlc_dtype_bits(from)) return LLVMBuildSExt(b, v, to_ty, "");
+  if (mlc_dtype_bits(to) == mlc_dtype_bits(from)) return v;
   return LLVMBuildTrunc(b, v, to_ty, "");
 }
 
@@ -340,7 +407,7 @@ static mlc_dtype operand_dtype(const mlc_expr *e) {
   mlc_dtype x = e->bin.a->dtype, y = e->bin.b->dtype;
   if (x == y) return x;
   if (mlc_dtype_is_float(x) || mlc_dtype_is_float(y))
-    return (x == MLC_FLOAT32 || y == MLC_FLOAT32) ? MLC_FLOAT32 : MLC_FLOAT16;
+    return (x == MLC_FLOAT32 || y == MLC_FLOAT32) ? MLC_FLOAT32 : mlc_dtype_is_float(x) ? x : y;
   return mlc_dtype_bits(x) >= mlc_dtype_bits(y) ? x : y;
 }
 
@@ -374,6 +441,17 @@ static LLVMValueRef cg_binary(cg *c, const mlc_expr *e) {
   LLVMValueRef x = cg_convert(c, cg_expr(c, e->bin.a), e->bin.a->dtype, t);
   LLVMValueRef y = cg_convert(c, cg_expr(c, e->bin.b), e->bin.b->dtype, t);
   unify(c, &x, &y);
+  if (t == MLC_BFLOAT16) { /* in float32, rounded after */
+    LLVMValueRef r = float_binary(c, k, MLC_FLOAT32, x, y);
+    return mlc_expr_kind_is_compare(k) ? r : bf16_round(c, r);
+  }
+  if (t == MLC_UINT8) { /* zero-extended, so that 200 / 3 and 200 > 3 hold */
+    LLVMTypeRef wide = like(c->t_i32, x);
+    LLVMValueRef r = int_binary(c, k, MLC_INT32, LLVMBuildZExt(c->b, x, wide, ""),
+                                LLVMBuildZExt(c->b, y, wide, ""));
+    if (LLVMTypeOf(r) != wide) return r; /* a comparison: i1 */
+    return LLVMBuildTrunc(c->b, r, like(c->t_i8, x), "");
+  }
   return mlc_dtype_is_float(t) ? float_binary(c, k, t, x, y) : int_binary(c, k, t, x, y);
 }
 
@@ -462,11 +540,6 @@ static LLVMValueRef cg_if_then_else(cg *c, const mlc_expr *e) {
   return phi;
 }
 
-static LLVMValueRef from_mem(cg *c, LLVMValueRef v, mlc_dtype t) {
-  if (t != MLC_BOOL) return v;
-  return LLVMBuildICmp(c->b, LLVMIntNE, v, cg_const_int(LLVMTypeOf(v), 0), "");
-}
-
 static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
   cg_buf *b = cg_lookup_buf(c, e->load.buf);
   mlc_dtype t = e->load.buf->dtype;
@@ -476,7 +549,7 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
   if (!cg_uses_lane(c, idx)) {
     LLVMValueRef v = LLVMBuildLoad2(c->b, mty, cg_index_ptr(c, b, idx), "");
     LLVMSetAlignment(v, align);
-    return from_mem(c, v, t);
+    return cg_from_mem(c, v, t);
   }
   const mlc_expr *base;
   LLVMTypeRef vty = LLVMVectorType(mty, (unsigned)c->lanes);
@@ -485,7 +558,7 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
     p = LLVMBuildBitCast(c->b, p, LLVMPointerType(vty, 0), "");
     LLVMValueRef v = LLVMBuildLoad2(c->b, vty, p, "");
     LLVMSetAlignment(v, align);
-    return from_mem(c, v, t);
+    return cg_from_mem(c, v, t);
   }
   /* Gather lane by lane. */
   LLVMValueRef iv = cg_index(c, idx), out = LLVMGetUndef(vty);
@@ -496,7 +569,7 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
     LLVMSetAlignment(v, align);
     out = LLVMBuildInsertElement(c->b, out, v, k, "");
   }
-  return from_mem(c, out, t);
+  return cg_from_mem(c, out, t);
 }
 
 /* exp(x) in float32 from plain arithmetic, so that vectorized loops stay
@@ -577,7 +650,7 @@ static LLVMValueRef cg_call(cg *c, const mlc_expr *e) {
   if (!mlc_dtype_is_float(e->dtype) &&
       (op == MLC_INTRIN_ABS || op == MLC_INTRIN_FLOOR || op == MLC_INTRIN_CEIL)) {
     x = cg_convert(c, x, a0->dtype, e->dtype);
-    if (op != MLC_INTRIN_ABS || e->dtype == MLC_BOOL) return x;
+    if (op != MLC_INTRIN_ABS || e->dtype == MLC_BOOL || e->dtype == MLC_UINT8) return x;
     LLVMValueRef neg = LLVMBuildICmp(c->b, LLVMIntSLT, x, cg_const_int(LLVMTypeOf(x), 0), "");
     return LLVMBuildSelect(c->b, neg, LLVMBuildNeg(c->b, x, ""), x, "");
   }
@@ -589,7 +662,7 @@ static LLVMValueRef cg_call(cg *c, const mlc_expr *e) {
     unify(c, &x, &y);
   }
   LLVMValueRef r = float_intrin(c, op, x, y);
-  mlc_dtype ft = e->dtype == MLC_FLOAT16 ? MLC_FLOAT16 : MLC_FLOAT32;
+  mlc_dtype ft = mlc_dtype_is_float(e->dtype) ? e->dtype : MLC_FLOAT32;
   r = cg_convert(c, r, MLC_FLOAT32, ft);
   return cg_convert(c, r, ft, e->dtype);
 }
@@ -600,6 +673,7 @@ static LLVMValueRef cg_call(cg *c, const mlc_expr *e) {
  * lowering) as values. Inside a vectorized loop, one call per lane. */
 static LLVMValueRef cg_extern(cg *c, const mlc_expr *e) {
   if (c->lanes) return scalarize(c, e);
+  if (cg_is_builtin(e->ext.name)) return cg_builtin_emit(c, e);
   int n = e->ext.n_args;
   LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, n ? n : 1);
   LLVMValueRef *av = MLC_NEW_ARRAY(c->a, LLVMValueRef, n ? n : 1);
@@ -630,13 +704,15 @@ static LLVMValueRef cg_extern(cg *c, const mlc_expr *e) {
   if (!fn) fn = LLVMAddFunction(c->mod, e->ext.name, fty);
   else if (LLVMGlobalGetValueType(fn) != fty) /* declared with other argument types */
     fn = LLVMConstBitCast(fn, LLVMPointerType(fty, 0));
-  return LLVMBuildCall2(c->b, fty, fn, av, (unsigned)n, "");
+  LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, av, (unsigned)n, "");
+  return e->dtype == MLC_BFLOAT16 ? bf16_round(c, r) : r; /* a bfloat16 result passes as float */
 }
 
 static LLVMValueRef cg_imm(cg *c, const mlc_expr *e) {
   LLVMTypeRef ty = cg_scalar_type(c, e->dtype);
   if (mlc_dtype_is_float(e->dtype)) {
     double v = e->kind == MLC_EXPR_INT_IMM ? (double)(float)e->int_val : e->float_val;
+    if (e->dtype == MLC_BFLOAT16) return LLVMConstReal(ty, mlc_bf16_to_float(mlc_float_to_bf16((float)v)));
     return LLVMConstReal(ty, e->dtype == MLC_FLOAT16 ? v : (double)(float)v);
   }
   int64_t v;
@@ -644,8 +720,14 @@ static LLVMValueRef cg_imm(cg *c, const mlc_expr *e) {
     v = e->int_val;
   } else { /* a float literal of an integer type: saturating, as a cast */
     double d = (float)e->float_val;
-    double lo = e->dtype == MLC_INT8 ? INT8_MIN : e->dtype == MLC_INT32 ? INT32_MIN : (double)INT64_MIN;
-    double hi = e->dtype == MLC_INT8 ? INT8_MAX : e->dtype == MLC_INT32 ? INT32_MAX : (double)INT64_MAX;
+    double lo = e->dtype == MLC_INT8    ? INT8_MIN
+                : e->dtype == MLC_UINT8 ? 0
+                : e->dtype == MLC_INT32 ? INT32_MIN
+                                        : (double)INT64_MIN;
+    double hi = e->dtype == MLC_INT8    ? INT8_MAX
+                : e->dtype == MLC_UINT8 ? UINT8_MAX
+                : e->dtype == MLC_INT32 ? INT32_MAX
+                                        : (double)INT64_MAX;
     v = isnan(d) ? 0 : d <= lo ? (int64_t)lo : d >= hi ? (e->dtype == MLC_INT64 ? INT64_MAX : (int64_t)hi) : (int64_t)d;
     if (e->dtype == MLC_BOOL) v = e->float_val != 0;
   }

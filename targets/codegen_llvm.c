@@ -39,7 +39,15 @@ typedef struct check_ctx {
   mlc_error *err;
   MLC_VEC(const mlc_var *) scope; /* enclosing loop vars */
   const mlc_var *unbound;         /* first var found out of scope */
+  const mlc_target *target;
+  bool bad_builtin;               /* err holds why a CPU builtin cannot be built */
 } check_ctx;
+
+static void check_builtin(const mlc_expr *e, void *ud) {
+  check_ctx *cc = ud;
+  if (e->kind == MLC_EXPR_CALL_EXTERN && !cc->bad_builtin && !cg_builtin_check(cc->target, e, cc->err))
+    cc->bad_builtin = true;
+}
 
 static void check_var(const mlc_expr *e, void *ud) {
   check_ctx *cc = ud;
@@ -56,6 +64,8 @@ static bool check_loops(check_ctx *cc, const mlc_stmt *s, const mlc_stmt *par, c
   if (cc->unbound)
     return mlc_error_set(err, "variable %s is used outside the loop that defines it",
                          cc->unbound->name);
+  lower_visit_exprs(s, check_builtin, cc);
+  if (cc->bad_builtin) return false;
   switch (s->kind) {
   case MLC_STMT_FOR: {
     const char *name = s->loop.var->name;
@@ -159,11 +169,7 @@ static bool reads_buffer(cg *c, const mlc_expr *val, const mlc_buffer *buf, cons
   return r.found;
 }
 
-static LLVMValueRef to_mem(cg *c, LLVMValueRef v, mlc_dtype t) {
-  if (t != MLC_BOOL) return v;
-  LLVMTypeRef ty = cg_is_vector(v) ? LLVMVectorType(c->t_i8, LLVMGetVectorSize(LLVMTypeOf(v))) : c->t_i8;
-  return LLVMBuildZExt(c->b, v, ty, "");
-}
+static LLVMValueRef to_mem(cg *c, LLVMValueRef v, mlc_dtype t) { return cg_to_mem(c, v, t); }
 
 static LLVMValueRef alloca_in_entry(cg *c, LLVMTypeRef ty, unsigned align) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
@@ -594,6 +600,7 @@ static bool attr_true(const mlc_prim_func *f, const char *key) {
 static void init_types(cg *c) {
   c->t_i1 = LLVMInt1TypeInContext(c->ctx);
   c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+  c->t_i16 = LLVMInt16TypeInContext(c->ctx);
   c->t_i32 = LLVMInt32TypeInContext(c->ctx);
   c->t_i64 = LLVMInt64TypeInContext(c->ctx);
   c->t_f16 = LLVMHalfTypeInContext(c->ctx);
@@ -640,7 +647,7 @@ void cg_close(cg *c) {
 }
 
 bool cg_emit_function(cg *c, const mlc_prim_func *lf, const char *symbol, mlc_error *err) {
-  check_ctx cc = {.a = c->a, .err = err};
+  check_ctx cc = {.a = c->a, .err = err, .target = c->target};
   if (!check_loops(&cc, lf->body, NULL, NULL)) return false;
   if (LLVMGetNamedFunction(c->mod, symbol) || LLVMGetNamedGlobal(c->mod, symbol))
     return mlc_error_set(err, "symbol %s is defined twice", symbol);

@@ -703,7 +703,7 @@ static void gen_store(kgen *k, const mlc_stmt *s) {
   mlc_dtype t = s->store.buf->dtype;
   LLVMValueRef p = cg_index_ptr(c, b, s->store.indices[0]);
   LLVMValueRef v = cg_convert(c, cg_expr(c, s->store.value), s->store.value->dtype, t);
-  if (t == MLC_BOOL) v = LLVMBuildZExt(c->b, v, c->t_i8, "");
+  v = cg_to_mem(c, v, t);
   LLVMSetAlignment(LLVMBuildStore(c->b, v, p), (unsigned)mlc_dtype_bytes(t));
 }
 

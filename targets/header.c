@@ -14,6 +14,8 @@ static const char *c_type(mlc_dtype t) {
   switch (t) {
   case MLC_BOOL: return "uint8_t";
   case MLC_INT8: return "int8_t";
+  case MLC_UINT8: return "uint8_t";
+  case MLC_BFLOAT16: return "uint16_t"; /* upper float32 bits */
   case MLC_INT32: return "int32_t";
   case MLC_INT64: return "int64_t";
   case MLC_FLOAT16: return "uint16_t"; /* IEEE half bits */

@@ -59,12 +59,16 @@ typedef struct cg {
   bool in_index;
 
   int n_outlined;
-  LLVMTypeRef t_i1, t_i8, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
+  LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
 } cg;
 
 /* codegen_expr.c */
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t); /* bool: i1 */
-LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8 */
+LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8, bfloat16: i16 */
+/* A value as memory holds it and back (bool i1 <-> i8, bfloat16 float32
+ * <-> i16 bits rounded to nearest even); scalars or vectors. */
+LLVMValueRef cg_to_mem(cg *c, LLVMValueRef v, mlc_dtype t);
+LLVMValueRef cg_from_mem(cg *c, LLVMValueRef v, mlc_dtype t);
 LLVMValueRef cg_expr(cg *c, const mlc_expr *e);
 /* cg_expr of a buffer index (nsw arithmetic, see in_index). */
 LLVMValueRef cg_index(cg *c, const mlc_expr *e);
@@ -86,6 +90,13 @@ LLVMValueRef cg_elem_ptr(cg *c, cg_buf *b, LLVMValueRef idx);
 LLVMValueRef cg_call_named(cg *c, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
                            LLVMValueRef *args, int n);
 LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
+
+/* cpu_builtins.c: extern names expanded inline into CPU instructions
+ * ("mlc_x86_vpdpbusd_16x4"). check: true when e (a CALL_EXTERN) is no
+ * builtin, or one whose arguments fit and whose CPU feature t has. */
+bool cg_is_builtin(const char *name);
+bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err);
+LLVMValueRef cg_builtin_emit(cg *c, const mlc_expr *e);
 
 /* llvm_backend.c: initialize LLVM's native target once per process. */
 void cg_llvm_init(void);

@@ -51,6 +51,24 @@ int mlc_target_host_cores(void) {
   return host_cores;
 }
 
+const char *mlc_target_cpu_features(const mlc_target *t) {
+  if (t->backend != &mlc_backend_llvm) return "";
+  if (t->mattr[0]) return t->mattr;
+  return strcmp(t->mcpu, mlc_target_host_cpu()) == 0 ? mlc_target_host_features() : "";
+}
+
+/* Items "+f" / "-f" separated by commas; the last one naming f wins. */
+bool mlc_target_has_feature(const mlc_target *t, const char *feature) {
+  size_t n = strlen(feature);
+  const char *s = mlc_target_cpu_features(t);
+  bool on = false;
+  for (const char *p = s; (p = strstr(p, feature)) != NULL; p += n) {
+    bool item = p > s && (p[-1] == '+' || p[-1] == '-') && (p == s + 1 || p[-2] == ',');
+    if (item && (p[n] == ',' || p[n] == 0)) on = p[-1] == '+';
+  }
+  return on;
+}
+
 /* ---- parsing ---------------------------------------------------------------- */
 
 /* Next space-separated word of *p into buf; false at the end. */

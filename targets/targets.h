@@ -115,6 +115,13 @@ void mlc_target_host(mlc_target *out);
 const char *mlc_target_host_cpu(void);
 const char *mlc_target_host_features(void);
 int mlc_target_host_cores(void);
+/* added by vnni: the LLVM feature string an llvm target's machine is made
+ * with: -mattr when given, else the host's features when the CPU is the
+ * host's, else "" (a named CPU's defaults, which LLVM 14's C API does not
+ * list); "" for other backends. mlc_target_has_feature: whether that
+ * string turns `feature` on ("avx512vnni": "+avx512vnni" in the list). */
+const char *mlc_target_cpu_features(const mlc_target *t);
+bool mlc_target_has_feature(const mlc_target *t, const char *feature);
 
 /* ---- lowering ------------------------------------------------------------ */
 

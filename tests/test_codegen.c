@@ -111,6 +111,7 @@ static const struct {
     {"window_sum", "29"},
     {"transpose", "6,11"},
     {"reduce_sum", "7,13"},
+    {"dense_int8", "5,32,12"},
 };
 
 static void test_tasks(void) {

@@ -3,8 +3,10 @@
 #include "ir/ir.h"
 #include "tests/test.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* The C references below must be the float32 operations as written. */
@@ -486,6 +488,152 @@ static void test_casts(void) {
   CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
   CHECK(idata(&x[1])[0] == 1 && idata(&x[1])[1] == 0);
   free_args(f, x);
+}
+
+/* uint8: every binary kind over the full 0..255 range (products past 255
+ * wrap, division and comparisons are unsigned), against C's uint8_t. */
+static void test_uint8(void) {
+  mlc_expr_kind kinds[] = {MLC_EXPR_ADD, MLC_EXPR_SUB, MLC_EXPR_MUL, MLC_EXPR_DIV, MLC_EXPR_FLOORDIV,
+                           MLC_EXPR_FLOORMOD, MLC_EXPR_MIN, MLC_EXPR_MAX, MLC_EXPR_LT, MLC_EXPR_GE};
+  int64_t n = 256;
+  for (int kk = 0; kk < MLC_COUNTOF(kinds); kk++) {
+    mlc_prim_func *f = make_binop(kinds[kk], MLC_UINT8, n);
+    mlc_array *x = args_for(f, 40 + (uint64_t)kk);
+    uint8_t *a = x[0].data, *b = x[1].data, *c = x[2].data;
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 9, (uint64_t)kk);
+    for (int i = 0; i < n; i++) a[i] = (uint8_t)i, b[i] = (uint8_t)(mlc_pcg32_next(&rng) | 1);
+    mlc_error err = {{0}};
+    CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      unsigned p = a[i], q = b[i], want = 0;
+      switch (kinds[kk]) {
+      case MLC_EXPR_ADD: want = (uint8_t)(p + q); break;
+      case MLC_EXPR_SUB: want = (uint8_t)(p - q); break;
+      case MLC_EXPR_MUL: want = (uint8_t)(p * q); break;
+      case MLC_EXPR_DIV:
+      case MLC_EXPR_FLOORDIV: want = p / q; break;
+      case MLC_EXPR_FLOORMOD: want = p % q; break;
+      case MLC_EXPR_MIN: want = p < q ? p : q; break;
+      case MLC_EXPR_MAX: want = p > q ? p : q; break;
+      case MLC_EXPR_LT: want = p < q; break;
+      case MLC_EXPR_GE: want = p >= q; break;
+      default: MLC_ASSERT(0);
+      }
+      if (c[i] != want) bad++;
+    }
+    CHECK_MSG(bad == 0, "%s: %d of 256 wrong", mlc_expr_kind_name(kinds[kk]), bad);
+    free_args(f, x);
+  }
+}
+
+/* The bfloat16 nearest to v (ties to even), from the exact double, by
+ * scaling the significand to 8 bits: another way than ir/array.c's. */
+static uint16_t ref_bf16(double v) {
+  int e;
+  double m = frexp(v, &e); /* v = m * 2^e, 0.5 <= |m| < 1 */
+  double r = ldexp(nearbyint(ldexp(m, 8)), e - 8);
+  float f = (float)r; /* exact: 8 significant bits */
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+
+static float bf2f(uint16_t h) { return mlc_bf16_to_float(h); }
+
+/* bfloat16 add, sub, mul round once to nearest even (the exact result
+ * fits a double), as a bfloat16 machine computing in float32 does. */
+static void test_bfloat16(void) {
+  mlc_expr_kind kinds[] = {MLC_EXPR_ADD, MLC_EXPR_SUB, MLC_EXPR_MUL};
+  int64_t n = 512;
+  for (int kk = 0; kk < MLC_COUNTOF(kinds); kk++) {
+    mlc_prim_func *f = make_binop(kinds[kk], MLC_BFLOAT16, n);
+    mlc_array *x = args_for(f, 50 + (uint64_t)kk);
+    uint16_t *a = x[0].data, *b = x[1].data, *c = x[2].data;
+    b[0] = mlc_float_to_bf16(1.0f / 256), a[0] = mlc_float_to_bf16(1.0f); /* 1 + 2^-8: a tie */
+    mlc_error err = {{0}};
+    CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      double p = bf2f(a[i]), q = bf2f(b[i]);
+      double v = kinds[kk] == MLC_EXPR_ADD ? p + q : kinds[kk] == MLC_EXPR_SUB ? p - q : p * q;
+      uint16_t want = v == 0 ? (uint16_t)(signbit(v) ? 0x8000 : 0) : ref_bf16(v);
+      if (c[i] != want && !(v == 0 && (c[i] & 0x7fff) == 0)) bad++;
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %lld wrong", mlc_expr_kind_name(kinds[kk]), bad, (long long)n);
+    if (kinds[kk] == MLC_EXPR_ADD) CHECK(bf2f(c[0]) == 1.0f); /* tie to even */
+    if (kinds[kk] == MLC_EXPR_SUB) CHECK(bf2f(c[0]) == 1.0f - 1.0f / 256);
+    free_args(f, x);
+  }
+}
+
+/* Conversions to and from uint8 and bfloat16: saturating from float,
+ * wrapping from int, rounding to bfloat16. */
+static void test_casts_lowp(void) {
+  mlc_error err = {{0}};
+  mlc_prim_func *f = make_cast(MLC_FLOAT32, MLC_UINT8, 4);
+  mlc_array *x = args_for(f, 60);
+  float fv[] = {300.0f, -5.0f, 254.9f, NAN};
+  memcpy(x[0].data, fv, sizeof fv);
+  CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+  uint8_t *u = x[1].data;
+  CHECK_MSG(u[0] == 255 && u[1] == 0 && u[2] == 254 && u[3] == 0, "%d %d %d %d", u[0], u[1], u[2], u[3]);
+  free_args(f, x);
+  f = make_cast(MLC_INT32, MLC_UINT8, 3);
+  x = args_for(f, 61);
+  idata(&x[0])[0] = 300, idata(&x[0])[1] = -1, idata(&x[0])[2] = 255;
+  CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+  u = x[1].data;
+  CHECK(u[0] == 44 && u[1] == 255 && u[2] == 255);
+  free_args(f, x);
+  f = make_cast(MLC_UINT8, MLC_INT32, 2);
+  x = args_for(f, 62);
+  ((uint8_t *)x[0].data)[0] = 200, ((uint8_t *)x[0].data)[1] = 7;
+  CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+  CHECK(idata(&x[1])[0] == 200 && idata(&x[1])[1] == 7);
+  free_args(f, x);
+  f = make_cast(MLC_FLOAT32, MLC_BFLOAT16, 4);
+  x = args_for(f, 63);
+  float bv[] = {1.0f / 3.0f, 3.0e38f, 3.4e38f, -2.5f};
+  memcpy(x[0].data, bv, sizeof bv);
+  CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+  uint16_t *ob = x[1].data;
+  CHECK_MSG(ob[0] == 0x3eab && ob[1] == 0x7f62 && ob[2] == 0x7f80 && ob[3] == 0xc020, "%04x %04x %04x %04x",
+            ob[0], ob[1], ob[2], ob[3]);
+  free_args(f, x);
+  f = make_cast(MLC_INT32, MLC_BFLOAT16, 2);
+  x = args_for(f, 64);
+  idata(&x[0])[0] = 257, idata(&x[0])[1] = 259; /* 257: tie to 256; 259 -> 260 */
+  CHECK_MSG(mlc_interp_run(f, x, &err), "%s", err.msg);
+  ob = x[1].data;
+  CHECK(bf2f(ob[0]) == 256.0f && bf2f(ob[1]) == 260.0f);
+  free_args(f, x);
+}
+
+/* Every bfloat16 widens and narrows back to itself; the floats halfway
+ * between two neighbours round to the even one; NaN stays NaN. */
+static void test_bf16_exhaustive(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float f = mlc_bf16_to_float((uint16_t)h);
+    if (isnan(f)) {
+      if (!isnan(mlc_bf16_to_float(mlc_float_to_bf16(f)))) bad++;
+      continue;
+    }
+    if (mlc_float_to_bf16(f) != h) bad++;
+    if ((h & 0x7fff) < 0x7f7f && (h & 0x7fff) != 0) { /* finite, nonzero, with a finite neighbour up */
+      float hi = mlc_bf16_to_float((uint16_t)(h + 1));
+      float mid = f + (hi - f) / 2;
+      uint16_t want = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+      if (mlc_float_to_bf16(mid) != want) bad++;
+      if (mlc_float_to_bf16(nextafterf(mid, 0)) != h && (h & 0x8000) == 0) bad++;
+    }
+  }
+  CHECK_MSG(bad == 0, "%d bfloat16 conversions wrong", bad);
+  CHECK(mlc_float_to_bf16(1.0f) == 0x3f80 && mlc_float_to_bf16(-2.0f) == 0xc000);
+  CHECK(mlc_float_to_bf16(INFINITY) == 0x7f80 && mlc_float_to_bf16(FLT_MAX) == 0x7f80);
+  CHECK(isnan(mlc_bf16_to_float(mlc_float_to_bf16(NAN))));
 }
 
 static float ref_intrin(mlc_intrin op, float x, float y) {
@@ -981,6 +1129,10 @@ int main(void) {
   RUN(test_compare);
   RUN(test_float16);
   RUN(test_casts);
+  RUN(test_uint8);
+  RUN(test_bfloat16);
+  RUN(test_casts_lowp);
+  RUN(test_bf16_exhaustive);
   RUN(test_intrinsics);
   RUN(test_alloc_buffer);
   RUN(test_nested_blocks);

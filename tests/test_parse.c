@@ -1596,6 +1596,59 @@ static void test_alloc_failures(void) {
   mlc_arena_free(a);
 }
 
+/* uint8 and bfloat16: buffers, literals (range-checked; bfloat16 printed as
+ * the shortest decimal that reads back as the same value), casts; print,
+ * parse, print is byte-identical. */
+static void test_lowp_dtypes(void) {
+  static const char *src =
+      "@T.prim_func\n"
+      "def f(U: T.Buffer((8,), \"uint8\"), Z: T.Buffer((8,), \"bfloat16\"), O: T.Buffer((8,), \"int32\")):\n"
+      "    for i in range(8):\n"
+      "        with T.block(\"b\"):\n"
+      "            vi = T.axis.spatial(8, i)\n"
+      "            O[vi] = T.Cast(\"int32\", U[vi] * T.uint8(200)) + T.Cast(\"int32\", Z[vi] * T.bfloat16(3.14159))\n"
+      "            Z[vi] = Z[vi] + 0.1 + T.Cast(\"bfloat16\", U[vi])\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "lowp.py", src, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  if (m) {
+    mlc_prim_func *f = m->funcs[0];
+    CHECK(f->params[0]->dtype == MLC_UINT8 && f->params[1]->dtype == MLC_BFLOAT16);
+    mlc_str o = {0}, o2 = {0};
+    mlc_print_module(&o, m);
+    CHECK_MSG(strstr(o.data, "T.Buffer((8,), \"uint8\")") && strstr(o.data, "\"bfloat16\")"), "%s", o.data);
+    CHECK_MSG(strstr(o.data, "T.uint8(200)") && strstr(o.data, "T.bfloat16(3.14)") &&
+              strstr(o.data, "T.bfloat16(0.1)"), "%s", o.data);
+    mlc_module *m2 = mlc_parse_module(a, "lowp2.py", o.data, &err);
+    CHECK_MSG(m2 != NULL, "%s", err.msg);
+    if (m2) {
+      mlc_print_module(&o2, m2);
+      CHECK_MSG(strcmp(o.data, o2.data) == 0, "not a fixed point:\n%s\n---\n%s", o.data, o2.data);
+      CHECK(mlc_func_struct_equal(f, m2->funcs[0]));
+      CHECK(mlc_verify_func(m2->funcs[0], &err));
+    }
+    mlc_str_free(&o);
+    mlc_str_free(&o2);
+  }
+  mlc_arena_free(a);
+  a = mlc_arena_new();
+  const char *bad[] = {"T.uint8(256)", "T.uint8(-1)"};
+  for (int i = 0; i < 2; i++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "@T.prim_func\n"
+             "def f(U: T.Buffer((8,), \"uint8\")):\n"
+             "    for i in range(8):\n"
+             "        with T.block(\"b\"):\n"
+             "            vi = T.axis.spatial(8, i)\n"
+             "            U[vi] = %s\n", bad[i]);
+    CHECK_MSG(mlc_parse_module(a, "bad.py", text, &err) == NULL, "%s parsed", bad[i]);
+    CHECK_MSG(strstr(err.msg, "uint8") != NULL, "%s", err.msg);
+  }
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_module_matmul);
   RUN(test_bare_funcs);
@@ -1626,5 +1679,6 @@ int main(void) {
   RUN(test_truncations);
   RUN(test_mutations);
   RUN(test_alloc_failures);
+  RUN(test_lowp_dtypes);
   return test_summary();
 }

@@ -145,6 +145,20 @@ static void ref_reduce_sum(const int64_t *s, float **in, double *out) {
   }
 }
 
+/* The inputs are the arrays' raw data whatever their dtype (uint8, int8). */
+static void ref_dense_int8(const int64_t *s, float **in, double *out) {
+  int64_t M = s[0], N = s[1], K = s[2];
+  const uint8_t *a = (const uint8_t *)in[0];
+  const int8_t *b = (const int8_t *)in[1];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; k++)
+        acc += (double)a[i * K + k] * b[(j / 16 * (K / 4) + k / 4) * 64 + j % 16 * 4 + k % 4];
+      out[i * N + j] = acc;
+    }
+}
+
 /* ---- one numeric case per task and shape ----------------------------------- */
 
 typedef struct num_case {
@@ -173,6 +187,7 @@ static const num_case cases[] = {
     {"window_sum", "29", ref_window_sum, 1},
     {"transpose", "7,13", ref_transpose, 1},
     {"reduce_sum", "6,23", ref_reduce_sum, 1},
+    {"dense_int8", "5,32,12", ref_dense_int8, 1},
 };
 
 static int count_blocks(const mlc_stmt *s) {
@@ -267,7 +282,7 @@ static void test_numeric(void) {
 
 /* Every task appears in the numeric cases. */
 static void test_all_tasks_covered(void) {
-  CHECK(mlc_task_count() == 13);
+  CHECK(mlc_task_count() == 14);
   for (int t = 0; t < mlc_task_count(); t++) {
     bool found = false;
     for (int i = 0; i < MLC_COUNTOF(cases); i++)
@@ -306,7 +321,8 @@ static void test_defaults(void) {
   CHECK(mlc_task_find("") == NULL);
   CHECK_STREQ(mlc_task_names(),
               "matmul, batch_matmul, dense_bias_relu, matmul_relu, conv2d_nchw, conv2d_nchwc, "
-              "depthwise_conv2d, softmax, layernorm, vecadd, window_sum, transpose, reduce_sum");
+              "depthwise_conv2d, softmax, layernorm, vecadd, window_sum, transpose, reduce_sum, "
+              "dense_int8");
 }
 
 /* Each task's IR prints as TVMScript that parses back to the same text and

@@ -730,6 +730,17 @@ static void test_parsed_ok(void) {
     CHECK_MSG(mlc_verify_module(m, &err), "matmul: %s", err.msg);
 }
 
+/* A uint8 index would be zero-extended here and sign-extended by codegen. */
+static const char *uint8_index_py =
+    "@T.prim_func\n"
+    "def f(A: T.Buffer((256,), \"float32\"), U: T.Buffer((8,), \"uint8\"), B: T.Buffer((8,), \"float32\")):\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            T.reads(A[0:256], U[vi])\n"
+    "            T.writes(B[vi])\n"
+    "            B[vi] = A[U[vi]]\n";
+
 static void test_parsed_errors(void) {
   struct {
     const char *name, *text, *want;
@@ -737,6 +748,7 @@ static void test_parsed_errors(void) {
       {"bad_reads.py", bad_reads_py, "T.reads does not cover the read of A[vi + 1] in its body (declared for \"A\": A[vi])"},
       {"outer_var.py", outer_var_py, "loop variable \"i\" is defined outside block \"B\""},
       {"dup_name.py", dup_name_py, "duplicate block name \"B\""},
+      {"uint8_index.py", uint8_index_py, "must be a signed integer, got uint8"},
   };
   for (int i = 0; i < MLC_COUNTOF(cases); i++) {
     mlc_module *m = parse(cases[i].name, cases[i].text);

@@ -328,6 +328,25 @@ static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
   }
 }
 
+/* ---- tensorize ------------------------------------------------------------------- */
+
+/* meta-schedule's RewriteTensorize: a block the tiling-with-intrinsic rule
+ * annotated is tensorized with that intrinsic (after rewrite_reductions
+ * moved its init out). A refusal leaves the block as computed loops. */
+static void rewrite_tensorize(mlc_sched *s, int nb, const char **names) {
+  for (int i = 0; i < nb; i++) {
+    const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
+    const mlc_ann *an = b ? mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSORIZE) : NULL;
+    if (!an || an->kind != MLC_ANN_STRING) continue;
+    const char *intrin = an->s;
+    mlc_rv brv;
+    mlc_error e;
+    if (mlc_sched_get_block(s, names[i], NULL, &brv, &e) &&
+        mlc_sched_unannotate(s, brv, TUNER_ANN_TENSORIZE, &e))
+      mlc_sched_tensorize(s, brv, intrin, &e);
+  }
+}
+
 /* ---- the pipeline ------------------------------------------------------------------ */
 
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
@@ -341,6 +360,8 @@ bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   if (p.vectorize > 1) rewrite_vectorize(s, p.vectorize, nb, names);
   if (p.unroll > 0) rewrite_unroll(s, p.unroll, nb, names);
   rewrite_reductions(s, nb, names);
+  nb = tuner_blocks_post_order(a, mlc_sched_func(s), &names); /* decomposed: X_update, X_init */
+  rewrite_tensorize(s, nb, names);
   mlc_arena_free(a);
   if (!mlc_verify_func(mlc_sched_func(s), err)) return mlc_error_prefix(err, "postproc: verify");
   return true;

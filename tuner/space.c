@@ -7,6 +7,13 @@
  * Rules, in meta-schedule's order (ScheduleRule::DefaultLLVM):
  *   auto_inline          inline elementwise producers into their consumers
  *   add_rfactor          rfactor reductions with little spatial parallelism
+ *   tiling_with_intrin   meta-schedule's MultiLevelTilingWithIntrin: a block
+ *                        that a registered CPU dot-product intrinsic fits
+ *                        (dot_16x4_u8i8i32_vnni) gets its innermost tile cut
+ *                        to the intrinsic's shape and blockized, the outer
+ *                        block tiled "SSRSRS" and annotated with the
+ *                        intrinsic, which the postprocessor tensorizes it
+ *                        with once parallel loops are in place
  *   multi_level_tiling   "SSRSRS" tiles of blocks with data reuse, with and
  *                        without a write cache at tile levels 1 and 2
  *   parallel_vectorize_unroll  annotations on the root, once per state
@@ -387,7 +394,8 @@ static mlc_sched *with_packed_read(const mlc_sched *cached, const char *name, ml
 static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
                                     sched_list *out) {
   const mlc_block *b = peek_block(s, name);
-  if (!b || !tuner_needs_tiling(mlc_sched_func(s), b)) {
+  if (!b || !tuner_needs_tiling(mlc_sched_func(s), b) ||
+      mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSOR_TILE)) {
     MLC_VEC_PUSH(*out, s);
     return;
   }
@@ -410,6 +418,96 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
     if (p) MLC_VEC_PUSH(*out, p);
   }
   MLC_VEC_PUSH(*out, t);
+}
+
+/* ---- rule: multi-level tiling with an intrinsic ---------------------------------- */
+
+/* CPU tensor intrinsics the rule tries, with their tile: `spatial` lanes of
+ * the output's last dimension by `reduce` elements of the one reduction.
+ * Each is used only where registered (mlc_tensor_intrin_register_cpu
+ * registers it for a target whose CPU has the instruction). */
+static const struct {
+  const char *name;
+  int64_t spatial, reduce;
+} TILE_INTRINS[] = {
+    {"dot_16x4_u8i8i32_vnni", 16, 4},
+};
+
+/* The spatial iter indexing the last dimension of b's one write, and b's
+ * one reduce iter; false when b has another form. */
+static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
+  *sp = *rd = -1;
+  if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return false;
+  const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
+  for (int i = 0; i < b->n_iters; i++) {
+    if (b->iters[i].kind == MLC_ITER_REDUCE) {
+      if (*rd >= 0) return false;
+      *rd = i;
+    } else if (e->kind == MLC_EXPR_VAR && b->iters[i].var == e->var) {
+      *sp = i;
+    }
+  }
+  return *sp >= 0 && *rd >= 0;
+}
+
+/* On t: cut the intrinsic's tile off the block's loops (inner parts
+ * innermost), blockize it, tile the outer block and annotate it with the
+ * intrinsic, after checking on a copy that its update (init moved out)
+ * tensorizes. False (t then garbage) when some step refuses. */
+static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
+                        int k, mlc_error *err) {
+  mlc_rv blk, *loops, js[2], ks[2], outer, init, levels[16];
+  if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
+  int n = mlc_sched_get_loops(t, blk, &loops, err);
+  if (n < 2 || n > TUNER_MAX_LOOPS) return false;
+  mlc_rv lp[TUNER_MAX_LOOPS], order[TUNER_MAX_LOOPS + 2];
+  memcpy(lp, loops, sizeof(mlc_rv) * (size_t)n);
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].spatial)};
+  mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].reduce)};
+  if (!mlc_sched_split(t, lp[sp], 2, fs, true, js, err) || !mlc_sched_split(t, lp[rd], 2, fr, true, ks, err))
+    return false;
+  for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : lp[i];
+  order[n] = js[1], order[n + 1] = ks[1];
+  if (!mlc_sched_reorder(t, n + 2, order, err) || !mlc_sched_blockize(t, js[1], true, &outer, err) ||
+      !mlc_sched_get_block(t, name, NULL, &blk, err) ||
+      !mlc_sched_annotate(t, blk, TUNER_ANN_TENSOR_TILE, MLC_OP_INT(1), err))
+    return false;
+  const char *oname = mlc_sched_rv_block(t, outer)->name;
+  if (!tile_block(t, oname, o, levels, err) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
+    return false;
+  /* levels[2]: the first "R" group of SSRSRS, the one reduce loop's outer tile */
+  mlc_sched *probe = mlc_sched_copy(t);
+  mlc_rv pb;
+  bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
+              mlc_sched_decompose_reduction(probe, pb, levels[2], &init, err) &&
+              mlc_sched_tensorize(probe, pb, TILE_INTRINS[k].name, err);
+  mlc_sched_free(probe);
+  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
+}
+
+/* Replaces the state by the intrinsic's sketch when one fits (the plain
+ * tiling rule then finds no block of that name to tile). */
+static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                                    sched_list *out) {
+  const mlc_block *b = peek_block(s, name);
+  const mlc_prim_func *f = mlc_sched_func(s);
+  tuner_site site;
+  int sp, rd;
+  if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
+      intrin_iters(b, &sp, &rd)) {
+    for (int k = 0; k < MLC_COUNTOF(TILE_INTRINS); k++) {
+      if (!mlc_tensor_intrin_exists(TILE_INTRINS[k].name)) continue;
+      mlc_sched *t = mlc_sched_copy(s);
+      mlc_error err;
+      if (tile_around(t, name, o, sp, rd, k, &err)) {
+        mlc_sched_free(s);
+        MLC_VEC_PUSH(*out, t);
+        return;
+      }
+      mlc_sched_free(t);
+    }
+  }
+  MLC_VEC_PUSH(*out, s);
 }
 
 /* ---- rule: random compute location ------------------------------------------------ */
@@ -473,6 +571,7 @@ typedef void (*rule_fn)(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
 static const rule_fn BLOCK_RULES[] = {
     rule_auto_inline,
     rule_add_rfactor,
+    rule_tiling_with_intrin,
     rule_multi_level_tiling,
     rule_random_compute_location,
 };

@@ -573,7 +573,8 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   mlc_target t;
   if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
   r->search_opts.space = mlc_tuner_space_for_target(&t);
-  return true;
+  /* the CPU's dot-product intrinsics, for the tiling-with-intrinsic rule */
+  return mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err);
 }
 
 static void tune_free(tune_run *r) {

@@ -195,6 +195,12 @@ void mlc_tuner_search_stats_get(const mlc_tuner_search *s, mlc_tuner_stats *out)
 #define TUNER_ANN_PARALLEL "meta_schedule.parallel"
 #define TUNER_ANN_VECTORIZE "meta_schedule.vectorize"
 #define TUNER_ANN_UNROLL "meta_schedule.unroll_explicit"
+/* On a block the tiling-with-intrinsic rule cut to an intrinsic's tile:
+ * the intrinsic the postprocessor tensorizes it with, once its reduction
+ * is decomposed (after parallelization, which needs the init in place). */
+#define TUNER_ANN_TENSORIZE "meta_schedule.auto_tensorize"
+/* On the block inside it (the intrinsic's tile): no other rule tiles it. */
+#define TUNER_ANN_TENSOR_TILE "meta_schedule.tensor_tile"
 
 /* ---- analysis.c: reading the IR without recording anything ---- */
 

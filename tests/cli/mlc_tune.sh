@@ -230,3 +230,21 @@ check tune_onnx_symbolic_exit1 test $? -eq 1
 check tune_onnx_symbolic_msg grep -q "input 'x' has a symbolic dimension 0 (N); give its shape with --input-shape" "$tmp/err"
 "$TUNE" --model $O/mlp_sym.onnx --input-shape x=2,4 --trials 2 --trials-per-round 2 --db "$tmp/o2.db" $Q >"$tmp/out" 2>"$tmp/err"
 check tune_onnx_input_shape_exit test $? -eq 0
+
+# dense_int8 on a CPU with AVX-512 VNNI (issue 18): every candidate is
+# tensorized (the workers register the host's intrinsics to replay them),
+# and mlc-compile, another process, replays the best record with them.
+if grep -q avx512_vnni /proc/cpuinfo 2>/dev/null; then
+  "$TUNE" --task dense_int8 --shape 16,32,16 --trials 4 --db "$tmp/i8.db" $Q >"$tmp/out" 2>"$tmp/err"
+  check tune_dense_int8_exit test $? -eq 0
+  check tune_dense_int8_no_errors grep -q '4 measured now (0 errors)' "$tmp/out"
+  $B/bin/mlc-compile --task dense_int8 --shape 16,32,16 --db "$tmp/i8.db" -o "$tmp/i8.o" --verify \
+    >"$tmp/cout" 2>&1
+  check compile_dense_int8_exit test $? -eq 0
+  rec=$(sed -n 's/.*dense_int8 .* record \([0-9]*\) .*/\1/p' "$tmp/cout")
+  check compile_dense_int8_replayed test -n "$rec"
+  $B/bin/mlc-db --db "$tmp/i8.db" show "${rec:-0}" >"$tmp/show" 2>&1
+  check tune_dense_int8_tensorized grep -q 'sch.tensorize(.*dot_16x4_u8i8i32_vnni' "$tmp/show"
+else
+  echo "SKIP tune_dense_int8: the CPU lacks avx512_vnni"
+fi
