@@ -210,12 +210,12 @@ bool mlc_measure_submit(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_er
  * when every candidate of the batch has been returned. */
 int mlc_measure_next(mlc_measure *m, mlc_measure_result *out);
 
-/* added by mpi: the batch grows while it is collected (a measurement host
+/* the batch grows while it is collected (a measurement host
  * that keeps its workers fed from a queue). The new candidates' indices
  * follow the batch's; with every result of the batch returned, this is
  * mlc_measure_submit. */
 bool mlc_measure_append(mlc_measure *m, int n, const mlc_measure_cand *c, mlc_error *err);
-/* added by mpi: mlc_measure_next waiting at most timeout_s seconds: -1
+/* mlc_measure_next waiting at most timeout_s seconds: -1
  * when no candidate finished by then. */
 int mlc_measure_next_wait(mlc_measure *m, mlc_measure_result *out, double timeout_s);
 
@@ -238,7 +238,7 @@ bool mlc_measure_runner_check(const char *target, mlc_error *err);
 int mlc_measure_spawn_count(const mlc_measure *m);
 const char *mlc_measure_worker_path(const mlc_measure *m);
 
-/* ---- measuring on the ranks of an MPI job (added by mpi; measure/mpi.c) --
+/* ---- measuring on the ranks of an MPI job (measure/mpi.c) ----------------
  *
  * Under `mpirun -n N mlc-tune ...` rank 0 tunes (search, task scheduler,
  * database) and ranks 1..N-1 are measurement hosts, each running a pool of

@@ -1,4 +1,4 @@
-/* measure: candidates measured on the ranks of an MPI job (added by mpi).
+/* measure: candidates measured on the ranks of an MPI job.
  *
  * Rank 0 tunes; every other rank is a measurement host with a pool of this
  * module's workers (pool.c) on its own machine. Rank 0's measure hook

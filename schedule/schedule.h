@@ -378,7 +378,7 @@ bool mlc_tensor_intrin_register(const char *name, const mlc_prim_func *desc,
 bool mlc_tensor_intrin_register_text(const char *filename, const char *text, int *n_added,
                                      mlc_error *err);
 bool mlc_tensor_intrin_exists(const char *name);
-/* added by vnni: the built-in intrinsics of CPU dot-product instructions
+/* the built-in intrinsics of CPU dot-product instructions
  * whose feature the comma-separated LLVM feature list turns on
  * (mlc_target_cpu_features of the target): "+avx512vnni" registers
  * dot_16x4_u8i8i32_vnni (schedule/intrin_cpu.c: C[0, i] += A[0, k] *

@@ -115,7 +115,7 @@ void mlc_target_host(mlc_target *out);
 const char *mlc_target_host_cpu(void);
 const char *mlc_target_host_features(void);
 int mlc_target_host_cores(void);
-/* added by vnni: the LLVM feature string an llvm target's machine is made
+/* the LLVM feature string an llvm target's machine is made
  * with: -mattr when given, else the host's features when the CPU is the
  * host's, else "" (a named CPU's defaults, which LLVM 14's C API does not
  * list); "" for other backends. mlc_target_has_feature: whether that

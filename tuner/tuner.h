@@ -104,7 +104,7 @@ typedef struct mlc_tuner_progress {
 
 /* Measures n candidates: results[i] for c[i]. The default is the worker
  * pool of measure/; tests put a fake runner here. False stops the loop.
- * (added by mpi) The tuner sets results[i].index to -1 before the call; a
+ * The tuner sets results[i].index to -1 before the call; a
  * function that fails part way (a measurement host died) leaves it so for
  * the candidates it has no result of and sets it to i for those it has:
  * those are committed before the run ends with its error. */
@@ -146,7 +146,7 @@ typedef struct mlc_tuner_tune_opts {
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
-/* added by mpi: the options of the worker pools mlc_tuner_tune would start
+/* the options of the worker pools mlc_tuner_tune would start
  * for o (builders, timeouts; for a cuda target: builders not paused, ten
  * calls per repeat), for measurement hosts that run the pools elsewhere. */
 struct mlc_measure_opts;
