@@ -13,9 +13,21 @@
  * the instruction (targets/cpu_builtins.c) and which the interpreter runs
  * as vnni_dot below, so tensorized code is checked against the reference
  * on any machine.
+ *
+ * dense_u8i8i32_vnni_<R>x<C>x<K> (a family, generated on demand for each
+ * tile shape the tuner samples): a register-blocked micro-kernel,
+ *   C[i, j] += sum_k int32(A[i, k]) * int32(B[j / 16, k / 4, j % 16, k % 4])
+ * over i < R rows, j < C columns (C = 16 * NB, NB column blocks of 16
+ * lanes) and k < K, for uint8 A (R, K), int8 B (NB, K / 4, 16, 4) packed
+ * as dense_int8's weights and int32 C (R, C). Its implementation calls
+ * "mlc_x86_vpdpbusd_block", which the LLVM backend expands into a loop
+ * over K / 4 that keeps the R x NB accumulators in registers (loaded once,
+ * stored once: the one-call-per-step intrinsic above loads and stores C
+ * around every vpdpbusd) and the interpreter runs as vnni_block below.
  */
 #include "schedule/sched_impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char vnni_text[] =
@@ -59,6 +71,88 @@ static double vnni_dot(void *ud, int n, const mlc_extern_val *args) {
   return 0;
 }
 
+/* The interpreter's micro-kernel: (C, A, B, C row stride, A row stride,
+ * B's strides over column blocks, K steps and lanes, R, NB, K). */
+static double vnni_block(void *ud, int n, const mlc_extern_val *args) {
+  MLC_UNUSED(ud);
+  if (n != 11) return -1;
+  int32_t *c = args[0].p;
+  const uint8_t *a = args[1].p;
+  const int8_t *b = args[2].p;
+  int64_t sc = args[3].i, sa = args[4].i, sb0 = args[5].i, sb1 = args[6].i, sb2 = args[7].i;
+  int64_t rows = args[8].i, nb = args[9].i, kb = args[10].i;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < nb * 16; j++) {
+      uint32_t acc = (uint32_t)c[r * sc + j];
+      for (int64_t k = 0; k < kb; k++) {
+        int8_t w = b[(j / 16) * sb0 + (k / 4) * sb1 + (j % 16) * sb2 + k % 4];
+        acc += (uint32_t)((int32_t)a[r * sa + k] * (int32_t)w);
+      }
+      c[r * sc + j] = (int32_t)acc;
+    }
+  return 0;
+}
+
+/* Tile shapes the micro-kernel family takes: R rows (up to 16), NB column
+ * blocks of 16 (up to 8) and K a multiple of 4 (up to 4096). */
+enum { BLOCK_MAX_ROWS = 16, BLOCK_MAX_NB = 8, BLOCK_MAX_K = 4096 };
+
+static bool parse_block_shape(const char *suffix, int64_t *r, int64_t *c, int64_t *k) {
+  char tail;
+  long long x, y, z;
+  if (sscanf(suffix, "%lldx%lldx%lld%c", &x, &y, &z, &tail) != 3) return false;
+  *r = x, *c = y, *k = z;
+  if (x < 1 || x > BLOCK_MAX_ROWS || y < 16 || y > 16 * BLOCK_MAX_NB || y % 16 || z < 4 ||
+      z > BLOCK_MAX_K || z % 4)
+    return false;
+  /* one spelling per shape: no leading zeros or signs */
+  char canon[64];
+  snprintf(canon, sizeof canon, "%lldx%lldx%lld", x, y, z);
+  return strcmp(canon, suffix) == 0;
+}
+
+static bool vnni_block_text(const char *suffix, mlc_str *t) {
+  int64_t r, c, k;
+  if (!parse_block_shape(suffix, &r, &c, &k)) return false;
+  const char *name = "dense_u8i8i32_vnni";
+  long long R = r, C = c, K = k, NB = c / 16, K4 = k / 4;
+  for (int impl = 0; impl < 2; impl++) {
+    mlc_str_printf(t,
+                   "@T.prim_func\n"
+                   "def %s_%s_%s(a: T.handle, b: T.handle, c: T.handle):\n"
+                   "    A = T.match_buffer(a, (%lld, %lld), \"uint8\")\n"
+                   "    B = T.match_buffer(b, (%lld, %lld, 16, 4), \"int8\")\n"
+                   "    C = T.match_buffer(c, (%lld, %lld), \"int32\")\n"
+                   "    with T.block(\"root\"):\n"
+                   "        T.reads(C[0:%lld, 0:%lld], A[0:%lld, 0:%lld], B[0:%lld, 0:%lld, 0:16, 0:4])\n"
+                   "        T.writes(C[0:%lld, 0:%lld])\n",
+                   name, suffix, impl ? "impl" : "desc", R, K, NB, K4, R, C, R, C, R, K, NB, K4, R, C);
+    if (impl)
+      mlc_str_printf(t,
+                     "        T.evaluate(T.call_extern(\"int32\", \"mlc_x86_vpdpbusd_block\", "
+                     "C.access_ptr(\"rw\"), A.access_ptr(\"r\"), B.access_ptr(\"r\"), C.strides[0], "
+                     "A.strides[0], B.strides[0], B.strides[1], B.strides[2], %lld, %lld, %lld))\n\n",
+                     R, NB, K);
+    else if (R > 1)
+      mlc_str_printf(t,
+                     "        for i, j, k in T.grid(%lld, %lld, %lld):\n"
+                     "            with T.block(\"update\"):\n"
+                     "                vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+                     "                C[vi, vj] = C[vi, vj] + T.Cast(\"int32\", A[vi, vk]) * "
+                     "T.Cast(\"int32\", B[vj // 16, vk // 4, vj %% 16, vk %% 4])\n\n",
+                     R, C, K);
+    else /* blockize keeps no iterator for a unit loop: the row is 0 */
+      mlc_str_printf(t,
+                     "        for i, j, k in T.grid(1, %lld, %lld):\n"
+                     "            with T.block(\"update\"):\n"
+                     "                vj, vk = T.axis.remap(\"SR\", [j, k])\n"
+                     "                C[0, vj] = C[0, vj] + T.Cast(\"int32\", A[0, vk]) * "
+                     "T.Cast(\"int32\", B[vj // 16, vk // 4, vj %% 16, vk %% 4])\n\n",
+                     C, K);
+  }
+  return true;
+}
+
 typedef struct cpu_intrin {
   const char *feature; /* LLVM feature name */
   const char *text;    /* NAME_desc / NAME_impl pairs */
@@ -68,6 +162,15 @@ typedef struct cpu_intrin {
 
 static const cpu_intrin cpu_intrins[] = {
     {"avx512vnni", vnni_text, "mlc_x86_vpdpbusd_16x4", vnni_dot},
+};
+
+/* Families generated on demand (sched_intrin_add_family). */
+static const struct {
+  const char *feature, *prefix, *ext;
+  sched_intrin_gen gen;
+  mlc_extern_fn fn;
+} cpu_families[] = {
+    {"avx512vnni", "dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", vnni_block_text, vnni_block},
 };
 
 /* Whether a comma-separated LLVM feature list turns `f` on (the last item
@@ -92,6 +195,13 @@ bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_erro
     int n = 0;
     if (!mlc_tensor_intrin_register_text("<built-in CPU intrinsics>", ci->text, &n, err)) return false;
     total += n;
+  }
+  for (int i = 0; i < MLC_COUNTOF(cpu_families); i++) {
+    if (!has_feature(features, cpu_families[i].feature)) continue;
+    if (!mlc_interp_register_extern(cpu_families[i].ext, cpu_families[i].fn, NULL))
+      return mlc_error_set(err, "cannot register %s with the interpreter", cpu_families[i].ext);
+    if (!sched_intrin_add_family(cpu_families[i].prefix, cpu_families[i].gen))
+      return mlc_error_set(err, "cannot register the intrinsic family %s", cpu_families[i].prefix);
   }
   if (n_added) *n_added = total;
   return true;

@@ -96,6 +96,16 @@ bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v);
 bool sched_blockize(mlc_sched *s, mlc_rv loop, bool preserve_unit_iters, mlc_block **outer,
                     mlc_error *err);
 
+/* ---- tensorize.c: families of intrinsics ---- */
+
+/* Writes the TVMScript pair <prefix>_<suffix>_desc / _impl for a suffix
+ * the family knows (its tile shape); false for any other suffix. */
+typedef bool (*sched_intrin_gen)(const char *suffix, mlc_str *text);
+/* Names <prefix>_<suffix> not registered are asked of gen when looked up
+ * (mlc_tensor_intrin_exists, tensorize, replay). False: too many families
+ * or a bad prefix. */
+bool sched_intrin_add_family(const char *prefix, sched_intrin_gen gen);
+
 /* ---- trace.c: recording ---- */
 
 /* Append an instruction; arrays and strings are copied into the arena. */

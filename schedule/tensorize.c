@@ -26,7 +26,9 @@
 
 /* ---- registry --------------------------------------------------------------- */
 
-enum { MAX_INTRINS = 64, MAX_OPERANDS = 16 };
+/* MAX_INTRINS also bounds the members of families generated on demand (a
+ * tuning run of one workload samples a few dozen tile shapes). */
+enum { MAX_INTRINS = 256, MAX_OPERANDS = 16, MAX_FAMILIES = 8 };
 
 typedef struct intrin {
   char name[64];
@@ -38,6 +40,15 @@ static mlc_arena *reg_arena;
 static intrin_entry intrins[MAX_INTRINS];
 static int n_intrins;
 static bool builtins_done;
+
+/* Families of intrinsics generated on demand: a name "<prefix>_<suffix>"
+ * that is not registered yet is asked of its family's generator, which
+ * writes the pair's TVMScript for that suffix (or refuses it). */
+static struct {
+  char prefix[48];
+  sched_intrin_gen gen;
+} families[MAX_FAMILIES];
+static int n_families;
 
 /* The notes' tmm16 (examples/tensorize/tmm16.py): C += A @ B.T on 16x16
  * tiles in the accelerator's scopes, implemented by the C function
@@ -167,19 +178,62 @@ bool mlc_tensor_intrin_register_text(const char *filename, const char *text, int
   return ok;
 }
 
+bool sched_intrin_add_family(const char *prefix, sched_intrin_gen gen) {
+  if (strlen(prefix) >= sizeof families[0].prefix || !*prefix) return false;
+  pthread_mutex_lock(&reg_mu);
+  int i = 0;
+  while (i < n_families && strcmp(families[i].prefix, prefix) != 0) i++;
+  bool ok = i < MAX_FAMILIES;
+  if (ok) {
+    strcpy(families[i].prefix, prefix);
+    families[i].gen = gen;
+    if (i == n_families) n_families++;
+  }
+  pthread_mutex_unlock(&reg_mu);
+  return ok;
+}
+
+static int lookup_locked(const char *name) {
+  for (int i = 0; i < n_intrins; i++)
+    if (strcmp(intrins[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Requires reg_mu held: name generated and registered by its family, if
+ * one takes it. The generated text parses (a failure is a bug). */
+static int generate_locked(const char *name) {
+  for (int f = 0; f < n_families; f++) {
+    size_t n = strlen(families[f].prefix);
+    if (strncmp(name, families[f].prefix, n) != 0 || name[n] != '_') continue;
+    mlc_str text = {0};
+    if (!families[f].gen(name + n + 1, &text)) {
+      mlc_str_free(&text);
+      continue;
+    }
+    mlc_arena *a = mlc_arena_new();
+    mlc_error err;
+    mlc_module *m = mlc_parse_module(a, name, text.data, &err);
+    int n_added = 0;
+    if (!m || !add_module_locked(m, &n_added, &err)) mlc_panic(__FILE__, __LINE__, "%s: %s", name, err.msg);
+    mlc_arena_free(a);
+    mlc_str_free(&text);
+    return lookup_locked(name);
+  }
+  return -1;
+}
+
 /* The registered pair (stays valid: entries are replaced, never freed). */
 static bool find_intrin(const char *name, const mlc_prim_func **desc, const mlc_prim_func **impl) {
   pthread_mutex_lock(&reg_mu);
   ensure_builtins();
-  bool found = false;
-  for (int i = 0; i < n_intrins && !found; i++)
-    if (strcmp(intrins[i].name, name) == 0) {
-      *desc = intrins[i].desc;
-      *impl = intrins[i].impl;
-      found = true;
-    }
+  int i = lookup_locked(name);
+  if (i < 0) i = generate_locked(name);
+  if (i >= 0) {
+    *desc = intrins[i].desc;
+    *impl = intrins[i].impl;
+  }
   pthread_mutex_unlock(&reg_mu);
-  return found;
+  return i >= 0;
 }
 
 bool mlc_tensor_intrin_exists(const char *name) {

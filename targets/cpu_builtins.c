@@ -14,6 +14,20 @@
  * broadcast to all 16 lanes, B's 64 bytes). Returns 0. The interpreter
  * computes the same with a C function of the same name (schedule/
  * intrin_cpu.c registers it), so tensorized code runs there too.
+ *
+ *   T.call_extern("int32", "mlc_x86_vpdpbusd_block", C.access_ptr("rw"),
+ *                 A.access_ptr("r"), B.access_ptr("r"), C.strides[0],
+ *                 A.strides[0], B.strides[0], B.strides[1], B.strides[2],
+ *                 R, NB, K)
+ *
+ * A register-blocked micro-kernel: C is R rows of NB * 16 int32, A R rows
+ * of K uint8, B NB column blocks of K / 4 tiles of 16 rows of 4 int8 (the
+ * strides as named, in elements). C[r][j] += sum_k A[r][k] * W[j][k], W
+ * the tiles' weights, as a loop over the K / 4 steps that keeps the R x NB
+ * accumulators in vector registers: loaded before it, one vpdpbusd per
+ * accumulator and step (A's four bytes of row r broadcast, B's 64 bytes of
+ * block n), stored after it. R, NB and K are constants (1 <= R <= 16,
+ * 1 <= NB <= 8, K a positive multiple of 4).
  */
 #include "targets/llvm_internal.h"
 
@@ -23,18 +37,26 @@ typedef struct builtin {
   const char *name;
   const char *feature; /* LLVM feature name the target must turn on */
   int n_args;
-  mlc_xarg_kind kinds[4];
-  mlc_dtype dtypes[4]; /* PTR: element type; VALUE: ignored (any integer) */
+  mlc_xarg_kind kinds[11];
+  mlc_dtype dtypes[11]; /* PTR: element type; VALUE: ignored (any integer) */
+  bool (*check)(const mlc_expr *e, mlc_error *err); /* optional: more conditions */
   LLVMValueRef (*emit)(cg *c, const mlc_expr *e); /* scalar mode, args checked */
 } builtin;
 
 static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e);
+static bool check_block(const mlc_expr *e, mlc_error *err);
 
+#define V MLC_XARG_VALUE
 static const builtin builtins[] = {
     {"mlc_x86_vpdpbusd_16x4", "avx512vnni", 4,
-     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_VALUE},
-     {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, emit_vpdpbusd},
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
+     {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, NULL, emit_vpdpbusd},
+    {"mlc_x86_vpdpbusd_block", "avx512vnni", 11,
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
+     {MLC_INT32, MLC_UINT8, MLC_INT8}, check_block, emit_vpdpbusd_block},
 };
+#undef V
 
 static const builtin *find(const char *name) {
   for (int i = 0; i < MLC_COUNTOF(builtins); i++)
@@ -62,6 +84,22 @@ bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err) {
                            mlc_dtype_name(b->dtypes[i]), mlc_dtype_name(x->buf->dtype));
     if (x->kind == MLC_XARG_VALUE && !mlc_dtype_is_int(e->ext.kids[x->kid]->dtype))
       return mlc_error_set(err, "%s: argument %d must be an integer", b->name, i + 1);
+  }
+  return !b->check || b->check(e, err);
+}
+
+static const mlc_expr *arg_value(const mlc_expr *e, int i) { return e->ext.kids[e->ext.args[i].kid]; }
+
+/* The micro-kernel's shape arguments are constants in range. */
+static bool check_block(const mlc_expr *e, mlc_error *err) {
+  static const int64_t max[3] = {16, 8, 4096};
+  static const char *what[3] = {"R (rows)", "NB (column blocks)", "K"};
+  for (int i = 0; i < 3; i++) {
+    int64_t v;
+    if (!mlc_expr_is_const_int(arg_value(e, 8 + i), &v) || v < 1 || v > max[i] || (i == 2 && v % 4))
+      return mlc_error_set(err, "mlc_x86_vpdpbusd_block: argument %d, %s, must be a constant in "
+                           "[1, %lld]%s", 9 + i, what[i], (long long)max[i],
+                           i == 2 ? " and a multiple of 4" : "");
   }
   return true;
 }
@@ -114,6 +152,95 @@ static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e) {
   LLVMValueRef args[3] = {acc, a, b};
   LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, args, 3, "");
   LLVMSetAlignment(LLVMBuildStore(c->b, r, pc), 4);
+  return LLVMConstInt(c->t_i32, 0, 0);
+}
+
+/* A value argument as i64. */
+static LLVMValueRef arg_i64(cg *c, const mlc_expr *e, int i) {
+  LLVMValueRef v = cg_expr(c, arg_value(e, i));
+  return LLVMTypeOf(v) == c->t_i64 ? v : LLVMBuildSExt(c->b, v, c->t_i64, "");
+}
+
+/* p + off elements of type elem. */
+static LLVMValueRef gep(cg *c, LLVMTypeRef elem, LLVMValueRef p, LLVMValueRef off) {
+  return LLVMBuildInBoundsGEP2(c->b, elem, p, &off, 1, "");
+}
+
+static LLVMValueRef i64c(cg *c, int64_t v) { return LLVMConstInt(c->t_i64, (unsigned long long)v, 1); }
+
+/* B's 16 rows of 4 bytes at pb (i8*), rows `stride` bytes apart (a
+ * constant 4: one load). */
+static LLVMValueRef load_tile(cg *c, LLVMValueRef pb, LLVMValueRef stride, bool packed) {
+  LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16);
+  if (packed) return load_aligned(c, v16, LLVMBuildBitCast(c->b, pb, LLVMPointerType(v16, 0), ""), 1);
+  LLVMValueRef out = LLVMGetUndef(v16);
+  for (int i = 0; i < 16; i++) {
+    LLVMValueRef p = gep(c, c->t_i8, pb, LLVMBuildMul(c->b, stride, i64c(c, i), ""));
+    p = LLVMBuildBitCast(c->b, p, LLVMPointerType(c->t_i32, 0), "");
+    out = LLVMBuildInsertElement(c->b, out, load_aligned(c, c->t_i32, p, 1),
+                                 LLVMConstInt(c->t_i32, (unsigned long long)i, 0), "");
+  }
+  return out;
+}
+
+enum { BLOCK_MAX_ACC = 16 * 8 };
+
+static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
+  int64_t rows, nb, kb, sb2c;
+  MLC_ASSERT(mlc_expr_is_const_int(arg_value(e, 8), &rows) &&
+             mlc_expr_is_const_int(arg_value(e, 9), &nb) && mlc_expr_is_const_int(arg_value(e, 10), &kb));
+  MLC_ASSERT(rows * nb <= BLOCK_MAX_ACC);
+  bool packed = mlc_expr_is_const_int(arg_value(e, 7), &sb2c) && sb2c == 4;
+  LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16), v16p = LLVMPointerType(v16, 0);
+  LLVMValueRef pc = arg_ptr(c, e, 0, c->t_i32), pa = arg_ptr(c, e, 1, c->t_i8);
+  LLVMValueRef pb = arg_ptr(c, e, 2, c->t_i8);
+  LLVMValueRef sc = arg_i64(c, e, 3), sa = arg_i64(c, e, 4), sb0 = arg_i64(c, e, 5);
+  LLVMValueRef sb1 = arg_i64(c, e, 6), sb2 = arg_i64(c, e, 7);
+  LLVMValueRef cptr[BLOCK_MAX_ACC], acc[BLOCK_MAX_ACC], phi[BLOCK_MAX_ACC], bcol[8];
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t n = 0; n < nb; n++) {
+      LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sc, i64c(c, r), ""), i64c(c, 16 * n), "");
+      cptr[r * nb + n] = LLVMBuildBitCast(c->b, gep(c, c->t_i32, pc, off), v16p, "");
+      acc[r * nb + n] = load_aligned(c, v16, cptr[r * nb + n], 4);
+    }
+  for (int64_t n = 0; n < nb; n++) bcol[n] = gep(c, c->t_i8, pb, LLVMBuildMul(c->b, sb0, i64c(c, n), ""));
+  const char *name = "llvm.x86.avx512.vpdpbusd.512";
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  MLC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+  /* for kk in [0, K / 4): the accumulators are the loop's phis */
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+  LLVMBasicBlockRef loop = cg_new_block(c, "vnni.k"), done = cg_new_block(c, "vnni.end");
+  LLVMBuildBr(c->b, loop);
+  LLVMPositionBuilderAtEnd(c->b, loop);
+  LLVMValueRef kk = LLVMBuildPhi(c->b, c->t_i64, "kk");
+  for (int64_t i = 0; i < rows * nb; i++) phi[i] = LLVMBuildPhi(c->b, v16, "acc");
+  LLVMValueRef bt[8];
+  for (int64_t n = 0; n < nb; n++)
+    bt[n] = load_tile(c, gep(c, c->t_i8, bcol[n], LLVMBuildMul(c->b, sb1, kk, "")), sb2, packed);
+  LLVMValueRef next[BLOCK_MAX_ACC];
+  for (int64_t r = 0; r < rows; r++) {
+    LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sa, i64c(c, r), ""),
+                                    LLVMBuildMul(c->b, kk, i64c(c, 4), ""), "");
+    LLVMValueRef p = LLVMBuildBitCast(c->b, gep(c, c->t_i8, pa, off), LLVMPointerType(c->t_i32, 0), "");
+    LLVMValueRef a = cg_splat(c, load_aligned(c, c->t_i32, p, 1), 16);
+    for (int64_t n = 0; n < nb; n++) {
+      LLVMValueRef args[3] = {phi[r * nb + n], a, bt[n]};
+      next[r * nb + n] = LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+    }
+  }
+  LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / 4), ""), loop, done);
+  LLVMValueRef zero = i64c(c, 0);
+  LLVMAddIncoming(kk, &zero, &pre, 1);
+  LLVMAddIncoming(kk, &kn, &loop, 1);
+  for (int64_t i = 0; i < rows * nb; i++) {
+    LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
+    LLVMAddIncoming(phi[i], &next[i], &loop, 1);
+  }
+  LLVMPositionBuilderAtEnd(c->b, done);
+  for (int64_t i = 0; i < rows * nb; i++) LLVMSetAlignment(LLVMBuildStore(c->b, next[i], cptr[i]), 4);
   return LLVMConstInt(c->t_i32, 0, 0);
 }
 

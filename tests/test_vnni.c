@@ -1,16 +1,22 @@
 /* AVX-512 VNNI through tensorize: the dense_int8 task (uint8 x int8 ->
  * int32, weights packed [N/16, K/4, 16, 4]) tiled around the built-in
- * dot_16x4_u8i8i32_vnni intrinsic and tensorized, checked against a plain
- * C reference exactly, in the interpreter (any machine) and compiled (a
- * CPU with AVX-512 VNNI; SKIP otherwise); the intrinsic registered only for
- * a feature list that has the instruction; a target without it refused;
- * timing against the same tiling without tensorize. */
+ * dot_16x4_u8i8i32_vnni intrinsic and around the register-blocked
+ * micro-kernels dense_u8i8i32_vnni_<R>x<C>x<K> and tensorized, checked
+ * against a plain C reference exactly, in the interpreter (any machine)
+ * and compiled (a CPU with AVX-512 VNNI; SKIP otherwise); the intrinsics
+ * registered only for a feature list that has the instruction; other
+ * shapes, dtypes and names refused; a target without it refused; the
+ * design space's samples tensorized, exact and replayed from their JSON
+ * traces; timing against the same tiling without tensorize and against
+ * the one-step intrinsic. */
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
 #include "tuner/tuner_internal.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static const char *INTRIN = "dot_16x4_u8i8i32_vnni";
@@ -86,6 +92,34 @@ static bool schedule(mlc_sched *s, int64_t tile_n, bool plain, bool parallel, ml
   return plain || mlc_sched_tensorize(s, j[1], INTRIN, err);
 }
 
+static char member_buf[64];
+static const char *member(int64_t r, int64_t c, int64_t k) {
+  snprintf(member_buf, sizeof member_buf, "dense_u8i8i32_vnni_%lldx%lldx%lld", (long long)r,
+           (long long)c, (long long)k);
+  return member_buf;
+}
+
+/* The micro-kernel's hand schedule: i / r, j / c, k / kb, then the r x c x
+ * kb tile; the init split off above the reduction; the tile tensorized
+ * with `intrin` (NULL: the member of that shape); i's outer part parallel
+ * when asked. */
+static bool schedule_block(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const char *intrin,
+                           bool parallel, mlc_error *err) {
+  mlc_rv b, *l, i[2], j[2], k[2], init;
+  if (!mlc_sched_get_block(s, "C", "main", &b, err) || mlc_sched_get_loops(s, b, &l, err) != 3)
+    return false;
+  mlc_rv li = l[0], lj = l[1], lk = l[2];
+  mlc_operand fi[2] = {MLC_OP_NONE, MLC_OP_INT(r)}, fj[2] = {MLC_OP_NONE, MLC_OP_INT(c)};
+  mlc_operand fk[2] = {MLC_OP_NONE, MLC_OP_INT(kb)};
+  if (!mlc_sched_split(s, li, 2, fi, true, i, err) || !mlc_sched_split(s, lj, 2, fj, true, j, err) ||
+      !mlc_sched_split(s, lk, 2, fk, true, k, err) ||
+      !mlc_sched_reorder(s, 6, (mlc_rv[]){i[0], j[0], k[0], i[1], j[1], k[1]}, err) ||
+      (parallel && !mlc_sched_parallel(s, i[0], err)) ||
+      !mlc_sched_decompose_reduction(s, b, k[0], &init, err))
+    return false;
+  return mlc_sched_tensorize(s, i[1], intrin ? intrin : member(r, c, kb), err);
+}
+
 static void test_register(void) {
   mlc_error err;
   int n = -1;
@@ -132,6 +166,98 @@ static void test_interp(void) {
   int bad = count_wrong(args);
   CHECK_MSG(bad == 0, "%d outputs differ from the reference", bad);
   free_args(args);
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+/* The micro-kernels of several shapes (one row, odd rows, 1 to 4 column
+ * blocks, short and long K), interpreted: exact. */
+static void test_block_interp(void) {
+  if (!have_vnni) return;
+  static const int64_t shapes[][3] = {{1, 16, 4}, {3, 48, 32}, {4, 64, 64}, {8, 32, 16}, {2, 16, 128}};
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = dense(a, 2 * sh[0], 2 * sh[1], 2 * sh[2]);
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, false, &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    if (ok) {
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      CHECK_MSG(strstr(text.data, "\"mlc_x86_vpdpbusd_block\"") && !strstr(text.data, "T.Cast(\"int32\", A["),
+                "%s", text.data);
+      mlc_str_free(&text);
+      mlc_array args[3];
+      fill(f, args, 40 + (uint64_t)t);
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+      int bad = count_wrong(args);
+      CHECK_MSG(bad == 0, "%s: %d outputs differ from the reference", member(sh[0], sh[1], sh[2]), bad);
+      free_args(args);
+    }
+    mlc_sched_free(s);
+    mlc_arena_free(a);
+  }
+}
+
+/* Names outside the family's shapes are not intrinsics; a member of
+ * another tile shape, a float dense and a block with its init are
+ * refused with the reason, the state (IR, trace) unchanged. */
+static void test_block_refusals(void) {
+  if (!have_vnni) return;
+  static const char *bad_names[] = {
+      "dense_u8i8i32_vnni_4x64",     "dense_u8i8i32_vnni_0x16x4",   "dense_u8i8i32_vnni_4x24x4",
+      "dense_u8i8i32_vnni_04x16x4",  "dense_u8i8i32_vnni_17x16x4",  "dense_u8i8i32_vnni_4x144x4",
+      "dense_u8i8i32_vnni_4x16x6",   "dense_u8i8i32_vnni_4x16x8192", "dense_u8i8i32_vnni_4x16x4x",
+      "dense_u8i8i32_vnni_-1x16x4", "dense_u8i8i32_vnni"};
+  for (int i = 0; i < MLC_COUNTOF(bad_names); i++)
+    CHECK_MSG(!mlc_tensor_intrin_exists(bad_names[i]), "%s", bad_names[i]);
+  CHECK(mlc_tensor_intrin_exists("dense_u8i8i32_vnni_16x128x4096"));
+
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, 8, 64, 32);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  /* a 4x64x16 tile, tensorized with the 4x32x16 member */
+  CHECK(!schedule_block(s, 4, 64, 16, member(4, 32, 16), false, &err));
+  CHECK_MSG(strstr(err.msg, "mismatch"), "%s", err.msg);
+  int n_insts = mlc_sched_trace(s)->insts.len;
+  mlc_str before = {0}, after = {0};
+  mlc_print_func(&before, mlc_sched_func(s));
+  mlc_rv b, *l;
+  CHECK(mlc_sched_get_block(s, "C_update", NULL, &b, &err) && mlc_sched_get_loops(s, b, &l, &err) == 6);
+  n_insts = mlc_sched_trace(s)->insts.len;
+  CHECK(!mlc_sched_tensorize(s, l[3], member(4, 64, 32), &err));
+  CHECK_MSG(strstr(err.msg, "shape mismatch"), "%s", err.msg);
+  CHECK(!mlc_sched_tensorize(s, l[3], "dense_u8i8i32_vnni_4x64", &err));
+  CHECK_MSG(strstr(err.msg, "no tensor intrinsic named"), "%s", err.msg);
+  mlc_print_func(&after, mlc_sched_func(s));
+  CHECK(strcmp(before.data, after.data) == 0 && mlc_sched_trace(s)->insts.len == n_insts);
+  mlc_str_free(&before);
+  mlc_str_free(&after);
+  mlc_sched_free(s);
+
+  /* the init still inside */
+  s = mlc_sched_new(f, 1);
+  mlc_rv i[2], j[2], k[2];
+  bool ok = mlc_sched_get_block(s, "C", "main", &b, &err) && mlc_sched_get_loops(s, b, &l, &err) == 3;
+  mlc_rv li = l[0], lj = l[1], lk = l[2];
+  ok = ok && mlc_sched_split(s, li, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(2)}, true, i, &err) &&
+       mlc_sched_split(s, lj, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(32)}, true, j, &err) &&
+       mlc_sched_split(s, lk, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(16)}, true, k, &err) &&
+       mlc_sched_reorder(s, 6, (mlc_rv[]){i[0], j[0], k[0], i[1], j[1], k[1]}, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  CHECK(!mlc_sched_tensorize(s, i[1], member(2, 32, 16), &err));
+  CHECK_MSG(strstr(err.msg, "reduction mismatch"), "%s", err.msg);
+  mlc_sched_free(s);
+
+  /* float32 operands: a dtype mismatch */
+  const mlc_task_def *d = mlc_task_find("matmul");
+  mlc_prim_func *mm = mlc_task_build(a, d, (int64_t[]){4, 32, 16});
+  s = mlc_sched_new(mm, 1);
+  CHECK(!schedule_block(s, 2, 32, 16, NULL, false, &err));
+  CHECK_MSG(strstr(err.msg, "mismatch"), "%s", err.msg);
   mlc_sched_free(s);
   mlc_arena_free(a);
 }
@@ -225,6 +351,97 @@ static void test_compiled(void) {
   mlc_arena_free(a);
 }
 
+/* The micro-kernels compiled: exact for several shapes (packed and
+ * strided operands: a row tile of C inside a wider C), and the time of
+ * the 4x64x256 one against the one-step intrinsic on the same problem. */
+static void test_block_compiled(void) {
+  if (!have_vnni) return;
+  static const int64_t shapes[][3] = {{1, 16, 4}, {3, 48, 32}, {4, 64, 256}, {8, 32, 16}, {6, 64, 64}};
+  int64_t M = 48, N = 192, K = 512;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, M, N, K);
+  mlc_array args[3];
+  fill(f, args, 77);
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    char sym[32];
+    snprintf(sym, sizeof sym, "dense_block%d", t);
+    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, t % 2 == 0, &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    mlc_str ir = {0};
+    mlc_jit_lib *lib = ok ? build("llvm", mlc_sched_func(s), sym, &ir, &err) : NULL;
+    CHECK_MSG(!ok || lib, "%s", err.msg);
+    CHECK_MSG(!lib || strstr(ir.data, "llvm.x86.avx512.vpdpbusd.512"), "no vpdpbusd in the IR");
+    mlc_str_free(&ir);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &err) : NULL;
+    CHECK_MSG(!lib || fn, "%s", err.msg);
+    if (fn) {
+      memset(args[2].data, 0x5a, (size_t)mlc_array_numel(&args[2]) * 4);
+      CHECK(mlc_kernel_call(fn, 3, args) == 0);
+      int bad = count_wrong(args);
+      CHECK_MSG(bad == 0, "%s: %d outputs differ from the reference", member(sh[0], sh[1], sh[2]), bad);
+    }
+    mlc_jit_unload(lib);
+    mlc_sched_free(s);
+  }
+  free_args(args);
+
+  /* timing: 128x256x512, one thread */
+  M = 128, N = 256, K = 512;
+  f = dense(a, M, N, K);
+  mlc_sched *sb = mlc_sched_new(f, 1), *s1 = mlc_sched_new(f, 1);
+  mlc_error err;
+  bool ok = schedule_block(sb, 4, 64, 256, NULL, false, &err) && schedule(s1, 16, false, false, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_jit_lib *lb = ok ? build("llvm", mlc_sched_func(sb), "dense_mk", NULL, &err) : NULL;
+  mlc_jit_lib *l1 = lb ? build("llvm", mlc_sched_func(s1), "dense_step", NULL, &err) : NULL;
+  CHECK_MSG(!ok || (lb && l1), "%s", err.msg);
+  mlc_kernel_fn fb = l1 ? mlc_jit_lookup(lb, "dense_mk", &err) : NULL;
+  mlc_kernel_fn f1 = fb ? mlc_jit_lookup(l1, "dense_step", &err) : NULL;
+  if (fb && f1) {
+    fill(f, args, 78);
+    CHECK(mlc_kernel_call(fb, 3, args) == 0 && count_wrong(args) == 0);
+    double tb = best_time(fb, args, 7), t1 = best_time(f1, args, 7);
+    double ops = 2.0 * (double)(M * N * K);
+    printf("# dense_int8 %lldx%lldx%lld, one thread, best of 7: micro-kernel 4x64x256 %.3f ms "
+           "(%.1f GOP/s), one vpdpbusd per call %.3f ms (%.1f GOP/s)\n",
+           (long long)M, (long long)N, (long long)K, tb * 1e3, ops / tb * 1e-9, t1 * 1e3,
+           ops / t1 * 1e-9);
+    free_args(args);
+  }
+  mlc_jit_unload(lb);
+  mlc_jit_unload(l1);
+  mlc_sched_free(sb);
+  mlc_sched_free(s1);
+  mlc_arena_free(a);
+}
+
+/* The builtin's shape arguments must be constants in range: a hand-written
+ * call with R = 17 is refused at build time. */
+static void test_block_builtin_check(void) {
+  if (!have_vnni) return;
+  static const char text[] =
+      "@T.prim_func\n"
+      "def main(a: T.handle, b: T.handle, c: T.handle):\n"
+      "    A = T.match_buffer(a, (17, 4), \"uint8\")\n"
+      "    B = T.match_buffer(b, (1, 1, 16, 4), \"int8\")\n"
+      "    C = T.match_buffer(c, (17, 16), \"int32\")\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"mlc_x86_vpdpbusd_block\", C.access_ptr(\"rw\"), "
+      "A.access_ptr(\"r\"), B.access_ptr(\"r\"), C.strides[0], A.strides[0], B.strides[0], "
+      "B.strides[1], B.strides[2], 17, 1, 4))\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "<test>", text, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_jit_lib *lib = m ? build("llvm", m->funcs[0], "bad_block", NULL, &err) : NULL;
+  CHECK(lib == NULL);
+  CHECK_MSG(strstr(err.msg, "R (rows), must be a constant in [1, 16]"), "%s", err.msg);
+  mlc_jit_unload(lib);
+  mlc_arena_free(a);
+}
+
 /* A target whose CPU lacks the instruction refuses the tensorized
  * function at build time (LLVM would fail to select it). */
 static void test_target_without_vnni(void) {
@@ -239,31 +456,67 @@ static void test_target_without_vnni(void) {
   CHECK_MSG(strstr(err.msg, "needs the CPU feature +avx512vnni"), "%s", err.msg);
   mlc_jit_unload(lib);
   mlc_sched_free(s);
+  s = mlc_sched_new(f, 1);
+  CHECK_MSG(schedule_block(s, 2, 16, 8, NULL, false, &err), "%s", err.msg);
+  lib = build("llvm -mcpu=x86-64", mlc_sched_func(s), "dense_x86_64_mk", NULL, &err);
+  CHECK(lib == NULL);
+  CHECK_MSG(strstr(err.msg, "mlc_x86_vpdpbusd_block needs the CPU feature +avx512vnni"), "%s", err.msg);
+  mlc_jit_unload(lib);
+  mlc_sched_free(s);
   mlc_arena_free(a);
 }
 
-/* The CPU design space tiles dense_int8 around the intrinsic: every
- * sketch's samples are tensorized, verify and compute exactly. */
+/* The CPU design space tiles dense_int8 around the micro-kernel family:
+ * every sketch's samples are tensorized, verify and compute exactly, and
+ * their traces, written as JSON and read back, replay on a fresh copy to
+ * the same function. The samples cover more than one tile shape. */
 static void test_design_space(void) {
   if (!have_vnni) return;
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = dense(a, 16, 64, 32);
+  mlc_prim_func *f = dense(a, 24, 64, 64);
   mlc_tuner_opts o;
   mlc_tuner_opts_default(&o);
   mlc_error err;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s", err.msg);
-  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0;
+  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0, n_shapes = 0;
+  char shapes[16][64];
+  enum { SEEDS = 8 };
   CHECK(n >= 1);
   for (int i = 0; i < n; i++)
-    for (uint64_t seed = 1; seed <= 3; seed++) {
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
       mlc_sched *s = mlc_tuner_space_sample(sp, i, seed, &err);
       CHECK_MSG(s != NULL, "sketch %d: %s", i, err.msg);
       if (!s) continue;
       mlc_str text = {0};
       mlc_print_func(&text, mlc_sched_func(s));
-      tensorized += strstr(text.data, "mlc_x86_vpdpbusd_16x4") != NULL;
+      tensorized += strstr(text.data, "mlc_x86_vpdpbusd_block") != NULL;
       mlc_str_free(&text);
+      /* the member it used, from the trace */
+      const mlc_trace *tr = mlc_sched_trace(s);
+      for (int q = 0; q < tr->insts.len; q++) {
+        const mlc_inst *in = &tr->insts.data[q];
+        if (in->kind != MLC_INST_TENSORIZE) continue;
+        int z = 0;
+        while (z < n_shapes && strcmp(shapes[z], in->attrs[0].s) != 0) z++;
+        if (z == n_shapes && n_shapes < 16) snprintf(shapes[n_shapes++], 64, "%s", in->attrs[0].s);
+      }
+      /* the trace round trip */
+      mlc_str json = {0};
+      mlc_trace_to_json(&json, tr);
+      mlc_arena *ta = mlc_arena_new();
+      mlc_trace *back = mlc_trace_from_json(ta, json.data, json.len, &err);
+      CHECK_MSG(back != NULL, "%s", err.msg);
+      mlc_sched *r = mlc_sched_new(f, 1);
+      bool replayed = back && mlc_sched_replay(r, back, NULL, NULL, &err);
+      CHECK_MSG(replayed, "replay: %s", err.msg);
+      char h1[17], h2[17];
+      mlc_func_hash_hex(mlc_sched_func(s), h1);
+      mlc_func_hash_hex(mlc_sched_func(r), h2);
+      CHECK_MSG(!replayed || strcmp(h1, h2) == 0, "the replayed function differs (%s, %s)", h1, h2);
+      mlc_sched_free(r);
+      mlc_arena_free(ta);
+      mlc_str_free(&json);
       mlc_array args[3];
       fill(f, args, seed);
       CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
@@ -272,7 +525,8 @@ static void test_design_space(void) {
       free_args(args);
       mlc_sched_free(s);
     }
-  CHECK_MSG(tensorized == 3 * n, "%d of %d samples tensorized", tensorized, 3 * n);
+  CHECK_MSG(tensorized == SEEDS * n, "%d of %d samples tensorized", tensorized, SEEDS * n);
+  CHECK_MSG(n_shapes >= 2, "%d micro-kernel shapes sampled", n_shapes);
   if (sp) mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
@@ -282,7 +536,11 @@ int main(void) {
   RUN(test_feature_query);
   RUN(test_interp);
   RUN(test_refusals);
+  RUN(test_block_interp);
+  RUN(test_block_refusals);
   RUN(test_compiled);
+  RUN(test_block_compiled);
+  RUN(test_block_builtin_check);
   RUN(test_target_without_vnni);
   RUN(test_design_space);
   return test_summary();

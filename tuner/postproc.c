@@ -4,6 +4,7 @@
  * recorded in the candidate's trace and never rerun at compile time. */
 #include "tuner/tuner_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The three bounds the parallel-vectorize-unroll rule left on the root;
@@ -330,6 +331,20 @@ static void rewrite_reductions(mlc_sched *s, int nb, const char **names) {
 
 /* ---- tensorize ------------------------------------------------------------------- */
 
+/* The intrinsic an annotation names: itself when registered, else a
+ * family's member of the tile b's body loops over (<name>_<R>x<C>x<K>). */
+static const char *tensorize_intrin(const mlc_block *b, const char *ann, char *buf, size_t n) {
+  if (mlc_tensor_intrin_exists(ann)) return ann;
+  int64_t ext[3];
+  const mlc_stmt *st = b->body;
+  for (int d = 0; d < 3; d++) {
+    if (!st || st->kind != MLC_STMT_FOR || !mlc_expr_is_const_int(st->loop.extent, &ext[d])) return ann;
+    st = st->loop.body;
+  }
+  snprintf(buf, n, "%s_%lldx%lldx%lld", ann, (long long)ext[0], (long long)ext[1], (long long)ext[2]);
+  return buf;
+}
+
 /* meta-schedule's RewriteTensorize: a block the tiling-with-intrinsic rule
  * annotated is tensorized with that intrinsic (after rewrite_reductions
  * moved its init out). A refusal leaves the block as computed loops. */
@@ -338,7 +353,8 @@ static void rewrite_tensorize(mlc_sched *s, int nb, const char **names) {
     const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
     const mlc_ann *an = b ? mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSORIZE) : NULL;
     if (!an || an->kind != MLC_ANN_STRING) continue;
-    const char *intrin = an->s;
+    char buf[96];
+    const char *intrin = tensorize_intrin(b, an->s, buf, sizeof buf);
     mlc_rv brv;
     mlc_error e;
     if (mlc_sched_get_block(s, names[i], NULL, &brv, &e) &&

@@ -23,6 +23,7 @@
  */
 #include "tuner/tuner_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The CPU implementation of mlc_tuner_space_impl. */
@@ -422,16 +423,30 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
 
 /* ---- rule: multi-level tiling with an intrinsic ---------------------------------- */
 
-/* CPU tensor intrinsics the rule tries, with their tile: `spatial` lanes of
- * the output's last dimension by `reduce` elements of the one reduction.
- * Each is used only where registered (mlc_tensor_intrin_register_cpu
- * registers it for a target whose CPU has the instruction). */
+/* CPU tensor intrinsics the rule tries, first fit first, with their tile:
+ * `spatial` lanes of the output's last dimension by `reduce` elements of
+ * the one reduction. A family (mlc_tensor_intrin_register_cpu registers
+ * dense_u8i8i32_vnni_<R>x<C>x<K> on demand) has a sampled tile instead:
+ * R rows (the output's second-last dimension), C columns and K reduction
+ * elements, each a SampleCategorical over the sizes dividing the loop
+ * (ROW_TILES, COL_TILES, RED_TILES), so the micro-kernel's shape is a knob
+ * that mutation moves; the postprocessor names the member from the tile.
+ * Each is used only where registered (for a target whose CPU has the
+ * instruction). */
 static const struct {
   const char *name;
   int64_t spatial, reduce;
+  bool family;
 } TILE_INTRINS[] = {
-    {"dot_16x4_u8i8i32_vnni", 16, 4},
+    {"dense_u8i8i32_vnni", 0, 0, true},
+    {"dot_16x4_u8i8i32_vnni", 16, 4, false},
 };
+static const int64_t ROW_TILES[] = {1, 2, 3, 4, 6, 8};
+static const int64_t COL_TILES[] = {16, 32, 48, 64};
+/* K per micro-kernel call; the short ones only where none of the long
+ * ones divides K (the accumulators' load and store then dominate). */
+static const int64_t RED_TILES[] = {16, 32, 64, 128, 256, 512};
+static const int64_t RED_TILES_SHORT[] = {4, 8};
 
 /* The spatial iter indexing the last dimension of b's one write, and b's
  * one reduce iter; false when b has another form. */
@@ -450,26 +465,90 @@ static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
   return *sp >= 0 && *rd >= 0;
 }
 
+/* The spatial iter indexing the second-last dimension of b's one write
+ * (the micro-kernel's rows), or -1. */
+static int row_iter(const mlc_block *b) {
+  if (b->n_writes != 1 || b->writes[0].buf->ndim < 2) return -1;
+  const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 2].min;
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind != MLC_ITER_REDUCE && e->kind == MLC_EXPR_VAR && b->iters[i].var == e->var)
+      return i;
+  return -1;
+}
+
+/* v = SampleCategorical over the sizes of `sizes` that divide the loop's
+ * extent (else over `fallback`'s), then the loop split by v: (outer,
+ * inner). False when none divides. */
+static bool split_by_knob(mlc_sched *t, mlc_rv loop, const int64_t *sizes, int n_sizes,
+                          const int64_t *fallback, int n_fallback, mlc_rv *v, mlc_rv *parts,
+                          mlc_error *err) {
+  int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(t, loop)), cands[16];
+  double probs[16];
+  int n = 0;
+  for (int pass = 0; pass < 2 && n == 0; pass++) {
+    const int64_t *z = pass ? fallback : sizes;
+    for (int i = 0; i < (pass ? n_fallback : n_sizes); i++)
+      if (ext > 0 && ext % z[i] == 0) cands[n++] = z[i];
+  }
+  if (n == 0) return mlc_error_set(err, "no micro-kernel tile divides %lld", (long long)ext);
+  for (int i = 0; i < n; i++) probs[i] = 1.0 / n;
+  if (!mlc_sched_sample_categorical(t, n, cands, probs, v, err)) return false;
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(*v)};
+  return mlc_sched_split(t, loop, 2, f, true, parts, err);
+}
+
+/* The tile loops of intrinsic k cut off the block's loops lp[n] (sp: the
+ * output's last dimension, rd: the reduction), with the inner parts
+ * innermost (first at inner[0]); the family's member name into member. */
+static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp, int rd, int k,
+                     mlc_rv *inner, char *member, size_t member_n, mlc_error *err) {
+  mlc_rv order[TUNER_MAX_LOOPS + 3], js[2], ks[2], is[2];
+  int rw = -1, n_in = 2;
+  if (TILE_INTRINS[k].family) {
+    mlc_rv vr, vc, vk;
+    rw = row_iter(b);
+    if (rw < 0) return mlc_error_set(err, "no row dimension");
+    if (!split_by_knob(t, lp[rw], ROW_TILES, MLC_COUNTOF(ROW_TILES), NULL, 0, &vr, is, err) ||
+        !split_by_knob(t, lp[sp], COL_TILES, MLC_COUNTOF(COL_TILES), NULL, 0, &vc, js, err) ||
+        !split_by_knob(t, lp[rd], RED_TILES, MLC_COUNTOF(RED_TILES), RED_TILES_SHORT,
+                       MLC_COUNTOF(RED_TILES_SHORT), &vk, ks, err))
+      return false;
+    snprintf(member, member_n, "%s_%lldx%lldx%lld", TILE_INTRINS[k].name,
+             (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
+             (long long)mlc_sched_rv_value(t, vk));
+    n_in = 3;
+  } else {
+    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].spatial)};
+    mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].reduce)};
+    if (!mlc_sched_split(t, lp[sp], 2, fs, true, js, err) || !mlc_sched_split(t, lp[rd], 2, fr, true, ks, err))
+      return false;
+    snprintf(member, member_n, "%s", TILE_INTRINS[k].name);
+  }
+  for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : i == rw ? is[0] : lp[i];
+  int m = n;
+  if (rw >= 0) order[m++] = is[1];
+  order[m++] = js[1], order[m++] = ks[1];
+  *inner = order[n];
+  MLC_ASSERT(m == n + n_in);
+  return mlc_sched_reorder(t, m, order, err);
+}
+
 /* On t: cut the intrinsic's tile off the block's loops (inner parts
  * innermost), blockize it, tile the outer block and annotate it with the
- * intrinsic, after checking on a copy that its update (init moved out)
- * tensorizes. False (t then garbage) when some step refuses. */
+ * intrinsic (a family's name: the postprocessor picks the member), after
+ * checking on a copy that its update (init moved out) tensorizes. False
+ * (t then garbage) when some step refuses. */
 static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
                         int k, mlc_error *err) {
-  mlc_rv blk, *loops, js[2], ks[2], outer, init, levels[16];
+  mlc_rv blk, *loops, inner = -1, outer, init, levels[16];
   if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
   int n = mlc_sched_get_loops(t, blk, &loops, err);
   if (n < 2 || n > TUNER_MAX_LOOPS) return false;
-  mlc_rv lp[TUNER_MAX_LOOPS], order[TUNER_MAX_LOOPS + 2];
+  mlc_rv lp[TUNER_MAX_LOOPS];
   memcpy(lp, loops, sizeof(mlc_rv) * (size_t)n);
-  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].spatial)};
-  mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].reduce)};
-  if (!mlc_sched_split(t, lp[sp], 2, fs, true, js, err) || !mlc_sched_split(t, lp[rd], 2, fr, true, ks, err))
-    return false;
-  for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : lp[i];
-  order[n] = js[1], order[n + 1] = ks[1];
-  if (!mlc_sched_reorder(t, n + 2, order, err) || !mlc_sched_blockize(t, js[1], true, &outer, err) ||
-      !mlc_sched_get_block(t, name, NULL, &blk, err) ||
+  char member[64];
+  if (!cut_tile(t, n, lp, mlc_sched_rv_block(t, blk), sp, rd, k, &inner, member, sizeof member, err) ||
+      !mlc_sched_blockize(t, inner, true, &outer, err) || !mlc_sched_get_block(t, name, NULL, &blk, err) ||
       !mlc_sched_annotate(t, blk, TUNER_ANN_TENSOR_TILE, MLC_OP_INT(1), err))
     return false;
   const char *oname = mlc_sched_rv_block(t, outer)->name;
@@ -480,7 +559,7 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
   mlc_rv pb;
   bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
               mlc_sched_decompose_reduction(probe, pb, levels[2], &init, err) &&
-              mlc_sched_tensorize(probe, pb, TILE_INTRINS[k].name, err);
+              mlc_sched_tensorize(probe, pb, member, err);
   mlc_sched_free(probe);
   return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
 }
@@ -496,7 +575,9 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
   if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       intrin_iters(b, &sp, &rd)) {
     for (int k = 0; k < MLC_COUNTOF(TILE_INTRINS); k++) {
-      if (!mlc_tensor_intrin_exists(TILE_INTRINS[k].name)) continue;
+      char probe[64];
+      snprintf(probe, sizeof probe, TILE_INTRINS[k].family ? "%s_1x16x4" : "%s", TILE_INTRINS[k].name);
+      if (!mlc_tensor_intrin_exists(probe)) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;
       if (tile_around(t, name, o, sp, rd, k, &err)) {
