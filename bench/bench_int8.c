@@ -209,7 +209,19 @@ int main(int argc, char **argv) {
   if (!gk.record_id) die("best record", gk.note);
   mlc_str text = {0};
   mlc_print_func(&text, gk.sched);
-  bool uses_vnni = strstr(text.data, "mlc_x86_vpdpbusd_16x4") != NULL;
+  char how[96] = "NOT tensorized";
+  const char *call = strstr(text.data, "mlc_x86_vpdpbusd_block");
+  if (call) { /* the micro-kernel's R, NB, K: its last three arguments */
+    const char *end = strstr(call, "))");
+    int commas = 0;
+    const char *p = end;
+    while (p > call && commas < 3) commas += *--p == ',';
+    long long r = 0, nb = 0, kb = 0;
+    if (end && sscanf(p, ", %lld, %lld, %lld", &r, &nb, &kb) == 3)
+      snprintf(how, sizeof how, "register-blocked vpdpbusd micro-kernel %lldx%lldx%lld", r, 16 * nb, kb);
+  } else if (strstr(text.data, "mlc_x86_vpdpbusd_16x4")) {
+    snprintf(how, sizeof how, "tensorized with one vpdpbusd per call");
+  }
   mlc_str_free(&text);
   const char *sym = "bench_int8_tuned";
   mlc_object obj;
@@ -242,7 +254,7 @@ int main(int argc, char **argv) {
   snprintf(dname, sizeof dname, "dense_int8_%lld_onednn", (long long)M);
   snprintf(notes, sizeof notes,
            "%s, %d trials in %.0f s, %s; %d threads; equal to oneDNN's output", shape_text, trials,
-           tune_s, uses_vnni ? "tensorized with vpdpbusd" : "NOT tensorized", t.num_cores);
+           tune_s, how, t.num_cores);
   snprintf(dnotes, sizeof dnotes, "oneDNN matmul u8 x s8 -> s32, weights reordered once (impl %s)",
            dm.impl);
   bench_case cases[2] = {

@@ -93,28 +93,38 @@ static double vnni_block(void *ud, int n, const mlc_extern_val *args) {
   return 0;
 }
 
-/* Tile shapes the micro-kernel family takes: R rows (up to 16), NB column
- * blocks of 16 (up to 8) and K a multiple of 4 (up to 4096). */
-enum { BLOCK_MAX_ROWS = 16, BLOCK_MAX_NB = 8, BLOCK_MAX_K = 4096 };
+/* A family of micro-kernels: the shapes it takes (rows and K multiples of
+ * row_step and k_step, columns of 16, bounded; at most max_tiles AMX tile
+ * registers when nonzero: R/16 x C/16 accumulators and R/16 + C/16
+ * operands) and the builtin its implementation calls. */
+typedef struct block_family {
+  const char *prefix, *builtin;
+  int64_t row_step, max_rows, max_cols, k_step, max_k, max_tiles;
+} block_family;
 
-static bool parse_block_shape(const char *suffix, int64_t *r, int64_t *c, int64_t *k) {
+static const block_family VNNI_FAMILY = {"dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", 1, 16, 128, 4, 4096, 0};
+static const block_family AMX_FAMILY = {"dense_u8i8i32_amx", "mlc_x86_tdpbusd_block", 16, 32, 32, 64, 4096, 8};
+
+static bool parse_block_shape(const block_family *fm, const char *suffix, int64_t *r, int64_t *c,
+                              int64_t *k) {
   char tail;
   long long x, y, z;
   if (sscanf(suffix, "%lldx%lldx%lld%c", &x, &y, &z, &tail) != 3) return false;
   *r = x, *c = y, *k = z;
-  if (x < 1 || x > BLOCK_MAX_ROWS || y < 16 || y > 16 * BLOCK_MAX_NB || y % 16 || z < 4 ||
-      z > BLOCK_MAX_K || z % 4)
+  if (x < 1 || x > fm->max_rows || x % fm->row_step || y < 16 || y > fm->max_cols || y % 16 ||
+      z < fm->k_step || z > fm->max_k || z % fm->k_step)
     return false;
+  if (fm->max_tiles && (x / 16) * (y / 16) + x / 16 + y / 16 > fm->max_tiles) return false;
   /* one spelling per shape: no leading zeros or signs */
   char canon[64];
   snprintf(canon, sizeof canon, "%lldx%lldx%lld", x, y, z);
   return strcmp(canon, suffix) == 0;
 }
 
-static bool vnni_block_text(const char *suffix, mlc_str *t) {
+static bool block_text(const block_family *fm, const char *suffix, mlc_str *t) {
   int64_t r, c, k;
-  if (!parse_block_shape(suffix, &r, &c, &k)) return false;
-  const char *name = "dense_u8i8i32_vnni";
+  if (!parse_block_shape(fm, suffix, &r, &c, &k)) return false;
+  const char *name = fm->prefix;
   long long R = r, C = c, K = k, NB = c / 16, K4 = k / 4;
   for (int impl = 0; impl < 2; impl++) {
     mlc_str_printf(t,
@@ -129,10 +139,10 @@ static bool vnni_block_text(const char *suffix, mlc_str *t) {
                    name, suffix, impl ? "impl" : "desc", R, K, NB, K4, R, C, R, C, R, K, NB, K4, R, C);
     if (impl)
       mlc_str_printf(t,
-                     "        T.evaluate(T.call_extern(\"int32\", \"mlc_x86_vpdpbusd_block\", "
+                     "        T.evaluate(T.call_extern(\"int32\", \"%s\", "
                      "C.access_ptr(\"rw\"), A.access_ptr(\"r\"), B.access_ptr(\"r\"), C.strides[0], "
                      "A.strides[0], B.strides[0], B.strides[1], B.strides[2], %lld, %lld, %lld))\n\n",
-                     R, NB, K);
+                     fm->builtin, R, NB, K);
     else if (R > 1)
       mlc_str_printf(t,
                      "        for i, j, k in T.grid(%lld, %lld, %lld):\n"
@@ -153,6 +163,9 @@ static bool vnni_block_text(const char *suffix, mlc_str *t) {
   return true;
 }
 
+static bool vnni_block_text(const char *suffix, mlc_str *t) { return block_text(&VNNI_FAMILY, suffix, t); }
+static bool amx_block_text(const char *suffix, mlc_str *t) { return block_text(&AMX_FAMILY, suffix, t); }
+
 typedef struct cpu_intrin {
   const char *feature; /* LLVM feature name */
   const char *text;    /* NAME_desc / NAME_impl pairs */
@@ -171,6 +184,7 @@ static const struct {
   mlc_extern_fn fn;
 } cpu_families[] = {
     {"avx512vnni", "dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", vnni_block_text, vnni_block},
+    {"amx-int8", "dense_u8i8i32_amx", "mlc_x86_tdpbusd_block", amx_block_text, vnni_block},
 };
 
 /* Whether a comma-separated LLVM feature list turns `f` on (the last item

@@ -28,6 +28,19 @@
  * accumulator and step (A's four bytes of row r broadcast, B's 64 bytes of
  * block n), stored after it. R, NB and K are constants (1 <= R <= 16,
  * 1 <= NB <= 8, K a positive multiple of 4).
+ *
+ *   T.call_extern("int32", "mlc_x86_tdpbusd_block", <the same arguments>)
+ *
+ * The same product on AMX: R / 16 x NB accumulator tiles of 16 x 16 int32
+ * (R a multiple of 16, at most 8 tile registers in all with the R / 16 A
+ * tiles and NB B tiles), a loop over K / 64 steps of tileloadd (A: 16
+ * rows of 64 bytes; B: 16 K-steps of one column block's 64 bytes, so its
+ * lanes must be contiguous: B.strides[2] == 4) and tdpbusd, the
+ * accumulators loaded before and stored after it. LLVM's tile
+ * configuration pass writes the ldtilecfg; the first call in a process
+ * asks Linux for the AMX state through libmlcrt's mlc_rt_amx_enable
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), which tile
+ * instructions need.
  */
 #include "targets/llvm_internal.h"
 
@@ -35,7 +48,8 @@
 
 typedef struct builtin {
   const char *name;
-  const char *feature; /* LLVM feature name the target must turn on */
+  const char *feature;  /* LLVM feature name the target must turn on ... */
+  const char *feature2; /* ... and another one (NULL: none) */
   int n_args;
   mlc_xarg_kind kinds[11];
   mlc_dtype dtypes[11]; /* PTR: element type; VALUE: ignored (any integer) */
@@ -46,15 +60,20 @@ typedef struct builtin {
 static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e);
 static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e);
 static bool check_block(const mlc_expr *e, mlc_error *err);
+static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e);
+static bool check_amx_block(const mlc_expr *e, mlc_error *err);
 
 #define V MLC_XARG_VALUE
 static const builtin builtins[] = {
-    {"mlc_x86_vpdpbusd_16x4", "avx512vnni", 4,
+    {"mlc_x86_vpdpbusd_16x4", "avx512vnni", NULL, 4,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
      {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, NULL, emit_vpdpbusd},
-    {"mlc_x86_vpdpbusd_block", "avx512vnni", 11,
+    {"mlc_x86_vpdpbusd_block", "avx512vnni", NULL, 11,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
      {MLC_INT32, MLC_UINT8, MLC_INT8}, check_block, emit_vpdpbusd_block},
+    {"mlc_x86_tdpbusd_block", "amx-int8", "amx-tile", 11,
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
+     {MLC_INT32, MLC_UINT8, MLC_INT8}, check_amx_block, emit_tdpbusd_block},
 };
 #undef V
 
@@ -69,9 +88,12 @@ bool cg_is_builtin(const char *name) { return find(name) != NULL; }
 bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err) {
   const builtin *b = find(e->ext.name);
   if (!b) return true;
-  if (!mlc_target_has_feature(t, b->feature))
-    return mlc_error_set(err, "%s needs the CPU feature +%s, which target \"%s\" lacks", b->name,
-                         b->feature, t->str);
+  for (int i = 0; i < 2; i++) {
+    const char *f = i ? b->feature2 : b->feature;
+    if (f && !mlc_target_has_feature(t, f))
+      return mlc_error_set(err, "%s needs the CPU feature +%s, which target \"%s\" lacks", b->name, f,
+                           t->str);
+  }
   if (e->ext.n_args != b->n_args)
     return mlc_error_set(err, "%s takes %d arguments, got %d", b->name, b->n_args, e->ext.n_args);
   for (int i = 0; i < b->n_args; i++) {
@@ -101,6 +123,20 @@ static bool check_block(const mlc_expr *e, mlc_error *err) {
                            "[1, %lld]%s", 9 + i, what[i], (long long)max[i],
                            i == 2 ? " and a multiple of 4" : "");
   }
+  return true;
+}
+
+/* R 16 or 32, NB 1 or 2 (with their A and B tiles, at most the 8 tile
+ * registers), K a multiple of 64 up to 4096, B's lanes contiguous. */
+static bool check_amx_block(const mlc_expr *e, mlc_error *err) {
+  int64_t r, nb, k, lane;
+  if (!mlc_expr_is_const_int(arg_value(e, 8), &r) || !mlc_expr_is_const_int(arg_value(e, 9), &nb) ||
+      !mlc_expr_is_const_int(arg_value(e, 10), &k) || (r != 16 && r != 32) || nb < 1 || nb > 2 ||
+      k < 64 || k % 64 || k > 4096)
+    return mlc_error_set(err, "mlc_x86_tdpbusd_block: R (16 or 32), NB (1 or 2) and K (a multiple of "
+                         "64, at most 4096) must be constants");
+  if (!mlc_expr_is_const_int(arg_value(e, 7), &lane) || lane != 4)
+    return mlc_error_set(err, "mlc_x86_tdpbusd_block: B's 16 lanes must be contiguous (B.strides[2] == 4)");
   return true;
 }
 
@@ -241,6 +277,100 @@ static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
   }
   LLVMPositionBuilderAtEnd(c->b, done);
   for (int64_t i = 0; i < rows * nb; i++) LLVMSetAlignment(LLVMBuildStore(c->b, next[i], cptr[i]), 4);
+  return LLVMConstInt(c->t_i32, 0, 0);
+}
+
+/* Once per loaded object (a flag in the module): the runtime's
+ * mlc_rt_amx_enable, Linux's permission to use the AMX tile state. */
+static void amx_permission(cg *c) {
+  LLVMValueRef flag = LLVMGetNamedGlobal(c->mod, "mlc.amx_permission");
+  if (!flag) {
+    flag = LLVMAddGlobal(c->mod, c->t_i32, "mlc.amx_permission");
+    LLVMSetInitializer(flag, LLVMConstInt(c->t_i32, 0, 0));
+    LLVMSetLinkage(flag, LLVMInternalLinkage);
+  }
+  LLVMBasicBlockRef ask = cg_new_block(c, "amx.perm"), go = cg_new_block(c, "amx.go");
+  LLVMValueRef have = LLVMBuildLoad2(c->b, c->t_i32, flag, "");
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, have, LLVMConstInt(c->t_i32, 0, 0), ""), ask, go);
+  LLVMPositionBuilderAtEnd(c->b, ask);
+  cg_call_named(c, "mlc_rt_amx_enable", c->t_i32, NULL, NULL, 0);
+  LLVMBuildStore(c->b, LLVMConstInt(c->t_i32, 1, 0), flag);
+  LLVMBuildBr(c->b, go);
+  LLVMPositionBuilderAtEnd(c->b, go);
+}
+
+static LLVMValueRef amx_call(cg *c, const char *name, LLVMValueRef *args, int n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  MLC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+  return LLVMBuildCall2(c->b, fty, fn, args, (unsigned)n, "");
+}
+
+static LLVMValueRef i16c(cg *c, int v) { return LLVMConstInt(c->t_i16, (unsigned long long)v, 0); }
+
+/* A 16 x 64-byte tile at p (i8*), rows `stride` bytes apart. */
+static LLVMValueRef tile_load(cg *c, LLVMValueRef p, LLVMValueRef stride) {
+  LLVMValueRef args[4] = {i16c(c, 16), i16c(c, 64), p, stride};
+  return amx_call(c, "llvm.x86.tileloadd64.internal", args, 4);
+}
+
+enum { AMX_MAX_ACC = 4 };
+
+static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
+  int64_t rows, nb, kb;
+  MLC_ASSERT(mlc_expr_is_const_int(arg_value(e, 8), &rows) &&
+             mlc_expr_is_const_int(arg_value(e, 9), &nb) && mlc_expr_is_const_int(arg_value(e, 10), &kb));
+  int64_t mt = rows / 16;
+  MLC_ASSERT(mt * nb <= AMX_MAX_ACC && mt <= 2 && nb <= 2);
+  amx_permission(c);
+  LLVMValueRef pc = arg_ptr(c, e, 0, c->t_i8), pa = arg_ptr(c, e, 1, c->t_i8), pb = arg_ptr(c, e, 2, c->t_i8);
+  LLVMValueRef sc = LLVMBuildMul(c->b, arg_i64(c, e, 3), i64c(c, 4), ""); /* bytes */
+  LLVMValueRef sa = arg_i64(c, e, 4), sb0 = arg_i64(c, e, 5), sb1 = arg_i64(c, e, 6);
+  LLVMValueRef cptr[AMX_MAX_ACC], acc[AMX_MAX_ACC], phi[AMX_MAX_ACC], next[AMX_MAX_ACC];
+  for (int64_t m = 0; m < mt; m++)
+    for (int64_t n = 0; n < nb; n++) {
+      LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sc, i64c(c, 16 * m), ""), i64c(c, 64 * n), "");
+      cptr[m * nb + n] = gep(c, c->t_i8, pc, off);
+      acc[m * nb + n] = tile_load(c, cptr[m * nb + n], sc);
+    }
+  LLVMTypeRef amx = LLVMX86AMXTypeInContext(c->ctx);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+  LLVMBasicBlockRef loop = cg_new_block(c, "amx.k"), done = cg_new_block(c, "amx.end");
+  LLVMBuildBr(c->b, loop);
+  LLVMPositionBuilderAtEnd(c->b, loop);
+  LLVMValueRef kk = LLVMBuildPhi(c->b, c->t_i64, "kk");
+  for (int64_t i = 0; i < mt * nb; i++) phi[i] = LLVMBuildPhi(c->b, amx, "acc");
+  LLVMValueRef at[2], bt[2];
+  for (int64_t m = 0; m < mt; m++) {
+    LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sa, i64c(c, 16 * m), ""),
+                                    LLVMBuildMul(c->b, kk, i64c(c, 64), ""), "");
+    at[m] = tile_load(c, gep(c, c->t_i8, pa, off), sa);
+  }
+  for (int64_t n = 0; n < nb; n++) {
+    LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sb0, i64c(c, n), ""),
+                                    LLVMBuildMul(c->b, LLVMBuildMul(c->b, kk, i64c(c, 16), ""), sb1, ""), "");
+    bt[n] = tile_load(c, gep(c, c->t_i8, pb, off), sb1);
+  }
+  for (int64_t m = 0; m < mt; m++)
+    for (int64_t n = 0; n < nb; n++) {
+      LLVMValueRef args[6] = {i16c(c, 16), i16c(c, 64), i16c(c, 64), phi[m * nb + n], at[m], bt[n]};
+      next[m * nb + n] = amx_call(c, "llvm.x86.tdpbusd.internal", args, 6);
+    }
+  LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / 64), ""), loop, done);
+  LLVMValueRef zero = i64c(c, 0);
+  LLVMAddIncoming(kk, &zero, &pre, 1);
+  LLVMAddIncoming(kk, &kn, &loop, 1);
+  for (int64_t i = 0; i < mt * nb; i++) {
+    LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
+    LLVMAddIncoming(phi[i], &next[i], &loop, 1);
+  }
+  LLVMPositionBuilderAtEnd(c->b, done);
+  for (int64_t i = 0; i < mt * nb; i++) {
+    LLVMValueRef args[5] = {i16c(c, 16), i16c(c, 64), cptr[i], sc, next[i]};
+    amx_call(c, "llvm.x86.tilestored64.internal", args, 5);
+  }
   return LLVMConstInt(c->t_i32, 0, 0);
 }
 

@@ -88,6 +88,7 @@ static bool define_user_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
 static bool define_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
   const abs_sym syms[] = {
       {"mlc_parallel_for", (void *)mlc_parallel_for},
+      {"mlc_rt_amx_enable", (void *)mlc_rt_amx_enable},
       {"__gnu_h2f_ieee", (void *)__gnu_h2f_ieee},
       {"__gnu_f2h_ieee", (void *)__gnu_f2h_ieee},
       {"aligned_alloc", (void *)aligned_alloc},

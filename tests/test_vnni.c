@@ -21,6 +21,7 @@
 
 static const char *INTRIN = "dot_16x4_u8i8i32_vnni";
 static bool have_vnni; /* the host has it and the intrinsic is registered */
+static bool have_amx;  /* the host has AMX int8 tiles: the AMX family is registered */
 
 static mlc_prim_func *dense(mlc_arena *a, int64_t m, int64_t n, int64_t k) {
   const mlc_task_def *d = mlc_task_find("dense_int8");
@@ -93,9 +94,10 @@ static bool schedule(mlc_sched *s, int64_t tile_n, bool plain, bool parallel, ml
 }
 
 static char member_buf[64];
+static const char *family = "dense_u8i8i32_vnni"; /* member() names one of this family */
 static const char *member(int64_t r, int64_t c, int64_t k) {
-  snprintf(member_buf, sizeof member_buf, "dense_u8i8i32_vnni_%lldx%lldx%lld", (long long)r,
-           (long long)c, (long long)k);
+  snprintf(member_buf, sizeof member_buf, "%s_%lldx%lldx%lld", family, (long long)r, (long long)c,
+           (long long)k);
   return member_buf;
 }
 
@@ -132,6 +134,9 @@ static void test_register(void) {
   mlc_target_host(&host);
   CHECK_MSG(mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&host), &n, &err), "%s", err.msg);
   have_vnni = mlc_target_has_feature(&host, "avx512vnni");
+  have_amx = mlc_target_has_feature(&host, "amx-int8") && mlc_target_has_feature(&host, "amx-tile");
+  CHECK(mlc_tensor_intrin_exists("dense_u8i8i32_amx_32x32x64") == have_amx);
+  if (!have_amx) printf("SKIP AMX tests: the host CPU (%s) lacks amx-int8\n", host.mcpu);
   CHECK(n == (have_vnni ? 1 : 0) && mlc_tensor_intrin_exists(INTRIN) == have_vnni);
   if (!have_vnni) printf("SKIP VNNI tests: the host CPU (%s) lacks avx512vnni\n", host.mcpu);
 }
@@ -418,6 +423,93 @@ static void test_block_compiled(void) {
   mlc_arena_free(a);
 }
 
+/* The AMX micro-kernels: exact interpreted (any shape of the family) and
+ * compiled, refused for shapes beyond the tile registers and for a target
+ * without AMX, and timed against the VNNI micro-kernel. */
+static void test_amx(void) {
+  if (!have_amx) return;
+  CHECK(!mlc_tensor_intrin_exists("dense_u8i8i32_amx_48x16x64") &&
+        !mlc_tensor_intrin_exists("dense_u8i8i32_amx_16x48x64") &&
+        !mlc_tensor_intrin_exists("dense_u8i8i32_amx_16x16x32") &&
+        !mlc_tensor_intrin_exists("dense_u8i8i32_amx_8x16x64"));
+  static const int64_t shapes[][3] = {{16, 16, 64}, {32, 32, 128}, {16, 32, 256}, {32, 16, 64}};
+  int64_t M = 64, N = 96, K = 512;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, M, N, K);
+  mlc_array args[3];
+  fill(f, args, 91);
+  family = "dense_u8i8i32_amx";
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    char sym[32];
+    snprintf(sym, sizeof sym, "dense_amx%d", t);
+    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, t % 2 == 1, &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    if (!ok) {
+      mlc_sched_free(s);
+      continue;
+    }
+    memset(args[2].data, 0x5a, (size_t)mlc_array_numel(&args[2]) * 4);
+    CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+    int bad = count_wrong(args);
+    CHECK_MSG(bad == 0, "interpreted %s: %d outputs wrong", member(sh[0], sh[1], sh[2]), bad);
+    mlc_str ir = {0};
+    mlc_jit_lib *lib = build("llvm", mlc_sched_func(s), sym, &ir, &err);
+    CHECK_MSG(lib, "%s", err.msg);
+    CHECK_MSG(!lib || strstr(ir.data, "llvm.x86.tdpbusd.internal"), "no tdpbusd in the IR");
+    mlc_str_free(&ir);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &err) : NULL;
+    CHECK_MSG(!lib || fn, "%s", err.msg);
+    if (fn) {
+      memset(args[2].data, 0x5a, (size_t)mlc_array_numel(&args[2]) * 4);
+      CHECK(mlc_kernel_call(fn, 3, args) == 0);
+      bad = count_wrong(args);
+      CHECK_MSG(bad == 0, "compiled %s: %d outputs wrong", member(sh[0], sh[1], sh[2]), bad);
+    }
+    mlc_jit_unload(lib);
+    if (t == 0) { /* no AMX in the target: refused */
+      lib = build("llvm -mcpu=icelake-client -mattr=+avx512vnni", mlc_sched_func(s), "dense_noamx", NULL, &err);
+      CHECK(lib == NULL);
+      CHECK_MSG(strstr(err.msg, "mlc_x86_tdpbusd_block needs the CPU feature +amx-int8"), "%s", err.msg);
+      mlc_jit_unload(lib);
+    }
+    mlc_sched_free(s);
+  }
+  free_args(args);
+
+  /* timing: 256x256x1024, one thread: AMX 32x32x1024 against VNNI 4x64x256 */
+  M = 256, N = 256, K = 1024;
+  f = dense(a, M, N, K);
+  mlc_sched *sa = mlc_sched_new(f, 1), *sv = mlc_sched_new(f, 1);
+  mlc_error err;
+  bool ok = schedule_block(sa, 32, 32, 1024, NULL, false, &err);
+  family = "dense_u8i8i32_vnni";
+  ok = ok && schedule_block(sv, 4, 64, 256, NULL, false, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_jit_lib *la = ok ? build("llvm", mlc_sched_func(sa), "dense_amx_t", NULL, &err) : NULL;
+  mlc_jit_lib *lv = la ? build("llvm", mlc_sched_func(sv), "dense_vnni_t", NULL, &err) : NULL;
+  CHECK_MSG(!ok || (la && lv), "%s", err.msg);
+  mlc_kernel_fn fa = lv ? mlc_jit_lookup(la, "dense_amx_t", &err) : NULL;
+  mlc_kernel_fn fv = fa ? mlc_jit_lookup(lv, "dense_vnni_t", &err) : NULL;
+  if (fa && fv) {
+    fill(f, args, 92);
+    CHECK(mlc_kernel_call(fa, 3, args) == 0 && count_wrong(args) == 0);
+    double ta = best_time(fa, args, 7), tv = best_time(fv, args, 7);
+    double ops = 2.0 * (double)(M * N * K);
+    printf("# dense_int8 %lldx%lldx%lld, one thread, best of 7: AMX 32x32x1024 %.3f ms (%.1f GOP/s), "
+           "VNNI micro-kernel 4x64x256 %.3f ms (%.1f GOP/s)\n",
+           (long long)M, (long long)N, (long long)K, ta * 1e3, ops / ta * 1e-9, tv * 1e3, ops / tv * 1e-9);
+    free_args(args);
+  }
+  mlc_jit_unload(la);
+  mlc_jit_unload(lv);
+  mlc_sched_free(sa);
+  mlc_sched_free(sv);
+  mlc_arena_free(a);
+}
+
 /* The builtin's shape arguments must be constants in range: a hand-written
  * call with R = 17 is refused at build time. */
 static void test_block_builtin_check(void) {
@@ -470,10 +562,9 @@ static void test_target_without_vnni(void) {
  * every sketch's samples are tensorized, verify and compute exactly, and
  * their traces, written as JSON and read back, replay on a fresh copy to
  * the same function. The samples cover more than one tile shape. */
-static void test_design_space(void) {
-  if (!have_vnni) return;
+static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = dense(a, 24, 64, 64);
+  mlc_prim_func *f = dense(a, m, n_, k);
   mlc_tuner_opts o;
   mlc_tuner_opts_default(&o);
   mlc_error err;
@@ -490,7 +581,7 @@ static void test_design_space(void) {
       if (!s) continue;
       mlc_str text = {0};
       mlc_print_func(&text, mlc_sched_func(s));
-      tensorized += strstr(text.data, "mlc_x86_vpdpbusd_block") != NULL;
+      tensorized += strstr(text.data, builtin) != NULL;
       mlc_str_free(&text);
       /* the member it used, from the trace */
       const mlc_trace *tr = mlc_sched_trace(s);
@@ -531,6 +622,14 @@ static void test_design_space(void) {
   mlc_arena_free(a);
 }
 
+/* M = 24 is no multiple of AMX's 16 rows: the VNNI family (on any host
+ * with VNNI); M = 32: AMX where the host has it. */
+static void test_design_space(void) {
+  if (!have_vnni) return;
+  check_space(24, 64, 64, "mlc_x86_vpdpbusd_block");
+  if (have_amx) check_space(32, 64, 256, "mlc_x86_tdpbusd_block");
+}
+
 int main(void) {
   RUN(test_register);
   RUN(test_feature_query);
@@ -541,6 +640,7 @@ int main(void) {
   RUN(test_compiled);
   RUN(test_block_compiled);
   RUN(test_block_builtin_check);
+  RUN(test_amx);
   RUN(test_target_without_vnni);
   RUN(test_design_space);
   return test_summary();

@@ -433,20 +433,39 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
  * that mutation moves; the postprocessor names the member from the tile.
  * Each is used only where registered (for a target whose CPU has the
  * instruction). */
-static const struct {
-  const char *name;
-  int64_t spatial, reduce;
-  bool family;
-} TILE_INTRINS[] = {
-    {"dense_u8i8i32_vnni", 0, 0, true},
-    {"dot_16x4_u8i8i32_vnni", 16, 4, false},
-};
 static const int64_t ROW_TILES[] = {1, 2, 3, 4, 6, 8};
 static const int64_t COL_TILES[] = {16, 32, 48, 64};
 /* K per micro-kernel call; the short ones only where none of the long
  * ones divides K (the accumulators' load and store then dominate). */
 static const int64_t RED_TILES[] = {16, 32, 64, 128, 256, 512};
 static const int64_t RED_TILES_SHORT[] = {4, 8};
+/* AMX: 16 x 16 int32 tiles, 64 bytes of K per step, at most 2 x 2
+ * accumulators (8 tile registers with their operands). */
+static const int64_t AMX_ROW_TILES[] = {16, 32};
+static const int64_t AMX_COL_TILES[] = {16, 32};
+static const int64_t AMX_RED_TILES[] = {64, 128, 256, 512, 1024};
+
+typedef struct tile_knobs {
+  const int64_t *rows, *cols, *red, *red_short;
+  int n_rows, n_cols, n_red, n_red_short;
+} tile_knobs;
+static const tile_knobs VNNI_KNOBS = {ROW_TILES, COL_TILES, RED_TILES, RED_TILES_SHORT,
+                                      MLC_COUNTOF(ROW_TILES), MLC_COUNTOF(COL_TILES),
+                                      MLC_COUNTOF(RED_TILES), MLC_COUNTOF(RED_TILES_SHORT)};
+static const tile_knobs AMX_KNOBS = {AMX_ROW_TILES, AMX_COL_TILES, AMX_RED_TILES, NULL,
+                                     MLC_COUNTOF(AMX_ROW_TILES), MLC_COUNTOF(AMX_COL_TILES),
+                                     MLC_COUNTOF(AMX_RED_TILES), 0};
+
+static const struct {
+  const char *name;
+  int64_t spatial, reduce;
+  const tile_knobs *family; /* NULL: one fixed tile */
+  const char *probe;        /* a member that shows the family registered */
+} TILE_INTRINS[] = {
+    {"dense_u8i8i32_amx", 0, 0, &AMX_KNOBS, "dense_u8i8i32_amx_16x16x64"},
+    {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4"},
+    {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, "dot_16x4_u8i8i32_vnni"},
+};
 
 /* The spatial iter indexing the last dimension of b's one write, and b's
  * one reduce iter; false when b has another form. */
@@ -504,14 +523,14 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
                      mlc_rv *inner, char *member, size_t member_n, mlc_error *err) {
   mlc_rv order[TUNER_MAX_LOOPS + 3], js[2], ks[2], is[2];
   int rw = -1, n_in = 2;
-  if (TILE_INTRINS[k].family) {
+  const tile_knobs *kn = TILE_INTRINS[k].family;
+  if (kn) {
     mlc_rv vr, vc, vk;
     rw = row_iter(b);
     if (rw < 0) return mlc_error_set(err, "no row dimension");
-    if (!split_by_knob(t, lp[rw], ROW_TILES, MLC_COUNTOF(ROW_TILES), NULL, 0, &vr, is, err) ||
-        !split_by_knob(t, lp[sp], COL_TILES, MLC_COUNTOF(COL_TILES), NULL, 0, &vc, js, err) ||
-        !split_by_knob(t, lp[rd], RED_TILES, MLC_COUNTOF(RED_TILES), RED_TILES_SHORT,
-                       MLC_COUNTOF(RED_TILES_SHORT), &vk, ks, err))
+    if (!split_by_knob(t, lp[rw], kn->rows, kn->n_rows, NULL, 0, &vr, is, err) ||
+        !split_by_knob(t, lp[sp], kn->cols, kn->n_cols, NULL, 0, &vc, js, err) ||
+        !split_by_knob(t, lp[rd], kn->red, kn->n_red, kn->red_short, kn->n_red_short, &vk, ks, err))
       return false;
     snprintf(member, member_n, "%s_%lldx%lldx%lld", TILE_INTRINS[k].name,
              (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
@@ -575,9 +594,7 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
   if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       intrin_iters(b, &sp, &rd)) {
     for (int k = 0; k < MLC_COUNTOF(TILE_INTRINS); k++) {
-      char probe[64];
-      snprintf(probe, sizeof probe, TILE_INTRINS[k].family ? "%s_1x16x4" : "%s", TILE_INTRINS[k].name);
-      if (!mlc_tensor_intrin_exists(probe)) continue;
+      if (!mlc_tensor_intrin_exists(TILE_INTRINS[k].probe)) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;
       if (tile_around(t, name, o, sp, rd, k, &err)) {

@@ -24,6 +24,13 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
 /* Threads mlc_parallel_for would use for a given target core count. */
 int mlc_rt_num_threads(int32_t num_threads);
 
+/* Asks Linux once per process for the AMX tile data state
+ * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), which AMX tile
+ * instructions need; emitted AMX code calls it before its first tile
+ * load. 0 when granted (now or before), -1 when refused (the tile
+ * instructions would then fault). */
+int32_t mlc_rt_amx_enable(void);
+
 /* Run a GPU kernel: what the entry points of objects written by
  * mlc-compile --target cuda call (`int32_t sym(void **args)`, as on CPUs).
  * ptx: the object's PTX text (NUL-terminated; the driver loads it on the
