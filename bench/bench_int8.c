@@ -1,7 +1,11 @@
-/* int8 dense, tuned with AVX-512 VNNI, against oneDNN's int8 matmul.
+/* int8 dense, tuned with AVX-512 VNNI or AMX, against oneDNN's int8 matmul.
  *
- *   bench_int8 [--results FILE] [--shape M,N,K] [--trials N]
+ *   bench_int8 [--results FILE] [--shape M,N,K] [--trials N] [--target TARGET]
  *
+ * --target tunes for another target than the host, e.g. "llvm
+ * -mcpu=icelake-client -mattr=+avx512vnni -num-cores=2": VNNI without AMX
+ * on an AMX machine (run it with ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI to
+ * compare with oneDNN on the same instructions).
  * Tunes the dense_int8 task (uint8 x int8 -> int32, weights packed for the
  * intrinsic) for the host with mlc_tuner_tune (a scratch database), builds
  * the best record, checks it exactly against oneDNN's result (and a plain
@@ -148,17 +152,19 @@ int main(int argc, char **argv) {
     execv("/proc/self/exe", argv);
     die("execv", "cannot re-execute with OMP_WAIT_POLICY=passive");
   }
-  const char *results = "bench/results.json", *shape_text = "1024,1024,1024";
+  const char *results = "bench/results.json", *shape_text = "1024,1024,1024", *target = NULL;
   int trials = 64;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) shape_text = argv[++i];
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) trials = atoi(argv[++i]);
-    else die("usage", "bench_int8 [--results FILE] [--shape M,N,K] [--trials N]");
+    else if (strcmp(argv[i], "--target") == 0 && i + 1 < argc) target = argv[++i];
+    else die("usage", "bench_int8 [--results FILE] [--shape M,N,K] [--trials N] [--target TARGET]");
   }
   mlc_error err;
   mlc_target t;
-  mlc_target_host(&t);
+  if (!target) mlc_target_host(&t);
+  else if (!mlc_target_parse(target, &t, &err)) die("--target", err.msg);
   if (!mlc_target_has_feature(&t, "avx512vnni")) {
     printf("SKIP bench_int8: the host CPU (%s) lacks avx512vnni\n", t.mcpu);
     return 0;
@@ -210,7 +216,8 @@ int main(int argc, char **argv) {
   mlc_str text = {0};
   mlc_print_func(&text, gk.sched);
   char how[96] = "NOT tensorized";
-  const char *call = strstr(text.data, "mlc_x86_vpdpbusd_block");
+  const char *amx = strstr(text.data, "mlc_x86_tdpbusd_block");
+  const char *call = amx ? amx : strstr(text.data, "mlc_x86_vpdpbusd_block");
   if (call) { /* the micro-kernel's R, NB, K: its last three arguments */
     const char *end = strstr(call, "))");
     int commas = 0;
@@ -218,7 +225,8 @@ int main(int argc, char **argv) {
     while (p > call && commas < 3) commas += *--p == ',';
     long long r = 0, nb = 0, kb = 0;
     if (end && sscanf(p, ", %lld, %lld, %lld", &r, &nb, &kb) == 3)
-      snprintf(how, sizeof how, "register-blocked vpdpbusd micro-kernel %lldx%lldx%lld", r, 16 * nb, kb);
+      snprintf(how, sizeof how, "%s micro-kernel %lldx%lldx%lld", amx ? "AMX tdpbusd" : "register-blocked vpdpbusd",
+               r, 16 * nb, kb);
   } else if (strstr(text.data, "mlc_x86_vpdpbusd_16x4")) {
     snprintf(how, sizeof how, "tensorized with one vpdpbusd per call");
   }

@@ -24,6 +24,11 @@
  * over K / 4 that keeps the R x NB accumulators in registers (loaded once,
  * stored once: the one-call-per-step intrinsic above loads and stores C
  * around every vpdpbusd) and the interpreter runs as vnni_block below.
+ *
+ * dense_u8i8i32_amx_<R>x<C>x<K> (a family, for a CPU with AMX int8): the
+ * same computation on 16 x 16 int32 tiles, R and C 16 or 32 and K a
+ * multiple of 64, through "mlc_x86_tdpbusd_block" (tileloadd / tdpbusd /
+ * tilestored; the interpreter runs it as vnni_block too).
  */
 #include "schedule/sched_impl.h"
 

@@ -383,9 +383,17 @@ bool mlc_tensor_intrin_exists(const char *name);
  * (mlc_target_cpu_features of the target): "+avx512vnni" registers
  * dot_16x4_u8i8i32_vnni (schedule/intrin_cpu.c: C[0, i] += A[0, k] *
  * B[0, 0, i, k] over uint8 A (1, 4), int8 B (1, 1, 16, 4), int32 C (1, 16),
- * i < 16, k < 4), and registers the CPU builtin its implementation calls
- * with the interpreter. *n_added (may be NULL) counts them; none is not
- * an error. */
+ * i < 16, k < 4) and the family of register-blocked micro-kernels
+ * dense_u8i8i32_vnni_<R>x<C>x<K> (C[i, j] += A[i, k] * B[j / 16, k / 4,
+ * j % 16, k % 4] over uint8 A (R, K), int8 B (C / 16, K / 4, 16, 4), int32
+ * C (R, C); R <= 16, C a multiple of 16 up to 128, K of 4 up to 4096);
+ * "+amx-int8" the AMX family dense_u8i8i32_amx_<R>x<C>x<K> (the same
+ * computation; R and C 16 or 32, K a multiple of 64 up to 4096). A
+ * family's members are registered when first looked up by name
+ * (mlc_tensor_intrin_exists, tensorize, replay). The CPU builtins their
+ * implementations call are registered with the interpreter. *n_added (may
+ * be NULL) counts the fixed intrinsics, not the families; none is not an
+ * error. */
 bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_error *err);
 /* tensorize: match a block (or the block blockize makes of the loop nest
  * under a loop, preserve_unit_iters) against the intrinsic's description,
