@@ -1069,6 +1069,12 @@ int main(int argc, char **argv) {
   if (!cmd) return usage_error("unknown command '%s'", o.command);
   rc = check_usage(cmd, &o);
   if (rc) return rc;
+  /* the host CPU's dot-product intrinsics (traces mlc-tune tensorized), then --intrin files */
+  mlc_error ierr;
+  if (!mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, &ierr)) {
+    fprintf(stderr, "mlc-ir: error: %s\n", ierr.msg);
+    return 1;
+  }
   for (int i = 0; i < o.n_intrins; i++)
     if (!register_intrins(o.intrins[i])) return 1;
   mlc_arena *a = mlc_arena_new();

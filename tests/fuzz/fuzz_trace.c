@@ -16,6 +16,7 @@ static const struct {
     {"conv2d_nchw", {1, 4, 6, 6, 4, 3, 3, 1, 1}},
     {"softmax", {4, 16}},
     {"reduce_sum", {8, 16}},
+    {"dense_int8", {32, 64, 128}},
 };
 #define N_WORKLOADS ((int)(sizeof workloads / sizeof workloads[0]))
 
@@ -25,6 +26,11 @@ static void build_workloads(void) {
   static mlc_arena *a;
   if (a) return;
   a = mlc_arena_new();
+  /* the CPU intrinsic families, whatever the host (replay does not run
+   * them), so that traces tensorized with them replay */
+  mlc_error err;
+  if (!mlc_tensor_intrin_register_cpu("+avx512vnni,+amx-int8,+amx-tile", NULL, &err))
+    fuzz_fail(err.msg, "(setup)", "");
   for (int i = 0; i < N_WORKLOADS; i++)
     funcs[i] = mlc_task_build(a, mlc_task_find(workloads[i].task), workloads[i].shape);
 }
