@@ -685,22 +685,65 @@ static bool is_pinned(const walker *w, const mlc_var *v) {
   return false;
 }
 
-static void extract_store(walker *w, const mlc_stmt *s) {
-  store_ctx c = {0};
-  c.nest = mlc_xmalloc(sizeof(loop_info *) * (size_t)(w->loops.len + 1));
-  c.prod = 1;
+/* The loops around the statement that count (extent > 1, not pinned). */
+static void take_nest(walker *w, store_ctx *c) {
+  c->nest = mlc_xmalloc(sizeof(loop_info *) * (size_t)(w->loops.len + 1));
+  c->prod = 1;
   for (int i = 0; i < w->loops.len; i++) {
     const loop_info *L = &w->loops.data[i];
     if (L->extent <= 1 || is_pinned(w, L->var)) continue;
-    c.nest[c.n++] = L;
-    c.prod *= L->extent;
+    c->nest[c->n++] = L;
+    c->prod *= L->extent;
   }
+}
+
+static void finish_row(walker *w, store_ctx *c, const mlc_buffer *stored, int64_t *out_coef);
+
+static void extract_store(walker *w, const mlc_stmt *s) {
+  store_ctx c = {0};
+  take_nest(w, &c);
   /* The stored buffer first, so it is found again when the value loads it. */
   add_access(&c, s->store.buf, s->store.indices, 2);
   int64_t *out_coef = mlc_xmalloc(sizeof(int64_t) * (size_t)(c.n ? c.n : 1));
   memcpy(out_coef, c.acc[0].coef, sizeof(int64_t) * (size_t)c.n);
   collect_loads(&c, s->store.value);
   count_ops(c.arith, s->store.value, (double)c.prod);
+  finish_row(w, &c, s->store.buf, out_coef);
+}
+
+/* A T.call_extern that writes through a pointer (a tensorized block's
+ * call) is a row too, as if it stored to that buffer: each pointer
+ * argument is an access at its region's start (how the tile moves over
+ * the loops around the call), and a CPU builtin's multiply-adds
+ * (mlc_target_extern_work) count as int multiply-adds. Other calls give
+ * no row, as before. */
+static void extract_call(walker *w, const mlc_expr *e) {
+  int wi = -1;
+  for (int i = 0; i < e->ext.n_args && wi < 0; i++)
+    if (e->ext.args[i].kind == MLC_XARG_PTR && (e->ext.args[i].access & MLC_ACCESS_WRITE)) wi = i;
+  if (wi < 0) return;
+  store_ctx c = {0};
+  take_nest(w, &c);
+  const mlc_xarg *wx = &e->ext.args[wi];
+  add_access(&c, wx->buf, e->ext.kids + wx->kid, wx->access & MLC_ACCESS_READ ? 3 : 2);
+  int64_t *out_coef = mlc_xmalloc(sizeof(int64_t) * (size_t)(c.n ? c.n : 1));
+  memcpy(out_coef, c.acc[0].coef, sizeof(int64_t) * (size_t)c.n);
+  for (int i = 0; i < e->ext.n_args; i++) {
+    const mlc_xarg *x = &e->ext.args[i];
+    if (i == wi || x->kind != MLC_XARG_PTR) continue;
+    add_access(&c, x->buf, e->ext.kids + x->kid,
+               (x->access & MLC_ACCESS_READ ? 1 : 0) | (x->access & MLC_ACCESS_WRITE ? 2 : 0));
+  }
+  collect_loads(&c, e);
+  count_ops(c.arith, e, (double)c.prod);
+  c.arith[7 + A_MAD] += (double)c.prod * mlc_target_extern_work(e);
+  finish_row(w, &c, wx->buf, out_coef);
+}
+
+/* The row of one store (or call) from its accesses and counts; frees c's
+ * scratch and out_coef (the stored access's coefficients). */
+static void finish_row(walker *w, store_ctx *c_, const mlc_buffer *stored, int64_t *out_coef) {
+  store_ctx c = *c_;
 
   double *for_touched = mlc_xmalloc(sizeof(double) * (size_t)(c.n ? c.n : 1));
   set_regions(w, &c, for_touched);
@@ -716,7 +759,7 @@ static void extract_store(walker *w, const mlc_stmt *s) {
   for (int k = 0; k < 16; k++) row[F_ARITH + k] = (float)slog(c.arith[k]);
   /* Spatial loops: those moving the stored element, and those outside the
    * stored buffer's allocation (each iteration has its own buffer). */
-  int depth = alloc_depth(w, s->store.buf);
+  int depth = alloc_depth(w, stored);
   c.spatial = mlc_xmalloc(sizeof(bool) * (size_t)(c.n ? c.n : 1));
   for (int k = 0; k < c.n; k++)
     c.spatial[k] = out_coef[k] != 0 || (int)(c.nest[k] - w->loops.data) < depth;
@@ -725,7 +768,6 @@ static void extract_store(walker *w, const mlc_stmt *s) {
   export_kind(&c, MLC_FOR_PARALLEL, row + F_PARALLEL);
   export_gpu(w, row + F_GPU);
 
-  const mlc_buffer *stored = s->store.buf;
   qsort(c.acc, (size_t)c.n_acc, sizeof(access), cmp_access);
   for (int b = 0; b < c.n_acc && b < MLC_FEATURE_MAX_BUFFERS; b++)
     export_access(&c.acc[b], row + F_BUF + b * F_BUF_DIM);
@@ -821,7 +863,9 @@ static void walk(walker *w, const mlc_stmt *s) {
     walk(w, s->alloc.body);
     return;
   }
-  case MLC_STMT_EVALUATE: return;
+  case MLC_STMT_EVALUATE:
+    if (s->eval.value->kind == MLC_EXPR_CALL_EXTERN) extract_call(w, s->eval.value);
+    return;
   }
   mlc_unreachable();
 }

@@ -374,6 +374,20 @@ static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
   return LLVMConstInt(c->t_i32, 0, 0);
 }
 
+double mlc_target_extern_work(const mlc_expr *call) {
+  if (call->kind != MLC_EXPR_CALL_EXTERN) return 0;
+  const builtin *b = find(call->ext.name);
+  if (!b || call->ext.n_args != b->n_args) return 0;
+  if (b->emit == emit_vpdpbusd) return 16 * 4;
+  int64_t r, nb, k;
+  if (b->kinds[8] != MLC_XARG_VALUE || call->ext.args[8].kind != MLC_XARG_VALUE ||
+      call->ext.args[9].kind != MLC_XARG_VALUE || call->ext.args[10].kind != MLC_XARG_VALUE ||
+      !mlc_expr_is_const_int(arg_value(call, 8), &r) || !mlc_expr_is_const_int(arg_value(call, 9), &nb) ||
+      !mlc_expr_is_const_int(arg_value(call, 10), &k))
+    return 0;
+  return (double)r * (double)nb * 16.0 * (double)k;
+}
+
 /* Requires cg_builtin_check to have accepted e; scalar mode. */
 LLVMValueRef cg_builtin_emit(cg *c, const mlc_expr *e) {
   const builtin *b = find(e->ext.name);

@@ -122,6 +122,12 @@ int mlc_target_host_cores(void);
  * string turns `feature` on ("avx512vnni": "+avx512vnni" in the list). */
 const char *mlc_target_cpu_features(const mlc_target *t);
 bool mlc_target_has_feature(const mlc_target *t, const char *feature);
+/* The multiply-adds one T.call_extern of a CPU builtin the LLVM backend
+ * expands (mlc_x86_vpdpbusd_16x4, mlc_x86_vpdpbusd_block,
+ * mlc_x86_tdpbusd_block) performs, from its constant shape arguments; 0
+ * for any other call or a shape that is not constant (the cost model's
+ * count of what a tensorized call computes). */
+double mlc_target_extern_work(const mlc_expr *call);
 
 /* ---- lowering ------------------------------------------------------------ */
 

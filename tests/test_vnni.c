@@ -9,12 +9,14 @@
  * design space's samples tensorized, exact and replayed from their JSON
  * traces; timing against the same tiling without tensorize and against
  * the one-step intrinsic. */
+#include "costmodel/costmodel_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
 #include "tuner/tuner_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -510,6 +512,39 @@ static void test_amx(void) {
   mlc_arena_free(a);
 }
 
+/* The cost model sees a tensorized call: one feature row for it besides
+ * the init's, whose int multiply-adds are the whole product's (the calls
+ * times each call's R x C x K), for two tile shapes alike; the one-step
+ * intrinsic's calls count 64 each. */
+static void test_features(void) {
+  if (!have_vnni) return;
+  static const int64_t shapes[][3] = {{4, 32, 16}, {2, 64, 128}, {0, 16, 4}};
+  int64_t M = 32, N = 64, K = 128;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, M, N, K);
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    bool ok = sh[0] ? schedule_block(s, sh[0], sh[1], sh[2], NULL, false, &err)
+                    : schedule(s, 16, false, false, &err);
+    CHECK_MSG(ok, "%s", err.msg);
+    mlc_features ft;
+    CHECK_MSG(ok && mlc_features_extract(mlc_sched_func(s), &ft, &err), "%s", err.msg);
+    if (ok) {
+      CHECK_MSG(ft.n_stores == 2, "%d feature rows", ft.n_stores);
+      double want = log2((double)(M * N * K) + 1), got = 0;
+      for (int r = 0; r < ft.n_stores; r++)
+        if (ft.rows[(size_t)r * MLC_FEATURE_DIM + 7] > got) got = ft.rows[(size_t)r * MLC_FEATURE_DIM + 7];
+      /* the index arithmetic adds a few multiply-adds per call (under 5% for the one-step calls) */
+      CHECK_MSG(got > want - 1e-3 && got < want + 0.1, "shape %d: int_mad %g, want %g", t, got, want);
+      mlc_features_free(&ft);
+    }
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+}
+
 /* The builtin's shape arguments must be constants in range: a hand-written
  * call with R = 17 is refused at build time. */
 static void test_block_builtin_check(void) {
@@ -641,6 +676,7 @@ int main(void) {
   RUN(test_block_compiled);
   RUN(test_block_builtin_check);
   RUN(test_amx);
+  RUN(test_features);
   RUN(test_target_without_vnni);
   RUN(test_design_space);
   return test_summary();

@@ -423,39 +423,55 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
 
 /* ---- rule: multi-level tiling with an intrinsic ---------------------------------- */
 
+/* Each size with a weight: the sampling probability before normalizing
+ * over the sizes that divide the loop. Bigger tiles weigh more: an
+ * accumulator tile loaded and stored once serves more multiply-adds, and
+ * each A broadcast (AMX: A tile) and B load serves more accumulators;
+ * the small ones stay in the space for small or odd shapes. */
+typedef struct knob {
+  const int64_t *sizes;
+  const double *weights;
+  int n;
+} knob;
+#define KNOB(s, w) {s, w, MLC_COUNTOF(s)}
+static const int64_t ROW_TILES[] = {1, 2, 3, 4, 6, 8};
+static const double ROW_WEIGHTS[] = {1, 1, 1, 2, 2, 2};
+static const int64_t COL_TILES[] = {16, 32, 48, 64};
+static const double COL_WEIGHTS[] = {1, 2, 2, 2};
+/* K per micro-kernel call; the short ones only where none of the long
+ * ones divides K (the accumulators' load and store then dominate). */
+static const int64_t RED_TILES[] = {16, 32, 64, 128, 256, 512};
+static const double RED_WEIGHTS[] = {1, 1, 2, 2, 2, 2};
+static const int64_t RED_TILES_SHORT[] = {4, 8};
+static const double RED_SHORT_WEIGHTS[] = {1, 1};
+/* AMX: 16 x 16 int32 tiles, 64 bytes of K per step, at most 2 x 2
+ * accumulators (8 tile registers with their operands). */
+static const int64_t AMX_ROW_TILES[] = {16, 32};
+static const double AMX_ROW_WEIGHTS[] = {1, 2};
+static const int64_t AMX_RED_TILES[] = {64, 128, 256, 512, 1024};
+static const double AMX_RED_WEIGHTS[] = {1, 1, 2, 2, 2};
+
+typedef struct tile_knobs {
+  knob rows, cols, red, red_short; /* red_short: when no size of red divides */
+} tile_knobs;
+static const tile_knobs VNNI_KNOBS = {KNOB(ROW_TILES, ROW_WEIGHTS), KNOB(COL_TILES, COL_WEIGHTS),
+                                      KNOB(RED_TILES, RED_WEIGHTS),
+                                      KNOB(RED_TILES_SHORT, RED_SHORT_WEIGHTS)};
+static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
+                                     KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
+                                     KNOB(AMX_RED_TILES, AMX_RED_WEIGHTS), {NULL, NULL, 0}};
+#undef KNOB
+
 /* CPU tensor intrinsics the rule tries, first fit first, with their tile:
  * `spatial` lanes of the output's last dimension by `reduce` elements of
  * the one reduction. A family (mlc_tensor_intrin_register_cpu registers
  * dense_u8i8i32_vnni_<R>x<C>x<K> on demand) has a sampled tile instead:
  * R rows (the output's second-last dimension), C columns and K reduction
  * elements, each a SampleCategorical over the sizes dividing the loop
- * (ROW_TILES, COL_TILES, RED_TILES), so the micro-kernel's shape is a knob
+ * (VNNI_KNOBS, AMX_KNOBS), so the micro-kernel's shape is a knob
  * that mutation moves; the postprocessor names the member from the tile.
  * Each is used only where registered (for a target whose CPU has the
  * instruction). */
-static const int64_t ROW_TILES[] = {1, 2, 3, 4, 6, 8};
-static const int64_t COL_TILES[] = {16, 32, 48, 64};
-/* K per micro-kernel call; the short ones only where none of the long
- * ones divides K (the accumulators' load and store then dominate). */
-static const int64_t RED_TILES[] = {16, 32, 64, 128, 256, 512};
-static const int64_t RED_TILES_SHORT[] = {4, 8};
-/* AMX: 16 x 16 int32 tiles, 64 bytes of K per step, at most 2 x 2
- * accumulators (8 tile registers with their operands). */
-static const int64_t AMX_ROW_TILES[] = {16, 32};
-static const int64_t AMX_COL_TILES[] = {16, 32};
-static const int64_t AMX_RED_TILES[] = {64, 128, 256, 512, 1024};
-
-typedef struct tile_knobs {
-  const int64_t *rows, *cols, *red, *red_short;
-  int n_rows, n_cols, n_red, n_red_short;
-} tile_knobs;
-static const tile_knobs VNNI_KNOBS = {ROW_TILES, COL_TILES, RED_TILES, RED_TILES_SHORT,
-                                      MLC_COUNTOF(ROW_TILES), MLC_COUNTOF(COL_TILES),
-                                      MLC_COUNTOF(RED_TILES), MLC_COUNTOF(RED_TILES_SHORT)};
-static const tile_knobs AMX_KNOBS = {AMX_ROW_TILES, AMX_COL_TILES, AMX_RED_TILES, NULL,
-                                     MLC_COUNTOF(AMX_ROW_TILES), MLC_COUNTOF(AMX_COL_TILES),
-                                     MLC_COUNTOF(AMX_RED_TILES), 0};
-
 static const struct {
   const char *name;
   int64_t spatial, reduce;
@@ -495,22 +511,24 @@ static int row_iter(const mlc_block *b) {
   return -1;
 }
 
-/* v = SampleCategorical over the sizes of `sizes` that divide the loop's
- * extent (else over `fallback`'s), then the loop split by v: (outer,
+/* v = SampleCategorical over the sizes of k that divide the loop's extent
+ * (else over those of fallback), then the loop split by v: (outer,
  * inner). False when none divides. */
-static bool split_by_knob(mlc_sched *t, mlc_rv loop, const int64_t *sizes, int n_sizes,
-                          const int64_t *fallback, int n_fallback, mlc_rv *v, mlc_rv *parts,
-                          mlc_error *err) {
+static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *fallback, mlc_rv *v,
+                          mlc_rv *parts, mlc_error *err) {
   int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(t, loop)), cands[16];
-  double probs[16];
+  double probs[16], sum = 0;
   int n = 0;
   for (int pass = 0; pass < 2 && n == 0; pass++) {
-    const int64_t *z = pass ? fallback : sizes;
-    for (int i = 0; i < (pass ? n_fallback : n_sizes); i++)
-      if (ext > 0 && ext % z[i] == 0) cands[n++] = z[i];
+    const knob *z = pass ? fallback : k;
+    for (int i = 0; z && i < z->n && n < 16; i++)
+      if (ext > 0 && ext % z->sizes[i] == 0) {
+        cands[n] = z->sizes[i];
+        sum += probs[n++] = z->weights[i];
+      }
   }
   if (n == 0) return mlc_error_set(err, "no micro-kernel tile divides %lld", (long long)ext);
-  for (int i = 0; i < n; i++) probs[i] = 1.0 / n;
+  for (int i = 0; i < n; i++) probs[i] /= sum;
   if (!mlc_sched_sample_categorical(t, n, cands, probs, v, err)) return false;
   mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(*v)};
   return mlc_sched_split(t, loop, 2, f, true, parts, err);
@@ -528,9 +546,9 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
     mlc_rv vr, vc, vk;
     rw = row_iter(b);
     if (rw < 0) return mlc_error_set(err, "no row dimension");
-    if (!split_by_knob(t, lp[rw], kn->rows, kn->n_rows, NULL, 0, &vr, is, err) ||
-        !split_by_knob(t, lp[sp], kn->cols, kn->n_cols, NULL, 0, &vc, js, err) ||
-        !split_by_knob(t, lp[rd], kn->red, kn->n_red, kn->red_short, kn->n_red_short, &vk, ks, err))
+    if (!split_by_knob(t, lp[rw], &kn->rows, NULL, &vr, is, err) ||
+        !split_by_knob(t, lp[sp], &kn->cols, NULL, &vc, js, err) ||
+        !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, &vk, ks, err))
       return false;
     snprintf(member, member_n, "%s_%lldx%lldx%lld", TILE_INTRINS[k].name,
              (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
