@@ -200,7 +200,8 @@ static int lookup_locked(const char *name) {
 }
 
 /* Requires reg_mu held: name generated and registered by its family, if
- * one takes it. The generated text parses (a failure is a bug). */
+ * one takes it and the table has room (else -1, as for an unknown name).
+ * The generated text parses (a failure is a bug). */
 static int generate_locked(const char *name) {
   for (int f = 0; f < n_families; f++) {
     size_t n = strlen(families[f].prefix);
@@ -213,11 +214,11 @@ static int generate_locked(const char *name) {
     mlc_arena *a = mlc_arena_new();
     mlc_error err;
     mlc_module *m = mlc_parse_module(a, name, text.data, &err);
-    int n_added = 0;
-    if (!m || !add_module_locked(m, &n_added, &err)) mlc_panic(__FILE__, __LINE__, "%s: %s", name, err.msg);
+    if (!m) mlc_panic(__FILE__, __LINE__, "%s: %s", name, err.msg);
+    bool added = add_module_locked(m, NULL, &err);
     mlc_arena_free(a);
     mlc_str_free(&text);
-    return lookup_locked(name);
+    return added ? lookup_locked(name) : -1;
   }
   return -1;
 }

@@ -665,6 +665,22 @@ static void test_design_space(void) {
   if (have_amx) check_space(32, 64, 256, "mlc_x86_tdpbusd_block");
 }
 
+/* Members past the registry's room are unknown names, not a crash; the
+ * registered ones stay. (Runs last: it fills the process-wide table.) */
+static void test_registry_full(void) {
+  if (!have_vnni) return;
+  char name[64];
+  int n = 0;
+  bool full = false;
+  for (int k = 4; k <= 4096 && !full; k += 4, n++) {
+    snprintf(name, sizeof name, "dense_u8i8i32_vnni_3x16x%d", k);
+    full = !mlc_tensor_intrin_exists(name);
+  }
+  CHECK_MSG(full && n > 100 && n <= 300, "full after %d members", n);
+  CHECK(mlc_tensor_intrin_exists("dense_u8i8i32_vnni_3x16x4") && mlc_tensor_intrin_exists(INTRIN));
+  CHECK(!mlc_tensor_intrin_exists(name));
+}
+
 int main(void) {
   RUN(test_register);
   RUN(test_feature_query);
@@ -679,5 +695,6 @@ int main(void) {
   RUN(test_features);
   RUN(test_target_without_vnni);
   RUN(test_design_space);
+  RUN(test_registry_full);
   return test_summary();
 }
