@@ -9,8 +9,10 @@
  *   add_rfactor          rfactor reductions with little spatial parallelism
  *   tiling_with_intrin   meta-schedule's MultiLevelTilingWithIntrin: a block
  *                        that a registered CPU dot-product intrinsic fits
- *                        (dot_16x4_u8i8i32_vnni) gets its innermost tile cut
- *                        to the intrinsic's shape and blockized, the outer
+ *                        (the AMX, then the VNNI micro-kernel family, whose
+ *                        R x C x K tile is sampled; dot_16x4_u8i8i32_vnni)
+ *                        gets its innermost tile cut to the intrinsic's
+ *                        shape and blockized, the outer
  *                        block tiled "SSRSRS" and annotated with the
  *                        intrinsic, which the postprocessor tensorizes it
  *                        with once parallel loops are in place
