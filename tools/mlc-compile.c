@@ -5,6 +5,7 @@
  *   mlc-compile --model examples/mlp.json --print-after fuse
  *   mlc-compile --model examples/mlp.json --run
  *   mlc-compile --model resnet18.onnx --run x.npy --run-output y.npy
+ *   mlc-compile --model m.json --extern libmy.so --run   (call_extern nodes)
  *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
  *   mlc-compile --task vecadd --target "cuda -arch=sm_80" -o va.o --header va.h [--ptx va.ptx]
  *
@@ -56,6 +57,7 @@ enum {
   OPT_VERIFY,
   OPT_TASK_FILE,
   OPT_PTX,
+  OPT_EXTERN,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -70,6 +72,10 @@ typedef struct options {
   const char *task, *shape, *name, *target, *db, *dump_tasks;
   const char *task_file; /* --task-file: a TVMScript prim_func (main, or the only one) */
   const char *ptx;       /* --ptx: the cuda target's PTX, also written here */
+  /* --extern: shared objects defining the model's call_extern functions
+   * (for --run and --report; the written object leaves them to the linker) */
+  const char *externs[8];
+  int n_externs;
   bool run, no_schedule, report;
   bool verify; /* check replayed kernels against the unscheduled ones first */
   uint64_t seed;
@@ -82,7 +88,7 @@ static void usage(FILE *f) {
           "usage: mlc-compile --model FILE.json|FILE.onnx [--weights DIR] [--print-after PASS]\n"
           "                   [--input-shape NAME=D1,D2,...] [-o OUT.o] [--header OUT.h]\n"
           "                   [--run [X.npy]] [--input [NAME=]X.npy] [--run-output [NAME=]Y.npy]\n"
-          "                   [--report]\n"
+          "                   [--report] [--extern LIB.so]\n"
           "       mlc-compile --task NAME [--shape S] | --task-file F.py [--name SYM]\n"
           "                   [--target T] -o OUT.o [--header OUT.h] [--ptx OUT.ptx]\n"
           "\n"
@@ -122,6 +128,9 @@ static void usage(FILE *f) {
           "  --run-output [NAME=]Y.npy\n"
           "                       write an output of --run as .npy (NAME= may be left\n"
           "                       out: outputs in order); repeatable\n"
+          "  --extern LIB.so      a shared object defining the C functions of the model's\n"
+          "                       call_extern nodes, for --run and --report (repeatable;\n"
+          "                       a program using -o and --header links its own)\n"
           "  --seed N             seed of the --run inputs (default 1)\n"
           "  --repeat N           timed runs of the model for --run (default 20)\n"
           "  --task NAME          compile one built-in task instead (%s)\n"
@@ -215,6 +224,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"verify", no_argument, 0, OPT_VERIFY},
       {"task-file", required_argument, 0, OPT_TASK_FILE},
       {"ptx", required_argument, 0, OPT_PTX},
+      {"extern", required_argument, 0, OPT_EXTERN},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -244,6 +254,10 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_TASK: o->task = optarg; break;
     case OPT_TASK_FILE: o->task_file = optarg; break;
     case OPT_PTX: o->ptx = optarg; break;
+    case OPT_EXTERN:
+      if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
+      o->externs[o->n_externs++] = optarg;
+      break;
     case OPT_SHAPE: o->shape = optarg; break;
     case OPT_NAME: o->name = optarg; break;
     case OPT_TARGET: o->target = optarg; break;
@@ -278,9 +292,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "give exactly one of --model, --task or --task-file");
   if (o->task_file && o->shape) return usage_error("%s", "--shape goes with --task");
   if ((o->task || o->task_file) && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->n_inputs || o->report || o->dump_tasks ||
-                  o->n_input_shapes || o->n_run_outputs))
+                  o->n_input_shapes || o->n_run_outputs || o->n_externs))
     return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights, --input, "
-                             "--input-shape and --run-output go with --model");
+                             "--input-shape, --run-output and --extern go with --model");
   if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   if ((o->task || o->task_file) && !o->output)
     return usage_error("%s", "--task and --task-file need -o OUT.o");
@@ -823,6 +837,26 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
   return rc;
 }
 
+/* The C functions the model calls (call_extern): nothing to compile or
+ * tune, the program links them. */
+static void list_externs(const mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    int calls = 0;
+    bool first = b->kind == MLC_GCALL_EXTERN;
+    for (int j = 0; j < f->n_bindings && first; j++) {
+      const mlc_gbinding *c = &f->bindings[j];
+      if (c->kind != MLC_GCALL_EXTERN || strcmp(c->extern_func, b->extern_func) != 0) continue;
+      first = j >= i;
+      calls++;
+    }
+    if (first)
+      fprintf(stderr, "mlc-compile: %-36s extern            calls %d  (call_extern: the "
+                      "program's own function)\n", b->extern_func, calls);
+  }
+}
+
 /* Each distinct kernel as a task file: the prim_func renamed main. */
 static bool dump_tasks(const char *dir, const mlc_gmodule *m, mlc_error *err) {
   mlc_gtask *ts;
@@ -859,7 +893,10 @@ static int compile_model(const options *o, const mlc_target *t) {
   double t_graph = now_ms() - t0;
   mlc_array **in = NULL;
   const mlc_gfunc *mf = mlc_graph_main(m);
-  if ((o->run || o->report) && !(in = make_inputs(o, mf, &err))) {
+  if ((o->run || o->report) &&
+      (!(mlc_graph_load_externs(m, o->n_externs, o->externs, &err) ||
+         mlc_error_prefix(&err, "%s", o->model)) ||
+       !(in = make_inputs(o, mf, &err)))) {
     mlc_graph_free(m);
     return fail(&err);
   }
@@ -900,9 +937,12 @@ static int compile_model(const options *o, const mlc_target *t) {
     fprintf(stderr, "mlc-compile: %s: %d kernels, %d distinct tasks; graph passes %.1f ms, "
                     "codegen %.1f ms\n", m->name, k.n, nt, t_graph, k.ms);
     mlc_free(tasks);
+    list_externs(m);
     if (o->run || o->report) {
       mlc_gmodule *ref = load_model(o, &err);
-      rc = ref ? run_model(o, m, ref, &k, in) : fail(&err);
+      rc = ref && mlc_graph_load_externs(ref, o->n_externs, o->externs, &err)
+               ? run_model(o, m, ref, &k, in)
+               : fail(&err);
       mlc_graph_free(ref);
     }
   }
