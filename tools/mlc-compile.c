@@ -910,6 +910,14 @@ static int compile_model(const options *o, const mlc_target *t) {
       return ok ? 0 : fail(&err);
     }
   }
+  if (m->tir->n_funcs == 0) { /* an object of no functions cannot be built */
+    for (int i = 0; in && i < mf->n_params; i++) mlc_array_free(in[i]);
+    mlc_free(in);
+    mlc_graph_free(m);
+    fprintf(stderr, "mlc-compile: error: %s: no kernels to compile (every node calls an extern "
+                    "function)\n", o->model);
+    return 1;
+  }
   mlc_arena *a = mlc_arena_new();
   const mlc_gfunc *main_fn = mlc_graph_main(m);
   kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
