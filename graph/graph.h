@@ -318,7 +318,9 @@ mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
  * (shapes, axes) are folded at import (Shape -> Gather -> Concat ->
  * Reshape), each node maps onto graph ops. input_shapes: NULL or a
  * NULL-terminated list of "name=1,3,224,224", required for inputs with
- * symbolic dimensions. Refused, with a message naming the file and the node
+ * symbolic dimensions. A node of the domain "mlc.extern" is a call_extern
+ * of the C function named by its op_type, over its float inputs, with one
+ * output whose shape is the node's ints attribute "out_shape". Refused, with a message naming the file and the node
  * or tensor: unsupported ops or attributes, other domains, external data,
  * dtypes other than float32 (integers only as constants), cycles, missing
  * initializers. The model is named after the file ("resnet18.onnx" ->

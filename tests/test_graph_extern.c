@@ -6,6 +6,7 @@
  * the runner's refusals. */
 #include "graph/graph.h"
 #include "measure/measure.h"
+#include "onnx/onnx.pb-c.h"
 #include "targets/targets.h"
 #include "tests/test.h"
 
@@ -373,6 +374,143 @@ static void test_verify(void) {
   mlc_graph_free(m);
 }
 
+/* ---- ONNX: a node of the domain "mlc.extern" ------------------------------------ */
+
+/* relu in C, over as many elements as the model's node has. */
+static int64_t relu_numel;
+static int relu_calls;
+static int32_t my_relu(const float *x, float *y) {
+  relu_calls++;
+  for (int64_t i = 0; i < relu_numel; i++) y[i] = x[i] > 0 ? x[i] : 0;
+  return 0;
+}
+
+/* tests/onnx/tiny_cnn.onnx with its first Relu node (op_type at the first
+ * match) turned into {domain "mlc.extern", op_type func, out_shape}; the
+ * packed bytes (mlc_free), NULL if the model has no such node. */
+static uint8_t *alter_cnn(const char *bytes, size_t len, const char *func, int nd,
+                          int64_t *shape, const char *extra_attr, size_t *plen) {
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, (const uint8_t *)bytes);
+  if (!mp) return NULL;
+  Onnx__NodeProto *p = NULL;
+  for (size_t i = 0; i < mp->graph->n_node && !p; i++)
+    if (strcmp(mp->graph->node[i]->op_type, "Relu") == 0) p = mp->graph->node[i];
+  uint8_t *packed = NULL;
+  if (p) {
+    char *dom = p->domain, *op = p->op_type;
+    size_t n_attr = p->n_attribute;
+    Onnx__AttributeProto **attrs = p->attribute;
+    Onnx__AttributeProto a = ONNX__ATTRIBUTE_PROTO__INIT, b = ONNX__ATTRIBUTE_PROTO__INIT;
+    a.name = "out_shape";
+    a.has_type = 1;
+    a.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    a.n_ints = (size_t)nd;
+    a.ints = shape;
+    b.name = (char *)extra_attr;
+    b.has_type = 1;
+    b.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    b.has_i = 1;
+    Onnx__AttributeProto *list[2] = {&a, &b};
+    p->domain = "mlc.extern";
+    p->op_type = (char *)func;
+    p->attribute = nd > 0 ? list : list + 1;
+    p->n_attribute = (nd > 0) + (extra_attr != NULL);
+    *plen = onnx__model_proto__get_packed_size(mp);
+    packed = mlc_xmalloc(*plen + 1);
+    onnx__model_proto__pack(mp, packed);
+    p->domain = dom, p->op_type = op, p->attribute = attrs, p->n_attribute = n_attr;
+  }
+  onnx__model_proto__free_unpacked(mp, NULL);
+  return packed;
+}
+
+/* The altered model with relu done by my_relu computes what the model
+ * computes (reference executor and compiled kernels, against the
+ * unaltered model's reference). */
+static void test_onnx_extern(void) {
+  const char *path = "tests/onnx/tiny_cnn.onnx";
+  size_t len, plen = 0;
+  mlc_error err;
+  char *bytes = mlc_read_file(path, &len, &err);
+  CHECK_MSG(bytes, "%s", err.msg);
+  if (!bytes) return;
+  mlc_gmodule *orig = mlc_graph_parse_onnx(path, bytes, len, NULL, &err);
+  CHECK_MSG(orig, "%s", err.msg);
+  const mlc_gfunc *of = orig ? mlc_graph_main(orig) : NULL;
+  const mlc_gvar *relu = NULL;
+  for (int i = 0; of && i < of->n_bindings && !relu; i++)
+    if (of->bindings[i].kind == MLC_GCALL_OP && of->bindings[i].op == MLC_GOP_RELU)
+      relu = of->bindings[i].var;
+  CHECK(relu);
+  uint8_t *packed = relu ? alter_cnn(bytes, len, "my_relu", relu->type.ndim,
+                                     (int64_t *)relu->type.shape, NULL, &plen)
+                         : NULL;
+  CHECK(packed);
+  mlc_gmodule *m = packed ? mlc_graph_parse_onnx(path, packed, plen, NULL, &err) : NULL;
+  mlc_gmodule *r = packed ? mlc_graph_parse_onnx(path, packed, plen, NULL, &err) : NULL;
+  CHECK_MSG(m && r, "%s", err.msg);
+  if (m && r) {
+    relu_numel = mlc_gtype_numel(&relu->type);
+    CHECK(mlc_graph_define_extern(m, "my_relu", (void *)my_relu, &err) &&
+          mlc_graph_define_extern(r, "my_relu", (void *)my_relu, &err));
+    mlc_str s = {0};
+    mlc_graph_print(&s, r, 0);
+    CHECK_MSG(strstr(mlc_str_cstr(&s), "R.call_dps_packed(\"my_relu\", ("), "%s", mlc_str_cstr(&s));
+    mlc_str_free(&s);
+    CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+    mlc_arena *a = mlc_arena_new();
+    compiled c = {0};
+    const mlc_gvar *xin = mlc_graph_main(orig)->params[0], *yout = mlc_graph_main(orig)->outputs[0];
+    if (compile_kernels(m, a, &c)) {
+      mlc_array *x = mlc_array_new(MLC_FLOAT32, xin->type.ndim, xin->type.shape);
+      mlc_array *y = mlc_array_new(MLC_FLOAT32, yout->type.ndim, yout->type.shape);
+      mlc_array *yr = mlc_array_new(MLC_FLOAT32, yout->type.ndim, yout->type.shape);
+      mlc_array *want = mlc_array_new(MLC_FLOAT32, yout->type.ndim, yout->type.shape);
+      mlc_pcg32 rng;
+      mlc_pcg32_seed(&rng, 77, 0);
+      mlc_array_fill_random(x, &rng);
+      relu_calls = 0;
+      CHECK_MSG(mlc_graph_reference(orig, &x, &want, &err), "%s", err.msg);
+      CHECK_MSG(mlc_graph_reference(r, &x, &yr, &err), "%s", err.msg);
+      CHECK_MSG(mlc_graph_execute(m, jit_kernel, &c, &x, &y, &err), "%s", err.msg);
+      CHECK(relu_calls == 2);
+      double e1 = 1, e2 = 1;
+      CHECK_MSG(mlc_check_close(yr, want, MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e1), "reference %g", e1);
+      CHECK_MSG(mlc_check_close(y, want, MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e2), "compiled %g", e2);
+      mlc_array_free(x);
+      mlc_array_free(y);
+      mlc_array_free(yr);
+      mlc_array_free(want);
+      mlc_jit_unload(c.lib);
+    }
+    mlc_arena_free(a);
+  }
+  mlc_graph_free(m);
+  mlc_graph_free(r);
+  mlc_free(packed);
+  /* refusals, each naming the node */
+  static const struct {
+    const char *func, *extra, *want;
+    int nd;
+  } refused[] = {
+      {"my_relu", NULL, "needs the ints attribute out_shape", 0},
+      {"my-relu", NULL, "func \"my-relu\" is not a C identifier", 2},
+      {"my_relu", "alpha", "alpha", 2},
+  };
+  for (int i = 0; relu && i < MLC_COUNTOF(refused); i++) {
+    int64_t shape[2] = {2, 0};
+    shape[1] = mlc_gtype_numel(&relu->type) / 2;
+    packed = alter_cnn(bytes, len, refused[i].func, refused[i].nd, shape, refused[i].extra, &plen);
+    m = packed ? mlc_graph_parse_onnx(path, packed, plen, NULL, &err) : NULL;
+    CHECK_MSG(packed && !m && strstr(err.msg, refused[i].want) && strstr(err.msg, "node \""), "%s",
+              m ? "loaded" : err.msg);
+    mlc_graph_free(m);
+    mlc_free(packed);
+  }
+  mlc_graph_free(orig);
+  mlc_free(bytes);
+}
+
 int main(void) {
   test_model_errors();
   RUN(test_print_load);
@@ -381,5 +519,6 @@ int main(void) {
   RUN(test_run_refusals);
   RUN(test_header);
   RUN(test_verify);
+  RUN(test_onnx_extern);
   return test_summary();
 }
