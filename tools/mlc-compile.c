@@ -302,6 +302,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "--shape and --name go with --task");
   if ((o->n_inputs || o->n_run_outputs) && !o->run)
     return usage_error("%s", "--input and --run-output go with --run");
+  if (o->n_externs && !o->run && !o->report)
+    return usage_error("%s", "--extern goes with --run or --report (a program using -o and "
+                             "--header links its own functions)");
   if (o->model && is_onnx(o->model) && o->weights)
     return usage_error("%s", "--weights goes with a JSON model (ONNX models hold their weights)");
   if (o->model && !is_onnx(o->model) && o->n_input_shapes)

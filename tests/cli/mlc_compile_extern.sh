@@ -137,6 +137,9 @@ check extern_unknown_input_exit1 test $? -eq 1
 check extern_unknown_input_msg grep -q "badin.json: node 'e': input 1 \"scale\" is not an input, weight or node" "$tmp/err"
 "$MC" --task matmul --shape 8,8,8 -o "$tmp/mm.o" --extern "$tmp/libfn.so" >/dev/null 2>"$tmp/err"
 check extern_needs_model_exit2 test $? -eq 2
+"$MC" --model "$tmp/m.json" -o "$tmp/x.o" --extern "$tmp/libfn.so" >/dev/null 2>"$tmp/err"
+check extern_needs_run_exit2 test $? -eq 2
+check extern_needs_run_msg grep -q -- "--extern goes with --run or --report" "$tmp/err"
 
 # mlc-tune --model: the kernels around the call are tuned, the call is not a task
 "$TUNE" --model "$tmp/m.json" --trials 4 --trials-per-round 2 --db "$tmp/t.db" \
