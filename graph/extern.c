@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 bool mlc_graph_extern_name_ok(const mlc_gmodule *m, const char *name, mlc_error *err) {
   bool ident = name && (name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z') ||
@@ -17,12 +18,21 @@ bool mlc_graph_extern_name_ok(const mlc_gmodule *m, const char *name, mlc_error 
     ident = *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
             (*p >= '0' && *p <= '9');
   if (!ident) return mlc_error_set(err, "func \"%s\" is not a C identifier", name ? name : "");
-  size_t n = strlen(m->name);
-  if (mlc_target_c_reserved(name) || strcmp(name, "main") == 0 || strncmp(name, "mlc_", 4) == 0 ||
-      (strncmp(name, m->name, n) == 0 && name[n] == '_'))
+  /* the entry's own names: its symbols and macros (<model>_*, <MODEL>_*),
+   * locals (v_*, input*, output*, workspace, ws, rc) and the functions it
+   * calls (malloc, free) */
+  static const char *const prefixes[] = {"mlc_", "v_", "input", "output"};
+  static const char *const words[] = {"main", "workspace", "ws", "rc", "malloc", "free"};
+  bool taken = mlc_target_c_reserved(name) || (strncasecmp(name, m->name, strlen(m->name)) == 0 &&
+                                               name[strlen(m->name)] == '_');
+  for (int i = 0; i < MLC_COUNTOF(prefixes) && !taken; i++)
+    taken = strncmp(name, prefixes[i], strlen(prefixes[i])) == 0;
+  for (int i = 0; i < MLC_COUNTOF(words) && !taken; i++) taken = strcmp(name, words[i]) == 0;
+  if (taken)
     return mlc_error_set(err,
-                         "func \"%s\" is reserved (C keywords, main, mlc_* and %s_* are names the "
-                         "emitted code uses)",
+                         "func \"%s\" is reserved (C keywords, main, malloc, free, workspace, ws, "
+                         "rc, and names starting mlc_, v_, input, output or %s_ are the emitted "
+                         "code's)",
                          name, m->name);
   return true;
 }

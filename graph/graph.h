@@ -296,8 +296,10 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  * A node may call a C function instead of an op (MLC_GCALL_EXTERN):
  *   {"name": "lv1", "op": "call_extern", "func": "my_linear",
  *    "inputs": ["x", "w"], "out_shape": [1, 10], "dtype": "float32"}
- * "func" is a C identifier (no C keyword, "main", nor "mlc_..." or
- * "<model>_..." names, which the emitted code uses), at most
+ * "func" is a C identifier and none of the emitted entry's own names (C
+ * keywords, main, malloc, free, workspace, ws, rc, names starting mlc_,
+ * v_, input, output or <model>_ in any case; names <math.h>, <stdlib.h> or
+ * <stdint.h> declare clash when the header is compiled), at most
  * MLC_GRAPH_MAX_EXTERN_ARGS inputs (the same count wherever the function
  * is called), "out_shape" the result's shape, "dtype" float32 (the
  * default and only one).
