@@ -150,3 +150,35 @@ check extern_tune_tasks grep -q '^ext on .*: 3 tasks' "$tmp/out"
 "$MC" --model "$tmp/m.json" --db "$tmp/t.db" --extern "$tmp/libfn.so" --run --repeat 2 >"$tmp/run2.txt" 2>"$tmp/err"
 check extern_tuned_run_exit test $? -eq 0
 check extern_tuned_run_matches grep -q '^max abs error y: .* (against the plain C reference)$' "$tmp/run2.txt"
+
+# examples/extern: the MLP with its first layer compiled and the rest done
+# by the library functions of env.c computes what examples/mlp.json
+# computes (in-process on the same seeded input, and as a linked program
+# on an .npy input against the compiled MLP's output).
+cc -shared -fPIC -o "$tmp/libenv.so" examples/extern/env.c
+"$MC" --model examples/extern/mlp_env.json --weights examples/mlp --extern "$tmp/libenv.so" --run \
+  --repeat 2 --run-output "$tmp/env_out.npy" >"$tmp/env_run.txt" 2>"$tmp/err"
+check extern_example_run_exit test $? -eq 0
+"$MC" --model examples/mlp.json --run --repeat 2 --run-output "$tmp/mlp_out.npy" >/dev/null 2>"$tmp/err"
+check extern_example_mlp_run_exit test $? -eq 0
+cc -std=gnu11 -O1 -DOUT_SHAPE=1,10 examples/run_model.c -lm -o "$tmp/cmp" 2>"$tmp/cc_err"
+"$tmp/cmp" --compare "$tmp/env_out.npy" "$tmp/mlp_out.npy" >"$tmp/cmp.txt" 2>&1
+check extern_example_matches_mlp test $? -eq 0
+python3 - "$tmp/x.npy" <<'PYEOF'
+import struct, sys
+hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 784), }"
+hdr += " " * (118 - len(hdr)) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode())
+    f.write(struct.pack("<784f", *[((i * 37) % 101) / 101.0 for i in range(784)]))
+PYEOF
+"$MC" --model examples/mlp.json --run "$tmp/x.npy" --repeat 2 --run-output "$tmp/mlp_x.npy" >/dev/null 2>"$tmp/err"
+check extern_example_npy_input test $? -eq 0
+"$MC" --model examples/extern/mlp_env.json --weights examples/mlp -o "$tmp/env.o" --header "$tmp/mlp_env.h" 2>"$tmp/err"
+check extern_example_compile test $? -eq 0
+cc -std=gnu11 -O1 -I"$tmp" -DMODEL_HEADER='"mlp_env.h"' -DMODEL_RUN=mlp_env_run -DIN_SHAPE=1,784 \
+  -DOUT_SHAPE=1,10 examples/run_model.c "$tmp/env.o" examples/extern/env.c $RT_SRC -lpthread -lm \
+  -o "$tmp/run_env" 2>"$tmp/cc_err"
+check extern_example_links test $? -eq 0
+"$tmp/run_env" "$tmp/x.npy" "$tmp/env_linked.npy" "$tmp/mlp_x.npy" >"$tmp/cmp.txt" 2>&1
+check extern_example_linked_matches_mlp test $? -eq 0
