@@ -147,6 +147,7 @@ check extern_needs_run_msg grep -q -- "--extern goes with --run or --report" "$t
 rc=$?
 if [ $rc -eq 0 ]; then pass extern_tune_exit; else fail extern_tune_exit "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
 check extern_tune_tasks grep -q '^ext on .*: 3 tasks' "$tmp/out"
+check extern_tune_notes_skip grep -q 'call_extern "my_affine" is not tuned' "$tmp/err"
 "$MC" --model "$tmp/m.json" --db "$tmp/t.db" --extern "$tmp/libfn.so" --run --repeat 2 >"$tmp/run2.txt" 2>"$tmp/err"
 check extern_tuned_run_exit test $? -eq 0
 check extern_tuned_run_matches grep -q '^max abs error y: .* (against the plain C reference)$' "$tmp/run2.txt"
