@@ -183,3 +183,24 @@ cc -std=gnu11 -O1 -I"$tmp" -DMODEL_HEADER='"mlp_env.h"' -DMODEL_RUN=mlp_env_run 
 check extern_example_links test $? -eq 0
 "$tmp/run_env" "$tmp/x.npy" "$tmp/env_linked.npy" "$tmp/mlp_x.npy" >"$tmp/cmp.txt" 2>&1
 check extern_example_linked_matches_mlp test $? -eq 0
+
+# ONNX: tiny_cnn with its first Relu a node of the domain "mlc.extern"
+# (op_type my_relu, out_shape [1, 4, 8, 8]; the fuzz_onnx seed), its relu
+# done in C, matches PyTorch's output of the unaltered model.
+cat >"$tmp/relu.c" <<'CEOF'
+#include <stdint.h>
+int32_t my_relu(const float *x, float *y) {
+  for (int i = 0; i < 256; i++) y[i] = x[i] > 0 ? x[i] : 0;
+  return 0;
+}
+CEOF
+cc -shared -fPIC -o "$tmp/librelu.so" "$tmp/relu.c"
+X=tests/fuzz/corpus/fuzz_onnx/extern_relu.onnx
+"$MC" --model $X --print-after load >"$tmp/onnx.txt" 2>"$tmp/err"
+check extern_onnx_loads grep -q 'R.call_dps_packed("my_relu", (' "$tmp/onnx.txt"
+"$MC" --model $X --extern "$tmp/librelu.so" --run tests/onnx/tiny_cnn_input.npy \
+  --run-output "$tmp/cnn_out.npy" --repeat 2 >/dev/null 2>"$tmp/err"
+check extern_onnx_run_exit test $? -eq 0
+cc -std=gnu11 -O1 -DOUT_SHAPE=1,5 examples/run_model.c -lm -o "$tmp/cmp5" 2>"$tmp/cc_err"
+"$tmp/cmp5" --compare "$tmp/cnn_out.npy" tests/onnx/tiny_cnn_output.npy >"$tmp/cmp.txt" 2>&1
+check extern_onnx_matches_pytorch test $? -eq 0
