@@ -223,6 +223,77 @@ static void test_run_matches(void) {
   mlc_graph_free(r);
 }
 
+/* Fusion around a call: d feeds both the call and an add (a shared
+ * producer: not fused with the add), and the call's result joins a dense
+ * + add + relu group as an input. y = 3 d + relu(x w2^T + 2 d), d = x w^T. */
+static int32_t doubled(const float *x, float *y) {
+  for (int i = 0; i < 12; i++) y[i] = 2 * x[i];
+  return 0;
+}
+
+static const char *fuse_json =
+    "{\"name\": \"fz\", \"inputs\": [{\"name\": \"x\", \"shape\": [2, 8]}],"
+    " \"weights\": [{\"name\": \"w\", \"shape\": [6, 8]}, {\"name\": \"w2\", \"shape\": [6, 8]}],"
+    " \"nodes\": [{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]},"
+    "  {\"name\": \"e\", \"op\": \"call_extern\", \"func\": \"doubled\", \"inputs\": [\"d\"],"
+    "   \"out_shape\": [2, 6]},"
+    "  {\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"d\", \"e\"]},"
+    "  {\"name\": \"d2\", \"op\": \"dense\", \"inputs\": [\"x\", \"w2\"]},"
+    "  {\"name\": \"a2\", \"op\": \"add\", \"inputs\": [\"d2\", \"e\"]},"
+    "  {\"name\": \"r2\", \"op\": \"relu\", \"inputs\": [\"a2\"]},"
+    "  {\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"a\", \"r2\"]}],"
+    " \"outputs\": [\"y\"]}";
+
+static void test_fusion_around(void) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_parse("t.json", fuse_json, strlen(fuse_json), NULL, &err);
+  CHECK_MSG(m && mlc_graph_define_extern(m, "doubled", (void *)doubled, &err) &&
+                mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err),
+            "%s", err.msg);
+  if (!m) return;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  int e_at = -1, d_at = -1, group_at = -1;
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (b->kind == MLC_GCALL_EXTERN) e_at = i;
+    if (strcmp(b->var->name, "d") == 0) d_at = i;
+    for (int j = 0; b->kind == MLC_GCALL_TIR && j < b->n_args; j++)
+      if (strcmp(b->args[j]->name, "e") == 0 && strcmp(b->args[0]->name, "x") == 0) group_at = i;
+  }
+  /* d stays a binding of its own before the call; the dense + add + relu
+   * group takes e after it */
+  CHECK_MSG(d_at >= 0 && d_at < e_at && e_at < group_at, "d %d, e %d, group %d", d_at, e_at,
+            group_at);
+  mlc_arena *a = mlc_arena_new();
+  compiled c = {0};
+  if (compile_kernels(m, a, &c)) {
+    int64_t xs[2] = {2, 8}, ys[2] = {2, 6};
+    mlc_array *x = mlc_array_new(MLC_FLOAT32, 2, xs), *y = mlc_array_new(MLC_FLOAT32, 2, ys);
+    mlc_array *want = mlc_array_new(MLC_FLOAT32, 2, ys);
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 5, 0);
+    mlc_array_fill_random(x, &rng);
+    const float *w = weight(m, "w")->data, *w2 = weight(m, "w2")->data, *xd = x->data;
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 6; j++) {
+        double d = 0, d2 = 0;
+        for (int k = 0; k < 8; k++) d += (double)xd[i * 8 + k] * w[j * 8 + k];
+        for (int k = 0; k < 8; k++) d2 += (double)xd[i * 8 + k] * w2[j * 8 + k];
+        double r = d2 + 2 * d;
+        ((float *)want->data)[i * 6 + j] = (float)(3 * d + (r > 0 ? r : 0));
+      }
+    double e = 1;
+    CHECK_MSG(mlc_graph_execute(m, jit_kernel, &c, &x, &y, &err), "%s", err.msg);
+    CHECK_MSG(mlc_check_close(y, want, MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e), "max error %g", e);
+    mlc_array_free(x);
+    mlc_array_free(y);
+    mlc_array_free(want);
+    mlc_jit_unload(c.lib);
+  }
+  mlc_arena_free(a);
+  mlc_graph_free(m);
+}
+
 /* No function defined, or a failing one: an error naming the node. */
 static void test_run_refusals(void) {
   mlc_error err;
@@ -524,6 +595,7 @@ int main(void) {
   RUN(test_print_load);
   RUN(test_passes_leave_it);
   RUN(test_run_matches);
+  RUN(test_fusion_around);
   RUN(test_run_refusals);
   RUN(test_header);
   RUN(test_verify);
