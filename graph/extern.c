@@ -53,7 +53,7 @@ bool mlc_graph_define_extern(mlc_gmodule *m, const char *name, void *fn, mlc_err
   }
   mlc_gextern *es = MLC_NEW_ARRAY(m->arena, mlc_gextern, m->n_externs + 1);
   if (m->n_externs) memcpy(es, m->externs, sizeof *es * (size_t)m->n_externs);
-  es[m->n_externs++] = (mlc_gextern){mlc_arena_strdup(m->arena, name), fn};
+  es[m->n_externs++] = (mlc_gextern){.name = mlc_arena_strdup(m->arena, name), .fn = fn};
   m->externs = es;
   return true;
 }
@@ -142,7 +142,7 @@ _Static_assert(MLC_GRAPH_MAX_EXTERN_ARGS == 8, "call_fn takes up to 8 inputs");
 bool mlc_graph_call_extern(const mlc_gmodule *m, const mlc_gbinding *b, float *const *in,
                            float *y, mlc_error *err) {
   MLC_ASSERT(b->kind == MLC_GCALL_EXTERN && b->n_args <= MLC_GRAPH_MAX_EXTERN_ARGS);
-  const mlc_gextern *e = find_extern(m, b->extern_func);
+  mlc_gextern *e = find_extern(m, b->extern_func); /* the module's table: counts the call */
   if (!e)
     return mlc_error_set(err,
                          "node '%s': call_extern \"%s\" has no function to call "
@@ -151,7 +151,10 @@ bool mlc_graph_call_extern(const mlc_gmodule *m, const mlc_gbinding *b, float *c
   /* zeros first: elements the function leaves alone read the same in
    * every run */
   memset(y, 0, sizeof(float) * (size_t)mlc_gtype_numel(&b->var->type));
+  double t0 = mlc_now_sec();
   int32_t rc = call_fn(e->fn, b->n_args, in, y);
+  e->sec += mlc_now_sec() - t0;
+  e->calls++;
   if (rc != 0)
     return mlc_error_set(err, "node '%s': call_extern \"%s\" returned %d", b->var->name,
                          b->extern_func, (int)rc);

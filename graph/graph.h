@@ -222,6 +222,10 @@ typedef struct mlc_gmodule {
 typedef struct mlc_gextern {
   const char *name;
   void *fn; /* int32_t name(const float *, ..., float *) */
+  /* Calls made in-process and the seconds they took (mlc-compile
+   * --report); the caller may reset them. */
+  int64_t calls;
+  double sec;
 } mlc_gextern;
 #define MLC_GRAPH_FUSE_MAX 16
 

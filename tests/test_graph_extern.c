@@ -216,6 +216,11 @@ static void test_run_matches(void) {
       mlc_array_free(yr);
       mlc_array_free(want);
     }
+    /* each function counted: 3 seeds, compiled and interpreted kernels */
+    for (int i = 0; i < m->n_externs; i++)
+      CHECK_MSG(m->externs[i].calls == 6 && m->externs[i].sec >= 0, "%s: %lld calls",
+                m->externs[i].name, (long long)m->externs[i].calls);
+    CHECK(m->n_externs == 2);
     mlc_jit_unload(c.lib);
   }
   mlc_arena_free(a);

@@ -749,10 +749,13 @@ static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *arg
   return true;
 }
 
-/* --report: each kernel, its record or untuned, and its time. */
-static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
-  double total = 0;
+/* --report: each kernel, its record or untuned, and its time; then each
+ * call_extern function (m's externs count calls made since the timing
+ * started). */
+static void print_report(const kernels *k, const jit_ctx *J, const mlc_gmodule *m, int repeat) {
+  double total = 0, ext_ms = 0;
   for (int i = 0; i < k->n; i++) total += J->ms[i];
+  for (int i = 0; i < m->n_externs; i++) ext_ms += m->externs[i].sec * 1e3;
   printf("%-36s %5s %12s %7s  %s\n", "kernel", "calls", "mean/call", "share", "schedule");
   for (int i = 0; i < k->n; i++) {
     int per_run = J->calls[i] / repeat;
@@ -762,9 +765,17 @@ static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
       snprintf(sched, sizeof sched, "record %lld", (long long)k->info[i].record_id);
     else snprintf(sched, sizeof sched, "untuned");
     printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], per_run, us,
-           total > 0 ? 100 * J->ms[i] / total : 0, sched);
+           total + ext_ms > 0 ? 100 * J->ms[i] / (total + ext_ms) : 0, sched);
+  }
+  for (int i = 0; i < m->n_externs; i++) {
+    const mlc_gextern *e = &m->externs[i];
+    double ms = e->sec * 1e3;
+    printf("%-36s %5d %9.2f us %6.1f%%  %s\n", e->name, (int)(e->calls / repeat),
+           e->calls ? ms * 1e3 / (double)e->calls : 0, total + ext_ms > 0 ? 100 * ms / (total + ext_ms) : 0,
+           "call_extern");
   }
   printf("kernels total: %.2f us per run\n", total * 1e3 / repeat);
+  if (m->n_externs) printf("call_extern total: %.2f us per run\n", ext_ms * 1e3 / repeat);
 }
 
 /* One run of the whole model, timed by measure's mlc_time_calls. */
@@ -822,9 +833,10 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
     J.ms = mlc_xmalloc(sizeof *J.ms * (size_t)k->n);
     J.calls = mlc_xmalloc(sizeof *J.calls * (size_t)k->n);
     model_run mr = {m, &J, in, out, &err};
+    for (int i = 0; i < m->n_externs; i++) m->externs[i].calls = 0, m->externs[i].sec = 0;
     mlc_timing_opts to = {.repeat = o->repeat, .number = 1};
     if (mlc_time_calls(run_model_once, &mr, &to, ts, NULL, NULL, &err) < 0) rc = fail(&err);
-    if (!rc && o->report) print_report(k, &J, o->repeat + 1);
+    if (!rc && o->report) print_report(k, &J, m, o->repeat + 1);
     if (!rc) printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
     mlc_free(ts);
     mlc_free(J.ms);

@@ -151,6 +151,10 @@ check extern_tune_notes_skip grep -q 'call_extern "my_affine" is not tuned' "$tm
 "$MC" --model "$tmp/m.json" --db "$tmp/t.db" --extern "$tmp/libfn.so" --run --repeat 2 >"$tmp/run2.txt" 2>"$tmp/err"
 check extern_tuned_run_exit test $? -eq 0
 check extern_tuned_run_matches grep -q '^max abs error y: .* (against the plain C reference)$' "$tmp/run2.txt"
+"$MC" --model "$tmp/m.json" --db "$tmp/t.db" --extern "$tmp/libfn.so" --report --repeat 3 >"$tmp/rep.txt" 2>"$tmp/err"
+check extern_report_exit test $? -eq 0
+check extern_report_row grep -q '^my_affine  *1 .* us .*%  call_extern$' "$tmp/rep.txt"
+check extern_report_total grep -q '^call_extern total: .* us per run$' "$tmp/rep.txt"
 
 # examples/extern: the MLP with its first layer compiled and the rest done
 # by the library functions of env.c computes what examples/mlp.json
