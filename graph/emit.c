@@ -120,21 +120,63 @@ static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   return total;
 }
 
+/* Whether binding i is the first in f calling its extern function. */
+static bool first_extern_call(const mlc_gfunc *f, int i) {
+  const mlc_gbinding *b = &f->bindings[i];
+  if (b->kind != MLC_GCALL_EXTERN) return false;
+  for (int j = 0; j < i; j++)
+    if (f->bindings[j].kind == MLC_GCALL_EXTERN &&
+        strcmp(f->bindings[j].extern_func, b->extern_func) == 0)
+      return false;
+  return true;
+}
+
+/* One declaration per extern function, every call's shapes in its comment. */
+static void put_externs(mlc_str *out, const mlc_gfunc *f) {
+  bool any = false;
+  for (int i = 0; i < f->n_bindings; i++) {
+    if (!first_extern_call(f, i)) continue;
+    const mlc_gbinding *b = &f->bindings[i];
+    if (!any) mlc_str_puts(out, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    any = true;
+    mlc_str_printf(out, "/* %s: the model's call_extern, defined by the program (float32,\n"
+                        " * row-major, contiguous; write every element of out, return 0, or\n"
+                        " * nonzero for a failure):\n", b->extern_func);
+    for (int k = i; k < f->n_bindings; k++) {
+      const mlc_gbinding *c = &f->bindings[k];
+      if (c->kind != MLC_GCALL_EXTERN || strcmp(c->extern_func, b->extern_func) != 0) continue;
+      char s[128];
+      mlc_str_printf(out, " *   node %s:", c->var->name);
+      for (int j = 0; j < c->n_args; j++) {
+        mlc_gtype_str(&c->args[j]->type, s, sizeof s);
+        mlc_str_printf(out, " in%d%s", j, s);
+      }
+      mlc_gtype_str(&c->var->type, s, sizeof s);
+      mlc_str_printf(out, " -> out%s\n", s);
+    }
+    mlc_str_printf(out, " */\nint32_t %s(", b->extern_func);
+    for (int j = 0; j < b->n_args; j++) mlc_str_printf(out, "const float *in%d, ", j);
+    mlc_str_puts(out, "float *out);\n\n");
+  }
+  if (any) mlc_str_puts(out, "#ifdef __cplusplus\n}\n#endif\n\n");
+}
+
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   const mlc_gfunc *f = mlc_graph_main(m);
   char guard[160], up[128];
   snprintf(up, sizeof up, "%s", m->name);
   for (char *p = up; *p; p++) *p = (char)toupper((unsigned char)*p);
   snprintf(guard, sizeof guard, "%s_MODEL_ENTRY_H", up);
-  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdlib.h>\n\n", guard, guard);
+  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n", guard, guard);
   if (m->n_consts) mlc_str_puts(out, "/* Weights: constant arrays in the object. */\n");
   for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
   if (m->n_consts) mlc_str_putc(out, '\n');
+  put_externs(out, f);
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
   int64_t ws = plan_workspace(f, offs);
   mlc_str_printf(out, "/* Floats of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
                  m->name, up, (long long)(ws ? ws : 1));
-  mlc_str_printf(out, "/* Runs the model: returns 0, or -1 when a kernel failed. */\n"
+  mlc_str_printf(out, "/* Runs the model: returns 0, or -1 when a kernel (or an extern function) failed. */\n"
                       "static inline int32_t %s_run_ws(", m->name);
   put_signature(out, f, true);
   mlc_str_puts(out, ") {\n");
@@ -147,6 +189,15 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   mlc_str_puts(out, "  (void)workspace;\n");
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gbinding *b = &f->bindings[i];
+    if (b->kind == MLC_GCALL_EXTERN) {
+      mlc_str_printf(out, "  if (%s(", b->extern_func);
+      for (int j = 0; j <= b->n_args; j++) {
+        if (j) mlc_str_puts(out, ", ");
+        put_ref(out, m, f, j < b->n_args ? b->args[j] : b->var);
+      }
+      mlc_str_puts(out, ") != 0) return -1;\n");
+      continue;
+    }
     mlc_str_puts(out, "  {\n    void *args[] = {");
     for (int j = 0; j <= b->n_args; j++) {
       mlc_str_puts(out, j ? ", (void *)" : "(void *)");

@@ -1,6 +1,7 @@
 /* Running a lowered graph: main's call_tir bindings in order, each through
  * a kernel callback (the interpreter by default, JIT-compiled code in
- * mlc-compile --run). */
+ * mlc-compile --run), and its call_extern bindings through the functions
+ * defined for the module. */
 #include "graph/graph_impl.h"
 
 #include <string.h>
@@ -61,12 +62,19 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
   bool ok = true;
   for (int i = 0; i < f->n_bindings && ok; i++) {
     const mlc_gbinding *b = &f->bindings[i];
-    if (b->kind != MLC_GCALL_TIR) {
+    if (b->kind != MLC_GCALL_TIR && b->kind != MLC_GCALL_EXTERN) {
       ok = mlc_error_set(err, "execute: binding %s is not a call_tir (run the pipeline first)",
                          b->var->name);
       break;
     }
     E.values[i] = mlc_xmalloc(sizeof(float) * (size_t)mlc_gtype_numel(&b->var->type));
+    if (b->kind == MLC_GCALL_EXTERN) {
+      float *in[MLC_GRAPH_MAX_EXTERN_ARGS + 1];
+      MLC_ASSERT(b->n_args <= MLC_GRAPH_MAX_EXTERN_ARGS);
+      for (int j = 0; j < b->n_args; j++) in[j] = data_of(&E, b->args[j]);
+      ok = mlc_graph_call_extern(m, b, in, E.values[i], err);
+      continue;
+    }
     mlc_array *args = mlc_xmalloc(sizeof *args * (size_t)(b->n_args + 1));
     for (int j = 0; j < b->n_args; j++) args[j] = view(b->args[j], data_of(&E, b->args[j]));
     args[b->n_args] = view(b->var, E.values[i]);

@@ -19,10 +19,13 @@
  *
  * A graph function is a list of bindings `var = call(args)` over tensors of
  * static shape, in dataflow order. A call is a high-level op (MLC_GCALL_OP),
- * a call into a primitive sub-function (MLC_GCALL_FUNC), or a call_tir into
+ * a call into a primitive sub-function (MLC_GCALL_FUNC), a call_tir into
  * a prim_func in destination-passing style (MLC_GCALL_TIR: the prim_func
- * takes the args then the output buffer). `main` is the entry; the other
- * functions are fused sub-functions marked primitive.
+ * takes the args then the output buffer), or a call of a C function the
+ * user links in, also destination-passing (MLC_GCALL_EXTERN,
+ * R.call_dps_packed; opaque to every pass: never folded, fused or lowered).
+ * `main` is the entry; the other functions are fused sub-functions marked
+ * primitive.
  */
 #ifndef MLC_GRAPH_H
 #define MLC_GRAPH_H
@@ -161,7 +164,16 @@ typedef enum mlc_gcall_kind {
   MLC_GCALL_OP,   /* a high-level op */
   MLC_GCALL_FUNC, /* a call into a primitive sub-function */
   MLC_GCALL_TIR,  /* R.call_tir(prim_func, args), destination-passing */
+  /* R.call_dps_packed("func", args): the C function
+   *   int32_t func(const float *in0, ..., const float *inN-1, float *out);
+   * over float32 row-major contiguous buffers of the args' and the
+   * binding's (fixed) shapes; it writes every element of out and returns 0,
+   * nonzero for a failure. Only in main. */
+  MLC_GCALL_EXTERN,
 } mlc_gcall_kind;
+
+/* Most inputs a call_extern takes. */
+#define MLC_GRAPH_MAX_EXTERN_ARGS 8
 
 typedef struct mlc_gfunc mlc_gfunc;
 
@@ -172,6 +184,7 @@ typedef struct mlc_gbinding {
   mlc_gattrs attrs;      /* OP */
   mlc_gfunc *callee;     /* FUNC */
   mlc_prim_func *tir;    /* TIR: params are the args, then the output */
+  const char *extern_func; /* EXTERN: the C function's name (a C identifier) */
   int n_args;
   mlc_gvar **args;
 } mlc_gbinding;
@@ -199,7 +212,21 @@ typedef struct mlc_gmodule {
    * MLC_GRAPH_FUSE_MAX. 2 gives the notes' MatmulAddFusor groups
    * (fused_matmul_add0/1, relu on its own). */
   int fuse_max_ops;
+  /* The addresses of the C functions call_extern bindings call, for
+   * running the model in-process (mlc_graph_define_extern); the emitted
+   * entry calls them by name instead. */
+  int n_externs;
+  struct mlc_gextern *externs;
 } mlc_gmodule;
+
+typedef struct mlc_gextern {
+  const char *name;
+  void *fn; /* int32_t name(const float *, ..., float *) */
+  /* Calls made in-process and the seconds they took (mlc-compile
+   * --report); the caller may reset them. */
+  int64_t calls;
+  double sec;
+} mlc_gextern;
 #define MLC_GRAPH_FUSE_MAX 16
 
 mlc_gmodule *mlc_graph_new(const char *name);
@@ -270,6 +297,16 @@ void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
  * "inf" / "-inf"); power "exponent"; transpose "axes" (default reversed);
  * reshape "shape" (one -1 allowed). A key the op does not take is an
  * error.
+ * A node may call a C function instead of an op (MLC_GCALL_EXTERN):
+ *   {"name": "lv1", "op": "call_extern", "func": "my_linear",
+ *    "inputs": ["x", "w"], "out_shape": [1, 10], "dtype": "float32"}
+ * "func" is a C identifier and none of the emitted entry's own names (C
+ * keywords, main, malloc, free, workspace, ws, rc, names starting mlc_,
+ * v_, input, output or <model>_ in any case; names <math.h>, <stdlib.h> or
+ * <stdint.h> declare clash when the header is compiled), at most
+ * MLC_GRAPH_MAX_EXTERN_ARGS inputs (the same count wherever the function
+ * is called), "out_shape" the result's shape, "dtype" float32 (the
+ * default and only one).
  * A weight may give its elements inline, row-major: "values": [0, 2, -1]
  * (small constants such as gather indices; no file is read for it).
  * Nodes may come in any order (they are sorted; a cycle is an error); every
@@ -287,7 +324,9 @@ mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
  * (shapes, axes) are folded at import (Shape -> Gather -> Concat ->
  * Reshape), each node maps onto graph ops. input_shapes: NULL or a
  * NULL-terminated list of "name=1,3,224,224", required for inputs with
- * symbolic dimensions. Refused, with a message naming the file and the node
+ * symbolic dimensions. A node of the domain "mlc.extern" is a call_extern
+ * of the C function named by its op_type, over its float inputs, with one
+ * output whose shape is the node's ints attribute "out_shape". Refused, with a message naming the file and the node
  * or tensor: unsupported ops or attributes, other domains, external data,
  * dtypes other than float32 (integers only as constants), cycles, missing
  * initializers. The model is named after the file ("resnet18.onnx" ->
@@ -412,9 +451,10 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *targ
 typedef bool (*mlc_gkernel_fn)(void *ud, const mlc_prim_func *f, int n, mlc_array *args,
                                mlc_error *err);
 
-/* Run main after fuse_tir (every binding a call_tir) on inputs (one per
- * main param) into outputs (one per output, preallocated). kernel NULL:
- * the reference interpreter. */
+/* Run main after fuse_tir (every binding a call_tir or a call_extern) on
+ * inputs (one per main param) into outputs (one per output,
+ * preallocated). kernel NULL: the reference interpreter. call_extern
+ * bindings call the functions defined for m (mlc_graph_define_extern). */
 bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                        mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err);
 
@@ -426,9 +466,25 @@ bool mlc_graph_check_kernel(const mlc_prim_func *f, mlc_gkernel_fn run, void *ud
                             mlc_error *err);
 
 /* Reference run of the graph *before lowering* by a plain C evaluation of
- * each op (graph/ref.c): the independent check of the compiled model. */
+ * each op (graph/ref.c): the independent check of the compiled model.
+ * call_extern bindings call the functions defined for m. */
 bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,
                          mlc_array *const *outputs, mlc_error *err);
+
+/* ---- external functions ----------------------------------------------------- */
+
+/* call_extern bindings run in-process (mlc_graph_execute,
+ * mlc_graph_reference) through the addresses defined here; a binding
+ * whose function has none fails with a message naming its node. */
+bool mlc_graph_define_extern(mlc_gmodule *m, const char *name, void *fn, mlc_error *err);
+/* The distinct functions m's call_extern bindings call (in main's order,
+ * strings in m's arena); returns the count. */
+int mlc_graph_extern_names(const mlc_gmodule *m, const char ***names);
+/* Each of those looked up (dlsym) in the shared objects libs[0..n), which
+ * stay loaded for the rest of the process, and defined; false with a
+ * message naming the node, the function and the libraries when one
+ * defines none, or when a library does not load. */
+bool mlc_graph_load_externs(mlc_gmodule *m, int n, const char *const *libs, mlc_error *err);
 
 /* ---- emitting ------------------------------------------------------------ */
 
@@ -439,6 +495,10 @@ bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,
  * <name>_run_ws(inputs..., outputs..., float *workspace) and
  * <name>_run(inputs..., outputs...) (workspace on the heap); for one input
  * and one output that is <name>_run(const float *input, float *output).
+ * The C functions of call_extern bindings are declared
+ * `int32_t func(const float *in0, ..., float *out);` (with the shapes in a
+ * comment) and called directly: the program links its own definitions; a
+ * nonzero return makes the entry return -1.
  * Kernel symbols are "<name>_<prim_func>"; kernel declarations come from
  * mlc_target_write_header and are written by the caller first. */
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m);

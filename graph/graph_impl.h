@@ -62,6 +62,15 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
  * mlc_module_add copies the array for each one: O(n^2) for n). */
 void mlc_graph_add_tir_funcs(mlc_gmodule *m, int n, mlc_prim_func *const *fs);
 
+/* Whether name may be a call_extern function of m (extern.c): a C
+ * identifier the emitted code does not use itself; false with why. */
+bool mlc_graph_extern_name_ok(const mlc_gmodule *m, const char *name, mlc_error *err);
+/* Runs call_extern binding b of m on the data in[0..b->n_args) into y
+ * (zeroed first); false with a message naming the node when its function
+ * is not defined or returns nonzero. */
+bool mlc_graph_call_extern(const mlc_gmodule *m, const mlc_gbinding *b, float *const *in,
+                           float *y, mlc_error *err);
+
 /* Type of a prim_func buffer as a graph type. */
 void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t);
 

@@ -215,6 +215,8 @@ typedef struct node {
   const mlc_json *json;
   const char *name;
   mlc_gop op;
+  const char *func; /* a call_extern node's C function; NULL: an op node */
+  mlc_gtype out;    /* call_extern: the result's type ("out_shape", "dtype") */
   int n_inputs;
   int inputs[MLC_GRAPH_MAX_ARGS]; /* name indices */
   int state;     /* topological sort: 0 new, 1 on the stack, 2 done */
@@ -439,6 +441,36 @@ static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs
   return true;
 }
 
+/* {"op": "call_extern", "func": F, "inputs": [...], "out_shape": [...],
+ * "dtype": "float32"}: a C function in destination-passing style. */
+static bool read_extern(loader *L, const char *ctx, const mlc_json *o, node *nd) {
+  if (!check_keys(L, ctx, o, " name op func inputs out_shape dtype ")) return false;
+  nd->func = get_str(o, "func");
+  mlc_error e;
+  if (!nd->func) return lfail(L, "%s: call_extern needs \"func\", the C function's name", ctx);
+  if (!mlc_graph_extern_name_ok(L->m, nd->func, &e)) return lfail(L, "%s: %s", ctx, e.msg);
+  const mlc_json *in = mlc_json_get(o, "inputs");
+  if (!in || in->kind != MLC_JSON_ARRAY) return lfail(L, "%s: \"inputs\" must be an array", ctx);
+  if (in->len > MLC_GRAPH_MAX_EXTERN_ARGS)
+    return lfail(L, "%s: call_extern takes at most %d inputs, got %d", ctx,
+                 MLC_GRAPH_MAX_EXTERN_ARGS, in->len);
+  nd->n_inputs = in->len;
+  mlc_gtype *t = &nd->out;
+  memset(t, 0, sizeof *t);
+  t->dtype = MLC_FLOAT32;
+  const char *dt = get_str(o, "dtype");
+  if (mlc_json_get(o, "dtype") && (!dt || strcmp(dt, "float32") != 0))
+    return lfail(L, "%s: dtype \"%s\" is not supported (float32 only)", ctx, dt ? dt : "?");
+  const mlc_json *shape = mlc_json_get(o, "out_shape");
+  if (!shape) return lfail(L, "%s: call_extern needs \"out_shape\", the result's shape", ctx);
+  char what[128];
+  snprintf(what, sizeof what, "%s: \"out_shape\"", ctx);
+  if (!get_ints(L, what, shape, 1, &t->ndim, t->shape)) return false;
+  if (t->ndim < 1) return lfail(L, "%s must have at least one dimension", what);
+  if (mlc_tensor_numel_checked(what, t->shape, t->ndim, 4, &e) < 0) return lfail(L, "%s", e.msg);
+  return true;
+}
+
 static bool read_node(loader *L, const mlc_json *o, int index, node *nd) {
   char ctx[96];
   snprintf(ctx, sizeof ctx, "node %d", index);
@@ -449,8 +481,9 @@ static bool read_node(loader *L, const mlc_json *o, int index, node *nd) {
   snprintf(ctx, sizeof ctx, "node '%s'", nd->name);
   const char *op = get_str(o, "op");
   if (!op) return lfail(L, "%s: missing \"op\"", ctx);
+  if (strcmp(op, "call_extern") == 0) return read_extern(L, ctx, o, nd);
   if (!mlc_gop_from_name(op, &nd->op))
-    return lfail(L, "%s: unknown op \"%s\" (known: %s)", ctx, op, mlc_gop_names());
+    return lfail(L, "%s: unknown op \"%s\" (known: %s, call_extern)", ctx, op, mlc_gop_names());
   const mlc_json *in = mlc_json_get(o, "inputs");
   if (!in || in->kind != MLC_JSON_ARRAY) return lfail(L, "%s: \"inputs\" must be an array", ctx);
   if (!mlc_gop_arity_ok(nd->op, in->len)) {
@@ -487,10 +520,24 @@ typedef struct sorter {
   int depth;
 } sorter;
 
+static bool bind_extern(sorter *s, node *nd, mlc_gbinding *b) {
+  loader *L = s->L;
+  b->kind = MLC_GCALL_EXTERN;
+  b->extern_func = nd->func;
+  mlc_gattrs_default(&b->attrs);
+  b->n_args = nd->n_inputs;
+  b->args = MLC_NEW_ARRAY(L->m->arena, mlc_gvar *, b->n_args > 0 ? b->n_args : 1);
+  for (int j = 0; j < b->n_args; j++) b->args[j] = L->vars[nd->inputs[j]];
+  b->var = mlc_gvar_new(L->m, nd->name, MLC_GVAR_BOUND, &nd->out);
+  L->vars[nd - s->nodes + s->first_node] = b->var;
+  return true;
+}
+
 static bool bind_node(sorter *s, node *nd) {
   loader *L = s->L;
   mlc_gbinding *b = &s->out[s->n_out++];
   mlc_gtype ts[MLC_GRAPH_MAX_ARGS], out;
+  if (nd->func) return bind_extern(s, nd, b);
   b->kind = MLC_GCALL_OP;
   b->op = nd->op;
   if (!read_attrs(L, nd, &b->attrs)) return false;
@@ -542,6 +589,22 @@ static void mark_live(sorter *s, int name_index, bool *live) {
   for (int j = 0; j < s->nodes[k].n_inputs; j++) mark_live(s, s->nodes[k].inputs[j], live);
 }
 
+/* One C declaration per function: every node calling it passes as many
+ * inputs. */
+static bool check_extern_arity(loader *L, const node *nodes, int n) {
+  mlc_gmap first = {.a = L->m->arena, .strings = true}; /* func -> its first node */
+  for (int i = 0; i < n; i++) {
+    int k;
+    if (!nodes[i].func) continue;
+    if (!mlc_gmap_get(&first, nodes[i].func, &k)) mlc_gmap_put(&first, nodes[i].func, i);
+    else if (nodes[k].n_inputs != nodes[i].n_inputs)
+      return lfail(L, "node '%s': call_extern \"%s\" with %d inputs, node '%s' calls it with %d",
+                   nodes[i].name, nodes[i].func, nodes[i].n_inputs, nodes[k].name,
+                   nodes[k].n_inputs);
+  }
+  return true;
+}
+
 static bool load_nodes(loader *L, const mlc_json *arr, const mlc_json *outs, mlc_gfunc *main) {
   int n = arr->len;
   if (n < 1) return lfail(L, "the model has no nodes");
@@ -549,6 +612,7 @@ static bool load_nodes(loader *L, const mlc_json *arr, const mlc_json *outs, mlc
               MLC_NEW_ARRAY(L->m->arena, mlc_gbinding, n), 0, MLC_NEW_ARRAY(L->m->arena, int, n), 0};
   for (int i = 0; i < n; i++)
     if (!read_node(L, arr->items[i], i, &s.nodes[i])) return false;
+  if (!check_extern_arity(L, s.nodes, n)) return false;
   for (int i = 0; i < n; i++)
     if (!resolve_inputs(L, &s.nodes[i])) return false;
   for (int i = 0; i < n; i++)

@@ -484,6 +484,41 @@ mlc_gvar *onnx_emit(const onode *n, const char *suffix, mlc_gop op, const mlc_ga
   return emit(n, suffix, op, a, n_args, args, true);
 }
 
+/* A node of the domain "mlc.extern": a call_extern of the C function
+ * op_type over its (float) inputs, the result's shape in the ints
+ * attribute out_shape; never evaluated at import, even over constants. */
+static bool convert_extern(onode *n, const char *func) {
+  oimp *I = n->I;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  int nd = -1;
+  mlc_error e;
+  if (!mlc_graph_extern_name_ok(I->m, func, &e)) return onnx_fail(n, "%s", e.msg);
+  if (!onnx_check_attrs(n, " out_shape ") ||
+      !onnx_attr_ints(n, "out_shape", MLC_GRAPH_MAX_DIMS, &nd, shape))
+    return false;
+  if (nd < 1) return onnx_fail(n, "needs the ints attribute out_shape (the result's shape)");
+  for (int d = 0; d < nd; d++)
+    if (shape[d] < 1 || shape[d] > (INT64_C(1) << 31))
+      return onnx_fail(n, "out_shape entry %d is %lld (1 to 2^31)", d, (long long)shape[d]);
+  if (mlc_tensor_numel_checked("out_shape", shape, nd, 4, &e) < 0) return onnx_fail(n, "%s", e.msg);
+  if (n->n_in > MLC_GRAPH_MAX_EXTERN_ARGS)
+    return onnx_fail(n, "%d inputs (a call_extern takes at most %d)", n->n_in,
+                     MLC_GRAPH_MAX_EXTERN_ARGS);
+  if (n->p->n_output != 1) return onnx_fail(n, "%zu outputs (one supported)", n->p->n_output);
+  mlc_gbinding b = {.kind = MLC_GCALL_EXTERN, .n_args = n->n_in};
+  mlc_gattrs_default(&b.attrs);
+  b.extern_func = mlc_arena_strdup(I->m->arena, func);
+  b.args = MLC_NEW_ARRAY(I->m->arena, mlc_gvar *, n->n_in + 1);
+  for (int j = 0; j < n->n_in; j++)
+    if (!(b.args[j] = onnx_var(n, j))) return false;
+  mlc_gtype out;
+  var_type(nd, shape, &out);
+  b.var = mlc_gvar_new(I->m, ident(I, out_name(n, NULL)), MLC_GVAR_BOUND, &out);
+  MLC_VEC_APUSH(I->m->arena, I->binds, b);
+  onnx_set_out(n, 0, b.var, nd, shape);
+  return true;
+}
+
 mlc_gvar *onnx_reshape(const onode *n, const char *suffix, mlc_gvar *x, int ndim,
                        const int64_t *shape) {
   mlc_gtype t;
@@ -711,8 +746,15 @@ static bool convert_node(oimp *I, const Onnx__NodeProto *p) {
   onode n = {I, I->m->arena, p, node_label(p), I->opset, (int)p->n_input, NULL};
   const char *dom = p->domain ? p->domain : "";
   const char *op = p->op_type ? p->op_type : "";
+  if (strcmp(dom, "mlc.extern") == 0) {
+    n.in = MLC_NEW_ARRAY(I->m->arena, oval *, n.n_in + 1);
+    for (int j = 0; j < n.n_in; j++)
+      if (!lookup_input(&n, j)) return false;
+    return convert_extern(&n, op);
+  }
   if (*dom && strcmp(dom, "ai.onnx") != 0)
-    return onnx_fail(&n, "domain \"%s\" is not supported (the default ONNX domain only)", dom);
+    return onnx_fail(&n, "domain \"%s\" is not supported (the default ONNX domain, and "
+                         "\"mlc.extern\" for call_extern)", dom);
   const onnx_op *o = onnx_find_op(op);
   if (!o) return onnx_fail(&n, "not supported (supported: %s)", onnx_op_names());
   if (n.n_in < o->min_in || n.n_in > o->max_in)

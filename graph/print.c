@@ -185,6 +185,13 @@ static void put_binding(mlc_str *out, const mlc_gbinding *b) {
     put_type(out, &b->var->type);
     mlc_str_puts(out, ")\n");
     return;
+  case MLC_GCALL_EXTERN:
+    mlc_str_printf(out, "%s = R.call_dps_packed(\"%s\", (", b->var->name, b->extern_func);
+    put_args(out, b);
+    mlc_str_puts(out, b->n_args == 1 ? ",), out_sinfo=" : "), out_sinfo=");
+    put_type(out, &b->var->type);
+    mlc_str_puts(out, ")\n");
+    return;
   }
   mlc_unreachable();
 }
@@ -221,7 +228,8 @@ static void put_func(mlc_str *out, const mlc_gfunc *f) {
   mlc_str_puts(out, ":\n");
   if (f->primitive) mlc_str_puts(out, "        R.func_attr({\"Primitive\": 1})\n");
   bool calls = false;
-  for (int i = 0; i < f->n_bindings; i++) calls |= f->bindings[i].kind != MLC_GCALL_OP;
+  for (int i = 0; i < f->n_bindings; i++)
+    calls |= f->bindings[i].kind == MLC_GCALL_FUNC || f->bindings[i].kind == MLC_GCALL_TIR;
   if (calls) mlc_str_puts(out, "        cls = Module\n");
   mlc_str_puts(out, "        with R.dataflow():\n");
   for (int i = 0; i < f->n_bindings; i++) put_binding(out, &f->bindings[i]);

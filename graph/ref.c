@@ -469,7 +469,8 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
 }
 
 /* Evaluate f with params bound to ins; results into outs[0..n_outputs). */
-static bool eval_func(const mlc_gfunc *f, float *const *ins, float *const *outs, mlc_error *err) {
+static bool eval_func(const mlc_gmodule *m, const mlc_gfunc *f, float *const *ins,
+                      float *const *outs, mlc_error *err) {
   float **vals = mlc_xmalloc(sizeof(float *) * (size_t)(f->n_bindings + 1));
   bool ok = true;
   for (int i = 0; i < f->n_bindings && ok; i++) {
@@ -488,7 +489,8 @@ static bool eval_func(const mlc_gfunc *f, float *const *ins, float *const *outs,
     vals[i] = mlc_xmalloc(sizeof(float) * (size_t)mlc_gtype_numel(&b->var->type));
     switch (b->kind) {
     case MLC_GCALL_OP: mlc_graph_ref_op(b, in, vals[i]); break;
-    case MLC_GCALL_FUNC: ok = eval_func(b->callee, in, &vals[i], err); break;
+    case MLC_GCALL_FUNC: ok = eval_func(m, b->callee, in, &vals[i], err); break;
+    case MLC_GCALL_EXTERN: ok = mlc_graph_call_extern(m, b, in, vals[i], err); break;
     case MLC_GCALL_TIR:
       ok = mlc_error_set(err, "reference: %s is already lowered (use the graph before lower)",
                          b->var->name);
@@ -516,5 +518,5 @@ bool mlc_graph_reference(const mlc_gmodule *m, mlc_array *const *inputs,
   if (f->n_params > 64 || f->n_outputs > 64) return mlc_error_set(err, "too many inputs");
   for (int i = 0; i < f->n_params; i++) ins[i] = inputs[i]->data;
   for (int i = 0; i < f->n_outputs; i++) outs[i] = outputs[i]->data;
-  return eval_func(f, ins, outs, err);
+  return eval_func(m, f, ins, outs, err);
 }

@@ -17,6 +17,7 @@ void mlc_gtype_of_buffer(const mlc_buffer *b, mlc_gtype *t) {
 typedef struct vctx {
   const mlc_gmodule *m;
   mlc_gmap vis, names, tir;
+  mlc_gmap externs; /* call_extern function -> its input count (one C declaration each) */
 } vctx;
 
 enum { VIS_PARAM = 1, VIS_CONST = 2, VIS_BOUND = 4 };
@@ -76,6 +77,32 @@ static bool check_func_call(const mlc_gbinding *b, mlc_error *err) {
   return true;
 }
 
+/* A call_extern: a function the emitted code may declare, float32
+ * operands, one input count per function, outside primitive functions
+ * (they become one prim_func). */
+static bool check_extern_call(vctx *c, const mlc_gfunc *f, const mlc_gbinding *b,
+                              mlc_error *err) {
+  if (f->primitive) return mlc_error_set(err, "a primitive function calls an extern function");
+  if (!mlc_graph_extern_name_ok(c->m, b->extern_func, err)) return false;
+  if (b->n_args > MLC_GRAPH_MAX_EXTERN_ARGS)
+    return mlc_error_set(err, "call_extern \"%s\": %d inputs, at most %d", b->extern_func,
+                         b->n_args, MLC_GRAPH_MAX_EXTERN_ARGS);
+  for (int j = 0; j < b->n_args; j++)
+    if (b->args[j]->type.dtype != MLC_FLOAT32)
+      return mlc_error_set(err, "call_extern \"%s\": input %d is not float32", b->extern_func, j);
+  if (b->var->type.dtype != MLC_FLOAT32 || b->var->type.ndim < 1 ||
+      mlc_tensor_numel_checked("call_extern: the result", b->var->type.shape, b->var->type.ndim,
+                               4, err) < 0)
+    return mlc_error_prefix(err, "call_extern \"%s\": the result is not a float32 tensor of "
+                                 "sane shape", b->extern_func);
+  int n;
+  if (mlc_gmap_get(&c->externs, b->extern_func, &n) && n != b->n_args)
+    return mlc_error_set(err, "call_extern \"%s\": %d inputs here, %d elsewhere", b->extern_func,
+                         b->n_args, n);
+  mlc_gmap_put(&c->externs, b->extern_func, b->n_args);
+  return true;
+}
+
 /* Constant gather indices must be whole numbers inside the axis: the
  * kernel would read row 0 for any other. */
 static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
@@ -118,6 +145,7 @@ static bool check_binding(vctx *c, const mlc_gfunc *f, int i, mlc_error *err) {
     if (f->primitive) return mlc_error_set(err, "a primitive function calls %s", b->callee->name);
     return check_func_call(b, err);
   case MLC_GCALL_TIR: return check_tir_call(c, b, err);
+  case MLC_GCALL_EXTERN: return check_extern_call(c, f, b, err);
   }
   mlc_unreachable();
 }
@@ -169,7 +197,7 @@ static bool verify_guarded(const mlc_gmodule *m, mlc_arena *a, mlc_error *err) {
   jmp_buf jb;
   if (setjmp(jb)) return mlc_error_set(err, "graph: out of memory verifying it");
   mlc_arena_set_oom_jump(a, &jb);
-  vctx c = {.m = m, .tir = {.a = a}};
+  vctx c = {.m = m, .tir = {.a = a}, .externs = {.a = a, .strings = true}};
   if (!verify_graph(&c, a, err)) return false;
   for (int i = 0; i < m->tir->n_funcs; i++)
     if (!mlc_verify_func_in(a, m->tir->funcs[i], err))

@@ -45,6 +45,8 @@ static bool is_reserved(const char *s) {
   return false;
 }
 
+bool mlc_target_c_reserved(const char *name) { return is_reserved(name); }
+
 /* Parameter names must be distinct C identifiers that are not keywords,
  * `args` (the wrapper's local) or the entry it calls; else argN. */
 static void param_name(char *buf, size_t n, const mlc_prim_func *f, const char *sym, int i) {

@@ -392,5 +392,8 @@ bool mlc_target_write_header(mlc_str *out, int n, const mlc_prim_func *const *fu
  * are declared alike, said to run on the GPU, with mlc_rt_cuda_error. */
 bool mlc_cuda_write_header(mlc_str *out, int n, const mlc_prim_func *const *funcs,
                            const char *const *symbols, const char *guard, mlc_error *err);
+/* Whether name is a C keyword or a name these headers use themselves
+ * (stdint types, `args`): not a symbol a header may declare. */
+bool mlc_target_c_reserved(const char *name);
 
 #endif

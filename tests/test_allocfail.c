@@ -583,6 +583,30 @@ static void test_graph_pipeline(void) {
   CHECK_MSG(t.errors >= 100 && t.aborts == 0, "%d errors, %d aborts", t.errors, t.aborts);
 }
 
+/* A call_extern between compiled ops, one over weights only: loading it
+ * and every pass (which leave it alone) fail only as errors. */
+static const char *EXTERN_JSON =
+    "{\"name\": \"ext\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 8]}],"
+    " \"weights\": [{\"name\": \"w0\", \"shape\": [8, 8]}, {\"name\": \"s\", \"shape\": [8]}],"
+    " \"nodes\": [{\"name\": \"h\", \"op\": \"dense\", \"inputs\": [\"x\", \"w0\"]},"
+    "  {\"name\": \"e\", \"op\": \"call_extern\", \"func\": \"f\", \"inputs\": [\"h\", \"s\"],"
+    "   \"out_shape\": [1, 8]},"
+    "  {\"name\": \"k\", \"op\": \"call_extern\", \"func\": \"g\", \"inputs\": [\"w0\"],"
+    "   \"out_shape\": [8, 8]},"
+    "  {\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"e\"]},"
+    "  {\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"k\"]}],"
+    " \"outputs\": [\"y\"]}";
+
+static void test_graph_pipeline_extern(void) {
+  mlc_arena_set_chunk_size(SMALL_CHUNK);
+  graph_ctx c = {EXTERN_JSON, true};
+  stride = LONG_SWEEP_STRIDE;
+  tally t = sweep("graph pipeline with call_extern", op_graph, &c, 0, false);
+  stride = 1;
+  mlc_arena_set_chunk_size(0);
+  CHECK_MSG(t.errors >= 20 && t.aborts == 0, "%d errors, %d aborts", t.errors, t.aborts);
+}
+
 /* SQLite allocates through the hook (db/db.c): its failures come back as
  * errors of the db functions or are absorbed (SQLite's benign failures)
  * with the same result. */
@@ -657,6 +681,7 @@ int main(void) {
   RUN(test_lower);
   RUN(test_graph_load);
   RUN(test_graph_pipeline);
+  RUN(test_graph_pipeline_extern);
   RUN(test_db);
   RUN(test_interp_run);
   RUN(test_array_from_input);

@@ -5,6 +5,7 @@
  *   mlc-compile --model examples/mlp.json --print-after fuse
  *   mlc-compile --model examples/mlp.json --run
  *   mlc-compile --model resnet18.onnx --run x.npy --run-output y.npy
+ *   mlc-compile --model m.json --extern libmy.so --run   (call_extern nodes)
  *   mlc-compile --task matmul --shape 128,128,128 -o mm.o [--header mm.h]
  *   mlc-compile --task vecadd --target "cuda -arch=sm_80" -o va.o --header va.h [--ptx va.ptx]
  *
@@ -56,6 +57,7 @@ enum {
   OPT_VERIFY,
   OPT_TASK_FILE,
   OPT_PTX,
+  OPT_EXTERN,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -70,6 +72,10 @@ typedef struct options {
   const char *task, *shape, *name, *target, *db, *dump_tasks;
   const char *task_file; /* --task-file: a TVMScript prim_func (main, or the only one) */
   const char *ptx;       /* --ptx: the cuda target's PTX, also written here */
+  /* --extern: shared objects defining the model's call_extern functions
+   * (for --run and --report; the written object leaves them to the linker) */
+  const char *externs[8];
+  int n_externs;
   bool run, no_schedule, report;
   bool verify; /* check replayed kernels against the unscheduled ones first */
   uint64_t seed;
@@ -82,7 +88,7 @@ static void usage(FILE *f) {
           "usage: mlc-compile --model FILE.json|FILE.onnx [--weights DIR] [--print-after PASS]\n"
           "                   [--input-shape NAME=D1,D2,...] [-o OUT.o] [--header OUT.h]\n"
           "                   [--run [X.npy]] [--input [NAME=]X.npy] [--run-output [NAME=]Y.npy]\n"
-          "                   [--report]\n"
+          "                   [--report] [--extern LIB.so]\n"
           "       mlc-compile --task NAME [--shape S] | --task-file F.py [--name SYM]\n"
           "                   [--target T] -o OUT.o [--header OUT.h] [--ptx OUT.ptx]\n"
           "\n"
@@ -122,6 +128,10 @@ static void usage(FILE *f) {
           "  --run-output [NAME=]Y.npy\n"
           "                       write an output of --run as .npy (NAME= may be left\n"
           "                       out: outputs in order); repeatable\n"
+          "  --extern LIB.so      a shared object defining the C functions of the model's\n"
+          "                       call_extern nodes, for --run and --report (repeatable;\n"
+          "                       a program using -o and --header links its own; the\n"
+          "                       plain C reference calls the same functions)\n"
           "  --seed N             seed of the --run inputs (default 1)\n"
           "  --repeat N           timed runs of the model for --run (default 20)\n"
           "  --task NAME          compile one built-in task instead (%s)\n"
@@ -215,6 +225,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"verify", no_argument, 0, OPT_VERIFY},
       {"task-file", required_argument, 0, OPT_TASK_FILE},
       {"ptx", required_argument, 0, OPT_PTX},
+      {"extern", required_argument, 0, OPT_EXTERN},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -244,6 +255,10 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_TASK: o->task = optarg; break;
     case OPT_TASK_FILE: o->task_file = optarg; break;
     case OPT_PTX: o->ptx = optarg; break;
+    case OPT_EXTERN:
+      if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
+      o->externs[o->n_externs++] = optarg;
+      break;
     case OPT_SHAPE: o->shape = optarg; break;
     case OPT_NAME: o->name = optarg; break;
     case OPT_TARGET: o->target = optarg; break;
@@ -278,9 +293,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "give exactly one of --model, --task or --task-file");
   if (o->task_file && o->shape) return usage_error("%s", "--shape goes with --task");
   if ((o->task || o->task_file) && (o->print_after || o->fuse_max_ops || o->run || o->weights || o->n_inputs || o->report || o->dump_tasks ||
-                  o->n_input_shapes || o->n_run_outputs))
+                  o->n_input_shapes || o->n_run_outputs || o->n_externs))
     return usage_error("%s", "--print-after, --fuse-max-ops, --run, --report, --weights, --input, "
-                             "--input-shape and --run-output go with --model");
+                             "--input-shape, --run-output and --extern go with --model");
   if (!o->db) o->db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   if ((o->task || o->task_file) && !o->output)
     return usage_error("%s", "--task and --task-file need -o OUT.o");
@@ -288,6 +303,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "--shape and --name go with --task");
   if ((o->n_inputs || o->n_run_outputs) && !o->run)
     return usage_error("%s", "--input and --run-output go with --run");
+  if (o->n_externs && !o->run && !o->report)
+    return usage_error("%s", "--extern goes with --run or --report (a program using -o and "
+                             "--header links its own functions)");
   if (o->model && is_onnx(o->model) && o->weights)
     return usage_error("%s", "--weights goes with a JSON model (ONNX models hold their weights)");
   if (o->model && !is_onnx(o->model) && o->n_input_shapes)
@@ -731,10 +749,13 @@ static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *arg
   return true;
 }
 
-/* --report: each kernel, its record or untuned, and its time. */
-static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
-  double total = 0;
+/* --report: each kernel, its record or untuned, and its time; then each
+ * call_extern function (m's externs count calls made since the timing
+ * started). */
+static void print_report(const kernels *k, const jit_ctx *J, const mlc_gmodule *m, int repeat) {
+  double total = 0, ext_ms = 0;
   for (int i = 0; i < k->n; i++) total += J->ms[i];
+  for (int i = 0; i < m->n_externs; i++) ext_ms += m->externs[i].sec * 1e3;
   printf("%-36s %5s %12s %7s  %s\n", "kernel", "calls", "mean/call", "share", "schedule");
   for (int i = 0; i < k->n; i++) {
     int per_run = J->calls[i] / repeat;
@@ -744,9 +765,17 @@ static void print_report(const kernels *k, const jit_ctx *J, int repeat) {
       snprintf(sched, sizeof sched, "record %lld", (long long)k->info[i].record_id);
     else snprintf(sched, sizeof sched, "untuned");
     printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], per_run, us,
-           total > 0 ? 100 * J->ms[i] / total : 0, sched);
+           total + ext_ms > 0 ? 100 * J->ms[i] / (total + ext_ms) : 0, sched);
+  }
+  for (int i = 0; i < m->n_externs; i++) {
+    const mlc_gextern *e = &m->externs[i];
+    double ms = e->sec * 1e3;
+    printf("%-36s %5d %9.2f us %6.1f%%  %s\n", e->name, (int)(e->calls / repeat),
+           e->calls ? ms * 1e3 / (double)e->calls : 0, total + ext_ms > 0 ? 100 * ms / (total + ext_ms) : 0,
+           "call_extern");
   }
   printf("kernels total: %.2f us per run\n", total * 1e3 / repeat);
+  if (m->n_externs) printf("call_extern total: %.2f us per run\n", ext_ms * 1e3 / repeat);
 }
 
 /* One run of the whole model, timed by measure's mlc_time_calls. */
@@ -804,9 +833,10 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
     J.ms = mlc_xmalloc(sizeof *J.ms * (size_t)k->n);
     J.calls = mlc_xmalloc(sizeof *J.calls * (size_t)k->n);
     model_run mr = {m, &J, in, out, &err};
+    for (int i = 0; i < m->n_externs; i++) m->externs[i].calls = 0, m->externs[i].sec = 0;
     mlc_timing_opts to = {.repeat = o->repeat, .number = 1};
     if (mlc_time_calls(run_model_once, &mr, &to, ts, NULL, NULL, &err) < 0) rc = fail(&err);
-    if (!rc && o->report) print_report(k, &J, o->repeat + 1);
+    if (!rc && o->report) print_report(k, &J, m, o->repeat + 1);
     if (!rc) printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
     mlc_free(ts);
     mlc_free(J.ms);
@@ -821,6 +851,26 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
   mlc_free(fns);
   mlc_jit_unload(lib);
   return rc;
+}
+
+/* The C functions the model calls (call_extern): nothing to compile or
+ * tune, the program links them. */
+static void list_externs(const mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    int calls = 0;
+    bool first = b->kind == MLC_GCALL_EXTERN;
+    for (int j = 0; j < f->n_bindings && first; j++) {
+      const mlc_gbinding *c = &f->bindings[j];
+      if (c->kind != MLC_GCALL_EXTERN || strcmp(c->extern_func, b->extern_func) != 0) continue;
+      first = j >= i;
+      calls++;
+    }
+    if (first)
+      fprintf(stderr, "mlc-compile: %-36s extern            calls %d  (call_extern: the "
+                      "program's own function)\n", b->extern_func, calls);
+  }
 }
 
 /* Each distinct kernel as a task file: the prim_func renamed main. */
@@ -859,7 +909,10 @@ static int compile_model(const options *o, const mlc_target *t) {
   double t_graph = now_ms() - t0;
   mlc_array **in = NULL;
   const mlc_gfunc *mf = mlc_graph_main(m);
-  if ((o->run || o->report) && !(in = make_inputs(o, mf, &err))) {
+  if ((o->run || o->report) &&
+      (!(mlc_graph_load_externs(m, o->n_externs, o->externs, &err) ||
+         mlc_error_prefix(&err, "%s", o->model)) ||
+       !(in = make_inputs(o, mf, &err)))) {
     mlc_graph_free(m);
     return fail(&err);
   }
@@ -872,6 +925,14 @@ static int compile_model(const options *o, const mlc_target *t) {
       mlc_graph_free(m);
       return ok ? 0 : fail(&err);
     }
+  }
+  if (m->tir->n_funcs == 0) { /* an object of no functions cannot be built */
+    for (int i = 0; in && i < mf->n_params; i++) mlc_array_free(in[i]);
+    mlc_free(in);
+    mlc_graph_free(m);
+    fprintf(stderr, "mlc-compile: error: %s: no kernels to compile (every node calls an extern "
+                    "function)\n", o->model);
+    return 1;
   }
   mlc_arena *a = mlc_arena_new();
   const mlc_gfunc *main_fn = mlc_graph_main(m);
@@ -900,9 +961,12 @@ static int compile_model(const options *o, const mlc_target *t) {
     fprintf(stderr, "mlc-compile: %s: %d kernels, %d distinct tasks; graph passes %.1f ms, "
                     "codegen %.1f ms\n", m->name, k.n, nt, t_graph, k.ms);
     mlc_free(tasks);
+    list_externs(m);
     if (o->run || o->report) {
       mlc_gmodule *ref = load_model(o, &err);
-      rc = ref ? run_model(o, m, ref, &k, in) : fail(&err);
+      rc = ref && mlc_graph_load_externs(ref, o->n_externs, o->externs, &err)
+               ? run_model(o, m, ref, &k, in)
+               : fail(&err);
       mlc_graph_free(ref);
     }
   }

@@ -497,6 +497,11 @@ static int tune_model(const cli *c) {
     mlc_graph_free(m);
     return fail(err.msg);
   }
+  const char **externs;
+  int n_ext = mlc_graph_extern_names(m, &externs);
+  for (int i = 0; i < n_ext; i++) /* the program's own code: nothing to tune */
+    fprintf(stderr, "mlc-tune: %s: call_extern \"%s\" is not tuned (the program's own function)\n",
+            m->name, externs[i]);
   mlc_arena *a = mlc_arena_new();
   mlc_tuner_task *tasks;
   int n = mlc_graph_tuner_tasks(a, m, &tasks);
