@@ -410,3 +410,12 @@ bool mlc_sched_library_call(mlc_sched *s, mlc_rv block, const char *library, mlc
   sched_record(s, MLC_INST_LIBRARY_CALL, 1, &in, 1, &at, 0, NULL);
   return true;
 }
+
+const char *mlc_trace_library(const mlc_trace *t) {
+  for (int i = 0; i < t->insts.len; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    const mlc_attr *at = in->kind == MLC_INST_LIBRARY_CALL ? sched_attr_find(in, "library") : NULL;
+    if (at && at->kind == MLC_ATTR_STR) return at->s;
+  }
+  return NULL;
+}

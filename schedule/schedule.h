@@ -422,6 +422,8 @@ bool mlc_sched_tensorize(mlc_sched *s, mlc_rv block_or_loop, const char *intrin,
 bool mlc_sched_library_call(mlc_sched *s, mlc_rv block, const char *library, mlc_error *err);
 /* Whether library_call knows the library. */
 bool mlc_sched_library_known(const char *library);
+/* The library of a trace's first LibraryCall, or NULL (a tuned trace). */
+const char *mlc_trace_library(const mlc_trace *t);
 
 /* ---- sampling (sample.c) ------------------------------------------------- */
 

@@ -39,6 +39,7 @@ typedef struct tune_run {
   int model_saved;          /* the model's n_trainings when last saved (costmodel) */
   mlc_measure *pool;        /* NULL with a custom measure function */
   int have;                 /* records of (workload, target) */
+  bool have_library;        /* one of them calls o->library */
   int64_t next_round;
   double best_sec;
   double t0;
@@ -217,6 +218,14 @@ static bool load_history(tune_run *r, mlc_error *err) {
     }
     double sec = recs[i].error ? 0 : recs[i].mean_sec;
     if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
+    /* A library call's time says nothing the model could carry over to
+     * loop nests, and it has no decisions to mutate. */
+    const char *lib = t ? mlc_trace_library(t) : NULL;
+    if (lib) {
+      r->have_library |= r->o->library && strcmp(lib, r->o->library) == 0;
+      if (c) mlc_sched_free(c);
+      continue;
+    }
     if (!c) continue; /* a record this build cannot rebuild still deduplicates */
     mlc_tuner_search_commit(r->search, c, sec);
     MLC_VEC_PUSH(scheds, c);
@@ -449,6 +458,58 @@ static int one_round(tune_run *r, mlc_error *err) {
   return rc;
 }
 
+/* ---- the library candidate ------------------------------------------------------------ */
+
+/* o->library's candidate, measured once and committed as a record (the
+ * search goes on with the tuned ones; the best record wins whichever it
+ * is). Not applicable is a note, not an error. */
+static bool measure_library(tune_run *r, mlc_error *err) {
+  mlc_error why;
+  if (r->have_library) {
+    snprintf(r->res->library_note, sizeof r->res->library_note,
+             "the database already holds its %s record", r->o->library);
+    return true;
+  }
+  mlc_sched *c = tuner_library_candidate(r->f, r->o->library, &r->search_opts, &why);
+  if (!c) {
+    snprintf(r->res->library_note, sizeof r->res->library_note, "not applicable: %.490s",
+             why.msg);
+    return true;
+  }
+  mlc_str js = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(c));
+  uint64_t th = mlc_trace_hash(mlc_sched_trace(c));
+  char hash[17], trace_hash[17];
+  mlc_func_hash_hex(mlc_sched_func(c), hash);
+  snprintf(trace_hash, sizeof trace_hash, "%016llx", (unsigned long long)th);
+  mlc_measure_cand mc = {.workload = r->workload_text, .trace = js.data, .target = r->target};
+  mlc_measure_result mr = {.index = -1};
+  mlc_db_record rec;
+  int added = 0;
+  bool ok = do_measure(r, 1, &mc, &mr, err);
+  if (ok && !(r->o->stop && *r->o->stop)) {
+    fill_record(r, &mr, js.data, trace_hash, hash, &rec);
+    ok = mlc_db_commit(r->db, 1, &rec, &added, err);
+  }
+  if (ok && mr.status == MLC_MEASURE_OK) {
+    r->res->library_sec = mr.mean_sec;
+    if (r->best_sec == 0 || mr.mean_sec < r->best_sec) r->best_sec = mr.mean_sec;
+  } else if (ok) {
+    snprintf(r->res->library_error, sizeof r->res->library_error, "%.250s",
+             mr.error[0] ? mr.error : mlc_measure_status_name(mr.status));
+    r->res->errors++;
+  }
+  if (ok) {
+    mlc_tuner_search_add_measured_hash(r->search, th);
+    r->have += added;
+    r->res->measured++;
+    r->have_library = true;
+  }
+  mlc_str_free(&js);
+  mlc_sched_free(c);
+  return ok;
+}
+
 /* ---- the end --------------------------------------------------------------------------- */
 
 /* The best record; with `again`, the best few are measured again first and
@@ -609,6 +670,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   } else if (ok) {
     ok = open_pool(&r, err);
     if (ok && o->measure_baseline) measure_baseline(&r);
+    if (ok && o->library) ok = measure_library(&r, err);
     while (ok && r.have < o->trials) {
       if (o->stop && *o->stop) {
         res->stopped = true;
