@@ -169,6 +169,7 @@ static bool match_gemm(const mlc_block *blk, gemm *g, mlc_error *err) {
                          "(casts, arithmetic)", blk->name);
   g->c = st->store.buf;
   int nd = g->c->ndim;
+  if (blk->n_iters > 32) return mlc_error_set(err, "block %s has %d iterators", blk->name, blk->n_iters);
   if (nd < 2) return mlc_error_set(err, "block %s writes a %d-dimensional %s, not a matrix",
                                    blk->name, nd, g->c->name);
   if (!same_indices(blk, nd, st->store.indices, cld->load.indices))
