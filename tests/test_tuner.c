@@ -1059,11 +1059,14 @@ static void test_loop_library(void) {
   o.measure = lib_probe_measure;
   o.measure_ud = &p;
   o.library = "openblas";
-  o.slow_factor = -1; /* every tuned candidate is far slower than the library */
+  /* every tuned candidate is far slower than the library, yet none is
+   * stopped early: the early abort follows the best tuned time */
   CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
   CHECK_MSG(p.n_lib == 1 && r.library_sec == 1e-6, "%d library candidates, %g s", p.n_lib,
             r.library_sec);
   CHECK_MSG(r.measured == 8 && r.rounds == 1, "%d measured in %d rounds", r.measured, r.rounds);
+  CHECK_MSG(p.fr.too_slow == 0 && p.fr.max_call[1] == 0, "%d stopped as too slow, limit %g s",
+            p.fr.too_slow, p.fr.max_call[1]);
   mlc_tuner_library_cmp cmp;
   CHECK(mlc_tuner_library_compare(db, r.workload_id, o.target, &cmp, &e) == 1);
   CHECK_STREQ(cmp.library, "openblas");

@@ -217,15 +217,17 @@ static bool load_history(tune_run *r, mlc_error *err) {
       continue;
     }
     double sec = recs[i].error ? 0 : recs[i].mean_sec;
-    if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     /* A library call's time says nothing the model could carry over to
-     * loop nests, and it has no decisions to mutate. */
+     * loop nests, it has no decisions to mutate, and it does not set the
+     * early-abort limit of the tuned candidates (best_sec): a library far
+     * faster than the first tuned kernels would abort them all. */
     const char *lib = t ? mlc_trace_library(t) : NULL;
     if (lib) {
       r->have_library |= r->o->library && strcmp(lib, r->o->library) == 0;
       if (c) mlc_sched_free(c);
       continue;
     }
+    if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     if (!c) continue; /* a record this build cannot rebuild still deduplicates */
     mlc_tuner_search_commit(r->search, c, sec);
     MLC_VEC_PUSH(scheds, c);
@@ -515,8 +517,7 @@ static bool measure_library(tune_run *r, mlc_error *err) {
     ok = mlc_db_commit(r->db, 1, &rec, &added, err);
   }
   if (ok && mr.status == MLC_MEASURE_OK) {
-    r->res->library_sec = mr.mean_sec;
-    if (r->best_sec == 0 || mr.mean_sec < r->best_sec) r->best_sec = mr.mean_sec;
+    r->res->library_sec = mr.mean_sec; /* not best_sec: see load_history */
   } else if (ok) {
     snprintf(r->res->library_error, sizeof r->res->library_error, "%.250s",
              mr.error[0] ? mr.error : mlc_measure_status_name(mr.status));
