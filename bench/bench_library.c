@@ -93,10 +93,11 @@ static const mlc_prim_func *compiled_kernel(mlc_arena *a, mlc_db *db, const char
   mlc_tuner_library_cmp cmp;
   mlc_db_record rec;
   mlc_prim_func *s;
+  char hash[17];
   if (db && mlc_db_find_workload(db, f, &wid, &err) == 1 &&
       mlc_tuner_library_compare(db, wid, target, &cmp, &err) >= 0 && cmp.tuned_id > 0 &&
       mlc_db_get_record(db, cmp.tuned_id, a, &rec, &err) == 1 &&
-      mlc_db_replay_trace(a, f, rec.trace, &s, NULL, &err)) {
+      mlc_db_replay_trace(a, f, rec.trace, &s, hash, &err)) {
     *what = mlc_arena_printf(a, "tuned record %lld", (long long)cmp.tuned_id);
     return s;
   }
@@ -117,6 +118,13 @@ int main(int argc, char **argv) {
     }
   }
   if (threads < 1) threads = 1;
+  /* OpenBLAS (linked) picked its kernels when the program loaded: run
+   * again with those of this CPU unless the user chose */
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && (!env_ct || !*env_ct)) {
+    setenv("OPENBLAS_CORETYPE", ct, 1);
+    execv("/proc/self/exe", argv);
+  }
   char n[16];
   snprintf(n, sizeof n, "%d", threads);
   setenv("MLC_NUM_THREADS", n, 1); /* OpenBLAS's threads, as mlc_rt_sgemm sets them */
@@ -174,8 +182,9 @@ int main(int argc, char **argv) {
                                       "the library kernel", what, threads, ROUNDS)};
     bench_case bl = {mlc_arena_printf(a, "library_openblas_%s", tag), flops / (ml * 1e6),
                      "GFLOP/s", base, bc.value,
-                     mlc_arena_printf(a, "library_call -> mlc_rt_sgemm -> cblas_sgemm, %d "
-                                      "threads; median of %d rounds", threads, ROUNDS)};
+                     mlc_arena_printf(a, "library_call -> mlc_rt_sgemm -> cblas_sgemm (%s "
+                                      "kernels), %d threads; median of %d rounds",
+                                      mlc_rt_blas_corename(), threads, ROUNDS)};
     bench_print(&bc);
     bench_print(&bl);
     MLC_VEC_PUSH(out, bc);

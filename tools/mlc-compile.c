@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "ir/ir.h"
+#include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
@@ -456,7 +457,9 @@ static void library_note(const kernels *k, mlc_str *h, bool to_stderr) {
   if (h)
     mlc_str_printf(h, "/* Library calls: %s call %s (cblas_sgemm) through libmlcrt's "
                    "mlc_rt_sgemm;\n * %s. OpenBLAS runs on MLC_NUM_THREADS threads (default: "
-                   "the CPUs available). */\n", mlc_str_cstr(&names), lib, link);
+                   "the CPUs available); OpenBLAS 0.3.21 takes\n * Sapphire Rapids for a "
+                   "Prescott: set OPENBLAS_CORETYPE=SkylakeX there. */\n", mlc_str_cstr(&names),
+                   lib, link);
   if (to_stderr)
     fprintf(stderr, "mlc-compile: %s call %s: %s\n", mlc_str_cstr(&names), lib, link);
   mlc_str_free(&names);
@@ -972,6 +975,10 @@ int main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc;
+  /* library kernels run by --run/--report/--verify: OpenBLAS's kernels for
+   * this CPU (it reads the variable when it loads, at the first call) */
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && (!env_ct || !*env_ct)) setenv("OPENBLAS_CORETYPE", ct, 1);
   mlc_target t;
   mlc_error err;
   if (!mlc_target_parse(o.target, &t, &err)) {

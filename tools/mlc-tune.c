@@ -407,6 +407,10 @@ static int library_check(const cli *c, const mlc_target *tgt) {
     fprintf(stderr, "mlc-tune: error: --library %s goes with CPU (llvm) targets\n", c->library);
     return 2;
   }
+  /* the kernels for this CPU, in this process and the workers (set
+   * before OpenBLAS loads: it reads the variable once) */
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && (!env_ct || !*env_ct)) setenv("OPENBLAS_CORETYPE", ct, 1);
   const char *why = mlc_rt_blas_error();
   if (why[0]) {
     fprintf(stderr, "mlc-tune: error: --library %s: %s\n", c->library, why);
@@ -419,7 +423,8 @@ static int library_check(const cli *c, const mlc_target *tgt) {
     setenv("MLC_NUM_THREADS", n, 1);
   }
   fprintf(stderr, "mlc-tune: library %s: cblas_sgemm runs on %d threads, as the tuned kernels "
-          "(MLC_NUM_THREADS=%s)\n", c->library, mlc_rt_num_threads(0), getenv("MLC_NUM_THREADS"));
+          "(MLC_NUM_THREADS=%s), with its %s kernels (OPENBLAS_CORETYPE)\n", c->library,
+          mlc_rt_num_threads(0), getenv("MLC_NUM_THREADS"), mlc_rt_blas_corename());
   return 0;
 }
 

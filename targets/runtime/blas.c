@@ -33,10 +33,12 @@ typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float a
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
                          int ldc);
 typedef void (*set_threads_fn)(int n);
+typedef char *(*corename_fn)(void);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static sgemm_fn sgemm;
 static set_threads_fn set_threads;
+static corename_fn corename;
 static int threads_set; /* the count last given to set_threads (0: none yet) */
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static char load_error[512];
@@ -44,6 +46,7 @@ static char load_error[512];
 static void load(void) {
   sgemm = (sgemm_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "cblas_sgemm");
   set_threads = (set_threads_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  corename = (corename_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "openblas_get_corename");
   if (sgemm && set_threads) return;
   const char *env = getenv("MLC_BLAS_LIBRARY");
   const char *path = env && *env ? env : "libopenblas.so.0";
@@ -57,6 +60,7 @@ static void load(void) {
   }
   sgemm = (sgemm_fn)(uintptr_t)dlsym(h, "cblas_sgemm");
   set_threads = (set_threads_fn)(uintptr_t)dlsym(h, "openblas_set_num_threads");
+  corename = (corename_fn)(uintptr_t)dlsym(h, "openblas_get_corename");
   if (!sgemm || !set_threads) {
     snprintf(load_error, sizeof load_error, "%s has no %s: not OpenBLAS", path,
              sgemm ? "openblas_set_num_threads" : "cblas_sgemm");
@@ -67,6 +71,25 @@ static void load(void) {
 const char *mlc_rt_blas_error(void) {
   pthread_once(&once, load);
   return sgemm ? "" : load_error;
+}
+
+const char *mlc_rt_blas_corename(void) {
+  pthread_once(&once, load);
+  const char *c = sgemm && corename ? corename() : NULL;
+  return c ? c : "";
+}
+
+/* OpenBLAS 0.3.21 (Debian 12) knows no CPU newer than Cooper Lake: its
+ * runtime detection takes a Sapphire/Emerald Rapids Xeon (family 6, model
+ * 143/207) for a Prescott and runs SSE3 kernels, five times slower than
+ * its AVX-512 ones there. */
+const char *mlc_rt_blas_coretype(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return NULL;
 }
 
 static void use_threads(void) {

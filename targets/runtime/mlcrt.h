@@ -56,6 +56,15 @@ int32_t mlc_rt_sgemm(int32_t trans_a, int32_t trans_b, int32_t m, int32_t n, int
                      int32_t ldc, int32_t accumulate);
 /* "" when OpenBLAS is found (finding it on the first call), else why not. */
 const char *mlc_rt_blas_error(void);
+/* The kernels OpenBLAS chose (openblas_get_corename: "SkylakeX",
+ * "Prescott"...), finding it first; "" if not found. */
+const char *mlc_rt_blas_corename(void);
+/* The OPENBLAS_CORETYPE that suits this CPU by its features ("SkylakeX"
+ * with AVX-512, "Haswell" with AVX2 and FMA), or NULL: for programs to set
+ * before OpenBLAS loads where its own detection does not know the CPU
+ * (OpenBLAS 0.3.21 runs SSE3 kernels on Sapphire Rapids). The mlc tools
+ * set it when the environment does not. */
+const char *mlc_rt_blas_coretype(void);
 
 /* IEEE half <-> float, under the names LLVM 14 calls for float16 code on
  * CPUs without F16C instructions (compiler-rt has them, libgcc on x86 does
