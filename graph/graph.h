@@ -433,6 +433,12 @@ typedef struct mlc_gkernel {
   int64_t record_id;          /* the replayed record; 0: untuned */
   double record_sec;          /* its mean time per call */
   char note[512];             /* why the best record was not used, or "" */
+  /* Library offload (mlc-tune --library): the library the replayed record
+   * calls ("": a compiled loop nest), and the best successful library and
+   * tuned records of the workload (0: none), which --report compares. */
+  char library[32];
+  char offer_library[32];     /* the library record's library */
+  double library_sec, tuned_sec;
 } mlc_gkernel;
 
 /* Looks up f's best record for target in db (NULL: none; schedule false:

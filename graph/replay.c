@@ -22,6 +22,7 @@
 #include "graph/graph_impl.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -60,6 +61,18 @@ static mlc_prim_func *replay(mlc_arena *a, const mlc_prim_func *f, const mlc_db_
   return out;
 }
 
+/* The library a record's trace calls (LibraryCall) into buf, or "". */
+static void record_library(const mlc_db_record *r, char *buf, size_t n) {
+  buf[0] = 0;
+  if (!strstr(r->trace, "\"LibraryCall\"")) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  mlc_trace *t = mlc_trace_from_json(a, r->trace, strlen(r->trace), &e);
+  const char *lib = t ? mlc_trace_library(t) : NULL;
+  if (lib) snprintf(buf, n, "%s", lib);
+  mlc_arena_free(a);
+}
+
 /* Records tried, best first, before the default schedule. */
 #define MAX_TRIED 8
 
@@ -93,6 +106,7 @@ static void choose_record(mlc_arena *a, const mlc_prim_func *f, const mlc_db_wor
       out->sched = s;
       out->record_id = best[i].id;
       out->record_sec = best[i].mean_sec;
+      record_library(&best[i], out->library, sizeof out->library);
       return;
     } else {
       add_note(out, &len, best[i].id, differs ? "skipped" : "did not replay", why.msg);
@@ -121,6 +135,13 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
     int n = mlc_db_top_k(db, wid, target, MAX_TRIED, q, &best, err);
     bool ok = n >= 0 && (n == 0 || mlc_db_get_workload(db, wid, q, &w, err));
     if (ok) choose_record(a, f, &w, n, best, out);
+    mlc_tuner_library_cmp cmp;
+    if (ok && mlc_tuner_library_compare(db, wid, target, &cmp, err) < 0) ok = false;
+    if (ok) {
+      snprintf(out->offer_library, sizeof out->offer_library, "%s", cmp.library);
+      out->library_sec = cmp.library_sec;
+      out->tuned_sec = cmp.tuned_sec;
+    }
     mlc_arena_free(q);
     if (!ok) return mlc_error_prefix(err, "tuning database");
     if (out->sched) return true;

@@ -248,6 +248,13 @@ static bool do_tensorize(replay *r, const mlc_inst *in) {
          mlc_sched_tensorize(r->s, x, name->s, r->err);
 }
 
+static bool do_library_call(replay *r, const mlc_inst *in) {
+  const mlc_attr *lib;
+  mlc_rv x = -1;
+  return in_rv(r, in, 0, &x) && attr_of(r, in, "library", MLC_ATTR_STR, &lib) &&
+         mlc_sched_library_call(r->s, x, lib->s, r->err);
+}
+
 static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   mlc_rv loops[64];
   switch (in->kind) {
@@ -283,6 +290,7 @@ static bool apply_inst(replay *r, const mlc_inst *in, sample_opts so) {
   case MLC_INST_RFACTOR:
   case MLC_INST_BLOCKIZE: return do_reduction_kind(r, in);
   case MLC_INST_TENSORIZE: return do_tensorize(r, in);
+  case MLC_INST_LIBRARY_CALL: return do_library_call(r, in);
   }
   mlc_unreachable();
 }

@@ -411,6 +411,28 @@ bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_erro
  * intrinsic registered. */
 bool mlc_sched_tensorize(mlc_sched *s, mlc_rv block_or_loop, const char *intrin, mlc_error *err);
 
+/* ---- library offload (library.c) ------------------------------------------ */
+
+/* library_call: a plain float32 (batch) matrix product block,
+ * C[b.., i, j] (+)= A[b.., i, k] * B[b.., k, j] with A possibly indexed
+ * [k, i] and B [j, k] (transposed), A or B possibly without the batch
+ * indices, and T.init C = 0 or no init (accumulate), under one loop per
+ * iterator (its whole domain, nothing else in the nest), becomes one call
+ * of the library's matrix product per batch: the i, j, k loops go, the
+ * block keeps its batch iterators and loops and calls
+ * T.call_extern("int32", "mlc_rt_sgemm", trans_a, trans_b, M, N, K,
+ * A ptr, lda, B ptr, ldb, C ptr, ldc, accumulate) (libmlcrt: OpenBLAS's
+ * cblas_sgemm; the interpreter runs it as a plain loop, registered when
+ * this primitive runs). Libraries: "openblas". Refused, the state
+ * unchanged, for any other block (other dtypes, a convolution's index
+ * arithmetic, a reduction that is not a product sum, a scheduled nest).
+ * Recorded as ["LibraryCall", [block], {"library": "openblas"}, []]. */
+bool mlc_sched_library_call(mlc_sched *s, mlc_rv block, const char *library, mlc_error *err);
+/* Whether library_call knows the library. */
+bool mlc_sched_library_known(const char *library);
+/* The library of a trace's first LibraryCall, or NULL (a tuned trace). */
+const char *mlc_trace_library(const mlc_trace *t);
+
 /* ---- sampling (sample.c) ------------------------------------------------- */
 
 /* n factors (outer first) whose product is the loop's constant extent and

@@ -20,7 +20,7 @@ static const struct {
 #include "schedule/inst_kinds.def"
 };
 _Static_assert(sizeof inst_info / sizeof inst_info[0] == MLC_INST_KIND_COUNT, "inst table");
-_Static_assert(MLC_INST_KIND_COUNT == 30, "inst_kinds.def changed: update the tables");
+_Static_assert(MLC_INST_KIND_COUNT == 31, "inst_kinds.def changed: update the tables");
 
 const char *mlc_inst_kind_name(mlc_inst_kind k) { return inst_info[k].name; }
 const char *mlc_inst_kind_method(mlc_inst_kind k) { return inst_info[k].py; }
@@ -808,6 +808,7 @@ static void print_inst(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
   case MLC_INST_SAMPLE_CATEGORICAL:
   case MLC_INST_SAMPLE_COMPUTE_LOCATION:
   case MLC_INST_TENSORIZE:
+  case MLC_INST_LIBRARY_CALL:
   case MLC_INST_ENTER_POSTPROC: break;
   }
   py_outputs(out, t, in, list);
@@ -851,6 +852,12 @@ static void print_inst(mlc_str *out, const mlc_trace *t, const mlc_inst *in) {
     mlc_str_puts(out, "block_or_loop=");
     py_operand(out, t, &in->inputs[0]);
     mlc_str_puts(out, ", tensor_intrin=");
+    py_attr_value(out, &in->attrs[0]);
+    break;
+  case MLC_INST_LIBRARY_CALL: /* block=b0, library="openblas" */
+    mlc_str_puts(out, "block=");
+    py_operand(out, t, &in->inputs[0]);
+    mlc_str_puts(out, ", library=");
     py_attr_value(out, &in->attrs[0]);
     break;
   case MLC_INST_GET_BLOCK:

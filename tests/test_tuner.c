@@ -1022,6 +1022,91 @@ static void test_loop_resume(void) {
   mlc_arena_free(a);
 }
 
+/* fake_measure, with library candidates (LibraryCall traces) counted and
+ * given lib_sec (0: fake_measure's time). */
+typedef struct lib_probe {
+  fake_runner fr;
+  int n_lib;
+  double lib_sec;
+} lib_probe;
+
+static bool lib_probe_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                              mlc_error *err) {
+  lib_probe *p = ud;
+  bool ok = fake_measure(&p->fr, n, c, out, err);
+  for (int i = 0; i < n; i++) {
+    if (!c[i].trace || !strstr(c[i].trace, "\"LibraryCall\"")) continue;
+    p->n_lib++;
+    if (p->lib_sec > 0) out[i].secs[0] = out[i].mean_sec = p->lib_sec;
+  }
+  return ok;
+}
+
+/* --library: the library candidate is measured once, first, recorded like
+ * any other, and chosen as the best when it is fastest; a rerun does not
+ * measure it again; a kernel without a matmul gets a note; without the
+ * option no candidate calls a library. */
+static void test_loop_library(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "dense_bias_relu", "16,16,16");
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  lib_probe p = {.lib_sec = 1e-6};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &p.fr, "dense_bias_relu", 8);
+  o.measure = lib_probe_measure;
+  o.measure_ud = &p;
+  o.library = "openblas";
+  /* every tuned candidate is far slower than the library, yet none is
+   * stopped early: the early abort follows the best tuned time */
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK_MSG(p.n_lib == 1 && r.library_sec == 1e-6, "%d library candidates, %g s", p.n_lib,
+            r.library_sec);
+  CHECK_MSG(r.measured == 8 && r.rounds == 1, "%d measured in %d rounds", r.measured, r.rounds);
+  CHECK_MSG(p.fr.too_slow == 0 && p.fr.max_call[1] == 0, "%d stopped as too slow, limit %g s",
+            p.fr.too_slow, p.fr.max_call[1]);
+  mlc_tuner_library_cmp cmp;
+  CHECK(mlc_tuner_library_compare(db, r.workload_id, o.target, &cmp, &e) == 1);
+  CHECK_STREQ(cmp.library, "openblas");
+  CHECK_MSG(fabs(cmp.library_sec - 1e-6) < 1e-12 && cmp.tuned_sec > cmp.library_sec && cmp.tuned_id > 0,
+            "library %g, tuned %g (record %lld)", cmp.library_sec, cmp.tuned_sec, (long long)cmp.tuned_id);
+  CHECK_MSG(r.best_record_id == cmp.library_id, "best %lld, library %lld",
+            (long long)r.best_record_id, (long long)cmp.library_id);
+  /* its record replays to the function that was measured */
+  mlc_db_record rec;
+  if (mlc_db_get_record(db, cmp.library_id, a, &rec, &e) == 1) {
+    CHECK(strstr(rec.trace, "[\"LibraryCall\",[\"b0\"],{\"library\":\"openblas\"},[]]") != NULL);
+    CHECK_MSG(tuner_record_trusted(a, f, &rec, &e), "%s", e.msg);
+  }
+  o.trials = 16;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK(p.n_lib == 1 && r.library_sec == 0 && r.measured == 8);
+  CHECK_MSG(strstr(r.library_note, "already holds its openblas record"), "%s", r.library_note);
+  CHECK_MSG(p.fr.repeats == 0, "%d traces measured twice", p.fr.repeats);
+  /* a kernel with no matmul: a note, the search as usual */
+  mlc_prim_func *v = task(a, "vecadd", "64");
+  loop_opts(&o, &p.fr, "vecadd", 8);
+  o.measure = lib_probe_measure;
+  o.measure_ud = &p;
+  o.library = "openblas";
+  CHECK_MSG(mlc_tuner_tune(db, v, &o, &r, &e), "%s", e.msg);
+  CHECK(p.n_lib == 1 && r.measured == 8);
+  CHECK_MSG(strstr(r.library_note, "not applicable: library_call: b0 (block C) with openblas"),
+            "%s", r.library_note);
+  /* without --library */
+  mlc_prim_func *g = task(a, "matmul", "16,16,16");
+  loop_opts(&o, &p.fr, "matmul", 8);
+  o.measure = lib_probe_measure;
+  o.measure_ud = &p;
+  CHECK_MSG(mlc_tuner_tune(db, g, &o, &r, &e), "%s", e.msg);
+  CHECK(p.n_lib == 1 && r.library_note[0] == 0);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 /* (mpi) A measure function that fails part way: on its die_on-th call it
  * returns results for the first three candidates, then false (a
  * measurement host died). */
@@ -1485,6 +1570,7 @@ int main(void) {
   RUN(test_search_deterministic);
   RUN(test_search_uses_model);
   RUN(test_loop_resume);
+  RUN(test_loop_library);
   RUN(test_loop_partial_batch);
   RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);

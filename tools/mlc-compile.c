@@ -21,6 +21,7 @@
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "ir/ir.h"
+#include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
@@ -409,14 +410,34 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
   return ok;
 }
 
+/* "library openblas (0.07 ms) vs tuned (0.2 ms)" when the kernel's records
+ * include a library one (mlc-tune --library): the chosen side first, with
+ * its record's time; "" otherwise. */
+static const char *library_choice(const mlc_gkernel *g, char *buf, size_t n) {
+  buf[0] = 0;
+  if (!g->record_id || !g->offer_library[0]) return buf;
+  char other[64];
+  if (g->library[0]) {
+    if (g->tuned_sec > 0) snprintf(other, sizeof other, "%.4g ms", g->tuned_sec * 1e3);
+    else snprintf(other, sizeof other, "none measured");
+    snprintf(buf, n, "library %s (%.4g ms) vs tuned (%s)", g->library, g->record_sec * 1e3, other);
+  } else {
+    snprintf(buf, n, "tuned (%.4g ms) vs library %s (%.4g ms)", g->record_sec * 1e3,
+             g->offer_library, g->library_sec * 1e3);
+  }
+  return buf;
+}
+
 static void list_kernels(const kernels *k, const int *calls, bool schedule) {
   for (int i = 0; i < k->n; i++) {
     char hex[17];
     const mlc_gkernel *g = &k->info[i];
     mlc_func_hash_hex(k->src[i], hex);
     fprintf(stderr, "mlc-compile: %-36s %s  calls %d  ", k->symbols[i], hex, calls ? calls[i] : 1);
+    char lib[160];
     if (g->record_id)
-      fprintf(stderr, "record %lld (%.2f us)\n", (long long)g->record_id, g->record_sec * 1e6);
+      fprintf(stderr, "record %lld (%.2f us)%s%s\n", (long long)g->record_id, g->record_sec * 1e6,
+              g->offer_library[0] ? ": " : "", library_choice(g, lib, sizeof lib));
     else if (g->note[0]) fprintf(stderr, "untuned (default schedule; %s)\n", g->note);
     else fprintf(stderr, "untuned (%s)\n", !schedule ? "unscheduled"
                                              : k->gpu ? "GPU default schedule"
@@ -438,11 +459,36 @@ static bool write_cuda(const options *o, const kernels *k, mlc_error *err) {
   return ok;
 }
 
+/* Kernels that call a library (their records' LibraryCall): named in a
+ * comment of the header with the link line, and on stderr. */
+static void library_note(const kernels *k, mlc_str *h, bool to_stderr) {
+  mlc_str names = {0};
+  const char *lib = NULL;
+  for (int i = 0; i < k->n; i++)
+    if (k->info[i].library[0]) {
+      mlc_str_printf(&names, "%s%s", names.len ? ", " : "", k->symbols[i]);
+      lib = k->info[i].library;
+    }
+  if (!lib) return;
+  const char *link = "link with libmlcrt.a -ldl -lpthread and -lopenblas (or have "
+                     "libopenblas.so.0 installed: libmlcrt opens it at the first call)";
+  if (h)
+    mlc_str_printf(h, "/* Library calls: %s call %s (cblas_sgemm) through libmlcrt's "
+                   "mlc_rt_sgemm;\n * %s. OpenBLAS runs on MLC_NUM_THREADS threads (default: "
+                   "the CPUs available); OpenBLAS 0.3.21 takes\n * Sapphire Rapids for a "
+                   "Prescott: set OPENBLAS_CORETYPE=SkylakeX there. */\n", mlc_str_cstr(&names),
+                   lib, link);
+  if (to_stderr)
+    fprintf(stderr, "mlc-compile: %s call %s: %s\n", mlc_str_cstr(&names), lib, link);
+  mlc_str_free(&names);
+}
+
 static bool write_outputs(const options *o, const mlc_target *t, const kernels *k,
                           const mlc_gmodule *m, mlc_error *err) {
   bool gpu = t->backend == &mlc_backend_cuda;
   if (gpu && !write_cuda(o, k, err)) return false;
   if (!gpu && o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
+  if (o->output || o->header) library_note(k, NULL, true);
   if (!o->header) return true;
   mlc_str h = {0};
   /* a guard of its own, so that a program can include several (one kernel each) */
@@ -455,6 +501,16 @@ static bool write_outputs(const options *o, const mlc_target *t, const kernels *
     mlc_str_putc(&h, '\n');
     mlc_graph_write_entry(&h, m);
   }
+  /* the note goes under the header's first line (what generated it) */
+  mlc_str lib = {0}, all = {0};
+  library_note(k, &lib, false);
+  const char *nl = ok && h.data ? strchr(h.data, '\n') : NULL;
+  if (lib.len && nl) {
+    mlc_str_printf(&all, "%.*s%s%s", (int)(nl + 1 - h.data), h.data, mlc_str_cstr(&lib), nl + 1);
+    mlc_str_free(&h);
+    h = all;
+  }
+  mlc_str_free(&lib);
   ok = ok && mlc_write_file(o->header, h.data, h.len, err);
   mlc_str_free(&h);
   return ok;
@@ -760,9 +816,10 @@ static void print_report(const kernels *k, const jit_ctx *J, const mlc_gmodule *
   for (int i = 0; i < k->n; i++) {
     int per_run = J->calls[i] / repeat;
     double us = J->calls[i] ? J->ms[i] * 1e3 / J->calls[i] : 0;
-    char sched[64];
+    char sched[256], lib[160];
     if (k->info[i].record_id)
-      snprintf(sched, sizeof sched, "record %lld", (long long)k->info[i].record_id);
+      snprintf(sched, sizeof sched, "record %lld%s%s", (long long)k->info[i].record_id,
+               k->info[i].offer_library[0] ? ": " : "", library_choice(&k->info[i], lib, sizeof lib));
     else snprintf(sched, sizeof sched, "untuned");
     printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], per_run, us,
            total + ext_ms > 0 ? 100 * J->ms[i] / (total + ext_ms) : 0, sched);
@@ -982,6 +1039,10 @@ int main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc;
+  /* library kernels run by --run/--report/--verify: OpenBLAS's kernels for
+   * this CPU (it reads the variable when it loads, at the first call) */
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && (!env_ct || !*env_ct)) setenv("OPENBLAS_CORETYPE", ct, 1);
   mlc_target t;
   mlc_error err;
   if (!mlc_target_parse(o.target, &t, &err)) {

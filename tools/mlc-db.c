@@ -228,9 +228,17 @@ static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w
   return mlc_module_find(m, "main") ? mlc_module_find(m, "main") : m->funcs[0];
 }
 
+/* The library a record's trace hands its kernel to (LibraryCall), or NULL. */
+static const char *record_library(mlc_arena *a, const mlc_db_record *r) {
+  if (!strstr(r->trace, "\"LibraryCall\"")) return NULL;
+  mlc_error e;
+  mlc_trace *t = mlc_trace_from_json(a, r->trace, strlen(r->trace), &e);
+  return t ? mlc_trace_library(t) : NULL;
+}
+
 static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
                     const mlc_db_record *r, const char *check, int rank, double flops,
-                    bool *first) {
+                    bool *first, const char *lib) {
   if (o->json) {
     if (!*first) mlc_str_putc(out, ',');
     *first = false;
@@ -249,15 +257,18 @@ static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
     json_str(out, &f, "trace_hash", r->trace_hash);
     json_str(out, &f, "replay", check);
     json_num(out, &f, "round", (double)r->round);
+    json_key(out, &f, "library");
+    if (lib) mlc_json_write_string(out, lib);
+    else mlc_str_puts(out, "null");
     mlc_str_putc(out, '}');
     return;
   }
   mlc_str t = {0}, g = {0};
   put_time(&t, r->mean_sec);
   put_gflops(&g, flops, r->mean_sec);
-  mlc_str_printf(out, "%4d  %-6lld %-12s %-16s %-16s %s  %-9s  %s\n", rank, (long long)r->id,
+  mlc_str_printf(out, "%4d  %-6lld %-12s %-16s %-16s %s  %-9s  %s%s%s\n", rank, (long long)r->id,
                  mlc_str_cstr(&t), mlc_str_cstr(&g), w->shape ? w->shape : "-", r->trace_hash,
-                 check, r->target);
+                 check, r->target, lib ? "  library " : "", lib ? lib : "");
   mlc_str_free(&t), mlc_str_free(&g);
 }
 
@@ -290,7 +301,8 @@ static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
       int k = mlc_db_top_k(db, ws[i].id, targets[t], o->k, a, &rs, &err);
       if (k < 0) return mlc_str_free(&out), fail(err.msg);
       for (int j = 0; j < k; j++)
-        top_row(&out, o, &ws[i], &rs[j], replay_check(a, wf, &rs[j]), j + 1, flops, &first);
+        top_row(&out, o, &ws[i], &rs[j], replay_check(a, wf, &rs[j]), j + 1, flops, &first,
+                record_library(a, &rs[j]));
       shown += k;
     }
   }

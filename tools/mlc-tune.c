@@ -10,6 +10,8 @@
 #include "db/db.h"
 #include "graph/graph.h"
 #include "measure/measure.h"
+#include "schedule/schedule.h"
+#include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
@@ -62,6 +64,11 @@ static const char *usage_text =
     "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
     "      --no-baseline          do not time the unscheduled kernel\n"
     "      --remeasure K          time the best K again at the end (default 3; 0: no)\n"
+    "      --library openblas     also measure each matmul/dense kernel handed to the\n"
+    "                             library (cblas_sgemm, on the target's core count of\n"
+    "                             threads) as one candidate, recorded like any other;\n"
+    "                             mlc-compile calls the library where that record is\n"
+    "                             the best\n"
     "  -v, --verbose              progress lines even when stderr is not a terminal\n"
     "      --json                 print the summary as one JSON object\n"
     "  -h, --help                 show this help\n"
@@ -124,6 +131,7 @@ static bool parse_num(const char *s, double *out) {
 typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
   const char *name; /* --name: the task name of a --task-file */
+  const char *library; /* --library */
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
@@ -135,7 +143,7 @@ typedef struct cli {
 } cli;
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -153,6 +161,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"input-shape", required_argument, 0, O_INPUT_SHAPE},
       {"name", required_argument, 0, O_NAME},
       {"remeasure", required_argument, 0, O_REMEASURE},
+      {"library", required_argument, 0, O_LIBRARY},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -201,6 +210,11 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->seed = (uint64_t)v;
       break;
     case O_TARGET: c->target = optarg; break;
+    case O_LIBRARY:
+      if (!mlc_sched_library_known(optarg))
+        return usage_error("--library wants openblas, got '%s'", optarg);
+      c->library = optarg;
+      break;
     case O_DB: c->db = optarg; break;
     case O_COST: c->cost_model = optarg; break;
     case O_NO_BASE: c->no_baseline = true; break;
@@ -382,6 +396,61 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_str_free(&s);
 }
 
+/* ---- --library ------------------------------------------------------------------ */
+
+/* The library must load here (the workers find it the same way), and it
+ * runs on as many threads as the target's kernels: MLC_NUM_THREADS, which
+ * the workers inherit, is set to the target's core count unless the user
+ * set it (then both follow it). */
+static int library_check(const cli *c, const mlc_target *tgt) {
+  if (tgt->backend != &mlc_backend_llvm) {
+    fprintf(stderr, "mlc-tune: error: --library %s goes with CPU (llvm) targets\n", c->library);
+    return 2;
+  }
+  /* the kernels for this CPU, in this process and the workers (set
+   * before OpenBLAS loads: it reads the variable once) */
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (ct && (!env_ct || !*env_ct)) setenv("OPENBLAS_CORETYPE", ct, 1);
+  const char *why = mlc_rt_blas_error();
+  if (why[0]) {
+    fprintf(stderr, "mlc-tune: error: --library %s: %s\n", c->library, why);
+    return 1;
+  }
+  const char *env = getenv("MLC_NUM_THREADS");
+  if (!env || !*env) {
+    char n[32];
+    snprintf(n, sizeof n, "%d", tgt->num_cores > 0 ? tgt->num_cores : mlc_rt_num_threads(0));
+    setenv("MLC_NUM_THREADS", n, 1);
+  }
+  fprintf(stderr, "mlc-tune: library %s: cblas_sgemm runs on %d threads, as the tuned kernels "
+          "(MLC_NUM_THREADS=%s), with its %s kernels (OPENBLAS_CORETYPE)\n", c->library,
+          mlc_rt_num_threads(0), getenv("MLC_NUM_THREADS"), mlc_rt_blas_corename());
+  return 0;
+}
+
+/* "library openblas 0.52 ms (record 3) vs tuned 0.91 ms (record 7): the
+ * library is faster" for one workload; nothing when it has no library
+ * record. */
+static void print_library_choice(FILE *out, mlc_db *db, int64_t wid, const char *target,
+                                 const char *indent) {
+  mlc_tuner_library_cmp cmp;
+  mlc_error err;
+  int k = mlc_tuner_library_compare(db, wid, target, &cmp, &err);
+  if (k < 0) fprintf(out, "%s(cannot compare: %s)\n", indent, err.msg);
+  if (k <= 0) return;
+  fprintf(out, "%slibrary %s %.4g ms (record %lld) vs tuned ", indent, cmp.library,
+          cmp.library_sec * 1e3, (long long)cmp.library_id);
+  if (cmp.tuned_id == 0) {
+    fprintf(out, "- (none measured): the library is chosen\n");
+    return;
+  }
+  bool lib = cmp.library_sec < cmp.tuned_sec;
+  fprintf(out, "%.4g ms (record %lld): %s is faster (%.2fx), mlc-compile %s\n",
+          cmp.tuned_sec * 1e3, (long long)cmp.tuned_id, lib ? "the library" : "the tuned kernel",
+          lib ? cmp.tuned_sec / cmp.library_sec : cmp.library_sec / cmp.tuned_sec,
+          lib ? "calls the library" : "compiles the tuned kernel");
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 /* The target to tune for. Every kind goes through the same loop (the
@@ -392,9 +461,11 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
 static int tune_target(const cli *c, mlc_target *tgt) {
   mlc_error err;
   if (!mlc_target_parse(c->target ? c->target : "llvm", tgt, &err)) return usage_error("%s", err.msg);
-  if (mlc_measure_runner_check(tgt->str, &err)) return 0;
-  fprintf(stderr, "mlc-tune: error: %s\n", err.msg);
-  return 1;
+  if (!mlc_measure_runner_check(tgt->str, &err)) {
+    fprintf(stderr, "mlc-tune: error: %s\n", err.msg);
+    return 1;
+  }
+  return c->library ? library_check(c, tgt) : 0;
 }
 
 static int run(const cli *c, workload *w) {
@@ -427,16 +498,26 @@ static int run(const cli *c, workload *w) {
   if (c->verbose || isatty(2)) o.progress = progress;
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;
+  o.library = c->library;
   mlc_tuner_tune_result r;
   signal(SIGINT, on_sigint);
   bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
   signal(SIGINT, SIG_DFL);
-  mlc_db_close(db);
-  if (!ok) return fail_tune(err.msg);
+  if (!ok) {
+    mlc_db_close(db);
+    return fail_tune(err.msg);
+  }
   if (r.message[0] && !c->json) fprintf(stderr, "mlc-tune: %s\n", r.message);
   if (r.warning[0]) fprintf(stderr, "mlc-tune: %s\n", r.warning);
   if (c->json) print_json(w, tgt.str, &r);
   else print_summary(w, tgt.str, &r);
+  if (c->library && !c->json) {
+    if (r.library_error[0]) printf("library %s candidate failed: %s\n", c->library, r.library_error);
+    else if (r.library_note[0] && r.library_sec <= 0)
+      printf("library %s: %s\n", c->library, r.library_note);
+    print_library_choice(stdout, db, r.workload_id, tgt.str, "");
+  }
+  mlc_db_close(db);
   fflush(stdout);
   if (r.stopped) {
     fprintf(stderr,
@@ -488,6 +569,27 @@ static void print_model_summary(const char *model, const char *target, const cha
          total - r->measured, r->measured, r->errors, r->rounds, r->total_sec);
 }
 
+/* Per task with a library record: the library's time against the best
+ * tuned one. */
+static void print_model_library(mlc_db *db, const char *target, int n, const mlc_tuner_task *tasks) {
+  printf("library offload (each kernel goes where its best record is):\n");
+  int none = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t wid;
+    mlc_error err;
+    mlc_tuner_library_cmp cmp;
+    if (mlc_db_find_workload(db, tasks[i].func, &wid, &err) != 1 ||
+        mlc_tuner_library_compare(db, wid, target, &cmp, &err) != 1) {
+      none++;
+      continue;
+    }
+    printf("  %-36s ", tasks[i].name);
+    print_library_choice(stdout, db, wid, target, "");
+  }
+  printf("  (%d other kernels: no library record: not a float32 matmul/dense, or not measured "
+         "yet)\n", none);
+}
+
 /* Every distinct kernel of the model under one budget. */
 static int tune_model(const cli *c) {
   mlc_error err;
@@ -526,6 +628,7 @@ static int tune_model(const cli *c) {
   if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi;
   o.tune.search.seed = c->seed;
   o.tune.search.num_cores = tgt.num_cores;
+  o.tune.library = c->library;
   mlc_tuner_sched_result r;
   if (!rc) {
     signal(SIGINT, on_sigint);
@@ -536,6 +639,7 @@ static int tune_model(const cli *c) {
   if (!rc) {
     if (r.message[0]) fprintf(stderr, "mlc-tune: %s\n", r.message);
     print_model_summary(m->name, tgt.str, mlc_tuner_task_sched_name(o.kind), n, tasks, st, &r);
+    if (c->library) print_model_library(db, tgt.str, n, tasks);
     fflush(stdout);
     if (r.stopped) {
       fprintf(stderr, "mlc-tune: interrupted; the database %s holds the finished rounds. Run "

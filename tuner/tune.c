@@ -39,6 +39,7 @@ typedef struct tune_run {
   int model_saved;          /* the model's n_trainings when last saved (costmodel) */
   mlc_measure *pool;        /* NULL with a custom measure function */
   int have;                 /* records of (workload, target) */
+  bool have_library;        /* one of them calls o->library */
   int64_t next_round;
   double best_sec;
   double t0;
@@ -216,6 +217,16 @@ static bool load_history(tune_run *r, mlc_error *err) {
       continue;
     }
     double sec = recs[i].error ? 0 : recs[i].mean_sec;
+    /* A library call's time says nothing the model could carry over to
+     * loop nests, it has no decisions to mutate, and it does not set the
+     * early-abort limit of the tuned candidates (best_sec): a library far
+     * faster than the first tuned kernels would abort them all. */
+    const char *lib = t ? mlc_trace_library(t) : NULL;
+    if (lib) {
+      r->have_library |= r->o->library && strcmp(lib, r->o->library) == 0;
+      if (c) mlc_sched_free(c);
+      continue;
+    }
     if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     if (!c) continue; /* a record this build cannot rebuild still deduplicates */
     mlc_tuner_search_commit(r->search, c, sec);
@@ -449,6 +460,80 @@ static int one_round(tune_run *r, mlc_error *err) {
   return rc;
 }
 
+/* ---- the library candidate ------------------------------------------------------------ */
+
+/* The library candidate goes first, so its runner computes the workload's
+ * reference (the unscheduled kernel: seconds for a large matmul, more on a
+ * busy machine) within its run: it gets a pool of its own whose run
+ * timeout covers that, as the baseline's does. */
+static bool measure_first(tune_run *r, const mlc_measure_cand *c, mlc_measure_result *m,
+                          mlc_error *err) {
+  if (r->o->measure) return r->o->measure(r->o->measure_ud, 1, c, m, err);
+  mlc_measure_opts mo;
+  mlc_tuner_pool_opts(r->o, &mo);
+  mo.n_builders = 1;
+  if (mo.run_timeout_s < 120) mo.run_timeout_s = 120;
+  mlc_measure *pool = mlc_measure_new(&mo, err);
+  bool ok = pool && mlc_measure_run_batch(pool, 1, c, m, NULL, NULL, err);
+  if (pool) mlc_measure_free(pool);
+  return ok;
+}
+
+/* o->library's candidate, measured once and committed as a record (the
+ * search goes on with the tuned ones; the best record wins whichever it
+ * is). Not applicable is a note, not an error. */
+static bool measure_library(tune_run *r, mlc_error *err) {
+  mlc_error why;
+  if (r->have_library) {
+    snprintf(r->res->library_note, sizeof r->res->library_note,
+             "the database already holds its %s record", r->o->library);
+    return true;
+  }
+  mlc_sched *c = tuner_library_candidate(r->f, r->o->library, &r->search_opts, &why);
+  if (!c) {
+    snprintf(r->res->library_note, sizeof r->res->library_note, "not applicable: %.490s",
+             why.msg);
+    return true;
+  }
+  mlc_str js = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(c));
+  uint64_t th = mlc_trace_hash(mlc_sched_trace(c));
+  char hash[17], trace_hash[17];
+  mlc_func_hash_hex(mlc_sched_func(c), hash);
+  snprintf(trace_hash, sizeof trace_hash, "%016llx", (unsigned long long)th);
+  mlc_measure_cand mc = {.workload = r->workload_text, .trace = js.data, .target = r->target};
+  mlc_measure_result mr = {.index = -1};
+  mlc_db_record rec;
+  int added = 0;
+  bool ok = measure_first(r, &mc, &mr, err);
+  if (ok && r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
+    r->res->stopped = true;
+    mlc_str_free(&js);
+    mlc_sched_free(c);
+    return true;
+  }
+  if (ok) {
+    fill_record(r, &mr, js.data, trace_hash, hash, &rec);
+    ok = mlc_db_commit(r->db, 1, &rec, &added, err);
+  }
+  if (ok && mr.status == MLC_MEASURE_OK) {
+    r->res->library_sec = mr.mean_sec; /* not best_sec: see load_history */
+  } else if (ok) {
+    snprintf(r->res->library_error, sizeof r->res->library_error, "%.250s",
+             mr.error[0] ? mr.error : mlc_measure_status_name(mr.status));
+    r->res->errors++;
+  }
+  if (ok) {
+    mlc_tuner_search_add_measured_hash(r->search, th);
+    r->have += added;
+    r->res->measured++;
+    r->have_library = true;
+  }
+  mlc_str_free(&js);
+  mlc_sched_free(c);
+  return ok;
+}
+
 /* ---- the end --------------------------------------------------------------------------- */
 
 /* The best record; with `again`, the best few are measured again first and
@@ -609,6 +694,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   } else if (ok) {
     ok = open_pool(&r, err);
     if (ok && o->measure_baseline) measure_baseline(&r);
+    if (ok && o->library) ok = measure_library(&r, err);
     while (ok && r.have < o->trials) {
       if (o->stop && *o->stop) {
         res->stopped = true;

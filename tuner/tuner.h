@@ -143,6 +143,12 @@ typedef struct mlc_tuner_tune_opts {
   void *measure_ud;
   mlc_tuner_opts search;  /* search options; search.seed is --seed; search.space
                            * NULL: the space of the target's kind */
+  /* Library offload ("openblas"; NULL: none): before the search, the
+   * kernel with every matmul/dense block handed to the library
+   * (mlc_sched_library_call) is measured as one candidate, once per
+   * workload and target, and recorded like any other (it counts as a
+   * trial). It neither seeds the search nor trains the cost model. */
+  const char *library;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
@@ -179,7 +185,27 @@ typedef struct mlc_tuner_tune_result {
   double search_sec, build_sec, run_sec, total_sec; /* where time went */
   char message[512];     /* why the run ended early, warnings (cost model fallback) */
   char first_error[512]; /* the first failed candidate's "<class>: <message>" */
+  /* o->library: the library candidate this run measured (library_sec > 0;
+   * library_error: it failed), or why it was not (library_note: measured
+   * before, or no block fits: the reason). */
+  double library_sec;
+  char library_error[256];
+  char library_note[512];
 } mlc_tuner_tune_result;
+
+/* The best successful record of a workload and target that calls a
+ * library (a LibraryCall trace) and the best that does not (tuned), by
+ * mean time; ids 0 where there is none. */
+typedef struct mlc_tuner_library_cmp {
+  char library[32];   /* "openblas"; "" with no library record */
+  int64_t library_id;
+  double library_sec;
+  int64_t tuned_id;
+  double tuned_sec;
+} mlc_tuner_library_cmp;
+/* 1: a library record exists, 0: none, -1: database error. */
+int mlc_tuner_library_compare(mlc_db *db, int64_t workload_id, const char *target,
+                              mlc_tuner_library_cmp *out, mlc_error *err);
 
 /* f: the workload (prim_func "main"). False with a message for failures
  * of the database, the workers or the cost model's update; a run that

@@ -202,6 +202,14 @@ void mlc_tuner_search_stats_get(const mlc_tuner_search *s, mlc_tuner_stats *out)
 /* On the block inside it (the intrinsic's tile): no other rule tiles it. */
 #define TUNER_ANN_TENSOR_TILE "meta_schedule.tensor_tile"
 
+/* ---- library.c: the --library candidate ---- */
+
+/* get_block + library_call for every block of f the library takes, then
+ * the postprocessors of o's space; NULL when no block fits, with the
+ * reason (a reduction block's refusal first). */
+mlc_sched *tuner_library_candidate(const mlc_prim_func *f, const char *library,
+                                   const mlc_tuner_opts *o, mlc_error *why);
+
 /* ---- analysis.c: reading the IR without recording anything ---- */
 
 /* Where a block sits: its realize and the loops from its parent block

@@ -49,6 +49,30 @@ int32_t mlc_rt_cuda_launch(const char *ptx, const char *symbol, const int64_t *l
  * prefixed with the kernel's symbol. */
 const char *mlc_rt_cuda_error(void);
 
+/* C[m, n] = (accumulate ? C : 0) + op(A) @ op(B), row-major float32, through
+ * OpenBLAS's cblas_sgemm (blas.c): op(A) is A[m, k] (trans_a 0) or A[k, m]
+ * transposed, op(B) is B[k, n] or B[n, k] transposed; lda, ldb, ldc are
+ * the row strides in elements. What a LibraryCall("openblas") kernel
+ * calls. OpenBLAS comes from the process (linked with -lopenblas) or is
+ * opened with dlopen on the first call (libopenblas.so.0, or the file
+ * MLC_BLAS_LIBRARY names); it runs on mlc_rt_num_threads(0) threads.
+ * Returns 0, or -1 when OpenBLAS cannot be found: C is then all NaN and
+ * mlc_rt_blas_error() says why. */
+int32_t mlc_rt_sgemm(int32_t trans_a, int32_t trans_b, int32_t m, int32_t n, int32_t k,
+                     const float *a, int32_t lda, const float *b, int32_t ldb, float *c,
+                     int32_t ldc, int32_t accumulate);
+/* "" when OpenBLAS is found (finding it on the first call), else why not. */
+const char *mlc_rt_blas_error(void);
+/* The kernels OpenBLAS chose (openblas_get_corename: "SkylakeX",
+ * "Prescott"...), finding it first; "" if not found. */
+const char *mlc_rt_blas_corename(void);
+/* The OPENBLAS_CORETYPE that suits this CPU by its features ("SkylakeX"
+ * with AVX-512, "Haswell" with AVX2 and FMA), or NULL: for programs to set
+ * before OpenBLAS loads where its own detection does not know the CPU
+ * (OpenBLAS 0.3.21 runs SSE3 kernels on Sapphire Rapids). The mlc tools
+ * set it when the environment does not. */
+const char *mlc_rt_blas_coretype(void);
+
 /* IEEE half <-> float, under the names LLVM 14 calls for float16 code on
  * CPUs without F16C instructions (compiler-rt has them, libgcc on x86 does
  * not). */
