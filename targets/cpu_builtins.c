@@ -14,6 +14,15 @@
  * broadcast to all 16 lanes, B's 64 bytes). Returns 0. The interpreter
  * computes the same with a C function of the same name (schedule/
  * intrin_cpu.c registers it), so tensorized code runs there too.
+ *
+ *   T.call_extern("int32", "mlc_x86_vdpbf16ps_16x2", C.access_ptr("rw"),
+ *                 A.access_ptr("r"), B.access_ptr("r"), B.strides[d])
+ *
+ * C: 16 float32, A: 2 bfloat16, B: 16 rows of 2 bfloat16 (stride in
+ * elements; 2: one 64-byte tile). C[i] += A[1] * B[i][1], then += A[0] *
+ * B[i][0], as one AVX-512 BF16 vdpbf16ps (llvm.x86.avx512bf16.dpbf16ps.512,
+ * whose bfloat16 pairs LLVM 14 passes as <16 x i32>: A's pair broadcast,
+ * B's 16 pairs).
  */
 #include "targets/llvm_internal.h"
 
@@ -29,11 +38,15 @@ typedef struct builtin {
 } builtin;
 
 static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e);
 
 static const builtin builtins[] = {
     {"mlc_x86_vpdpbusd_16x4", "avx512vnni", 4,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_VALUE},
      {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, emit_vpdpbusd},
+    {"mlc_x86_vdpbf16ps_16x2", "avx512bf16", 4,
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_VALUE},
+     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16, MLC_INT32}, emit_vdpbf16ps},
 };
 
 static const builtin *find(const char *name) {
@@ -79,15 +92,17 @@ static LLVMValueRef load_aligned(cg *c, LLVMTypeRef ty, LLVMValueRef p, unsigned
 }
 
 /* B's 16 rows of 4 bytes as <16 x i32>: one load when rows are adjacent,
- * else row by row. */
-static LLVMValueRef load_rows(cg *c, const mlc_expr *e, LLVMTypeRef v16) {
+ * else row by row; the stride counts elements of elem_bytes bytes. */
+static LLVMValueRef load_rows(cg *c, const mlc_expr *e, LLVMTypeRef v16, int elem_bytes) {
   LLVMValueRef pb = arg_ptr(c, e, 2, c->t_i8);
   const mlc_expr *stride = e->ext.kids[e->ext.args[3].kid];
   int64_t s;
-  if (mlc_expr_is_const_int(stride, &s) && s == 4)
+  if (mlc_expr_is_const_int(stride, &s) && s * elem_bytes == 4)
     return load_aligned(c, v16, LLVMBuildBitCast(c->b, pb, LLVMPointerType(v16, 0), ""), 1);
   LLVMValueRef sv = cg_expr(c, stride);
   if (LLVMTypeOf(sv) != c->t_i64) sv = LLVMBuildSExt(c->b, sv, c->t_i64, "");
+  if (elem_bytes != 1)
+    sv = LLVMBuildMul(c->b, sv, LLVMConstInt(c->t_i64, (unsigned long long)elem_bytes, 0), "");
   LLVMValueRef out = LLVMGetUndef(v16);
   for (int i = 0; i < 16; i++) {
     LLVMValueRef off = LLVMBuildMul(c->b, sv, LLVMConstInt(c->t_i64, (unsigned long long)i, 0), "");
@@ -105,7 +120,7 @@ static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e) {
   LLVMValueRef acc = load_aligned(c, v16, pc, 4);
   LLVMValueRef a4 = load_aligned(c, c->t_i32, arg_ptr(c, e, 1, c->t_i32), 1);
   LLVMValueRef a = cg_splat(c, a4, 16);
-  LLVMValueRef b = load_rows(c, e, v16);
+  LLVMValueRef b = load_rows(c, e, v16, 1);
   const char *name = "llvm.x86.avx512.vpdpbusd.512";
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   MLC_ASSERT(id != 0);
@@ -113,6 +128,27 @@ static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e) {
   LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
   LLVMValueRef args[3] = {acc, a, b};
   LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+  LLVMSetAlignment(LLVMBuildStore(c->b, r, pc), 4);
+  return LLVMConstInt(c->t_i32, 0, 0);
+}
+
+/* A call of the non-overloaded LLVM intrinsic `name`. */
+static LLVMValueRef call_intrinsic(cg *c, const char *name, int n, LLVMValueRef *args) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  MLC_ASSERT(id != 0);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+  return LLVMBuildCall2(c->b, fty, fn, args, (unsigned)n, "");
+}
+
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e) {
+  LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16), f16 = LLVMVectorType(c->t_f32, 16);
+  LLVMValueRef pc = LLVMBuildBitCast(c->b, arg_ptr(c, e, 0, c->t_f32), LLVMPointerType(f16, 0), "");
+  LLVMValueRef acc = load_aligned(c, f16, pc, 4);
+  LLVMValueRef a2 = load_aligned(c, c->t_i32, arg_ptr(c, e, 1, c->t_i32), 2);
+  LLVMValueRef a = cg_splat(c, a2, 16);
+  LLVMValueRef b = load_rows(c, e, v16, 2);
+  LLVMValueRef r = call_intrinsic(c, "llvm.x86.avx512bf16.dpbf16ps.512", 3, (LLVMValueRef[]){acc, a, b});
   LLVMSetAlignment(LLVMBuildStore(c->b, r, pc), 4);
   return LLVMConstInt(c->t_i32, 0, 0);
 }

@@ -431,17 +431,19 @@ static const struct {
   int64_t spatial, reduce;
 } TILE_INTRINS[] = {
     {"dot_16x4_u8i8i32_vnni", 16, 4},
+    {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4},
+    {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2},
 };
 
 /* The spatial iter indexing the last dimension of b's one write, and b's
- * one reduce iter; false when b has another form. */
+ * last reduce iter (the innermost of a convolution's channel, window and
+ * channel-block reductions); false when b has another form. */
 static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
   *sp = *rd = -1;
   if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return false;
   const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
   for (int i = 0; i < b->n_iters; i++) {
     if (b->iters[i].kind == MLC_ITER_REDUCE) {
-      if (*rd >= 0) return false;
       *rd = i;
     } else if (e->kind == MLC_EXPR_VAR && b->iters[i].var == e->var) {
       *sp = i;
@@ -475,11 +477,17 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
   const char *oname = mlc_sched_rv_block(t, outer)->name;
   if (!tile_block(t, oname, o, levels, err) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
     return false;
-  /* levels[2]: the first "R" group of SSRSRS, the one reduce loop's outer tile */
+  /* the first loop of the first "R" group of SSRSRS (one outer tile per
+   * spatial iter in each "S" group before it), where the postprocessor
+   * moves the init */
+  int n_sp = 0;
+  const mlc_block *ob = mlc_sched_rv_block(t, outer);
+  for (int i = 0; i < ob->n_iters; i++) n_sp += ob->iters[i].kind != MLC_ITER_REDUCE;
   mlc_sched *probe = mlc_sched_copy(t);
-  mlc_rv pb;
+  mlc_rv pb, *ol;
   bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
-              mlc_sched_decompose_reduction(probe, pb, levels[2], &init, err) &&
+              mlc_sched_get_loops(probe, pb, &ol, err) > 2 * n_sp &&
+              mlc_sched_decompose_reduction(probe, pb, ol[2 * n_sp], &init, err) &&
               mlc_sched_tensorize(probe, pb, TILE_INTRINS[k].name, err);
   mlc_sched_free(probe);
   return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
@@ -512,10 +520,27 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
 
 /* ---- rule: random compute location ------------------------------------------------ */
 
+/* Whether a block the tiling-with-intrinsic rule annotated reads what b
+ * writes: inlining b there (conv2d_nchwc_int8's zero padding) would put
+ * a T.if_then_else into the operand that tensorize cannot match. */
+static bool feeds_tensorized(const mlc_prim_func *f, const mlc_block *b) {
+  mlc_arena *a = mlc_arena_new();
+  const char **names;
+  int n = tuner_blocks_post_order(a, f, &names);
+  bool found = false;
+  for (int i = 0; i < n && !found; i++) {
+    const mlc_block *c = tuner_find_block(f, names[i]);
+    found = c && c != b && reads_output_of(c, b) && mlc_ann_find(c->n_anns, c->anns, TUNER_ANN_TENSORIZE);
+  }
+  mlc_arena_free(a);
+  return found;
+}
+
 /* meta-schedule's RandomComputeLocation: a block directly under the root
  * that is not an output, not tiled and feeds another block is computed at
  * a sampled loop of its consumers (or stays, or is inlined: the sampled
- * location's root and inline marks). */
+ * location's root and inline marks). A producer of a block to be
+ * tensorized stays where it is (feeds_tensorized). */
 static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
                                          const char *name, sched_list *out) {
   MLC_UNUSED(o);
@@ -524,7 +549,7 @@ static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
   tuner_site site;
   if (b && !tuner_block_is_output(f, b) && has_consumer_rec(f->body, b) &&
       tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
-      !tuner_needs_tiling(f, b)) {
+      !tuner_needs_tiling(f, b) && !feeds_tensorized(f, b)) {
     mlc_sched *c = mlc_sched_copy(s);
     mlc_rv rv, loc;
     mlc_error e;
