@@ -459,6 +459,24 @@ static void test_conv_int8(void) {
   mlc_arena_free(a);
 }
 
+/* The registry's listing and the dot-product shapes the tuner's rule
+ * reads off descriptions. */
+static void test_dot_shape(void) {
+  int64_t l = 0, d = 0;
+  CHECK(!mlc_tensor_intrin_dot_shape("tmm16", &l, &d)); /* three loops */
+  CHECK(!mlc_tensor_intrin_dot_shape("nosuch", &l, &d));
+  if (have_vnni) CHECK(mlc_tensor_intrin_dot_shape(CONV, &l, &d) && l == 16 && d == 4);
+  if (have_bf16) CHECK(mlc_tensor_intrin_dot_shape(BF16, &l, &d) && l == 16 && d == 2);
+  mlc_error err;
+  int n = 0;
+  CHECK_MSG(mlc_tensor_intrin_register_file("examples/tensorize/dot_8x4_f32.py", &n, &err), "%s", err.msg);
+  CHECK(n == 1 && mlc_tensor_intrin_dot_shape("dot_8x4_f32", &l, &d) && l == 8 && d == 4);
+  bool listed = false;
+  for (int i = 0; i < mlc_tensor_intrin_count(); i++) listed |= strcmp(mlc_tensor_intrin_name(i), "dot_8x4_f32") == 0;
+  CHECK(listed);
+  CHECK(!mlc_tensor_intrin_register_file("tests/nosuch_intrin.py", &n, &err));
+}
+
 static void test_conv_design_space(void) {
   if (!have_vnni) return;
   mlc_arena *a = mlc_arena_new();
@@ -477,5 +495,6 @@ int main(void) {
   RUN(test_bf16_design_space);
   RUN(test_conv_int8);
   RUN(test_conv_design_space);
+  RUN(test_dot_shape);
   return test_summary();
 }

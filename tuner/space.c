@@ -9,7 +9,9 @@
  *   add_rfactor          rfactor reductions with little spatial parallelism
  *   tiling_with_intrin   meta-schedule's MultiLevelTilingWithIntrin: a block
  *                        that a registered CPU dot-product intrinsic fits
- *                        (dot_16x4_u8i8i32_vnni) gets its innermost tile cut
+ *                        (dot_16x4_u8i8i32_vnni, its NCHWc variant,
+ *                        dot_16x2_bf16bf16f32_avx512bf16, then users'
+ *                        registered ones) gets its innermost tile cut
  *                        to the intrinsic's shape and blockized, the outer
  *                        block tiled "SSRSRS" and annotated with the
  *                        intrinsic, which the postprocessor tensorizes it
@@ -426,10 +428,12 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
  * the output's last dimension by `reduce` elements of the one reduction.
  * Each is used only where registered (mlc_tensor_intrin_register_cpu
  * registers it for a target whose CPU has the instruction). */
-static const struct {
+typedef struct tile_intrin {
   const char *name;
   int64_t spatial, reduce;
-} TILE_INTRINS[] = {
+} tile_intrin;
+
+static const tile_intrin TILE_INTRINS[] = {
     {"dot_16x4_u8i8i32_vnni", 16, 4},
     {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4},
     {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2},
@@ -457,15 +461,15 @@ static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
  * intrinsic, after checking on a copy that its update (init moved out)
  * tensorizes. False (t then garbage) when some step refuses. */
 static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
-                        int k, mlc_error *err) {
+                        const tile_intrin *ti, mlc_error *err) {
   mlc_rv blk, *loops, js[2], ks[2], outer, init, levels[16];
   if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
   int n = mlc_sched_get_loops(t, blk, &loops, err);
   if (n < 2 || n > TUNER_MAX_LOOPS) return false;
   mlc_rv lp[TUNER_MAX_LOOPS], order[TUNER_MAX_LOOPS + 2];
   memcpy(lp, loops, sizeof(mlc_rv) * (size_t)n);
-  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].spatial)};
-  mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].reduce)};
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(ti->spatial)};
+  mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(ti->reduce)};
   if (!mlc_sched_split(t, lp[sp], 2, fs, true, js, err) || !mlc_sched_split(t, lp[rd], 2, fr, true, ks, err))
     return false;
   for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : lp[i];
@@ -488,9 +492,27 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
   bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
               mlc_sched_get_loops(probe, pb, &ol, err) > 2 * n_sp &&
               mlc_sched_decompose_reduction(probe, pb, ol[2 * n_sp], &init, err) &&
-              mlc_sched_tensorize(probe, pb, TILE_INTRINS[k].name, err);
+              mlc_sched_tensorize(probe, pb, ti->name, err);
   mlc_sched_free(probe);
-  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
+  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(ti->name), err);
+}
+
+/* The k-th intrinsic the rule tries: the built-in table's registered
+ * ones, then every other registered intrinsic of a dot-product shape
+ * (users' own, mlc-tune --intrin); false past the end. */
+static bool nth_tile_intrin(int k, tile_intrin *out) {
+  if (k < MLC_COUNTOF(TILE_INTRINS)) {
+    *out = TILE_INTRINS[k];
+    if (!mlc_tensor_intrin_exists(out->name)) out->name = NULL;
+    return true;
+  }
+  k -= MLC_COUNTOF(TILE_INTRINS);
+  if (k >= mlc_tensor_intrin_count()) return false;
+  out->name = mlc_tensor_intrin_name(k);
+  for (int i = 0; i < MLC_COUNTOF(TILE_INTRINS) && out->name; i++)
+    if (strcmp(TILE_INTRINS[i].name, out->name) == 0) out->name = NULL;
+  if (out->name && !mlc_tensor_intrin_dot_shape(out->name, &out->spatial, &out->reduce)) out->name = NULL;
+  return true;
 }
 
 /* Replaces the state by the intrinsic's sketch when one fits (the plain
@@ -503,11 +525,12 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
   int sp, rd;
   if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       intrin_iters(b, &sp, &rd)) {
-    for (int k = 0; k < MLC_COUNTOF(TILE_INTRINS); k++) {
-      if (!mlc_tensor_intrin_exists(TILE_INTRINS[k].name)) continue;
+    tile_intrin ti;
+    for (int k = 0; nth_tile_intrin(k, &ti); k++) {
+      if (!ti.name) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;
-      if (tile_around(t, name, o, sp, rd, k, &err)) {
+      if (tile_around(t, name, o, sp, rd, &ti, &err)) {
         mlc_sched_free(s);
         MLC_VEC_PUSH(*out, t);
         return;

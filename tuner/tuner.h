@@ -143,6 +143,12 @@ typedef struct mlc_tuner_tune_opts {
   void *measure_ud;
   mlc_tuner_opts search;  /* search options; search.seed is --seed; search.space
                            * NULL: the space of the target's kind */
+  /* TVMScript files of users' tensor intrinsics (mlc-tune --intrin; at
+   * most MLC_MEASURE_MAX_INTRIN_FILES): registered after the target's
+   * built-in ones, so the design space tiles around those of a
+   * dot-product shape, and passed to the worker processes. */
+  int n_intrin_files;
+  const char *const *intrin_files;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
