@@ -151,6 +151,12 @@ static void test_bf16_interp(void) {
   int bad = bf16_wrong(args, &worst);
   CHECK_MSG(bad == 0, "%d outputs outside the bound (worst relative %g)", bad, worst);
   free_args(args);
+  /* the description's order (the unscheduled task) within the same bound */
+  fill_bf16(f, args, 5);
+  CHECK_MSG(mlc_interp_run(f, args, &err), "%s", err.msg);
+  bad = bf16_wrong(args, &worst);
+  CHECK_MSG(bad == 0, "unscheduled: %d outputs outside the bound (worst relative %g)", bad, worst);
+  free_args(args);
   mlc_sched_free(s);
   mlc_arena_free(a);
 }
