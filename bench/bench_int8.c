@@ -19,7 +19,9 @@
  * oneDNN uses its best ISA (AMX where the CPU has it: the case notes name
  * the implementation and the effective ISA); ONEDNN_MAX_CPU_ISA=
  * AVX512_CORE_VNNI or AVX512_CORE_BF16 limits it to the instructions we
- * use, and its cases then carry the ISA in their names. Its OpenMP threads
+ * use: the bench also times it so, in a child run of itself (the variable
+ * is read once per process; `--onednn-only int8|bf16` is that child), and
+ * a whole run under the variable names oneDNN's cases after it. Its OpenMP threads
  * wait passively (OMP_WAIT_POLICY=passive, set by re-executing the bench
  * when unset): on a shared, oversubscribed machine spinning barriers made
  * it 100x slower. */
@@ -292,53 +294,65 @@ static void case_fp32(run_ctx *r) {
   mlc_free(A), mlc_free(B), mlc_free(C);
 }
 
-static void case_int8(run_ctx *r) {
+/* The operands of one case: A, B packed for our kernel, W[K, N] plain for
+ * oneDNN, C ours; seeded, so a child process (limited_isa) makes the same. */
+typedef struct operands {
+  void *A, *B, *Wkn, *C;
+} operands;
+
+static void operands_free(operands *x) { mlc_free(x->A), mlc_free(x->B), mlc_free(x->Wkn), mlc_free(x->C); }
+
+/* int8: values over the whole ranges. */
+static operands int8_operands(const run_ctx *r) {
   int64_t M = r->M, N = r->N, K = r->K;
   if (N % 16 || K % 4) die("--shape", "dense_int8 needs N % 16 == 0 and K % 4 == 0");
-  /* inputs over the whole ranges */
-  uint8_t *A = mlc_xmalloc((size_t)(M * K));
-  int8_t *B = mlc_xmalloc((size_t)(N * K)), *Wkn = mlc_xmalloc((size_t)(N * K));
-  int32_t *C = mlc_xmalloc(sizeof(int32_t) * (size_t)(M * N));
+  operands x = {mlc_xmalloc((size_t)(M * K)), mlc_xmalloc((size_t)(N * K)), mlc_xmalloc((size_t)(N * K)),
+                mlc_xmalloc(sizeof(int32_t) * (size_t)(M * N))};
+  uint8_t *A = x.A;
+  int8_t *B = x.B, *Wkn = x.Wkn;
   mlc_pcg32 rng;
   mlc_pcg32_seed(&rng, 3, 1);
   for (int64_t i = 0; i < M * K; i++) A[i] = (uint8_t)mlc_pcg32_next(&rng);
   for (int64_t i = 0; i < N * K; i++) B[i] = (int8_t)(uint8_t)mlc_pcg32_next(&rng);
   for (int64_t j = 0; j < N; j++)
     for (int64_t k = 0; k < K; k++) Wkn[k * N + j] = B[packed_index(j, k, K, 4)];
-  ours us = {0};
-  tune_and_load("dense_int8", r->shape_text, r->trials, &r->t, "bench_int8_tuned", "mlc_x86_vpdpbusd_16x4",
-                (void *[]){A, B, C}, &us);
-  /* oneDNN, and the check: equal everywhere, and a C reference on a sample */
-  dnnl_mm dm;
-  dnnl_setup(&dm, M, N, K, (dnnl_data_type_t[]){dnnl_u8, dnnl_s8, dnnl_s32}, A, Wkn);
-  run_ours(&us);
-  run_dnnl(&dm);
-  const int32_t *D = dm.dst;
-  int64_t bad = 0;
-  for (int64_t i = 0; i < M * N; i++) bad += C[i] != D[i];
-  for (int64_t i = 0; i < M; i += 37)
+  return x;
+}
+
+/* Sampled outputs C differs from a plain C sum at. */
+static int64_t int8_sample_wrong(const run_ctx *r, const operands *x, const int32_t *C) {
+  const uint8_t *A = x->A;
+  const int8_t *B = x->B;
+  int64_t K = r->K, N = r->N, bad = 0;
+  for (int64_t i = 0; i < r->M; i += 37)
     for (int64_t j = 0; j < N; j += 13) {
       int64_t acc = 0;
       for (int64_t k = 0; k < K; k++) acc += (int64_t)A[i * K + k] * B[packed_index(j, k, K, 4)];
       bad += C[i * N + j] != (int32_t)acc;
     }
-  if (bad) die("check", "the tuned kernel and oneDNN disagree");
-  double ms = bench_time_ms(run_ours, &us, 7, 50), dms = bench_time_ms(run_dnnl, &dm, 7, 50);
-  char notes[512], dnotes[256];
-  snprintf(notes, sizeof notes, "%s, %d trials in %.0f s, %s; %d threads; equal to oneDNN's output",
-           r->shape_text, r->trials, us.tune_s, us.tensorized ? "tensorized with vpdpbusd" : "NOT tensorized",
-           r->t.num_cores);
-  snprintf(dnotes, sizeof dnotes, "oneDNN matmul u8 x s8 -> s32, weights reordered once (impl %s, isa %s)",
-           dm.impl, dnnl_isa_name());
-  report(r, "dense_int8", "GOP/s", ms, dms, notes, dnotes);
-  ours_free(&us);
-  mlc_free(A), mlc_free(B), mlc_free(Wkn), mlc_free(C);
+  return bad;
+}
+
+/* bf16: uniform in [-1, 1), rounded. */
+static operands bf16_operands(const run_ctx *r) {
+  int64_t M = r->M, N = r->N, K = r->K;
+  if (N % 16 || K % 2) die("--shape", "matmul_bf16 needs N % 16 == 0 and K % 2 == 0");
+  operands x = {mlc_xmalloc(2 * (size_t)(M * K)), mlc_xmalloc(2 * (size_t)(N * K)), mlc_xmalloc(2 * (size_t)(N * K)),
+                mlc_xmalloc(sizeof(float) * (size_t)(M * N))};
+  uint16_t *A = x.A, *B = x.B, *Wkn = x.Wkn;
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 7, 1);
+  for (int64_t i = 0; i < M * K; i++) A[i] = mlc_float_to_bf16((float)mlc_pcg32_next(&rng) / 2147483648.0f - 1.0f);
+  for (int64_t i = 0; i < N * K; i++) B[i] = mlc_float_to_bf16((float)mlc_pcg32_next(&rng) / 2147483648.0f - 1.0f);
+  for (int64_t j = 0; j < N; j++)
+    for (int64_t k = 0; k < K; k++) Wkn[k * N + j] = B[packed_index(j, k, K, 2)];
+  return x;
 }
 
 /* Outputs of a sample outside the float32 summation bound of the exact
  * sum of the same bfloat16 products; the worst |d| / sum |ab| in *worst. */
-static int64_t bf16_sample_wrong(const run_ctx *r, const uint16_t *A, const uint16_t *B, const float *C,
-                                 double *worst) {
+static int64_t bf16_sample_wrong(const run_ctx *r, const operands *x, const float *C, double *worst) {
+  const uint16_t *A = x->A, *B = x->B;
   int64_t K = r->K, N = r->N, bad = 0;
   for (int64_t i = 0; i < r->M; i += 37)
     for (int64_t j = 0; j < N; j += 13) {
@@ -354,28 +368,107 @@ static int64_t bf16_sample_wrong(const run_ctx *r, const uint16_t *A, const uint
   return bad;
 }
 
+static const dnnl_data_type_t INT8_TYPES[3] = {dnnl_u8, dnnl_s8, dnnl_s32};
+static const dnnl_data_type_t BF16_TYPES[3] = {dnnl_bf16, dnnl_bf16, dnnl_f32};
+
+/* The child side of limited_isa: oneDNN alone on the case's operands
+ * (ONEDNN_MAX_CPU_ISA set by the parent), checked on the sample, timed;
+ * prints "<ms> <isa> <impl>". */
+static int onednn_only(run_ctx *r, const char *which) {
+  bool int8 = strcmp(which, "int8") == 0;
+  operands x = int8 ? int8_operands(r) : bf16_operands(r);
+  dnnl_mm dm;
+  dnnl_setup(&dm, r->M, r->N, r->K, int8 ? INT8_TYPES : BF16_TYPES, x.A, x.Wkn);
+  run_dnnl(&dm);
+  double worst = 0;
+  if (int8 ? int8_sample_wrong(r, &x, dm.dst) : bf16_sample_wrong(r, &x, dm.dst, &worst))
+    die("check", "oneDNN with a limited ISA is wrong");
+  printf("%.6f %s %s\n", bench_time_ms(run_dnnl, &dm, 7, 50), dnnl_isa_name(), dm.impl);
+  operands_free(&x);
+  return 0;
+}
+
+/* oneDNN limited to `isa` (ONEDNN_MAX_CPU_ISA: read once per process, so
+ * in a child run of this bench): its milliseconds, or 0 when the child
+ * failed; its ISA and implementation in notes. */
+static double limited_isa(const run_ctx *r, const char *which, const char *isa, char *notes, size_t n) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "ONEDNN_MAX_CPU_ISA=%s /proc/%d/exe --onednn-only %s --shape %s", isa,
+           (int)getpid(), which, r->shape_text);
+  FILE *f = popen(cmd, "r");
+  double ms = 0;
+  char got_isa[64] = "", impl[256] = "";
+  if (f && fscanf(f, "%lf %63s %255s", &ms, got_isa, impl) != 3) ms = 0;
+  if (f && pclose(f) != 0) ms = 0;
+  snprintf(notes, n, "oneDNN with ONEDNN_MAX_CPU_ISA=%s (isa %s, impl %s), in a child process", isa, got_isa,
+           impl);
+  return ms;
+}
+
+/* Our kernel against oneDNN limited to the instruction set we use. */
+static void report_limited(const run_ctx *r, const char *task, const char *which, const char *isa,
+                           const char *unit, double ms) {
+  char notes[512], name[96], dname[96], base[64];
+  double dms = limited_isa(r, which, isa, notes, sizeof notes);
+  if (dms <= 0) {
+    printf("SKIP %s with ONEDNN_MAX_CPU_ISA=%s: the child run failed\n", task, isa);
+    return;
+  }
+  double ops = 2.0 * (double)r->M * (double)r->N * (double)r->K;
+  snprintf(dname, sizeof dname, "%s_%lld_onednn_isa_%s", task, (long long)r->M, isa);
+  for (char *p = dname; *p; p++) *p = (char)tolower((unsigned char)*p);
+  snprintf(name, sizeof name, "%s_%lld_tuned_vs_onednn_isa_%s", task, (long long)r->M, isa);
+  for (char *p = name; *p; p++) *p = (char)tolower((unsigned char)*p);
+  snprintf(base, sizeof base, "onednn_isa_%s", isa);
+  for (char *p = base; *p; p++) *p = (char)tolower((unsigned char)*p);
+  bench_case cases[2] = {
+      {name, ops / ms * 1e-6, unit, base, ops / dms * 1e-6, "our tuned kernel, the same timing"},
+      {dname, ops / dms * 1e-6, unit, NULL, 0, notes},
+  };
+  mlc_error err;
+  for (int i = 0; i < 2; i++) bench_print(&cases[i]);
+  if (!bench_write_results(r->results, 2, cases, &err)) fprintf(stderr, "bench_int8: error: %s\n", err.msg);
+}
+
+static void case_int8(run_ctx *r) {
+  operands x = int8_operands(r);
+  ours us = {0};
+  tune_and_load("dense_int8", r->shape_text, r->trials, &r->t, "bench_int8_tuned", "mlc_x86_vpdpbusd_16x4",
+                (void *[]){x.A, x.B, x.C}, &us);
+  /* oneDNN, and the check: equal everywhere, and a C reference on a sample */
+  dnnl_mm dm;
+  dnnl_setup(&dm, r->M, r->N, r->K, INT8_TYPES, x.A, x.Wkn);
+  run_ours(&us);
+  run_dnnl(&dm);
+  const int32_t *C = x.C, *D = dm.dst;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < r->M * r->N; i++) bad += C[i] != D[i];
+  if (bad || int8_sample_wrong(r, &x, C)) die("check", "the tuned kernel and oneDNN disagree");
+  double ms = bench_time_ms(run_ours, &us, 7, 50), dms = bench_time_ms(run_dnnl, &dm, 7, 50);
+  char notes[512], dnotes[256];
+  snprintf(notes, sizeof notes, "%s, %d trials in %.0f s, %s; %d threads; equal to oneDNN's output",
+           r->shape_text, r->trials, us.tune_s, us.tensorized ? "tensorized with vpdpbusd" : "NOT tensorized",
+           r->t.num_cores);
+  snprintf(dnotes, sizeof dnotes, "oneDNN matmul u8 x s8 -> s32, weights reordered once (impl %s, isa %s)",
+           dm.impl, dnnl_isa_name());
+  report(r, "dense_int8", "GOP/s", ms, dms, notes, dnotes);
+  if (!*r->isa_suffix) report_limited(r, "dense_int8", "int8", "AVX512_CORE_VNNI", "GOP/s", ms);
+  ours_free(&us);
+  operands_free(&x);
+}
+
 static void case_bf16(run_ctx *r) {
-  int64_t M = r->M, N = r->N, K = r->K;
-  if (N % 16 || K % 2) die("--shape", "matmul_bf16 needs N % 16 == 0 and K % 2 == 0");
-  uint16_t *A = mlc_xmalloc(2 * (size_t)(M * K)), *B = mlc_xmalloc(2 * (size_t)(N * K));
-  uint16_t *Wkn = mlc_xmalloc(2 * (size_t)(N * K));
-  float *C = mlc_xmalloc(sizeof(float) * (size_t)(M * N));
-  mlc_pcg32 rng;
-  mlc_pcg32_seed(&rng, 7, 1);
-  for (int64_t i = 0; i < M * K; i++) A[i] = mlc_float_to_bf16((float)mlc_pcg32_next(&rng) / 2147483648.0f - 1.0f);
-  for (int64_t i = 0; i < N * K; i++) B[i] = mlc_float_to_bf16((float)mlc_pcg32_next(&rng) / 2147483648.0f - 1.0f);
-  for (int64_t j = 0; j < N; j++)
-    for (int64_t k = 0; k < K; k++) Wkn[k * N + j] = B[packed_index(j, k, K, 2)];
+  operands x = bf16_operands(r);
   ours us = {0};
   tune_and_load("matmul_bf16", r->shape_text, r->trials, &r->t, "bench_bf16_tuned", "mlc_x86_vdpbf16ps_16x2",
-                (void *[]){A, B, C}, &us);
+                (void *[]){x.A, x.B, x.C}, &us);
   dnnl_mm dm;
-  dnnl_setup(&dm, M, N, K, (dnnl_data_type_t[]){dnnl_bf16, dnnl_bf16, dnnl_f32}, A, Wkn);
+  dnnl_setup(&dm, r->M, r->N, r->K, BF16_TYPES, x.A, x.Wkn);
   run_ours(&us);
   run_dnnl(&dm);
   double worst = 0, dworst = 0;
-  if (bf16_sample_wrong(r, A, B, C, &worst)) die("check", "the tuned bf16 kernel is outside the bound");
-  if (bf16_sample_wrong(r, A, B, dm.dst, &dworst)) die("check", "oneDNN's bf16 matmul is outside the bound");
+  if (bf16_sample_wrong(r, &x, x.C, &worst)) die("check", "the tuned bf16 kernel is outside the bound");
+  if (bf16_sample_wrong(r, &x, dm.dst, &dworst)) die("check", "oneDNN's bf16 matmul is outside the bound");
   double ms = bench_time_ms(run_ours, &us, 7, 50), dms = bench_time_ms(run_dnnl, &dm, 7, 50);
   char notes[512], dnotes[256];
   snprintf(notes, sizeof notes,
@@ -386,8 +479,9 @@ static void case_bf16(run_ctx *r) {
   snprintf(dnotes, sizeof dnotes, "oneDNN matmul bf16 x bf16 -> f32, weights reordered once (impl %s, isa %s)",
            dm.impl, dnnl_isa_name());
   report(r, "matmul_bf16", "GFLOP/s", ms, dms, notes, dnotes);
+  if (!*r->isa_suffix) report_limited(r, "matmul_bf16", "bf16", "AVX512_CORE_BF16", "GFLOP/s", ms);
   ours_free(&us);
-  mlc_free(A), mlc_free(B), mlc_free(Wkn), mlc_free(C);
+  operands_free(&x);
 }
 
 int main(int argc, char **argv) {
@@ -397,8 +491,10 @@ int main(int argc, char **argv) {
     die("execv", "cannot re-execute with OMP_WAIT_POLICY=passive");
   }
   run_ctx r = {.results = "bench/results.json", .shape_text = "1024,1024,1024", .trials = 64, .isa_suffix = ""};
+  const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) r.results = argv[++i];
+    else if (strcmp(argv[i], "--onednn-only") == 0 && i + 1 < argc) only = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) r.shape_text = argv[++i];
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) r.trials = atoi(argv[++i]);
     else die("usage", "bench_int8 [--results FILE] [--shape M,N,K] [--trials N]");
@@ -413,6 +509,7 @@ int main(int argc, char **argv) {
     printf("SKIP bench_int8: oneDNN not available (%s)\n", why);
     return 0;
   }
+  if (only) return onednn_only(&r, only);
   char suffix[64] = "";
   const char *isa = getenv("ONEDNN_MAX_CPU_ISA");
   if (isa && *isa) {

@@ -425,7 +425,7 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
 /* ---- rule: multi-level tiling with an intrinsic ---------------------------------- */
 
 /* CPU tensor intrinsics the rule tries, with their tile: `spatial` lanes of
- * the output's last dimension by `reduce` elements of the one reduction.
+ * the output's last dimension by `reduce` elements of the last reduction.
  * Each is used only where registered (mlc_tensor_intrin_register_cpu
  * registers it for a target whose CPU has the instruction). */
 typedef struct tile_intrin {
