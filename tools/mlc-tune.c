@@ -68,7 +68,7 @@ static const char *usage_text =
     "                             space tiles around those whose description is one\n"
     "                             spatial loop over one reduce loop (a dot-product\n"
     "                             tile) where one fits. The file does not go into the\n"
-    "                             database: mlc-compile, mlc-db check/import/show --ir\n"
+    "                             database: mlc-compile and mlc-db top/import/show --ir\n"
     "                             replay such records only given the same --intrin\n"
     "                             (else they are skipped as not replaying); names must\n"
     "                             differ from the built-in intrinsics'\n"
