@@ -141,6 +141,8 @@ typedef enum mlc_measure_fault {
   MLC_FAULT_RUN_DISTURB,   /* runner: every timing counts as disturbed */
 } mlc_measure_fault;
 
+#define MLC_MEASURE_MAX_INTRIN_FILES 8
+
 typedef struct mlc_measure_opts {
   int n_builders;           /* 0: one per usable core */
   const char *worker_path;  /* NULL: $MLC_WORKER, else mlc-worker next to the
@@ -157,6 +159,11 @@ typedef struct mlc_measure_opts {
   uint64_t max_arg_bytes;   /* larger argument sets are alloc errors (4 GiB) */
   bool build_only;          /* compile only: a built candidate is OK with no
                              * run times (to check or time the builders) */
+  /* TVMScript files of tensor intrinsics (mlc-tune --intrin): each worker
+   * starts as `mlc-worker MODE --intrin FILE...` and registers them, so
+   * traces tensorized with them replay there. Must outlive the pool. */
+  int n_intrin_files;
+  const char *const *intrin_files;
 } mlc_measure_opts;
 
 mlc_measure_opts mlc_measure_defaults(void);
@@ -297,6 +304,11 @@ void mlc_measure_mpi_end(mlc_measure_mpi *p, int status);
 /* The worker side: serve requests on stdin/stdout until end of input.
  * mode is "build" or "run". Returns the process exit status. */
 int mlc_measure_worker_main(const char *mode);
+/* The same after registering the tensor intrinsics of the given TVMScript
+ * files (mlc_measure_opts.intrin_files) after the host CPU's built-in
+ * ones, as the tuner does; a file that fails returns 1 with err set. */
+int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
+                                   mlc_error *err);
 
 /* ---- timing and checking (timing.c) ------------------------------------------
  *

@@ -146,7 +146,11 @@ static bool spawn(mlc_measure *m, worker *w, mlc_error *err) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-  char *argv[] = {m->path, w->kind == W_BUILD ? "build" : "run", NULL};
+  char *argv[3 + 2 * MLC_MEASURE_MAX_INTRIN_FILES] = {m->path, w->kind == W_BUILD ? "build" : "run"};
+  for (int i = 0; i < m->o.n_intrin_files; i++) {
+    argv[2 + 2 * i] = "--intrin";
+    argv[3 + 2 * i] = (char *)m->o.intrin_files[i];
+  }
   pid_t pid;
   int rc = posix_spawn(&pid, m->path, &fa, NULL, argv, environ);
   /* A worker binary being relinked right now is busy for a moment. */
@@ -746,6 +750,8 @@ mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err) {
     return mlc_error_set(err, "measure: repeat must be 1..%d and number >= 1",
                          MLC_MEASURE_MAX_REPEAT),
            NULL;
+  if (opts.n_intrin_files < 0 || opts.n_intrin_files > MLC_MEASURE_MAX_INTRIN_FILES)
+    return mlc_error_set(err, "measure: at most %d intrinsic files", MLC_MEASURE_MAX_INTRIN_FILES), NULL;
   char *path = find_worker(opts.worker_path);
   if (!path || !executable(path)) {
     mlc_error_set(err, "measure: worker program %s not found (set MLC_WORKER)",

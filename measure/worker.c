@@ -592,6 +592,12 @@ static int take_protocol_fds(int *in) {
 }
 
 int mlc_measure_worker_main(const char *mode) {
+  mlc_error err;
+  return mlc_measure_worker_main_intrin(mode, 0, NULL, &err);
+}
+
+int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
+                                   mlc_error *err) {
   bool build = strcmp(mode, "build") == 0;
   if (!build && strcmp(mode, "run") != 0) return 2;
   struct rlimit no_core = {0, 0};
@@ -612,6 +618,11 @@ int mlc_measure_worker_main(const char *mode) {
   /* Candidates tensorized with the host CPU's intrinsics replay here. */
   mlc_error ierr;
   if (!mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, &ierr)) return 1;
+  for (int i = 0; i < n_files; i++)
+    if (!mlc_tensor_intrin_register_file(files[i], NULL, err)) {
+      mlc_error_prefix(err, "--intrin %s", files[i]);
+      return 1;
+    }
   int in;
   proto_out = take_protocol_fds(&in);
   if (proto_out < 0) return 1;

@@ -377,23 +377,40 @@ bool mlc_tensor_intrin_register(const char *name, const mlc_prim_func *desc,
  * (may be NULL) counts them. None found is an error. */
 bool mlc_tensor_intrin_register_text(const char *filename, const char *text, int *n_added,
                                      mlc_error *err);
+/* The same for the text of the file at path (mlc-tune, mlc-compile,
+ * mlc-db and mlc-worker --intrin FILE.py). */
+bool mlc_tensor_intrin_register_file(const char *path, int *n_added, mlc_error *err);
 bool mlc_tensor_intrin_exists(const char *name);
+/* The registered intrinsics, in registration order (0 <= i < count);
+ * a name stays valid for the process. */
+int mlc_tensor_intrin_count(void);
+const char *mlc_tensor_intrin_name(int i);
+/* Whether the description computes a dot-product tile: its root body is
+ * one loop over `lanes` outputs around one loop over `depth` reduction
+ * elements around a block with one spatial and one reduce iter (the
+ * shape the tuner's tiling-with-intrinsic rule cuts around, e.g. 16 x 4
+ * for dot_16x4_u8i8i32_vnni). False for others (tmm16) and unknown names. */
+bool mlc_tensor_intrin_dot_shape(const char *name, int64_t *lanes, int64_t *depth);
 /* the built-in intrinsics of CPU dot-product instructions
  * whose feature the comma-separated LLVM feature list turns on
  * (mlc_target_cpu_features of the target): "+avx512vnni" registers
  * dot_16x4_u8i8i32_vnni (schedule/intrin_cpu.c: C[0, i] += A[0, k] *
  * B[0, 0, i, k] over uint8 A (1, 4), int8 B (1, 1, 16, 4), int32 C (1, 16),
- * i < 16, k < 4) and the family of register-blocked micro-kernels
- * dense_u8i8i32_vnni_<R>x<C>x<K> (C[i, j] += A[i, k] * B[j / 16, k / 4,
- * j % 16, k % 4] over uint8 A (R, K), int8 B (C / 16, K / 4, 16, 4), int32
- * C (R, C); R <= 16, C a multiple of 16 up to 128, K of 4 up to 4096);
- * "+amx-int8" the AMX family dense_u8i8i32_amx_<R>x<C>x<K> (the same
- * computation; R and C 16 or 32, K a multiple of 64 up to 4096). A
- * family's members are registered when first looked up by name
- * (mlc_tensor_intrin_exists, tensorize, replay). The CPU builtins their
- * implementations call are registered with the interpreter. *n_added (may
- * be NULL) counts the fixed intrinsics, not the families; none is not an
- * error. */
+ * i < 16, k < 4), dot_16x4_u8i8i32_vnni_nchwc (the same with
+ * conv2d_nchwc_int8's operand ranks 5, 7 and 5) and the family of
+ * register-blocked micro-kernels dense_u8i8i32_vnni_<R>x<C>x<K> (C[i, j] +=
+ * A[i, k] * B[j / 16, k / 4, j % 16, k % 4] over uint8 A (R, K), int8 B
+ * (C / 16, K / 4, 16, 4), int32 C (R, C); R <= 16, C a multiple of 16 up to
+ * 128, K of 4 up to 4096); "+amx-int8" the AMX family
+ * dense_u8i8i32_amx_<R>x<C>x<K> (the same computation; R and C 16 or 32, K
+ * a multiple of 64 up to 4096); "+avx512bf16" registers
+ * dot_16x2_bf16bf16f32_avx512bf16 (C[0, i] += float32(A[0, k]) *
+ * float32(B[0, 0, i, k]), bfloat16 A (1, 2), B (1, 1, 16, 2), float32 C
+ * (1, 16), k < 2, as vdpbf16ps rounds). A family's members are registered
+ * when first looked up by name (mlc_tensor_intrin_exists, tensorize,
+ * replay). The CPU builtins their implementations call are registered with
+ * the interpreter. *n_added (may be NULL) counts the fixed intrinsics, not
+ * the families; none is not an error. */
 bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_error *err);
 /* tensorize: match a block (or the block blockize makes of the loop nest
  * under a loop, preserve_unit_iters) against the intrinsic's description,

@@ -223,6 +223,13 @@ static int generate_locked(const char *name) {
   return -1;
 }
 
+bool mlc_tensor_intrin_register_file(const char *path, int *n_added, mlc_error *err) {
+  char *text = mlc_read_file(path, NULL, err);
+  bool ok = text && mlc_tensor_intrin_register_text(path, text, n_added, err);
+  mlc_free(text);
+  return ok;
+}
+
 /* The registered pair (stays valid: entries are replaced, never freed). */
 static bool find_intrin(const char *name, const mlc_prim_func **desc, const mlc_prim_func **impl) {
   pthread_mutex_lock(&reg_mu);
@@ -240,6 +247,43 @@ static bool find_intrin(const char *name, const mlc_prim_func **desc, const mlc_
 bool mlc_tensor_intrin_exists(const char *name) {
   const mlc_prim_func *d, *i;
   return find_intrin(name, &d, &i);
+}
+
+int mlc_tensor_intrin_count(void) {
+  pthread_mutex_lock(&reg_mu);
+  ensure_builtins();
+  int n = n_intrins;
+  pthread_mutex_unlock(&reg_mu);
+  return n;
+}
+
+const char *mlc_tensor_intrin_name(int i) {
+  MLC_ASSERT(i >= 0 && i < mlc_tensor_intrin_count());
+  return intrins[i].name; /* entries are replaced in place, never removed */
+}
+
+/* A FOR over [0, extent) with a constant extent; 0 otherwise. */
+static int64_t plain_loop(const mlc_stmt *st) {
+  int64_t mn, ext;
+  if (!st || st->kind != MLC_STMT_FOR || !mlc_expr_is_const_int(st->loop.min, &mn) || mn != 0 ||
+      !mlc_expr_is_const_int(st->loop.extent, &ext))
+    return 0;
+  return ext;
+}
+
+bool mlc_tensor_intrin_dot_shape(const char *name, int64_t *lanes, int64_t *depth) {
+  const mlc_prim_func *desc, *impl;
+  if (!find_intrin(name, &desc, &impl)) return false;
+  const mlc_stmt *li = mlc_func_root(desc)->body;
+  const mlc_stmt *lk = plain_loop(li) ? li->loop.body : NULL;
+  const mlc_stmt *r = plain_loop(lk) ? lk->loop.body : NULL;
+  if (!r || r->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *b = r->realize.block;
+  if (b->n_iters != 2 || b->iters[0].kind == MLC_ITER_REDUCE || b->iters[1].kind != MLC_ITER_REDUCE)
+    return false;
+  *lanes = plain_loop(li);
+  *depth = plain_loop(lk);
+  return true;
 }
 
 /* ---- matching ------------------------------------------------------------------ */

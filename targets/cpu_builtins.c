@@ -41,6 +41,14 @@
  * asks Linux for the AMX state through libmlcrt's mlc_rt_amx_enable
  * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), which tile
  * instructions need.
+ *   T.call_extern("int32", "mlc_x86_vdpbf16ps_16x2", C.access_ptr("rw"),
+ *                 A.access_ptr("r"), B.access_ptr("r"), B.strides[d])
+ *
+ * C: 16 float32, A: 2 bfloat16, B: 16 rows of 2 bfloat16 (stride in
+ * elements; 2: one 64-byte tile). C[i] += A[1] * B[i][1], then += A[0] *
+ * B[i][0], as one AVX-512 BF16 vdpbf16ps (llvm.x86.avx512bf16.dpbf16ps.512,
+ * whose bfloat16 pairs LLVM 14 passes as <16 x i32>: A's pair broadcast,
+ * B's 16 pairs).
  */
 #include "targets/llvm_internal.h"
 
@@ -62,6 +70,7 @@ static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e);
 static bool check_block(const mlc_expr *e, mlc_error *err);
 static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e);
 static bool check_amx_block(const mlc_expr *e, mlc_error *err);
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e);
 
 #define V MLC_XARG_VALUE
 static const builtin builtins[] = {
@@ -74,6 +83,9 @@ static const builtin builtins[] = {
     {"mlc_x86_tdpbusd_block", "amx-int8", "amx-tile", 11,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
      {MLC_INT32, MLC_UINT8, MLC_INT8}, check_amx_block, emit_tdpbusd_block},
+    {"mlc_x86_vdpbf16ps_16x2", "avx512bf16", NULL, 4,
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
+     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16, MLC_INT32}, NULL, emit_vdpbf16ps},
 };
 #undef V
 
@@ -153,15 +165,17 @@ static LLVMValueRef load_aligned(cg *c, LLVMTypeRef ty, LLVMValueRef p, unsigned
 }
 
 /* B's 16 rows of 4 bytes as <16 x i32>: one load when rows are adjacent,
- * else row by row. */
-static LLVMValueRef load_rows(cg *c, const mlc_expr *e, LLVMTypeRef v16) {
+ * else row by row; the stride counts elements of elem_bytes bytes. */
+static LLVMValueRef load_rows(cg *c, const mlc_expr *e, LLVMTypeRef v16, int elem_bytes) {
   LLVMValueRef pb = arg_ptr(c, e, 2, c->t_i8);
   const mlc_expr *stride = e->ext.kids[e->ext.args[3].kid];
   int64_t s;
-  if (mlc_expr_is_const_int(stride, &s) && s == 4)
+  if (mlc_expr_is_const_int(stride, &s) && s * elem_bytes == 4)
     return load_aligned(c, v16, LLVMBuildBitCast(c->b, pb, LLVMPointerType(v16, 0), ""), 1);
   LLVMValueRef sv = cg_expr(c, stride);
   if (LLVMTypeOf(sv) != c->t_i64) sv = LLVMBuildSExt(c->b, sv, c->t_i64, "");
+  if (elem_bytes != 1)
+    sv = LLVMBuildMul(c->b, sv, LLVMConstInt(c->t_i64, (unsigned long long)elem_bytes, 0), "");
   LLVMValueRef out = LLVMGetUndef(v16);
   for (int i = 0; i < 16; i++) {
     LLVMValueRef off = LLVMBuildMul(c->b, sv, LLVMConstInt(c->t_i64, (unsigned long long)i, 0), "");
@@ -179,7 +193,7 @@ static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e) {
   LLVMValueRef acc = load_aligned(c, v16, pc, 4);
   LLVMValueRef a4 = load_aligned(c, c->t_i32, arg_ptr(c, e, 1, c->t_i32), 1);
   LLVMValueRef a = cg_splat(c, a4, 16);
-  LLVMValueRef b = load_rows(c, e, v16);
+  LLVMValueRef b = load_rows(c, e, v16, 1);
   const char *name = "llvm.x86.avx512.vpdpbusd.512";
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   MLC_ASSERT(id != 0);
@@ -299,7 +313,8 @@ static void amx_permission(cg *c) {
   LLVMPositionBuilderAtEnd(c->b, go);
 }
 
-static LLVMValueRef amx_call(cg *c, const char *name, LLVMValueRef *args, int n) {
+/* A call of the non-overloaded LLVM intrinsic `name`. */
+static LLVMValueRef call_intrinsic(cg *c, const char *name, int n, LLVMValueRef *args) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   MLC_ASSERT(id != 0);
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
@@ -312,7 +327,7 @@ static LLVMValueRef i16c(cg *c, int v) { return LLVMConstInt(c->t_i16, (unsigned
 /* A 16 x 64-byte tile at p (i8*), rows `stride` bytes apart. */
 static LLVMValueRef tile_load(cg *c, LLVMValueRef p, LLVMValueRef stride) {
   LLVMValueRef args[4] = {i16c(c, 16), i16c(c, 64), p, stride};
-  return amx_call(c, "llvm.x86.tileloadd64.internal", args, 4);
+  return call_intrinsic(c, "llvm.x86.tileloadd64.internal", 4, args);
 }
 
 enum { AMX_MAX_ACC = 4 };
@@ -355,7 +370,7 @@ static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
   for (int64_t m = 0; m < mt; m++)
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef args[6] = {i16c(c, 16), i16c(c, 64), i16c(c, 64), phi[m * nb + n], at[m], bt[n]};
-      next[m * nb + n] = amx_call(c, "llvm.x86.tdpbusd.internal", args, 6);
+      next[m * nb + n] = call_intrinsic(c, "llvm.x86.tdpbusd.internal", 6, args);
     }
   LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
   LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / 64), ""), loop, done);
@@ -369,7 +384,7 @@ static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
   LLVMPositionBuilderAtEnd(c->b, done);
   for (int64_t i = 0; i < mt * nb; i++) {
     LLVMValueRef args[5] = {i16c(c, 16), i16c(c, 64), cptr[i], sc, next[i]};
-    amx_call(c, "llvm.x86.tilestored64.internal", args, 5);
+    call_intrinsic(c, "llvm.x86.tilestored64.internal", 5, args);
   }
   return LLVMConstInt(c->t_i32, 0, 0);
 }
@@ -386,6 +401,18 @@ double mlc_target_extern_work(const mlc_expr *call) {
       !mlc_expr_is_const_int(arg_value(call, 10), &k))
     return 0;
   return (double)r * (double)nb * 16.0 * (double)k;
+}
+
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e) {
+  LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16), f16 = LLVMVectorType(c->t_f32, 16);
+  LLVMValueRef pc = LLVMBuildBitCast(c->b, arg_ptr(c, e, 0, c->t_f32), LLVMPointerType(f16, 0), "");
+  LLVMValueRef acc = load_aligned(c, f16, pc, 4);
+  LLVMValueRef a2 = load_aligned(c, c->t_i32, arg_ptr(c, e, 1, c->t_i32), 2);
+  LLVMValueRef a = cg_splat(c, a2, 16);
+  LLVMValueRef b = load_rows(c, e, v16, 2);
+  LLVMValueRef r = call_intrinsic(c, "llvm.x86.avx512bf16.dpbf16ps.512", 3, (LLVMValueRef[]){acc, a, b});
+  LLVMSetAlignment(LLVMBuildStore(c->b, r, pc), 4);
+  return LLVMConstInt(c->t_i32, 0, 0);
 }
 
 /* Requires cg_builtin_check to have accepted e; scalar mode. */

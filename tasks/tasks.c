@@ -14,7 +14,7 @@ static const mlc_task_entry *const entries[] = {
     &mlc_task_matmul_relu, &mlc_task_conv2d_nchw,      &mlc_task_conv2d_nchwc,
     &mlc_task_depthwise_conv2d, &mlc_task_softmax,     &mlc_task_layernorm,        &mlc_task_vecadd,
     &mlc_task_window_sum,  &mlc_task_transpose,        &mlc_task_reduce_sum,
-    &mlc_task_dense_int8,
+    &mlc_task_dense_int8,  &mlc_task_matmul_bf16,       &mlc_task_conv2d_nchwc_int8,
 };
 
 /* Limits on what --shape may ask for: indices are int32 in generated code,

@@ -112,6 +112,8 @@ static const struct {
     {"transpose", "6,11"},
     {"reduce_sum", "7,13"},
     {"dense_int8", "5,32,12"},
+    {"matmul_bf16", "5,32,12"},
+    {"conv2d_nchwc_int8", "1,8,6,5,32,3,3,2,1"},
 };
 
 static void test_tasks(void) {

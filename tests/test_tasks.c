@@ -159,6 +159,45 @@ static void ref_dense_int8(const int64_t *s, float **in, double *out) {
     }
 }
 
+static void ref_matmul_bf16(const int64_t *s, float **in, double *out) {
+  int64_t M = s[0], N = s[1], K = s[2];
+  const uint16_t *a = (const uint16_t *)in[0], *b = (const uint16_t *)in[1];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; k++)
+        acc += (double)mlc_bf16_to_float(a[i * K + k]) *
+               mlc_bf16_to_float(b[(j / 16 * (K / 2) + k / 2) * 32 + j % 16 * 2 + k % 2]);
+      out[i * N + j] = acc;
+    }
+}
+
+/* data [N, C/cb, H, W, cb] uint8, weight [K/16, C/cb, R, S, cb/4, 16, 4]
+ * int8, out [N, K/16, OH, OW, 16], cb = 16, 8 or 4. */
+static void ref_conv_int8(const int64_t *s, float **in, double *out) {
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3], K = s[4], R = s[5], S = s[6];
+  int64_t st = s[7], pad = s[8], cb = C % 16 == 0 ? 16 : C % 8 == 0 ? 8 : 4;
+  int64_t OH = (H + 2 * pad - R) / st + 1, OW = (W + 2 * pad - S) / st + 1;
+  const uint8_t *d = (const uint8_t *)in[0];
+  const int8_t *w = (const int8_t *)in[1];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++) {
+          double acc = 0;
+          for (int64_t c = 0; c < C; c++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t q = 0; q < S; q++) {
+                int64_t iy = y * st + r - pad, ix = x * st + q - pad;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                acc += (double)d[(((n * (C / cb) + c / cb) * H + iy) * W + ix) * cb + c % cb] *
+                       w[(((((k / 16 * (C / cb) + c / cb) * R + r) * S + q) * (cb / 4) + c % cb / 4) * 16 +
+                          k % 16) * 4 + c % 4];
+              }
+          out[(((n * (K / 16) + k / 16) * OH + y) * OW + x) * 16 + k % 16] = acc;
+        }
+}
+
 /* ---- one numeric case per task and shape ----------------------------------- */
 
 typedef struct num_case {
@@ -188,6 +227,10 @@ static const num_case cases[] = {
     {"transpose", "7,13", ref_transpose, 1},
     {"reduce_sum", "6,23", ref_reduce_sum, 1},
     {"dense_int8", "5,32,12", ref_dense_int8, 1},
+    {"matmul_bf16", "5,32,12", ref_matmul_bf16, 1},
+    {"conv2d_nchwc_int8", "1,8,6,5,32,3,3", ref_conv_int8, 2},
+    {"conv2d_nchwc_int8", "2,12,7,6,16,3,2,2,0", ref_conv_int8, 1},
+    {"conv2d_nchwc_int8", "1,32,5,5,16,1,1,1,0", ref_conv_int8, 1},
 };
 
 static int count_blocks(const mlc_stmt *s) {
@@ -282,7 +325,7 @@ static void test_numeric(void) {
 
 /* Every task appears in the numeric cases. */
 static void test_all_tasks_covered(void) {
-  CHECK(mlc_task_count() == 14);
+  CHECK(mlc_task_count() == 16);
   for (int t = 0; t < mlc_task_count(); t++) {
     bool found = false;
     for (int i = 0; i < MLC_COUNTOF(cases); i++)
@@ -322,7 +365,7 @@ static void test_defaults(void) {
   CHECK_STREQ(mlc_task_names(),
               "matmul, batch_matmul, dense_bias_relu, matmul_relu, conv2d_nchw, conv2d_nchwc, "
               "depthwise_conv2d, softmax, layernorm, vecadd, window_sum, transpose, reduce_sum, "
-              "dense_int8");
+              "dense_int8, matmul_bf16, conv2d_nchwc_int8");
 }
 
 /* Each task's IR prints as TVMScript that parses back to the same text and

@@ -139,7 +139,9 @@ static void test_register(void) {
   have_amx = mlc_target_has_feature(&host, "amx-int8") && mlc_target_has_feature(&host, "amx-tile");
   CHECK(mlc_tensor_intrin_exists("dense_u8i8i32_amx_32x32x64") == have_amx);
   if (!have_amx) printf("SKIP AMX tests: the host CPU (%s) lacks amx-int8\n", host.mcpu);
-  CHECK(n == (have_vnni ? 1 : 0) && mlc_tensor_intrin_exists(INTRIN) == have_vnni);
+  /* the VNNI pair (dense and NCHWc operand ranks), and BF16's where the host has it */
+  CHECK(n == (have_vnni ? 2 : 0) + mlc_target_has_feature(&host, "avx512bf16") &&
+        mlc_tensor_intrin_exists(INTRIN) == have_vnni);
   if (!have_vnni) printf("SKIP VNNI tests: the host CPU (%s) lacks avx512vnni\n", host.mcpu);
 }
 

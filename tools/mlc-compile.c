@@ -59,6 +59,7 @@ enum {
   OPT_TASK_FILE,
   OPT_PTX,
   OPT_EXTERN,
+  OPT_INTRIN,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -82,6 +83,8 @@ typedef struct options {
   uint64_t seed;
   int repeat;
   int fuse_max_ops;
+  const char *intrins[8]; /* --intrin files */
+  int n_intrins;
 } options;
 
 static void usage(FILE *f) {
@@ -158,6 +161,9 @@ static void usage(FILE *f) {
           "                       postgresql://user@host/dbname); the best\n"
           "                       record of each kernel is replayed; a missing file means\n"
           "                       every kernel is untuned\n"
+          "  --intrin FILE.py     register the tensor intrinsics (NAME_desc/NAME_impl\n"
+          "                       pairs) of FILE.py, as mlc-tune --intrin did: records\n"
+          "                       tensorized with them replay only so (repeatable)\n"
           "  --dump-tasks DIR     write each distinct kernel as DIR/<model>_<kernel>.py\n"
           "                       (TVMScript, named main) for mlc-tune --task-file;\n"
           "                       alone, nothing is compiled\n"
@@ -225,6 +231,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"run-output", required_argument, 0, OPT_RUN_OUTPUT},
       {"verify", no_argument, 0, OPT_VERIFY},
       {"task-file", required_argument, 0, OPT_TASK_FILE},
+      {"intrin", required_argument, 0, OPT_INTRIN},
       {"ptx", required_argument, 0, OPT_PTX},
       {"extern", required_argument, 0, OPT_EXTERN},
       {"help", no_argument, 0, 'h'},
@@ -265,6 +272,10 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_TARGET: o->target = optarg; break;
     case OPT_NO_SCHEDULE: o->no_schedule = true; break;
     case OPT_DB: o->db = optarg; break;
+    case OPT_INTRIN:
+      if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "at most 8 --intrin files");
+      o->intrins[o->n_intrins++] = optarg;
+      break;
     case OPT_REPORT: o->report = true; break;
     case OPT_VERIFY: o->verify = true; break;
     case OPT_DUMP_TASKS: o->dump_tasks = optarg; break;
@@ -1059,6 +1070,11 @@ int main(int argc, char **argv) {
   } else if (o.ptx) {
     return usage_error("%s", "--ptx goes with --target cuda");
   }
+  for (int i = 0; i < o.n_intrins; i++)
+    if (!mlc_tensor_intrin_register_file(o.intrins[i], NULL, &err)) {
+      fprintf(stderr, "mlc-compile: error: --intrin %s: %s\n", o.intrins[i], err.msg);
+      return 1;
+    }
   if (o.task_file) return compile_task_file(&o, &t);
   return o.task ? compile_task(&o, &t) : compile_model(&o, &t);
 }

@@ -9,6 +9,7 @@
  */
 #include "db/db.h"
 #include "schedule/schedule.h"
+#include "targets/targets.h"
 #include "tasks/tasks.h"
 
 #include <errno.h>
@@ -42,6 +43,10 @@ static const char *usage_text =
     "      --target T     only records of this target (top), e.g. \"llvm\"\n"
     "  -k N               how many records top shows (default 5)\n"
     "      --ir           show: also print the scheduled TensorIR\n"
+    "      --intrin FILE.py  register the tensor intrinsics of FILE.py (NAME_desc/\n"
+    "                     NAME_impl pairs), as mlc-tune --intrin did, so records\n"
+    "                     tensorized with them replay (top, show --ir, import;\n"
+    "                     repeatable)\n"
     "      --json         machine-readable output\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -52,6 +57,8 @@ typedef struct options {
   const char *db, *command, *arg, *task, *shape, *target;
   int k;
   bool ir, json;
+  const char *intrins[8]; /* --intrin files */
+  int n_intrins;
 } options;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -328,7 +335,8 @@ static bool scheduled_ir(const char *ir, const char *trace, mlc_str *out, mlc_er
                        : NULL;
   mlc_trace *t = f ? mlc_trace_from_json(a, trace, strlen(trace), err) : NULL;
   bool ok = false;
-  if (t) {
+  /* records tensorized with the host CPU's intrinsics (mlc-tune's) */
+  if (t && mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, err)) {
     mlc_sched *s = mlc_sched_new(f, 1);
     ok = mlc_sched_replay(s, t, NULL, NULL, err);
     if (ok) mlc_print_func(out, mlc_sched_func(s));
@@ -522,11 +530,12 @@ static int cmd_import(mlc_db *db, const options *o) {
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static int parse_args(int argc, char **argv, options *o) {
-  enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON };
+  enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON, OPT_INTRIN };
   static const struct option longopts[] = {
       {"db", required_argument, 0, OPT_DB},   {"task", required_argument, 0, 't'},
       {"shape", required_argument, 0, 's'},   {"target", required_argument, 0, OPT_TARGET},
       {"ir", no_argument, 0, OPT_IR},         {"json", no_argument, 0, OPT_JSON},
+      {"intrin", required_argument, 0, OPT_INTRIN},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
   };
   int c;
@@ -538,6 +547,10 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_TARGET: o->target = optarg; break;
     case OPT_IR: o->ir = true; break;
     case OPT_JSON: o->json = true; break;
+    case OPT_INTRIN:
+      if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "at most 8 --intrin files");
+      o->intrins[o->n_intrins++] = optarg;
+      break;
     case 'k': {
       char *end;
       long k = strtol(optarg, &end, 10);
@@ -579,6 +592,11 @@ int main(int argc, char **argv) {
   if ((rc = check_usage(&o))) return rc;
   if (!o.db) o.db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
   mlc_error err;
+  for (int i = 0; i < o.n_intrins; i++)
+    if (!mlc_tensor_intrin_register_file(o.intrins[i], NULL, &err)) {
+      fprintf(stderr, "mlc-db: error: --intrin %s: %s\n", o.intrins[i], err.msg);
+      return 1;
+    }
   bool creates = strcmp(o.command, "import") == 0;
   mlc_db *db = mlc_db_open(o.db, creates ? MLC_DB_CREATE : MLC_DB_EXISTING, &err);
   if (!db) return fail(err.msg);

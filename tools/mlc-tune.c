@@ -69,6 +69,16 @@ static const char *usage_text =
     "                             threads) as one candidate, recorded like any other;\n"
     "                             mlc-compile calls the library where that record is\n"
     "                             the best\n"
+    "      --intrin FILE.py       register the tensor intrinsics (NAME_desc/NAME_impl\n"
+    "                             pairs, as mlc-ir apply --intrin takes them) here and\n"
+    "                             in every worker (repeatable, up to 8): the design\n"
+    "                             space tiles around those whose description is one\n"
+    "                             spatial loop over one reduce loop (a dot-product\n"
+    "                             tile) where one fits. The file does not go into the\n"
+    "                             database: mlc-compile and mlc-db top/import/show --ir\n"
+    "                             replay such records only given the same --intrin\n"
+    "                             (else they are skipped as not replaying); names must\n"
+    "                             differ from the built-in intrinsics'\n"
     "  -v, --verbose              progress lines even when stderr is not a terminal\n"
     "      --json                 print the summary as one JSON object\n"
     "  -h, --help                 show this help\n"
@@ -140,10 +150,15 @@ typedef struct cli {
   /* --input-shape "name=1,3,224,224", NULL-terminated */
   const char *input_shapes[MAX_SHAPES + 1];
   int n_input_shapes;
+  const char *intrins[8]; /* --intrin files (MLC_MEASURE_MAX_INTRIN_FILES) */
+  int n_intrins;
 } cli;
 
+_Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE_MAX_INTRIN_FILES,
+               "one --intrin slot per file the workers take");
+
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -162,6 +177,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"name", required_argument, 0, O_NAME},
       {"remeasure", required_argument, 0, O_REMEASURE},
       {"library", required_argument, 0, O_LIBRARY},
+      {"intrin", required_argument, 0, O_INTRIN},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -174,6 +190,11 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'm': c->model = optarg; break;
     case O_WEIGHTS: c->weights = optarg; break;
     case O_TASK_SCHED: c->task_sched = optarg; break;
+    case O_INTRIN:
+      if (c->n_intrins == MLC_COUNTOF(c->intrins))
+        return usage_error("%s", "at most 8 --intrin files");
+      c->intrins[c->n_intrins++] = optarg;
+      break;
     case O_NAME:
       if (!*optarg) return usage_error("%s", "--name wants a non-empty name");
       c->name = optarg;
@@ -499,6 +520,8 @@ static int run(const cli *c, workload *w) {
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;
   o.library = c->library;
+  o.n_intrin_files = c->n_intrins;
+  o.intrin_files = c->intrins;
   mlc_tuner_tune_result r;
   signal(SIGINT, on_sigint);
   bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
@@ -627,6 +650,8 @@ static int tune_model(const cli *c) {
   o.tune.stop = &g_stop;
   if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi;
   o.tune.search.seed = c->seed;
+  o.tune.n_intrin_files = c->n_intrins;
+  o.tune.intrin_files = c->intrins;
   o.tune.search.num_cores = tgt.num_cores;
   o.tune.library = c->library;
   mlc_tuner_sched_result r;
@@ -673,6 +698,13 @@ static void mpi_ended(void *ud, const char *msg) {
 static int start_mpi(const cli *c, int *argc, char ***argv) {
   int n = mlc_measure_mpi_env_size();
   if (n <= 1) return -1;
+  if (c->n_intrins > 0) {
+    /* the measurement ranks' pools take their options from rank 0's
+     * wire message, which carries no files */
+    fprintf(stderr, "mlc-tune: error: --intrin does not work under mpirun yet (the measurement "
+                    "ranks would not register the intrinsics)\n");
+    return 2;
+  }
   if (!mlc_measure_mpi_built()) {
     fprintf(stderr, "mlc-tune: error: started by mpirun with %d ranks, but this mlc-tune was "
                     "built without MPI support (install libopenmpi-dev and rebuild)\n", n);

@@ -10,9 +10,11 @@
  *   tiling_with_intrin   meta-schedule's MultiLevelTilingWithIntrin: a block
  *                        that a registered CPU dot-product intrinsic fits
  *                        (the AMX, then the VNNI micro-kernel family, whose
- *                        R x C x K tile is sampled; dot_16x4_u8i8i32_vnni)
- *                        gets its innermost tile cut to the intrinsic's
- *                        shape and blockized, the outer
+ *                        R x C x K tile is sampled; dot_16x4_u8i8i32_vnni,
+ *                        its NCHWc variant, dot_16x2_bf16bf16f32_avx512bf16,
+ *                        then users' registered ones) gets its innermost
+ *                        tile cut to the intrinsic's shape and blockized,
+ *                        the outer
  *                        block tiled "SSRSRS" and annotated with the
  *                        intrinsic, which the postprocessor tensorizes it
  *                        with once parallel loops are in place
@@ -466,7 +468,7 @@ static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
 
 /* CPU tensor intrinsics the rule tries, first fit first, with their tile:
  * `spatial` lanes of the output's last dimension by `reduce` elements of
- * the one reduction. A family (mlc_tensor_intrin_register_cpu registers
+ * the last reduction. A family (mlc_tensor_intrin_register_cpu registers
  * dense_u8i8i32_vnni_<R>x<C>x<K> on demand) has a sampled tile instead:
  * R rows (the output's second-last dimension), C columns and K reduction
  * elements, each a SampleCategorical over the sizes dividing the loop
@@ -474,26 +476,30 @@ static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
  * that mutation moves; the postprocessor names the member from the tile.
  * Each is used only where registered (for a target whose CPU has the
  * instruction). */
-static const struct {
+typedef struct tile_intrin {
   const char *name;
   int64_t spatial, reduce;
   const tile_knobs *family; /* NULL: one fixed tile */
   const char *probe;        /* a member that shows the family registered */
-} TILE_INTRINS[] = {
+} tile_intrin;
+
+static const tile_intrin TILE_INTRINS[] = {
     {"dense_u8i8i32_amx", 0, 0, &AMX_KNOBS, "dense_u8i8i32_amx_16x16x64"},
     {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4"},
-    {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, "dot_16x4_u8i8i32_vnni"},
+    {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, NULL},
+    {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4, NULL, NULL},
+    {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2, NULL, NULL},
 };
 
 /* The spatial iter indexing the last dimension of b's one write, and b's
- * one reduce iter; false when b has another form. */
+ * last reduce iter (the innermost of a convolution's channel, window and
+ * channel-block reductions); false when b has another form. */
 static bool intrin_iters(const mlc_block *b, int *sp, int *rd) {
   *sp = *rd = -1;
   if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return false;
   const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
   for (int i = 0; i < b->n_iters; i++) {
     if (b->iters[i].kind == MLC_ITER_REDUCE) {
-      if (*rd >= 0) return false;
       *rd = i;
     } else if (e->kind == MLC_EXPR_VAR && b->iters[i].var == e->var) {
       *sp = i;
@@ -539,11 +545,11 @@ static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *
 /* The tile loops of intrinsic k cut off the block's loops lp[n] (sp: the
  * output's last dimension, rd: the reduction), with the inner parts
  * innermost (first at inner[0]); the family's member name into member. */
-static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp, int rd, int k,
-                     mlc_rv *inner, char *member, size_t member_n, mlc_error *err) {
+static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp, int rd,
+                     const tile_intrin *ti, mlc_rv *inner, char *member, size_t member_n, mlc_error *err) {
   mlc_rv order[TUNER_MAX_LOOPS + 3], js[2], ks[2], is[2];
   int rw = -1, n_in = 2;
-  const tile_knobs *kn = TILE_INTRINS[k].family;
+  const tile_knobs *kn = ti->family;
   if (kn) {
     mlc_rv vr, vc, vk;
     rw = row_iter(b);
@@ -552,16 +558,16 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
         !split_by_knob(t, lp[sp], &kn->cols, NULL, &vc, js, err) ||
         !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, &vk, ks, err))
       return false;
-    snprintf(member, member_n, "%s_%lldx%lldx%lld", TILE_INTRINS[k].name,
+    snprintf(member, member_n, "%s_%lldx%lldx%lld", ti->name,
              (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
              (long long)mlc_sched_rv_value(t, vk));
     n_in = 3;
   } else {
-    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].spatial)};
-    mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(TILE_INTRINS[k].reduce)};
+    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(ti->spatial)};
+    mlc_operand fr[2] = {MLC_OP_NONE, MLC_OP_INT(ti->reduce)};
     if (!mlc_sched_split(t, lp[sp], 2, fs, true, js, err) || !mlc_sched_split(t, lp[rd], 2, fr, true, ks, err))
       return false;
-    snprintf(member, member_n, "%s", TILE_INTRINS[k].name);
+    snprintf(member, member_n, "%s", ti->name);
   }
   for (int i = 0; i < n; i++) order[i] = i == sp ? js[0] : i == rd ? ks[0] : i == rw ? is[0] : lp[i];
   int m = n;
@@ -578,7 +584,7 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
  * checking on a copy that its update (init moved out) tensorizes. False
  * (t then garbage) when some step refuses. */
 static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
-                        int k, mlc_error *err) {
+                        const tile_intrin *ti, mlc_error *err) {
   mlc_rv blk, *loops, inner = -1, outer, init, levels[16];
   if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
   int n = mlc_sched_get_loops(t, blk, &loops, err);
@@ -586,21 +592,45 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
   mlc_rv lp[TUNER_MAX_LOOPS];
   memcpy(lp, loops, sizeof(mlc_rv) * (size_t)n);
   char member[64];
-  if (!cut_tile(t, n, lp, mlc_sched_rv_block(t, blk), sp, rd, k, &inner, member, sizeof member, err) ||
+  if (!cut_tile(t, n, lp, mlc_sched_rv_block(t, blk), sp, rd, ti, &inner, member, sizeof member, err) ||
       !mlc_sched_blockize(t, inner, true, &outer, err) || !mlc_sched_get_block(t, name, NULL, &blk, err) ||
       !mlc_sched_annotate(t, blk, TUNER_ANN_TENSOR_TILE, MLC_OP_INT(1), err))
     return false;
   const char *oname = mlc_sched_rv_block(t, outer)->name;
   if (!tile_block(t, oname, o, levels, err) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
     return false;
-  /* levels[2]: the first "R" group of SSRSRS, the one reduce loop's outer tile */
+  /* the first loop of the first "R" group of SSRSRS (one outer tile per
+   * spatial iter in each "S" group before it), where the postprocessor
+   * moves the init */
+  int n_sp = 0;
+  const mlc_block *ob = mlc_sched_rv_block(t, outer);
+  for (int i = 0; i < ob->n_iters; i++) n_sp += ob->iters[i].kind != MLC_ITER_REDUCE;
   mlc_sched *probe = mlc_sched_copy(t);
-  mlc_rv pb;
+  mlc_rv pb, *ol;
   bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
-              mlc_sched_decompose_reduction(probe, pb, levels[2], &init, err) &&
+              mlc_sched_get_loops(probe, pb, &ol, err) > 2 * n_sp &&
+              mlc_sched_decompose_reduction(probe, pb, ol[2 * n_sp], &init, err) &&
               mlc_sched_tensorize(probe, pb, member, err);
   mlc_sched_free(probe);
-  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(TILE_INTRINS[k].name), err);
+  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(ti->name), err);
+}
+
+/* The k-th intrinsic the rule tries: the built-in table's registered
+ * ones, then every other registered intrinsic of a dot-product shape
+ * (users' own, mlc-tune --intrin); false past the end. */
+static bool nth_tile_intrin(int k, tile_intrin *out) {
+  if (k < MLC_COUNTOF(TILE_INTRINS)) {
+    *out = TILE_INTRINS[k];
+    if (!mlc_tensor_intrin_exists(out->probe ? out->probe : out->name)) out->name = NULL;
+    return true;
+  }
+  k -= MLC_COUNTOF(TILE_INTRINS);
+  if (k >= mlc_tensor_intrin_count()) return false;
+  *out = (tile_intrin){mlc_tensor_intrin_name(k), 0, 0, NULL, NULL};
+  for (int i = 0; i < MLC_COUNTOF(TILE_INTRINS) && out->name; i++)
+    if (strcmp(TILE_INTRINS[i].name, out->name) == 0) out->name = NULL;
+  if (out->name && !mlc_tensor_intrin_dot_shape(out->name, &out->spatial, &out->reduce)) out->name = NULL;
+  return true;
 }
 
 /* Replaces the state by the intrinsic's sketch when one fits (the plain
@@ -613,11 +643,12 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
   int sp, rd;
   if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       intrin_iters(b, &sp, &rd)) {
-    for (int k = 0; k < MLC_COUNTOF(TILE_INTRINS); k++) {
-      if (!mlc_tensor_intrin_exists(TILE_INTRINS[k].probe)) continue;
+    tile_intrin ti;
+    for (int k = 0; nth_tile_intrin(k, &ti); k++) {
+      if (!ti.name) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;
-      if (tile_around(t, name, o, sp, rd, k, &err)) {
+      if (tile_around(t, name, o, sp, rd, &ti, &err)) {
         mlc_sched_free(s);
         MLC_VEC_PUSH(*out, t);
         return;
@@ -630,10 +661,27 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
 
 /* ---- rule: random compute location ------------------------------------------------ */
 
+/* Whether a block the tiling-with-intrinsic rule annotated reads what b
+ * writes: inlining b there (conv2d_nchwc_int8's zero padding) would put
+ * a T.if_then_else into the operand that tensorize cannot match. */
+static bool feeds_tensorized(const mlc_prim_func *f, const mlc_block *b) {
+  mlc_arena *a = mlc_arena_new();
+  const char **names;
+  int n = tuner_blocks_post_order(a, f, &names);
+  bool found = false;
+  for (int i = 0; i < n && !found; i++) {
+    const mlc_block *c = tuner_find_block(f, names[i]);
+    found = c && c != b && reads_output_of(c, b) && mlc_ann_find(c->n_anns, c->anns, TUNER_ANN_TENSORIZE);
+  }
+  mlc_arena_free(a);
+  return found;
+}
+
 /* meta-schedule's RandomComputeLocation: a block directly under the root
  * that is not an output, not tiled and feeds another block is computed at
  * a sampled loop of its consumers (or stays, or is inlined: the sampled
- * location's root and inline marks). */
+ * location's root and inline marks). A producer of a block to be
+ * tensorized stays where it is (feeds_tensorized). */
 static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
                                          const char *name, sched_list *out) {
   MLC_UNUSED(o);
@@ -642,7 +690,7 @@ static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
   tuner_site site;
   if (b && !tuner_block_is_output(f, b) && has_consumer_rec(f->body, b) &&
       tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
-      !tuner_needs_tiling(f, b)) {
+      !tuner_needs_tiling(f, b) && !feeds_tensorized(f, b)) {
     mlc_sched *c = mlc_sched_copy(s);
     mlc_rv rv, loc;
     mlc_error e;

@@ -255,6 +255,8 @@ void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, mlc_measure_opts *out) {
   mlc_measure_opts mo = mlc_measure_defaults();
   mo.n_builders = o->n_builders;
   mo.worker_path = o->worker_path;
+  mo.n_intrin_files = o->n_intrin_files;
+  mo.intrin_files = o->intrin_files;
   if (o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = o->timeout_s;
   if (target_is_gpu(o->target ? o->target : "llvm")) {
     /* GPU times are CUDA events', which builders on the host do not
@@ -658,8 +660,13 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   mlc_target t;
   if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
   r->search_opts.space = mlc_tuner_space_for_target(&t);
-  /* the CPU's dot-product intrinsics, for the tiling-with-intrinsic rule */
-  return mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err);
+  /* the CPU's dot-product intrinsics, then the user's, for the
+   * tiling-with-intrinsic rule */
+  if (!mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err)) return false;
+  for (int i = 0; i < r->o->n_intrin_files; i++)
+    if (!mlc_tensor_intrin_register_file(r->o->intrin_files[i], NULL, err))
+      return mlc_error_prefix(err, "--intrin %s", r->o->intrin_files[i]);
+  return true;
 }
 
 static void tune_free(tune_run *r) {

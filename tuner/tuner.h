@@ -149,6 +149,12 @@ typedef struct mlc_tuner_tune_opts {
    * workload and target, and recorded like any other (it counts as a
    * trial). It neither seeds the search nor trains the cost model. */
   const char *library;
+  /* TVMScript files of users' tensor intrinsics (mlc-tune --intrin; at
+   * most MLC_MEASURE_MAX_INTRIN_FILES): registered after the target's
+   * built-in ones, so the design space tiles around those of a
+   * dot-product shape, and passed to the worker processes. */
+  int n_intrin_files;
+  const char *const *intrin_files;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);

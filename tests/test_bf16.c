@@ -1,0 +1,506 @@
+/* AVX-512 BF16 and the int8 convolution through tensorize:
+ *  - matmul_bf16 (bfloat16 x bfloat16 -> float32, weights packed [N/16,
+ *    K/2, 16, 2]) tiled around dot_16x2_bf16bf16f32_avx512bf16, checked
+ *    against a double-precision C sum of the same bfloat16 inputs within
+ *    the float32 summation bound K * 2^-23 * sum |a b| (both orders of
+ *    summation lie within (K - 1) * 2^-24 * sum |a b| of the exact sum);
+ *  - the interpreter's model of vdpbf16ps against the instruction, bit for
+ *    bit, denormals included;
+ *  - conv2d_nchwc_int8 (uint8 NCHWc data, int8 weights packed [K/16, C/c,
+ *    R, S, c/4, 16, 4]) tiled around dot_16x4_u8i8i32_vnni_nchwc, exact
+ *    against a plain C convolution;
+ *  - every design-space sample of both tasks tensorized and right, the
+ *    intrinsics registered only for feature lists that have them, targets
+ *    without the feature refused, shapes the packing cannot take refused.
+ * Interpreted checks need the intrinsic registered (which follows the
+ * host's features, as tuning does); compiled ones need the host CPU to
+ * have the instruction (SKIP otherwise). */
+#include "schedule/schedule.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+#include "tuner/tuner_internal.h"
+
+#include <math.h>
+#include <time.h>
+
+static const char *BF16 = "dot_16x2_bf16bf16f32_avx512bf16";
+static const char *CONV = "dot_16x4_u8i8i32_vnni_nchwc";
+static bool have_bf16, have_vnni;
+
+static mlc_prim_func *task(mlc_arena *a, const char *name, const int64_t *shape) {
+  const mlc_task_def *d = mlc_task_find(name);
+  MLC_ASSERT(d);
+  return mlc_task_build(a, d, shape);
+}
+
+static void alloc_args(const mlc_prim_func *f, mlc_array *args) {
+  for (int i = 0; i < 3; i++) {
+    mlc_array *x = mlc_array_for_buffer(f->params[i]);
+    args[i] = *x;
+    mlc_free(x);
+  }
+}
+
+static void free_args(mlc_array *args) {
+  for (int i = 0; i < 3; i++) mlc_free(args[i].data);
+}
+
+/* ---- matmul_bf16 ------------------------------------------------------------- */
+
+/* A and B uniform in [-1, 1) rounded to bfloat16; C garbage (the init
+ * must overwrite it). */
+static void fill_bf16(const mlc_prim_func *f, mlc_array *args, uint64_t seed) {
+  alloc_args(f, args);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 3);
+  for (int i = 0; i < 3; i++) {
+    int64_t n = mlc_array_numel(&args[i]);
+    for (int64_t e = 0; e < n; e++)
+      mlc_array_set(&args[i], e, i < 2 ? (double)mlc_pcg32_next(&rng) / 2147483648.0 - 1.0 : 1e30);
+  }
+}
+
+/* The exact sum in double and sum |a b| per output. */
+static void bf16_reference(const mlc_array *args, double *c, double *mag) {
+  int64_t m = args[0].shape[0], k = args[0].shape[1], n = args[2].shape[1];
+  const uint16_t *A = args[0].data, *B = args[1].data;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0, g = 0;
+      for (int64_t r = 0; r < k; r++) {
+        double p = (double)mlc_bf16_to_float(A[i * k + r]) *
+                   mlc_bf16_to_float(B[((j / 16) * (k / 2) + r / 2) * 32 + (j % 16) * 2 + r % 2]);
+        s += p;
+        g += fabs(p);
+      }
+      c[i * n + j] = s;
+      mag[i * n + j] = g;
+    }
+}
+
+/* Outputs outside the float32 summation bound. */
+static int bf16_wrong(const mlc_array *args, double *worst) {
+  int64_t numel = mlc_array_numel(&args[2]), k = args[0].shape[1];
+  double *want = mlc_xmalloc(sizeof(double) * (size_t)numel);
+  double *mag = mlc_xmalloc(sizeof(double) * (size_t)numel);
+  bf16_reference(args, want, mag);
+  int bad = 0;
+  *worst = 0;
+  for (int64_t e = 0; e < numel; e++) {
+    double d = fabs(((float *)args[2].data)[e] - want[e]), tol = (double)k * 0x1p-23 * mag[e];
+    bad += !(d <= tol);
+    if (mag[e] > 0 && d / mag[e] > *worst) *worst = d / mag[e];
+  }
+  mlc_free(want);
+  mlc_free(mag);
+  return bad;
+}
+
+/* i, j / 16, k / 2, then the 16 x 2 tile; the init split off above the
+ * reduction; the tile tensorized unless `plain`. */
+static bool schedule_bf16(mlc_sched *s, int64_t tile_n, bool plain, mlc_error *err) {
+  mlc_rv b, *l, j[2], k[2], init;
+  if (!mlc_sched_get_block(s, "C", "main", &b, err) || mlc_sched_get_loops(s, b, &l, err) != 3)
+    return false;
+  mlc_rv i = l[0], lj = l[1], lk = l[2];
+  mlc_operand fj[2] = {MLC_OP_NONE, MLC_OP_INT(tile_n)}, fk[2] = {MLC_OP_NONE, MLC_OP_INT(2)};
+  if (!mlc_sched_split(s, lj, 2, fj, true, j, err) || !mlc_sched_split(s, lk, 2, fk, true, k, err) ||
+      !mlc_sched_reorder(s, 5, (mlc_rv[]){i, j[0], k[0], j[1], k[1]}, err) ||
+      !mlc_sched_decompose_reduction(s, b, k[0], &init, err))
+    return false;
+  return plain || mlc_sched_tensorize(s, j[1], BF16, err);
+}
+
+static void test_register(void) {
+  mlc_error err;
+  int n = -1;
+  /* another CPU's list registers neither (the registry is process-wide,
+   * so this runs first) */
+  CHECK_MSG(mlc_tensor_intrin_register_cpu("+avx512f,-avx512bf16,-avx512vnni", &n, &err), "%s", err.msg);
+  CHECK(n == 0 && !mlc_tensor_intrin_exists(BF16) && !mlc_tensor_intrin_exists(CONV));
+  CHECK(mlc_tensor_intrin_register_cpu("+avx512bf16x,+xavx512bf16", &n, &err) && n == 0);
+  mlc_target host;
+  mlc_target_host(&host);
+  CHECK_MSG(mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&host), &n, &err), "%s", err.msg);
+  have_bf16 = mlc_target_has_feature(&host, "avx512bf16");
+  have_vnni = mlc_target_has_feature(&host, "avx512vnni");
+  CHECK(n == (have_bf16 ? 1 : 0) + (have_vnni ? 2 : 0));
+  CHECK(mlc_tensor_intrin_exists(BF16) == have_bf16 && mlc_tensor_intrin_exists(CONV) == have_vnni);
+  if (!have_bf16) printf("SKIP BF16 tests: the host CPU (%s) lacks avx512bf16\n", host.mcpu);
+  if (!have_vnni) printf("SKIP VNNI conv tests: the host CPU (%s) lacks avx512vnni\n", host.mcpu);
+}
+
+/* Tensorized and interpreted: within the bound; the call in the IR. */
+static void test_bf16_interp(void) {
+  if (!have_bf16) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){3, 48, 24});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  CHECK_MSG(schedule_bf16(s, 16, false, &err), "%s", err.msg);
+  mlc_str text = {0};
+  mlc_print_func(&text, mlc_sched_func(s));
+  CHECK_MSG(strstr(text.data, "\"mlc_x86_vdpbf16ps_16x2\"") && !strstr(text.data, "T.Cast(\"float32\", A["),
+            "%s", text.data);
+  mlc_str_free(&text);
+  mlc_array args[3];
+  fill_bf16(f, args, 5);
+  CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+  double worst;
+  int bad = bf16_wrong(args, &worst);
+  CHECK_MSG(bad == 0, "%d outputs outside the bound (worst relative %g)", bad, worst);
+  free_args(args);
+  /* the description's order (the unscheduled task) within the same bound */
+  fill_bf16(f, args, 5);
+  CHECK_MSG(mlc_interp_run(f, args, &err), "%s", err.msg);
+  bad = bf16_wrong(args, &worst);
+  CHECK_MSG(bad == 0, "unscheduled: %d outputs outside the bound (worst relative %g)", bad, worst);
+  free_args(args);
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+static void test_bf16_refusals(void) {
+  if (!have_bf16) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){2, 32, 16});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  CHECK(!schedule_bf16(s, 8, false, &err));
+  CHECK_MSG(strstr(err.msg, "mismatch") != NULL, "%s", err.msg);
+  /* the int8 intrinsic does not fit bfloat16 operands */
+  mlc_sched *t = mlc_sched_new(f, 1);
+  mlc_rv b, *l, j[2], k[2];
+  mlc_operand fj[2] = {MLC_OP_NONE, MLC_OP_INT(16)}, fk[2] = {MLC_OP_NONE, MLC_OP_INT(4)};
+  bool ok = mlc_sched_get_block(t, "C", NULL, &b, &err) && mlc_sched_get_loops(t, b, &l, &err) == 3;
+  mlc_rv i = l[0], lj = l[1], lk = l[2];
+  ok = ok && mlc_sched_split(t, lj, 2, fj, true, j, &err) && mlc_sched_split(t, lk, 2, fk, true, k, &err) &&
+       mlc_sched_reorder(t, 5, (mlc_rv[]){i, j[0], k[0], j[1], k[1]}, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_str before = {0}, after = {0};
+  mlc_print_func(&before, mlc_sched_func(t));
+  if (have_vnni) {
+    CHECK(!mlc_sched_tensorize(t, j[1], "dot_16x4_u8i8i32_vnni", &err));
+    mlc_print_func(&after, mlc_sched_func(t));
+    CHECK_STREQ(before.data, after.data);
+  }
+  mlc_str_free(&before);
+  mlc_str_free(&after);
+  mlc_sched_free(t);
+  mlc_sched_free(s);
+  /* shapes the packed tile cannot take */
+  const mlc_task_def *d = mlc_task_find("matmul_bf16");
+  int64_t shape[MLC_TASK_MAX_DIMS];
+  CHECK(!mlc_task_parse_shape(d, "4,20,8", shape, &err));
+  CHECK_MSG(strstr(err.msg, "multiple of 16") != NULL, "%s", err.msg);
+  CHECK(!mlc_task_parse_shape(d, "4,32,7", shape, &err));
+  CHECK(mlc_task_parse_shape(d, "4,32,8", shape, &err));
+  mlc_arena_free(a);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double best_time(mlc_kernel_fn fn, mlc_array *args, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = now();
+    (void)mlc_kernel_call(fn, 3, args);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+static mlc_jit_lib *build(const char *target, const mlc_prim_func *g, const char *sym, mlc_str *ir,
+                          mlc_error *err) {
+  mlc_target t;
+  mlc_object obj = {0};
+  if (!mlc_target_parse(target, &t, err) || !mlc_target_build(&t, 1, &g, &sym, ir, &obj, err))
+    return NULL;
+  mlc_jit_lib *lib = mlc_jit_load(&obj, err);
+  mlc_object_free(&obj);
+  return lib;
+}
+
+/* bfloat16 bits the instruction's corners hit: cancellation, values
+ * whose products round differently by order, denormals, zeros of both
+ * signs, large values. */
+static uint16_t corner_bits(mlc_pcg32 *rng) {
+  static const uint16_t corners[] = {0x0000, 0x8000, 0x0001, 0x807f, 0x0080, 0x3f80, 0xbf80,
+                                     0x4b80, 0xcb80, 0x7f7f, 0x3401, 0x1f80, 0x0040};
+  uint32_t r = mlc_pcg32_next(rng);
+  if (r % 4 == 0) return corners[(r >> 8) % MLC_COUNTOF(corners)];
+  /* exponents near 127 so that products of 1.x * 1.y cancel and round */
+  return (uint16_t)(((r >> 16) & 0x8000) | (0x3c00 + ((r >> 4) & 0x07ff)));
+}
+
+/* Compiled: the instruction in the IR; the interpreter's model of it
+ * equal bit for bit (corner values too); the untensorized schedule (the
+ * description's order) within the bound; the time against it. */
+static void test_bf16_compiled(void) {
+  if (!have_bf16) return;
+  int64_t M = 64, N = 256, K = 256;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  mlc_sched *sv = mlc_sched_new(f, 1), *sp = mlc_sched_new(f, 1);
+  mlc_error err;
+  bool ok = schedule_bf16(sv, 16, false, &err) && schedule_bf16(sp, 16, true, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_str ir = {0};
+  mlc_jit_lib *lv = ok ? build("llvm", mlc_sched_func(sv), "mm_bf16", &ir, &err) : NULL;
+  CHECK_MSG(lv != NULL, "%s", err.msg);
+  CHECK_MSG(!lv || strstr(ir.data, "llvm.x86.avx512bf16.dpbf16ps.512"), "no vdpbf16ps in the IR");
+  mlc_str_free(&ir);
+  mlc_jit_lib *lp = lv ? build("llvm", mlc_sched_func(sp), "mm_bf16_plain", NULL, &err) : NULL;
+  mlc_kernel_fn fv = lv ? mlc_jit_lookup(lv, "mm_bf16", &err) : NULL;
+  mlc_kernel_fn fp = lp ? mlc_jit_lookup(lp, "mm_bf16_plain", &err) : NULL;
+  CHECK_MSG(!lv || (fv && fp), "%s", err.msg);
+  if (fv && fp) {
+    mlc_array args[3], model;
+    fill_bf16(f, args, 9);
+    double worst;
+    CHECK(mlc_kernel_call(fv, 3, args) == 0);
+    int bad = bf16_wrong(args, &worst);
+    CHECK_MSG(bad == 0, "vdpbf16ps: %d outputs outside the bound (worst relative %g)", bad, worst);
+    printf("# matmul_bf16 %lldx%lldx%lld: vdpbf16ps vs the exact sum, worst |d| / sum|ab| = %.3g "
+           "(bound K * 2^-23 = %.3g)\n", (long long)M, (long long)N, (long long)K, worst, K * 0x1p-23);
+    CHECK(mlc_kernel_call(fp, 3, args) == 0);
+    bad = bf16_wrong(args, &worst);
+    CHECK_MSG(bad == 0, "plain: %d outputs outside the bound", bad);
+    double tv = best_time(fv, args, 5), tp = best_time(fp, args, 5), ops = 2.0 * (double)(M * N * K);
+    printf("# matmul_bf16 %lldx%lldx%lld, one thread, best of 5: tensorized (vdpbf16ps) %.3f ms "
+           "(%.1f GFLOP/s), same tiling untensorized %.3f ms (%.1f GFLOP/s)\n",
+           (long long)M, (long long)N, (long long)K, tv * 1e3, ops / tv * 1e-9, tp * 1e3,
+           ops / tp * 1e-9);
+    /* corners: hardware and the interpreter's model, bit for bit */
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 77, 1);
+    for (int i = 0; i < 2; i++)
+      for (int64_t e = 0; e < mlc_array_numel(&args[i]); e++) ((uint16_t *)args[i].data)[e] = corner_bits(&rng);
+    model = args[2];
+    model.data = mlc_xmalloc(sizeof(float) * (size_t)(M * N));
+    mlc_array margs[3] = {args[0], args[1], model};
+    CHECK(mlc_kernel_call(fv, 3, args) == 0);
+    CHECK_MSG(mlc_interp_run(mlc_sched_func(sv), margs, &err), "%s", err.msg);
+    int differ = 0, nans = 0;
+    for (int64_t e = 0; e < M * N; e++) {
+      nans += isnan(((float *)args[2].data)[e]);
+      uint32_t x, y;
+      memcpy(&x, (float *)args[2].data + e, 4);
+      memcpy(&y, (float *)model.data + e, 4);
+      differ += x != y && !(isnan(((float *)args[2].data)[e]) && isnan(((float *)model.data)[e]));
+    }
+    CHECK_MSG(differ == 0, "%d of %lld outputs differ from the interpreter's vdpbf16ps", differ,
+              (long long)(M * N));
+    CHECK_MSG(nans < M * N / 2, "%d of %lld outputs NaN: the comparison says little", nans, (long long)(M * N));
+    mlc_free(model.data);
+    free_args(args);
+  }
+  mlc_jit_unload(lv);
+  mlc_jit_unload(lp);
+  mlc_sched_free(sv);
+  mlc_sched_free(sp);
+  mlc_arena_free(a);
+}
+
+static void test_bf16_target_without(void) {
+  if (!have_bf16) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){2, 16, 8});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  CHECK_MSG(schedule_bf16(s, 16, false, &err), "%s", err.msg);
+  mlc_jit_lib *lib = build("llvm -mcpu=icelake-server -mattr=+avx512f,+avx512vnni,-avx512bf16",
+                           mlc_sched_func(s), "mm_nobf16", NULL, &err);
+  CHECK(lib == NULL);
+  CHECK_MSG(strstr(err.msg, "needs the CPU feature +avx512bf16"), "%s", err.msg);
+  mlc_jit_unload(lib);
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+/* ---- conv2d_nchwc_int8 ------------------------------------------------------- */
+
+static void fill_int8(const mlc_prim_func *f, mlc_array *args, uint64_t seed) {
+  alloc_args(f, args);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 11);
+  for (int i = 0; i < 3; i++) {
+    int64_t n = mlc_array_numel(&args[i]);
+    for (int64_t e = 0; e < n; e++) {
+      uint32_t r = mlc_pcg32_next(&rng);
+      if (i == 0) ((uint8_t *)args[i].data)[e] = (uint8_t)r;
+      else if (i == 1) ((int8_t *)args[i].data)[e] = (int8_t)(uint8_t)r;
+      else ((int32_t *)args[i].data)[e] = (int32_t)r;
+    }
+  }
+}
+
+/* The convolution in plain C from the unblocked view of each operand. */
+static int conv_wrong(const mlc_array *args, int64_t stride, int64_t pad) {
+  const mlc_array *d = &args[0], *w = &args[1], *o = &args[2];
+  int64_t N = d->shape[0], CB = d->shape[1], H = d->shape[2], W = d->shape[3], cb = d->shape[4];
+  int64_t KB = w->shape[0], R = w->shape[2], S = w->shape[3], OH = o->shape[2], OW = o->shape[3];
+  const uint8_t *D = d->data;
+  const int8_t *Wt = w->data;
+  const int32_t *O = o->data;
+  int bad = 0;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < KB * 16; k++)
+      for (int64_t y = 0; y < OH; y++)
+        for (int64_t x = 0; x < OW; x++) {
+          int64_t s = 0;
+          for (int64_t c = 0; c < CB * cb; c++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t q = 0; q < S; q++) {
+                int64_t iy = y * stride + r - pad, ix = x * stride + q - pad;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                int64_t di = (((n * CB + c / cb) * H + iy) * W + ix) * cb + c % cb;
+                int64_t wi = ((((((k / 16) * CB + c / cb) * R + r) * S + q) * (cb / 4) + (c % cb) / 4) * 16 +
+                              k % 16) * 4 + c % 4;
+                s += (int64_t)D[di] * Wt[wi];
+              }
+          bad += O[(((n * KB + k / 16) * OH + y) * OW + x) * 16 + k % 16] != (int32_t)s;
+        }
+  return bad;
+}
+
+/* Samples of a task's design space: each tensorized (its call in the
+ * text) and right by `wrong` on random inputs. */
+static void check_space(const mlc_prim_func *f, const char *call, int seeds,
+                        void (*fill)(const mlc_prim_func *, mlc_array *, uint64_t),
+                        int (*wrong)(const mlc_array *, const void *), const void *ctx) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_error err;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
+  CHECK_MSG(sp != NULL, "%s", err.msg);
+  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0;
+  CHECK(n >= 1);
+  for (int i = 0; i < n; i++)
+    for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, i, seed, &err);
+      CHECK_MSG(s != NULL, "sketch %d: %s", i, err.msg);
+      if (!s) continue;
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      tensorized += strstr(text.data, call) != NULL;
+      mlc_str_free(&text);
+      mlc_array args[3];
+      fill(f, args, seed);
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+      int bad = wrong(args, ctx);
+      CHECK_MSG(bad == 0, "sketch %d seed %llu: %d outputs wrong", i, (unsigned long long)seed, bad);
+      free_args(args);
+      mlc_sched_free(s);
+    }
+  CHECK_MSG(tensorized == seeds * n, "%d of %d samples tensorized", tensorized, seeds * n);
+  if (sp) mlc_tuner_space_free(sp);
+}
+
+static int bf16_wrong_ctx(const mlc_array *args, const void *ctx) {
+  MLC_UNUSED(ctx);
+  double worst;
+  return bf16_wrong(args, &worst);
+}
+
+static void test_bf16_design_space(void) {
+  if (!have_bf16) return;
+  mlc_arena *a = mlc_arena_new();
+  check_space(task(a, "matmul_bf16", (int64_t[]){16, 64, 32}), "mlc_x86_vdpbf16ps_16x2", 3, fill_bf16,
+              bf16_wrong_ctx, NULL);
+  mlc_arena_free(a);
+}
+
+static int conv_wrong_ctx(const mlc_array *args, const void *ctx) {
+  const int64_t *sp = ctx;
+  return conv_wrong(args, sp[0], sp[1]);
+}
+
+/* One schedule by hand: the output-channel block and the last four input
+ * channels innermost, tensorized; exact in the interpreter and compiled. */
+static void test_conv_int8(void) {
+  if (!have_vnni) return;
+  mlc_arena *a = mlc_arena_new();
+  /* N, C, H, W, K, R, S, stride, pad: 8 input channels (blocks of 8), pad 1 */
+  mlc_prim_func *f = task(a, "conv2d_nchwc_int8", (int64_t[]){1, 8, 6, 5, 32, 3, 3, 1, 1});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  mlc_rv b, *l, init;
+  bool ok = mlc_sched_get_block(s, "conv2d_nchwc_int8", NULL, &b, &err) &&
+            mlc_sched_get_loops(s, b, &l, &err) == 10;
+  mlc_rv lp[10];
+  if (ok) memcpy(lp, l, sizeof lp);
+  /* n f y x k rc ry rx rf rs -> n f y x rc ry rx rf | k rs */
+  ok = ok && mlc_sched_reorder(s, 10, (mlc_rv[]){lp[0], lp[1], lp[2], lp[3], lp[5], lp[6], lp[7], lp[8], lp[4], lp[9]}, &err) &&
+       mlc_sched_decompose_reduction(s, b, lp[5], &init, &err) && mlc_sched_tensorize(s, lp[4], CONV, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_array args[3];
+  fill_int8(f, args, 3);
+  CHECK_MSG(!ok || mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+  int bad = conv_wrong(args, 1, 1);
+  CHECK_MSG(bad == 0, "interpreted: %d outputs differ", bad);
+  mlc_jit_lib *lib = ok ? build("llvm", mlc_sched_func(s), "conv_vnni", NULL, &err) : NULL;
+  CHECK_MSG(lib, "%s", err.msg);
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, "conv_vnni", &err) : NULL;
+  if (fn) {
+    memset(args[2].data, 0x5a, sizeof(int32_t) * (size_t)mlc_array_numel(&args[2]));
+    CHECK(mlc_kernel_call(fn, 3, args) == 0);
+    bad = conv_wrong(args, 1, 1);
+    CHECK_MSG(bad == 0, "compiled: %d outputs differ", bad);
+  }
+  mlc_jit_unload(lib);
+  free_args(args);
+  mlc_sched_free(s);
+  const mlc_task_def *d = mlc_task_find("conv2d_nchwc_int8");
+  int64_t shape[MLC_TASK_MAX_DIMS];
+  CHECK(!mlc_task_parse_shape(d, "1,8,6,6,24,3,3", shape, &err));
+  CHECK_MSG(strstr(err.msg, "K a multiple of 16"), "%s", err.msg);
+  CHECK(!mlc_task_parse_shape(d, "1,6,6,6,16,3,3", shape, &err));
+  mlc_arena_free(a);
+}
+
+/* The registry's listing and the dot-product shapes the tuner's rule
+ * reads off descriptions. */
+static void test_dot_shape(void) {
+  int64_t l = 0, d = 0;
+  CHECK(!mlc_tensor_intrin_dot_shape("tmm16", &l, &d)); /* three loops */
+  CHECK(!mlc_tensor_intrin_dot_shape("nosuch", &l, &d));
+  if (have_vnni) CHECK(mlc_tensor_intrin_dot_shape(CONV, &l, &d) && l == 16 && d == 4);
+  if (have_bf16) CHECK(mlc_tensor_intrin_dot_shape(BF16, &l, &d) && l == 16 && d == 2);
+  mlc_error err;
+  int n = 0;
+  CHECK_MSG(mlc_tensor_intrin_register_file("examples/tensorize/dot_8x4_f32.py", &n, &err), "%s", err.msg);
+  CHECK(n == 1 && mlc_tensor_intrin_dot_shape("dot_8x4_f32", &l, &d) && l == 8 && d == 4);
+  bool listed = false;
+  for (int i = 0; i < mlc_tensor_intrin_count(); i++) listed |= strcmp(mlc_tensor_intrin_name(i), "dot_8x4_f32") == 0;
+  CHECK(listed);
+  CHECK(!mlc_tensor_intrin_register_file("tests/nosuch_intrin.py", &n, &err));
+}
+
+static void test_conv_design_space(void) {
+  if (!have_vnni) return;
+  mlc_arena *a = mlc_arena_new();
+  int64_t sp[2] = {2, 1};
+  check_space(task(a, "conv2d_nchwc_int8", (int64_t[]){1, 16, 7, 7, 32, 3, 3, 2, 1}),
+              "mlc_x86_vpdpbusd_16x4", 2, fill_int8, conv_wrong_ctx, sp);
+  mlc_arena_free(a);
+}
+
+int main(void) {
+  RUN(test_register);
+  RUN(test_bf16_interp);
+  RUN(test_bf16_refusals);
+  RUN(test_bf16_compiled);
+  RUN(test_bf16_target_without);
+  RUN(test_bf16_design_space);
+  RUN(test_conv_int8);
+  RUN(test_conv_design_space);
+  RUN(test_dot_shape);
+  return test_summary();
+}
