@@ -37,6 +37,9 @@ typedef struct reg_plan {
   int regs;      /* vector registers */
 } reg_plan;
 
+/* The host's vector registers: the design space does not see the target
+ * it tunes for, so tuning for another CPU (-mcpu=...) sizes tiles for
+ * this one (the tuner still measures what it picks). */
 static void register_file(reg_plan *p) {
   mlc_target t;
   mlc_target_host(&t);
