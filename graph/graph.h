@@ -413,8 +413,10 @@ int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, struct mlc_tuner_t
 
 /* ---- default schedule ---------------------------------------------------- */
 
-/* A copy of f (in arena a) with, for each top-level block: in a reduction
- * whose innermost loop reduces, the innermost spatial loop (or its last
+/* A copy of f (in arena a) with, for each top-level block: a GEMM-like
+ * reduction (matmul, the blocked convolution) register-tiled by
+ * mlc_tuner_cpu_register_tile (parallel from 2^18 iterations); otherwise,
+ * in a reduction whose innermost loop reduces, the innermost spatial loop (or its last
  * 16/8/4 iterations) moved below the reduction loops; the innermost loop
  * vectorized (split by 16/8/4 first when longer than 64); the outermost
  * spatial loop of extent > 1 parallel when the nest has at least 2^18

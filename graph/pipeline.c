@@ -238,6 +238,23 @@ static void parallel_outer(mlc_sched *s, mlc_rv b) {
   }
 }
 
+/* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
+ * register-blocked micro-kernel, on a copy kept only when it applies;
+ * true when it did. */
+static bool register_tile(mlc_sched **s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  const char *name = mlc_sched_rv_block(t, b)->name;
+  if (!mlc_tuner_cpu_register_tile(t, name, nest_work(t, b) >= MIN_PARALLEL_WORK, &err) ||
+      !mlc_verify_func(mlc_sched_func(t), &err)) {
+    mlc_sched_free(t);
+    return false;
+  }
+  mlc_sched_free(*s);
+  *s = t;
+  return true;
+}
+
 mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f) {
   mlc_error err;
   mlc_sched *s = mlc_sched_new(f, 0);
@@ -252,6 +269,7 @@ mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f) 
   mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
   memcpy(blocks, kids, sizeof *blocks * (size_t)n);
   for (int i = 0; i < n; i++) {
+    if (register_tile(&s, blocks[i])) continue;
     s = vectorize_inner(s, blocks[i]);
     parallel_outer(s, blocks[i]);
   }

@@ -680,13 +680,15 @@ static void test_default_schedule(void) {
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
   check_same_results(f, s);
-  /* A matmul with 2^18 iterations: parallel rows, 16 columns vectorized. */
+  /* A matmul with 2^18 iterations: the register tile (tests/test_regtile.c
+   * checks its accumulator), its outer loops fused and parallel. */
   f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){32, 128, 64});
   s = mlc_graph_default_schedule(a, f);
   mlc_str_clear(&t);
   mlc_print_func(&t, s);
-  CHECK_MSG(strstr(mlc_str_cstr(&t), "for i in T.parallel(32):") &&
-                strstr(mlc_str_cstr(&t), "in T.vectorized(16):"),
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "_fused in T.parallel(") &&
+                strstr(mlc_str_cstr(&t), "C_global") && strstr(mlc_str_cstr(&t), "in T.unroll(") &&
+                strstr(mlc_str_cstr(&t), "in T.vectorized("),
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
   check_same_results(f, s);

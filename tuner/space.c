@@ -19,7 +19,10 @@
  *                        intrinsic, which the postprocessor tensorizes it
  *                        with once parallel loops are in place
  *   multi_level_tiling   "SSRSRS" tiles of blocks with data reuse, with and
- *                        without a write cache at tile levels 1 and 2
+ *                        without a write cache at tile levels 1 and 2;
+ *                        for GEMM-like blocks also the register tile
+ *                        (regtile.c): "SSRRS", the innermost S a rows x
+ *                        vectors accumulator held in registers
  *   parallel_vectorize_unroll  annotations on the root, once per state
  *   random_compute_location    compute producers at a sampled consumer loop
  * A primitive that refuses (its preconditions fail) leaves the state as it
@@ -244,9 +247,7 @@ static bool reads_contiguous_in(const mlc_block *b, const mlc_var *v) {
   return true;
 }
 
-/* The spatial iter the block's (only) write indexes its last dimension
- * with, when its reads are contiguous in it too; or -1. */
-static int contiguous_iter(const mlc_block *b) {
+int tuner_contiguous_iter(const mlc_block *b) {
   if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return -1;
   const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
   if (e->kind != MLC_EXPR_VAR) return -1;
@@ -304,7 +305,7 @@ static bool tile_block(mlc_sched *s, const char *name, const mlc_tuner_opts *o, 
   bool reduce[TUNER_MAX_LOOPS];
   mlc_rv loop_copy[TUNER_MAX_LOOPS];
   memcpy(loop_copy, loops, sizeof(mlc_rv) * (size_t)n);
-  int contig = contiguous_iter(b);
+  int contig = tuner_contiguous_iter(b);
   int n_spatial = 0;
   for (int i = 0; i < n; i++) n_spatial += b->iters[i].kind != MLC_ITER_REDUCE;
   for (int i = 0; i < n; i++) {
@@ -358,7 +359,7 @@ static mlc_sched *with_write_cache(mlc_sched *tiled, const char *name, mlc_rv le
 #define BLOCKED_ROW_MAX 16
 
 static int streamed_read(const mlc_block *b) {
-  int ci = contiguous_iter(b);
+  int ci = tuner_contiguous_iter(b);
   if (ci < 0) return -1;
   for (int r = 0; r < b->n_reads; r++) {
     const mlc_region *rd = &b->reads[r];
@@ -392,10 +393,30 @@ static mlc_sched *with_packed_read(const mlc_sched *cached, const char *name, ml
   return NULL;
 }
 
+/* The register-blocked micro-kernel (regtile.c): every reduce loop
+ * outside a rows x vectors tile whose accumulator stays in registers; and
+ * again with the streamed operand packed per outer tile. Not in
+ * meta-schedule's rules, whose SSRSRS tiles leave reduce loops between
+ * the write cache and the innermost tile (partial sums through L1). */
+static void add_register_tile(const mlc_tuner_opts *o, const mlc_sched *s, const char *name,
+                              sched_list *out) {
+  mlc_sched *c = mlc_sched_copy(s);
+  mlc_rv s0_last;
+  mlc_error e;
+  if (!tuner_register_tile(c, name, o, true, false, &s0_last, &e)) {
+    mlc_sched_free(c);
+    return;
+  }
+  MLC_VEC_PUSH(*out, c);
+  mlc_sched *p = with_packed_read(c, name, s0_last);
+  if (p) MLC_VEC_PUSH(*out, p);
+}
+
 /* meta-schedule's MultiLevelTiling with reuse-write "may" at levels 1 and
  * 2: one sketch without a write cache and one per level with the cache
  * computed under that level's loops; and the level-2 one again with its
- * streamed operand packed per outer tile (with_packed_read). */
+ * streamed operand packed per outer tile (with_packed_read); and the
+ * register tile's sketches (add_register_tile). */
 static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
                                     sched_list *out) {
   const mlc_block *b = peek_block(s, name);
@@ -413,7 +434,6 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
     MLC_VEC_PUSH(*out, s);
     return;
   }
-  mlc_sched_free(s);
   static const int WRITE_LEVELS[] = {1, 2};
   for (int i = 0; i < MLC_COUNTOF(WRITE_LEVELS); i++) {
     mlc_sched *c = with_write_cache(t, name, levels[WRITE_LEVELS[i] - 1]);
@@ -422,6 +442,8 @@ static void rule_multi_level_tiling(const mlc_tuner_opts *o, mlc_sched *s, const
     mlc_sched *p = WRITE_LEVELS[i] == 2 ? with_packed_read(c, name, levels[0]) : NULL;
     if (p) MLC_VEC_PUSH(*out, p);
   }
+  add_register_tile(o, s, name, out);
+  mlc_sched_free(s);
   MLC_VEC_PUSH(*out, t);
 }
 

@@ -63,6 +63,22 @@ typedef struct mlc_tuner_opts {
  * evolutionary search behind mlc_tuner_tune are private to tuner/ (and the
  * tests and benches that drive them): tuner/tuner_internal.h. */
 
+/* ---- the CPU register tile (regtile.c) ---------------------------------------- */
+
+/* The register-blocked micro-kernel with fixed tiles, for the CPU default
+ * schedule of GEMM-like blocks (matmul, the blocked convolution): a
+ * reduction whose output's last dimension every read walks contiguously
+ * (or not at all). Its loops become S0 | S1 | R0 | R1 | rows x vectors:
+ * the rows (a spatial iter only the broadcast operand uses: matmul's i,
+ * the convolution's x) the most that divide their extent within the
+ * host's vector registers (14 rows of 2 vectors with AVX-512), the rows
+ * unrolled and the vector lanes vectorized, every reduce loop outside,
+ * the accumulator a write cache initialized before R0 and written back
+ * under S1, so it lives in registers. With parallel the S0 loops are
+ * fused into one parallel loop. False with a message when the block has
+ * no such tile; *s may then be partly scheduled: call it on a copy. */
+bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel, mlc_error *err);
+
 /* ---- the GPU default schedule (space_gpu.c) ---------------------------------- */
 
 /* What mlc-compile compiles for a kernel without a record for its cuda

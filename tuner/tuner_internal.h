@@ -262,6 +262,26 @@ int tuner_parallel_prefix(const mlc_stmt *top, int64_t *prods, int max);
  * saturating at 2^40. */
 int64_t tuner_nest_iterations(const mlc_stmt *st);
 
+/* ---- space.c, regtile.c: CPU tiling ---- */
+
+/* The spatial iter the block's (only) write indexes its last dimension
+ * with, when its reads are contiguous in it too (vector lanes along it
+ * load consecutive elements or one broadcast value); or -1. */
+int tuner_contiguous_iter(const mlc_block *b);
+/* The register-blocked micro-kernel (regtile.c): the block's spatial loops
+ * tiled S0 S1 and its reduce loops R0 R1, then a register tile S2 of rows
+ * x vectors innermost (rows unrolled), under all reduce loops, with a
+ * write cache written back under the last S1 loop, so the accumulator
+ * lives in vector registers across the whole reduction. sample: tiles
+ * are sampled (the design space's sketch); else fixed (the CPU default
+ * schedule, which also vectorizes, decomposes the reduction and, with
+ * parallel, fuses the S0 loops into one parallel loop). *s0_last
+ * receives the last S0 loop. False when the block has no such tile (no
+ * contiguous output dimension, no reduction); the state may then be
+ * partly changed: call it on a copy. */
+bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o, bool sample,
+                         bool parallel, mlc_rv *s0_last, mlc_error *err);
+
 /* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
 
 /* The CPU postprocessors (mlc_tuner_postproc's comment). */

@@ -1,0 +1,301 @@
+/* Tests of the register-blocked micro-kernel (tuner/regtile.c): the
+ * design space's register-tile sketches and the CPU default schedule of
+ * GEMM-like blocks compute what the unscheduled program computes (the
+ * reference interpreter, and LLVM + JIT), and their accumulator is a
+ * small buffer that every access inside the reduction indexes by
+ * constants only (unrolled rows, vector lanes): what lets LLVM keep it in
+ * registers across the reduction. */
+#include "tuner/tuner_internal.h"
+#include "graph/graph.h"
+#include "targets/targets.h"
+#include "tasks/tasks.h"
+#include "tests/test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mlc_prim_func *task(mlc_arena *a, const char *name, const char *shape) {
+  const mlc_task_def *d = mlc_task_find(name);
+  int64_t sh[MLC_TASK_MAX_DIMS];
+  mlc_error e;
+  if (!d || !mlc_task_parse_shape(d, shape, sh, &e)) return NULL;
+  return mlc_task_build(a, d, sh);
+}
+
+static void small_opts(mlc_tuner_opts *o) {
+  mlc_tuner_opts_default(o);
+  o->num_cores = 2;
+  o->seed = 3;
+  o->min_parallel_work = 0;
+}
+
+/* Inputs from one seed; the last parameter (the output) compared. */
+static bool same_results(const mlc_prim_func *f, const mlc_prim_func *g, bool jit, char *why,
+                         size_t n_why) {
+  int n = f->n_params;
+  mlc_array *x[8], *y[8], xs[8], ys[8];
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 11, 2);
+  for (int i = 0; i < n; i++) {
+    x[i] = mlc_array_for_buffer(f->params[i]);
+    y[i] = mlc_array_for_buffer(f->params[i]);
+    mlc_array_fill_random(x[i], &rng);
+    memcpy(y[i]->data, x[i]->data, (size_t)mlc_array_numel(x[i]) * 4);
+    xs[i] = *x[i], ys[i] = *y[i];
+  }
+  mlc_error e;
+  bool ok = mlc_interp_run(f, xs, &e);
+  if (!ok) snprintf(why, n_why, "interp: %.300s", e.msg);
+  mlc_object obj = {0};
+  mlc_jit_lib *lib = NULL;
+  mlc_kernel_fn fn = NULL;
+  if (ok && jit) {
+    mlc_target tgt;
+    mlc_target_host(&tgt);
+    ok = mlc_target_build(&tgt, 1, &g, (const char *const[]){"rt_k"}, NULL, &obj, &e) &&
+         (lib = mlc_jit_load(&obj, &e)) && (fn = mlc_jit_lookup(lib, "rt_k", &e)) &&
+         mlc_kernel_call(fn, n, ys) == 0;
+    if (!ok) snprintf(why, n_why, "build/run: %.300s", e.msg);
+  } else if (ok) {
+    ok = mlc_interp_run(g, ys, &e);
+    if (!ok) snprintf(why, n_why, "interp (scheduled): %.300s", e.msg);
+  }
+  double m = 0;
+  if (ok && !mlc_array_allclose(y[n - 1], x[n - 1], 1e-4, 1e-4, &m)) {
+    snprintf(why, n_why, "output differs by %g", m);
+    ok = false;
+  }
+  if (lib) mlc_jit_unload(lib);
+  mlc_object_free(&obj);
+  for (int i = 0; i < n; i++) mlc_array_free(x[i]), mlc_array_free(y[i]);
+  return ok;
+}
+
+/* ---- the accumulator check on lowered IR ---- */
+
+typedef struct acc_walk {
+  const char *name;       /* the write cache's (the output's name + "_global") */
+  const mlc_buffer *buf;  /* the accumulator, once its ALLOCATE is found */
+  int64_t size;           /* its elements */
+  mlc_var *vars[64];      /* serial/parallel loops inside its ALLOCATE */
+  int n_vars;
+  int deepest;            /* most such loops around one of its accesses */
+  int n_access, bad;      /* accesses; those indexed by a serial loop var */
+} acc_walk;
+
+static void check_index(acc_walk *w, mlc_expr *const *idx, int n) {
+  w->n_access++;
+  if (w->n_vars > w->deepest) w->deepest = w->n_vars;
+  for (int d = 0; d < n; d++)
+    for (int v = 0; v < w->n_vars; v++)
+      if (mlc_expr_uses_var(idx[d], w->vars[v])) w->bad++;
+}
+
+static void visit_load(const mlc_expr *e, void *ud) {
+  acc_walk *w = ud;
+  if (e->kind == MLC_EXPR_LOAD && w->buf && e->load.buf == w->buf)
+    check_index(w, e->load.indices, e->load.buf->ndim);
+}
+
+static void walk(const mlc_stmt *st, acc_walk *w) {
+  if (!st) return;
+  switch (st->kind) {
+  case MLC_STMT_FOR: {
+    bool counted = w->buf && (st->loop.kind == MLC_FOR_SERIAL || st->loop.kind == MLC_FOR_PARALLEL);
+    if (counted) w->vars[w->n_vars++] = st->loop.var;
+    walk(st->loop.body, w);
+    if (counted) w->n_vars--;
+    return;
+  }
+  case MLC_STMT_BLOCK_REALIZE: walk(st->realize.block->body, w); return;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++) walk(st->seq.stmts[i], w);
+    return;
+  case MLC_STMT_IF:
+    mlc_expr_visit(st->if_.cond, visit_load, w);
+    walk(st->if_.then_s, w);
+    walk(st->if_.else_s, w);
+    return;
+  case MLC_STMT_ALLOCATE: {
+    bool mine = !w->buf && strcmp(st->alloc.buf->name, w->name) == 0;
+    if (mine) {
+      w->buf = st->alloc.buf;
+      w->size = 1;
+      for (int d = 0; d < st->alloc.buf->ndim; d++) w->size *= st->alloc.buf->shape[d];
+    }
+    walk(st->alloc.body, w);
+    return;
+  }
+  case MLC_STMT_STORE:
+    if (w->buf && st->store.buf == w->buf) check_index(w, st->store.indices, st->store.buf->ndim);
+    for (int d = 0; w->buf && d < st->store.buf->ndim; d++)
+      mlc_expr_visit(st->store.indices[d], visit_load, w);
+    mlc_expr_visit(st->store.value, visit_load, w);
+    return;
+  case MLC_STMT_EVALUATE: mlc_expr_visit(st->eval.value, visit_load, w); return;
+  }
+  mlc_unreachable();
+}
+
+/* The lowered g holds an accumulator (the write cache `name`) of at most
+ * max_elems elements, accessed inside at least min_loops serial loops (the
+ * reduction) and only at constant indices plus vector lanes. */
+static bool acc_in_registers(const mlc_prim_func *g, const char *name, int64_t max_elems, int min_loops, char *why,
+                             size_t n_why) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  mlc_prim_func *low = mlc_target_lower(a, g, &e);
+  acc_walk w = {.name = name};
+  if (low) walk(low->body, &w);
+  bool ok = low && w.buf && w.size <= max_elems && w.bad == 0 && w.deepest >= min_loops;
+  if (!low) snprintf(why, n_why, "lower: %.300s", e.msg);
+  else if (!ok)
+    snprintf(why, n_why, "accumulator %s: %lld elements, %d of %d accesses at a loop index, "
+                         "deepest in %d loops", w.buf ? w.buf->name : "(none)", (long long)w.size,
+             w.bad, w.n_access, w.deepest);
+  mlc_arena_free(a);
+  return ok;
+}
+
+/* ---- design-space sketches ---- */
+
+/* Whether the sketch part of t unrolls loops: only the register tile's
+ * sketches do (other sketches leave unrolling to the postprocessor). */
+static bool is_register_sketch(const mlc_trace *t) {
+  for (int i = 0; i < t->insts.len; i++) {
+    if (t->insts.data[i].kind == MLC_INST_ENTER_POSTPROC) return false;
+    if (t->insts.data[i].kind == MLC_INST_UNROLL) return true;
+  }
+  return false;
+}
+
+typedef struct sketch_case {
+  const char *task, *shape, *acc;
+  int want;    /* register sketches: 1, 2 with the streamed operand packed */
+  int64_t max; /* accumulator elements: (32 - 4) registers of 16 lanes with AVX-512 */
+  int min_loops;
+} sketch_case;
+
+static void check_sketches(const sketch_case *c) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, c->task, c->shape);
+  mlc_tuner_opts o;
+  small_opts(&o);
+  mlc_error e;
+  mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &e) : NULL;
+  CHECK_MSG(sp != NULL, "%s: %s", c->task, f ? e.msg : "no task");
+  int found = 0;
+  char why[512];
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    if (!is_register_sketch(mlc_tuner_space_trace(sp, k))) continue;
+    found++;
+    int ok_samples = 0;
+    for (int i = 0; i < 6 && !test_case_failed_; i++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, k, 100 + (uint64_t)i, &e);
+      if (!s) continue;
+      ok_samples++;
+      const mlc_prim_func *g = mlc_sched_func(s);
+      CHECK_MSG(same_results(f, g, i < 2, why, sizeof why), "%s sketch %d sample %d: %s", c->task, k,
+                i, why);
+      CHECK_MSG(acc_in_registers(g, c->acc, c->max, c->min_loops, why, sizeof why),
+                "%s sketch %d sample %d: %s", c->task, k, i, why);
+      mlc_sched_free(s);
+    }
+    CHECK_MSG(ok_samples > 0, "%s sketch %d: no valid sample (%s)", c->task, k, e.msg);
+  }
+  CHECK_MSG(found == c->want, "%s: %d register-tile sketches, want %d", c->task, found, c->want);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* conv2d_nchwc: rows of x by 16 output-channel lanes (times 2 blocks);
+ * its weight is already blocked, so no packed variant. matmul: rows of i
+ * by one or two vectors of j, and the variant with B packed. */
+static void test_sketches_conv(void) {
+  check_sketches(&(sketch_case){"conv2d_nchwc", "1,16,6,14,32,3,3", "conv2d_nchwc_global", 1, 28 * 16, 2});
+}
+
+static void test_sketches_matmul(void) {
+  check_sketches(&(sketch_case){"matmul", "32,64,48", "C_global", 2, 28 * 16, 1});
+  check_sketches(&(sketch_case){"batch_matmul", "2,8,32,16", "C_global", 2, 28 * 16, 1});
+}
+
+/* dense's W[j, k] is read by rows of j: no contiguous output dimension,
+ * no register tile; the refusal names the block. */
+static void test_refused(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "dense_bias_relu", "8,16,16");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error e = {0};
+  const char *name = NULL;
+  mlc_arena *na = mlc_arena_new();
+  const char **names;
+  int nb = tuner_blocks_post_order(na, f, &names);
+  for (int i = 0; i < nb; i++)
+    if (tuner_block_is_reduction(tuner_find_block(f, names[i]))) name = names[i];
+  CHECK(name != NULL);
+  bool ok = name && mlc_tuner_cpu_register_tile(s, name, true, &e);
+  CHECK_MSG(!ok && strstr(e.msg, "is not a reduction into a contiguous output dimension") &&
+                strstr(e.msg, name),
+            "%s", e.msg);
+  CHECK(mlc_func_struct_equal(mlc_sched_func(s), f));
+  mlc_sched_free(s);
+  mlc_arena_free(na);
+  mlc_arena_free(a);
+}
+
+/* ---- the default schedule ---- */
+
+static void check_default(const char *name, const char *shape, const char *acc, int64_t acc_elems) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, name, shape);
+  mlc_prim_func *g = f ? mlc_graph_default_schedule(a, f) : NULL;
+  CHECK_MSG(g != NULL, "%s", name);
+  if (!g) goto done;
+  char why[512];
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *ir = mlc_str_cstr(&out);
+  if (getenv("RT_DEBUG")) fprintf(stderr, "%s\n", ir);
+  CHECK_MSG(strstr(ir, "T.parallel(") && strstr(ir, "T.unroll(") && strstr(ir, "T.vectorized(") &&
+                strstr(ir, "_global"),
+            "%s: not register-tiled:\n%s", name, ir);
+  CHECK_MSG(acc_in_registers(g, acc, acc_elems, 1, why, sizeof why), "%s: %s", name, why);
+  /* exactly the tile: acc_elems is the most the budget allows */
+  mlc_error e;
+  mlc_prim_func *low = mlc_target_lower(a, g, &e);
+  acc_walk w = {.name = acc};
+  if (low) walk(low->body, &w);
+  CHECK_MSG(w.size == acc_elems, "%s: accumulator of %lld elements, want %lld", name,
+            (long long)w.size, (long long)acc_elems);
+  CHECK_MSG(same_results(f, g, true, why, sizeof why), "%s: %s", name, why);
+  mlc_str_free(&out);
+done:
+  mlc_arena_free(a);
+}
+
+static int64_t host_lanes(void) {
+  mlc_target t;
+  mlc_target_host(&t);
+  return mlc_target_has_feature(&t, "avx512f") ? 16 : mlc_target_has_feature(&t, "avx") ? 8 : 4;
+}
+
+/* With AVX-512: conv 14 columns x 2 channel blocks of 16 lanes (K = 64:
+ * four blocks, two per tile); matmul 8 rows (the largest divisor of 64 up
+ * to 14) x 32 columns. The AVX2 budget gives 6 rows of two vectors. */
+static void test_default_schedule(void) {
+  int64_t l = host_lanes();
+  int64_t rows = l == 16 ? 14 : 6;
+  check_default("conv2d_nchwc", l == 16 ? "1,16,4,28,64,3,3" : "1,16,4,12,64,3,3", "conv2d_nchwc_global",
+                rows * 2 * l);
+  check_default("matmul", "64,64,64", "C_global", (l == 16 ? 8 : 4) * 2 * l);
+}
+
+int main(void) {
+  RUN(test_sketches_conv);
+  RUN(test_sketches_matmul);
+  RUN(test_refused);
+  RUN(test_default_schedule);
+  return test_summary();
+}

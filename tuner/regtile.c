@@ -1,0 +1,287 @@
+/* Register-blocked micro-kernels for GEMM-like blocks on CPUs (matmul,
+ * the blocked convolution): the shape of oneDNN's and TVM's x86 kernels.
+ *
+ * The output tile a thread computes at once is rows x vectors: `row` (a
+ * spatial iter that only the broadcast operand uses: matmul's i, the
+ * convolution's output column x) by the contiguous iter's vector lanes
+ * (matmul's j, the output-channel lanes k), optionally times `mult` (a
+ * spatial iter that only the vector operand uses: the convolution's
+ * output-channel block f, two weight vectors per broadcast). The loops
+ * are ordered
+ *     S0 (parallel) | S1 | R0 | R1 | S2 = row, mult, lanes
+ * so every reduce loop runs outside the register tile, whose rows and
+ * multiples are unrolled and whose lanes are vectorized. The block writes
+ * a cache that is initialized before R0 and written back after R1 under
+ * the last S1 loop: after lowering, the cache is a small buffer indexed by
+ * constants only, which LLVM's SROA turns into vector registers held
+ * across the whole reduction (partial sums never go through memory).
+ *
+ * Budget: the accumulator takes rows x W registers (W = vectors per row,
+ * at most 2), plus W vector loads and one broadcast: rows <= (regs - 4) /
+ * W (14 x 2 or 28 x 1 with AVX-512's 32 registers, as oneDNN's ur_w).
+ */
+#include "tuner/tuner_internal.h"
+
+#include <string.h>
+
+#define MAX_VECTORS_PER_ROW 2
+/* The innermost reduce loop's inner tile in the fixed schedule: the
+ * convolution's input-channel lanes of a block (16), matmul's k by 16. */
+#define FIXED_REDUCE_INNER 16
+
+typedef struct reg_plan {
+  int contig;    /* iter of the output's last dimension: vector lanes */
+  int row;       /* rows (one broadcast each); -1: none */
+  int mult;      /* vectors per row beyond the lanes; -1: none */
+  int64_t lanes; /* fp32 lanes of one vector register */
+  int regs;      /* vector registers */
+} reg_plan;
+
+/* The host's vector registers: the design space does not see the target
+ * it tunes for, so tuning for another CPU (-mcpu=...) sizes tiles for
+ * this one (the tuner still measures what it picks). */
+static void register_file(reg_plan *p) {
+  mlc_target t;
+  mlc_target_host(&t);
+  if (mlc_target_has_feature(&t, "avx512f")) p->lanes = 16, p->regs = 32;
+  else if (mlc_target_has_feature(&t, "avx")) p->lanes = 8, p->regs = 16;
+  else p->lanes = 4, p->regs = 16;
+}
+
+static bool read_uses(const mlc_region *rd, const mlc_var *v) {
+  for (int d = 0; d < rd->buf->ndim; d++)
+    if (mlc_expr_uses_var(rd->ranges[d].min, v) || mlc_expr_uses_var(rd->ranges[d].extent, v))
+      return true;
+  return false;
+}
+
+static bool is_output(const mlc_block *b, const mlc_buffer *buf) {
+  for (int w = 0; w < b->n_writes; w++)
+    if (b->writes[w].buf == buf) return true;
+  return false;
+}
+
+/* Whether iter i is used by some read that uses (with_lanes) or does not
+ * use the lanes' iter, the block's own output left out. */
+static bool used_by(const mlc_block *b, int i, const mlc_var *lanes, bool with_lanes) {
+  for (int r = 0; r < b->n_reads; r++) {
+    const mlc_region *rd = &b->reads[r];
+    if (!is_output(b, rd->buf) && read_uses(rd, lanes) == with_lanes && read_uses(rd, b->iters[i].var))
+      return true;
+  }
+  return false;
+}
+
+static bool make_plan(const mlc_block *b, const tuner_site *site, reg_plan *p) {
+  *p = (reg_plan){.contig = tuner_contiguous_iter(b), .row = -1, .mult = -1};
+  if (p->contig < 0 || !tuner_block_is_reduction(b) || b->n_iters != site->n_loops) return false;
+  const mlc_var *lanes = b->iters[p->contig].var;
+  for (int i = 0; i < b->n_iters; i++) {
+    if (i == p->contig || b->iters[i].kind != MLC_ITER_SPATIAL) continue;
+    bool vec = used_by(b, i, lanes, true), bcast = used_by(b, i, lanes, false);
+    if (bcast && !vec && tuner_loop_extent(site->loops[i]) > 1) p->row = i; /* the last one */
+    if (vec && !bcast && p->mult < 0) p->mult = i;
+  }
+  register_file(p);
+  return true;
+}
+
+/* ---- tile candidates ---- */
+
+typedef struct cands {
+  int n;
+  int64_t v[32];
+  double p[32];
+} cands;
+
+static void add(cands *c, int64_t v, double p) {
+  if (c->n < (int)MLC_COUNTOF(c->v)) c->v[c->n] = v, c->p[c->n++] = p;
+}
+
+/* Vector tiles of the lanes' iter (extent e): one register, or two when
+ * no mult iter can give the second vector; e itself when shorter than a
+ * register. */
+static void lane_cands(const reg_plan *p, int64_t e, bool mult_two, const mlc_tuner_opts *o,
+                       cands *c) {
+  c->n = 0;
+  int64_t bound = o->max_vectorize_extent < o->max_innermost_factor ? o->max_vectorize_extent
+                                                                     : o->max_innermost_factor;
+  if (e < p->lanes && e <= bound) add(c, e, 1);
+  for (int w = 1; w <= (mult_two ? 1 : MAX_VECTORS_PER_ROW); w++)
+    if (e % (w * p->lanes) == 0 && w * p->lanes <= bound) add(c, w * p->lanes, 1);
+}
+
+/* Rows: divisors of e from 2 to the budget, likelier the larger (fewer
+ * loads per FMA); {1} when there is none. */
+static void row_cands(const reg_plan *p, int64_t e, int vectors, cands *c) {
+  c->n = 0;
+  int64_t max = (p->regs - 4) / vectors;
+  for (int64_t d = 2; d <= max && d <= e; d++)
+    if (e % d == 0) add(c, d, (double)d);
+  if (c->n == 0) add(c, 1, 1);
+}
+
+/* The factor as an operand: a SampleCategorical over the candidates, or
+ * (fixed) the last one. */
+static bool pick(mlc_sched *s, const cands *c, bool sample, mlc_operand *out, mlc_error *err) {
+  if (!sample) {
+    *out = MLC_OP_INT(c->v[c->n - 1]);
+    return true;
+  }
+  mlc_rv v;
+  if (!mlc_sched_sample_categorical(s, c->n, c->v, c->p, &v, err)) return false;
+  *out = MLC_OP_RV(v);
+  return true;
+}
+
+/* The register factor of every iter (MLC_OP_NONE: not in the tile). */
+static bool reg_factors(mlc_sched *s, const reg_plan *p, const mlc_stmt *const *loops, bool sample,
+                        const mlc_tuner_opts *o, mlc_operand *f, mlc_error *err) {
+  int64_t ec = tuner_loop_extent(loops[p->contig]);
+  bool mult_two = p->mult >= 0 && tuner_loop_extent(loops[p->mult]) % 2 == 0;
+  cands c;
+  lane_cands(p, ec, mult_two, o, &c);
+  if (c.n == 0) return mlc_error_set(err, "register tile: no vector tile divides %lld", (long long)ec);
+  int vectors = mult_two || c.v[c.n - 1] > p->lanes ? 2 : 1;
+  if (!pick(s, &c, sample, &f[p->contig], err)) return false;
+  if (p->mult >= 0) {
+    c.n = 0;
+    add(&c, 1, 0.3);
+    if (mult_two) add(&c, 2, 0.7);
+    if (!pick(s, &c, sample, &f[p->mult], err)) return false;
+  }
+  if (p->row >= 0) {
+    row_cands(p, tuner_loop_extent(loops[p->row]), vectors, &c);
+    if (!pick(s, &c, sample, &f[p->row], err)) return false;
+  }
+  return true;
+}
+
+/* ---- the schedule ---- */
+
+/* Split loop in two (outer, inner): a sampled perfect tile, or fixed
+ * with the inner part `inner`. */
+static bool split2(mlc_sched *s, mlc_rv loop, bool sample, int64_t inner,
+                   const mlc_tuner_opts *o, mlc_rv *out, mlc_error *err) {
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(inner)};
+  mlc_rv v[2];
+  if (sample) {
+    if (!mlc_sched_sample_perfect_tile(s, loop, 2, o->max_innermost_factor, v, err)) return false;
+    f[0] = MLC_OP_RV(v[0]), f[1] = MLC_OP_RV(v[1]);
+  }
+  return mlc_sched_split(s, loop, 2, f, true, out, err);
+}
+
+static int64_t largest_divisor_upto(int64_t e, int64_t max) {
+  for (int64_t d = max < e ? max : e; d > 1; d--)
+    if (e % d == 0) return d;
+  return 1;
+}
+
+/* Loops of the tiled nest: group k of (S0, S1, R0, R1, S2) per iter. */
+enum { G_S0, G_S1, G_R0, G_R1, G_S2, N_GROUPS };
+
+static bool tile_loops(mlc_sched *s, mlc_rv blk, const reg_plan *p, bool sample,
+                       const mlc_tuner_opts *o, mlc_rv (*g)[N_GROUPS], mlc_error *err) {
+  mlc_rv *got, loops[TUNER_MAX_LOOPS];
+  int n = mlc_sched_get_loops(s, blk, &got, err);
+  if (n < 1 || n > TUNER_MAX_LOOPS) return false;
+  memcpy(loops, got, sizeof *loops * (size_t)n);
+  const mlc_block *b = mlc_sched_rv_block(s, blk);
+  const mlc_stmt *stmts[TUNER_MAX_LOOPS];
+  for (int i = 0; i < n; i++) stmts[i] = mlc_sched_rv_loop(s, loops[i]);
+  mlc_operand f[TUNER_MAX_LOOPS];
+  for (int i = 0; i < n; i++) f[i] = MLC_OP_NONE;
+  if (!reg_factors(s, p, stmts, sample, o, f, err)) return false;
+  int last_r = -1;
+  for (int i = 0; i < n; i++)
+    if (b->iters[i].kind == MLC_ITER_REDUCE) last_r = i;
+  for (int i = 0; i < n; i++) {
+    mlc_rv two[2];
+    for (int k = 0; k < N_GROUPS; k++) g[i][k] = -1;
+    if (b->iters[i].kind == MLC_ITER_REDUCE) {
+      int64_t inner = i == last_r ? largest_divisor_upto(tuner_loop_extent(stmts[i]), FIXED_REDUCE_INNER) : 1;
+      if (!split2(s, loops[i], sample, inner, o, two, err)) return false;
+      g[i][G_R0] = two[0], g[i][G_R1] = two[1];
+      continue;
+    }
+    mlc_rv outer = loops[i];
+    if (f[i].kind != MLC_OPERAND_NONE) {
+      mlc_operand fr[2] = {MLC_OP_NONE, f[i]};
+      if (!mlc_sched_split(s, loops[i], 2, fr, true, two, err)) return false;
+      outer = two[0], g[i][G_S2] = two[1];
+    }
+    if (!split2(s, outer, sample, 1, o, two, err)) return false;
+    g[i][G_S0] = two[0], g[i][G_S1] = two[1];
+  }
+  mlc_rv order[TUNER_MAX_LOOPS * 3];
+  int m = 0;
+  for (int k = G_S0; k < G_S2; k++)
+    for (int i = 0; i < n; i++)
+      if (g[i][k] >= 0) order[m++] = g[i][k];
+  const int inner[3] = {p->row, p->mult, p->contig};
+  for (int k = 0; k < 3; k++)
+    if (inner[k] >= 0 && g[inner[k]][G_S2] >= 0) order[m++] = g[inner[k]][G_S2];
+  return mlc_sched_reorder(s, m, order, err);
+}
+
+/* The write-back's loops below the last S1 loop: all but the innermost
+ * unrolled (the accumulator is read at constant indices), the innermost
+ * vectorized when fixed (the postprocessor vectorizes it when sampled). */
+static bool shape_write_back(mlc_sched *s, mlc_rv cache, int n_outer, bool sample, mlc_error *err) {
+  mlc_rv *loops;
+  int n = mlc_sched_get_loops(s, cache, &loops, err);
+  if (n <= n_outer) return n == n_outer;
+  for (int i = n_outer; i < n - 1; i++)
+    if (!mlc_sched_unroll(s, loops[i], err)) return false;
+  return sample || mlc_sched_vectorize(s, loops[n - 1], err);
+}
+
+bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o, bool sample,
+                         bool parallel, mlc_rv *s0_last, mlc_error *err) {
+  mlc_rv blk, cache;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  const mlc_block *b = mlc_sched_rv_block(s, blk);
+  tuner_site site;
+  reg_plan p;
+  if (!tuner_find_site(mlc_sched_func(s), b, &site) || !tuner_trivial_binding(b, &site) ||
+      !make_plan(b, &site, &p))
+    return mlc_error_set(err, "register tile: block \"%s\" is not a reduction into a contiguous "
+                              "output dimension", name);
+  int n = b->n_iters;
+  mlc_rv g[TUNER_MAX_LOOPS][N_GROUPS];
+  if (!tile_loops(s, blk, &p, sample, o, g, err)) return false;
+  int last_s = -1, first_r = -1, n_outer = 0;
+  for (int i = 0; i < n; i++) {
+    if (g[i][G_S1] >= 0) last_s = i, n_outer += 2;
+    if (g[i][G_R0] >= 0 && first_r < 0) first_r = i;
+  }
+  *s0_last = g[last_s][G_S0];
+  if (!mlc_sched_cache_write(s, blk, 0, "global", 0, NULL, &cache, err) ||
+      !mlc_sched_reverse_compute_at(s, cache, g[last_s][G_S1], true, -1, err))
+    return false;
+  for (int i = 0; i < n; i++)
+    if (g[i][G_S2] >= 0 && i != p.contig && !mlc_sched_unroll(s, g[i][G_S2], err)) return false;
+  if (!shape_write_back(s, cache, n_outer, sample, err)) return false;
+  if (sample) return true;
+  mlc_rv init, s0[TUNER_MAX_LOOPS], fused;
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (g[i][G_S0] >= 0) s0[m++] = g[i][G_S0];
+  if (!mlc_sched_vectorize(s, g[p.contig][G_S2], err)) return false;
+  /* parallel before the init is split off: a loop over two blocks that
+   * both write the cache is not a parallel one */
+  if (parallel) {
+    if (m == 1) fused = s0[0];
+    else if (!mlc_sched_fuse(s, m, s0, true, &fused, err)) return false;
+    if (!mlc_sched_parallel(s, fused, err)) return false;
+  }
+  return mlc_sched_decompose_reduction(s, blk, g[first_r][G_R0], &init, err);
+}
+
+bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel, mlc_error *err) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_rv s0_last;
+  return tuner_register_tile(s, block, &o, false, parallel, &s0_last, err);
+}
