@@ -57,6 +57,10 @@ static mlc_gvar *new_const(mlc_gmodule *m, const char *base, const mlc_gtype *t)
   return c;
 }
 
+mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t) {
+  return new_const(m, base, t);
+}
+
 /* The conv2d binding bn (a batch_norm) can fold into, or NULL. */
 static mlc_gbinding *foldable_conv(mlc_gfunc *f, const mlc_gbinding *bn) {
   if (bn->kind != MLC_GCALL_OP || bn->op != MLC_GOP_BATCH_NORM) return NULL;

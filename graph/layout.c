@@ -9,9 +9,9 @@
  *     one with the block its weight takes (the next conv of a chain, the
  *     residual branch);
  *   - max_pool2d pools each channel block in place;
- *   - an elementwise op whose operands are blocked values of its own shape
- *     (and scalars) runs on the blocks: bias-free ReLU, clip, the residual
- *     add.
+ *   - an elementwise op whose operands are blocked values of its own shape,
+ *     scalars and per-channel constants (packed once) runs on the blocks:
+ *     ReLU, clip, a bias add, the residual add.
  * Each NCHW value keeps its binding as `v = unpack_nchwc(v_nchwc)`, so
  * anything that reads NCHW (the graph's outputs, flatten, global pooling,
  * ops without a blocked form) is unchanged; unpacks that nothing reads are
@@ -77,25 +77,53 @@ static bool is_packed_conv(const mlc_gbinding *b) {
   return b->op == MLC_GOP_CONV2D && b->args[1]->type.ndim == 6;
 }
 
+/* A constant with one value per channel of a 4-d result (a bias [C, 1, 1]
+ * or [1, C, 1, 1]), as numpy broadcasting aligns it. */
+static bool per_channel(const mlc_gvar *c, const mlc_gtype *out) {
+  if (c->kind != MLC_GVAR_CONST || c->type.ndim < 3 || c->type.ndim > 4) return false;
+  for (int d = 0; d < c->type.ndim; d++) {
+    int od = d + 4 - c->type.ndim;
+    if (c->type.shape[d] != (od == 1 ? out->shape[1] : 1)) return false;
+  }
+  return true;
+}
+
+/* c packed as [1, C/k, 1, 1, k] (broadcast over NCHWc blocks), once per
+ * constant. */
+static mlc_gvar *packed_channels(layout *L, mlc_gvar *c, int64_t k) {
+  mlc_gvar *t = twin_of(L, c);
+  if (t && t->type.shape[4] == k) return t;
+  int64_t C = mlc_gtype_numel(&c->type);
+  mlc_gtype pt = {MLC_FLOAT32, 5, {1, C / k, 1, 1, k}};
+  mlc_gvar *p = mlc_graph_const_new(L->m, blocked_name(L, c->name), &pt);
+  memcpy(p->data, c->data, sizeof(float) * (size_t)C); /* [C] read as [C/k, k] */
+  mlc_gmap_put(&L->twin, c, L->blocked.len);
+  MLC_VEC_APUSH(L->m->arena, L->blocked, p);
+  return p;
+}
+
 /* An elementwise op that can run on blocks: its operands are blocked
- * values of its result's shape, in one block size, or single elements. */
-static bool blocked_operands(const layout *L, const mlc_gbinding *b, mlc_gvar **args) {
+ * values of its result's shape, in one block size, single elements, or
+ * per-channel constants (packed to the block). */
+static bool blocked_operands(layout *L, const mlc_gbinding *b, mlc_gvar **args) {
   if (mlc_gop_class_of(b->op) != MLC_GOP_ELEMWISE || b->op == MLC_GOP_BATCH_NORM ||
       b->op == MLC_GOP_UNPACK_NCHWC || b->var->type.ndim != 4)
     return false;
   int64_t block = 0;
   for (int i = 0; i < b->n_args; i++) {
     mlc_gvar *t = twin_of(L, b->args[i]);
-    if (!t && mlc_gtype_numel(&b->args[i]->type) == 1) {
-      args[i] = b->args[i];
-      continue;
-    }
-    if (!t || !mlc_gtype_equal(&b->args[i]->type, &b->var->type) ||
-        (block && t->type.shape[4] != block))
+    args[i] = b->args[i];
+    if (t && mlc_gtype_equal(&b->args[i]->type, &b->var->type)) {
+      if (block && t->type.shape[4] != block) return false;
+      block = t->type.shape[4];
+      args[i] = t;
+    } else if (mlc_gtype_numel(&b->args[i]->type) != 1 && !per_channel(b->args[i], &b->var->type)) {
       return false;
-    block = t->type.shape[4];
-    args[i] = t;
+    }
   }
+  for (int i = 0; block && i < b->n_args; i++)
+    if (args[i] == b->args[i] && mlc_gtype_numel(&b->args[i]->type) != 1)
+      args[i] = packed_channels(L, b->args[i], block);
   return block != 0;
 }
 

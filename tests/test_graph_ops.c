@@ -1125,6 +1125,18 @@ static const pass_case layout_cases[] = {
            NODE("c2", "conv2d", "\"l\", \"w2\"", "") "," NODE("y", "add", "\"c2\", \"x\"", ""),
            "\"y\""),
      "[conv2d,multiply,leaky_relu] [conv2d,unpack_nchwc,add]"},
+    /* per-channel constants ([C, 1, 1], [1, C, 1, 1]) are packed to the
+     * block; a [C] one broadcasts along W (here W = C) and reads NCHW */
+    {"per_channel_constants",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 8, 5, 8]}",
+           W("w1", "[16, 8, 3, 3]") "," W("b", "[16, 1, 1]") "," W("w2", "[8, 16, 1, 1]") ","
+           W("s", "[1, 8, 1, 1]") "," W("t", "[8]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"padding\": 1") ","
+           NODE("a", "add", "\"c1\", \"b\"", "") "," NODE("r", "relu", "\"a\"", "") ","
+           NODE("c2", "conv2d", "\"r\", \"w2\"", "") ","
+           NODE("m", "multiply", "\"c2\", \"s\"", "") "," NODE("y", "subtract", "\"m\", \"t\"", ""),
+           "\"y\""),
+     "[conv2d,add,relu] [conv2d,multiply,unpack_nchwc,subtract]"},
 };
 
 /* The layout pass's graph (blocked convs, pools, elementwise ops and
