@@ -387,8 +387,9 @@ static bool same_shape(const kdecl *k, int a, int b) {
   return true;
 }
 
-/* A conv2d kernel's parameters from its argument shapes: src [1,C,H,W],
- * weights [K,C/g,R,S] (or packed: [K/k,C/c,R,S,c,k]), out [1,K,P,Q]
+/* A conv2d kernel's parameters from its argument shapes: src [1,C,H,W]
+ * or [1,C/c,H,W,c], weights [K,C/g,R,S] (or packed: [K/k,C/c,R,S,c,k]),
+ * out [1,K,P,Q] or [1,K/k,P,Q,k]
  * (last), an optional bias [K] and residual (shaped as out). Stride and symmetric padding are the smallest
  * that give P from H (ResNet-18's convolutions are all of that form). */
 typedef struct conv {
@@ -405,10 +406,15 @@ static bool conv_of(const kdecl *k, conv *cv) {
     else if (same_shape(k, a, cv->out)) cv->res = a;
     else return false;
   }
-  /* weights [K, C/g, R, S], or packed by the layout pass [K/k, C/c, R, S, c, k] */
+  /* weights [K, C/g, R, S], or packed by the layout pass [K/k, C/c, R, S, c, k]
+   * (depthwise [C/k, 1, R, S, 1, k]); src and out NCHW or, between blocked
+   * convs, NCHWc [1, C/c, H, W, c] */
   bool packed = k->ndim[1] == 6;
-  if (k->ndim[0] != 4 || (k->ndim[1] != 4 && !packed) || k->ndim[cv->out] != 4) return false;
-  cv->c = k->dims[0][1], cv->h = k->dims[0][2], cv->w = k->dims[0][3];
+  if ((k->ndim[0] != 4 && k->ndim[0] != 5) || (k->ndim[1] != 4 && !packed) ||
+      (k->ndim[cv->out] != 4 && k->ndim[cv->out] != 5))
+    return false;
+  cv->c = k->dims[0][1] * (k->ndim[0] == 5 ? k->dims[0][4] : 1);
+  cv->h = k->dims[0][2], cv->w = k->dims[0][3];
   cv->k = k->dims[1][0] * (packed ? k->dims[1][5] : 1), cv->r = k->dims[1][2], cv->s = k->dims[1][3];
   cv->p = k->dims[cv->out][2], cv->q = k->dims[cv->out][3];
   cv->g = cv->c / (k->dims[1][1] * (packed ? k->dims[1][4] : 1));

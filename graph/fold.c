@@ -57,6 +57,10 @@ static mlc_gvar *new_const(mlc_gmodule *m, const char *base, const mlc_gtype *t)
   return c;
 }
 
+mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t) {
+  return new_const(m, base, t);
+}
+
 /* The conv2d binding bn (a batch_norm) can fold into, or NULL. */
 static mlc_gbinding *foldable_conv(mlc_gfunc *f, const mlc_gbinding *bn) {
   if (bn->kind != MLC_GCALL_OP || bn->op != MLC_GOP_BATCH_NORM) return NULL;
@@ -147,14 +151,20 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err) {
  * channel blocks that fit (mlc_task_conv_block): its weight becomes a new
  * constant [K/kk, C/cc, R, S, cc, kk], packed here once, so the kernel
  * (lower.c: lower_conv_blocked) loads kk output channels of one (c, r, s)
- * as one contiguous vector on every call without repacking. */
+ * as one contiguous vector on every call without repacking. A depthwise
+ * conv2d (groups = C = K, weight [C, 1, R, S]) gets [C/kk, 1, R, S, 1, kk]:
+ * kk channels of one (r, s) contiguous. The conv's result is then NCHWc
+ * (graph/layout.c puts the unpack after it). */
 static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
   const mlc_gvar *w = b->args[1];
   if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_CONV2D || w->kind != MLC_GVAR_CONST ||
-      w->type.ndim != 4 || b->attrs.groups != 1)
+      w->type.ndim != 4 || b->args[0]->type.ndim != 4)
     return;
   int64_t K = w->type.shape[0], C = w->type.shape[1], R = w->type.shape[2], S = w->type.shape[3];
-  int64_t cc = mlc_task_conv_block(C, false), kk = mlc_task_conv_block(K, true);
+  bool dw = b->attrs.groups > 1;
+  if (dw && (b->attrs.groups != K || C != 1 || b->args[0]->type.shape[1] != K)) return;
+  if (!dw && b->attrs.groups != 1) return;
+  int64_t cc = dw ? 1 : mlc_task_conv_block(C, false), kk = mlc_task_conv_block(K, true);
   if (cc == 0 || kk == 0) return;
   mlc_gtype pt = {MLC_FLOAT32, 6, {K / kk, C / cc, R, S, cc, kk}};
   mlc_gvar *p = new_const(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
@@ -172,6 +182,7 @@ static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
   for (int i = 0; i < m->n_funcs; i++)
     for (int j = 0; j < m->funcs[i]->n_bindings; j++) pack_conv_weight(m, &m->funcs[i]->bindings[j]);
+  for (int i = 0; i < m->n_funcs; i++) mlc_graph_layout_nchwc(m, m->funcs[i]);
   mlc_graph_remove_unused(m);
   return mlc_graph_verify(m, err);
 }

@@ -243,12 +243,24 @@ static bool check_window_attrs(mlc_gop op, int nsp, const mlc_gattrs *at, mlc_er
 static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                               int64_t *k_out, mlc_error *err) {
   const mlc_gtype *x = &a[0], *w = &a[1];
-  int64_t g = at->groups, C = x->shape[1];
-  bool d3 = x->ndim == 5;
+  bool d3 = op == MLC_GOP_CONV3D || op == MLC_GOP_CONV_TRANSPOSE3D;
+  /* conv2d over NCHWc [N, C/c, H, W, c] (blocked_input): c must be the
+   * packed weight's input block */
+  int64_t xb = !d3 && x->ndim == 5 ? x->shape[4] : 0;
+  int64_t g = at->groups, C = xb ? x->shape[1] * xb : x->shape[1];
   if (C % g) return fail_shape(err, op, 0, x, "channels divisible by groups");
-  if (op == MLC_GOP_CONV2D && w->ndim == 6) { /* packed: [K/k, C/c, R, S, c, k] */
-    if (g != 1 || w->shape[1] * w->shape[4] != C)
-      return fail_shape(err, op, 1, w, "[K/k, C/c, R, S, c, k] without groups (C: the input's channels)");
+  if (xb && w->ndim != 6)
+    return fail_shape(err, op, 1, w, "a packed weight (6 dims) for an NCHWc operand 0");
+  if (op == MLC_GOP_CONV2D && w->ndim == 6 && g > 1) { /* depthwise: [C/k, 1, R, S, 1, k] */
+    if (g != C || w->shape[1] != 1 || w->shape[4] != 1 || w->shape[0] * w->shape[5] != C ||
+        (xb && xb != w->shape[5]))
+      return fail_shape(err, op, 1, w,
+                        "[C/k, 1, R, S, 1, k] with groups C (C: the input's channels, k: its block)");
+    *k_out = C;
+  } else if (op == MLC_GOP_CONV2D && w->ndim == 6) { /* packed: [K/k, C/c, R, S, c, k] */
+    if (w->shape[1] * w->shape[4] != C || (xb && xb != w->shape[4]))
+      return fail_shape(err, op, 1, w,
+                        "[K/k, C/c, R, S, c, k] without groups (C: the input's channels, c: its block)");
     *k_out = w->shape[0] * w->shape[5];
   } else if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV3D) {
     if (w->ndim != x->ndim || w->shape[1] * g != C || w->shape[0] % g)
@@ -268,11 +280,19 @@ static bool infer_conv_weight(mlc_gop op, const mlc_gattrs *at, int n, const mlc
   return true;
 }
 
+/* conv2d and max_pool2d also read x in NCHWc, [N, C/c, H, W, c] (the
+ * layout pass's blocked values): a conv2d over a packed weight, a max pool
+ * per channel block. */
+static bool blocked_input(mlc_gop op, const mlc_gtype *x) {
+  return (op == MLC_GOP_CONV2D || op == MLC_GOP_MAX_POOL2D) && x->ndim == 5;
+}
+
 static bool infer_window(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                          mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *x = &a[0];
   int nsp = mlc_gop_window_dims(op);
-  if (x->ndim != 2 + nsp) return fail_shape(err, op, 0, x, nsp == 3 ? "5 dims (NCDHW)" : "4 dims (NCHW)");
+  bool blocked = blocked_input(op, x);
+  if (x->ndim != 2 + nsp && !blocked) return fail_shape(err, op, 0, x, nsp == 3 ? "5 dims (NCDHW)" : "4 dims (NCHW)");
   if (!check_window_attrs(op, nsp, at, err)) return false;
   int64_t k[MLC_GRAPH_MAX_WINDOW];
   *out = *x;
@@ -303,6 +323,11 @@ static bool infer_window(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtyp
     fits &= out->shape[2 + i] >= 1;
   }
   if (!fits) return fail_shape(err, op, 0, x, "a spatial size that fits the window");
+  if (op == MLC_GOP_CONV2D && a[1].ndim == 6) { /* packed weight: the result in NCHWc */
+    out->ndim = 5;
+    out->shape[4] = a[1].shape[5];
+    out->shape[1] /= out->shape[4];
+  }
   return true;
 }
 
@@ -509,6 +534,13 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
     }
     return true;
   }
+  case MLC_GOP_UNPACK_NCHWC:
+    if (a[0].ndim != 5) return fail_shape(err, op, 0, &a[0], "5 dims (NCHWc)");
+    *out = a[0];
+    out->ndim = 4;
+    out->shape[1] *= a[0].shape[4];
+    out->shape[4] = 0;
+    return true;
   case MLC_GOP_GLOBAL_AVG_POOL2D:
     if (a[0].ndim != 4) return fail_shape(err, op, 0, &a[0], "4 dims (NCHW)");
     *out = a[0];

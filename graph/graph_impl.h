@@ -41,6 +41,19 @@ int mlc_guses_count(const mlc_guses *u, const mlc_gvar *v);
 /* Dead-code removal without the verifier (rewrite.c). */
 void mlc_graph_remove_unused(mlc_gmodule *m);
 
+/* A new constant of type t named base (or base_1, ... when taken), its
+ * data allocated (uninitialised) in m's arena, appended to m->consts
+ * (fold.c). */
+mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t);
+
+/* The layout pass's second half (layout.c): every conv2d over a packed
+ * weight yields NCHWc, and the values between such convs stay NCHWc
+ * (through max_pool2d and elementwise ops); an unpack_nchwc gives NCHW to
+ * each value read in NCHW. Leaves unpacks nothing reads: the caller runs
+ * mlc_graph_remove_unused. Requires the conv types before packing (a
+ * packed conv2d's var still 4-d). */
+void mlc_graph_layout_nchwc(mlc_gmodule *m, mlc_gfunc *f);
+
 /* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. Its
  * scratch (accumulators of some ops, as big as the result) comes from the
  * heap and aborts when that runs out; the _in form takes it from

@@ -110,6 +110,7 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_GATHER:
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN:
+  case MLC_GOP_UNPACK_NCHWC:
   case MLC_GOP_TRANSPOSE: return NULL;
   }
   mlc_unreachable();
@@ -271,45 +272,77 @@ static mlc_prim_func *lower_conv(mlc_arena *a, const char *name, int nsp, const 
   return conv_func(a, te, name, X, W, B, Y, out);
 }
 
-/* conv2d over a packed weight [K/kk, C/cc, R, S, cc, kk] (the layout pass):
- * the conv2d_nchwc task's blocks with per-side pads, dilations and bias.
- * data_pack pads x and splits its channels into blocks of cc; conv2d_nchwc
- * accumulates kk output channels as the vector lanes; conv2d_unpack writes
- * NCHW back (adding the bias), so the graph around it stays NCHW and the
- * elementwise ops fused after it inline into that last block. */
-static mlc_prim_func *lower_conv_blocked(mlc_arena *a, const char *name, const mlc_gattrs *at,
-                                         int n, mlc_gvar *const *args, const mlc_gtype *out) {
-  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
-  int64_t cc = wt->shape[4], kk = wt->shape[5], H = xt->shape[2], W = xt->shape[3];
-  const int64_t *pads = at->pads;
-  mlc_te *te = mlc_te_new(a);
-  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *Wt = placeholder(te, args[1]->name, wt);
-  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
-  int64_t pshape[5] = {xt->shape[0], xt->shape[1] / cc, H + pads[0] + pads[2],
-                       W + pads[1] + pads[3], cc};
-  mlc_expr **p = mlc_te_begin(te, "data_pack", 5, pshape, "nchwb");
+/* x blocked by cc and padded, [N, C/cc, H + pads, W + pads, cc]: from NCHW
+ * (data_pack, the conv2d_nchwc task's block), from NCHWc (data_pad; x
+ * itself without padding). */
+static mlc_te_tensor *blocked_padded(mlc_arena *a, mlc_te *te, mlc_te_tensor *X,
+                                     const mlc_gtype *xt, int64_t cc, const int64_t *pads) {
+  bool nchwc = xt->ndim == 5;
+  int64_t H = xt->shape[2], W = xt->shape[3];
+  if (nchwc && !(pads[0] | pads[1] | pads[2] | pads[3])) return X;
+  int64_t pshape[5] = {xt->shape[0], nchwc ? xt->shape[1] : xt->shape[1] / cc,
+                       H + pads[0] + pads[2], W + pads[1] + pads[3], cc};
+  mlc_expr **p = mlc_te_begin(te, nchwc ? "data_pad" : "data_pack", 5, pshape, "nchwb");
   mlc_expr *ih = pads[0] ? mlc_sub(a, p[2], mlc_int(a, pads[0])) : p[2];
   mlc_expr *iw = pads[1] ? mlc_sub(a, p[3], mlc_int(a, pads[1])) : p[3];
   mlc_expr *cond = in_range(a, NULL, ih, H, !pads[0], !pads[2]);
   cond = in_range(a, cond, iw, W, !pads[1], !pads[3]);
-  mlc_expr *v = mlc_te_at(te, X, p[0], mlc_add(a, mlc_mul(a, p[1], mlc_int(a, cc)), p[4]), ih, iw);
-  mlc_te_tensor *P = mlc_te_end(te, cond ? mlc_if_then_else(a, cond, v, f32(a, 0)) : v);
-  int64_t oshape[5] = {out->shape[0], out->shape[1] / kk, out->shape[2], out->shape[3], kk};
-  mlc_expr **o = mlc_te_begin(te, "conv2d_nchwc", 5, oshape, "nfyxk");
-  mlc_expr *rc = mlc_te_reduce_axis(te, wt->shape[1], "rc");
+  mlc_expr *v = nchwc ? mlc_te_at(te, X, p[0], p[1], ih, iw, p[4])
+                      : mlc_te_at(te, X, p[0], mlc_add(a, mlc_mul(a, p[1], mlc_int(a, cc)), p[4]), ih, iw);
+  return mlc_te_end(te, cond ? mlc_if_then_else(a, cond, v, f32(a, 0)) : v);
+}
+
+/* conv2d over a packed weight (the layout pass), with per-side pads,
+ * dilations and bias; x in NCHW or NCHWc, the result in NCHWc
+ * [N, K/kk, OH, OW, kk] (an unpack_nchwc after it gives NCHW back).
+ * Dense, weight [K/kk, C/cc, R, S, cc, kk]: the conv2d_nchwc task's block,
+ * kk output channels as the vector lanes. Depthwise (groups C), weight
+ * [C/kk, 1, R, S, 1, kk]: each channel block over its own input block
+ * (depthwise_conv2d_nchwc). The bias goes in T_add_bias. */
+static mlc_prim_func *lower_conv_blocked(mlc_arena *a, const char *name, const mlc_gattrs *at,
+                                         int n, mlc_gvar *const *args, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *wt = &args[1]->type;
+  bool dw = at->groups > 1;
+  int64_t cc = dw ? wt->shape[5] : wt->shape[4];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *Wt = placeholder(te, args[1]->name, wt);
+  mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
+  mlc_te_tensor *P = blocked_padded(a, te, X, xt, cc, at->pads);
+  mlc_expr **o = mlc_te_begin(te, dw ? "depthwise_conv2d_nchwc" : "conv2d_nchwc", 5, out->shape,
+                              "nfyxk");
+  mlc_expr *rc = dw ? NULL : mlc_te_reduce_axis(te, wt->shape[1], "rc");
   mlc_expr *ry = mlc_te_reduce_axis(te, wt->shape[2], "ry");
   mlc_expr *rx = mlc_te_reduce_axis(te, wt->shape[3], "rx");
-  mlc_expr *rb = mlc_te_reduce_axis(te, cc, "rb");
-  mlc_expr *in = mlc_te_at(te, P, o[0], rc, window_index(a, o[2], at->strides[0], ry, at->dilations[0]),
-                           window_index(a, o[3], at->strides[1], rx, at->dilations[1]), rb);
-  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, mlc_te_at(te, Wt, o[1], rc, ry, rx, rb, o[4])));
-  mlc_expr **u = mlc_te_begin(te, "conv2d_unpack", 4, out->shape, "nfyx");
-  mlc_expr *y = mlc_te_at(te, Y, u[0], mlc_binary(a, MLC_EXPR_FLOORDIV, u[1], mlc_int(a, kk)), u[2],
-                          u[3], mlc_binary(a, MLC_EXPR_FLOORMOD, u[1], mlc_int(a, kk)));
-  if (B) y = mlc_add(a, y, mlc_te_at(te, B, u[1]));
-  mlc_te_tensor *U = mlc_te_end(te, y);
-  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, Wt, U});
-  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, Wt, B, U});
+  mlc_expr *rb = dw ? NULL : mlc_te_reduce_axis(te, cc, "rb");
+  mlc_expr *iy = window_index(a, o[2], at->strides[0], ry, at->dilations[0]);
+  mlc_expr *ix = window_index(a, o[3], at->strides[1], rx, at->dilations[1]);
+  mlc_expr *in, *w;
+  if (dw) {
+    in = mlc_te_at(te, P, o[0], o[1], iy, ix, o[4]);
+    w = mlc_te_at(te, Wt, o[1], mlc_int(a, 0), ry, rx, mlc_int(a, 0), o[4]);
+  } else {
+    in = mlc_te_at(te, P, o[0], rc, iy, ix, rb);
+    w = mlc_te_at(te, Wt, o[1], rc, ry, rx, rb, o[4]);
+  }
+  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, in, w));
+  if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, Wt, Y});
+  mlc_expr **u = mlc_te_begin(te, "T_add_bias", 5, out->shape, NULL);
+  mlc_expr *k = mlc_add(a, mlc_mul(a, u[1], mlc_int(a, out->shape[4])), u[4]);
+  Y = mlc_te_end(te, mlc_add(a, mlc_te_at_v(te, Y, u), mlc_te_at(te, B, k)));
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, Wt, B, Y});
+}
+
+/* unpack_nchwc: y[n, c, h, w] = x[n, c / k, h, w, c % k]. */
+static mlc_prim_func *lower_unpack(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **u = mlc_te_begin(te, "nchwc_unpack", 4, out->shape, "nchw");
+  mlc_expr *k = mlc_int(a, xt->shape[4]);
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at(te, X, u[0], mlc_binary(a, MLC_EXPR_FLOORDIV, u[1], k),
+                                               u[2], u[3], mlc_binary(a, MLC_EXPR_FLOORMOD, u[1], k)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
 /* One axis of a transposed convolution's input as a stride-dilated,
@@ -382,10 +415,12 @@ static mlc_expr *pool_reads(mlc_arena *a, int nsp, const mlc_gattrs *at, const m
 static mlc_te_tensor *pool_reduce(mlc_arena *a, mlc_te *te, const char *block, mlc_te_reducer red,
                                   double pad, int nsp, const mlc_gattrs *at, mlc_te_tensor *X,
                                   const mlc_gtype *xt, const mlc_gtype *out) {
-  mlc_expr **o = mlc_te_begin(te, block, 2 + nsp, out->shape, pool_axes(nsp));
-  mlc_expr *r[MLC_GRAPH_MAX_WINDOW], *ix[2 + MLC_GRAPH_MAX_WINDOW];
+  bool nchwc = xt->ndim == 3 + nsp; /* max_pool2d over [N, C/c, H, W, c] */
+  mlc_expr **o = mlc_te_begin(te, block, out->ndim, out->shape, nchwc ? "ncyxb" : pool_axes(nsp));
+  mlc_expr *r[MLC_GRAPH_MAX_WINDOW], *ix[3 + MLC_GRAPH_MAX_WINDOW];
   for (int i = 0; i < nsp; i++) r[i] = mlc_te_reduce_axis(te, at->kernel[i], pool_win[3 - nsp + i]);
   mlc_expr *cond = pool_reads(a, nsp, at, xt, out, o, r, ix);
+  if (nchwc) ix[2 + nsp] = o[2 + nsp];
   mlc_expr *v = mlc_te_at_v(te, X, ix);
   if (cond) v = mlc_if_then_else(a, cond, v, f32(a, pad));
   return mlc_te_reduce(te, red, v);
@@ -764,6 +799,7 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_MAX_POOL3D: return lower_max_pool(a, name, mlc_gop_window_dims(op), args, at, out);
   case MLC_GOP_AVG_POOL2D:
   case MLC_GOP_AVG_POOL3D: return lower_avg_pool(a, name, mlc_gop_window_dims(op), args, at, out);
+  case MLC_GOP_UNPACK_NCHWC: return lower_unpack(a, name, args, out);
   case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
   case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);

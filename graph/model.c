@@ -239,7 +239,8 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_FLATTEN: return " axis ";
   case MLC_GOP_AVG_POOL2D:
   case MLC_GOP_AVG_POOL3D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
-  case MLC_GOP_GLOBAL_AVG_POOL2D: return " ";
+  case MLC_GOP_GLOBAL_AVG_POOL2D:
+  case MLC_GOP_UNPACK_NCHWC: return " ";
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX: return " axes keepdims ";

@@ -155,6 +155,7 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   case MLC_GOP_ABS:
   case MLC_GOP_LOG:
   case MLC_GOP_GLOBAL_AVG_POOL2D:
+  case MLC_GOP_UNPACK_NCHWC:
   case MLC_GOP_EWISE_FMA: return;
   }
   mlc_unreachable();

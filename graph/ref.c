@@ -91,6 +91,7 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_GATHER:
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN:
+  case MLC_GOP_UNPACK_NCHWC:
   case MLC_GOP_TRANSPOSE: mlc_unreachable();
   }
   mlc_unreachable();
@@ -382,6 +383,54 @@ static void ref_transpose(const mlc_gattrs *at, const mlc_gtype *xt, const float
   }
 }
 
+/* ---- NCHWc values (the layout pass) ---------------------------------------------- */
+
+static float *get_floats(mlc_arena *scratch, int64_t n) {
+  size_t bytes = sizeof(float) * (size_t)(n > 0 ? n : 1);
+  return scratch ? mlc_arena_alloc(scratch, bytes) : mlc_xmalloc(bytes);
+}
+
+/* blocked [N, C/c, H, W, c] and its NCHW form: one into the other. */
+static void nchwc_copy(const mlc_gtype *blocked, float *nchwc, float *nchw, bool to_nchw) {
+  int64_t N = blocked->shape[0], CB = blocked->shape[1], HW = blocked->shape[2] * blocked->shape[3];
+  int64_t c = blocked->shape[4];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < CB * c; ch++)
+      for (int64_t p = 0; p < HW; p++) {
+        float *b = &nchwc[((n * CB + ch / c) * HW + p) * c + ch % c];
+        float *u = &nchw[(n * CB * c + ch) * HW + p];
+        if (to_nchw) *u = *b;
+        else *b = *u;
+      }
+}
+
+static mlc_gtype nchw_of(const mlc_gtype *blocked) {
+  mlc_gtype t = *blocked;
+  t.ndim = 4;
+  t.shape[1] *= blocked->shape[4];
+  t.shape[4] = 0;
+  return t;
+}
+
+/* conv2d over a packed weight (its result NCHWc) or max_pool2d over an
+ * NCHWc operand: evaluated in NCHW between conversions, so the blocked
+ * forms are checked against the same loops as the plain ones. */
+static void ref_blocked(mlc_arena *scratch, const mlc_gbinding *b, float *const *in,
+                        const mlc_gtype *ts, float *y) {
+  mlc_gtype xt = ts[0].ndim == 5 ? nchw_of(&ts[0]) : ts[0];
+  mlc_gtype yt = b->var->type.ndim == 5 ? nchw_of(&b->var->type) : b->var->type;
+  float *x = in[0], *y4 = y;
+  if (ts[0].ndim == 5) nchwc_copy(&ts[0], in[0], x = get_floats(scratch, mlc_gtype_numel(&xt)), true);
+  if (b->var->type.ndim == 5) y4 = get_floats(scratch, mlc_gtype_numel(&yt));
+  if (b->op == MLC_GOP_CONV2D)
+    ref_conv2d(&b->attrs, &xt, x, &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, &yt, y4);
+  else
+    ref_max_pool(&b->attrs, &xt, x, &yt, y4);
+  if (y4 != y) nchwc_copy(&b->var->type, y, y4, false);
+  if (!scratch && x != in[0]) mlc_free(x);
+  if (!scratch && y4 != y) mlc_free(y4);
+}
+
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
   mlc_graph_ref_op_in(NULL, b, in, y);
 }
@@ -429,13 +478,18 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
     return;
   case MLC_GOP_BATCH_NORM: ref_batch_norm(out, in, b->attrs.eps, y); return;
   case MLC_GOP_CONV2D:
-    ref_conv2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, out, y);
+    if (ts[1].ndim == 6) ref_blocked(scratch, b, in, ts, y);
+    else ref_conv2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, out, y);
     return;
+  case MLC_GOP_UNPACK_NCHWC: nchwc_copy(&ts[0], in[0], y, true); return;
   case MLC_GOP_CONV_TRANSPOSE2D:
     ref_conv_transpose2d(scratch, &b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
                          out, y);
     return;
-  case MLC_GOP_MAX_POOL2D: ref_max_pool(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_MAX_POOL2D:
+    if (ts[0].ndim == 5) ref_blocked(scratch, b, in, ts, y);
+    else ref_max_pool(&b->attrs, &ts[0], in[0], out, y);
+    return;
   case MLC_GOP_AVG_POOL2D: ref_avg_pool(&b->attrs, &ts[0], in[0], out, y); return;
   case MLC_GOP_CONV3D:
   case MLC_GOP_CONV_TRANSPOSE3D:

@@ -1107,8 +1107,11 @@ static void test_cnn_end_to_end(void) {
   CHECK_MSG(m && r, "%s", err.msg);
   if (!m || !r) return;
   CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  /* the convs, bias adds, ReLUs and pools in NCHWc, one unpack (fused
+   * after the last pool) before flatten */
   CHECK(mlc_module_find(m->tir, "fused_conv2d_add_relu0") &&
-        mlc_module_find(m->tir, "fused_dense_ewise_fma2"));
+        mlc_module_find(m->tir, "fused_max_pool2d_unpack_nchwc2") &&
+        mlc_module_find(m->tir, "fused_dense_ewise_fma3"));
   mlc_arena *a = mlc_arena_new();
   compiled c = {0};
   if (compile_model(m, a, &c)) {

@@ -298,6 +298,22 @@ static const op_case conv_cases[] = {
            "{\"name\": \"y\", \"op\": \"add\", \"inputs\": [\"r\", \"x\"]}",
            "\"y\""),
      false},
+    /* blocked operands given in the model (the layout pass's forms) */
+    {"nchwc_input",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 2, 4, 5, 8]}",
+           "{\"name\": \"w\", \"shape\": [1, 2, 3, 3, 8, 16]}, {\"name\": \"b\", \"shape\": [16]}",
+           "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\", \"b\"], \"padding\": 1, \"stride\": 2}",
+           "\"y\""),
+     false},
+    {"nchwc_max_pool",
+     MODEL("{\"name\": \"x\", \"shape\": [2, 2, 5, 4, 8]}", "",
+           "{\"name\": \"y\", \"op\": \"max_pool2d\", \"inputs\": [\"x\"], \"pool_size\": 3, \"stride\": 2, \"padding\": 1}",
+           "\"y\""),
+     false},
+    {"nchwc_unpack",
+     MODEL("{\"name\": \"x\", \"shape\": [2, 3, 2, 3, 8]}", "",
+           "{\"name\": \"y\", \"op\": \"unpack_nchwc\", \"inputs\": [\"x\"]}", "\"y\""),
+     false},
     {"max_pool", POOL(""), false},
     {"max_pool_k3s2p1", POOL(", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"), false},
     {"max_pool_rect", POOL(", \"kernel\": [3, 2], \"strides\": [1, 2], \"pads\": [1, 0, 0, 1]"), false},
@@ -334,6 +350,16 @@ static const bad_case conv_bad[] = {
     {"pool_pad", POOL(", \"pool_size\": 2, \"padding\": 2"),
      "node 'y': max_pool2d: the window must be >= 1 and larger than the padding"},
     {"pool_attr", POOL(", \"groups\": 2"), "node 'y': max_pool2d takes no attribute \"groups\""},
+    {"nchwc_plain_weight",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 2, 4, 4, 8]}", "{\"name\": \"w\", \"shape\": [16, 16, 3, 3]}",
+           "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"]}", "\"y\""),
+     "node 'y': conv2d: operand 1 has shape (16, 16, 3, 3), expected a packed weight (6 dims) for an NCHWc operand 0"},
+    {"nchwc_block_mismatch",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 2, 4, 4, 8]}", "{\"name\": \"w\", \"shape\": [1, 1, 3, 3, 16, 16]}",
+           "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"]}", "\"y\""),
+     "expected [K/k, C/c, R, S, c, k] without groups (C: the input's channels, c: its block)"},
+    {"unpack_rank", MODEL(XC, "", "{\"name\": \"y\", \"op\": \"unpack_nchwc\", \"inputs\": [\"x\"]}", "\"y\""),
+     "node 'y': unpack_nchwc: operand 0 has shape (2, 4, 7, 6), expected 5 dims (NCHWc)"},
 };
 
 /* ---- 3-D windows (NCDHW) ------------------------------------------------------ */
@@ -1028,6 +1054,118 @@ static void test_conv3d_fuse_print(void) {
   mlc_graph_free(m);
 }
 
+/* ---- layout: NCHWc values between blocked convs ------------------------------- */
+
+#define W(name, shape) "{\"name\": \"" name "\", \"shape\": " shape "}"
+/* Each case: main's ops after fuse (the unpacks left, fused after their
+ * producers), and the compiled pipeline against the reference. */
+static const pass_case layout_cases[] = {
+    /* conv, relu, max pool, conv with a residual add, a strided 1x1 conv
+     * to 24 channels (block 8): blocked from the first conv to the output */
+    {"chain_residual_pool",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 8, 9, 7]}",
+           W("w1", "[16, 8, 3, 3]") "," W("b1", "[16]") "," W("w2", "[16, 16, 3, 3]") "," W("w3", "[24, 16, 1, 1]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\", \"b1\"", ", \"padding\": 1") ","
+           NODE("r1", "relu", "\"c1\"", "") ","
+           NODE("p", "max_pool2d", "\"r1\"", ", \"pool_size\": 3, \"stride\": 2, \"padding\": 1") ","
+           NODE("c2", "conv2d", "\"p\", \"w2\"", ", \"padding\": 1") ","
+           NODE("a", "add", "\"c2\", \"p\"", "") "," NODE("r2", "relu", "\"a\"", "") ","
+           NODE("y", "conv2d", "\"r2\", \"w3\"", ", \"stride\": 2"),
+           "\"y\""),
+     "[conv2d,relu] max_pool2d [conv2d,add,relu] [conv2d,unpack_nchwc]"},
+    /* 3 input channels (one block of 3), then a conv to 5 channels (no
+     * block: NCHW, so the value before it is unpacked), then 5 -> 8 */
+    {"odd_channels",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 3, 10, 10]}",
+           W("w1", "[16, 3, 3, 3]") "," W("w2", "[5, 16, 1, 1]") "," W("w3", "[8, 5, 3, 3]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"stride\": 2, \"padding\": 1") ","
+           NODE("r1", "relu", "\"c1\"", "") "," NODE("c2", "conv2d", "\"r1\", \"w2\"", "") ","
+           NODE("r2", "relu", "\"c2\"", "") ","
+           NODE("y", "conv2d", "\"r2\", \"w3\"", ", \"pads\": [1, 0, 2, 1]"),
+           "\"y\""),
+     "[conv2d,relu,unpack_nchwc] [conv2d,relu] [conv2d,unpack_nchwc]"},
+    /* MobileNetV2's expand, depthwise (strided, bias), project, then
+     * global pooling, which reads NCHW */
+    {"depthwise_global_pool",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 16, 8, 8]}",
+           W("w1", "[32, 16, 1, 1]") "," W("b1", "[32]") "," W("wd", "[32, 1, 3, 3]") "," W("bd", "[32]") ","
+           W("w3", "[16, 32, 1, 1]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\", \"b1\"", "") ","
+           NODE("r1", "clip", "\"c1\"", ", \"min\": 0, \"max\": 0.5") ","
+           NODE("d", "conv2d", "\"r1\", \"wd\", \"bd\"", ", \"groups\": 32, \"stride\": 2, \"padding\": 1") ","
+           NODE("r2", "clip", "\"d\"", ", \"min\": 0, \"max\": 0.5") ","
+           NODE("c3", "conv2d", "\"r2\", \"w3\"", "") ","
+           NODE("y", "global_avg_pool2d", "\"c3\"", ""),
+           "\"y\""),
+     "[conv2d,clip] [conv2d,clip] [conv2d,unpack_nchwc] global_avg_pool2d"},
+    /* a depthwise conv on the model input (packed in the kernel), 8 channels */
+    {"depthwise_input",
+     MODEL("{\"name\": \"x\", \"shape\": [2, 8, 5, 6]}", W("wd", "[8, 1, 3, 3]"),
+           NODE("d", "conv2d", "\"x\", \"wd\"", ", \"groups\": 8, \"pads\": [0, 1, 1, 0], \"dilations\": [1, 2]") ","
+           NODE("y", "relu", "\"d\"", ""),
+           "\"y\""),
+     "[conv2d,relu,unpack_nchwc]"},
+    /* a blocked value read by a conv, by an NCHW op and as an output: one
+     * unpack for the NCHW readers */
+    {"shared_value",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 8, 6, 6]}", W("w1", "[8, 8, 3, 3]") "," W("w2", "[16, 8, 1, 1]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"padding\": 1") "," NODE("r", "relu", "\"c1\"", "") ","
+           NODE("c2", "conv2d", "\"r\", \"w2\"", "") ","
+           NODE("s", "reduce_sum", "\"r\"", ", \"axes\": [1]"),
+           "\"c2\", \"s\", \"r\""),
+     "[conv2d,relu] unpack_nchwc [conv2d,unpack_nchwc] reduce_sum"},
+    /* elementwise ops with a scalar operand stay blocked; one with an
+     * NCHW operand of full shape (the input) reads NCHW */
+    {"scalar_and_nchw_operands",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 16, 4, 4]}",
+           W("w1", "[16, 16, 3, 3]") "," SCALAR("h", "0.5") "," W("w2", "[16, 16, 1, 1]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"padding\": 1") ","
+           NODE("m", "multiply", "\"c1\", \"h\"", "") ","
+           NODE("l", "leaky_relu", "\"m\"", ", \"alpha\": 0.1") ","
+           NODE("c2", "conv2d", "\"l\", \"w2\"", "") "," NODE("y", "add", "\"c2\", \"x\"", ""),
+           "\"y\""),
+     "[conv2d,multiply,leaky_relu] [conv2d,unpack_nchwc,add]"},
+    /* per-channel constants ([C, 1, 1], [1, C, 1, 1]) are packed to the
+     * block; a [C] one broadcasts along W (here W = C) and reads NCHW */
+    {"per_channel_constants",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 8, 5, 8]}",
+           W("w1", "[16, 8, 3, 3]") "," W("b", "[16, 1, 1]") "," W("w2", "[8, 16, 1, 1]") ","
+           W("s", "[1, 8, 1, 1]") "," W("t", "[8]"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"padding\": 1") ","
+           NODE("a", "add", "\"c1\", \"b\"", "") "," NODE("r", "relu", "\"a\"", "") ","
+           NODE("c2", "conv2d", "\"r\", \"w2\"", "") ","
+           NODE("m", "multiply", "\"c2\", \"s\"", "") "," NODE("y", "subtract", "\"m\", \"t\"", ""),
+           "\"y\""),
+     "[conv2d,add,relu] [conv2d,multiply,unpack_nchwc,subtract]"},
+};
+
+/* The layout pass's graph (blocked convs, pools, elementwise ops and
+ * unpacks) in the plain C reference: the same outputs as the graph as
+ * loaded, so ref.c's blocked forms agree with the NCHW ones. */
+static void test_layout_reference(void) {
+  for (int i = 0; i < MLC_COUNTOF(layout_cases); i++) {
+    mlc_error err = {{0}};
+    mlc_gmodule *r = parse(layout_cases[i].json, &err), *m = parse(layout_cases[i].json, &err);
+    bool ok = r && m && run_until(m, "layout", &err);
+    int n_out = ok ? mlc_graph_main(r)->n_outputs : 0;
+    mlc_array **in = ok ? make_inputs(r, 3, false) : NULL;
+    mlc_array **want = ok ? make_outputs(r) : NULL, **got = ok ? make_outputs(r) : NULL;
+    ok = ok && mlc_graph_reference(r, in, want, &err) && mlc_graph_reference(m, in, got, &err);
+    double e = 0;
+    bool close = ok && all_close(got, want, n_out, 1e-5, 1e-6, &e);
+    int unpacks = 0;
+    for (int j = 0; ok && j < mlc_graph_main(m)->n_bindings; j++)
+      unpacks += mlc_graph_main(m)->bindings[j].op == MLC_GOP_UNPACK_NCHWC;
+    char name[128], why[1200];
+    snprintf(name, sizeof name, "layout_reference_%s", layout_cases[i].name);
+    snprintf(why, sizeof why, "%s: max abs error %g, %d unpacks", err.msg, e, unpacks);
+    test_report(name, close && unpacks > 0, why);
+    if (in) free_arrays(in, mlc_graph_main(r)->n_params);
+    if (want) free_arrays(want, n_out), free_arrays(got, n_out);
+    mlc_graph_free(r), mlc_graph_free(m);
+  }
+}
+
 int main(void) {
   run_cases("elemwise", elemwise_cases, MLC_COUNTOF(elemwise_cases));
   run_bad("elemwise_refuse", elemwise_bad, MLC_COUNTOF(elemwise_bad));
@@ -1054,5 +1192,7 @@ int main(void) {
   run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));
   run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
   run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));
+  run_pass_cases("layout", "fuse", layout_cases, MLC_COUNTOF(layout_cases));
+  test_layout_reference();
   return test_summary();
 }

@@ -245,6 +245,64 @@ static void test_rfactor_and_location(void) {
   mlc_arena_free(a);
 }
 
+static int count_kind(const mlc_trace *t, mlc_inst_kind k);
+
+/* softmax's max and sum reduce along rows: the vector_rfactor rule gives
+ * each a sketch whose reduce loop is split by a lane count and rfactored
+ * there (64 rows: more than add_rfactor takes; 4 sketches: either, both,
+ * neither); samples of the one with both
+ * vectorize the lanes of both rf blocks (the postprocessor finds them
+ * spatial and contiguous) and compute what the unscheduled kernel does.
+ * reduce_sum over 64 with 4 rows is add_rfactor's, not this rule's. */
+static int count_vectorized(const char *s) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, "T.vectorized(")) != NULL; p++) n++;
+  return n;
+}
+
+static void test_vector_rfactor(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "softmax", "64,32");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  CHECK_MSG(sp != NULL, "%s", e.msg);
+  int both = -1, per[3] = {0, 0, 0};
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    int rf = count_kind(mlc_tuner_space_trace(sp, k), MLC_INST_RFACTOR);
+    if (rf <= 2) per[rf]++;
+    if (rf == 2) both = k;
+  }
+  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 4 && per[0] == 1 && per[1] == 2 && per[2] == 1,
+            "%d sketches: %d, %d, %d with 0, 1, 2 rfactors", sp ? mlc_tuner_space_count(sp) : -1,
+            per[0], per[1], per[2]);
+  char why[512];
+  mlc_str out = {0};
+  int lanes = 0;
+  for (int k = 0; both >= 0 && k < 6; k++) {
+    mlc_sched *c = mlc_tuner_space_sample(sp, both, (uint64_t)k, &e);
+    CHECK_MSG(c != NULL, "sample: %s", e.msg);
+    if (!c) continue;
+    CHECK_MSG(same_results(f, mlc_sched_func(c), why, sizeof why), "%s", why);
+    mlc_str_clear(&out);
+    mlc_print_func(&out, mlc_sched_func(c));
+    /* the rf blocks' lanes, plus exp and norm (spatial anyway) */
+    lanes += count_vectorized(mlc_str_cstr(&out)) >= 4;
+    if (k == 0 && count_vectorized(mlc_str_cstr(&out)) < 4) fprintf(stderr, "%s\n", mlc_str_cstr(&out));
+    mlc_sched_free(c);
+  }
+  CHECK_MSG(lanes == 6, "%d of 6 samples vectorize both rf blocks", lanes);
+  mlc_str_free(&out);
+  mlc_tuner_space_free(sp);
+  mlc_prim_func *g = task(a, "reduce_sum", "4,64");
+  sp = mlc_tuner_space_new(g, &o, &e);
+  CHECK_MSG(sp && mlc_tuner_space_count(sp) == 3, "reduce_sum: %d sketches",
+            sp ? mlc_tuner_space_count(sp) : -1);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 /* The sketch of matmul is tiled SSRSRS and annotated for the postprocessor;
  * a sample has parallel and vectorized loops. */
 static void test_matmul_sketch_shape(void) {
@@ -1579,6 +1637,7 @@ int main(void) {
   RUN(test_space_softmax);
   RUN(test_space_others);
   RUN(test_rfactor_and_location);
+  RUN(test_vector_rfactor);
   RUN(test_matmul_sketch_shape);
   RUN(test_blocked_weight_not_repacked);
   RUN(test_matmul_hand_trace);

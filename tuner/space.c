@@ -7,6 +7,9 @@
  * Rules, in meta-schedule's order (ScheduleRule::DefaultLLVM):
  *   auto_inline          inline elementwise producers into their consumers
  *   add_rfactor          rfactor reductions with little spatial parallelism
+ *   vector_rfactor       a row reduction's innermost loop split by a vector
+ *                        width and rfactored there: partial results per lane
+ *                        (vectorized), then one cross-lane reduction
  *   tiling_with_intrin   meta-schedule's MultiLevelTilingWithIntrin: a block
  *                        that a registered CPU dot-product intrinsic fits
  *                        (the AMX, then the VNNI micro-kernel family, whose
@@ -214,6 +217,79 @@ static void rule_add_rfactor(const mlc_tuner_opts *o, mlc_sched *s, const char *
         else mlc_sched_free(c);
       }
     mlc_sched_free(t);
+  }
+  MLC_VEC_PUSH(*out, s);
+}
+
+/* ---- rule: vector rfactor (row reductions) ---------------------------------------- */
+
+/* Lanes of the partial results: AVX2 and AVX-512 vectors of float. */
+static const int64_t REDUCE_LANES[] = {8, 16};
+static const double REDUCE_LANE_PROBS[] = {0.5, 0.5};
+
+/* A reduction along a contiguous row (softmax's max and sum, layernorm's
+ * mean and variance, a reduce over the last axis) is a chain of dependent
+ * scalar max/add operations: one element per operation latency, however
+ * many rows run in parallel. With the innermost reduce loop split by a
+ * vector width w and rfactored at the inner part, w partial results
+ * accumulate side by side (the rf block's innermost loop is spatial and
+ * writes consecutive elements, so the postprocessor vectorizes it), and
+ * the write-back block adds the w lanes (the cross-lane reduction). Only
+ * for blocks without data reuse (matmul and conv are tiled instead) and
+ * that add_rfactor leaves alone. */
+static bool reads_contiguous_in(const mlc_block *b, const mlc_var *v);
+
+static bool vector_reduction(const mlc_tuner_opts *o, const mlc_prim_func *f, const mlc_block *b,
+                             int *n_spatial) {
+  tuner_site site;
+  int dummy;
+  if (!tuner_block_is_reduction(b) || tuner_needs_tiling(f, b) || !tuner_find_site(f, b, &site) ||
+      !tuner_trivial_binding(b, &site) || needs_rfactor(o, f, b, &dummy) || site.n_loops < 1)
+    return false;
+  const mlc_iter_var *last = &b->iters[site.n_loops - 1];
+  int64_t e = tuner_loop_extent(site.loops[site.n_loops - 1]);
+  if (last->kind != MLC_ITER_REDUCE || e < 2 * REDUCE_LANES[0] || e % REDUCE_LANES[0] ||
+      !reads_contiguous_in(b, last->var))
+    return false;
+  *n_spatial = 0;
+  for (int i = 0; i < site.n_loops; i++) *n_spatial += b->iters[i].kind == MLC_ITER_SPATIAL;
+  return true;
+}
+
+/* The innermost loop of block `name` split by a sampled lane count and
+ * rfactored at the lanes. */
+static bool rfactor_lanes(mlc_sched *t, const char *name, int64_t extent, int n_spatial,
+                          mlc_error *err) {
+  mlc_rv blk, *loops, lanes, parts[2], rf;
+  double probs[MLC_COUNTOF(REDUCE_LANES)];
+  int64_t cands[MLC_COUNTOF(REDUCE_LANES)];
+  int nc = 0;
+  for (int i = 0; i < MLC_COUNTOF(REDUCE_LANES); i++)
+    if (extent % REDUCE_LANES[i] == 0 && extent >= 2 * REDUCE_LANES[i])
+      cands[nc] = REDUCE_LANES[i], probs[nc++] = REDUCE_LANE_PROBS[i];
+  if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
+  int n = mlc_sched_get_loops(t, blk, &loops, err);
+  if (n < 1 || nc == 0) return false;
+  mlc_rv inner = loops[n - 1];
+  if (!mlc_sched_sample_categorical(t, nc, cands, probs, &lanes, err)) return false;
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(lanes)};
+  return mlc_sched_split(t, inner, 2, f, true, parts, err) &&
+         mlc_sched_rfactor(t, parts[1], n_spatial, &rf, err);
+}
+
+static void rule_vector_rfactor(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
+                                sched_list *out) {
+  const mlc_block *b = peek_block(s, name);
+  int n_spatial;
+  tuner_site site;
+  mlc_error e;
+  if (b && vector_reduction(o, mlc_sched_func(s), b, &n_spatial) &&
+      tuner_find_site(mlc_sched_func(s), b, &site)) {
+    mlc_sched *t = mlc_sched_copy(s);
+    if (rfactor_lanes(t, name, tuner_loop_extent(site.loops[site.n_loops - 1]), n_spatial, &e))
+      MLC_VEC_PUSH(*out, t);
+    else
+      mlc_sched_free(t);
   }
   MLC_VEC_PUSH(*out, s);
 }
@@ -759,6 +835,7 @@ typedef void (*rule_fn)(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
 static const rule_fn BLOCK_RULES[] = {
     rule_auto_inline,
     rule_add_rfactor,
+    rule_vector_rfactor,
     rule_tiling_with_intrin,
     rule_multi_level_tiling,
     rule_random_compute_location,

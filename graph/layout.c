@@ -1,0 +1,161 @@
+/* The layout pass's propagation: NCHWc values between blocked convs.
+ *
+ * A conv2d over a packed weight (fold.c: pack_conv_weight) computes its
+ * result blocked, [N, K/k, OH, OW, k]. Converting it back to NCHW after
+ * every conv and blocking it again in the next one costs two passes over
+ * each activation; instead the blocked value is passed on directly:
+ *
+ *   - a packed conv2d reads the blocked form of its input when there is
+ *     one with the block its weight takes (the next conv of a chain, the
+ *     residual branch);
+ *   - max_pool2d pools each channel block in place;
+ *   - an elementwise op whose operands are blocked values of its own shape,
+ *     scalars and per-channel constants (packed once) runs on the blocks:
+ *     ReLU, clip, a bias add, the residual add.
+ * Each NCHW value keeps its binding as `v = unpack_nchwc(v_nchwc)`, so
+ * anything that reads NCHW (the graph's outputs, flatten, global pooling,
+ * ops without a blocked form) is unchanged; unpacks that nothing reads are
+ * removed afterwards (mlc_graph_remove_unused), so conversions remain
+ * only at the edges of the blocked region. The fuse pass fuses an unpack
+ * after its producer like an elementwise op. */
+#include "graph/graph_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct layout {
+  mlc_gmodule *m;
+  mlc_gmap names;   /* var names in use in the function (strings) */
+  mlc_gmap twin;    /* NCHW var -> index into blocked: its NCHWc form */
+  MLC_VEC(mlc_gvar *) blocked;
+  MLC_VEC(mlc_gbinding) out; /* the new bindings */
+} layout;
+
+static mlc_gvar *twin_of(const layout *L, const mlc_gvar *v) {
+  int i;
+  return mlc_gmap_get(&L->twin, v, &i) ? L->blocked.data[i] : NULL;
+}
+
+/* "<v>_nchwc", or with a number when taken. */
+static const char *blocked_name(layout *L, const char *base) {
+  const char *s = mlc_arena_printf(L->m->arena, "%s_nchwc", base);
+  for (int k = 1; mlc_gmap_get(&L->names, s, NULL); k++)
+    s = mlc_arena_printf(L->m->arena, "%s_nchwc%d", base, k);
+  mlc_gmap_put(&L->names, s, 1);
+  return s;
+}
+
+/* Emits b over args (blocked operands) defining a new NCHWc var, then
+ * `b->var = unpack_nchwc(it)`; b->var's blocked form is then the new var. */
+static void emit_blocked(layout *L, const mlc_gbinding *b, mlc_gvar **args) {
+  mlc_gtype ts[MLC_GRAPH_MAX_ARGS], t;
+  for (int i = 0; i < b->n_args; i++) ts[i] = args[i]->type;
+  mlc_error err;
+  MLC_ASSERT(mlc_gop_infer(b->op, &b->attrs, b->n_args, ts, &t, &err) && t.ndim == 5);
+  mlc_gvar *bv = mlc_gvar_new(L->m, blocked_name(L, b->var->name), MLC_GVAR_BOUND, &t);
+  mlc_gbinding nb = *b;
+  nb.var = bv;
+  nb.args = mlc_gvars_dup(L->m, b->n_args, args);
+  MLC_VEC_APUSH(L->m->arena, L->out, nb);
+  mlc_gbinding u = {.var = b->var, .kind = MLC_GCALL_OP, .op = MLC_GOP_UNPACK_NCHWC, .n_args = 1};
+  mlc_gattrs_init(MLC_GOP_UNPACK_NCHWC, &u.attrs);
+  u.args = mlc_gvars_dup(L->m, 1, &bv);
+  MLC_VEC_APUSH(L->m->arena, L->out, u);
+  mlc_gmap_put(&L->twin, b->var, L->blocked.len);
+  MLC_VEC_APUSH(L->m->arena, L->blocked, bv);
+}
+
+/* The block a packed conv2d reads its input in: the weight's input block
+ * (depthwise: its channel block). */
+static int64_t conv_in_block(const mlc_gbinding *b) {
+  const mlc_gtype *w = &b->args[1]->type;
+  return b->attrs.groups > 1 ? w->shape[5] : w->shape[4];
+}
+
+/* (one whose var is still NCHW: packed by this pass, not given blocked) */
+static bool is_packed_conv(const mlc_gbinding *b) {
+  return b->op == MLC_GOP_CONV2D && b->args[1]->type.ndim == 6;
+}
+
+/* A constant with one value per channel of a 4-d result (a bias [C, 1, 1]
+ * or [1, C, 1, 1]), as numpy broadcasting aligns it. */
+static bool per_channel(const mlc_gvar *c, const mlc_gtype *out) {
+  if (c->kind != MLC_GVAR_CONST || c->type.ndim < 3 || c->type.ndim > 4) return false;
+  for (int d = 0; d < c->type.ndim; d++) {
+    int od = d + 4 - c->type.ndim;
+    if (c->type.shape[d] != (od == 1 ? out->shape[1] : 1)) return false;
+  }
+  return true;
+}
+
+/* c packed as [1, C/k, 1, 1, k] (broadcast over NCHWc blocks), once per
+ * constant. */
+static mlc_gvar *packed_channels(layout *L, mlc_gvar *c, int64_t k) {
+  mlc_gvar *t = twin_of(L, c);
+  if (t && t->type.shape[4] == k) return t;
+  int64_t C = mlc_gtype_numel(&c->type);
+  mlc_gtype pt = {MLC_FLOAT32, 5, {1, C / k, 1, 1, k}};
+  mlc_gvar *p = mlc_graph_const_new(L->m, blocked_name(L, c->name), &pt);
+  memcpy(p->data, c->data, sizeof(float) * (size_t)C); /* [C] read as [C/k, k] */
+  mlc_gmap_put(&L->twin, c, L->blocked.len);
+  MLC_VEC_APUSH(L->m->arena, L->blocked, p);
+  return p;
+}
+
+/* An elementwise op that can run on blocks: its operands are blocked
+ * values of its result's shape, in one block size, single elements, or
+ * per-channel constants (packed to the block). */
+static bool blocked_operands(layout *L, const mlc_gbinding *b, mlc_gvar **args) {
+  if (mlc_gop_class_of(b->op) != MLC_GOP_ELEMWISE || b->op == MLC_GOP_BATCH_NORM ||
+      b->op == MLC_GOP_UNPACK_NCHWC || b->var->type.ndim != 4)
+    return false;
+  int64_t block = 0;
+  for (int i = 0; i < b->n_args; i++) {
+    mlc_gvar *t = twin_of(L, b->args[i]);
+    args[i] = b->args[i];
+    if (t && mlc_gtype_equal(&b->args[i]->type, &b->var->type)) {
+      if (block && t->type.shape[4] != block) return false;
+      block = t->type.shape[4];
+      args[i] = t;
+    } else if (mlc_gtype_numel(&b->args[i]->type) != 1 && !per_channel(b->args[i], &b->var->type)) {
+      return false;
+    }
+  }
+  for (int i = 0; block && i < b->n_args; i++)
+    if (args[i] == b->args[i] && mlc_gtype_numel(&b->args[i]->type) != 1)
+      args[i] = packed_channels(L, b->args[i], block);
+  return block != 0;
+}
+
+static void layout_binding(layout *L, const mlc_gbinding *b) {
+  mlc_gvar *args[MLC_GRAPH_MAX_ARGS];
+  if (b->kind == MLC_GCALL_OP && is_packed_conv(b) && b->var->type.ndim == 4) {
+    memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
+    mlc_gvar *t = twin_of(L, b->args[0]);
+    if (t && t->type.shape[4] == conv_in_block(b)) args[0] = t;
+    emit_blocked(L, b, args);
+    return;
+  }
+  if (b->kind == MLC_GCALL_OP && b->op == MLC_GOP_MAX_POOL2D && twin_of(L, b->args[0])) {
+    args[0] = twin_of(L, b->args[0]);
+    emit_blocked(L, b, args);
+    return;
+  }
+  if (b->kind == MLC_GCALL_OP && blocked_operands(L, b, args)) {
+    emit_blocked(L, b, args);
+    return;
+  }
+  MLC_VEC_APUSH(L->m->arena, L->out, *b);
+}
+
+void mlc_graph_layout_nchwc(mlc_gmodule *m, mlc_gfunc *f) {
+  mlc_arena *a = mlc_arena_new_child(m->arena);
+  layout L = {.m = m, .names = {.a = a, .strings = true}, .twin = {.a = a}};
+  for (int i = 0; i < f->n_params; i++) mlc_gmap_put(&L.names, f->params[i]->name, 1);
+  for (int i = 0; i < m->n_consts; i++) mlc_gmap_put(&L.names, m->consts[i]->name, 1);
+  for (int i = 0; i < f->n_bindings; i++) mlc_gmap_put(&L.names, f->bindings[i].var->name, 1);
+  for (int i = 0; i < f->n_bindings; i++) layout_binding(&L, &f->bindings[i]);
+  mlc_arena_free(a);
+  f->bindings = L.out.data;
+  f->n_bindings = L.out.len;
+}
