@@ -7,7 +7,9 @@
  *
  * for matmul 1024^3 and the shapes of the encoder model's matmuls
  * (models/encoder.onnx: 128x768x256, 128x1024x256, 128x256x1024 and the
- * attention's 4x128x128x64 batch matmul). Each pair alternates rounds in
+ * attention's 4x128x128x64 batch matmul), and a dense layer with bias and
+ * relu (128x256x256: transposed weights, epilogue left to the compiled
+ * loops, like the encoder's fused_dense_add0). Each pair alternates rounds in
  * one process, so both see the same machine; the results are checked
  * against each other. OpenBLAS and the compiled kernels run on the same
  * number of threads (--threads, default the host's cores).
@@ -72,11 +74,11 @@ static void unload(kernel *k) {
 }
 
 /* The library kernel: library_call on the task's matmul block. */
-static mlc_prim_func *library_kernel(mlc_arena *a, const mlc_prim_func *f) {
+static mlc_prim_func *library_kernel(mlc_arena *a, const mlc_prim_func *f, const char *block) {
   mlc_sched *s = mlc_sched_new(f, 1);
   mlc_rv b;
   mlc_error err;
-  if (!mlc_sched_get_block(s, "C", NULL, &b, &err) ||
+  if (!mlc_sched_get_block(s, block, NULL, &b, &err) ||
       !mlc_sched_library_call(s, b, "openblas", &err))
     die("library_call", err.msg);
   mlc_prim_func *g = mlc_func_copy(a, mlc_sched_func(s));
@@ -140,10 +142,11 @@ int main(int argc, char **argv) {
   if (db_path && !db) die(db_path, err.msg);
 
   static const struct {
-    const char *task, *shape;
+    const char *task, *shape, *block;
   } cases[] = {
-      {"matmul", "1024,1024,1024"}, {"matmul", "128,768,256"},         {"matmul", "128,1024,256"},
-      {"matmul", "128,256,1024"},   {"batch_matmul", "4,128,128,64"},
+      {"matmul", "1024,1024,1024", "C"},     {"matmul", "128,768,256", "C"},
+      {"matmul", "128,1024,256", "C"},       {"matmul", "128,256,1024", "C"},
+      {"batch_matmul", "4,128,128,64", "C"}, {"dense_bias_relu", "128,256,256", "Y"},
   };
   MLC_VEC(bench_case) out = {0};
   mlc_arena *a = mlc_arena_new();
@@ -154,7 +157,7 @@ int main(int argc, char **argv) {
     mlc_prim_func *f = mlc_task_build(a, d, shape);
     double flops = mlc_task_flops(d, shape);
     const char *what;
-    kernel lib = load(&t, library_kernel(a, f), mlc_arena_printf(a, "lib_%d", c));
+    kernel lib = load(&t, library_kernel(a, f, cases[c].block), mlc_arena_printf(a, "lib_%d", c));
     kernel cmp = load(&t, compiled_kernel(a, db, target, f, &what), mlc_arena_printf(a, "cmp_%d", c));
     run(&lib);
     run(&cmp);

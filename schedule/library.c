@@ -281,6 +281,21 @@ static mlc_region operand_region(mlc_arena *a, const mlc_block *blk, mlc_buffer 
   return rg;
 }
 
+/* A and B in one buffer (X @ X.T): one read region covering both (the
+ * same batch indices; both matrices start at row and column 0). */
+static mlc_region region_union(mlc_arena *a, const mlc_region *x, const mlc_region *y) {
+  int nd = x->buf->ndim;
+  mlc_region u = {x->buf, MLC_NEW_ARRAY(a, mlc_range, nd)};
+  for (int d = 0; d < nd; d++) {
+    int64_t ex = 1, ey = 1;
+    mlc_expr_is_const_int(x->ranges[d].extent, &ex);
+    mlc_expr_is_const_int(y->ranges[d].extent, &ey);
+    u.ranges[d] = d < nd - 2 ? x->ranges[d]
+                             : (mlc_range){mlc_int(a, 0), mlc_int(a, ex > ey ? ex : ey)};
+  }
+  return u;
+}
+
 typedef struct call_args {
   mlc_arena *a;
   mlc_xarg args[12];
@@ -348,7 +363,7 @@ static void rewrite(mlc_sched *s, mlc_stmt *r, mlc_stmt **loops, int nl, const g
   MLC_ASSERT(nk == nb);
   mlc_region *reads = MLC_NEW_ARRAY(a, mlc_region, 3);
   int n_reads = 0;
-  reads[n_reads++] = ra;
+  reads[n_reads++] = g->b != g->a ? ra : region_union(a, &ra, &rb);
   if (g->b != g->a) reads[n_reads++] = rb;
   if (g->accumulate) reads[n_reads++] = rc;
   mlc_region *writes = MLC_NEW_ARRAY(a, mlc_region, 1);

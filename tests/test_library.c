@@ -193,6 +193,31 @@ static void test_transposed_broadcast_accumulate(void) {
   mlc_arena_free(a);
 }
 
+/* A and B are one buffer, read over different regions. */
+static void test_same_buffer(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = parse_one(a,
+      "@T.prim_func\n"
+      "def main(X: T.Buffer((8, 8), \"float32\"), C: T.Buffer((6, 8), \"float32\")):\n"
+      "    for i, j, k in T.grid(6, 8, 8):\n"
+      "        with T.block(\"C\"):\n"
+      "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+      "            with T.init():\n"
+      "                C[vi, vj] = T.float32(0)\n"
+      "            C[vi, vj] = C[vi, vj] + X[vi, vk] * X[vk, vj]\n");
+  mlc_error err;
+  mlc_sched *s = f ? offload(f, "C", &err) : NULL;
+  CHECK_MSG(s, "%s", err.msg);
+  if (s) {
+    const mlc_prim_func *g = mlc_sched_func(s);
+    CHECK(printed_has(g, "T.reads(X[0:8, 0:8])"));
+    CHECK(printed_has(g, "T.access_ptr(X[0:6, 0:8], \"r\"), X.strides[0], T.access_ptr(X[0:8, 0:8], \"r\")"));
+    check_numerics(f, g, 0, "X @ X");
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+}
+
 /* ---- what it refuses ---------------------------------------------------------------- */
 
 /* library_call on `block` is refused with a message containing `why`, and
@@ -346,6 +371,7 @@ int main(void) {
   RUN(test_dense_bias_relu);
   RUN(test_batch_matmul);
   RUN(test_transposed_broadcast_accumulate);
+  RUN(test_same_buffer);
   RUN(test_refuse_conv);
   RUN(test_refuse_max_reduction);
   RUN(test_refuse_dtype);

@@ -412,6 +412,13 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_number(&s, r->check_best_sec);
   mlc_str_printf(&s, ",\"not_faster\":%s,\"warning\":", r->not_faster ? "true" : "false");
   mlc_json_write_string(&s, r->warning);
+  /* --library: this run's library candidate (0: none), or why none */
+  mlc_str_puts(&s, ",\"library_sec\":");
+  mlc_json_write_number(&s, r->library_sec);
+  mlc_str_puts(&s, ",\"library_error\":");
+  mlc_json_write_string(&s, r->library_error);
+  mlc_str_puts(&s, ",\"library_note\":");
+  mlc_json_write_string(&s, r->library_note);
   mlc_str_puts(&s, "}\n");
   fputs(mlc_str_cstr(&s), stdout);
   mlc_str_free(&s);

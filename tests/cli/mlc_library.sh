@@ -97,6 +97,13 @@ check lib_object_computes test $? -eq 0
 MLC_BLAS_LIBRARY=/nonexistent/libopenblas.so "$tmp/main" >"$tmp/main.out" 2>&1
 check lib_object_without_openblas_fails test $? -eq 1
 
+# --json carries the library's time, or why there is none
+"$TUNE" --task matmul --shape 32,32,32 --trials 2 --library openblas --db "$tmp/j.db" --json $Q \
+  >"$tmp/out" 2>"$tmp/err"
+check lib_json_exit test $? -eq 0
+check lib_json_time grep -Eq '"library_sec":[0-9.e-]+,"library_error":"","library_note":""' "$tmp/out"
+check lib_json_not_zero test "$(grep -c '"library_sec":0,' "$tmp/out")" -eq 0
+
 # refusals
 "$TUNE" --task matmul --shape 16,16,16 --trials 2 --library mkl --db "$tmp/x.db" $Q \
   >/dev/null 2>"$tmp/err"
