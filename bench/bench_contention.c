@@ -430,6 +430,7 @@ static int env_int(const char *name, int dflt) {
 }
 
 int main(int argc, char **argv) {
+  bench_openblas_coretype(argv);
   const char *results = "bench/results.json";
   int threads = mlc_target_host_cores(), trials = env_int("MLC_BENCH_TRIALS", 0);
   bool quick = env_int("MLC_BENCH_QUICK", 0) != 0;

@@ -120,13 +120,7 @@ int main(int argc, char **argv) {
     }
   }
   if (threads < 1) threads = 1;
-  /* OpenBLAS (linked) picked its kernels when the program loaded: run
-   * again with those of this CPU unless the user chose */
-  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
-  if (ct && (!env_ct || !*env_ct)) {
-    setenv("OPENBLAS_CORETYPE", ct, 1);
-    execv("/proc/self/exe", argv);
-  }
+  bench_openblas_coretype(argv);
   char n[16];
   snprintf(n, sizeof n, "%d", threads);
   setenv("MLC_NUM_THREADS", n, 1); /* OpenBLAS's threads, as mlc_rt_sgemm sets them */

@@ -99,6 +99,7 @@ static built build(const mlc_target *t, const mlc_prim_func *f, const char *sym,
 static double gflops(double ms) { return FLOPS / (ms * 1e6); }
 
 int main(int argc, char **argv) {
+  bench_openblas_coretype(argv);
   const char *results = "bench/results.json";
   int threads = mlc_target_host_cores();
   bool quick = false;

@@ -777,6 +777,7 @@ static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
 }
 
 int main(int argc, char **argv) {
+  bench_openblas_coretype(argv);
   options opt;
   parse_options(argc, argv, &opt);
   find_build_dir();

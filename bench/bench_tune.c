@@ -265,6 +265,7 @@ static void bench_size(mlc_arena *a, int n, bool quick, const char *load0, case_
 }
 
 int main(int argc, char **argv) {
+  bench_openblas_coretype(argv);
   const char *results = "bench/results.json";
   const char *sizes = "512,1024";
   for (int i = 1; i < argc; i++) {

@@ -2,6 +2,7 @@
 #include "bench/results.h"
 #include "measure/measure.h"
 #include "tuner/tuner.h"
+#include "targets/runtime/mlcrt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -268,4 +269,12 @@ void bench_remove_db(const char *path) {
   unlink(more);
   snprintf(more, sizeof more, "%s-shm", path);
   unlink(more);
+}
+
+void bench_openblas_coretype(char **argv) {
+  const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
+  if (!ct || (env_ct && *env_ct)) return;
+  setenv("OPENBLAS_CORETYPE", ct, 1);
+  execv("/proc/self/exe", argv);
+  fprintf(stderr, "bench: cannot run again with OPENBLAS_CORETYPE=%s: OpenBLAS keeps its generic kernels\n", ct);
 }

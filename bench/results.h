@@ -98,6 +98,13 @@ bool bench_variant_check(bench_variant *v, bench_model_io *io, mlc_error *err);
  * "<prog>: ". */
 bool bench_tune_model(const char *path, const mlc_gmodule *m, const mlc_target *t, int trials,
                       const char *prog, mlc_error *err);
+/* OpenBLAS picks its kernels from the CPU when the program loads, and the
+ * Debian build takes a CPU it does not know (this Xeon, family 6 model
+ * 207) for a generic SSE3 "Prescott": about 5x slower. A bench that times
+ * OpenBLAS calls this first in main: unless OPENBLAS_CORETYPE is set, it
+ * sets the core type this CPU's features suit (mlc_rt_blas_coretype) and
+ * runs the program again, so the baseline is OpenBLAS at its best. */
+void bench_openblas_coretype(char **argv);
 /* Remove a temporary database with its -wal and -shm files. */
 void bench_remove_db(const char *path);
 
