@@ -4,6 +4,19 @@
  *   <model>_tuned        `mlc-tune --model` (budget: --trials, default
  *                        $MLC_BENCH_TRIALS or 200, in a fresh database),
  *                        then `mlc-compile --model --db`
+ *   <model>_curve_<T>_2t the tuning curve: the budget is spent in steps of
+ *                        N/8, N/4, N/2 and N trials (rounded, distinct, at
+ *                        least 1), each `mlc-tune --trials <step>` on the
+ *                        same database (--trials is the total the database
+ *                        should hold, so a step continues the last one and
+ *                        measures nothing twice); after each step the model
+ *                        is compiled from the database and timed through
+ *                        its C entry point (median of CURVE_RUNS runs after
+ *                        a warm-up). T: the trials measured so far; notes:
+ *                        the tuning wall seconds so far and the kernels
+ *                        from records. The last step's compile is the
+ *                        tuned model below. Printed per model after the
+ *                        summary table.
  *   <model>_untuned      `mlc-compile --model` without records (the
  *                        default schedule)
  *   <model>_torch_eager / <model>_torchscript
@@ -30,7 +43,7 @@
  *   bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R]
  *                [--quick] [--reuse]
  * --reuse: a model whose database the last run left is not tuned again
- * (its tuning log gives the trials; tuning wall time shows 0).
+ * (its tuning log gives the trials; tuning wall time shows 0; no curve).
  * --quick (or MLC_BENCH_QUICK=1): 16 trials per model, 4 rounds of 5 runs
  * (the floor of 20 runs).
  */
@@ -53,6 +66,8 @@
 #endif
 
 enum { THREADS = 2, MAX_ARGS = 8, MAX_LAYERS = 128 };
+/* Tuning curve: at most MAX_STEPS budgets, each point timed CURVE_RUNS times. */
+enum { MAX_STEPS = 4, CURVE_RUNS = 5 };
 
 static const char *const MODELS[] = {"resnet18", "mobilenet_v2", "encoder"};
 enum { N_MODELS = 3 };
@@ -135,8 +150,11 @@ static void load_ours(const char *work, const char *tag, const char *model, ours
   o->ws = mlc_xmalloc(sizeof(float) * (size_t)o->ws_floats);
 }
 
+/* The shared object stays loaded: the worker threads of its runtime
+ * (libmlcrt's parallel_for pool, linked into it) keep running its code
+ * after a call, and dlclose would unmap it under them (a tuning curve step
+ * crashed so). */
 static void free_ours(ours *o) {
-  dlclose(o->so);
   mlc_free(o->ws);
 }
 
@@ -223,6 +241,14 @@ static void torch_stop(torch *t) {
 
 /* ---- one model ------------------------------------------------------------ */
 
+/* One point of the tuning curve: the model compiled after a tuning step. */
+typedef struct curve_point {
+  int trials;                /* measured so far, in the database */
+  double tune_s;             /* tuning wall seconds so far */
+  double ms;                 /* median of CURVE_RUNS runs */
+  int n_kernels, n_records;  /* kernels of the compile; those from a record */
+} curve_point;
+
 typedef struct model_result {
   const char *name;
   double tuned_ms, untuned_ms, eager_ms, script_ms; /* medians; < 0: not run */
@@ -232,6 +258,8 @@ typedef struct model_result {
   int trials, runs;
   int n_kernels, n_records; /* kernels of the tuned model; those from a record */
   double tune_s, load_before, load_after;
+  curve_point curve[MAX_STEPS]; /* empty with --reuse */
+  int n_curve;
 } model_result;
 
 static double rel_error(const float *y, const float *want, int64_t n) {
@@ -249,11 +277,13 @@ static double run_ours_ms(ours *o, const float *in, float *out) {
   return bench_now_ms() - t0;
 }
 
-/* The trials mlc-tune measured, from its summary line "trials: B before,
- * M measured now ..." in log (want when the line is missing). */
+/* The trials the database holds after mlc-tune, from its last summary
+ * line "trials: B before, M measured now ..." in log (the log holds one
+ * per tuning step; want when there is none). */
 static int measured_trials(const char *log, int want) {
   char *text = mlc_read_file(log, NULL, NULL);
-  const char *p = text ? strstr(text, "\ntrials: ") : NULL;
+  const char *p = NULL;
+  for (const char *q = text ? strstr(text, "\ntrials: ") : NULL; q; q = strstr(q + 1, "\ntrials: ")) p = q;
   int before, now;
   if (p && sscanf(p, "\ntrials: %d before, %d measured now", &before, &now) == 2) want = before + now;
   mlc_free(text);
@@ -262,39 +292,96 @@ static int measured_trials(const char *log, int want) {
 
 /* Kernels of the tuned compile replaying a record, from mlc-compile's
  * listing ("... record N (...)" or "... untuned (...)" per kernel). */
-static void count_records(const char *log, model_result *r) {
+static void count_records(const char *log, int *n_kernels, int *n_records) {
   char *text = mlc_read_file(log, NULL, NULL);
+  *n_kernels = *n_records = 0;
   for (const char *p = text ? strstr(text, "  calls ") : NULL; p; p = strstr(p + 1, "  calls ")) {
-    r->n_kernels++;
+    ++*n_kernels;
     const char *eol = strchr(p, '\n'), *rec = strstr(p, "  record ");
-    r->n_records += rec && (!eol || rec < eol);
+    *n_records += rec && (!eol || rec < eol);
   }
   mlc_free(text);
 }
 
-static void tune_and_compile(const char *work, const char *model, int trials, bool reuse,
-                             model_result *r) {
+/* Compiles the model from db into work/<tag>.o and <tag>.h and counts
+ * its kernels that replay a record. */
+static void compile_tuned(const char *work, const char *model, const char *db, const char *tag,
+                          int *n_kernels, int *n_records) {
+  const char *clog = STR("%s/compile_%s.log", work, tag);
+  run_cmd(STR("rm -f %s; %s/bin/mlc-compile --model models/%s.onnx --db %s -o %s/%s.o --header %s/%s.h",
+              clog, build_dir, model, db, work, tag, work, tag),
+          clog);
+  count_records(clog, n_kernels, n_records);
+}
+
+/* The budgets of the tuning steps, N/8, N/4, N/2 and N rounded, at least 1,
+ * without repeats (fewer steps for a small N); returns how many. */
+static int curve_budgets(int trials, int budget[MAX_STEPS]) {
+  int n = 0;
+  for (int d = 8; d >= 1; d /= 2) {
+    int t = (trials + d / 2) / d;
+    if (t < 1) t = 1;
+    if (n == 0 || t > budget[n - 1]) budget[n++] = t;
+  }
+  return n;
+}
+
+/* A curve point's latency: the median of CURVE_RUNS runs after a warm-up. */
+static double curve_ms(ours *o, const float *in, float *out) {
+  double ms[CURVE_RUNS];
+  run_ours_ms(o, in, out);
+  for (int i = 0; i < CURVE_RUNS; i++) ms[i] = run_ours_ms(o, in, out);
+  return bench_median(ms, CURVE_RUNS);
+}
+
+/* Tunes in steps on one fresh database: each `mlc-tune --trials <step>`
+ * continues the last (the budget is the total the database should hold).
+ * Every step but the last is compiled and timed here; the last is compiled
+ * as work/tuned.o, which bench_model times (its curve point included). */
+static void tune_curve(const char *work, const char *model, const char *db, const char *log, int trials,
+                       const float *in, float *out, model_result *r) {
+  int budget[MAX_STEPS], n = curve_budgets(trials, budget);
+  r->tune_s = 0;
+  for (int i = 0; i < n; i++) {
+    fprintf(stderr, "bench_models: %s: tuning step %d/%d, %d trials in total (log %s) ...\n", model, i + 1, n,
+            budget[i], log);
+    double t0 = bench_now_ms();
+    run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
+                build_dir, build_dir, model, budget[i], db),
+            log);
+    r->tune_s += (bench_now_ms() - t0) / 1e3;
+    curve_point *p = &r->curve[r->n_curve++];
+    p->trials = measured_trials(log, budget[i]);
+    p->tune_s = r->tune_s;
+    const char *tag = i == n - 1 ? "tuned" : STR("curve%d", i);
+    compile_tuned(work, model, db, tag, &p->n_kernels, &p->n_records);
+    if (i == n - 1) break;
+    ours o;
+    load_ours(work, tag, model, &o);
+    p->ms = curve_ms(&o, in, out);
+    free_ours(&o);
+  }
+  const curve_point *last = &r->curve[r->n_curve - 1];
+  r->trials = last->trials;
+  r->n_kernels = last->n_kernels;
+  r->n_records = last->n_records;
+}
+
+static void tune_and_compile(const char *work, const char *model, int trials, bool reuse, const float *in,
+                             float *out, model_result *r) {
   const char *db = STR("%s/%s.db", work, model), *log = STR("%s/%s_tune.log", work, model);
   if (reuse && access(db, R_OK) == 0) {
     /* the last run's database and tuning log: time again without tuning */
     fprintf(stderr, "bench_models: %s: reusing %s (tuning wall time not measured)\n", model, db);
     r->tune_s = 0;
+    r->trials = measured_trials(log, trials);
+    fprintf(stderr, "bench_models: %s: compiling tuned ...\n", model);
+    compile_tuned(work, model, db, "tuned", &r->n_kernels, &r->n_records);
   } else {
     run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
-    fprintf(stderr, "bench_models: %s: tuning, %d trials (log %s) ...\n", model, trials, log);
-    double t0 = bench_now_ms();
-    run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
-                build_dir, build_dir, model, trials, db),
-            log);
-    r->tune_s = (bench_now_ms() - t0) / 1e3;
+    tune_curve(work, model, db, log, trials, in, out, r);
   }
-  r->trials = measured_trials(log, trials);
-  fprintf(stderr, "bench_models: %s: compiling tuned and untuned ...\n", model);
-  const char *clog = STR("%s/compile_tuned.log", work);
-  run_cmd(STR("rm -f %s; %s/bin/mlc-compile --model models/%s.onnx --db %s -o %s/tuned.o --header %s/tuned.h",
-              clog, build_dir, model, db, work, work),
-          clog);
-  count_records(clog, r);
+  fprintf(stderr, "bench_models: %s: compiling untuned ...\n", model);
   /* a database that does not exist: every kernel gets the default schedule */
   run_cmd(STR("%s/bin/mlc-compile --model models/%s.onnx --db %s/none.db -o %s/untuned.o --header %s/untuned.h",
               build_dir, model, work, work, work),
@@ -672,15 +759,16 @@ static void bench_model(const options *opt, const char *model, model_result *r, 
   run_cmd(STR("mkdir -p %s", work), "/dev/null");
   memset(r, 0, sizeof *r);
   r->name = model;
-  tune_and_compile(work, model, opt->trials, opt->reuse, r);
+  int64_t n_in, n_out;
+  float *in = read_npy(model, "in", &n_in), *want = read_npy(model, "out", &n_out);
+  float *out = mlc_xmalloc(sizeof(float) * (size_t)n_out);
+  tune_and_compile(work, model, opt->trials, opt->reuse, in, out, r);
   ours v[2];
   fprintf(stderr, "bench_models: %s: building the entry points ...\n", model);
   load_ours(work, "tuned", model, &v[0]);
   load_ours(work, "untuned", model, &v[1]);
   r->ws_bytes = v[0].ws_floats * (long long)sizeof(float);
-  int64_t n_in, n_out;
-  float *in = read_npy(model, "in", &n_in), *want = read_npy(model, "out", &n_out);
-  float *out = mlc_xmalloc(sizeof(float) * (size_t)n_out);
+  if (r->n_curve) r->curve[r->n_curve - 1].ms = curve_ms(&v[0], in, out);
   run_ours_ms(&v[0], in, out);
   r->tuned_err = rel_error(out, want, n_out);
   run_ours_ms(&v[1], in, out);
@@ -753,6 +841,34 @@ static void print_table(mlc_arena *a, const model_result *rs, int n) {
            rs[i].n_records, rs[i].n_kernels, rs[i].load_before, rs[i].load_after);
 }
 
+/* The tuning curve of each model, after the summary table. */
+static void print_curves(const model_result *rs, int n) {
+  for (int i = 0; i < n; i++) {
+    const model_result *r = &rs[i];
+    if (!r->n_curve) {
+      printf("\n%s: no tuning curve (--reuse: the last run's database, not tuned again)\n", r->name);
+      continue;
+    }
+    printf("\n%s tuning curve (median of %d runs per point, %d threads):\n  %7s %9s %11s  %s\n", r->name,
+           CURVE_RUNS, THREADS, "trials", "tune s", "latency ms", "kernels from records");
+    for (int j = 0; j < r->n_curve; j++) {
+      const curve_point *p = &r->curve[j];
+      printf("  %7d %9.1f %11.3f  %d of %d\n", p->trials, p->tune_s, p->ms, p->n_records, p->n_kernels);
+    }
+  }
+}
+
+/* The curve points of one model as cases for results.json. */
+static int curve_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
+  for (int j = 0; j < r->n_curve; j++) {
+    const curve_point *p = &r->curve[j];
+    cs[j] = (bench_case){mlc_arena_printf(a, "%s_curve_%d_%dt", r->name, p->trials, THREADS), p->ms, "ms", NULL, 0,
+                         mlc_arena_printf(a, "tuning curve: %d trials measured, %.1f s tuning wall so far; %d/%d kernels from records; median of %d runs",
+                                          p->trials, p->tune_s, p->n_records, p->n_kernels, CURVE_RUNS)};
+  }
+  return r->n_curve;
+}
+
 /* Cases of one model for results.json; the baseline is the faster PyTorch mode. */
 static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
   bool eager_best = r->eager_ms > 0 && (r->script_ms <= 0 || r->eager_ms < r->script_ms);
@@ -801,7 +917,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   mlc_arena *a = mlc_arena_new();
   model_result rs[N_MODELS];
-  bench_case cs[N_MODELS * 4 + MAX_LAYERS];
+  bench_case cs[N_MODELS * (4 + MAX_STEPS) + MAX_LAYERS];
   int n = 0, nr = 0, n_layers = 0;
   bench_case *layers = mlc_xmalloc(sizeof(bench_case) * MAX_LAYERS);
   for (int i = 0; i < N_MODELS; i++)
@@ -813,7 +929,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   print_table(a, rs, nr);
+  print_curves(rs, nr);
   for (int i = 0; i < nr; i++) n += model_cases(a, &rs[i], cs + n);
+  for (int i = 0; i < nr; i++) n += curve_cases(a, &rs[i], cs + n);
   for (int i = 0; i < n_layers; i++) cs[n++] = layers[i];
   for (int i = 0; i < n; i++) bench_print(&cs[i]);
   mlc_error err;
