@@ -126,6 +126,7 @@ static void test_register(void) {
    * so this runs first) */
   CHECK_MSG(mlc_tensor_intrin_register_cpu("+avx512f,-avx512bf16,-avx512vnni", &n, &err), "%s", err.msg);
   CHECK(n == 0 && !mlc_tensor_intrin_exists(BF16) && !mlc_tensor_intrin_exists(CONV));
+  CHECK(!mlc_tensor_intrin_exists("dense_bf16bf16f32_avx512bf16_1x16x2"));
   CHECK(mlc_tensor_intrin_register_cpu("+avx512bf16x,+xavx512bf16", &n, &err) && n == 0);
   mlc_target host;
   mlc_target_host(&host);
@@ -134,6 +135,7 @@ static void test_register(void) {
   have_vnni = mlc_target_has_feature(&host, "avx512vnni");
   CHECK(n == (have_bf16 ? 1 : 0) + (have_vnni ? 2 : 0));
   CHECK(mlc_tensor_intrin_exists(BF16) == have_bf16 && mlc_tensor_intrin_exists(CONV) == have_vnni);
+  CHECK(mlc_tensor_intrin_exists("dense_bf16bf16f32_avx512bf16_14x32x512") == have_bf16);
   if (!have_bf16) printf("SKIP BF16 tests: the host CPU (%s) lacks avx512bf16\n", host.mcpu);
   if (!have_vnni) printf("SKIP VNNI conv tests: the host CPU (%s) lacks avx512vnni\n", host.mcpu);
 }
