@@ -454,6 +454,10 @@ static void test_block_builtin_refusals(void) {
   CHECK(lib == NULL);
   CHECK_MSG(strstr(err.msg, "K, must be a constant in [1, 4096] and a multiple of 2"), "%s", err.msg);
   mlc_jit_unload(lib);
+  /* the cost model's count of its multiply-adds: R x NB x 16 x K */
+  const mlc_stmt *body = m ? m->funcs[0]->body : NULL;
+  while (body && body->kind == MLC_STMT_BLOCK_REALIZE) body = body->realize.block->body;
+  CHECK(body && body->kind == MLC_STMT_EVALUATE && mlc_target_extern_work(body->eval.value) == 2 * 16 * 3);
   mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){4, 32, 8});
   mlc_sched *s = mlc_sched_new(f, 1);
   CHECK_MSG(schedule_block(s, 2, 32, 8, NULL, &err), "%s", err.msg);
