@@ -182,8 +182,8 @@ static void ours_free(ours *o) {
  * three arguments), one dot-product instruction per call, or none. */
 static void describe_kernel(const char *text, char *how, size_t n) {
   snprintf(how, n, "NOT tensorized");
-  const char *amx = strstr(text, "mlc_x86_tdpbusd_block");
-  const char *call = amx ? amx : strstr(text, "mlc_x86_vpdpbusd_block");
+  const char *amx = strstr(text, "mlc_x86_tdpbusd_block"), *bf16 = strstr(text, "mlc_x86_vdpbf16ps_block");
+  const char *call = amx ? amx : bf16 ? bf16 : strstr(text, "mlc_x86_vpdpbusd_block");
   if (call) {
     const char *end = strstr(call, "))");
     int commas = 0;
@@ -191,7 +191,8 @@ static void describe_kernel(const char *text, char *how, size_t n) {
     while (p && p > call && commas < 3) commas += *--p == ',';
     long long r = 0, nb = 0, kb = 0;
     if (end && sscanf(p, ", %lld, %lld, %lld", &r, &nb, &kb) == 3)
-      snprintf(how, n, "%s micro-kernel %lldx%lldx%lld", amx ? "AMX tdpbusd" : "register-blocked vpdpbusd", r,
+      snprintf(how, n, "%s micro-kernel %lldx%lldx%lld",
+               amx ? "AMX tdpbusd" : bf16 ? "register-blocked vdpbf16ps" : "register-blocked vpdpbusd", r,
                16 * nb, kb);
   } else if (strstr(text, "mlc_x86_vpdpbusd_16x4")) {
     snprintf(how, n, "tensorized with one vpdpbusd per call");

@@ -30,6 +30,14 @@
  * multiple of 64, through "mlc_x86_tdpbusd_block" (tileloadd / tdpbusd /
  * tilestored; the interpreter runs it as vnni_block too).
  *
+ * dense_bf16bf16f32_avx512bf16_<R>x<C>x<K> (a family, for a CPU with
+ * AVX-512 BF16): the same micro-kernel over bfloat16 A (R, K), bfloat16 B
+ * (NB, K / 2, 16, 2) packed as matmul_bf16's weights and float32 C (R, C),
+ * K a multiple of 2, through "mlc_x86_vdpbf16ps_block" (one vdpbf16ps
+ * per accumulator and K pair, the accumulators in registers); the
+ * interpreter runs it as bf16_block, the instruction's numerics per K
+ * pair in order (see dot_16x2 below), so the two agree bit for bit.
+ *
  * dot_16x4_u8i8i32_vnni_nchwc: the same instruction with the operand ranks
  * of conv2d_nchwc_int8 (tensorize matches buffers of the operand's rank):
  * uint8 A (1, 1, 1, 1, 4) (one input pixel's four channels of the NCHWc
@@ -127,10 +135,16 @@ static double vnni_block(void *ud, int n, const mlc_extern_val *args) {
 typedef struct block_family {
   const char *prefix, *builtin;
   int64_t row_step, max_rows, max_cols, k_step, max_k, max_tiles;
+  int64_t group;                    /* K elements per lane of one step: B's innermost extent */
+  const char *a_dt, *b_dt, *c_dt;   /* operand dtypes (A and B cast to C's) */
 } block_family;
 
-static const block_family VNNI_FAMILY = {"dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", 1, 16, 128, 4, 4096, 0};
-static const block_family AMX_FAMILY = {"dense_u8i8i32_amx", "mlc_x86_tdpbusd_block", 16, 32, 32, 64, 4096, 8};
+static const block_family VNNI_FAMILY = {"dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", 1, 16, 128, 4, 4096, 0,
+                                         4, "uint8", "int8", "int32"};
+static const block_family AMX_FAMILY = {"dense_u8i8i32_amx", "mlc_x86_tdpbusd_block", 16, 32, 32, 64, 4096, 8,
+                                        4, "uint8", "int8", "int32"};
+static const block_family BF16_FAMILY = {"dense_bf16bf16f32_avx512bf16", "mlc_x86_vdpbf16ps_block", 1, 16, 128,
+                                         2, 4096, 0, 2, "bfloat16", "bfloat16", "float32"};
 
 static bool parse_block_shape(const block_family *fm, const char *suffix, int64_t *r, int64_t *c,
                               int64_t *k) {
@@ -151,19 +165,20 @@ static bool parse_block_shape(const block_family *fm, const char *suffix, int64_
 static bool block_text(const block_family *fm, const char *suffix, mlc_str *t) {
   int64_t r, c, k;
   if (!parse_block_shape(fm, suffix, &r, &c, &k)) return false;
-  const char *name = fm->prefix;
-  long long R = r, C = c, K = k, NB = c / 16, K4 = k / 4;
+  const char *name = fm->prefix, *ad = fm->a_dt, *bd = fm->b_dt, *cd = fm->c_dt;
+  long long R = r, C = c, K = k, NB = c / 16, G = fm->group, KG = k / fm->group;
   for (int impl = 0; impl < 2; impl++) {
     mlc_str_printf(t,
                    "@T.prim_func\n"
                    "def %s_%s_%s(a: T.handle, b: T.handle, c: T.handle):\n"
-                   "    A = T.match_buffer(a, (%lld, %lld), \"uint8\")\n"
-                   "    B = T.match_buffer(b, (%lld, %lld, 16, 4), \"int8\")\n"
-                   "    C = T.match_buffer(c, (%lld, %lld), \"int32\")\n"
+                   "    A = T.match_buffer(a, (%lld, %lld), \"%s\")\n"
+                   "    B = T.match_buffer(b, (%lld, %lld, 16, %lld), \"%s\")\n"
+                   "    C = T.match_buffer(c, (%lld, %lld), \"%s\")\n"
                    "    with T.block(\"root\"):\n"
-                   "        T.reads(C[0:%lld, 0:%lld], A[0:%lld, 0:%lld], B[0:%lld, 0:%lld, 0:16, 0:4])\n"
+                   "        T.reads(C[0:%lld, 0:%lld], A[0:%lld, 0:%lld], B[0:%lld, 0:%lld, 0:16, 0:%lld])\n"
                    "        T.writes(C[0:%lld, 0:%lld])\n",
-                   name, suffix, impl ? "impl" : "desc", R, K, NB, K4, R, C, R, C, R, K, NB, K4, R, C);
+                   name, suffix, impl ? "impl" : "desc", R, K, ad, NB, KG, G, bd, R, C, cd, R, C, R, K, NB,
+                   KG, G, R, C);
     if (impl)
       mlc_str_printf(t,
                      "        T.evaluate(T.call_extern(\"int32\", \"%s\", "
@@ -175,23 +190,24 @@ static bool block_text(const block_family *fm, const char *suffix, mlc_str *t) {
                      "        for i, j, k in T.grid(%lld, %lld, %lld):\n"
                      "            with T.block(\"update\"):\n"
                      "                vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
-                     "                C[vi, vj] = C[vi, vj] + T.Cast(\"int32\", A[vi, vk]) * "
-                     "T.Cast(\"int32\", B[vj // 16, vk // 4, vj %% 16, vk %% 4])\n\n",
-                     R, C, K);
+                     "                C[vi, vj] = C[vi, vj] + T.Cast(\"%s\", A[vi, vk]) * "
+                     "T.Cast(\"%s\", B[vj // 16, vk // %lld, vj %% 16, vk %% %lld])\n\n",
+                     R, C, K, cd, cd, G, G);
     else /* blockize keeps no iterator for a unit loop: the row is 0 */
       mlc_str_printf(t,
                      "        for i, j, k in T.grid(1, %lld, %lld):\n"
                      "            with T.block(\"update\"):\n"
                      "                vj, vk = T.axis.remap(\"SR\", [j, k])\n"
-                     "                C[0, vj] = C[0, vj] + T.Cast(\"int32\", A[0, vk]) * "
-                     "T.Cast(\"int32\", B[vj // 16, vk // 4, vj %% 16, vk %% 4])\n\n",
-                     C, K);
+                     "                C[0, vj] = C[0, vj] + T.Cast(\"%s\", A[0, vk]) * "
+                     "T.Cast(\"%s\", B[vj // 16, vk // %lld, vj %% 16, vk %% %lld])\n\n",
+                     C, K, cd, cd, G, G);
   }
   return true;
 }
 
 static bool vnni_block_text(const char *suffix, mlc_str *t) { return block_text(&VNNI_FAMILY, suffix, t); }
 static bool amx_block_text(const char *suffix, mlc_str *t) { return block_text(&AMX_FAMILY, suffix, t); }
+static bool bf16_block_text(const char *suffix, mlc_str *t) { return block_text(&BF16_FAMILY, suffix, t); }
 
 static const char vnni_nchwc_text[] =
     "@T.prim_func\n"
@@ -248,25 +264,47 @@ static const char bf16_text[] =
  * (vdpbf16ps's DAZ and FTZ). */
 static float flush_denormal(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
+/* vdpbf16ps on one lane: c + a1 * b1, then + a0 * b0, each a fused
+ * multiply-add rounded to float32 (a product beyond float32's range must
+ * not overflow alone), denormal inputs and results flushed. */
+static float bf16_pair(float c, uint16_t a0, uint16_t a1, uint16_t b0, uint16_t b1) {
+  float x0 = flush_denormal(mlc_bf16_to_float(a0)), x1 = flush_denormal(mlc_bf16_to_float(a1));
+  float y0 = flush_denormal(mlc_bf16_to_float(b0)), y1 = flush_denormal(mlc_bf16_to_float(b1));
+  float acc = flush_denormal(fmaf(x1, y1, flush_denormal(c)));
+  return flush_denormal(fmaf(x0, y0, acc));
+}
+
 /* The interpreter's vdpbf16ps: (C, A, B, row stride of B), bit for bit
- * (NaN payloads aside; checked against the instruction by test_bf16):
- * per lane the odd pair's product added first, then the even one's, each
- * as a fused multiply-add rounded to float32. */
+ * (NaN payloads aside; checked against the instruction by test_bf16). */
 static double bf16_dot(void *ud, int n, const mlc_extern_val *args) {
   MLC_UNUSED(ud);
   if (n != 4) return -1;
   float *c = args[0].p;
   const uint16_t *a = args[1].p, *b = args[2].p;
   int64_t stride = args[3].i;
-  float a0 = flush_denormal(mlc_bf16_to_float(a[0])), a1 = flush_denormal(mlc_bf16_to_float(a[1]));
-  for (int i = 0; i < 16; i++) {
-    float b0 = flush_denormal(mlc_bf16_to_float(b[i * stride]));
-    float b1 = flush_denormal(mlc_bf16_to_float(b[i * stride + 1]));
-    /* fused: a product beyond float32's range must not overflow alone */
-    float acc = flush_denormal(fmaf(a1, b1, flush_denormal(c[i])));
-    acc = flush_denormal(fmaf(a0, b0, acc));
-    c[i] = acc;
-  }
+  for (int i = 0; i < 16; i++) c[i] = bf16_pair(c[i], a[0], a[1], b[i * stride], b[i * stride + 1]);
+  return 0;
+}
+
+/* The interpreter's bfloat16 micro-kernel, with vnni_block's arguments:
+ * per output, one vdpbf16ps step per K pair in order, as the compiled
+ * loop runs them, so the two agree bit for bit. */
+static double bf16_block(void *ud, int n, const mlc_extern_val *args) {
+  MLC_UNUSED(ud);
+  if (n != 11) return -1;
+  float *c = args[0].p;
+  const uint16_t *a = args[1].p, *b = args[2].p;
+  int64_t sc = args[3].i, sa = args[4].i, sb0 = args[5].i, sb1 = args[6].i, sb2 = args[7].i;
+  int64_t rows = args[8].i, nb = args[9].i, kb = args[10].i;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < nb * 16; j++) {
+      float acc = c[r * sc + j];
+      for (int64_t k = 0; k < kb; k += 2) {
+        const uint16_t *w = b + (j / 16) * sb0 + (k / 2) * sb1 + (j % 16) * sb2, *x = a + r * sa + k;
+        acc = bf16_pair(acc, x[0], x[1], w[0], w[1]);
+      }
+      c[r * sc + j] = acc;
+    }
   return 0;
 }
 
@@ -291,6 +329,7 @@ static const struct {
 } cpu_families[] = {
     {"avx512vnni", "dense_u8i8i32_vnni", "mlc_x86_vpdpbusd_block", vnni_block_text, vnni_block},
     {"amx-int8", "dense_u8i8i32_amx", "mlc_x86_tdpbusd_block", amx_block_text, vnni_block},
+    {"avx512bf16", "dense_bf16bf16f32_avx512bf16", "mlc_x86_vdpbf16ps_block", bf16_block_text, bf16_block},
 };
 
 /* Whether a comma-separated LLVM feature list turns `f` on (the last item

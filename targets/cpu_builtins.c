@@ -29,6 +29,14 @@
  * block n), stored after it. R, NB and K are constants (1 <= R <= 16,
  * 1 <= NB <= 8, K a positive multiple of 4).
  *
+ *   T.call_extern("int32", "mlc_x86_vdpbf16ps_block", <the same arguments>)
+ *
+ * The same micro-kernel for AVX-512 BF16: C float32, A and B bfloat16, B's
+ * lanes pairs (B.strides[2] == 2 when packed), K a positive multiple of 2;
+ * one vdpbf16ps per accumulator and K pair (A's pair of row r broadcast,
+ * B's 16 pairs of block n), in K order, so each output sees the same
+ * sequence of fused steps as the one-instruction builtin below.
+ *
  *   T.call_extern("int32", "mlc_x86_tdpbusd_block", <the same arguments>)
  *
  * The same product on AMX: R / 16 x NB accumulator tiles of 16 x 16 int32
@@ -71,6 +79,8 @@ static bool check_block(const mlc_expr *e, mlc_error *err);
 static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e);
 static bool check_amx_block(const mlc_expr *e, mlc_error *err);
 static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e);
+static bool check_bf16_block(const mlc_expr *e, mlc_error *err);
 
 #define V MLC_XARG_VALUE
 static const builtin builtins[] = {
@@ -86,6 +96,9 @@ static const builtin builtins[] = {
     {"mlc_x86_vdpbf16ps_16x2", "avx512bf16", NULL, 4,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
      {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16, MLC_INT32}, NULL, emit_vdpbf16ps},
+    {"mlc_x86_vdpbf16ps_block", "avx512bf16", NULL, 11,
+     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
+     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16}, check_bf16_block, emit_vdpbf16ps_block},
 };
 #undef V
 
@@ -124,19 +137,24 @@ bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err) {
 
 static const mlc_expr *arg_value(const mlc_expr *e, int i) { return e->ext.kids[e->ext.args[i].kid]; }
 
-/* The micro-kernel's shape arguments are constants in range. */
-static bool check_block(const mlc_expr *e, mlc_error *err) {
+/* The micro-kernel's shape arguments are constants in range, K a
+ * multiple of the K elements one step takes per lane (k_step). */
+static bool check_shape(const mlc_expr *e, int64_t k_step, mlc_error *err) {
   static const int64_t max[3] = {16, 8, 4096};
   static const char *what[3] = {"R (rows)", "NB (column blocks)", "K"};
   for (int i = 0; i < 3; i++) {
     int64_t v;
-    if (!mlc_expr_is_const_int(arg_value(e, 8 + i), &v) || v < 1 || v > max[i] || (i == 2 && v % 4))
-      return mlc_error_set(err, "mlc_x86_vpdpbusd_block: argument %d, %s, must be a constant in "
-                           "[1, %lld]%s", 9 + i, what[i], (long long)max[i],
-                           i == 2 ? " and a multiple of 4" : "");
+    if (!mlc_expr_is_const_int(arg_value(e, 8 + i), &v) || v < 1 || v > max[i] || (i == 2 && v % k_step))
+      return i == 2 ? mlc_error_set(err, "%s: argument 11, K, must be a constant in [1, 4096] and a "
+                                    "multiple of %lld", e->ext.name, (long long)k_step)
+                    : mlc_error_set(err, "%s: argument %d, %s, must be a constant in [1, %lld]", e->ext.name,
+                                    9 + i, what[i], (long long)max[i]);
   }
   return true;
 }
+
+static bool check_block(const mlc_expr *e, mlc_error *err) { return check_shape(e, 4, err); }
+static bool check_bf16_block(const mlc_expr *e, mlc_error *err) { return check_shape(e, 2, err); }
 
 /* R 16 or 32, NB 1 or 2 (with their A and B tiles, at most the 8 tile
  * registers), K a multiple of 64 up to 4096, B's lanes contiguous. */
@@ -235,53 +253,61 @@ static LLVMValueRef load_tile(cg *c, LLVMValueRef pb, LLVMValueRef stride, bool 
 
 enum { BLOCK_MAX_ACC = 16 * 8 };
 
-static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
-  int64_t rows, nb, kb, sb2c;
+/* The register-blocked micro-kernel of one 16-lane dot-product
+ * instruction (`intrin`: accumulator, A's group broadcast, B's 16 groups,
+ * each 32 bits: group elements of elem_bytes bytes per lane), for every
+ * builtin with vpdpbusd_block's arguments. */
+static LLVMValueRef emit_dot_block(cg *c, const mlc_expr *e, const char *intrin, LLVMTypeRef acc_elem,
+                                   int elem_bytes) {
+  int64_t rows, nb, kb, sb2c, group = 4 / elem_bytes;
   MLC_ASSERT(mlc_expr_is_const_int(arg_value(e, 8), &rows) &&
              mlc_expr_is_const_int(arg_value(e, 9), &nb) && mlc_expr_is_const_int(arg_value(e, 10), &kb));
-  MLC_ASSERT(rows * nb <= BLOCK_MAX_ACC);
-  bool packed = mlc_expr_is_const_int(arg_value(e, 7), &sb2c) && sb2c == 4;
-  LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16), v16p = LLVMPointerType(v16, 0);
-  LLVMValueRef pc = arg_ptr(c, e, 0, c->t_i32), pa = arg_ptr(c, e, 1, c->t_i8);
-  LLVMValueRef pb = arg_ptr(c, e, 2, c->t_i8);
+  MLC_ASSERT(rows * nb <= BLOCK_MAX_ACC && kb % group == 0);
+  bool packed = mlc_expr_is_const_int(arg_value(e, 7), &sb2c) && sb2c == group;
+  LLVMTypeRef v16 = LLVMVectorType(acc_elem, 16), v16p = LLVMPointerType(v16, 0);
+  LLVMTypeRef elem = LLVMIntTypeInContext(c->ctx, (unsigned)(8 * elem_bytes));
+  LLVMValueRef pc = arg_ptr(c, e, 0, acc_elem), pa = arg_ptr(c, e, 1, elem);
+  LLVMValueRef pb = arg_ptr(c, e, 2, elem);
   LLVMValueRef sc = arg_i64(c, e, 3), sa = arg_i64(c, e, 4), sb0 = arg_i64(c, e, 5);
-  LLVMValueRef sb1 = arg_i64(c, e, 6), sb2 = arg_i64(c, e, 7);
+  LLVMValueRef sb1 = arg_i64(c, e, 6);
+  LLVMValueRef sb2 = LLVMBuildMul(c->b, arg_i64(c, e, 7), i64c(c, elem_bytes), ""); /* bytes */
   LLVMValueRef cptr[BLOCK_MAX_ACC], acc[BLOCK_MAX_ACC], phi[BLOCK_MAX_ACC], bcol[8];
   for (int64_t r = 0; r < rows; r++)
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sc, i64c(c, r), ""), i64c(c, 16 * n), "");
-      cptr[r * nb + n] = LLVMBuildBitCast(c->b, gep(c, c->t_i32, pc, off), v16p, "");
+      cptr[r * nb + n] = LLVMBuildBitCast(c->b, gep(c, acc_elem, pc, off), v16p, "");
       acc[r * nb + n] = load_aligned(c, v16, cptr[r * nb + n], 4);
     }
-  for (int64_t n = 0; n < nb; n++) bcol[n] = gep(c, c->t_i8, pb, LLVMBuildMul(c->b, sb0, i64c(c, n), ""));
-  const char *name = "llvm.x86.avx512.vpdpbusd.512";
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  for (int64_t n = 0; n < nb; n++) bcol[n] = gep(c, elem, pb, LLVMBuildMul(c->b, sb0, i64c(c, n), ""));
+  unsigned id = LLVMLookupIntrinsicID(intrin, strlen(intrin));
   MLC_ASSERT(id != 0);
   LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
   LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
-  /* for kk in [0, K / 4): the accumulators are the loop's phis */
+  /* for kk in [0, K / group): the accumulators are the loop's phis */
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
-  LLVMBasicBlockRef loop = cg_new_block(c, "vnni.k"), done = cg_new_block(c, "vnni.end");
+  LLVMBasicBlockRef loop = cg_new_block(c, "dot.k"), done = cg_new_block(c, "dot.end");
   LLVMBuildBr(c->b, loop);
   LLVMPositionBuilderAtEnd(c->b, loop);
   LLVMValueRef kk = LLVMBuildPhi(c->b, c->t_i64, "kk");
   for (int64_t i = 0; i < rows * nb; i++) phi[i] = LLVMBuildPhi(c->b, v16, "acc");
   LLVMValueRef bt[8];
-  for (int64_t n = 0; n < nb; n++)
-    bt[n] = load_tile(c, gep(c, c->t_i8, bcol[n], LLVMBuildMul(c->b, sb1, kk, "")), sb2, packed);
+  for (int64_t n = 0; n < nb; n++) {
+    LLVMValueRef p = gep(c, elem, bcol[n], LLVMBuildMul(c->b, sb1, kk, ""));
+    bt[n] = load_tile(c, LLVMBuildBitCast(c->b, p, LLVMPointerType(c->t_i8, 0), ""), sb2, packed);
+  }
   LLVMValueRef next[BLOCK_MAX_ACC];
   for (int64_t r = 0; r < rows; r++) {
     LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sa, i64c(c, r), ""),
-                                    LLVMBuildMul(c->b, kk, i64c(c, 4), ""), "");
-    LLVMValueRef p = LLVMBuildBitCast(c->b, gep(c, c->t_i8, pa, off), LLVMPointerType(c->t_i32, 0), "");
-    LLVMValueRef a = cg_splat(c, load_aligned(c, c->t_i32, p, 1), 16);
+                                    LLVMBuildMul(c->b, kk, i64c(c, group), ""), "");
+    LLVMValueRef p = LLVMBuildBitCast(c->b, gep(c, elem, pa, off), LLVMPointerType(c->t_i32, 0), "");
+    LLVMValueRef a = cg_splat(c, load_aligned(c, c->t_i32, p, (unsigned)elem_bytes), 16);
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef args[3] = {phi[r * nb + n], a, bt[n]};
       next[r * nb + n] = LLVMBuildCall2(c->b, fty, fn, args, 3, "");
     }
   }
   LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
-  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / 4), ""), loop, done);
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / group), ""), loop, done);
   LLVMValueRef zero = i64c(c, 0);
   LLVMAddIncoming(kk, &zero, &pre, 1);
   LLVMAddIncoming(kk, &kn, &loop, 1);
@@ -292,6 +318,16 @@ static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
   LLVMPositionBuilderAtEnd(c->b, done);
   for (int64_t i = 0; i < rows * nb; i++) LLVMSetAlignment(LLVMBuildStore(c->b, next[i], cptr[i]), 4);
   return LLVMConstInt(c->t_i32, 0, 0);
+}
+
+static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
+  return emit_dot_block(c, e, "llvm.x86.avx512.vpdpbusd.512", c->t_i32, 1);
+}
+
+/* LLVM 14's dpbf16ps takes its bfloat16 pairs as <16 x i32>, which is
+ * what the 32-bit groups load as. */
+static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e) {
+  return emit_dot_block(c, e, "llvm.x86.avx512bf16.dpbf16ps.512", c->t_f32, 2);
 }
 
 /* Once per loaded object (a flag in the module): the runtime's
@@ -394,8 +430,9 @@ double mlc_target_extern_work(const mlc_expr *call) {
   const builtin *b = find(call->ext.name);
   if (!b || call->ext.n_args != b->n_args) return 0;
   if (b->emit == emit_vpdpbusd) return 16 * 4;
+  if (b->emit == emit_vdpbf16ps) return 16 * 2;
   int64_t r, nb, k;
-  if (b->kinds[8] != MLC_XARG_VALUE || call->ext.args[8].kind != MLC_XARG_VALUE ||
+  if (b->n_args != 11 || call->ext.args[8].kind != MLC_XARG_VALUE ||
       call->ext.args[9].kind != MLC_XARG_VALUE || call->ext.args[10].kind != MLC_XARG_VALUE ||
       !mlc_expr_is_const_int(arg_value(call, 8), &r) || !mlc_expr_is_const_int(arg_value(call, 9), &nb) ||
       !mlc_expr_is_const_int(arg_value(call, 10), &k))

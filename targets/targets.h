@@ -123,7 +123,8 @@ int mlc_target_host_cores(void);
 const char *mlc_target_cpu_features(const mlc_target *t);
 bool mlc_target_has_feature(const mlc_target *t, const char *feature);
 /* The multiply-adds one T.call_extern of a CPU builtin the LLVM backend
- * expands (mlc_x86_vpdpbusd_16x4, mlc_x86_vpdpbusd_block,
+ * expands (mlc_x86_vpdpbusd_16x4, mlc_x86_vdpbf16ps_16x2 and the
+ * micro-kernels mlc_x86_vpdpbusd_block, mlc_x86_vdpbf16ps_block,
  * mlc_x86_tdpbusd_block) performs, from its constant shape arguments; 0
  * for any other call or a shape that is not constant (the cost model's
  * count of what a tensorized call computes). */

@@ -6,6 +6,13 @@
  *    summation lie within (K - 1) * 2^-24 * sum |a b| of the exact sum);
  *  - the interpreter's model of vdpbf16ps against the instruction, bit for
  *    bit, denormals included;
+ *  - the register-blocked micro-kernel family
+ *    dense_bf16bf16f32_avx512bf16_<R>x<C>x<K> (mlc_x86_vdpbf16ps_block):
+ *    within the bound interpreted, compiled equal bit for bit to the
+ *    interpreter's model for several shapes, refused for shapes outside
+ *    the family and targets without the feature, sampled by the design
+ *    space (traces round-tripping through JSON) and timed against the
+ *    one-instruction intrinsic and the float32 matmul;
  *  - conv2d_nchwc_int8 (uint8 NCHWc data, int8 weights packed [K/16, C/c,
  *    R, S, c/4, 16, 4]) tiled around dot_16x4_u8i8i32_vnni_nchwc, exact
  *    against a plain C convolution;
@@ -119,6 +126,7 @@ static void test_register(void) {
    * so this runs first) */
   CHECK_MSG(mlc_tensor_intrin_register_cpu("+avx512f,-avx512bf16,-avx512vnni", &n, &err), "%s", err.msg);
   CHECK(n == 0 && !mlc_tensor_intrin_exists(BF16) && !mlc_tensor_intrin_exists(CONV));
+  CHECK(!mlc_tensor_intrin_exists("dense_bf16bf16f32_avx512bf16_1x16x2"));
   CHECK(mlc_tensor_intrin_register_cpu("+avx512bf16x,+xavx512bf16", &n, &err) && n == 0);
   mlc_target host;
   mlc_target_host(&host);
@@ -127,6 +135,7 @@ static void test_register(void) {
   have_vnni = mlc_target_has_feature(&host, "avx512vnni");
   CHECK(n == (have_bf16 ? 1 : 0) + (have_vnni ? 2 : 0));
   CHECK(mlc_tensor_intrin_exists(BF16) == have_bf16 && mlc_tensor_intrin_exists(CONV) == have_vnni);
+  CHECK(mlc_tensor_intrin_exists("dense_bf16bf16f32_avx512bf16_14x32x512") == have_bf16);
   if (!have_bf16) printf("SKIP BF16 tests: the host CPU (%s) lacks avx512bf16\n", host.mcpu);
   if (!have_vnni) printf("SKIP VNNI conv tests: the host CPU (%s) lacks avx512vnni\n", host.mcpu);
 }
@@ -324,6 +333,260 @@ static void test_bf16_target_without(void) {
   mlc_arena_free(a);
 }
 
+/* ---- the bfloat16 micro-kernel family ------------------------------------------ */
+
+static const char *FAMILY = "dense_bf16bf16f32_avx512bf16";
+static char member_buf[64];
+static const char *member(int64_t r, int64_t c, int64_t k) {
+  snprintf(member_buf, sizeof member_buf, "%s_%lldx%lldx%lld", FAMILY, (long long)r, (long long)c, (long long)k);
+  return member_buf;
+}
+
+/* i / r, j / c, k / kb, then the r x c x kb tile; the init split off
+ * above the reduction; the tile tensorized with `intrin` (NULL: the
+ * member of that shape). */
+static bool schedule_block(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const char *intrin, mlc_error *err) {
+  mlc_rv b, *l, i[2], j[2], k[2], init;
+  if (!mlc_sched_get_block(s, "C", "main", &b, err) || mlc_sched_get_loops(s, b, &l, err) != 3)
+    return false;
+  mlc_rv li = l[0], lj = l[1], lk = l[2];
+  mlc_operand fi[2] = {MLC_OP_NONE, MLC_OP_INT(r)}, fj[2] = {MLC_OP_NONE, MLC_OP_INT(c)};
+  mlc_operand fk[2] = {MLC_OP_NONE, MLC_OP_INT(kb)};
+  if (!mlc_sched_split(s, li, 2, fi, true, i, err) || !mlc_sched_split(s, lj, 2, fj, true, j, err) ||
+      !mlc_sched_split(s, lk, 2, fk, true, k, err) ||
+      !mlc_sched_reorder(s, 6, (mlc_rv[]){i[0], j[0], k[0], i[1], j[1], k[1]}, err) ||
+      !mlc_sched_decompose_reduction(s, b, k[0], &init, err))
+    return false;
+  return mlc_sched_tensorize(s, i[1], intrin ? intrin : member(r, c, kb), err);
+}
+
+static const int64_t BLOCK_SHAPES[][3] = {{1, 16, 2}, {3, 48, 32}, {4, 32, 64}, {7, 32, 16}, {14, 32, 128}, {2, 128, 8}};
+
+/* Interpreted: the call in the IR, within the bound for several shapes. */
+static void test_block_interp(void) {
+  if (!have_bf16) return;
+  for (int t = 0; t < MLC_COUNTOF(BLOCK_SHAPES); t++) {
+    const int64_t *sh = BLOCK_SHAPES[t];
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){2 * sh[0], 2 * sh[1], 2 * sh[2]});
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    if (ok) {
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      CHECK_MSG(strstr(text.data, "\"mlc_x86_vdpbf16ps_block\"") && !strstr(text.data, "T.Cast(\"float32\", A["),
+                "%s", text.data);
+      mlc_str_free(&text);
+      mlc_array args[3];
+      fill_bf16(f, args, 40 + (uint64_t)t);
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+      double worst;
+      int bad = bf16_wrong(args, &worst);
+      CHECK_MSG(bad == 0, "%s: %d outputs outside the bound (worst relative %g)", member(sh[0], sh[1], sh[2]),
+                bad, worst);
+      free_args(args);
+    }
+    mlc_sched_free(s);
+    mlc_arena_free(a);
+  }
+}
+
+/* Names outside the family's shapes are no intrinsics; a member of
+ * another shape and an int8 task are refused, the state unchanged. */
+static void test_block_refusals(void) {
+  if (!have_bf16) return;
+  static const char *bad_names[] = {
+      "dense_bf16bf16f32_avx512bf16_4x32",    "dense_bf16bf16f32_avx512bf16_0x16x2",
+      "dense_bf16bf16f32_avx512bf16_4x24x2",  "dense_bf16bf16f32_avx512bf16_17x16x2",
+      "dense_bf16bf16f32_avx512bf16_4x16x3",  "dense_bf16bf16f32_avx512bf16_4x16x4098",
+      "dense_bf16bf16f32_avx512bf16_4x144x2", "dense_bf16bf16f32_avx512bf16_04x16x2",
+      "dense_bf16bf16f32_avx512bf16"};
+  for (int i = 0; i < MLC_COUNTOF(bad_names); i++)
+    CHECK_MSG(!mlc_tensor_intrin_exists(bad_names[i]), "%s", bad_names[i]);
+  CHECK(mlc_tensor_intrin_exists("dense_bf16bf16f32_avx512bf16_16x128x4096"));
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){8, 64, 32});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  CHECK(!schedule_block(s, 4, 64, 16, member(4, 32, 16), &err));
+  CHECK_MSG(strstr(err.msg, "mismatch"), "%s", err.msg);
+  mlc_str before = {0}, after = {0};
+  mlc_print_func(&before, mlc_sched_func(s));
+  mlc_rv b, *l;
+  CHECK(mlc_sched_get_block(s, "C_update", NULL, &b, &err) && mlc_sched_get_loops(s, b, &l, &err) == 6);
+  int n_insts = mlc_sched_trace(s)->insts.len;
+  CHECK(!mlc_sched_tensorize(s, l[3], member(4, 64, 8), &err));
+  CHECK_MSG(strstr(err.msg, "mismatch"), "%s", err.msg);
+  mlc_print_func(&after, mlc_sched_func(s));
+  CHECK(strcmp(before.data, after.data) == 0 && mlc_sched_trace(s)->insts.len == n_insts);
+  mlc_str_free(&before);
+  mlc_str_free(&after);
+  mlc_sched_free(s);
+  /* int8 operands: a dtype mismatch */
+  mlc_prim_func *d8 = task(a, "dense_int8", (int64_t[]){4, 32, 16});
+  s = mlc_sched_new(d8, 1);
+  CHECK(!schedule_block(s, 2, 32, 16, NULL, &err));
+  CHECK_MSG(strstr(err.msg, "mismatch"), "%s", err.msg);
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+/* A hand-written call the builtin refuses at build time: K odd; and a
+ * target without AVX-512 BF16 refuses the micro-kernel. */
+static void test_block_builtin_refusals(void) {
+  if (!have_bf16) return;
+  static const char text[] =
+      "@T.prim_func\n"
+      "def main(a: T.handle, b: T.handle, c: T.handle):\n"
+      "    A = T.match_buffer(a, (2, 3), \"bfloat16\")\n"
+      "    B = T.match_buffer(b, (1, 2, 16, 2), \"bfloat16\")\n"
+      "    C = T.match_buffer(c, (2, 16), \"float32\")\n"
+      "    T.evaluate(T.call_extern(\"int32\", \"mlc_x86_vdpbf16ps_block\", C.access_ptr(\"rw\"), "
+      "A.access_ptr(\"r\"), B.access_ptr(\"r\"), C.strides[0], A.strides[0], B.strides[0], "
+      "B.strides[1], B.strides[2], 2, 1, 3))\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "<test>", text, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_jit_lib *lib = m ? build("llvm", m->funcs[0], "bad_block", NULL, &err) : NULL;
+  CHECK(lib == NULL);
+  CHECK_MSG(strstr(err.msg, "K, must be a constant in [1, 4096] and a multiple of 2"), "%s", err.msg);
+  mlc_jit_unload(lib);
+  /* the cost model's count of its multiply-adds: R x NB x 16 x K */
+  const mlc_stmt *body = m ? m->funcs[0]->body : NULL;
+  while (body && body->kind == MLC_STMT_BLOCK_REALIZE) body = body->realize.block->body;
+  CHECK(body && body->kind == MLC_STMT_EVALUATE && mlc_target_extern_work(body->eval.value) == 2 * 16 * 3);
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){4, 32, 8});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  CHECK_MSG(schedule_block(s, 2, 32, 8, NULL, &err), "%s", err.msg);
+  lib = build("llvm -mcpu=icelake-server -mattr=+avx512f,+avx512vnni,-avx512bf16", mlc_sched_func(s), "mk_nobf16",
+              NULL, &err);
+  CHECK(lib == NULL);
+  CHECK_MSG(strstr(err.msg, "mlc_x86_vdpbf16ps_block needs the CPU feature +avx512bf16"), "%s", err.msg);
+  mlc_jit_unload(lib);
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
+/* Bit patterns of the outputs that differ (NaNs equal to NaNs) and the
+ * NaN count. */
+static int bits_differ(const float *x, const float *y, int64_t n, int *nans) {
+  int differ = 0;
+  *nans = 0;
+  for (int64_t e = 0; e < n; e++) {
+    uint32_t u, v;
+    memcpy(&u, x + e, 4);
+    memcpy(&v, y + e, 4);
+    *nans += isnan(x[e]);
+    differ += u != v && !(isnan(x[e]) && isnan(y[e]));
+  }
+  return differ;
+}
+
+/* Compiled: the instruction in the IR; outputs within the bound and equal
+ * bit for bit to the interpreter's model, on random and corner inputs,
+ * for several shapes (C's row tiles inside a wider C, so strided). */
+static void test_block_compiled(void) {
+  if (!have_bf16) return;
+  int64_t M = 84, N = 256, K = 256;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  for (int t = 0; t < MLC_COUNTOF(BLOCK_SHAPES); t++) {
+    const int64_t *sh = BLOCK_SHAPES[t];
+    if (M % sh[0] || N % sh[1] || K % sh[2]) continue;
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    char sym[32];
+    snprintf(sym, sizeof sym, "bf16_block%d", t);
+    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    mlc_str ir = {0};
+    mlc_jit_lib *lib = ok ? build("llvm", mlc_sched_func(s), sym, &ir, &err) : NULL;
+    CHECK_MSG(!ok || lib, "%s", err.msg);
+    CHECK_MSG(!lib || strstr(ir.data, "llvm.x86.avx512bf16.dpbf16ps.512"), "no vdpbf16ps in the IR");
+    mlc_str_free(&ir);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &err) : NULL;
+    CHECK_MSG(!lib || fn, "%s", err.msg);
+    for (int corners = 0; fn && corners < 2; corners++) {
+      mlc_array args[3];
+      fill_bf16(f, args, 60 + (uint64_t)t);
+      if (corners) {
+        mlc_pcg32 rng;
+        mlc_pcg32_seed(&rng, 80 + (uint64_t)t, 1);
+        for (int i = 0; i < 2; i++)
+          for (int64_t e = 0; e < mlc_array_numel(&args[i]); e++) ((uint16_t *)args[i].data)[e] = corner_bits(&rng);
+      }
+      CHECK(mlc_kernel_call(fn, 3, args) == 0);
+      double worst;
+      int bad = corners ? 0 : bf16_wrong(args, &worst);
+      CHECK_MSG(bad == 0, "%s: %d outputs outside the bound (worst relative %g)", member(sh[0], sh[1], sh[2]),
+                bad, worst);
+      mlc_array model = args[2];
+      model.data = mlc_xmalloc(sizeof(float) * (size_t)(M * N));
+      mlc_array margs[3] = {args[0], args[1], model};
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), margs, &err), "%s", err.msg);
+      int nans, differ = bits_differ(args[2].data, model.data, M * N, &nans);
+      CHECK_MSG(differ == 0, "%s%s: %d of %lld outputs differ from the interpreter's model",
+                member(sh[0], sh[1], sh[2]), corners ? " (corners)" : "", differ, (long long)(M * N));
+      CHECK_MSG(nans < M * N / 2, "%d NaN outputs: the comparison says little", nans);
+      mlc_free(model.data);
+      free_args(args);
+    }
+    mlc_jit_unload(lib);
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+}
+
+/* One thread, 256x256x1024: the micro-kernel (a hand-picked tile), the
+ * one-instruction intrinsic and our float32 matmul (its register tile,
+ * mlc_tuner_cpu_register_tile), in the same run. */
+static void test_block_timing(void) {
+  if (!have_bf16) return;
+  int64_t M = 256, N = 256, K = 1024, R = 8, C = 32, KB = 512;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  mlc_prim_func *g = task(a, "matmul", (int64_t[]){M, N, K});
+  mlc_sched *sb = mlc_sched_new(f, 1), *s1 = mlc_sched_new(f, 1), *sf = mlc_sched_new(g, 1);
+  mlc_error err;
+  bool ok = schedule_block(sb, R, C, KB, NULL, &err) && schedule_bf16(s1, 16, false, &err) &&
+            mlc_tuner_cpu_register_tile(sf, "C", false, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_jit_lib *lb = ok ? build("llvm", mlc_sched_func(sb), "bf16_mk", NULL, &err) : NULL;
+  mlc_jit_lib *l1 = lb ? build("llvm", mlc_sched_func(s1), "bf16_step", NULL, &err) : NULL;
+  mlc_jit_lib *lf = l1 ? build("llvm", mlc_sched_func(sf), "f32_mm", NULL, &err) : NULL;
+  CHECK_MSG(!ok || lf, "%s", err.msg);
+  mlc_kernel_fn fb = lf ? mlc_jit_lookup(lb, "bf16_mk", &err) : NULL;
+  mlc_kernel_fn f1 = fb ? mlc_jit_lookup(l1, "bf16_step", &err) : NULL;
+  mlc_kernel_fn ff = f1 ? mlc_jit_lookup(lf, "f32_mm", &err) : NULL;
+  if (ff) {
+    mlc_array args[3], fargs[3];
+    fill_bf16(f, args, 90);
+    alloc_args(g, fargs);
+    for (int i = 0; i < 3; i++)
+      for (int64_t e = 0; e < mlc_array_numel(&fargs[i]); e++) mlc_array_set(&fargs[i], e, (double)(e % 7) - 3);
+    double worst;
+    CHECK(mlc_kernel_call(fb, 3, args) == 0 && bf16_wrong(args, &worst) == 0);
+    double tb = best_time(fb, args, 5), t1 = best_time(f1, args, 5), tf = best_time(ff, fargs, 5);
+    double ops = 2.0 * (double)(M * N * K);
+    printf("# %lldx%lldx%lld, one thread, best of 5: bf16 micro-kernel %lldx%lldx%lld %.3f ms (%.1f GFLOP/s), "
+           "bf16 one vdpbf16ps per call %.3f ms (%.1f GFLOP/s), float32 register tile %.3f ms (%.1f GFLOP/s)\n",
+           (long long)M, (long long)N, (long long)K, (long long)R, (long long)C, (long long)KB, tb * 1e3,
+           ops / tb * 1e-9, t1 * 1e3, ops / t1 * 1e-9, tf * 1e3, ops / tf * 1e-9);
+    free_args(args);
+    free_args(fargs);
+  }
+  mlc_jit_unload(lb);
+  mlc_jit_unload(l1);
+  mlc_jit_unload(lf);
+  mlc_sched_free(sb);
+  mlc_sched_free(s1);
+  mlc_sched_free(sf);
+  mlc_arena_free(a);
+}
+
 /* ---- conv2d_nchwc_int8 ------------------------------------------------------- */
 
 static void fill_int8(const mlc_prim_func *f, mlc_array *args, uint64_t seed) {
@@ -409,11 +672,55 @@ static int bf16_wrong_ctx(const mlc_array *args, const void *ctx) {
   return bf16_wrong(args, &worst);
 }
 
+/* The space tiles matmul_bf16 around the micro-kernel family (before the
+ * one-instruction intrinsic): every sample tensorized and within the
+ * bound (check_space), more than one member sampled, and each sample's
+ * trace written as JSON, read back and replayed to the same function. */
 static void test_bf16_design_space(void) {
   if (!have_bf16) return;
   mlc_arena *a = mlc_arena_new();
-  check_space(task(a, "matmul_bf16", (int64_t[]){16, 64, 32}), "mlc_x86_vdpbf16ps_16x2", 3, fill_bf16,
-              bf16_wrong_ctx, NULL);
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){28, 64, 96});
+  check_space(f, "mlc_x86_vdpbf16ps_block", 3, fill_bf16, bf16_wrong_ctx, NULL);
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_error err;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
+  CHECK_MSG(sp != NULL, "%s", err.msg);
+  int n = sp ? mlc_tuner_space_count(sp) : 0, n_members = 0;
+  char members[16][64];
+  for (int i = 0; i < n; i++)
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, i, seed, &err);
+      CHECK_MSG(s != NULL, "sketch %d: %s", i, err.msg);
+      if (!s) continue;
+      const mlc_trace *tr = mlc_sched_trace(s);
+      for (int q = 0; q < tr->insts.len; q++) {
+        const mlc_inst *in = &tr->insts.data[q];
+        if (in->kind != MLC_INST_TENSORIZE) continue;
+        CHECK_MSG(strncmp(in->attrs[0].s, "dense_bf16bf16f32_avx512bf16_", 29) == 0, "%s", in->attrs[0].s);
+        int z = 0;
+        while (z < n_members && strcmp(members[z], in->attrs[0].s) != 0) z++;
+        if (z == n_members && n_members < 16) snprintf(members[n_members++], 64, "%s", in->attrs[0].s);
+      }
+      mlc_str json = {0};
+      mlc_trace_to_json(&json, tr);
+      mlc_arena *ta = mlc_arena_new();
+      mlc_trace *back = mlc_trace_from_json(ta, json.data, json.len, &err);
+      CHECK_MSG(back != NULL, "%s", err.msg);
+      mlc_sched *r = mlc_sched_new(f, 1);
+      bool replayed = back && mlc_sched_replay(r, back, NULL, NULL, &err);
+      CHECK_MSG(replayed, "replay: %s", err.msg);
+      char h1[17], h2[17];
+      mlc_func_hash_hex(mlc_sched_func(s), h1);
+      mlc_func_hash_hex(mlc_sched_func(r), h2);
+      CHECK_MSG(!replayed || strcmp(h1, h2) == 0, "the replayed function differs (%s, %s)", h1, h2);
+      mlc_sched_free(r);
+      mlc_arena_free(ta);
+      mlc_str_free(&json);
+      mlc_sched_free(s);
+    }
+  CHECK_MSG(n_members >= 2, "%d micro-kernel shapes sampled", n_members);
+  if (sp) mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
 
@@ -498,6 +805,11 @@ int main(void) {
   RUN(test_bf16_refusals);
   RUN(test_bf16_compiled);
   RUN(test_bf16_target_without);
+  RUN(test_block_interp);
+  RUN(test_block_refusals);
+  RUN(test_block_builtin_refusals);
+  RUN(test_block_compiled);
+  RUN(test_block_timing);
   RUN(test_bf16_design_space);
   RUN(test_conv_int8);
   RUN(test_conv_design_space);

@@ -14,7 +14,8 @@
  *                        that a registered CPU dot-product intrinsic fits
  *                        (the AMX, then the VNNI micro-kernel family, whose
  *                        R x C x K tile is sampled; dot_16x4_u8i8i32_vnni,
- *                        its NCHWc variant, dot_16x2_bf16bf16f32_avx512bf16,
+ *                        its NCHWc variant, the bfloat16 micro-kernel
+ *                        family, dot_16x2_bf16bf16f32_avx512bf16,
  *                        then users' registered ones) gets its innermost
  *                        tile cut to the intrinsic's shape and blockized,
  *                        the outer
@@ -553,6 +554,19 @@ static const double AMX_ROW_WEIGHTS[] = {1, 2};
 static const int64_t AMX_RED_TILES[] = {64, 128, 256, 512, 1024};
 static const double AMX_RED_WEIGHTS[] = {1, 1, 2, 2, 2};
 
+/* AVX-512 BF16: 32 vector registers hold up to 14 rows x 2 column
+ * blocks of accumulators with the two B loads and the A broadcast, so the
+ * tall tiles weigh most; K per call long (the accumulators' load and
+ * store amortized), pairs of K per step. */
+static const int64_t BF16_ROW_TILES[] = {1, 2, 4, 6, 7, 8, 12, 14};
+static const double BF16_ROW_WEIGHTS[] = {1, 1, 1, 2, 2, 2, 3, 3};
+static const int64_t BF16_COL_TILES[] = {16, 32};
+static const double BF16_COL_WEIGHTS[] = {1, 3};
+static const int64_t BF16_RED_TILES[] = {32, 64, 128, 256, 512, 1024};
+static const double BF16_RED_WEIGHTS[] = {1, 1, 2, 2, 3, 3};
+static const int64_t BF16_RED_SHORT[] = {2, 4, 8, 16};
+static const double BF16_RED_SHORT_WEIGHTS[] = {1, 1, 1, 1};
+
 typedef struct tile_knobs {
   knob rows, cols, red, red_short; /* red_short: when no size of red divides */
 } tile_knobs;
@@ -562,6 +576,9 @@ static const tile_knobs VNNI_KNOBS = {KNOB(ROW_TILES, ROW_WEIGHTS), KNOB(COL_TIL
 static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                      KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                      KNOB(AMX_RED_TILES, AMX_RED_WEIGHTS), {NULL, NULL, 0}};
+static const tile_knobs BF16_KNOBS = {KNOB(BF16_ROW_TILES, BF16_ROW_WEIGHTS),
+                                      KNOB(BF16_COL_TILES, BF16_COL_WEIGHTS), KNOB(BF16_RED_TILES, BF16_RED_WEIGHTS),
+                                      KNOB(BF16_RED_SHORT, BF16_RED_SHORT_WEIGHTS)};
 #undef KNOB
 
 /* CPU tensor intrinsics the rule tries, first fit first, with their tile:
@@ -570,7 +587,7 @@ static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
  * dense_u8i8i32_vnni_<R>x<C>x<K> on demand) has a sampled tile instead:
  * R rows (the output's second-last dimension), C columns and K reduction
  * elements, each a SampleCategorical over the sizes dividing the loop
- * (VNNI_KNOBS, AMX_KNOBS), so the micro-kernel's shape is a knob
+ * (VNNI_KNOBS, AMX_KNOBS, BF16_KNOBS), so the micro-kernel's shape is a knob
  * that mutation moves; the postprocessor names the member from the tile.
  * Each is used only where registered (for a target whose CPU has the
  * instruction). */
@@ -586,6 +603,7 @@ static const tile_intrin TILE_INTRINS[] = {
     {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4"},
     {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, NULL},
     {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4, NULL, NULL},
+    {"dense_bf16bf16f32_avx512bf16", 0, 0, &BF16_KNOBS, "dense_bf16bf16f32_avx512bf16_1x16x2"},
     {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2, NULL, NULL},
 };
 
