@@ -1,16 +1,24 @@
 /* The one allocation hook, the arena, growable vectors and fatal errors. */
 #include "base/base.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A new block of 4 KiB or more starts on a cache line (64 bytes): what
+ * kernels read and write is mostly such blocks (arrays, workspaces), and
+ * malloc's 16-byte alignment splits every 64-byte vector or AMX tile row
+ * over two lines (measured: a tuned AMX int8 1024^3 product ran 2.3x
+ * slower, 1.46 vs 0.63 ms, on malloc's arrays). realloc keeps no
+ * alignment, which only growing vectors use. */
 void *mlc_default_alloc(void *ud, void *ptr, size_t nsize) {
   MLC_UNUSED(ud);
   if (nsize == 0) {
     free(ptr);
     return NULL;
   }
+  if (!ptr && nsize >= 4096 && nsize <= SIZE_MAX - 63) return aligned_alloc(64, (nsize + 63) & ~(size_t)63);
   return realloc(ptr, nsize);
 }
 

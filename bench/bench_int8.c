@@ -15,7 +15,8 @@
  * and matmul (float32) always; builds each best record, checks it against
  * oneDNN's result (int8: equal; bf16: within the float32 summation bound
  * K * 2^-23 * sum |a b| of a double-precision reference, on a sample) and
- * times both on the target's threads. oneDNN (Debian's libdnnl) is opened
+ * times both on the target's threads, in 9 alternating rounds (medians
+ * compared; minima in the notes). oneDNN (Debian's libdnnl) is opened
  * with dlopen, so the bench builds without it; its weights are reordered
  * once into the layout it picks (format_tag any), as ours are packed
  * before the call. The notes name the instructions the tuned kernel uses.
@@ -182,8 +183,15 @@ static void ours_free(ours *o) {
  * three arguments), one dot-product instruction per call, or none. */
 static void describe_kernel(const char *text, char *how, size_t n) {
   snprintf(how, n, "NOT tensorized");
-  const char *amx = strstr(text, "mlc_x86_tdpbusd_block"), *bf16 = strstr(text, "mlc_x86_vdpbf16ps_block");
-  const char *call = amx ? amx : bf16 ? bf16 : strstr(text, "mlc_x86_vpdpbusd_block");
+  static const struct {
+    const char *builtin, *what;
+  } kinds[] = {{"mlc_x86_tdpbusd_block", "AMX tdpbusd"},
+               {"mlc_x86_tdpbf16ps_block", "AMX tdpbf16ps"},
+               {"mlc_x86_vdpbf16ps_block", "register-blocked vdpbf16ps"},
+               {"mlc_x86_vpdpbusd_block", "register-blocked vpdpbusd"}};
+  const char *call = NULL, *what = NULL;
+  for (int i = 0; i < MLC_COUNTOF(kinds) && !call; i++)
+    if ((call = strstr(text, kinds[i].builtin)) != NULL) what = kinds[i].what;
   if (call) {
     const char *end = strstr(call, "))");
     int commas = 0;
@@ -191,9 +199,8 @@ static void describe_kernel(const char *text, char *how, size_t n) {
     while (p && p > call && commas < 3) commas += *--p == ',';
     long long r = 0, nb = 0, kb = 0;
     if (end && sscanf(p, ", %lld, %lld, %lld", &r, &nb, &kb) == 3)
-      snprintf(how, n, "%s micro-kernel %lldx%lldx%lld",
-               amx ? "AMX tdpbusd" : bf16 ? "register-blocked vdpbf16ps" : "register-blocked vpdpbusd", r,
-               16 * nb, kb);
+      snprintf(how, n, "%s micro-kernel %lldx%lldx%lld%s", what, r, 16 * nb, kb,
+               strstr(call, "_init\"") ? " (accumulators from zero: the init in the call)" : "");
   } else if (strstr(text, "mlc_x86_vpdpbusd_16x4")) {
     snprintf(how, n, "tensorized with one vpdpbusd per call");
   } else if (strstr(text, "mlc_x86_vdpbf16ps_16x2")) {
@@ -456,6 +463,11 @@ static void report_limited(const run_ctx *r, const char *task, const char *which
   if (!bench_write_results(r->results, 2, cases, &err)) fprintf(stderr, "bench_int8: error: %s\n", err.msg);
 }
 
+/* Ours and oneDNN timed in alternation (bench_time_pair): a spell of load
+ * on the shared machine falls on both, not on whichever ran then. */
+enum { PAIR_ROUNDS = 9 };
+#define PAIR_NOTE "median of 9 interleaved rounds %.3f vs oneDNN %.3f ms (minima %.3f vs %.3f)"
+
 static void case_int8(run_ctx *r) {
   operands x = int8_operands(r);
   ours us = {0};
@@ -469,11 +481,12 @@ static void case_int8(run_ctx *r) {
   int64_t bad = 0;
   for (int64_t i = 0; i < r->M * r->N; i++) bad += C[i] != D[i];
   if (bad || int8_sample_wrong(r, &x, C)) die("check", "the tuned kernel and oneDNN disagree");
-  double ms = bench_time_ms(run_ours, &us, 7, 50), dms = bench_time_ms(run_dnnl, &dm, 7, 50);
+  double t[4];
+  bench_time_pair(run_ours, &us, run_dnnl, &dm, PAIR_ROUNDS, 3, 30, t);
+  double ms = t[0], dms = t[1];
   char notes[512], dnotes[256];
-  snprintf(notes, sizeof notes, "%s, %d trials in %.0f s, %s; %d threads; equal to oneDNN's output",
-           r->shape_text, r->trials, us.tune_s, us.how,
-           r->t.num_cores);
+  snprintf(notes, sizeof notes, "%s, %d trials in %.0f s, %s; %d threads; equal to oneDNN's output; " PAIR_NOTE,
+           r->shape_text, r->trials, us.tune_s, us.how, r->t.num_cores, ms, dms, t[2], t[3]);
   snprintf(dnotes, sizeof dnotes, "oneDNN matmul u8 x s8 -> s32, weights reordered once (impl %s, isa %s)",
            dm.impl, dnnl_isa_name());
   report(r, "dense_int8", "GOP/s", ms, dms, notes, dnotes);
@@ -493,13 +506,14 @@ static void case_bf16(run_ctx *r) {
   double worst = 0, dworst = 0;
   if (bf16_sample_wrong(r, &x, x.C, &worst)) die("check", "the tuned bf16 kernel is outside the bound");
   if (bf16_sample_wrong(r, &x, dm.dst, &dworst)) die("check", "oneDNN's bf16 matmul is outside the bound");
-  double ms = bench_time_ms(run_ours, &us, 7, 50), dms = bench_time_ms(run_dnnl, &dm, 7, 50);
-  char notes[512], dnotes[256];
+  double t[4];
+  bench_time_pair(run_ours, &us, run_dnnl, &dm, PAIR_ROUNDS, 3, 30, t);
+  double ms = t[0], dms = t[1];
+  char notes[640], dnotes[256];
   snprintf(notes, sizeof notes,
            "%s, %d trials in %.0f s, %s; %d threads; sampled outputs within K*2^-23*sum|ab| of the exact "
-           "sum (worst %.2g, oneDNN %.2g)",
-           r->shape_text, r->trials, us.tune_s, us.how,
-           r->t.num_cores, worst, dworst);
+           "sum (worst %.2g, oneDNN %.2g); " PAIR_NOTE,
+           r->shape_text, r->trials, us.tune_s, us.how, r->t.num_cores, worst, dworst, ms, dms, t[2], t[3]);
   snprintf(dnotes, sizeof dnotes, "oneDNN matmul bf16 x bf16 -> f32, weights reordered once (impl %s, isa %s)",
            dm.impl, dnnl_isa_name());
   report(r, "matmul_bf16", "GFLOP/s", ms, dms, notes, dnotes);

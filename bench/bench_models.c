@@ -643,18 +643,11 @@ static bool gemm_of(const kdecl *kd, gemm_run *g) {
   return numel(kd, last) == (int64_t)g->batch * g->m * g->n;
 }
 
-/* Medians (us[0], us[1]) and minima (us[2], us[3]) of interleaved rounds
- * of ours and the baseline (c1 NULL: none, -1); on a loaded machine the
- * minimum is the steadier figure. */
+/* Medians (us[0], us[1]) and minima (us[2], us[3]) of 5 interleaved
+ * rounds of ours and the baseline (f1 NULL: none, -1), in microseconds. */
 static void time_pair(void (*f0)(void *), void *c0, void (*f1)(void *), void *c1, double us[4]) {
-  enum { ROUNDS = 5 };
-  double a[ROUNDS], b[ROUNDS];
-  for (int r = 0; r < ROUNDS; r++) {
-    a[r] = 1e3 * bench_time_ms(f0, c0, 3, 20);
-    b[r] = c1 ? 1e3 * bench_time_ms(f1, c1, 3, 20) : -1;
-  }
-  us[0] = bench_median(a, ROUNDS), us[2] = a[0]; /* sorted by the median */
-  us[1] = c1 ? bench_median(b, ROUNDS) : -1, us[3] = b[0];
+  bench_time_pair(f0, c0, f1, c1, 5, 3, 20, us);
+  for (int i = 0; i < 4; i++) us[i] = us[i] > 0 ? 1e3 * us[i] : -1;
 }
 
 /* us: time_pair's medians and minima. */

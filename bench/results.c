@@ -36,6 +36,18 @@ double bench_time_ms(void (*fn)(void *ctx), void *ctx, int repeat, double min_ms
   return med;
 }
 
+void bench_time_pair(void (*f0)(void *), void *c0, void (*f1)(void *), void *c1, int rounds, int repeat,
+                     double min_ms, double ms[4]) {
+  double *a = mlc_xmalloc(sizeof(double) * (size_t)(2 * rounds)), *b = a + rounds;
+  for (int r = 0; r < rounds; r++) {
+    a[r] = bench_time_ms(f0, c0, repeat, min_ms);
+    b[r] = f1 ? bench_time_ms(f1, c1, repeat, min_ms) : -1;
+  }
+  ms[0] = bench_median(a, rounds), ms[2] = a[0]; /* sorted by the median */
+  ms[1] = bench_median(b, rounds), ms[3] = b[0];
+  mlc_free(a);
+}
+
 void bench_print(const bench_case *c) {
   printf("%-34s %10.4g %s", c->name, c->value, c->unit);
   if (c->baseline && c->baseline_value > 0)

@@ -39,6 +39,13 @@ double bench_median(double *v, int n);
 /* Median milliseconds per call of fn(ctx) (measure's mlc_time_calls): a
  * warm-up call, then `repeat` repeats of enough calls to last min_ms each. */
 double bench_time_ms(void (*fn)(void *ctx), void *ctx, int repeat, double min_ms);
+/* Ours against a baseline on a shared machine: `rounds` rounds, each
+ * bench_time_ms(f0, c0, repeat, min_ms) then the same of f1 (NULL: none),
+ * so both see the same spells of load. ms[0], ms[1]: the medians of the
+ * rounds; ms[2], ms[3]: their minima (the steadier figure under load);
+ * f1's -1 without f1. */
+void bench_time_pair(void (*f0)(void *), void *c0, void (*f1)(void *), void *c1, int rounds, int repeat,
+                     double min_ms, double ms[4]);
 
 /* ---- a model compiled and run in process (bench_model, bench_contention) ----
  *

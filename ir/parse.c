@@ -5,7 +5,8 @@
  * allocs (or an explicit `with T.block("root"):` is the only statement).
  * A block's suite opens with its header (axes, T.where, T.reads/T.writes,
  * T.block_attr, T.alloc_buffer, `with T.init():`, in any order) followed by
- * its body. `X = T.decl_buffer(...)` scopes the rest of its suite.
+ * its body. An explicit root block may open with `with T.init():` (a
+ * tensor intrinsic describing a block together with its init). `X = T.decl_buffer(...)` scopes the rest of its suite.
  *
  * lex.c turns the text into tokens; parse_expr.c reads and lowers
  * expressions; parse_internal.h says how they share the parser state.
@@ -563,7 +564,11 @@ static mlc_stmt *with_stmt(mlc_parser *p, binfo *bi, bool ft) {
   if (f && strcmp(f, "T.init") == 0) {
     no_kwargs(p, e, f);
     if (e->n) mlc_parse_fail(p, e->t, "T.init takes no arguments");
-    need_header(p, bi, e->t, "with T.init()");
+    /* an explicit root may open with one too: a tensor intrinsic's
+     * description of a block whose init it computes */
+    if (bi && bi->explicit_root && bi->body_started)
+      mlc_parse_fail(p, e->t, "with T.init() must come before the statements of block \"root\"");
+    if (!(bi && bi->explicit_root)) need_header(p, bi, e->t, "with T.init()");
     if (bi->init) mlc_parse_fail(p, e->t, "block \"%s\" has two T.init()", bi->name);
     int mark = p->syms.len;
     mlc_stmt *s = suite(p, NULL, false);
@@ -742,6 +747,7 @@ static mlc_prim_func *func_def(mlc_parser *p, mlc_module *m) {
   blk->n_anns = root.n_anns;
   blk->anns = root.anns;
   blk->body = body ? body : eval0(p);
+  blk->init = root.init;
   mlc_prim_func *f = mlc_func_new(p->a, name->str);
   f->n_params = fn.params.len;
   f->params = fn.params.data;

@@ -13,6 +13,10 @@
  * operand's shape. The block's body is then replaced by the
  * implementation's with each operand bound to its region (indices and
  * pointers shifted by the base, strides taken from the buffer).
+ * A description whose root opens with `with T.init():` describes a block
+ * together with its init: it matches a block whose init runs at each of its
+ * executions (no reduce iter of more than one value), whose init goes with
+ * the body (an accumulator zeroed in registers, never stored and loaded).
  *
  * The registry is process-wide: a built-in table (tmm16, the notes'
  * example) registered on first use, plus what callers add.
@@ -28,7 +32,7 @@
 
 /* MAX_INTRINS also bounds the members of families generated on demand (a
  * tuning run of one workload samples a few dozen tile shapes). */
-enum { MAX_INTRINS = 256, MAX_OPERANDS = 16, MAX_FAMILIES = 8 };
+enum { MAX_INTRINS = 512, MAX_OPERANDS = 16, MAX_FAMILIES = 16 };
 
 typedef struct intrin {
   char name[64];
@@ -274,6 +278,7 @@ static int64_t plain_loop(const mlc_stmt *st) {
 bool mlc_tensor_intrin_dot_shape(const char *name, int64_t *lanes, int64_t *depth) {
   const mlc_prim_func *desc, *impl;
   if (!find_intrin(name, &desc, &impl)) return false;
+  if (mlc_func_root(desc)->init) return false; /* it needs the whole reduction */
   const mlc_stmt *li = mlc_func_root(desc)->body;
   const mlc_stmt *lk = plain_loop(li) ? li->loop.body : NULL;
   const mlc_stmt *r = plain_loop(lk) ? lk->loop.body : NULL;
@@ -564,15 +569,36 @@ static bool match_regions(matcher *m, const mlc_block *b, int n, const mlc_regio
   return true;
 }
 
-static bool match_block(matcher *m, const mlc_block *b) {
-  m->bname = b->name;
-  if (b->init)
+/* A block with an init matches a description whose root opens with one
+ * (the implementation then computes both) only where the init runs at
+ * every execution of the block: no reduce iter of the block takes more
+ * than one value. */
+static bool match_init(matcher *m, const mlc_block *b, const mlc_block *droot) {
+  if (!b->init && !droot->init) return true;
+  if (!droot->init)
     return mfail(m, "reduction mismatch: block %s has an init (T.init()), the intrinsic's description "
                  "has none: decompose_reduction first", b->name);
+  if (!b->init)
+    return mfail(m, "reduction mismatch: the intrinsic's description computes an init (T.init()), "
+                 "block %s has none", b->name);
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t ext;
+    if (b->iters[i].kind == MLC_ITER_REDUCE &&
+        !(mlc_expr_is_const_int(b->iters[i].dom.extent, &ext) && ext == 1))
+      return mfail(m, "reduction mismatch: block %s runs its init only at the first of the %s steps of "
+                   "its reduction %s, the intrinsic's implementation at every call: "
+                   "decompose_reduction first", b->name, show(m, b->iters[i].dom.extent),
+                   b->iters[i].var->name);
+  }
+  return match_stmt(m, b->init, droot->init);
+}
+
+static bool match_block(matcher *m, const mlc_block *b) {
+  m->bname = b->name;
   if (b->n_allocs) return mfail(m, "access pattern mismatch: block %s allocates buffers", b->name);
   const mlc_block *droot = mlc_func_root(m->desc);
   if (!b->body || !droot->body) return mfail(m, "access pattern mismatch: an empty body");
-  if (!match_stmt(m, b->body, droot->body)) return false;
+  if (!match_init(m, b, droot) || !match_stmt(m, b->body, droot->body)) return false;
   for (int p = 0; p < m->desc->n_params; p++)
     if (!m->cur[p])
       return mfail(m, "access pattern mismatch: block %s does not access the intrinsic's operand %s",
@@ -700,17 +726,18 @@ static bool replace(mlc_sched *s, mlc_block *b, const mlc_prim_func *impl, match
   mlc_block *iroot = mlc_func_root(ic);
   binder bd = {a, ic, m->cur, m->base};
   bind_stmt(&bd, iroot->body);
-  mlc_stmt *old_body = b->body;
+  mlc_stmt *old_body = b->body, *old_init = b->init;
   int old_n = b->n_allocs;
   mlc_buffer **old_allocs = b->allocs;
   b->body = iroot->body;
+  b->init = NULL; /* matched with the description's: the implementation computes it */
   if (iroot->n_allocs) {
     b->allocs = MLC_NEW_ARRAY(a, mlc_buffer *, iroot->n_allocs);
     memcpy(b->allocs, iroot->allocs, sizeof(mlc_buffer *) * (size_t)iroot->n_allocs);
     b->n_allocs = iroot->n_allocs;
   }
   if (!mlc_verify_func_in(a, s->func, err)) {
-    b->body = old_body, b->allocs = old_allocs, b->n_allocs = old_n;
+    b->body = old_body, b->init = old_init, b->allocs = old_allocs, b->n_allocs = old_n;
     return mlc_error_prefix(err, "the implementation of %s does not fit block %s", intrin, b->name);
   }
   return true;

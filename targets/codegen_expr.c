@@ -673,7 +673,7 @@ static LLVMValueRef cg_call(cg *c, const mlc_expr *e) {
  * lowering) as values. Inside a vectorized loop, one call per lane. */
 static LLVMValueRef cg_extern(cg *c, const mlc_expr *e) {
   if (c->lanes) return scalarize(c, e);
-  if (cg_is_builtin(e->ext.name)) return cg_builtin_emit(c, e);
+  if (mlc_target_is_builtin(e->ext.name)) return cg_builtin_emit(c, e);
   int n = e->ext.n_args;
   LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, n ? n : 1);
   LLVMValueRef *av = MLC_NEW_ARRAY(c->a, LLVMValueRef, n ? n : 1);

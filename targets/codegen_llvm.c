@@ -353,10 +353,23 @@ static void gen_vectorized(cg *c, const mlc_stmt *s) {
   restore_vec(c, vs);
 }
 
+/* The work of a T.evaluate: a CPU builtin's multiply-adds in 16-lane
+ * steps (a micro-kernel call is thousands of stores' worth: counted as 1
+ * it made a parallel loop of them look too small to share), a call of
+ * some other function as that of a sizeable loop (what a kernel hands to
+ * C code is rarely trivial), anything else as one store. */
+static int64_t eval_cost(const mlc_expr *v) {
+  if (v->kind != MLC_EXPR_CALL_EXTERN) return 1;
+  double w = mlc_target_extern_work(v);
+  if (w > 0) return 1 + (int64_t)(w < 0x1p40 ? w / 16 : 0x1p36);
+  return mlc_target_is_builtin(v->ext.name) ? 1 : 4096;
+}
+
 /* The work of one run of s for the runtime's chunk size: stores (and
- * evaluates) executed, loops multiplying their bodies by their constant
- * extents (16 for a non-constant one), both branches of an if counted.
- * Saturates at 2^40: it only has to tell cheap bodies from costly ones. */
+ * evaluates, eval_cost) executed, loops multiplying their bodies by their
+ * constant extents (16 for a non-constant one), both branches of an if
+ * counted. Saturates at 2^40: it only has to tell cheap bodies from
+ * costly ones. */
 static int64_t stmt_cost(const mlc_stmt *s) {
   const int64_t cap = (int64_t)1 << 40;
   if (!s) return 0;
@@ -375,7 +388,7 @@ static int64_t stmt_cost(const mlc_stmt *s) {
     c = stmt_cost(s->if_.then_s) + stmt_cost(s->if_.else_s);
     return c > cap ? cap : c;
   case MLC_STMT_ALLOCATE: return stmt_cost(s->alloc.body);
-  case MLC_STMT_EVALUATE: return 1;
+  case MLC_STMT_EVALUATE: return eval_cost(s->eval.value);
   }
   mlc_unreachable();
 }

@@ -49,6 +49,23 @@
  * asks Linux for the AMX state through libmlcrt's mlc_rt_amx_enable
  * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), which tile
  * instructions need.
+ *   T.call_extern("int32", "mlc_x86_tdpbf16ps_block", <the same arguments>)
+ *
+ * The bfloat16 product on AMX BF16 (tdpbf16ps): C float32, A and B
+ * bfloat16, B's lanes pairs (B.strides[2] == 2), K a multiple of 32 (64
+ * bytes of A per step); otherwise as tdpbusd's.
+ *
+ *   T.call_extern("int32", "mlc_x86_vpdpbusd_block_init", <the same arguments>)
+ *   (and mlc_x86_tdpbusd_block_init, mlc_x86_vdpbf16ps_block_init,
+ *   mlc_x86_tdpbf16ps_block_init)
+ *
+ * Each micro-kernel again, its accumulators starting from zero (zeroed
+ * registers, AMX tilezero) instead of loaded from C, which is only
+ * written: C[r][j] = sum_k A[r][k] * W[j][k]. A block whose whole
+ * reduction is in one call computes its init so (the _init intrinsic
+ * families); on AMX a tile load of an accumulator just stored as zeros
+ * stalls.
+ *
  *   T.call_extern("int32", "mlc_x86_vdpbf16ps_16x2", C.access_ptr("rw"),
  *                 A.access_ptr("r"), B.access_ptr("r"), B.strides[d])
  *
@@ -70,36 +87,49 @@ typedef struct builtin {
   mlc_xarg_kind kinds[11];
   mlc_dtype dtypes[11]; /* PTR: element type; VALUE: ignored (any integer) */
   bool (*check)(const mlc_expr *e, mlc_error *err); /* optional: more conditions */
-  LLVMValueRef (*emit)(cg *c, const mlc_expr *e); /* scalar mode, args checked */
+  LLVMValueRef (*emit)(cg *c, const mlc_expr *e, bool zero); /* scalar mode, args checked */
+  bool zero; /* passed to emit: accumulators start from zero, not from C */
 } builtin;
 
-static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e);
-static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e, bool zero);
+static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e, bool zero);
 static bool check_block(const mlc_expr *e, mlc_error *err);
-static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e, bool zero);
+static LLVMValueRef emit_tdpbf16ps_block(cg *c, const mlc_expr *e, bool zero);
 static bool check_amx_block(const mlc_expr *e, mlc_error *err);
-static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e);
-static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e);
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e, bool zero);
+static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e, bool zero);
 static bool check_bf16_block(const mlc_expr *e, mlc_error *err);
 
 #define V MLC_XARG_VALUE
+#define BLOCK_KINDS {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V}
+#define INT8_BLOCK(name, f1, f2, check, emit, zero)                                             \
+  {name, f1, f2, 11, BLOCK_KINDS, {MLC_INT32, MLC_UINT8, MLC_INT8}, check, emit, zero}
+#define BF16_BLOCK(name, zero)                                                                   \
+  {name, "avx512bf16", NULL, 11, BLOCK_KINDS, {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16},        \
+   check_bf16_block, emit_vdpbf16ps_block, zero}
 static const builtin builtins[] = {
     {"mlc_x86_vpdpbusd_16x4", "avx512vnni", NULL, 4,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
-     {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, NULL, emit_vpdpbusd},
-    {"mlc_x86_vpdpbusd_block", "avx512vnni", NULL, 11,
-     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
-     {MLC_INT32, MLC_UINT8, MLC_INT8}, check_block, emit_vpdpbusd_block},
-    {"mlc_x86_tdpbusd_block", "amx-int8", "amx-tile", 11,
-     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
-     {MLC_INT32, MLC_UINT8, MLC_INT8}, check_amx_block, emit_tdpbusd_block},
+     {MLC_INT32, MLC_UINT8, MLC_INT8, MLC_INT32}, NULL, emit_vpdpbusd, false},
+    INT8_BLOCK("mlc_x86_vpdpbusd_block", "avx512vnni", NULL, check_block, emit_vpdpbusd_block, false),
+    INT8_BLOCK("mlc_x86_vpdpbusd_block_init", "avx512vnni", NULL, check_block, emit_vpdpbusd_block, true),
+    INT8_BLOCK("mlc_x86_tdpbusd_block", "amx-int8", "amx-tile", check_amx_block, emit_tdpbusd_block, false),
+    INT8_BLOCK("mlc_x86_tdpbusd_block_init", "amx-int8", "amx-tile", check_amx_block, emit_tdpbusd_block,
+               true),
     {"mlc_x86_vdpbf16ps_16x2", "avx512bf16", NULL, 4,
      {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V},
-     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16, MLC_INT32}, NULL, emit_vdpbf16ps},
-    {"mlc_x86_vdpbf16ps_block", "avx512bf16", NULL, 11,
-     {MLC_XARG_PTR, MLC_XARG_PTR, MLC_XARG_PTR, V, V, V, V, V, V, V, V},
-     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16}, check_bf16_block, emit_vdpbf16ps_block},
+     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16, MLC_INT32}, NULL, emit_vdpbf16ps, false},
+    BF16_BLOCK("mlc_x86_vdpbf16ps_block", false),
+    BF16_BLOCK("mlc_x86_vdpbf16ps_block_init", true),
+    {"mlc_x86_tdpbf16ps_block", "amx-bf16", "amx-tile", 11, BLOCK_KINDS, {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16},
+     check_amx_block, emit_tdpbf16ps_block, false},
+    {"mlc_x86_tdpbf16ps_block_init", "amx-bf16", "amx-tile", 11, BLOCK_KINDS,
+     {MLC_FLOAT32, MLC_BFLOAT16, MLC_BFLOAT16}, check_amx_block, emit_tdpbf16ps_block, true},
 };
+#undef BF16_BLOCK
+#undef INT8_BLOCK
+#undef BLOCK_KINDS
 #undef V
 
 static const builtin *find(const char *name) {
@@ -108,7 +138,7 @@ static const builtin *find(const char *name) {
   return NULL;
 }
 
-bool cg_is_builtin(const char *name) { return find(name) != NULL; }
+bool mlc_target_is_builtin(const char *name) { return find(name) != NULL; }
 
 bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err) {
   const builtin *b = find(e->ext.name);
@@ -156,17 +186,22 @@ static bool check_shape(const mlc_expr *e, int64_t k_step, mlc_error *err) {
 static bool check_block(const mlc_expr *e, mlc_error *err) { return check_shape(e, 4, err); }
 static bool check_bf16_block(const mlc_expr *e, mlc_error *err) { return check_shape(e, 2, err); }
 
+/* K elements of one AMX step: 64 bytes of A's row (int8: 64, bfloat16:
+ * 32), and the elements of one lane's group in B (4, 2). */
+static int64_t amx_k_step(const mlc_expr *e) { return strstr(e->ext.name, "bf16") ? 32 : 64; }
+
 /* R 16 or 32, NB 1 or 2 (with their A and B tiles, at most the 8 tile
- * registers), K a multiple of 64 up to 4096, B's lanes contiguous. */
+ * registers), K a multiple of one step up to 4096, B's lanes contiguous. */
 static bool check_amx_block(const mlc_expr *e, mlc_error *err) {
-  int64_t r, nb, k, lane;
+  int64_t r, nb, k, lane, step = amx_k_step(e), group = step / 16;
   if (!mlc_expr_is_const_int(arg_value(e, 8), &r) || !mlc_expr_is_const_int(arg_value(e, 9), &nb) ||
       !mlc_expr_is_const_int(arg_value(e, 10), &k) || (r != 16 && r != 32) || nb < 1 || nb > 2 ||
-      k < 64 || k % 64 || k > 4096)
-    return mlc_error_set(err, "mlc_x86_tdpbusd_block: R (16 or 32), NB (1 or 2) and K (a multiple of "
-                         "64, at most 4096) must be constants");
-  if (!mlc_expr_is_const_int(arg_value(e, 7), &lane) || lane != 4)
-    return mlc_error_set(err, "mlc_x86_tdpbusd_block: B's 16 lanes must be contiguous (B.strides[2] == 4)");
+      k < step || k % step || k > 4096)
+    return mlc_error_set(err, "%s: R (16 or 32), NB (1 or 2) and K (a multiple of %lld, at most 4096) "
+                         "must be constants", e->ext.name, (long long)step);
+  if (!mlc_expr_is_const_int(arg_value(e, 7), &lane) || lane != group)
+    return mlc_error_set(err, "%s: B's 16 lanes must be contiguous (B.strides[2] == %lld)", e->ext.name,
+                         (long long)group);
   return true;
 }
 
@@ -205,7 +240,8 @@ static LLVMValueRef load_rows(cg *c, const mlc_expr *e, LLVMTypeRef v16, int ele
   return out;
 }
 
-static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e) {
+static LLVMValueRef emit_vpdpbusd(cg *c, const mlc_expr *e, bool zero) {
+  MLC_UNUSED(zero);
   LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16);
   LLVMValueRef pc = LLVMBuildBitCast(c->b, arg_ptr(c, e, 0, c->t_i32), LLVMPointerType(v16, 0), "");
   LLVMValueRef acc = load_aligned(c, v16, pc, 4);
@@ -258,7 +294,7 @@ enum { BLOCK_MAX_ACC = 16 * 8 };
  * each 32 bits: group elements of elem_bytes bytes per lane), for every
  * builtin with vpdpbusd_block's arguments. */
 static LLVMValueRef emit_dot_block(cg *c, const mlc_expr *e, const char *intrin, LLVMTypeRef acc_elem,
-                                   int elem_bytes) {
+                                   int elem_bytes, bool zero) {
   int64_t rows, nb, kb, sb2c, group = 4 / elem_bytes;
   MLC_ASSERT(mlc_expr_is_const_int(arg_value(e, 8), &rows) &&
              mlc_expr_is_const_int(arg_value(e, 9), &nb) && mlc_expr_is_const_int(arg_value(e, 10), &kb));
@@ -276,7 +312,7 @@ static LLVMValueRef emit_dot_block(cg *c, const mlc_expr *e, const char *intrin,
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sc, i64c(c, r), ""), i64c(c, 16 * n), "");
       cptr[r * nb + n] = LLVMBuildBitCast(c->b, gep(c, acc_elem, pc, off), v16p, "");
-      acc[r * nb + n] = load_aligned(c, v16, cptr[r * nb + n], 4);
+      acc[r * nb + n] = zero ? LLVMConstNull(v16) : load_aligned(c, v16, cptr[r * nb + n], 4);
     }
   for (int64_t n = 0; n < nb; n++) bcol[n] = gep(c, elem, pb, LLVMBuildMul(c->b, sb0, i64c(c, n), ""));
   unsigned id = LLVMLookupIntrinsicID(intrin, strlen(intrin));
@@ -308,8 +344,8 @@ static LLVMValueRef emit_dot_block(cg *c, const mlc_expr *e, const char *intrin,
   }
   LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
   LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / group), ""), loop, done);
-  LLVMValueRef zero = i64c(c, 0);
-  LLVMAddIncoming(kk, &zero, &pre, 1);
+  LLVMValueRef k0 = i64c(c, 0);
+  LLVMAddIncoming(kk, &k0, &pre, 1);
   LLVMAddIncoming(kk, &kn, &loop, 1);
   for (int64_t i = 0; i < rows * nb; i++) {
     LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
@@ -320,14 +356,14 @@ static LLVMValueRef emit_dot_block(cg *c, const mlc_expr *e, const char *intrin,
   return LLVMConstInt(c->t_i32, 0, 0);
 }
 
-static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e) {
-  return emit_dot_block(c, e, "llvm.x86.avx512.vpdpbusd.512", c->t_i32, 1);
+static LLVMValueRef emit_vpdpbusd_block(cg *c, const mlc_expr *e, bool zero) {
+  return emit_dot_block(c, e, "llvm.x86.avx512.vpdpbusd.512", c->t_i32, 1, zero);
 }
 
 /* LLVM 14's dpbf16ps takes its bfloat16 pairs as <16 x i32>, which is
  * what the 32-bit groups load as. */
-static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e) {
-  return emit_dot_block(c, e, "llvm.x86.avx512bf16.dpbf16ps.512", c->t_f32, 2);
+static LLVMValueRef emit_vdpbf16ps_block(cg *c, const mlc_expr *e, bool zero) {
+  return emit_dot_block(c, e, "llvm.x86.avx512bf16.dpbf16ps.512", c->t_f32, 2, zero);
 }
 
 /* Once per loaded object (a flag in the module): the runtime's
@@ -368,22 +404,29 @@ static LLVMValueRef tile_load(cg *c, LLVMValueRef p, LLVMValueRef stride) {
 
 enum { AMX_MAX_ACC = 4 };
 
-static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
-  int64_t rows, nb, kb;
+/* The AMX micro-kernel of one tile dot-product instruction (`intrin`,
+ * e.g. llvm.x86.tdpbusd.internal) over operands of elem_bytes bytes; every
+ * step takes 64 bytes of each A row. */
+static LLVMValueRef emit_amx_block(cg *c, const mlc_expr *e, bool zero, const char *intrin, int elem_bytes) {
+  int64_t rows, nb, kb, step = 64 / elem_bytes;
   MLC_ASSERT(mlc_expr_is_const_int(arg_value(e, 8), &rows) &&
              mlc_expr_is_const_int(arg_value(e, 9), &nb) && mlc_expr_is_const_int(arg_value(e, 10), &kb));
   int64_t mt = rows / 16;
-  MLC_ASSERT(mt * nb <= AMX_MAX_ACC && mt <= 2 && nb <= 2);
+  MLC_ASSERT(mt * nb <= AMX_MAX_ACC && mt <= 2 && nb <= 2 && kb % step == 0);
   amx_permission(c);
   LLVMValueRef pc = arg_ptr(c, e, 0, c->t_i8), pa = arg_ptr(c, e, 1, c->t_i8), pb = arg_ptr(c, e, 2, c->t_i8);
   LLVMValueRef sc = LLVMBuildMul(c->b, arg_i64(c, e, 3), i64c(c, 4), ""); /* bytes */
-  LLVMValueRef sa = arg_i64(c, e, 4), sb0 = arg_i64(c, e, 5), sb1 = arg_i64(c, e, 6);
+  LLVMValueRef eb = i64c(c, elem_bytes);
+  LLVMValueRef sa = LLVMBuildMul(c->b, arg_i64(c, e, 4), eb, ""), sb0 = LLVMBuildMul(c->b, arg_i64(c, e, 5), eb, "");
+  LLVMValueRef sb1 = LLVMBuildMul(c->b, arg_i64(c, e, 6), eb, "");
   LLVMValueRef cptr[AMX_MAX_ACC], acc[AMX_MAX_ACC], phi[AMX_MAX_ACC], next[AMX_MAX_ACC];
   for (int64_t m = 0; m < mt; m++)
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, sc, i64c(c, 16 * m), ""), i64c(c, 64 * n), "");
       cptr[m * nb + n] = gep(c, c->t_i8, pc, off);
-      acc[m * nb + n] = tile_load(c, cptr[m * nb + n], sc);
+      acc[m * nb + n] = zero ? call_intrinsic(c, "llvm.x86.tilezero.internal", 2,
+                                              (LLVMValueRef[]){i16c(c, 16), i16c(c, 64)})
+                             : tile_load(c, cptr[m * nb + n], sc);
     }
   LLVMTypeRef amx = LLVMX86AMXTypeInContext(c->ctx);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
@@ -406,12 +449,12 @@ static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
   for (int64_t m = 0; m < mt; m++)
     for (int64_t n = 0; n < nb; n++) {
       LLVMValueRef args[6] = {i16c(c, 16), i16c(c, 64), i16c(c, 64), phi[m * nb + n], at[m], bt[n]};
-      next[m * nb + n] = call_intrinsic(c, "llvm.x86.tdpbusd.internal", 6, args);
+      next[m * nb + n] = call_intrinsic(c, intrin, 6, args);
     }
   LLVMValueRef kn = LLVMBuildAdd(c->b, kk, i64c(c, 1), "");
-  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / 64), ""), loop, done);
-  LLVMValueRef zero = i64c(c, 0);
-  LLVMAddIncoming(kk, &zero, &pre, 1);
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, i64c(c, kb / step), ""), loop, done);
+  LLVMValueRef k0 = i64c(c, 0);
+  LLVMAddIncoming(kk, &k0, &pre, 1);
   LLVMAddIncoming(kk, &kn, &loop, 1);
   for (int64_t i = 0; i < mt * nb; i++) {
     LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
@@ -423,6 +466,15 @@ static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e) {
     call_intrinsic(c, "llvm.x86.tilestored64.internal", 5, args);
   }
   return LLVMConstInt(c->t_i32, 0, 0);
+}
+
+static LLVMValueRef emit_tdpbusd_block(cg *c, const mlc_expr *e, bool zero) {
+  return emit_amx_block(c, e, zero, "llvm.x86.tdpbusd.internal", 1);
+}
+
+/* LLVM 14's tdpbf16ps takes the tiles as x86_amx like tdpbusd's. */
+static LLVMValueRef emit_tdpbf16ps_block(cg *c, const mlc_expr *e, bool zero) {
+  return emit_amx_block(c, e, zero, "llvm.x86.tdpbf16ps.internal", 2);
 }
 
 double mlc_target_extern_work(const mlc_expr *call) {
@@ -440,7 +492,8 @@ double mlc_target_extern_work(const mlc_expr *call) {
   return (double)r * (double)nb * 16.0 * (double)k;
 }
 
-static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e) {
+static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e, bool zero) {
+  MLC_UNUSED(zero);
   LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16), f16 = LLVMVectorType(c->t_f32, 16);
   LLVMValueRef pc = LLVMBuildBitCast(c->b, arg_ptr(c, e, 0, c->t_f32), LLVMPointerType(f16, 0), "");
   LLVMValueRef acc = load_aligned(c, f16, pc, 4);
@@ -456,5 +509,5 @@ static LLVMValueRef emit_vdpbf16ps(cg *c, const mlc_expr *e) {
 LLVMValueRef cg_builtin_emit(cg *c, const mlc_expr *e) {
   const builtin *b = find(e->ext.name);
   MLC_ASSERT(b != NULL);
-  return b->emit(c, e);
+  return b->emit(c, e, b->zero);
 }

@@ -92,9 +92,9 @@ LLVMValueRef cg_call_named(cg *c, const char *name, LLVMTypeRef ret, LLVMTypeRef
 LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
 
 /* cpu_builtins.c: extern names expanded inline into CPU instructions
- * ("mlc_x86_vpdpbusd_16x4"). check: true when e (a CALL_EXTERN) is no
- * builtin, or one whose arguments fit and whose CPU feature t has. */
-bool cg_is_builtin(const char *name);
+ * ("mlc_x86_vpdpbusd_16x4", mlc_target_is_builtin). check: true when e (a
+ * CALL_EXTERN) is no builtin, or one whose arguments fit and whose CPU
+ * feature t has. */
 bool cg_builtin_check(const mlc_target *t, const mlc_expr *e, mlc_error *err);
 LLVMValueRef cg_builtin_emit(cg *c, const mlc_expr *e);
 

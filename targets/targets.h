@@ -125,10 +125,14 @@ bool mlc_target_has_feature(const mlc_target *t, const char *feature);
 /* The multiply-adds one T.call_extern of a CPU builtin the LLVM backend
  * expands (mlc_x86_vpdpbusd_16x4, mlc_x86_vdpbf16ps_16x2 and the
  * micro-kernels mlc_x86_vpdpbusd_block, mlc_x86_vdpbf16ps_block,
- * mlc_x86_tdpbusd_block) performs, from its constant shape arguments; 0
- * for any other call or a shape that is not constant (the cost model's
- * count of what a tensorized call computes). */
+ * mlc_x86_tdpbusd_block, mlc_x86_tdpbf16ps_block and their _init
+ * variants) performs, from its
+ * constant shape arguments; 0 for any other call or a shape that is not
+ * constant (the cost model's count of what a tensorized call computes). */
 double mlc_target_extern_work(const mlc_expr *call);
+/* Whether `name` is a CPU builtin the LLVM backend expands inline (no
+ * symbol to link or define). */
+bool mlc_target_is_builtin(const char *name);
 
 /* ---- lowering ------------------------------------------------------------ */
 

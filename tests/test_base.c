@@ -21,6 +21,26 @@ static void test_arena_alignment_and_zeroing(void) {
   mlc_arena_free(a);
 }
 
+/* Blocks of 4 KiB and more start on a cache line (whole vector and AMX
+ * rows in one line each); growing one by realloc keeps its contents. */
+static void test_large_blocks_line_aligned(void) {
+  static const size_t sizes[] = {4096, 4097, 65536 + 3, (size_t)1 << 20, ((size_t)1 << 22) + 16};
+  for (int i = 0; i < MLC_COUNTOF(sizes); i++) {
+    unsigned char *p = mlc_malloc(sizes[i]), *q = mlc_xmalloc(sizes[i]);
+    CHECK_MSG(p && ((uintptr_t)p & 63) == 0 && ((uintptr_t)q & 63) == 0, "%zu bytes at %p, %p", sizes[i],
+              (void *)p, (void *)q);
+    CHECK(q[sizes[i] - 1] == 0);
+    p[0] = 7, p[sizes[i] - 1] = 9;
+    p = mlc_xrealloc(p, 2 * sizes[i]);
+    CHECK(p[0] == 7 && p[sizes[i] - 1] == 9);
+    mlc_free(p);
+    mlc_free(q);
+  }
+  unsigned char *small = mlc_malloc(100);
+  CHECK(small && ((uintptr_t)small & 15) == 0);
+  mlc_free(small);
+}
+
 static int fail_after = -1, allocs_seen;
 static void *failing_alloc(void *ud, void *ptr, size_t n) {
   if (n != 0 && fail_after >= 0 && allocs_seen++ >= fail_after) return NULL;
@@ -148,6 +168,7 @@ static void test_hash_is_stable(void) {
 
 int main(void) {
   RUN(test_arena_alignment_and_zeroing);
+  RUN(test_large_blocks_line_aligned);
   RUN(test_arena_oom_jumps);
   RUN(test_vectors);
   RUN(test_str_builder);

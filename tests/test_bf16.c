@@ -13,6 +13,9 @@
  *    the family and targets without the feature, sampled by the design
  *    space (traces round-tripping through JSON) and timed against the
  *    one-instruction intrinsic and the float32 matmul;
+ *  - the AMX BF16 family dense_bf16bf16f32_amx_<R>x<C>x<K> (tdpbf16ps):
+ *    within the bound interpreted and compiled, refused beyond its shapes
+ *    and for targets without amx-bf16, sampled by the design space;
  *  - conv2d_nchwc_int8 (uint8 NCHWc data, int8 weights packed [K/16, C/c,
  *    R, S, c/4, 16, 4]) tiled around dot_16x4_u8i8i32_vnni_nchwc, exact
  *    against a plain C convolution;
@@ -344,8 +347,10 @@ static const char *member(int64_t r, int64_t c, int64_t k) {
 
 /* i / r, j / c, k / kb, then the r x c x kb tile; the init split off
  * above the reduction; the tile tensorized with `intrin` (NULL: the
- * member of that shape). */
-static bool schedule_block(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const char *intrin, mlc_error *err) {
+ * member of that shape). kb == K and with_init: the init left in the
+ * block, which the family's _init member takes in. */
+static bool schedule_tile(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const char *intrin, bool with_init,
+                          mlc_error *err) {
   mlc_rv b, *l, i[2], j[2], k[2], init;
   if (!mlc_sched_get_block(s, "C", "main", &b, err) || mlc_sched_get_loops(s, b, &l, err) != 3)
     return false;
@@ -355,9 +360,15 @@ static bool schedule_block(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const
   if (!mlc_sched_split(s, li, 2, fi, true, i, err) || !mlc_sched_split(s, lj, 2, fj, true, j, err) ||
       !mlc_sched_split(s, lk, 2, fk, true, k, err) ||
       !mlc_sched_reorder(s, 6, (mlc_rv[]){i[0], j[0], k[0], i[1], j[1], k[1]}, err) ||
-      !mlc_sched_decompose_reduction(s, b, k[0], &init, err))
+      (!with_init && !mlc_sched_decompose_reduction(s, b, k[0], &init, err)))
     return false;
-  return mlc_sched_tensorize(s, i[1], intrin ? intrin : member(r, c, kb), err);
+  char name[96];
+  snprintf(name, sizeof name, "%s_init_%lldx%lldx%lld", FAMILY, (long long)r, (long long)c, (long long)kb);
+  return mlc_sched_tensorize(s, i[1], intrin ? intrin : with_init ? name : member(r, c, kb), err);
+}
+
+static bool schedule_block(mlc_sched *s, int64_t r, int64_t c, int64_t kb, const char *intrin, mlc_error *err) {
+  return schedule_tile(s, r, c, kb, intrin, false, err);
 }
 
 static const int64_t BLOCK_SHAPES[][3] = {{1, 16, 2}, {3, 48, 32}, {4, 32, 64}, {7, 32, 16}, {14, 32, 128}, {2, 128, 8}};
@@ -493,14 +504,25 @@ static void test_block_compiled(void) {
   int64_t M = 84, N = 256, K = 256;
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
-  for (int t = 0; t < MLC_COUNTOF(BLOCK_SHAPES); t++) {
-    const int64_t *sh = BLOCK_SHAPES[t];
+  /* each shape, then each again with the whole K and the _init member
+   * (accumulators from zero: the same steps after the same start) */
+  for (int u = 0; u < 2 * MLC_COUNTOF(BLOCK_SHAPES); u++) {
+    int t = u % MLC_COUNTOF(BLOCK_SHAPES);
+    bool with_init = u >= MLC_COUNTOF(BLOCK_SHAPES);
+    int64_t sh[3] = {BLOCK_SHAPES[t][0], BLOCK_SHAPES[t][1], with_init ? K : BLOCK_SHAPES[t][2]};
     if (M % sh[0] || N % sh[1] || K % sh[2]) continue;
     mlc_sched *s = mlc_sched_new(f, 1);
     mlc_error err;
     char sym[32];
-    snprintf(sym, sizeof sym, "bf16_block%d", t);
-    bool ok = schedule_block(s, sh[0], sh[1], sh[2], NULL, &err);
+    snprintf(sym, sizeof sym, "bf16_block%d", u);
+    bool ok = schedule_tile(s, sh[0], sh[1], sh[2], NULL, with_init, &err);
+    if (ok && with_init) {
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      CHECK_MSG(strstr(text.data, "\"mlc_x86_vdpbf16ps_block_init\"") && !strstr(text.data, "C_init"), "%s",
+                text.data);
+      mlc_str_free(&text);
+    }
     CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
     mlc_str ir = {0};
     mlc_jit_lib *lib = ok ? build("llvm", mlc_sched_func(s), sym, &ir, &err) : NULL;
@@ -724,6 +746,112 @@ static void test_bf16_design_space(void) {
   mlc_arena_free(a);
 }
 
+/* AMX BF16 (dense_bf16bf16f32_amx_<R>x<C>x<K>, tdpbf16ps): shapes beyond
+ * the tile registers or K steps refused; members interpreted and compiled
+ * within the bound (the instruction's order of summation is its own:
+ * no bit-for-bit check), the _init member over the whole K with tilezero;
+ * the design space tiles a 32-row matmul around the family; one thread
+ * timed against the AVX-512 BF16 micro-kernel. */
+static void test_amx_bf16(void) {
+  mlc_target host;
+  mlc_target_host(&host);
+  if (!mlc_target_has_feature(&host, "amx-bf16")) {
+    printf("SKIP AMX BF16 tests: the host CPU (%s) lacks amx-bf16\n", host.mcpu);
+    return;
+  }
+  static const char *bad[] = {"dense_bf16bf16f32_amx_48x16x32", "dense_bf16bf16f32_amx_16x48x32",
+                              "dense_bf16bf16f32_amx_16x16x16", "dense_bf16bf16f32_amx_8x16x32",
+                              "dense_bf16bf16f32_amx_32x32x48"};
+  for (int i = 0; i < MLC_COUNTOF(bad); i++) CHECK_MSG(!mlc_tensor_intrin_exists(bad[i]), "%s", bad[i]);
+  static const int64_t shapes[][3] = {{16, 16, 32}, {32, 32, 128}, {16, 32, 256}, {32, 16, 64}, {32, 32, 512}};
+  int64_t M = 64, N = 96, K = 512;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    bool with_init = sh[2] == K;
+    char name[96], sym[32];
+    snprintf(name, sizeof name, "dense_bf16bf16f32_amx%s_%lldx%lldx%lld", with_init ? "_init" : "",
+             (long long)sh[0], (long long)sh[1], (long long)sh[2]);
+    snprintf(sym, sizeof sym, "bf16_amx%d", t);
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    bool ok = schedule_tile(s, sh[0], sh[1], sh[2], name, with_init, &err);
+    CHECK_MSG(ok, "%s: %s", name, err.msg);
+    if (!ok) {
+      mlc_sched_free(s);
+      continue;
+    }
+    mlc_array args[3];
+    fill_bf16(f, args, 120 + (uint64_t)t);
+    CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+    double worst;
+    int wrong = bf16_wrong(args, &worst);
+    CHECK_MSG(wrong == 0, "interpreted %s: %d outside the bound (worst %g)", name, wrong, worst);
+    mlc_str ir = {0};
+    mlc_jit_lib *lib = build("llvm", mlc_sched_func(s), sym, &ir, &err);
+    CHECK_MSG(lib, "%s", err.msg);
+    CHECK_MSG(!lib || (strstr(ir.data, "llvm.x86.tdpbf16ps.internal") &&
+                       (!with_init || strstr(ir.data, "llvm.x86.tilezero.internal"))),
+              "%s: no tdpbf16ps (or tilezero) in the IR", name);
+    mlc_str_free(&ir);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &err) : NULL;
+    if (fn) {
+      memset(args[2].data, 0x7f, (size_t)(M * N) * sizeof(float)); /* NaN-free garbage the init overwrites */
+      CHECK(mlc_kernel_call(fn, 3, args) == 0);
+      wrong = bf16_wrong(args, &worst);
+      CHECK_MSG(wrong == 0, "compiled %s: %d outside the bound (worst %g)", name, wrong, worst);
+    }
+    mlc_jit_unload(lib);
+    if (t == 0) {
+      lib = build("llvm -mcpu=icelake-client -mattr=+avx512bf16", mlc_sched_func(s), "bf16_noamx", NULL, &err);
+      CHECK(lib == NULL);
+      CHECK_MSG(strstr(err.msg, "mlc_x86_tdpbf16ps_block needs the CPU feature +amx-bf16"), "%s", err.msg);
+    }
+    free_args(args);
+    mlc_sched_free(s);
+  }
+  /* K a multiple of 32 in the builtin too */
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  CHECK(!schedule_tile(s, 16, 16, 16, "dense_bf16bf16f32_amx_16x16x16", false, &err));
+  CHECK_MSG(strstr(err.msg, "no tensor intrinsic named"), "%s", err.msg);
+  mlc_sched_free(s);
+
+  /* the design space around the family (32 rows: AMX's multiple of 16) */
+  mlc_prim_func *g = task(a, "matmul_bf16", (int64_t[]){32, 64, 128});
+  check_space(g, "mlc_x86_tdpbf16ps_block", 3, fill_bf16, bf16_wrong_ctx, NULL);
+
+  /* one thread, 256x256x1024 */
+  M = 256, N = 256, K = 1024;
+  f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  mlc_sched *sa = mlc_sched_new(f, 1), *sv = mlc_sched_new(f, 1);
+  bool ok = schedule_tile(sa, 16, 32, 1024, "dense_bf16bf16f32_amx_init_16x32x1024", true, &err) &&
+            schedule_block(sv, 8, 32, 256, NULL, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_jit_lib *la = ok ? build("llvm", mlc_sched_func(sa), "bf16_amx_t", NULL, &err) : NULL;
+  mlc_jit_lib *lv = la ? build("llvm", mlc_sched_func(sv), "bf16_vdp_t", NULL, &err) : NULL;
+  CHECK_MSG(!ok || (la && lv), "%s", err.msg);
+  mlc_kernel_fn fa = lv ? mlc_jit_lookup(la, "bf16_amx_t", &err) : NULL;
+  mlc_kernel_fn fv = fa ? mlc_jit_lookup(lv, "bf16_vdp_t", &err) : NULL;
+  if (fa && fv) {
+    mlc_array args[3];
+    fill_bf16(f, args, 130);
+    double worst;
+    CHECK(mlc_kernel_call(fa, 3, args) == 0 && bf16_wrong(args, &worst) == 0);
+    double ta = best_time(fa, args, 7), tv = best_time(fv, args, 7), ops = 2.0 * (double)(M * N * K);
+    printf("# matmul_bf16 %lldx%lldx%lld, one thread, best of 7: AMX 16x32x1024 (init) %.3f ms (%.1f GFLOP/s), "
+           "AVX-512 BF16 micro-kernel 8x32x256 %.3f ms (%.1f GFLOP/s)\n",
+           (long long)M, (long long)N, (long long)K, ta * 1e3, ops / ta * 1e-9, tv * 1e3, ops / tv * 1e-9);
+    free_args(args);
+  }
+  mlc_jit_unload(la);
+  mlc_jit_unload(lv);
+  mlc_sched_free(sa);
+  mlc_sched_free(sv);
+  mlc_arena_free(a);
+}
+
 static int conv_wrong_ctx(const mlc_array *args, const void *ctx) {
   const int64_t *sp = ctx;
   return conv_wrong(args, sp[0], sp[1]);
@@ -811,6 +939,7 @@ int main(void) {
   RUN(test_block_compiled);
   RUN(test_block_timing);
   RUN(test_bf16_design_space);
+  RUN(test_amx_bf16);
   RUN(test_conv_int8);
   RUN(test_conv_design_space);
   RUN(test_dot_shape);

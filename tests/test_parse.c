@@ -418,6 +418,37 @@ static void test_explicit_root(void) {
   mlc_arena_free(a);
 }
 
+static void check_reprint(const char *text, const char *want_line);
+
+/* An explicit root may open with T.init() (a tensor intrinsic describing a
+ * block with its init): it is the root block's init, printed and read
+ * back the same. */
+static void test_explicit_root_init(void) {
+  static const char text[] = "@T.prim_func\n"
+                             "def f(A: T.Buffer((4, 8), \"float32\"), C: T.Buffer((4,), \"float32\")):\n"
+                             "    with T.block(\"root\"):\n"
+                             "        T.reads(A[0:4, 0:8])\n"
+                             "        T.writes(C[0:4])\n"
+                             "        with T.init():\n"
+                             "            for i in range(4):\n"
+                             "                with T.block(\"init\"):\n"
+                             "                    vi = T.axis.spatial(4, i)\n"
+                             "                    C[vi] = T.float32(0)\n"
+                             "        for i, k in T.grid(4, 8):\n"
+                             "            with T.block(\"update\"):\n"
+                             "                vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+                             "                C[vi] = C[vi] + A[vi, vk]\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_module *m = PARSE_OK(a, text);
+  if (m) {
+    mlc_block *root = mlc_func_root(m->funcs[0]);
+    CHECK(root->init && root->init->kind == MLC_STMT_FOR && root->body->kind == MLC_STMT_FOR);
+    CHECK(find_block(m->funcs[0], "init") && find_block(m->funcs[0], "update"));
+  }
+  mlc_arena_free(a);
+  check_reprint(text, "        with T.init():\n            for i in range(4):");
+}
+
 static void test_loop_kinds(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_module *m = PARSE_OK(
@@ -1341,6 +1372,12 @@ static const bad_case bad_cases[] = {
     {"func_attr in loop", HDR "    for i in range(4):\n        T.func_attr({})\n", 4,
      "T.func_attr must be at the top level"},
     {"init outside block", HDR "    with T.init():\n        pass\n", 3, "must be directly inside a T.block"},
+    {"init after the root's statements", HDR "    with T.block(\"root\"):\n        B[0] = 1.0\n"
+                                          "        with T.init():\n            B[0] = 0.0\n", 5,
+     "must come before the statements of block \"root\""},
+    {"two inits in the root", HDR "    with T.block(\"root\"):\n        with T.init():\n            B[0] = 0.0\n"
+                               "        with T.init():\n            B[0] = 0.0\n        B[0] = 1.0\n", 6,
+     "two T.init()"},
     {"two inits", LOOP "            with T.init():\n                B[i] = 0.0\n"
                   "            with T.init():\n                B[i] = 0.0\n", 7, "two T.init()"},
     {"where twice", LOOP "            T.where(i < 2)\n            T.where(i < 3)\n", 6, "T.where given twice"},
@@ -1656,6 +1693,7 @@ int main(void) {
   RUN(test_match_buffer);
   RUN(test_func_attr_values);
   RUN(test_explicit_root);
+  RUN(test_explicit_root_init);
   RUN(test_loop_kinds);
   RUN(test_block_header);
   RUN(test_partial_regions);

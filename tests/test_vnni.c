@@ -8,7 +8,8 @@
  * shapes, dtypes and names refused; a target without it refused; the
  * design space's samples tensorized, exact and replayed from their JSON
  * traces; timing against the same tiling without tensorize and against
- * the one-step intrinsic. */
+ * the one-step intrinsic; the _init members, which take a block's init in
+ * with the whole reduction. */
 #include "costmodel/costmodel_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
@@ -514,6 +515,105 @@ static void test_amx(void) {
   mlc_arena_free(a);
 }
 
+/* The tile loops of an r x c x kb micro-kernel cut off (i / r, j / c,
+ * k / kb, then the tile), the init still in the block; *tile: the
+ * tile's outermost loop. */
+static bool cut_tile(mlc_sched *s, int64_t r, int64_t c, int64_t kb, mlc_rv *tile, mlc_error *err) {
+  mlc_rv b, *l, i[2], j[2], k[2];
+  if (!mlc_sched_get_block(s, "C", "main", &b, err) || mlc_sched_get_loops(s, b, &l, err) != 3) return false;
+  mlc_rv li = l[0], lj = l[1], lk = l[2];
+  bool ok = mlc_sched_split(s, li, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(r)}, true, i, err) &&
+            mlc_sched_split(s, lj, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(c)}, true, j, err) &&
+            mlc_sched_split(s, lk, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(kb)}, true, k, err) &&
+            mlc_sched_reorder(s, 6, (mlc_rv[]){i[0], j[0], k[0], i[1], j[1], k[1]}, err);
+  *tile = i[1];
+  return ok;
+}
+
+/* The _init members: a tile holding the whole reduction is tensorized
+ * with its init (no decompose_reduction): the call is the builtin's
+ * _init variant, nothing stores the zeros, and the result is exact over
+ * garbage in C, interpreted and compiled (VNNI; AMX with tilezero where
+ * the host has it). Refused with the reason, the state unchanged: a tile
+ * of part of the reduction (its init runs once over several calls), a
+ * decomposed update (no init to compute), the plain member on a block
+ * with its init. */
+static void test_init_members(void) {
+  if (!have_vnni) return;
+  static const int64_t shapes[][3] = {{1, 16, 32}, {3, 48, 64}, {4, 32, 128}, {16, 32, 128}};
+  for (int t = 0; t < MLC_COUNTOF(shapes); t++) {
+    const int64_t *sh = shapes[t];
+    bool amx = t == 3;
+    if (amx && !have_amx) continue;
+    family = amx ? "dense_u8i8i32_amx_init" : "dense_u8i8i32_vnni_init";
+    const char *builtin = amx ? "\"mlc_x86_tdpbusd_block_init\"" : "\"mlc_x86_vpdpbusd_block_init\"";
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = dense(a, 2 * sh[0], 2 * sh[1], sh[2]);
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_error err;
+    mlc_rv tile;
+    bool ok = cut_tile(s, sh[0], sh[1], sh[2], &tile, &err) &&
+              mlc_sched_tensorize(s, tile, member(sh[0], sh[1], sh[2]), &err);
+    CHECK_MSG(ok, "%s: %s", member(sh[0], sh[1], sh[2]), err.msg);
+    if (ok) {
+      mlc_str text = {0};
+      mlc_print_func(&text, mlc_sched_func(s));
+      CHECK_MSG(strstr(text.data, builtin) && !strstr(text.data, "C_init") && !strstr(text.data, "] = 0"),
+                "%s", text.data);
+      mlc_str_free(&text);
+      mlc_array args[3];
+      fill(f, args, 60 + (uint64_t)t);
+      CHECK_MSG(mlc_interp_run(mlc_sched_func(s), args, &err), "%s", err.msg);
+      int bad = count_wrong(args);
+      CHECK_MSG(bad == 0, "interpreted %s: %d outputs wrong", member(sh[0], sh[1], sh[2]), bad);
+      mlc_str ir = {0};
+      mlc_jit_lib *lib = build("llvm", mlc_sched_func(s), "dense_init", &ir, &err);
+      CHECK_MSG(lib, "%s", err.msg);
+      CHECK_MSG(!lib || !amx || strstr(ir.data, "llvm.x86.tilezero.internal"), "no tilezero in the IR");
+      mlc_str_free(&ir);
+      mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, "dense_init", &err) : NULL;
+      if (fn) {
+        memset(args[2].data, 0x5a, (size_t)mlc_array_numel(&args[2]) * 4);
+        CHECK(mlc_kernel_call(fn, 3, args) == 0);
+        bad = count_wrong(args);
+        CHECK_MSG(bad == 0, "compiled %s: %d outputs wrong", member(sh[0], sh[1], sh[2]), bad);
+      }
+      mlc_jit_unload(lib);
+      free_args(args);
+    }
+    mlc_sched_free(s);
+
+    /* half the reduction per tile: the init would run at every call */
+    s = mlc_sched_new(f, 1);
+    ok = cut_tile(s, sh[0], sh[1], sh[2] / 2, &tile, &err);
+    CHECK_MSG(ok, "%s", err.msg);
+    mlc_str before = {0}, after = {0};
+    mlc_print_func(&before, mlc_sched_func(s));
+    int n_insts = mlc_sched_trace(s)->insts.len;
+    CHECK(!mlc_sched_tensorize(s, tile, member(sh[0], sh[1], sh[2] / 2), &err));
+    CHECK_MSG(strstr(err.msg, "reduction mismatch") && strstr(err.msg, "decompose_reduction first"), "%s",
+              err.msg);
+    /* the plain member on the block with its init */
+    family = amx ? "dense_u8i8i32_amx" : "dense_u8i8i32_vnni";
+    CHECK(!mlc_sched_tensorize(s, tile, member(sh[0], sh[1], sh[2] / 2), &err));
+    CHECK_MSG(strstr(err.msg, "has an init"), "%s", err.msg);
+    mlc_print_func(&after, mlc_sched_func(s));
+    CHECK(strcmp(before.data, after.data) == 0 && mlc_sched_trace(s)->insts.len == n_insts);
+    mlc_str_free(&before);
+    mlc_str_free(&after);
+    mlc_sched_free(s);
+
+    /* a decomposed update has no init for the _init member to compute */
+    s = mlc_sched_new(f, 1);
+    family = amx ? "dense_u8i8i32_amx_init" : "dense_u8i8i32_vnni_init";
+    CHECK(!schedule_block(s, sh[0], sh[1], sh[2], member(sh[0], sh[1], sh[2]), false, &err));
+    CHECK_MSG(strstr(err.msg, "computes an init"), "%s", err.msg);
+    mlc_sched_free(s);
+    mlc_arena_free(a);
+  }
+  family = "dense_u8i8i32_vnni";
+}
+
 /* The cost model sees a tensorized call: one feature row for it besides
  * the init's, whose int multiply-adds are the whole product's (the calls
  * times each call's R x C x K), for two tile shapes alike; the one-step
@@ -607,7 +707,7 @@ static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
   mlc_error err;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s", err.msg);
-  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0, n_shapes = 0;
+  int n = sp ? mlc_tuner_space_count(sp) : 0, tensorized = 0, n_shapes = 0, with_init = 0;
   char shapes[16][64];
   enum { SEEDS = 8 };
   CHECK(n >= 1);
@@ -625,6 +725,7 @@ static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
       for (int q = 0; q < tr->insts.len; q++) {
         const mlc_inst *in = &tr->insts.data[q];
         if (in->kind != MLC_INST_TENSORIZE) continue;
+        with_init += strstr(in->attrs[0].s, "_init_") != NULL;
         int z = 0;
         while (z < n_shapes && strcmp(shapes[z], in->attrs[0].s) != 0) z++;
         if (z == n_shapes && n_shapes < 16) snprintf(shapes[n_shapes++], 64, "%s", in->attrs[0].s);
@@ -655,6 +756,9 @@ static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
     }
   CHECK_MSG(tensorized == SEEDS * n, "%d of %d samples tensorized", tensorized, SEEDS * n);
   CHECK_MSG(n_shapes >= 2, "%d micro-kernel shapes sampled", n_shapes);
+  /* a tile of the whole reduction (K among the sampled sizes) takes the
+   * init in: the postprocessor's _init member */
+  CHECK_MSG(with_init >= 1, "no sample tensorized with an _init member");
   if (sp) mlc_tuner_space_free(sp);
   mlc_arena_free(a);
 }
@@ -678,7 +782,7 @@ static void test_registry_full(void) {
     snprintf(name, sizeof name, "dense_u8i8i32_vnni_3x16x%d", k);
     full = !mlc_tensor_intrin_exists(name);
   }
-  CHECK_MSG(full && n > 100 && n <= 300, "full after %d members", n);
+  CHECK_MSG(full && n > 100 && n <= 560, "full after %d members", n);
   CHECK(mlc_tensor_intrin_exists("dense_u8i8i32_vnni_3x16x4") && mlc_tensor_intrin_exists(INTRIN));
   CHECK(!mlc_tensor_intrin_exists(name));
 }
@@ -694,6 +798,7 @@ int main(void) {
   RUN(test_block_compiled);
   RUN(test_block_builtin_check);
   RUN(test_amx);
+  RUN(test_init_members);
   RUN(test_features);
   RUN(test_target_without_vnni);
   RUN(test_design_space);

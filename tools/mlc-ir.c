@@ -790,7 +790,7 @@ typedef struct extern_names {
 
 static void note_extern(const mlc_expr *e, void *ud) {
   extern_names *x = ud;
-  if (e->kind != MLC_EXPR_CALL_EXTERN) return;
+  if (e->kind != MLC_EXPR_CALL_EXTERN || mlc_target_is_builtin(e->ext.name)) return;
   for (int i = 0; i < x->v.len; i++)
     if (strcmp(x->v.data[i], e->ext.name) == 0) return;
   MLC_VEC_APUSH(x->a, x->v, e->ext.name);

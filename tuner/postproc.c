@@ -345,6 +345,30 @@ static const char *tensorize_intrin(const mlc_block *b, const char *ann, char *b
   return buf;
 }
 
+/* A block the tiling-with-intrinsic rule annotated with a family, whose
+ * whole reduction is in the tile (no reduce iter of the block over more
+ * than one value), is tensorized with its init by the family's _init
+ * member (<name>_init_<R>x<C>x<K>: accumulators zeroed in registers, C
+ * only written) before rewrite_reductions would move the init out. A
+ * block that does not fit is left to the decomposed path. */
+static void rewrite_tensorize_init(mlc_sched *s, int nb, const char **names) {
+  for (int i = 0; i < nb; i++) {
+    const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
+    const mlc_ann *an = b ? mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSORIZE) : NULL;
+    if (!an || an->kind != MLC_ANN_STRING || !b->init || mlc_tensor_intrin_exists(an->s)) continue;
+    char family[80], buf[112];
+    snprintf(family, sizeof family, "%s_init", an->s);
+    const char *intrin = tensorize_intrin(b, family, buf, sizeof buf);
+    mlc_rv brv;
+    mlc_error e;
+    if (intrin == family || !mlc_tensor_intrin_exists(intrin) ||
+        !mlc_sched_get_block(s, names[i], NULL, &brv, &e))
+      continue;
+    /* a refusal changes nothing; the annotation goes only when it fits */
+    if (mlc_sched_tensorize(s, brv, intrin, &e)) mlc_sched_unannotate(s, brv, TUNER_ANN_TENSORIZE, &e);
+  }
+}
+
 /* meta-schedule's RewriteTensorize: a block the tiling-with-intrinsic rule
  * annotated is tensorized with that intrinsic (after rewrite_reductions
  * moved its init out). A refusal leaves the block as computed loops. */
@@ -375,6 +399,7 @@ bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   if (p.parallel > 0) rewrite_parallel(s, p.parallel);
   if (p.vectorize > 1) rewrite_vectorize(s, p.vectorize, nb, names);
   if (p.unroll > 0) rewrite_unroll(s, p.unroll, nb, names);
+  rewrite_tensorize_init(s, nb, names);
   rewrite_reductions(s, nb, names);
   nb = tuner_blocks_post_order(a, mlc_sched_func(s), &names); /* decomposed: X_update, X_init */
   rewrite_tensorize(s, nb, names);

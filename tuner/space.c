@@ -567,6 +567,10 @@ static const double BF16_RED_WEIGHTS[] = {1, 1, 2, 2, 3, 3};
 static const int64_t BF16_RED_SHORT[] = {2, 4, 8, 16};
 static const double BF16_RED_SHORT_WEIGHTS[] = {1, 1, 1, 1};
 
+/* AMX BF16: tiles as AMX int8's, 32 bfloat16 of K per step. */
+static const int64_t AMX_BF16_RED_TILES[] = {32, 64, 128, 256, 512, 1024};
+static const double AMX_BF16_RED_WEIGHTS[] = {1, 1, 1, 2, 2, 2};
+
 typedef struct tile_knobs {
   knob rows, cols, red, red_short; /* red_short: when no size of red divides */
 } tile_knobs;
@@ -576,6 +580,9 @@ static const tile_knobs VNNI_KNOBS = {KNOB(ROW_TILES, ROW_WEIGHTS), KNOB(COL_TIL
 static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                      KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                      KNOB(AMX_RED_TILES, AMX_RED_WEIGHTS), {NULL, NULL, 0}};
+static const tile_knobs AMX_BF16_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
+                                          KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
+                                          KNOB(AMX_BF16_RED_TILES, AMX_BF16_RED_WEIGHTS), {NULL, NULL, 0}};
 static const tile_knobs BF16_KNOBS = {KNOB(BF16_ROW_TILES, BF16_ROW_WEIGHTS),
                                       KNOB(BF16_COL_TILES, BF16_COL_WEIGHTS), KNOB(BF16_RED_TILES, BF16_RED_WEIGHTS),
                                       KNOB(BF16_RED_SHORT, BF16_RED_SHORT_WEIGHTS)};
@@ -587,7 +594,7 @@ static const tile_knobs BF16_KNOBS = {KNOB(BF16_ROW_TILES, BF16_ROW_WEIGHTS),
  * dense_u8i8i32_vnni_<R>x<C>x<K> on demand) has a sampled tile instead:
  * R rows (the output's second-last dimension), C columns and K reduction
  * elements, each a SampleCategorical over the sizes dividing the loop
- * (VNNI_KNOBS, AMX_KNOBS, BF16_KNOBS), so the micro-kernel's shape is a knob
+ * (VNNI_KNOBS, AMX_KNOBS, AMX_BF16_KNOBS, BF16_KNOBS), so the micro-kernel's shape is a knob
  * that mutation moves; the postprocessor names the member from the tile.
  * Each is used only where registered (for a target whose CPU has the
  * instruction). */
@@ -603,6 +610,7 @@ static const tile_intrin TILE_INTRINS[] = {
     {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4"},
     {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, NULL},
     {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4, NULL, NULL},
+    {"dense_bf16bf16f32_amx", 0, 0, &AMX_BF16_KNOBS, "dense_bf16bf16f32_amx_16x16x32"},
     {"dense_bf16bf16f32_avx512bf16", 0, 0, &BF16_KNOBS, "dense_bf16bf16f32_avx512bf16_1x16x2"},
     {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2, NULL, NULL},
 };

@@ -244,7 +244,7 @@ if grep -q avx512_vnni /proc/cpuinfo 2>/dev/null; then
   rec=$(sed -n 's/.*dense_int8 .* record \([0-9]*\) .*/\1/p' "$tmp/cout")
   check compile_dense_int8_replayed test -n "$rec"
   $B/bin/mlc-db --db "$tmp/i8.db" show "${rec:-0}" >"$tmp/show" 2>&1
-  check tune_dense_int8_tensorized grep -q 'sch.tensorize(.*dense_u8i8i32_[a-z]*_[0-9]*x[0-9]*x[0-9]*' "$tmp/show"
+  check tune_dense_int8_tensorized grep -q 'sch.tensorize(.*dense_u8i8i32_[a-z_]*_[0-9]*x[0-9]*x[0-9]*' "$tmp/show"
   # mlc-ir replays a trace tensorized with a micro-kernel family member
   $B/bin/mlc-ir print --task dense_int8 --shape 32,64,128 >"$tmp/d8.py"
   $B/bin/mlc-ir apply "$tmp/d8.py" --trace tests/fuzz/corpus/fuzz_trace/tensorize_vnni_block.json \
