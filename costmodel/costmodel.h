@@ -59,7 +59,7 @@
 /* ---- features ----------------------------------------------------------- */
 
 /* Layout version of the feature vectors; stored with models. */
-#define MLC_FEATURE_VERSION 1
+#define MLC_FEATURE_VERSION 2
 /* Floats per buffer store (group sizes in FEATURES.md). */
 #define MLC_FEATURE_DIM 164
 /* Buffers described per store (more are dropped, fewer are zero-filled). */

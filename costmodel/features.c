@@ -715,8 +715,9 @@ static void extract_store(walker *w, const mlc_stmt *s) {
  * call) is a row too, as if it stored to that buffer: each pointer
  * argument is an access at its region's start (how the tile moves over
  * the loops around the call), and a CPU builtin's multiply-adds
- * (mlc_target_extern_work) count as int multiply-adds. Other calls give
- * no row, as before. */
+ * (mlc_target_extern_work) count as multiply-adds of the written
+ * buffer's kind (int32 accumulators: int, float32: float). Other calls
+ * give no row, as before. */
 static void extract_call(walker *w, const mlc_expr *e) {
   int wi = -1;
   for (int i = 0; i < e->ext.n_args && wi < 0; i++)
@@ -736,7 +737,9 @@ static void extract_call(walker *w, const mlc_expr *e) {
   }
   collect_loads(&c, e);
   count_ops(c.arith, e, (double)c.prod);
-  c.arith[7 + A_MAD] += (double)c.prod * mlc_target_extern_work(e);
+  /* float accumulators (bfloat16 products): float multiply-adds, which
+   * the arithmetic intensity curve counts too */
+  c.arith[(mlc_dtype_is_float(wx->buf->dtype) ? 0 : 7) + A_MAD] += (double)c.prod * mlc_target_extern_work(e);
   finish_row(w, &c, wx->buf, out_coef);
 }
 

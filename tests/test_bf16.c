@@ -25,6 +25,7 @@
  * Interpreted checks need the intrinsic registered (which follows the
  * host's features, as tuning does); compiled ones need the host CPU to
  * have the instruction (SKIP otherwise). */
+#include "costmodel/costmodel_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
@@ -852,6 +853,35 @@ static void test_amx_bf16(void) {
   mlc_arena_free(a);
 }
 
+/* The cost model counts a bfloat16 micro-kernel's products as float
+ * multiply-adds (the calls times R x C x K), not int ones, and its
+ * arithmetic intensity curve is not empty. */
+static void test_bf16_features(void) {
+  if (!have_bf16) return;
+  int64_t M = 28, N = 64, K = 128;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul_bf16", (int64_t[]){M, N, K});
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_error err;
+  bool ok = schedule_block(s, 7, 32, 64, NULL, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  mlc_features ft;
+  CHECK_MSG(ok && mlc_features_extract(mlc_sched_func(s), &ft, &err), "%s", err.msg);
+  if (ok) {
+    double want = log2((double)(M * N * K) + 1), fmad = 0, imad = 0, ai = 0;
+    for (int r = 0; r < ft.n_stores; r++) {
+      const float *row = ft.rows + (size_t)r * MLC_FEATURE_DIM;
+      if (row[0] > fmad) fmad = row[0], imad = row[7], ai = row[156];
+    }
+    CHECK_MSG(fmad > want - 1e-3 && fmad < want + 0.1, "float_mad %g, want %g", fmad, want);
+    CHECK_MSG(imad < want - 4, "int_mad %g: the products counted as int work", imad);
+    CHECK_MSG(ai > 0, "the arithmetic intensity curve is empty");
+    mlc_features_free(&ft);
+  }
+  mlc_sched_free(s);
+  mlc_arena_free(a);
+}
+
 static int conv_wrong_ctx(const mlc_array *args, const void *ctx) {
   const int64_t *sp = ctx;
   return conv_wrong(args, sp[0], sp[1]);
@@ -940,6 +970,7 @@ int main(void) {
   RUN(test_block_timing);
   RUN(test_bf16_design_space);
   RUN(test_amx_bf16);
+  RUN(test_bf16_features);
   RUN(test_conv_int8);
   RUN(test_conv_design_space);
   RUN(test_dot_shape);
