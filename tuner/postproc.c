@@ -345,17 +345,29 @@ static const char *tensorize_intrin(const mlc_block *b, const char *ann, char *b
   return buf;
 }
 
+/* Whether every reduce iter of b takes one value (the tile inside holds
+ * the whole reduction). */
+static bool whole_reduction_inside(const mlc_block *b) {
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t ext;
+    if (b->iters[i].kind == MLC_ITER_REDUCE && !(mlc_expr_is_const_int(b->iters[i].dom.extent, &ext) && ext == 1))
+      return false;
+  }
+  return true;
+}
+
 /* A block the tiling-with-intrinsic rule annotated with a family, whose
- * whole reduction is in the tile (no reduce iter of the block over more
- * than one value), is tensorized with its init by the family's _init
- * member (<name>_init_<R>x<C>x<K>: accumulators zeroed in registers, C
- * only written) before rewrite_reductions would move the init out. A
- * block that does not fit is left to the decomposed path. */
+ * whole reduction is in the tile, is tensorized with its init by the
+ * family's _init member (<name>_init_<R>x<C>x<K>: accumulators zeroed in
+ * registers, C only written) before rewrite_reductions would move the
+ * init out. A block that does not fit is left to the decomposed path. */
 static void rewrite_tensorize_init(mlc_sched *s, int nb, const char **names) {
   for (int i = 0; i < nb; i++) {
     const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
     const mlc_ann *an = b ? mlc_ann_find(b->n_anns, b->anns, TUNER_ANN_TENSORIZE) : NULL;
-    if (!an || an->kind != MLC_ANN_STRING || !b->init || mlc_tensor_intrin_exists(an->s)) continue;
+    if (!an || an->kind != MLC_ANN_STRING || !b->init || !whole_reduction_inside(b) ||
+        mlc_tensor_intrin_exists(an->s))
+      continue;
     char family[80], buf[112];
     snprintf(family, sizeof family, "%s_init", an->s);
     const char *intrin = tensorize_intrin(b, family, buf, sizeof buf);
