@@ -571,21 +571,30 @@ static const double BF16_RED_SHORT_WEIGHTS[] = {1, 1, 1, 1};
 static const int64_t AMX_BF16_RED_TILES[] = {32, 64, 128, 256, 512, 1024};
 static const double AMX_BF16_RED_WEIGHTS[] = {1, 1, 1, 2, 2, 2};
 
+/* The whole reduction in one call is a size too (weight WHOLE_WEIGHT) where
+ * it is a multiple of the family's K step and at most the builtins' K
+ * bound: the postprocessor then gives the call the block's init (the
+ * _init member, accumulators from zero), which on AMX is what the tile
+ * loads of a decomposed init cost. */
+enum { WHOLE_MAX = 4096 };
+static const double WHOLE_WEIGHT = 2;
+
 typedef struct tile_knobs {
   knob rows, cols, red, red_short; /* red_short: when no size of red divides */
+  int64_t whole_step;              /* K step of a whole reduction (0: never whole) */
 } tile_knobs;
 static const tile_knobs VNNI_KNOBS = {KNOB(ROW_TILES, ROW_WEIGHTS), KNOB(COL_TILES, COL_WEIGHTS),
                                       KNOB(RED_TILES, RED_WEIGHTS),
-                                      KNOB(RED_TILES_SHORT, RED_SHORT_WEIGHTS)};
+                                      KNOB(RED_TILES_SHORT, RED_SHORT_WEIGHTS), 4};
 static const tile_knobs AMX_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                      KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
-                                     KNOB(AMX_RED_TILES, AMX_RED_WEIGHTS), {NULL, NULL, 0}};
+                                     KNOB(AMX_RED_TILES, AMX_RED_WEIGHTS), {NULL, NULL, 0}, 64};
 static const tile_knobs AMX_BF16_KNOBS = {KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
                                           KNOB(AMX_ROW_TILES, AMX_ROW_WEIGHTS),
-                                          KNOB(AMX_BF16_RED_TILES, AMX_BF16_RED_WEIGHTS), {NULL, NULL, 0}};
+                                          KNOB(AMX_BF16_RED_TILES, AMX_BF16_RED_WEIGHTS), {NULL, NULL, 0}, 32};
 static const tile_knobs BF16_KNOBS = {KNOB(BF16_ROW_TILES, BF16_ROW_WEIGHTS),
                                       KNOB(BF16_COL_TILES, BF16_COL_WEIGHTS), KNOB(BF16_RED_TILES, BF16_RED_WEIGHTS),
-                                      KNOB(BF16_RED_SHORT, BF16_RED_SHORT_WEIGHTS)};
+                                      KNOB(BF16_RED_SHORT, BF16_RED_SHORT_WEIGHTS), 2};
 #undef KNOB
 
 /* CPU tensor intrinsics the rule tries, first fit first, with their tile:
@@ -644,10 +653,11 @@ static int row_iter(const mlc_block *b) {
 }
 
 /* v = SampleCategorical over the sizes of k that divide the loop's extent
- * (else over those of fallback), then the loop split by v: (outer,
- * inner). False when none divides. */
-static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *fallback, mlc_rv *v,
-                          mlc_rv *parts, mlc_error *err) {
+ * (else over those of fallback), and the extent itself where whole_step
+ * allows it (WHOLE_MAX), then the loop split by v: (outer, inner). False
+ * when none fits. */
+static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *fallback, int64_t whole_step,
+                          mlc_rv *v, mlc_rv *parts, mlc_error *err) {
   int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(t, loop)), cands[16];
   double probs[16], sum = 0;
   int n = 0;
@@ -658,6 +668,12 @@ static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *
         cands[n] = z->sizes[i];
         sum += probs[n++] = z->weights[i];
       }
+  }
+  bool have_whole = false;
+  for (int i = 0; i < n; i++) have_whole |= cands[i] == ext;
+  if (whole_step > 0 && ext > 0 && ext % whole_step == 0 && ext <= WHOLE_MAX && !have_whole && n < 16) {
+    cands[n] = ext;
+    sum += probs[n++] = WHOLE_WEIGHT;
   }
   if (n == 0) return mlc_error_set(err, "no micro-kernel tile divides %lld", (long long)ext);
   for (int i = 0; i < n; i++) probs[i] /= sum;
@@ -678,9 +694,9 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
     mlc_rv vr, vc, vk;
     rw = row_iter(b);
     if (rw < 0) return mlc_error_set(err, "no row dimension");
-    if (!split_by_knob(t, lp[rw], &kn->rows, NULL, &vr, is, err) ||
-        !split_by_knob(t, lp[sp], &kn->cols, NULL, &vc, js, err) ||
-        !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, &vk, ks, err))
+    if (!split_by_knob(t, lp[rw], &kn->rows, NULL, 0, &vr, is, err) ||
+        !split_by_knob(t, lp[sp], &kn->cols, NULL, 0, &vc, js, err) ||
+        !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, kn->whole_step, &vk, ks, err))
       return false;
     snprintf(member, member_n, "%s_%lldx%lldx%lld", ti->name,
              (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
