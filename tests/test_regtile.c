@@ -249,9 +249,9 @@ static mlc_prim_func *packed_dense(mlc_arena *a, int M, int N, int K) {
  * jl as the lanes, i as rows and jb as a second weight vector, in the
  * sketches (and their samples compute what the plain kernel does) and in
  * the default schedule. */
-static void test_packed_dense(void) {
+static void check_packed_dense_sketches(int M, int N, int K) {
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = packed_dense(a, 32, 64, 48);
+  mlc_prim_func *f = packed_dense(a, M, N, K);
   mlc_tuner_opts o;
   small_opts(&o);
   mlc_error e;
@@ -265,16 +265,23 @@ static void test_packed_dense(void) {
     for (int i = 0; i < 4 && !test_case_failed_; i++) {
       mlc_sched *s = mlc_tuner_space_sample(sp, k, 100 + (uint64_t)i, &e);
       if (!s) continue;
-      CHECK_MSG(same_results(f, mlc_sched_func(s), i < 2, why, sizeof why), "sketch %d sample %d: %s", k,
-                i, why);
+      CHECK_MSG(same_results(f, mlc_sched_func(s), i < 2, why, sizeof why), "%dx%dx%d sketch %d sample %d: %s",
+                M, N, K, k, i, why);
       CHECK_MSG(acc_in_registers(mlc_sched_func(s), "T_dense_global", 28 * 16, 1, why, sizeof why),
-                "sketch %d sample %d: %s", k, i, why);
+                "%dx%dx%d sketch %d sample %d: %s", M, N, K, k, i, why);
       mlc_sched_free(s);
     }
   }
-  CHECK_MSG(found == 1, "%d register-tile sketches, want 1", found);
+  CHECK_MSG(found == 1, "%dx%dx%d: %d register-tile sketches, want 1", M, N, K, found);
   if (sp) mlc_tuner_space_free(sp);
   mlc_arena_free(a);
+}
+
+/* Also one row (ResNet-18's classifier): N = 1000 packed by 8, no rows,
+ * several weight blocks per tile. */
+static void test_packed_dense(void) {
+  check_packed_dense_sketches(32, 64, 48);
+  check_packed_dense_sketches(1, 1000, 1024);
 }
 
 /* dense's W[j, k] is read by rows of j: no contiguous output dimension,
@@ -359,6 +366,9 @@ static void test_default_schedule(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = packed_dense(a, 64, 64, 64);
   if (f) check_default_func(f, "dense", "T_dense_global", (l == 16 ? 8 : 4) * 2 * l);
+  /* one row, 125 blocks of 8 columns: 5 blocks per tile (5 FMA chains) */
+  f = packed_dense(a, 1, 1000, 512);
+  if (f) check_default_func(f, "dense 1x1000x512", "T_dense_global", 5 * 8);
   mlc_arena_free(a);
 }
 
