@@ -179,9 +179,44 @@ static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
   b->args = args;
 }
 
+/* A dense layer whose weight is a constant [N, K] with N a multiple of a
+ * vector block n (16, else 8: mlc_task_conv_block): its weight becomes
+ * [N/n, K, n], packed here once (shared by the dense layers that use the
+ * same weight), so the kernel (lower.c: lower_dense) loads n output
+ * columns of one k as one contiguous vector and gets the register tile
+ * matmul has. Other N keep the plain weight (no padding: the kernel would
+ * need a guard on every store). The result stays [M, N]. */
+static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b) {
+  mlc_gvar *w = b->kind == MLC_GCALL_OP && b->op == MLC_GOP_DENSE ? b->args[1] : NULL;
+  if (!w || w->kind != MLC_GVAR_CONST || w->type.ndim != 2) return;
+  int64_t N = w->type.shape[0], K = w->type.shape[1], n = mlc_task_conv_block(N, true);
+  if (n == 0) return;
+  int i;
+  mlc_gvar *p;
+  if (mlc_gmap_get(packed, w, &i)) {
+    p = m->consts[i];
+  } else {
+    mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
+    p = new_const(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+    for (int64_t j = 0; j < N; j++)
+      for (int64_t k = 0; k < K; k++) p->data[((j / n) * K + k) * n + j % n] = w->data[j * K + k];
+    mlc_gmap_put(packed, w, m->n_consts - 1);
+  }
+  mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
+  memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
+  args[1] = p;
+  b->args = args;
+}
+
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new_child(m->arena);
+  mlc_gmap packed = {.a = a}; /* dense weight -> index of its packed form in m->consts */
   for (int i = 0; i < m->n_funcs; i++)
-    for (int j = 0; j < m->funcs[i]->n_bindings; j++) pack_conv_weight(m, &m->funcs[i]->bindings[j]);
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
+      pack_conv_weight(m, &m->funcs[i]->bindings[j]);
+      pack_dense_weight(m, &packed, &m->funcs[i]->bindings[j]);
+    }
+  mlc_arena_free(a);
   for (int i = 0; i < m->n_funcs; i++) mlc_graph_layout_nchwc(m, m->funcs[i]);
   mlc_graph_remove_unused(m);
   return mlc_graph_verify(m, err);

@@ -414,6 +414,23 @@ static bool infer_flatten(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype *o
   return true;
 }
 
+/* dense: w [N, K], or packed by the layout pass (fold.c:
+ * pack_dense_weight) as [N/n, K, n]: n columns of one k contiguous. */
+static bool infer_dense(int n, const mlc_gtype *a, mlc_gtype *out, mlc_error *err) {
+  const mlc_gtype *w = &a[1];
+  bool packed = w->ndim == 3;
+  if (a[0].ndim != 2) return fail_shape(err, MLC_GOP_DENSE, 0, &a[0], "[M, K]");
+  if ((w->ndim != 2 && !packed) || w->shape[1] != a[0].shape[1])
+    return fail_shape(err, MLC_GOP_DENSE, 1, w,
+                      "[N, K] (or packed [N/n, K, n]) with K equal to operand 0's last");
+  int64_t N = packed ? w->shape[0] * w->shape[2] : w->shape[0];
+  if (n == 3 && (a[2].ndim != 1 || a[2].shape[0] != N))
+    return fail_shape(err, MLC_GOP_DENSE, 2, &a[2], "[N] (one bias per output column)");
+  *out = a[0];
+  out->shape[1] = N;
+  return true;
+}
+
 static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                         mlc_gtype *out, mlc_error *err) {
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
@@ -425,15 +442,7 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   out->dtype = MLC_FLOAT32;
   switch (op) {
   case MLC_GOP_MATMUL: return infer_matmul(a, out, err);
-  case MLC_GOP_DENSE:
-    if (a[0].ndim != 2) return fail_shape(err, op, 0, &a[0], "[M, K]");
-    if (a[1].ndim != 2 || a[1].shape[1] != a[0].shape[1])
-      return fail_shape(err, op, 1, &a[1], "[N, K] with K equal to operand 0's last");
-    if (n == 3 && (a[2].ndim != 1 || a[2].shape[0] != a[1].shape[0]))
-      return fail_shape(err, op, 2, &a[2], "[N] (one bias per output column)");
-    *out = a[0];
-    out->shape[1] = a[1].shape[0];
-    return true;
+  case MLC_GOP_DENSE: return infer_dense(n, a, out, err);
   case MLC_GOP_ADD:
   case MLC_GOP_MULTIPLY:
   case MLC_GOP_SUBTRACT:

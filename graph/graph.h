@@ -378,7 +378,11 @@ bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);
 /* conv2d weights that are constants packed into the blocked
  * layout [K/k, C/c, R, S, c, k] (a 6-d weight is a conv2d's packed form),
- * lowered to the NCHWc kernel (the conv2d_nchwc task's blocks). */
+ * lowered to the NCHWc kernel (the conv2d_nchwc task's blocks); dense
+ * weights that are constants [N, K], N a multiple of 16 or 8, packed into
+ * [N/n, K, n] (a 3-d weight is a dense's packed form; the result stays
+ * [M, N]), lowered to a block that writes T_dense[i, jb * n + jl] and gets
+ * the CPU register tile. */
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_lower(mlc_gmodule *m, mlc_error *err);

@@ -133,18 +133,38 @@ static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op,
   return mlc_te_create_prim_func(te, name, n + 1, tensors);
 }
 
+/* T_dense[i, j] = sum_k X[i, k] * W[j, k]. Over a packed weight
+ * [N/n, K, n] (the layout pass) the block iterates (i, jb, jl) and writes
+ * T_dense[i, jb * n + jl], reading W[jb, k, jl]: jl is then the output's
+ * contiguous iter that every read uses only in its last dimension, which
+ * is what the register tile (tuner/regtile.c) vectorizes, jb a second
+ * weight vector per broadcast of X. */
+static mlc_te_tensor *dense_product(mlc_arena *a, mlc_te *te, mlc_te_tensor *X, mlc_te_tensor *W,
+                                    const mlc_gtype *wt, const mlc_gtype *out) {
+  int64_t M = out->shape[0], N = out->shape[1], K = wt->shape[1];
+  if (wt->ndim == 2) {
+    mlc_expr **ij = mlc_te_begin(te, "T_dense", 2, SHAPE(M, N), "ij");
+    mlc_expr *k = mlc_te_reduce_axis(te, K, "k");
+    return mlc_te_sum(te, mlc_mul(a, mlc_te_at(te, X, ij[0], k), mlc_te_at(te, W, ij[1], k)));
+  }
+  int64_t nb = wt->shape[2];
+  mlc_expr **o = mlc_te_begin(te, "T_dense", 3, SHAPE(M, N / nb, nb), "ijl");
+  mlc_expr *j = mlc_add(a, mlc_mul(a, o[1], mlc_int(a, nb)), o[2]);
+  mlc_te_write_at(te, 2, out->shape, (mlc_expr *[]){o[0], j});
+  mlc_expr *k = mlc_te_reduce_axis(te, K, "k");
+  return mlc_te_sum(te, mlc_mul(a, mlc_te_at(te, X, o[0], k), mlc_te_at(te, W, o[1], k, o[2])));
+}
+
 static mlc_prim_func *lower_dense(mlc_arena *a, const char *name, int n, mlc_gvar *const *args,
                                   const mlc_gtype *out) {
-  int64_t M = out->shape[0], N = out->shape[1], K = args[0]->type.shape[1];
+  int64_t M = out->shape[0], N = out->shape[1];
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, &args[0]->type);
   mlc_te_tensor *W = placeholder(te, args[1]->name, &args[1]->type);
   mlc_te_tensor *B = n == 3 ? placeholder(te, args[2]->name, &args[2]->type) : NULL;
-  mlc_expr **ij = mlc_te_begin(te, "T_dense", 2, SHAPE(M, N), "ij");
-  mlc_expr *k = mlc_te_reduce_axis(te, K, "k");
-  mlc_te_tensor *Y = mlc_te_sum(te, mlc_mul(a, mlc_te_at(te, X, ij[0], k), mlc_te_at(te, W, ij[1], k)));
+  mlc_te_tensor *Y = dense_product(a, te, X, W, &args[1]->type, out);
   if (!B) return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, W, Y});
-  ij = mlc_te_begin(te, "T_add_bias", 2, SHAPE(M, N), "ij");
+  mlc_expr **ij = mlc_te_begin(te, "T_add_bias", 2, SHAPE(M, N), "ij");
   Y = mlc_te_end(te, mlc_add(a, mlc_te_at(te, Y, ij[0], ij[1]), mlc_te_at(te, B, ij[1])));
   return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, W, B, Y});
 }

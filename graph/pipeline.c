@@ -17,7 +17,8 @@ static const mlc_gpass passes[] = {
     {"fold", "evaluate ops over weights only at compile time (transposed weights)",
      mlc_graph_fold_constants},
     {"layout", "conv2d weights packed once for the NCHWc kernels ([K/k,C/c,R,S,c,k]; depthwise "
-               "[C/k,1,R,S,1,k]); NCHWc values passed between them, unpack_nchwc where NCHW is read",
+               "[C/k,1,R,S,1,k]); NCHWc values passed between them, unpack_nchwc where NCHW is read; "
+               "dense weights packed [N/n,K,n]",
      mlc_graph_pack_weights},
     {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions",
      mlc_graph_fuse},

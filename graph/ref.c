@@ -431,6 +431,20 @@ static void ref_blocked(mlc_arena *scratch, const mlc_gbinding *b, float *const 
   if (!scratch && y4 != y) mlc_free(y4);
 }
 
+/* dense over a packed weight [N/n, K, n] (the layout pass): the weight
+ * unpacked to [N, K] first, so the packed form is checked against the
+ * same loops as the plain one. */
+static void ref_dense_packed(mlc_arena *scratch, const mlc_gbinding *b, float *const *in,
+                             const mlc_gtype *ts, float *y) {
+  int64_t NB = ts[1].shape[0], K = ts[1].shape[1], n = ts[1].shape[2];
+  mlc_gtype wt = {MLC_FLOAT32, 2, {NB * n, K}};
+  float *w = get_floats(scratch, NB * n * K);
+  for (int64_t j = 0; j < NB * n; j++)
+    for (int64_t k = 0; k < K; k++) w[j * K + k] = in[1][((j / n) * K + k) * n + j % n];
+  ref_matmul(true, &ts[0], in[0], &wt, w, b->n_args == 3 ? in[2] : NULL, &b->var->type, y);
+  if (!scratch) mlc_free(w);
+}
+
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
   mlc_graph_ref_op_in(NULL, b, in, y);
 }
@@ -465,6 +479,10 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_LOG: ref_elemwise(b->op, &b->attrs, b->n_args, in, ts, out, y); return;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
+    if (b->op == MLC_GOP_DENSE && ts[1].ndim == 3) {
+      ref_dense_packed(scratch, b, in, ts, y);
+      return;
+    }
     ref_matmul(b->op == MLC_GOP_DENSE, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
                out, y);
     return;

@@ -33,6 +33,11 @@ struct mlc_te {
   int ndim;
   te_axis *spatial;
   mlc_expr **index; /* refs to the spatial loop vars, handed to the caller */
+  /* mlc_te_write_at: the output's shape and the index written (exprs over
+   * index); out_ndim < 0: the compute's own shape, indexed by its axes */
+  int out_ndim;
+  int64_t out_shape[8];
+  mlc_expr **out_index;
   /* Reduce axes made since the last compute ended; they belong to the next
    * reduction (te.reduce_axis is likewise made before te.compute). */
   MLC_VEC(te_axis) reduce;
@@ -64,6 +69,7 @@ mlc_expr **mlc_te_begin(mlc_te *te, const char *name, int ndim, const int64_t *s
   te->ndim = ndim;
   te->spatial = MLC_NEW_ARRAY(te->a, te_axis, ndim > 0 ? ndim : 1);
   te->index = MLC_NEW_ARRAY(te->a, mlc_expr *, ndim > 0 ? ndim : 1);
+  te->out_ndim = -1;
   for (int i = 0; i < ndim; i++) {
     MLC_ASSERT(shape[i] >= 1 && shape[i] <= INT32_MAX);
     char *vname = axis_names ? mlc_arena_printf(te->a, "%c", axis_names[i])
@@ -73,6 +79,17 @@ mlc_expr **mlc_te_begin(mlc_te *te, const char *name, int ndim, const int64_t *s
     te->index[i] = mlc_ref(te->a, te->spatial[i].loop);
   }
   return te->index;
+}
+
+void mlc_te_write_at(mlc_te *te, int ndim, const int64_t *shape, mlc_expr **idx) {
+  MLC_ASSERT(te->open && ndim >= 0 && ndim <= 8);
+  te->out_ndim = ndim;
+  te->out_index = MLC_NEW_ARRAY(te->a, mlc_expr *, ndim > 0 ? ndim : 1);
+  for (int i = 0; i < ndim; i++) {
+    MLC_ASSERT(shape[i] >= 1 && shape[i] <= INT32_MAX);
+    te->out_shape[i] = shape[i];
+    te->out_index[i] = idx[i];
+  }
 }
 
 mlc_expr *mlc_te_reduce_axis(mlc_te *te, int64_t extent, const char *name) {
@@ -204,10 +221,15 @@ static mlc_expr *copy_subst(mlc_arena *a, const mlc_expr *e, int n, mlc_var **fr
   mlc_unreachable();
 }
 
-/* Fresh refs to the first n iter vars (the output's indices). */
-static mlc_expr **iter_refs(mlc_arena *a, const mlc_block *blk, int n) {
+/* The index the block writes, fresh each call: refs to its first nsp iter
+ * vars, or mlc_te_write_at's exprs over them (loop vars: the spatial
+ * ones). */
+static mlc_expr **out_refs(mlc_arena *a, const mlc_te *te, const mlc_block *blk, mlc_var **loops) {
+  int n = te->out_ndim < 0 ? te->ndim : te->out_ndim;
   mlc_expr **idx = MLC_NEW_ARRAY(a, mlc_expr *, n > 0 ? n : 1);
-  for (int i = 0; i < n; i++) idx[i] = mlc_ref(a, blk->iters[i].var);
+  for (int i = 0; i < n; i++)
+    idx[i] = te->out_ndim < 0 ? mlc_ref(a, blk->iters[i].var)
+                              : copy_subst(a, te->out_index[i], te->ndim, loops, blk);
   return idx;
 }
 
@@ -261,14 +283,15 @@ static mlc_te_tensor *finish(mlc_te *te, mlc_expr *value, bool is_reduce, mlc_te
   int64_t shape[8];
   for (int i = 0; i < nsp; i++) shape[i] = te->spatial[i].extent;
   mlc_te_tensor *out = MLC_NEW(a, mlc_te_tensor);
-  out->buf = mlc_buffer_new(a, te->name, value->dtype, nsp, shape, "global");
+  if (te->out_ndim < 0) out->buf = mlc_buffer_new(a, te->name, value->dtype, nsp, shape, "global");
+  else out->buf = mlc_buffer_new(a, te->name, value->dtype, te->out_ndim, te->out_shape, "global");
   if (is_reduce) {
-    mlc_expr *acc = mlc_load(a, out->buf, iter_refs(a, blk, nsp));
-    blk->init = mlc_store_new(a, out->buf, iter_refs(a, blk, nsp),
+    mlc_expr *acc = mlc_load(a, out->buf, out_refs(a, te, blk, loops));
+    blk->init = mlc_store_new(a, out->buf, out_refs(a, te, blk, loops),
                               reduce_identity(a, r, value->dtype));
-    blk->body = mlc_store_new(a, out->buf, iter_refs(a, blk, nsp), reduce_combine(a, r, acc, v));
+    blk->body = mlc_store_new(a, out->buf, out_refs(a, te, blk, loops), reduce_combine(a, r, acc, v));
   } else {
-    blk->body = mlc_store_new(a, out->buf, iter_refs(a, blk, nsp), v);
+    blk->body = mlc_store_new(a, out->buf, out_refs(a, te, blk, loops), v);
   }
   mlc_block_infer_regions(a, blk);
 

@@ -404,6 +404,12 @@ mlc_te_tensor *mlc_te_placeholder(mlc_te *te, const char *name, int ndim,
  * i0, i1, ... */
 mlc_expr **mlc_te_begin(mlc_te *te, const char *name, int ndim, const int64_t *shape,
                         const char *axis_names);
+/* Between begin and end: the compute writes a buffer of `shape` at idx
+ * (exprs over the index begin returned) instead of one of its own shape
+ * indexed by its axes; the map must be one to one. A dense layer over a
+ * packed weight iterates (i, jb, jl) and writes Y[i, jb * 16 + jl], so
+ * the 16 lanes of a weight block are its contiguous innermost axis. */
+void mlc_te_write_at(mlc_te *te, int ndim, const int64_t *shape, mlc_expr **idx);
 mlc_expr *mlc_te_reduce_axis(mlc_te *te, int64_t extent, const char *name);
 mlc_expr *mlc_te_at(mlc_te *te, mlc_te_tensor *t, ...); /* ndim index exprs */
 mlc_expr *mlc_te_at_v(mlc_te *te, mlc_te_tensor *t, mlc_expr **idx);

@@ -1133,6 +1133,131 @@ static void test_cnn_end_to_end(void) {
   mlc_graph_free(r);
 }
 
+/* ---- dense weights packed by the layout pass ------------------------------------ */
+
+/* y = relu(dense(x, w) + b) (w a weight, or with w_input an input), and
+ * with two_layers a second dense over the same w: y2 = dense(y1, w). */
+static char *dense_json(int M, int N, int K, bool w_input, bool two_layers) {
+  mlc_str s = {0};
+  mlc_str_printf(&s, "{\"inputs\": [{\"name\": \"x\", \"shape\": [%d, %d]}", M, K);
+  if (w_input) mlc_str_printf(&s, ", {\"name\": \"w\", \"shape\": [%d, %d]}", N, K);
+  mlc_str_printf(&s, "], \"weights\": [");
+  if (!w_input) mlc_str_printf(&s, "{\"name\": \"w\", \"shape\": [%d, %d]}, ", N, K);
+  mlc_str_printf(&s, "{\"name\": \"b\", \"shape\": [%d]}], \"nodes\": ["
+                     "{\"name\": \"d\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]},"
+                     "{\"name\": \"a\", \"op\": \"add\", \"inputs\": [\"d\", \"b\"]},"
+                     "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"a\"]}", N);
+  if (two_layers)
+    mlc_str_printf(&s, ", {\"name\": \"y2\", \"op\": \"dense\", \"inputs\": [\"y\", \"w\"]}");
+  mlc_str_printf(&s, "], \"outputs\": [\"%s\"]}", two_layers ? "y2" : "y");
+  return mlc_str_take(&s);
+}
+
+static const mlc_gvar *find_const(const mlc_gmodule *m, const char *name) {
+  for (int i = 0; i < m->n_consts; i++)
+    if (strcmp(m->consts[i]->name, name) == 0) return m->consts[i];
+  return NULL;
+}
+
+/* The weight main reads after the passes: w_packed [N/n, K, n] holding
+ * w[j, k] at [j / n, k, j % n] (n: `block`), or w itself when block is 0
+ * (or an input: neither). Compiled with the default schedule, the model
+ * computes what the reference run of the unpacked graph does. */
+typedef struct pack_case {
+  const char *name;
+  int M, N, K;
+  bool w_input, two_layers;
+  int block; /* 0: not packed */
+} pack_case;
+
+static const pack_case pack_cases[] = {
+    {"n16", 4, 48, 32, false, false, 16},
+    {"n8", 3, 40, 24, false, false, 8},   /* 40: a multiple of 8, not of 16 */
+    {"odd_n", 4, 20, 32, false, false, 0}, /* not a multiple of 8: refused, not padded */
+    {"w_input", 4, 48, 32, true, false, 0},
+    {"shared", 2, 32, 32, false, true, 16}, /* two layers, one packed copy */
+};
+
+/* The reference run of the graph just after the layout pass (the dense
+ * over its packed weight: ref.c unpacks it) gives want too. */
+static void check_packed_reference(const pack_case *c, mlc_array **in, const mlc_array *want) {
+  mlc_error err;
+  char *json = dense_json(c->M, c->N, c->K, c->w_input, c->two_layers);
+  mlc_gmodule *m = parse(json, &err);
+  mlc_free(json);
+  mlc_array *y = make_output(m, 0);
+  double e = 1;
+  CHECK_MSG(mlc_graph_fold_constants(m, &err) && mlc_graph_pack_weights(m, &err) &&
+                mlc_graph_reference(m, in, &y, &err),
+            "%s: %s", c->name, err.msg);
+  CHECK_MSG(mlc_array_allclose(y, want, 1e-5, 1e-6, &e), "%s: packed reference differs by %g", c->name, e);
+  mlc_array_free(y);
+  mlc_graph_free(m);
+}
+
+static void check_pack_case(const pack_case *c) {
+  mlc_error err;
+  char *json = dense_json(c->M, c->N, c->K, c->w_input, c->two_layers);
+  mlc_gmodule *m = parse(json, &err), *r = parse(json, &err);
+  mlc_free(json);
+  CHECK_MSG(m && r && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s: %s", c->name, err.msg);
+  if (!m || !r || test_case_failed_) goto done;
+  const mlc_gvar *p = find_const(m, "w_packed"), *w = find_const(r, "w");
+  int n_packed = 0;
+  for (int i = 0; i < m->n_consts; i++) n_packed += strstr(m->consts[i]->name, "packed") != NULL;
+  if (c->block) {
+    bool shape = p && p->type.ndim == 3 && p->type.shape[0] == c->N / c->block &&
+                 p->type.shape[1] == c->K && p->type.shape[2] == c->block;
+    CHECK_MSG(shape && n_packed == 1 && !find_const(m, "w"), "%s: %d packed weights", c->name, n_packed);
+    bool same = shape;
+    for (int j = 0; same && j < c->N; j++)
+      for (int k = 0; k < c->K; k++)
+        same &= p->data[((j / c->block) * c->K + k) * c->block + j % c->block] == w->data[j * c->K + k];
+    CHECK_MSG(same, "%s: packed values differ", c->name);
+  } else {
+    CHECK_MSG(n_packed == 0 && (c->w_input || find_const(m, "w")), "%s: packed", c->name);
+  }
+  mlc_arena *a = mlc_arena_new();
+  compiled k = {0};
+  if (compile_model(m, a, &k)) {
+    int n_in = mlc_graph_main(m)->n_params;
+    mlc_array **in = make_inputs(m, 300), *y = make_output(m, 0), *want = make_output(m, 0);
+    double e = 1;
+    CHECK_MSG(mlc_graph_execute(m, jit_kernel, &k, in, &y, &err), "%s: %s", c->name, err.msg);
+    CHECK_MSG(mlc_graph_reference(r, in, &want, &err), "%s: %s", c->name, err.msg);
+    CHECK_MSG(mlc_array_allclose(y, want, 1e-4, 1e-5, &e), "%s: max abs error %g", c->name, e);
+    check_packed_reference(c, in, want);
+    free_arrays(in, n_in);
+    mlc_array_free(y);
+    mlc_array_free(want);
+    mlc_jit_unload(k.lib);
+  }
+  mlc_arena_free(a);
+done:
+  if (m) mlc_graph_free(m);
+  if (r) mlc_graph_free(r);
+}
+
+static void test_pack_dense(void) {
+  for (int i = 0; i < MLC_COUNTOF(pack_cases); i++) check_pack_case(&pack_cases[i]);
+}
+
+/* The packed form is what the graph's checks and reference take too: a
+ * dense over [N/n, K, n] gives [M, N]; a bias must have N elements. */
+static void test_pack_dense_infer(void) {
+  mlc_gtype a[3] = {{MLC_FLOAT32, 2, {5, 32}}, {MLC_FLOAT32, 3, {3, 32, 16}}, {MLC_FLOAT32, 1, {48}}}, t;
+  mlc_gattrs at;
+  mlc_gattrs_init(MLC_GOP_DENSE, &at);
+  mlc_error err;
+  CHECK_MSG(mlc_gop_infer(MLC_GOP_DENSE, &at, 3, a, &t, &err) && t.ndim == 2 && t.shape[0] == 5 &&
+                t.shape[1] == 48,
+            "%s", err.msg);
+  a[2].shape[0] = 3;
+  CHECK(!mlc_gop_infer(MLC_GOP_DENSE, &at, 3, a, &t, &err) && strstr(err.msg, "[N] (one bias"));
+  a[1].shape[1] = 31;
+  CHECK(!mlc_gop_infer(MLC_GOP_DENSE, &at, 2, a, &t, &err) && strstr(err.msg, "packed [N/n, K, n]"));
+}
+
 static void test_header_entry(void) {
   mlc_error err;
   mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err);
@@ -1178,5 +1303,7 @@ int main(void) {
   RUN(test_replay_from_db);
   RUN(test_mlp_end_to_end);
   RUN(test_cnn_end_to_end);
+  RUN(test_pack_dense);
+  RUN(test_pack_dense_infer);
   return test_summary();
 }

@@ -221,6 +221,69 @@ static void test_sketches_matmul(void) {
   check_sketches(&(sketch_case){"batch_matmul", "2,8,32,16", "C_global", 2, 28 * 16, 1});
 }
 
+/* The kernel of a one-dense model y = x . w^T, x [M, K], w [N, K] a
+ * weight, through the graph passes: the layout pass packs w to
+ * [N/n, K, n] and the kernel's T_dense reads it (graph/lower.c). */
+static mlc_prim_func *packed_dense(mlc_arena *a, int M, int N, int K) {
+  char json[512];
+  snprintf(json, sizeof json,
+           "{\"inputs\": [{\"name\": \"x\", \"shape\": [%d, %d]}],"
+           " \"weights\": [{\"name\": \"w\", \"shape\": [%d, %d]}],"
+           " \"nodes\": [{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"x\", \"w\"]}],"
+           " \"outputs\": [\"y\"]}",
+           M, K, N, K);
+  mlc_error e;
+  mlc_gmodule *m = mlc_graph_parse("dense.json", json, strlen(json), NULL, &e);
+  mlc_gtask *ts = NULL;
+  bool ok = m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &e) && mlc_graph_extract_tasks(m, &ts) == 1;
+  CHECK_MSG(ok, "%s", e.msg);
+  mlc_prim_func *f = ok ? mlc_graph_task_func(a, &ts[0]) : NULL;
+  CHECK_MSG(!f || f->params[1]->ndim == 3, "weight not packed: %d dims", f->params[1]->ndim);
+  mlc_free(ts);
+  if (m) mlc_graph_free(m);
+  return f;
+}
+
+/* A dense layer over a packed weight (the layout pass) writes
+ * T_dense[i, jb * n + jl] and reads W[jb, k, jl]: the register tile takes
+ * jl as the lanes, i as rows and jb as a second weight vector, in the
+ * sketches (and their samples compute what the plain kernel does) and in
+ * the default schedule. */
+static void check_packed_dense_sketches(int M, int N, int K) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = packed_dense(a, M, N, K);
+  mlc_tuner_opts o;
+  small_opts(&o);
+  mlc_error e;
+  mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &e) : NULL;
+  CHECK_MSG(sp != NULL, "%s", f ? e.msg : "no kernel");
+  int found = 0;
+  char why[512];
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    if (!is_register_sketch(mlc_tuner_space_trace(sp, k))) continue;
+    found++;
+    for (int i = 0; i < 4 && !test_case_failed_; i++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, k, 100 + (uint64_t)i, &e);
+      if (!s) continue;
+      CHECK_MSG(same_results(f, mlc_sched_func(s), i < 2, why, sizeof why), "%dx%dx%d sketch %d sample %d: %s",
+                M, N, K, k, i, why);
+      CHECK_MSG(acc_in_registers(mlc_sched_func(s), "T_dense_global", 28 * 16, 1, why, sizeof why),
+                "%dx%dx%d sketch %d sample %d: %s", M, N, K, k, i, why);
+      mlc_sched_free(s);
+    }
+  }
+  CHECK_MSG(found == 1, "%dx%dx%d: %d register-tile sketches, want 1", M, N, K, found);
+  if (sp) mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
+/* Also one row (ResNet-18's classifier): N = 1000 packed by 8, no rows,
+ * several weight blocks per tile. */
+static void test_packed_dense(void) {
+  check_packed_dense_sketches(32, 64, 48);
+  check_packed_dense_sketches(1, 1000, 1024);
+}
+
 /* dense's W[j, k] is read by rows of j: no contiguous output dimension,
  * no register tile; the refusal names the block. */
 static void test_refused(void) {
@@ -247,10 +310,10 @@ static void test_refused(void) {
 
 /* ---- the default schedule ---- */
 
-static void check_default(const char *name, const char *shape, const char *acc, int64_t acc_elems) {
+static void check_default_func(const mlc_prim_func *f, const char *name, const char *acc,
+                               int64_t acc_elems) {
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *f = task(a, name, shape);
-  mlc_prim_func *g = f ? mlc_graph_default_schedule(a, f) : NULL;
+  mlc_prim_func *g = mlc_graph_default_schedule(a, f);
   CHECK_MSG(g != NULL, "%s", name);
   if (!g) goto done;
   char why[512];
@@ -275,6 +338,14 @@ done:
   mlc_arena_free(a);
 }
 
+static void check_default(const char *name, const char *shape, const char *acc, int64_t acc_elems) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, name, shape);
+  CHECK_MSG(f != NULL, "%s", name);
+  if (f) check_default_func(f, name, acc, acc_elems);
+  mlc_arena_free(a);
+}
+
 static int64_t host_lanes(void) {
   mlc_target t;
   mlc_target_host(&t);
@@ -290,12 +361,22 @@ static void test_default_schedule(void) {
   check_default("conv2d_nchwc", l == 16 ? "1,16,4,28,64,3,3" : "1,16,4,12,64,3,3", "conv2d_nchwc_global",
                 rows * 2 * l);
   check_default("matmul", "64,64,64", "C_global", (l == 16 ? 8 : 4) * 2 * l);
+  /* dense 64 x 64 x 64 over its packed weight: as matmul, the two
+   * vectors from two weight blocks */
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = packed_dense(a, 64, 64, 64);
+  if (f) check_default_func(f, "dense", "T_dense_global", (l == 16 ? 8 : 4) * 2 * l);
+  /* one row, 125 blocks of 8 columns: 5 blocks per tile (5 FMA chains) */
+  f = packed_dense(a, 1, 1000, 512);
+  if (f) check_default_func(f, "dense 1x1000x512", "T_dense_global", 5 * 8);
+  mlc_arena_free(a);
 }
 
 int main(void) {
   RUN(test_sketches_conv);
   RUN(test_sketches_matmul);
   RUN(test_refused);
+  RUN(test_packed_dense);
   RUN(test_default_schedule);
   return test_summary();
 }

@@ -6,7 +6,8 @@
  * convolution's output column x) by the contiguous iter's vector lanes
  * (matmul's j, the output-channel lanes k), optionally times `mult` (a
  * spatial iter that only the vector operand uses: the convolution's
- * output-channel block f, two weight vectors per broadcast). The loops
+ * output-channel block f, two weight vectors per broadcast; a dense
+ * layer's weight block jb, up to 8 when there are no rows). The loops
  * are ordered
  *     S0 (parallel) | S1 | R0 | R1 | S2 = row, mult, lanes
  * so every reduce loop runs outside the register tile, whose rows and
@@ -121,6 +122,18 @@ static void row_cands(const reg_plan *p, int64_t e, int vectors, cands *c) {
   if (c->n == 0) add(c, 1, 1);
 }
 
+/* Vectors of the mult iter (extent e) when there are no rows (a dense
+ * layer over one input row): without rows, each weight vector is one FMA
+ * chain, so up to MAX_MULT_NO_ROWS of them (divisors of e, likelier the
+ * larger) keep several chains in flight (ResNet-18's classifier: 125
+ * blocks of 8 columns, 5 per tile). */
+#define MAX_MULT_NO_ROWS 8
+static void mult_cands(int64_t e, cands *c) {
+  c->n = 0;
+  for (int64_t d = 1; d <= MAX_MULT_NO_ROWS && d <= e; d++)
+    if (e % d == 0) add(c, d, (double)d);
+}
+
 /* The factor as an operand: a SampleCategorical over the candidates, or
  * (fixed) the last one. */
 static bool pick(mlc_sched *s, const cands *c, bool sample, mlc_operand *out, mlc_error *err) {
@@ -144,7 +157,10 @@ static bool reg_factors(mlc_sched *s, const reg_plan *p, const mlc_stmt *const *
   if (c.n == 0) return mlc_error_set(err, "register tile: no vector tile divides %lld", (long long)ec);
   int vectors = mult_two || c.v[c.n - 1] > p->lanes ? 2 : 1;
   if (!pick(s, &c, sample, &f[p->contig], err)) return false;
-  if (p->mult >= 0) {
+  if (p->mult >= 0 && p->row < 0) {
+    mult_cands(tuner_loop_extent(loops[p->mult]), &c);
+    if (!pick(s, &c, sample, &f[p->mult], err)) return false;
+  } else if (p->mult >= 0) {
     c.n = 0;
     add(&c, 1, 0.3);
     if (mult_two) add(&c, 2, 0.7);

@@ -324,10 +324,20 @@ static bool reads_contiguous_in(const mlc_block *b, const mlc_var *v) {
   return true;
 }
 
+/* The var that the output's last index steps by one: `v` or `x + v` with
+ * x free of v (a dense layer over a packed weight writes
+ * T_dense[i, jb * 16 + jl]: consecutive jl, consecutive elements). */
+static const mlc_expr *unit_stride_var(const mlc_expr *e) {
+  if (e->kind == MLC_EXPR_ADD && e->bin.b->kind == MLC_EXPR_VAR &&
+      !mlc_expr_uses_var(e->bin.a, e->bin.b->var))
+    return e->bin.b;
+  return e->kind == MLC_EXPR_VAR ? e : NULL;
+}
+
 int tuner_contiguous_iter(const mlc_block *b) {
   if (b->n_writes != 1 || b->writes[0].buf->ndim < 1) return -1;
-  const mlc_expr *e = b->writes[0].ranges[b->writes[0].buf->ndim - 1].min;
-  if (e->kind != MLC_EXPR_VAR) return -1;
+  const mlc_expr *e = unit_stride_var(b->writes[0].ranges[b->writes[0].buf->ndim - 1].min);
+  if (!e) return -1;
   for (int i = 0; i < b->n_iters; i++)
     if (b->iters[i].var == e->var && b->iters[i].kind == MLC_ITER_SPATIAL)
       return reads_contiguous_in(b, e->var) ? i : -1;

@@ -265,8 +265,9 @@ int64_t tuner_nest_iterations(const mlc_stmt *st);
 /* ---- space.c, regtile.c: CPU tiling ---- */
 
 /* The spatial iter the block's (only) write indexes its last dimension
- * with, when its reads are contiguous in it too (vector lanes along it
- * load consecutive elements or one broadcast value); or -1. */
+ * with (alone or added to an offset free of it), when its reads are
+ * contiguous in it too (vector lanes along it load consecutive elements
+ * or one broadcast value); or -1. */
 int tuner_contiguous_iter(const mlc_block *b);
 /* The register-blocked micro-kernel (regtile.c): the block's spatial loops
  * tiled S0 S1 and its reduce loops R0 R1, then a register tile S2 of rows
