@@ -74,6 +74,31 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_SIGMOID: return intrin1(a, MLC_INTRIN_SIGMOID, v[0]);
   case MLC_GOP_ABS: return intrin1(a, MLC_INTRIN_ABS, v[0]);
   case MLC_GOP_LOG: return intrin1(a, MLC_INTRIN_LOG, v[0]);
+  case MLC_GOP_FLOOR: return intrin1(a, MLC_INTRIN_FLOOR, v[0]);
+  case MLC_GOP_CEIL: return intrin1(a, MLC_INTRIN_CEIL, v[0]);
+  case MLC_GOP_ROUND: return intrin1(a, MLC_INTRIN_ROUND, v[0]);
+  case MLC_GOP_SIN: return intrin1(a, MLC_INTRIN_SIN, v[0]);
+  case MLC_GOP_COS: return intrin1(a, MLC_INTRIN_COS, v[0]);
+  case MLC_GOP_TAN: return intrin1(a, MLC_INTRIN_TAN, v[0]);
+  case MLC_GOP_ASIN: return intrin1(a, MLC_INTRIN_ASIN, v[0]);
+  case MLC_GOP_ACOS: return intrin1(a, MLC_INTRIN_ACOS, v[0]);
+  case MLC_GOP_ATAN: return intrin1(a, MLC_INTRIN_ATAN, v[0]);
+  case MLC_GOP_SINH: return intrin1(a, MLC_INTRIN_SINH, v[0]);
+  case MLC_GOP_COSH: return intrin1(a, MLC_INTRIN_COSH, v[0]);
+  case MLC_GOP_ASINH: return intrin1(a, MLC_INTRIN_ASINH, v[0]);
+  case MLC_GOP_ACOSH: return intrin1(a, MLC_INTRIN_ACOSH, v[0]);
+  case MLC_GOP_ATANH: return intrin1(a, MLC_INTRIN_ATANH, v[0]);
+  case MLC_GOP_SIGN: /* x itself for 0 and NaN */
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, 0)), f32(a, 1),
+                      mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, 0)), f32(a, -1), v[0]));
+  case MLC_GOP_THRESHOLDED_RELU:
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)), v[0], f32(a, 0));
+  case MLC_GOP_SHRINK: {
+    mlc_expr *hi = mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)),
+                              mlc_sub(a, v[0], f32(a, at->beta)), f32(a, 0));
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, -at->alpha)),
+                      mlc_add(a, v[0], f32(a, at->beta)), hi);
+  }
   case MLC_GOP_NEGATIVE: return mlc_mul(a, f32(a, -1), v[0]);
   case MLC_GOP_LEAKY_RELU:
     return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
@@ -104,6 +129,7 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -468,7 +494,7 @@ static mlc_prim_func *lower_avg_pool(mlc_arena *a, const char *name, int nsp, ml
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
-/* reduce_sum / reduce_mean / reduce_max (and global_avg_pool2d, a mean
+/* reduce_sum / reduce_mean / reduce_max / reduce_prod (and global_avg_pool2d, a mean
  * over H and W): one block over the output with a reduce axis per reduced
  * dim; the mean divides in a second block. */
 static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
@@ -478,7 +504,8 @@ static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   char block[64];
-  snprintf(block, sizeof block, "T_%s", op == MLC_GOP_REDUCE_MAX ? "max" : "sum");
+  bool max = op == MLC_GOP_REDUCE_MAX, prod = op == MLC_GOP_REDUCE_PROD;
+  snprintf(block, sizeof block, "T_%s", max ? "max" : prod ? "prod" : "sum");
   mlc_expr **o = mlc_te_begin(te, block, out->ndim, out->shape, NULL);
   mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
   double count = 1;
@@ -491,7 +518,7 @@ static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
     count *= (double)xt->shape[d];
     j += keepdims;
   }
-  mlc_te_tensor *Y = mlc_te_reduce(te, op == MLC_GOP_REDUCE_MAX ? MLC_TE_MAX : MLC_TE_SUM,
+  mlc_te_tensor *Y = mlc_te_reduce(te, max ? MLC_TE_MAX : prod ? MLC_TE_PROD : MLC_TE_SUM,
                                    mlc_te_at_v(te, X, ix));
   if (op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D) {
     o = mlc_te_begin(te, "T_divide", out->ndim, out->shape, NULL);
@@ -808,7 +835,8 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
     return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: {
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: {
     bool red[MLC_GRAPH_MAX_DIMS];
     if (!mlc_gop_reduced_axes(op, at, x->ndim, red, err)) return NULL;
     return lower_reduce(a, name, op, args, red, at->keepdims, out);
@@ -840,6 +868,23 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
+  case MLC_GOP_THRESHOLDED_RELU:
+  case MLC_GOP_SHRINK:
   case MLC_GOP_LOG: return lower_elemwise(a, name, op, at, n, args, out);
   }
   mlc_unreachable();

@@ -243,13 +243,16 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_UNPACK_NCHWC: return " ";
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: return " axes keepdims ";
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: return " axes keepdims ";
   case MLC_GOP_BATCH_NORM: return " eps ";
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: return " axis ";
   case MLC_GOP_TRANSPOSE: return " axes ";
   case MLC_GOP_RESHAPE: return " shape ";
-  case MLC_GOP_LEAKY_RELU: return " alpha ";
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_THRESHOLDED_RELU: return " alpha ";
+  case MLC_GOP_SHRINK: return " lambd bias ";
   case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
   case MLC_GOP_CLIP: return " min max ";
   case MLC_GOP_POWER: return " exponent ";
@@ -273,6 +276,21 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
   case MLC_GOP_LOG: return " ";
   }
   mlc_unreachable();
@@ -390,7 +408,8 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   }
   if (!get_number(L, ctx, o, "alpha", &a->alpha) || !get_number(L, ctx, o, "beta", &a->beta) ||
       !get_number(L, ctx, o, "min", &a->lo) || !get_number(L, ctx, o, "max", &a->hi) ||
-      !get_number(L, ctx, o, "exponent", &a->exponent))
+      !get_number(L, ctx, o, "exponent", &a->exponent) ||
+      !get_number(L, ctx, o, "lambd", &a->alpha) || !get_number(L, ctx, o, "bias", &a->beta))
     return false;
   const mlc_json *ax = mlc_json_get(o, "axis");
   if (ax && (ax->kind != MLC_JSON_NUMBER || !ax->is_integer || ax->integer < -MLC_GRAPH_MAX_DIMS ||

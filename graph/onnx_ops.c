@@ -227,6 +227,39 @@ static bool cv_hard_swish(onode *n) { return unary(n, MLC_GOP_HARD_SWISH); }
 static bool cv_neg(onode *n) { return unary(n, MLC_GOP_NEGATIVE); }
 static bool cv_abs(onode *n) { return unary(n, MLC_GOP_ABS); }
 static bool cv_log(onode *n) { return unary(n, MLC_GOP_LOG); }
+static bool cv_floor(onode *n) { return unary(n, MLC_GOP_FLOOR); }
+static bool cv_ceil(onode *n) { return unary(n, MLC_GOP_CEIL); }
+static bool cv_round(onode *n) { return unary(n, MLC_GOP_ROUND); }
+static bool cv_sign(onode *n) { return unary(n, MLC_GOP_SIGN); }
+static bool cv_sin(onode *n) { return unary(n, MLC_GOP_SIN); }
+static bool cv_cos(onode *n) { return unary(n, MLC_GOP_COS); }
+static bool cv_tan(onode *n) { return unary(n, MLC_GOP_TAN); }
+static bool cv_asin(onode *n) { return unary(n, MLC_GOP_ASIN); }
+static bool cv_acos(onode *n) { return unary(n, MLC_GOP_ACOS); }
+static bool cv_atan(onode *n) { return unary(n, MLC_GOP_ATAN); }
+static bool cv_sinh(onode *n) { return unary(n, MLC_GOP_SINH); }
+static bool cv_cosh(onode *n) { return unary(n, MLC_GOP_COSH); }
+static bool cv_asinh(onode *n) { return unary(n, MLC_GOP_ASINH); }
+static bool cv_acosh(onode *n) { return unary(n, MLC_GOP_ACOSH); }
+static bool cv_atanh(onode *n) { return unary(n, MLC_GOP_ATANH); }
+
+static bool cv_thresholded_relu(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_THRESHOLDED_RELU, &a);
+  return onnx_check_attrs(n, " alpha ") && onnx_attr_float(n, "alpha", 1, &a.alpha) &&
+         unary_with(n, MLC_GOP_THRESHOLDED_RELU, &a);
+}
+
+/* Shrink: the graph's shrink, alpha lambd and beta bias. */
+static bool cv_shrink(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_SHRINK, &a);
+  if (!onnx_check_attrs(n, " bias lambd ") || !onnx_attr_float(n, "lambd", 0.5, &a.alpha) ||
+      !onnx_attr_float(n, "bias", 0, &a.beta))
+    return false;
+  if (!(a.alpha >= 0)) return onnx_fail(n, "lambd %g is negative", a.alpha);
+  return unary_with(n, MLC_GOP_SHRINK, &a);
+}
 
 static bool cv_leaky_relu(onode *n) {
   mlc_gattrs a;
@@ -305,24 +338,34 @@ static bool cv_pow(onode *n) {
   return binary(n, MLC_GOP_POW, I_EQ);
 }
 
-/* Max, Min, Sum: variadic, folded pairwise left to right. */
-static bool variadic(onode *n, mlc_gop op) {
-  if (!no_attrs(n)) return false;
+/* Max, Min, Sum: variadic, folded pairwise left to right; last names the
+ * final step's suffix (NULL: the node's output). Its ONNX shape in
+ * shape. */
+static mlc_gvar *variadic_fold(onode *n, mlc_gop op, const char *last, oval *shape_out) {
   mlc_gvar *acc = onnx_var(n, 0);
-  if (!acc) return false;
+  if (!acc) return NULL;
   mlc_gattrs a;
   mlc_gattrs_init(op, &a);
   oval shape = *n->in[0];
   for (int k = 1; k < n->n_in; k++) {
     mlc_gvar *args[2] = {acc, onnx_var(n, k)};
-    if (!args[1]) return false;
+    if (!args[1]) return NULL;
     char sfx[16];
     snprintf(sfx, sizeof sfx, "acc%d", k);
-    if (!(acc = onnx_emit(n, k == n->n_in - 1 ? NULL : sfx, op, &a, 2, args))) return false;
+    if (!(acc = onnx_emit(n, k == n->n_in - 1 ? last : sfx, op, &a, 2, args))) return NULL;
     int nd;
-    if (!broadcast_shape(n, &shape, n->in[k], &nd, shape.shape)) return false;
+    if (!broadcast_shape(n, &shape, n->in[k], &nd, shape.shape)) return NULL;
     shape.ndim = nd;
   }
+  *shape_out = shape;
+  return acc;
+}
+
+static bool variadic(onode *n, mlc_gop op) {
+  oval shape;
+  if (!no_attrs(n)) return false;
+  mlc_gvar *acc = variadic_fold(n, op, NULL, &shape);
+  if (!acc) return false;
   if (n->n_in == 1 && !(acc = onnx_reshape(n, NULL, acc, acc->type.ndim, acc->type.shape)))
     return false;
   onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
@@ -332,6 +375,23 @@ static bool variadic(onode *n, mlc_gop op) {
 static bool cv_max(onode *n) { return variadic(n, MLC_GOP_MAXIMUM); }
 static bool cv_min(onode *n) { return variadic(n, MLC_GOP_MINIMUM); }
 static bool cv_sum(onode *n) { return variadic(n, MLC_GOP_ADD); }
+
+static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v);
+
+/* Mean: the sum divided by the number of inputs. */
+static bool cv_mean(onode *n) {
+  oval shape;
+  if (!no_attrs(n)) return false;
+  mlc_gvar *acc = variadic_fold(n, MLC_GOP_ADD, "sum", &shape);
+  if (!acc) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_DIVIDE, &a);
+  mlc_gvar *args[2] = {acc, scalar_const(n, "count", n->n_in)};
+  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_DIVIDE, &a, 2, args);
+  if (!y) return false;
+  onnx_set_out(n, 0, y, shape.ndim, shape.shape);
+  return true;
+}
 
 /* ---- softmax ------------------------------------------------------------------ */
 
@@ -806,6 +866,7 @@ static const reduce_form reduce_forms[] = {
     {"ReduceL2", MLC_GOP_MULTIPLY, MLC_GOP_REDUCE_SUM, MLC_GOP_SQRT},
     {"ReduceLogSum", NO_OP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
     {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
+    {"ReduceProd", NO_OP, MLC_GOP_REDUCE_PROD, NO_OP},
 };
 
 /* The reduced axes: the axes attribute, or (ReduceSum since opset 13;
@@ -1605,6 +1666,31 @@ static bool cv_softsign(onode *n) {
   return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, x, d));
 }
 
+/* Reciprocal: 1 / x. */
+static bool cv_reciprocal(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, scalar_const(n, "one", 1), x));
+}
+
+/* Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)), as relu(x) +
+ * alpha (exp(min(x, 0) / alpha) - 1) (the second term is 0 for x >= 0,
+ * exactly). */
+static bool cv_celu(onode *n) {
+  double alpha;
+  if (!onnx_check_attrs(n, " alpha ") || !onnx_attr_float(n, "alpha", 1, &alpha)) return false;
+  if (alpha == 0 || !isfinite(alpha)) return onnx_fail(n, "alpha %g (must be nonzero and finite)", alpha);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  mlc_gvar *mn = ew(n, "neg_part", MLC_GOP_MINIMUM, x, scalar_const(n, "zero", 0));
+  mlc_gvar *sc = ew(n, "neg_scaled", MLC_GOP_DIVIDE, mn, scalar_const(n, "alpha", alpha));
+  mlc_gvar *em = ew(n, "exp", MLC_GOP_EXP, sc, NULL);
+  mlc_gvar *e1 = ew(n, "expm1", MLC_GOP_SUBTRACT, em, scalar_const(n, "one", 1));
+  mlc_gvar *neg = ew(n, "neg", MLC_GOP_MULTIPLY, e1, scalar_const(n, "alpha_out", alpha));
+  mlc_gvar *pos = ew(n, "pos", MLC_GOP_RELU, x, NULL);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, neg));
+}
+
 /* PRelu: x for x >= 0, slope x below; as relu(x) - slope relu(-x) (the
  * same values: one term is 0). Since opset 7 the slope broadcasts to x
  * (numpy, one way); before, a slope of one value is shared and one of C
@@ -1638,16 +1724,26 @@ static bool cv_prelu(onode *n) {
 
 static const onnx_op ops[] = {
     {"Abs", cv_abs, 1, 1},
+    {"Acos", cv_acos, 1, 1},
+    {"Acosh", cv_acosh, 1, 1},
     {"Add", cv_add, 2, 2},
+    {"Asin", cv_asin, 1, 1},
+    {"Asinh", cv_asinh, 1, 1},
+    {"Atan", cv_atan, 1, 1},
+    {"Atanh", cv_atanh, 1, 1},
     {"AveragePool", cv_avg_pool, 1, 1},
     {"BatchNormalization", cv_batch_norm, 5, 5},
+    {"Cast", cv_cast, 1, 1},
+    {"Ceil", cv_ceil, 1, 1},
+    {"Celu", cv_celu, 1, 1},
     {"Clip", cv_clip, 1, 3},
+    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
     {"Constant", cv_constant, 0, 0},
     {"ConstantOfShape", cv_constant_of_shape, 1, 1},
-    {"Cast", cv_cast, 1, 1},
-    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
     {"Conv", cv_conv, 2, 3},
     {"ConvTranspose", cv_conv_transpose, 2, 3},
+    {"Cos", cv_cos, 1, 1},
+    {"Cosh", cv_cosh, 1, 1},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
     {"Elu", cv_elu, 1, 1},
@@ -1655,6 +1751,7 @@ static const onnx_op ops[] = {
     {"Erf", cv_erf, 1, 1},
     {"Exp", cv_exp, 1, 1},
     {"Flatten", cv_flatten, 1, 1},
+    {"Floor", cv_floor, 1, 1},
     {"Gather", cv_gather, 2, 2},
     {"Gemm", cv_gemm, 2, 3},
     {"GlobalAveragePool", cv_global_avg_pool, 1, 1},
@@ -1669,12 +1766,14 @@ static const onnx_op ops[] = {
     {"MatMul", cv_matmul, 2, 2},
     {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
     {"MaxPool", cv_max_pool, 1, 1},
+    {"Mean", cv_mean, 1, MLC_GRAPH_MAX_ARGS},
     {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
     {"Mul", cv_mul, 2, 2},
     {"Neg", cv_neg, 1, 1},
     {"PRelu", cv_prelu, 2, 2},
     {"Pad", cv_pad, 1, 4},
     {"Pow", cv_pow, 2, 2},
+    {"Reciprocal", cv_reciprocal, 1, 1},
     {"ReduceL1", cv_reduce, 1, 2},
     {"ReduceL2", cv_reduce, 1, 2},
     {"ReduceLogSum", cv_reduce, 1, 2},
@@ -1682,13 +1781,19 @@ static const onnx_op ops[] = {
     {"ReduceMax", cv_reduce, 1, 2},
     {"ReduceMean", cv_reduce, 1, 2},
     {"ReduceMin", cv_reduce, 1, 2},
+    {"ReduceProd", cv_reduce, 1, 2},
     {"ReduceSum", cv_reduce, 1, 2},
     {"ReduceSumSquare", cv_reduce, 1, 2},
     {"Relu", cv_relu, 1, 1},
     {"Reshape", cv_reshape, 2, 2},
+    {"Round", cv_round, 1, 1},
     {"Selu", cv_selu, 1, 1},
     {"Shape", cv_shape, 1, 1},
+    {"Shrink", cv_shrink, 1, 1},
     {"Sigmoid", cv_sigmoid, 1, 1},
+    {"Sign", cv_sign, 1, 1},
+    {"Sin", cv_sin, 1, 1},
+    {"Sinh", cv_sinh, 1, 1},
     {"Size", cv_size, 1, 1},
     {"Slice", cv_slice, 1, 5},
     {"Softmax", cv_softmax, 1, 1},
@@ -1699,7 +1804,9 @@ static const onnx_op ops[] = {
     {"Squeeze", cv_squeeze, 1, 2},
     {"Sub", cv_sub, 2, 2},
     {"Sum", cv_sum, 1, MLC_GRAPH_MAX_ARGS},
+    {"Tan", cv_tan, 1, 1},
     {"Tanh", cv_tanh, 1, 1},
+    {"ThresholdedRelu", cv_thresholded_relu, 1, 1},
     {"Transpose", cv_transpose, 1, 1},
     {"Unsqueeze", cv_unsqueeze, 1, 2},
 };
@@ -1711,7 +1818,7 @@ const onnx_op *onnx_find_op(const char *op_type) {
 }
 
 const char *onnx_op_names(void) {
-  static char buf[1024];
+  static char buf[4096];
   if (!buf[0]) {
     size_t k = 0;
     for (int i = 0; i < MLC_COUNTOF(ops) && k < sizeof buf; i++)

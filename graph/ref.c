@@ -67,6 +67,24 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_NEGATIVE: return -v[0];
   case MLC_GOP_ABS: return fabs(v[0]);
   case MLC_GOP_LOG: return log(v[0]);
+  case MLC_GOP_FLOOR: return floor(v[0]);
+  case MLC_GOP_CEIL: return ceil(v[0]);
+  case MLC_GOP_ROUND: return nearbyint(v[0]);
+  case MLC_GOP_SIGN: return v[0] > 0 ? 1 : v[0] < 0 ? -1 : v[0];
+  case MLC_GOP_SIN: return sin(v[0]);
+  case MLC_GOP_COS: return cos(v[0]);
+  case MLC_GOP_TAN: return tan(v[0]);
+  case MLC_GOP_ASIN: return asin(v[0]);
+  case MLC_GOP_ACOS: return acos(v[0]);
+  case MLC_GOP_ATAN: return atan(v[0]);
+  case MLC_GOP_SINH: return sinh(v[0]);
+  case MLC_GOP_COSH: return cosh(v[0]);
+  case MLC_GOP_ASINH: return asinh(v[0]);
+  case MLC_GOP_ACOSH: return acosh(v[0]);
+  case MLC_GOP_ATANH: return atanh(v[0]);
+  case MLC_GOP_THRESHOLDED_RELU: return v[0] > at->alpha ? v[0] : 0;
+  case MLC_GOP_SHRINK:
+    return v[0] < -at->alpha ? v[0] + at->beta : v[0] > at->alpha ? v[0] - at->beta : 0;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
   case MLC_GOP_SOFTMAX:
@@ -85,6 +103,7 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -278,13 +297,16 @@ static void ref_reduce(mlc_arena *scratch, mlc_gop op, const bool *red, const ml
                        const float *x, const mlc_gtype *out, float *y) {
   int64_t n_out = mlc_gtype_numel(out), idx[MLC_GRAPH_MAX_DIMS];
   double *acc = get_doubles(scratch, n_out);
-  for (int64_t i = 0; i < n_out; i++) acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : 0;
+  for (int64_t i = 0; i < n_out; i++)
+    acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : op == MLC_GOP_REDUCE_PROD ? 1 : 0;
   for (int64_t i = 0; i < mlc_gtype_numel(xt); i++) {
     unravel(xt, i, idx);
     int64_t o = 0;
     for (int d = 0; d < xt->ndim; d++)
       if (!red[d]) o = o * xt->shape[d] + idx[d];
-    acc[o] = op == MLC_GOP_REDUCE_MAX ? fmax(acc[o], x[i]) : acc[o] + x[i];
+    acc[o] = op == MLC_GOP_REDUCE_MAX    ? fmax(acc[o], x[i])
+             : op == MLC_GOP_REDUCE_PROD ? acc[o] * x[i]
+                                         : acc[o] + x[i];
   }
   double count = (double)(mlc_gtype_numel(xt) / n_out);
   for (int64_t i = 0; i < n_out; i++)
@@ -462,6 +484,23 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
+  case MLC_GOP_THRESHOLDED_RELU:
+  case MLC_GOP_SHRINK:
   case MLC_GOP_LOG: ref_elemwise(b->op, &b->attrs, b->n_args, in, ts, out, y); return;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
@@ -508,7 +547,8 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
     return;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: {
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: {
     bool red[MLC_GRAPH_MAX_DIMS];
     mlc_error err;
     MLC_ASSERT(mlc_gop_reduced_axes(b->op, &b->attrs, ts[0].ndim, red, &err));

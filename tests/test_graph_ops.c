@@ -229,6 +229,38 @@ static const op_case elemwise_cases[] = {
     {"negative", UNARY("negative", ""), false},
     {"abs", UNARY("abs", ""), false},
     {"log", UNARY("log", ""), true},
+    {"floor", UNARY("floor", ""), false},
+    {"ceil", UNARY("ceil", ""), false},
+    /* x + x in [-2, 2): both ties (+-0.5, +-1.5) and plain values */
+    {"round",
+     MODEL(X234, "",
+           "{\"name\": \"d\", \"op\": \"add\", \"inputs\": [\"x\", \"x\"]},"
+           "{\"name\": \"y\", \"op\": \"round\", \"inputs\": [\"d\"]}",
+           "\"y\""),
+     false},
+    {"sign", UNARY("sign", ""), false},
+    {"sin", UNARY("sin", ""), false},
+    {"cos", UNARY("cos", ""), false},
+    {"tan", UNARY("tan", ""), false},
+    {"asin", UNARY("asin", ""), false},
+    {"acos", UNARY("acos", ""), false},
+    {"atan", UNARY("atan", ""), false},
+    {"sinh", UNARY("sinh", ""), false},
+    {"cosh", UNARY("cosh", ""), false},
+    {"asinh", UNARY("asinh", ""), false},
+    /* exp(|x|) >= 1: acosh's domain */
+    {"acosh",
+     MODEL(X234, "",
+           "{\"name\": \"a\", \"op\": \"abs\", \"inputs\": [\"x\"]},"
+           "{\"name\": \"e\", \"op\": \"exp\", \"inputs\": [\"a\"]},"
+           "{\"name\": \"y\", \"op\": \"acosh\", \"inputs\": [\"e\"]}",
+           "\"y\""),
+     false},
+    {"atanh", UNARY("atanh", ""), false},
+    {"thresholded_relu", UNARY("thresholded_relu", ""), false},
+    {"thresholded_relu_alpha", UNARY("thresholded_relu", ", \"alpha\": -0.25"), false},
+    {"shrink", UNARY("shrink", ""), false},
+    {"shrink_bias", UNARY("shrink", ", \"lambd\": 0.25, \"bias\": 0.125"), false},
     /* a chain that fuses into one kernel: sigmoid(x) * x - tanh(x) */
     {"chain",
      MODEL(X23, "",
@@ -245,6 +277,8 @@ static const bad_case elemwise_bad[] = {
     {"attr_not_number", UNARY("leaky_relu", ", \"alpha\": \"big\""),
      "node 'y': \"alpha\" must be a number"},
     {"attr_wrong_op", UNARY("relu", ", \"alpha\": 0.1"), "node 'y': relu takes no attribute \"alpha\""},
+    {"shrink_alpha", UNARY("shrink", ", \"alpha\": 0.1"), "node 'y': shrink takes no attribute \"alpha\""},
+    {"sin_attr", UNARY("sin", ", \"alpha\": 0.1"), "node 'y': sin takes no attribute \"alpha\""},
     {"binary_arity", UNARY("subtract", ""), "node 'y': subtract takes 2 inputs, got 1"},
     {"pow_arity", UNARY("pow", ", \"exponent\": 2"), "node 'y': pow takes 2 inputs, got 1"},
     {"broadcast",
@@ -677,6 +711,9 @@ static const op_case reduce_cases[] = {
     {"reduce_mean_neg", UNARY("reduce_mean", ", \"axes\": [-1], \"keepdims\": false"), false},
     {"reduce_mean_02", UNARY("reduce_mean", ", \"axes\": [0, 2]"), false},
     {"reduce_max_01_nokeep", UNARY("reduce_max", ", \"axes\": [1, 0], \"keepdims\": false"), false},
+    {"reduce_prod_all", UNARY("reduce_prod", ""), false},
+    {"reduce_prod_neg_nokeep", UNARY("reduce_prod", ", \"axes\": [-1], \"keepdims\": false"), false},
+    {"reduce_prod_02", UNARY("reduce_prod", ", \"axes\": [0, 2]"), false},
 };
 
 static const bad_case reduce_bad[] = {
@@ -684,6 +721,8 @@ static const bad_case reduce_bad[] = {
      "node 'y': reduce_sum: axis 3 is out of range or repeated for a 3-d operand 0"},
     {"axis_repeat", UNARY("reduce_max", ", \"axes\": [1, -2]"),
      "node 'y': reduce_max: axis -2 is out of range or repeated"},
+    {"prod_axis_range", UNARY("reduce_prod", ", \"axes\": [-4]"),
+     "node 'y': reduce_prod: axis -4 is out of range or repeated for a 3-d operand 0"},
     {"avg_dilation", AVG(", \"dilations\": [2, 2]"), "node 'y': avg_pool2d takes no attribute \"dilations\""},
     {"avg_pad", AVG(", \"pool_size\": 2, \"pads\": [0, 0, 2, 0]"),
      "node 'y': avg_pool2d: the window must be >= 1 and larger than the padding"},
