@@ -1067,6 +1067,41 @@ static bool cv_layer_norm(onode *n) {
   return !(has_out(n, 1) || has_out(n, 2)) || layer_norm_stats(n, x2, ax, nd, eps);
 }
 
+/* InstanceNormalization: per (n, c), over the spatial axes,
+ * y = scale[c] (x - mean) / sqrt(var + eps) + B[c] with the biased
+ * variance mean((x - mean)^2). */
+static bool cv_instance_norm(onode *n) {
+  double eps;
+  if (!onnx_check_attrs(n, " epsilon ") || !onnx_attr_float(n, "epsilon", 1e-5, &eps)) return false;
+  mlc_gvar *x = onnx_var(n, 0), *g = onnx_var(n, 1), *b = onnx_var(n, 2);
+  if (!x || !g || !b) return false;
+  int nd = in_rank(n, 0);
+  if (nd < 3) return onnx_fail(n, "the input needs spatial dimensions (N, C, ...)");
+  int64_t C = x->type.shape[1];
+  if (mlc_gtype_numel(&g->type) != C || mlc_gtype_numel(&b->type) != C)
+    return onnx_fail(n, "scale and B must have C = %lld values", (long long)C);
+  int64_t cs[MLC_GRAPH_MAX_DIMS];
+  cs[0] = C;
+  for (int d = 1; d < nd - 1; d++) cs[d] = 1;
+  mlc_gvar *gc = onnx_reshape(n, "scale", g, nd - 1, cs), *bc = onnx_reshape(n, "bias", b, nd - 1, cs);
+  mlc_gattrs r, e;
+  mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &r);
+  r.keepdims = true;
+  for (int d = 2; d < nd; d++) r.ints[r.n_ints++] = d;
+  mlc_gattrs_init(MLC_GOP_ADD, &e);
+  mlc_gvar *mean = onnx_emit(n, "mean", MLC_GOP_REDUCE_MEAN, &r, 1, &x);
+  mlc_gvar *dv = mean ? onnx_emit(n, "dev", MLC_GOP_SUBTRACT, &e, 2, (mlc_gvar *[]){x, mean}) : NULL;
+  mlc_gvar *sq = dv ? onnx_emit(n, "dev2", MLC_GOP_MULTIPLY, &e, 2, (mlc_gvar *[]){dv, dv}) : NULL;
+  mlc_gvar *var = sq ? onnx_emit(n, "var", MLC_GOP_REDUCE_MEAN, &r, 1, &sq) : NULL;
+  mlc_gvar *ve = var ? onnx_emit(n, "var_eps", MLC_GOP_ADD, &e, 2,
+                                 (mlc_gvar *[]){var, scalar_const(n, "eps", eps)})
+                     : NULL;
+  mlc_gvar *sd = ve ? onnx_emit(n, "std", MLC_GOP_SQRT, &e, 1, &ve) : NULL;
+  mlc_gvar *nv = sd ? onnx_emit(n, "normed", MLC_GOP_DIVIDE, &e, 2, (mlc_gvar *[]){dv, sd}) : NULL;
+  mlc_gvar *sc = nv && gc ? onnx_emit(n, "scaled", MLC_GOP_MULTIPLY, &e, 2, (mlc_gvar *[]){nv, gc}) : NULL;
+  return set_var(n, 0, sc && bc ? onnx_emit(n, NULL, MLC_GOP_ADD, &e, 2, (mlc_gvar *[]){sc, bc}) : NULL);
+}
+
 /* ---- shapes ------------------------------------------------------------------ */
 
 /* Output k has shape (nd, shape): ints reshaped, floats a reshape. */
@@ -1590,6 +1625,134 @@ static bool cv_cast(onode *n) {
   return true;
 }
 
+/* ---- data movement composed of graph ops -------------------------------------- */
+
+/* x along axis ax gathered at indices idx[0..c) (in range). */
+static mlc_gvar *gather_at(onode *n, const char *sfx, mlc_gvar *x, int ax, int64_t c,
+                           const int64_t *idx) {
+  mlc_gtype t = {MLC_FLOAT32, 1, {c}};
+  mlc_gvar *ic = onnx_new_const(n, mlc_arena_printf(n->arena, "%s_indices", sfx), &t);
+  for (int64_t k = 0; k < c; k++) ic->data[k] = (float)idx[k];
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_GATHER, &a);
+  a.axis = ax;
+  mlc_gvar *args[2] = {x, ic};
+  return onnx_emit(n, sfx, MLC_GOP_GATHER, &a, 2, args);
+}
+
+/* x repeated reps[d] times along each axis d (Tile): a gather per
+ * repeated axis with indices 0..e-1, r times over; the last step (or a
+ * reshape when nothing repeats) is the output. */
+static mlc_gvar *tile_axes(onode *n, mlc_gvar *x, const int64_t *reps) {
+  int nd = x->type.ndim, last = -1;
+  for (int d = 0; d < nd; d++)
+    if (reps[d] != 1) last = d;
+  if (last < 0) return onnx_reshape(n, NULL, x, nd, x->type.shape);
+  for (int d = 0; d <= last && x; d++) {
+    if (reps[d] == 1) continue;
+    int64_t e = x->type.shape[d], c = e * reps[d];
+    if (c > (INT64_C(1) << 24)) {
+      onnx_fail(n, "axis %d would have %lld elements", d, (long long)c);
+      return NULL;
+    }
+    int64_t *idx = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)c);
+    for (int64_t k = 0; k < c; k++) idx[k] = k % e;
+    x = gather_at(n, d == last ? NULL : mlc_arena_printf(n->arena, "tile%d", d), x, d, c, idx);
+  }
+  return x;
+}
+
+/* Tile (repeats a constant input since opset 6). */
+static bool cv_tile(onode *n) {
+  if (!no_attrs(n)) return false;
+  if (n->opset < 6) return onnx_fail(n, "Tile before opset 6 (tiles and axis inputs) is not supported");
+  int64_t c;
+  const int64_t *r = onnx_ints(n, 1, &c);
+  if (!r) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd == 0) return onnx_fail(n, "tiling a scalar is not supported");
+  if (c != nd) return onnx_fail(n, "repeats has %lld entries for rank %d", (long long)c, nd);
+  for (int d = 0; d < nd; d++)
+    if (r[d] < 1) return onnx_fail(n, "repeats %lld along axis %d (must be >= 1)", (long long)r[d], d);
+  return set_var(n, 0, tile_axes(n, x, r));
+}
+
+/* Expand: x broadcast (numpy, both ways) with the constant shape input:
+ * x reshaped to the result's rank, then each unit axis that grows
+ * gathered at index 0 that many times. */
+static bool cv_expand(onode *n) {
+  if (!no_attrs(n)) return false;
+  int64_t c;
+  const int64_t *s = onnx_ints(n, 1, &c);
+  if (!s) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  oval sv = {.ndim = (int)c, .is_int = true};
+  for (int d = 0; d < c; d++) {
+    if (s[d] < 1) return onnx_fail(n, "shape entry %lld (must be >= 1)", (long long)s[d]);
+    sv.shape[d] = s[d];
+  }
+  int nd;
+  int64_t out[MLC_GRAPH_MAX_DIMS], xs[MLC_GRAPH_MAX_DIMS], reps[MLC_GRAPH_MAX_DIMS];
+  if (!broadcast_shape(n, n->in[0], &sv, &nd, out)) return false;
+  if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
+  int xr = in_rank(n, 0);
+  for (int d = 0; d < nd; d++) {
+    xs[d] = d < nd - xr ? 1 : n->in[0]->shape[d - (nd - xr)];
+    reps[d] = xs[d] == out[d] ? 1 : out[d];
+  }
+  mlc_gvar *xr_var = onnx_reshape(n, "ranked", x, nd, xs);
+  if (!xr_var) return false;
+  return set_var(n, 0, tile_axes(n, xr_var, reps));
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth over NCHW: a reshape to 6-D,
+ * a transpose and a reshape, as ONNX defines them. */
+static bool depth_space(onode *n, bool to_space) {
+  int64_t b;
+  const char *mode = "DCR";
+  if (!onnx_check_attrs(n, to_space ? " blocksize mode " : " blocksize ") ||
+      !onnx_attr_int(n, "blocksize", 0, &b) ||
+      (to_space && !onnx_attr_string(n, "mode", "DCR", &mode)))
+    return false;
+  bool crd = strcmp(mode, "CRD") == 0;
+  if (!crd && strcmp(mode, "DCR") != 0) return onnx_fail(n, "mode \"%s\" is not supported", mode);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) != 4) return onnx_fail(n, "the input must be 4-D (N, C, H, W)");
+  if (b < 1 || b > 4096) return onnx_fail(n, "blocksize %lld is out of range", (long long)b);
+  const int64_t *s = x->type.shape;
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  int64_t six[6], out[4];
+  int perm[6];
+  if (to_space) {
+    if (C % (b * b)) return onnx_fail(n, "C %lld is not a multiple of blocksize^2", (long long)C);
+    int64_t c = C / (b * b);
+    int64_t dcr[6] = {N, b, b, c, H, W}, crds[6] = {N, c, b, b, H, W};
+    int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+    memcpy(six, crd ? crds : dcr, sizeof six);
+    memcpy(perm, crd ? pc : pd, sizeof perm);
+    int64_t o[4] = {N, c, H * b, W * b};
+    memcpy(out, o, sizeof out);
+  } else {
+    if (H % b || W % b) return onnx_fail(n, "H and W must be multiples of blocksize");
+    int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};
+    int p6[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(six, s6, sizeof six);
+    memcpy(perm, p6, sizeof perm);
+    memcpy(out, o, sizeof out);
+  }
+  mlc_gvar *x6 = onnx_reshape(n, "split", x, 6, six);
+  mlc_gvar *t = x6 ? transpose(n, "moved", x6, 6, perm) : NULL;
+  return set_var(n, 0, t ? onnx_reshape(n, NULL, t, 4, out) : NULL);
+}
+
+static bool cv_depth_to_space(onode *n) { return depth_space(n, true); }
+static bool cv_space_to_depth(onode *n) { return depth_space(n, false); }
+
 /* ---- activations composed of graph ops ----------------------------------------- */
 
 /* op over a (and b for a binary op, else NULL) with default attributes;
@@ -1744,12 +1907,14 @@ static const onnx_op ops[] = {
     {"ConvTranspose", cv_conv_transpose, 2, 3},
     {"Cos", cv_cos, 1, 1},
     {"Cosh", cv_cosh, 1, 1},
+    {"DepthToSpace", cv_depth_to_space, 1, 1},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
     {"Elu", cv_elu, 1, 1},
     {"Equal", cv_equal, 2, 2},
     {"Erf", cv_erf, 1, 1},
     {"Exp", cv_exp, 1, 1},
+    {"Expand", cv_expand, 2, 2},
     {"Flatten", cv_flatten, 1, 1},
     {"Floor", cv_floor, 1, 1},
     {"Gather", cv_gather, 2, 2},
@@ -1759,6 +1924,7 @@ static const onnx_op ops[] = {
     {"HardSigmoid", cv_hard_sigmoid, 1, 1},
     {"HardSwish", cv_hard_swish, 1, 1},
     {"Identity", cv_identity, 1, 1},
+    {"InstanceNormalization", cv_instance_norm, 3, 3},
     {"LayerNormalization", cv_layer_norm, 2, 3},
     {"LeakyRelu", cv_leaky_relu, 1, 1},
     {"Log", cv_log, 1, 1},
@@ -1799,6 +1965,7 @@ static const onnx_op ops[] = {
     {"Softmax", cv_softmax, 1, 1},
     {"Softplus", cv_softplus, 1, 1},
     {"Softsign", cv_softsign, 1, 1},
+    {"SpaceToDepth", cv_space_to_depth, 1, 1},
     {"Split", cv_split, 1, 2},
     {"Sqrt", cv_sqrt, 1, 1},
     {"Squeeze", cv_squeeze, 1, 2},
@@ -1807,6 +1974,7 @@ static const onnx_op ops[] = {
     {"Tan", cv_tan, 1, 1},
     {"Tanh", cv_tanh, 1, 1},
     {"ThresholdedRelu", cv_thresholded_relu, 1, 1},
+    {"Tile", cv_tile, 2, 2},
     {"Transpose", cv_transpose, 1, 1},
     {"Unsqueeze", cv_unsqueeze, 1, 2},
 };

@@ -301,7 +301,8 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
  * training mode with ratio 0, models without inputs, opset 6's BatchNormalization is_test and
  * Gemm/Add broadcast, the activations composed of graph ops, the
  * elementwise math ops (Floor .. Atanh, Sign, Round, Reciprocal, Celu,
- * ThresholdedRelu, Shrink), Mean and ReduceProd. */
+ * ThresholdedRelu, Shrink), Mean and ReduceProd, DepthToSpace,
+ * SpaceToDepth, Tile, Expand and InstanceNormalization. */
 static const char *const must_run[] = {
     "test_pow_bcast_", "test_pow_example", "test_pow_types_float32_int",
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
@@ -318,6 +319,9 @@ static const char *const must_run[] = {
     "test_floor", "test_ceil", "test_round$", "test_sign$", "test_reciprocal", "test_sin", "test_cos",
     "test_tan", "test_asin", "test_acos", "test_atan", "test_celu$", "test_thresholdedrelu",
     "test_shrink_", "test_mean_", "test_reduce_prod_",
+    /* data movement and InstanceNormalization composed of graph ops */
+    "test_depthtospace_", "test_spacetodepth", "test_tile", "test_expand_dim_",
+    "test_instancenorm_", "test_operator_repeat", "test_operator_symbolic_override$",
 };
 
 static bool must_run_case(const char *name) {
