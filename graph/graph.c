@@ -576,6 +576,17 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
       else if (at->keepdims) out->shape[out->ndim++] = 1;
     return true;
   }
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+    if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "at least 2 dims");
+    *out = a[0];
+    return true;
+  case MLC_GOP_CUMSUM:
+    if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
+      return mlc_error_set(err, "cumsum: axis %lld is out of range for a %d-d operand 0",
+                           (long long)at->axis, a[0].ndim);
+    *out = a[0];
+    return true;
   case MLC_GOP_RESHAPE: return infer_reshape(at, &a[0], out, err);
   case MLC_GOP_FLATTEN: return infer_flatten(at, &a[0], out, err);
   case MLC_GOP_PAD: return infer_pad(at, &a[0], out, err);

@@ -130,6 +130,9 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
   case MLC_GOP_REDUCE_PROD:
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+  case MLC_GOP_CUMSUM:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -587,6 +590,41 @@ static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const 
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* tril / triu: x where the column minus the row is <= k (tril) or >= k
+ * (triu), else 0; k clamped to the matrix (the same elements). */
+static mlc_prim_func *lower_trilu(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                  bool upper, int64_t k, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int64_t R = xt->shape[xt->ndim - 2], C = xt->shape[xt->ndim - 1];
+  k = k < -R ? -R : k > C ? C : k;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, upper ? "T_triu" : "T_tril", out->ndim, out->shape, NULL);
+  mlc_expr *diff = mlc_sub(a, o[out->ndim - 1], o[out->ndim - 2]);
+  mlc_expr *keep = mlc_binary(a, upper ? MLC_EXPR_GE : MLC_EXPR_LE, diff, mlc_int(a, k));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, keep, mlc_te_at_v(te, X, o), f32(a, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* cumsum along ax: y[.., i, ..] = the sum over r of x[.., r, ..] for the
+ * r that count (r <= i; r < i exclusive; r >= i or r > i reversed), the
+ * others adding 0: one reduction over the axis per element. */
+static mlc_prim_func *lower_cumsum(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int ax = mlc_gop_axis(at->axis, xt->ndim);
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, "T_cumsum", out->ndim, out->shape, NULL);
+  mlc_expr *r = mlc_te_reduce_axis(te, xt->shape[ax], "k"), *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? r : o[d];
+  mlc_expr_kind cmp = at->reverse ? (at->exclusive ? MLC_EXPR_GT : MLC_EXPR_GE)
+                                  : (at->exclusive ? MLC_EXPR_LT : MLC_EXPR_LE);
+  mlc_expr *counts = mlc_binary(a, cmp, r, o[ax]);
+  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_SUM, mlc_select(a, counts, mlc_te_at_v(te, X, ix), f32(a, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
 /* gather along ax: out[o..., j..., i...] = x[o..., k, i...] with k the
  * index at j (a float holding a whole number), from the end when negative.
  * An index outside [-n, n) (or NaN) reads row 0 rather than outside x: the
@@ -830,6 +868,9 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
   case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: return lower_trilu(a, name, args, op == MLC_GOP_TRIU, at->k, out);
+  case MLC_GOP_CUMSUM: return lower_cumsum(a, name, args, at, out);
   case MLC_GOP_GATHER: return lower_gather(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_GLOBAL_AVG_POOL2D:
     return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);

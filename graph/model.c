@@ -256,6 +256,9 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
   case MLC_GOP_CLIP: return " min max ";
   case MLC_GOP_POWER: return " exponent ";
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: return " k ";
+  case MLC_GOP_CUMSUM: return " axis exclusive reverse ";
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
   case MLC_GOP_ADD:
@@ -422,7 +425,14 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
                        &a->n_ints, a->ints))
     return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
-  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims)) return false;
+  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims) ||
+      !get_bool(L, ctx, o, "exclusive", &a->exclusive) || !get_bool(L, ctx, o, "reverse", &a->reverse))
+    return false;
+  const mlc_json *k = mlc_json_get(o, "k");
+  if (k && (k->kind != MLC_JSON_NUMBER || !k->is_integer || k->integer < -(INT64_C(1) << 40) ||
+            k->integer > (INT64_C(1) << 40)))
+    return lfail(L, "%s: \"k\" must be an integer in [-2^40, 2^40]", ctx);
+  if (k) a->k = k->integer;
   if (nd->op == MLC_GOP_PAD) return read_pad(L, ctx, o, a);
   return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
 }

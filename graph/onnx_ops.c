@@ -1753,6 +1753,49 @@ static bool depth_space(onode *n, bool to_space) {
 static bool cv_depth_to_space(onode *n) { return depth_space(n, true); }
 static bool cv_space_to_depth(onode *n) { return depth_space(n, false); }
 
+/* Trilu: upper (1) picks triu, the optional constant input k the diagonal. */
+static bool cv_trilu(onode *n) {
+  int64_t upper, k = 0;
+  if (!onnx_check_attrs(n, " upper ") || !onnx_attr_int(n, "upper", 1, &upper)) return false;
+  if (in_val(n, 1)) {
+    int64_t c;
+    const int64_t *v = onnx_ints(n, 1, &c);
+    if (!v) return false;
+    if (c != 1) return onnx_fail(n, "k must be a single value");
+    k = clamp40(v[0]);
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) < 2) return onnx_fail(n, "the input must have at least 2 dimensions");
+  mlc_gop op = upper ? MLC_GOP_TRIU : MLC_GOP_TRIL;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  a.k = k;
+  return set_var(n, 0, onnx_emit(n, NULL, op, &a, 1, &x));
+}
+
+/* CumSum along the constant axis input, exclusive and reverse. */
+static bool cv_cumsum(onode *n) {
+  int64_t exclusive, reverse, c;
+  if (!onnx_check_attrs(n, " exclusive reverse ") || !onnx_attr_int(n, "exclusive", 0, &exclusive) ||
+      !onnx_attr_int(n, "reverse", 0, &reverse))
+    return false;
+  const int64_t *axis = onnx_ints(n, 1, &c);
+  if (!axis) return false;
+  if (c != 1) return onnx_fail(n, "axis must be a single value");
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "the input is a scalar (no axis)");
+  int ax = 0;
+  if (!norm_axis(n, axis[0], in_rank(n, 0), &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CUMSUM, &a);
+  a.axis = ax;
+  a.exclusive = exclusive != 0;
+  a.reverse = reverse != 0;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CUMSUM, &a, 1, &x));
+}
+
 /* ---- activations composed of graph ops ----------------------------------------- */
 
 /* op over a (and b for a binary op, else NULL) with default attributes;
@@ -1907,6 +1950,7 @@ static const onnx_op ops[] = {
     {"ConvTranspose", cv_conv_transpose, 2, 3},
     {"Cos", cv_cos, 1, 1},
     {"Cosh", cv_cosh, 1, 1},
+    {"CumSum", cv_cumsum, 2, 2},
     {"DepthToSpace", cv_depth_to_space, 1, 1},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
@@ -1976,6 +2020,7 @@ static const onnx_op ops[] = {
     {"ThresholdedRelu", cv_thresholded_relu, 1, 1},
     {"Tile", cv_tile, 2, 2},
     {"Transpose", cv_transpose, 1, 1},
+    {"Trilu", cv_trilu, 1, 2},
     {"Unsqueeze", cv_unsqueeze, 1, 2},
 };
 

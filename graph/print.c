@@ -131,6 +131,12 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     put_double(out, "max", a->hi);
     return;
   case MLC_GOP_POWER: put_double(out, "exponent", a->exponent); return;
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: mlc_str_printf(out, ", k=%lld", (long long)a->k); return;
+  case MLC_GOP_CUMSUM:
+    mlc_str_printf(out, ", axis=%lld, exclusive=%s, reverse=%s", (long long)a->axis,
+                   a->exclusive ? "True" : "False", a->reverse ? "True" : "False");
+    return;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:

@@ -104,6 +104,9 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
   case MLC_GOP_REDUCE_PROD:
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+  case MLC_GOP_CUMSUM:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -312,6 +315,30 @@ static void ref_reduce(mlc_arena *scratch, mlc_gop op, const bool *red, const ml
   for (int64_t i = 0; i < n_out; i++)
     y[i] = (float)(op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D ? acc[i] / count : acc[i]);
   put_doubles(scratch, acc);
+}
+
+/* tril / triu over the last two axes (rows R, columns C). */
+static void ref_trilu(bool upper, int64_t k, const mlc_gtype *t, const float *x, float *y) {
+  int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
+  for (int64_t i = 0; i < mlc_gtype_numel(t); i++) {
+    int64_t r = i / C % R, c = i % C;
+    y[i] = (upper ? c - r >= k : c - r <= k) ? x[i] : 0;
+  }
+}
+
+static void ref_cumsum(const mlc_gattrs *at, const mlc_gtype *t, const float *x, float *y) {
+  int64_t O, L, I;
+  split_at(t, mlc_gop_axis(at->axis, t->ndim), &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      double acc = 0;
+      for (int64_t s = 0; s < L; s++) {
+        int64_t l = at->reverse ? L - 1 - s : s, at_l = (o * L + l) * I + i;
+        if (at->exclusive) y[at_l] = (float)acc;
+        acc += x[at_l];
+        if (!at->exclusive) y[at_l] = (float)acc;
+      }
+    }
 }
 
 static void ref_concat(int n, float *const *in, const mlc_gtype *ts, int ax, const mlc_gtype *out,
@@ -558,6 +585,9 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN: memcpy(y, in[0], sizeof(float) * (size_t)mlc_gtype_numel(out)); return;
   case MLC_GOP_TRANSPOSE: ref_transpose(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: ref_trilu(b->op == MLC_GOP_TRIU, b->attrs.k, out, in[0], y); return;
+  case MLC_GOP_CUMSUM: ref_cumsum(&b->attrs, out, in[0], y); return;
   }
   mlc_unreachable();
 }
