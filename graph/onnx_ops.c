@@ -865,7 +865,7 @@ static const reduce_form reduce_forms[] = {
     {"ReduceL1", MLC_GOP_ABS, MLC_GOP_REDUCE_SUM, NO_OP},
     {"ReduceL2", MLC_GOP_MULTIPLY, MLC_GOP_REDUCE_SUM, MLC_GOP_SQRT},
     {"ReduceLogSum", NO_OP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
-    {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
+    {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG}, /* see log_sum_exp */
     {"ReduceProd", NO_OP, MLC_GOP_REDUCE_PROD, NO_OP},
 };
 
@@ -905,6 +905,34 @@ static mlc_gvar *reduce_step(onode *n, const char *sfx, int o, mlc_gvar *x) {
   return onnx_emit(n, sfx, op, &a, op == MLC_GOP_MULTIPLY ? 2 : 1, args);
 }
 
+static mlc_gvar *ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar *b);
+
+/* ReduceLogSumExp as m + log(sum(exp(x - m))) with m the max over the
+ * axes (kept): log(sum(exp(x))) overflows from x = 89 on. nd, shape: the
+ * result's ONNX rank and shape; with no axes and noop_with_empty_axes,
+ * x itself. */
+static bool log_sum_exp(onode *n, mlc_gvar *x, const mlc_gattrs *axes, bool noop, int nd,
+                        const int64_t *shape) {
+  if (noop) {
+    mlc_gvar *y = onnx_reshape(n, NULL, x, x->type.ndim, x->type.shape);
+    if (y) onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
+    return y != NULL;
+  }
+  mlc_gattrs mk = *axes, r = *axes;
+  mk.keepdims = true;
+  r.keepdims = axes->keepdims || nd == 0;
+  mlc_gvar *m = onnx_emit(n, "max", MLC_GOP_REDUCE_MAX, &mk, 1, &x);
+  mlc_gvar *e = ew(n, "exp", MLC_GOP_EXP, ew(n, "shifted", MLC_GOP_SUBTRACT, x, m), NULL);
+  mlc_gvar *s = e ? onnx_emit(n, "sum", MLC_GOP_REDUCE_SUM, &r, 1, &e) : NULL;
+  mlc_gvar *l = ew(n, "log", MLC_GOP_LOG, s, NULL);
+  mlc_gvar *mo = l ? onnx_reshape(n, "max_out", m, l->type.ndim, l->type.shape) : NULL;
+  mlc_gvar *y = ew(n, nd ? NULL : "lse", MLC_GOP_ADD, l, mo);
+  int64_t one = 1;
+  if (y && !nd) y = onnx_reshape(n, NULL, y, 1, &one);
+  if (y) onnx_set_out(n, 0, y, nd, shape);
+  return y != NULL;
+}
+
 static bool cv_reduce(onode *n) {
   const reduce_form *f = NULL;
   for (int i = 0; i < MLC_COUNTOF(reduce_forms); i++)
@@ -918,6 +946,7 @@ static bool cv_reduce(onode *n) {
   mlc_gvar *x = onnx_var(n, 0);
   if (!x) return false;
   if (in_rank(n, 0) == 0) return onnx_fail(n, "reducing a scalar is not supported");
+  if (noop && strcmp(f->name, "ReduceLogSumExp") == 0) return log_sum_exp(n, x, &a, true, 0, NULL);
   if (noop) { /* the input unchanged; the pre and post ops still apply */
     mlc_gvar *y = x;
     if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
@@ -934,6 +963,7 @@ static bool cv_reduce(onode *n) {
   for (int d = 0; d < x->type.ndim; d++)
     if (!red[d]) shape[nd++] = x->type.shape[d];
     else if (a.keepdims) shape[nd++] = 1;
+  if (strcmp(f->name, "ReduceLogSumExp") == 0) return log_sum_exp(n, x, &a, false, nd, shape);
   mlc_gvar *y = x;
   if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
   mlc_gattrs r = a;

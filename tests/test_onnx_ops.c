@@ -1,13 +1,15 @@
 /* ONNX import of single nodes built here (protobuf-c structs, packed):
  * what the conformance data cannot check. Trilu and CumSum (their cases
  * there are int64 and float64, which we refuse) run against values worked
- * out by hand, in the interpreter and through the LLVM backend; the
+ * out by hand, in the interpreter and through the LLVM backend, as does
+ * ReduceLogSumExp on values whose exp overflows float32; the
  * importer's refusals of new ops name the node and the reason. */
 #include "graph/graph.h"
 #include "onnx/onnx.pb-c.h"
 #include "targets/targets.h"
 #include "tests/test.h"
 
+#include <math.h>
 #include <string.h>
 
 enum { MAX_ATTRS = 4 };
@@ -26,6 +28,8 @@ typedef struct node_spec {
     int64_t i;
     float f;
     const char *s;
+    int64_t ints[4]; /* an INTS attribute where n_ints > 0 */
+    int n_ints;
   } attrs[MAX_ATTRS];
   int n_attrs;
 } node_spec;
@@ -77,6 +81,10 @@ static uint8_t *pack_model(const node_spec *s, size_t *len) {
       attrs[i].has_s = 1;
       attrs[i].s.data = (uint8_t *)s->attrs[i].s;
       attrs[i].s.len = strlen(s->attrs[i].s);
+    } else if (s->attrs[i].n_ints) {
+      attrs[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+      attrs[i].n_ints = (size_t)s->attrs[i].n_ints;
+      attrs[i].ints = (int64_t *)s->attrs[i].ints;
     } else if (s->attrs[i].is_float) {
       attrs[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
       attrs[i].has_f = 1;
@@ -158,9 +166,10 @@ static mlc_jit_lib *compile(mlc_gmodule *m, mlc_error *err) {
   return lib;
 }
 
-/* x = 1, 2, ..., run in the interpreter and compiled; both must give want
- * exactly (sums of small whole numbers). */
-static void check_values(const char *name, const node_spec *s, const float *want) {
+/* x = xv (NULL: 1, 2, ...), run in the interpreter and compiled; both
+ * must give want (of y_shape; NULL: x's) within tol. */
+static void check_run(const char *name, const node_spec *s, const float *xv, int y_rank,
+                      const int64_t *y_shape, const float *want, double tol) {
   mlc_error err = {{0}};
   char why[1200] = "";
   mlc_gmodule *m = load(s, &err);
@@ -169,16 +178,17 @@ static void check_values(const char *name, const node_spec *s, const float *want
   mlc_jit_lib *lib = ok ? compile(m, &err) : NULL;
   if (ok && !lib) ok = (snprintf(why, sizeof why, "compile: %s", err.msg), false);
   mlc_array *x = mlc_array_new(MLC_FLOAT32, s->x_rank, s->x_shape);
-  mlc_array *y[2] = {mlc_array_new(MLC_FLOAT32, s->x_rank, s->x_shape),
-                     mlc_array_new(MLC_FLOAT32, s->x_rank, s->x_shape)};
-  int64_t n = mlc_array_numel(x);
-  for (int64_t k = 0; k < n; k++) mlc_array_set(x, k, (double)(k + 1));
+  if (!y_shape) y_rank = s->x_rank, y_shape = s->x_shape;
+  mlc_array *y[2] = {mlc_array_new(MLC_FLOAT32, y_rank, y_shape),
+                     mlc_array_new(MLC_FLOAT32, y_rank, y_shape)};
+  for (int64_t k = 0; k < mlc_array_numel(x); k++) mlc_array_set(x, k, xv ? xv[k] : (double)(k + 1));
+  int64_t n = mlc_array_numel(y[0]);
   if (ok && !(mlc_graph_execute(m, NULL, NULL, &x, &y[0], &err) &&
               mlc_graph_execute(m, jit_kernel, lib, &x, &y[1], &err)))
     ok = (snprintf(why, sizeof why, "run: %s", err.msg), false);
   for (int j = 0; j < 2 && ok; j++)
     for (int64_t k = 0; k < n && ok; k++)
-      if (mlc_array_get(y[j], k) != want[k])
+      if (!(fabs(mlc_array_get(y[j], k) - want[k]) <= tol))
         ok = (snprintf(why, sizeof why, "%s: element %lld is %g, want %g",
                        j ? "compiled" : "interpreter", (long long)k, mlc_array_get(y[j], k),
                        want[k]),
@@ -187,6 +197,11 @@ static void check_values(const char *name, const node_spec *s, const float *want
   if (lib) mlc_jit_unload(lib);
   mlc_array_free(x), mlc_array_free(y[0]), mlc_array_free(y[1]);
   mlc_graph_free(m);
+}
+
+/* x = 1, 2, ...; want exactly (sums of small whole numbers). */
+static void check_values(const char *name, const node_spec *s, const float *want) {
+  check_run(name, s, NULL, 0, NULL, want, 0);
 }
 
 #define X23 .x_shape = {2, 3}, .x_rank = 2
@@ -213,6 +228,20 @@ static void test_trilu_cumsum(void) {
   check_values("cumsum_exclusive_reverse", &cs_rev, (float[]){5, 3, 0, 11, 6, 0});
   node_spec cs0 = {"CumSum", 11, X23, .p = {0}, .n_p = 1, .attrs = {IATTR("reverse", 1)}, .n_attrs = 1};
   check_values("cumsum_axis0_reverse", &cs0, (float[]){5, 7, 9, 4, 5, 6});
+}
+
+/* ReduceLogSumExp: m + log(sum(exp(x - m))), finite where exp(x)
+ * overflows float32 (x = 100). */
+static void test_log_sum_exp(void) {
+  static const float x[6] = {1, 2, 3, 100, 101, 102};
+  double l3 = log(exp(-2.0) + exp(-1.0) + 1); /* log(e^1 + e^2 + e^3) - 3 */
+  node_spec rows = {"ReduceLogSumExp", 13, X23, .attrs = {{.name = "axes", .ints = {1}, .n_ints = 1},
+                                                       IATTR("keepdims", 0)}, .n_attrs = 2};
+  check_run("log_sum_exp_rows", &rows, x, 1, (int64_t[]){2}, (float[]){(float)(3 + l3), (float)(102 + l3)},
+            1e-4);
+  node_spec all = {"ReduceLogSumExp", 13, X23};
+  double big = 102 + log(1 + exp(-1.0) + exp(-2.0) + exp(-99.0) + exp(-100.0) + exp(-101.0));
+  check_run("log_sum_exp_all", &all, x, 2, (int64_t[]){1, 1}, (float[]){(float)big}, 1e-4);
 }
 
 typedef struct refusal {
@@ -264,6 +293,7 @@ static void test_refusals(void) {
 
 int main(void) {
   test_trilu_cumsum();
+  test_log_sum_exp();
   test_refusals();
   return test_summary();
 }
