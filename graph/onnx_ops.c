@@ -1927,6 +1927,83 @@ static bool cv_celu(onode *n) {
   return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, neg));
 }
 
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes
+ * (0, 2, 3), var the biased variance, as ONNX's function body (which
+ * takes it as E[x^2] - E[x]^2). */
+static bool cv_mvn(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_check_attrs(n, " axes ") || !onnx_attr_ints(n, "axes", MLC_GRAPH_MAX_DIMS, &c, axes))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd == 0) return onnx_fail(n, "the input is a scalar");
+  mlc_gattrs r, e;
+  mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &r);
+  r.keepdims = true;
+  if (c < 0) { /* (0, 2, 3): needs rank 4 */
+    if (nd != 4) return onnx_fail(n, "the default axes (0, 2, 3) need a 4-D input");
+    int64_t def[3] = {0, 2, 3};
+    memcpy(axes, def, sizeof def);
+    c = 3;
+  }
+  bool seen[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!norm_axis(n, axes[i], nd, &ax)) return false;
+    if (seen[ax]) return onnx_fail(n, "axis %d is repeated", ax);
+    seen[ax] = true;
+    r.ints[r.n_ints++] = ax;
+  }
+  if (c == 0) return onnx_fail(n, "axes is empty");
+  mlc_gattrs_init(MLC_GOP_ADD, &e);
+  mlc_gvar *mean = onnx_emit(n, "mean", MLC_GOP_REDUCE_MEAN, &r, 1, &x);
+  mlc_gvar *dv = ew(n, "dev", MLC_GOP_SUBTRACT, x, mean);
+  mlc_gvar *sq = ew(n, "dev2", MLC_GOP_MULTIPLY, dv, dv);
+  mlc_gvar *var = sq ? onnx_emit(n, "var", MLC_GOP_REDUCE_MEAN, &r, 1, &sq) : NULL;
+  mlc_gvar *sd = ew(n, "std", MLC_GOP_SQRT, var, NULL);
+  mlc_gvar *se = ew(n, "std_eps", MLC_GOP_ADD, sd, scalar_const(n, "eps", 1e-9));
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, dv, se));
+}
+
+/* LRN: x / (bias + alpha / size * sum of x^2 over the size channels around
+ * c)^beta, the window [c - (size - 1) / 2, c + ceil((size - 1) / 2)]
+ * clipped to the channels. The sum is an average pool of x^2 viewed as
+ * [N, 1, C, rest] with a (size, 1) window, zero padding counted (so the
+ * average is the sum / size). */
+static bool cv_lrn(onode *n) {
+  double alpha, beta, bias;
+  int64_t size;
+  if (!onnx_check_attrs(n, " alpha beta bias size ") || !onnx_attr_float(n, "alpha", 1e-4, &alpha) ||
+      !onnx_attr_float(n, "beta", 0.75, &beta) || !onnx_attr_float(n, "bias", 1, &bias) ||
+      !onnx_attr_int(n, "size", 0, &size))
+    return false;
+  if (size < 1 || size > 4096) return onnx_fail(n, "size %lld is out of range (1 to 4096)", (long long)size);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd < 3) return onnx_fail(n, "the input must be N x C x D1 x ... (rank 3 or more)");
+  int64_t view[4] = {x->type.shape[0], 1, x->type.shape[1], numel(nd - 2, x->type.shape + 2)};
+  mlc_gvar *sq = ew(n, "sq", MLC_GOP_MULTIPLY, x, x);
+  mlc_gvar *sv = sq ? onnx_reshape(n, "sq_view", sq, 4, view) : NULL;
+  mlc_gattrs p;
+  mlc_gattrs_init(MLC_GOP_AVG_POOL2D, &p);
+  p.kernel[0] = size, p.kernel[1] = 1;
+  p.strides[0] = p.strides[1] = 1;
+  p.pads[0] = (size - 1) / 2, p.pads[2] = size - 1 - (size - 1) / 2;
+  p.count_include_pad = true;
+  mlc_gvar *avg = sv ? onnx_emit(n, "window", MLC_GOP_AVG_POOL2D, &p, 1, &sv) : NULL;
+  mlc_gvar *av = avg ? onnx_reshape(n, "window_sum", avg, x->type.ndim, x->type.shape) : NULL;
+  mlc_gvar *sc = ew(n, "scaled", MLC_GOP_MULTIPLY, av, scalar_const(n, "alpha", alpha));
+  mlc_gvar *base = ew(n, "base", MLC_GOP_ADD, sc, scalar_const(n, "bias", bias));
+  mlc_gattrs pw;
+  mlc_gattrs_init(MLC_GOP_POWER, &pw);
+  pw.exponent = beta;
+  mlc_gvar *den = base ? onnx_emit(n, "den", MLC_GOP_POWER, &pw, 1, &base) : NULL;
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, x, den));
+}
+
 /* PRelu: x for x >= 0, slope x below; as relu(x) - slope relu(-x) (the
  * same values: one term is 0). Since opset 7 the slope broadcasts to x
  * (numpy, one way); before, a slope of one value is shared and one of C
@@ -1999,6 +2076,7 @@ static const onnx_op ops[] = {
     {"HardSwish", cv_hard_swish, 1, 1},
     {"Identity", cv_identity, 1, 1},
     {"InstanceNormalization", cv_instance_norm, 3, 3},
+    {"LRN", cv_lrn, 1, 1},
     {"LayerNormalization", cv_layer_norm, 2, 3},
     {"LeakyRelu", cv_leaky_relu, 1, 1},
     {"Log", cv_log, 1, 1},
@@ -2007,6 +2085,7 @@ static const onnx_op ops[] = {
     {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
     {"MaxPool", cv_max_pool, 1, 1},
     {"Mean", cv_mean, 1, MLC_GRAPH_MAX_ARGS},
+    {"MeanVarianceNormalization", cv_mvn, 1, 1},
     {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
     {"Mul", cv_mul, 2, 2},
     {"Neg", cv_neg, 1, 1},

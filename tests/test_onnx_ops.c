@@ -276,6 +276,10 @@ static const refusal refusals[] = {
     {"cumsum_axis", {"CumSum", 14, X23, .p = {2}, .n_p = 1}, "axis 2 is out of range for rank 2"},
     {"cumsum_axes", {"CumSum", 14, X23, .p = {0, 1}, .n_p = 2}, "axis must be a single value"},
     {"instance_norm_rank", {"InstanceNormalization", 6, X23}, "InstanceNormalization"},
+    {"lrn_size", {"LRN", 13, .x_shape = {1, 4, 2, 2}, .x_rank = 4}, "size 0 is out of range"},
+    {"lrn_rank", {"LRN", 13, X23, .attrs = {IATTR("size", 3)}, .n_attrs = 1}, "rank 3 or more"},
+    {"mvn_default_axes", {"MeanVarianceNormalization", 13, .x_shape = {2, 3, 4}, .x_rank = 3},
+     "the default axes (0, 2, 3) need a 4-D input"},
 };
 
 static void test_refusals(void) {
