@@ -486,6 +486,7 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   case MLC_GOP_LOG: *out = a[0]; return true;
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
     if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
       return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
                            mlc_gop_name(op), (long long)at->axis, a[0].ndim);

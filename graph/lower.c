@@ -115,6 +115,7 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_DENSE:
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
   case MLC_GOP_LAYERNORM:
   case MLC_GOP_BATCH_NORM:
   case MLC_GOP_CONV2D:
@@ -590,6 +591,34 @@ static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const 
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* hardmax along ax: the max m over the axis, the first index f where x
+ * equals m (the least k with x == m; n where none, as with NaN), then 1
+ * where the index is f. */
+static mlc_prim_func *lower_hardmax(mlc_arena *a, const char *name, mlc_gvar *const *args, int ax,
+                                    const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int64_t n = xt->shape[ax], red[MLC_GRAPH_MAX_DIMS];
+  memcpy(red, xt->shape, sizeof red);
+  red[ax] = 1;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, "T_max", xt->ndim, red, NULL);
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? mlc_te_reduce_axis(te, n, "k") : o[d];
+  mlc_te_tensor *M = mlc_te_reduce(te, MLC_TE_MAX, mlc_te_at_v(te, X, ix));
+  o = mlc_te_begin(te, "T_first", xt->ndim, red, NULL);
+  mlc_expr *k = mlc_te_reduce_axis(te, n, "k");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? k : o[d];
+  mlc_expr *is_max = mlc_binary(a, MLC_EXPR_EQ, mlc_te_at_v(te, X, ix), mlc_te_at_v(te, M, o));
+  mlc_te_tensor *F = mlc_te_reduce(te, MLC_TE_MIN,
+                                   mlc_select(a, is_max, mlc_cast(a, MLC_FLOAT32, k), f32(a, (double)n)));
+  o = mlc_te_begin(te, "T_hardmax", out->ndim, out->shape, NULL);
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? mlc_int(a, 0) : o[d];
+  mlc_expr *first = mlc_binary(a, MLC_EXPR_EQ, mlc_cast(a, MLC_FLOAT32, o[ax]), mlc_te_at_v(te, F, ix));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, first, f32(a, 1), f32(a, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
 /* tril / triu: x where the column minus the row is <= k (tril) or >= k
  * (triu), else 0; k clamped to the matrix (the same elements). */
 static mlc_prim_func *lower_trilu(mlc_arena *a, const char *name, mlc_gvar *const *args,
@@ -833,6 +862,7 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
     return lower_matmul(a, name, args, out);
   }
   case MLC_GOP_DENSE: return lower_dense(a, name, n, args, out);
+  case MLC_GOP_HARDMAX: return lower_hardmax(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: {
     int ax = mlc_gop_axis(at->axis, x->ndim);

@@ -247,7 +247,8 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_REDUCE_PROD: return " axes keepdims ";
   case MLC_GOP_BATCH_NORM: return " eps ";
   case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX: return " axis ";
+  case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX: return " axis ";
   case MLC_GOP_TRANSPOSE: return " axes ";
   case MLC_GOP_RESHAPE: return " shape ";
   case MLC_GOP_LEAKY_RELU:

@@ -403,7 +403,7 @@ static mlc_gvar *transpose(const onode *n, const char *sfx, mlc_gvar *x, int nd,
   return onnx_emit(n, sfx, MLC_GOP_TRANSPOSE, &a, 1, &x);
 }
 
-/* Softmax and LogSoftmax over `axis`: since opset 13 that one axis (the
+/* Softmax, LogSoftmax and Hardmax over `axis`: since opset 13 that one axis (the
  * graph op's axis); before, over the 2-D coercion [prod(:axis),
  * prod(axis:)], as the op over the last axis of that reshape. */
 static bool softmax_like(onode *n, mlc_gop op) {
@@ -433,6 +433,7 @@ static bool softmax_like(onode *n, mlc_gop op) {
 
 static bool cv_softmax(onode *n) { return softmax_like(n, MLC_GOP_SOFTMAX); }
 static bool cv_log_softmax(onode *n) { return softmax_like(n, MLC_GOP_LOG_SOFTMAX); }
+static bool cv_hardmax(onode *n) { return softmax_like(n, MLC_GOP_HARDMAX); }
 
 /* ---- matmul, gemm --------------------------------------------------------------- */
 
@@ -2074,6 +2075,7 @@ static const onnx_op ops[] = {
     {"GlobalMaxPool", cv_global_max_pool, 1, 1},
     {"HardSigmoid", cv_hard_sigmoid, 1, 1},
     {"HardSwish", cv_hard_swish, 1, 1},
+    {"Hardmax", cv_hardmax, 1, 1},
     {"Identity", cv_identity, 1, 1},
     {"InstanceNormalization", cv_instance_norm, 3, 3},
     {"LRN", cv_lrn, 1, 1},

@@ -105,6 +105,7 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     return;
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: /* the last axis unless told */
+  case MLC_GOP_HARDMAX:
     if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
     return;
   case MLC_GOP_RESHAPE:

@@ -89,6 +89,7 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_DENSE:
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
   case MLC_GOP_LAYERNORM:
   case MLC_GOP_BATCH_NORM:
   case MLC_GOP_CONV2D:
@@ -341,6 +342,21 @@ static void ref_cumsum(const mlc_gattrs *at, const mlc_gtype *t, const float *x,
     }
 }
 
+/* 1 at the first largest element along ax (none where a NaN is the max). */
+static void ref_hardmax(const mlc_gtype *t, int ax, const float *x, float *y) {
+  int64_t O, L, I;
+  split_at(t, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      int64_t best = 0;
+      for (int64_t l = 0; l < L; l++) {
+        if (x[(o * L + l) * I + i] > x[(o * L + best) * I + i]) best = l;
+        y[(o * L + l) * I + i] = 0;
+      }
+      y[(o * L + best) * I + i] = 1;
+    }
+}
+
 static void ref_concat(int n, float *const *in, const mlc_gtype *ts, int ax, const mlc_gtype *out,
                        float *y) {
   int64_t O, L, I, k = 0;
@@ -588,6 +604,7 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_TRIL:
   case MLC_GOP_TRIU: ref_trilu(b->op == MLC_GOP_TRIU, b->attrs.k, out, in[0], y); return;
   case MLC_GOP_CUMSUM: ref_cumsum(&b->attrs, out, in[0], y); return;
+  case MLC_GOP_HARDMAX: ref_hardmax(out, mlc_gop_axis(b->attrs.axis, out->ndim), in[0], y); return;
   }
   mlc_unreachable();
 }

@@ -302,8 +302,8 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
  * Gemm/Add broadcast, the activations composed of graph ops, the
  * elementwise math ops (Floor .. Atanh, Sign, Round, Reciprocal, Celu,
  * ThresholdedRelu, Shrink), Mean and ReduceProd, DepthToSpace,
- * SpaceToDepth, Tile, Expand, InstanceNormalization, LRN and
- * MeanVarianceNormalization. */
+ * SpaceToDepth, Tile, Expand, InstanceNormalization, LRN,
+ * MeanVarianceNormalization and Hardmax. */
 static const char *const must_run[] = {
     "test_pow_bcast_", "test_pow_example", "test_pow_types_float32_int",
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
@@ -323,7 +323,7 @@ static const char *const must_run[] = {
     /* data movement and InstanceNormalization composed of graph ops */
     "test_depthtospace_", "test_spacetodepth", "test_tile", "test_expand_dim_",
     "test_instancenorm_", "test_operator_repeat", "test_operator_symbolic_override$",
-    "test_lrn", "test_mvn$",
+    "test_lrn", "test_mvn$", "test_hardmax_",
 };
 
 static bool must_run_case(const char *name) {

@@ -244,6 +244,18 @@ static void test_log_sum_exp(void) {
   check_run("log_sum_exp_all", &all, x, 2, (int64_t[]){1, 1}, (float[]){(float)big}, 1e-4);
 }
 
+/* Hardmax: 1 at the first of tied maxima. */
+static void test_hardmax(void) {
+  static const float x[6] = {1, 3, 3, 2, 2, 1};
+  node_spec rows = {"Hardmax", 13, X23};
+  check_run("hardmax_ties", &rows, x, 0, NULL, (float[]){0, 1, 0, 1, 0, 0}, 0);
+  node_spec cols = {"Hardmax", 13, X23, .attrs = {IATTR("axis", 0)}, .n_attrs = 1};
+  check_run("hardmax_axis0_ties", &cols, x, 0, NULL, (float[]){0, 1, 1, 1, 0, 0}, 0);
+  /* opset 11: over the flattened [1, 6] */
+  node_spec flat = {"Hardmax", 11, X23, .attrs = {IATTR("axis", 0)}, .n_attrs = 1};
+  check_run("hardmax_opset11_flat", &flat, x, 0, NULL, (float[]){0, 1, 0, 0, 0, 0}, 0);
+}
+
 typedef struct refusal {
   const char *name;
   node_spec s;
@@ -298,6 +310,7 @@ static void test_refusals(void) {
 int main(void) {
   test_trilu_cumsum();
   test_log_sum_exp();
+  test_hardmax();
   test_refusals();
   return test_summary();
 }
