@@ -1681,11 +1681,12 @@ static mlc_gvar *tile_axes(onode *n, mlc_gvar *x, const int64_t *reps) {
   if (last < 0) return onnx_reshape(n, NULL, x, nd, x->type.shape);
   for (int d = 0; d <= last && x; d++) {
     if (reps[d] == 1) continue;
-    int64_t e = x->type.shape[d], c = e * reps[d];
-    if (c > (INT64_C(1) << 24)) {
-      onnx_fail(n, "axis %d would have %lld elements", d, (long long)c);
+    int64_t e = x->type.shape[d], most = INT64_C(1) << 24;
+    if (e < 1 || reps[d] > most / e) { /* checked before multiplying: no overflow */
+      onnx_fail(n, "axis %d would have more than %lld elements", d, (long long)most);
       return NULL;
     }
+    int64_t c = e * reps[d];
     int64_t *idx = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)c);
     for (int64_t k = 0; k < c; k++) idx[k] = k % e;
     x = gather_at(n, d == last ? NULL : mlc_arena_printf(n->arena, "tile%d", d), x, d, c, idx);

@@ -271,6 +271,8 @@ static const refusal refusals[] = {
     {"tile_repeats_rank", {"Tile", 13, X23, .p = {2}, .n_p = 1}, "repeats has 1 entries for rank 2"},
     {"tile_repeats_zero", {"Tile", 13, X23, .p = {1, 0}, .n_p = 2},
      "repeats 0 along axis 1 (must be >= 1)"},
+    {"tile_huge", {"Tile", 13, X23, .p = {1, INT64_MAX}, .n_p = 2},
+     "axis 1 would have more than 16777216 elements"},
     {"expand_no_broadcast", {"Expand", 13, X23, .p = {2, 5}, .n_p = 2}, "shapes do not broadcast"},
     {"depth_to_space_rank", {"DepthToSpace", 13, X23, .attrs = {IATTR("blocksize", 2)}, .n_attrs = 1},
      "the input must be 4-D (N, C, H, W)"},
