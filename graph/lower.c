@@ -592,8 +592,8 @@ static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const 
 }
 
 /* hardmax along ax: the max m over the axis, the first index f where x
- * equals m (the least k with x == m; n where none, as with NaN), then 1
- * where the index is f. */
+ * equals m (the least k with x == m; n where none: NaN inputs are
+ * unspecified), then 1 where the index is f. */
 static mlc_prim_func *lower_hardmax(mlc_arena *a, const char *name, mlc_gvar *const *args, int ax,
                                     const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type;

@@ -342,7 +342,7 @@ static void ref_cumsum(const mlc_gattrs *at, const mlc_gtype *t, const float *x,
     }
 }
 
-/* 1 at the first largest element along ax (none where a NaN is the max). */
+/* 1 at the first largest element along ax (NaN inputs: unspecified). */
 static void ref_hardmax(const mlc_gtype *t, int ax, const float *x, float *y) {
   int64_t O, L, I;
   split_at(t, ax, &O, &L, &I);
