@@ -310,8 +310,12 @@ static bool is_math_intrin(mlc_intrin op) {
   switch (op) {
   case MLC_INTRIN_EXP: case MLC_INTRIN_LOG: case MLC_INTRIN_SQRT: case MLC_INTRIN_RSQRT:
   case MLC_INTRIN_TANH: case MLC_INTRIN_SIGMOID: case MLC_INTRIN_ERF: case MLC_INTRIN_POW:
+  case MLC_INTRIN_SIN: case MLC_INTRIN_COS: case MLC_INTRIN_TAN: case MLC_INTRIN_ASIN:
+  case MLC_INTRIN_ACOS: case MLC_INTRIN_ATAN: case MLC_INTRIN_SINH: case MLC_INTRIN_COSH:
+  case MLC_INTRIN_ASINH: case MLC_INTRIN_ACOSH: case MLC_INTRIN_ATANH:
     return true;
-  case MLC_INTRIN_ABS: case MLC_INTRIN_FLOOR: case MLC_INTRIN_CEIL: return false;
+  case MLC_INTRIN_ABS: case MLC_INTRIN_FLOOR: case MLC_INTRIN_CEIL: case MLC_INTRIN_ROUND:
+    return false;
   }
   mlc_unreachable();
 }

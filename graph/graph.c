@@ -125,6 +125,8 @@ void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
   if (op == MLC_GOP_HARD_SIGMOID) a->alpha = 0.2, a->beta = 0.5;
   if (op == MLC_GOP_FLATTEN) a->axis = 1;
   if (op == MLC_GOP_GATHER) a->axis = 0;
+  if (op == MLC_GOP_THRESHOLDED_RELU) a->alpha = 1;
+  if (op == MLC_GOP_SHRINK) a->alpha = 0.5, a->beta = 0;
 }
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
@@ -459,6 +461,8 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   case MLC_GOP_POWER:
   case MLC_GOP_LEAKY_RELU:
   case MLC_GOP_HARD_SIGMOID:
+  case MLC_GOP_THRESHOLDED_RELU:
+  case MLC_GOP_SHRINK:
     if (!isfinite(at->exponent) || !isfinite(at->alpha) || !isfinite(at->beta))
       return mlc_error_set(err, "%s: attributes must be finite numbers", mlc_gop_name(op));
     *out = a[0];
@@ -473,9 +477,25 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
   case MLC_GOP_LOG: *out = a[0]; return true;
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
     if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
       return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
                            mlc_gop_name(op), (long long)at->axis, a[0].ndim);
@@ -557,7 +577,8 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
     return true;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: {
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: {
     bool red[MLC_GRAPH_MAX_DIMS];
     if (!mlc_gop_reduced_axes(op, at, a[0].ndim, red, err)) return false;
     for (int d = 0; d < a[0].ndim; d++)
@@ -565,6 +586,17 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
       else if (at->keepdims) out->shape[out->ndim++] = 1;
     return true;
   }
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+    if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "at least 2 dims");
+    *out = a[0];
+    return true;
+  case MLC_GOP_CUMSUM:
+    if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
+      return mlc_error_set(err, "cumsum: axis %lld is out of range for a %d-d operand 0",
+                           (long long)at->axis, a[0].ndim);
+    *out = a[0];
+    return true;
   case MLC_GOP_RESHAPE: return infer_reshape(at, &a[0], out, err);
   case MLC_GOP_FLATTEN: return infer_flatten(at, &a[0], out, err);
   case MLC_GOP_PAD: return infer_pad(at, &a[0], out, err);

@@ -158,6 +158,12 @@ typedef struct mlc_gattrs {
   double alpha, beta;
   double lo, hi;
   double exponent;
+  /* tril: keeps x[..., i, j] where j - i <= k; triu: where j - i >= k;
+   * the other elements are 0 (k 0) */
+  int64_t k;
+  /* cumsum along axis: y[i] = x[0] + ... + x[i]; exclusive: without x[i]
+   * (y[0] = 0); reverse: from the end, y[i] = x[i] + ... + x[n-1] */
+  bool exclusive, reverse;
 } mlc_gattrs;
 
 typedef enum mlc_gcall_kind {

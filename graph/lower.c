@@ -74,6 +74,31 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_SIGMOID: return intrin1(a, MLC_INTRIN_SIGMOID, v[0]);
   case MLC_GOP_ABS: return intrin1(a, MLC_INTRIN_ABS, v[0]);
   case MLC_GOP_LOG: return intrin1(a, MLC_INTRIN_LOG, v[0]);
+  case MLC_GOP_FLOOR: return intrin1(a, MLC_INTRIN_FLOOR, v[0]);
+  case MLC_GOP_CEIL: return intrin1(a, MLC_INTRIN_CEIL, v[0]);
+  case MLC_GOP_ROUND: return intrin1(a, MLC_INTRIN_ROUND, v[0]);
+  case MLC_GOP_SIN: return intrin1(a, MLC_INTRIN_SIN, v[0]);
+  case MLC_GOP_COS: return intrin1(a, MLC_INTRIN_COS, v[0]);
+  case MLC_GOP_TAN: return intrin1(a, MLC_INTRIN_TAN, v[0]);
+  case MLC_GOP_ASIN: return intrin1(a, MLC_INTRIN_ASIN, v[0]);
+  case MLC_GOP_ACOS: return intrin1(a, MLC_INTRIN_ACOS, v[0]);
+  case MLC_GOP_ATAN: return intrin1(a, MLC_INTRIN_ATAN, v[0]);
+  case MLC_GOP_SINH: return intrin1(a, MLC_INTRIN_SINH, v[0]);
+  case MLC_GOP_COSH: return intrin1(a, MLC_INTRIN_COSH, v[0]);
+  case MLC_GOP_ASINH: return intrin1(a, MLC_INTRIN_ASINH, v[0]);
+  case MLC_GOP_ACOSH: return intrin1(a, MLC_INTRIN_ACOSH, v[0]);
+  case MLC_GOP_ATANH: return intrin1(a, MLC_INTRIN_ATANH, v[0]);
+  case MLC_GOP_SIGN: /* x itself for 0 and NaN */
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, 0)), f32(a, 1),
+                      mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, 0)), f32(a, -1), v[0]));
+  case MLC_GOP_THRESHOLDED_RELU:
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)), v[0], f32(a, 0));
+  case MLC_GOP_SHRINK: {
+    mlc_expr *hi = mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)),
+                              mlc_sub(a, v[0], f32(a, at->beta)), f32(a, 0));
+    return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, -at->alpha)),
+                      mlc_add(a, v[0], f32(a, at->beta)), hi);
+  }
   case MLC_GOP_NEGATIVE: return mlc_mul(a, f32(a, -1), v[0]);
   case MLC_GOP_LEAKY_RELU:
     return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
@@ -90,6 +115,7 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_DENSE:
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
   case MLC_GOP_LAYERNORM:
   case MLC_GOP_BATCH_NORM:
   case MLC_GOP_CONV2D:
@@ -104,6 +130,10 @@ static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, 
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD:
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+  case MLC_GOP_CUMSUM:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -488,7 +518,7 @@ static mlc_prim_func *lower_avg_pool(mlc_arena *a, const char *name, int nsp, ml
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
-/* reduce_sum / reduce_mean / reduce_max (and global_avg_pool2d, a mean
+/* reduce_sum / reduce_mean / reduce_max / reduce_prod (and global_avg_pool2d, a mean
  * over H and W): one block over the output with a reduce axis per reduced
  * dim; the mean divides in a second block. */
 static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
@@ -498,7 +528,8 @@ static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   char block[64];
-  snprintf(block, sizeof block, "T_%s", op == MLC_GOP_REDUCE_MAX ? "max" : "sum");
+  bool max = op == MLC_GOP_REDUCE_MAX, prod = op == MLC_GOP_REDUCE_PROD;
+  snprintf(block, sizeof block, "T_%s", max ? "max" : prod ? "prod" : "sum");
   mlc_expr **o = mlc_te_begin(te, block, out->ndim, out->shape, NULL);
   mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
   double count = 1;
@@ -511,7 +542,7 @@ static mlc_prim_func *lower_reduce(mlc_arena *a, const char *name, mlc_gop op,
     count *= (double)xt->shape[d];
     j += keepdims;
   }
-  mlc_te_tensor *Y = mlc_te_reduce(te, op == MLC_GOP_REDUCE_MAX ? MLC_TE_MAX : MLC_TE_SUM,
+  mlc_te_tensor *Y = mlc_te_reduce(te, max ? MLC_TE_MAX : prod ? MLC_TE_PROD : MLC_TE_SUM,
                                    mlc_te_at_v(te, X, ix));
   if (op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D) {
     o = mlc_te_begin(te, "T_divide", out->ndim, out->shape, NULL);
@@ -577,6 +608,69 @@ static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const 
   mlc_expr *v = mlc_te_at_v(te, X, ix);
   if (cond) v = mlc_if_then_else(a, cond, v, f32(a, at->pad_value));
   mlc_te_tensor *Y = mlc_te_end(te, v);
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* hardmax along ax: the max m over the axis, the first index f where x
+ * equals m (the least k with x == m; n where none: NaN inputs are
+ * unspecified), then 1 where the index is f. */
+static mlc_prim_func *lower_hardmax(mlc_arena *a, const char *name, mlc_gvar *const *args, int ax,
+                                    const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int64_t n = xt->shape[ax], red[MLC_GRAPH_MAX_DIMS];
+  memcpy(red, xt->shape, sizeof red);
+  red[ax] = 1;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, "T_max", xt->ndim, red, NULL);
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? mlc_te_reduce_axis(te, n, "k") : o[d];
+  mlc_te_tensor *M = mlc_te_reduce(te, MLC_TE_MAX, mlc_te_at_v(te, X, ix));
+  o = mlc_te_begin(te, "T_first", xt->ndim, red, NULL);
+  mlc_expr *k = mlc_te_reduce_axis(te, n, "k");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? k : o[d];
+  mlc_expr *is_max = mlc_binary(a, MLC_EXPR_EQ, mlc_te_at_v(te, X, ix), mlc_te_at_v(te, M, o));
+  mlc_te_tensor *F = mlc_te_reduce(te, MLC_TE_MIN,
+                                   mlc_select(a, is_max, mlc_cast(a, MLC_FLOAT32, k), f32(a, (double)n)));
+  o = mlc_te_begin(te, "T_hardmax", out->ndim, out->shape, NULL);
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? mlc_int(a, 0) : o[d];
+  mlc_expr *first = mlc_binary(a, MLC_EXPR_EQ, mlc_cast(a, MLC_FLOAT32, o[ax]), mlc_te_at_v(te, F, ix));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, first, f32(a, 1), f32(a, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* tril / triu: x where the column minus the row is <= k (tril) or >= k
+ * (triu), else 0; k clamped to the matrix (the same elements). */
+static mlc_prim_func *lower_trilu(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                  bool upper, int64_t k, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int64_t R = xt->shape[xt->ndim - 2], C = xt->shape[xt->ndim - 1];
+  k = k < -R ? -R : k > C ? C : k;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, upper ? "T_triu" : "T_tril", out->ndim, out->shape, NULL);
+  mlc_expr *diff = mlc_sub(a, o[out->ndim - 1], o[out->ndim - 2]);
+  mlc_expr *keep = mlc_binary(a, upper ? MLC_EXPR_GE : MLC_EXPR_LE, diff, mlc_int(a, k));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, keep, mlc_te_at_v(te, X, o), f32(a, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* cumsum along ax: y[.., i, ..] = the sum over r of x[.., r, ..] for the
+ * r that count (r <= i; r < i exclusive; r >= i or r > i reversed), the
+ * others adding 0: one reduction over the axis per element. */
+static mlc_prim_func *lower_cumsum(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int ax = mlc_gop_axis(at->axis, xt->ndim);
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr **o = mlc_te_begin(te, "T_cumsum", out->ndim, out->shape, NULL);
+  mlc_expr *r = mlc_te_reduce_axis(te, xt->shape[ax], "k"), *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? r : o[d];
+  mlc_expr_kind cmp = at->reverse ? (at->exclusive ? MLC_EXPR_GT : MLC_EXPR_GE)
+                                  : (at->exclusive ? MLC_EXPR_LT : MLC_EXPR_LE);
+  mlc_expr *counts = mlc_binary(a, cmp, r, o[ax]);
+  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_SUM, mlc_select(a, counts, mlc_te_at_v(te, X, ix), f32(a, 0)));
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
@@ -788,6 +882,7 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
     return lower_matmul(a, name, args, out);
   }
   case MLC_GOP_DENSE: return lower_dense(a, name, n, args, out);
+  case MLC_GOP_HARDMAX: return lower_hardmax(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: {
     int ax = mlc_gop_axis(at->axis, x->ndim);
@@ -823,12 +918,16 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
   case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: return lower_trilu(a, name, args, op == MLC_GOP_TRIU, at->k, out);
+  case MLC_GOP_CUMSUM: return lower_cumsum(a, name, args, at, out);
   case MLC_GOP_GATHER: return lower_gather(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
   case MLC_GOP_GLOBAL_AVG_POOL2D:
     return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: {
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: {
     bool red[MLC_GRAPH_MAX_DIMS];
     if (!mlc_gop_reduced_axes(op, at, x->ndim, red, err)) return NULL;
     return lower_reduce(a, name, op, args, red, at->keepdims, out);
@@ -860,6 +959,23 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
+  case MLC_GOP_THRESHOLDED_RELU:
+  case MLC_GOP_SHRINK:
   case MLC_GOP_LOG: return lower_elemwise(a, name, op, at, n, args, out);
   }
   mlc_unreachable();

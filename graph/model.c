@@ -243,16 +243,23 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_UNPACK_NCHWC: return " ";
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: return " axes keepdims ";
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: return " axes keepdims ";
   case MLC_GOP_BATCH_NORM: return " eps ";
   case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX: return " axis ";
+  case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX: return " axis ";
   case MLC_GOP_TRANSPOSE: return " axes ";
   case MLC_GOP_RESHAPE: return " shape ";
-  case MLC_GOP_LEAKY_RELU: return " alpha ";
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_THRESHOLDED_RELU: return " alpha ";
+  case MLC_GOP_SHRINK: return " lambd bias ";
   case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
   case MLC_GOP_CLIP: return " min max ";
   case MLC_GOP_POWER: return " exponent ";
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: return " k ";
+  case MLC_GOP_CUMSUM: return " axis exclusive reverse ";
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
   case MLC_GOP_ADD:
@@ -273,6 +280,21 @@ static const char *op_keys(mlc_gop op) {
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
   case MLC_GOP_LOG: return " ";
   }
   mlc_unreachable();
@@ -390,7 +412,8 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   }
   if (!get_number(L, ctx, o, "alpha", &a->alpha) || !get_number(L, ctx, o, "beta", &a->beta) ||
       !get_number(L, ctx, o, "min", &a->lo) || !get_number(L, ctx, o, "max", &a->hi) ||
-      !get_number(L, ctx, o, "exponent", &a->exponent))
+      !get_number(L, ctx, o, "exponent", &a->exponent) ||
+      !get_number(L, ctx, o, "lambd", &a->alpha) || !get_number(L, ctx, o, "bias", &a->beta))
     return false;
   const mlc_json *ax = mlc_json_get(o, "axis");
   if (ax && (ax->kind != MLC_JSON_NUMBER || !ax->is_integer || ax->integer < -MLC_GRAPH_MAX_DIMS ||
@@ -403,7 +426,14 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
                        &a->n_ints, a->ints))
     return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
-  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims)) return false;
+  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims) ||
+      !get_bool(L, ctx, o, "exclusive", &a->exclusive) || !get_bool(L, ctx, o, "reverse", &a->reverse))
+    return false;
+  const mlc_json *k = mlc_json_get(o, "k");
+  if (k && (k->kind != MLC_JSON_NUMBER || !k->is_integer || k->integer < -(INT64_C(1) << 40) ||
+            k->integer > (INT64_C(1) << 40)))
+    return lfail(L, "%s: \"k\" must be an integer in [-2^40, 2^40]", ctx);
+  if (k) a->k = k->integer;
   if (nd->op == MLC_GOP_PAD) return read_pad(L, ctx, o, a);
   return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
 }

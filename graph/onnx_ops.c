@@ -227,6 +227,39 @@ static bool cv_hard_swish(onode *n) { return unary(n, MLC_GOP_HARD_SWISH); }
 static bool cv_neg(onode *n) { return unary(n, MLC_GOP_NEGATIVE); }
 static bool cv_abs(onode *n) { return unary(n, MLC_GOP_ABS); }
 static bool cv_log(onode *n) { return unary(n, MLC_GOP_LOG); }
+static bool cv_floor(onode *n) { return unary(n, MLC_GOP_FLOOR); }
+static bool cv_ceil(onode *n) { return unary(n, MLC_GOP_CEIL); }
+static bool cv_round(onode *n) { return unary(n, MLC_GOP_ROUND); }
+static bool cv_sign(onode *n) { return unary(n, MLC_GOP_SIGN); }
+static bool cv_sin(onode *n) { return unary(n, MLC_GOP_SIN); }
+static bool cv_cos(onode *n) { return unary(n, MLC_GOP_COS); }
+static bool cv_tan(onode *n) { return unary(n, MLC_GOP_TAN); }
+static bool cv_asin(onode *n) { return unary(n, MLC_GOP_ASIN); }
+static bool cv_acos(onode *n) { return unary(n, MLC_GOP_ACOS); }
+static bool cv_atan(onode *n) { return unary(n, MLC_GOP_ATAN); }
+static bool cv_sinh(onode *n) { return unary(n, MLC_GOP_SINH); }
+static bool cv_cosh(onode *n) { return unary(n, MLC_GOP_COSH); }
+static bool cv_asinh(onode *n) { return unary(n, MLC_GOP_ASINH); }
+static bool cv_acosh(onode *n) { return unary(n, MLC_GOP_ACOSH); }
+static bool cv_atanh(onode *n) { return unary(n, MLC_GOP_ATANH); }
+
+static bool cv_thresholded_relu(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_THRESHOLDED_RELU, &a);
+  return onnx_check_attrs(n, " alpha ") && onnx_attr_float(n, "alpha", 1, &a.alpha) &&
+         unary_with(n, MLC_GOP_THRESHOLDED_RELU, &a);
+}
+
+/* Shrink: the graph's shrink, alpha lambd and beta bias. */
+static bool cv_shrink(onode *n) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_SHRINK, &a);
+  if (!onnx_check_attrs(n, " bias lambd ") || !onnx_attr_float(n, "lambd", 0.5, &a.alpha) ||
+      !onnx_attr_float(n, "bias", 0, &a.beta))
+    return false;
+  if (!(a.alpha >= 0)) return onnx_fail(n, "lambd %g is negative", a.alpha);
+  return unary_with(n, MLC_GOP_SHRINK, &a);
+}
 
 static bool cv_leaky_relu(onode *n) {
   mlc_gattrs a;
@@ -305,24 +338,34 @@ static bool cv_pow(onode *n) {
   return binary(n, MLC_GOP_POW, I_EQ);
 }
 
-/* Max, Min, Sum: variadic, folded pairwise left to right. */
-static bool variadic(onode *n, mlc_gop op) {
-  if (!no_attrs(n)) return false;
+/* Max, Min, Sum: variadic, folded pairwise left to right; last names the
+ * final step's suffix (NULL: the node's output). Its ONNX shape in
+ * shape. */
+static mlc_gvar *variadic_fold(onode *n, mlc_gop op, const char *last, oval *shape_out) {
   mlc_gvar *acc = onnx_var(n, 0);
-  if (!acc) return false;
+  if (!acc) return NULL;
   mlc_gattrs a;
   mlc_gattrs_init(op, &a);
   oval shape = *n->in[0];
   for (int k = 1; k < n->n_in; k++) {
     mlc_gvar *args[2] = {acc, onnx_var(n, k)};
-    if (!args[1]) return false;
+    if (!args[1]) return NULL;
     char sfx[16];
     snprintf(sfx, sizeof sfx, "acc%d", k);
-    if (!(acc = onnx_emit(n, k == n->n_in - 1 ? NULL : sfx, op, &a, 2, args))) return false;
+    if (!(acc = onnx_emit(n, k == n->n_in - 1 ? last : sfx, op, &a, 2, args))) return NULL;
     int nd;
-    if (!broadcast_shape(n, &shape, n->in[k], &nd, shape.shape)) return false;
+    if (!broadcast_shape(n, &shape, n->in[k], &nd, shape.shape)) return NULL;
     shape.ndim = nd;
   }
+  *shape_out = shape;
+  return acc;
+}
+
+static bool variadic(onode *n, mlc_gop op) {
+  oval shape;
+  if (!no_attrs(n)) return false;
+  mlc_gvar *acc = variadic_fold(n, op, NULL, &shape);
+  if (!acc) return false;
   if (n->n_in == 1 && !(acc = onnx_reshape(n, NULL, acc, acc->type.ndim, acc->type.shape)))
     return false;
   onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
@@ -332,6 +375,23 @@ static bool variadic(onode *n, mlc_gop op) {
 static bool cv_max(onode *n) { return variadic(n, MLC_GOP_MAXIMUM); }
 static bool cv_min(onode *n) { return variadic(n, MLC_GOP_MINIMUM); }
 static bool cv_sum(onode *n) { return variadic(n, MLC_GOP_ADD); }
+
+static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v);
+
+/* Mean: the sum divided by the number of inputs. */
+static bool cv_mean(onode *n) {
+  oval shape;
+  if (!no_attrs(n)) return false;
+  mlc_gvar *acc = variadic_fold(n, MLC_GOP_ADD, "sum", &shape);
+  if (!acc) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_DIVIDE, &a);
+  mlc_gvar *args[2] = {acc, scalar_const(n, "count", n->n_in)};
+  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_DIVIDE, &a, 2, args);
+  if (!y) return false;
+  onnx_set_out(n, 0, y, shape.ndim, shape.shape);
+  return true;
+}
 
 /* ---- softmax ------------------------------------------------------------------ */
 
@@ -343,7 +403,7 @@ static mlc_gvar *transpose(const onode *n, const char *sfx, mlc_gvar *x, int nd,
   return onnx_emit(n, sfx, MLC_GOP_TRANSPOSE, &a, 1, &x);
 }
 
-/* Softmax and LogSoftmax over `axis`: since opset 13 that one axis (the
+/* Softmax, LogSoftmax and Hardmax over `axis`: since opset 13 that one axis (the
  * graph op's axis); before, over the 2-D coercion [prod(:axis),
  * prod(axis:)], as the op over the last axis of that reshape. */
 static bool softmax_like(onode *n, mlc_gop op) {
@@ -373,6 +433,7 @@ static bool softmax_like(onode *n, mlc_gop op) {
 
 static bool cv_softmax(onode *n) { return softmax_like(n, MLC_GOP_SOFTMAX); }
 static bool cv_log_softmax(onode *n) { return softmax_like(n, MLC_GOP_LOG_SOFTMAX); }
+static bool cv_hardmax(onode *n) { return softmax_like(n, MLC_GOP_HARDMAX); }
 
 /* ---- matmul, gemm --------------------------------------------------------------- */
 
@@ -805,7 +866,8 @@ static const reduce_form reduce_forms[] = {
     {"ReduceL1", MLC_GOP_ABS, MLC_GOP_REDUCE_SUM, NO_OP},
     {"ReduceL2", MLC_GOP_MULTIPLY, MLC_GOP_REDUCE_SUM, MLC_GOP_SQRT},
     {"ReduceLogSum", NO_OP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
-    {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG},
+    {"ReduceLogSumExp", MLC_GOP_EXP, MLC_GOP_REDUCE_SUM, MLC_GOP_LOG}, /* see log_sum_exp */
+    {"ReduceProd", NO_OP, MLC_GOP_REDUCE_PROD, NO_OP},
 };
 
 /* The reduced axes: the axes attribute, or (ReduceSum since opset 13;
@@ -844,6 +906,34 @@ static mlc_gvar *reduce_step(onode *n, const char *sfx, int o, mlc_gvar *x) {
   return onnx_emit(n, sfx, op, &a, op == MLC_GOP_MULTIPLY ? 2 : 1, args);
 }
 
+static mlc_gvar *ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar *b);
+
+/* ReduceLogSumExp as m + log(sum(exp(x - m))) with m the max over the
+ * axes (kept): log(sum(exp(x))) overflows from x = 89 on. nd, shape: the
+ * result's ONNX rank and shape; with no axes and noop_with_empty_axes,
+ * x itself. */
+static bool log_sum_exp(onode *n, mlc_gvar *x, const mlc_gattrs *axes, bool noop, int nd,
+                        const int64_t *shape) {
+  if (noop) {
+    mlc_gvar *y = onnx_reshape(n, NULL, x, x->type.ndim, x->type.shape);
+    if (y) onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
+    return y != NULL;
+  }
+  mlc_gattrs mk = *axes, r = *axes;
+  mk.keepdims = true;
+  r.keepdims = axes->keepdims || nd == 0;
+  mlc_gvar *m = onnx_emit(n, "max", MLC_GOP_REDUCE_MAX, &mk, 1, &x);
+  mlc_gvar *e = ew(n, "exp", MLC_GOP_EXP, ew(n, "shifted", MLC_GOP_SUBTRACT, x, m), NULL);
+  mlc_gvar *s = e ? onnx_emit(n, "sum", MLC_GOP_REDUCE_SUM, &r, 1, &e) : NULL;
+  mlc_gvar *l = ew(n, "log", MLC_GOP_LOG, s, NULL);
+  mlc_gvar *mo = l ? onnx_reshape(n, "max_out", m, l->type.ndim, l->type.shape) : NULL;
+  mlc_gvar *y = ew(n, nd ? NULL : "lse", MLC_GOP_ADD, l, mo);
+  int64_t one = 1;
+  if (y && !nd) y = onnx_reshape(n, NULL, y, 1, &one);
+  if (y) onnx_set_out(n, 0, y, nd, shape);
+  return y != NULL;
+}
+
 static bool cv_reduce(onode *n) {
   const reduce_form *f = NULL;
   for (int i = 0; i < MLC_COUNTOF(reduce_forms); i++)
@@ -857,6 +947,7 @@ static bool cv_reduce(onode *n) {
   mlc_gvar *x = onnx_var(n, 0);
   if (!x) return false;
   if (in_rank(n, 0) == 0) return onnx_fail(n, "reducing a scalar is not supported");
+  if (noop && strcmp(f->name, "ReduceLogSumExp") == 0) return log_sum_exp(n, x, &a, true, 0, NULL);
   if (noop) { /* the input unchanged; the pre and post ops still apply */
     mlc_gvar *y = x;
     if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
@@ -873,6 +964,7 @@ static bool cv_reduce(onode *n) {
   for (int d = 0; d < x->type.ndim; d++)
     if (!red[d]) shape[nd++] = x->type.shape[d];
     else if (a.keepdims) shape[nd++] = 1;
+  if (strcmp(f->name, "ReduceLogSumExp") == 0) return log_sum_exp(n, x, &a, false, nd, shape);
   mlc_gvar *y = x;
   if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
   mlc_gattrs r = a;
@@ -1004,6 +1096,41 @@ static bool cv_layer_norm(onode *n) {
   mlc_gvar *y = onnx_emit(n, "ln", MLC_GOP_LAYERNORM, &a, b ? 3 : 2, args);
   if (!y || !set_var(n, 0, onnx_reshape(n, NULL, y, nd, x->type.shape))) return false;
   return !(has_out(n, 1) || has_out(n, 2)) || layer_norm_stats(n, x2, ax, nd, eps);
+}
+
+/* InstanceNormalization: per (n, c), over the spatial axes,
+ * y = scale[c] (x - mean) / sqrt(var + eps) + B[c] with the biased
+ * variance mean((x - mean)^2). */
+static bool cv_instance_norm(onode *n) {
+  double eps;
+  if (!onnx_check_attrs(n, " epsilon ") || !onnx_attr_float(n, "epsilon", 1e-5, &eps)) return false;
+  mlc_gvar *x = onnx_var(n, 0), *g = onnx_var(n, 1), *b = onnx_var(n, 2);
+  if (!x || !g || !b) return false;
+  int nd = in_rank(n, 0);
+  if (nd < 3) return onnx_fail(n, "the input needs spatial dimensions (N, C, ...)");
+  int64_t C = x->type.shape[1];
+  if (mlc_gtype_numel(&g->type) != C || mlc_gtype_numel(&b->type) != C)
+    return onnx_fail(n, "scale and B must have C = %lld values", (long long)C);
+  int64_t cs[MLC_GRAPH_MAX_DIMS];
+  cs[0] = C;
+  for (int d = 1; d < nd - 1; d++) cs[d] = 1;
+  mlc_gvar *gc = onnx_reshape(n, "scale", g, nd - 1, cs), *bc = onnx_reshape(n, "bias", b, nd - 1, cs);
+  mlc_gattrs r, e;
+  mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &r);
+  r.keepdims = true;
+  for (int d = 2; d < nd; d++) r.ints[r.n_ints++] = d;
+  mlc_gattrs_init(MLC_GOP_ADD, &e);
+  mlc_gvar *mean = onnx_emit(n, "mean", MLC_GOP_REDUCE_MEAN, &r, 1, &x);
+  mlc_gvar *dv = mean ? onnx_emit(n, "dev", MLC_GOP_SUBTRACT, &e, 2, (mlc_gvar *[]){x, mean}) : NULL;
+  mlc_gvar *sq = dv ? onnx_emit(n, "dev2", MLC_GOP_MULTIPLY, &e, 2, (mlc_gvar *[]){dv, dv}) : NULL;
+  mlc_gvar *var = sq ? onnx_emit(n, "var", MLC_GOP_REDUCE_MEAN, &r, 1, &sq) : NULL;
+  mlc_gvar *ve = var ? onnx_emit(n, "var_eps", MLC_GOP_ADD, &e, 2,
+                                 (mlc_gvar *[]){var, scalar_const(n, "eps", eps)})
+                     : NULL;
+  mlc_gvar *sd = ve ? onnx_emit(n, "std", MLC_GOP_SQRT, &e, 1, &ve) : NULL;
+  mlc_gvar *nv = sd ? onnx_emit(n, "normed", MLC_GOP_DIVIDE, &e, 2, (mlc_gvar *[]){dv, sd}) : NULL;
+  mlc_gvar *sc = nv && gc ? onnx_emit(n, "scaled", MLC_GOP_MULTIPLY, &e, 2, (mlc_gvar *[]){nv, gc}) : NULL;
+  return set_var(n, 0, sc && bc ? onnx_emit(n, NULL, MLC_GOP_ADD, &e, 2, (mlc_gvar *[]){sc, bc}) : NULL);
 }
 
 /* ---- shapes ------------------------------------------------------------------ */
@@ -1529,6 +1656,178 @@ static bool cv_cast(onode *n) {
   return true;
 }
 
+/* ---- data movement composed of graph ops -------------------------------------- */
+
+/* x along axis ax gathered at indices idx[0..c) (in range). */
+static mlc_gvar *gather_at(onode *n, const char *sfx, mlc_gvar *x, int ax, int64_t c,
+                           const int64_t *idx) {
+  mlc_gtype t = {MLC_FLOAT32, 1, {c}};
+  mlc_gvar *ic = onnx_new_const(n, mlc_arena_printf(n->arena, "%s_indices", sfx), &t);
+  for (int64_t k = 0; k < c; k++) ic->data[k] = (float)idx[k];
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_GATHER, &a);
+  a.axis = ax;
+  mlc_gvar *args[2] = {x, ic};
+  return onnx_emit(n, sfx, MLC_GOP_GATHER, &a, 2, args);
+}
+
+/* x repeated reps[d] times along each axis d (Tile): a gather per
+ * repeated axis with indices 0..e-1, r times over; the last step (or a
+ * reshape when nothing repeats) is the output. */
+static mlc_gvar *tile_axes(onode *n, mlc_gvar *x, const int64_t *reps) {
+  int nd = x->type.ndim, last = -1;
+  for (int d = 0; d < nd; d++)
+    if (reps[d] != 1) last = d;
+  if (last < 0) return onnx_reshape(n, NULL, x, nd, x->type.shape);
+  for (int d = 0; d <= last && x; d++) {
+    if (reps[d] == 1) continue;
+    int64_t e = x->type.shape[d], most = INT64_C(1) << 24;
+    if (e < 1 || reps[d] > most / e) { /* checked before multiplying: no overflow */
+      onnx_fail(n, "axis %d would have more than %lld elements", d, (long long)most);
+      return NULL;
+    }
+    int64_t c = e * reps[d];
+    int64_t *idx = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)c);
+    for (int64_t k = 0; k < c; k++) idx[k] = k % e;
+    x = gather_at(n, d == last ? NULL : mlc_arena_printf(n->arena, "tile%d", d), x, d, c, idx);
+  }
+  return x;
+}
+
+/* Tile (repeats a constant input since opset 6). */
+static bool cv_tile(onode *n) {
+  if (!no_attrs(n)) return false;
+  if (n->opset < 6) return onnx_fail(n, "Tile before opset 6 (tiles and axis inputs) is not supported");
+  int64_t c;
+  const int64_t *r = onnx_ints(n, 1, &c);
+  if (!r) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd == 0) return onnx_fail(n, "tiling a scalar is not supported");
+  if (c != nd) return onnx_fail(n, "repeats has %lld entries for rank %d", (long long)c, nd);
+  for (int d = 0; d < nd; d++)
+    if (r[d] < 1) return onnx_fail(n, "repeats %lld along axis %d (must be >= 1)", (long long)r[d], d);
+  return set_var(n, 0, tile_axes(n, x, r));
+}
+
+/* Expand: x broadcast (numpy, both ways) with the constant shape input:
+ * x reshaped to the result's rank, then each unit axis that grows
+ * gathered at index 0 that many times. */
+static bool cv_expand(onode *n) {
+  if (!no_attrs(n)) return false;
+  int64_t c;
+  const int64_t *s = onnx_ints(n, 1, &c);
+  if (!s) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  oval sv = {.ndim = (int)c, .is_int = true};
+  for (int d = 0; d < c; d++) {
+    if (s[d] < 1) return onnx_fail(n, "shape entry %lld (must be >= 1)", (long long)s[d]);
+    sv.shape[d] = s[d];
+  }
+  int nd;
+  int64_t out[MLC_GRAPH_MAX_DIMS], xs[MLC_GRAPH_MAX_DIMS], reps[MLC_GRAPH_MAX_DIMS];
+  if (!broadcast_shape(n, n->in[0], &sv, &nd, out)) return false;
+  if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
+  int xr = in_rank(n, 0);
+  for (int d = 0; d < nd; d++) {
+    xs[d] = d < nd - xr ? 1 : n->in[0]->shape[d - (nd - xr)];
+    reps[d] = xs[d] == out[d] ? 1 : out[d];
+  }
+  mlc_gvar *xr_var = onnx_reshape(n, "ranked", x, nd, xs);
+  if (!xr_var) return false;
+  return set_var(n, 0, tile_axes(n, xr_var, reps));
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth over NCHW: a reshape to 6-D,
+ * a transpose and a reshape, as ONNX defines them. */
+static bool depth_space(onode *n, bool to_space) {
+  int64_t b;
+  const char *mode = "DCR";
+  if (!onnx_check_attrs(n, to_space ? " blocksize mode " : " blocksize ") ||
+      !onnx_attr_int(n, "blocksize", 0, &b) ||
+      (to_space && !onnx_attr_string(n, "mode", "DCR", &mode)))
+    return false;
+  bool crd = strcmp(mode, "CRD") == 0;
+  if (!crd && strcmp(mode, "DCR") != 0) return onnx_fail(n, "mode \"%s\" is not supported", mode);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) != 4) return onnx_fail(n, "the input must be 4-D (N, C, H, W)");
+  if (b < 1 || b > 4096) return onnx_fail(n, "blocksize %lld is out of range", (long long)b);
+  const int64_t *s = x->type.shape;
+  int64_t N = s[0], C = s[1], H = s[2], W = s[3];
+  int64_t six[6], out[4];
+  int perm[6];
+  if (to_space) {
+    if (C % (b * b)) return onnx_fail(n, "C %lld is not a multiple of blocksize^2", (long long)C);
+    int64_t c = C / (b * b);
+    int64_t dcr[6] = {N, b, b, c, H, W}, crds[6] = {N, c, b, b, H, W};
+    int pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+    memcpy(six, crd ? crds : dcr, sizeof six);
+    memcpy(perm, crd ? pc : pd, sizeof perm);
+    int64_t o[4] = {N, c, H * b, W * b};
+    memcpy(out, o, sizeof out);
+  } else {
+    if (H % b || W % b) return onnx_fail(n, "H and W must be multiples of blocksize");
+    int64_t s6[6] = {N, C, H / b, b, W / b, b}, o[4] = {N, C * b * b, H / b, W / b};
+    int p6[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(six, s6, sizeof six);
+    memcpy(perm, p6, sizeof perm);
+    memcpy(out, o, sizeof out);
+  }
+  mlc_gvar *x6 = onnx_reshape(n, "split", x, 6, six);
+  mlc_gvar *t = x6 ? transpose(n, "moved", x6, 6, perm) : NULL;
+  return set_var(n, 0, t ? onnx_reshape(n, NULL, t, 4, out) : NULL);
+}
+
+static bool cv_depth_to_space(onode *n) { return depth_space(n, true); }
+static bool cv_space_to_depth(onode *n) { return depth_space(n, false); }
+
+/* Trilu: upper (1) picks triu, the optional constant input k the diagonal. */
+static bool cv_trilu(onode *n) {
+  int64_t upper, k = 0;
+  if (!onnx_check_attrs(n, " upper ") || !onnx_attr_int(n, "upper", 1, &upper)) return false;
+  if (in_val(n, 1)) {
+    int64_t c;
+    const int64_t *v = onnx_ints(n, 1, &c);
+    if (!v) return false;
+    if (c != 1) return onnx_fail(n, "k must be a single value");
+    k = clamp40(v[0]);
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) < 2) return onnx_fail(n, "the input must have at least 2 dimensions");
+  mlc_gop op = upper ? MLC_GOP_TRIU : MLC_GOP_TRIL;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  a.k = k;
+  return set_var(n, 0, onnx_emit(n, NULL, op, &a, 1, &x));
+}
+
+/* CumSum along the constant axis input, exclusive and reverse. */
+static bool cv_cumsum(onode *n) {
+  int64_t exclusive, reverse, c;
+  if (!onnx_check_attrs(n, " exclusive reverse ") || !onnx_attr_int(n, "exclusive", 0, &exclusive) ||
+      !onnx_attr_int(n, "reverse", 0, &reverse))
+    return false;
+  const int64_t *axis = onnx_ints(n, 1, &c);
+  if (!axis) return false;
+  if (c != 1) return onnx_fail(n, "axis must be a single value");
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (in_rank(n, 0) == 0) return onnx_fail(n, "the input is a scalar (no axis)");
+  int ax = 0;
+  if (!norm_axis(n, axis[0], in_rank(n, 0), &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CUMSUM, &a);
+  a.axis = ax;
+  a.exclusive = exclusive != 0;
+  a.reverse = reverse != 0;
+  return set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CUMSUM, &a, 1, &x));
+}
+
 /* ---- activations composed of graph ops ----------------------------------------- */
 
 /* op over a (and b for a binary op, else NULL) with default attributes;
@@ -1605,6 +1904,108 @@ static bool cv_softsign(onode *n) {
   return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, x, d));
 }
 
+/* Reciprocal: 1 / x. */
+static bool cv_reciprocal(onode *n) {
+  if (!no_attrs(n)) return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, scalar_const(n, "one", 1), x));
+}
+
+/* Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)), as relu(x) +
+ * alpha (exp(min(x, 0) / alpha) - 1) (the second term is 0 for x >= 0,
+ * exactly). */
+static bool cv_celu(onode *n) {
+  double alpha;
+  if (!onnx_check_attrs(n, " alpha ") || !onnx_attr_float(n, "alpha", 1, &alpha)) return false;
+  if (alpha == 0 || !isfinite(alpha)) return onnx_fail(n, "alpha %g (must be nonzero and finite)", alpha);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  mlc_gvar *mn = ew(n, "neg_part", MLC_GOP_MINIMUM, x, scalar_const(n, "zero", 0));
+  mlc_gvar *sc = ew(n, "neg_scaled", MLC_GOP_DIVIDE, mn, scalar_const(n, "alpha", alpha));
+  mlc_gvar *em = ew(n, "exp", MLC_GOP_EXP, sc, NULL);
+  mlc_gvar *e1 = ew(n, "expm1", MLC_GOP_SUBTRACT, em, scalar_const(n, "one", 1));
+  mlc_gvar *neg = ew(n, "neg", MLC_GOP_MULTIPLY, e1, scalar_const(n, "alpha_out", alpha));
+  mlc_gvar *pos = ew(n, "pos", MLC_GOP_RELU, x, NULL);
+  return set_like_input(n, ew(n, NULL, MLC_GOP_ADD, pos, neg));
+}
+
+/* MeanVarianceNormalization: (x - mean) / (sqrt(var) + 1e-9) over axes
+ * (0, 2, 3), var the biased variance, as ONNX's function body (which
+ * takes it as E[x^2] - E[x]^2). */
+static bool cv_mvn(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_check_attrs(n, " axes ") || !onnx_attr_ints(n, "axes", MLC_GRAPH_MAX_DIMS, &c, axes))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd == 0) return onnx_fail(n, "the input is a scalar");
+  mlc_gattrs r, e;
+  mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &r);
+  r.keepdims = true;
+  if (c < 0) { /* (0, 2, 3): needs rank 4 */
+    if (nd != 4) return onnx_fail(n, "the default axes (0, 2, 3) need a 4-D input");
+    int64_t def[3] = {0, 2, 3};
+    memcpy(axes, def, sizeof def);
+    c = 3;
+  }
+  bool seen[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!norm_axis(n, axes[i], nd, &ax)) return false;
+    if (seen[ax]) return onnx_fail(n, "axis %d is repeated", ax);
+    seen[ax] = true;
+    r.ints[r.n_ints++] = ax;
+  }
+  if (c == 0) return onnx_fail(n, "axes is empty");
+  mlc_gattrs_init(MLC_GOP_ADD, &e);
+  mlc_gvar *mean = onnx_emit(n, "mean", MLC_GOP_REDUCE_MEAN, &r, 1, &x);
+  mlc_gvar *dv = ew(n, "dev", MLC_GOP_SUBTRACT, x, mean);
+  mlc_gvar *sq = ew(n, "dev2", MLC_GOP_MULTIPLY, dv, dv);
+  mlc_gvar *var = sq ? onnx_emit(n, "var", MLC_GOP_REDUCE_MEAN, &r, 1, &sq) : NULL;
+  mlc_gvar *sd = ew(n, "std", MLC_GOP_SQRT, var, NULL);
+  mlc_gvar *se = ew(n, "std_eps", MLC_GOP_ADD, sd, scalar_const(n, "eps", 1e-9));
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, dv, se));
+}
+
+/* LRN: x / (bias + alpha / size * sum of x^2 over the size channels around
+ * c)^beta, the window [c - (size - 1) / 2, c + ceil((size - 1) / 2)]
+ * clipped to the channels. The sum is an average pool of x^2 viewed as
+ * [N, 1, C, rest] with a (size, 1) window, zero padding counted (so the
+ * average is the sum / size). */
+static bool cv_lrn(onode *n) {
+  double alpha, beta, bias;
+  int64_t size;
+  if (!onnx_check_attrs(n, " alpha beta bias size ") || !onnx_attr_float(n, "alpha", 1e-4, &alpha) ||
+      !onnx_attr_float(n, "beta", 0.75, &beta) || !onnx_attr_float(n, "bias", 1, &bias) ||
+      !onnx_attr_int(n, "size", 0, &size))
+    return false;
+  if (size < 1 || size > 4096) return onnx_fail(n, "size %lld is out of range (1 to 4096)", (long long)size);
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int nd = in_rank(n, 0);
+  if (nd < 3) return onnx_fail(n, "the input must be N x C x D1 x ... (rank 3 or more)");
+  int64_t view[4] = {x->type.shape[0], 1, x->type.shape[1], numel(nd - 2, x->type.shape + 2)};
+  mlc_gvar *sq = ew(n, "sq", MLC_GOP_MULTIPLY, x, x);
+  mlc_gvar *sv = sq ? onnx_reshape(n, "sq_view", sq, 4, view) : NULL;
+  mlc_gattrs p;
+  mlc_gattrs_init(MLC_GOP_AVG_POOL2D, &p);
+  p.kernel[0] = size, p.kernel[1] = 1;
+  p.strides[0] = p.strides[1] = 1;
+  p.pads[0] = (size - 1) / 2, p.pads[2] = size - 1 - (size - 1) / 2;
+  p.count_include_pad = true;
+  mlc_gvar *avg = sv ? onnx_emit(n, "window", MLC_GOP_AVG_POOL2D, &p, 1, &sv) : NULL;
+  mlc_gvar *av = avg ? onnx_reshape(n, "window_sum", avg, x->type.ndim, x->type.shape) : NULL;
+  mlc_gvar *sc = ew(n, "scaled", MLC_GOP_MULTIPLY, av, scalar_const(n, "alpha", alpha));
+  mlc_gvar *base = ew(n, "base", MLC_GOP_ADD, sc, scalar_const(n, "bias", bias));
+  mlc_gattrs pw;
+  mlc_gattrs_init(MLC_GOP_POWER, &pw);
+  pw.exponent = beta;
+  mlc_gvar *den = base ? onnx_emit(n, "den", MLC_GOP_POWER, &pw, 1, &base) : NULL;
+  return set_like_input(n, ew(n, NULL, MLC_GOP_DIVIDE, x, den));
+}
+
 /* PRelu: x for x >= 0, slope x below; as relu(x) - slope relu(-x) (the
  * same values: one term is 0). Since opset 7 the slope broadcasts to x
  * (numpy, one way); before, a slope of one value is shared and one of C
@@ -1638,30 +2039,47 @@ static bool cv_prelu(onode *n) {
 
 static const onnx_op ops[] = {
     {"Abs", cv_abs, 1, 1},
+    {"Acos", cv_acos, 1, 1},
+    {"Acosh", cv_acosh, 1, 1},
     {"Add", cv_add, 2, 2},
+    {"Asin", cv_asin, 1, 1},
+    {"Asinh", cv_asinh, 1, 1},
+    {"Atan", cv_atan, 1, 1},
+    {"Atanh", cv_atanh, 1, 1},
     {"AveragePool", cv_avg_pool, 1, 1},
     {"BatchNormalization", cv_batch_norm, 5, 5},
+    {"Cast", cv_cast, 1, 1},
+    {"Ceil", cv_ceil, 1, 1},
+    {"Celu", cv_celu, 1, 1},
     {"Clip", cv_clip, 1, 3},
+    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
     {"Constant", cv_constant, 0, 0},
     {"ConstantOfShape", cv_constant_of_shape, 1, 1},
-    {"Cast", cv_cast, 1, 1},
-    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
     {"Conv", cv_conv, 2, 3},
     {"ConvTranspose", cv_conv_transpose, 2, 3},
+    {"Cos", cv_cos, 1, 1},
+    {"Cosh", cv_cosh, 1, 1},
+    {"CumSum", cv_cumsum, 2, 2},
+    {"DepthToSpace", cv_depth_to_space, 1, 1},
     {"Div", cv_div, 2, 2},
     {"Dropout", cv_dropout, 1, 3},
     {"Elu", cv_elu, 1, 1},
     {"Equal", cv_equal, 2, 2},
     {"Erf", cv_erf, 1, 1},
     {"Exp", cv_exp, 1, 1},
+    {"Expand", cv_expand, 2, 2},
     {"Flatten", cv_flatten, 1, 1},
+    {"Floor", cv_floor, 1, 1},
     {"Gather", cv_gather, 2, 2},
     {"Gemm", cv_gemm, 2, 3},
     {"GlobalAveragePool", cv_global_avg_pool, 1, 1},
     {"GlobalMaxPool", cv_global_max_pool, 1, 1},
     {"HardSigmoid", cv_hard_sigmoid, 1, 1},
     {"HardSwish", cv_hard_swish, 1, 1},
+    {"Hardmax", cv_hardmax, 1, 1},
     {"Identity", cv_identity, 1, 1},
+    {"InstanceNormalization", cv_instance_norm, 3, 3},
+    {"LRN", cv_lrn, 1, 1},
     {"LayerNormalization", cv_layer_norm, 2, 3},
     {"LeakyRelu", cv_leaky_relu, 1, 1},
     {"Log", cv_log, 1, 1},
@@ -1669,12 +2087,15 @@ static const onnx_op ops[] = {
     {"MatMul", cv_matmul, 2, 2},
     {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
     {"MaxPool", cv_max_pool, 1, 1},
+    {"Mean", cv_mean, 1, MLC_GRAPH_MAX_ARGS},
+    {"MeanVarianceNormalization", cv_mvn, 1, 1},
     {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
     {"Mul", cv_mul, 2, 2},
     {"Neg", cv_neg, 1, 1},
     {"PRelu", cv_prelu, 2, 2},
     {"Pad", cv_pad, 1, 4},
     {"Pow", cv_pow, 2, 2},
+    {"Reciprocal", cv_reciprocal, 1, 1},
     {"ReduceL1", cv_reduce, 1, 2},
     {"ReduceL2", cv_reduce, 1, 2},
     {"ReduceLogSum", cv_reduce, 1, 2},
@@ -1682,25 +2103,36 @@ static const onnx_op ops[] = {
     {"ReduceMax", cv_reduce, 1, 2},
     {"ReduceMean", cv_reduce, 1, 2},
     {"ReduceMin", cv_reduce, 1, 2},
+    {"ReduceProd", cv_reduce, 1, 2},
     {"ReduceSum", cv_reduce, 1, 2},
     {"ReduceSumSquare", cv_reduce, 1, 2},
     {"Relu", cv_relu, 1, 1},
     {"Reshape", cv_reshape, 2, 2},
+    {"Round", cv_round, 1, 1},
     {"Selu", cv_selu, 1, 1},
     {"Shape", cv_shape, 1, 1},
+    {"Shrink", cv_shrink, 1, 1},
     {"Sigmoid", cv_sigmoid, 1, 1},
+    {"Sign", cv_sign, 1, 1},
+    {"Sin", cv_sin, 1, 1},
+    {"Sinh", cv_sinh, 1, 1},
     {"Size", cv_size, 1, 1},
     {"Slice", cv_slice, 1, 5},
     {"Softmax", cv_softmax, 1, 1},
     {"Softplus", cv_softplus, 1, 1},
     {"Softsign", cv_softsign, 1, 1},
+    {"SpaceToDepth", cv_space_to_depth, 1, 1},
     {"Split", cv_split, 1, 2},
     {"Sqrt", cv_sqrt, 1, 1},
     {"Squeeze", cv_squeeze, 1, 2},
     {"Sub", cv_sub, 2, 2},
     {"Sum", cv_sum, 1, MLC_GRAPH_MAX_ARGS},
+    {"Tan", cv_tan, 1, 1},
     {"Tanh", cv_tanh, 1, 1},
+    {"ThresholdedRelu", cv_thresholded_relu, 1, 1},
+    {"Tile", cv_tile, 2, 2},
     {"Transpose", cv_transpose, 1, 1},
+    {"Trilu", cv_trilu, 1, 2},
     {"Unsqueeze", cv_unsqueeze, 1, 2},
 };
 
@@ -1711,7 +2143,7 @@ const onnx_op *onnx_find_op(const char *op_type) {
 }
 
 const char *onnx_op_names(void) {
-  static char buf[1024];
+  static char buf[4096];
   if (!buf[0]) {
     size_t k = 0;
     for (int i = 0; i < MLC_COUNTOF(ops) && k < sizeof buf; i++)

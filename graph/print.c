@@ -105,6 +105,7 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     return;
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX: /* the last axis unless told */
+  case MLC_GOP_HARDMAX:
     if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
     return;
   case MLC_GOP_RESHAPE:
@@ -116,7 +117,12 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
     else mlc_str_puts(out, "None");
     return;
-  case MLC_GOP_LEAKY_RELU: put_double(out, "alpha", a->alpha); return;
+  case MLC_GOP_LEAKY_RELU:
+  case MLC_GOP_THRESHOLDED_RELU: put_double(out, "alpha", a->alpha); return;
+  case MLC_GOP_SHRINK:
+    put_double(out, "lambd", a->alpha);
+    put_double(out, "bias", a->beta);
+    return;
   case MLC_GOP_HARD_SIGMOID:
     put_double(out, "alpha", a->alpha);
     put_double(out, "beta", a->beta);
@@ -126,9 +132,16 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
     put_double(out, "max", a->hi);
     return;
   case MLC_GOP_POWER: put_double(out, "exponent", a->exponent); return;
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: mlc_str_printf(out, ", k=%lld", (long long)a->k); return;
+  case MLC_GOP_CUMSUM:
+    mlc_str_printf(out, ", axis=%lld, exclusive=%s, reverse=%s", (long long)a->axis,
+                   a->exclusive ? "True" : "False", a->reverse ? "True" : "False");
+    return;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD:
     mlc_str_puts(out, ", axis=");
     if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
     else mlc_str_puts(out, "None");
@@ -154,6 +167,21 @@ static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
   case MLC_GOP_LOG:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
   case MLC_GOP_GLOBAL_AVG_POOL2D:
   case MLC_GOP_UNPACK_NCHWC:
   case MLC_GOP_EWISE_FMA: return;

@@ -67,10 +67,29 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_NEGATIVE: return -v[0];
   case MLC_GOP_ABS: return fabs(v[0]);
   case MLC_GOP_LOG: return log(v[0]);
+  case MLC_GOP_FLOOR: return floor(v[0]);
+  case MLC_GOP_CEIL: return ceil(v[0]);
+  case MLC_GOP_ROUND: return nearbyint(v[0]);
+  case MLC_GOP_SIGN: return v[0] > 0 ? 1 : v[0] < 0 ? -1 : v[0];
+  case MLC_GOP_SIN: return sin(v[0]);
+  case MLC_GOP_COS: return cos(v[0]);
+  case MLC_GOP_TAN: return tan(v[0]);
+  case MLC_GOP_ASIN: return asin(v[0]);
+  case MLC_GOP_ACOS: return acos(v[0]);
+  case MLC_GOP_ATAN: return atan(v[0]);
+  case MLC_GOP_SINH: return sinh(v[0]);
+  case MLC_GOP_COSH: return cosh(v[0]);
+  case MLC_GOP_ASINH: return asinh(v[0]);
+  case MLC_GOP_ACOSH: return acosh(v[0]);
+  case MLC_GOP_ATANH: return atanh(v[0]);
+  case MLC_GOP_THRESHOLDED_RELU: return v[0] > at->alpha ? v[0] : 0;
+  case MLC_GOP_SHRINK:
+    return v[0] < -at->alpha ? v[0] + at->beta : v[0] > at->alpha ? v[0] - at->beta : 0;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
   case MLC_GOP_SOFTMAX:
   case MLC_GOP_LOG_SOFTMAX:
+  case MLC_GOP_HARDMAX:
   case MLC_GOP_LAYERNORM:
   case MLC_GOP_BATCH_NORM:
   case MLC_GOP_CONV2D:
@@ -85,6 +104,10 @@ static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
   case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD:
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU:
+  case MLC_GOP_CUMSUM:
   case MLC_GOP_CONCAT:
   case MLC_GOP_SLICE:
   case MLC_GOP_PAD:
@@ -278,18 +301,60 @@ static void ref_reduce(mlc_arena *scratch, mlc_gop op, const bool *red, const ml
                        const float *x, const mlc_gtype *out, float *y) {
   int64_t n_out = mlc_gtype_numel(out), idx[MLC_GRAPH_MAX_DIMS];
   double *acc = get_doubles(scratch, n_out);
-  for (int64_t i = 0; i < n_out; i++) acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : 0;
+  for (int64_t i = 0; i < n_out; i++)
+    acc[i] = op == MLC_GOP_REDUCE_MAX ? -INFINITY : op == MLC_GOP_REDUCE_PROD ? 1 : 0;
   for (int64_t i = 0; i < mlc_gtype_numel(xt); i++) {
     unravel(xt, i, idx);
     int64_t o = 0;
     for (int d = 0; d < xt->ndim; d++)
       if (!red[d]) o = o * xt->shape[d] + idx[d];
-    acc[o] = op == MLC_GOP_REDUCE_MAX ? fmax(acc[o], x[i]) : acc[o] + x[i];
+    acc[o] = op == MLC_GOP_REDUCE_MAX    ? fmax(acc[o], x[i])
+             : op == MLC_GOP_REDUCE_PROD ? acc[o] * x[i]
+                                         : acc[o] + x[i];
   }
   double count = (double)(mlc_gtype_numel(xt) / n_out);
   for (int64_t i = 0; i < n_out; i++)
     y[i] = (float)(op == MLC_GOP_REDUCE_MEAN || op == MLC_GOP_GLOBAL_AVG_POOL2D ? acc[i] / count : acc[i]);
   put_doubles(scratch, acc);
+}
+
+/* tril / triu over the last two axes (rows R, columns C). */
+static void ref_trilu(bool upper, int64_t k, const mlc_gtype *t, const float *x, float *y) {
+  int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
+  for (int64_t i = 0; i < mlc_gtype_numel(t); i++) {
+    int64_t r = i / C % R, c = i % C;
+    y[i] = (upper ? c - r >= k : c - r <= k) ? x[i] : 0;
+  }
+}
+
+static void ref_cumsum(const mlc_gattrs *at, const mlc_gtype *t, const float *x, float *y) {
+  int64_t O, L, I;
+  split_at(t, mlc_gop_axis(at->axis, t->ndim), &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      double acc = 0;
+      for (int64_t s = 0; s < L; s++) {
+        int64_t l = at->reverse ? L - 1 - s : s, at_l = (o * L + l) * I + i;
+        if (at->exclusive) y[at_l] = (float)acc;
+        acc += x[at_l];
+        if (!at->exclusive) y[at_l] = (float)acc;
+      }
+    }
+}
+
+/* 1 at the first largest element along ax (NaN inputs: unspecified). */
+static void ref_hardmax(const mlc_gtype *t, int ax, const float *x, float *y) {
+  int64_t O, L, I;
+  split_at(t, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      int64_t best = 0;
+      for (int64_t l = 0; l < L; l++) {
+        if (x[(o * L + l) * I + i] > x[(o * L + best) * I + i]) best = l;
+        y[(o * L + l) * I + i] = 0;
+      }
+      y[(o * L + best) * I + i] = 1;
+    }
 }
 
 static void ref_concat(int n, float *const *in, const mlc_gtype *ts, int ax, const mlc_gtype *out,
@@ -476,6 +541,23 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_HARD_SWISH:
   case MLC_GOP_NEGATIVE:
   case MLC_GOP_ABS:
+  case MLC_GOP_FLOOR:
+  case MLC_GOP_CEIL:
+  case MLC_GOP_ROUND:
+  case MLC_GOP_SIGN:
+  case MLC_GOP_SIN:
+  case MLC_GOP_COS:
+  case MLC_GOP_TAN:
+  case MLC_GOP_ASIN:
+  case MLC_GOP_ACOS:
+  case MLC_GOP_ATAN:
+  case MLC_GOP_SINH:
+  case MLC_GOP_COSH:
+  case MLC_GOP_ASINH:
+  case MLC_GOP_ACOSH:
+  case MLC_GOP_ATANH:
+  case MLC_GOP_THRESHOLDED_RELU:
+  case MLC_GOP_SHRINK:
   case MLC_GOP_LOG: ref_elemwise(b->op, &b->attrs, b->n_args, in, ts, out, y); return;
   case MLC_GOP_MATMUL:
   case MLC_GOP_DENSE:
@@ -526,7 +608,8 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
     return;
   case MLC_GOP_REDUCE_SUM:
   case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX: {
+  case MLC_GOP_REDUCE_MAX:
+  case MLC_GOP_REDUCE_PROD: {
     bool red[MLC_GRAPH_MAX_DIMS];
     mlc_error err;
     MLC_ASSERT(mlc_gop_reduced_axes(b->op, &b->attrs, ts[0].ndim, red, &err));
@@ -536,6 +619,10 @@ void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const
   case MLC_GOP_RESHAPE:
   case MLC_GOP_FLATTEN: memcpy(y, in[0], sizeof(float) * (size_t)mlc_gtype_numel(out)); return;
   case MLC_GOP_TRANSPOSE: ref_transpose(&b->attrs, &ts[0], in[0], out, y); return;
+  case MLC_GOP_TRIL:
+  case MLC_GOP_TRIU: ref_trilu(b->op == MLC_GOP_TRIU, b->attrs.k, out, in[0], y); return;
+  case MLC_GOP_CUMSUM: ref_cumsum(&b->attrs, out, in[0], y); return;
+  case MLC_GOP_HARDMAX: ref_hardmax(out, mlc_gop_axis(b->attrs.axis, out->ndim), in[0], y); return;
   }
   mlc_unreachable();
 }

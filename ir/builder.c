@@ -140,6 +140,8 @@ static mlc_expr *reduce_identity(mlc_arena *a, mlc_te_reducer r, mlc_dtype t) {
     return fl ? mlc_float(a, t, -fmax) : mlc_int_t(a, t, imin);
   case MLC_TE_MIN:
     return fl ? mlc_float(a, t, fmax) : mlc_int_t(a, t, imax);
+  case MLC_TE_PROD:
+    return fl ? mlc_float(a, t, 1.0) : mlc_int_t(a, t, 1);
   }
   mlc_unreachable();
 }
@@ -152,6 +154,8 @@ static mlc_expr *reduce_combine(mlc_arena *a, mlc_te_reducer r, mlc_expr *acc, m
     return mlc_binary(a, MLC_EXPR_MAX, acc, v);
   case MLC_TE_MIN:
     return mlc_binary(a, MLC_EXPR_MIN, acc, v);
+  case MLC_TE_PROD:
+    return mlc_mul(a, acc, v);
   }
   mlc_unreachable();
 }

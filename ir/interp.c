@@ -388,6 +388,18 @@ FLOAT_UNARY(abs, fabsf(x))
 FLOAT_UNARY(erf, erff(x))
 FLOAT_UNARY(floor, floorf(x))
 FLOAT_UNARY(ceil, ceilf(x))
+FLOAT_UNARY(round, nearbyintf(x))
+FLOAT_UNARY(sin, sinf(x))
+FLOAT_UNARY(cos, cosf(x))
+FLOAT_UNARY(tan, tanf(x))
+FLOAT_UNARY(asin, asinf(x))
+FLOAT_UNARY(acos, acosf(x))
+FLOAT_UNARY(atan, atanf(x))
+FLOAT_UNARY(sinh, sinhf(x))
+FLOAT_UNARY(cosh, coshf(x))
+FLOAT_UNARY(asinh, asinhf(x))
+FLOAT_UNARY(acosh, acoshf(x))
+FLOAT_UNARY(atanh, atanhf(x))
 
 static int64_t k_abs_i(const enode *n, ctx *c) {
   int64_t x = EI(n->a);
@@ -1095,6 +1107,18 @@ static ffn float_intrin(mlc_intrin op, mlc_dtype t) {
   case MLC_INTRIN_FLOOR: FPICK(k_floor);
   case MLC_INTRIN_CEIL: FPICK(k_ceil);
   case MLC_INTRIN_POW: FPICK(k_pow);
+  case MLC_INTRIN_ROUND: FPICK(k_round);
+  case MLC_INTRIN_SIN: FPICK(k_sin);
+  case MLC_INTRIN_COS: FPICK(k_cos);
+  case MLC_INTRIN_TAN: FPICK(k_tan);
+  case MLC_INTRIN_ASIN: FPICK(k_asin);
+  case MLC_INTRIN_ACOS: FPICK(k_acos);
+  case MLC_INTRIN_ATAN: FPICK(k_atan);
+  case MLC_INTRIN_SINH: FPICK(k_sinh);
+  case MLC_INTRIN_COSH: FPICK(k_cosh);
+  case MLC_INTRIN_ASINH: FPICK(k_asinh);
+  case MLC_INTRIN_ACOSH: FPICK(k_acosh);
+  case MLC_INTRIN_ATANH: FPICK(k_atanh);
   }
   mlc_unreachable();
 }

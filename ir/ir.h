@@ -394,7 +394,7 @@ mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn,
  */
 typedef struct mlc_te mlc_te;
 typedef struct mlc_te_tensor mlc_te_tensor;
-typedef enum mlc_te_reducer { MLC_TE_SUM, MLC_TE_MAX, MLC_TE_MIN } mlc_te_reducer;
+typedef enum mlc_te_reducer { MLC_TE_SUM, MLC_TE_MAX, MLC_TE_MIN, MLC_TE_PROD } mlc_te_reducer;
 
 mlc_te *mlc_te_new(mlc_arena *a);
 mlc_te_tensor *mlc_te_placeholder(mlc_te *te, const char *name, int ndim,

@@ -962,6 +962,7 @@ static mlc_expr *fold_call(mlc_simplifier *s, mlc_intrin op, mlc_expr **args) {
   case MLC_INTRIN_ABS: return mlc_float(s->a, MLC_FLOAT32, fabsf(v));
   case MLC_INTRIN_FLOOR: return mlc_float(s->a, MLC_FLOAT32, floorf(v));
   case MLC_INTRIN_CEIL: return mlc_float(s->a, MLC_FLOAT32, ceilf(v));
+  case MLC_INTRIN_ROUND: return mlc_float(s->a, MLC_FLOAT32, nearbyintf(v));
   default: return NULL;
   }
 }

@@ -639,6 +639,18 @@ static LLVMValueRef float_intrin(cg *c, mlc_intrin op, LLVMValueRef x, LLVMValue
     LLVMValueRef args[2] = {x, y};
     return call_intrinsic(c, "llvm.pow", &ty, 1, args, 2);
   }
+  case MLC_INTRIN_ROUND: return intrin1(c, "llvm.nearbyint", x);
+  case MLC_INTRIN_SIN: return call_libm(c, "sinf", x);
+  case MLC_INTRIN_COS: return call_libm(c, "cosf", x);
+  case MLC_INTRIN_TAN: return call_libm(c, "tanf", x);
+  case MLC_INTRIN_ASIN: return call_libm(c, "asinf", x);
+  case MLC_INTRIN_ACOS: return call_libm(c, "acosf", x);
+  case MLC_INTRIN_ATAN: return call_libm(c, "atanf", x);
+  case MLC_INTRIN_SINH: return call_libm(c, "sinhf", x);
+  case MLC_INTRIN_COSH: return call_libm(c, "coshf", x);
+  case MLC_INTRIN_ASINH: return call_libm(c, "asinhf", x);
+  case MLC_INTRIN_ACOSH: return call_libm(c, "acoshf", x);
+  case MLC_INTRIN_ATANH: return call_libm(c, "atanhf", x);
   }
   mlc_unreachable();
 }

@@ -5,8 +5,9 @@
  * PTX ISA 7.5, the newest LLVM 14 writes (CUDA 11.5 and later accept it;
  * sm_80 needs 7.0). Math the NVPTX backend cannot lower (LLVM 14 has no
  * expf for it) is called in CUDA's libdevice: llvm.exp/log/pow and libm
- * tanhf/erff become __nv_expf, __nv_logf, __nv_powf, __nv_tanhf,
- * __nv_erff, and when any is used, libdevice.10.bc is linked into the
+ * tanhf/erff and the trigonometric and hyperbolic functions (sinf ..
+ * atanhf) become __nv_expf, __nv_logf, __nv_powf, __nv_tanhf, __nv_erff,
+ * __nv_sinf, ..., and when any is used, libdevice.10.bc is linked into the
  * module (only the functions called, read lazily), then made internal;
  * the O3 pipeline runs NVVMReflect, which resolves libdevice's
  * __nvvm_reflect queries (to "no flush to zero").
@@ -70,7 +71,11 @@ static void cuda_finish(mlc_target *t) {
 
 static const char *const libdevice_names[][2] = {
     {"llvm.exp.f32", "__nv_expf"}, {"llvm.log.f32", "__nv_logf"}, {"llvm.pow.f32", "__nv_powf"},
-    {"tanhf", "__nv_tanhf"},       {"erff", "__nv_erff"},
+    {"tanhf", "__nv_tanhf"},       {"erff", "__nv_erff"},     {"sinf", "__nv_sinf"},
+    {"cosf", "__nv_cosf"},         {"tanf", "__nv_tanf"},     {"asinf", "__nv_asinf"},
+    {"acosf", "__nv_acosf"},       {"atanf", "__nv_atanf"},   {"sinhf", "__nv_sinhf"},
+    {"coshf", "__nv_coshf"},       {"asinhf", "__nv_asinhf"}, {"acoshf", "__nv_acoshf"},
+    {"atanhf", "__nv_atanhf"},
 };
 
 /* Redirect calls to what NVPTX cannot lower; true when any was found. */
@@ -108,7 +113,7 @@ static bool link_libdevice(LLVMContextRef ctx, LLVMModuleRef mod, mlc_error *err
   char path[1024];
   const char *p = find_libdevice(path, sizeof path);
   if (!p)
-    return mlc_error_set(err, "the kernel calls math functions (exp, log, pow, tanh, erf) that "
+    return mlc_error_set(err, "the kernel calls math functions (exp, log, pow, tanh, erf, sin, ...) that "
                               "need CUDA's libdevice.10.bc: not found (set MLC_LIBDEVICE or "
                               "CUDA_HOME)");
   LLVMMemoryBufferRef mb = NULL;

@@ -229,6 +229,38 @@ static const op_case elemwise_cases[] = {
     {"negative", UNARY("negative", ""), false},
     {"abs", UNARY("abs", ""), false},
     {"log", UNARY("log", ""), true},
+    {"floor", UNARY("floor", ""), false},
+    {"ceil", UNARY("ceil", ""), false},
+    /* x + x in [-2, 2): both ties (+-0.5, +-1.5) and plain values */
+    {"round",
+     MODEL(X234, "",
+           "{\"name\": \"d\", \"op\": \"add\", \"inputs\": [\"x\", \"x\"]},"
+           "{\"name\": \"y\", \"op\": \"round\", \"inputs\": [\"d\"]}",
+           "\"y\""),
+     false},
+    {"sign", UNARY("sign", ""), false},
+    {"sin", UNARY("sin", ""), false},
+    {"cos", UNARY("cos", ""), false},
+    {"tan", UNARY("tan", ""), false},
+    {"asin", UNARY("asin", ""), false},
+    {"acos", UNARY("acos", ""), false},
+    {"atan", UNARY("atan", ""), false},
+    {"sinh", UNARY("sinh", ""), false},
+    {"cosh", UNARY("cosh", ""), false},
+    {"asinh", UNARY("asinh", ""), false},
+    /* exp(|x|) >= 1: acosh's domain */
+    {"acosh",
+     MODEL(X234, "",
+           "{\"name\": \"a\", \"op\": \"abs\", \"inputs\": [\"x\"]},"
+           "{\"name\": \"e\", \"op\": \"exp\", \"inputs\": [\"a\"]},"
+           "{\"name\": \"y\", \"op\": \"acosh\", \"inputs\": [\"e\"]}",
+           "\"y\""),
+     false},
+    {"atanh", UNARY("atanh", ""), false},
+    {"thresholded_relu", UNARY("thresholded_relu", ""), false},
+    {"thresholded_relu_alpha", UNARY("thresholded_relu", ", \"alpha\": -0.25"), false},
+    {"shrink", UNARY("shrink", ""), false},
+    {"shrink_bias", UNARY("shrink", ", \"lambd\": 0.25, \"bias\": 0.125"), false},
     /* a chain that fuses into one kernel: sigmoid(x) * x - tanh(x) */
     {"chain",
      MODEL(X23, "",
@@ -245,6 +277,8 @@ static const bad_case elemwise_bad[] = {
     {"attr_not_number", UNARY("leaky_relu", ", \"alpha\": \"big\""),
      "node 'y': \"alpha\" must be a number"},
     {"attr_wrong_op", UNARY("relu", ", \"alpha\": 0.1"), "node 'y': relu takes no attribute \"alpha\""},
+    {"shrink_alpha", UNARY("shrink", ", \"alpha\": 0.1"), "node 'y': shrink takes no attribute \"alpha\""},
+    {"sin_attr", UNARY("sin", ", \"alpha\": 0.1"), "node 'y': sin takes no attribute \"alpha\""},
     {"binary_arity", UNARY("subtract", ""), "node 'y': subtract takes 2 inputs, got 1"},
     {"pow_arity", UNARY("pow", ", \"exponent\": 2"), "node 'y': pow takes 2 inputs, got 1"},
     {"broadcast",
@@ -677,6 +711,17 @@ static const op_case reduce_cases[] = {
     {"reduce_mean_neg", UNARY("reduce_mean", ", \"axes\": [-1], \"keepdims\": false"), false},
     {"reduce_mean_02", UNARY("reduce_mean", ", \"axes\": [0, 2]"), false},
     {"reduce_max_01_nokeep", UNARY("reduce_max", ", \"axes\": [1, 0], \"keepdims\": false"), false},
+    {"reduce_prod_all", UNARY("reduce_prod", ""), false},
+    {"reduce_prod_neg_nokeep", UNARY("reduce_prod", ", \"axes\": [-1], \"keepdims\": false"), false},
+    {"reduce_prod_02", UNARY("reduce_prod", ", \"axes\": [0, 2]"), false},
+    {"hardmax", UNARY("hardmax", ""), false},
+    {"hardmax_axis0", UNARY("hardmax", ", \"axis\": 0"), false},
+    {"hardmax_axis1", UNARY("hardmax", ", \"axis\": -2"), false},
+    {"cumsum", UNARY("cumsum", ""), false},
+    {"cumsum_axis0", UNARY("cumsum", ", \"axis\": 0"), false},
+    {"cumsum_axis1_excl", UNARY("cumsum", ", \"axis\": 1, \"exclusive\": true"), false},
+    {"cumsum_rev", UNARY("cumsum", ", \"axis\": -1, \"reverse\": true"), false},
+    {"cumsum_rev_excl", UNARY("cumsum", ", \"axis\": 2, \"exclusive\": true, \"reverse\": true"), false},
 };
 
 static const bad_case reduce_bad[] = {
@@ -684,6 +729,11 @@ static const bad_case reduce_bad[] = {
      "node 'y': reduce_sum: axis 3 is out of range or repeated for a 3-d operand 0"},
     {"axis_repeat", UNARY("reduce_max", ", \"axes\": [1, -2]"),
      "node 'y': reduce_max: axis -2 is out of range or repeated"},
+    {"prod_axis_range", UNARY("reduce_prod", ", \"axes\": [-4]"),
+     "node 'y': reduce_prod: axis -4 is out of range or repeated for a 3-d operand 0"},
+    {"cumsum_axis", UNARY("cumsum", ", \"axis\": 3"),
+     "node 'y': cumsum: axis 3 is out of range for a 3-d operand 0"},
+    {"cumsum_flag", UNARY("cumsum", ", \"reverse\": 1"), "node 'y': \"reverse\" must be true or false"},
     {"avg_dilation", AVG(", \"dilations\": [2, 2]"), "node 'y': avg_pool2d takes no attribute \"dilations\""},
     {"avg_pad", AVG(", \"pool_size\": 2, \"pads\": [0, 0, 2, 0]"),
      "node 'y': avg_pool2d: the window must be >= 1 and larger than the padding"},
@@ -696,6 +746,15 @@ static const bad_case reduce_bad[] = {
 #define SLICE(attrs) UNARY("slice", ", " attrs)
 
 static const op_case move_cases[] = {
+    /* [.., 3, 4] matrices: diagonals inside, at the edge and past it */
+    {"tril", UNARY("tril", ""), false},
+    {"tril_k1", UNARY("tril", ", \"k\": 1"), false},
+    {"tril_kneg2", UNARY("tril", ", \"k\": -2"), false},
+    {"tril_kneg9", UNARY("tril", ", \"k\": -9"), false},
+    {"triu", UNARY("triu", ""), false},
+    {"triu_k3", UNARY("triu", ", \"k\": 3"), false},
+    {"triu_kneg1", UNARY("triu", ", \"k\": -1"), false},
+    {"triu_k99", UNARY("triu", ", \"k\": 99"), false},
     {"concat_axis1",
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 1, 4]}, {\"name\": \"v\", \"shape\": [2, 2, 4]}",
            "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"x\", \"w\", \"v\", \"x\"], \"axis\": 1}", "\"y\""),
@@ -775,6 +834,9 @@ static const bad_case shape_bad[] = {
 };
 
 static const bad_case move_bad[] = {
+    {"tril_rank", MODEL("{\"name\": \"x\", \"shape\": [5]}", "", "{\"name\": \"y\", \"op\": \"tril\", \"inputs\": [\"x\"]}", "\"y\""),
+     "node 'y': tril: operand 0 has shape (5,), expected at least 2 dims"},
+    {"triu_k", UNARY("triu", ", \"k\": 0.5"), "node 'y': \"k\" must be an integer"},
     {"concat_shape",
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 2, 3]}",
            "{\"name\": \"y\", \"op\": \"concat\", \"inputs\": [\"x\", \"w\"], \"axis\": 1}", "\"y\""),
@@ -793,8 +855,10 @@ static void test_print_shape_ops(void) {
       X234, "{\"name\": \"idx\", \"shape\": [2], \"values\": [1, -1]}",
       "{\"name\": \"p\", \"op\": \"pad\", \"inputs\": [\"x\"], \"pad_before\": [0, 1, 2], \"pad_after\": [1, 0, -1], \"pad_value\": 0.5},"
       "{\"name\": \"g\", \"op\": \"gather\", \"inputs\": [\"p\", \"idx\"], \"axis\": -1},"
-      "{\"name\": \"y\", \"op\": \"flatten\", \"inputs\": [\"g\"], \"axis\": 2}",
-      "\"y\"");
+      "{\"name\": \"y\", \"op\": \"flatten\", \"inputs\": [\"g\"], \"axis\": 2},"
+      "{\"name\": \"t\", \"op\": \"triu\", \"inputs\": [\"y\"], \"k\": -1},"
+      "{\"name\": \"c\", \"op\": \"cumsum\", \"inputs\": [\"t\"], \"axis\": 0, \"reverse\": true}",
+      "\"c\"");
   mlc_error err;
   mlc_gmodule *m = parse(json, &err);
   CHECK_MSG(m, "%s", err.msg);
@@ -804,8 +868,53 @@ static void test_print_shape_ops(void) {
   CHECK_MSG(strstr(out.data, "p: R.Tensor((3, 4, 5), dtype=\"float32\") = R.nn.pad(x, pad_width=[0, 1, 1, 0, 2, -1], pad_value=0.5)"), "%s", out.data);
   CHECK_MSG(strstr(out.data, "g: R.Tensor((3, 4, 2), dtype=\"float32\") = R.take(p, metadata[\"idx\"], axis=-1)"), "%s", out.data);
   CHECK_MSG(strstr(out.data, "y: R.Tensor((12, 2), dtype=\"float32\") = R.flatten(g, axis=2)"), "%s", out.data);
+  CHECK_MSG(strstr(out.data, "t: R.Tensor((12, 2), dtype=\"float32\") = R.triu(y, k=-1)"), "%s", out.data);
+  CHECK_MSG(strstr(out.data, "R.cumsum(t, axis=0, exclusive=False, reverse=True)"), "%s", out.data);
   mlc_str_free(&out);
   mlc_graph_free(m);
+}
+
+/* tril, triu and cumsum on x = [[1, 2, 3], [4, 5, 6]], against values
+ * worked out by hand, in the reference and in the lowered graph. */
+static void test_trilu_cumsum_values(void) {
+  static const struct {
+    const char *op, *attrs;
+    float want[6];
+  } cs[] = {
+      {"tril", "", {1, 0, 0, 4, 5, 0}},
+      {"tril", ", \"k\": -1", {0, 0, 0, 4, 0, 0}},
+      {"triu", ", \"k\": 1", {0, 2, 3, 0, 0, 6}},
+      {"triu", ", \"k\": -1", {1, 2, 3, 4, 5, 6}},
+      {"cumsum", ", \"axis\": 1", {1, 3, 6, 4, 9, 15}},
+      {"cumsum", ", \"axis\": 1, \"exclusive\": true, \"reverse\": true", {5, 3, 0, 11, 6, 0}},
+      {"cumsum", ", \"axis\": 0, \"exclusive\": true", {0, 0, 0, 1, 2, 3}},
+  };
+  for (int i = 0; i < MLC_COUNTOF(cs); i++) {
+    char json[600];
+    snprintf(json, sizeof json,
+             MODEL(X23, "", "{\"name\": \"y\", \"op\": \"%s\", \"inputs\": [\"x\"]%s}", "\"y\""),
+             cs[i].op, cs[i].attrs);
+    mlc_error err = {{0}};
+    mlc_gmodule *r = parse(json, &err), *m = parse(json, &err);
+    CHECK_MSG(r && m && mlc_graph_lower(m, &err), "%s: %s", cs[i].op, err.msg);
+    if (!r || !m) {
+      mlc_graph_free(r), mlc_graph_free(m);
+      continue;
+    }
+    mlc_array *x = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){2, 3});
+    mlc_array *y[2] = {mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){2, 3}),
+                       mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){2, 3})};
+    for (int k = 0; k < 6; k++) mlc_array_set(x, k, k + 1);
+    CHECK_MSG(mlc_graph_reference(r, &x, &y[0], &err) && mlc_graph_execute(m, NULL, NULL, &x, &y[1], &err),
+              "%s", err.msg);
+    for (int j = 0; j < 2; j++)
+      for (int k = 0; k < 6; k++)
+        CHECK_MSG(mlc_array_get(y[j], k) == cs[i].want[k], "%s%s (%s): element %d is %g, want %g",
+                  cs[i].op, cs[i].attrs, j ? "lowered" : "reference", k, mlc_array_get(y[j], k),
+                  cs[i].want[k]);
+    mlc_array_free(x), mlc_array_free(y[0]), mlc_array_free(y[1]);
+    mlc_graph_free(r), mlc_graph_free(m);
+  }
 }
 
 /* The emitted header declares every weight, with its shape, as an array
@@ -1187,6 +1296,7 @@ int main(void) {
   run_cases("shape", shape_cases, MLC_COUNTOF(shape_cases));
   run_bad("shape_refuse", shape_bad, MLC_COUNTOF(shape_bad));
   RUN(test_print_shape_ops);
+  RUN(test_trilu_cumsum_values);
   RUN(test_entry_weights_extern);
   RUN(test_conv3d_fuse_print);
   run_pass_cases("rewrite_layernorm", "patterns", layernorm_cases, MLC_COUNTOF(layernorm_cases));

@@ -649,6 +649,18 @@ static float ref_intrin(mlc_intrin op, float x, float y) {
   case MLC_INTRIN_FLOOR: return floorf(x);
   case MLC_INTRIN_CEIL: return ceilf(x);
   case MLC_INTRIN_POW: return powf(x, y);
+  case MLC_INTRIN_ROUND: return nearbyintf(x);
+  case MLC_INTRIN_SIN: return sinf(x);
+  case MLC_INTRIN_COS: return cosf(x);
+  case MLC_INTRIN_TAN: return tanf(x);
+  case MLC_INTRIN_ASIN: return asinf(x);
+  case MLC_INTRIN_ACOS: return acosf(x);
+  case MLC_INTRIN_ATAN: return atanf(x);
+  case MLC_INTRIN_SINH: return sinhf(x);
+  case MLC_INTRIN_COSH: return coshf(x);
+  case MLC_INTRIN_ASINH: return asinhf(x);
+  case MLC_INTRIN_ACOSH: return acoshf(x);
+  case MLC_INTRIN_ATANH: return atanhf(x);
   }
   return NAN;
 }
@@ -688,6 +700,31 @@ static void test_intrinsics(void) {
       free_args(f, x);
     }
   }
+}
+
+/* T.round rounds ties to even (ONNX Round, TVM's T.round), in the
+ * interpreter and when the simplifier folds a constant. */
+static void test_round_ties(void) {
+  static const float x[] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 2.4f, -2.6f};
+  static const float want[] = {0, 2, 2, -0.0f, -2, -2, 2, -3};
+  int64_t n = MLC_COUNTOF(x);
+  mlc_buffer *a = buf1("A", MLC_FLOAT32, n), *c = buf1("C", MLC_FLOAT32, n);
+  mlc_var *i = ivar("i"), *vi = ivar("vi");
+  mlc_block *blk = block("C", 1, (mlc_var *[]){vi}, (int64_t[]){n}, "S");
+  blk->body = st1(c, R(vi), mlc_call(A, MLC_INTRIN_ROUND, (mlc_expr *[]){ld1(a, R(vi))}));
+  mlc_prim_func *f = func("round", 2, (mlc_buffer *[]){a, c},
+                          loop(i, n, mlc_realize_new(A, blk, (mlc_expr *[]){R(i)}, NULL)), 0, NULL);
+  mlc_array *args = args_for(f, 5);
+  for (int k = 0; k < n; k++) mlc_array_set(&args[0], k, x[k]);
+  mlc_error err = {{0}};
+  CHECK_MSG(mlc_interp_run(f, args, &err), "%s", err.msg);
+  for (int k = 0; k < n; k++)
+    CHECK_MSG(mlc_array_get(&args[1], k) == want[k], "round(%g) = %g, want %g", x[k],
+              mlc_array_get(&args[1], k), want[k]);
+  free_args(f, args);
+  mlc_simplifier *s = mlc_simplifier_new(A);
+  mlc_expr *e = mlc_simplify(s, mlc_call(A, MLC_INTRIN_ROUND, (mlc_expr *[]){mlc_float(A, MLC_FLOAT32, 2.5)}));
+  CHECK(e->kind == MLC_EXPR_FLOAT_IMM && e->float_val == 2);
 }
 
 /* T = A * 2 into a root alloc_buffer, then B = T + 1; and an ALLOCATE
@@ -1134,6 +1171,7 @@ int main(void) {
   RUN(test_casts_lowp);
   RUN(test_bf16_exhaustive);
   RUN(test_intrinsics);
+  RUN(test_round_ties);
   RUN(test_alloc_buffer);
   RUN(test_nested_blocks);
   RUN(test_thread_binding);

@@ -299,7 +299,11 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
  * convolutions and pools (run as 2-D), 3-D ones (conv3d, conv_transpose3d,
  * max_pool3d, avg_pool3d), a scalar Gemm C, Dropout in
  * training mode with ratio 0, models without inputs, opset 6's BatchNormalization is_test and
- * Gemm/Add broadcast, the activations composed of graph ops. */
+ * Gemm/Add broadcast, the activations composed of graph ops, the
+ * elementwise math ops (Floor .. Atanh, Sign, Round, Reciprocal, Celu,
+ * ThresholdedRelu, Shrink), Mean and ReduceProd, DepthToSpace,
+ * SpaceToDepth, Tile, Expand, InstanceNormalization, LRN,
+ * MeanVarianceNormalization and Hardmax. */
 static const char *const must_run[] = {
     "test_pow_bcast_", "test_pow_example", "test_pow_types_float32_int",
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
@@ -312,6 +316,14 @@ static const char *const must_run[] = {
     "test_BatchNorm2d_eval$", "test_BatchNorm3d_eval$", "test_Linear$", "test_operator_mm$",
     "test_operator_addmm$", "test_Softsign$", "test_PReLU_", "test_ELU$", "test_SELU$",
     "test_Softplus$", "test_constant$", "test_constantofshape_float_ones$", "test_elu", "test_selu", "test_softplus", "test_softsign", "test_prelu_",
+    /* elementwise math, Mean and ReduceProd */
+    "test_floor", "test_ceil", "test_round$", "test_sign$", "test_reciprocal", "test_sin", "test_cos",
+    "test_tan", "test_asin", "test_acos", "test_atan", "test_celu$", "test_thresholdedrelu",
+    "test_shrink_", "test_mean_", "test_reduce_prod_",
+    /* data movement and InstanceNormalization composed of graph ops */
+    "test_depthtospace_", "test_spacetodepth", "test_tile", "test_expand_dim_",
+    "test_instancenorm_", "test_operator_repeat", "test_operator_symbolic_override$",
+    "test_lrn", "test_mvn$", "test_hardmax_",
 };
 
 static bool must_run_case(const char *name) {

@@ -741,6 +741,10 @@ static void test_expressions(void) {
   CHECK_EXPR("A", "T.sigmoid(T.rsqrt(T.erf(T.abs(T.floor(T.ceil(A[vi]))))))",
              "(sigmoid (rsqrt (erf (abs (floor (ceil A[vi]))))))");
   CHECK_EXPR("A", "T.pow(A[vi], 2)", "(pow A[vi] 2f32)");
+  CHECK_EXPR("A", "T.sin(T.cos(T.tan(A[vi]))) + T.asin(T.acos(T.atan(A[vi])))",
+             "(add (sin (cos (tan A[vi]))) (asin (acos (atan A[vi]))))");
+  CHECK_EXPR("A", "T.sinh(T.cosh(A[vi])) + T.asinh(T.acosh(T.atanh(T.round(A[vi]))))",
+             "(add (sinh (cosh A[vi])) (asinh (acosh (atanh (round A[vi])))))");
   CHECK_EXPR("N", "T.abs(vi - 8)", "(abs (sub vi 8))");
   CHECK_EXPR("H", "T.Cast(\"float16\", A[vi]) * 2", "(mul (cast:float16 A[vi]) 2f16)");
   CHECK_EXPR("A", "T.if_then_else(vi < 15, A[vi + 1], 0.0)",

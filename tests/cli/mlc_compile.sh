@@ -364,7 +364,7 @@ bad() { # name, file, expected message
   check "onnx_bad_${1}_exit1" test $rc -eq 1 -a ! -e "$tmp/bad.o" -a ! -e "$tmp/bad.h"
   check "onnx_bad_${1}_msg" grep -qF "$3" "$tmp/err"
 }
-bad unknown_op $O/bad_unknown_op.onnx 'bad_unknown_op.onnx: node "/layer1/Foo" (op Foo, opset 13): not supported (supported: Abs, Add,'
+bad unknown_op $O/bad_unknown_op.onnx 'bad_unknown_op.onnx: node "/layer1/Foo" (op Foo, opset 13): not supported (supported: Abs, Acos, Acosh, Add,'
 bad attribute $O/bad_attribute.onnx 'node "/act/LeakyRelu" (op LeakyRelu, opset 13): attribute "gamma" is not supported'
 bad missing_init $O/bad_missing_init.onnx "node \"/add/Add\" (op Add, opset 13): input 'bias' is not a graph input, an initializer"
 bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; only float32 inputs are supported"
