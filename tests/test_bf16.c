@@ -29,12 +29,12 @@
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tests/jit_util.h"
 #include "tests/sched_util.h"
 #include "tests/test.h"
 #include "tuner/tuner_internal.h"
 
 #include <math.h>
-#include <time.h>
 
 static const char *BF16 = "dot_16x2_bf16bf16f32_avx512bf16";
 static const char *CONV = "dot_16x4_u8i8i32_vnni_nchwc";
@@ -211,34 +211,6 @@ static void test_bf16_refusals(void) {
   CHECK(!mlc_task_parse_shape(d, "4,32,7", shape, &err));
   CHECK(mlc_task_parse_shape(d, "4,32,8", shape, &err));
   mlc_arena_free(a);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double best_time(mlc_kernel_fn fn, mlc_array *args, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = now();
-    (void)mlc_kernel_call(fn, 3, args);
-    double t = now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
-static mlc_jit_lib *build(const char *target, const mlc_prim_func *g, const char *sym, mlc_str *ir,
-                          mlc_error *err) {
-  mlc_target t;
-  mlc_object obj = {0};
-  if (!mlc_target_parse(target, &t, err) || !mlc_target_build(&t, 1, &g, &sym, ir, &obj, err))
-    return NULL;
-  mlc_jit_lib *lib = mlc_jit_load(&obj, err);
-  mlc_object_free(&obj);
-  return lib;
 }
 
 /* bfloat16 bits the instruction's corners hit: cancellation, values

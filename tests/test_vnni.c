@@ -14,6 +14,7 @@
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tests/jit_util.h"
 #include "tests/sched_util.h"
 #include "tests/test.h"
 #include "tuner/tuner_internal.h"
@@ -21,7 +22,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static const char *INTRIN = "dot_16x4_u8i8i32_vnni";
 static bool have_vnni; /* the host has it and the intrinsic is registered */
@@ -278,37 +278,6 @@ static void test_refusals(void) {
   CHECK_MSG(strstr(err.msg, "mismatch") != NULL, "%s", err.msg);
   mlc_sched_free(s);
   mlc_arena_free(a);
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Best of `reps` calls, in seconds. */
-static double best_time(mlc_kernel_fn fn, mlc_array *args, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = now();
-    (void)mlc_kernel_call(fn, 3, args);
-    double t = now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
-/* Build g as `sym` for target text t; NULL with err when refused. (Two
- * live JIT objects need distinct symbols.) */
-static mlc_jit_lib *build(const char *target, const mlc_prim_func *g, const char *sym, mlc_str *ir,
-                          mlc_error *err) {
-  mlc_target t;
-  mlc_object obj = {0};
-  if (!mlc_target_parse(target, &t, err) || !mlc_target_build(&t, 1, &g, &sym, ir, &obj, err))
-    return NULL;
-  mlc_jit_lib *lib = mlc_jit_load(&obj, err);
-  mlc_object_free(&obj);
-  return lib;
 }
 
 /* Compiled: the instruction in the IR, exact results, and the time
