@@ -248,7 +248,7 @@ static bool schema_body(mlc_db *db, void *ctx, mlc_error *err) {
  * migration leaves the database as it was. */
 static bool open_schema(mlc_db *db, mlc_db_mode mode, mlc_error *err) {
   return db_transaction(db, schema_body, &mode, err) &&
-         (!db->be->after_open_sql || db_exec(db, db->be->after_open_sql, err));
+         (!db->be->after_open || db->be->after_open(db, err));
 }
 
 bool mlc_db_is_url(const char *spec) {

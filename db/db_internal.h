@@ -58,8 +58,8 @@ typedef struct db_backend {
   /* Run inside the opening transaction before the schema is read, NULL
    * if none: serializes schema creation and migration between clients. */
   const char *schema_lock_sql;
-  /* Run after the opening transaction (SQLite: WAL), or NULL. */
-  const char *after_open_sql;
+  /* Runs after the opening transaction (SQLite: WAL), or NULL. */
+  bool (*after_open)(mlc_db *db, mlc_error *err);
   /* Counts of our tables: name NULL counts every table of the database. */
   const char *count_tables_sql, *count_table_sql;
   /* Whether the last failure was a deadlock or serialization failure, after

@@ -299,7 +299,7 @@ const db_backend db_backend_pg = {
     /* Two jobs starting on an empty database would both create the tables;
      * a transaction-scoped advisory lock (any fixed key) lets one do it. */
     .schema_lock_sql = "SELECT pg_advisory_xact_lock(7236284830462935)",
-    .after_open_sql = NULL,
+    .after_open = NULL,
     .count_tables_sql = "SELECT count(*) FROM information_schema.tables"
                         " WHERE table_schema = current_schema()",
     .count_table_sql = "SELECT count(*) FROM information_schema.tables"

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* ---- SQLite's memory ------------------------------------------------------ */
 
@@ -164,6 +165,24 @@ static void sq_finalize(db_stmt *st) { sqlite3_finalize(S(st)); }
  * the one writer instead. */
 static bool sq_retryable(mlc_db *db) { return MLC_UNUSED(db), false; }
 
+/* WAL only once the file is known to be ours: switching writes the
+ * header, and a refused file must stay byte for byte as it was. The
+ * switch takes no busy handler when another process opening the same
+ * fresh file switches it at the same moment ("database is locked" at
+ * once, about 1 in 60 such races), so it waits here as the busy timeout
+ * would, then gives up with SQLite's message. */
+static bool sq_use_wal(mlc_db *db, mlc_error *err) {
+  enum { STEP_MS = 5 };
+  for (int waited = 0;; waited += STEP_MS) {
+    int rc = sqlite3_exec(H(db), "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    if (rc == SQLITE_OK) return true;
+    if ((rc & 0xff) != SQLITE_BUSY || waited >= MLC_DB_BUSY_TIMEOUT_MS)
+      return db_fail(db, err, "switching to WAL");
+    struct timespec ts = {0, STEP_MS * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 const db_backend db_backend_sqlite = {
     .name = "SQLite",
     .words = {.id = "INTEGER PRIMARY KEY", .int_ = "INTEGER", .real = "REAL", .blob = "BLOB",
@@ -186,9 +205,7 @@ const db_backend db_backend_sqlite = {
     .finalize = sq_finalize,
     .begin_sql = "BEGIN IMMEDIATE",
     .schema_lock_sql = NULL,
-    /* WAL only once the file is known to be ours: switching writes the
-     * header, and a refused file must stay byte for byte as it was. */
-    .after_open_sql = "PRAGMA journal_mode=WAL",
+    .after_open = sq_use_wal,
     .count_tables_sql = "SELECT count(*) FROM sqlite_master",
     .count_table_sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
     .retryable = sq_retryable,
