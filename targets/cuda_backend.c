@@ -152,6 +152,31 @@ static void internalize(LLVMModuleRef mod, int n, const char *const *symbols) {
   }
 }
 
+/* Shared arrays listed in llvm.compiler.used. LLVM 14's GlobalsAA models
+ * an internal global whose address never escapes, and takes a call of a
+ * memory-touching intrinsic to read such globals but never write them:
+ * llvm.nvvm.barrier0 then orders nothing, and a value thread 0 stores to
+ * shared memory before the barrier is forwarded past it, or other
+ * threads' loads of it move above it (softmax's row max read before it
+ * was written). Listed, each counts as escaped, and the barrier is taken
+ * to read and write it, as it does. */
+static void pin_shared(LLVMContextRef ctx, LLVMModuleRef mod) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(ctx), i8p = LLVMPointerType(i8, 0);
+  MLC_VEC(LLVMValueRef) keep = {0};
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+    if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3)
+      MLC_VEC_PUSH(keep, LLVMConstAddrSpaceCast(LLVMConstBitCast(g, LLVMPointerType(i8, 3)), i8p));
+  if (keep.len > 0) {
+    MLC_ASSERT(!LLVMGetNamedGlobal(mod, "llvm.compiler.used")); /* nothing else adds one */
+    LLVMValueRef arr = LLVMConstArray(i8p, keep.data, (unsigned)keep.len);
+    LLVMValueRef used = LLVMAddGlobal(mod, LLVMTypeOf(arr), "llvm.compiler.used");
+    LLVMSetLinkage(used, LLVMAppendingLinkage);
+    LLVMSetSection(used, "llvm.metadata");
+    LLVMSetInitializer(used, arr);
+  }
+  MLC_VEC_FREE(keep);
+}
+
 /* ---- building ------------------------------------------------------------------------ */
 
 static LLVMTargetMachineRef make_machine(const mlc_target *t, mlc_error *err) {
@@ -238,6 +263,7 @@ static bool cuda_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
   ok = ok && cg_verify(&c, ir_text, err);
   if (ok && use_libdevice(c.mod)) ok = link_libdevice(c.ctx, c.mod, err);
   if (ok) internalize(c.mod, n, symbols);
+  if (ok) pin_shared(c.ctx, c.mod);
   ok = ok && optimize(c.mod, tm, err) && emit_ptx(c.mod, tm, n, symbols, launch, out, err);
 
   cg_close(&c);

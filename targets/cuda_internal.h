@@ -3,6 +3,7 @@
  *   cuda_prepare.c  before lowering: shared buffers compacted to the tile
  *                   one thread block uses per iteration of the loop around
  *                   all their uses (mlc_target_backend.prepare)
+ *   cuda_allreduce.c  before lowering, after that: cross-thread reductions
  *   cuda_vthread.c  after lowering: virtual threads interleaved, vector
  *                   lanes' indices made base + lane
  *   cuda_kernel.c   a lowered prim_func: launch extents, the checks that
@@ -41,6 +42,11 @@
 #define CUDA_MAX_LOCAL (64 * 1024)
 
 const mlc_prim_func *cuda_prepare(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
+/* Part of cuda_prepare (cuda_allreduce.c): reductions whose reduce loops
+ * include a threadIdx loop rewritten as per-thread partials combined in
+ * shared memory; NULL with err set for one that cannot be. Returns f
+ * itself when there is none. */
+const mlc_prim_func *cuda_lower_allreduce(mlc_arena *a, const mlc_prim_func *f, mlc_error *err);
 /* s with every access old[i...] made new_[i - offset[d]...] (offset[d]
  * NULL: unchanged), blocks' regions and allocs included. */
 mlc_stmt *cuda_replace_buffer(mlc_arena *a, mlc_stmt *s, const mlc_buffer *old, mlc_buffer *new_,

@@ -16,10 +16,11 @@
  * to an axis an enclosing loop binds using no more threads and not its
  * var, and every store to a buffer other threads can see (parameters, and
  * for threadIdx axes shared buffers) lying under a loop bound to each
- * launched axis whose var its index (or a condition around it) uses:
+ * launched axis whose var its index uses (or a condition around it pins
+ * to one value, as thread 0's final store of a cross-thread reduction):
  * otherwise every thread along that axis would run it, or they would race
- * on one element (a reduction bound to threadIdx: cross-thread reductions
- * are not supported).
+ * on one element (a reduction bound to threadIdx reaches here only if
+ * cuda_allreduce.c could not rewrite it, and says why first).
  *
  * Barriers (plan_*): within a statement sequence, a barrier goes before a
  * statement that reads a shared buffer written since the last barrier, or
@@ -185,15 +186,26 @@ static bool an_nested(an_ctx *ac, const mlc_stmt *s, int ax) {
   return true;
 }
 
-/* Whether a store's index (or a condition around it) uses a loop bound
- * to axis ax, so the threads along ax write different elements. */
+/* Whether cond holds for one value of v at most: v == e (either side)
+ * with e free of v, or a conjunction with such a term. A guard such as
+ * k0 * 96 + k1 < 1000 uses the thread's var but lets many threads in. */
+static bool pins_var(const mlc_expr *cond, const mlc_var *v) {
+  if (cond->kind == MLC_EXPR_AND) return pins_var(cond->bin.a, v) || pins_var(cond->bin.b, v);
+  if (cond->kind != MLC_EXPR_EQ) return false;
+  bool a = mlc_expr_uses_var(cond->bin.a, v), b = mlc_expr_uses_var(cond->bin.b, v);
+  return a != b;
+}
+
+/* Whether a store's index uses a loop bound to axis ax, or a condition
+ * around it lets one thread along ax through, so the threads along ax
+ * write different elements. */
 static bool tells_apart(const an_ctx *ac, const mlc_expr *idx, int ax) {
   for (int i = 0; i < ac->loops.len; i++) {
     const mlc_stmt *l = ac->loops.data[i];
     if (axis_of(l->loop.thread) != ax) continue;
     if (mlc_expr_uses_var(idx, l->loop.var)) return true;
     for (int k = 0; k < ac->conds.len; k++)
-      if (mlc_expr_uses_var(ac->conds.data[k], l->loop.var)) return true;
+      if (pins_var(ac->conds.data[k], l->loop.var)) return true;
   }
   return false;
 }
@@ -237,7 +249,7 @@ static bool an_stores(an_ctx *ac, const mlc_stmt *s) {
       if (n > 1 && !tells_apart(ac, s->store.indices[0], ax))
         return mlc_error_set(ac->err,
                              "store to %s does not depend on %s (loop %s): its %s would race on "
-                             "one element (cross-thread reductions are not supported)",
+                             "one element",
                              b->name, axis_names[ax], ac->inner[ax]->loop.var->name,
                              ax < 3 ? "blocks" : "threads");
     }

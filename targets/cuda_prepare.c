@@ -388,6 +388,8 @@ const mlc_prim_func *cuda_prepare(mlc_arena *a, const mlc_prim_func *f, mlc_erro
     return NULL;
   }
   if (!f->body || f->body->kind != MLC_STMT_BLOCK_REALIZE) return f; /* lowering says why */
+  /* (cross-thread reductions after the compaction, which need not see
+   * their buffers: each is indexed by the thread alone) */
   const mlc_block *root = f->body->realize.block;
   mlc_stmt *body = f->body;
   for (int i = 0; i < root->n_allocs; i++) {
@@ -401,8 +403,8 @@ const mlc_prim_func *cuda_prepare(mlc_arena *a, const mlc_prim_func *f, mlc_erro
     mlc_buffer *nb = mlc_buffer_new(a, b->name, b->dtype, b->ndim, extent, b->scope);
     body = cuda_replace_buffer(a, body, b, nb, offset);
   }
-  if (body == f->body) return f;
+  if (body == f->body) return cuda_lower_allreduce(a, f, err);
   mlc_prim_func *out = mlc_arena_memdup(a, f, sizeof *f);
   out->body = body;
-  return out;
+  return cuda_lower_allreduce(a, out, err);
 }

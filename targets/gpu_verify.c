@@ -11,6 +11,7 @@
  * touch below the lowest loop common to them, as the lowering compacts it,
  * with the thread loops above that loop relaxed too.
  */
+#include "targets/cuda_internal.h"
 #include "targets/targets.h"
 
 #include <stdarg.h>
@@ -549,6 +550,15 @@ static void check_kernel(vctx *c, int ki) {
 bool mlc_gpu_verify(const mlc_prim_func *f, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
                     mlc_error *err) {
   vctx c = {.a = mlc_arena_new(), .lim = lim, .err = err, .kernel = -1};
+  /* as the cuda backend will build it: cross-thread reductions take a
+   * shared buffer of one element per thread each */
+  const mlc_prim_func *lf = cuda_lower_allreduce(c.a, f, err);
+  if (!lf) {
+    mlc_arena_free(c.a);
+    if (usage) *usage = (mlc_gpu_usage){.failed = MLC_GPU_STRUCTURE};
+    return false;
+  }
+  f = lf;
   walk(&c, f->body);
   account_memory(&c);
   for (int k = 0; k < c.kernels.len; k++) check_kernel(&c, k);

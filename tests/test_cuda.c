@@ -159,6 +159,32 @@ static bool check_expect(const char *file, const char *key, bool want, const cha
   return true;
 }
 
+/* Every "# expect-ptx-before: A || B" line: A occurs in the PTX, and
+ * before the first B (thread 0's store of a row's max before any load of
+ * it: one across a barrier that LLVM moved above it read stale memory). */
+static bool check_order(const char *file, const char *ptx, char *why, size_t n) {
+  const char *key = "expect-ptx-before:";
+  for (const char *p = strstr(file, key); p; p = strstr(p + 1, key)) {
+    const char *s = p + strlen(key);
+    while (*s == ' ') s++;
+    size_t len = strcspn(s, "\n");
+    char line[256], *sep;
+    snprintf(line, sizeof line, "%.*s", (int)len, s);
+    if (!(sep = strstr(line, " || "))) {
+      snprintf(why, n, "expect-ptx-before needs \"A || B\": %s", line);
+      return false;
+    }
+    *sep = 0;
+    const char *a = strstr(ptx, line), *b = strstr(ptx, sep + 4);
+    if (!a || (b && b < a)) {
+      snprintf(why, n, "the PTX %s \"%s\"%s%s%s", a ? "has" : "lacks", a ? sep + 4 : line,
+               a ? " before \"" : "", a ? line : "", a ? "\"" : "");
+      return false;
+    }
+  }
+  return true;
+}
+
 static void check_kernel_file(const char *path) {
   char name[600], why[1400] = "";
   snprintf(name, sizeof name, "ptx_%s", path);
@@ -177,6 +203,7 @@ static void check_kernel_file(const char *path) {
   if (ok && !(ok = build_ptx(m->funcs[0], &ptx, &err))) snprintf(why, sizeof why, "build: %s", err.msg);
   if (ok) ok = check_expect(text, "expect-ptx:", true, mlc_str_cstr(&ptx), why, sizeof why);
   if (ok) ok = check_expect(text, "expect-ptx-not:", false, mlc_str_cstr(&ptx), why, sizeof why);
+  if (ok) ok = check_order(text, mlc_str_cstr(&ptx), why, sizeof why);
   if (ok) ok = strstr(mlc_str_cstr(&ptx), ".version 7.5\n.target sm_80\n") != NULL;
   if (ok && ptxas_path()) ok = run_ptxas(ptx.data, ptx.len, why, sizeof why);
   test_report(name, ok, why);
@@ -359,16 +386,39 @@ static void test_refusals(void) {
                       "                vj = T.axis.spatial(256, b * 128 + j)\n"
                       "                A[vj] = T.float32(0)\n",
                  "store to A is not under a loop bound to threadIdx.x: all 128 threads");
-  /* A reduction bound to threadIdx (a cross-thread reduction): threads race. */
+  /* Cross-thread reductions (rowsum_xthread.py and softmax_xthread.py
+   * build) that cannot be rewritten: an init that is not the identity (each
+   * thread would add it once), an update that is not a reduction. */
+#define XT_HEAD                                                                \
+  "@T.prim_func\n"                                                             \
+  "def k(A: T.Buffer((8, 128), \"float32\"), B: T.Buffer((8,), \"float32\")):\n" \
+  "    for i in T.thread_binding(8, thread=\"blockIdx.x\"):\n"                   \
+  "        for r in T.thread_binding(128, thread=\"threadIdx.x\"):\n"            \
+  "            with T.block(\"B\"):\n"                                          \
+  "                vi, vr = T.axis.remap(\"SR\", [i, r])\n"                      \
+  "                with T.init():\n"
+  expect_refusal(XT_HEAD "                    B[vi] = T.float32(1)\n"
+                         "                B[vi] = B[vi] + A[vi, vr]\n",
+                 "block B: its reduction over loop r (bound to threadIdx.x) runs across threads, "
+                 "which needs a cross-thread reduction, but its init is not the identity of its "
+                 "reduction");
+  expect_refusal(XT_HEAD "                    B[vi] = T.float32(0)\n"
+                         "                B[vi] = A[vi, vr] - B[vi]\n",
+                 "but its update is not W = W + e, W * e, max(W, e) or min(W, e)");
+  expect_refusal(XT_HEAD "                    B[vi] = T.float32(0)\n"
+                         "                B[vi] = B[vi] + A[vi, vr] * B[0]\n",
+                 "but its update reads the buffer it reduces into elsewhere");
+#undef XT_HEAD
+  /* A guard that uses the thread's index but lets many threads through
+   * does not keep them from racing on one element. */
   expect_refusal("@T.prim_func\n"
                  "def k(A: T.Buffer((8, 128), \"float32\"), B: T.Buffer((8,), \"float32\")):\n"
                  "    for i in T.thread_binding(8, thread=\"blockIdx.x\"):\n"
                  "        for r in T.thread_binding(128, thread=\"threadIdx.x\"):\n"
                  "            with T.block(\"B\"):\n"
-                 "                vi, vr = T.axis.remap(\"SR\", [i, r])\n"
-                 "                with T.init():\n"
-                 "                    B[vi] = T.float32(0)\n"
-                 "                B[vi] = B[vi] + A[vi, vr]\n",
+                 "                T.where(r < 100)\n"
+                 "                vi = T.axis.spatial(8, i)\n"
+                 "                B[vi] = A[vi, r]\n",
                  "store to B does not depend on threadIdx.x (loop r): its threads would race");
   /* A global intermediate shared by two bound loop nests. */
   expect_refusal(HEAD "    T_tmp = T.alloc_buffer((256,))\n"
@@ -823,7 +873,9 @@ static void test_device_runs(void) {
   if (!have_device()) return;
   const char *files[] = {"tests/kernels/gpu/vecadd.py",    "tests/kernels/gpu/window_sum.py",
                          "tests/kernels/gpu/softmax.py",   "tests/kernels/gpu/mm_local.py",
-                         "tests/kernels/gpu/mm_shared.py", "tests/kernels/gpu/exprs.py"};
+                         "tests/kernels/gpu/mm_shared.py", "tests/kernels/gpu/exprs.py",
+                         "tests/kernels/gpu/softmax_xthread.py",
+                         "tests/kernels/gpu/rowsum_xthread.py"};
   for (int i = 0; i < MLC_COUNTOF(files); i++) {
     mlc_arena *a = mlc_arena_new();
     const mlc_prim_func *f = load_kernel(a, files[i]);

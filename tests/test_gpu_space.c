@@ -590,7 +590,8 @@ static void run_task(const space_task *t) {
   }
   CHECK_MSG(run_func(f, ref, &err), "%s: reference: %s", t->task, err.msg);
   for (int k = 0; sp && k < t->n_runs; k++) {
-    mlc_sched *s = mlc_tuner_space_sample(sp, 0, 7000 + (uint64_t)k * 31, &err);
+    mlc_sched *s = mlc_tuner_space_sample(sp, k % mlc_tuner_space_count(sp), 7000 + (uint64_t)k * 31,
+                                          &err);
     CHECK_MSG(s != NULL, "%s: sample: %s", t->task, err.msg);
     if (!s) continue;
     memset(got[out]->data, 0, (size_t)mlc_array_numel(got[out]) * sizeof(float)); /* float32 */
@@ -640,8 +641,9 @@ static void test_cuda_backend_agrees(void) {
     mlc_tuner_opts o = space_opts(23);
     mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &err) : NULL;
     CHECK_MSG(sp != NULL, "%s: %s", TASKS[ti].task, err.msg);
-    for (int i = 0; sp && i < 12; i++) {
-      mlc_sched *s = mlc_tuner_space_sample(sp, 0, 77 + (uint64_t)i, &err);
+    int n_sk = sp ? mlc_tuner_space_count(sp) : 0;
+    for (int i = 0; sp && i < 12 * n_sk; i++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, i % n_sk, 77 + (uint64_t)i, &err);
       CHECK_MSG(s != NULL, "%s: %s", TASKS[ti].task, err.msg);
       if (!s) continue;
       mlc_gpu_usage u;

@@ -14,6 +14,15 @@
  *                       block reads rows that unbound reductions write
  *                       (softmax), only the row loops, and those
  *                       reductions computed under its threadIdx loop
+ *   cross_thread        a second sketch where some block reduces (meta-
+ *                       schedule's CrossThreadReduction): one row per
+ *                       thread block, its reduce loops split by a sampled
+ *                       thread count T bound to threadIdx.x (the cuda
+ *                       backend lowers it to partials combined in shared
+ *                       memory); a reduction that is not an output is
+ *                       computed at its consumer's blockIdx loop with its
+ *                       buffer in shared memory, and the consumer's row
+ *                       split by the same T
  * Samples keep the tile decisions inside the GPU's limits (see
  * mlc_tuner_space_gpu in tuner.h). This is the GPU implementation of the
  * design-space interface; mlc_tuner_tune picks it for cuda targets.
@@ -54,6 +63,9 @@ typedef struct build {
   const mlc_gpu_limits *lim;
   MLC_VEC(tile_group) groups;
   int64_t threads; /* auto-bind's threads per block; 0: sampled */
+  bool has_t;      /* the cross-thread sketch's T was sampled: t_rv */
+  mlc_rv t_rv;
+  int n_cross;     /* blocks the cross-thread rule reduced across threads */
 } build;
 
 static int last_inst(const mlc_sched *s) { return mlc_sched_trace(s)->insts.len - 1; }
@@ -326,6 +338,130 @@ static void rule_auto_bind(build *bd, const char *name) {
   if (b && !under_binding(mlc_sched_func(bd->s), b)) try_step(bd, bind_block, name);
 }
 
+/* ---- rule: cross-thread reduction ------------------------------------------------------- */
+
+/* The sketch's threads per block, sampled at its first use (every loop
+ * bound to threadIdx.x shares it: a barrier of the cross-thread tree must
+ * be reached by every thread of the block). */
+static bool cross_threads(build *bd, int64_t extent, mlc_rv *out, mlc_error *err) {
+  if (!bd->has_t) {
+    int64_t cand[MLC_COUNTOF(THREAD_EXTENTS)];
+    double probs[MLC_COUNTOF(THREAD_EXTENTS)];
+    int nc = 0;
+    int64_t cap = bd->lim->max_threads_per_block;
+    for (int i = 0; i < MLC_COUNTOF(THREAD_EXTENTS); i++)
+      if (THREAD_EXTENTS[i] <= cap && THREAD_EXTENTS[i] <= extent) cand[nc++] = THREAD_EXTENTS[i];
+    if (nc == 0) return mlc_error_set(err, "cross-thread: %lld iterations, fewer than a warp",
+                                      (long long)extent);
+    for (int i = 0; i < nc; i++) probs[i] = 1.0 / nc;
+    if (!mlc_sched_sample_categorical(bd->s, nc, cand, probs, &bd->t_rv, err)) return false;
+    bd->has_t = true;
+  }
+  *out = bd->t_rv;
+  return true;
+}
+
+/* Fuse loops[0..n) if several, split by [rest, T], bind the inner part to
+ * threadIdx.x. */
+static bool split_to_threads(build *bd, mlc_rv *loops, int n, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv fused, parts[2], t = {0};
+  if (n == 1) fused = loops[0];
+  else if (!mlc_sched_fuse(s, n, loops, true, &fused, err)) return false;
+  if (!cross_threads(bd, tuner_loop_extent(mlc_sched_rv_loop(s, fused)), &t, err)) return false;
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(t)};
+  return mlc_sched_split(s, fused, 2, f, true, parts, err) &&
+         mlc_sched_bind(s, parts[1], "threadIdx.x", err);
+}
+
+/* The block's loops below `from`: the spatial ones (which must come
+ * first), then the reduce ones; counts in *n_sp, *n_red. */
+static int split_kinds(build *bd, mlc_rv blk, int from, mlc_rv *loops, int *n_sp, int *n_red,
+                       mlc_error *err) {
+  mlc_rv *lp;
+  int n = mlc_sched_get_loops(bd->s, blk, &lp, err);
+  if (n < 0 || n - from > TUNER_MAX_LOOPS) return -1;
+  *n_sp = *n_red = 0;
+  for (int i = from; i < n; i++) {
+    bool sp = tuner_loop_is_spatial(mlc_sched_rv_loop(bd->s, lp[i]));
+    if (sp && *n_red > 0) return mlc_error_set(err, "a spatial loop under a reduce loop"), -1;
+    loops[i - from] = lp[i];
+    ++*(sp ? n_sp : n_red);
+  }
+  return n - from;
+}
+
+/* A consumer of unbound reductions (softmax's normalization): its rows
+ * (as many leading loops as the reductions' outputs have dimensions) to
+ * blockIdx.x, the rest of its spatial loops split to threads. */
+static bool cross_consumer(build *bd, mlc_rv blk, int rank, mlc_error *err) {
+  mlc_rv loops[TUNER_MAX_LOOPS], rows;
+  int n_sp, n_red;
+  if (split_kinds(bd, blk, 0, loops, &n_sp, &n_red, err) < 0) return false;
+  if (n_red > 0 || n_sp <= rank)
+    return mlc_error_set(err, "cross-thread: the consumer has no loop left for its threads");
+  return bind_level(bd->s, loops, rank, "blockIdx.x", &rows, err) &&
+         split_to_threads(bd, loops + rank, n_sp - rank, err);
+}
+
+/* The loop of the block's first consumer bound to blockIdx.x. */
+static bool consumer_block_loop(build *bd, mlc_rv blk, mlc_rv *out, mlc_error *err) {
+  mlc_rv *cons, *lp;
+  int nc = mlc_sched_get_consumers(bd->s, blk, &cons, err);
+  if (nc < 1) return mlc_error_set(err, "cross-thread: no consumer");
+  int n = mlc_sched_get_loops(bd->s, cons[0], &lp, err);
+  for (int i = 0; i < n; i++) {
+    const mlc_stmt *l = mlc_sched_rv_loop(bd->s, lp[i]);
+    if (l->loop.kind == MLC_FOR_THREAD_BINDING && strcmp(l->loop.thread, "blockIdx.x") == 0) {
+      *out = lp[i];
+      return true;
+    }
+  }
+  return mlc_error_set(err, "cross-thread: the consumer is not bound to blockIdx.x");
+}
+
+/* A reduction: an output gets its spatial loops bound to blockIdx.x; an
+ * intermediate moves under its consumer's blockIdx loop into shared
+ * memory. Either way its reduce loops are split to the threads. */
+static bool cross_reduction(build *bd, const char *name, mlc_error *err) {
+  mlc_sched *s = bd->s;
+  mlc_rv blk, loops[TUNER_MAX_LOOPS], at = {0}, rows;
+  int n_sp, n_red, from = 0;
+  if (!mlc_sched_get_block(s, name, NULL, &blk, err)) return false;
+  bool output = tuner_block_is_output(mlc_sched_func(s), mlc_sched_rv_block(s, blk));
+  if (!output) {
+    if (!consumer_block_loop(bd, blk, &at, err) ||
+        !mlc_sched_compute_at(s, blk, at, true, -1, err) ||
+        !mlc_sched_set_scope(s, blk, 0, "shared", err))
+      return false;
+    mlc_rv *lp;
+    int n = mlc_sched_get_loops(s, blk, &lp, err);
+    while (from < n && mlc_sched_rv_loop(s, lp[from])->loop.kind == MLC_FOR_THREAD_BINDING) from++;
+  }
+  if (split_kinds(bd, blk, from, loops, &n_sp, &n_red, err) < 0) return false;
+  if (n_red == 0) return mlc_error_set(err, "cross-thread: no reduce loop");
+  /* (an intermediate's spatial loops left under the row have extent 1) */
+  if (output && !bind_level(s, loops, n_sp, "blockIdx.x", &rows, err)) return false;
+  if (!split_to_threads(bd, loops + n_sp, n_red, err)) return false;
+  bd->n_cross++;
+  return true;
+}
+
+static bool cross_consumer_step(build *bd, const char *name, mlc_error *err) {
+  mlc_rv blk;
+  if (!mlc_sched_get_block(bd->s, name, NULL, &blk, err)) return false;
+  int rank = unbound_reduction_rank(bd->s, blk);
+  return rank > 0 ? cross_consumer(bd, blk, rank, err)
+                  : mlc_error_set(err, "cross-thread: %s reads no reduction", name);
+}
+
+static void rule_cross_thread(build *bd, const char *name) {
+  const mlc_block *b = peek(bd->s, name);
+  if (!b || under_binding(mlc_sched_func(bd->s), b)) return;
+  if (tuner_block_is_reduction(b)) try_step(bd, cross_reduction, name);
+  else try_step(bd, cross_consumer_step, name);
+}
+
 /* ---- rule: unroll ---------------------------------------------------------------------- */
 
 static const int64_t UNROLL_STEPS[] = {0, 16, 64, 512, 1024};
@@ -351,6 +487,31 @@ static void apply_rule(build *bd, gpu_rule rule, int nb, const char **blocks) {
 
 static void gpu_free(void *p);
 
+/* One sketch: the rules in meta-schedule's order, the cross-thread rule
+ * before auto-bind in the second; that one is kept only when it applied. */
+static bool add_sketch(gpu_space *sp, int nb, const char **blocks, bool cross, mlc_error *err) {
+  build bd = {.s = mlc_sched_new(sp->func, sp->opts.seed), .o = &sp->opts, .lim = &sp->lim};
+  apply_rule(&bd, rule_multi_level_tiling, nb, blocks);
+  apply_rule(&bd, rule_auto_inline, nb, blocks);
+  bool ok = annotate_unroll(bd.s, err);
+  /* blocks the rules created (caches) are bound already; the list is the
+   * original one, which is what auto-bind needs */
+  if (ok && cross) apply_rule(&bd, rule_cross_thread, nb, blocks);
+  if (ok) apply_rule(&bd, rule_auto_bind, nb, blocks);
+  if (ok && (!cross || bd.n_cross > 0)) {
+    gpu_sketch sk = {.trace = mlc_trace_copy(sp->arena, mlc_sched_trace(bd.s)),
+                     .n_groups = bd.groups.len};
+    sk.groups = MLC_NEW_ARRAY(sp->arena, tile_group, bd.groups.len + 1);
+    if (bd.groups.len)
+      memcpy(sk.groups, bd.groups.data, sizeof(tile_group) * (size_t)bd.groups.len);
+    MLC_VEC_PUSH(sp->sketches, sk);
+  }
+  mlc_sched_free(bd.s);
+  MLC_VEC_FREE(bd.groups);
+  if (!ok) mlc_error_prefix(err, "GPU design space: unroll");
+  return ok;
+}
+
 static void *gpu_new(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err) {
   gpu_space *sp = mlc_xmalloc(sizeof *sp);
   *sp = (gpu_space){.arena = mlc_arena_new(), .func = f, .opts = *o, .lim = o->gpu_limits};
@@ -361,26 +522,11 @@ static void *gpu_new(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error 
     mlc_error_set(err, "GPU design space: function \"%s\" has no block to schedule", f->name);
     return NULL;
   }
-  build bd = {.s = mlc_sched_new(sp->func, o->seed), .o = &sp->opts, .lim = &sp->lim};
-  apply_rule(&bd, rule_multi_level_tiling, nb, blocks);
-  apply_rule(&bd, rule_auto_inline, nb, blocks);
-  bool ok = annotate_unroll(bd.s, err);
-  /* blocks the rules created (caches) are bound already; the list is the
-   * original one, which is what auto-bind needs */
-  if (ok) apply_rule(&bd, rule_auto_bind, nb, blocks);
-  if (ok) {
-    gpu_sketch sk = {.trace = mlc_trace_copy(sp->arena, mlc_sched_trace(bd.s)),
-                     .n_groups = bd.groups.len};
-    sk.groups = MLC_NEW_ARRAY(sp->arena, tile_group, bd.groups.len + 1);
-    if (bd.groups.len)
-      memcpy(sk.groups, bd.groups.data, sizeof(tile_group) * (size_t)bd.groups.len);
-    MLC_VEC_PUSH(sp->sketches, sk);
-  }
-  mlc_sched_free(bd.s);
-  MLC_VEC_FREE(bd.groups);
+  bool ok = add_sketch(sp, nb, blocks, false, err);
+  /* the cross-thread sketch only where some block reduces across threads */
+  if (ok) ok = add_sketch(sp, nb, blocks, true, err);
   if (!ok) {
     gpu_free(sp);
-    mlc_error_prefix(err, "GPU design space: unroll");
     return NULL;
   }
   return sp;
