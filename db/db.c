@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -86,8 +87,26 @@ void db_rollback(mlc_db *db) { db->be->exec(db, "ROLLBACK"); }
 
 /* Jobs sharing a server write overlapping rows in their own orders, so two
  * transactions can wait on each other; the server then aborts one (a
- * deadlock), which simply runs again. */
-enum { TRANSACTION_TRIES = 8 };
+ * deadlock), which simply runs again. The retry waits first, a random
+ * time that doubles with each try (1-2 ms, then up to 128-256 ms): two
+ * jobs retrying in step would meet again (CI once saw eight deadlocks in
+ * a row between two writers committing the same traces). */
+enum { TRANSACTION_TRIES = 10 };
+
+static void retry_pause(int tries) {
+  static _Thread_local mlc_pcg32 rng;
+  static _Thread_local bool seeded;
+  if (!seeded) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    mlc_pcg32_seed(&rng, (uint64_t)now.tv_nsec ^ ((uint64_t)getpid() << 32), (uint64_t)getpid());
+    seeded = true;
+  }
+  int64_t step_us = 1000LL << (tries < 8 ? tries - 1 : 7);
+  int64_t us = step_us + mlc_pcg32_bounded(&rng, (uint32_t)step_us);
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
 
 bool db_transaction(mlc_db *db, bool (*body)(mlc_db *db, void *ctx, mlc_error *err), void *ctx,
                     mlc_error *err) {
@@ -96,6 +115,7 @@ bool db_transaction(mlc_db *db, bool (*body)(mlc_db *db, void *ctx, mlc_error *e
     if (body(db, ctx, err) && db_commit(db, err)) return true;
     db_rollback(db);
     if (t == TRANSACTION_TRIES || !db->be->retryable(db)) return false;
+    retry_pause(t);
   }
 }
 

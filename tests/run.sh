@@ -2,6 +2,7 @@
 # Run every test binary in BUILD/tests and every tests/cli/*.sh script.
 # Each prints "PASS name" / "FAIL name: why" lines; a program that exits
 # non-zero without printing a FAIL line (a crash) counts as one failure.
+# A program with a FAIL also gets the end of its other output shown.
 # The last line is the suite's "N passed, N failed".
 B=${1:-build}
 export MLC_BUILD="$B"
@@ -20,6 +21,10 @@ run_one() {
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "FAIL $name: exited with status $rc; last output:"; tail -n 15 "$log" | sed 's/^/    /'
     f=1
+  elif [ "$f" -ne 0 ]; then
+    # what else it said (a child's error on stderr, say), for CI's log
+    echo "# $name: other output (last 15 lines):"
+    grep -Ev '^(PASS|FAIL|SKIP) ' "$log" | tail -n 15 | sed 's/^/    /'
   fi
   echo "# $name: $p passed, $f failed ($(( $(date +%s) - t0 ))s)"
   pass=$((pass + p)); fail=$((fail + f))
