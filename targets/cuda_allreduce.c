@@ -83,12 +83,8 @@ static bool uses_any_loop(const mlc_expr *e, const chain *ch) {
   return false;
 }
 
-typedef struct var_set {
-  const chain *ch;
-} var_set;
-
 static bool var_outside_chain(const mlc_expr *e, void *ud) {
-  const chain *ch = ((const var_set *)ud)->ch;
+  const chain *ch = ud;
   if (e->kind != MLC_EXPR_VAR) return false;
   for (int i = 0; i < ch->n; i++)
     if (ch->loops[i]->loop.var == e->var) return false;
@@ -156,12 +152,11 @@ static const char *check_block(xr_ctx *c, const chain *ch, mlc_expr **rhs) {
     if (i != ch->thread && ch->loops[i]->loop.kind != MLC_FOR_SERIAL &&
         ch->loops[i]->loop.kind != MLC_FOR_UNROLLED)
       return "a loop between its threadIdx loop and the block is neither serial nor unrolled";
-  var_set vs = {ch};
   for (int i = 0; i < b->n_iters; i++) {
     bool red = b->iters[i].kind == MLC_ITER_REDUCE;
     if (!red && uses_any_loop(vals[i], ch))
       return "a spatial iter is bound to a loop among its reduce loops";
-    if (red && mlc_expr_any(vals[i], var_outside_chain, &vs))
+    if (red && mlc_expr_any(vals[i], var_outside_chain, (void *)ch))
       return "a reduce iter is bound to a loop outside the threadIdx loop's nest";
   }
   if (b->n_writes != 1 || b->n_allocs != 0) return "it writes more than one buffer";
@@ -210,10 +205,6 @@ static mlc_expr *at1(mlc_arena *a, mlc_buffer *buf, mlc_expr *i) {
 
 static mlc_stmt *store1(mlc_arena *a, mlc_buffer *buf, mlc_expr *i, mlc_expr *v) {
   return mlc_store_new(a, buf, (mlc_expr *[]){i}, v);
-}
-
-static mlc_expr *combine(mlc_arena *a, mlc_expr_kind op, mlc_expr *x, mlc_expr *y) {
-  return mlc_binary(a, op, x, y);
 }
 
 static mlc_stmt *lower_chain(xr_ctx *c, const chain *ch, mlc_expr *rhs) {
@@ -279,7 +270,7 @@ static mlc_stmt *lower_chain(xr_ctx *c, const chain *ch, mlc_expr *rhs) {
   mlc_expr *e = mlc_expr_subst(a, rhs, nr, old, repl);
   mlc_expr *acc = at1(a, in, mlc_ref(a, vt));
   mlc_block *nb = new_block(a, b->name, ni, iters,
-                            store1(a, in, mlc_ref(a, vt), combine(a, op, acc, e)));
+                            store1(a, in, mlc_ref(a, vt), mlc_binary(a, op, acc, e)));
   nb->n_anns = b->n_anns;
   nb->anns = b->anns;
   mlc_stmt *inner = mlc_realize_new(a, nb, binds, ch->realize->realize.predicate);
@@ -303,7 +294,7 @@ static mlc_stmt *lower_chain(xr_ctx *c, const chain *ch, mlc_expr *rhs) {
     mlc_var *vs = mlc_var_new(a, "v_t", t->dtype);
     mlc_expr *other = mlc_add(a, mlc_ref(a, vs), mlc_int_t(a, vs->dtype, s));
     mlc_stmt *st = store1(a, cross, mlc_ref(a, vs),
-                          combine(a, op, at1(a, cross, mlc_ref(a, vs)), at1(a, cross, other)));
+                          mlc_binary(a, op, at1(a, cross, mlc_ref(a, vs)), at1(a, cross, other)));
     mlc_expr *pred = mlc_binary(a, MLC_EXPR_LT, mlc_ref(a, t), mlc_int_t(a, t->dtype, s));
     if (2 * s > T)
       pred = mlc_binary(a, MLC_EXPR_AND, pred,
