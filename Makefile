@@ -237,22 +237,26 @@ FUZZ_CC  ?= clang
 FUZZ_B   := build-fuzz
 FUZZ_SECONDS ?= 0
 FUZZ_MAX_LEN ?= 8192
+# An UndefinedBehaviorSanitizer finding (a signed overflow in shape
+# arithmetic) stops the run and saves the input, as a memory error does;
+# by default UBSan prints and goes on, and libFuzzer never sees it.
+FUZZ_UBSAN := -fno-sanitize-recover=undefined
 FUZZERS  := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.c)))
 .PHONY: fuzz
 fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) is missing (apt-get install clang)"; exit 1; }
-	@$(MAKE) --no-print-directory B=$(FUZZ_B) SANITIZE='-fsanitize=fuzzer-no-link,address,undefined' \
+	@$(MAKE) --no-print-directory B=$(FUZZ_B) SANITIZE='-fsanitize=fuzzer-no-link,address,undefined $(FUZZ_UBSAN)' \
 	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc-internal.a
 	@for h in $(FUZZERS); do \
 	  echo "  LD    $(FUZZ_B)/$$h"; \
-	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined \
+	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined $(FUZZ_UBSAN) \
 	    tests/fuzz/$$h.c $(FUZZ_B)/libmlc-internal.a $(LDLIBS) -o $(FUZZ_B)/$$h || exit 1; \
 	  mkdir -p $(FUZZ_B)/corpus/$$h $(FUZZ_B)/crashes/$$h; \
 	  if [ -d tests/fuzz/corpus/$$h ]; then cp tests/fuzz/corpus/$$h/* $(FUZZ_B)/corpus/$$h/ 2>/dev/null; fi; \
 	done; true
 	@for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do \
 	  [ -f "$$f" ] && cp "$$f" $(FUZZ_B)/corpus/fuzz_onnx/$$(basename $$(dirname $$f)).onnx; done; \
-	  cp tests/onnx/*.onnx $(FUZZ_B)/corpus/fuzz_onnx/ 2>/dev/null; true
+	  cp tests/onnx/*.onnx tests/onnx/overflow/*.onnx $(FUZZ_B)/corpus/fuzz_onnx/ 2>/dev/null; true
 	@if [ "$(FUZZ_SECONDS)" -gt 0 ]; then \
 	  failed=0; \
 	  for h in $(FUZZERS); do \

@@ -111,6 +111,26 @@ char *mlc_xstrdup(const char *s) {
 
 /* ---- arena: a list of chunks; big requests get a chunk of their own ---- */
 
+/* Under AddressSanitizer the unused part of each chunk is poisoned and
+ * every allocation is followed by a poisoned gap, so a read or write past
+ * the end of an arena allocation (an index checked against a wrong shape)
+ * is reported as it is for malloc'd blocks, not lost inside the chunk. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+enum { ARENA_GAP = 16 };
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+enum { ARENA_GAP = 0 };
+#endif
+
 typedef struct chunk {
   struct chunk *next;
   size_t size, used;
@@ -174,6 +194,7 @@ static void free_tree(mlc_arena *a) {
   }
   for (chunk *c = a->head, *next; c; c = next) {
     next = c->next;
+    ASAN_UNPOISON_MEMORY_REGION(c->data, c->size);
     mlc_free(c);
   }
   mlc_free(a);
@@ -199,6 +220,7 @@ static chunk *add_chunk(mlc_arena *a, size_t need) {
   }
   c->size = size;
   c->used = 0;
+  ASAN_POISON_MEMORY_REGION(c->data, size);
   /* A dedicated big chunk goes behind the head so the head keeps serving
    * small requests. */
   if (a->head && need > chunk_size) {
@@ -211,15 +233,16 @@ static chunk *add_chunk(mlc_arena *a, size_t need) {
   return c;
 }
 
-void *mlc_arena_alloc(mlc_arena *a, size_t n) {
-  n = (n + 15) & ~(size_t)15;
+void *mlc_arena_alloc(mlc_arena *a, size_t want) {
+  size_t n = ((want + 15) & ~(size_t)15) + ARENA_GAP;
   if (n == 0) n = 16;
   chunk *c = a->head;
   if (!c || c->size - c->used < n) c = add_chunk(a, n);
   void *p = c->data + c->used;
   c->used += n;
   a->total += n;
-  memset(p, 0, n);
+  ASAN_UNPOISON_MEMORY_REGION(p, want);
+  memset(p, 0, want);
   return p;
 }
 

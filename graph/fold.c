@@ -156,10 +156,9 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err) {
  * kk channels of one (r, s) contiguous. The conv's result is then NCHWc
  * (graph/layout.c puts the unpack after it). */
 static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_CONV2D) return;
   const mlc_gvar *w = b->args[1];
-  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_CONV2D || w->kind != MLC_GVAR_CONST ||
-      w->type.ndim != 4 || b->args[0]->type.ndim != 4)
-    return;
+  if (w->kind != MLC_GVAR_CONST || w->type.ndim != 4 || b->args[0]->type.ndim != 4) return;
   int64_t K = w->type.shape[0], C = w->type.shape[1], R = w->type.shape[2], S = w->type.shape[3];
   bool dw = b->attrs.groups > 1;
   if (dw && (b->attrs.groups != K || C != 1 || b->args[0]->type.shape[1] != K)) return;

@@ -209,16 +209,11 @@ static bool decode_tensor(const Onnx__TensorProto *t, const char *what, mlc_aren
     return mlc_error_set(err, "%s: %zu dimensions (at most %d)", what, t->n_dims,
                          MLC_GRAPH_MAX_DIMS);
   out->ndim = (int)t->n_dims;
-  out->numel = 1;
-  for (int d = 0; d < out->ndim; d++) {
-    if (t->dims[d] < 0 || t->dims[d] > (INT64_C(1) << 31))
-      return mlc_error_set(err, "%s: bad dimension %lld", what, (long long)t->dims[d]);
-    out->shape[d] = t->dims[d];
-    out->numel *= t->dims[d];
-    if (out->numel > (INT64_C(1) << 31))
-      return mlc_error_set(err, "%s: too large (over 2^31 elements)", what);
-  }
+  for (int d = 0; d < out->ndim; d++) out->shape[d] = t->dims[d];
   int32_t dt = t->has_data_type ? t->data_type : 0;
+  out->numel = mlc_tensor_numel_checked(what, out->shape, out->ndim,
+                                        dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ? 4 : 8, err);
+  if (out->numel < 0) return false;
   size_t n = (size_t)out->numel;
   const uint8_t *raw = t->has_raw_data ? t->raw_data.data : NULL;
   if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
@@ -264,10 +259,23 @@ static bool decode_tensor(const Onnx__TensorProto *t, const char *what, mlc_aren
   return true;
 }
 
-static int64_t numel_of(int nd, const int64_t *shape) {
-  int64_t c = 1;
-  for (int d = 0; d < nd; d++)
-    if (shape[d] < 0 || __builtin_mul_overflow(c, shape[d], &c)) return -1;
+/* ---- shapes ------------------------------------------------------------------ */
+
+int64_t onnx_numel(int ndim, const int64_t *shape) {
+  int64_t c;
+  MLC_ASSERT(!mlc_prod_overflow(shape, ndim, &c) && c >= 0);
+  return c;
+}
+
+int64_t onnx_checked_numel(const onode *n, const char *what, int ndim, const int64_t *shape,
+                           int elem_bytes) {
+  mlc_error e;
+  if (ndim > MLC_GRAPH_MAX_DIMS) {
+    onnx_fail(n, "%s has %d dimensions (at most %d)", what, ndim, MLC_GRAPH_MAX_DIMS);
+    return -1;
+  }
+  int64_t c = mlc_tensor_numel_checked(what, shape, ndim, elem_bytes, &e);
+  if (c < 0) onnx_fail(n, "%s", e.msg);
   return c;
 }
 
@@ -359,9 +367,7 @@ const int64_t *onnx_ints(const onode *n, int k, int64_t *count) {
     onnx_fail(n, "input %d must be a constant integer tensor", k);
     return NULL;
   }
-  int64_t c = 1;
-  for (int d = 0; d < v->ndim; d++) c *= v->shape[d];
-  *count = c;
+  *count = onnx_numel(v->ndim, v->shape);
   return v->i;
 }
 
@@ -381,24 +387,33 @@ static oval *out_value(const onode *n, int k) {
   return new_value(n->I, name);
 }
 
-void onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape) {
+/* Every value's shape is checked here, where it is made, so that any
+ * later converter may index a value by its shape. */
+static const char *out_what(const onode *n, int k) {
+  return mlc_arena_printf(n->arena, "output %d", k);
+}
+
+bool onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape) {
+  if (onnx_checked_numel(n, out_what(n, k), ndim, shape, 4) < 0) return false;
   oval *v = out_value(n, k);
-  if (!v) return;
+  if (!v) return true;
   v->var = var;
   v->ndim = ndim;
   if (ndim) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim);
+  return true;
 }
 
-void onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape,
+bool onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape,
                        const int64_t *vals) {
+  int64_t c = onnx_checked_numel(n, out_what(n, k), ndim, shape, 8);
+  if (c < 0) return false;
   oval *v = out_value(n, k);
-  if (!v) return;
+  if (!v) return true;
   v->is_int = true;
   v->ndim = ndim;
   if (ndim) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim); /* a scalar may pass NULL */
-  int64_t c = 1;
-  for (int d = 0; d < ndim; d++) c *= shape[d];
   v->i = mlc_arena_memdup(n->I->m->arena, vals, sizeof(int64_t) * (size_t)(c ? c : 1));
+  return true;
 }
 
 static const char *out_name(const onode *n, const char *suffix) {
@@ -417,10 +432,10 @@ bool onnx_const_tensor(const onode *n, const Onnx__TensorProto *t, int nd, const
   if (!decode_tensor(t, "value", n->I->m->arena, &d, &e)) return onnx_fail(n, "%s", e.msg);
   if (nd >= 0) {
     if (d.numel != 1) return onnx_fail(n, "value must hold one element");
-    tensor full = {d.is_int, nd, {0}, numel_of(nd, shape), NULL, NULL};
+    tensor full = {d.is_int, nd, {0}, onnx_checked_numel(n, "the result", nd, shape, d.is_int ? 8 : 4),
+                   NULL, NULL};
+    if (full.numel < 0) return false;
     memcpy(full.shape, shape, sizeof(int64_t) * (size_t)nd);
-    if (full.numel < 0 || full.numel > (INT64_C(1) << 31))
-      return onnx_fail(n, "bad shape");
     size_t c = (size_t)full.numel + 1;
     if (d.is_int) full.i = mlc_arena_alloc(n->I->m->arena, sizeof(int64_t) * c);
     else full.f = mlc_arena_alloc(n->I->m->arena, sizeof(float) * c);
@@ -515,8 +530,7 @@ static bool convert_extern(onode *n, const char *func) {
   var_type(nd, shape, &out);
   b.var = mlc_gvar_new(I->m, ident(I, out_name(n, NULL)), MLC_GVAR_BOUND, &out);
   MLC_VEC_APUSH(I->m->arena, I->binds, b);
-  onnx_set_out(n, 0, b.var, nd, shape);
-  return true;
+  return onnx_set_out(n, 0, b.var, nd, shape);
 }
 
 mlc_gvar *onnx_reshape(const onode *n, const char *suffix, mlc_gvar *x, int ndim,

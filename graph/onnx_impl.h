@@ -55,9 +55,19 @@ const int64_t *onnx_ints(const onode *n, int k, int64_t *count);
 /* Input k's float values when they are constant; NULL with a message. */
 const float *onnx_floats(const onode *n, int k, int64_t *count);
 
-/* Output k of the node is var / the integer tensor. */
-void onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape);
-void onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape, const int64_t *vals);
+/* Shapes. Every value's shape is within the tensor limits (base.h):
+ * onnx_numel of a value's shape cannot overflow. A shape computed from
+ * file data goes through onnx_checked_numel before anything is sized by
+ * it: -1 with "WHAT has shape [..]: ..." for the node when it is over
+ * the limits, has a negative extent or too many dimensions. */
+int64_t onnx_numel(int ndim, const int64_t *shape);
+int64_t onnx_checked_numel(const onode *n, const char *what, int ndim, const int64_t *shape,
+                           int elem_bytes);
+
+/* Output k of the node is var / the integer tensor; false (with the
+ * node's message) when its shape is past the limits. */
+bool onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape);
+bool onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape, const int64_t *vals);
 /* Output 0 is the constant t (a Constant node's value); nd >= 0: t's one
  * value repeated over shape (ConstantOfShape). */
 bool onnx_const_tensor(const onode *n, const Onnx__TensorProto *t, int nd, const int64_t *shape);

@@ -8,12 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int64_t numel(int ndim, const int64_t *shape) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= shape[d];
-  return n;
-}
-
 /* axis in [-ndim, ndim) -> [0, ndim). */
 static bool norm_axis(const onode *n, int64_t axis, int ndim, int *out) {
   if (axis < -ndim || axis >= ndim)
@@ -32,21 +26,19 @@ static int in_rank(const onode *n, int k) { return n->in[k]->ndim; }
 /* out = var, whose ONNX shape is the var's (rank >= 1). */
 static bool set_var(const onode *n, int k, mlc_gvar *v) {
   if (!v) return false;
-  onnx_set_out(n, k, v, v->type.ndim, v->type.shape);
-  return true;
+  return onnx_set_out(n, k, v, v->type.ndim, v->type.shape);
 }
 
 /* ---- pass-through -------------------------------------------------------------- */
 
-static void forward(const onode *n, int k, const oval *v) {
-  if (v->is_int) onnx_set_out_ints(n, k, v->ndim, v->shape, v->i);
-  else onnx_set_out(n, k, v->var, v->ndim, v->shape);
+static bool forward(const onode *n, int k, const oval *v) {
+  if (v->is_int) return onnx_set_out_ints(n, k, v->ndim, v->shape, v->i);
+  return onnx_set_out(n, k, v->var, v->ndim, v->shape);
 }
 
 static bool cv_identity(onode *n) {
   if (!no_attrs(n)) return false;
-  forward(n, 0, n->in[0]);
-  return true;
+  return forward(n, 0, n->in[0]);
 }
 
 static bool scalar_input(const onode *n, int k, double *out);
@@ -73,15 +65,15 @@ static bool cv_dropout(onode *n) {
   if (training && in_val(n, 1) && !scalar_input(n, 1, &ratio)) return false;
   if (training && ratio != 0)
     return onnx_fail(n, "training mode with ratio %g is not supported (inference only)", ratio);
-  forward(n, 0, n->in[0]);
+  if (!forward(n, 0, n->in[0])) return false;
   if (n->p->n_output > 1 && n->p->output[1] && *n->p->output[1]) {
     if (n->opset < 10) /* float then, and left unfilled in test mode */
       return onnx_fail(n, "the mask output before opset 10 is not supported");
     const oval *x = n->in[0];
-    int64_t c = numel(x->ndim, x->shape);
+    int64_t c = onnx_numel(x->ndim, x->shape);
     int64_t *ones = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
     for (int64_t k = 0; k < c; k++) ones[k] = 1;
-    onnx_set_out_ints(n, 1, x->ndim, x->shape, ones);
+    return onnx_set_out_ints(n, 1, x->ndim, x->shape, ones);
   }
   return true;
 }
@@ -120,7 +112,8 @@ static bool int_binary(onode *n, int_op op) {
   int nd;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   if (!broadcast_shape(n, a, b, &nd, shape)) return false;
-  int64_t c = numel(nd, shape);
+  int64_t c = onnx_checked_numel(n, "the result", nd, shape, 8);
+  if (c < 0) return false;
   int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
   for (int64_t k = 0; k < c; k++) {
     int64_t x0 = a->i[bcast_index(a, nd, shape, k)], x1 = b->i[bcast_index(b, nd, shape, k)];
@@ -135,8 +128,7 @@ static bool int_binary(onode *n, int_op op) {
     case I_EQ: y[k] = x0 == x1; break;
     }
   }
-  onnx_set_out_ints(n, 0, nd, shape, y);
-  return true;
+  return onnx_set_out_ints(n, 0, nd, shape, y);
 }
 
 /* ---- elementwise --------------------------------------------------------------- */
@@ -168,7 +160,7 @@ static bool old_broadcast(onode *n) {
   if (axis != INT64_MIN && axis != ra - rb && !(axis < 0 && axis + ra == ra - rb))
     return onnx_fail(n, "broadcast with axis %lld (B not aligned with A's last axes) is not "
                         "supported", (long long)axis);
-  if (!suffix && !(rb <= ra && numel(rb, b->shape) == 1))
+  if (!suffix && !(rb <= ra && onnx_numel(rb, b->shape) == 1))
     return onnx_fail(n, "broadcast 1 with B's shape not a suffix of A's is not supported");
   return true;
 }
@@ -186,8 +178,7 @@ static bool binary(onode *n, mlc_gop op, int_op iop) {
   int nd;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   if (!broadcast_shape(n, n->in[0], n->in[1], &nd, shape)) return false;
-  onnx_set_out(n, 0, y, nd, shape);
-  return true;
+  return onnx_set_out(n, 0, y, nd, shape);
 }
 
 static bool cv_add(onode *n) { return binary(n, MLC_GOP_ADD, I_ADD); }
@@ -206,8 +197,7 @@ static bool unary_with(onode *n, mlc_gop op, const mlc_gattrs *a) {
   if (!x) return false;
   mlc_gvar *y = onnx_emit(n, NULL, op, a, 1, &x);
   if (!y) return false;
-  onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
-  return true;
+  return onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
 }
 
 static bool unary(onode *n, mlc_gop op) {
@@ -327,7 +317,7 @@ static bool cv_pow(onode *n) {
   const oval *e = in_val(n, 1);
   if (!e || !n->in[0]) return onnx_fail(n, "an input is missing");
   /* a one-element exponent of higher rank than x broadcasts x up: binary */
-  if (numel(e->ndim, e->shape) == 1 && e->ndim <= in_rank(n, 0) &&
+  if (onnx_numel(e->ndim, e->shape) == 1 && e->ndim <= in_rank(n, 0) &&
       (e->is_int || onnx_const_float(e))) {
     if (e->is_int) a.exponent = (double)e->i[0];
     else if (!scalar_input(n, 1, &a.exponent)) return false;
@@ -368,8 +358,7 @@ static bool variadic(onode *n, mlc_gop op) {
   if (!acc) return false;
   if (n->n_in == 1 && !(acc = onnx_reshape(n, NULL, acc, acc->type.ndim, acc->type.shape)))
     return false;
-  onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
-  return true;
+  return onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
 }
 
 static bool cv_max(onode *n) { return variadic(n, MLC_GOP_MAXIMUM); }
@@ -389,8 +378,7 @@ static bool cv_mean(onode *n) {
   mlc_gvar *args[2] = {acc, scalar_const(n, "count", n->n_in)};
   mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_DIVIDE, &a, 2, args);
   if (!y) return false;
-  onnx_set_out(n, 0, y, shape.ndim, shape.shape);
-  return true;
+  return onnx_set_out(n, 0, y, shape.ndim, shape.shape);
 }
 
 /* ---- softmax ------------------------------------------------------------------ */
@@ -422,7 +410,7 @@ static bool softmax_like(onode *n, mlc_gop op) {
     a.axis = ax;
     y = onnx_emit(n, NULL, op, &a, 1, &x);
   } else {
-    int64_t two[2] = {numel(ax, x->type.shape), numel(nd - ax, x->type.shape + ax)};
+    int64_t two[2] = {onnx_numel(ax, x->type.shape), onnx_numel(nd - ax, x->type.shape + ax)};
     mlc_gvar *x2 = onnx_reshape(n, "2d", x, 2, two);
     a.axis = 1;
     mlc_gvar *s = x2 ? onnx_emit(n, "softmax", op, &a, 1, &x2) : NULL;
@@ -455,7 +443,7 @@ static bool cv_matmul(onode *n) {
   int64_t M = sa[ra - 2], K = sa[ra - 1], N = sb[rb - 1];
   if (sb[rb - 2] != K) return onnx_fail(n, "inner dimensions differ (%lld and %lld)",
                                         (long long)K, (long long)sb[rb - 2]);
-  int64_t ba = numel(ra - 2, sa), bb = numel(rb - 2, sb);
+  int64_t ba = onnx_numel(ra - 2, sa), bb = onnx_numel(rb - 2, sb);
   mlc_gattrs at;
   mlc_gattrs_init(MLC_GOP_MATMUL, &at);
   mlc_gvar *y;
@@ -493,8 +481,7 @@ static bool cv_matmul(onode *n) {
   }
   if (rf == 0) return onnx_fail(n, "a scalar result is not supported");
   if (!y || !(y = onnx_reshape(n, NULL, y, rf, final))) return false;
-  onnx_set_out(n, 0, y, rf, final);
-  return true;
+  return onnx_set_out(n, 0, y, rf, final);
 }
 
 static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v) {
@@ -518,7 +505,7 @@ static bool gemm_c_old(onode *n, int64_t M, int64_t N) {
   bool suffix = c->ndim <= 2 && memcmp(c->shape, mn + 2 - c->ndim, sizeof(int64_t) * (size_t)c->ndim) == 0;
   if (!bc && !exact)
     return onnx_fail(n, "C is not [%lld, %lld] and broadcast is 0", (long long)M, (long long)N);
-  if (bc && !suffix && numel(c->ndim, c->shape) != 1)
+  if (bc && !suffix && onnx_numel(c->ndim, c->shape) != 1)
     return onnx_fail(n, "broadcast 1 with a C whose shape is not a suffix of [%lld, %lld] is "
                         "not supported", (long long)M, (long long)N);
   return true;
@@ -916,8 +903,7 @@ static bool log_sum_exp(onode *n, mlc_gvar *x, const mlc_gattrs *axes, bool noop
                         const int64_t *shape) {
   if (noop) {
     mlc_gvar *y = onnx_reshape(n, NULL, x, x->type.ndim, x->type.shape);
-    if (y) onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
-    return y != NULL;
+    return y && onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
   }
   mlc_gattrs mk = *axes, r = *axes;
   mk.keepdims = true;
@@ -930,8 +916,7 @@ static bool log_sum_exp(onode *n, mlc_gvar *x, const mlc_gattrs *axes, bool noop
   mlc_gvar *y = ew(n, nd ? NULL : "lse", MLC_GOP_ADD, l, mo);
   int64_t one = 1;
   if (y && !nd) y = onnx_reshape(n, NULL, y, 1, &one);
-  if (y) onnx_set_out(n, 0, y, nd, shape);
-  return y != NULL;
+  return y && onnx_set_out(n, 0, y, nd, shape);
 }
 
 static bool cv_reduce(onode *n) {
@@ -953,8 +938,7 @@ static bool cv_reduce(onode *n) {
     if (f->pre != NO_OP && !(y = reduce_step(n, "pre", f->pre, y))) return false;
     if (f->post != NO_OP && !(y = reduce_step(n, "post", f->post, y))) return false;
     if (y == x && !(y = onnx_reshape(n, NULL, x, x->type.ndim, x->type.shape))) return false;
-    onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
-    return true;
+    return onnx_set_out(n, 0, y, in_rank(n, 0), n->in[0]->shape);
   }
   bool red[MLC_GRAPH_MAX_DIMS];
   mlc_error e;
@@ -980,8 +964,7 @@ static bool cv_reduce(onode *n) {
   }
   if (f->post != NO_OP && !(y = reduce_step(n, NULL, f->post, y))) return false;
   if (y == x) return false;
-  onnx_set_out(n, 0, y, nd, shape);
-  return true;
+  return onnx_set_out(n, 0, y, nd, shape);
 }
 
 /* Inference batch norm with constant statistics: y = x * s + t per
@@ -1079,7 +1062,7 @@ static bool cv_layer_norm(onode *n) {
   if (in_rank(n, 0) == 0) return onnx_fail(n, "the input is a scalar (no axis)");
   int nd = x->type.ndim, ax = 0;
   if (!norm_axis(n, axis, nd, &ax)) return false;
-  int64_t inner = numel(nd - ax, x->type.shape + ax);
+  int64_t inner = onnx_numel(nd - ax, x->type.shape + ax);
   if (mlc_gtype_numel(&g->type) != inner || (b && mlc_gtype_numel(&b->type) != inner))
     return onnx_fail(n, "Scale and B must have one value per normalized element");
   int64_t flat[MLC_GRAPH_MAX_DIMS];
@@ -1138,17 +1121,17 @@ static bool cv_instance_norm(onode *n) {
 /* Output k has shape (nd, shape): ints reshaped, floats a reshape. */
 static bool reshaped(onode *n, int nd, const int64_t *shape) {
   const oval *v = n->in[0];
-  if (numel(nd, shape) != numel(v->ndim, v->shape))
+  int64_t c = onnx_checked_numel(n, "the new shape", nd, shape, v->is_int ? 8 : 4);
+  if (c < 0) return false;
+  if (c != onnx_numel(v->ndim, v->shape))
     return onnx_fail(n, "the new shape has a different number of elements");
   if (v->is_int) {
-    onnx_set_out_ints(n, 0, nd, shape, v->i);
-    return true;
+    return onnx_set_out_ints(n, 0, nd, shape, v->i);
   }
   if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
   mlc_gvar *y = nd ? onnx_reshape(n, NULL, v->var, nd, shape) : v->var;
   if (!y) return false;
-  onnx_set_out(n, 0, y, nd, shape);
-  return true;
+  return onnx_set_out(n, 0, y, nd, shape);
 }
 
 static bool cv_reshape(onode *n) {
@@ -1159,7 +1142,7 @@ static bool cv_reshape(onode *n) {
   if (!s) return false;
   if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
   const oval *x = n->in[0];
-  int64_t shape[MLC_GRAPH_MAX_DIMS], known = 1, total = numel(x->ndim, x->shape);
+  int64_t shape[MLC_GRAPH_MAX_DIMS], known = 1, total = onnx_numel(x->ndim, x->shape);
   int infer = -1;
   for (int d = 0; d < c; d++) {
     shape[d] = s[d];
@@ -1169,7 +1152,8 @@ static bool cv_reshape(onode *n) {
     }
     if (shape[d] == -1 && infer < 0) infer = d;
     else if (shape[d] < 0) return onnx_fail(n, "bad shape entry %lld", (long long)s[d]);
-    else known *= shape[d];
+    else if (mlc_mul_overflow(known, shape[d], &known))
+      return onnx_fail(n, "the shape's extents multiply past 2^63");
   }
   if (infer >= 0) {
     if (known == 0 || total % known) return onnx_fail(n, "the shape does not fit the input");
@@ -1185,7 +1169,7 @@ static bool cv_flatten(onode *n) {
   int ax = 0;
   if (axis == x->ndim) ax = x->ndim;
   else if (!norm_axis(n, axis, x->ndim, &ax)) return false;
-  int64_t s[2] = {numel(ax, x->shape), numel(x->ndim - ax, x->shape + ax)};
+  int64_t s[2] = {onnx_numel(ax, x->shape), onnx_numel(x->ndim - ax, x->shape + ax)};
   return reshaped(n, 2, s);
 }
 
@@ -1275,15 +1259,13 @@ static bool cv_shape(onode *n) {
   start = start < 0 ? 0 : start > r ? r : start;
   end = end < 0 ? 0 : end > r ? r : end;
   int64_t len = end > start ? end - start : 0;
-  onnx_set_out_ints(n, 0, 1, &len, x->shape + start);
-  return true;
+  return onnx_set_out_ints(n, 0, 1, &len, x->shape + start);
 }
 
 static bool cv_size(onode *n) {
   if (!no_attrs(n)) return false;
-  int64_t c = numel(n->in[0]->ndim, n->in[0]->shape);
-  onnx_set_out_ints(n, 0, 0, NULL, &c);
-  return true;
+  int64_t c = onnx_numel(n->in[0]->ndim, n->in[0]->shape);
+  return onnx_set_out_ints(n, 0, 0, NULL, &c);
 }
 
 static bool cv_constant(onode *n) {
@@ -1294,13 +1276,11 @@ static bool cv_constant(onode *n) {
     return onnx_const_tensor(n, a->t, -1, NULL);
   }
   if ((a = onnx_attr(n, "value_int"))) {
-    onnx_set_out_ints(n, 0, 0, NULL, &a->i);
-    return true;
+    return onnx_set_out_ints(n, 0, 0, NULL, &a->i);
   }
   if ((a = onnx_attr(n, "value_ints"))) {
     int64_t len = (int64_t)a->n_ints;
-    onnx_set_out_ints(n, 0, 1, &len, a->ints ? (const int64_t *)a->ints : &len);
-    return true;
+    return onnx_set_out_ints(n, 0, 1, &len, a->ints ? (const int64_t *)a->ints : &len);
   }
   Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
   t.has_data_type = true;
@@ -1381,8 +1361,7 @@ static bool gather_floats(onode *n, int64_t axis) {
   memcpy(shape + ax + iv->ndim, x->type.shape + ax + 1, sizeof(int64_t) * (size_t)(in_rank(n, 0) - ax - 1));
   if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
   if (!iv->ndim && !(y = onnx_reshape(n, NULL, y, nd, shape))) return false;
-  onnx_set_out(n, 0, y, nd, shape);
-  return true;
+  return onnx_set_out(n, 0, y, nd, shape);
 }
 
 /* Gather over axis with constant indices (negative count from the end). */
@@ -1399,12 +1378,14 @@ static bool cv_gather(onode *n) {
   const oval *iv = n->in[1];
   int nd = x->ndim - 1 + iv->ndim;
   if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
-  int64_t shape[MLC_GRAPH_MAX_DIMS], outer = numel(ax, x->shape),
-          inner = numel(x->ndim - ax - 1, x->shape + ax + 1), e = x->shape[ax];
+  int64_t shape[MLC_GRAPH_MAX_DIMS], outer = onnx_numel(ax, x->shape),
+          inner = onnx_numel(x->ndim - ax - 1, x->shape + ax + 1), e = x->shape[ax];
   memcpy(shape, x->shape, sizeof(int64_t) * (size_t)ax);
   memcpy(shape + ax, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
   memcpy(shape + ax + iv->ndim, x->shape + ax + 1, sizeof(int64_t) * (size_t)(x->ndim - ax - 1));
-  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(outer * c * inner + 1));
+  int64_t count = onnx_checked_numel(n, "the result", nd, shape, 8);
+  if (count < 0) return false;
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(count + 1));
   for (int64_t o = 0; o < outer; o++)
     for (int64_t j = 0; j < c; j++) {
       int64_t k = idx[j] < 0 ? idx[j] + e : idx[j];
@@ -1412,8 +1393,7 @@ static bool cv_gather(onode *n) {
       for (int64_t i = 0; i < inner; i++)
         y[(o * c + j) * inner + i] = x->i[(o * e + k) * inner + i];
     }
-  onnx_set_out_ints(n, 0, nd, shape, y);
-  return true;
+  return onnx_set_out_ints(n, 0, nd, shape, y);
 }
 
 /* Concat of float tensors: the graph's concat. */
@@ -1450,11 +1430,14 @@ static bool cv_concat(onode *n) {
     if (v->ndim != x->ndim) return onnx_fail(n, "inputs of different ranks");
     for (int d = 0; d < x->ndim; d++)
       if (d != ax && v->shape[d] != x->shape[d]) return onnx_fail(n, "inputs of different shapes");
-    total += v->shape[ax];
+    if (mlc_add_overflow(total, v->shape[ax], &total))
+      return onnx_fail(n, "the extents along axis %d add up past 2^63", ax);
   }
   shape[ax] = total;
-  int64_t outer = numel(ax, x->shape), inner = numel(x->ndim - ax - 1, x->shape + ax + 1);
-  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(numel(x->ndim, shape) + 1));
+  int64_t count = onnx_checked_numel(n, "the result", x->ndim, shape, 8);
+  if (count < 0) return false;
+  int64_t outer = onnx_numel(ax, x->shape), inner = onnx_numel(x->ndim - ax - 1, x->shape + ax + 1);
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(count + 1));
   int64_t at = 0;
   for (int64_t o = 0; o < outer; o++)
     for (int k = 0; k < n->n_in; k++) {
@@ -1462,8 +1445,7 @@ static bool cv_concat(onode *n) {
       memcpy(y + at, n->in[k]->i + o * len, sizeof(int64_t) * (size_t)len);
       at += len;
     }
-  onnx_set_out_ints(n, 0, x->ndim, shape, y);
-  return true;
+  return onnx_set_out_ints(n, 0, x->ndim, shape, y);
 }
 
 static int64_t clamp40(int64_t v) {
@@ -1531,8 +1513,7 @@ static bool cv_slice(onode *n) {
   if (!mlc_gop_slice_axis(&a, &t, 0, &start, &step, &len)) return onnx_fail(n, "a step is 0");
   int64_t *out = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(len + 1));
   for (int64_t k = 0; k < len; k++) out[k] = x->i[start + k * step];
-  onnx_set_out_ints(n, 0, 1, &len, out);
-  return true;
+  return onnx_set_out_ints(n, 0, 1, &len, out);
 }
 
 /* Pad, mode constant: pads as an attribute before opset 11, a constant
@@ -1615,7 +1596,7 @@ static bool cv_split(onode *n) {
     m.p = &p;
     mlc_gvar *y = onnx_emit(&m, NULL, MLC_GOP_SLICE, &a, 1, &x);
     if (!y) return false;
-    onnx_set_out(&m, 0, y, y->type.ndim, y->type.shape);
+    if (!onnx_set_out(&m, 0, y, y->type.ndim, y->type.shape)) return false;
   }
   if (at != e) return onnx_fail(n, "the sizes add up to %lld, not %lld", (long long)at, (long long)e);
   return true;
@@ -1630,30 +1611,26 @@ static bool cv_cast(onode *n) {
   bool to_float = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
   bool to_int = to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
   if (!to_float && !to_int) return onnx_fail(n, "cast to dtype %lld is not supported", (long long)to);
-  int64_t c = numel(x->ndim, x->shape);
-  if (x->is_int && to_int) {
-    onnx_set_out_ints(n, 0, x->ndim, x->shape, x->i);
-  } else if (!x->is_int && to_float) {
-    onnx_set_out(n, 0, x->var, x->ndim, x->shape);
-  } else if (x->is_int) {
+  int64_t c = onnx_numel(x->ndim, x->shape);
+  if (x->is_int && to_int) return onnx_set_out_ints(n, 0, x->ndim, x->shape, x->i);
+  if (!x->is_int && to_float) return onnx_set_out(n, 0, x->var, x->ndim, x->shape);
+  if (x->is_int) {
     mlc_gtype t = {MLC_FLOAT32, x->ndim ? x->ndim : 1, {1}};
     memcpy(t.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     if (c < 1) return onnx_fail(n, "an empty tensor");
     mlc_gvar *v = onnx_new_const(n, NULL, &t);
     for (int64_t k = 0; k < c; k++) v->data[k] = (float)x->i[k];
-    onnx_set_out(n, 0, v, x->ndim, x->shape);
-  } else {
-    int64_t cnt;
-    const float *f = onnx_floats(n, 0, &cnt);
-    if (!f) return false;
-    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
-    for (int64_t k = 0; k < c; k++) {
-      if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
-      y[k] = (int64_t)f[k];
-    }
-    onnx_set_out_ints(n, 0, x->ndim, x->shape, y);
+    return onnx_set_out(n, 0, v, x->ndim, x->shape);
   }
-  return true;
+  int64_t cnt;
+  const float *f = onnx_floats(n, 0, &cnt);
+  if (!f) return false;
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+  for (int64_t k = 0; k < c; k++) {
+    if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
+    y[k] = (int64_t)f[k];
+  }
+  return onnx_set_out_ints(n, 0, x->ndim, x->shape, y);
 }
 
 /* ---- data movement composed of graph ops -------------------------------------- */
@@ -1845,8 +1822,7 @@ static mlc_gvar *ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar
 /* Output 0 is y, of input 0's shape. */
 static bool set_like_input(onode *n, mlc_gvar *y) {
   if (!y) return false;
-  onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
-  return true;
+  return onnx_set_out(n, 0, y, n->in[0]->ndim, n->in[0]->shape);
 }
 
 /* scale * (exp(min(x, 0)) - 1): the negative side of Elu and Selu (0 for
@@ -1986,7 +1962,7 @@ static bool cv_lrn(onode *n) {
   if (!x) return false;
   int nd = in_rank(n, 0);
   if (nd < 3) return onnx_fail(n, "the input must be N x C x D1 x ... (rank 3 or more)");
-  int64_t view[4] = {x->type.shape[0], 1, x->type.shape[1], numel(nd - 2, x->type.shape + 2)};
+  int64_t view[4] = {x->type.shape[0], 1, x->type.shape[1], onnx_numel(nd - 2, x->type.shape + 2)};
   mlc_gvar *sq = ew(n, "sq", MLC_GOP_MULTIPLY, x, x);
   mlc_gvar *sv = sq ? onnx_reshape(n, "sq_view", sq, 4, view) : NULL;
   mlc_gattrs p;
@@ -2016,7 +1992,7 @@ static bool cv_prelu(onode *n) {
   if (!x || !slope) return false;
   const oval *xv = n->in[0], *sv = n->in[1];
   if (n->opset < 7) {
-    int64_t c = numel(sv->ndim, sv->shape);
+    int64_t c = onnx_numel(sv->ndim, sv->shape);
     if (!(c == 1 && sv->ndim <= xv->ndim) && !(sv->ndim == 1 && xv->ndim >= 2 && c == xv->shape[1]))
       return onnx_fail(n, "before opset 7 the slope must have 1 or C values");
     int64_t s[MLC_GRAPH_MAX_DIMS];

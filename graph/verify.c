@@ -106,8 +106,9 @@ static bool check_extern_call(vctx *c, const mlc_gfunc *f, const mlc_gbinding *b
 /* Constant gather indices must be whole numbers inside the axis: the
  * kernel would read row 0 for any other. */
 static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
+  if (b->op != MLC_GOP_GATHER) return true; /* args[1] exists only then */
   const mlc_gvar *ind = b->args[1];
-  if (b->op != MLC_GOP_GATHER || ind->kind != MLC_GVAR_CONST) return true;
+  if (ind->kind != MLC_GVAR_CONST) return true;
   int64_t n = b->args[0]->type.shape[mlc_gop_axis(b->attrs.axis, b->args[0]->type.ndim)];
   for (int64_t k = 0; k < mlc_gtype_numel(&ind->type); k++) {
     double v = ind->data[k];

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regression check of the libFuzzer harnesses (tests/fuzz/): each replays
 # its committed corpus (tests/fuzz/corpus/<name>/: seeds and every crash
-# found so far; fuzz_onnx also tests/onnx/) once, no new inputs. The
+# found so far; fuzz_onnx also tests/onnx/ and tests/onnx/overflow/) once, no new inputs. The
 # replayers are the harnesses linked with tests/fuzz/replay_main.c by the
 # normal build ($B/fuzz/<name>), so this runs under `make asan test` with
 # the sanitizers too and needs no clang; `make fuzz` builds the real
@@ -15,7 +15,7 @@ for src in tests/fuzz/fuzz_*.c; do
   h=$(basename "$src" .c)
   dirs=""
   [ -d "tests/fuzz/corpus/$h" ] && dirs="tests/fuzz/corpus/$h"
-  [ "$h" = fuzz_onnx ] && dirs="$dirs tests/onnx"
+  [ "$h" = fuzz_onnx ] && dirs="$dirs tests/onnx tests/onnx/overflow"
   if [ -z "$dirs" ]; then echo "FAIL $h: no corpus in tests/fuzz/corpus/$h"; continue; fi
   if [ ! -x "$B/fuzz/$h" ]; then echo "FAIL $h: $B/fuzz/$h is not built"; continue; fi
   if "$B/fuzz/$h" $dirs >"$log" 2>&1; then
