@@ -776,6 +776,8 @@ static bool convert_node(oimp *I, const Onnx__NodeProto *p) {
   n.in = MLC_NEW_ARRAY(I->m->arena, oval *, n.n_in + 1);
   for (int j = 0; j < n.n_in; j++)
     if (!lookup_input(&n, j)) return false;
+  for (int j = 0; j < o->min_in; j++) /* converters take these as given */
+    if (!n.in[j]) return onnx_fail(&n, "input %d is required but left out (\"\")", j);
   return o->convert(&n);
 }
 

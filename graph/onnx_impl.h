@@ -88,7 +88,8 @@ typedef bool (*onnx_convert_fn)(onode *n);
 typedef struct onnx_op {
   const char *name; /* ONNX op_type */
   onnx_convert_fn convert;
-  int min_in, max_in; /* inputs, counting left-out optional ones */
+  int min_in, max_in; /* inputs, counting left-out optional ones; the
+                       * first min_in are never left out */
 } onnx_op;
 const onnx_op *onnx_find_op(const char *op_type);
 const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */
