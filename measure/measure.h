@@ -167,6 +167,10 @@ typedef struct mlc_measure_opts {
 } mlc_measure_opts;
 
 mlc_measure_opts mlc_measure_defaults(void);
+/* The defaults for measuring kernels of target (NULL: "llvm"), as the
+ * runner of its device wants them (cuda: builders not paused, each repeat
+ * 10 launches, 120 s per run); mlc_measure_defaults for a bad target. */
+mlc_measure_opts mlc_measure_defaults_for(const char *target);
 
 /* One candidate. The strings are copied by submit. */
 typedef struct mlc_measure_cand {

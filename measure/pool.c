@@ -736,12 +736,27 @@ int mlc_measure_next(mlc_measure *m, mlc_measure_result *out) {
 
 /* ---- public life cycle ---------------------------------------------------------------- */
 
+/* The runner of each device kind's objects (a worker picks the same one
+ * by the object's format: runner_internal.h). */
+static const runner_impl *const device_runners[] = {
+    [MLC_DEVICE_CPU] = &runner_cpu,
+    [MLC_DEVICE_CUDA] = &runner_cuda,
+};
+_Static_assert(MLC_COUNTOF(device_runners) == MLC_DEVICE_KIND_COUNT, "a runner per device kind");
+
+mlc_measure_opts mlc_measure_defaults_for(const char *target) {
+  mlc_measure_opts o = mlc_measure_defaults();
+  mlc_target t;
+  if (!mlc_target_parse(target ? target : "llvm", &t, NULL)) return o;
+  const runner_impl *rn = device_runners[mlc_target_device(&t)];
+  if (rn->measure_defaults) rn->measure_defaults(&o);
+  return o;
+}
+
 bool mlc_measure_runner_check(const char *target, mlc_error *err) {
   mlc_target t;
   if (!mlc_target_parse(target ? target : "llvm", &t, err)) return false;
-  if (t.backend != &mlc_backend_cuda) return runner_cpu.available(err);
-  if (runner_cuda.available(err)) return true;
-  return mlc_error_prefix(err, "no CUDA device");
+  return device_runners[mlc_target_device(&t)]->available(err);
 }
 
 mlc_measure *mlc_measure_new(const mlc_measure_opts *o, mlc_error *err) {

@@ -7,7 +7,7 @@
  * on the CPU runner while a cuda candidate (PTX) runs on the CUDA runner,
  * and the result check is the same for both.
  *
- *   runner_cpu   ELF objects, loaded with ORC in the worker (worker.c)
+ *   runner_cpu   ELF objects, loaded with ORC in the worker (runner_cpu.c)
  *   runner_cuda  PTX text from the cuda backend, run on device 0 through
  *                the CUDA driver API, opened with dlopen (runner_cuda.c,
  *                targets' mlc_cuda_load/call)
@@ -28,7 +28,8 @@ typedef struct run_req {
   size_t obj_len, ref_len;
   int n_args;
   frame_arg args[MLC_MEASURE_MAX_ARGS];
-  uint32_t number, repeat, flush, fault;
+  uint32_t number, repeat, flush;
+  uint32_t fault; /* MLC_FAULT_NONE unless the worker runs with faults enabled */
   double min_repeat_ms, rtol, atol;
   uint64_t seed, max_bytes;
   double max_call_sec; /* 0: no limit (the tuner's early abort) */
@@ -50,7 +51,8 @@ typedef struct runner_impl {
   const char *name; /* "cpu", "cuda" */
   /* Whether obj is this runner's kind of object (ELF, PTX text). */
   bool (*owns)(const void *obj, size_t len);
-  /* Whether kernels can run in this process; false with the reason. */
+  /* Whether kernels can run in this process; false with the reason
+   * ("no CUDA device: ..."). */
   bool (*available)(mlc_error *err);
   /* Load obj and find symbol: a handle for the calls below; NULL with err. */
   void *(*load)(const void *obj, size_t len, const char *symbol, mlc_error *err);
@@ -64,6 +66,8 @@ typedef struct runner_impl {
   bool (*time)(void *k, const run_req *q, mlc_array *args, double *secs, timing_watch *w,
                int *retimes, mlc_error *err);
   void (*unload)(void *k);
+  /* optional: mlc_measure_defaults changed for this runner's kernels */
+  void (*measure_defaults)(mlc_measure_opts *o);
 } runner_impl;
 
 extern const runner_impl runner_cpu, runner_cuda;

@@ -10,7 +10,7 @@
  * a dense layer's A[M, K], packed B and C[M, N], because tensorize matches
  * buffers of the operand's rank. The implementation is one call to the
  * CPU builtin "mlc_x86_vpdpbusd_16x4", which the LLVM backend expands into
- * the instruction (targets/cpu_builtins.c) and which the interpreter runs
+ * the instruction (targets/llvm_builtins.c) and which the interpreter runs
  * as vnni_dot below, so tensorized code is checked against the reference
  * on any machine.
  *

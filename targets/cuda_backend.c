@@ -285,6 +285,7 @@ bool mlc_cuda_launch_info(const mlc_target *t, const mlc_prim_func *f, mlc_gpu_l
 
 const mlc_target_backend mlc_backend_cuda = {
     .kind = "cuda",
+    .device = MLC_DEVICE_CUDA,
     .set_option = cuda_set_option,
     .finish = cuda_finish,
     .build = cuda_build,

@@ -80,7 +80,7 @@ bool mlc_cuda_host_object(const mlc_target *host, const mlc_object *ptx, int n,
                           const mlc_prim_func *const *funcs, const char *const *symbols,
                           mlc_object *out, mlc_error *err) {
   *out = (mlc_object){0};
-  if (host->backend != &mlc_backend_llvm)
+  if (host->backend->device != MLC_DEVICE_CPU)
     return mlc_error_set(err, "the host object of cuda kernels needs an llvm target, not %s",
                          host->str);
   mlc_gpu_launch *launch = mlc_xmalloc(sizeof *launch * (size_t)(n + 1));

@@ -9,12 +9,12 @@
  *   cuda_kernel.c   a lowered prim_func: launch extents, the checks that
  *                   refuse what cannot run on a GPU, barrier placement,
  *                   and the kernel's LLVM IR (statements here, expressions
- *                   through codegen_expr.c)
+ *                   through llvm_expr.c)
  *   cuda_backend.c  target options, the NVPTX target machine, libdevice,
  *                   the O3 pipeline and PTX emission
  *   cuda_driver.c   running PTX: the CUDA Driver API through dlopen
  *
- * Statements are generated here rather than by codegen_llvm.c: its loop,
+ * Statements are generated here rather than by llvm_codegen.c: its loop,
  * allocation and vector-mode code is CPU-specific (status slots, heap
  * allocations, outlined parallel bodies), and the GPU needs different
  * meanings for thread-bound loops, shared/local allocations and barriers;

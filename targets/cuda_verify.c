@@ -30,6 +30,12 @@ void mlc_gpu_limits_sm80(mlc_gpu_limits *out) {
   };
 }
 
+bool mlc_target_gpu_limits(const mlc_target *t, mlc_gpu_limits *out) {
+  if (mlc_target_device(t) != MLC_DEVICE_CUDA) return false;
+  mlc_gpu_limits_sm80(out); /* every SM the cuda backend takes has these */
+  return true;
+}
+
 /* Thread tags: blockIdx.{x,y,z}, threadIdx.{x,y,z}, vthread (any suffix). */
 enum { TAG_BLOCK = 0, TAG_THREAD = 3, TAG_VTHREAD = 6, N_TAGS = 9 };
 

@@ -189,6 +189,7 @@ static bool llvm_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
 
 const mlc_target_backend mlc_backend_llvm = {
     .kind = "llvm",
+    .device = MLC_DEVICE_CPU,
     .set_option = llvm_set_option,
     .finish = llvm_finish,
     .build = llvm_build,

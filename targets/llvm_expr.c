@@ -614,7 +614,7 @@ static LLVMValueRef cpu_exp(cg *c, LLVMValueRef x) {
 
 static LLVMValueRef exp_f32(cg *c, LLVMValueRef x) {
   /* GPU backends map llvm.exp to their own library (libdevice) */
-  return c->target->backend == &mlc_backend_llvm ? cpu_exp(c, x) : intrin1(c, "llvm.exp", x);
+  return c->target->backend->device == MLC_DEVICE_CPU ? cpu_exp(c, x) : intrin1(c, "llvm.exp", x);
 }
 
 /* Intrinsics of floats, in float32 for float16 (converted back after). */

@@ -1,5 +1,5 @@
 /* Private to targets/: the LLVM code generator's state, shared by
- * codegen_expr.c (expressions), codegen_llvm.c (statements, functions,
+ * llvm_expr.c (expressions), llvm_codegen.c (statements, functions,
  * parallel outlining) and llvm_backend.c (target machine, passes, object
  * emission).
  */
@@ -62,7 +62,7 @@ typedef struct cg {
   LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
 } cg;
 
-/* codegen_expr.c */
+/* llvm_expr.c */
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t); /* bool: i1 */
 LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8, bfloat16: i16 */
 /* A value as memory holds it and back (bool i1 <-> i8, bfloat16 float32
@@ -91,7 +91,7 @@ LLVMValueRef cg_call_named(cg *c, const char *name, LLVMTypeRef ret, LLVMTypeRef
                            LLVMValueRef *args, int n);
 LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
 
-/* cpu_builtins.c: extern names expanded inline into CPU instructions
+/* llvm_builtins.c: extern names expanded inline into CPU instructions
  * ("mlc_x86_vpdpbusd_16x4", mlc_target_is_builtin). check: true when e (a
  * CALL_EXTERN) is no builtin, or one whose arguments fit and whose CPU
  * feature t has. */
@@ -106,7 +106,7 @@ void cg_llvm_init(void);
 LLVMTargetMachineRef llvm_make_machine(const mlc_target *t, mlc_error *err);
 bool llvm_emit_object(LLVMModuleRef mod, LLVMTargetMachineRef tm, mlc_object *out, mlc_error *err);
 
-/* codegen_llvm.c: the module both backends build in: c's arena, context,
+/* llvm_codegen.c: the module both backends build in: c's arena, context,
  * module (with tm's triple and data layout), builder and types. */
 void cg_open(cg *c, const mlc_target *t, LLVMTargetMachineRef tm);
 /* The module verified (an invalid one is an internal error), its text
@@ -114,7 +114,7 @@ void cg_open(cg *c, const mlc_target *t, LLVMTargetMachineRef tm);
 bool cg_verify(cg *c, mlc_str *ir_text, mlc_error *err);
 void cg_close(cg *c);
 
-/* codegen_llvm.c: emit `int32_t symbol(void **args)` for a lowered
+/* llvm_codegen.c: emit `int32_t symbol(void **args)` for a lowered
  * function into c->mod; false with err set for code the target rejects. */
 bool cg_emit_function(cg *c, const mlc_prim_func *lowered, const char *symbol, mlc_error *err);
 

@@ -52,7 +52,7 @@ int mlc_target_host_cores(void) {
 }
 
 const char *mlc_target_cpu_features(const mlc_target *t) {
-  if (t->backend != &mlc_backend_llvm) return "";
+  if (t->backend->device != MLC_DEVICE_CPU) return "";
   if (t->mattr[0]) return t->mattr;
   return strcmp(t->mcpu, mlc_target_host_cpu()) == 0 ? mlc_target_host_features() : "";
 }
@@ -83,6 +83,8 @@ static bool next_word(const char **p, char *buf, size_t n, bool *too_long) {
   *p = s + len;
   return true;
 }
+
+mlc_device_kind mlc_target_device(const mlc_target *t) { return t->backend->device; }
 
 bool mlc_target_parse(const char *text, mlc_target *out, mlc_error *err) {
   mlc_target t = {0};

@@ -16,7 +16,7 @@
  * Pipeline: mlc_target_lower (blocks -> plain loops over flat buffers;
  * lower.c, lower_alloc.c), then the target's backend (a struct of function
  * pointers, below) turns lowered functions into an object: for `llvm`,
- * codegen_llvm.c builds LLVM IR, llvm_backend.c runs the O3 pipeline and
+ * llvm_codegen.c builds LLVM IR, llvm_backend.c runs the O3 pipeline and
  * emits an ELF object in memory.
  *
  * Generated code (DESIGN.md section 4). Each prim_func becomes
@@ -65,10 +65,20 @@ typedef struct mlc_target mlc_target;
 typedef struct mlc_object mlc_object;
 typedef struct mlc_object_data mlc_object_data;
 
+/* What a target's kernels run on. Code above targets/ asks this (never
+ * which backend it is): the design space, the runner, the measurement
+ * defaults and the files mlc-compile writes follow it. */
+typedef enum mlc_device_kind {
+  MLC_DEVICE_CPU,  /* objects are ELF the JIT loads into the process */
+  MLC_DEVICE_CUDA, /* objects are PTX, run through the CUDA driver */
+} mlc_device_kind;
+#define MLC_DEVICE_KIND_COUNT 2
+
 /* What one kind of target ("llvm", "cuda") provides. Members marked
  * optional may be NULL. */
 typedef struct mlc_target_backend {
-  const char *kind; /* the first word of a target string */
+  const char *kind;       /* the first word of a target string */
+  mlc_device_kind device; /* what its objects run on */
   /* Apply one option of the target string (key without the dash, value
    * after '=', NULL when absent); false with a message if unknown or bad. */
   bool (*set_option)(mlc_target *t, const char *key, const char *value, mlc_error *err);
@@ -109,6 +119,8 @@ struct mlc_target {
 /* Parse "llvm", "llvm -mcpu=znver3 -num-cores=2" (options "-key=value",
  * separated by spaces). Errors name the bad word. */
 bool mlc_target_parse(const char *text, mlc_target *out, mlc_error *err);
+/* What t's kernels run on (t->backend->device). */
+mlc_device_kind mlc_target_device(const mlc_target *t);
 /* The host CPU target, as "llvm" parses. */
 void mlc_target_host(mlc_target *out);
 /* The host's CPU name, feature string and usable CPU count (cached). */
@@ -227,9 +239,10 @@ extern const mlc_target_backend mlc_backend_llvm;
  * $CUDA_HOME or /usr/local/cuda nvvm/libdevice/libdevice.10.bc), linked
  * into the module. Refused with a reason: no bound loop, more threads or
  * shared memory than sm_50..86 allow, parallel loops, stores that every
- * thread of a launched axis would run or race on (cross-thread reductions
- * are not supported), intermediate "global" buffers the threads share, and
- * barriers needed where only some threads run. Each kernel's launch
+ * thread of a launched axis would run or race on (a reduction over a
+ * threadIdx-bound loop is first made a cross-thread reduction by the
+ * prepare step: cuda_allreduce.c), intermediate "global" buffers the
+ * threads share, and barriers needed where only some threads run. Each kernel's launch
  * extents are also written as a PTX comment line
  *   // mlc.launch SYMBOL grid=X,Y,Z block=X,Y,Z shared=BYTES */
 extern const mlc_target_backend mlc_backend_cuda;
@@ -314,7 +327,7 @@ void mlc_jit_shutdown(void);
  * takes them). */
 int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args);
 
-/* ---- GPU verification (gpu_verify.c) -------------------------------------- */
+/* ---- GPU verification (cuda_verify.c) -------------------------------------- */
 
 /* Hardware limits a scheduled GPU prim_func must respect. */
 typedef struct mlc_gpu_limits {
@@ -336,6 +349,12 @@ typedef struct mlc_gpu_limits {
  * on local arrays, CUDA_MAX_LOCAL; the hardware allows 512 KiB, but arrays
  * that large only spill), 16-byte vectors, warp 32. */
 void mlc_gpu_limits_sm80(mlc_gpu_limits *out);
+/* The limits of t's GPU (its -arch); false for a CPU target. Every SM
+ * the cuda backend takes (sm_50 .. sm_86) has sm_80's limits as far as
+ * these go: the thread, block and grid extents, 48 KiB of static shared
+ * memory per block, 16-byte vectors and warps of 32 are the same from
+ * sm_50 on; local bytes and vthreads are our own bounds. */
+bool mlc_target_gpu_limits(const mlc_target *t, mlc_gpu_limits *out);
 
 /* Which check failed first (MLC_GPU_OK: none). */
 typedef enum mlc_gpu_check {

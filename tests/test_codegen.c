@@ -301,7 +301,7 @@ static void test_runtime_half(void) {
   CHECK_MSG(bad == 0, "%d conversions differ from ir/array.c", bad);
 }
 
-/* exp on the CPU is our own polynomial (codegen_expr.c cpu_exp): checked
+/* exp on the CPU is our own polynomial (llvm_expr.c cpu_exp): checked
  * against libm's expf over the whole float range, special values included,
  * in a serial and in a vectorized loop. */
 #define EXP_N 4096

@@ -113,6 +113,13 @@ static void test_target_strings(void) {
   CHECK(mlc_target_parse("cuda", &t, &err));
   CHECK_STREQ(t.str, "cuda -arch=sm_80");
   CHECK(t.backend == &mlc_backend_cuda);
+  /* what code above targets/ asks instead of the backend's identity */
+  CHECK(mlc_target_device(&t) == MLC_DEVICE_CUDA);
+  mlc_gpu_limits lim, sm80;
+  mlc_gpu_limits_sm80(&sm80);
+  CHECK(mlc_target_gpu_limits(&t, &lim) && memcmp(&lim, &sm80, sizeof lim) == 0);
+  CHECK(mlc_target_parse("llvm", &t2, &err) && mlc_target_device(&t2) == MLC_DEVICE_CPU);
+  CHECK(!mlc_target_gpu_limits(&t2, &lim));
   CHECK(mlc_target_parse("  cuda   -arch=sm_86 ", &t, &err));
   CHECK_STREQ(t.str, "cuda -arch=sm_86");
   CHECK_STREQ(t.mcpu, "sm_86");

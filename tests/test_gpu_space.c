@@ -1,4 +1,4 @@
-/* GPU verifier (targets/gpu_verify.c) on hand-written kernels, and the GPU
+/* GPU verifier (targets/cuda_verify.c) on hand-written kernels, and the GPU
  * design space (tuner/space_gpu.c, through the design-space interface
  * mlc_tuner_space_gpu): thousands of samples over six built-in
  * tasks, each checked again by the verifier for sm_80, some run through

@@ -436,7 +436,7 @@ static const char *ENDLESS =
 
 /* A kernel that reads far out of bounds through an index loaded from its
  * input: no static check can see it, and it faults for real. (Division by
- * zero cannot trap in generated code: targets/codegen_expr.c makes its
+ * zero cannot trap in generated code: targets/llvm_expr.c makes its
  * result unspecified instead, so SIGFPE is covered by injection only.) */
 static const char *WILD_READ =
     "@T.prim_func\n"
@@ -684,8 +684,23 @@ static void test_status_names(void) {
   CHECK(!mlc_measure_status_from_name("nonsense", &s));
 }
 
+/* Measurement defaults follow the device the target's kernels run on. */
+static void test_defaults_for_target(void) {
+  mlc_measure_opts d = mlc_measure_defaults(), cpu = mlc_measure_defaults_for("llvm"),
+                   gpu = mlc_measure_defaults_for("cuda -arch=sm_86"),
+                   bad = mlc_measure_defaults_for("nonsense");
+  const mlc_measure_opts *same[] = {&cpu, &bad};
+  for (int i = 0; i < 2; i++)
+    CHECK(same[i]->pause_builders == d.pause_builders && same[i]->number == d.number &&
+          same[i]->run_timeout_s == d.run_timeout_s && same[i]->repeat == d.repeat);
+  CHECK(d.pause_builders && d.number == 1 && d.run_timeout_s == 20);
+  CHECK(!gpu.pause_builders && gpu.number == 10 && gpu.run_timeout_s == 120);
+  CHECK(gpu.repeat == d.repeat && gpu.build_timeout_s == d.build_timeout_s);
+}
+
 int main(void) {
   setenv("MLC_WORKER_FAULTS", "1", 1);
+  RUN(test_defaults_for_target);
   MM = matmul_text(16, 16, 16);
   RUN(test_status_names);
   RUN(test_good_batch);

@@ -392,7 +392,7 @@ static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels
                     mlc_error *err) {
   double t0 = now_ms();
   bool schedule = !o->no_schedule;
-  bool gpu = k->gpu = t->backend == &mlc_backend_cuda;
+  bool gpu = k->gpu = mlc_target_device(t) == MLC_DEVICE_CUDA;
   mlc_db *db;
   if (!open_db(o->db, &db, err)) return false;
   k->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, k->n);
@@ -496,7 +496,7 @@ static void library_note(const kernels *k, mlc_str *h, bool to_stderr) {
 
 static bool write_outputs(const options *o, const mlc_target *t, const kernels *k,
                           const mlc_gmodule *m, mlc_error *err) {
-  bool gpu = t->backend == &mlc_backend_cuda;
+  bool gpu = mlc_target_device(t) == MLC_DEVICE_CUDA;
   if (gpu && !write_cuda(o, k, err)) return false;
   if (!gpu && o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
   if (o->output || o->header) library_note(k, NULL, true);
@@ -1060,7 +1060,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "mlc-compile: error: %s\n", err.msg);
     return 2;
   }
-  if (t.backend == &mlc_backend_cuda) {
+  if (mlc_target_device(&t) == MLC_DEVICE_CUDA) {
     if (o.model)
       return usage_error("%s", "--target cuda compiles one kernel (--task or --task-file); "
                                "models run on the CPU only for now");

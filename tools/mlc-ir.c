@@ -846,13 +846,14 @@ static bool run_all(mlc_arena *a, const options *o, const mlc_module *m, mlc_pri
   mlc_target t;
   mlc_error err;
   if (!parse_target(o, &t)) return false;
-  if (t.backend != &mlc_backend_cuda && !define_externs(a, o, m->n_funcs, sched)) return false;
+  bool gpu = mlc_target_device(&t) == MLC_DEVICE_CUDA;
+  if (!gpu && !define_externs(a, o, m->n_funcs, sched)) return false;
   /* the tuner's check: "no CUDA device: <reason>" before any work */
   if (!mlc_measure_runner_check(t.str, &err)) return fail(err.msg), false;
   bool ok = true;
   for (int i = 0; i < m->n_funcs; i++) {
     double flops = task ? mlc_task_flops(task, shape) : -1;
-    if (t.backend == &mlc_backend_cuda) ok = run_func_cuda(a, &t, o, sched[i], m->funcs[i], flops) && ok;
+    if (gpu) ok = run_func_cuda(a, &t, o, sched[i], m->funcs[i], flops) && ok;
     else ok = run_func(a, &t, o, sched[i], m->funcs[i], flops) && ok;
   }
   return ok;
@@ -910,7 +911,7 @@ static int cmd_build(mlc_arena *a, const options *o) {
     return fail("--name renames a single function; the file defines several");
   mlc_target t;
   if (!parse_target(o, &t)) return 1;
-  if (o->header && t.backend == &mlc_backend_cuda)
+  if (o->header && mlc_target_device(&t) == MLC_DEVICE_CUDA)
     return fail("--header declares CPU entry points; target cuda writes PTX (no header)");
   mlc_prim_func **sched = scheduled_funcs(a, o, m, NULL);
   if (!sched) return 1;

@@ -431,7 +431,7 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
  * the workers inherit, is set to the target's core count unless the user
  * set it (then both follow it). */
 static int library_check(const cli *c, const mlc_target *tgt) {
-  if (tgt->backend != &mlc_backend_llvm) {
+  if (mlc_target_device(tgt) != MLC_DEVICE_CPU) {
     fprintf(stderr, "mlc-tune: error: --library %s goes with CPU (llvm) targets\n", c->library);
     return 2;
   }

@@ -18,8 +18,15 @@ static const mlc_tuner_space_impl *space_impl(const mlc_tuner_opts *o) {
   return o->space ? o->space : &mlc_tuner_space_cpu;
 }
 
+/* The design space of each device kind. */
+static const mlc_tuner_space_impl *const device_spaces[] = {
+    [MLC_DEVICE_CPU] = &mlc_tuner_space_cpu,
+    [MLC_DEVICE_CUDA] = &mlc_tuner_space_gpu,
+};
+_Static_assert(MLC_COUNTOF(device_spaces) == MLC_DEVICE_KIND_COUNT, "a space per device kind");
+
 const mlc_tuner_space_impl *mlc_tuner_space_for_target(const mlc_target *t) {
-  return t->backend == &mlc_backend_cuda ? &mlc_tuner_space_gpu : &mlc_tuner_space_cpu;
+  return device_spaces[mlc_target_device(t)];
 }
 
 mlc_tuner_space *mlc_tuner_space_new(const mlc_prim_func *f, const mlc_tuner_opts *o,

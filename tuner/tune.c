@@ -29,7 +29,7 @@ typedef struct tune_run {
   const mlc_tuner_tune_opts *o;
   mlc_tuner_tune_result *res;
   char target[512];
-  bool on_gpu;              /* a cuda target: kernels timed with CUDA events */
+  bool on_gpu;              /* a GPU target: kernels timed with CUDA events */
   mlc_tuner_opts search_opts; /* o->search with the design space of the target's kind */
   char *workload_text;      /* TVMScript the workers replay on */
   uint64_t workload_key;    /* the cost model's workload key */
@@ -246,28 +246,18 @@ static bool load_history(tune_run *r, mlc_error *err) {
   return true;
 }
 
-static bool target_is_gpu(const char *target) {
+static mlc_device_kind target_device(const char *target) {
   mlc_target t;
-  return mlc_target_parse(target, &t, NULL) && t.backend == &mlc_backend_cuda;
+  return mlc_target_parse(target, &t, NULL) ? mlc_target_device(&t) : MLC_DEVICE_CPU;
 }
 
 void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, mlc_measure_opts *out) {
-  mlc_measure_opts mo = mlc_measure_defaults();
+  mlc_measure_opts mo = mlc_measure_defaults_for(o->target);
   mo.n_builders = o->n_builders;
   mo.worker_path = o->worker_path;
   mo.n_intrin_files = o->n_intrin_files;
   mo.intrin_files = o->intrin_files;
   if (o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = o->timeout_s;
-  if (target_is_gpu(o->target ? o->target : "llvm")) {
-    /* GPU times are CUDA events', which builders on the host do not
-     * disturb; one launch of a fast kernel lasts microseconds, so each
-     * repeat is the median of 10. The reference (the unscheduled kernel,
-     * on the host CPU) is computed by the runner within its first
-     * candidate's time: 1024^3 matmul takes 20-30 s on some hosts. */
-    mo.pause_builders = false;
-    mo.number = 10;
-    if (o->timeout_s <= 0) mo.run_timeout_s = 120;
-  }
   *out = mo;
 }
 
@@ -660,6 +650,7 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   mlc_target t;
   if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
   r->search_opts.space = mlc_tuner_space_for_target(&t);
+  mlc_target_gpu_limits(&t, &r->search_opts.gpu_limits); /* CPU targets: unused, kept */
   /* the CPU's dot-product intrinsics, then the user's, for the
    * tiling-with-intrinsic rule */
   if (!mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err)) return false;
@@ -681,7 +672,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   memset(res, 0, sizeof *res);
   tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
-  r.on_gpu = target_is_gpu(r.target);
+  r.on_gpu = target_device(r.target) != MLC_DEVICE_CPU;
   mlc_str text = {0};
   mlc_print_func(&text, f);
   r.workload_text = mlc_str_take(&text);

@@ -55,7 +55,9 @@ typedef struct mlc_tuner_opts {
    * space, except in mlc_tuner_tune, which picks the space of its
    * target's kind (mlc_tuner_space_for_target). */
   const struct mlc_tuner_space_impl *space;
-  mlc_gpu_limits gpu_limits;  /* GPU spaces: every candidate fits them (sm_80's) */
+  /* GPU spaces: every candidate fits them (sm_80's; mlc_tuner_tune
+   * takes its target's, mlc_target_gpu_limits) */
+  mlc_gpu_limits gpu_limits;
 } mlc_tuner_opts;
 
 /* meta-schedule's CPU defaults, num_cores from the host. */
