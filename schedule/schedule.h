@@ -288,9 +288,12 @@ bool mlc_sched_unannotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, m
  * the write_buffer_index-th of its T.writes; a write-back block
  * "<C>_<scope>" copies it to C before C's first later reader (at the end
  * of the scope if none). Given consumer blocks read the cache directly.
+ * Inside a block with nested blocks every access to C goes to the cache.
  * Refused: index out of range, invalid scope, a block that is not C's only
- * writer in the scope, a block reading C's earlier content (no init), a
- * write that does not cover a dense box, bad consumers. */
+ * writer in the scope, a block reading C's earlier content (no init; for
+ * a block with nested blocks, a read of C that no sub-block in an earlier
+ * statement of its body wrote in full), a write that does not cover a
+ * dense box, bad consumers. */
 bool mlc_sched_cache_read(mlc_sched *s, mlc_rv block, int read_buffer_index,
                           const char *storage_scope, int n_consumers, const mlc_rv *consumers,
                           mlc_rv *out, mlc_error *err);
