@@ -485,8 +485,13 @@ void mlc_sched_enter_postproc(mlc_sched *s);
  * iteration and write what it reads there; blocks it passes must not
  * touch its buffers). The block's index into the matched buffer must be
  * an iter var plus a constant per dimension, one element per instance
- * (for reverse: its reads, so that consumer instances partition). The
- * loop may be the root mark of sample_compute_location (nothing moves) or
+ * (for reverse: its reads, so that consumer instances partition). A
+ * reverse-computed reduction may run each output's reduction in pieces
+ * across iterations of the loop and loops above it (the final sum of an
+ * rfactor under the loop over partial sums) when those loops are not
+ * parallel or vectorized, move no spatial iter, step the reduce iter
+ * through its domain once from its minimum (no predicate), and hold no
+ * other block touching its output. The loop may be the root mark of sample_compute_location (nothing moves) or
  * the inline mark (the block is inlined). */
 bool mlc_sched_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop, bool preserve_unit_loops,
                           int index, mlc_error *err);

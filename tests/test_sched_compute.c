@@ -304,6 +304,8 @@ static void golden_files(void) {
   GOLDEN("compute_at_window_pred", NULL);
   GOLDEN("compute_at_index", NULL);
   GOLDEN("compute_reverse_at_unit", NULL);
+  GOLDEN("compute_reverse_at_factorized", NULL);
+  GOLDEN("compute_reverse_at_factorized_serial", NULL);
   GOLDEN("compute_inline_elementwise", NULL);
   GOLDEN("compute_reverse_inline_relu", NULL);
   GOLDEN("compute_local_blocking_notes", "tests/golden/matmul_local_blocking.py");
@@ -470,6 +472,49 @@ static void test_compute_at_refusals(void) {
     OK(mlc_sched_compute_at(s, h4, h5, false, -1, err));
     check_equivalent(parse(ODD), s, 3);
   }
+  mlc_sched_free(s);
+}
+
+/* The final sum of an rfactor, placed where the loops would split its
+ * reduce iter but could not run the pieces in order from the start. */
+static const char *FACTORIZED_FMT =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((16, 16, 16), \"float32\"), B: T.Buffer((16,), \"float32\")):\n"
+    "    B_rf = T.alloc_buffer((16, 16))\n"
+    "    for j, i_o, i_i, k in T.grid(16, 4, 4, 16):\n"
+    "        with T.block(\"B_rf\"):\n"
+    "            vi = T.axis.spatial(16, %s)\n"
+    "            vj, vk = T.axis.remap(\"SR\", [j, k])\n"
+    "            with T.init():\n"
+    "                B_rf[vi, vj] = T.float32(0)\n"
+    "            B_rf[vi, vj] = B_rf[vi, vj] + A[vj, vi, vk]\n"
+    "    for i, k in T.grid(16, 16):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+    "            with T.init():\n"
+    "                B[vi] = T.float32(0)\n"
+    "            B[vi] = B[vi] + B_rf[vk, vi]\n";
+
+static void test_reverse_compute_at_split_refusals(void) {
+  char text[2048];
+  /* Parallel iterations of i_o would add to B[j] at once. */
+  snprintf(text, sizeof text, FACTORIZED_FMT, "i_o * 4 + i_i");
+  mlc_sched *s = sched_of(text, 1);
+  mlc_rv b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+  OK(mlc_sched_parallel(s, io, err));
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, b, io, false, -1, err),
+          "reduce iter vk would be split across iterations of loop i_o, which are not run in "
+          "order");
+  mlc_sched_free(s);
+  /* Partial sums produced from the top down: B's pieces would start at
+   * vk = 12, and the init (at vk = 0) would come last and wipe them. */
+  snprintf(text, sizeof text, FACTORIZED_FMT, "15 - (i_o * 4 + i_i)");
+  s = sched_of(text, 1);
+  b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, b, io, false, -1, err),
+          "reduce iter vk would be split across iterations of the loop, and i_o does not step it "
+          "up by a constant");
   mlc_sched_free(s);
 }
 
@@ -1413,6 +1458,7 @@ int main(void) {
   golden_files();
   RUN(test_compute_at_refusals);
   RUN(test_reverse_compute_at_refusals);
+  RUN(test_reverse_compute_at_split_refusals);
   RUN(test_compute_inline_refusals);
   RUN(test_reverse_compute_inline_refusals);
   test_quasi_affine_indices();
