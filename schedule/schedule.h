@@ -502,7 +502,9 @@ bool mlc_sched_reverse_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop,
  * (and its buffer). */
 bool mlc_sched_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
 /* Fold a complete consumer (no predicate) reading one produced buffer,
- * always at one index of distinct iter vars plus constants, into its
+ * always at one index that is a bijective affine map of its iter vars
+ * (per dimension, or the row-major split of one fused sum of them, as a
+ * reshape reads; TVM inverts both with DetectIterMap), into its
  * single complete producer (whose only consumer it is), which then writes
  * the consumer's output; every producer instance must map into the
  * consumer's domain. */
