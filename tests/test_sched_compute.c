@@ -499,6 +499,31 @@ static const char *FACTORIZED_FMT =
     "                B[vi] = T.float32(0)\n"
     "            B[vi] = B[vi] + B_rf[vk, vi]\n";
 
+/* No GPU here: TVM's factorized result, with B's pieces under the
+ * threadIdx.x loop i_o, is refused by the cuda backend (the threads would
+ * race on B[j]) rather than built wrong. */
+static void test_reverse_compute_at_factorized_cuda(void) {
+  char *in = slurp("tests/sched_golden/compute_reverse_at_factorized.py");
+  mlc_prim_func *f = in ? parse(in) : NULL;
+  CHECK(f);
+  if (f) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_rv b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+    OK(mlc_sched_reverse_compute_at(s, b, io, false, -1, err));
+    mlc_target t;
+    mlc_object obj = {0};
+    mlc_error e = {{0}};
+    const mlc_prim_func *g = mlc_sched_func(s);
+    bool built = mlc_target_parse("cuda -arch=sm_80", &t, &e) &&
+                 mlc_target_build(&t, 1, &g, NULL, NULL, &obj, &e);
+    CHECK_MSG(!built && strstr(e.msg, "store to B does not depend on threadIdx.x (loop i_o)"), "%s",
+              built ? "built" : e.msg);
+    if (built) mlc_object_free(&obj);
+    mlc_sched_free(s);
+  }
+  mlc_free(in);
+}
+
 static void test_reverse_compute_at_split_refusals(void) {
   char text[2048];
   /* Parallel iterations of i_o would add to B[j] at once. */
@@ -1538,6 +1563,7 @@ int main(void) {
   RUN(test_compute_at_refusals);
   RUN(test_reverse_compute_at_refusals);
   RUN(test_reverse_compute_at_split_refusals);
+  RUN(test_reverse_compute_at_factorized_cuda);
   RUN(test_compute_inline_refusals);
   RUN(test_reverse_compute_inline_refusals);
   RUN(test_reverse_inline_affine_load_as_tvm);

@@ -643,6 +643,16 @@ static void test_nested_block_bind(void) {
   CHECK(sched_equals(s, NESTED_BOUND));
   CHECK_TRACE_ROUNDTRIP(NESTED, s);
   CHECK_EQUIVALENT(NESTED, s, false);
+  /* No GPU here: the cuda backend must take it, the threadIdx.x reduction
+   * becoming a cross-thread one (through shared memory, with barriers). */
+  mlc_target t;
+  mlc_object obj = {0};
+  mlc_error e = {{0}};
+  const mlc_prim_func *g = mlc_sched_func(s);
+  bool built = mlc_target_parse("cuda -arch=sm_80", &t, &e) &&
+               mlc_target_build(&t, 1, &g, NULL, NULL, &obj, &e);
+  CHECK_MSG(built && strstr(obj.data, "bar.sync"), "cuda: %s", built ? "no barrier" : e.msg);
+  if (built) mlc_object_free(&obj);
   mlc_sched_free(s);
 }
 
