@@ -23,7 +23,8 @@ static bool affine_bindings(mlc_sched *s, mlc_stmt *realize, int *bad, int *othe
  * parallel, vectorize and bind (ParallelizeComputation) require:
  * 1. compact data flow under the loop: each block directly under it is a
  *    complete block (all iters spatial, the only writer of its outputs
- *    there, reading none of them) or a reduction block (T.init(), affine
+ *    there, reading none of them as TensorIR completes its reads, see
+ *    completed_reads) or a reduction block (T.init(), affine
  *    bindings, the only writer of its outputs there, no reduce iter in an
  *    output index);
  * 2. every block under the loop has quasi-affine bindings;
@@ -121,6 +122,83 @@ static const char *reason(char *why, size_t n, const char *fmt, ...) {
   return why;
 }
 
+/* ---- reads as TensorIR completes them ----
+ *
+ * TensorIR derives a block's reads from the reads its nested blocks
+ * declare (not from what their bodies load), and a block with T.init()
+ * does not read its own outputs. A block that only wraps a reduction
+ * (outer { for k: inner with T.init(): B[vi, k] += A[vi, k, l] }) thus
+ * reads A alone and is complete: what each of its iterations needs from B
+ * it writes itself first. Our inferred regions follow loads into nested
+ * bodies, so the complete-block rule asks these functions instead. */
+
+static bool loads_buffer(const mlc_expr *e, void *buf) {
+  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
+}
+
+static bool expr_loads(const mlc_expr *e, const mlc_buffer *buf) {
+  return mlc_expr_any(e, loads_buffer, (void *)buf);
+}
+
+static bool has_nested_block(const mlc_stmt *st) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR: return has_nested_block(st->loop.body);
+  case MLC_STMT_BLOCK_REALIZE: return true;
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (has_nested_block(st->seq.stmts[i])) return true;
+    return false;
+  case MLC_STMT_IF: return has_nested_block(st->if_.then_s) || has_nested_block(st->if_.else_s);
+  case MLC_STMT_ALLOCATE: return has_nested_block(st->alloc.body);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return false;
+  }
+  mlc_unreachable();
+}
+
+static bool completed_reads(const mlc_block *b, const mlc_buffer *buf);
+
+/* Whether st reads buf: a load outside nested blocks, or a nested block
+ * whose completed reads hold it. */
+static bool stmt_reads(const mlc_stmt *st, const mlc_buffer *buf) {
+  if (!st) return false;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+    return expr_loads(st->loop.min, buf) || expr_loads(st->loop.extent, buf) ||
+           stmt_reads(st->loop.body, buf);
+  case MLC_STMT_BLOCK_REALIZE:
+    for (int i = 0; i < st->realize.block->n_iters; i++)
+      if (expr_loads(st->realize.values[i], buf)) return true;
+    return expr_loads(st->realize.predicate, buf) || completed_reads(st->realize.block, buf);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (stmt_reads(st->seq.stmts[i], buf)) return true;
+    return false;
+  case MLC_STMT_IF:
+    return expr_loads(st->if_.cond, buf) || stmt_reads(st->if_.then_s, buf) ||
+           stmt_reads(st->if_.else_s, buf);
+  case MLC_STMT_ALLOCATE: return stmt_reads(st->alloc.body, buf);
+  case MLC_STMT_STORE:
+    for (int d = 0; d < st->store.buf->ndim; d++)
+      if (expr_loads(st->store.indices[d], buf)) return true;
+    return expr_loads(st->store.value, buf);
+  case MLC_STMT_EVALUATE: return expr_loads(st->eval.value, buf);
+  }
+  mlc_unreachable();
+}
+
+/* Whether b reads buf as TensorIR's completion of its reads would say: a
+ * block without nested blocks as it declares. */
+static bool completed_reads(const mlc_block *b, const mlc_buffer *buf) {
+  bool declared = false; /* in b's reads: a reduction's own output is not */
+  for (int i = 0; i < b->n_reads; i++) declared = declared || b->reads[i].buf == buf;
+  if (!declared) return false;
+  if (!has_nested_block(b->init) && !has_nested_block(b->body)) return true;
+  if (b->init && sched_block_writes(b, buf)) return false;
+  return stmt_reads(b->init, buf) || stmt_reads(b->body, buf);
+}
+
 /* Why b is not a complete block among the loop's blocks (NULL: it is). */
 static const char *not_complete(const flow_ctx *c, const mlc_block *b, char *why, size_t n) {
   const mlc_buffer *buf;
@@ -131,7 +209,7 @@ static const char *not_complete(const flow_ctx *c, const mlc_block *b, char *why
   if ((o = other_writer(c, b, &buf)))
     return reason(why, n, "block \"%s\" also writes %s", o->name, buf->name);
   for (int r = 0; r < b->n_reads; r++)
-    if (sched_block_writes(b, b->reads[r].buf))
+    if (sched_block_writes(b, b->reads[r].buf) && completed_reads(b, b->reads[r].buf))
       return reason(why, n, "it reads %s, which it writes", b->reads[r].buf->name);
   return NULL;
 }

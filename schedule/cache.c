@@ -1032,6 +1032,96 @@ static bool cache_consumers_ok(mlc_sched *s, const char *who, cache_plan *p, mlc
   return true;
 }
 
+/* ---- a block that reads back what its sub-blocks wrote ----
+ *
+ * cache_write of a block with nested blocks sends every access to the
+ * buffer inside it to the cache, reads included. The cache holds only what
+ * the block writes, so each read inside must be of elements written before
+ * in the same iteration of the block: by a sub-block in an earlier
+ * statement of its body that writes every element of its region (TVM's
+ * access_under_scope: "A" fills a tile, then "B" reads it). Loads outside
+ * sub-blocks, and reads from a statement that also holds the writer (a
+ * loop around both may read what a later iteration writes), do not count. */
+
+static bool loads_buffer(const mlc_expr *e, void *buf) {
+  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
+}
+
+/* Whether st accesses buf outside the blocks nested in it. */
+static bool direct_access(const mlc_stmt *st, const mlc_buffer *buf) {
+  if (!st) return false;
+  void *ud = (void *)buf;
+  switch (st->kind) {
+  case MLC_STMT_FOR:
+    return mlc_expr_any(st->loop.min, loads_buffer, ud) ||
+           mlc_expr_any(st->loop.extent, loads_buffer, ud) || direct_access(st->loop.body, buf);
+  case MLC_STMT_BLOCK_REALIZE:
+    for (int i = 0; i < st->realize.block->n_iters; i++)
+      if (mlc_expr_any(st->realize.values[i], loads_buffer, ud)) return true;
+    return mlc_expr_any(st->realize.predicate, loads_buffer, ud);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < st->seq.n; i++)
+      if (direct_access(st->seq.stmts[i], buf)) return true;
+    return false;
+  case MLC_STMT_IF:
+    return mlc_expr_any(st->if_.cond, loads_buffer, ud) || direct_access(st->if_.then_s, buf) ||
+           direct_access(st->if_.else_s, buf);
+  case MLC_STMT_ALLOCATE: return direct_access(st->alloc.body, buf);
+  case MLC_STMT_STORE:
+    if (st->store.buf == buf) return true;
+    for (int d = 0; d < st->store.buf->ndim; d++)
+      if (mlc_expr_any(st->store.indices[d], loads_buffer, ud)) return true;
+    return mlc_expr_any(st->store.value, loads_buffer, ud);
+  case MLC_STMT_EVALUATE: return mlc_expr_any(st->eval.value, loads_buffer, ud);
+  }
+  mlc_unreachable();
+}
+
+/* Whether some sub-block of the statements before `item` writes every
+ * element of buf that `reader` reads, all relaxed at the block's realize. */
+static bool written_before(mlc_sched *s, mlc_stmt *br, mlc_stmt **items, int item,
+                           mlc_stmt *reader, const mlc_region *rd) {
+  mlc_region need;
+  if (!region_at(s, reader, rd, br, &need)) return false;
+  for (int t = 0; t < item; t++) {
+    realize_list ws = {s->arena, {0}};
+    sched_each_realize(items[t], push_realize, &ws);
+    for (int k = 0; k < ws.v.len; k++) {
+      mlc_stmt *w = ws.v.data[k];
+      const mlc_region *wr = region_of(w->realize.block->n_writes, w->realize.block->writes, rd->buf);
+      mlc_region got;
+      if (wr && writes_whole_region(s, w, wr, br) && region_at(s, w, wr, br, &got) &&
+          region_within(s->arena, &need, &got))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Whether every read of buf inside the block at realize br is of elements
+ * its sub-blocks wrote before in the same iteration. */
+static bool reads_only_own_writes(mlc_sched *s, mlc_stmt *br, const mlc_buffer *buf) {
+  mlc_stmt *body = br->realize.block->body;
+  while (body && body->kind == MLC_STMT_ALLOCATE) body = body->alloc.body;
+  if (!body || direct_access(body, buf)) return false;
+  int n = body->kind == MLC_STMT_SEQ ? body->seq.n : 1;
+  mlc_stmt **items = body->kind == MLC_STMT_SEQ ? body->seq.stmts : &body;
+  int n_subs = 0;
+  for (int t = 0; t < n; t++) {
+    realize_list rs = {s->arena, {0}};
+    sched_each_realize(items[t], push_realize, &rs);
+    n_subs += rs.v.len;
+    for (int k = 0; k < rs.v.len; k++) {
+      const mlc_block *c = rs.v.data[k]->realize.block;
+      if (c->init && lists_buffer(c->n_writes, c->writes, buf)) return false; /* reads its output */
+      for (int r = 0; r < c->n_reads; r++)
+        if (c->reads[r].buf == buf && !written_before(s, br, items, t, rs.v.data[k], &c->reads[r]))
+          return false;
+    }
+  }
+  return n_subs > 0;
+}
+
 bool mlc_sched_cache_write(mlc_sched *s, mlc_rv rv, int write_buffer_index,
                            const char *storage_scope, int n_consumers, const mlc_rv *consumers,
                            mlc_rv *out, mlc_error *err) {
@@ -1041,7 +1131,8 @@ bool mlc_sched_cache_write(mlc_sched *s, mlc_rv rv, int write_buffer_index,
   if (!plan_start(s, prim, rv, write_buffer_index, true, storage_scope, &p, who, err)) return false;
   mlc_stmt *w;
   if (!only_writer(s, prim, who, &p, &w, err)) return false;
-  if (lists_buffer(p.blk->n_reads, p.blk->reads, p.buf) && !p.blk->init)
+  if (lists_buffer(p.blk->n_reads, p.blk->reads, p.buf) && !p.blk->init &&
+      !reads_only_own_writes(s, w, p.buf))
     return mlc_error_set(err,
                          "%s: %s: the block reads the earlier content of %s, which the cache "
                          "would not hold",

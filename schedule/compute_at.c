@@ -817,18 +817,137 @@ static bool plan_dependences(mlc_sched *s, ca_plan *p, mlc_error *err) {
   return true;
 }
 
-/* A reverse-computed reduction must still run each output's whole
- * reduction in one iteration. */
-static bool plan_reduce_full(ca_plan *p, const iter_dom *dom, mlc_error *err) {
-  const mlc_block *b = p->blk;
-  for (int i = 0; i < b->n_iters; i++) {
-    int64_t dext;
-    if (b->iters[i].kind == MLC_ITER_REDUCE && dom[i].any &&
-        !(mlc_expr_is_const_int(b->iters[i].dom.extent, &dext) && dom[i].ext >= dext))
-      return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of the "
-                                "loop",
-                           p->prim, p->who, b->iters[i].var->name);
+/* ---- a reverse-computed reduction split across the loop ----
+ *
+ * The region the loop's iterations need may give each of them only part of
+ * a reduce iter's domain (TVM's reverse_compute_at of the final sum of an
+ * rfactor into the loop over the partial sums): vk = i_o * 4 + k. The
+ * block then runs each output's reduction in pieces over successive
+ * iterations, which computes the same sum when
+ *  - the loops that split it (at or above the target) are serial, unrolled
+ *    or thread-bound: parallel or vectorized iterations would race on the
+ *    output (a thread-bound one is the GPU backend's to check: it refuses
+ *    or rewrites a store the threads do not tell apart);
+ *  - they feed no spatial iter, so one output's pieces follow each other;
+ *  - with the new loops they step through the domain exactly once, from its
+ *    minimum up, with no predicate: the init, which runs where every reduce
+ *    iter is at its minimum, comes first and each value is added once;
+ *  - no other block under those loops reads or writes the output between
+ *    the pieces. */
+
+static bool serial_order(mlc_for_kind k) {
+  switch (k) {
+  case MLC_FOR_SERIAL:
+  case MLC_FOR_UNROLLED:
+  case MLC_FOR_THREAD_BINDING: return true;
+  case MLC_FOR_PARALLEL:
+  case MLC_FOR_VECTORIZED: return false;
   }
+  mlc_unreachable();
+}
+
+typedef struct red_step {
+  int64_t stride, count;
+} red_step;
+
+/* The stride of v along loop l (v at l + 1 minus v); false unless constant. */
+static bool stride_along(mlc_arena *a, mlc_expr *v, const mlc_stmt *l, int64_t *stride) {
+  mlc_var *lv = l->loop.var;
+  mlc_expr *next = mlc_add(a, mlc_ref(a, lv), mlc_int_t(a, lv->dtype, 1));
+  return mlc_expr_const_diff(a, mlc_expr_subst(a, v, 1, &lv, &next), v, stride);
+}
+
+/* Whether the steps, sorted by stride, count 0 .. total - 1 once each. */
+static bool steps_partition(red_step *st, int n, int64_t total) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && st[j].stride < st[j - 1].stride; j--) {
+      red_step t = st[j];
+      st[j] = st[j - 1], st[j - 1] = t;
+    }
+  int64_t reach = 1;
+  for (int i = 0; i < n; i++) {
+    if (st[i].stride != reach) return false;
+    reach *= st[i].count;
+  }
+  return reach == total;
+}
+
+/* v with every loop in ls at its start. */
+static mlc_expr *at_loop_starts(mlc_arena *a, mlc_expr *v, mlc_stmt *const *ls, int n) {
+  for (int i = 0; i < n; i++) {
+    mlc_var *lv = ls[i]->loop.var;
+    v = mlc_expr_subst(a, v, 1, &lv, &ls[i]->loop.min);
+  }
+  return mlc_simplify_expr(a, v);
+}
+
+static bool split_loop_ok(mlc_sched *s, ca_plan *p, const mlc_iter_var *it, mlc_stmt *l,
+                          mlc_error *err) {
+  const mlc_block *b = p->blk;
+  if (!serial_order(l->loop.kind))
+    return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of loop %s, "
+                              "which are not run in order",
+                         p->prim, p->who, it->var->name, l->loop.var->name);
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind == MLC_ITER_SPATIAL &&
+        mlc_expr_uses_var(p->new_realize->realize.values[i], l->loop.var))
+      return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of loop "
+                                "%s, which also moves spatial iter %s",
+                           p->prim, p->who, it->var->name, l->loop.var->name, b->iters[i].var->name);
+  for (int k = 0; k < p->blocks.v.len; k++) {
+    mlc_stmt *path[SCHED_MAX_DEPTH];
+    const mlc_block *o = p->blocks.v.data[k]->realize.block;
+    const mlc_buffer *buf = o == b ? NULL : both_write(o, b);
+    if (!buf && o != b) buf = flows(b, o);
+    if (!buf) continue;
+    int n = sched_path_to(s, p->blocks.v.data[k], path);
+    for (int j = 0; j < n; j++)
+      if (path[j] == l)
+        return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of "
+                                  "loop %s, where block \"%s\" accesses %s before the sum is done",
+                             p->prim, p->who, it->var->name, l->loop.var->name, o->name, buf->name);
+  }
+  return true;
+}
+
+/* Checks one reduce iter of the block as build_subtree bound it (see
+ * above); one that no loop at or above the target moves is whole. */
+static bool reduce_split_ok(mlc_sched *s, ca_plan *p, int i, mlc_error *err) {
+  mlc_arena *a = s->arena;
+  const mlc_iter_var *it = &p->blk->iters[i];
+  mlc_expr *v = p->new_realize->realize.values[i];
+  mlc_stmt **ls = MLC_NEW_ARRAY(a, mlc_stmt *, p->lpath_n + p->n_new_loops + 1);
+  red_step *st = MLC_NEW_ARRAY(a, red_step, p->lpath_n + p->n_new_loops + 1);
+  int n = 0, n_split = 0;
+  for (int k = 0; k < p->lpath_n + p->n_new_loops; k++) {
+    mlc_stmt *l = k < p->lpath_n ? p->lpath[k] : p->new_loops[k - p->lpath_n];
+    if (l->kind != MLC_STMT_FOR || !mlc_expr_uses_var(v, l->loop.var)) continue;
+    if (k < p->lpath_n && !split_loop_ok(s, p, it, l, err)) return false;
+    n_split += k < p->lpath_n;
+    int64_t stride, count;
+    if (!stride_along(a, v, l, &stride) || stride <= 0 ||
+        !mlc_expr_is_const_int(l->loop.extent, &count))
+      return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of the "
+                                "loop, and %s does not step it up by a constant",
+                           p->prim, p->who, it->var->name, l->loop.var->name);
+    ls[n] = l;
+    st[n++] = (red_step){stride, count};
+  }
+  int64_t dmin, dext, first;
+  if (n_split == 0) return true;
+  if (p->new_realize->realize.predicate || !mlc_expr_is_const_int(it->dom.min, &dmin) ||
+      !mlc_expr_is_const_int(it->dom.extent, &dext) || !steps_partition(st, n, dext) ||
+      !mlc_expr_is_const_int(at_loop_starts(a, v, ls, n), &first) || first != dmin)
+    return mlc_error_set(err, "%s: %s: reduce iter %s would be split across iterations of the "
+                              "loop, and its pieces would not cover its domain once each from "
+                              "the start",
+                         p->prim, p->who, it->var->name);
+  return true;
+}
+
+static bool plan_reduce_split(mlc_sched *s, ca_plan *p, mlc_error *err) {
+  for (int i = 0; i < p->blk->n_iters; i++)
+    if (p->blk->iters[i].kind == MLC_ITER_REDUCE && !reduce_split_ok(s, p, i, err)) return false;
   return true;
 }
 
@@ -846,11 +965,10 @@ static bool plan(mlc_sched *s, ca_plan *p, mlc_rv block, mlc_rv loop, bool prese
     return false;
   iter_dom *dom = MLC_NEW_ARRAY(s->arena, iter_dom, p->blk->n_iters + 1);
   memset(dom, 0, sizeof(iter_dom) * (size_t)(p->blk->n_iters + 1));
-  if (!plan_domains(s, p, dom, err) || (p->reverse && !plan_reduce_full(p, dom, err)))
-    return false;
+  if (!plan_domains(s, p, dom, err)) return false;
   if (!sched_removal_plan(s, p->realize, p->prim, &p->rm, err)) return false;
   build_subtree(s, p, dom, preserve_unit_loops);
-  return plan_dependences(s, p, err);
+  return (!p->reverse || plan_reduce_split(s, p, err)) && plan_dependences(s, p, err);
 }
 
 static void apply(mlc_sched *s, ca_plan *p) {

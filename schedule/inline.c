@@ -359,14 +359,45 @@ static bool invert_index(mlc_arena *a, const mlc_block *b, mlc_expr *ix, mlc_exp
   return true;
 }
 
+/* Whether F, inverted against pf, gives back every index of the load:
+ * index d equals floormod(floordiv(F, stride_d), extent_d) under the
+ * iters' domains (d = 0 without the floormod). */
+static bool unflatten_with(mlc_arena *a, const mlc_block *b, const mlc_expr *load, mlc_expr *f,
+                           mlc_expr *pf, mlc_simplifier *sp, mlc_expr **map) {
+  const mlc_buffer *buf = load->load.buf;
+  mlc_dtype t = load->load.indices[0]->dtype;
+  memset(map, 0, sizeof(mlc_expr *) * (size_t)(b->n_iters + 1));
+  if (!invert_index(a, b, f, pf, map)) return false;
+  int64_t stride = 1;
+  for (int d = buf->ndim - 1; d >= 0; d--) {
+    int64_t ext = buf->shape[d];
+    mlc_expr *u = stride == 1 ? f : mlc_binary(a, MLC_EXPR_FLOORDIV, f, mlc_int_t(a, t, stride));
+    if (d > 0) u = mlc_binary(a, MLC_EXPR_FLOORMOD, u, mlc_int_t(a, t, ext));
+    int64_t diff;
+    if (!mlc_expr_const_diff(a, mlc_simplify(sp, u), mlc_simplify(sp, load->load.indices[d]), &diff) ||
+        diff)
+      return false;
+    stride *= ext;
+  }
+  return true;
+}
+
+/* The operand of e if e is `x op c` for the constant c; else NULL. */
+static mlc_expr *operand_of(mlc_expr *e, mlc_expr_kind op, int64_t c) {
+  int64_t k;
+  return e->kind == op && mlc_expr_is_const_int(e->bin.b, &k) && k == c ? e->bin.a : NULL;
+}
+
 /* A read whose indices are the row-major split of one fused sum F of the
  * iters, as a reshape reads (B[vi // 4, vi % 4] of a (4, 4) B): TVM's
- * DetectIterMap sees one bijective map there. F (the innermost index's
- * floormod operand, or sum_d index_d * stride_d simplified) is inverted as
- * one fused map against that sum of the producer's store indices, and
- * accepted only when every index
- * equals floormod(floordiv(F, stride_d), extent_d) under the iters'
- * domains (d = 0 without the floormod). */
+ * DetectIterMap sees one bijective map there. F is inverted as one fused
+ * map against the same sum of the producer's store indices, and accepted
+ * only when it gives back every index (unflatten_with). The candidates
+ * for F: the operand of the innermost index's floormod and of the first
+ * index's floordiv, as written and simplified (the simplifier shares F out
+ * between the indices: B[F // 128, F % 128] with F = vi * 2048 + vj * 64
+ * + vk reads B[vi * 16 + (vj * 64 + vk) // 128, (vj * 64 + vk) % 128]),
+ * and sum_d index_d * stride_d simplified, which recombines such pairs. */
 static bool invert_unflattened(mlc_arena *a, const mlc_block *b, const mlc_expr *load,
                                const mlc_stmt *pst, mlc_expr **map) {
   const mlc_buffer *buf = load->load.buf;
@@ -393,28 +424,17 @@ static bool invert_unflattened(mlc_arena *a, const mlc_block *b, const mlc_expr 
       return false;
     mlc_simplifier_bind(sp, b->iters[k].var, mn, ext);
   }
-  /* The innermost index is floormod(F, extent) when the reader wrote F out;
-   * else the sum above, simplified, must come back to F. */
-  int64_t last;
-  mlc_expr *inner = mlc_simplify(sp, load->load.indices[n - 1]);
-  if (inner->kind == MLC_EXPR_FLOORMOD && mlc_expr_is_const_int(inner->bin.b, &last) &&
-      last == buf->shape[n - 1])
-    f = inner->bin.a;
-  else
-    f = mlc_simplify(sp, f);
-  if (!invert_index(a, b, f, pf, map)) return false;
-  stride = 1;
-  for (int d = n - 1; d >= 0; d--) {
-    int64_t ext = buf->shape[d];
-    mlc_expr *u = stride == 1 ? f : mlc_binary(a, MLC_EXPR_FLOORDIV, f, mlc_int_t(a, t, stride));
-    if (d > 0) u = mlc_binary(a, MLC_EXPR_FLOORMOD, u, mlc_int_t(a, t, ext));
-    int64_t diff;
-    if (!mlc_expr_const_diff(a, mlc_simplify(sp, u), mlc_simplify(sp, load->load.indices[d]), &diff) ||
-        diff)
-      return false;
-    stride *= ext;
-  }
-  return true;
+  mlc_expr *last = load->load.indices[n - 1], *first = load->load.indices[0];
+  mlc_expr *cand[5] = {
+      operand_of(last, MLC_EXPR_FLOORMOD, buf->shape[n - 1]),
+      operand_of(first, MLC_EXPR_FLOORDIV, stride),
+      operand_of(mlc_simplify(sp, last), MLC_EXPR_FLOORMOD, buf->shape[n - 1]),
+      operand_of(mlc_simplify(sp, first), MLC_EXPR_FLOORDIV, stride),
+      f,
+  };
+  for (int i = 0; i < 5; i++)
+    if (cand[i] && unflatten_with(a, b, load, mlc_simplify(sp, cand[i]), pf, sp, map)) return true;
+  return false;
 }
 
 static bool consumer_map(mlc_sched *s, rinl *p, mlc_error *err) {

@@ -288,9 +288,12 @@ bool mlc_sched_unannotate(mlc_sched *s, mlc_rv block_or_loop, const char *key, m
  * the write_buffer_index-th of its T.writes; a write-back block
  * "<C>_<scope>" copies it to C before C's first later reader (at the end
  * of the scope if none). Given consumer blocks read the cache directly.
+ * Inside a block with nested blocks every access to C goes to the cache.
  * Refused: index out of range, invalid scope, a block that is not C's only
- * writer in the scope, a block reading C's earlier content (no init), a
- * write that does not cover a dense box, bad consumers. */
+ * writer in the scope, a block reading C's earlier content (no init; for
+ * a block with nested blocks, a read of C that no sub-block in an earlier
+ * statement of its body wrote in full), a write that does not cover a
+ * dense box, bad consumers. */
 bool mlc_sched_cache_read(mlc_sched *s, mlc_rv block, int read_buffer_index,
                           const char *storage_scope, int n_consumers, const mlc_rv *consumers,
                           mlc_rv *out, mlc_error *err);
@@ -482,8 +485,13 @@ void mlc_sched_enter_postproc(mlc_sched *s);
  * iteration and write what it reads there; blocks it passes must not
  * touch its buffers). The block's index into the matched buffer must be
  * an iter var plus a constant per dimension, one element per instance
- * (for reverse: its reads, so that consumer instances partition). The
- * loop may be the root mark of sample_compute_location (nothing moves) or
+ * (for reverse: its reads, so that consumer instances partition). A
+ * reverse-computed reduction may run each output's reduction in pieces
+ * across iterations of the loop and loops above it (the final sum of an
+ * rfactor under the loop over partial sums) when those loops are not
+ * parallel or vectorized, move no spatial iter, step the reduce iter
+ * through its domain once from its minimum (no predicate), and hold no
+ * other block touching its output. The loop may be the root mark of sample_compute_location (nothing moves) or
  * the inline mark (the block is inlined). */
 bool mlc_sched_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop, bool preserve_unit_loops,
                           int index, mlc_error *err);
@@ -494,7 +502,9 @@ bool mlc_sched_reverse_compute_at(mlc_sched *s, mlc_rv block, mlc_rv loop,
  * (and its buffer). */
 bool mlc_sched_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
 /* Fold a complete consumer (no predicate) reading one produced buffer,
- * always at one index of distinct iter vars plus constants, into its
+ * always at one index that is a bijective affine map of its iter vars
+ * (per dimension, or the row-major split of one fused sum of them, as a
+ * reshape reads; TVM inverts both with DetectIterMap), into its
  * single complete producer (whose only consumer it is), which then writes
  * the consumer's output; every producer instance must map into the
  * consumer's domain. */

@@ -155,12 +155,23 @@ static void put_float_text(mlc_str *out, double v, bool python) {
 
 /* A string literal where TVM translates inputs (instruction inputs and the
  * lists among them) is quoted inside the JSON string, as TVM writes it, so
- * that it cannot be taken for a handle name; the text between the quotes is
- * the string as it is, JSON escaping applying to the whole. */
+ * that it cannot be taken for a handle name. Between the quotes the string
+ * is escaped as a C literal (TVM's StrEscape: \" \\ \t \r \n, any other
+ * byte outside ' '..'~' as \xHH), so that a quote inside the value cannot
+ * end the literal and the reader gets back the bytes written; JSON escaping
+ * then applies to the whole. */
 static void json_quoted(mlc_str *out, const char *s) {
+  static const char hex[] = "0123456789ABCDEF";
   mlc_str q = {0};
   mlc_str_putc(&q, '"');
-  mlc_str_puts(&q, s);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    unsigned char c = *p;
+    const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\t' ? "\\t"
+                    : c == '\r' ? "\\r" : c == '\n' ? "\\n" : NULL;
+    if (esc) mlc_str_puts(&q, esc);
+    else if (c >= ' ' && c <= '~') mlc_str_putc(&q, (char)c);
+    else mlc_str_printf(&q, "\\x%c%c", hex[c >> 4], hex[c & 15]);
+  }
   mlc_str_putc(&q, '"');
   mlc_json_write_string(out, mlc_str_cstr(&q));
   mlc_str_free(&q);
@@ -332,12 +343,58 @@ static void add_name(reader *r, const char *name) {
   r->slots[name_slot(r, name)] = r->names.len;
 }
 
-/* The text of a quoted string literal ("\"x\"" holds x); NULL if s is
- * not quoted. */
-static const char *unquote(mlc_arena *a, const char *s) {
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* The byte an escape after a backslash stands for; *len gets the escape's
+ * length after the backslash. -1 for an escape json_quoted does not write. */
+static int unescape_one(const char *p, int *len) {
+  *len = 1;
+  switch (*p) {
+  case '"': return '"';
+  case '\\': return '\\';
+  case 't': return '\t';
+  case 'r': return '\r';
+  case 'n': return '\n';
+  case 'x': {
+    int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+    *len = 3;
+    return lo < 0 || (hi | lo) == 0 ? -1 : hi * 16 + lo;
+  }
+  }
+  return -1;
+}
+
+/* The value of a quoted string literal as json_quoted writes it
+ * ("\"x\"" holds x); a quote inside without a backslash stands for itself.
+ * *out is NULL if s is not quoted; false (with err set) for a bad escape. */
+static bool unquote(reader *r, int idx, int j, const char *s, const char **out) {
   size_t len = strlen(s);
-  if (len < 2 || s[0] != '"' || s[len - 1] != '"') return NULL;
-  return mlc_arena_strndup(a, s + 1, len - 2);
+  *out = NULL;
+  if (len < 2 || s[0] != '"' || s[len - 1] != '"') return true;
+  char *v = mlc_arena_alloc(r->a, len);
+  size_t n = 0;
+  for (size_t i = 1; i < len - 1; i++) {
+    if (s[i] != '\\') {
+      v[n++] = s[i];
+      continue;
+    }
+    int k, c = i + 1 < len - 1 ? unescape_one(s + i + 1, &k) : -1;
+    if (c < 0 || i + k >= len - 1)
+      return mlc_error_set(r->err,
+                           "trace: insts[%d]: input %d: bad escape at byte %zu of the string "
+                           "literal %s (expected \\\" \\\\ \\t \\r \\n or \\xHH, not NUL)",
+                           idx, j, i, s);
+    v[n++] = (char)c;
+    i += (size_t)k;
+  }
+  v[n] = 0;
+  *out = v;
+  return true;
 }
 
 /* An annotation value read back as json_ann wrote it. */
@@ -357,7 +414,8 @@ static bool read_ann(reader *r, int idx, int j, const mlc_json *v, bool quoted, 
     return true;
   case MLC_JSON_STRING:
     out->kind = MLC_ANN_STRING;
-    out->s = quoted ? unquote(r->a, v->str) : v->str;
+    out->s = v->str;
+    if (quoted && !unquote(r, idx, j, v->str, &out->s)) return false;
     if (!out->s)
       return mlc_error_set(r->err,
                            "trace: insts[%d]: input %d: a string in a list must be a quoted "
@@ -393,7 +451,8 @@ static bool read_operand(reader *r, int idx, int j, const mlc_json *v, mlc_opera
     *op = v->is_integer ? MLC_OP_INT(v->integer) : MLC_OP_FLOAT(v->number);
     return true;
   case MLC_JSON_STRING: {
-    const char *lit = unquote(r->a, v->str);
+    const char *lit;
+    if (!unquote(r, idx, j, v->str, &lit)) return false;
     if (lit) {
       *op = MLC_OP_STR(lit);
       return true;

@@ -996,6 +996,54 @@ static void test_cache_write_refusals(void) {
   REFUSED(s, mlc_sched_cache_write(s, b0, 0, "local", 0, NULL, &o, err), P, "written by 2 blocks");
   /* inc reads A's earlier content. */
   REFUSED(s, mlc_sched_cache_write(s, inc, 0, "local", 0, NULL, &o, err), P, "reads the earlier content of A");
+  /* A block whose sub-blocks read A where no earlier sub-block wrote it in
+   * the same iteration: a neighbour's tile (what an earlier iteration
+   * wrote), a reader before the writer, a reader under the writer's loop. */
+  static const char *const reads_before[] = {
+      "            for x in range(4):\n"
+      "                with T.block(\"fill\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    A[vx] = X[vx]\n"
+      "            for x in range(4):\n"
+      "                with T.block(\"use\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    Y[vx] = A[T.max(vx - 1, 0)]\n",
+      "            for x in range(4):\n"
+      "                with T.block(\"use\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    Y[vx] = A[vx]\n"
+      "            for x in range(4):\n"
+      "                with T.block(\"fill\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    A[vx] = X[vx]\n",
+      "            for x in range(4):\n"
+      "                with T.block(\"fill\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    A[vx] = X[vx]\n"
+      "                with T.block(\"use\"):\n"
+      "                    vx = T.axis.spatial(32, vt * 4 + x)\n"
+      "                    Y[vx] = A[vt * 4 + 3 - x]\n",
+  };
+  for (int i = 0; i < MLC_COUNTOF(reads_before); i++) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             HDR "@T.prim_func\n"
+             "def main(X: T.Buffer((32,), \"float32\"), Y: T.Buffer((32,), \"float32\")):\n"
+             "    A = T.alloc_buffer((32,))\n"
+             "    for t in range(8):\n"
+             "        with T.block(\"scope\"):\n"
+             "            vt = T.axis.spatial(8, t)\n"
+             "%s",
+             reads_before[i]);
+    mlc_sched *r = sched_of(text);
+    mlc_rv scope = block_of(r, "scope");
+    const mlc_block *sb = mlc_sched_rv_block(r, scope);
+    int wa = 0;
+    while (wa < sb->n_writes - 1 && strcmp(sb->writes[wa].buf->name, "A") != 0) wa++;
+    REFUSED(r, mlc_sched_cache_write(r, scope, wa, "global", 0, NULL, &o, err), P,
+            "the block reads the earlier content of A");
+    mlc_sched_free(r);
+  }
   /* half writes every other element of D. */
   REFUSED(s, mlc_sched_cache_write(s, half, 0, "local", 0, NULL, &o, err), P, "write-back would copy elements it never writes");
   /* Consumers: not a reader, and a reader of what half does not write. */

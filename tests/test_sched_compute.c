@@ -304,8 +304,13 @@ static void golden_files(void) {
   GOLDEN("compute_at_window_pred", NULL);
   GOLDEN("compute_at_index", NULL);
   GOLDEN("compute_reverse_at_unit", NULL);
+  GOLDEN("compute_reverse_at_factorized", NULL);
+  GOLDEN("compute_reverse_at_factorized_serial", NULL);
   GOLDEN("compute_inline_elementwise", NULL);
   GOLDEN("compute_reverse_inline_relu", NULL);
+  GOLDEN("compute_reverse_inline_affine_load", NULL);
+  GOLDEN("compute_reverse_inline_reshape_split", NULL);
+  GOLDEN("compute_reverse_inline_reshape_3d", NULL);
   GOLDEN("compute_local_blocking_notes", "tests/golden/matmul_local_blocking.py");
   GOLDEN("compute_local_blocking_small", "");
   GOLDEN("compute_tensorize_prep", NULL);
@@ -473,6 +478,74 @@ static void test_compute_at_refusals(void) {
   mlc_sched_free(s);
 }
 
+/* The final sum of an rfactor, placed where the loops would split its
+ * reduce iter but could not run the pieces in order from the start. */
+static const char *FACTORIZED_FMT =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((16, 16, 16), \"float32\"), B: T.Buffer((16,), \"float32\")):\n"
+    "    B_rf = T.alloc_buffer((16, 16))\n"
+    "    for j, i_o, i_i, k in T.grid(16, 4, 4, 16):\n"
+    "        with T.block(\"B_rf\"):\n"
+    "            vi = T.axis.spatial(16, %s)\n"
+    "            vj, vk = T.axis.remap(\"SR\", [j, k])\n"
+    "            with T.init():\n"
+    "                B_rf[vi, vj] = T.float32(0)\n"
+    "            B_rf[vi, vj] = B_rf[vi, vj] + A[vj, vi, vk]\n"
+    "    for i, k in T.grid(16, 16):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+    "            with T.init():\n"
+    "                B[vi] = T.float32(0)\n"
+    "            B[vi] = B[vi] + B_rf[vk, vi]\n";
+
+/* No GPU here: TVM's factorized result, with B's pieces under the
+ * threadIdx.x loop i_o, is refused by the cuda backend (the threads would
+ * race on B[j]) rather than built wrong. */
+static void test_reverse_compute_at_factorized_cuda(void) {
+  char *in = slurp("tests/sched_golden/compute_reverse_at_factorized.py");
+  mlc_prim_func *f = in ? parse(in) : NULL;
+  CHECK(f);
+  if (f) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_rv b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+    OK(mlc_sched_reverse_compute_at(s, b, io, false, -1, err));
+    mlc_target t;
+    mlc_object obj = {0};
+    mlc_error e = {{0}};
+    const mlc_prim_func *g = mlc_sched_func(s);
+    bool built = mlc_target_parse("cuda -arch=sm_80", &t, &e) &&
+                 mlc_target_build(&t, 1, &g, NULL, NULL, &obj, &e);
+    CHECK_MSG(!built && strstr(e.msg, "store to B does not depend on threadIdx.x (loop i_o)"), "%s",
+              built ? "built" : e.msg);
+    if (built) mlc_object_free(&obj);
+    mlc_sched_free(s);
+  }
+  mlc_free(in);
+}
+
+static void test_reverse_compute_at_split_refusals(void) {
+  char text[2048];
+  /* Parallel iterations of i_o would add to B[j] at once. */
+  snprintf(text, sizeof text, FACTORIZED_FMT, "i_o * 4 + i_i");
+  mlc_sched *s = sched_of(text, 1);
+  mlc_rv b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+  OK(mlc_sched_parallel(s, io, err));
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, b, io, false, -1, err),
+          "reduce iter vk would be split across iterations of loop i_o, which are not run in "
+          "order");
+  mlc_sched_free(s);
+  /* Partial sums produced from the top down: B's pieces would start at
+   * vk = 12, and the init (at vk = 0) would come last and wipe them. */
+  snprintf(text, sizeof text, FACTORIZED_FMT, "15 - (i_o * 4 + i_i)");
+  s = sched_of(text, 1);
+  b = block_of(s, "B"), io = loop_of(s, "B_rf", 1);
+  REFUSED(K_RCA, s, mlc_sched_reverse_compute_at(s, b, io, false, -1, err),
+          "reduce iter vk would be split across iterations of the loop, and i_o does not step it "
+          "up by a constant");
+  mlc_sched_free(s);
+}
+
 static void test_reverse_compute_at_refusals(void) {
   mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
   mlc_rv c = block_of(s, "C"), k = loop_of(s, "Y", 2), j1 = loop_of(s, "Y", 3);
@@ -558,6 +631,34 @@ static void test_compute_inline_refusals(void) {
   mlc_sched_free(s);
 }
 
+/* TVM's elementwise_reverse_affine_load_inlined, as TVM writes it: the
+ * golden compute_reverse_inline_affine_load holds our simplified form of
+ * the same indices; the two must compute the same (interpreter and LLVM). */
+static const char *TVM_AFFINE_LOAD_INLINED =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((128, 128), \"float32\"), C: T.Buffer((8, 32, 8, 8), \"float32\")):\n"
+    "    for i, j in T.grid(128, 128):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[(vj + vi * 128) // 2048, (vj + vi * 128) // 64 % 32, (vj + vi * 128) // 8 % 8,\n"
+    "              (vj + vi * 128) % 8] = A[vi, vj] * T.float32(2)\n";
+
+static void test_reverse_inline_affine_load_as_tvm(void) {
+  char *in = slurp("tests/sched_golden/compute_reverse_inline_affine_load.py");
+  mlc_prim_func *f = in ? parse(in) : NULL, *tvm = parse(TVM_AFFINE_LOAD_INLINED);
+  CHECK(f && tvm);
+  if (f && tvm) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    char why[300] = "";
+    OK(mlc_sched_reverse_compute_inline(s, block_of(s, "C"), err));
+    CHECK_MSG(same_results(tvm, mlc_sched_func(s), 3, why, sizeof why), "interpreter: %s", why);
+    CHECK_MSG(same_compiled(tvm, mlc_sched_func(s), "affine_load_tvm", 4, why, sizeof why), "llvm: %s", why);
+    mlc_sched_free(s);
+  }
+  mlc_free(in);
+}
+
 static void test_reverse_compute_inline_refusals(void) {
   mlc_sched *s = sched_of(MM_RELU_SMALL, 1);
   {
@@ -606,6 +707,54 @@ static void test_reverse_compute_inline_refusals(void) {
     REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h, err),
             "producer \"Y\" writes elements of Y that no instance of the block reads (iter vi would "
             "leave its domain)");
+  }
+  mlc_sched_free(s);
+  /* Reads that are no bijection of the iters: TVM's
+   * elementwise_reverse_non_affine_load (the same fused sum in both
+   * indices), and a reshape whose inner index wraps at 16 instead of 32. */
+  static const char *const not_bijective[] = {
+      "B[vi * 16 + vj, vi * 16 + vj]",
+      "B[(vi * 16 + vj) // 32, (vi * 16 + vj) % 16 + vk % 2 * 16]",
+  };
+  for (int i = 0; i < MLC_COUNTOF(not_bijective); i++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             HDR "@T.prim_func\n"
+             "def main(A: T.Buffer((128, 128), \"float32\"), C: T.Buffer((8, 16, 128), \"float32\")):\n"
+             "    B = T.alloc_buffer((128, 128))\n"
+             "    for i, j in T.grid(128, 128):\n"
+             "        with T.block(\"B\"):\n"
+             "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+             "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+             "    for i, j, k in T.grid(8, 16, 128):\n"
+             "        with T.block(\"C\"):\n"
+             "            vi, vj, vk = T.axis.remap(\"SSS\", [i, j, k])\n"
+             "            C[vi, vj, vk] = %s\n",
+             not_bijective[i]);
+    s = sched_of(text, 1);
+    mlc_rv h = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h, err),
+            "of the block's read of B");
+    mlc_sched_free(s);
+  }
+  /* A reshape that reads half of what the producer writes. */
+  s = sched_of(HDR
+               "@T.prim_func\n"
+               "def main(A: T.Buffer((32, 32), \"float32\"), C: T.Buffer((8, 64), \"float32\")):\n"
+               "    B = T.alloc_buffer((32, 32))\n"
+               "    for i, j in T.grid(32, 32):\n"
+               "        with T.block(\"B\"):\n"
+               "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+               "            B[vi, vj] = A[vi, vj] + T.float32(1)\n"
+               "    for i, j in T.grid(8, 64):\n"
+               "        with T.block(\"C\"):\n"
+               "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+               "            C[vi, vj] = B[(vi * 64 + vj) // 32, (vi * 64 + vj) % 32]\n",
+               1);
+  {
+    mlc_rv h = block_of(s, "C");
+    REFUSED(K_RCI, s, mlc_sched_reverse_compute_inline(s, h, err),
+            "producer \"B\" writes elements of B that no instance of the block reads");
   }
   mlc_sched_free(s);
   /* A consumer under an uneven split carries a predicate. */
@@ -1413,8 +1562,11 @@ int main(void) {
   golden_files();
   RUN(test_compute_at_refusals);
   RUN(test_reverse_compute_at_refusals);
+  RUN(test_reverse_compute_at_split_refusals);
+  RUN(test_reverse_compute_at_factorized_cuda);
   RUN(test_compute_inline_refusals);
   RUN(test_reverse_compute_inline_refusals);
+  RUN(test_reverse_inline_affine_load_as_tvm);
   test_quasi_affine_indices();
   RUN(test_quasi_affine_refusals);
   RUN(test_sample_compute_location);

@@ -542,6 +542,157 @@ static void test_parallel_affine_accepted(void) {
   mlc_sched_free(s);
 }
 
+/* ---- blocks with nested blocks: the sub-blocks decide ----------------------------------- */
+
+/* TVM's nested_block_bind: "outer" only wraps a reduction, so it reads A
+ * alone as TensorIR completes its reads, and is complete. */
+static const char *NESTED =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((16, 16, 16, 16), \"float32\"), B: T.Buffer((16, 16, 16), \"float32\")):\n"
+    "    for i, j in T.grid(16, 16):\n"
+    "        with T.block(\"outer\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            for k, l in T.grid(16, 16):\n"
+    "                with T.block(\"inner\"):\n"
+    "                    vk, vl = T.axis.remap(\"SR\", [k, l])\n"
+    "                    with T.init():\n"
+    "                        B[vi, vj, vk] = T.float32(0)\n"
+    "                    B[vi, vj, vk] = B[vi, vj, vk] + A[vi, vj, vk, vl]\n";
+
+/* TVM's thread_bound_nested_block. */
+static const char *NESTED_BOUND =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((16, 16, 16, 16), \"float32\"), B: T.Buffer((16, 16, 16), \"float32\")):\n"
+    "    for i in T.serial(16):\n"
+    "        for j in T.thread_binding(16, thread=\"blockIdx.x\"):\n"
+    "            with T.block(\"outer\"):\n"
+    "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "                for k in T.serial(16):\n"
+    "                    for l in T.thread_binding(16, thread=\"threadIdx.x\"):\n"
+    "                        with T.block(\"inner\"):\n"
+    "                            vk, vl = T.axis.remap(\"SR\", [k, l])\n"
+    "                            with T.init():\n"
+    "                                B[vi, vj, vk] = T.float32(0)\n"
+    "                            B[vi, vj, vk] = B[vi, vj, vk] + A[vi, vj, vk, vl]\n";
+
+/* Two levels of wrapping: "mid" sums rows into C, "outer" wraps it. */
+static const char *NESTED2 =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 4, 16), \"float32\"), C: T.Buffer((8, 4), \"float32\")):\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"outer\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            for j in range(4):\n"
+    "                with T.block(\"mid\"):\n"
+    "                    vj = T.axis.spatial(4, j)\n"
+    "                    for k in range(16):\n"
+    "                        with T.block(\"inner\"):\n"
+    "                            vk = T.axis.reduce(16, k)\n"
+    "                            with T.init():\n"
+    "                                C[vi, vj] = T.float32(0)\n"
+    "                            C[vi, vj] = C[vi, vj] + A[vi, vj, vk] * T.float32(0.5)\n";
+
+/* "outer" wraps a reduction into B and a block that reads B back: it reads
+ * B, which it writes, whichever way its reads are completed. */
+static const char *NESTED_READS_BACK =
+    HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((8, 16), \"float32\"), B: T.Buffer((8,), \"float32\"),\n"
+    "         C: T.Buffer((8,), \"float32\")):\n"
+    "    for i in range(8):\n"
+    "        with T.block(\"outer\"):\n"
+    "            vi = T.axis.spatial(8, i)\n"
+    "            for k in range(16):\n"
+    "                with T.block(\"inner\"):\n"
+    "                    vk = T.axis.reduce(16, k)\n"
+    "                    with T.init():\n"
+    "                        B[vi] = T.float32(0)\n"
+    "                    B[vi] = B[vi] + A[vi, vk]\n"
+    "            with T.block(\"post\"):\n"
+    "                C[vi] = B[vi] * T.float32(2)\n";
+
+/* The trace recorded on s, replayed from its JSON on a fresh state of
+ * orig, gives the same function (TVM's verify_trace_roundtrip). */
+static void check_trace_roundtrip_(const char *file, int line, const char *orig, const mlc_sched *s) {
+  char *json = trace_json(s);
+  mlc_error e = {{0}};
+  mlc_arena *a = mlc_arena_new();
+  mlc_trace *t = mlc_trace_from_json(a, json, strlen(json), &e);
+  mlc_sched *r = t ? sched_of(orig) : NULL;
+  if (!t || !mlc_sched_replay(r, t, NULL, NULL, &e)) test_fail_(file, line, "replay: %s", e.msg);
+  else if (!mlc_func_struct_equal(mlc_sched_func(r), mlc_sched_func(s)))
+    test_fail_(file, line, "replayed function differs");
+  if (r) mlc_sched_free(r);
+  mlc_arena_free(a);
+  mlc_free(json);
+}
+#define CHECK_TRACE_ROUNDTRIP(orig, s) check_trace_roundtrip_(__FILE__, __LINE__, orig, s)
+
+/* TVM's test_nested_block_bind: the inner loop to threadIdx.x, then the
+ * outer block's loop to blockIdx.x. */
+static void test_nested_block_bind(void) {
+  mlc_sched *s = sched_of(NESTED);
+  mlc_rv lo[2], li[2];
+  loops_of(s, "outer", 2, lo);
+  loops_of(s, "inner", 2, li); /* k, l: the loops up to the outer block */
+  OK(mlc_sched_bind(s, li[1], "threadIdx.x", err));
+  OK(mlc_sched_bind(s, lo[1], "blockIdx.x", err));
+  CHECK(sched_equals(s, NESTED_BOUND));
+  CHECK_TRACE_ROUNDTRIP(NESTED, s);
+  CHECK_EQUIVALENT(NESTED, s, false);
+  /* No GPU here: the cuda backend must take it, the threadIdx.x reduction
+   * becoming a cross-thread one (through shared memory, with barriers). */
+  mlc_target t;
+  mlc_object obj = {0};
+  mlc_error e = {{0}};
+  const mlc_prim_func *g = mlc_sched_func(s);
+  bool built = mlc_target_parse("cuda -arch=sm_80", &t, &e) &&
+               mlc_target_build(&t, 1, &g, NULL, NULL, &obj, &e);
+  CHECK_MSG(built && strstr(obj.data, "bar.sync"), "cuda: %s", built ? "no barrier" : e.msg);
+  if (built) mlc_object_free(&obj);
+  mlc_sched_free(s);
+}
+
+/* The same rule for parallel (runs on the CPU): the outer block's loop,
+ * and the loop above a block that wraps a block that wraps a reduction. */
+static void test_nested_block_parallel(void) {
+  mlc_sched *s = sched_of(NESTED);
+  mlc_rv lo[2];
+  loops_of(s, "outer", 2, lo);
+  OK(mlc_sched_parallel(s, lo[1], err));
+  CHECK_TRACE_ROUNDTRIP(NESTED, s);
+  CHECK_EQUIVALENT(NESTED, s, false);
+  CHECK_EQUIVALENT(NESTED, s, true);
+  mlc_sched_free(s);
+
+  s = sched_of(NESTED2);
+  mlc_rv i;
+  loops_of(s, "outer", 1, &i);
+  OK(mlc_sched_parallel(s, i, err));
+  char *text = print_func(mlc_sched_func(s));
+  CHECK_MSG(strstr(text, "for i in T.parallel(8):"), "%s", text);
+  mlc_free(text);
+  CHECK_TRACE_ROUNDTRIP(NESTED2, s);
+  CHECK_EQUIVALENT(NESTED2, s, false);
+  CHECK_EQUIVALENT(NESTED2, s, true);
+  mlc_sched_free(s);
+}
+
+/* A block that reads back what its sub-blocks wrote stays refused. */
+static void test_nested_block_reads_back(void) {
+  mlc_sched *s = sched_of(NESTED_READS_BACK);
+  mlc_rv i;
+  loops_of(s, "outer", 1, &i);
+  REFUSED(s, mlc_sched_parallel(s, i, err),
+          "parallel: l1 (loop i): block \"outer\" is neither a complete block (it reads B, which "
+          "it writes) nor a reduction block (it has no T.init())");
+  REFUSED(s, mlc_sched_bind(s, i, "blockIdx.x", err), "bind: l1 (loop i): block \"outer\" is neither");
+  mlc_sched_free(s);
+}
+
 /* ---- item 8: rebinding and unrolling bound loops ----------------------------------------------- */
 
 static void test_rebind_bound_loop(void) {
@@ -642,6 +793,9 @@ int main(void) {
   RUN(test_parallel_not_reduction);
   RUN(test_parallel_not_affine);
   RUN(test_parallel_affine_accepted);
+  RUN(test_nested_block_bind);
+  RUN(test_nested_block_parallel);
+  RUN(test_nested_block_reads_back);
   RUN(test_rebind_bound_loop);
   RUN(test_unroll_bound_loop);
   mlc_arena_free(TA);

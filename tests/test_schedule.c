@@ -1063,7 +1063,7 @@ static void test_trace_all_kinds(void) {
   mlc_free(tr);
 
   char *js = trace_json(s);
-  CHECK_MSG(strstr(js, "[\"Annotate\",[\"b5\",\"\\\"a \\\"b\\\"\\\"\"],{\"ann_key\":\"note\"},[]]"), "%s", js);
+  CHECK_MSG(strstr(js, "[\"Annotate\",[\"b5\",\"\\\"a \\\\\\\"b\\\\\\\"\\\"\"],{\"ann_key\":\"note\"},[]]"), "%s", js);
   CHECK_MSG(strstr(js, "[\"Annotate\",[\"l3\",2.0],{\"ann_key\":\"ratio\"},[]]"), "%s", js);
   CHECK_MSG(strstr(js, "[\"SampleCategorical\",[],{\"candidates\":[0,16,64],\"probs\":[0.25,0.5,0.25]},[\"v11\"]]"), "%s", js);
   CHECK_MSG(strstr(js, "[\"EnterPostproc\",[],{},[]]"), "%s", js);

@@ -2,6 +2,7 @@
  * list/dict/bool annotation values, through record, JSON, replay and the
  * Python-like print, and on into TVMScript and back. */
 #include "schedule/schedule.h"
+#include "targets/targets.h"
 #include "tests/sched_util.h"
 #include "tests/test.h"
 
@@ -116,8 +117,9 @@ static void test_escaped_strings(void) {
               x && x->s ? x->s : "(none)");
   }
   /* The JSON as TVM writes it: the literal in quotes, JSON escaping over it. */
-  CHECK(strstr(json, "[\"Annotate\",[\"b0\",\"\\\"\\\"\\\"\"],{\"ann_key\":\"k0\"},[]]"));
-  CHECK(strstr(json, "[\"Annotate\",[\"b0\",\"\\\"\\\\\\\"\\\"\"],{\"ann_key\":\"k\\\"1\"},[]]"));
+  CHECK(strstr(json, "[\"Annotate\",[\"b0\",\"\\\"\\\\\\\"\\\"\"],{\"ann_key\":\"k0\"},[]]"));
+  CHECK(strstr(json, "[\"Annotate\",[\"b0\",\"\\\"\\\\\\\\\\\"\"],{\"ann_key\":\"k\\\"1\"},[]]"));
+  CHECK(strstr(json, "[\"Annotate\",[\"b0\",\"\\\"\\\\\\\\\\\\\\\"\\\"\"],{\"ann_key\":\"k\\\"1\"},[]]"));
   /* The Python-like print reads as Python: the same characters. */
   char *py = print_trace(s);
   CHECK_MSG(strstr(py, "sch.annotate(block_or_loop=b0, ann_key=\"k0\", ann_val=\"\\\"\")"), "%s", py);
@@ -183,6 +185,145 @@ static void test_json_escapes_replay(void) {
     free(j3);
   }
   mlc_arena_free(a);
+}
+
+/* TVM's test_apply_annotation_from_json: a trace JSON as TVM writes it
+ * (GetBlock, then Annotate with the string as a quoted literal, escaped
+ * inside) replays on TVM's elementwise function to the block annotated with
+ * exactly that string. The first four values are TVM's; the last two add
+ * backslashes next to quotes, and bytes that TVM writes as \xHH. Each must
+ * equal TVM's expected function structurally, compute what the original
+ * computes (interpreter and LLVM), record the JSON it was given and round
+ * trip. */
+static const char *elementwise =
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((128, 128), \"float32\"), C: T.Buffer((128, 128), \"float32\")):\n"
+    "    B = T.alloc_buffer((128, 128))\n"
+    "    for i, j in T.grid(128, 128):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "%s"
+    "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+    "    for i, j in T.grid(128, 128):\n"
+    "        with T.block(\"C\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            C[vi, vj] = B[vi, vj] + T.float32(1)\n";
+
+static mlc_prim_func *parse_elementwise(mlc_arena *a, const char *attr_value) {
+  char line[256] = "", text[2048];
+  if (attr_value)
+    snprintf(line, sizeof line,
+             "            T.block_attr({\"meta_schedule.auto_tensorize\": %s})\n", attr_value);
+  snprintf(text, sizeof text, elementwise, line);
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(a, "elementwise.py", text, &err);
+  if (!m) test_fail_(__FILE__, __LINE__, "parse: %s", err.msg);
+  return m ? m->funcs[0] : NULL;
+}
+
+/* On the same random inputs, g interpreted and g compiled by the LLVM
+ * backend give what f interpreted gives. */
+static bool same_results(const mlc_prim_func *f, const mlc_prim_func *g, char *why, size_t wn) {
+  int n = f->n_params;
+  mlc_array *x[3];
+  for (int k = 0; k < 3; k++) {
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, 5, 1);
+    x[k] = mlc_xmalloc(sizeof(mlc_array) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+      mlc_array *t = mlc_array_for_buffer(f->params[i]);
+      mlc_array_fill_random(t, &rng);
+      x[k][i] = *t;
+      mlc_free(t); /* keeps t->data, now owned by x[k][i] */
+    }
+  }
+  mlc_error e = {{0}};
+  mlc_target host;
+  mlc_object obj = {0};
+  mlc_target_host(&host);
+  bool ok = mlc_interp_run(f, x[0], &e) && mlc_interp_run(g, x[1], &e);
+  if (!ok) snprintf(why, wn, "interp: %.200s", e.msg);
+  bool built = ok && mlc_target_build(&host, 1, &g, NULL, NULL, &obj, &e);
+  mlc_jit_lib *lib = built ? mlc_jit_load(&obj, &e) : NULL;
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, g->name, &e) : NULL;
+  if (ok && !fn) snprintf(why, wn, "llvm: %.200s", e.msg), ok = false;
+  if (ok && mlc_kernel_call(fn, n, x[2]) != 0) snprintf(why, wn, "kernel failed"), ok = false;
+  for (int k = 1; ok && k < 3; k++)
+    for (int i = 0; ok && i < n; i++) {
+      double m;
+      if (!mlc_array_allclose(&x[k][i], &x[0][i], 1e-5, 1e-5, &m))
+        snprintf(why, wn, "%s: param %d differs by %g", k == 1 ? "interp" : "llvm", i, m), ok = false;
+    }
+  if (lib) mlc_jit_unload(lib);
+  if (built) mlc_object_free(&obj);
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < n; i++) mlc_free(x[k][i].data);
+    mlc_free(x[k]);
+  }
+  return ok;
+}
+
+static void test_tvm_annotation_from_json(void) {
+  static const struct {
+    const char *name, *value;
+    const char *operand; /* the Annotate input as TVM's trace JSON holds it */
+    const char *script;  /* the value in TVMScript */
+  } cases[] = {
+      {"SSRSSR", "SSRSSR",
+       "\"\\\"SSRSSR\\\"\"",
+       "\"SSRSSR\""},
+      {"the empty string", "",
+       "\"\\\"\\\"\"",
+       "\"\""},
+      {"two quotation marks", "\"\"",
+       "\"\\\"\\\\\\\"\\\\\\\"\\\"\"",
+       "\"\\\"\\\"\""},
+      {"one quotation mark", "\"",
+       "\"\\\"\\\\\\\"\\\"\"",
+       "\"\\\"\""},
+      {"quotes and backslashes", "\\\"a\\\\\"\\",
+       "\"\\\"\\\\\\\\\\\\\\\"a\\\\\\\\\\\\\\\\\\\\\\\"\\\\\\\\\\\"\"",
+       "\"\\\\\\\"a\\\\\\\\\\\"\\\\\""},
+      {"non-ASCII and control bytes", "\xc3\xa9\t\xf0\x9f\x98\x80\n",
+       "\"\\\"\\\\xC3\\\\xA9\\\\t\\\\xF0\\\\x9F\\\\x98\\\\x80\\\\n\\\"\"",
+       "\"\xc3\xa9\\t\xf0\x9f\x98\x80\\n\""},
+  };
+  for (int i = 0; i < MLC_COUNTOF(cases); i++) {
+    test_case_failed_ = 0;
+    test_first_failure_[0] = 0;
+    char json[512], why[300] = "";
+    snprintf(json, sizeof json,
+             "{\"insts\":[[\"GetBlock\",[],{\"name\":\"B\",\"func_name\":\"main\"},[\"b0\"]],"
+             "[\"Annotate\",[\"b0\",%s],{\"ann_key\":\"meta_schedule.auto_tensorize\"},[]]],"
+             "\"decisions\":{},\"version\":1}",
+             cases[i].operand);
+    mlc_arena *a = mlc_arena_new();
+    mlc_prim_func *f = parse_elementwise(a, NULL), *want = parse_elementwise(a, cases[i].script);
+    mlc_error err;
+    mlc_trace *t = f && want ? mlc_trace_from_json(a, json, strlen(json), &err) : NULL;
+    CHECK_MSG(t, "%s", f && want ? err.msg : "parse");
+    mlc_sched *s = t ? mlc_sched_new(f, 1) : NULL;
+    bool ok = s && mlc_sched_replay(s, t, NULL, NULL, &err);
+    CHECK_MSG(!s || ok, "replay: %s", err.msg);
+    if (ok) {
+      const mlc_ann *x = block_ann(s, "meta_schedule.auto_tensorize");
+      CHECK_MSG(x && x->kind == MLC_ANN_STRING && strcmp(x->s, cases[i].value) == 0, "value \"%s\"",
+                x && x->kind == MLC_ANN_STRING ? x->s : "(none)");
+      CHECK_MSG(mlc_func_struct_equal(mlc_sched_func(s), want), "differs from TVM's expected function");
+      CHECK_MSG(same_results(f, mlc_sched_func(s), why, sizeof why), "%s", why);
+      char *again = trace_json(s);
+      CHECK_MSG(strcmp(again, json) == 0, "recorded %s", again);
+      free(again);
+      char *j2;
+      mlc_sched_free(ROUND_TRIP(s, f, &j2));
+      free(j2);
+    }
+    mlc_sched_free(s);
+    mlc_arena_free(a);
+    char label[96];
+    snprintf(label, sizeof label, "tvm annotation from json: %s", cases[i].name);
+    test_report(label, !test_case_failed_, test_first_failure_);
+  }
 }
 
 /* A value built in C: [[0, 0, 16, 8]], {"pragma_auto_unroll_max_step": 16,
@@ -281,6 +422,9 @@ static void test_bad_values(void) {
       {"[\"x\"]", "a string in a list must be a quoted literal"},
       {"[1,null]", "null inside a value"},
       {"{\"a\":1,\"a\":2}", "key \"a\" appears twice"},
+      {"\"\\\"\\\\q\\\"\"", "bad escape at byte 1"},     /* "\q" */
+      {"[\"\\\"\\\\x00\\\"\"]", "bad escape at byte 1"}, /* ["\x00"] */
+      {"\"\\\"ab\\\\\\\"\"", "bad escape at byte 3"},    /* "ab\" */
   };
   mlc_arena *a = mlc_arena_new();
   for (int i = 0; i < MLC_COUNTOF(cases); i++) {
@@ -316,6 +460,7 @@ static void test_bad_values(void) {
 int main(void) {
   RUN(test_escaped_strings);
   RUN(test_json_escapes_replay);
+  test_tvm_annotation_from_json();
   RUN(test_list_dict_values);
   RUN(test_bad_values);
   return test_summary();
