@@ -7,27 +7,20 @@
 
 #define MAX_LOOPS 64
 
+typedef struct name_list {
+  const char **names;
+  int *n, cap;
+} name_list;
+
+static void add_block_name(const mlc_stmt *s, void *ud) {
+  name_list *l = ud;
+  if (s->kind != MLC_STMT_BLOCK_REALIZE || strcmp(s->realize.block->name, "root") == 0) return;
+  if (*l->n < l->cap) l->names[(*l->n)++] = s->realize.block->name;
+}
+
 static void block_names(const mlc_stmt *s, const char **names, int *n, int cap) {
-  switch (s->kind) {
-  case MLC_STMT_FOR: block_names(s->loop.body, names, n, cap); return;
-  case MLC_STMT_BLOCK_REALIZE: {
-    const mlc_block *b = s->realize.block;
-    if (strcmp(b->name, "root") != 0 && *n < cap) names[(*n)++] = b->name;
-    if (b->init) block_names(b->init, names, n, cap);
-    block_names(b->body, names, n, cap);
-    return;
-  }
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n; i++) block_names(s->seq.stmts[i], names, n, cap);
-    return;
-  case MLC_STMT_IF:
-    block_names(s->if_.then_s, names, n, cap);
-    if (s->if_.else_s) block_names(s->if_.else_s, names, n, cap);
-    return;
-  case MLC_STMT_ALLOCATE: block_names(s->alloc.body, names, n, cap); return;
-  case MLC_STMT_STORE: case MLC_STMT_EVALUATE: return;
-  }
-  mlc_unreachable();
+  name_list l = {names, n, cap};
+  mlc_stmt_visit(s, add_block_name, &l);
 }
 
 static int loops_of(mlc_sched *s, mlc_rv block, mlc_rv *out) {

@@ -110,28 +110,25 @@ static bool buffer_size_ok(const mlc_prim_func *f, const mlc_buffer *b, mlc_erro
   return mlc_tensor_numel_checked(what, b->shape, b->ndim, mlc_dtype_bytes(b->dtype), err) >= 0;
 }
 
+typedef struct sizes_ctx {
+  const mlc_prim_func *f;
+  mlc_error *err;
+} sizes_ctx;
+
+/* Whether st allocates a buffer past the limit (err then names it). */
+static bool allocates_too_much(const mlc_stmt *st, void *ud) {
+  sizes_ctx *c = ud;
+  if (st->kind == MLC_STMT_ALLOCATE) return !buffer_size_ok(c->f, st->alloc.buf, c->err);
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *b = st->realize.block;
+  for (int i = 0; i < b->n_allocs; i++)
+    if (!buffer_size_ok(c->f, b->allocs[i], c->err)) return true;
+  return false;
+}
+
 static bool stmt_sizes_ok(const mlc_prim_func *f, const mlc_stmt *st, mlc_error *err) {
-  if (!st) return true;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return stmt_sizes_ok(f, st->loop.body, err);
-  case MLC_STMT_BLOCK_REALIZE: {
-    const mlc_block *b = st->realize.block;
-    for (int i = 0; i < b->n_allocs; i++)
-      if (!buffer_size_ok(f, b->allocs[i], err)) return false;
-    return stmt_sizes_ok(f, b->init, err) && stmt_sizes_ok(f, b->body, err);
-  }
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (!stmt_sizes_ok(f, st->seq.stmts[i], err)) return false;
-    return true;
-  case MLC_STMT_IF:
-    return stmt_sizes_ok(f, st->if_.then_s, err) && stmt_sizes_ok(f, st->if_.else_s, err);
-  case MLC_STMT_ALLOCATE:
-    return buffer_size_ok(f, st->alloc.buf, err) && stmt_sizes_ok(f, st->alloc.body, err);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return true;
-  }
-  mlc_unreachable();
+  sizes_ctx c = {f, err};
+  return !mlc_stmt_any(st, allocates_too_much, &c);
 }
 
 bool mlc_func_check_sizes(const mlc_prim_func *f, mlc_error *err) {

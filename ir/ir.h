@@ -375,6 +375,24 @@ mlc_expr *mlc_expr_map(mlc_arena *a, mlc_expr *e, mlc_expr_map_fn fn, void *ud);
 /* mlc_expr_map over an array: es itself while no element changes. */
 mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn, void *ud);
 
+/* Statement walks (walk.c), the same three for statement trees: a pass
+ * handles the kinds it cares about and leaves the recursion to these.
+ * Children are visited in order: a for's body, a block's init then body,
+ * a seq's statements, an if's then and else, an allocate's body. They do
+ * not enter expressions (use mlc_expr_visit on the fields wanted). */
+/* fn on every statement of s, parents first (s may be NULL). */
+void mlc_stmt_visit(const mlc_stmt *s, void (*fn)(const mlc_stmt *s, void *ud), void *ud);
+/* Whether fn holds for some statement of s (parents first; stops at the
+ * first); false for NULL. An "every statement" check is !any(not ...). */
+bool mlc_stmt_any(const mlc_stmt *s, bool (*fn)(const mlc_stmt *s, void *ud), void *ud);
+/* Copy-on-write rewrite, children first, as mlc_expr_map: fn (may be
+ * NULL) gets each statement once its children are rewritten (a changed
+ * block is copied with its new init and body) and returns it or a
+ * replacement, never modifying its argument. Unchanged subtrees stay
+ * shared. s may be NULL. */
+typedef mlc_stmt *(*mlc_stmt_map_fn)(mlc_arena *a, mlc_stmt *s, void *ud);
+mlc_stmt *mlc_stmt_map(mlc_arena *a, mlc_stmt *s, mlc_stmt_map_fn fn, void *ud);
+
 /* ---- TE-like builder (builder.c) --------------------------------------- */
 /* Describe a computation as tensors, as te.compute / te.create_prim_func do:
  *

@@ -76,23 +76,12 @@ static void args_of(const mlc_prim_func *f, int *n, frame_arg *args) {
 }
 
 /* Whether the function runs any loop on the thread team. */
-static bool has_parallel(const mlc_stmt *s) {
-  if (!s) return false;
-  switch (s->kind) {
-  case MLC_STMT_FOR: return s->loop.kind == MLC_FOR_PARALLEL || has_parallel(s->loop.body);
-  case MLC_STMT_BLOCK_REALIZE:
-    return has_parallel(s->realize.block->init) || has_parallel(s->realize.block->body);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n; i++)
-      if (has_parallel(s->seq.stmts[i])) return true;
-    return false;
-  case MLC_STMT_IF: return has_parallel(s->if_.then_s) || has_parallel(s->if_.else_s);
-  case MLC_STMT_ALLOCATE: return has_parallel(s->alloc.body);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
-  }
-  mlc_unreachable();
+static bool is_parallel_loop(const mlc_stmt *s, void *ud) {
+  MLC_UNUSED(ud);
+  return s->kind == MLC_STMT_FOR && s->loop.kind == MLC_FOR_PARALLEL;
 }
+
+static bool has_parallel(const mlc_stmt *s) { return mlc_stmt_any(s, is_parallel_loop, NULL); }
 
 /* Replay (when a trace is given), verify, lower and compile. *threads: the
  * threads the kernel's parallel loops will use (1: none), which the

@@ -140,22 +140,12 @@ static bool expr_loads(const mlc_expr *e, const mlc_buffer *buf) {
   return mlc_expr_any(e, loads_buffer, (void *)buf);
 }
 
-static bool has_nested_block(const mlc_stmt *st) {
-  if (!st) return false;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return has_nested_block(st->loop.body);
-  case MLC_STMT_BLOCK_REALIZE: return true;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (has_nested_block(st->seq.stmts[i])) return true;
-    return false;
-  case MLC_STMT_IF: return has_nested_block(st->if_.then_s) || has_nested_block(st->if_.else_s);
-  case MLC_STMT_ALLOCATE: return has_nested_block(st->alloc.body);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
-  }
-  mlc_unreachable();
+static bool is_realize(const mlc_stmt *st, void *ud) {
+  MLC_UNUSED(ud);
+  return st->kind == MLC_STMT_BLOCK_REALIZE;
 }
+
+static bool has_nested_block(const mlc_stmt *st) { return mlc_stmt_any(st, is_realize, NULL); }
 
 static bool completed_reads(const mlc_block *b, const mlc_buffer *buf);
 

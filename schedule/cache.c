@@ -61,35 +61,19 @@ typedef struct name_ctx {
   bool taken;
 } name_ctx;
 
-static void name_in_stmt(const mlc_stmt *st, name_ctx *c);
-
-static void name_in_block(const mlc_block *b, name_ctx *c) {
+/* Whether st allocates a buffer named c->name (a block's or T.decl_buffer). */
+static bool allocates_name(const mlc_stmt *st, void *ud) {
+  const char *name = ((const name_ctx *)ud)->name;
+  if (st->kind == MLC_STMT_ALLOCATE) return strcmp(st->alloc.buf->name, name) == 0;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *b = st->realize.block;
   for (int i = 0; i < b->n_allocs; i++)
-    if (strcmp(b->allocs[i]->name, c->name) == 0) c->taken = true;
-  if (b->init) name_in_stmt(b->init, c);
-  name_in_stmt(b->body, c);
+    if (strcmp(b->allocs[i]->name, name) == 0) return true;
+  return false;
 }
 
 static void name_in_stmt(const mlc_stmt *st, name_ctx *c) {
-  if (!st || c->taken) return;
-  switch (st->kind) {
-  case MLC_STMT_FOR: name_in_stmt(st->loop.body, c); return;
-  case MLC_STMT_BLOCK_REALIZE: name_in_block(st->realize.block, c); return;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) name_in_stmt(st->seq.stmts[i], c);
-    return;
-  case MLC_STMT_IF:
-    name_in_stmt(st->if_.then_s, c);
-    name_in_stmt(st->if_.else_s, c);
-    return;
-  case MLC_STMT_ALLOCATE:
-    if (strcmp(st->alloc.buf->name, c->name) == 0) c->taken = true;
-    name_in_stmt(st->alloc.body, c);
-    return;
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return;
-  }
-  mlc_unreachable();
+  if (mlc_stmt_any(st, allocates_name, c)) c->taken = true;
 }
 
 typedef struct block_name_ctx {
@@ -1164,32 +1148,17 @@ typedef struct alloc_search {
   bool found;
 } alloc_search;
 
-static void find_alloc_stmt(const mlc_stmt *st, alloc_search *c);
-
-static void find_alloc_block(const mlc_block *b, alloc_search *c) {
+static bool block_allocates(const mlc_stmt *st, void *ud) {
+  const mlc_buffer *buf = ((const alloc_search *)ud)->buf;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *b = st->realize.block;
   for (int i = 0; i < b->n_allocs; i++)
-    if (b->allocs[i] == c->buf) c->found = true;
-  if (b->init) find_alloc_stmt(b->init, c);
-  find_alloc_stmt(b->body, c);
+    if (b->allocs[i] == buf) return true;
+  return false;
 }
 
 static void find_alloc_stmt(const mlc_stmt *st, alloc_search *c) {
-  if (!st || c->found) return;
-  switch (st->kind) {
-  case MLC_STMT_FOR: find_alloc_stmt(st->loop.body, c); return;
-  case MLC_STMT_BLOCK_REALIZE: find_alloc_block(st->realize.block, c); return;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) find_alloc_stmt(st->seq.stmts[i], c);
-    return;
-  case MLC_STMT_IF:
-    find_alloc_stmt(st->if_.then_s, c);
-    find_alloc_stmt(st->if_.else_s, c);
-    return;
-  case MLC_STMT_ALLOCATE: find_alloc_stmt(st->alloc.body, c); return;
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return;
-  }
-  mlc_unreachable();
+  if (mlc_stmt_any(st, block_allocates, c)) c->found = true;
 }
 
 /* The index-th written buffer of a block, which some block must allocate

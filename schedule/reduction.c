@@ -46,23 +46,12 @@ void sched_insert_before(mlc_sched *s, mlc_stmt *at, mlc_stmt *st) {
   parent->seq.n = m + 1;
 }
 
+static bool names_block(const mlc_stmt *st, void *name) {
+  return st->kind == MLC_STMT_BLOCK_REALIZE && strcmp(st->realize.block->name, name) == 0;
+}
+
 static bool name_used(const mlc_stmt *st, const char *name) {
-  if (!st) return false;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return name_used(st->loop.body, name);
-  case MLC_STMT_BLOCK_REALIZE:
-    return strcmp(st->realize.block->name, name) == 0 || name_used(st->realize.block->init, name) ||
-           name_used(st->realize.block->body, name);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (name_used(st->seq.stmts[i], name)) return true;
-    return false;
-  case MLC_STMT_IF: return name_used(st->if_.then_s, name) || name_used(st->if_.else_s, name);
-  case MLC_STMT_ALLOCATE: return name_used(st->alloc.body, name);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
-  }
-  mlc_unreachable();
+  return mlc_stmt_any(st, names_block, (void *)name);
 }
 
 const char *sched_fresh_block_name(mlc_sched *s, const char *base) {
@@ -98,35 +87,37 @@ static bool regions_use_var(int n, const mlc_region *rs, const mlc_var *v) {
   return false;
 }
 
-bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v) {
-  if (!st) return false;
+static bool exprs_use_var(int n, mlc_expr *const *es, const mlc_var *v) {
+  for (int i = 0; i < n; i++)
+    if (es[i] && mlc_expr_uses_var(es[i], v)) return true;
+  return false;
+}
+
+/* Whether the statement itself (not its children) uses v. */
+static bool node_uses_var(const mlc_stmt *st, void *ud) {
+  const mlc_var *v = ud;
   switch (st->kind) {
   case MLC_STMT_FOR:
-    return mlc_expr_uses_var(st->loop.min, v) || mlc_expr_uses_var(st->loop.extent, v) ||
-           sched_stmt_uses_var(st->loop.body, v);
+    return mlc_expr_uses_var(st->loop.min, v) || mlc_expr_uses_var(st->loop.extent, v);
   case MLC_STMT_BLOCK_REALIZE: {
     const mlc_block *b = st->realize.block;
-    for (int i = 0; i < b->n_iters; i++)
-      if (mlc_expr_uses_var(st->realize.values[i], v)) return true;
-    if (st->realize.predicate && mlc_expr_uses_var(st->realize.predicate, v)) return true;
-    return regions_use_var(b->n_reads, b->reads, v) || regions_use_var(b->n_writes, b->writes, v) ||
-           sched_stmt_uses_var(b->init, v) || sched_stmt_uses_var(b->body, v);
+    return exprs_use_var(b->n_iters, st->realize.values, v) ||
+           exprs_use_var(1, &st->realize.predicate, v) ||
+           regions_use_var(b->n_reads, b->reads, v) || regions_use_var(b->n_writes, b->writes, v);
   }
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (sched_stmt_uses_var(st->seq.stmts[i], v)) return true;
-    return false;
   case MLC_STMT_STORE:
-    for (int i = 0; i < st->store.buf->ndim; i++)
-      if (mlc_expr_uses_var(st->store.indices[i], v)) return true;
-    return mlc_expr_uses_var(st->store.value, v);
-  case MLC_STMT_IF:
-    return mlc_expr_uses_var(st->if_.cond, v) || sched_stmt_uses_var(st->if_.then_s, v) ||
-           sched_stmt_uses_var(st->if_.else_s, v);
-  case MLC_STMT_ALLOCATE: return sched_stmt_uses_var(st->alloc.body, v);
+    return exprs_use_var(st->store.buf->ndim, st->store.indices, v) ||
+           mlc_expr_uses_var(st->store.value, v);
+  case MLC_STMT_IF: return mlc_expr_uses_var(st->if_.cond, v);
   case MLC_STMT_EVALUATE: return mlc_expr_uses_var(st->eval.value, v);
+  case MLC_STMT_SEQ:
+  case MLC_STMT_ALLOCATE: return false;
   }
   mlc_unreachable();
+}
+
+bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v) {
+  return mlc_stmt_any(st, node_uses_var, (void *)v);
 }
 
 static bool uses_loop(const mlc_expr *e, const mlc_stmt *loop) {

@@ -355,29 +355,23 @@ static bool is_extern(const mlc_expr *e, void *ud) {
 }
 
 /* The first T.call_extern under s (its name), or NULL. */
+/* The external call st itself makes (its name, or where it is). */
+static const char *node_extern(const mlc_stmt *s) {
+  if (s->kind == MLC_STMT_STORE && mlc_expr_any(s->store.value, is_extern, NULL))
+    return "(in a store)";
+  if (s->kind != MLC_STMT_EVALUATE) return NULL;
+  return s->eval.value->kind == MLC_EXPR_CALL_EXTERN ? s->eval.value->ext.name
+         : mlc_expr_any(s->eval.value, is_extern, NULL) ? "(in an expression)" : NULL;
+}
+
+static bool has_extern(const mlc_stmt *s, void *ud) {
+  return (*(const char **)ud = node_extern(s)) != NULL;
+}
+
 static const char *find_extern(const mlc_stmt *s) {
-  if (!s) return NULL;
-  const char *r = NULL;
-  switch (s->kind) {
-  case MLC_STMT_FOR: return find_extern(s->loop.body);
-  case MLC_STMT_BLOCK_REALIZE:
-    r = find_extern(s->realize.block->init);
-    return r ? r : find_extern(s->realize.block->body);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n && !r; i++) r = find_extern(s->seq.stmts[i]);
-    return r;
-  case MLC_STMT_STORE:
-    if (mlc_expr_any(s->store.value, is_extern, NULL)) return "(in a store)";
-    return NULL;
-  case MLC_STMT_IF:
-    r = find_extern(s->if_.then_s);
-    return r ? r : find_extern(s->if_.else_s);
-  case MLC_STMT_ALLOCATE: return find_extern(s->alloc.body);
-  case MLC_STMT_EVALUATE:
-    return s->eval.value->kind == MLC_EXPR_CALL_EXTERN ? s->eval.value->ext.name
-           : mlc_expr_any(s->eval.value, is_extern, NULL) ? "(in an expression)" : NULL;
-  }
-  mlc_unreachable();
+  const char *name = NULL;
+  mlc_stmt_any(s, has_extern, &name);
+  return name;
 }
 
 const mlc_prim_func *cuda_prepare(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {

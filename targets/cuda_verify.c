@@ -100,26 +100,16 @@ static void fail(vctx *c, mlc_gpu_check k, const char *fmt, ...) {
 static const char *loop_name(const mlc_stmt *l) { return l->loop.var->name; }
 
 /* The first block at or under st, for messages. */
+static bool is_realize(const mlc_stmt *st, void *ud) {
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  *(const char **)ud = st->realize.block->name;
+  return true;
+}
+
 static const char *first_block(const mlc_stmt *st) {
-  if (!st) return NULL;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return first_block(st->loop.body);
-  case MLC_STMT_BLOCK_REALIZE: return st->realize.block->name;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) {
-      const char *n = first_block(st->seq.stmts[i]);
-      if (n) return n;
-    }
-    return NULL;
-  case MLC_STMT_IF: {
-    const char *n = first_block(st->if_.then_s);
-    return n ? n : first_block(st->if_.else_s);
-  }
-  case MLC_STMT_ALLOCATE: return first_block(st->alloc.body);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return NULL;
-  }
-  mlc_unreachable();
+  const char *name = NULL;
+  mlc_stmt_any(st, is_realize, &name);
+  return name;
 }
 
 static const char *kernel_name(const vctx *c, int k) {

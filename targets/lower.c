@@ -39,35 +39,19 @@ static void extern_writes(const mlc_expr *e, void *ud) {
 }
 
 /* Buffers stored to anywhere under s, nested blocks included. */
+static void node_stores(const mlc_stmt *s, void *ud) {
+  writes_ctx *w = ud;
+  MLC_VEC(const mlc_buffer *) *out = w->vec;
+  if (s->kind == MLC_STMT_EVALUATE) mlc_expr_visit(s->eval.value, extern_writes, w);
+  if (s->kind != MLC_STMT_STORE) return;
+  for (int i = 0; i < out->len; i++)
+    if (out->data[i] == s->store.buf) return;
+  MLC_VEC_APUSH(w->a, *out, s->store.buf);
+}
+
 static void stored_buffers(mlc_arena *a, const mlc_stmt *s, void *vec) {
-  MLC_VEC(const mlc_buffer *) *out = vec;
-  if (!s) return;
-  switch (s->kind) {
-  case MLC_STMT_FOR: stored_buffers(a, s->loop.body, vec); return;
-  case MLC_STMT_BLOCK_REALIZE:
-    stored_buffers(a, s->realize.block->init, vec);
-    stored_buffers(a, s->realize.block->body, vec);
-    return;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n; i++) stored_buffers(a, s->seq.stmts[i], vec);
-    return;
-  case MLC_STMT_STORE:
-    for (int i = 0; i < out->len; i++)
-      if (out->data[i] == s->store.buf) return;
-    MLC_VEC_APUSH(a, *out, s->store.buf);
-    return;
-  case MLC_STMT_IF:
-    stored_buffers(a, s->if_.then_s, vec);
-    stored_buffers(a, s->if_.else_s, vec);
-    return;
-  case MLC_STMT_ALLOCATE: stored_buffers(a, s->alloc.body, vec); return;
-  case MLC_STMT_EVALUATE: {
-    writes_ctx w = {a, vec};
-    mlc_expr_visit(s->eval.value, extern_writes, &w);
-    return;
-  }
-  }
-  mlc_unreachable();
+  writes_ctx w = {a, vec};
+  mlc_stmt_visit(s, node_stores, &w);
 }
 
 /* A reduction block accumulates into what it stores over every enclosing

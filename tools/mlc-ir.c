@@ -797,27 +797,12 @@ static void note_extern(const mlc_expr *e, void *ud) {
 }
 
 /* The T.call_extern names of a statement tree. */
-static void stmt_externs(const mlc_stmt *s, extern_names *x) {
-  if (!s) return;
-  switch (s->kind) {
-  case MLC_STMT_FOR: stmt_externs(s->loop.body, x); return;
-  case MLC_STMT_BLOCK_REALIZE:
-    stmt_externs(s->realize.block->init, x);
-    stmt_externs(s->realize.block->body, x);
-    return;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n; i++) stmt_externs(s->seq.stmts[i], x);
-    return;
-  case MLC_STMT_STORE: mlc_expr_visit(s->store.value, note_extern, x); return;
-  case MLC_STMT_IF:
-    stmt_externs(s->if_.then_s, x);
-    stmt_externs(s->if_.else_s, x);
-    return;
-  case MLC_STMT_ALLOCATE: stmt_externs(s->alloc.body, x); return;
-  case MLC_STMT_EVALUATE: mlc_expr_visit(s->eval.value, note_extern, x); return;
-  }
-  mlc_unreachable();
+static void node_externs(const mlc_stmt *s, void *x) {
+  if (s->kind == MLC_STMT_STORE) mlc_expr_visit(s->store.value, note_extern, x);
+  if (s->kind == MLC_STMT_EVALUATE) mlc_expr_visit(s->eval.value, note_extern, x);
 }
+
+static void stmt_externs(const mlc_stmt *s, extern_names *x) { mlc_stmt_visit(s, node_externs, x); }
 
 /* Each function the kernels call, looked up in the --extern shared
  * objects (kept open) and defined for the JIT. */

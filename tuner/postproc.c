@@ -36,26 +36,17 @@ static bool take_plan(mlc_sched *s, pvu_plan *p, mlc_error *err) {
 }
 
 /* The first block realize under st (program order), or NULL. */
+static bool is_realize(const mlc_stmt *st, void *ud) {
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  *(const mlc_block **)ud = st->realize.block;
+  return true;
+}
+
+/* The first block realize under st (program order), or NULL. */
 static const mlc_block *first_block(const mlc_stmt *st) {
-  if (!st) return NULL;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return first_block(st->loop.body);
-  case MLC_STMT_BLOCK_REALIZE: return st->realize.block;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) {
-      const mlc_block *b = first_block(st->seq.stmts[i]);
-      if (b) return b;
-    }
-    return NULL;
-  case MLC_STMT_IF: {
-    const mlc_block *b = first_block(st->if_.then_s);
-    return b ? b : first_block(st->if_.else_s);
-  }
-  case MLC_STMT_ALLOCATE: return first_block(st->alloc.body);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return NULL;
-  }
-  mlc_unreachable();
+  const mlc_block *b = NULL;
+  mlc_stmt_any(st, is_realize, &b);
+  return b;
 }
 
 /* Fuse loops [from, from + n) of the block's nest into one; *out is it. */
@@ -163,21 +154,13 @@ int tuner_parallel_choices(const mlc_prim_func *f, int64_t current, int64_t pref
 
 /* ---- vectorize ---------------------------------------------------------------- */
 
+static bool is_loop_or_block(const mlc_stmt *st, void *ud) {
+  MLC_UNUSED(ud);
+  return st->kind == MLC_STMT_FOR || st->kind == MLC_STMT_BLOCK_REALIZE;
+}
+
 static bool has_loop_or_block(const mlc_stmt *st) {
-  if (!st) return false;
-  switch (st->kind) {
-  case MLC_STMT_FOR:
-  case MLC_STMT_BLOCK_REALIZE: return true;
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (has_loop_or_block(st->seq.stmts[i])) return true;
-    return false;
-  case MLC_STMT_IF: return has_loop_or_block(st->if_.then_s) || has_loop_or_block(st->if_.else_s);
-  case MLC_STMT_ALLOCATE: return has_loop_or_block(st->alloc.body);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
-  }
-  mlc_unreachable();
+  return mlc_stmt_any(st, is_loop_or_block, NULL);
 }
 
 static bool is_leaf_block(const mlc_block *b) {

@@ -10,38 +10,31 @@
 #define ANN_COOP_FETCH "meta_schedule.cooperative_fetch"
 
 /* Names of the blocks carrying an annotation, in program order. */
+typedef struct ann_blocks {
+  const char *key;
+  mlc_arena *a;
+  const char ***names;
+  int *n, *cap;
+} ann_blocks;
+
+static void add_if_annotated(const mlc_stmt *st, void *ud) {
+  ann_blocks *c = ud;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return;
+  const mlc_block *b = st->realize.block;
+  if (!mlc_ann_find(b->n_anns, b->anns, c->key)) return;
+  if (*c->n == *c->cap) {
+    *c->cap = *c->cap ? 2 * *c->cap : 8;
+    const char **m = MLC_NEW_ARRAY(c->a, const char *, *c->cap);
+    if (*c->n) memcpy(m, *c->names, sizeof(*m) * (size_t)*c->n);
+    *c->names = m;
+  }
+  (*c->names)[(*c->n)++] = b->name;
+}
+
 static void blocks_with_ann(const mlc_stmt *st, const char *key, mlc_arena *a,
                             const char ***names, int *n, int *cap) {
-  if (!st) return;
-  switch (st->kind) {
-  case MLC_STMT_FOR: blocks_with_ann(st->loop.body, key, a, names, n, cap); return;
-  case MLC_STMT_BLOCK_REALIZE: {
-    const mlc_block *b = st->realize.block;
-    if (mlc_ann_find(b->n_anns, b->anns, key)) {
-      if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 8;
-        const char **m = MLC_NEW_ARRAY(a, const char *, *cap);
-        if (*n) memcpy(m, *names, sizeof(*m) * (size_t)*n);
-        *names = m;
-      }
-      (*names)[(*n)++] = b->name;
-    }
-    blocks_with_ann(b->init, key, a, names, n, cap);
-    blocks_with_ann(b->body, key, a, names, n, cap);
-    return;
-  }
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) blocks_with_ann(st->seq.stmts[i], key, a, names, n, cap);
-    return;
-  case MLC_STMT_IF:
-    blocks_with_ann(st->if_.then_s, key, a, names, n, cap);
-    blocks_with_ann(st->if_.else_s, key, a, names, n, cap);
-    return;
-  case MLC_STMT_ALLOCATE: blocks_with_ann(st->alloc.body, key, a, names, n, cap); return;
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return;
-  }
-  mlc_unreachable();
+  ann_blocks c = {key, a, names, n, cap};
+  mlc_stmt_visit(st, add_if_annotated, &c);
 }
 
 /* The copy block's own loops: the innermost chain of unbound loops that

@@ -104,25 +104,13 @@ static bool reads_output_of(const mlc_block *x, const mlc_block *b) {
   return false;
 }
 
+static bool consumes(const mlc_stmt *st, void *b) {
+  return st->kind == MLC_STMT_BLOCK_REALIZE && st->realize.block != b &&
+         reads_output_of(st->realize.block, b);
+}
+
 static bool has_consumer_rec(const mlc_stmt *st, const mlc_block *b) {
-  if (!st) return false;
-  switch (st->kind) {
-  case MLC_STMT_FOR: return has_consumer_rec(st->loop.body, b);
-  case MLC_STMT_BLOCK_REALIZE:
-    if (st->realize.block != b && reads_output_of(st->realize.block, b)) return true;
-    return has_consumer_rec(st->realize.block->init, b) ||
-           has_consumer_rec(st->realize.block->body, b);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (has_consumer_rec(st->seq.stmts[i], b)) return true;
-    return false;
-  case MLC_STMT_IF:
-    return has_consumer_rec(st->if_.then_s, b) || has_consumer_rec(st->if_.else_s, b);
-  case MLC_STMT_ALLOCATE: return has_consumer_rec(st->alloc.body, b);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
-  }
-  mlc_unreachable();
+  return mlc_stmt_any(st, consumes, (void *)b);
 }
 
 /* ---- rule: auto-inline ---------------------------------------------------------- */
