@@ -9,6 +9,8 @@
 #ifndef MLC_TEST_H
 #define MLC_TEST_H
 
+#include "base/base.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +43,20 @@ static inline void test_fail_(const char *file, int line, const char *fmt, ...) 
       test_fail_(__FILE__, __LINE__, "%s != %s (\"%.200s\" vs \"%.200s\")", #a, #b, \
                  a_ ? a_ : "(null)", b_ ? b_ : "(null)");                          \
   } while (0)
+
+/* A whole file, NUL-terminated (mlc_free it; *len may be NULL); NULL,
+ * with the current case failed and the reason, when it cannot be read. */
+static inline char *test_read_file(const char *path, size_t *len) {
+  mlc_error err = {{0}};
+  char *text = mlc_read_file(path, len, &err);
+  CHECK_MSG(text, "%s", err.msg);
+  return text;
+}
+
+/* qsort order of C strings (an array of char *). */
+static inline int test_cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Report one named case whose result was computed elsewhere. */
 static inline void test_report(const char *name, int ok, const char *why) {

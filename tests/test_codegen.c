@@ -141,10 +141,6 @@ static void test_tasks(void) {
 
 /* ---- hand-scheduled kernels --------------------------------------------------- */
 
-static int cmp_str(const void *x, const void *y) {
-  return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 /* Each "# expect-ir: TEXT" line of the file must appear in ir. */
 static bool check_expectations(const char *text, const char *ir, char *why, size_t n) {
   const char *tag = "# expect-ir: ";
@@ -205,7 +201,7 @@ static void test_kernels(void) {
     }
   }
   closedir(dir);
-  qsort(files.data, (size_t)files.len, sizeof(char *), cmp_str);
+  qsort(files.data, (size_t)files.len, sizeof(char *), test_cmp_str);
   if (files.len == 0) test_report("kernels", 0, "no tests/kernels/*.py");
   for (int i = 0; i < files.len; i++) {
     check_kernel_file(files.data[i]);

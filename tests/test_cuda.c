@@ -17,10 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int cmp_str(const void *x, const void *y) {
-  return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 /* ---- helpers --------------------------------------------------------------------- */
 
 static const char *ptxas_path(void) {
@@ -236,7 +232,7 @@ static void test_kernels(void) {
     }
   }
   closedir(dir);
-  qsort(files.data, (size_t)files.len, sizeof(char *), cmp_str);
+  qsort(files.data, (size_t)files.len, sizeof(char *), test_cmp_str);
   if (files.len < 5) test_report("kernels", 0, "expected the GPU kernels in tests/kernels/gpu");
   for (int i = 0; i < files.len; i++) {
     check_kernel_file(files.data[i]);

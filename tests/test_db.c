@@ -593,15 +593,10 @@ static void test_migrate_atomic(void) {
   mlc_free(v);
 }
 
-static char *slurp(const char *path, size_t *n) {
-  mlc_error e;
-  return mlc_read_file(path, n, &e);
-}
-
 /* What a refused database must keep: the file's bytes, or the server
  * database's tables and meta rows. */
 static char *snapshot(const char *p, size_t *n) {
-  if (!on_pg(p)) return slurp(p, n);
+  if (!on_pg(p)) return test_read_file(p, n);
   char *v = raw_text(p, "SELECT (SELECT count(*) FROM information_schema.tables WHERE"
                         " table_schema = current_schema()) || ':' || (SELECT"
                         " string_agg(key || '=' || value, ',' ORDER BY key) FROM meta)");
@@ -636,7 +631,7 @@ static void test_refuse(void) {
   CHECK(mlc_write_file(p, "hello, I am a text file\n", 24, &err));
   CHECK(mlc_db_open(p, MLC_DB_CREATE, &err) == NULL);
   CHECK(strstr(err.msg, "not an SQLite database") != NULL);
-  after = slurp(p, &n1);
+  after = test_read_file(p, &n1);
   CHECK(after && n1 == 24 && memcmp(after, "hello, I am a text file\n", 24) == 0);
   mlc_free(after);
   /* SQLite header, garbage pages: an error, not a crash. */
@@ -647,7 +642,7 @@ static void test_refuse(void) {
   CHECK(mlc_write_file(p, junk, sizeof junk, &err));
   CHECK(mlc_db_open(p, MLC_DB_CREATE, &err) == NULL);
   CHECK_MSG(strstr(err.msg, "corrupt.db") != NULL, "%s", err.msg);
-  after = slurp(p, &n1);
+  after = test_read_file(p, &n1);
   CHECK(after && n1 == sizeof junk && memcmp(after, junk, n1) == 0);
   mlc_free(after);
   /* A directory. */
@@ -879,7 +874,7 @@ static void test_export_import(void) {
   CHECK(mlc_db_export(db, NULL, f, &err) == 6);
   fclose(f);
   size_t len;
-  char *text = slurp(jl, &len);
+  char *text = test_read_file(jl, &len);
   int64_t added = 0, dup = 0;
   CHECK_MSG(mlc_db_import(db2, text, len, &added, &dup, &err), "%s", err.msg);
   CHECK(added == 6 && dup == 0);

@@ -585,10 +585,6 @@ static void test_root_block(void) {
 
 /* ---- golden files ----------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The first differing line of two texts, for a FAIL message. */
 static void first_diff(const char *got, const char *want, char *msg, size_t n) {
   int ln = 1;
@@ -702,7 +698,7 @@ static void run_golden(void) {
     if (n > 3 && strcmp(e->d_name + n - 3, ".py") == 0) MLC_VEC_PUSH(names, mlc_xstrdup(e->d_name));
   }
   closedir(d);
-  qsort(names.data, (size_t)names.len, sizeof(char *), cmp_str);
+  qsort(names.data, (size_t)names.len, sizeof(char *), test_cmp_str);
   if (names.len == 0) test_report("golden", 0, "no tests/golden/*.py files");
   for (int i = 0; i < names.len; i++) {
     golden_one(dir, names.data[i], update);

@@ -357,10 +357,6 @@ static const char *refusal_expected(const char *name) {
   return NULL;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int cmp_row(const void *a, const void *b) {
   return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op);
 }
@@ -397,7 +393,7 @@ static void run_dir(const char *data, const char *label, const char *filter, int
     names[n++] = mlc_xstrdup(e->d_name);
   }
   closedir(d);
-  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  qsort(names, (size_t)n, sizeof *names, test_cmp_str);
   for (int i = 0; i < n; i++) {
     char dir[1024], model[1100], op[64], why[1024] = "", name[400];
     snprintf(dir, sizeof dir, "%s/%s", data, names[i]);

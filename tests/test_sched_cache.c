@@ -257,12 +257,6 @@ static int cmp_names(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static char *read_text(const char *path) {
-  mlc_error e;
-  size_t n;
-  return mlc_read_file(path, &n, &e);
-}
-
 /* The JSON after "# trace: " on its own line, NULL if none. */
 static char *trace_line(const char *text) {
   const char *p = strstr(text, "# trace: ");
@@ -281,7 +275,7 @@ static void golden_case(const char *name) {
   snprintf(exp_path, sizeof exp_path, "%s/%.*s.expected", GOLDEN_DIR, (int)strlen(name) - 3, name);
   test_case_failed_ = 0;
   test_first_failure_[0] = 0;
-  char *text = read_text(path), *expected = read_text(exp_path);
+  char *text = test_read_file(path, NULL), *expected = test_read_file(exp_path, NULL);
   char *json = text ? trace_line(text) : NULL;
   mlc_prim_func *f = text ? parse_named(path, text) : NULL;
   CHECK_MSG(text && expected && json && f, "%s: missing input, expected file or trace line", name);

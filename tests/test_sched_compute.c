@@ -229,14 +229,6 @@ static void check_equivalent(const mlc_prim_func *f, const mlc_sched *s, uint64_
 
 /* ---- golden files ------------------------------------------------------------------------ */
 
-static char *slurp(const char *path) {
-  mlc_error e = {{0}};
-  size_t n;
-  char *t = mlc_read_file(path, &n, &e);
-  if (!t) fprintf(stderr, "%s\n", e.msg);
-  return t;
-}
-
 static int n_golden, n_compiled;
 
 /* Replay the file's trace on its function; compare with the expectation. */
@@ -247,7 +239,7 @@ static void golden(const char *name, const char *expected_path) {
   else snprintf(exp_path, sizeof exp_path, "%s", expected_path);
   /* An empty expected path: a numeric check only. */
   bool has_expected = !expected_path || expected_path[0];
-  char *in = slurp(path), *ex = has_expected ? slurp(exp_path) : mlc_xstrdup(HDR "@T.prim_func\ndef main():\n    T.evaluate(0)\n");
+  char *in = test_read_file(path, NULL), *ex = has_expected ? test_read_file(exp_path, NULL) : mlc_xstrdup(HDR "@T.prim_func\ndef main():\n    T.evaluate(0)\n");
   CHECK_MSG(in && ex, "%s: cannot read", name);
   if (!in || !ex) return;
   bool run = strstr(in, "no-run:") == NULL;
@@ -503,7 +495,7 @@ static const char *FACTORIZED_FMT =
  * threadIdx.x loop i_o, is refused by the cuda backend (the threads would
  * race on B[j]) rather than built wrong. */
 static void test_reverse_compute_at_factorized_cuda(void) {
-  char *in = slurp("tests/sched_golden/compute_reverse_at_factorized.py");
+  char *in = test_read_file("tests/sched_golden/compute_reverse_at_factorized.py", NULL);
   mlc_prim_func *f = in ? parse(in) : NULL;
   CHECK(f);
   if (f) {
@@ -645,7 +637,7 @@ static const char *TVM_AFFINE_LOAD_INLINED =
     "              (vj + vi * 128) % 8] = A[vi, vj] * T.float32(2)\n";
 
 static void test_reverse_inline_affine_load_as_tvm(void) {
-  char *in = slurp("tests/sched_golden/compute_reverse_inline_affine_load.py");
+  char *in = test_read_file("tests/sched_golden/compute_reverse_inline_affine_load.py", NULL);
   mlc_prim_func *f = in ? parse(in) : NULL, *tvm = parse(TVM_AFFINE_LOAD_INLINED);
   CHECK(f && tvm);
   if (f && tvm) {

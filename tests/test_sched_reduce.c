@@ -34,12 +34,6 @@ static mlc_prim_func *parse(const char *text) {
   return m->funcs[0];
 }
 
-static char *read_text(const char *path) {
-  mlc_error e;
-  size_t n;
-  return mlc_read_file(path, &n, &e);
-}
-
 static bool equals_text(const mlc_prim_func *got, const char *expected) {
   mlc_prim_func *want = parse(expected);
   if (!want) return false;
@@ -287,10 +281,10 @@ static void split2(mlc_sched *s, mlc_rv loop, int64_t inner, mlc_rv *out) {
 static bool golden_one(const char *name, char *why, size_t n) {
   char path[512];
   snprintf(path, sizeof path, "tests/sched_golden/%s", name);
-  char *src = read_text(path);
+  char *src = test_read_file(path, NULL);
   size_t len = strlen(path);
   snprintf(path + len - 3, sizeof path - len + 3, ".expected");
-  char *exp = read_text(path);
+  char *exp = test_read_file(path, NULL);
   bool ok = false;
   mlc_prim_func *f = src ? parse(src) : NULL;
   const char *tl = src ? strstr(src, "# trace: ") : NULL;
@@ -336,10 +330,6 @@ done:
   return ok;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static void run_golden(void) {
   DIR *d = opendir("tests/sched_golden");
   if (!d) {
@@ -355,7 +345,7 @@ static void run_golden(void) {
       names[nn++] = mlc_arena_strdup(TA, de->d_name);
   }
   closedir(d);
-  qsort(names, (size_t)nn, sizeof names[0], cmp_str);
+  qsort(names, (size_t)nn, sizeof names[0], test_cmp_str);
   for (int i = 0; i < nn; i++) {
     char why[512] = "", cname[128];
     bool ok = golden_one(names[i], why, sizeof why);
@@ -367,8 +357,8 @@ static void run_golden(void) {
 
 /* The blockized 1024 matmul is the notes' tmm-16x16 form up to names. */
 static void test_blockize_is_notes_form(void) {
-  char *src = read_text("tests/sched_golden/reduce_blockize_16x16.py");
-  char *notes = read_text("tests/golden/tmm_16x16.py");
+  char *src = test_read_file("tests/sched_golden/reduce_blockize_16x16.py", NULL);
+  char *notes = test_read_file("tests/golden/tmm_16x16.py", NULL);
   CHECK(src && notes);
   if (!src || !notes) return;
   mlc_prim_func *f = parse(src);
@@ -400,7 +390,7 @@ static void test_blockize_is_notes_form(void) {
 /* The notes' stochastic_schedule_mm, decision [32, 4]: the trace prints as
  * the notes print it (4.3). */
 static void test_notes_stochastic_trace(void) {
-  char *src = read_text("tests/sched_golden/reduce_decompose_notes.py");
+  char *src = test_read_file("tests/sched_golden/reduce_decompose_notes.py", NULL);
   CHECK(src);
   if (!src) return;
   mlc_sched *s = mlc_sched_new(parse(src), 1);
@@ -430,7 +420,7 @@ static void test_notes_stochastic_trace(void) {
               "  l6, l7 = sch.split(loop=l2, factors=[v4, v5], preserve_unit_iters=True)\n"
               "  sch.reorder(l1, l6, l3, l7)\n"
               "  b8 = sch.decompose_reduction(block=b0, loop=l3)\n");
-  char *exp = read_text("tests/sched_golden/reduce_decompose_notes.expected");
+  char *exp = test_read_file("tests/sched_golden/reduce_decompose_notes.expected", NULL);
   CHECK(exp && equals_text(mlc_sched_func(r), exp));
   mlc_str_free(&p);
   mlc_free(js), mlc_free(exp), mlc_free(src);
@@ -506,7 +496,7 @@ static char *notes_mm_ir(int64_t outer, int64_t inner) {
  * (another seed) reproduces the IR; replaying with each other decision
  * gives that other tiling; results equal the unscheduled matmul. */
 static void test_notes_stochastic_full(void) {
-  char *src = read_text("tests/sched_golden/reduce_decompose_notes.py");
+  char *src = test_read_file("tests/sched_golden/reduce_decompose_notes.py", NULL);
   CHECK(src);
   if (!src) return;
   mlc_prim_func *f = parse(src);

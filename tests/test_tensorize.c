@@ -38,15 +38,8 @@ static double tmm16_x(void *ud, int n, const mlc_extern_val *v) {
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static char *read_text(const char *path) {
-  mlc_error err;
-  char *t = mlc_read_file(path, NULL, &err);
-  CHECK_MSG(t, "%s", err.msg);
-  return t;
-}
-
 static mlc_prim_func *parse_file(mlc_arena *a, const char *path) {
-  char *text = read_text(path);
+  char *text = test_read_file(path, NULL);
   if (!text) return NULL;
   mlc_error err;
   mlc_module *m = mlc_parse_module(a, path, text, &err);
@@ -147,7 +140,7 @@ static void test_golden_notes(void) {
     CHECK_MSG(mlc_verify_func(mlc_sched_func(s), &err), "%s", err.msg);
     mlc_str got = {0};
     print_func(&got, mlc_sched_func(s));
-    char *want = read_text("tests/sched_golden/tensorize_tmm16.expected");
+    char *want = test_read_file("tests/sched_golden/tensorize_tmm16.expected", NULL);
     if (want) CHECK_STREQ(got.data, want);
     mlc_free(want);
     CHECK(strstr(got.data, "T.call_extern(\"int32\", \"tmm16\", T.access_ptr(C_global_accumulator[vi_o * 16:vi_o * 16 + 16, vj_o * 16:vj_o * 16 + 16], \"rw\")"));
@@ -189,7 +182,7 @@ static void test_trace_replay(void) {
       mlc_sched_free(r);
     }
     /* The example's stored trace is the same one. */
-    char *file = read_text("examples/tensorize/tmm16_trace.json");
+    char *file = test_read_file("examples/tensorize/tmm16_trace.json", NULL);
     mlc_trace *ft = file ? mlc_trace_from_json(a, file, strlen(file), &err) : NULL;
     CHECK_MSG(ft, "%s", err.msg);
     if (ft) {
@@ -404,7 +397,7 @@ static void test_loop(void) { check_loop_tensorize("tmm16"); }
 
 /* examples/tensorize/tmm16.py under another name, added from TVMScript. */
 static void test_user_intrin(void) {
-  char *text = read_text("examples/tensorize/tmm16.py");
+  char *text = test_read_file("examples/tensorize/tmm16.py", NULL);
   if (!text) return;
   for (char *p = text; (p = strstr(p, "tmm16_")) != NULL; p += 6) memcpy(p, "mytmm_", 6);
   mlc_error err;
@@ -488,7 +481,7 @@ static void test_refuse_shape(void) {
 }
 
 static char *variant(const char *from, const char *to) {
-  char *text = read_text("examples/tensorize/matmul.py");
+  char *text = test_read_file("examples/tensorize/matmul.py", NULL);
   if (!text) return NULL;
   char *at = strstr(text, from);
   CHECK_MSG(at, "no %s in matmul.py", from);

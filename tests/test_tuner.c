@@ -1388,12 +1388,6 @@ static void test_loop_ends(void) {
 
 /* ---- figures ----------------------------------------------------------------------- */
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Samples/s and mutations/s on matmul 1024^3 (the IR does not grow with
  * the shape), and one default round (population 512, 4 generations). */
 static void test_throughput(void) {
@@ -1409,18 +1403,18 @@ static void test_throughput(void) {
   enum { N = 120 };
   mlc_sched *c[N];
   int ns = 0, nm = 0;
-  double t0 = now();
+  double t0 = mlc_now_sec();
   for (int k = 0; k < N; k++) {
     c[k] = mlc_tuner_space_sample(sp, k % mlc_tuner_space_count(sp), (uint64_t)k, &e);
     ns += c[k] != NULL;
   }
-  double t1 = now();
+  double t1 = mlc_now_sec();
   for (int k = 0; k < N; k++) {
     mlc_sched *m = c[k] ? mlc_tuner_mutate(f, c[k], -1, &rng, &o, &e) : NULL;
     nm += m != NULL;
     mlc_sched_free(m);
   }
-  double t2 = now();
+  double t2 = mlc_now_sec();
   for (int k = 0; k < N; k++) mlc_sched_free(c[k]);
   CHECK(ns == N && nm > N * 3 / 4);
   printf("# tuner: matmul 1024^3, %d sketches: %.0f samples/s, %.0f mutations/s (one thread)\n",
@@ -1431,9 +1425,9 @@ static void test_throughput(void) {
 #endif
   mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
   mlc_tuner_cand *b;
-  t0 = now();
+  t0 = mlc_now_sec();
   int n = mlc_tuner_search_next_batch(s, 64, &b, &e);
-  t1 = now();
+  t1 = mlc_now_sec();
   mlc_tuner_stats st;
   mlc_tuner_search_stats_get(s, &st);
   CHECK(n == 64);
