@@ -41,12 +41,12 @@
 /* ---- ops ----------------------------------------------------------------- */
 
 typedef enum mlc_gop {
-#define MLC_GOP(id, name, script, min_in, max_in, cls) MLC_GOP_##id,
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) MLC_GOP_##id,
 #include "graph/ops.def"
 } mlc_gop;
 /* Counted outside the enum so switches need no default. */
 enum { MLC_GOP_COUNT = 0
-#define MLC_GOP(id, name, script, min_in, max_in, cls) +1
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) +1
 #include "graph/ops.def"
 };
 
@@ -54,6 +54,8 @@ typedef enum mlc_gop_class { MLC_GOP_ELEMWISE, MLC_GOP_ANCHOR, MLC_GOP_INJECTIVE
 
 const char *mlc_gop_name(mlc_gop op);   /* "matmul" (JSON) */
 const char *mlc_gop_script(mlc_gop op); /* "R.matmul" (printed) */
+/* The attribute keys a JSON node of op may carry, " key key " (ops.def). */
+const char *mlc_gop_keys(mlc_gop op);
 /* Inputs an op takes: at least mlc_gop_n_inputs (the required ones), at
  * most mlc_gop_max_inputs (-1: any number, concat); optional inputs come
  * last (conv2d's bias). */

@@ -222,91 +222,13 @@ typedef struct node {
   int state;     /* topological sort: 0 new, 1 on the stack, 2 done */
 } node;
 
-/* The attribute keys a node of op may carry, " key key " (check_keys). */
-static const char *op_keys(mlc_gop op) {
-  switch (op) {
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV3D: return " stride padding strides pads dilations groups ";
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_CONV_TRANSPOSE3D: return " strides pads dilations groups output_padding ";
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_MAX_POOL3D: return " pool_size stride padding kernel strides pads dilations ceil_mode ";
-  case MLC_GOP_LAYERNORM: return " eps axis ";
-  case MLC_GOP_CONCAT: return " axis ";
-  case MLC_GOP_SLICE: return " axes starts ends steps ";
-  case MLC_GOP_PAD: return " pad_before pad_after pad_value ";
-  case MLC_GOP_GATHER:
-  case MLC_GOP_FLATTEN: return " axis ";
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_AVG_POOL3D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_UNPACK_NCHWC: return " ";
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD: return " axes keepdims ";
-  case MLC_GOP_BATCH_NORM: return " eps ";
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-  case MLC_GOP_HARDMAX: return " axis ";
-  case MLC_GOP_TRANSPOSE: return " axes ";
-  case MLC_GOP_RESHAPE: return " shape ";
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_THRESHOLDED_RELU: return " alpha ";
-  case MLC_GOP_SHRINK: return " lambd bias ";
-  case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
-  case MLC_GOP_CLIP: return " min max ";
-  case MLC_GOP_POWER: return " exponent ";
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU: return " k ";
-  case MLC_GOP_CUMSUM: return " axis exclusive reverse ";
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_EWISE_FMA:
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_LOG: return " ";
-  }
-  mlc_unreachable();
-}
-
 static bool check_attr_keys(loader *L, const node *nd, const char *ctx) {
   static const char *const node_keys = " name op inputs ";
   const mlc_json *o = nd->json;
   for (int i = 0; i < o->len; i++) {
     char pat[80];
     snprintf(pat, sizeof pat, " %s ", o->keys[i]);
-    if (!strstr(node_keys, pat) && !strstr(op_keys(nd->op), pat))
+    if (!strstr(node_keys, pat) && !strstr(mlc_gop_keys(nd->op), pat))
       return lfail(L, "%s: %s takes no attribute \"%s\"", ctx, mlc_gop_name(nd->op), o->keys[i]);
   }
   return true;
