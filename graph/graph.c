@@ -2,7 +2,9 @@
 #include "graph/graph_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- op table ------------------------------------------------------------ */
@@ -109,26 +111,82 @@ bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err) {
 
 /* ---- types ------------------------------------------------------------------ */
 
+/* ---- attributes ------------------------------------------------------------- */
+
+const mlc_gattr mlc_gattr_table[] = {
+#define MLC_GATTR(field, key, kind, def) {key, MLC_GATTR_##kind, offsetof(mlc_gattrs, field)},
+#define MLC_GATTR_ALIAS(key, field, kind) {key, MLC_GATTR_##kind, offsetof(mlc_gattrs, field)},
+#include "graph/attrs.def"
+};
+const int mlc_gattr_count = (int)(sizeof mlc_gattr_table / sizeof mlc_gattr_table[0]);
+
+/* An alias's kind must fit its field. */
+#define MLC_GATTR_ALIAS(key, field, kind)                                                      \
+  _Static_assert(sizeof(((mlc_gattrs *)0)->field) == sizeof(MLC_GATTR_TYPE_##kind), key);
+#include "graph/attrs.def"
+
+const mlc_gattr *mlc_gattr_find(const char *key) {
+  for (int i = 0; i < mlc_gattr_count; i++)
+    if (strcmp(mlc_gattr_table[i].key, key) == 0) return &mlc_gattr_table[i];
+  return NULL;
+}
+
+bool mlc_gop_key_next(const char **p, char *key, char *def, size_t n) {
+  const char *s = *p;
+  while (*s == ' ') s++;
+  if (!*s) return false;
+  size_t k = strcspn(s, " ="), d = 0;
+  snprintf(key, n, "%.*s", (int)k, s);
+  s += k;
+  if (*s == '=') {
+    d = strcspn(++s, " ");
+    snprintf(def, n, "%.*s", (int)d, s);
+    s += d;
+  } else {
+    def[0] = '\0';
+  }
+  *p = s;
+  return true;
+}
+
+bool mlc_gop_has_key(mlc_gop op, const char *key) {
+  const char *p = ops[op].keys;
+  char k[32], def[32];
+  while (mlc_gop_key_next(&p, k, def, sizeof k))
+    if (strcmp(k, key) == 0) return true;
+  return false;
+}
+
 void mlc_gattrs_default(mlc_gattrs *a) {
   memset(a, 0, sizeof *a);
   for (int i = 0; i < MLC_GRAPH_MAX_WINDOW; i++) a->kernel[i] = 2, a->strides[i] = a->dilations[i] = 1;
   a->groups = 1;
-  a->axis = -1;
-  a->keepdims = true;
-  a->eps = 1e-5;
-  a->alpha = 0.01;
-  a->lo = -INFINITY;
-  a->hi = INFINITY;
-  a->exponent = 1;
+#define MLC_GATTR(field, key, kind, def) a->field = def;
+#include "graph/attrs.def"
+}
+
+/* Sets attribute g of a from the text of an ops.def default. */
+static void set_default(mlc_gattrs *a, const mlc_gattr *g, const char *text) {
+  switch (g->kind) {
+  case MLC_GATTR_NUMBER:
+  case MLC_GATTR_POSITIVE: MLC_GATTR_REF(a, g, double) = strtod(text, NULL); return;
+  case MLC_GATTR_AXIS:
+  case MLC_GATTR_INT: MLC_GATTR_REF(a, g, int64_t) = strtoll(text, NULL, 10); return;
+  case MLC_GATTR_BOOL: MLC_GATTR_REF(a, g, bool) = strcmp(text, "true") == 0; return;
+  }
+  mlc_unreachable();
 }
 
 void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
   mlc_gattrs_default(a);
-  if (op == MLC_GOP_HARD_SIGMOID) a->alpha = 0.2, a->beta = 0.5;
-  if (op == MLC_GOP_FLATTEN) a->axis = 1;
-  if (op == MLC_GOP_GATHER) a->axis = 0;
-  if (op == MLC_GOP_THRESHOLDED_RELU) a->alpha = 1;
-  if (op == MLC_GOP_SHRINK) a->alpha = 0.5, a->beta = 0;
+  const char *p = ops[op].keys;
+  char key[32], def[32];
+  while (mlc_gop_key_next(&p, key, def, sizeof key)) {
+    if (!def[0]) continue;
+    const mlc_gattr *g = mlc_gattr_find(key);
+    MLC_ASSERT(g);
+    set_default(a, g, def);
+  }
 }
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {

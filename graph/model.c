@@ -228,7 +228,7 @@ static bool check_attr_keys(loader *L, const node *nd, const char *ctx) {
   for (int i = 0; i < o->len; i++) {
     char pat[80];
     snprintf(pat, sizeof pat, " %s ", o->keys[i]);
-    if (!strstr(node_keys, pat) && !strstr(mlc_gop_keys(nd->op), pat))
+    if (!strstr(node_keys, pat) && !mlc_gop_has_key(nd->op, o->keys[i]))
       return lfail(L, "%s: %s takes no attribute \"%s\"", ctx, mlc_gop_name(nd->op), o->keys[i]);
   }
   return true;
@@ -316,6 +316,36 @@ static bool read_window_attrs(loader *L, const char *ctx, mlc_gop op, const mlc_
          get_bool(L, ctx, o, "count_include_pad", &a->count_include_pad);
 }
 
+/* A scalar attribute (attrs.def) when the node carries its key. */
+static bool read_scalar(loader *L, const char *ctx, const mlc_json *o, const mlc_gattr *g,
+                        mlc_gattrs *a) {
+  const mlc_json *v = mlc_json_get(o, g->key);
+  if (!v) return true;
+  const int64_t big = INT64_C(1) << 40;
+  switch (g->kind) {
+  case MLC_GATTR_NUMBER: return get_number(L, ctx, o, g->key, &MLC_GATTR_REF(a, g, double));
+  case MLC_GATTR_POSITIVE:
+    if (v->kind != MLC_JSON_NUMBER || !(v->number > 0))
+      return lfail(L, "%s: \"%s\" must be a positive number", ctx, g->key);
+    MLC_GATTR_REF(a, g, double) = v->number;
+    return true;
+  case MLC_GATTR_AXIS:
+    if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < -MLC_GRAPH_MAX_DIMS ||
+        v->integer >= MLC_GRAPH_MAX_DIMS)
+      return lfail(L, "%s: \"%s\" must be an integer in [-%d, %d)", ctx, g->key,
+                   MLC_GRAPH_MAX_DIMS, MLC_GRAPH_MAX_DIMS);
+    MLC_GATTR_REF(a, g, int64_t) = v->integer;
+    return true;
+  case MLC_GATTR_INT:
+    if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < -big || v->integer > big)
+      return lfail(L, "%s: \"%s\" must be an integer in [-2^40, 2^40]", ctx, g->key);
+    MLC_GATTR_REF(a, g, int64_t) = v->integer;
+    return true;
+  case MLC_GATTR_BOOL: return get_bool(L, ctx, o, g->key, &MLC_GATTR_REF(a, g, bool));
+  }
+  mlc_unreachable();
+}
+
 static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 static bool read_pad(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 
@@ -326,36 +356,13 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   if (!check_attr_keys(L, nd, ctx)) return false;
   mlc_gattrs_init(nd->op, a);
   if (!read_window_attrs(L, ctx, nd->op, o, a)) return false;
-  const mlc_json *eps = mlc_json_get(o, "eps");
-  if (eps) {
-    if (eps->kind != MLC_JSON_NUMBER || !(eps->number > 0))
-      return lfail(L, "%s: \"eps\" must be a positive number", ctx);
-    a->eps = eps->number;
-  }
-  if (!get_number(L, ctx, o, "alpha", &a->alpha) || !get_number(L, ctx, o, "beta", &a->beta) ||
-      !get_number(L, ctx, o, "min", &a->lo) || !get_number(L, ctx, o, "max", &a->hi) ||
-      !get_number(L, ctx, o, "exponent", &a->exponent) ||
-      !get_number(L, ctx, o, "lambd", &a->alpha) || !get_number(L, ctx, o, "bias", &a->beta))
-    return false;
-  const mlc_json *ax = mlc_json_get(o, "axis");
-  if (ax && (ax->kind != MLC_JSON_NUMBER || !ax->is_integer || ax->integer < -MLC_GRAPH_MAX_DIMS ||
-             ax->integer >= MLC_GRAPH_MAX_DIMS))
-    return lfail(L, "%s: \"axis\" must be an integer in [-%d, %d)", ctx, MLC_GRAPH_MAX_DIMS,
-                 MLC_GRAPH_MAX_DIMS);
-  if (ax) a->axis = ax->integer;
   const mlc_json *axes = mlc_json_get(o, "axes"), *shape = mlc_json_get(o, "shape");
   if (axes && !get_ints(L, ctx, axes, nd->op == MLC_GOP_TRANSPOSE ? 0 : -MLC_GRAPH_MAX_DIMS,
                        &a->n_ints, a->ints))
     return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
-  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims) ||
-      !get_bool(L, ctx, o, "exclusive", &a->exclusive) || !get_bool(L, ctx, o, "reverse", &a->reverse))
-    return false;
-  const mlc_json *k = mlc_json_get(o, "k");
-  if (k && (k->kind != MLC_JSON_NUMBER || !k->is_integer || k->integer < -(INT64_C(1) << 40) ||
-            k->integer > (INT64_C(1) << 40)))
-    return lfail(L, "%s: \"k\" must be an integer in [-2^40, 2^40]", ctx);
-  if (k) a->k = k->integer;
+  for (int i = 0; i < mlc_gattr_count; i++)
+    if (!read_scalar(L, ctx, o, &mlc_gattr_table[i], a)) return false;
   if (nd->op == MLC_GOP_PAD) return read_pad(L, ctx, o, a);
   return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
 }

@@ -138,43 +138,25 @@ static void put_reduce(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
   mlc_str_printf(out, ", keepdims=%s", a->keepdims ? "True" : "False");
 }
 
-static void put_alpha(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  put_double(out, "alpha", a->alpha);
-}
-
-static void put_shrink(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  put_double(out, "lambd", a->alpha);
-  put_double(out, "bias", a->beta);
-}
-
-static void put_hard_sigmoid(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  put_double(out, "alpha", a->alpha);
-  put_double(out, "beta", a->beta);
-}
-
-static void put_clip(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  put_double(out, "min", a->lo);
-  put_double(out, "max", a->hi);
-}
-
-static void put_exponent(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  put_double(out, "exponent", a->exponent);
-}
-
-static void put_k(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  mlc_str_printf(out, ", k=%lld", (long long)a->k);
-}
-
-static void put_cumsum(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
-  (void)op;
-  mlc_str_printf(out, ", axis=%lld, exclusive=%s, reverse=%s", (long long)a->axis,
-                 a->exclusive ? "True" : "False", a->reverse ? "True" : "False");
+/* ", key=value" for each of the op's keys (scalar attributes, attrs.def). */
+static void put_keys(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  const char *p = mlc_gop_keys(op);
+  char key[32], def[32];
+  while (mlc_gop_key_next(&p, key, def, sizeof key)) {
+    const mlc_gattr *g = mlc_gattr_find(key);
+    MLC_ASSERT(g);
+    switch (g->kind) {
+    case MLC_GATTR_NUMBER:
+    case MLC_GATTR_POSITIVE: put_double(out, key, MLC_GATTR_GET(a, g, double)); break;
+    case MLC_GATTR_AXIS:
+    case MLC_GATTR_INT:
+      mlc_str_printf(out, ", %s=%lld", key, (long long)MLC_GATTR_GET(a, g, int64_t));
+      break;
+    case MLC_GATTR_BOOL:
+      mlc_str_printf(out, ", %s=%s", key, MLC_GATTR_GET(a, g, bool) ? "True" : "False");
+      break;
+    }
+  }
 }
 
 static attr_printer *const attr_printers[] = {
