@@ -2,25 +2,29 @@
 #include "graph/graph_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- op table ------------------------------------------------------------ */
 
 typedef struct op_info {
-  const char *name, *script;
+  const char *name, *script, *keys;
   int min_in, max_in;
   mlc_gop_class cls;
 } op_info;
 
 static const op_info ops[] = {
-#define MLC_GOP(id, name, script, min_in, max_in, cls) {name, script, min_in, max_in, MLC_GOP_##cls},
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+  {name, script, keys, min_in, max_in, MLC_GOP_##cls},
 #include "graph/ops.def"
 };
 _Static_assert(sizeof(ops) / sizeof(ops[0]) == MLC_GOP_COUNT, "op table out of date");
 
 const char *mlc_gop_name(mlc_gop op) { return ops[op].name; }
 const char *mlc_gop_script(mlc_gop op) { return ops[op].script; }
+const char *mlc_gop_keys(mlc_gop op) { return ops[op].keys; }
 int mlc_gop_n_inputs(mlc_gop op) { return ops[op].min_in; }
 int mlc_gop_max_inputs(mlc_gop op) { return ops[op].max_in; }
 mlc_gop_class mlc_gop_class_of(mlc_gop op) { return ops[op].cls; }
@@ -107,26 +111,82 @@ bool mlc_gop_arity_error(mlc_gop op, int n, mlc_error *err) {
 
 /* ---- types ------------------------------------------------------------------ */
 
+/* ---- attributes ------------------------------------------------------------- */
+
+const mlc_gattr mlc_gattr_table[] = {
+#define MLC_GATTR(field, key, kind, def) {key, MLC_GATTR_##kind, offsetof(mlc_gattrs, field)},
+#define MLC_GATTR_ALIAS(key, field, kind) {key, MLC_GATTR_##kind, offsetof(mlc_gattrs, field)},
+#include "graph/attrs.def"
+};
+const int mlc_gattr_count = (int)(sizeof mlc_gattr_table / sizeof mlc_gattr_table[0]);
+
+/* An alias's kind must fit its field. */
+#define MLC_GATTR_ALIAS(key, field, kind)                                                      \
+  _Static_assert(sizeof(((mlc_gattrs *)0)->field) == sizeof(MLC_GATTR_TYPE_##kind), key);
+#include "graph/attrs.def"
+
+const mlc_gattr *mlc_gattr_find(const char *key) {
+  for (int i = 0; i < mlc_gattr_count; i++)
+    if (strcmp(mlc_gattr_table[i].key, key) == 0) return &mlc_gattr_table[i];
+  return NULL;
+}
+
+bool mlc_gop_key_next(const char **p, char *key, char *def, size_t n) {
+  const char *s = *p;
+  while (*s == ' ') s++;
+  if (!*s) return false;
+  size_t k = strcspn(s, " ="), d = 0;
+  snprintf(key, n, "%.*s", (int)k, s);
+  s += k;
+  if (*s == '=') {
+    d = strcspn(++s, " ");
+    snprintf(def, n, "%.*s", (int)d, s);
+    s += d;
+  } else {
+    def[0] = '\0';
+  }
+  *p = s;
+  return true;
+}
+
+bool mlc_gop_has_key(mlc_gop op, const char *key) {
+  const char *p = ops[op].keys;
+  char k[32], def[32];
+  while (mlc_gop_key_next(&p, k, def, sizeof k))
+    if (strcmp(k, key) == 0) return true;
+  return false;
+}
+
 void mlc_gattrs_default(mlc_gattrs *a) {
   memset(a, 0, sizeof *a);
   for (int i = 0; i < MLC_GRAPH_MAX_WINDOW; i++) a->kernel[i] = 2, a->strides[i] = a->dilations[i] = 1;
   a->groups = 1;
-  a->axis = -1;
-  a->keepdims = true;
-  a->eps = 1e-5;
-  a->alpha = 0.01;
-  a->lo = -INFINITY;
-  a->hi = INFINITY;
-  a->exponent = 1;
+#define MLC_GATTR(field, key, kind, def) a->field = def;
+#include "graph/attrs.def"
+}
+
+/* Sets attribute g of a from the text of an ops.def default. */
+static void set_default(mlc_gattrs *a, const mlc_gattr *g, const char *text) {
+  switch (g->kind) {
+  case MLC_GATTR_NUMBER:
+  case MLC_GATTR_POSITIVE: MLC_GATTR_REF(a, g, double) = strtod(text, NULL); return;
+  case MLC_GATTR_AXIS:
+  case MLC_GATTR_INT: MLC_GATTR_REF(a, g, int64_t) = strtoll(text, NULL, 10); return;
+  case MLC_GATTR_BOOL: MLC_GATTR_REF(a, g, bool) = strcmp(text, "true") == 0; return;
+  }
+  mlc_unreachable();
 }
 
 void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a) {
   mlc_gattrs_default(a);
-  if (op == MLC_GOP_HARD_SIGMOID) a->alpha = 0.2, a->beta = 0.5;
-  if (op == MLC_GOP_FLATTEN) a->axis = 1;
-  if (op == MLC_GOP_GATHER) a->axis = 0;
-  if (op == MLC_GOP_THRESHOLDED_RELU) a->alpha = 1;
-  if (op == MLC_GOP_SHRINK) a->alpha = 0.5, a->beta = 0;
+  const char *p = ops[op].keys;
+  char key[32], def[32];
+  while (mlc_gop_key_next(&p, key, def, sizeof key)) {
+    if (!def[0]) continue;
+    const mlc_gattr *g = mlc_gattr_find(key);
+    MLC_ASSERT(g);
+    set_default(a, g, def);
+  }
 }
 
 int64_t mlc_gtype_numel(const mlc_gtype *t) {
@@ -433,6 +493,208 @@ static bool infer_dense(int n, const mlc_gtype *a, mlc_gtype *out, mlc_error *er
   return true;
 }
 
+/* ---- shape rules (ops.def's shape column) ------------------------------------ */
+
+typedef bool shape_rule(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_gtype *out, mlc_error *err);
+
+static bool shape_matmul(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)at, (void)n;
+  return infer_matmul(a, out, err);
+}
+
+static bool shape_dense(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)at;
+  return infer_dense(n, a, out, err);
+}
+
+static bool shape_broadcast(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                            mlc_gtype *out, mlc_error *err) {
+  (void)at;
+  return broadcast(op, n, a, out, err);
+}
+
+/* The operand's type (a unary pointwise op). */
+static bool shape_same(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)at, (void)n, (void)err;
+  *out = a[0];
+  return true;
+}
+
+/* A unary pointwise op with scalar attributes (alpha, beta, exponent). */
+static bool shape_scalars(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                          mlc_gtype *out, mlc_error *err) {
+  if (!isfinite(at->exponent) || !isfinite(at->alpha) || !isfinite(at->beta))
+    return mlc_error_set(err, "%s: attributes must be finite numbers", mlc_gop_name(op));
+  return shape_same(op, at, n, a, out, err);
+}
+
+static bool shape_clip(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_gtype *out, mlc_error *err) {
+  if (isnan(at->lo) || isnan(at->hi) || at->lo > at->hi)
+    return mlc_error_set(err, "clip: min %g is above max %g", at->lo, at->hi);
+  return shape_same(op, at, n, a, out, err);
+}
+
+/* The operand's type, along at->axis (softmax, cumsum, hardmax). */
+static bool shape_axis(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_gtype *out, mlc_error *err) {
+  if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
+    return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
+                         mlc_gop_name(op), (long long)at->axis, a[0].ndim);
+  return shape_same(op, at, n, a, out, err);
+}
+
+static bool shape_layernorm(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                            mlc_gtype *out, mlc_error *err) {
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "layernorm: axis %lld is out of range for a %d-d operand 0",
+                         (long long)at->axis, a[0].ndim);
+  for (int i = 1; i < n; i++) {
+    bool ok = a[i].ndim == a[0].ndim - ax;
+    for (int d = 0; ok && d < a[i].ndim; d++) ok = a[i].shape[d] == a[0].shape[ax + d];
+    if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's normalized (trailing) dims");
+  }
+  if (!(at->eps > 0)) return mlc_error_set(err, "layernorm: eps must be positive");
+  *out = a[0];
+  return true;
+}
+
+static bool shape_batch_norm(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                             mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "[N, C, ...] (at least 2 dims)");
+  for (int i = 1; i < 5; i++)
+    if (a[i].ndim != 1 || a[i].shape[0] != a[0].shape[1])
+      return fail_shape(err, op, i, &a[i], "[C] (operand 0's channels)");
+  if (!(at->eps > 0)) return mlc_error_set(err, "batch_norm: eps must be positive");
+  *out = a[0];
+  return true;
+}
+
+static bool shape_window(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  return infer_window(op, at, n, a, out, err);
+}
+
+static bool shape_concat(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "concat: axis %lld is out of range for a %d-d operand 0",
+                         (long long)at->axis, a[0].ndim);
+  *out = a[0];
+  for (int i = 1; i < n; i++) {
+    bool ok = a[i].ndim == a[0].ndim;
+    for (int d = 0; ok && d < a[0].ndim; d++) ok = d == ax || a[i].shape[d] == a[0].shape[d];
+    if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's shape but along the axis");
+    out->shape[ax] += a[i].shape[ax];
+  }
+  return true;
+}
+
+static bool shape_slice(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  bool seen[MLC_GRAPH_MAX_DIMS] = {0};
+  *out = a[0];
+  for (int i = 0; i < at->n_ints; i++) {
+    int d = mlc_gop_axis(at->ints[i], a[0].ndim);
+    if (d < 0 || seen[d])
+      return mlc_error_set(err, "slice: axis %lld is out of range or repeated for a %d-d operand 0",
+                           (long long)at->ints[i], a[0].ndim);
+    seen[d] = true;
+  }
+  for (int d = 0; d < a[0].ndim; d++) {
+    int64_t b, s;
+    if (!mlc_gop_slice_axis(at, &a[0], d, &b, &s, &out->shape[d]))
+      return mlc_error_set(err, "slice: a step is 0");
+    if (out->shape[d] < 1) return fail_shape(err, op, 0, &a[0], "a slice with at least one element");
+  }
+  return true;
+}
+
+static bool shape_unpack_nchwc(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                               mlc_gtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (a[0].ndim != 5) return fail_shape(err, op, 0, &a[0], "5 dims (NCHWc)");
+  *out = a[0];
+  out->ndim = 4;
+  out->shape[1] *= a[0].shape[4];
+  out->shape[4] = 0;
+  return true;
+}
+
+/* global_avg_pool2d: NCHW to [N, C, 1, 1]. */
+static bool shape_global_pool(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                              mlc_gtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (a[0].ndim != 4) return fail_shape(err, op, 0, &a[0], "4 dims (NCHW)");
+  *out = a[0];
+  out->shape[2] = out->shape[3] = 1;
+  return true;
+}
+
+static bool shape_reduce(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  bool red[MLC_GRAPH_MAX_DIMS];
+  if (!mlc_gop_reduced_axes(op, at, a[0].ndim, red, err)) return false;
+  for (int d = 0; d < a[0].ndim; d++)
+    if (!red[d]) out->shape[out->ndim++] = a[0].shape[d];
+    else if (at->keepdims) out->shape[out->ndim++] = 1;
+  return true;
+}
+
+/* The operand's type, at least 2-d (tril, triu). */
+static bool shape_matrix(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "at least 2 dims");
+  return shape_same(op, at, n, a, out, err);
+}
+
+static bool shape_reshape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                          mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)n;
+  return infer_reshape(at, &a[0], out, err);
+}
+
+static bool shape_flatten(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                          mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)n;
+  return infer_flatten(at, &a[0], out, err);
+}
+
+static bool shape_pad(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)n;
+  return infer_pad(at, &a[0], out, err);
+}
+
+static bool shape_gather(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)n;
+  return infer_gather(at, a, out, err);
+}
+
+static bool shape_transpose(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                            mlc_gtype *out, mlc_error *err) {
+  (void)op, (void)n;
+  return infer_transpose(at, &a[0], out, err);
+}
+
+static shape_rule *const shape_rules[] = {
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+  [MLC_GOP_##id] = shape_##shape,
+#include "graph/ops.def"
+};
+_Static_assert(sizeof(shape_rules) / sizeof(shape_rules[0]) == MLC_GOP_COUNT,
+               "shape rule table out of date");
+
 static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                         mlc_gtype *out, mlc_error *err) {
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
@@ -442,168 +704,7 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
                            mlc_gop_name(op), i, mlc_dtype_name(a[i].dtype));
   memset(out, 0, sizeof *out);
   out->dtype = MLC_FLOAT32;
-  switch (op) {
-  case MLC_GOP_MATMUL: return infer_matmul(a, out, err);
-  case MLC_GOP_DENSE: return infer_dense(n, a, out, err);
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_EWISE_FMA: return broadcast(op, n, a, out, err);
-  case MLC_GOP_CLIP:
-    if (isnan(at->lo) || isnan(at->hi) || at->lo > at->hi)
-      return mlc_error_set(err, "clip: min %g is above max %g", at->lo, at->hi);
-    *out = a[0];
-    return true;
-  case MLC_GOP_POWER:
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_HARD_SIGMOID:
-  case MLC_GOP_THRESHOLDED_RELU:
-  case MLC_GOP_SHRINK:
-    if (!isfinite(at->exponent) || !isfinite(at->alpha) || !isfinite(at->beta))
-      return mlc_error_set(err, "%s: attributes must be finite numbers", mlc_gop_name(op));
-    *out = a[0];
-    return true;
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_LOG: *out = a[0]; return true;
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-  case MLC_GOP_HARDMAX:
-    if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
-      return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
-                           mlc_gop_name(op), (long long)at->axis, a[0].ndim);
-    *out = a[0];
-    return true;
-  case MLC_GOP_LAYERNORM: {
-    int ax = mlc_gop_axis(at->axis, a[0].ndim);
-    if (ax < 0)
-      return mlc_error_set(err, "layernorm: axis %lld is out of range for a %d-d operand 0",
-                           (long long)at->axis, a[0].ndim);
-    for (int i = 1; i < n; i++) {
-      bool ok = a[i].ndim == a[0].ndim - ax;
-      for (int d = 0; ok && d < a[i].ndim; d++) ok = a[i].shape[d] == a[0].shape[ax + d];
-      if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's normalized (trailing) dims");
-    }
-    if (!(at->eps > 0)) return mlc_error_set(err, "layernorm: eps must be positive");
-    *out = a[0];
-    return true;
-  }
-  case MLC_GOP_BATCH_NORM:
-    if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "[N, C, ...] (at least 2 dims)");
-    for (int i = 1; i < 5; i++)
-      if (a[i].ndim != 1 || a[i].shape[0] != a[0].shape[1])
-        return fail_shape(err, op, i, &a[i], "[C] (operand 0's channels)");
-    if (!(at->eps > 0)) return mlc_error_set(err, "batch_norm: eps must be positive");
-    *out = a[0];
-    return true;
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_CONV3D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-  case MLC_GOP_MAX_POOL3D:
-  case MLC_GOP_AVG_POOL3D: return infer_window(op, at, n, a, out, err);
-  case MLC_GOP_CONCAT: {
-    int ax = mlc_gop_axis(at->axis, a[0].ndim);
-    if (ax < 0)
-      return mlc_error_set(err, "concat: axis %lld is out of range for a %d-d operand 0",
-                           (long long)at->axis, a[0].ndim);
-    *out = a[0];
-    for (int i = 1; i < n; i++) {
-      bool ok = a[i].ndim == a[0].ndim;
-      for (int d = 0; ok && d < a[0].ndim; d++) ok = d == ax || a[i].shape[d] == a[0].shape[d];
-      if (!ok) return fail_shape(err, op, i, &a[i], "operand 0's shape but along the axis");
-      out->shape[ax] += a[i].shape[ax];
-    }
-    return true;
-  }
-  case MLC_GOP_SLICE: {
-    bool seen[MLC_GRAPH_MAX_DIMS] = {0};
-    *out = a[0];
-    for (int i = 0; i < at->n_ints; i++) {
-      int d = mlc_gop_axis(at->ints[i], a[0].ndim);
-      if (d < 0 || seen[d])
-        return mlc_error_set(err, "slice: axis %lld is out of range or repeated for a %d-d operand 0",
-                             (long long)at->ints[i], a[0].ndim);
-      seen[d] = true;
-    }
-    for (int d = 0; d < a[0].ndim; d++) {
-      int64_t b, s;
-      if (!mlc_gop_slice_axis(at, &a[0], d, &b, &s, &out->shape[d]))
-        return mlc_error_set(err, "slice: a step is 0");
-      if (out->shape[d] < 1) return fail_shape(err, op, 0, &a[0], "a slice with at least one element");
-    }
-    return true;
-  }
-  case MLC_GOP_UNPACK_NCHWC:
-    if (a[0].ndim != 5) return fail_shape(err, op, 0, &a[0], "5 dims (NCHWc)");
-    *out = a[0];
-    out->ndim = 4;
-    out->shape[1] *= a[0].shape[4];
-    out->shape[4] = 0;
-    return true;
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-    if (a[0].ndim != 4) return fail_shape(err, op, 0, &a[0], "4 dims (NCHW)");
-    *out = a[0];
-    out->shape[2] = out->shape[3] = 1;
-    return true;
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD: {
-    bool red[MLC_GRAPH_MAX_DIMS];
-    if (!mlc_gop_reduced_axes(op, at, a[0].ndim, red, err)) return false;
-    for (int d = 0; d < a[0].ndim; d++)
-      if (!red[d]) out->shape[out->ndim++] = a[0].shape[d];
-      else if (at->keepdims) out->shape[out->ndim++] = 1;
-    return true;
-  }
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU:
-    if (a[0].ndim < 2) return fail_shape(err, op, 0, &a[0], "at least 2 dims");
-    *out = a[0];
-    return true;
-  case MLC_GOP_CUMSUM:
-    if (mlc_gop_axis(at->axis, a[0].ndim) < 0)
-      return mlc_error_set(err, "cumsum: axis %lld is out of range for a %d-d operand 0",
-                           (long long)at->axis, a[0].ndim);
-    *out = a[0];
-    return true;
-  case MLC_GOP_RESHAPE: return infer_reshape(at, &a[0], out, err);
-  case MLC_GOP_FLATTEN: return infer_flatten(at, &a[0], out, err);
-  case MLC_GOP_PAD: return infer_pad(at, &a[0], out, err);
-  case MLC_GOP_GATHER: return infer_gather(at, a, out, err);
-  case MLC_GOP_TRANSPOSE: return infer_transpose(at, &a[0], out, err);
-  }
-  mlc_unreachable();
+  return shape_rules[op](op, at, n, a, out, err);
 }
 
 /* ---- modules ---------------------------------------------------------------- */

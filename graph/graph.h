@@ -41,12 +41,12 @@
 /* ---- ops ----------------------------------------------------------------- */
 
 typedef enum mlc_gop {
-#define MLC_GOP(id, name, script, min_in, max_in, cls) MLC_GOP_##id,
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) MLC_GOP_##id,
 #include "graph/ops.def"
 } mlc_gop;
 /* Counted outside the enum so switches need no default. */
 enum { MLC_GOP_COUNT = 0
-#define MLC_GOP(id, name, script, min_in, max_in, cls) +1
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) +1
 #include "graph/ops.def"
 };
 
@@ -95,9 +95,16 @@ typedef struct mlc_gvar {
   float *data; /* CONST: row-major values */
 } mlc_gvar;
 
+/* The C types of graph/attrs.def's kinds. */
+#define MLC_GATTR_TYPE_NUMBER double
+#define MLC_GATTR_TYPE_POSITIVE double
+#define MLC_GATTR_TYPE_AXIS int64_t
+#define MLC_GATTR_TYPE_INT int64_t
+#define MLC_GATTR_TYPE_BOOL bool
+
 /* Op attributes: one plain struct for every op; each field lists the ops
  * that read it, every other op ignores it. mlc_gattrs_default gives the
- * values below in parentheses. */
+ * values below in parentheses, and attrs.def's defaults. */
 typedef struct mlc_gattrs {
   /* Windows over NCHW (conv2d, conv_transpose2d, max_pool2d, avg_pool2d)
    * and NCDHW (conv3d, conv_transpose3d, max_pool3d, avg_pool3d): per
@@ -122,16 +129,6 @@ typedef struct mlc_gattrs {
   /* avg pools: padding counts in the divisor (true), or only the input
    * elements under the window (false, the default) */
   bool count_include_pad;
-  /* reduce_sum, reduce_mean, reduce_max: keep the reduced axes as extent
-   * 1 (true); the axes are ints[0..n_ints), none: all */
-  bool keepdims;
-  double eps;      /* layernorm, batch_norm (default 1e-5) */
-  /* softmax, log_softmax: the axis reduced over; layernorm: the first of
-   * the trailing axes normalized over (gamma and beta have their shape);
-   * negative counts from the end (-1); concat: the axis joined along;
-   * gather: the axis indexed (0); flatten: the first axis of the result's
-   * second dim, 0 to rank, negative from the end (1). */
-  int64_t axis;
   /* slice: along axis ints[i], elements starts[i], starts[i] + steps[i],
    * ... up to ends[i] (excluded), ONNX Slice semantics: negative starts
    * and ends count from the end, both are clamped to the axis; steps
@@ -148,22 +145,9 @@ typedef struct mlc_gattrs {
                     * reduce_*: the axes reduced (negative from the end);
                     * slice: the axes sliced */
   int64_t ints[MLC_GRAPH_MAX_DIMS];
-  /* Scalars of elementwise ops:
-   *   leaky_relu:   y = x >= 0 ? x : alpha * x           (alpha 0.01)
-   *   hard_sigmoid: y = max(0, min(1, alpha * x + beta))  (alpha 0.2, beta 0.5)
-   *   clip:         y = min(max(x, lo), hi)               (lo -inf, hi +inf)
-   *   power:        y = x ** exponent                     (exponent 1)
-   * hard_swish is x * max(0, min(1, x / 6 + 0.5)) (ONNX HardSwish), no
-   * attributes. */
-  double alpha, beta;
-  double lo, hi;
-  double exponent;
-  /* tril: keeps x[..., i, j] where j - i <= k; triu: where j - i >= k;
-   * the other elements are 0 (k 0) */
-  int64_t k;
-  /* cumsum along axis: y[i] = x[0] + ... + x[i]; exclusive: without x[i]
-   * (y[0] = 0); reverse: from the end, y[i] = x[i] + ... + x[n-1] */
-  bool exclusive, reverse;
+  /* The scalar attributes: graph/attrs.def. */
+#define MLC_GATTR(field, key, kind, def) MLC_GATTR_TYPE_##kind field;
+#include "graph/attrs.def"
 } mlc_gattrs;
 
 typedef enum mlc_gcall_kind {
@@ -253,7 +237,7 @@ bool mlc_gop_slice_axis(const mlc_gattrs *at, const mlc_gtype *x, int d, int64_t
  * false with a message for an axis out of range or repeated. */
 bool mlc_gop_reduced_axes(mlc_gop op, const mlc_gattrs *at, int ndim, bool *red, mlc_error *err);
 /* mlc_gattrs_default, then op's own defaults where they differ
- * (hard_sigmoid: alpha 0.2, beta 0.5). */
+ * (hard_sigmoid: alpha 0.2, beta 0.5; its ops.def keys " alpha=0.2 beta=0.5 "). */
 void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a);
 /* The element count; -1 when a dimension is negative or the product
  * overflows int64 (a .npy header can claim any shape). */

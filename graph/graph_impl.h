@@ -15,6 +15,35 @@ int mlc_gfunc_uses(const mlc_gfunc *f, const mlc_gvar *v);
 int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v);
 void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
 
+/* The attribute keys a JSON node of op may carry, " key key=default "
+ * (ops.def's keys column). */
+const char *mlc_gop_keys(mlc_gop op);
+bool mlc_gop_has_key(mlc_gop op, const char *key);
+/* The next word of a keys string at *p: its key into key and the default
+ * after '=' into def ("" when none), n bytes each; false at the end. */
+bool mlc_gop_key_next(const char **p, char *key, char *def, size_t n);
+
+/* The scalar attributes (graph/attrs.def): JSON key, kind and the field's
+ * offset in mlc_gattrs, aliases included, in the file's order. */
+typedef enum mlc_gattr_kind {
+  MLC_GATTR_NUMBER,
+  MLC_GATTR_POSITIVE,
+  MLC_GATTR_AXIS,
+  MLC_GATTR_INT,
+  MLC_GATTR_BOOL,
+} mlc_gattr_kind;
+typedef struct mlc_gattr {
+  const char *key;
+  mlc_gattr_kind kind;
+  size_t offset;
+} mlc_gattr;
+extern const mlc_gattr mlc_gattr_table[];
+extern const int mlc_gattr_count;
+const mlc_gattr *mlc_gattr_find(const char *key); /* NULL: not a scalar attribute */
+/* The field of g in attributes a, as its kind's C type (MLC_GATTR_TYPE_*). */
+#define MLC_GATTR_REF(a, g, type) (*(type *)((char *)(a) + (g)->offset))
+#define MLC_GATTR_GET(a, g, type) (*(const type *)((const char *)(a) + (g)->offset))
+
 /* A map from pointers (strings false) or strings (true, compared by
  * content) to ints, in arena a (graph/gmap.c); keys must outlive it.
  *   mlc_gmap used = {.a = arena};  mlc_gmap_put(&used, v, 1);  mlc_gmap_get(&used, v, NULL) */

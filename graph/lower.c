@@ -48,103 +48,83 @@ static mlc_expr *power(mlc_arena *a, mlc_expr *x, double c) {
   return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){x, f32(a, c)});
 }
 
-/* The value of an elementwise op from its operands' values; NULL for the
- * other ops. */
-static mlc_expr *elemwise_value(mlc_arena *a, mlc_gop op, const mlc_gattrs *at, mlc_expr **v) {
-  switch (op) {
-  case MLC_GOP_ADD: return mlc_add(a, v[0], v[1]);
-  case MLC_GOP_MULTIPLY: return mlc_mul(a, v[0], v[1]);
-  case MLC_GOP_SUBTRACT: return mlc_sub(a, v[0], v[1]);
-  case MLC_GOP_DIVIDE: return mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]);
-  case MLC_GOP_MAXIMUM: return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]);
-  case MLC_GOP_MINIMUM: return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]);
-  case MLC_GOP_POW: return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){v[0], v[1]});
-  case MLC_GOP_EWISE_FMA: return mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]);
-  case MLC_GOP_RELU: return mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0));
-  case MLC_GOP_GELU: {
-    /* 0.5 * x * (1 + erf(x / sqrt(2))) */
-    mlc_expr *e = intrin1(a, MLC_INTRIN_ERF, mlc_mul(a, v[0], f32(a, 0.70710678118654752)));
-    return mlc_mul(a, mlc_mul(a, f32(a, 0.5), v[0]), mlc_add(a, f32(a, 1), e));
-  }
-  case MLC_GOP_POWER: return power(a, v[0], at->exponent);
-  case MLC_GOP_SQRT: return intrin1(a, MLC_INTRIN_SQRT, v[0]);
-  case MLC_GOP_EXP: return intrin1(a, MLC_INTRIN_EXP, v[0]);
-  case MLC_GOP_ERF: return intrin1(a, MLC_INTRIN_ERF, v[0]);
-  case MLC_GOP_TANH: return intrin1(a, MLC_INTRIN_TANH, v[0]);
-  case MLC_GOP_SIGMOID: return intrin1(a, MLC_INTRIN_SIGMOID, v[0]);
-  case MLC_GOP_ABS: return intrin1(a, MLC_INTRIN_ABS, v[0]);
-  case MLC_GOP_LOG: return intrin1(a, MLC_INTRIN_LOG, v[0]);
-  case MLC_GOP_FLOOR: return intrin1(a, MLC_INTRIN_FLOOR, v[0]);
-  case MLC_GOP_CEIL: return intrin1(a, MLC_INTRIN_CEIL, v[0]);
-  case MLC_GOP_ROUND: return intrin1(a, MLC_INTRIN_ROUND, v[0]);
-  case MLC_GOP_SIN: return intrin1(a, MLC_INTRIN_SIN, v[0]);
-  case MLC_GOP_COS: return intrin1(a, MLC_INTRIN_COS, v[0]);
-  case MLC_GOP_TAN: return intrin1(a, MLC_INTRIN_TAN, v[0]);
-  case MLC_GOP_ASIN: return intrin1(a, MLC_INTRIN_ASIN, v[0]);
-  case MLC_GOP_ACOS: return intrin1(a, MLC_INTRIN_ACOS, v[0]);
-  case MLC_GOP_ATAN: return intrin1(a, MLC_INTRIN_ATAN, v[0]);
-  case MLC_GOP_SINH: return intrin1(a, MLC_INTRIN_SINH, v[0]);
-  case MLC_GOP_COSH: return intrin1(a, MLC_INTRIN_COSH, v[0]);
-  case MLC_GOP_ASINH: return intrin1(a, MLC_INTRIN_ASINH, v[0]);
-  case MLC_GOP_ACOSH: return intrin1(a, MLC_INTRIN_ACOSH, v[0]);
-  case MLC_GOP_ATANH: return intrin1(a, MLC_INTRIN_ATANH, v[0]);
-  case MLC_GOP_SIGN: /* x itself for 0 and NaN */
-    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, 0)), f32(a, 1),
-                      mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, 0)), f32(a, -1), v[0]));
-  case MLC_GOP_THRESHOLDED_RELU:
-    return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)), v[0], f32(a, 0));
-  case MLC_GOP_SHRINK: {
-    mlc_expr *hi = mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)),
-                              mlc_sub(a, v[0], f32(a, at->beta)), f32(a, 0));
-    return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, -at->alpha)),
-                      mlc_add(a, v[0], f32(a, at->beta)), hi);
-  }
-  case MLC_GOP_NEGATIVE: return mlc_mul(a, f32(a, -1), v[0]);
-  case MLC_GOP_LEAKY_RELU:
-    return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
-                      mlc_mul(a, f32(a, at->alpha), v[0]));
-  case MLC_GOP_CLIP: {
-    mlc_expr *x = v[0];
-    if (at->lo > -INFINITY) x = mlc_binary(a, MLC_EXPR_MAX, x, f32(a, at->lo));
-    if (at->hi < INFINITY) x = mlc_binary(a, MLC_EXPR_MIN, x, f32(a, at->hi));
-    return x;
-  }
-  case MLC_GOP_HARD_SIGMOID: return hard_sigmoid(a, v[0], at->alpha, at->beta);
-  case MLC_GOP_HARD_SWISH: return mlc_mul(a, v[0], hard_sigmoid(a, v[0], 1.0 / 6, 0.5));
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-  case MLC_GOP_HARDMAX:
-  case MLC_GOP_LAYERNORM:
-  case MLC_GOP_BATCH_NORM:
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_CONV3D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-  case MLC_GOP_MAX_POOL3D:
-  case MLC_GOP_AVG_POOL3D:
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD:
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU:
-  case MLC_GOP_CUMSUM:
-  case MLC_GOP_CONCAT:
-  case MLC_GOP_SLICE:
-  case MLC_GOP_PAD:
-  case MLC_GOP_GATHER:
-  case MLC_GOP_RESHAPE:
-  case MLC_GOP_FLATTEN:
-  case MLC_GOP_UNPACK_NCHWC:
-  case MLC_GOP_TRANSPOSE: return NULL;
-  }
-  mlc_unreachable();
+/* ---- pointwise ops (ops.def's MLC_GOP_PW rows) -------------------------------- */
+
+/* A pointwise op's value from its operands' values v. */
+#define PW(name) \
+  static mlc_expr *pw_##name(mlc_arena *a, const mlc_gattrs *at __attribute__((unused)), \
+                             mlc_expr **v)
+
+PW(add) { return mlc_add(a, v[0], v[1]); }
+PW(multiply) { return mlc_mul(a, v[0], v[1]); }
+PW(subtract) { return mlc_sub(a, v[0], v[1]); }
+PW(divide) { return mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]); }
+PW(maximum) { return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]); }
+PW(minimum) { return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]); }
+PW(pow) { return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){v[0], v[1]}); }
+PW(ewise_fma) { return mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]); }
+PW(relu) { return mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0)); }
+PW(gelu) {
+  /* 0.5 * x * (1 + erf(x / sqrt(2))) */
+  mlc_expr *e = intrin1(a, MLC_INTRIN_ERF, mlc_mul(a, v[0], f32(a, 0.70710678118654752)));
+  return mlc_mul(a, mlc_mul(a, f32(a, 0.5), v[0]), mlc_add(a, f32(a, 1), e));
 }
+PW(power) { return power(a, v[0], at->exponent); }
+PW(sqrt) { return intrin1(a, MLC_INTRIN_SQRT, v[0]); }
+PW(exp) { return intrin1(a, MLC_INTRIN_EXP, v[0]); }
+PW(erf) { return intrin1(a, MLC_INTRIN_ERF, v[0]); }
+PW(tanh) { return intrin1(a, MLC_INTRIN_TANH, v[0]); }
+PW(sigmoid) { return intrin1(a, MLC_INTRIN_SIGMOID, v[0]); }
+PW(abs) { return intrin1(a, MLC_INTRIN_ABS, v[0]); }
+PW(log) { return intrin1(a, MLC_INTRIN_LOG, v[0]); }
+PW(floor) { return intrin1(a, MLC_INTRIN_FLOOR, v[0]); }
+PW(ceil) { return intrin1(a, MLC_INTRIN_CEIL, v[0]); }
+PW(round) { return intrin1(a, MLC_INTRIN_ROUND, v[0]); }
+PW(sin) { return intrin1(a, MLC_INTRIN_SIN, v[0]); }
+PW(cos) { return intrin1(a, MLC_INTRIN_COS, v[0]); }
+PW(tan) { return intrin1(a, MLC_INTRIN_TAN, v[0]); }
+PW(asin) { return intrin1(a, MLC_INTRIN_ASIN, v[0]); }
+PW(acos) { return intrin1(a, MLC_INTRIN_ACOS, v[0]); }
+PW(atan) { return intrin1(a, MLC_INTRIN_ATAN, v[0]); }
+PW(sinh) { return intrin1(a, MLC_INTRIN_SINH, v[0]); }
+PW(cosh) { return intrin1(a, MLC_INTRIN_COSH, v[0]); }
+PW(asinh) { return intrin1(a, MLC_INTRIN_ASINH, v[0]); }
+PW(acosh) { return intrin1(a, MLC_INTRIN_ACOSH, v[0]); }
+PW(atanh) { return intrin1(a, MLC_INTRIN_ATANH, v[0]); }
+PW(sign) { /* x itself for 0 and NaN */
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, 0)), f32(a, 1),
+                    mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, 0)), f32(a, -1), v[0]));
+}
+PW(thresholded_relu) {
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)), v[0], f32(a, 0));
+}
+PW(shrink) {
+  mlc_expr *hi = mlc_select(a, mlc_binary(a, MLC_EXPR_GT, v[0], f32(a, at->alpha)),
+                            mlc_sub(a, v[0], f32(a, at->beta)), f32(a, 0));
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, -at->alpha)),
+                    mlc_add(a, v[0], f32(a, at->beta)), hi);
+}
+PW(negative) { return mlc_mul(a, f32(a, -1), v[0]); }
+PW(leaky_relu) {
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
+                    mlc_mul(a, f32(a, at->alpha), v[0]));
+}
+PW(clip) {
+  mlc_expr *x = v[0];
+  if (at->lo > -INFINITY) x = mlc_binary(a, MLC_EXPR_MAX, x, f32(a, at->lo));
+  if (at->hi < INFINITY) x = mlc_binary(a, MLC_EXPR_MIN, x, f32(a, at->hi));
+  return x;
+}
+PW(hard_sigmoid) { return hard_sigmoid(a, v[0], at->alpha, at->beta); }
+PW(hard_swish) { return mlc_mul(a, v[0], hard_sigmoid(a, v[0], 1.0 / 6, 0.5)); }
+
+typedef mlc_expr *pw_value(mlc_arena *a, const mlc_gattrs *at, mlc_expr **v);
+
+/* NULL for the ops that are not pointwise. */
+static pw_value *const pw_values[MLC_GOP_COUNT] = {
+#define MLC_GOP_PW(id, name, script, n_in, shape, print, keys) [MLC_GOP_##id] = pw_##name,
+#include "graph/ops.def"
+};
 
 static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op,
                                      const mlc_gattrs *at, int n, mlc_gvar *const *args,
@@ -157,9 +137,8 @@ static mlc_prim_func *lower_elemwise(mlc_arena *a, const char *name, mlc_gop op,
   mlc_expr **idx = mlc_te_begin(te, block, out->ndim, out->shape, NULL);
   mlc_expr *v[3];
   for (int i = 0; i < n; i++) v[i] = bcast_at(a, te, in[i], &args[i]->type, out, idx);
-  mlc_expr *value = elemwise_value(a, op, at, v);
-  MLC_ASSERT(value);
-  tensors[n] = mlc_te_end(te, value);
+  MLC_ASSERT(pw_values[op]);
+  tensors[n] = mlc_te_end(te, pw_values[op](a, at, v));
   return mlc_te_create_prim_func(te, name, n + 1, tensors);
 }
 
@@ -867,118 +846,156 @@ static bool is_reverse_2d(const mlc_gattrs *at, const mlc_gtype *t) {
   return t->ndim == 2 && (at->n_ints == 0 || (at->ints[0] == 1 && at->ints[1] == 0));
 }
 
+/* ---- lowerings (ops.def's impl column) ---------------------------------------- */
+
+/* One op call to lower: its op, attributes, n args and result type. */
+typedef struct lower_call {
+  mlc_arena *a;
+  const char *name; /* the prim_func's */
+  mlc_gop op;
+  const mlc_gattrs *at;
+  int n;
+  mlc_gvar *const *args;
+  const mlc_gtype *x; /* args[0]'s type */
+  const mlc_gtype *out;
+  mlc_error *err;
+} lower_call;
+
+typedef mlc_prim_func *lowering(const lower_call *c);
+
+static mlc_prim_func *lower_op_matmul(const lower_call *c) {
+  const mlc_gtype *x = c->x, *w = &c->args[1]->type, *out = c->out;
+  if (x->ndim == 2 && w->ndim == 2)
+    return from_task(c->a, "matmul", SHAPE(x->shape[0], out->shape[1], x->shape[1]), c->name,
+                     c->n, c->args);
+  if (x->ndim == 3 && w->ndim == 3 && x->shape[0] == w->shape[0])
+    return from_task(c->a, "batch_matmul",
+                     SHAPE(x->shape[0], x->shape[1], out->shape[2], x->shape[2]), c->name, c->n,
+                     c->args);
+  return lower_matmul(c->a, c->name, c->args, out);
+}
+
+static mlc_prim_func *lower_op_dense(const lower_call *c) {
+  return lower_dense(c->a, c->name, c->n, c->args, c->out);
+}
+
+static mlc_prim_func *lower_op_hardmax(const lower_call *c) {
+  return lower_hardmax(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_softmax(const lower_call *c) {
+  int ax = mlc_gop_axis(c->at->axis, c->x->ndim);
+  if (c->op == MLC_GOP_SOFTMAX && c->x->ndim == 2 && ax == 1)
+    return from_task(c->a, "softmax", c->x->shape, c->name, c->n, c->args);
+  return lower_softmax(c->a, c->name, c->args, ax, c->op == MLC_GOP_LOG_SOFTMAX);
+}
+
+static mlc_prim_func *lower_op_layernorm(const lower_call *c) {
+  int ax = mlc_gop_axis(c->at->axis, c->x->ndim);
+  if (c->x->ndim == 2 && ax == 1 && c->n == 3 && c->at->eps == 1e-5)
+    return from_task(c->a, "layernorm", c->x->shape, c->name, c->n, c->args);
+  return lower_layernorm(c->a, c->name, c->n, c->args, ax, c->at->eps);
+}
+
+static mlc_prim_func *lower_op_batch_norm(const lower_call *c) {
+  return lower_batch_norm(c->a, c->name, c->args, c->at->eps);
+}
+
+static mlc_prim_func *lower_op_conv2d(const lower_call *c) {
+  const mlc_gtype *x = c->x;
+  const mlc_gattrs *at = c->at;
+  const int64_t *w = c->args[1]->type.shape;
+  if (c->args[1]->type.ndim == 6) return lower_conv_blocked(c->a, c->name, at, c->n, c->args, c->out);
+  if (!is_task_conv(at, c->n)) return lower_conv(c->a, c->name, 2, at, c->n, c->args, c->out);
+  return from_task(c->a, "conv2d_nchw",
+                   SHAPE(x->shape[0], x->shape[1], x->shape[2], x->shape[3], w[0], w[2], w[3],
+                         at->strides[0], at->pads[0]),
+                   c->name, c->n, c->args);
+}
+
+static mlc_prim_func *lower_op_conv3d(const lower_call *c) {
+  return lower_conv(c->a, c->name, 3, c->at, c->n, c->args, c->out);
+}
+
+static mlc_prim_func *lower_op_conv_transpose(const lower_call *c) {
+  return lower_conv_transpose(c->a, c->name, mlc_gop_window_dims(c->op), c->at, c->n, c->args,
+                              c->out);
+}
+
+static mlc_prim_func *lower_op_max_pool(const lower_call *c) {
+  return lower_max_pool(c->a, c->name, mlc_gop_window_dims(c->op), c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_avg_pool(const lower_call *c) {
+  return lower_avg_pool(c->a, c->name, mlc_gop_window_dims(c->op), c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_unpack_nchwc(const lower_call *c) {
+  return lower_unpack(c->a, c->name, c->args, c->out);
+}
+
+static mlc_prim_func *lower_op_concat(const lower_call *c) {
+  return lower_concat(c->a, c->name, c->n, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_slice(const lower_call *c) {
+  return lower_slice(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_pad(const lower_call *c) {
+  return lower_pad(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_trilu(const lower_call *c) {
+  return lower_trilu(c->a, c->name, c->args, c->op == MLC_GOP_TRIU, c->at->k, c->out);
+}
+
+static mlc_prim_func *lower_op_cumsum(const lower_call *c) {
+  return lower_cumsum(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_gather(const lower_call *c) {
+  return lower_gather(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_global_avg_pool(const lower_call *c) {
+  return lower_reduce(c->a, c->name, c->op, c->args, (const bool[]){false, false, true, true},
+                      true, c->out);
+}
+
+static mlc_prim_func *lower_op_reduce(const lower_call *c) {
+  bool red[MLC_GRAPH_MAX_DIMS];
+  if (!mlc_gop_reduced_axes(c->op, c->at, c->x->ndim, red, c->err)) return NULL;
+  return lower_reduce(c->a, c->name, c->op, c->args, red, c->at->keepdims, c->out);
+}
+
+static mlc_prim_func *lower_op_reshape(const lower_call *c) {
+  return lower_reshape(c->a, c->name, c->args, c->out);
+}
+
+static mlc_prim_func *lower_op_transpose(const lower_call *c) {
+  if (is_reverse_2d(c->at, c->x))
+    return from_task(c->a, "transpose", c->x->shape, c->name, c->n, c->args);
+  return lower_transpose(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_pointwise(const lower_call *c) {
+  return lower_elemwise(c->a, c->name, c->op, c->at, c->n, c->args, c->out);
+}
+
+static lowering *const lowerings[] = {
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+  [MLC_GOP_##id] = lower_op_##impl,
+#include "graph/ops.def"
+};
+_Static_assert(sizeof(lowerings) / sizeof(lowerings[0]) == MLC_GOP_COUNT,
+               "lowering table out of date");
+
 mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
                                   const mlc_gattrs *at, int n, mlc_gvar *const *args,
                                   const mlc_gtype *out, mlc_error *err) {
-  const mlc_gtype *x = &args[0]->type;
-  switch (op) {
-  case MLC_GOP_MATMUL: {
-    const mlc_gtype *w = &args[1]->type;
-    if (x->ndim == 2 && w->ndim == 2)
-      return from_task(a, "matmul", SHAPE(x->shape[0], out->shape[1], x->shape[1]), name, n, args);
-    if (x->ndim == 3 && w->ndim == 3 && x->shape[0] == w->shape[0])
-      return from_task(a, "batch_matmul",
-                       SHAPE(x->shape[0], x->shape[1], out->shape[2], x->shape[2]), name, n, args);
-    return lower_matmul(a, name, args, out);
-  }
-  case MLC_GOP_DENSE: return lower_dense(a, name, n, args, out);
-  case MLC_GOP_HARDMAX: return lower_hardmax(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX: {
-    int ax = mlc_gop_axis(at->axis, x->ndim);
-    if (op == MLC_GOP_SOFTMAX && x->ndim == 2 && ax == 1)
-      return from_task(a, "softmax", x->shape, name, n, args);
-    return lower_softmax(a, name, args, ax, op == MLC_GOP_LOG_SOFTMAX);
-  }
-  case MLC_GOP_LAYERNORM: {
-    int ax = mlc_gop_axis(at->axis, x->ndim);
-    if (x->ndim == 2 && ax == 1 && n == 3 && at->eps == 1e-5)
-      return from_task(a, "layernorm", x->shape, name, n, args);
-    return lower_layernorm(a, name, n, args, ax, at->eps);
-  }
-  case MLC_GOP_BATCH_NORM: return lower_batch_norm(a, name, args, at->eps);
-  case MLC_GOP_CONV2D: {
-    const int64_t *w = args[1]->type.shape;
-    if (args[1]->type.ndim == 6) return lower_conv_blocked(a, name, at, n, args, out);
-    if (!is_task_conv(at, n)) return lower_conv(a, name, 2, at, n, args, out);
-    return from_task(a, "conv2d_nchw",
-                     SHAPE(x->shape[0], x->shape[1], x->shape[2], x->shape[3], w[0], w[2], w[3],
-                           at->strides[0], at->pads[0]),
-                     name, n, args);
-  }
-  case MLC_GOP_CONV3D: return lower_conv(a, name, 3, at, n, args, out);
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-    return lower_conv_transpose(a, name, mlc_gop_window_dims(op), at, n, args, out);
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_MAX_POOL3D: return lower_max_pool(a, name, mlc_gop_window_dims(op), args, at, out);
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_AVG_POOL3D: return lower_avg_pool(a, name, mlc_gop_window_dims(op), args, at, out);
-  case MLC_GOP_UNPACK_NCHWC: return lower_unpack(a, name, args, out);
-  case MLC_GOP_CONCAT: return lower_concat(a, name, n, args, mlc_gop_axis(at->axis, x->ndim), out);
-  case MLC_GOP_SLICE: return lower_slice(a, name, args, at, out);
-  case MLC_GOP_PAD: return lower_pad(a, name, args, at, out);
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU: return lower_trilu(a, name, args, op == MLC_GOP_TRIU, at->k, out);
-  case MLC_GOP_CUMSUM: return lower_cumsum(a, name, args, at, out);
-  case MLC_GOP_GATHER: return lower_gather(a, name, args, mlc_gop_axis(at->axis, x->ndim), out);
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-    return lower_reduce(a, name, op, args, (const bool[]){false, false, true, true}, true, out);
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD: {
-    bool red[MLC_GRAPH_MAX_DIMS];
-    if (!mlc_gop_reduced_axes(op, at, x->ndim, red, err)) return NULL;
-    return lower_reduce(a, name, op, args, red, at->keepdims, out);
-  }
-  case MLC_GOP_RESHAPE:
-  case MLC_GOP_FLATTEN: return lower_reshape(a, name, args, out);
-  case MLC_GOP_TRANSPOSE:
-    if (is_reverse_2d(at, x)) return from_task(a, "transpose", x->shape, name, n, args);
-    return lower_transpose(a, name, args, at, out);
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_EWISE_FMA:
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_POWER:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_CLIP:
-  case MLC_GOP_HARD_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_THRESHOLDED_RELU:
-  case MLC_GOP_SHRINK:
-  case MLC_GOP_LOG: return lower_elemwise(a, name, op, at, n, args, out);
-  }
-  mlc_unreachable();
+  lower_call c = {a, name, op, at, n, args, &args[0]->type, out, err};
+  return lowerings[op](&c);
 }
 
 /* ---- the pass ---------------------------------------------------------------- */

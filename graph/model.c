@@ -222,91 +222,13 @@ typedef struct node {
   int state;     /* topological sort: 0 new, 1 on the stack, 2 done */
 } node;
 
-/* The attribute keys a node of op may carry, " key key " (check_keys). */
-static const char *op_keys(mlc_gop op) {
-  switch (op) {
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV3D: return " stride padding strides pads dilations groups ";
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_CONV_TRANSPOSE3D: return " strides pads dilations groups output_padding ";
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_MAX_POOL3D: return " pool_size stride padding kernel strides pads dilations ceil_mode ";
-  case MLC_GOP_LAYERNORM: return " eps axis ";
-  case MLC_GOP_CONCAT: return " axis ";
-  case MLC_GOP_SLICE: return " axes starts ends steps ";
-  case MLC_GOP_PAD: return " pad_before pad_after pad_value ";
-  case MLC_GOP_GATHER:
-  case MLC_GOP_FLATTEN: return " axis ";
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_AVG_POOL3D: return " pool_size stride padding kernel strides pads ceil_mode count_include_pad ";
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_UNPACK_NCHWC: return " ";
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD: return " axes keepdims ";
-  case MLC_GOP_BATCH_NORM: return " eps ";
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-  case MLC_GOP_HARDMAX: return " axis ";
-  case MLC_GOP_TRANSPOSE: return " axes ";
-  case MLC_GOP_RESHAPE: return " shape ";
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_THRESHOLDED_RELU: return " alpha ";
-  case MLC_GOP_SHRINK: return " lambd bias ";
-  case MLC_GOP_HARD_SIGMOID: return " alpha beta ";
-  case MLC_GOP_CLIP: return " min max ";
-  case MLC_GOP_POWER: return " exponent ";
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU: return " k ";
-  case MLC_GOP_CUMSUM: return " axis exclusive reverse ";
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_EWISE_FMA:
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_LOG: return " ";
-  }
-  mlc_unreachable();
-}
-
 static bool check_attr_keys(loader *L, const node *nd, const char *ctx) {
   static const char *const node_keys = " name op inputs ";
   const mlc_json *o = nd->json;
   for (int i = 0; i < o->len; i++) {
     char pat[80];
     snprintf(pat, sizeof pat, " %s ", o->keys[i]);
-    if (!strstr(node_keys, pat) && !strstr(op_keys(nd->op), pat))
+    if (!strstr(node_keys, pat) && !mlc_gop_has_key(nd->op, o->keys[i]))
       return lfail(L, "%s: %s takes no attribute \"%s\"", ctx, mlc_gop_name(nd->op), o->keys[i]);
   }
   return true;
@@ -394,6 +316,36 @@ static bool read_window_attrs(loader *L, const char *ctx, mlc_gop op, const mlc_
          get_bool(L, ctx, o, "count_include_pad", &a->count_include_pad);
 }
 
+/* A scalar attribute (attrs.def) when the node carries its key. */
+static bool read_scalar(loader *L, const char *ctx, const mlc_json *o, const mlc_gattr *g,
+                        mlc_gattrs *a) {
+  const mlc_json *v = mlc_json_get(o, g->key);
+  if (!v) return true;
+  const int64_t big = INT64_C(1) << 40;
+  switch (g->kind) {
+  case MLC_GATTR_NUMBER: return get_number(L, ctx, o, g->key, &MLC_GATTR_REF(a, g, double));
+  case MLC_GATTR_POSITIVE:
+    if (v->kind != MLC_JSON_NUMBER || !(v->number > 0))
+      return lfail(L, "%s: \"%s\" must be a positive number", ctx, g->key);
+    MLC_GATTR_REF(a, g, double) = v->number;
+    return true;
+  case MLC_GATTR_AXIS:
+    if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < -MLC_GRAPH_MAX_DIMS ||
+        v->integer >= MLC_GRAPH_MAX_DIMS)
+      return lfail(L, "%s: \"%s\" must be an integer in [-%d, %d)", ctx, g->key,
+                   MLC_GRAPH_MAX_DIMS, MLC_GRAPH_MAX_DIMS);
+    MLC_GATTR_REF(a, g, int64_t) = v->integer;
+    return true;
+  case MLC_GATTR_INT:
+    if (v->kind != MLC_JSON_NUMBER || !v->is_integer || v->integer < -big || v->integer > big)
+      return lfail(L, "%s: \"%s\" must be an integer in [-2^40, 2^40]", ctx, g->key);
+    MLC_GATTR_REF(a, g, int64_t) = v->integer;
+    return true;
+  case MLC_GATTR_BOOL: return get_bool(L, ctx, o, g->key, &MLC_GATTR_REF(a, g, bool));
+  }
+  mlc_unreachable();
+}
+
 static bool read_slice(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 static bool read_pad(loader *L, const char *ctx, const mlc_json *o, mlc_gattrs *a);
 
@@ -404,36 +356,13 @@ static bool read_attrs(loader *L, const node *nd, mlc_gattrs *a) {
   if (!check_attr_keys(L, nd, ctx)) return false;
   mlc_gattrs_init(nd->op, a);
   if (!read_window_attrs(L, ctx, nd->op, o, a)) return false;
-  const mlc_json *eps = mlc_json_get(o, "eps");
-  if (eps) {
-    if (eps->kind != MLC_JSON_NUMBER || !(eps->number > 0))
-      return lfail(L, "%s: \"eps\" must be a positive number", ctx);
-    a->eps = eps->number;
-  }
-  if (!get_number(L, ctx, o, "alpha", &a->alpha) || !get_number(L, ctx, o, "beta", &a->beta) ||
-      !get_number(L, ctx, o, "min", &a->lo) || !get_number(L, ctx, o, "max", &a->hi) ||
-      !get_number(L, ctx, o, "exponent", &a->exponent) ||
-      !get_number(L, ctx, o, "lambd", &a->alpha) || !get_number(L, ctx, o, "bias", &a->beta))
-    return false;
-  const mlc_json *ax = mlc_json_get(o, "axis");
-  if (ax && (ax->kind != MLC_JSON_NUMBER || !ax->is_integer || ax->integer < -MLC_GRAPH_MAX_DIMS ||
-             ax->integer >= MLC_GRAPH_MAX_DIMS))
-    return lfail(L, "%s: \"axis\" must be an integer in [-%d, %d)", ctx, MLC_GRAPH_MAX_DIMS,
-                 MLC_GRAPH_MAX_DIMS);
-  if (ax) a->axis = ax->integer;
   const mlc_json *axes = mlc_json_get(o, "axes"), *shape = mlc_json_get(o, "shape");
   if (axes && !get_ints(L, ctx, axes, nd->op == MLC_GOP_TRANSPOSE ? 0 : -MLC_GRAPH_MAX_DIMS,
                        &a->n_ints, a->ints))
     return false;
   if (shape && !get_ints(L, ctx, shape, -1, &a->n_ints, a->ints)) return false;
-  if (!get_bool(L, ctx, o, "keepdims", &a->keepdims) ||
-      !get_bool(L, ctx, o, "exclusive", &a->exclusive) || !get_bool(L, ctx, o, "reverse", &a->reverse))
-    return false;
-  const mlc_json *k = mlc_json_get(o, "k");
-  if (k && (k->kind != MLC_JSON_NUMBER || !k->is_integer || k->integer < -(INT64_C(1) << 40) ||
-            k->integer > (INT64_C(1) << 40)))
-    return lfail(L, "%s: \"k\" must be an integer in [-2^40, 2^40]", ctx);
-  if (k) a->k = k->integer;
+  for (int i = 0; i < mlc_gattr_count; i++)
+    if (!read_scalar(L, ctx, o, &mlc_gattr_table[i], a)) return false;
   if (nd->op == MLC_GOP_PAD) return read_pad(L, ctx, o, a);
   return nd->op != MLC_GOP_SLICE || read_slice(L, ctx, o, a);
 }

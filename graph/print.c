@@ -35,158 +35,140 @@ static void put_double(mlc_str *out, const char *key, double v) {
   else mlc_str_put_double(out, v);
 }
 
-static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
-  const mlc_gattrs *a = &b->attrs;
-  int nsp = mlc_gop_window_dims(b->op);
-  switch (b->op) {
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_CONV3D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-    mlc_str_puts(out, ", strides=");
-    put_ints(out, nsp, a->strides, '[', ']');
-    mlc_str_puts(out, ", padding=");
-    put_ints(out, 2 * nsp, a->pads, '[', ']');
-    mlc_str_puts(out, ", dilation=");
-    put_ints(out, nsp, a->dilations, '[', ']');
-    if (b->op == MLC_GOP_CONV_TRANSPOSE2D || b->op == MLC_GOP_CONV_TRANSPOSE3D) {
-      mlc_str_puts(out, ", output_padding=");
-      put_ints(out, nsp, a->output_padding, '[', ']');
-    }
-    mlc_str_printf(out, ", groups=%lld", (long long)a->groups);
-    return;
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_AVG_POOL3D:
-  case MLC_GOP_MAX_POOL3D:
-    if (b->op == MLC_GOP_AVG_POOL2D || b->op == MLC_GOP_AVG_POOL3D)
-      mlc_str_printf(out, ", count_include_pad=%s", a->count_include_pad ? "True" : "False");
-    mlc_str_puts(out, ", pool_size=");
-    put_ints(out, nsp, a->kernel, '[', ']');
-    mlc_str_puts(out, ", strides=");
-    put_ints(out, nsp, a->strides, '[', ']');
-    mlc_str_puts(out, ", padding=");
-    put_ints(out, 2 * nsp, a->pads, '[', ']');
-    mlc_str_puts(out, ", dilation=");
-    put_ints(out, nsp, a->dilations, '[', ']');
-    mlc_str_printf(out, ", ceil_mode=%s", a->ceil_mode ? "True" : "False");
-    return;
-  case MLC_GOP_LAYERNORM:
-    if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
-    mlc_str_puts(out, ", epsilon=");
-    mlc_str_put_double(out, a->eps);
-    return;
-  case MLC_GOP_BATCH_NORM:
-    mlc_str_puts(out, ", epsilon=");
-    mlc_str_put_double(out, a->eps);
-    return;
-  case MLC_GOP_CONCAT: mlc_str_printf(out, ", axis=%lld", (long long)a->axis); return;
-  case MLC_GOP_SLICE:
-    mlc_str_puts(out, ", axes=");
-    put_ints(out, a->n_ints, a->ints, '[', ']');
-    mlc_str_puts(out, ", begin=");
-    put_ints(out, a->n_ints, a->starts, '[', ']');
-    mlc_str_puts(out, ", end=");
-    put_ints(out, a->n_ints, a->ends, '[', ']');
-    mlc_str_puts(out, ", strides=");
-    put_ints(out, a->n_ints, a->steps, '[', ']');
-    return;
-  case MLC_GOP_PAD:
-    mlc_str_puts(out, ", pad_width=[");
-    for (int d = 0; d < a->n_pads; d++)
-      mlc_str_printf(out, "%s%lld, %lld", d ? ", " : "", (long long)a->pad_before[d],
-                     (long long)a->pad_after[d]);
-    mlc_str_putc(out, ']');
-    put_double(out, "pad_value", a->pad_value);
-    return;
-  case MLC_GOP_GATHER: mlc_str_printf(out, ", axis=%lld", (long long)a->axis); return;
-  case MLC_GOP_FLATTEN: /* axis 1 unless told */
-    if (a->axis != 1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
-    return;
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX: /* the last axis unless told */
-  case MLC_GOP_HARDMAX:
-    if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
-    return;
-  case MLC_GOP_RESHAPE:
-    mlc_str_puts(out, ", ");
-    put_ints(out, a->n_ints, a->ints, '(', ')');
-    return;
-  case MLC_GOP_TRANSPOSE:
-    mlc_str_puts(out, ", axes=");
-    if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
-    else mlc_str_puts(out, "None");
-    return;
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_THRESHOLDED_RELU: put_double(out, "alpha", a->alpha); return;
-  case MLC_GOP_SHRINK:
-    put_double(out, "lambd", a->alpha);
-    put_double(out, "bias", a->beta);
-    return;
-  case MLC_GOP_HARD_SIGMOID:
-    put_double(out, "alpha", a->alpha);
-    put_double(out, "beta", a->beta);
-    return;
-  case MLC_GOP_CLIP:
-    put_double(out, "min", a->lo);
-    put_double(out, "max", a->hi);
-    return;
-  case MLC_GOP_POWER: put_double(out, "exponent", a->exponent); return;
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU: mlc_str_printf(out, ", k=%lld", (long long)a->k); return;
-  case MLC_GOP_CUMSUM:
-    mlc_str_printf(out, ", axis=%lld, exclusive=%s, reverse=%s", (long long)a->axis,
-                   a->exclusive ? "True" : "False", a->reverse ? "True" : "False");
-    return;
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD:
-    mlc_str_puts(out, ", axis=");
-    if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
-    else mlc_str_puts(out, "None");
-    mlc_str_printf(out, ", keepdims=%s", a->keepdims ? "True" : "False");
-    return;
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_LOG:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_UNPACK_NCHWC:
-  case MLC_GOP_EWISE_FMA: return;
+/* ---- printed attributes (ops.def's print column) ------------------------------- */
+
+typedef void attr_printer(mlc_str *out, mlc_gop op, const mlc_gattrs *a);
+
+static void put_none(mlc_str *out, mlc_gop op, const mlc_gattrs *a) { (void)out, (void)op, (void)a; }
+
+static void put_conv(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  int nsp = mlc_gop_window_dims(op);
+  mlc_str_puts(out, ", strides=");
+  put_ints(out, nsp, a->strides, '[', ']');
+  mlc_str_puts(out, ", padding=");
+  put_ints(out, 2 * nsp, a->pads, '[', ']');
+  mlc_str_puts(out, ", dilation=");
+  put_ints(out, nsp, a->dilations, '[', ']');
+  if (op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_CONV_TRANSPOSE3D) {
+    mlc_str_puts(out, ", output_padding=");
+    put_ints(out, nsp, a->output_padding, '[', ']');
   }
-  mlc_unreachable();
+  mlc_str_printf(out, ", groups=%lld", (long long)a->groups);
+}
+
+static void put_pool(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  int nsp = mlc_gop_window_dims(op);
+  if (op == MLC_GOP_AVG_POOL2D || op == MLC_GOP_AVG_POOL3D)
+    mlc_str_printf(out, ", count_include_pad=%s", a->count_include_pad ? "True" : "False");
+  mlc_str_puts(out, ", pool_size=");
+  put_ints(out, nsp, a->kernel, '[', ']');
+  mlc_str_puts(out, ", strides=");
+  put_ints(out, nsp, a->strides, '[', ']');
+  mlc_str_puts(out, ", padding=");
+  put_ints(out, 2 * nsp, a->pads, '[', ']');
+  mlc_str_puts(out, ", dilation=");
+  put_ints(out, nsp, a->dilations, '[', ']');
+  mlc_str_printf(out, ", ceil_mode=%s", a->ceil_mode ? "True" : "False");
+}
+
+static void put_eps(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", epsilon=");
+  mlc_str_put_double(out, a->eps);
+}
+
+static void put_layernorm(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  if (a->axis != -1) mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
+  put_eps(out, op, a);
+}
+
+static void put_axis(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_printf(out, ", axis=%lld", (long long)a->axis);
+}
+
+/* The axis unless it is the op's default (softmax: the last, flatten: 1). */
+static void put_axis_opt(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  mlc_gattrs d;
+  mlc_gattrs_init(op, &d);
+  if (a->axis != d.axis) put_axis(out, op, a);
+}
+
+static void put_slice(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", axes=");
+  put_ints(out, a->n_ints, a->ints, '[', ']');
+  mlc_str_puts(out, ", begin=");
+  put_ints(out, a->n_ints, a->starts, '[', ']');
+  mlc_str_puts(out, ", end=");
+  put_ints(out, a->n_ints, a->ends, '[', ']');
+  mlc_str_puts(out, ", strides=");
+  put_ints(out, a->n_ints, a->steps, '[', ']');
+}
+
+static void put_pad(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", pad_width=[");
+  for (int d = 0; d < a->n_pads; d++)
+    mlc_str_printf(out, "%s%lld, %lld", d ? ", " : "", (long long)a->pad_before[d],
+                   (long long)a->pad_after[d]);
+  mlc_str_putc(out, ']');
+  put_double(out, "pad_value", a->pad_value);
+}
+
+static void put_reshape(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", ");
+  put_ints(out, a->n_ints, a->ints, '(', ')');
+}
+
+/* ", axes=[...]" or ", axes=None" (transpose: reversed; reduce_*: all) */
+static void put_axes(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", axes=");
+  if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
+  else mlc_str_puts(out, "None");
+}
+
+static void put_reduce(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", axis=");
+  if (a->n_ints) put_ints(out, a->n_ints, a->ints, '[', ']');
+  else mlc_str_puts(out, "None");
+  mlc_str_printf(out, ", keepdims=%s", a->keepdims ? "True" : "False");
+}
+
+/* ", key=value" for each of the op's keys (scalar attributes, attrs.def). */
+static void put_keys(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  const char *p = mlc_gop_keys(op);
+  char key[32], def[32];
+  while (mlc_gop_key_next(&p, key, def, sizeof key)) {
+    const mlc_gattr *g = mlc_gattr_find(key);
+    MLC_ASSERT(g);
+    switch (g->kind) {
+    case MLC_GATTR_NUMBER:
+    case MLC_GATTR_POSITIVE: put_double(out, key, MLC_GATTR_GET(a, g, double)); break;
+    case MLC_GATTR_AXIS:
+    case MLC_GATTR_INT:
+      mlc_str_printf(out, ", %s=%lld", key, (long long)MLC_GATTR_GET(a, g, int64_t));
+      break;
+    case MLC_GATTR_BOOL:
+      mlc_str_printf(out, ", %s=%s", key, MLC_GATTR_GET(a, g, bool) ? "True" : "False");
+      break;
+    }
+  }
+}
+
+static attr_printer *const attr_printers[] = {
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+  [MLC_GOP_##id] = put_##print,
+#include "graph/ops.def"
+};
+_Static_assert(sizeof(attr_printers) / sizeof(attr_printers[0]) == MLC_GOP_COUNT,
+               "attribute printer table out of date");
+
+static void put_attrs(mlc_str *out, const mlc_gbinding *b) {
+  attr_printers[b->op](out, b->op, &b->attrs);
 }
 
 static void put_binding(mlc_str *out, const mlc_gbinding *b) {

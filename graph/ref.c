@@ -41,93 +41,69 @@ static double hard_sigmoid(double x, double alpha, double beta) {
   return fmax(0, fmin(1, alpha * x + beta));
 }
 
-/* One element of an elementwise op; v holds its operands. */
-static double elemwise(mlc_gop op, const mlc_gattrs *at, const double *v) {
-  switch (op) {
-  case MLC_GOP_ADD: return v[0] + v[1];
-  case MLC_GOP_MULTIPLY: return v[0] * v[1];
-  case MLC_GOP_SUBTRACT: return v[0] - v[1];
-  case MLC_GOP_DIVIDE: return v[0] / v[1];
-  case MLC_GOP_MAXIMUM: return fmax(v[0], v[1]);
-  case MLC_GOP_MINIMUM: return fmin(v[0], v[1]);
-  case MLC_GOP_POW: return pow(v[0], v[1]);
-  case MLC_GOP_EWISE_FMA: return v[0] * v[1] + v[2];
-  case MLC_GOP_RELU: return v[0] > 0 ? v[0] : 0;
-  case MLC_GOP_GELU: return 0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0)));
-  case MLC_GOP_POWER: return pow(v[0], at->exponent);
-  case MLC_GOP_SQRT: return sqrt(v[0]);
-  case MLC_GOP_EXP: return exp(v[0]);
-  case MLC_GOP_ERF: return erf(v[0]);
-  case MLC_GOP_TANH: return tanh(v[0]);
-  case MLC_GOP_SIGMOID: return 1 / (1 + exp(-v[0]));
-  case MLC_GOP_LEAKY_RELU: return v[0] >= 0 ? v[0] : at->alpha * v[0];
-  case MLC_GOP_CLIP: return fmin(fmax(v[0], at->lo), at->hi);
-  case MLC_GOP_HARD_SIGMOID: return hard_sigmoid(v[0], at->alpha, at->beta);
-  case MLC_GOP_HARD_SWISH: return v[0] * hard_sigmoid(v[0], 1.0 / 6, 0.5);
-  case MLC_GOP_NEGATIVE: return -v[0];
-  case MLC_GOP_ABS: return fabs(v[0]);
-  case MLC_GOP_LOG: return log(v[0]);
-  case MLC_GOP_FLOOR: return floor(v[0]);
-  case MLC_GOP_CEIL: return ceil(v[0]);
-  case MLC_GOP_ROUND: return nearbyint(v[0]);
-  case MLC_GOP_SIGN: return v[0] > 0 ? 1 : v[0] < 0 ? -1 : v[0];
-  case MLC_GOP_SIN: return sin(v[0]);
-  case MLC_GOP_COS: return cos(v[0]);
-  case MLC_GOP_TAN: return tan(v[0]);
-  case MLC_GOP_ASIN: return asin(v[0]);
-  case MLC_GOP_ACOS: return acos(v[0]);
-  case MLC_GOP_ATAN: return atan(v[0]);
-  case MLC_GOP_SINH: return sinh(v[0]);
-  case MLC_GOP_COSH: return cosh(v[0]);
-  case MLC_GOP_ASINH: return asinh(v[0]);
-  case MLC_GOP_ACOSH: return acosh(v[0]);
-  case MLC_GOP_ATANH: return atanh(v[0]);
-  case MLC_GOP_THRESHOLDED_RELU: return v[0] > at->alpha ? v[0] : 0;
-  case MLC_GOP_SHRINK:
-    return v[0] < -at->alpha ? v[0] + at->beta : v[0] > at->alpha ? v[0] - at->beta : 0;
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-  case MLC_GOP_HARDMAX:
-  case MLC_GOP_LAYERNORM:
-  case MLC_GOP_BATCH_NORM:
-  case MLC_GOP_CONV2D:
-  case MLC_GOP_CONV_TRANSPOSE2D:
-  case MLC_GOP_MAX_POOL2D:
-  case MLC_GOP_AVG_POOL2D:
-  case MLC_GOP_CONV3D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-  case MLC_GOP_MAX_POOL3D:
-  case MLC_GOP_AVG_POOL3D:
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD:
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU:
-  case MLC_GOP_CUMSUM:
-  case MLC_GOP_CONCAT:
-  case MLC_GOP_SLICE:
-  case MLC_GOP_PAD:
-  case MLC_GOP_GATHER:
-  case MLC_GOP_RESHAPE:
-  case MLC_GOP_FLATTEN:
-  case MLC_GOP_UNPACK_NCHWC:
-  case MLC_GOP_TRANSPOSE: mlc_unreachable();
-  }
-  mlc_unreachable();
-}
+/* ---- pointwise ops (ops.def's MLC_GOP_PW rows) -------------------------------- */
+
+/* One element of a pointwise op; v holds its operands. */
+#define PW(name) static double pw_##name(const mlc_gattrs *at __attribute__((unused)), const double *v)
+
+PW(add) { return v[0] + v[1]; }
+PW(multiply) { return v[0] * v[1]; }
+PW(subtract) { return v[0] - v[1]; }
+PW(divide) { return v[0] / v[1]; }
+PW(maximum) { return fmax(v[0], v[1]); }
+PW(minimum) { return fmin(v[0], v[1]); }
+PW(pow) { return pow(v[0], v[1]); }
+PW(ewise_fma) { return v[0] * v[1] + v[2]; }
+PW(relu) { return v[0] > 0 ? v[0] : 0; }
+PW(gelu) { return 0.5 * v[0] * (1 + erf(v[0] / sqrt(2.0))); }
+PW(power) { return pow(v[0], at->exponent); }
+PW(sqrt) { return sqrt(v[0]); }
+PW(exp) { return exp(v[0]); }
+PW(erf) { return erf(v[0]); }
+PW(tanh) { return tanh(v[0]); }
+PW(sigmoid) { return 1 / (1 + exp(-v[0])); }
+PW(leaky_relu) { return v[0] >= 0 ? v[0] : at->alpha * v[0]; }
+PW(clip) { return fmin(fmax(v[0], at->lo), at->hi); }
+PW(hard_sigmoid) { return hard_sigmoid(v[0], at->alpha, at->beta); }
+PW(hard_swish) { return v[0] * hard_sigmoid(v[0], 1.0 / 6, 0.5); }
+PW(negative) { return -v[0]; }
+PW(abs) { return fabs(v[0]); }
+PW(log) { return log(v[0]); }
+PW(floor) { return floor(v[0]); }
+PW(ceil) { return ceil(v[0]); }
+PW(round) { return nearbyint(v[0]); }
+PW(sign) { return v[0] > 0 ? 1 : v[0] < 0 ? -1 : v[0]; }
+PW(sin) { return sin(v[0]); }
+PW(cos) { return cos(v[0]); }
+PW(tan) { return tan(v[0]); }
+PW(asin) { return asin(v[0]); }
+PW(acos) { return acos(v[0]); }
+PW(atan) { return atan(v[0]); }
+PW(sinh) { return sinh(v[0]); }
+PW(cosh) { return cosh(v[0]); }
+PW(asinh) { return asinh(v[0]); }
+PW(acosh) { return acosh(v[0]); }
+PW(atanh) { return atanh(v[0]); }
+PW(thresholded_relu) { return v[0] > at->alpha ? v[0] : 0; }
+PW(shrink) { return v[0] < -at->alpha ? v[0] + at->beta : v[0] > at->alpha ? v[0] - at->beta : 0; }
+
+typedef double pw_value(const mlc_gattrs *at, const double *v);
+
+/* NULL for the ops that are not pointwise. */
+static pw_value *const pw_values[MLC_GOP_COUNT] = {
+#define MLC_GOP_PW(id, name, script, n_in, shape, print, keys) [MLC_GOP_##id] = pw_##name,
+#include "graph/ops.def"
+};
 
 static void ref_elemwise(mlc_gop op, const mlc_gattrs *at, int n, float *const *in,
                          const mlc_gtype *ts, const mlc_gtype *out, float *y) {
   int64_t idx[MLC_GRAPH_MAX_DIMS];
+  MLC_ASSERT(pw_values[op]);
   for (int64_t i = 0; i < mlc_gtype_numel(out); i++) {
     unravel(out, i, idx);
     double v[3] = {0, 0, 0};
     for (int k = 0; k < n; k++) v[k] = in[k][bcast_index(&ts[k], out, idx)];
-    y[i] = (float)elemwise(op, at, v);
+    y[i] = (float)pw_values[op](at, v);
   }
 }
 
@@ -510,6 +486,132 @@ static void ref_dense_packed(mlc_arena *scratch, const mlc_gbinding *b, float *c
   if (!scratch) mlc_free(w);
 }
 
+/* ---- references (ops.def's impl column) ---------------------------------------- */
+
+/* One op binding to evaluate: its inputs in (types ts) and the result y
+ * (type out); scratch as get_doubles takes it. */
+typedef struct ref_call {
+  mlc_arena *scratch;
+  const mlc_gbinding *b;
+  mlc_gop op;
+  const mlc_gattrs *at;
+  float *const *in;
+  const mlc_gtype *ts;
+  const mlc_gtype *out;
+  float *y;
+} ref_call;
+
+typedef void reference(const ref_call *c);
+
+static const float *bias_of(const ref_call *c) { return c->b->n_args == 3 ? c->in[2] : NULL; }
+
+static void ref_op_pointwise(const ref_call *c) {
+  ref_elemwise(c->op, c->at, c->b->n_args, c->in, c->ts, c->out, c->y);
+}
+
+static void ref_op_matmul(const ref_call *c) {
+  ref_matmul(false, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c), c->out, c->y);
+}
+
+static void ref_op_dense(const ref_call *c) {
+  if (c->ts[1].ndim == 3) {
+    ref_dense_packed(c->scratch, c->b, c->in, c->ts, c->y);
+    return;
+  }
+  ref_matmul(true, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c), c->out, c->y);
+}
+
+static void ref_op_softmax(const ref_call *c) {
+  ref_softmax(c->out, mlc_gop_axis(c->at->axis, c->out->ndim), c->op == MLC_GOP_LOG_SOFTMAX,
+              c->in[0], c->y);
+}
+
+static void ref_op_layernorm(const ref_call *c) {
+  ref_layernorm(c->out, mlc_gop_axis(c->at->axis, c->out->ndim), c->in[0], c->in[1], bias_of(c),
+                c->at->eps, c->y);
+}
+
+static void ref_op_batch_norm(const ref_call *c) { ref_batch_norm(c->out, c->in, c->at->eps, c->y); }
+
+static void ref_op_conv2d(const ref_call *c) {
+  if (c->ts[1].ndim == 6) ref_blocked(c->scratch, c->b, c->in, c->ts, c->y);
+  else ref_conv2d(c->at, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c), c->out, c->y);
+}
+
+static void ref_op_unpack_nchwc(const ref_call *c) { nchwc_copy(&c->ts[0], c->in[0], c->y, true); }
+
+/* The 3-D windows: ref_window.c. */
+static void ref_op_conv3d(const ref_call *c) { mlc_graph_ref_window(c->b, c->in, c->y); }
+
+static void ref_op_conv_transpose(const ref_call *c) {
+  if (mlc_gop_window_dims(c->op) == 3) mlc_graph_ref_window(c->b, c->in, c->y);
+  else
+    ref_conv_transpose2d(c->scratch, c->at, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c),
+                         c->out, c->y);
+}
+
+static void ref_op_max_pool(const ref_call *c) {
+  if (mlc_gop_window_dims(c->op) == 3) mlc_graph_ref_window(c->b, c->in, c->y);
+  else if (c->ts[0].ndim == 5) ref_blocked(c->scratch, c->b, c->in, c->ts, c->y);
+  else ref_max_pool(c->at, &c->ts[0], c->in[0], c->out, c->y);
+}
+
+static void ref_op_avg_pool(const ref_call *c) {
+  if (mlc_gop_window_dims(c->op) == 3) mlc_graph_ref_window(c->b, c->in, c->y);
+  else ref_avg_pool(c->at, &c->ts[0], c->in[0], c->out, c->y);
+}
+
+static void ref_op_concat(const ref_call *c) {
+  ref_concat(c->b->n_args, c->in, c->ts, mlc_gop_axis(c->at->axis, c->out->ndim), c->out, c->y);
+}
+
+static void ref_op_slice(const ref_call *c) { ref_slice(c->at, &c->ts[0], c->in[0], c->out, c->y); }
+
+static void ref_op_pad(const ref_call *c) { ref_pad(c->at, &c->ts[0], c->in[0], c->out, c->y); }
+
+static void ref_op_gather(const ref_call *c) {
+  ref_gather(mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], &c->ts[1], c->in[1],
+             c->y);
+}
+
+static void ref_op_global_avg_pool(const ref_call *c) {
+  ref_reduce(c->scratch, c->op, (const bool[]){false, false, true, true}, &c->ts[0], c->in[0],
+             c->out, c->y);
+}
+
+static void ref_op_reduce(const ref_call *c) {
+  bool red[MLC_GRAPH_MAX_DIMS];
+  mlc_error err;
+  MLC_ASSERT(mlc_gop_reduced_axes(c->op, c->at, c->ts[0].ndim, red, &err));
+  ref_reduce(c->scratch, c->op, red, &c->ts[0], c->in[0], c->out, c->y);
+}
+
+static void ref_op_reshape(const ref_call *c) {
+  memcpy(c->y, c->in[0], sizeof(float) * (size_t)mlc_gtype_numel(c->out));
+}
+
+static void ref_op_transpose(const ref_call *c) {
+  ref_transpose(c->at, &c->ts[0], c->in[0], c->out, c->y);
+}
+
+static void ref_op_trilu(const ref_call *c) {
+  ref_trilu(c->op == MLC_GOP_TRIU, c->at->k, c->out, c->in[0], c->y);
+}
+
+static void ref_op_cumsum(const ref_call *c) { ref_cumsum(c->at, c->out, c->in[0], c->y); }
+
+static void ref_op_hardmax(const ref_call *c) {
+  ref_hardmax(c->out, mlc_gop_axis(c->at->axis, c->out->ndim), c->in[0], c->y);
+}
+
+static reference *const references[] = {
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+  [MLC_GOP_##id] = ref_op_##impl,
+#include "graph/ops.def"
+};
+_Static_assert(sizeof(references) / sizeof(references[0]) == MLC_GOP_COUNT,
+               "reference table out of date");
+
 void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
   mlc_graph_ref_op_in(NULL, b, in, y);
 }
@@ -517,114 +619,8 @@ void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y) {
 void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y) {
   mlc_gtype ts[MLC_GRAPH_MAX_ARGS];
   for (int i = 0; i < b->n_args; i++) ts[i] = b->args[i]->type;
-  const mlc_gtype *out = &b->var->type;
-  switch (b->op) {
-  case MLC_GOP_ADD:
-  case MLC_GOP_MULTIPLY:
-  case MLC_GOP_SUBTRACT:
-  case MLC_GOP_DIVIDE:
-  case MLC_GOP_MAXIMUM:
-  case MLC_GOP_MINIMUM:
-  case MLC_GOP_POW:
-  case MLC_GOP_EWISE_FMA:
-  case MLC_GOP_RELU:
-  case MLC_GOP_GELU:
-  case MLC_GOP_POWER:
-  case MLC_GOP_SQRT:
-  case MLC_GOP_EXP:
-  case MLC_GOP_ERF:
-  case MLC_GOP_TANH:
-  case MLC_GOP_SIGMOID:
-  case MLC_GOP_LEAKY_RELU:
-  case MLC_GOP_CLIP:
-  case MLC_GOP_HARD_SIGMOID:
-  case MLC_GOP_HARD_SWISH:
-  case MLC_GOP_NEGATIVE:
-  case MLC_GOP_ABS:
-  case MLC_GOP_FLOOR:
-  case MLC_GOP_CEIL:
-  case MLC_GOP_ROUND:
-  case MLC_GOP_SIGN:
-  case MLC_GOP_SIN:
-  case MLC_GOP_COS:
-  case MLC_GOP_TAN:
-  case MLC_GOP_ASIN:
-  case MLC_GOP_ACOS:
-  case MLC_GOP_ATAN:
-  case MLC_GOP_SINH:
-  case MLC_GOP_COSH:
-  case MLC_GOP_ASINH:
-  case MLC_GOP_ACOSH:
-  case MLC_GOP_ATANH:
-  case MLC_GOP_THRESHOLDED_RELU:
-  case MLC_GOP_SHRINK:
-  case MLC_GOP_LOG: ref_elemwise(b->op, &b->attrs, b->n_args, in, ts, out, y); return;
-  case MLC_GOP_MATMUL:
-  case MLC_GOP_DENSE:
-    if (b->op == MLC_GOP_DENSE && ts[1].ndim == 3) {
-      ref_dense_packed(scratch, b, in, ts, y);
-      return;
-    }
-    ref_matmul(b->op == MLC_GOP_DENSE, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
-               out, y);
-    return;
-  case MLC_GOP_SOFTMAX:
-  case MLC_GOP_LOG_SOFTMAX:
-    ref_softmax(out, mlc_gop_axis(b->attrs.axis, out->ndim), b->op == MLC_GOP_LOG_SOFTMAX, in[0], y);
-    return;
-  case MLC_GOP_LAYERNORM:
-    ref_layernorm(out, mlc_gop_axis(b->attrs.axis, out->ndim), in[0], in[1],
-                  b->n_args == 3 ? in[2] : NULL, b->attrs.eps, y);
-    return;
-  case MLC_GOP_BATCH_NORM: ref_batch_norm(out, in, b->attrs.eps, y); return;
-  case MLC_GOP_CONV2D:
-    if (ts[1].ndim == 6) ref_blocked(scratch, b, in, ts, y);
-    else ref_conv2d(&b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL, out, y);
-    return;
-  case MLC_GOP_UNPACK_NCHWC: nchwc_copy(&ts[0], in[0], y, true); return;
-  case MLC_GOP_CONV_TRANSPOSE2D:
-    ref_conv_transpose2d(scratch, &b->attrs, &ts[0], in[0], &ts[1], in[1], b->n_args == 3 ? in[2] : NULL,
-                         out, y);
-    return;
-  case MLC_GOP_MAX_POOL2D:
-    if (ts[0].ndim == 5) ref_blocked(scratch, b, in, ts, y);
-    else ref_max_pool(&b->attrs, &ts[0], in[0], out, y);
-    return;
-  case MLC_GOP_AVG_POOL2D: ref_avg_pool(&b->attrs, &ts[0], in[0], out, y); return;
-  case MLC_GOP_CONV3D:
-  case MLC_GOP_CONV_TRANSPOSE3D:
-  case MLC_GOP_MAX_POOL3D:
-  case MLC_GOP_AVG_POOL3D: mlc_graph_ref_window(b, in, y); return;
-  case MLC_GOP_CONCAT:
-    ref_concat(b->n_args, in, ts, mlc_gop_axis(b->attrs.axis, out->ndim), out, y);
-    return;
-  case MLC_GOP_SLICE: ref_slice(&b->attrs, &ts[0], in[0], out, y); return;
-  case MLC_GOP_PAD: ref_pad(&b->attrs, &ts[0], in[0], out, y); return;
-  case MLC_GOP_GATHER:
-    ref_gather(mlc_gop_axis(b->attrs.axis, ts[0].ndim), &ts[0], in[0], &ts[1], in[1], y);
-    return;
-  case MLC_GOP_GLOBAL_AVG_POOL2D:
-    ref_reduce(scratch, b->op, (const bool[]){false, false, true, true}, &ts[0], in[0], out, y);
-    return;
-  case MLC_GOP_REDUCE_SUM:
-  case MLC_GOP_REDUCE_MEAN:
-  case MLC_GOP_REDUCE_MAX:
-  case MLC_GOP_REDUCE_PROD: {
-    bool red[MLC_GRAPH_MAX_DIMS];
-    mlc_error err;
-    MLC_ASSERT(mlc_gop_reduced_axes(b->op, &b->attrs, ts[0].ndim, red, &err));
-    ref_reduce(scratch, b->op, red, &ts[0], in[0], out, y);
-    return;
-  }
-  case MLC_GOP_RESHAPE:
-  case MLC_GOP_FLATTEN: memcpy(y, in[0], sizeof(float) * (size_t)mlc_gtype_numel(out)); return;
-  case MLC_GOP_TRANSPOSE: ref_transpose(&b->attrs, &ts[0], in[0], out, y); return;
-  case MLC_GOP_TRIL:
-  case MLC_GOP_TRIU: ref_trilu(b->op == MLC_GOP_TRIU, b->attrs.k, out, in[0], y); return;
-  case MLC_GOP_CUMSUM: ref_cumsum(&b->attrs, out, in[0], y); return;
-  case MLC_GOP_HARDMAX: ref_hardmax(out, mlc_gop_axis(b->attrs.axis, out->ndim), in[0], y); return;
-  }
-  mlc_unreachable();
+  ref_call c = {scratch, b, b->op, &b->attrs, in, ts, &b->var->type, y};
+  references[b->op](&c);
 }
 
 /* Evaluate f with params bound to ins; results into outs[0..n_outputs). */
