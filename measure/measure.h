@@ -276,7 +276,7 @@ typedef void (*mlc_timing_hook)(void *ud, int r, const mlc_timing_repeat *rep);
 int mlc_time_calls(mlc_timing_fn fn, void *ctx, const mlc_timing_opts *o, double *secs,
                    mlc_timing_hook hook, void *ud, mlc_error *err);
 
-/* The tolerance of every result check (DESIGN.md section 4): floats
+/* The tolerance of every result check (docs/PROTOCOL.md): floats
  * within rtol * |want| + atol * max |want| (the largest finite |want|: an
  * all-zero reference wants exact zeros), integers and bools exactly. */
 #define MLC_CHECK_RTOL 1e-3

@@ -1,4 +1,4 @@
-/* tasks: the built-in workload library (DESIGN.md section 1).
+/* tasks: the built-in workload library (mlc-ir --list-tasks; docs/CLI.md).
  *
  *   const mlc_task_def *d = mlc_task_find("matmul");
  *   int64_t shape[MLC_TASK_MAX_DIMS];
