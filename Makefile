@@ -1,6 +1,6 @@
 # mlc-tune: a plain Makefile. `make` builds libraries, tools and tests into
 # build/; `make asan test` does the same under ASan+UBSan in build-asan/.
-# Modules are folders (DESIGN.md section 2); every .c file in a module folder
+# Modules are folders (docs/ARCHITECTURE.md); every .c file in a module folder
 # goes into build/libmlc.a, every tools/<name>.c is a program, every
 # tests/test_<name>.c a test binary. New files need no Makefile edit.
 

@@ -1,4 +1,4 @@
-/* db: the tuning database (DESIGN.md section 4): an SQLite file, or a
+/* db: the tuning database (docs/DATABASE.md): an SQLite file, or a
  * PostgreSQL database that several tuning jobs share.
  *
  *   mlc_db *db = mlc_db_open("mlc.db", MLC_DB_CREATE, &err);   // WAL, busy timeout
@@ -196,7 +196,7 @@ int mlc_db_load_model(mlc_db *db, const char *target, int feature_version, void 
 
 /* ---- JSON lines ---------------------------------------------------------------- */
 
-/* One object per record (DESIGN.md section 4):
+/* One object per record (docs/DATABASE.md):
  *   {"task":..., "shape":..., "workload":"<TVMScript>", "target":...,
  *    "trace":{...}, "run_secs":[...], "error":null, "sched_hash":"..."}
  * ("sched_hash" null when unknown, and optional on import). task NULL:

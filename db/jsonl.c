@@ -1,4 +1,4 @@
-/* db: export and import as JSON lines (DESIGN.md section 4). Import runs
+/* db: export and import as JSON lines (docs/DATABASE.md). Import runs
  * in one transaction: a bad line leaves the database as it was. Lines are
  * untrusted: each trace is replayed on its workload before it is stored
  * (db/check.c). */

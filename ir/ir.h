@@ -446,7 +446,7 @@ void mlc_print_expr(mlc_str *out, const mlc_expr *e);
 void mlc_print_stmt(mlc_str *out, const mlc_stmt *s, int indent);
 
 /* ---- parser (parse.c) -------------------------------------------------- */
-/* Reads the TVMScript subset of DESIGN.md section 3: an @I.ir_module class
+/* Reads the TVMScript subset of docs/FORMATS.md: an @I.ir_module class
  * or one or more bare @T.prim_func defs (returned as a module with name
  * NULL). Errors: "file:line:col: expected ..., got ...". Blocks written
  * without T.reads/T.writes get them inferred (mlc_block_infer_regions). */

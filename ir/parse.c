@@ -1,6 +1,6 @@
 /* TVMScript parser: statements, blocks, functions and modules.
  *
- * The subset of DESIGN.md section 3. A function body is the suite of an
+ * The subset of docs/FORMATS.md. A function body is the suite of an
  * implicit root block: its top-level `T.alloc_buffer`s become the root's
  * allocs (or an explicit `with T.block("root"):` is the only statement).
  * A block's suite opens with its header (axes, T.where, T.reads/T.writes,

@@ -3,7 +3,7 @@
  * Precedence, loosest first, as Python: or, and, not, comparisons (chained
  * a < b < c means a < b and b < c), + -, * / // %, unary -, then calls,
  * subscripts and attributes. Lowering checks what each T.* function takes
- * and gives literals the dtype of the other operand (DESIGN.md section 3).
+ * and gives literals the dtype of the other operand (docs/FORMATS.md).
  */
 #include "ir/arith_internal.h"
 #include "ir/parse_internal.h"

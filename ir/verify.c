@@ -1,7 +1,7 @@
 /* IR verifier: checks that a prim_func is well-formed TensorIR.
  *
  * One pre-order walk keeps a scope of defined vars and visible buffers.
- * Conventions follow TVM (DESIGN.md section 3):
+ * Conventions follow TVM (docs/FORMATS.md):
  *  - A non-opaque block (one with iter vars) does not see the loops around
  *    it: its regions, init and body may not use a loop var defined outside
  *    it. Outer loop vars reach it only through the iter var bindings and the

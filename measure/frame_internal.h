@@ -1,5 +1,5 @@
 /* measure: frame encoding shared by the pool and the workers (private).
- * The layout is documented in measure.h. */
+ * The layout is documented in docs/PROTOCOL.md. */
 #ifndef MLC_MEASURE_FRAME_INTERNAL_H
 #define MLC_MEASURE_FRAME_INTERNAL_H
 
@@ -10,7 +10,7 @@
 
 #pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
 
-/* The frame header and types of the wire protocol (measure.h). */
+/* The frame header and types of the wire protocol (docs/PROTOCOL.md). */
 #define MLC_FRAME_MAGIC 0x3146434du
 #define MLC_FRAME_HEADER 12
 #define MLC_FRAME_MAX (256u << 20)

@@ -18,80 +18,9 @@
  *
  * or all at once: mlc_measure_run_batch(m, n, c, results, progress, ud, &err).
  *
- * Faults cost one candidate, never the batch: a worker that crashes
- * (SIGSEGV, SIGFPE, abort), hangs past its timeout (then SIGKILL), returns
- * a wrong result, asks for an absurd allocation, reports a zero or negative
- * time, or writes garbage on its pipe gives a result with that error class
- * and the worker is started again for the next candidate. Every worker is
- * reaped (no zombies). Workers are started with posix_spawn, never fork:
- * the tuner holds LLVM, OpenMP and SQLite state a fork would copy.
- *
- * Workers die with the thread that started them (PR_SET_PDEATHSIG), so a
- * tuner killed with SIGKILL leaves no worker behind: call the pool from
- * one long-lived thread.
- *
- * Builders pause (SIGSTOP/SIGCONT) while the CPU runner works, and their
- * timeouts are extended by the paused time, so timings are not disturbed
- * on a 2-core machine.
- *
- * Interference from other processes: the runner watches each repeat
- * (involuntary context switches of its threads from getrusage, the calling
- * thread's CPU time against the wall time, a parallel kernel's CPU time
- * against threads x wall, the spread of the repeats). A
- * disturbed timing is redone at most twice (within half the run
- * timeout); the first undisturbed attempt is kept, else the fastest, and
- * the result says disturbed when none was clean
- * (mlc_measure_result.disturbed, .retimes).
- *
- * The reference output of each workload is computed once per workload by
- * the runner from the unscheduled kernel (built by a builder like any
- * candidate, compiled for the host) and cached in the runner by workload
- * key; inputs come from a seeded PCG32 stream, identical for the reference
- * and the candidate, so every parameter (inputs included) must match.
- *
- * Benchmarks only: with MLC_BENCH_SLEEP_MS=N in the environment, a pool
- * builds and runs nothing; each candidate costs N ms of wall time and no
- * CPU, one at a time as on the runner, and is OK with times derived from
- * its trace (measurement scaling over many hosts, simulated on 2 cores;
- * docs/MPI.md). Added by mpi.
- *
- * ---- Wire protocol (workers' stdin and stdout, a socket pair) --------
- *
- * Every message is one frame:
- *
- *   offset 0   u32  magic    0x3146434d ("MCF1" in memory order)
- *   offset 4   u32  type     mlc_frame_type (frame_internal.h)
- *   offset 8   u32  length   payload bytes, at most MLC_FRAME_MAX
- *   offset 12  payload
- *
- * Integers and doubles are in host byte order (both ends run on one
- * machine). Payload fields, in order, are u32, u64, f64 (IEEE bits), or
- * bytes/str: u32 length then the bytes (no NUL terminator).
- *
- *   BUILD_REQ  str workload (TVMScript with a prim_func "main" or a single
- *              function), str trace JSON ("" = unscheduled), str target,
- *              str symbol (entry name in the object), u32 fault
- *   BUILD_OK   bytes object, u32 n_args, n_args x arg
- *              (arg = u32 dtype, u32 ndim, ndim x u64 extent), u32 threads
- *              (threads the kernel's parallel loops use; 1: serial)
- *   RUN_REQ    u64 workload key, str symbol, bytes object, str ref_symbol,
- *              bytes ref_object, u32 n_args, n_args x arg, u32 number,
- *              u32 repeat, f64 min_repeat_ms, u32 flush_cache, u64 seed,
- *              f64 rtol, f64 atol (times max |ref|), u64 max_arg_bytes,
- *              u32 fault, f64 max_call_sec (0: no limit), u32 threads
- *              (from BUILD_OK), f64 retime_budget_s (no re-timing that
- *              would end later than this after the request arrived)
- *   RUN_OK     f64 max_error, u32 n, n x f64 seconds per call of a repeat,
- *              u32 disturbed (1: the kept timing saw interference),
- *              u32 retimes (timings redone because of it), u64 involuntary
- *              context switches (process, over the kept timing), f64 CPU
- *              over wall time of the timed calls (highest repeat),
- *              str why (the first sign of interference; "" if none)
- *   ERROR      str class (mlc_measure_status name), str message
- *
- * A worker answers each request with exactly one frame, and exits 0 at
- * end of input. A frame with a bad magic, unknown type, oversize length or
- * malformed payload is a protocol error: the pool kills the worker.
+ * Faults cost one candidate, never the batch: the worker is restarted.
+ * The workers, the wire protocol (frames, BUILD_REQ/OK, RUN_REQ/OK,
+ * ERROR), result checking, timing and test faults: docs/PROTOCOL.md.
  */
 #ifndef MLC_MEASURE_H
 #define MLC_MEASURE_H
@@ -347,7 +276,7 @@ typedef void (*mlc_timing_hook)(void *ud, int r, const mlc_timing_repeat *rep);
 int mlc_time_calls(mlc_timing_fn fn, void *ctx, const mlc_timing_opts *o, double *secs,
                    mlc_timing_hook hook, void *ud, mlc_error *err);
 
-/* The tolerance of every result check (DESIGN.md section 4): floats
+/* The tolerance of every result check (docs/PROTOCOL.md): floats
  * within rtol * |want| + atol * max |want| (the largest finite |want|: an
  * all-zero reference wants exact zeros), integers and bools exactly. */
 #define MLC_CHECK_RTOL 1e-3

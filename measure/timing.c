@@ -10,7 +10,7 @@
  * (the workers judge interference with them).
  *
  * Checking: rtol * |want| + atol * max |want| for floats, exact for
- * integers and bools (DESIGN.md section 4).
+ * integers and bools (docs/PROTOCOL.md).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* MADV_HUGEPAGE */

@@ -141,7 +141,7 @@ typedef struct mlc_trace {
   MLC_VEC(mlc_rv_kind) rv_kinds;
 } mlc_trace;
 
-/* Canonical compact JSON (DESIGN.md section 3):
+/* Canonical compact JSON (docs/FORMATS.md):
  *   {"insts":[["GetBlock",[],{"name":"C","func_name":"main"},["b0"]],...],
  *    "decisions":{"2":[32,4]},"version":1}
  * Inputs are handle names, integers, floats, null, or a string literal

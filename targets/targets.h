@@ -19,7 +19,7 @@
  * llvm_codegen.c builds LLVM IR, llvm_backend.c runs the O3 pipeline and
  * emits an ELF object in memory.
  *
- * Generated code (DESIGN.md section 4). Each prim_func becomes
+ * Generated code (docs/API.md). Each prim_func becomes
  *   int32_t <symbol>(void **args)   args[i]: data pointer of parameter i
  * returning 0, or -1 when a heap allocation inside the kernel failed (the
  * kernel then skips the work that needed it). The symbol is the function's

@@ -1,10 +1,10 @@
-/* tasks: the built-in workload library (DESIGN.md section 1).
+/* tasks: the built-in workload library (mlc-ir --list-tasks; docs/CLI.md).
  *
  *   const mlc_task_def *d = mlc_task_find("matmul");
- *   int64_t shape[MLC_TASK_MAX_DIMS]; int n;
- *   if (!mlc_task_parse_shape(d, "128,128,128", shape, &n, &err)) ...
- *   mlc_prim_func *f = mlc_task_build(a, d, shape, n);   // named "main"
- *   double flops = mlc_task_flops(d, shape, n);
+ *   int64_t shape[MLC_TASK_MAX_DIMS];
+ *   if (!mlc_task_parse_shape(d, "128,128,128", shape, &err)) ...
+ *   mlc_prim_func *f = mlc_task_build(a, d, shape);   // named "main"
+ *   double flops = mlc_task_flops(d, shape);
  *
  * Each task is written with the ir builder (mlc_te_*) and has default
  * shapes; shapes from --shape are checked (count, >= 1, total size fits).

@@ -4,7 +4,7 @@
  *   mlc-db top --task matmul [-k 5]      best records of a task
  *   mlc-db show ID [--ir]                one record: trace, run times, scheduled IR
  *   mlc-db stats                         records per error class and per target
- *   mlc-db export [--task T] > f.jsonl   JSON lines (DESIGN.md section 4)
+ *   mlc-db export [--task T] > f.jsonl   JSON lines (docs/DATABASE.md)
  *   mlc-db import f.jsonl                the same back, duplicates skipped
  */
 #include "db/db.h"

@@ -1,4 +1,4 @@
-/* mlc-worker: the measurement worker processes (measure/measure.h).
+/* mlc-worker: the measurement worker processes (measure/measure.h, docs/PROTOCOL.md).
  *
  *   mlc-worker build    compile candidates: frames on stdin, replies on stdout
  *   mlc-worker run      load, check and time compiled candidates
@@ -15,7 +15,7 @@ static const char *usage_text =
     "\n"
     "A measurement worker started by mlc-tune: it reads length-prefixed request\n"
     "frames on stdin and writes one reply frame per request on stdout (layout in\n"
-    "measure/measure.h) until end of input.\n"
+    "docs/PROTOCOL.md) until end of input.\n"
     "\n"
     "  build   replay a trace on a workload, lower and compile it: object bytes\n"
     "  run     load an object, check its result against the reference, time it\n"
