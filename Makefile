@@ -186,7 +186,7 @@ $(MODEL_FILES) &: examples/export_models.py
 DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
             protobuf-c-compiler libprotobuf-c-dev libonnx-dev
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
-# without it); ONNX's backend test data (test_onnx_conformance SKIPs without
+# without it); ONNX's backend test data (test_graph_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py;
 # OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it).
 DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \

@@ -46,7 +46,7 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
   abort();
 }
 
-/* Out of memory, by path (tests/test_allocfail.c fails every allocation of
+/* Out of memory, by path (tests/test_base_allocfail.c fails every allocation of
  * each in turn, with small arena chunks so failures land inside the work,
  * and checks which of the two happens):
  *

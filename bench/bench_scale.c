@@ -2,7 +2,7 @@
  * n nodes through every graph pass, a trace of n instructions read and
  * replayed, a TVMScript function of n statements parsed, verified,
  * printed and parsed again, at n = 1,000, 3,000 and 10,000. Linear growth
- * shows as a 10k/1k ratio near 10 (tests/test_scale.c asserts a generous
+ * shows as a 10k/1k ratio near 10 (tests/test_graph_scale.c asserts a generous
  * bound on it).
  *
  *   bench_scale [--results FILE]

@@ -18,7 +18,7 @@
  *
  * The hash value is stored in tuning databases: changing this encoding
  * changes every workload hash and needs a database schema bump (the golden
- * hash in tests/test_struct_hash.c guards it).
+ * hash in tests/test_ir_struct_hash.c guards it).
  */
 #include "ir/ir.h"
 

@@ -1,4 +1,4 @@
-/* Large inputs for the scaling test (tests/test_scale.c) and benchmark
+/* Large inputs for the scaling test (tests/test_graph_scale.c) and benchmark
  * (bench/bench_scale.c): a model JSON of n nodes, a trace of n
  * instructions, a TVMScript function of n statements. Each runs one whole
  * pipeline and returns its CPU time in seconds, or -1 with err set. */

@@ -680,7 +680,7 @@ static void test_default_schedule(void) {
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
   check_same_results(f, s);
-  /* A matmul with 2^18 iterations: the register tile (tests/test_regtile.c
+  /* A matmul with 2^18 iterations: the register tile (tests/test_tuner_regtile.c
    * checks its accumulator), its outer loops fused and parallel. */
   f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){32, 128, 64});
   s = mlc_graph_default_schedule(a, f);

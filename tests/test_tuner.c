@@ -104,7 +104,7 @@ static void print_trace_on_failure(const mlc_sched *c) {
 }
 
 /* Whether the sketch part of t unrolls loops: only the register tile's
- * sketches do (tuner/regtile.c; tests/test_regtile.c checks them). */
+ * sketches do (tuner/regtile.c; tests/test_tuner_regtile.c checks them). */
 static bool is_register_sketch(const mlc_trace *t) {
   for (int i = 0; i < t->insts.len; i++) {
     if (t->insts.data[i].kind == MLC_INST_ENTER_POSTPROC) return false;

@@ -12,7 +12,7 @@
 set -eu
 B=${B:-build}
 OUT=${1:-.gpu/bundle.tar.xz}
-TESTS="test_cuda test_gpu_space test_measure"
+TESTS="test_targets_cuda test_tuner_gpu_space test_measure"
 make -s B="$B" all $(for t in $TESTS; do printf '%s/tests/%s ' "$B" "$t"; done)
 
 stage=$(mktemp -d)

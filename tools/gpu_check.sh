@@ -56,7 +56,7 @@ if [ -n "$BUNDLE" ]; then
     echo "gpu_check: running the tools with the bundled C library" >&2
   fi
 elif [ ! -x build/bin/mlc-tune ]; then
-  make -j"$(nproc)" all build/tests/test_cuda build/tests/test_gpu_space build/tests/test_measure || exit 1
+  make -j"$(nproc)" all build/tests/test_targets_cuda build/tests/test_tuner_gpu_space build/tests/test_measure || exit 1
 fi
 export MLC_WORKER=$PWD/build/bin/mlc-worker
 build/bin/mlc-ir --list-tasks >/dev/null || { echo "gpu_check: build/bin/mlc-ir does not run" >&2; exit 1; }
@@ -74,7 +74,7 @@ say ""
 
 # ---- tests -----------------------------------------------------------------
 say "## Tests"
-for t in test_cuda test_gpu_space test_measure; do
+for t in test_targets_cuda test_tuner_gpu_space test_measure; do
   timeout 300 "build/tests/$t" > "$OUTDIR/$t.out" 2>&1
   rc=$?
   cat "$OUTDIR/$t.out" >> "$OUTDIR/tests.log"

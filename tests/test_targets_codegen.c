@@ -125,7 +125,7 @@ static void test_tasks(void) {
     for (int k = 0; k < MLC_COUNTOF(small_shapes); k++)
       if (strcmp(small_shapes[k].task, d->name) == 0) shape = small_shapes[k].shape;
     if (!shape) {
-      test_report(name, 0, "no small shape for this task in tests/test_codegen.c");
+      test_report(name, 0, "no small shape for this task in tests/test_targets_codegen.c");
       continue;
     }
     mlc_arena *a = mlc_arena_new();
