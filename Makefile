@@ -188,9 +188,10 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
 # without it); ONNX's backend test data (test_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py;
-# OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it).
+# OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it);
+# headless Chromium renders mlc-db report's page (tests/cli/report_chromium.sh SKIPs without it).
 DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
-                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin
+                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin chromium
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 

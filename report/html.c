@@ -27,7 +27,7 @@ static const char *style =
     "td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}"
     "th{background:#f4f4f4;cursor:pointer}td.l,th.l{text-align:left}"
     "pre{background:#f8f8f8;padding:.6em;overflow-x:auto;font-size:12px;max-height:30em}"
-    ".row{display:flex;flex-wrap:wrap;gap:12px}.note{background:#fff4d6;padding:.4em .8em;"
+    ".row{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.note{background:#fff4d6;padding:.4em .8em;"
     "border-left:4px solid #e0a000}.facts li{margin:.1em 0}"
     "svg text{font:11px sans-serif;fill:#333}svg .title{font-weight:bold;font-size:12px}"
     ".frame{fill:none;stroke:#999}.grid{stroke:#eee}.pt{fill:#4477aa;fill-opacity:.6}"

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-enum { W = 560, H = 316, LEFT = 64, RIGHT = 64, TOP = 44, BOTTOM = 44 };
+enum { W = 576, H = 316, LEFT = 64, RIGHT = 80, TOP = 44, BOTTOM = 44 };
 
 void plot_add(plot *p, plot_kind kind, const char *cls, const char *name, int n,
               const double *x, const double *y, const char *const *tips) {
@@ -91,7 +91,7 @@ static void labels(mlc_str *o, const plot *p) {
   if (p->y2_num > 0)
     mlc_str_printf(o, "<text class=\"label\" transform=\"translate(%d %d) rotate(90)\""
                       " text-anchor=\"middle\">time per call</text>\n",
-                   W - 8, (TOP + H - BOTTOM) / 2);
+                   W - 6, (TOP + H - BOTTOM) / 2);
 }
 
 static void tip(mlc_str *o, const plot_series *s, int i) {
@@ -149,7 +149,7 @@ static void legend(mlc_str *o, const plot *p) {
     const plot_series *ps = &p->series[s];
     if (!ps->name) continue;
     x -= 8 + 7 * (int)strlen(ps->name);
-    mlc_str_printf(o, "<text class=\"legend %s-key\" x=\"%d\" y=\"18\">", ps->cls, x);
+    mlc_str_printf(o, "<text class=\"legend %s-key\" x=\"%d\" y=\"36\">", ps->cls, x);
     html_escape(o, ps->name);
     mlc_str_puts(o, "</text>\n");
   }
