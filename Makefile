@@ -131,7 +131,8 @@ $(BINS): LDLIBS += $(MPI_LIBS)
 # Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
 # program linked with bench/results.c, the plain-C baseline compiled with
 # -O3 -march=native, and OpenBLAS; each merges its cases into
-# bench/results.json.
+# bench/results.json, which `make bench` ends by drawing as
+# $(B)/bench/results.html (mlc-db report --bench: ours against each baseline).
 BENCH_MAINS := $(wildcard bench/bench_*.c)
 BENCHES  := $(BENCH_MAINS:bench/%.c=$(B)/bench/%)
 BENCH_LIBOBJS := $(B)/obj/bench/results.o $(B)/obj/bench/naive_matmul.o
@@ -160,9 +161,10 @@ $(B)/bench/bench_contention $(B)/bench/bench_tune $(B)/bench/bench_model: | $(B)
 
 # `make bench BENCH=replay` runs only build/bench/bench_replay.
 BENCH_RUN = $(if $(BENCH),$(BENCH:%=$(B)/bench/bench_%),$(BENCHES))
-bench: $(BENCHES)
+bench: $(BENCHES) $(B)/bin/mlc-db
 	@for b in $(BENCH_RUN); do echo "# $$b"; $$b || exit 1; done
 	@echo "# results in bench/results.json"
+	@$(B)/bin/mlc-db report --bench bench/results.json -o $(B)/bench/results.html
 
 # The crash-consistency soak (tests/soak.sh; not in CI nor in `make test`):
 # SOAK_RUNS runs of mlc-tune on one database, each killed with SIGKILL at a

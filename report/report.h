@@ -7,6 +7,7 @@
  *   mlc_report_summary sum;
  *   if (!mlc_report_html(db, &o, &html, &sum, &err)) ...  // err: the database failed
  *   mlc_report_plot(db, &o, MLC_REPORT_PLOT_CURVE, &svg, &err);
+ *   mlc_report_bench_html(json, len, "bench/results.json", &html, &n, &err);
  *
  * Per workload and target the page draws the tuning curve (GFLOP/s, with
  * the matching time on the right axis, against trials and against wall
@@ -64,6 +65,14 @@ typedef enum mlc_report_figure {
  * standalone SVG document. False with err when nothing matches. */
 bool mlc_report_plot(mlc_db *db, const mlc_report_options *o, mlc_report_figure fig,
                      mlc_str *out, mlc_error *err);
+
+/* The bench page of bench/results.json's text (source names it on the
+ * page and in errors): per unit a table of the cases, ours against each
+ * case's baseline with the speed-up and a pair of bars. False with err
+ * when the text is not JSON or has no "cases" array; malformed cases are
+ * skipped and counted on the page. *n_cases: the cases shown. */
+bool mlc_report_bench_html(const char *text, size_t len, const char *source, mlc_str *out,
+                           int *n_cases, mlc_error *err);
 
 /* Floating-point work per call of a workload: the built-in task's count,
  * else counted from its stored IR; 0 when the IR does not parse. */

@@ -61,6 +61,8 @@ static const char *usage_text =
     "      --json         machine-readable output\n"
     "  -o, --output FILE  report: the page (default report.html); plot: the SVG\n"
     "      --model FILE   report: a model (.onnx or JSON) whose kernels to rank\n"
+    "      --bench FILE   report: the benchmarks' page of FILE (bench/results.json:\n"
+    "                     ours against each baseline per case), no database read\n"
     "      --figure F     plot: curve (GFLOP/s against trials, default), wall\n"
     "                     (against wall time) or histogram (speeds)\n"
     "      --max-dots N   report, plot: dots per curve before downsampling (2000)\n"
@@ -73,7 +75,7 @@ static const char *usage_text =
 
 typedef struct options {
   const char *db, *command, *arg, *task, *shape, *target;
-  const char *output, *model, *figure; /* report, plot */
+  const char *output, *model, *figure, *bench; /* report, plot */
   int k, max_dots;
   double peak_gflops;
   bool ir, json;
@@ -581,6 +583,27 @@ static int cmd_report(mlc_db *db, const options *o) {
   return 0;
 }
 
+static int cmd_bench_report(const options *o) {
+  mlc_error err;
+  size_t len;
+  char *text = mlc_read_file(o->bench, &len, &err);
+  if (!text) return fail(err.msg);
+  const char *path = o->output ? o->output : "report.html";
+  mlc_str page = {0};
+  int n;
+  bool ok = mlc_report_bench_html(text, len, o->bench, &page, &n, &err);
+  mlc_free(text);
+  if (!ok) return mlc_str_free(&page), fail(err.msg);
+  ok = write_text(path, &page);
+  mlc_str_free(&page);
+  if (!ok) {
+    fprintf(stderr, "mlc-db: error: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  printf("wrote %s: %d benchmark cases\n", path, n);
+  return 0;
+}
+
 static int cmd_plot(mlc_db *db, const options *o) {
   static const struct {
     const char *name;
@@ -615,7 +638,7 @@ static int cmd_plot(mlc_db *db, const options *o) {
 
 static int parse_args(int argc, char **argv, options *o) {
   enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON, OPT_INTRIN, OPT_MODEL, OPT_FIGURE,
-         OPT_MAX_DOTS, OPT_PEAK };
+         OPT_MAX_DOTS, OPT_PEAK, OPT_BENCH };
   static const struct option longopts[] = {
       {"db", required_argument, 0, OPT_DB},   {"task", required_argument, 0, 't'},
       {"shape", required_argument, 0, 's'},   {"target", required_argument, 0, OPT_TARGET},
@@ -625,6 +648,7 @@ static int parse_args(int argc, char **argv, options *o) {
       {"figure", required_argument, 0, OPT_FIGURE},
       {"max-dots", required_argument, 0, OPT_MAX_DOTS},
       {"peak-gflops", required_argument, 0, OPT_PEAK},
+      {"bench", required_argument, 0, OPT_BENCH},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
   };
   int c;
@@ -639,6 +663,7 @@ static int parse_args(int argc, char **argv, options *o) {
     case 'o': o->output = optarg; break;
     case OPT_MODEL: o->model = optarg; break;
     case OPT_FIGURE: o->figure = optarg; break;
+    case OPT_BENCH: o->bench = optarg; break;
     case OPT_MAX_DOTS: {
       char *end;
       long k = strtol(optarg, &end, 10);
@@ -693,8 +718,10 @@ static int check_usage(const options *o) {
   bool drawing = !strcmp(c, "report") || !strcmp(c, "plot");
   if ((o->output || o->max_dots) && !drawing)
     return usage_error("%s", "-o and --max-dots go with report or plot");
-  if ((o->model || o->peak_gflops) && strcmp(c, "report") != 0)
-    return usage_error("%s", "--model and --peak-gflops go with report");
+  if ((o->model || o->peak_gflops || o->bench) && strcmp(c, "report") != 0)
+    return usage_error("%s", "--model, --peak-gflops and --bench go with report");
+  if (o->bench && (o->model || o->task || o->target))
+    return usage_error("%s", "--bench reads no database: no --model, --task or --target");
   if (o->figure && strcmp(c, "plot") != 0) return usage_error("%s", "--figure goes with plot");
   if (!strcmp(c, "plot") && !o->output) return usage_error("%s", "plot needs -o FILE.svg");
   return 0;
@@ -706,6 +733,7 @@ int main(int argc, char **argv) {
   if (rc) return rc;
   if ((rc = check_usage(&o))) return rc;
   if (!o.db) o.db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  if (o.bench) return cmd_bench_report(&o);
   mlc_error err;
   for (int i = 0; i < o.n_intrins; i++)
     if (!mlc_tensor_intrin_register_file(o.intrins[i], NULL, &err)) {

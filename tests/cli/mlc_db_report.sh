@@ -4,7 +4,7 @@
 # model section of examples/mlp.json tuned with mlc-tune --model; bad
 # input gives a page that says so (an empty database, an unknown task, a
 # model the database does not hold, a model file that does not load),
-# bad usage exit 2.
+# bad usage exit 2; the bench page of a results.json (report --bench).
 B=${MLC_BUILD:-build}
 DB=$B/bin/mlc-db
 TUNE=$B/bin/mlc-tune
@@ -72,3 +72,14 @@ check plot_not_svg test $? -eq 2
 check plot_nothing sh -c "test $? -eq 1 && grep -q 'mlc-db: error: No workload' '$tmp/err'"
 "$DB" --db "$tmp/a.db" top --task matmul -o x.html >/dev/null 2>&1
 check report_option_misuse test $? -eq 2
+
+# the bench page (make bench's last step): ours against each baseline
+"$DB" report --bench tests/fuzz/corpus/fuzz_bench_report/results.json -o "$tmp/bench.html" >"$tmp/out" 2>&1
+check bench_report_exit sh -c "test $? -eq 0 && grep -q 'wrote $tmp/bench.html: 4 benchmark cases' '$tmp/out'"
+check bench_report_speedup sh -c "grep -q '0.82x' '$tmp/bench.html' && grep -q '1.71x' '$tmp/bench.html'"
+check bench_report_skipped grep -q '1 cases skipped' "$tmp/bench.html"
+check bench_report_escaped grep -q '&lt;script&gt;' "$tmp/bench.html"
+"$DB" report --bench tests/fuzz/corpus/fuzz_bench_report/truncated.json -o "$tmp/t.html" >/dev/null 2>"$tmp/err"
+check bench_report_bad_json sh -c "test $? -eq 1 && grep -q 'truncated.json: line 1, column 5' '$tmp/err'"
+"$DB" report --bench x.json --task matmul >/dev/null 2>&1
+check bench_report_usage test $? -eq 2
