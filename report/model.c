@@ -81,10 +81,16 @@ static bool read_kernels(mlc_db *db, mlc_arena *a, const mlc_report_options *o, 
   return true;
 }
 
-static void kernel_row(mlc_str *out, const kernel *k, double total) {
+static void kernel_row(mlc_str *out, const kernel *k, const char *target, double total) {
   double share = k->task->weight * k->best_sec;
   mlc_str_printf(out, "<tr><td>%d</td><td class=\"l\">", k->rank);
+  if (k->n) {
+    mlc_str_puts(out, "<a href=\"#");
+    report_put_anchor(out, k->workload_id, target);
+    mlc_str_puts(out, "\">");
+  }
   html_escape(out, k->task->name);
+  if (k->n) mlc_str_puts(out, "</a>");
   mlc_str_printf(out, "</td><td>%d</td><td>%d</td><td>%d</td>", k->task->weight, k->n, k->n_failed);
   if (k->best_sec <= 0) {
     mlc_str_puts(out, k->workload_id ? "<td data-v=\"0\">all failed</td>" : "<td data-v=\"0\">not tuned</td>");
@@ -101,13 +107,13 @@ static void kernel_row(mlc_str *out, const kernel *k, double total) {
   else mlc_str_puts(out, "<td data-v=\"0\">-</td></tr>\n");
 }
 
-static void kernel_table(mlc_str *out, int n, kernel **order) {
+static void kernel_table(mlc_str *out, int n, kernel **order, const char *target) {
   double total = 0;
   for (int i = 0; i < n; i++) total += order[i]->task->weight * order[i]->best_sec;
   mlc_str_puts(out, "<table class=\"sortable kernels\"><thead><tr><th>rank</th><th class=\"l\">kernel</th>"
                     "<th>calls</th><th>records</th><th>failed</th><th>best time</th>"
                     "<th>calls x time</th><th>share</th><th>GFLOP/s</th></tr></thead><tbody>\n");
-  for (int i = 0; i < n; i++) kernel_row(out, order[i], total);
+  for (int i = 0; i < n; i++) kernel_row(out, order[i], target, total);
   mlc_str_puts(out, "</tbody></table>\n");
   if (total > 0) {
     mlc_str_puts(out, "<p>Estimated model latency (sum of calls x best time of the tuned kernels): ");
@@ -171,6 +177,7 @@ static void estimate_plot(mlc_str *out, mlc_arena *a, int n, const kernel *ks, c
   plot p = {.title = "Estimated model latency as tuning went", .xlabel = "trial over all kernels",
             .ylabel = "ms (sum of calls x best time)", .attrs = "class=\"estimate\"",
             .xmin = 0.5, .xmax = m + 0.5};
+  if (d > 0) p.ymin = y[d - 1] * 0.9, p.ymax = y[0] * 1.05; /* it only falls */
   plot_add(&p, PLOT_STEP, "best", "estimate", d, x, y, NULL);
   plot_svg(out, &p, false);
 }
@@ -186,7 +193,7 @@ static void model_body(mlc_str *out, mlc_arena *a, int n, kernel *ks, const char
   mlc_str_printf(out, "<p>%d kernels, %d of them in the database; records of target <code>", n, found);
   html_escape(out, target);
   mlc_str_puts(out, "</code>.</p>\n");
-  kernel_table(out, n, order);
+  kernel_table(out, n, order, target);
   int m;
   event *ev = merge(a, n, ks, &m);
   if (m == 0) return;

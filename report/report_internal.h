@@ -35,7 +35,8 @@ typedef struct plot {
   /* Right axis: at each y tick, y2_num / y formatted by y2_unit's rule
    * (a rate's time per call); 0: no right axis. */
   double y2_num;
-  double xmin, xmax, ymin, ymax; /* xmin == xmax: from the data */
+  double xmin, xmax; /* xmin == xmax: from the data */
+  double ymin, ymax; /* ymin == ymax: from 0 to the data's largest */
   int n_series;
   plot_series series[PLOT_MAX_SERIES];
 } plot;
@@ -78,6 +79,8 @@ void report_curve_figure(mlc_arena *a, const report_curve *c, mlc_report_figure 
 /* A workload's section: facts, curves, distribution, best schedule. */
 void report_workload_section(mlc_str *out, mlc_db *db, mlc_arena *a, const report_curve *c,
                              int max_dots, mlc_report_summary *sum);
+/* The id of the section of (workload_id, target). */
+void report_put_anchor(mlc_str *out, int64_t workload_id, const char *target);
 /* One row of the page's table of workloads. */
 void report_workload_row(mlc_str *out, const report_curve *c);
 

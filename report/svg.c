@@ -34,6 +34,7 @@ static void ranges(const plot *p, double *x0, double *x1, double *y0, double *y1
   if (*x1 <= *x0) *x1 = *x0 + 1;
   if (!isfinite(*y1) || *y1 <= *y0) *y1 = *y0 + 1;
   *y1 *= 1.05;
+  if (p->ymax > p->ymin) *y0 = p->ymin, *y1 = p->ymax;
 }
 
 /* A round step giving about n ticks over [lo, hi]. */

@@ -293,15 +293,15 @@ static void best_schedule(mlc_str *o, mlc_db *db, mlc_arena *a, const report_cur
 }
 
 /* The section's id: workload id and target, letters and digits only. */
-static void put_anchor(mlc_str *o, const report_curve *c) {
-  mlc_str_printf(o, "w%lld-", (long long)c->w->id);
-  for (const char *t = c->target; *t; t++)
+void report_put_anchor(mlc_str *o, int64_t workload_id, const char *target) {
+  mlc_str_printf(o, "w%lld-", (long long)workload_id);
+  for (const char *t = target; *t; t++)
     mlc_str_putc(o, (*t >= 'a' && *t <= 'z') || (*t >= '0' && *t <= '9') ? *t : '_');
 }
 
 static void section_head(mlc_str *o, const report_curve *c) {
   mlc_str_puts(o, "<section class=\"workload\" id=\"");
-  put_anchor(o, c);
+  report_put_anchor(o, c->w->id, c->target);
   mlc_str_puts(o, "\">\n<h2>");
   html_escape(o, c->w->task ? c->w->task : "workload");
   mlc_str_putc(o, ' ');
@@ -352,7 +352,7 @@ void report_workload_section(mlc_str *o, mlc_db *db, mlc_arena *a, const report_
 
 void report_workload_row(mlc_str *o, const report_curve *c) {
   mlc_str_puts(o, "<tr><td class=\"l\"><a href=\"#");
-  put_anchor(o, c);
+  report_put_anchor(o, c->w->id, c->target);
   mlc_str_puts(o, "\">");
   html_escape(o, c->w->task ? c->w->task : "workload");
   mlc_str_puts(o, "</a></td><td class=\"l\">");
