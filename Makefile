@@ -4,7 +4,7 @@
 # goes into build/libmlc.a, every tools/<name>.c is a program, every
 # tests/test_<name>.c a test binary. New files need no Makefile edit.
 
-MODULES  := base ir tasks schedule targets measure db costmodel tuner graph
+MODULES  := base ir tasks schedule targets measure db costmodel tuner graph report
 TOOLS    := $(basename $(notdir $(wildcard tools/*.c)))
 TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
 
@@ -131,7 +131,8 @@ $(BINS): LDLIBS += $(MPI_LIBS)
 # Benchmarks (bench/, DESIGN.md section 6): every bench/bench_<name>.c is a
 # program linked with bench/results.c, the plain-C baseline compiled with
 # -O3 -march=native, and OpenBLAS; each merges its cases into
-# bench/results.json.
+# bench/results.json, which `make bench` ends by drawing as
+# $(B)/bench/results.html (mlc-db report --bench: ours against each baseline).
 BENCH_MAINS := $(wildcard bench/bench_*.c)
 BENCHES  := $(BENCH_MAINS:bench/%.c=$(B)/bench/%)
 BENCH_LIBOBJS := $(B)/obj/bench/results.o $(B)/obj/bench/naive_matmul.o
@@ -160,9 +161,10 @@ $(B)/bench/bench_contention $(B)/bench/bench_tune $(B)/bench/bench_model: | $(B)
 
 # `make bench BENCH=replay` runs only build/bench/bench_replay.
 BENCH_RUN = $(if $(BENCH),$(BENCH:%=$(B)/bench/bench_%),$(BENCHES))
-bench: $(BENCHES)
+bench: $(BENCHES) $(B)/bin/mlc-db
 	@for b in $(BENCH_RUN); do echo "# $$b"; $$b || exit 1; done
 	@echo "# results in bench/results.json"
+	@$(B)/bin/mlc-db report --bench bench/results.json -o $(B)/bench/results.html
 
 # The crash-consistency soak (tests/soak.sh; not in CI nor in `make test`):
 # SOAK_RUNS runs of mlc-tune on one database, each killed with SIGKILL at a
@@ -188,9 +190,10 @@ DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
 # without it); ONNX's backend test data (test_graph_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py;
-# OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it).
+# OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it);
+# headless Chromium renders mlc-db report's page (tests/cli/report_chromium.sh SKIPs without it).
 DEB_OPTIONAL := clang sqlite3 libonnx-testdata python3-torch python3-torchvision python3-onnx \
-                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin
+                python3-numpy libdnnl-dev libopenmpi-dev openmpi-bin chromium
 deps:
 	@sh tools/deps.sh $(DEB_PKGS) --optional $(DEB_OPTIONAL)
 

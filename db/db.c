@@ -827,6 +827,59 @@ int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_aren
   return read_records(db, st, a, out, err);
 }
 
+static void read_summary(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record *r) {
+  const db_backend *be = db->be;
+  *r = (mlc_db_record){.id = be->column_int(st, 0), .workload_id = be->column_int(st, 1)};
+  r->target = db_column_text(db, st, 2, a);
+  r->mean_sec = be->column_double(st, 3);
+  r->error = db_column_text(db, st, 4, a);
+  r->round = be->column_int(st, 5);
+  r->created_at = db_column_text(db, st, 6, a);
+  r->disturbed = be->column_int(st, 7) != 0;
+}
+
+/* read_records' escape point and loop, with read_summary. */
+static int read_summaries(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record **out,
+                          mlc_error *err) {
+  jmp_buf jb, *prev = mlc_arena_oom_jump(a);
+  if (setjmp(jb)) {
+    mlc_arena_set_oom_jump(a, prev);
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
+  }
+  mlc_arena_set_oom_jump(a, &jb);
+  MLC_VEC(mlc_db_record) v = {0};
+  int rc;
+  while ((rc = db->be->step(st)) == 1) {
+    mlc_db_record r;
+    read_summary(db, st, a, &r);
+    MLC_VEC_APUSH(a, v, r);
+  }
+  mlc_arena_set_oom_jump(a, prev);
+  if (rc < 0) db_fail(db, err, "reading records");
+  db->be->finalize(st);
+  if (rc < 0) return -1;
+  *out = v.data;
+  return v.len;
+}
+
+int mlc_db_record_summaries(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
+                            mlc_db_record **out, mlc_error *err) {
+  char t[512];
+  if (target) mlc_db_normalize_target(target, t, sizeof t);
+  db_stmt *st = db_prepare(db,
+                           "SELECT id, workload_id, target, mean_sec, error, round, created_at,"
+                           " disturbed FROM records WHERE workload_id = ?1"
+                           " AND (?2 IS NULL OR target = ?2) ORDER BY id",
+                           err);
+  if (!st) return -1;
+  if (!db->be->bind_int(st, 1, workload_id) || !db_bind_text(db, st, 2, target ? t : NULL)) {
+    db->be->finalize(st);
+    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
+  }
+  return read_summaries(db, st, a, out, err);
+}
+
 int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, mlc_error *err) {
   db_stmt *st = db_prepare(db, "SELECT " RECORD_COLUMNS " FROM records WHERE id = ?", err);
   if (!st) return -1;

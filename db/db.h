@@ -166,6 +166,11 @@ int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc
  * by id: the cost model's training data. */
 int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
                    mlc_db_record **out, mlc_error *err);
+/* mlc_db_records without what a summary does not need, for reports of
+ * 100,000 records: trace, trace_hash, sched_hash, host and mlc_version
+ * NULL, n_secs 0 (mean_sec is set). */
+int mlc_db_record_summaries(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
+                            mlc_db_record **out, mlc_error *err);
 /* 1 if present (*out filled), 0 if no such record, -1 on error. */
 int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, mlc_error *err);
 /* Whether this trace was measured for (workload, target): 1, 0, -1. */

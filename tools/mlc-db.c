@@ -6,8 +6,11 @@
  *   mlc-db stats                         records per error class and per target
  *   mlc-db export [--task T] > f.jsonl   JSON lines (docs/DATABASE.md)
  *   mlc-db import f.jsonl                the same back, duplicates skipped
+ *   mlc-db report [--task T] [--model M] [-o report.html]   the page of report/report.h
+ *   mlc-db plot [--task T] [--figure F] -o curve.svg         one figure of it
  */
 #include "db/db.h"
+#include "report/report.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
@@ -34,13 +37,21 @@ static const char *usage_text =
     "                            skipped; every trace is replayed on its workload and\n"
     "                            must verify (and match a stated sched_hash), run times\n"
     "                            must be finite and positive; a bad line changes nothing\n"
+    "  report                    one self-contained HTML page (-o, default report.html):\n"
+    "                            per workload and target the tuning curve against trials\n"
+    "                            and wall time (every candidate a dot, failures marked),\n"
+    "                            the distribution of speeds, the best trace and scheduled\n"
+    "                            TVMScript, its share of peak; with --model, the model's\n"
+    "                            kernels ranked by calls x time, the trials per kernel over\n"
+    "                            time, the latency estimate as tuning went\n"
+    "  plot                      one figure of the first selected workload as SVG (-o)\n"
     "\n"
     "Options:\n"
     "      --db PATH      database file (default: $MLC_DB, else ./mlc.db), or a\n"
     "                     PostgreSQL URL: postgresql://user@host/dbname\n"
-    "  -t, --task NAME    task name (top, list, export)\n"
-    "  -s, --shape S      shape of the task, e.g. 128,128,128 (top, list)\n"
-    "      --target T     only records of this target (top), e.g. \"llvm\"\n"
+    "  -t, --task NAME    task name (top, list, export, report, plot)\n"
+    "  -s, --shape S      shape of the task, e.g. 128,128,128 (top, list, report, plot)\n"
+    "      --target T     only records of this target (top, report, plot), e.g. \"llvm\"\n"
     "  -k N               how many records top shows (default 5)\n"
     "      --ir           show: also print the scheduled TensorIR\n"
     "      --intrin FILE.py  register the tensor intrinsics of FILE.py (NAME_desc/\n"
@@ -48,6 +59,15 @@ static const char *usage_text =
     "                     tensorized with them replay (top, show --ir, import;\n"
     "                     repeatable)\n"
     "      --json         machine-readable output\n"
+    "  -o, --output FILE  report: the page (default report.html); plot: the SVG\n"
+    "      --model FILE   report: a model (.onnx or JSON) whose kernels to rank\n"
+    "      --bench FILE   report: the benchmarks' page of FILE (bench/results.json:\n"
+    "                     ours against each baseline per case), no database read\n"
+    "      --figure F     plot: curve (GFLOP/s against trials, default), wall\n"
+    "                     (against wall time) or histogram (speeds)\n"
+    "      --max-dots N   report, plot: dots per curve before downsampling (2000)\n"
+    "      --peak-gflops X  report: the machine's peak (default: estimated from\n"
+    "                     the target: cores x lanes x 2 x 2 x clock)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Exit status: 0 success, 1 failure (unreadable database, missing record, bad\n"
@@ -55,7 +75,9 @@ static const char *usage_text =
 
 typedef struct options {
   const char *db, *command, *arg, *task, *shape, *target;
-  int k;
+  const char *output, *model, *figure, *bench; /* report, plot */
+  int k, max_dots;
+  double peak_gflops;
   bool ir, json;
   const char *intrins[8]; /* --intrin files */
   int n_intrins;
@@ -86,12 +108,7 @@ static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w
  * counted from its stored IR (--task-file and model kernels); 0 if the IR
  * does not parse. */
 static double workload_flops(mlc_arena *a, const mlc_db_workload *w) {
-  const mlc_task_def *d = w->task ? mlc_task_find(w->task) : NULL;
-  int64_t sh[MLC_TASK_MAX_DIMS];
-  mlc_error err;
-  if (d && w->shape && mlc_task_parse_shape(d, w->shape, sh, &err)) return mlc_task_flops(d, sh);
-  const mlc_prim_func *f = workload_func(a, w);
-  return f ? mlc_func_flops(f) : 0;
+  return mlc_report_workload_flops(a, w);
 }
 
 static void put_gflops(mlc_str *s, double flops, double sec) {
@@ -527,19 +544,115 @@ static int cmd_import(mlc_db *db, const options *o) {
   return 0;
 }
 
+/* ---- report and plot ------------------------------------------------------------------------ */
+
+static bool write_text(const char *path, const mlc_str *s) {
+  FILE *f = fopen(path, "w");
+  if (!f) return false;
+  bool ok = fwrite(s->data ? s->data : "", 1, s->len, f) == s->len;
+  return fclose(f) == 0 && ok;
+}
+
+static void report_options(const options *o, mlc_report_options *r, char *shape, size_t n) {
+  *r = (mlc_report_options){.task = o->task, .target = o->target, .model = o->model,
+                            .max_dots = o->max_dots, .peak_gflops = o->peak_gflops};
+  if (o->task && canonical_shape(o, shape, n)) r->shape = shape;
+}
+
+static int cmd_report(mlc_db *db, const options *o) {
+  mlc_report_options r;
+  char shape[256];
+  report_options(o, &r, shape, sizeof shape);
+  const char *path = o->output ? o->output : "report.html";
+  mlc_str page = {0};
+  mlc_report_summary sum;
+  mlc_error err;
+  if (!mlc_report_html(db, &r, &page, &sum, &err)) return mlc_str_free(&page), fail(err.msg);
+  bool ok = write_text(path, &page);
+  mlc_str_free(&page);
+  if (!ok) {
+    fprintf(stderr, "mlc-db: error: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  printf("wrote %s: %d curves, %lld records, %lld dots", path, sum.workloads,
+         (long long)sum.records, (long long)sum.dots);
+  if (sum.downsampled) printf(" (%d curves downsampled)", sum.downsampled);
+  if (o->model) printf(", %d model kernels in the database", sum.kernels);
+  printf("\n");
+  if (sum.note) printf("note: %s\n", sum.note);
+  return 0;
+}
+
+static int cmd_bench_report(const options *o) {
+  mlc_error err;
+  size_t len;
+  char *text = mlc_read_file(o->bench, &len, &err);
+  if (!text) return fail(err.msg);
+  const char *path = o->output ? o->output : "report.html";
+  mlc_str page = {0};
+  int n;
+  bool ok = mlc_report_bench_html(text, len, o->bench, &page, &n, &err);
+  mlc_free(text);
+  if (!ok) return mlc_str_free(&page), fail(err.msg);
+  ok = write_text(path, &page);
+  mlc_str_free(&page);
+  if (!ok) {
+    fprintf(stderr, "mlc-db: error: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  printf("wrote %s: %d benchmark cases\n", path, n);
+  return 0;
+}
+
+static int cmd_plot(mlc_db *db, const options *o) {
+  static const struct {
+    const char *name;
+    mlc_report_figure fig;
+  } figures[] = {{"curve", MLC_REPORT_PLOT_CURVE},
+                 {"wall", MLC_REPORT_PLOT_WALL},
+                 {"histogram", MLC_REPORT_PLOT_HISTOGRAM}};
+  size_t f = 0;
+  while (o->figure && f < MLC_COUNTOF(figures) && strcmp(figures[f].name, o->figure) != 0) f++;
+  if (f == MLC_COUNTOF(figures))
+    return usage_error("--figure expects curve, wall or histogram, got '%s'", o->figure);
+  const char *dot = strrchr(o->output, '.');
+  if (!dot || strcmp(dot, ".svg") != 0)
+    return usage_error("plot writes SVG: -o must end in .svg, got '%s'", o->output);
+  mlc_report_options r;
+  char shape[256];
+  report_options(o, &r, shape, sizeof shape);
+  mlc_str svg = {0};
+  mlc_error err;
+  if (!mlc_report_plot(db, &r, figures[f].fig, &svg, &err)) return mlc_str_free(&svg), fail(err.msg);
+  bool ok = write_text(o->output, &svg);
+  mlc_str_free(&svg);
+  if (!ok) {
+    fprintf(stderr, "mlc-db: error: %s: %s\n", o->output, strerror(errno));
+    return 1;
+  }
+  printf("wrote %s\n", o->output);
+  return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static int parse_args(int argc, char **argv, options *o) {
-  enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON, OPT_INTRIN };
+  enum { OPT_DB = 256, OPT_TARGET, OPT_IR, OPT_JSON, OPT_INTRIN, OPT_MODEL, OPT_FIGURE,
+         OPT_MAX_DOTS, OPT_PEAK, OPT_BENCH };
   static const struct option longopts[] = {
       {"db", required_argument, 0, OPT_DB},   {"task", required_argument, 0, 't'},
       {"shape", required_argument, 0, 's'},   {"target", required_argument, 0, OPT_TARGET},
       {"ir", no_argument, 0, OPT_IR},         {"json", no_argument, 0, OPT_JSON},
       {"intrin", required_argument, 0, OPT_INTRIN},
+      {"output", required_argument, 0, 'o'},  {"model", required_argument, 0, OPT_MODEL},
+      {"figure", required_argument, 0, OPT_FIGURE},
+      {"max-dots", required_argument, 0, OPT_MAX_DOTS},
+      {"peak-gflops", required_argument, 0, OPT_PEAK},
+      {"bench", required_argument, 0, OPT_BENCH},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
   };
   int c;
-  while ((c = getopt_long(argc, argv, "t:s:k:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "t:s:k:o:h", longopts, NULL)) != -1) {
     switch (c) {
     case OPT_DB: o->db = optarg; break;
     case 't': o->task = optarg; break;
@@ -547,6 +660,25 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_TARGET: o->target = optarg; break;
     case OPT_IR: o->ir = true; break;
     case OPT_JSON: o->json = true; break;
+    case 'o': o->output = optarg; break;
+    case OPT_MODEL: o->model = optarg; break;
+    case OPT_FIGURE: o->figure = optarg; break;
+    case OPT_BENCH: o->bench = optarg; break;
+    case OPT_MAX_DOTS: {
+      char *end;
+      long k = strtol(optarg, &end, 10);
+      if (*end || !*optarg || k < 1 || k > 10000000)
+        return usage_error("--max-dots expects a positive number, got '%s'", optarg);
+      o->max_dots = (int)k;
+      break;
+    }
+    case OPT_PEAK: {
+      char *end;
+      o->peak_gflops = strtod(optarg, &end);
+      if (*end || !*optarg || !(o->peak_gflops > 0))
+        return usage_error("--peak-gflops expects a positive number, got '%s'", optarg);
+      break;
+    }
     case OPT_INTRIN:
       if (o->n_intrins == MLC_COUNTOF(o->intrins)) return usage_error("%s", "at most 8 --intrin files");
       o->intrins[o->n_intrins++] = optarg;
@@ -563,7 +695,7 @@ static int parse_args(int argc, char **argv, options *o) {
     default: return usage_error("%s", "bad option");
     }
   }
-  if (optind >= argc) return usage_error("%s", "missing command (list, top, show, stats, export, import)");
+  if (optind >= argc) return usage_error("%s", "missing command (list, top, show, stats, export, import, report, plot)");
   o->command = argv[optind++];
   if (optind < argc) o->arg = argv[optind++];
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
@@ -574,7 +706,8 @@ static int parse_args(int argc, char **argv, options *o) {
 static int check_usage(const options *o) {
   const char *c = o->command;
   bool known = !strcmp(c, "list") || !strcmp(c, "top") || !strcmp(c, "show") ||
-               !strcmp(c, "stats") || !strcmp(c, "export") || !strcmp(c, "import");
+               !strcmp(c, "stats") || !strcmp(c, "export") || !strcmp(c, "import") ||
+               !strcmp(c, "report") || !strcmp(c, "plot");
   if (!known) return usage_error("unknown command '%s'", c);
   bool wants_arg = !strcmp(c, "show") || !strcmp(c, "import");
   if (wants_arg && !o->arg) return usage_error("%s needs an argument", c);
@@ -582,6 +715,15 @@ static int check_usage(const options *o) {
   if (!strcmp(c, "top") && !o->task) return usage_error("%s", "top needs --task NAME");
   if (o->shape && !o->task) return usage_error("%s", "--shape needs --task");
   if (o->ir && strcmp(c, "show") != 0) return usage_error("%s", "--ir goes with show");
+  bool drawing = !strcmp(c, "report") || !strcmp(c, "plot");
+  if ((o->output || o->max_dots) && !drawing)
+    return usage_error("%s", "-o and --max-dots go with report or plot");
+  if ((o->model || o->peak_gflops || o->bench) && strcmp(c, "report") != 0)
+    return usage_error("%s", "--model, --peak-gflops and --bench go with report");
+  if (o->bench && (o->model || o->task || o->target))
+    return usage_error("%s", "--bench reads no database: no --model, --task or --target");
+  if (o->figure && strcmp(c, "plot") != 0) return usage_error("%s", "--figure goes with plot");
+  if (!strcmp(c, "plot") && !o->output) return usage_error("%s", "plot needs -o FILE.svg");
   return 0;
 }
 
@@ -591,6 +733,7 @@ int main(int argc, char **argv) {
   if (rc) return rc;
   if ((rc = check_usage(&o))) return rc;
   if (!o.db) o.db = getenv("MLC_DB") && *getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  if (o.bench) return cmd_bench_report(&o);
   mlc_error err;
   for (int i = 0; i < o.n_intrins; i++)
     if (!mlc_tensor_intrin_register_file(o.intrins[i], NULL, &err)) {
@@ -606,6 +749,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(o.command, "show")) rc = cmd_show(db, &o, a);
   else if (!strcmp(o.command, "stats")) rc = cmd_stats(db, &o, a);
   else if (!strcmp(o.command, "export")) rc = cmd_export(db, &o);
+  else if (!strcmp(o.command, "report")) rc = cmd_report(db, &o);
+  else if (!strcmp(o.command, "plot")) rc = cmd_plot(db, &o);
   else rc = cmd_import(db, &o);
   mlc_arena_free(a);
   mlc_db_close(db);

@@ -5,8 +5,8 @@
 # duplicate traces, every record whole and replayable, the budget reached,
 # a rerun finds nothing to do); an mlc-tune killed with SIGKILL mid-run
 # loses no committed batch and a rerun resumes; mlc-db export from
-# PostgreSQL, import into SQLite and back gives the same records; mlc-db
-# and mlc-compile read the server. SKIP without the server binaries.
+# PostgreSQL, import into SQLite and back gives the same records; mlc-db,
+# mlc-compile and mlc-db report read the server. SKIP without the server binaries.
 B=${MLC_BUILD:-build}
 TUNE=$B/bin/mlc-tune
 DB=$B/bin/mlc-db
@@ -66,6 +66,8 @@ check pg_two_jobs_rerun_nothing_to_do grep -q '"nothing_to_do":true' "$tmp/c.jso
 check pg_db_stats grep -q "^records: $n\$" "$tmp/stats"
 "$DB" --db "$(url shared)" top --task matmul -k 3 >"$tmp/top" 2>&1
 check pg_db_top test "$(grep -c ' ok' "$tmp/top")" -eq 3
+"$DB" --db "$(url shared)" report -o "$tmp/r.html" >"$tmp/report" 2>&1
+check pg_db_report grep -q "1 curves, $n records, $n dots" "$tmp/report"
 "$COMPILE" --task matmul --shape 32,32,32 --db "$(url shared)" -o "$tmp/mm.o" >"$tmp/compile" 2>&1
 check pg_compile_uses_record grep -q 'record [0-9]' "$tmp/compile"
 "$DB" --db "postgresql://postgres:hunter2@/nosuchdb?host=$pg" list >"$tmp/nodb" 2>&1

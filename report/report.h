@@ -1,0 +1,87 @@
+/* report: what a tuning database holds, as pictures a person looks at
+ * (issue 34). One self-contained HTML page (inline SVG and CSS, a little
+ * plain JavaScript to sort tables; no network) or one SVG figure.
+ *
+ *   mlc_report_options o = {.task = "matmul"};           // NULL: every workload
+ *   mlc_str html = {0};
+ *   mlc_report_summary sum;
+ *   if (!mlc_report_html(db, &o, &html, &sum, &err)) ...  // err: the database failed
+ *   mlc_report_plot(db, &o, MLC_REPORT_PLOT_CURVE, &svg, &err);
+ *   mlc_report_bench_html(json, len, "bench/results.json", &html, &n, &err);
+ *
+ * Per workload and target the page draws the tuning curve (GFLOP/s, with
+ * the matching time on the right axis, against trials and against wall
+ * time: every measured candidate a dot, failed ones a red cross on the
+ * axis, the best so far a line), the distribution of candidate speeds,
+ * the best record's trace and scheduled TVMScript, and its share of the
+ * target's nominal peak (mlc_report_peak_gflops). With a model, its
+ * kernels ranked by their share of the model's time (calls x best time),
+ * how the trials went to the kernels over time, and the model's latency
+ * estimate as tuning went.
+ *
+ * Bad input is a page that says so, never an error: an empty database, a
+ * task nobody tuned, a workload with only failed records, a model whose
+ * kernels the database does not hold. Past max_dots candidates a curve
+ * draws every k-th plus every new best, and the page says so.
+ */
+#ifndef MLC_REPORT_H
+#define MLC_REPORT_H
+
+#include "db/db.h"
+
+#define MLC_REPORT_MAX_DOTS 2000 /* default max_dots */
+
+typedef struct mlc_report_options {
+  const char *task;   /* only this task's workloads; NULL: every workload */
+  const char *shape;  /* with task: only this shape (as the database stores it) */
+  const char *target; /* only records of this target; NULL: all */
+  const char *model;  /* a model file (ONNX or JSON): its kernels ranked; NULL: none */
+  int max_dots;       /* dots per curve before downsampling; 0: MLC_REPORT_MAX_DOTS */
+  double peak_gflops; /* the machine's peak; 0: mlc_report_peak_gflops of the target */
+} mlc_report_options;
+
+/* What a report showed, for the tool's one-line summary and tests. */
+typedef struct mlc_report_summary {
+  int workloads;     /* curves drawn (workload x target) */
+  int64_t records;   /* records behind them */
+  int64_t dots;      /* dots drawn (records when none was downsampled) */
+  int downsampled;   /* curves drawn with fewer dots than records */
+  int kernels;       /* model kernels found in the database */
+  const char *note;  /* why the page has no curve (static text), or NULL */
+} mlc_report_summary;
+
+/* The page into out. False only when the database fails (err set);
+ * nothing there to show is a page that says why. */
+bool mlc_report_html(mlc_db *db, const mlc_report_options *o, mlc_str *out,
+                     mlc_report_summary *sum, mlc_error *err);
+
+typedef enum mlc_report_figure {
+  MLC_REPORT_PLOT_CURVE,     /* GFLOP/s against trials */
+  MLC_REPORT_PLOT_WALL,      /* GFLOP/s against wall time */
+  MLC_REPORT_PLOT_HISTOGRAM, /* distribution of candidate speeds */
+} mlc_report_figure;
+
+/* One figure of the first workload (and target) o selects, as a
+ * standalone SVG document. False with err when nothing matches. */
+bool mlc_report_plot(mlc_db *db, const mlc_report_options *o, mlc_report_figure fig,
+                     mlc_str *out, mlc_error *err);
+
+/* The bench page of bench/results.json's text (source names it on the
+ * page and in errors): per unit a table of the cases, ours against each
+ * case's baseline with the speed-up and a pair of bars. False with err
+ * when the text is not JSON or has no "cases" array; malformed cases are
+ * skipped and counted on the page. *n_cases: the cases shown. */
+bool mlc_report_bench_html(const char *text, size_t len, const char *source, mlc_str *out,
+                           int *n_cases, mlc_error *err);
+
+/* Floating-point work per call of a workload: the built-in task's count,
+ * else counted from its stored IR; 0 when the IR does not parse. */
+double mlc_report_workload_flops(mlc_arena *a, const mlc_db_workload *w);
+
+/* Nominal FP32 peak of a CPU target in GFLOP/s: cores x SIMD lanes of its
+ * widest vector features x 2 (FMA) x 2 FMA pipes x the host's maximum
+ * clock; 0 for other targets or when the clock is unknown. how (may be
+ * NULL) receives the product spelled out. */
+double mlc_report_peak_gflops(const char *target, mlc_str *how);
+
+#endif
