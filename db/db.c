@@ -577,8 +577,12 @@ static void read_record(mlc_db *db, db_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_
 /* Into the caller's arena a, under an escape point of our own (the
  * caller's is put back): the records grow with the database, so running out
  * of memory is an error, and what was read stays owned by a. */
-static int read_records(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record **out,
-                        mlc_error *err) {
+/* How one row becomes a record: read_record (every column) or
+ * read_summary (no trace); jb: where running out of memory jumps. */
+typedef void (*row_reader)(mlc_db *db, db_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_db_record *r);
+
+static int read_rows(mlc_db *db, db_stmt *st, mlc_arena *a, row_reader read, mlc_db_record **out,
+                     mlc_error *err) {
   jmp_buf jb, *prev = mlc_arena_oom_jump(a);
   if (setjmp(jb)) {
     mlc_arena_set_oom_jump(a, prev);
@@ -590,7 +594,7 @@ static int read_records(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record **o
   int rc;
   while ((rc = db->be->step(st)) == 1) {
     mlc_db_record r;
-    read_record(db, st, a, &jb, &r);
+    read(db, st, a, &jb, &r);
     MLC_VEC_APUSH(a, v, r);
   }
   mlc_arena_set_oom_jump(a, prev);
@@ -808,7 +812,7 @@ int mlc_db_top_k(mlc_db *db, int64_t workload_id, const char *target, int k, mlc
     db->be->finalize(st);
     return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
   }
-  return read_records(db, st, a, out, err);
+  return read_rows(db, st, a, read_record, out, err);
 }
 
 int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
@@ -824,10 +828,11 @@ int mlc_db_records(mlc_db *db, int64_t workload_id, const char *target, mlc_aren
     db->be->finalize(st);
     return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
   }
-  return read_records(db, st, a, out, err);
+  return read_rows(db, st, a, read_record, out, err);
 }
 
-static void read_summary(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record *r) {
+static void read_summary(mlc_db *db, db_stmt *st, mlc_arena *a, jmp_buf *jb, mlc_db_record *r) {
+  MLC_UNUSED(jb);
   const db_backend *be = db->be;
   *r = (mlc_db_record){.id = be->column_int(st, 0), .workload_id = be->column_int(st, 1)};
   r->target = db_column_text(db, st, 2, a);
@@ -836,31 +841,6 @@ static void read_summary(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record *r
   r->round = be->column_int(st, 5);
   r->created_at = db_column_text(db, st, 6, a);
   r->disturbed = be->column_int(st, 7) != 0;
-}
-
-/* read_records' escape point and loop, with read_summary. */
-static int read_summaries(mlc_db *db, db_stmt *st, mlc_arena *a, mlc_db_record **out,
-                          mlc_error *err) {
-  jmp_buf jb, *prev = mlc_arena_oom_jump(a);
-  if (setjmp(jb)) {
-    mlc_arena_set_oom_jump(a, prev);
-    db->be->finalize(st);
-    return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
-  }
-  mlc_arena_set_oom_jump(a, &jb);
-  MLC_VEC(mlc_db_record) v = {0};
-  int rc;
-  while ((rc = db->be->step(st)) == 1) {
-    mlc_db_record r;
-    read_summary(db, st, a, &r);
-    MLC_VEC_APUSH(a, v, r);
-  }
-  mlc_arena_set_oom_jump(a, prev);
-  if (rc < 0) db_fail(db, err, "reading records");
-  db->be->finalize(st);
-  if (rc < 0) return -1;
-  *out = v.data;
-  return v.len;
 }
 
 int mlc_db_record_summaries(mlc_db *db, int64_t workload_id, const char *target, mlc_arena *a,
@@ -877,7 +857,7 @@ int mlc_db_record_summaries(mlc_db *db, int64_t workload_id, const char *target,
     db->be->finalize(st);
     return mlc_error_set(err, "%s: reading records: out of memory", db->path), -1;
   }
-  return read_summaries(db, st, a, out, err);
+  return read_rows(db, st, a, read_summary, out, err);
 }
 
 int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, mlc_error *err) {
@@ -885,7 +865,7 @@ int mlc_db_get_record(mlc_db *db, int64_t id, mlc_arena *a, mlc_db_record *out, 
   if (!st) return -1;
   db->be->bind_int(st, 1, id);
   mlc_db_record *rs;
-  int n = read_records(db, st, a, &rs, err);
+  int n = read_rows(db, st, a, read_record, &rs, err);
   if (n > 0) *out = rs[0];
   return n < 0 ? -1 : n > 0;
 }
