@@ -380,6 +380,16 @@ mlc_expr **mlc_exprs_map(mlc_arena *a, mlc_expr **es, int n, mlc_expr_map_fn fn,
  * Children are visited in order: a for's body, a block's init then body,
  * a seq's statements, an if's then and else, an allocate's body. They do
  * not enter expressions (use mlc_expr_visit on the fields wanted). */
+/* The general walk: fn on each statement, parents first, says whether to
+ * go into its children, skip them (a pass that stops at nested blocks) or
+ * stop the walk; returns false when fn stopped it. s may be NULL. */
+typedef enum mlc_walk { MLC_WALK_INTO, MLC_WALK_SKIP, MLC_WALK_STOP } mlc_walk;
+bool mlc_stmt_walk(const mlc_stmt *s, mlc_walk (*fn)(const mlc_stmt *s, void *ud), void *ud);
+/* Whether fn holds for some node of the expressions of s itself, not of
+ * its children: a for's min and extent, a block realize's bindings and
+ * predicate (not the block's regions), an if's condition, a store's
+ * indices and value, an evaluate's value (as mlc_expr_any on each). */
+bool mlc_stmt_exprs_any(const mlc_stmt *s, bool (*fn)(const mlc_expr *e, void *ud), void *ud);
 /* fn on every statement of s, parents first (s may be NULL). */
 void mlc_stmt_visit(const mlc_stmt *s, void (*fn)(const mlc_stmt *s, void *ud), void *ud);
 /* Whether fn holds for some statement of s (parents first; stops at the

@@ -5,40 +5,83 @@
 
 #include <string.h>
 
-bool mlc_stmt_any(const mlc_stmt *s, bool (*fn)(const mlc_stmt *s, void *ud), void *ud) {
-  if (!s) return false;
-  if (fn(s, ud)) return true;
+/* Children of s in order; false when fn stopped the walk. */
+static bool walk_children(const mlc_stmt *s, mlc_walk (*fn)(const mlc_stmt *s, void *ud), void *ud) {
   switch (s->kind) {
-  case MLC_STMT_FOR: return mlc_stmt_any(s->loop.body, fn, ud);
+  case MLC_STMT_FOR: return mlc_stmt_walk(s->loop.body, fn, ud);
   case MLC_STMT_BLOCK_REALIZE:
-    return mlc_stmt_any(s->realize.block->init, fn, ud) ||
-           mlc_stmt_any(s->realize.block->body, fn, ud);
+    return mlc_stmt_walk(s->realize.block->init, fn, ud) &&
+           mlc_stmt_walk(s->realize.block->body, fn, ud);
   case MLC_STMT_SEQ:
     for (int i = 0; i < s->seq.n; i++)
-      if (mlc_stmt_any(s->seq.stmts[i], fn, ud)) return true;
-    return false;
-  case MLC_STMT_IF: return mlc_stmt_any(s->if_.then_s, fn, ud) || mlc_stmt_any(s->if_.else_s, fn, ud);
-  case MLC_STMT_ALLOCATE: return mlc_stmt_any(s->alloc.body, fn, ud);
+      if (!mlc_stmt_walk(s->seq.stmts[i], fn, ud)) return false;
+    return true;
+  case MLC_STMT_IF: return mlc_stmt_walk(s->if_.then_s, fn, ud) && mlc_stmt_walk(s->if_.else_s, fn, ud);
+  case MLC_STMT_ALLOCATE: return mlc_stmt_walk(s->alloc.body, fn, ud);
   case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return false;
+  case MLC_STMT_EVALUATE: return true;
   }
   mlc_unreachable();
 }
 
-typedef struct visit_ctx {
-  void (*fn)(const mlc_stmt *s, void *ud);
-  void *ud;
-} visit_ctx;
+bool mlc_stmt_walk(const mlc_stmt *s, mlc_walk (*fn)(const mlc_stmt *s, void *ud), void *ud) {
+  if (!s) return true;
+  switch (fn(s, ud)) {
+  case MLC_WALK_INTO: return walk_children(s, fn, ud);
+  case MLC_WALK_SKIP: return true;
+  case MLC_WALK_STOP: return false;
+  }
+  mlc_unreachable();
+}
 
-static bool visit_one(const mlc_stmt *s, void *ud) {
-  visit_ctx *c = ud;
-  c->fn(s, c->ud);
-  return false; /* never stops */
+typedef struct pred_ctx {
+  bool (*any)(const mlc_stmt *s, void *ud);
+  void (*visit)(const mlc_stmt *s, void *ud);
+  void *ud;
+} pred_ctx;
+
+static mlc_walk any_step(const mlc_stmt *s, void *ud) {
+  pred_ctx *c = ud;
+  return c->any(s, c->ud) ? MLC_WALK_STOP : MLC_WALK_INTO;
+}
+
+bool mlc_stmt_any(const mlc_stmt *s, bool (*fn)(const mlc_stmt *s, void *ud), void *ud) {
+  pred_ctx c = {.any = fn, .ud = ud};
+  return !mlc_stmt_walk(s, any_step, &c);
+}
+
+static mlc_walk visit_step(const mlc_stmt *s, void *ud) {
+  pred_ctx *c = ud;
+  c->visit(s, c->ud);
+  return MLC_WALK_INTO;
 }
 
 void mlc_stmt_visit(const mlc_stmt *s, void (*fn)(const mlc_stmt *s, void *ud), void *ud) {
-  visit_ctx c = {fn, ud};
-  mlc_stmt_any(s, visit_one, &c);
+  pred_ctx c = {.visit = fn, .ud = ud};
+  mlc_stmt_walk(s, visit_step, &c);
+}
+
+static bool exprs_any(int n, mlc_expr *const *es, bool (*fn)(const mlc_expr *e, void *ud), void *ud) {
+  for (int i = 0; i < n; i++)
+    if (mlc_expr_any(es[i], fn, ud)) return true;
+  return false;
+}
+
+bool mlc_stmt_exprs_any(const mlc_stmt *s, bool (*fn)(const mlc_expr *e, void *ud), void *ud) {
+  switch (s->kind) {
+  case MLC_STMT_FOR: return mlc_expr_any(s->loop.min, fn, ud) || mlc_expr_any(s->loop.extent, fn, ud);
+  case MLC_STMT_BLOCK_REALIZE:
+    return exprs_any(s->realize.block->n_iters, s->realize.values, fn, ud) ||
+           mlc_expr_any(s->realize.predicate, fn, ud);
+  case MLC_STMT_IF: return mlc_expr_any(s->if_.cond, fn, ud);
+  case MLC_STMT_STORE:
+    return exprs_any(s->store.buf->ndim, s->store.indices, fn, ud) ||
+           mlc_expr_any(s->store.value, fn, ud);
+  case MLC_STMT_EVALUATE: return mlc_expr_any(s->eval.value, fn, ud);
+  case MLC_STMT_SEQ:
+  case MLC_STMT_ALLOCATE: return false;
+  }
+  mlc_unreachable();
 }
 
 /* ---- copy-on-write rewrite ---------------------------------------------------- */

@@ -136,10 +136,6 @@ static bool loads_buffer(const mlc_expr *e, void *buf) {
   return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
 }
 
-static bool expr_loads(const mlc_expr *e, const mlc_buffer *buf) {
-  return mlc_expr_any(e, loads_buffer, (void *)buf);
-}
-
 static bool is_realize(const mlc_stmt *st, void *ud) {
   MLC_UNUSED(ud);
   return st->kind == MLC_STMT_BLOCK_REALIZE;
@@ -151,31 +147,14 @@ static bool completed_reads(const mlc_block *b, const mlc_buffer *buf);
 
 /* Whether st reads buf: a load outside nested blocks, or a nested block
  * whose completed reads hold it. */
+static mlc_walk reads_step(const mlc_stmt *st, void *buf) {
+  if (mlc_stmt_exprs_any(st, loads_buffer, buf)) return MLC_WALK_STOP;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return MLC_WALK_INTO;
+  return completed_reads(st->realize.block, buf) ? MLC_WALK_STOP : MLC_WALK_SKIP;
+}
+
 static bool stmt_reads(const mlc_stmt *st, const mlc_buffer *buf) {
-  if (!st) return false;
-  switch (st->kind) {
-  case MLC_STMT_FOR:
-    return expr_loads(st->loop.min, buf) || expr_loads(st->loop.extent, buf) ||
-           stmt_reads(st->loop.body, buf);
-  case MLC_STMT_BLOCK_REALIZE:
-    for (int i = 0; i < st->realize.block->n_iters; i++)
-      if (expr_loads(st->realize.values[i], buf)) return true;
-    return expr_loads(st->realize.predicate, buf) || completed_reads(st->realize.block, buf);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (stmt_reads(st->seq.stmts[i], buf)) return true;
-    return false;
-  case MLC_STMT_IF:
-    return expr_loads(st->if_.cond, buf) || stmt_reads(st->if_.then_s, buf) ||
-           stmt_reads(st->if_.else_s, buf);
-  case MLC_STMT_ALLOCATE: return stmt_reads(st->alloc.body, buf);
-  case MLC_STMT_STORE:
-    for (int d = 0; d < st->store.buf->ndim; d++)
-      if (expr_loads(st->store.indices[d], buf)) return true;
-    return expr_loads(st->store.value, buf);
-  case MLC_STMT_EVALUATE: return expr_loads(st->eval.value, buf);
-  }
-  mlc_unreachable();
+  return !mlc_stmt_walk(st, reads_step, (void *)buf);
 }
 
 /* Whether b reads buf as TensorIR's completion of its reads would say: a
@@ -440,34 +419,27 @@ static bool valid_thread_tag(const char *t) {
 /* A loop bound to `tag` with another extent, above or below l: one thread
  * axis has one extent (nesting with the same extent is cooperative
  * fetching). NULL if none. */
-static const mlc_stmt *find_same_tag(const mlc_stmt *st, const char *tag, int64_t ext) {
-  if (!st) return NULL;
+typedef struct tag_search {
+  const char *tag;
+  int64_t ext;
+  const mlc_stmt *found;
+} tag_search;
+
+static bool other_extent_same_tag(const mlc_stmt *st, void *ud) {
+  tag_search *t = ud;
   int64_t e;
-  switch (st->kind) {
-  case MLC_STMT_FOR:
-    if (st->loop.kind == MLC_FOR_THREAD_BINDING && strcmp(st->loop.thread, tag) == 0 &&
-        (!mlc_expr_is_const_int(st->loop.extent, &e) || e != ext))
-      return st;
-    return find_same_tag(st->loop.body, tag, ext);
-  case MLC_STMT_BLOCK_REALIZE: {
-    const mlc_stmt *r = find_same_tag(st->realize.block->init, tag, ext);
-    return r ? r : find_same_tag(st->realize.block->body, tag, ext);
-  }
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++) {
-      const mlc_stmt *r = find_same_tag(st->seq.stmts[i], tag, ext);
-      if (r) return r;
-    }
-    return NULL;
-  case MLC_STMT_IF: {
-    const mlc_stmt *r = find_same_tag(st->if_.then_s, tag, ext);
-    return r ? r : find_same_tag(st->if_.else_s, tag, ext);
-  }
-  case MLC_STMT_ALLOCATE: return find_same_tag(st->alloc.body, tag, ext);
-  case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return NULL;
-  }
-  mlc_unreachable();
+  if (st->kind != MLC_STMT_FOR || st->loop.kind != MLC_FOR_THREAD_BINDING ||
+      strcmp(st->loop.thread, t->tag) != 0 ||
+      (mlc_expr_is_const_int(st->loop.extent, &e) && e == t->ext))
+    return false;
+  t->found = st;
+  return true;
+}
+
+static const mlc_stmt *find_same_tag(const mlc_stmt *st, const char *tag, int64_t ext) {
+  tag_search t = {tag, ext, NULL};
+  mlc_stmt_any(st, other_extent_same_tag, &t);
+  return t.found;
 }
 
 static bool thread_extent_check(mlc_sched *s, mlc_rv rv, const char *tag, mlc_error *err) {

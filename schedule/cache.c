@@ -1031,34 +1031,15 @@ static bool loads_buffer(const mlc_expr *e, void *buf) {
   return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
 }
 
+static mlc_walk access_step(const mlc_stmt *st, void *buf) {
+  if (st->kind == MLC_STMT_STORE && st->store.buf == buf) return MLC_WALK_STOP;
+  if (mlc_stmt_exprs_any(st, loads_buffer, buf)) return MLC_WALK_STOP;
+  return st->kind == MLC_STMT_BLOCK_REALIZE ? MLC_WALK_SKIP : MLC_WALK_INTO;
+}
+
 /* Whether st accesses buf outside the blocks nested in it. */
 static bool direct_access(const mlc_stmt *st, const mlc_buffer *buf) {
-  if (!st) return false;
-  void *ud = (void *)buf;
-  switch (st->kind) {
-  case MLC_STMT_FOR:
-    return mlc_expr_any(st->loop.min, loads_buffer, ud) ||
-           mlc_expr_any(st->loop.extent, loads_buffer, ud) || direct_access(st->loop.body, buf);
-  case MLC_STMT_BLOCK_REALIZE:
-    for (int i = 0; i < st->realize.block->n_iters; i++)
-      if (mlc_expr_any(st->realize.values[i], loads_buffer, ud)) return true;
-    return mlc_expr_any(st->realize.predicate, loads_buffer, ud);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (direct_access(st->seq.stmts[i], buf)) return true;
-    return false;
-  case MLC_STMT_IF:
-    return mlc_expr_any(st->if_.cond, loads_buffer, ud) || direct_access(st->if_.then_s, buf) ||
-           direct_access(st->if_.else_s, buf);
-  case MLC_STMT_ALLOCATE: return direct_access(st->alloc.body, buf);
-  case MLC_STMT_STORE:
-    if (st->store.buf == buf) return true;
-    for (int d = 0; d < st->store.buf->ndim; d++)
-      if (mlc_expr_any(st->store.indices[d], loads_buffer, ud)) return true;
-    return mlc_expr_any(st->store.value, loads_buffer, ud);
-  case MLC_STMT_EVALUATE: return mlc_expr_any(st->eval.value, loads_buffer, ud);
-  }
-  mlc_unreachable();
+  return !mlc_stmt_walk(st, access_step, (void *)buf);
 }
 
 /* Whether some sub-block of the statements before `item` writes every

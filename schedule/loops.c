@@ -83,21 +83,22 @@ static bool split_factors(mlc_sched *s, const char *who, int n, const mlc_operan
 
 /* A statement outside every block (a lowered store, an if) could not carry
  * the predicate an uneven split needs. */
-static bool has_bare_stmt(const mlc_stmt *st) {
+/* A statement outside any block (a store, an evaluate, an if) stops the walk. */
+static mlc_walk bare_step(const mlc_stmt *st, void *ud) {
+  MLC_UNUSED(ud);
   switch (st->kind) {
-  case MLC_STMT_FOR: return has_bare_stmt(st->loop.body);
-  case MLC_STMT_BLOCK_REALIZE: return false;
+  case MLC_STMT_BLOCK_REALIZE: return MLC_WALK_SKIP;
+  case MLC_STMT_FOR:
   case MLC_STMT_SEQ:
-    for (int i = 0; i < st->seq.n; i++)
-      if (has_bare_stmt(st->seq.stmts[i])) return true;
-    return false;
-  case MLC_STMT_ALLOCATE: return has_bare_stmt(st->alloc.body);
+  case MLC_STMT_ALLOCATE: return MLC_WALK_INTO;
   case MLC_STMT_IF:
   case MLC_STMT_STORE:
-  case MLC_STMT_EVALUATE: return true;
+  case MLC_STMT_EVALUATE: return MLC_WALK_STOP;
   }
   mlc_unreachable();
 }
+
+static bool has_bare_stmt(const mlc_stmt *st) { return !mlc_stmt_walk(st, bare_step, NULL); }
 
 static bool split_too_large(const char *who, int n, const int64_t *f, int unknown,
                             mlc_error *err) {

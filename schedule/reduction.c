@@ -87,33 +87,15 @@ static bool regions_use_var(int n, const mlc_region *rs, const mlc_var *v) {
   return false;
 }
 
-static bool exprs_use_var(int n, mlc_expr *const *es, const mlc_var *v) {
-  for (int i = 0; i < n; i++)
-    if (es[i] && mlc_expr_uses_var(es[i], v)) return true;
-  return false;
-}
+static bool is_var(const mlc_expr *e, void *v) { return e->kind == MLC_EXPR_VAR && e->var == v; }
 
-/* Whether the statement itself (not its children) uses v. */
-static bool node_uses_var(const mlc_stmt *st, void *ud) {
-  const mlc_var *v = ud;
-  switch (st->kind) {
-  case MLC_STMT_FOR:
-    return mlc_expr_uses_var(st->loop.min, v) || mlc_expr_uses_var(st->loop.extent, v);
-  case MLC_STMT_BLOCK_REALIZE: {
-    const mlc_block *b = st->realize.block;
-    return exprs_use_var(b->n_iters, st->realize.values, v) ||
-           exprs_use_var(1, &st->realize.predicate, v) ||
-           regions_use_var(b->n_reads, b->reads, v) || regions_use_var(b->n_writes, b->writes, v);
-  }
-  case MLC_STMT_STORE:
-    return exprs_use_var(st->store.buf->ndim, st->store.indices, v) ||
-           mlc_expr_uses_var(st->store.value, v);
-  case MLC_STMT_IF: return mlc_expr_uses_var(st->if_.cond, v);
-  case MLC_STMT_EVALUATE: return mlc_expr_uses_var(st->eval.value, v);
-  case MLC_STMT_SEQ:
-  case MLC_STMT_ALLOCATE: return false;
-  }
-  mlc_unreachable();
+/* Whether the statement itself (not its children) uses v; a block's
+ * regions count. */
+static bool node_uses_var(const mlc_stmt *st, void *v) {
+  if (mlc_stmt_exprs_any(st, is_var, v)) return true;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *b = st->realize.block;
+  return regions_use_var(b->n_reads, b->reads, v) || regions_use_var(b->n_writes, b->writes, v);
 }
 
 bool sched_stmt_uses_var(const mlc_stmt *st, const mlc_var *v) {

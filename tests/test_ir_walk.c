@@ -87,6 +87,24 @@ static void test_any_stops(void) {
   mlc_arena_free(a);
 }
 
+/* Skips every block below the root; stops at the first evaluate. */
+static mlc_walk outside_blocks(const mlc_stmt *s, void *ud) {
+  kinds *k = ud;
+  note_kind(s, k);
+  if (s->kind == MLC_STMT_BLOCK_REALIZE && k->n > 1) return MLC_WALK_SKIP;
+  return s->kind == MLC_STMT_EVALUATE ? MLC_WALK_STOP : MLC_WALK_INTO;
+}
+
+static void test_walk_skip_and_stop(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_prim_func *f = parse(a);
+  kinds k = {{0}, 0};
+  CHECK(f && !mlc_stmt_walk(f->body, outside_blocks, &k)); /* stopped */
+  CHECK_STREQ(k.seen, "BQFBFAE");
+  CHECK(mlc_stmt_walk(NULL, outside_blocks, &k));
+  mlc_arena_free(a);
+}
+
 /* Stores into B of the if's else branch become evaluates. */
 static mlc_stmt *else_store_to_eval(mlc_arena *a, mlc_stmt *s, void *ud) {
   if (s->kind != MLC_STMT_IF || !s->if_.else_s) return s;
@@ -134,6 +152,7 @@ static void test_map_copies_the_path(void) {
 int main(void) {
   RUN(test_visit_order);
   RUN(test_any_stops);
+  RUN(test_walk_skip_and_stop);
   RUN(test_map_copies_the_path);
   return test_summary();
 }

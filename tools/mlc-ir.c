@@ -284,35 +284,18 @@ static int cmd_print_or_check(mlc_arena *a, const options *o) {
 
 /* ---- eval -------------------------------------------------------------------- */
 
-/* A parameter is an output when some block writes it. */
-static bool block_writes(const mlc_stmt *s, const mlc_buffer *b);
-
-static bool block_writes_in_block(const mlc_block *blk, const mlc_buffer *b) {
+static bool writes_buffer(const mlc_stmt *s, void *b) {
+  if (s->kind == MLC_STMT_STORE) return s->store.buf == b;
+  if (s->kind != MLC_STMT_BLOCK_REALIZE) return false;
+  const mlc_block *blk = s->realize.block;
   for (int i = 0; i < blk->n_writes; i++)
     if (blk->writes[i].buf == b) return true;
-  return (blk->init && block_writes(blk->init, b)) || block_writes(blk->body, b);
+  return false;
 }
 
+/* A parameter is an output when some block writes it. */
 static bool block_writes(const mlc_stmt *s, const mlc_buffer *b) {
-  switch (s->kind) {
-  case MLC_STMT_FOR:
-    return block_writes(s->loop.body, b);
-  case MLC_STMT_BLOCK_REALIZE:
-    return block_writes_in_block(s->realize.block, b);
-  case MLC_STMT_SEQ:
-    for (int i = 0; i < s->seq.n; i++)
-      if (block_writes(s->seq.stmts[i], b)) return true;
-    return false;
-  case MLC_STMT_STORE:
-    return s->store.buf == b;
-  case MLC_STMT_IF:
-    return block_writes(s->if_.then_s, b) || (s->if_.else_s && block_writes(s->if_.else_s, b));
-  case MLC_STMT_ALLOCATE:
-    return block_writes(s->alloc.body, b);
-  case MLC_STMT_EVALUATE:
-    return false;
-  }
-  mlc_unreachable();
+  return mlc_stmt_any(s, writes_buffer, (void *)b);
 }
 
 static void print_checksum(const mlc_buffer *b, const mlc_array *x) {
