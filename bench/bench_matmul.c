@@ -1,4 +1,4 @@
-/* Matmul 1024^3 float32 on this machine, all in one run (issue 3):
+/* Matmul 1024^3 float32 on this machine, all in one run:
  *   openblas_<T>t      cblas_sgemm with T threads (the baseline of ratios)
  *   unscheduled        the matmul task as written, through our backend
  *   gcc_O3_naive       the same loop nest in C, gcc -O3 -march=native

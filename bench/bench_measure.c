@@ -1,4 +1,4 @@
-/* bench_measure: the measurement pool (issue 5).
+/* bench_measure: the measurement pool.
  *   measure_build_<N>w        builds per second of one batch of random matmul
  *                             schedules with N builder processes (ratio
  *                             against 1 builder)

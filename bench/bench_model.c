@@ -1,4 +1,4 @@
-/* Model latency (issue 8): the MLP of examples/mlp.json, all in one run:
+/* Model latency: the MLP of examples/mlp.json, all in one run:
  *   <model>_tuned             every kernel replayed from its best record
  *   <model>_default_schedule  no records: the default schedule (parallel
  *                             outer loop, vectorized inner loop)

@@ -1,4 +1,4 @@
-/* Scaling of measurement over MPI ranks (issue 17, item 3), simulated on a
+/* Scaling of measurement over MPI ranks, simulated on a
  * small machine: every candidate costs a fixed wall time and no CPU
  * (MLC_BENCH_SLEEP_MS, measure.h), so R measurement ranks could measure R
  * candidates in that time if nothing else limited them. For R = 1, 2, 4,

@@ -1,4 +1,4 @@
-/* Trace replay micro-benchmark (issue 4): replays per second of a
+/* Trace replay micro-benchmark: replays per second of a
  * ~30-instruction matmul trace made with the schedule API (tiling
  * samples, splits, reorder, fuse, parallel, vectorize, unroll,
  * annotations, postprocessing), and the cost of mlc_sched_copy and

@@ -1,4 +1,4 @@
-/* Scaling of whole pipelines (issue 21, item 4): seconds for a model of
+/* Scaling of whole pipelines: seconds for a model of
  * n nodes through every graph pass, a trace of n instructions read and
  * replayed, a TVMScript function of n statements parsed, verified,
  * printed and parsed again, at n = 1,000, 3,000 and 10,000. Linear growth

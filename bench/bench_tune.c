@@ -1,4 +1,4 @@
-/* Tuning matmul on this machine, all in one run (issue 6):
+/* Tuning matmul on this machine, all in one run:
  *   tuned_<N>_<T>     best kernel after T trials of mlc_tuner_tune (the
  *                     loop behind mlc-tune) on a fresh database, re-timed
  *                     here in alternating rounds with OpenBLAS

@@ -1,5 +1,5 @@
-/* report: what a tuning database holds, as pictures a person looks at
- * (issue 34). One self-contained HTML page (inline SVG and CSS, a little
+/* report: what a tuning database holds, as pictures a person looks at:
+ * one self-contained HTML page (inline SVG and CSS, a little
  * plain JavaScript to sort tables; no network) or one SVG figure.
  *
  *   mlc_report_options o = {.task = "matmul"};           // NULL: every workload

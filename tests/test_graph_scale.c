@@ -1,4 +1,4 @@
-/* Scaling of whole pipelines (issue 21, item 4): a model of 10,000 nodes
+/* Scaling of whole pipelines: a model of 10,000 nodes
  * through every graph pass, a trace of 10,000 instructions read and
  * replayed, a TVMScript function of 10,000 statements parsed, verified,
  * printed and parsed again. Each must finish well within a generous bound
