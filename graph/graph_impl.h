@@ -67,7 +67,11 @@ typedef struct mlc_guses {
 void mlc_guses_init(mlc_guses *u, mlc_arena *a, const mlc_gfunc *f);
 int mlc_guses_count(const mlc_guses *u, const mlc_gvar *v);
 
-/* Dead-code removal without the verifier (rewrite.c). */
+/* Dead-code removal without the verifier (dce.c): mlc_gfunc_remove_unused
+ * drops f's bindings whose result nothing uses; mlc_graph_remove_unused
+ * does that for every function, then drops unused sub-functions,
+ * prim_funcs and constants. */
+void mlc_gfunc_remove_unused(mlc_gmodule *m, mlc_gfunc *f);
 void mlc_graph_remove_unused(mlc_gmodule *m);
 
 /* A new constant of type t named base (or base_1, ... when taken), its
@@ -75,7 +79,7 @@ void mlc_graph_remove_unused(mlc_gmodule *m);
  * (fold.c). */
 mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t);
 
-/* The layout pass's second half (layout.c): every conv2d over a packed
+/* The layout pass's second half (layout.c, after the weights are packed): every conv2d over a packed
  * weight yields NCHWc, and the values between such convs stay NCHWc
  * (through max_pool2d and elementwise ops); an unpack_nchwc gives NCHW to
  * each value read in NCHW. Leaves unpacks nothing reads: the caller runs
