@@ -447,6 +447,62 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *targ
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err);
 
+/* ---- compiling ----------------------------------------------------------- */
+
+struct mlc_target;
+struct mlc_object;
+
+/* How mlc_graph_compile schedules and builds. Zero is the default: the
+ * default schedule for every kernel. */
+typedef struct mlc_gcompile_options {
+  struct mlc_db *db;       /* an open database (borrowed), or NULL: ... */
+  const char *db_path;     /* ... opened here when set: a file that does not exist means
+                            * every kernel untuned; a server's database must be there */
+  bool no_schedule;        /* compile every kernel unscheduled (no lookup) */
+  bool with_weights;       /* put the module's weights into the object's .rodata under
+                            * mlc_graph_weight_symbol (what mlc_graph_write_entry declares) */
+  const char *symbol_prefix; /* "<prefix>_" before each kernel symbol, or NULL */
+} mlc_gcompile_options;
+
+/* A compiled module: per kernel what was chosen, and one object. Owns its
+ * memory (mlc_gcompiled_free); plain arrays of n, so a ctypes wrapper can
+ * read it. */
+typedef struct mlc_gcompiled {
+  int n;                        /* kernels (the module's prim_funcs, in order) */
+  const mlc_prim_func **src;    /* the unscheduled kernels */
+  const mlc_prim_func **sched;  /* what was compiled */
+  const char **symbols;         /* their symbols in obj */
+  mlc_gkernel *info;            /* record or untuned; info[i].note: a skipped record */
+  /* info[i].note as scheduling left it (the records skipped), or NULL;
+   * a fallback later sets the note to "its schedule did not build". */
+  const char **skipped;
+  /* Why kernel i's schedule did not build ("the replayed record did not
+   * build (why)"), so it was compiled unscheduled; NULL when it built. */
+  const char **fallback;
+  int *calls;                   /* how many bindings of main call kernel i (1 for kernels) */
+  int n_scheduled;              /* kernels whose info is filled (n unless it failed) */
+  bool gpu;                     /* a cuda target: untuned kernels got the GPU default schedule */
+  struct mlc_object *obj;       /* the built object (an mlc_object of targets/targets.h) */
+  mlc_arena *arena;
+} mlc_gcompiled;
+
+/* Compile m (after mlc_graph_run_pipeline) for target t: each prim_func
+ * gets mlc_graph_schedule_kernel's choice from o->db (a cuda target's
+ * untuned kernels mlc_tuner_gpu_default_schedule, or an error naming the
+ * kernel), then all are built into one object; when a scheduled kernel
+ * does not build on the CPU, it is compiled unscheduled (fallback[i] says
+ * why) and the object built again. Symbols: mlc_graph_symbol. On failure
+ * out keeps what it got (n_scheduled) and must still be freed. */
+bool mlc_graph_compile(const mlc_gmodule *m, const struct mlc_target *t,
+                       const mlc_gcompile_options *o, mlc_gcompiled *out, mlc_error *err);
+/* The same for n lone kernels (mlc-compile --task) under the given symbols
+ * (o->with_weights and symbol_prefix do not apply). */
+bool mlc_graph_compile_kernels(int n, const mlc_prim_func *const *funcs,
+                               const char *const *symbols, const struct mlc_target *t,
+                               const mlc_gcompile_options *o, mlc_gcompiled *out,
+                               mlc_error *err);
+void mlc_gcompiled_free(mlc_gcompiled *c);
+
 /* ---- running ------------------------------------------------------------- */
 
 /* Runs one prim_func call: args are the call's args then its output. */
