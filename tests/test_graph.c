@@ -4,6 +4,7 @@
  * default schedule, and the MLP and CNN examples compiled and run against
  * plain C references. */
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"

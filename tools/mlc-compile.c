@@ -18,6 +18,7 @@
  * through libmlcrt's mlc_rt_cuda_launch.
  */
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "ir/ir.h"

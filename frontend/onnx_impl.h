@@ -3,7 +3,7 @@
 #ifndef MLC_ONNX_IMPL_H
 #define MLC_ONNX_IMPL_H
 
-#include "graph/graph_impl.h"
+#include "frontend/frontend.h"
 #include "onnx/onnx.pb-c.h"
 
 #pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */

@@ -2,7 +2,7 @@
  * are shapes, axes and indices, computed here at import time; float
  * tensors become graph bindings (evaluated at import when their inputs
  * are all constants). A node we cannot map exactly is refused. */
-#include "graph/onnx_impl.h"
+#include "frontend/onnx_impl.h"
 
 #include <math.h>
 #include <stdio.h>
