@@ -757,7 +757,7 @@ static bool lookup_input(onode *n, int j) {
 }
 
 static bool convert_node(oimp *I, const Onnx__NodeProto *p) {
-  onode n = {I, I->m->arena, p, node_label(p), I->opset, (int)p->n_input, NULL};
+  onode n = {I, I->m->arena, p, node_label(p), I->opset, (int)p->n_input, NULL, NULL};
   const char *dom = p->domain ? p->domain : "";
   const char *op = p->op_type ? p->op_type : "";
   if (strcmp(dom, "mlc.extern") == 0) {
@@ -778,6 +778,7 @@ static bool convert_node(oimp *I, const Onnx__NodeProto *p) {
     if (!lookup_input(&n, j)) return false;
   for (int j = 0; j < o->min_in; j++) /* converters take these as given */
     if (!n.in[j]) return onnx_fail(&n, "input %d is required but left out (\"\")", j);
+  n.op = o;
   return o->convert(&n);
 }
 
@@ -832,7 +833,7 @@ static bool read_outputs(oimp *I, const Onnx__GraphProto *g, mlc_gfunc *main) {
       char *outs[] = {(char *)name};
       fake.output = outs;
       fake.n_output = 1;
-      onode n = {I, I->m->arena, &fake, name, I->opset, 0, NULL};
+      onode n = {I, I->m->arena, &fake, name, I->opset, 0, NULL, NULL};
       mlc_gattrs a;
       mlc_gattrs_init(MLC_GOP_RESHAPE, &a);
       a.n_ints = x->type.ndim;

@@ -31,6 +31,7 @@ typedef struct onode {
   int64_t opset;     /* of the default domain */
   int n_in;
   oval **in; /* NULL where an optional input is left out ("") */
+  const struct onnx_op *op; /* the op table's row (NULL: a call_extern node) */
 } onode;
 
 /* Fails with "FILE: node "X" (op Y, opset N): message". */
@@ -90,6 +91,11 @@ typedef struct onnx_op {
   onnx_convert_fn convert;
   int min_in, max_in; /* inputs, counting left-out optional ones; the
                        * first min_in are never left out */
+  /* For the converters shared by many rows (cv_unary, cv_binary, ...):
+   * the graph op the row maps to, and a converter's own argument (the
+   * integer op of shape arithmetic for cv_binary). */
+  mlc_gop gop;
+  int arg;
 } onnx_op;
 const onnx_op *onnx_find_op(const char *op_type);
 const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */

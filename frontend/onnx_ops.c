@@ -181,10 +181,6 @@ static bool binary(onode *n, mlc_gop op, int_op iop) {
   return onnx_set_out(n, 0, y, nd, shape);
 }
 
-static bool cv_add(onode *n) { return binary(n, MLC_GOP_ADD, I_ADD); }
-static bool cv_sub(onode *n) { return binary(n, MLC_GOP_SUBTRACT, I_SUB); }
-static bool cv_mul(onode *n) { return binary(n, MLC_GOP_MULTIPLY, I_MUL); }
-static bool cv_div(onode *n) { return binary(n, MLC_GOP_DIVIDE, I_DIV); }
 static bool cv_equal(onode *n) {
   if (!no_attrs(n)) return false;
   if (!both_int(n)) return onnx_fail(n, "only on integer constants (shape arithmetic)");
@@ -207,31 +203,6 @@ static bool unary(onode *n, mlc_gop op) {
   return unary_with(n, op, &a);
 }
 
-static bool cv_relu(onode *n) { return unary(n, MLC_GOP_RELU); }
-static bool cv_sqrt(onode *n) { return unary(n, MLC_GOP_SQRT); }
-static bool cv_exp(onode *n) { return unary(n, MLC_GOP_EXP); }
-static bool cv_erf(onode *n) { return unary(n, MLC_GOP_ERF); }
-static bool cv_tanh(onode *n) { return unary(n, MLC_GOP_TANH); }
-static bool cv_sigmoid(onode *n) { return unary(n, MLC_GOP_SIGMOID); }
-static bool cv_hard_swish(onode *n) { return unary(n, MLC_GOP_HARD_SWISH); }
-static bool cv_neg(onode *n) { return unary(n, MLC_GOP_NEGATIVE); }
-static bool cv_abs(onode *n) { return unary(n, MLC_GOP_ABS); }
-static bool cv_log(onode *n) { return unary(n, MLC_GOP_LOG); }
-static bool cv_floor(onode *n) { return unary(n, MLC_GOP_FLOOR); }
-static bool cv_ceil(onode *n) { return unary(n, MLC_GOP_CEIL); }
-static bool cv_round(onode *n) { return unary(n, MLC_GOP_ROUND); }
-static bool cv_sign(onode *n) { return unary(n, MLC_GOP_SIGN); }
-static bool cv_sin(onode *n) { return unary(n, MLC_GOP_SIN); }
-static bool cv_cos(onode *n) { return unary(n, MLC_GOP_COS); }
-static bool cv_tan(onode *n) { return unary(n, MLC_GOP_TAN); }
-static bool cv_asin(onode *n) { return unary(n, MLC_GOP_ASIN); }
-static bool cv_acos(onode *n) { return unary(n, MLC_GOP_ACOS); }
-static bool cv_atan(onode *n) { return unary(n, MLC_GOP_ATAN); }
-static bool cv_sinh(onode *n) { return unary(n, MLC_GOP_SINH); }
-static bool cv_cosh(onode *n) { return unary(n, MLC_GOP_COSH); }
-static bool cv_asinh(onode *n) { return unary(n, MLC_GOP_ASINH); }
-static bool cv_acosh(onode *n) { return unary(n, MLC_GOP_ACOSH); }
-static bool cv_atanh(onode *n) { return unary(n, MLC_GOP_ATANH); }
 
 static bool cv_thresholded_relu(onode *n) {
   mlc_gattrs a;
@@ -361,9 +332,6 @@ static bool variadic(onode *n, mlc_gop op) {
   return onnx_set_out(n, 0, acc, shape.ndim, shape.shape);
 }
 
-static bool cv_max(onode *n) { return variadic(n, MLC_GOP_MAXIMUM); }
-static bool cv_min(onode *n) { return variadic(n, MLC_GOP_MINIMUM); }
-static bool cv_sum(onode *n) { return variadic(n, MLC_GOP_ADD); }
 
 static mlc_gvar *scalar_const(const onode *n, const char *sfx, double v);
 
@@ -419,9 +387,6 @@ static bool softmax_like(onode *n, mlc_gop op) {
   return set_var(n, 0, y);
 }
 
-static bool cv_softmax(onode *n) { return softmax_like(n, MLC_GOP_SOFTMAX); }
-static bool cv_log_softmax(onode *n) { return softmax_like(n, MLC_GOP_LOG_SOFTMAX); }
-static bool cv_hardmax(onode *n) { return softmax_like(n, MLC_GOP_HARDMAX); }
 
 /* ---- matmul, gemm --------------------------------------------------------------- */
 
@@ -829,8 +794,6 @@ static bool global_pool(onode *n, mlc_gop op) {
   return set_var(n, 0, onnx_emit(n, NULL, op, &a, 1, &x));
 }
 
-static bool cv_global_avg_pool(onode *n) { return global_pool(n, MLC_GOP_GLOBAL_AVG_POOL2D); }
-static bool cv_global_max_pool(onode *n) { return global_pool(n, MLC_GOP_REDUCE_MAX); }
 
 /* ---- reductions ----------------------------------------------------------------- */
 
@@ -1759,8 +1722,6 @@ static bool depth_space(onode *n, bool to_space) {
   return set_var(n, 0, t ? onnx_reshape(n, NULL, t, 4, out) : NULL);
 }
 
-static bool cv_depth_to_space(onode *n) { return depth_space(n, true); }
-static bool cv_space_to_depth(onode *n) { return depth_space(n, false); }
 
 /* Trilu: upper (1) picks triu, the optional constant input k the diagonal. */
 static bool cv_trilu(onode *n) {
@@ -2011,105 +1972,117 @@ static bool cv_prelu(onode *n) {
   return set_like_input(n, ew(n, NULL, MLC_GOP_SUBTRACT, pos, sn));
 }
 
+/* Row converters: the op table's row gives the graph op (gop) and, for
+ * binary ops, the integer op of shape arithmetic (arg; DepthToSpace: 1). */
+static bool cv_unary(onode *n) { return unary(n, n->op->gop); }
+static bool cv_binary(onode *n) { return binary(n, n->op->gop, (int_op)n->op->arg); }
+static bool cv_variadic(onode *n) { return variadic(n, n->op->gop); }
+static bool cv_softmax_like(onode *n) { return softmax_like(n, n->op->gop); }
+static bool cv_global_pool(onode *n) { return global_pool(n, n->op->gop); }
+static bool cv_depth_space(onode *n) { return depth_space(n, n->op->arg != 0); }
+
 /* ---- op table ------------------------------------------------------------------ */
 
+/* Rows: ONNX op_type, converter, inputs (min, max), graph op, argument.
+ * OWN: the converter chooses the graph ops itself. */
+#define OWN ((mlc_gop)MLC_GOP_COUNT)
 static const onnx_op ops[] = {
-    {"Abs", cv_abs, 1, 1},
-    {"Acos", cv_acos, 1, 1},
-    {"Acosh", cv_acosh, 1, 1},
-    {"Add", cv_add, 2, 2},
-    {"Asin", cv_asin, 1, 1},
-    {"Asinh", cv_asinh, 1, 1},
-    {"Atan", cv_atan, 1, 1},
-    {"Atanh", cv_atanh, 1, 1},
-    {"AveragePool", cv_avg_pool, 1, 1},
-    {"BatchNormalization", cv_batch_norm, 5, 5},
-    {"Cast", cv_cast, 1, 1},
-    {"Ceil", cv_ceil, 1, 1},
-    {"Celu", cv_celu, 1, 1},
-    {"Clip", cv_clip, 1, 3},
-    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS},
-    {"Constant", cv_constant, 0, 0},
-    {"ConstantOfShape", cv_constant_of_shape, 1, 1},
-    {"Conv", cv_conv, 2, 3},
-    {"ConvTranspose", cv_conv_transpose, 2, 3},
-    {"Cos", cv_cos, 1, 1},
-    {"Cosh", cv_cosh, 1, 1},
-    {"CumSum", cv_cumsum, 2, 2},
-    {"DepthToSpace", cv_depth_to_space, 1, 1},
-    {"Div", cv_div, 2, 2},
-    {"Dropout", cv_dropout, 1, 3},
-    {"Elu", cv_elu, 1, 1},
-    {"Equal", cv_equal, 2, 2},
-    {"Erf", cv_erf, 1, 1},
-    {"Exp", cv_exp, 1, 1},
-    {"Expand", cv_expand, 2, 2},
-    {"Flatten", cv_flatten, 1, 1},
-    {"Floor", cv_floor, 1, 1},
-    {"Gather", cv_gather, 2, 2},
-    {"Gemm", cv_gemm, 2, 3},
-    {"GlobalAveragePool", cv_global_avg_pool, 1, 1},
-    {"GlobalMaxPool", cv_global_max_pool, 1, 1},
-    {"HardSigmoid", cv_hard_sigmoid, 1, 1},
-    {"HardSwish", cv_hard_swish, 1, 1},
-    {"Hardmax", cv_hardmax, 1, 1},
-    {"Identity", cv_identity, 1, 1},
-    {"InstanceNormalization", cv_instance_norm, 3, 3},
-    {"LRN", cv_lrn, 1, 1},
-    {"LayerNormalization", cv_layer_norm, 2, 3},
-    {"LeakyRelu", cv_leaky_relu, 1, 1},
-    {"Log", cv_log, 1, 1},
-    {"LogSoftmax", cv_log_softmax, 1, 1},
-    {"MatMul", cv_matmul, 2, 2},
-    {"Max", cv_max, 1, MLC_GRAPH_MAX_ARGS},
-    {"MaxPool", cv_max_pool, 1, 1},
-    {"Mean", cv_mean, 1, MLC_GRAPH_MAX_ARGS},
-    {"MeanVarianceNormalization", cv_mvn, 1, 1},
-    {"Min", cv_min, 1, MLC_GRAPH_MAX_ARGS},
-    {"Mul", cv_mul, 2, 2},
-    {"Neg", cv_neg, 1, 1},
-    {"PRelu", cv_prelu, 2, 2},
-    {"Pad", cv_pad, 1, 4},
-    {"Pow", cv_pow, 2, 2},
-    {"Reciprocal", cv_reciprocal, 1, 1},
-    {"ReduceL1", cv_reduce, 1, 2},
-    {"ReduceL2", cv_reduce, 1, 2},
-    {"ReduceLogSum", cv_reduce, 1, 2},
-    {"ReduceLogSumExp", cv_reduce, 1, 2},
-    {"ReduceMax", cv_reduce, 1, 2},
-    {"ReduceMean", cv_reduce, 1, 2},
-    {"ReduceMin", cv_reduce, 1, 2},
-    {"ReduceProd", cv_reduce, 1, 2},
-    {"ReduceSum", cv_reduce, 1, 2},
-    {"ReduceSumSquare", cv_reduce, 1, 2},
-    {"Relu", cv_relu, 1, 1},
-    {"Reshape", cv_reshape, 2, 2},
-    {"Round", cv_round, 1, 1},
-    {"Selu", cv_selu, 1, 1},
-    {"Shape", cv_shape, 1, 1},
-    {"Shrink", cv_shrink, 1, 1},
-    {"Sigmoid", cv_sigmoid, 1, 1},
-    {"Sign", cv_sign, 1, 1},
-    {"Sin", cv_sin, 1, 1},
-    {"Sinh", cv_sinh, 1, 1},
-    {"Size", cv_size, 1, 1},
-    {"Slice", cv_slice, 1, 5},
-    {"Softmax", cv_softmax, 1, 1},
-    {"Softplus", cv_softplus, 1, 1},
-    {"Softsign", cv_softsign, 1, 1},
-    {"SpaceToDepth", cv_space_to_depth, 1, 1},
-    {"Split", cv_split, 1, 2},
-    {"Sqrt", cv_sqrt, 1, 1},
-    {"Squeeze", cv_squeeze, 1, 2},
-    {"Sub", cv_sub, 2, 2},
-    {"Sum", cv_sum, 1, MLC_GRAPH_MAX_ARGS},
-    {"Tan", cv_tan, 1, 1},
-    {"Tanh", cv_tanh, 1, 1},
-    {"ThresholdedRelu", cv_thresholded_relu, 1, 1},
-    {"Tile", cv_tile, 2, 2},
-    {"Transpose", cv_transpose, 1, 1},
-    {"Trilu", cv_trilu, 1, 2},
-    {"Unsqueeze", cv_unsqueeze, 1, 2},
+    {"Abs", cv_unary, 1, 1, MLC_GOP_ABS, 0},
+    {"Acos", cv_unary, 1, 1, MLC_GOP_ACOS, 0},
+    {"Acosh", cv_unary, 1, 1, MLC_GOP_ACOSH, 0},
+    {"Add", cv_binary, 2, 2, MLC_GOP_ADD, I_ADD},
+    {"Asin", cv_unary, 1, 1, MLC_GOP_ASIN, 0},
+    {"Asinh", cv_unary, 1, 1, MLC_GOP_ASINH, 0},
+    {"Atan", cv_unary, 1, 1, MLC_GOP_ATAN, 0},
+    {"Atanh", cv_unary, 1, 1, MLC_GOP_ATANH, 0},
+    {"AveragePool", cv_avg_pool, 1, 1, OWN, 0},
+    {"BatchNormalization", cv_batch_norm, 5, 5, OWN, 0},
+    {"Cast", cv_cast, 1, 1, OWN, 0},
+    {"Ceil", cv_unary, 1, 1, MLC_GOP_CEIL, 0},
+    {"Celu", cv_celu, 1, 1, OWN, 0},
+    {"Clip", cv_clip, 1, 3, OWN, 0},
+    {"Concat", cv_concat, 1, MLC_GRAPH_MAX_ARGS, OWN, 0},
+    {"Constant", cv_constant, 0, 0, OWN, 0},
+    {"ConstantOfShape", cv_constant_of_shape, 1, 1, OWN, 0},
+    {"Conv", cv_conv, 2, 3, OWN, 0},
+    {"ConvTranspose", cv_conv_transpose, 2, 3, OWN, 0},
+    {"Cos", cv_unary, 1, 1, MLC_GOP_COS, 0},
+    {"Cosh", cv_unary, 1, 1, MLC_GOP_COSH, 0},
+    {"CumSum", cv_cumsum, 2, 2, OWN, 0},
+    {"DepthToSpace", cv_depth_space, 1, 1, OWN, 1},
+    {"Div", cv_binary, 2, 2, MLC_GOP_DIVIDE, I_DIV},
+    {"Dropout", cv_dropout, 1, 3, OWN, 0},
+    {"Elu", cv_elu, 1, 1, OWN, 0},
+    {"Equal", cv_equal, 2, 2, OWN, 0},
+    {"Erf", cv_unary, 1, 1, MLC_GOP_ERF, 0},
+    {"Exp", cv_unary, 1, 1, MLC_GOP_EXP, 0},
+    {"Expand", cv_expand, 2, 2, OWN, 0},
+    {"Flatten", cv_flatten, 1, 1, OWN, 0},
+    {"Floor", cv_unary, 1, 1, MLC_GOP_FLOOR, 0},
+    {"Gather", cv_gather, 2, 2, OWN, 0},
+    {"Gemm", cv_gemm, 2, 3, OWN, 0},
+    {"GlobalAveragePool", cv_global_pool, 1, 1, MLC_GOP_GLOBAL_AVG_POOL2D, 0},
+    {"GlobalMaxPool", cv_global_pool, 1, 1, MLC_GOP_REDUCE_MAX, 0},
+    {"HardSigmoid", cv_hard_sigmoid, 1, 1, OWN, 0},
+    {"HardSwish", cv_unary, 1, 1, MLC_GOP_HARD_SWISH, 0},
+    {"Hardmax", cv_softmax_like, 1, 1, MLC_GOP_HARDMAX, 0},
+    {"Identity", cv_identity, 1, 1, OWN, 0},
+    {"InstanceNormalization", cv_instance_norm, 3, 3, OWN, 0},
+    {"LRN", cv_lrn, 1, 1, OWN, 0},
+    {"LayerNormalization", cv_layer_norm, 2, 3, OWN, 0},
+    {"LeakyRelu", cv_leaky_relu, 1, 1, OWN, 0},
+    {"Log", cv_unary, 1, 1, MLC_GOP_LOG, 0},
+    {"LogSoftmax", cv_softmax_like, 1, 1, MLC_GOP_LOG_SOFTMAX, 0},
+    {"MatMul", cv_matmul, 2, 2, OWN, 0},
+    {"Max", cv_variadic, 1, MLC_GRAPH_MAX_ARGS, MLC_GOP_MAXIMUM, 0},
+    {"MaxPool", cv_max_pool, 1, 1, OWN, 0},
+    {"Mean", cv_mean, 1, MLC_GRAPH_MAX_ARGS, OWN, 0},
+    {"MeanVarianceNormalization", cv_mvn, 1, 1, OWN, 0},
+    {"Min", cv_variadic, 1, MLC_GRAPH_MAX_ARGS, MLC_GOP_MINIMUM, 0},
+    {"Mul", cv_binary, 2, 2, MLC_GOP_MULTIPLY, I_MUL},
+    {"Neg", cv_unary, 1, 1, MLC_GOP_NEGATIVE, 0},
+    {"PRelu", cv_prelu, 2, 2, OWN, 0},
+    {"Pad", cv_pad, 1, 4, OWN, 0},
+    {"Pow", cv_pow, 2, 2, OWN, 0},
+    {"Reciprocal", cv_reciprocal, 1, 1, OWN, 0},
+    {"ReduceL1", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceL2", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceLogSum", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceLogSumExp", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceMax", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceMean", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceMin", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceProd", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceSum", cv_reduce, 1, 2, OWN, 0},
+    {"ReduceSumSquare", cv_reduce, 1, 2, OWN, 0},
+    {"Relu", cv_unary, 1, 1, MLC_GOP_RELU, 0},
+    {"Reshape", cv_reshape, 2, 2, OWN, 0},
+    {"Round", cv_unary, 1, 1, MLC_GOP_ROUND, 0},
+    {"Selu", cv_selu, 1, 1, OWN, 0},
+    {"Shape", cv_shape, 1, 1, OWN, 0},
+    {"Shrink", cv_shrink, 1, 1, OWN, 0},
+    {"Sigmoid", cv_unary, 1, 1, MLC_GOP_SIGMOID, 0},
+    {"Sign", cv_unary, 1, 1, MLC_GOP_SIGN, 0},
+    {"Sin", cv_unary, 1, 1, MLC_GOP_SIN, 0},
+    {"Sinh", cv_unary, 1, 1, MLC_GOP_SINH, 0},
+    {"Size", cv_size, 1, 1, OWN, 0},
+    {"Slice", cv_slice, 1, 5, OWN, 0},
+    {"Softmax", cv_softmax_like, 1, 1, MLC_GOP_SOFTMAX, 0},
+    {"Softplus", cv_softplus, 1, 1, OWN, 0},
+    {"Softsign", cv_softsign, 1, 1, OWN, 0},
+    {"SpaceToDepth", cv_depth_space, 1, 1, OWN, 0},
+    {"Split", cv_split, 1, 2, OWN, 0},
+    {"Sqrt", cv_unary, 1, 1, MLC_GOP_SQRT, 0},
+    {"Squeeze", cv_squeeze, 1, 2, OWN, 0},
+    {"Sub", cv_binary, 2, 2, MLC_GOP_SUBTRACT, I_SUB},
+    {"Sum", cv_variadic, 1, MLC_GRAPH_MAX_ARGS, MLC_GOP_ADD, 0},
+    {"Tan", cv_unary, 1, 1, MLC_GOP_TAN, 0},
+    {"Tanh", cv_unary, 1, 1, MLC_GOP_TANH, 0},
+    {"ThresholdedRelu", cv_thresholded_relu, 1, 1, OWN, 0},
+    {"Tile", cv_tile, 2, 2, OWN, 0},
+    {"Transpose", cv_transpose, 1, 1, OWN, 0},
+    {"Trilu", cv_trilu, 1, 2, OWN, 0},
+    {"Unsqueeze", cv_unsqueeze, 1, 2, OWN, 0},
 };
 
 const onnx_op *onnx_find_op(const char *op_type) {
