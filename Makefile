@@ -4,7 +4,7 @@
 # goes into build/libmlc.a, every tools/<name>.c is a program, every
 # tests/test_<name>.c a test binary. New files need no Makefile edit.
 
-MODULES  := base ir tasks schedule targets measure db costmodel tuner graph report
+MODULES  := base ir tasks schedule targets measure db costmodel tuner graph frontend report
 TOOLS    := $(basename $(notdir $(wildcard tools/*.c)))
 TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
 
@@ -28,7 +28,7 @@ PKG_LIBS    := $(shell pkg-config --libs sqlite3 libprotobuf-c 2>/dev/null)
 PQ_CFLAGS   := $(shell pkg-config --exists libpq 2>/dev/null && echo -DMLC_HAVE_LIBPQ $$(pkg-config --cflags libpq))
 PQ_LIBS     := $(if $(PQ_CFLAGS),$(shell pkg-config --libs libpq))
 # ONNX models are read through C that protoc-c generates at build time from
-# the onnx.proto of Debian's libonnx-dev (graph/onnx.c includes it as
+# the onnx.proto of Debian's libonnx-dev (frontend/onnx.c includes it as
 # "onnx/onnx.pb-c.h"; never committed).
 ONNX_INC    := /usr/include
 ONNX_PROTO  := $(ONNX_INC)/onnx/onnx.proto
@@ -88,7 +88,7 @@ $(GEN_HDR): $(ONNX_PROTO)
 	@protoc-c --c_out=$(B)/gen -I$(ONNX_INC) $<
 $(GEN_SRC): $(GEN_HDR)
 
-# Generated code used by graph/onnx.c alone: hidden.
+# Generated code used by frontend/onnx.c alone: hidden.
 $(B)/obj/gen/onnx.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
@@ -188,7 +188,7 @@ $(MODEL_FILES) &: examples/export_models.py
 DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
             protobuf-c-compiler libprotobuf-c-dev libonnx-dev
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
-# without it); ONNX's backend test data (test_graph_onnx_conformance SKIPs without
+# without it); ONNX's backend test data (test_frontend_onnx_conformance SKIPs without
 # it); PyTorch and onnx for examples/export_models.py and tests/onnx/make_models.py;
 # OpenMPI for mlc-tune under mpirun (docs/MPI.md; tests/cli/mlc_tune_mpi.sh SKIPs without it);
 # headless Chromium renders mlc-db report's page (tests/cli/report_chromium.sh SKIPs without it).

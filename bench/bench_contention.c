@@ -28,6 +28,7 @@
  * of them may stay untuned (the default schedule; the report says so).
  */
 #include "bench/results.h"
+#include "frontend/frontend.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
 

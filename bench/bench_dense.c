@@ -9,6 +9,7 @@
  *   bench_dense [--results FILE] [--rounds R]
  */
 #include "bench/results.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "targets/targets.h"
 

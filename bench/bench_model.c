@@ -19,6 +19,7 @@
  */
 #include "bench/results.h"
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "targets/targets.h"
 #include "tuner/tuner.h"

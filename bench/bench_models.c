@@ -48,6 +48,7 @@
  * (the floor of 20 runs).
  */
 #include "bench/results.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 
 #include <cblas.h>

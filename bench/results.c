@@ -163,25 +163,21 @@ void bench_variant_run(void *ctx) {
 
 bool bench_variant_build(mlc_arena *a, bench_variant *v, const mlc_target *t, mlc_db *db,
                          bool schedule, const char *prog, mlc_error *err) {
-  v->n = v->m->tir->n_funcs;
-  v->src = MLC_NEW_ARRAY(a, const mlc_prim_func *, v->n);
-  v->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, v->n);
-  v->symbols = MLC_NEW_ARRAY(a, const char *, v->n);
-  for (int i = 0; i < v->n; i++) {
-    mlc_gkernel k;
-    v->src[i] = v->m->tir->funcs[i];
-    v->symbols[i] = mlc_arena_printf(a, "%s_%s", v->name, mlc_graph_symbol(a, v->m, v->src[i]));
-    if (!mlc_graph_schedule_kernel(a, db, t->str, v->src[i], schedule, &k, err))
-      return mlc_error_prefix(err, "%s", v->name);
-    if (db && !k.record_id)
-      fprintf(stderr, "%s: %s: %s untuned%s%s\n", prog, v->name, v->symbols[i],
-              k.note[0] ? ": " : "", k.note);
-    v->sched[i] = k.sched;
-    v->n_tuned += k.record_id != 0;
+  mlc_gcompile_options co = {.db = db, .no_schedule = !schedule, .symbol_prefix = v->name};
+  mlc_gcompiled *c = &v->compiled;
+  bool ok = mlc_graph_compile(v->m, t, &co, c, err);
+  v->n = c->n;
+  v->src = c->src;
+  v->sched = c->sched;
+  v->symbols = c->symbols;
+  for (int i = 0; i < c->n_scheduled; i++) {
+    if (db && !c->skipped[i] && !c->info[i].record_id)
+      fprintf(stderr, "%s: %s: %s untuned\n", prog, v->name, v->symbols[i]);
+    else if (db && !c->info[i].record_id)
+      fprintf(stderr, "%s: %s: %s untuned: %s\n", prog, v->name, v->symbols[i], c->skipped[i]);
+    v->n_tuned += c->info[i].record_id != 0;
   }
-  if (!mlc_target_build(t, v->n, v->sched, v->symbols, NULL, &v->obj, err) ||
-      !(v->lib = mlc_jit_load(&v->obj, err)))
-    return mlc_error_prefix(err, "%s", v->name);
+  if (!ok || !(v->lib = mlc_jit_load(c->obj, err))) return mlc_error_prefix(err, "%s", v->name);
   v->fns = mlc_xmalloc(sizeof *v->fns * (size_t)v->n);
   for (int i = 0; i < v->n; i++)
     if (!(v->fns[i] = mlc_jit_lookup(v->lib, v->symbols[i], err)))
@@ -192,7 +188,7 @@ bool bench_variant_build(mlc_arena *a, bench_variant *v, const mlc_target *t, ml
 void bench_variant_free(bench_variant *v) {
   mlc_free(v->fns);
   if (v->lib) mlc_jit_unload(v->lib);
-  mlc_object_free(&v->obj);
+  mlc_gcompiled_free(&v->compiled);
 }
 
 bool bench_model_io_new(mlc_arena *a, const mlc_gmodule *m, const mlc_gmodule *ref,

@@ -66,7 +66,7 @@ typedef struct bench_variant {
   const mlc_prim_func **src, **sched;
   const char **symbols;
   int n_tuned;          /* kernels replayed from a record */
-  mlc_object obj;
+  mlc_gcompiled compiled; /* mlc_graph_compile's: n, src, sched and symbols point into it */
   mlc_jit_lib *lib;
   mlc_kernel_fn *fns;
   mlc_array **in, **out; /* the run's arrays (bench_variant_check sets them) */
@@ -77,7 +77,8 @@ typedef struct bench_variant {
 /* Schedule every kernel of v->m: from db's best record (mlc-compile's
  * choice), else the default schedule (db NULL: the default schedule, or
  * with schedule false none), then build and load. Kernels db had no usable
- * record for are named on stderr after "<prog>: ". */
+ * record for are named on stderr after "<prog>: ". mlc_graph_compile, as
+ * mlc-compile builds (a schedule that does not build falls back). */
 bool bench_variant_build(mlc_arena *a, bench_variant *v, const mlc_target *t, mlc_db *db,
                          bool schedule, const char *prog, mlc_error *err);
 void bench_variant_free(bench_variant *v);

@@ -6,7 +6,6 @@
  * s = scale[k] / sqrt(var[k] + eps),
  *   w'[k] = w[k] * s,   bias'[k] = (bias[k] - mean[k]) * s + beta[k]. */
 #include "graph/graph_impl.h"
-#include "tasks/tasks.h"
 
 #include <math.h>
 #include <string.h>
@@ -141,82 +140,6 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err) {
     fold_func(m, m->funcs[i]); /* first: parameters computed from weights become weights */
     fold_batch_norms(m, m->funcs[i]);
   }
-  mlc_graph_remove_unused(m);
-  return mlc_graph_verify(m, err);
-}
-
-/* ---- layout: conv2d weights packed for the blocked (NCHWc) kernel --------------- */
-
-/* A conv2d whose weight is a constant [K, C, R, S] without groups, with
- * channel blocks that fit (mlc_task_conv_block): its weight becomes a new
- * constant [K/kk, C/cc, R, S, cc, kk], packed here once, so the kernel
- * (lower.c: lower_conv_blocked) loads kk output channels of one (c, r, s)
- * as one contiguous vector on every call without repacking. A depthwise
- * conv2d (groups = C = K, weight [C, 1, R, S]) gets [C/kk, 1, R, S, 1, kk]:
- * kk channels of one (r, s) contiguous. The conv's result is then NCHWc
- * (graph/layout.c puts the unpack after it). */
-static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
-  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_CONV2D) return;
-  const mlc_gvar *w = b->args[1];
-  if (w->kind != MLC_GVAR_CONST || w->type.ndim != 4 || b->args[0]->type.ndim != 4) return;
-  int64_t K = w->type.shape[0], C = w->type.shape[1], R = w->type.shape[2], S = w->type.shape[3];
-  bool dw = b->attrs.groups > 1;
-  if (dw && (b->attrs.groups != K || C != 1 || b->args[0]->type.shape[1] != K)) return;
-  if (!dw && b->attrs.groups != 1) return;
-  int64_t cc = dw ? 1 : mlc_task_conv_block(C, false), kk = mlc_task_conv_block(K, true);
-  if (cc == 0 || kk == 0) return;
-  mlc_gtype pt = {MLC_FLOAT32, 6, {K / kk, C / cc, R, S, cc, kk}};
-  mlc_gvar *p = new_const(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
-  for (int64_t k = 0; k < K; k++)
-    for (int64_t c = 0; c < C; c++)
-      for (int64_t rs = 0; rs < R * S; rs++)
-        p->data[(((k / kk) * (C / cc) + c / cc) * R * S + rs) * cc * kk + (c % cc) * kk + k % kk] =
-            w->data[(k * C + c) * R * S + rs];
-  mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
-  memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
-  args[1] = p;
-  b->args = args;
-}
-
-/* A dense layer whose weight is a constant [N, K] with N a multiple of a
- * vector block n (16, else 8: mlc_task_conv_block): its weight becomes
- * [N/n, K, n], packed here once (shared by the dense layers that use the
- * same weight), so the kernel (lower.c: lower_dense) loads n output
- * columns of one k as one contiguous vector and gets the register tile
- * matmul has. Other N keep the plain weight (no padding: the kernel would
- * need a guard on every store). The result stays [M, N]. */
-static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b) {
-  mlc_gvar *w = b->kind == MLC_GCALL_OP && b->op == MLC_GOP_DENSE ? b->args[1] : NULL;
-  if (!w || w->kind != MLC_GVAR_CONST || w->type.ndim != 2) return;
-  int64_t N = w->type.shape[0], K = w->type.shape[1], n = mlc_task_conv_block(N, true);
-  if (n == 0) return;
-  int i;
-  mlc_gvar *p;
-  if (mlc_gmap_get(packed, w, &i)) {
-    p = m->consts[i];
-  } else {
-    mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
-    p = new_const(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
-    for (int64_t j = 0; j < N; j++)
-      for (int64_t k = 0; k < K; k++) p->data[((j / n) * K + k) * n + j % n] = w->data[j * K + k];
-    mlc_gmap_put(packed, w, m->n_consts - 1);
-  }
-  mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
-  memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
-  args[1] = p;
-  b->args = args;
-}
-
-bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
-  mlc_arena *a = mlc_arena_new_child(m->arena);
-  mlc_gmap packed = {.a = a}; /* dense weight -> index of its packed form in m->consts */
-  for (int i = 0; i < m->n_funcs; i++)
-    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
-      pack_conv_weight(m, &m->funcs[i]->bindings[j]);
-      pack_dense_weight(m, &packed, &m->funcs[i]->bindings[j]);
-    }
-  mlc_arena_free(a);
-  for (int i = 0; i < m->n_funcs; i++) mlc_graph_layout_nchwc(m, m->funcs[i]);
   mlc_graph_remove_unused(m);
   return mlc_graph_verify(m, err);
 }

@@ -476,7 +476,7 @@ static bool infer_flatten(const mlc_gattrs *at, const mlc_gtype *x, mlc_gtype *o
   return true;
 }
 
-/* dense: w [N, K], or packed by the layout pass (fold.c:
+/* dense: w [N, K], or packed by the layout pass (layout.c:
  * pack_dense_weight) as [N/n, K, n]: n columns of one k contiguous. */
 static bool infer_dense(int n, const mlc_gtype *a, mlc_gtype *out, mlc_error *err) {
   const mlc_gtype *w = &a[1];

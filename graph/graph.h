@@ -2,7 +2,7 @@
  * TensorIR, and running or emitting a whole model.
  *
  *   mlc_error err;
- *   mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err); // weights: examples/mlp/
+ *   mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err); // frontend/frontend.h
  *   mlc_graph_rewrite_patterns(m, &err); // exported layer norm, GELU -> one op
  *   mlc_graph_rewrite_fma(m, &err);     // multiply + add -> ewise_fma
  *   mlc_graph_fold_constants(m, &err);  // ops over weights only -> new weights
@@ -255,94 +255,88 @@ bool mlc_graph_verify(const mlc_gmodule *m, mlc_error *err);
 enum { MLC_GRAPH_PRINT_TIR = 1 };
 void mlc_graph_print(mlc_str *out, const mlc_gmodule *m, int flags);
 
-/* ---- model files --------------------------------------------------------- */
+/* ---- building a graph ----------------------------------------------------
+ *
+ * What the importers (frontend/: model JSON, ONNX; later the Python fx
+ * translator) build a module with: mlc_graph_new, then per function
+ * mlc_gfunc_new, its params and constants with mlc_gvar_new (a constant
+ * also goes into m->consts, its data in m's arena), its bindings with
+ * mlc_gfunc_set_bindings (args from mlc_gvars_dup), mlc_graph_add_func;
+ * then mlc_graph_verify. Everything is allocated in m's arena. */
 
-/* A JSON model description:
- *   {"name": "mlp",
- *    "inputs":  [{"name": "x", "shape": [1, 784]}],
- *    "weights": [{"name": "w0", "shape": [128, 784]}, ...],    // <weights_dir>/w0.npy
- *    "nodes":   [{"name": "lv0", "op": "transpose", "inputs": ["w0"]},
- *                {"name": "lv1", "op": "matmul", "inputs": ["x", "lv0"]}, ...
- *                {"name": "c", "op": "conv2d", "inputs": ["x", "w"], "stride": 1, "padding": 1}],
- *    "outputs": ["lv4"]}
- * Ops (graph/ops.def; attributes as in mlc_gattrs): matmul ([..., M, K] @
- * [..., K, N], batch dims broadcast), dense (x[M,K] @ W[N,K]^T [+ bias]),
- * elementwise ops with numpy broadcasting, softmax / log_softmax ("axis"),
- * layernorm ("axis", "eps"), batch_norm ("eps"), conv2d / conv_transpose2d
- * (NCHW, OIHW / IOHW weights, optional bias), max_pool2d / avg_pool2d,
- * conv3d / conv_transpose3d / max_pool3d / avg_pool3d (the same over
- * NCDHW, OIDHW / IODHW weights; window arrays have 3 entries per side),
- * global_avg_pool2d, reduce_sum / reduce_mean / reduce_max ("axes",
- * "keepdims"), reshape, flatten ("axis", 1: [prod(shape[:axis]),
- * prod(shape[axis:])]), transpose, concat ("axis"), slice ("axes",
- * "starts", "ends", "steps"), pad ("pad_before", "pad_after": one entry per
- * axis; "pad_value"), gather ("axis"; data, indices: output shape
- * data.shape[:axis] + indices.shape + data.shape[axis + 1:], indices whole
- * numbers in [-n, n) for the axis' extent n). Window keys: "stride" and
- * "padding" (one value for all axes and sides), or "strides" [h, w],
- * "pads" [top, left, bottom, right], "dilations", "groups",
- * "output_padding"; pools: "pool_size" or "kernel" [h, w] (2; the stride
- * defaults to the window), "ceil_mode", "count_include_pad". Scalars:
- * leaky_relu / hard_sigmoid "alpha", "beta"; clip "min", "max" (numbers or
- * "inf" / "-inf"); power "exponent"; transpose "axes" (default reversed);
- * reshape "shape" (one -1 allowed). A key the op does not take is an
- * error.
- * A node may call a C function instead of an op (MLC_GCALL_EXTERN):
- *   {"name": "lv1", "op": "call_extern", "func": "my_linear",
- *    "inputs": ["x", "w"], "out_shape": [1, 10], "dtype": "float32"}
- * "func" is a C identifier and none of the emitted entry's own names (C
- * keywords, main, malloc, free, workspace, ws, rc, names starting mlc_,
- * v_, input, output or <model>_ in any case; names <math.h>, <stdlib.h> or
- * <stdint.h> declare clash when the header is compiled), at most
- * MLC_GRAPH_MAX_EXTERN_ARGS inputs (the same count wherever the function
- * is called), "out_shape" the result's shape, "dtype" float32 (the
- * default and only one).
- * A weight may give its elements inline, row-major: "values": [0, 2, -1]
- * (small constants such as gather indices; no file is read for it).
- * Nodes may come in any order (they are sorted; a cycle is an error); every
- * node must feed an output. weights_dir NULL: the model path without
- * ".json" (examples/mlp.json -> examples/mlp/). Errors name the file and
- * the node. */
-mlc_gmodule *mlc_graph_load(const char *path, const char *weights_dir, mlc_error *err);
-/* The same from text. weights_dir NULL: no files are read and every
- * weight gets seeded values in [-0.5, 0.5) (tests of small graphs). */
-mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
-                             const char *weights_dir, mlc_error *err);
+mlc_gvar *mlc_gvar_new(mlc_gmodule *m, const char *name, mlc_gvar_kind kind, const mlc_gtype *t);
+mlc_gfunc *mlc_gfunc_new(mlc_gmodule *m, const char *name, bool primitive);
+void mlc_graph_add_func(mlc_gmodule *m, mlc_gfunc *f);
+void mlc_gfunc_set_bindings(mlc_gmodule *m, mlc_gfunc *f, int n, const mlc_gbinding *bs);
+mlc_gvar **mlc_gvars_dup(mlc_gmodule *m, int n, mlc_gvar *const *vs);
+int mlc_gfunc_uses(const mlc_gfunc *f, const mlc_gvar *v);
+int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v);
+void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
 
-/* An ONNX model (graph/onnx.c; default-domain opsets 1 to 17) into the same
- * graph: initializers and Constant nodes become weights, integer tensors
- * (shapes, axes) are folded at import (Shape -> Gather -> Concat ->
- * Reshape), each node maps onto graph ops. input_shapes: NULL or a
- * NULL-terminated list of "name=1,3,224,224", required for inputs with
- * symbolic dimensions. A node of the domain "mlc.extern" is a call_extern
- * of the C function named by its op_type, over its float inputs, with one
- * output whose shape is the node's ints attribute "out_shape". Refused, with a message naming the file and the node
- * or tensor: unsupported ops or attributes, other domains, external data,
- * dtypes other than float32 (integers only as constants), cycles, missing
- * initializers. The model is named after the file ("resnet18.onnx" ->
- * resnet18). */
-mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shapes,
-                                 mlc_error *err);
-mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_t len,
-                                  const char *const *input_shapes, mlc_error *err);
-/* A model file by its extension: ".onnx" through mlc_graph_load_onnx
- * (weights_dir must be NULL), anything else as JSON through mlc_graph_load
- * (input_shapes must be NULL or empty); the tools' --model. */
-mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
-                                const char *const *input_shapes, mlc_error *err);
-/* A serialized ONNX TensorProto (the backend tests' input_0.pb), float32
- * only, as mlc_npy_read reads .npy. */
-float *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
-float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
-                             mlc_error *err);
+/* The attribute keys a JSON node of op may carry, " key key=default "
+ * (ops.def's keys column). */
+const char *mlc_gop_keys(mlc_gop op);
+bool mlc_gop_has_key(mlc_gop op, const char *key);
+/* The next word of a keys string at *p: its key into key and the default
+ * after '=' into def ("" when none), n bytes each; false at the end. */
+bool mlc_gop_key_next(const char **p, char *key, char *def, size_t n);
 
-/* .npy files (format 1.0-3.0), float32 little-endian C order only. Errors
- * name the file and what is wrong (bad magic, header, dtype, Fortran order,
- * shape, truncated or trailing data). */
-float *mlc_npy_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
-float *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
-                     mlc_error *err);
-bool mlc_npy_write(const char *path, const mlc_gtype *type, const float *data, mlc_error *err);
+/* The scalar attributes (graph/attrs.def): JSON key, kind and the field's
+ * offset in mlc_gattrs, aliases included, in the file's order. */
+typedef enum mlc_gattr_kind {
+  MLC_GATTR_NUMBER,
+  MLC_GATTR_POSITIVE,
+  MLC_GATTR_AXIS,
+  MLC_GATTR_INT,
+  MLC_GATTR_BOOL,
+} mlc_gattr_kind;
+typedef struct mlc_gattr {
+  const char *key;
+  mlc_gattr_kind kind;
+  size_t offset;
+} mlc_gattr;
+extern const mlc_gattr mlc_gattr_table[];
+extern const int mlc_gattr_count;
+const mlc_gattr *mlc_gattr_find(const char *key); /* NULL: not a scalar attribute */
+/* The field of g in attributes a, as its kind's C type (MLC_GATTR_TYPE_*). */
+#define MLC_GATTR_REF(a, g, type) (*(type *)((char *)(a) + (g)->offset))
+#define MLC_GATTR_GET(a, g, type) (*(const type *)((const char *)(a) + (g)->offset))
+
+/* A map from pointers (strings false) or strings (true, compared by
+ * content) to ints, in arena a (graph/gmap.c); keys must outlive it.
+ *   mlc_gmap used = {.a = arena};  mlc_gmap_put(&used, v, 1);  mlc_gmap_get(&used, v, NULL) */
+typedef struct mlc_gmap {
+  mlc_arena *a;
+  bool strings;
+  const void **keys; /* NULL: an empty slot */
+  int *vals;
+  int cap, len;
+} mlc_gmap;
+void mlc_gmap_put(mlc_gmap *g, const void *key, int val);
+bool mlc_gmap_get(const mlc_gmap *g, const void *key, int *val); /* val may be NULL */
+
+/* Dead-code removal without the verifier (dce.c): mlc_gfunc_remove_unused
+ * drops f's bindings whose result nothing uses; mlc_graph_remove_unused
+ * does that for every function, then drops unused sub-functions,
+ * prim_funcs and constants. */
+void mlc_gfunc_remove_unused(mlc_gmodule *m, mlc_gfunc *f);
+void mlc_graph_remove_unused(mlc_gmodule *m);
+
+/* A new constant of type t named base (or base_1, ... when taken), its
+ * data allocated (uninitialised) in m's arena, appended to m->consts
+ * (fold.c). */
+mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t);
+
+/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. Its
+ * scratch (accumulators of some ops, as big as the result) comes from the
+ * heap and aborts when that runs out; the _in form takes it from
+ * `scratch`, so under its escape point running out is an error. */
+void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
+void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y);
+
+/* Whether name may be a call_extern function of m (extern.c): a C
+ * identifier the emitted code does not use itself; false with why. */
+bool mlc_graph_extern_name_ok(const mlc_gmodule *m, const char *name, mlc_error *err);
 
 /* ---- passes (each runs mlc_graph_verify after itself) -------------------- */
 
@@ -446,6 +440,62 @@ typedef struct mlc_gkernel {
 bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err);
+
+/* ---- compiling ----------------------------------------------------------- */
+
+struct mlc_target;
+struct mlc_object;
+
+/* How mlc_graph_compile schedules and builds. Zero is the default: the
+ * default schedule for every kernel. */
+typedef struct mlc_gcompile_options {
+  struct mlc_db *db;       /* an open database (borrowed), or NULL: ... */
+  const char *db_path;     /* ... opened here when set: a file that does not exist means
+                            * every kernel untuned; a server's database must be there */
+  bool no_schedule;        /* compile every kernel unscheduled (no lookup) */
+  bool with_weights;       /* put the module's weights into the object's .rodata under
+                            * mlc_graph_weight_symbol (what mlc_graph_write_entry declares) */
+  const char *symbol_prefix; /* "<prefix>_" before each kernel symbol, or NULL */
+} mlc_gcompile_options;
+
+/* A compiled module: per kernel what was chosen, and one object. Owns its
+ * memory (mlc_gcompiled_free); plain arrays of n, so a ctypes wrapper can
+ * read it. */
+typedef struct mlc_gcompiled {
+  int n;                        /* kernels (the module's prim_funcs, in order) */
+  const mlc_prim_func **src;    /* the unscheduled kernels */
+  const mlc_prim_func **sched;  /* what was compiled */
+  const char **symbols;         /* their symbols in obj */
+  mlc_gkernel *info;            /* record or untuned; info[i].note: a skipped record */
+  /* info[i].note as scheduling left it (the records skipped), or NULL;
+   * a fallback later sets the note to "its schedule did not build". */
+  const char **skipped;
+  /* Why kernel i's schedule did not build ("the replayed record did not
+   * build (why)"), so it was compiled unscheduled; NULL when it built. */
+  const char **fallback;
+  int *calls;                   /* how many bindings of main call kernel i (1 for kernels) */
+  int n_scheduled;              /* kernels whose info is filled (n unless it failed) */
+  bool gpu;                     /* a cuda target: untuned kernels got the GPU default schedule */
+  struct mlc_object *obj;       /* the built object (an mlc_object of targets/targets.h) */
+  mlc_arena *arena;
+} mlc_gcompiled;
+
+/* Compile m (after mlc_graph_run_pipeline) for target t: each prim_func
+ * gets mlc_graph_schedule_kernel's choice from o->db (a cuda target's
+ * untuned kernels mlc_tuner_gpu_default_schedule, or an error naming the
+ * kernel), then all are built into one object; when a scheduled kernel
+ * does not build on the CPU, it is compiled unscheduled (fallback[i] says
+ * why) and the object built again. Symbols: mlc_graph_symbol. On failure
+ * out keeps what it got (n_scheduled) and must still be freed. */
+bool mlc_graph_compile(const mlc_gmodule *m, const struct mlc_target *t,
+                       const mlc_gcompile_options *o, mlc_gcompiled *out, mlc_error *err);
+/* The same for n lone kernels (mlc-compile --task) under the given symbols
+ * (o->with_weights and symbol_prefix do not apply). */
+bool mlc_graph_compile_kernels(int n, const mlc_prim_func *const *funcs,
+                               const char *const *symbols, const struct mlc_target *t,
+                               const mlc_gcompile_options *o, mlc_gcompiled *out,
+                               mlc_error *err);
+void mlc_gcompiled_free(mlc_gcompiled *c);
 
 /* ---- running ------------------------------------------------------------- */
 

@@ -2,6 +2,7 @@
  * share of the model's time (calls x best time), how the task scheduler
  * gave out trials over time, and the latency estimate as tuning went. */
 #include "report/report_internal.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "tuner/tuner.h"
 

@@ -5,6 +5,7 @@
 #ifndef MLC_SCALE_INPUTS_H
 #define MLC_SCALE_INPUTS_H
 
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "schedule/schedule.h"
 #include "tasks/tasks.h"

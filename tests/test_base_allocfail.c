@@ -11,6 +11,7 @@
  * completes must give the same result as an unhooked one. */
 #include "base/base.h"
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "ir/ir.h"
 #include "schedule/schedule.h"

@@ -3,6 +3,7 @@
  * printer/parser handle, and shapes that would allocate gigabytes. Each is
  * refused with a message (never an abort or a wrong kernel), and a refused
  * primitive leaves the state as it was. */
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "schedule/schedule.h"
 #include "tests/sched_util.h"

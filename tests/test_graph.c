@@ -4,6 +4,7 @@
  * default schedule, and the MLP and CNN examples compiled and run against
  * plain C references. */
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
@@ -576,6 +577,31 @@ static void test_fuse_tir_interp_norms(void) {
 
 /* A chain of 20 ewise_fma ops, each with two weights of its own: groups
  * stop at 16 ops, and a fused kernel takes 33 arguments. */
+/* mlc_graph_compile without a database (a missing file): every kernel
+ * untuned, each called once by main, all in one object under the
+ * prefixed symbols. */
+static void test_compile(void) {
+  mlc_error err;
+  mlc_gmodule *m = mlc_graph_load("examples/mlp.json", NULL, &err);
+  CHECK_MSG(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  mlc_target t;
+  CHECK(mlc_target_parse("llvm", &t, &err));
+  mlc_gcompile_options o = {.db_path = "/nonexistent/mlc.db", .symbol_prefix = "v",
+                            .with_weights = true};
+  mlc_gcompiled c = {0};
+  bool ok = m && mlc_graph_compile(m, &t, &o, &c, &err);
+  CHECK_MSG(ok, "%s", err.msg);
+  if (ok) {
+    CHECK(c.n == m->tir->n_funcs && c.n_scheduled == c.n && !c.gpu && c.obj && c.obj->len > 0);
+    for (int i = 0; i < c.n; i++) {
+      CHECK(c.info[i].record_id == 0 && !c.skipped[i] && !c.fallback[i] && c.calls[i] == 1);
+      CHECK(strncmp(c.symbols[i], "v_", 2) == 0 && c.src[i] == m->tir->funcs[i]);
+    }
+  }
+  mlc_gcompiled_free(&c);
+  mlc_graph_free(m);
+}
+
 static void test_long_chain(void) {
   mlc_str j = {0};
   mlc_str_puts(&j, "{\"inputs\": [{\"name\": \"x\", \"shape\": [3, 5]}], \"weights\": [");
@@ -1293,6 +1319,7 @@ int main(void) {
   RUN(test_fuse_tir_interp_ops);
   RUN(test_fuse_tir_interp_norms);
   RUN(test_long_chain);
+  RUN(test_compile);
   RUN(test_extract_tasks);
   RUN(test_default_schedule);
   RUN(test_header_entry);

@@ -4,6 +4,7 @@
  * R.call_dps_packed, untouched by the passes, run compiled (JIT) and by the
  * reference executor against a plain C evaluation; the model loader's and
  * the runner's refusals. */
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "onnx/onnx.pb-c.h"

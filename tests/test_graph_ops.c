@@ -4,6 +4,7 @@
  * the unlowered graph (graph/ref.c). Attribute variants get a case each.
  * Refusals: bad attributes and shapes, each message naming the op and the
  * operand. */
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "targets/targets.h"
 #include "tests/test.h"

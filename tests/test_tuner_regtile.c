@@ -6,6 +6,7 @@
  * constants only (unrolled rows, vector lanes): what lets LLVM keep it in
  * registers across the reduction. */
 #include "tuner/tuner_internal.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"

@@ -18,6 +18,7 @@
  * through libmlcrt's mlc_rt_cuda_launch.
  */
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "ir/ir.h"
@@ -330,94 +331,38 @@ static int parse_args(int argc, char **argv, options *o) {
 
 /* ---- compiling kernels --------------------------------------------------------- */
 
-typedef struct kernels {
-  int n;
-  const mlc_prim_func **src;   /* the unscheduled functions */
-  const mlc_prim_func **sched; /* what is compiled */
-  const char **symbols;
-  mlc_gkernel *info;           /* record or untuned, per kernel */
-  mlc_object obj;
-  double ms;
-  /* Arrays placed in obj beside the kernels: the model's weights when an
-   * object is written (the header declares them), none otherwise. */
-  int n_data;
-  mlc_object_data *data;
-  bool gpu; /* a cuda target: untuned kernels get the GPU default schedule */
-} kernels;
-
-static bool build_all(const mlc_target *t, kernels *k, mlc_error *err) {
-  return mlc_target_build_with_data(t, k->n, k->sched, k->symbols, k->n_data, k->data, NULL,
-                                    &k->obj, err);
-}
-
-/* Some scheduled kernel did not build: find which, compile those
- * unscheduled (saying so), and build again. */
-static bool build_fallback(const mlc_target *t, kernels *k, mlc_error *err) {
-  for (int i = 0; i < k->n; i++) {
-    mlc_object one;
-    mlc_error why;
-    if (k->sched[i] == k->src[i]) continue;
-    if (mlc_target_build(t, 1, &k->sched[i], &k->symbols[i], NULL, &one, &why)) {
-      mlc_object_free(&one);
-      continue;
-    }
-    fprintf(stderr, "mlc-compile: warning: %s: the %s did not build (%s); compiling it unscheduled\n",
-            k->symbols[i], k->info[i].record_id ? "replayed record" : "default schedule", why.msg);
-    k->sched[i] = k->src[i];
-    k->info[i].record_id = 0;
-    snprintf(k->info[i].note, sizeof k->info[i].note, "its schedule did not build");
-  }
-  return build_all(t, k, err);
-}
-
-/* The database, or NULL when the file does not exist (all untuned); a
- * server's database must be there. */
-static bool open_db(const char *path, mlc_db **db, mlc_error *err) {
-  *db = NULL;
-  if (!mlc_db_is_url(path) && access(path, F_OK) != 0) return true;
-  *db = mlc_db_open(path, MLC_DB_EXISTING, err);
-  return *db != NULL;
-}
+/* What mlc_graph_compile built: per kernel its source, schedule, symbol
+ * and record (or untuned), and the object. */
+typedef mlc_gcompiled kernels;
 
 static bool verify_kernels(const options *o, const kernels *k, mlc_error *err);
 
 /* A record that was skipped (its replay failed, or is not the function it
- * measured) is never passed over silently. */
-static void warn_skipped(const kernels *k, int i) {
-  if (k->info[i].note[0])
-    fprintf(stderr, "mlc-compile: warning: %s: %s\n", k->symbols[i], k->info[i].note);
+ * measured) is never passed over silently; nor is a schedule that did not
+ * build. */
+static void warn_compile(const kernels *k) {
+  for (int i = 0; i < k->n_scheduled; i++)
+    if (k->skipped[i])
+      fprintf(stderr, "mlc-compile: warning: %s: %s\n", k->symbols[i], k->skipped[i]);
+  for (int i = 0; i < k->n_scheduled; i++)
+    if (k->fallback[i])
+      fprintf(stderr, "mlc-compile: warning: %s: %s; compiling it unscheduled\n", k->symbols[i],
+              k->fallback[i]);
 }
 
-static bool compile(mlc_arena *a, const options *o, const mlc_target *t, kernels *k,
+/* Kernels compiled by mlc_graph_compile[_kernels] (m NULL: the one of
+ * --task), warned about, then checked with --verify; *ms the time taken. */
+static bool compile(const options *o, const mlc_target *t, const mlc_gmodule *m,
+                    const mlc_prim_func *f, const char *sym, kernels *k, double *ms,
                     mlc_error *err) {
   double t0 = now_ms();
-  bool schedule = !o->no_schedule;
-  bool gpu = k->gpu = mlc_target_device(t) == MLC_DEVICE_CUDA;
-  mlc_db *db;
-  if (!open_db(o->db, &db, err)) return false;
-  k->sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, k->n);
-  k->info = MLC_NEW_ARRAY(a, mlc_gkernel, k->n);
-  for (int i = 0; i < k->n; i++) {
-    if (!mlc_graph_schedule_kernel(a, db, t->str, k->src[i], schedule, &k->info[i], err)) {
-      mlc_db_close(db);
-      return false;
-    }
-    k->sched[i] = k->info[i].sched;
-    warn_skipped(k, i);
-    /* no record for this cuda target: never the CPU default schedule */
-    if (gpu && !k->info[i].record_id &&
-        !(k->sched[i] = mlc_tuner_gpu_default_schedule(a, k->src[i], err))) {
-      mlc_db_close(db);
-      return mlc_error_prefix(err, "kernel %s has no record for %s", k->symbols[i], t->str);
-    }
-  }
-  if (db) mlc_db_close(db);
-  bool ok = build_all(t, k, err);
-  /* a GPU kernel cannot fall back to its unscheduled form (nothing bound) */
-  if (!ok && gpu) mlc_error_prefix(err, "kernel %s", k->symbols[0]); /* one kernel: --task */
-  if (!ok && schedule && !gpu) ok = build_fallback(t, k, err);
+  mlc_gcompile_options co = {.db_path = o->db, .no_schedule = o->no_schedule,
+                             .with_weights = o->output != NULL};
+  bool ok = m ? mlc_graph_compile(m, t, &co, k, err)
+              : mlc_graph_compile_kernels(1, &f, &sym, t, &co, k, err);
+  warn_compile(k);
   if (ok && o->verify) ok = verify_kernels(o, k, err);
-  k->ms = now_ms() - t0;
+  *ms = now_ms() - t0;
   return ok;
 }
 
@@ -459,12 +404,12 @@ static void list_kernels(const kernels *k, const int *calls, bool schedule) {
 /* A cuda target: the PTX (--ptx), and the host object with the launchers
  * (-o) in place of an object of the target's code. */
 static bool write_cuda(const options *o, const kernels *k, mlc_error *err) {
-  if (o->ptx && !mlc_write_file(o->ptx, k->obj.data, k->obj.len, err)) return false;
+  if (o->ptx && !mlc_write_file(o->ptx, k->obj->data, k->obj->len, err)) return false;
   if (!o->output) return true;
   mlc_target host;
   mlc_target_host(&host);
   mlc_object obj;
-  if (!mlc_cuda_host_object(&host, &k->obj, k->n, k->sched, k->symbols, &obj, err)) return false;
+  if (!mlc_cuda_host_object(&host, k->obj, k->n, k->sched, k->symbols, &obj, err)) return false;
   bool ok = mlc_object_write(&obj, o->output, err);
   mlc_object_free(&obj);
   return ok;
@@ -498,7 +443,7 @@ static bool write_outputs(const options *o, const mlc_target *t, const kernels *
                           const mlc_gmodule *m, mlc_error *err) {
   bool gpu = mlc_target_device(t) == MLC_DEVICE_CUDA;
   if (gpu && !write_cuda(o, k, err)) return false;
-  if (!gpu && o->output && !mlc_object_write(&k->obj, o->output, err)) return false;
+  if (!gpu && o->output && !mlc_object_write(k->obj, o->output, err)) return false;
   if (o->output || o->header) library_note(k, NULL, true);
   if (!o->header) return true;
   mlc_str h = {0};
@@ -560,14 +505,16 @@ static const char *file_symbol(mlc_arena *a, const char *path) {
 }
 
 /* One kernel (--task, --task-file) compiled and written under sym. */
-static int compile_one(const options *o, const mlc_target *t, mlc_arena *a,
-                       const mlc_prim_func *f, const char *sym) {
+static int compile_one(const options *o, const mlc_target *t, const mlc_prim_func *f,
+                       const char *sym) {
   mlc_error err;
-  kernels k = {.n = 1, .src = (const mlc_prim_func *[]){f}, .symbols = (const char *[]){sym}};
+  kernels k;
+  double ms;
   int rc = 0;
-  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, NULL, &err)) rc = fail(&err);
+  if (!compile(o, t, NULL, f, sym, &k, &ms, &err) || !write_outputs(o, t, &k, NULL, &err))
+    rc = fail(&err);
   else list_kernels(&k, NULL, !o->no_schedule);
-  mlc_object_free(&k.obj);
+  mlc_gcompiled_free(&k);
   return rc;
 }
 
@@ -575,7 +522,7 @@ static int compile_task_file(const options *o, const mlc_target *t) {
   mlc_error err;
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = load_task_file(a, o->task_file, &err);
-  int rc = f ? compile_one(o, t, a, f, o->name ? o->name : file_symbol(a, o->task_file))
+  int rc = f ? compile_one(o, t, f, o->name ? o->name : file_symbol(a, o->task_file))
              : fail(&err);
   mlc_arena_free(a);
   return rc;
@@ -595,7 +542,7 @@ static int compile_task(const options *o, const mlc_target *t) {
     return 2;
   }
   mlc_arena *a = mlc_arena_new();
-  int rc = compile_one(o, t, a, mlc_task_build(a, d, shape), o->name ? o->name : d->name);
+  int rc = compile_one(o, t, mlc_task_build(a, d, shape), o->name ? o->name : d->name);
   mlc_arena_free(a);
   return rc;
 }
@@ -639,7 +586,7 @@ static bool verify_kernels(const options *o, const kernels *k, mlc_error *err) {
   int n_replayed = 0;
   for (int i = 0; i < k->n; i++) n_replayed += k->info[i].record_id != 0;
   if (!n_replayed) return true;
-  mlc_jit_lib *lib = mlc_jit_load(&k->obj, err);
+  mlc_jit_lib *lib = mlc_jit_load(k->obj, err);
   if (!lib) return false;
   mlc_kernel_fn *fns = mlc_xmalloc(sizeof *fns * (size_t)k->n);
   jit_ctx J = {k, fns, NULL, NULL};
@@ -865,7 +812,7 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
                      const kernels *k, mlc_array **in) {
   mlc_error err;
   const mlc_gfunc *f = mlc_graph_main(m);
-  mlc_jit_lib *lib = mlc_jit_load(&k->obj, &err);
+  mlc_jit_lib *lib = mlc_jit_load(k->obj, &err);
   if (!lib) return fail(&err);
   mlc_kernel_fn *fns = mlc_xmalloc(sizeof *fns * (size_t)k->n);
   int rc = 0;
@@ -1002,32 +949,16 @@ static int compile_model(const options *o, const mlc_target *t) {
                     "function)\n", o->model);
     return 1;
   }
-  mlc_arena *a = mlc_arena_new();
-  const mlc_gfunc *main_fn = mlc_graph_main(m);
-  kernels k = {m->tir->n_funcs, MLC_NEW_ARRAY(a, const mlc_prim_func *, m->tir->n_funcs + 1),
-               NULL, MLC_NEW_ARRAY(a, const char *, m->tir->n_funcs + 1), NULL, {0}, 0, 0, NULL,
-               false};
-  if (o->output) { /* the header's weights are defined in the object */
-    k.n_data = m->n_consts;
-    k.data = MLC_NEW_ARRAY(a, mlc_object_data, m->n_consts + 1);
-    for (int i = 0; i < m->n_consts; i++)
-      k.data[i] = (mlc_object_data){mlc_graph_weight_symbol(a, m, m->consts[i]), m->consts[i]->data,
-                                    sizeof(float) * (size_t)mlc_gtype_numel(&m->consts[i]->type)};
-  }
-  int *calls = MLC_NEW_ARRAY(a, int, k.n + 1);
-  for (int i = 0; i < k.n; i++) {
-    k.src[i] = m->tir->funcs[i];
-    k.symbols[i] = mlc_graph_symbol(a, m, m->tir->funcs[i]);
-    for (int j = 0; j < main_fn->n_bindings; j++) calls[i] += main_fn->bindings[j].tir == k.src[i];
-  }
-  if (!compile(a, o, t, &k, &err) || !write_outputs(o, t, &k, m, &err)) {
+  kernels k;
+  double ms;
+  if (!compile(o, t, m, NULL, NULL, &k, &ms, &err) || !write_outputs(o, t, &k, m, &err)) {
     rc = fail(&err);
   } else {
-    list_kernels(&k, calls, !o->no_schedule);
+    list_kernels(&k, k.calls, !o->no_schedule);
     mlc_gtask *tasks;
     int nt = mlc_graph_extract_tasks(m, &tasks);
     fprintf(stderr, "mlc-compile: %s: %d kernels, %d distinct tasks; graph passes %.1f ms, "
-                    "codegen %.1f ms\n", m->name, k.n, nt, t_graph, k.ms);
+                    "codegen %.1f ms\n", m->name, k.n, nt, t_graph, ms);
     mlc_free(tasks);
     list_externs(m);
     if (o->run || o->report) {
@@ -1040,8 +971,7 @@ static int compile_model(const options *o, const mlc_target *t) {
   }
   for (int i = 0; in && i < mf->n_params; i++) mlc_array_free(in[i]);
   mlc_free(in);
-  mlc_object_free(&k.obj);
-  mlc_arena_free(a);
+  mlc_gcompiled_free(&k);
   mlc_graph_free(m);
   return rc;
 }

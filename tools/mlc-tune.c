@@ -8,6 +8,7 @@
  * measure/ the workers, db/ the records, costmodel/ the ranking.
  */
 #include "db/db.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "measure/measure.h"
 #include "schedule/schedule.h"

@@ -3,6 +3,7 @@
  * (weights seeded, no files read) runs through every graph pass, each
  * verified, or fails with a message. */
 #include "fuzz.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

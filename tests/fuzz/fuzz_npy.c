@@ -1,6 +1,7 @@
 /* libFuzzer harness for the .npy reader: any bytes load or are refused;
  * what loads has as many elements as its shape says, and writes back. */
 #include "fuzz.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

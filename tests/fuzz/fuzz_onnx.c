@@ -13,6 +13,7 @@
  * tests/onnx/overflow/ (integer shape chains: Reshape, Gather, Slice,
  * Concat, Expand, Tile, ConstantOfShape), and the committed corpus. */
 #include "fuzz.h"
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 
 /* The reference executor's work is at most, per binding, its result's

@@ -1,5 +1,5 @@
 /* Reading a JSON model description and its .npy weights into main. */
-#include "graph/graph_impl.h"
+#include "frontend/frontend.h"
 
 #include <ctype.h>
 #include <math.h>

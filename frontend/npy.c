@@ -4,7 +4,7 @@
  * uint32 LE for 2.x/3.x), an ASCII Python dict literal
  * {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with
  * spaces and ending in '\n', then the raw data. */
-#include "graph/graph_impl.h"
+#include "frontend/frontend.h"
 
 #include <ctype.h>
 #include <stdio.h>

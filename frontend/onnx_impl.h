@@ -3,7 +3,7 @@
 #ifndef MLC_ONNX_IMPL_H
 #define MLC_ONNX_IMPL_H
 
-#include "graph/graph_impl.h"
+#include "frontend/frontend.h"
 #include "onnx/onnx.pb-c.h"
 
 #pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
@@ -31,6 +31,7 @@ typedef struct onode {
   int64_t opset;     /* of the default domain */
   int n_in;
   oval **in; /* NULL where an optional input is left out ("") */
+  const struct onnx_op *op; /* the op table's row (NULL: a call_extern node) */
 } onode;
 
 /* Fails with "FILE: node "X" (op Y, opset N): message". */
@@ -83,16 +84,106 @@ mlc_gvar *onnx_emit(const onode *n, const char *suffix, mlc_gop op, const mlc_ga
 mlc_gvar *onnx_reshape(const onode *n, const char *suffix, mlc_gvar *x, int ndim,
                        const int64_t *shape);
 
-/* Converters (onnx_ops.c). */
+/* Converters: the op table in onnx_ops.c, the converters in
+ * onnx_ops_<section>.c. A row names a converter of its own, or one shared by
+ * many rows (onnx_cv_unary, onnx_cv_binary, ...) that reads the row's gop
+ * and arg through n->op. */
 typedef bool (*onnx_convert_fn)(onode *n);
 typedef struct onnx_op {
   const char *name; /* ONNX op_type */
   onnx_convert_fn convert;
   int min_in, max_in; /* inputs, counting left-out optional ones; the
                        * first min_in are never left out */
+  /* For the converters shared by many rows (cv_unary, cv_binary, ...):
+   * the graph op the row maps to, and a converter's own argument (the
+   * integer op of shape arithmetic for cv_binary). */
+  mlc_gop gop;
+  int arg;
 } onnx_op;
 const onnx_op *onnx_find_op(const char *op_type);
 const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */
+
+/* The integer ops of shape arithmetic on integer constants (the op
+ * table's argument of binary rows). */
+typedef enum { I_ADD, I_SUB, I_MUL, I_DIV, I_EQ } int_op;
+
+/* Shared by the converters (onnx_ops.c, onnx_ops_<section>.c): the
+ * helpers of onnx_ops.c, then what one section uses of another. */
+/* onnx_ops_activation.c */
+bool onnx_cv_celu(onode *n);
+bool onnx_cv_elu(onode *n);
+bool onnx_cv_lrn(onode *n);
+bool onnx_cv_mvn(onode *n);
+bool onnx_cv_prelu(onode *n);
+bool onnx_cv_reciprocal(onode *n);
+bool onnx_cv_selu(onode *n);
+bool onnx_cv_softplus(onode *n);
+bool onnx_cv_softsign(onode *n);
+mlc_gvar *onnx_ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar *b);
+/* onnx_ops_conv.c */
+bool onnx_cv_avg_pool(onode *n);
+bool onnx_cv_conv(onode *n);
+bool onnx_cv_conv_transpose(onode *n);
+bool onnx_cv_gemm(onode *n);
+bool onnx_cv_global_pool(onode *n);
+bool onnx_cv_matmul(onode *n);
+bool onnx_cv_max_pool(onode *n);
+mlc_gvar *onnx_scalar_const(const onode *n, const char *sfx, double v);
+/* onnx_ops_elementwise.c */
+bool onnx_binary(onode *n, mlc_gop op, int_op iop);
+bool onnx_broadcast_shape(const onode *n, const oval *a, const oval *b, int *nd, int64_t *shape);
+bool onnx_cv_binary(onode *n);
+bool onnx_cv_clip(onode *n);
+bool onnx_cv_dropout(onode *n);
+bool onnx_cv_equal(onode *n);
+bool onnx_cv_hard_sigmoid(onode *n);
+bool onnx_cv_identity(onode *n);
+bool onnx_cv_leaky_relu(onode *n);
+bool onnx_cv_mean(onode *n);
+bool onnx_cv_pow(onode *n);
+bool onnx_cv_shrink(onode *n);
+bool onnx_cv_softmax_like(onode *n);
+bool onnx_cv_thresholded_relu(onode *n);
+bool onnx_cv_unary(onode *n);
+bool onnx_cv_variadic(onode *n);
+bool onnx_scalar_input(const onode *n, int k, double *out);
+mlc_gvar *onnx_transpose(const onode *n, const char *sfx, mlc_gvar *x, int nd, const int *perm);
+/* onnx_ops_movement.c */
+bool onnx_cv_cumsum(onode *n);
+bool onnx_cv_depth_space(onode *n);
+bool onnx_cv_expand(onode *n);
+bool onnx_cv_tile(onode *n);
+bool onnx_cv_trilu(onode *n);
+/* onnx_ops_norm.c */
+bool onnx_cv_instance_norm(onode *n);
+bool onnx_cv_layer_norm(onode *n);
+/* onnx_ops_reduce.c */
+bool onnx_cv_batch_norm(onode *n);
+bool onnx_cv_reduce(onode *n);
+/* onnx_ops_shape.c */
+int64_t onnx_clamp40(int64_t v);
+bool onnx_cv_cast(onode *n);
+bool onnx_cv_concat(onode *n);
+bool onnx_cv_constant(onode *n);
+bool onnx_cv_constant_of_shape(onode *n);
+bool onnx_cv_flatten(onode *n);
+bool onnx_cv_gather(onode *n);
+bool onnx_cv_pad(onode *n);
+bool onnx_cv_reshape(onode *n);
+bool onnx_cv_shape(onode *n);
+bool onnx_cv_size(onode *n);
+bool onnx_cv_slice(onode *n);
+bool onnx_cv_split(onode *n);
+bool onnx_cv_squeeze(onode *n);
+bool onnx_cv_transpose(onode *n);
+bool onnx_cv_unsqueeze(onode *n);
+bool onnx_reshaped(onode *n, int nd, const int64_t *shape);
+/* onnx_ops.c */
+int onnx_in_rank(const onode *n, int k);
+const oval *onnx_in_val(const onode *n, int k);
+bool onnx_no_attrs(onode *n);
+bool onnx_norm_axis(const onode *n, int64_t axis, int ndim, int *out);
+bool onnx_set_var(const onode *n, int k, mlc_gvar *v);
 
 
 #pragma GCC visibility pop

@@ -22,6 +22,7 @@
  * MLC_ONNX_TESTDATA names one data directory to run instead of the three;
  * MLC_ONNX_FILTER runs only the cases whose name contains it;
  * MLC_ONNX_VERBOSE=1 prints each refusal's reason and every operator. */
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "onnx/onnx.pb-c.h"
 #include "tests/test.h"

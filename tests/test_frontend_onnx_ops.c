@@ -4,6 +4,7 @@
  * out by hand, in the interpreter and through the LLVM backend, as does
  * ReduceLogSumExp on values whose exp overflows float32; the
  * importer's refusals of new ops name the node and the reason. */
+#include "frontend/frontend.h"
 #include "graph/graph.h"
 #include "onnx/onnx.pb-c.h"
 #include "targets/targets.h"

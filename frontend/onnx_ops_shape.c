@@ -1,0 +1,524 @@
+/* ONNX converters: shapes (Reshape, Flatten, Squeeze, ...) and integer data movement (Gather, Concat, Slice, ...: shape arithmetic).
+ * The op table is onnx_ops.c. */
+#include "frontend/onnx_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+/* Output k has shape (nd, shape): ints onnx_reshaped, floats a reshape. */
+bool onnx_reshaped(onode *n, int nd, const int64_t *shape) {
+  const oval *v = n->in[0];
+  int64_t c = onnx_checked_numel(n, "the new shape", nd, shape, v->is_int ? 8 : 4);
+  if (c < 0) return false;
+  if (c != onnx_numel(v->ndim, v->shape))
+    return onnx_fail(n, "the new shape has a different number of elements");
+  if (v->is_int) {
+    return onnx_set_out_ints(n, 0, nd, shape, v->i);
+  }
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  mlc_gvar *y = nd ? onnx_reshape(n, NULL, v->var, nd, shape) : v->var;
+  if (!y) return false;
+  return onnx_set_out(n, 0, y, nd, shape);
+}
+
+bool onnx_cv_reshape(onode *n) {
+  int64_t allowzero, c;
+  if (!onnx_check_attrs(n, " allowzero ") || !onnx_attr_int(n, "allowzero", 0, &allowzero))
+    return false;
+  const int64_t *s = onnx_ints(n, 1, &c);
+  if (!s) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  const oval *x = n->in[0];
+  int64_t shape[MLC_GRAPH_MAX_DIMS], known = 1, total = onnx_numel(x->ndim, x->shape);
+  int infer = -1;
+  for (int d = 0; d < c; d++) {
+    shape[d] = s[d];
+    if (s[d] == 0 && !allowzero) {
+      if (d >= x->ndim) return onnx_fail(n, "shape entry %d is 0 beyond the input's rank", d);
+      shape[d] = x->shape[d];
+    }
+    if (shape[d] == -1 && infer < 0) infer = d;
+    else if (shape[d] < 0) return onnx_fail(n, "bad shape entry %lld", (long long)s[d]);
+    else if (mlc_mul_overflow(known, shape[d], &known))
+      return onnx_fail(n, "the shape's extents multiply past 2^63");
+  }
+  if (infer >= 0) {
+    if (known == 0 || total % known) return onnx_fail(n, "the shape does not fit the input");
+    shape[infer] = total / known;
+  }
+  return onnx_reshaped(n, (int)c, shape);
+}
+
+bool onnx_cv_flatten(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 1, &axis)) return false;
+  const oval *x = n->in[0];
+  int ax = 0;
+  if (axis == x->ndim) ax = x->ndim;
+  else if (!onnx_norm_axis(n, axis, x->ndim, &ax)) return false;
+  int64_t s[2] = {onnx_numel(ax, x->shape), onnx_numel(x->ndim - ax, x->shape + ax)};
+  return onnx_reshaped(n, 2, s);
+}
+
+/* The axes of Squeeze/Unsqueeze: an attribute before opset 13, an input since. */
+static bool axes_of(onode *n, int *count, int64_t *axes) {
+  if (n->opset < 13) {
+    if (!onnx_check_attrs(n, " axes ") || !onnx_attr_ints(n, "axes", MLC_GRAPH_MAX_DIMS, count, axes))
+      return false;
+    return true;
+  }
+  if (!onnx_no_attrs(n)) return false;
+  *count = -1;
+  if (!onnx_in_val(n, 1)) return true;
+  int64_t c;
+  const int64_t *a = onnx_ints(n, 1, &c);
+  if (!a) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "too many axes");
+  memcpy(axes, a, sizeof(int64_t) * (size_t)c);
+  *count = (int)c;
+  return true;
+}
+
+bool onnx_cv_squeeze(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!axes_of(n, &c, axes)) return false;
+  const oval *x = n->in[0];
+  bool drop[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!onnx_norm_axis(n, axes[i], x->ndim, &ax)) return false;
+    if (x->shape[ax] != 1) return onnx_fail(n, "axis %d has extent %lld, not 1", ax, (long long)x->shape[ax]);
+    drop[ax] = true;
+  }
+  int64_t s[MLC_GRAPH_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (!(c < 0 ? x->shape[d] == 1 : drop[d])) s[nd++] = x->shape[d];
+  return onnx_reshaped(n, nd, s);
+}
+
+bool onnx_cv_unsqueeze(onode *n) {
+  int c;
+  int64_t axes[MLC_GRAPH_MAX_DIMS];
+  if (!axes_of(n, &c, axes)) return false;
+  if (c < 0) return onnx_fail(n, "axes are required");
+  const oval *x = n->in[0];
+  int nd = x->ndim + c;
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  bool ins[MLC_GRAPH_MAX_DIMS] = {0};
+  for (int i = 0; i < c; i++) {
+    int ax = 0;
+    if (!onnx_norm_axis(n, axes[i], nd, &ax)) return false;
+    if (ins[ax]) return onnx_fail(n, "axis %d given twice", ax);
+    ins[ax] = true;
+  }
+  int64_t s[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0, k = 0; d < nd; d++) s[d] = ins[d] ? 1 : x->shape[k++];
+  return onnx_reshaped(n, nd, s);
+}
+
+bool onnx_cv_transpose(onode *n) {
+  int c;
+  int64_t perm[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_check_attrs(n, " perm ") || !onnx_attr_ints(n, "perm", MLC_GRAPH_MAX_DIMS, &c, perm))
+    return false;
+  const oval *x = n->in[0];
+  if (x->is_int) return onnx_fail(n, "transposing integer tensors is not supported");
+  if (x->ndim == 0) return onnx_reshaped(n, 0, NULL); /* a scalar stays itself */
+  if (c >= 0 && c != x->ndim) return onnx_fail(n, "perm has %d entries for rank %d", c, x->ndim);
+  int p[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) p[d] = c < 0 ? x->ndim - 1 - d : (int)perm[d];
+  mlc_gvar *v = onnx_var(n, 0);
+  return v && onnx_set_var(n, 0, onnx_transpose(n, NULL, v, x->ndim, p));
+}
+
+/* Shape (with start/end since opset 15) of any tensor: its static shape. */
+bool onnx_cv_shape(onode *n) {
+  int64_t start, end;
+  if (!onnx_check_attrs(n, " start end ") || !onnx_attr_int(n, "start", 0, &start) ||
+      !onnx_attr_int(n, "end", INT64_MAX, &end))
+    return false;
+  const oval *x = n->in[0];
+  int64_t r = x->ndim;
+  start = start < 0 ? start + r : start;
+  end = end < 0 ? end + r : end;
+  start = start < 0 ? 0 : start > r ? r : start;
+  end = end < 0 ? 0 : end > r ? r : end;
+  int64_t len = end > start ? end - start : 0;
+  return onnx_set_out_ints(n, 0, 1, &len, x->shape + start);
+}
+
+bool onnx_cv_size(onode *n) {
+  if (!onnx_no_attrs(n)) return false;
+  int64_t c = onnx_numel(n->in[0]->ndim, n->in[0]->shape);
+  return onnx_set_out_ints(n, 0, 0, NULL, &c);
+}
+
+bool onnx_cv_constant(onode *n) {
+  if (!onnx_check_attrs(n, " value value_float value_floats value_int value_ints ")) return false;
+  const Onnx__AttributeProto *a;
+  if ((a = onnx_attr(n, "value"))) {
+    if (!a->t) return onnx_fail(n, "attribute \"value\" must be a tensor");
+    return onnx_const_tensor(n, a->t, -1, NULL);
+  }
+  if ((a = onnx_attr(n, "value_int"))) {
+    return onnx_set_out_ints(n, 0, 0, NULL, &a->i);
+  }
+  if ((a = onnx_attr(n, "value_ints"))) {
+    int64_t len = (int64_t)a->n_ints;
+    return onnx_set_out_ints(n, 0, 1, &len, a->ints ? (const int64_t *)a->ints : &len);
+  }
+  Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT;
+  t.has_data_type = true;
+  t.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  int64_t len = 0;
+  float one;
+  if ((a = onnx_attr(n, "value_float"))) {
+    one = a->f;
+    t.n_float_data = 1;
+    t.float_data = &one;
+  } else if ((a = onnx_attr(n, "value_floats"))) {
+    len = (int64_t)a->n_floats;
+    t.n_float_data = a->n_floats;
+    t.float_data = a->floats ? mlc_arena_memdup(n->arena, a->floats, sizeof(float) * a->n_floats) : NULL;
+    t.n_dims = 1;
+    t.dims = &len;
+  } else {
+    return onnx_fail(n, "needs a value attribute (sparse values are not supported)");
+  }
+  return onnx_const_tensor(n, &t, -1, NULL);
+}
+
+bool onnx_cv_constant_of_shape(onode *n) {
+  if (!onnx_check_attrs(n, " value ")) return false;
+  int64_t c;
+  const int64_t *s = onnx_ints(n, 0, &c);
+  if (!s) return false;
+  if (c > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  const Onnx__AttributeProto *a = onnx_attr(n, "value");
+  Onnx__TensorProto zero = ONNX__TENSOR_PROTO__INIT;
+  float z = 0;
+  zero.has_data_type = true;
+  zero.data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  zero.n_float_data = 1;
+  zero.float_data = &z;
+  if (a && !a->t) return onnx_fail(n, "attribute \"value\" must be a tensor");
+  return onnx_const_tensor(n, a ? a->t : &zero, (int)c, s);
+}
+
+/* ---- integer data movement (shape arithmetic) ------------------------------------- */
+
+static bool need_int(onode *n, int k) {
+  if (n->in[k] && n->in[k]->is_int) return true;
+  return onnx_fail(n, "only on integer constants (shape arithmetic); float input %d is not "
+                      "supported", k);
+}
+
+/* Gather of float data with constant indices: the graph's gather, the
+ * indices as a float constant (whole numbers; negative from the end). */
+static bool gather_floats(onode *n, int64_t axis) {
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int64_t c;
+  const int64_t *idx = onnx_ints(n, 1, &c);
+  if (!idx) return false;
+  int ax = 0;
+  if (!onnx_norm_axis(n, axis, onnx_in_rank(n, 0), &ax)) return false;
+  int64_t e = x->type.shape[ax];
+  const oval *iv = n->in[1];
+  mlc_gtype t = {MLC_FLOAT32, iv->ndim ? iv->ndim : 1, {1}};
+  memcpy(t.shape, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  if (c < 1) return onnx_fail(n, "no indices");
+  mlc_gvar *iconst = onnx_new_const(n, "indices", &t);
+  for (int64_t k = 0; k < c; k++) {
+    if (idx[k] < -e || idx[k] >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[k]);
+    iconst->data[k] = (float)idx[k];
+  }
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_GATHER, &a);
+  a.axis = ax;
+  mlc_gvar *args[2] = {x, iconst};
+  mlc_gvar *y = onnx_emit(n, iv->ndim ? NULL : "g", MLC_GOP_GATHER, &a, 2, args);
+  if (!y) return false;
+  int nd = onnx_in_rank(n, 0) - 1 + iv->ndim; /* ONNX rank: a scalar index drops the axis */
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  memcpy(shape, x->type.shape, sizeof(int64_t) * (size_t)ax);
+  memcpy(shape + ax, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  memcpy(shape + ax + iv->ndim, x->type.shape + ax + 1, sizeof(int64_t) * (size_t)(onnx_in_rank(n, 0) - ax - 1));
+  if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
+  if (!iv->ndim && !(y = onnx_reshape(n, NULL, y, nd, shape))) return false;
+  return onnx_set_out(n, 0, y, nd, shape);
+}
+
+/* Gather over axis with constant indices (negative count from the end). */
+bool onnx_cv_gather(onode *n) {
+  int64_t axis, c;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis)) return false;
+  if (n->in[0] && !n->in[0]->is_int) return gather_floats(n, axis);
+  if (!need_int(n, 0)) return false;
+  const oval *x = n->in[0];
+  const int64_t *idx = onnx_ints(n, 1, &c);
+  if (!idx) return false;
+  int ax = 0;
+  if (!onnx_norm_axis(n, axis, x->ndim, &ax)) return false;
+  const oval *iv = n->in[1];
+  int nd = x->ndim - 1 + iv->ndim;
+  if (nd > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d dimensions", MLC_GRAPH_MAX_DIMS);
+  int64_t shape[MLC_GRAPH_MAX_DIMS], outer = onnx_numel(ax, x->shape),
+          inner = onnx_numel(x->ndim - ax - 1, x->shape + ax + 1), e = x->shape[ax];
+  memcpy(shape, x->shape, sizeof(int64_t) * (size_t)ax);
+  memcpy(shape + ax, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
+  memcpy(shape + ax + iv->ndim, x->shape + ax + 1, sizeof(int64_t) * (size_t)(x->ndim - ax - 1));
+  int64_t count = onnx_checked_numel(n, "the result", nd, shape, 8);
+  if (count < 0) return false;
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(count + 1));
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < c; j++) {
+      int64_t k = idx[j] < 0 ? idx[j] + e : idx[j];
+      if (k < 0 || k >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[j]);
+      for (int64_t i = 0; i < inner; i++)
+        y[(o * c + j) * inner + i] = x->i[(o * e + k) * inner + i];
+    }
+  return onnx_set_out_ints(n, 0, nd, shape, y);
+}
+
+/* Concat of float tensors: the graph's concat. */
+static bool concat_floats(onode *n, int64_t axis) {
+  mlc_gvar *args[MLC_GRAPH_MAX_ARGS];
+  if (n->n_in > MLC_GRAPH_MAX_ARGS) return onnx_fail(n, "more than %d inputs", MLC_GRAPH_MAX_ARGS);
+  for (int k = 0; k < n->n_in; k++)
+    if (!(args[k] = onnx_var(n, k))) return false;
+  if (onnx_in_rank(n, 0) == 0) return onnx_fail(n, "concatenating scalars");
+  int ax = 0;
+  if (!onnx_norm_axis(n, axis, onnx_in_rank(n, 0), &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_CONCAT, &a);
+  a.axis = ax;
+  return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_CONCAT, &a, n->n_in, args));
+}
+
+bool onnx_cv_concat(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", INT64_MIN, &axis)) return false;
+  if (axis == INT64_MIN) return onnx_fail(n, "axis is required");
+  for (int k = 0; k < n->n_in; k++)
+    if (!n->in[k]) return onnx_fail(n, "input %d is missing", k);
+  if (!n->in[0]->is_int) return concat_floats(n, axis);
+  for (int k = 0; k < n->n_in; k++)
+    if (!need_int(n, k)) return false;
+  const oval *x = n->in[0];
+  int ax = 0;
+  if (!onnx_norm_axis(n, axis, x->ndim, &ax)) return false;
+  int64_t shape[MLC_GRAPH_MAX_DIMS], total = 0;
+  memcpy(shape, x->shape, sizeof shape);
+  for (int k = 0; k < n->n_in; k++) {
+    const oval *v = n->in[k];
+    if (v->ndim != x->ndim) return onnx_fail(n, "inputs of different ranks");
+    for (int d = 0; d < x->ndim; d++)
+      if (d != ax && v->shape[d] != x->shape[d]) return onnx_fail(n, "inputs of different shapes");
+    if (mlc_add_overflow(total, v->shape[ax], &total))
+      return onnx_fail(n, "the extents along axis %d add up past 2^63", ax);
+  }
+  shape[ax] = total;
+  int64_t count = onnx_checked_numel(n, "the result", x->ndim, shape, 8);
+  if (count < 0) return false;
+  int64_t outer = onnx_numel(ax, x->shape), inner = onnx_numel(x->ndim - ax - 1, x->shape + ax + 1);
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(count + 1));
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; o++)
+    for (int k = 0; k < n->n_in; k++) {
+      int64_t len = n->in[k]->shape[ax] * inner;
+      memcpy(y + at, n->in[k]->i + o * len, sizeof(int64_t) * (size_t)len);
+      at += len;
+    }
+  return onnx_set_out_ints(n, 0, x->ndim, shape, y);
+}
+
+int64_t onnx_clamp40(int64_t v) {
+  const int64_t big = INT64_C(1) << 40; /* beyond any extent: the same slice */
+  return v < -big ? -big : v > big ? big : v;
+}
+
+/* Slice's starts, ends, axes and steps (attributes before opset 10,
+ * constant inputs since) into the graph's slice attributes. */
+static bool slice_attrs(onode *n, int rank, mlc_gattrs *a) {
+  int64_t v[4][MLC_GRAPH_MAX_DIMS];
+  int64_t c[4] = {-1, -1, -1, -1};
+  if (n->opset < 10) {
+    int k[3];
+    if (!onnx_check_attrs(n, " starts ends axes ")) return false;
+    const char *names[3] = {"starts", "ends", "axes"};
+    for (int i = 0; i < 3; i++) {
+      if (!onnx_attr_ints(n, names[i], MLC_GRAPH_MAX_DIMS, &k[i], v[i])) return false;
+      c[i] = k[i];
+    }
+    if (n->n_in > 1) return onnx_fail(n, "starts and ends are attributes before opset 10");
+  } else {
+    if (!onnx_no_attrs(n)) return false;
+    for (int i = 0; i < 4; i++) {
+      if (!onnx_in_val(n, i + 1)) continue;
+      const int64_t *p = onnx_ints(n, i + 1, &c[i]);
+      if (!p) return false;
+      if (c[i] > MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "input %d has too many entries", i + 1);
+      memcpy(v[i], p, sizeof(int64_t) * (size_t)c[i]);
+    }
+  }
+  if (c[0] < 0 || c[1] < 0) return onnx_fail(n, "starts and ends are required");
+  if (c[0] != c[1] || (c[2] >= 0 && c[2] != c[0]) || (c[3] >= 0 && c[3] != c[0]))
+    return onnx_fail(n, "starts, ends, axes and steps must have the same length");
+  if (c[0] > rank) return onnx_fail(n, "more starts than the input has axes");
+  a->n_ints = (int)c[0];
+  for (int i = 0; i < a->n_ints; i++) {
+    int ax = 0;
+    if (!onnx_norm_axis(n, c[2] >= 0 ? v[2][i] : i, rank, &ax)) return false;
+    a->ints[i] = ax;
+    a->starts[i] = onnx_clamp40(v[0][i]);
+    a->ends[i] = onnx_clamp40(v[1][i]);
+    a->steps[i] = c[3] >= 0 ? onnx_clamp40(v[3][i]) : 1;
+    if (a->steps[i] == 0) return onnx_fail(n, "a step is 0");
+  }
+  return true;
+}
+
+/* Slice with constant parameters: of a float tensor, the graph's slice;
+ * of a 1-D integer tensor (shapes), computed now. */
+bool onnx_cv_slice(onode *n) {
+  const oval *x = n->in[0];
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_SLICE, &a);
+  if (!slice_attrs(n, x->ndim, &a)) return false;
+  if (!x->is_int) {
+    mlc_gvar *v = onnx_var(n, 0);
+    if (!v) return false;
+    if (x->ndim == 0) return onnx_fail(n, "slicing a scalar");
+    return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_SLICE, &a, 1, &v));
+  }
+  if (x->ndim != 1) return onnx_fail(n, "only 1-D integer tensors (shapes) are supported");
+  mlc_gtype t = {MLC_FLOAT32, 1, {x->shape[0]}};
+  int64_t start, step, len;
+  if (!mlc_gop_slice_axis(&a, &t, 0, &start, &step, &len)) return onnx_fail(n, "a step is 0");
+  int64_t *out = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(len + 1));
+  for (int64_t k = 0; k < len; k++) out[k] = x->i[start + k * step];
+  return onnx_set_out_ints(n, 0, 1, &len, out);
+}
+
+/* Pad, mode constant: pads as an attribute before opset 11, a constant
+ * input since, with the optional constant_value. */
+bool onnx_cv_pad(onode *n) {
+  const char *mode;
+  int c = -1;
+  int64_t pads[2 * MLC_GRAPH_MAX_DIMS];
+  double value = 0;
+  if (!onnx_check_attrs(n, n->opset < 11 ? " mode pads value " : " mode ") ||
+      !onnx_attr_string(n, "mode", "constant", &mode))
+    return false;
+  if (strcmp(mode, "constant") != 0) return onnx_fail(n, "mode \"%s\" is not supported (constant only)", mode);
+  if (n->opset < 11) {
+    if (!onnx_attr_ints(n, "pads", 2 * MLC_GRAPH_MAX_DIMS, &c, pads) ||
+        !onnx_attr_float(n, "value", 0, &value))
+      return false;
+  } else {
+    int64_t cnt;
+    const int64_t *p = onnx_ints(n, 1, &cnt);
+    if (!p) return false;
+    if (cnt > 2 * MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "too many pads");
+    memcpy(pads, p, sizeof(int64_t) * (size_t)cnt);
+    c = (int)cnt;
+    if (onnx_in_val(n, 2) && !onnx_scalar_input(n, 2, &value)) return false;
+    if (onnx_in_val(n, 3)) return onnx_fail(n, "the axes input is not supported");
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int r = onnx_in_rank(n, 0);
+  if (r == 0 || c != 2 * r) return onnx_fail(n, "pads must have 2 entries per axis (%d)", 2 * r);
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_PAD, &a);
+  a.n_pads = r;
+  a.pad_value = value;
+  for (int d = 0; d < r; d++) a.pad_before[d] = pads[d], a.pad_after[d] = pads[r + d];
+  return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_PAD, &a, 1, &x));
+}
+
+/* Split into slices along axis: sizes from the split attribute (input
+ * since opset 13), else equal parts. */
+bool onnx_cv_split(onode *n) {
+  int64_t axis;
+  int cs = -1;
+  int64_t sizes[MLC_GRAPH_MAX_ARGS];
+  if (!onnx_check_attrs(n, n->opset < 13 ? " axis split " : " axis ") ||
+      !onnx_attr_int(n, "axis", 0, &axis))
+    return false;
+  if (n->opset < 13 && !onnx_attr_ints(n, "split", MLC_GRAPH_MAX_ARGS, &cs, sizes)) return false;
+  if (n->opset >= 13 && onnx_in_val(n, 1)) {
+    int64_t c;
+    const int64_t *p = onnx_ints(n, 1, &c);
+    if (!p) return false;
+    if (c > MLC_GRAPH_MAX_ARGS) return onnx_fail(n, "too many parts");
+    memcpy(sizes, p, sizeof(int64_t) * (size_t)c);
+    cs = (int)c;
+  }
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int ax = 0, parts = (int)n->p->n_output;
+  if (!onnx_norm_axis(n, axis, onnx_in_rank(n, 0), &ax)) return false;
+  int64_t e = x->type.shape[ax], at = 0;
+  if (cs >= 0 && cs != parts) return onnx_fail(n, "%d sizes for %d outputs", cs, parts);
+  if (cs < 0 && (parts < 1 || e % parts))
+    return onnx_fail(n, "extent %lld does not split into %d equal parts", (long long)e, parts);
+  for (int k = 0; k < parts; k++) {
+    int64_t len = cs >= 0 ? sizes[k] : e / parts;
+    if (len < 1 || at + len > e) return onnx_fail(n, "the sizes do not fit the axis");
+    mlc_gattrs a;
+    mlc_gattrs_init(MLC_GOP_SLICE, &a);
+    a.n_ints = 1;
+    a.ints[0] = ax, a.starts[0] = at, a.ends[0] = at + len, a.steps[0] = 1;
+    at += len;
+    const char *name = n->p->output[k];
+    if (!name || !*name) continue;
+    onode m = *n; /* named after its own output */
+    Onnx__NodeProto p = *n->p;
+    p.output = (char **)&n->p->output[k];
+    p.n_output = 1;
+    m.p = &p;
+    mlc_gvar *y = onnx_emit(&m, NULL, MLC_GOP_SLICE, &a, 1, &x);
+    if (!y) return false;
+    if (!onnx_set_out(&m, 0, y, y->type.ndim, y->type.shape)) return false;
+  }
+  if (at != e) return onnx_fail(n, "the sizes add up to %lld, not %lld", (long long)at, (long long)e);
+  return true;
+}
+
+/* Cast: float to float is the identity; integers stay import-time
+ * constants; a constant changes kind. */
+bool onnx_cv_cast(onode *n) {
+  int64_t to;
+  if (!onnx_check_attrs(n, " to saturate ") || !onnx_attr_int(n, "to", 0, &to)) return false;
+  const oval *x = n->in[0];
+  bool to_float = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+  bool to_int = to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+  if (!to_float && !to_int) return onnx_fail(n, "cast to dtype %lld is not supported", (long long)to);
+  int64_t c = onnx_numel(x->ndim, x->shape);
+  if (x->is_int && to_int) return onnx_set_out_ints(n, 0, x->ndim, x->shape, x->i);
+  if (!x->is_int && to_float) return onnx_set_out(n, 0, x->var, x->ndim, x->shape);
+  if (x->is_int) {
+    mlc_gtype t = {MLC_FLOAT32, x->ndim ? x->ndim : 1, {1}};
+    memcpy(t.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    if (c < 1) return onnx_fail(n, "an empty tensor");
+    mlc_gvar *v = onnx_new_const(n, NULL, &t);
+    for (int64_t k = 0; k < c; k++) v->data[k] = (float)x->i[k];
+    return onnx_set_out(n, 0, v, x->ndim, x->shape);
+  }
+  int64_t cnt;
+  const float *f = onnx_floats(n, 0, &cnt);
+  if (!f) return false;
+  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+  for (int64_t k = 0; k < c; k++) {
+    if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
+    y[k] = (int64_t)f[k];
+  }
+  return onnx_set_out_ints(n, 0, x->ndim, x->shape, y);
+}
