@@ -30,8 +30,10 @@
  *                        LATENCY, f32) on the same .onnx and input; each
  *                        output is checked against PyTorch's and ours tuned
  *                        (rel error <= 1e-4, else the run fails); versions
- *                        and OpenVINO's kernels (primitiveType per layer)
- *                        are printed. Without the venv the columns say so.
+ *                        and the kernels each chose are printed:
+ *                        OpenVINO's primitiveType per layer (oneDNN's
+ *                        implementation), ONNX Runtime's node op types
+ *                        after fusion (one profiled run, not timed). Without the venv the columns say so.
  * Ours run through the C entry point mlc-compile writes (<model>_run_ws):
  * the header is compiled with the object into a shared object and loaded.
  * The weights are constant data in the object; the header declares them.
@@ -257,7 +259,7 @@ typedef struct engines {
   torch cp;                   /* the coprocess (its torch-specific fields unused) */
   bool have_ort, have_ov;     /* the engine loaded and ran */
   double ort_err, ov_err;     /* against models/<model>_out.npy */
-  char ort_version[64], ov_version[96], ov_kernels[1024], ort_note[256], ov_note[256];
+  char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024], ort_note[256], ov_note[256];
 } engines;
 
 static const char *json_str(const mlc_json *j, const char *key, const char *dflt) {
@@ -292,7 +294,9 @@ static bool engines_start(engines *e, const char *model, const char *work) {
     close(out[0]);
     char threads[16];
     snprintf(threads, sizeof threads, "%d", THREADS);
-    execl(py, "python", MLC_SOURCE_DIR "/bench/engine_baseline.py", model, "--models", "models", "--threads",
+    /* argv[0] is the venv's path: python finds its venv (pyvenv.cfg) from
+     * it; a bare "python" is looked up on PATH and misses the venv. */
+    execl(py, py, MLC_SOURCE_DIR "/bench/engine_baseline.py", model, "--models", "models", "--threads",
           threads, "--out", work, (char *)NULL);
     _exit(127);
   }
@@ -320,6 +324,7 @@ static bool engines_start(engines *e, const char *model, const char *work) {
   snprintf(e->ort_version, sizeof e->ort_version, "%s", json_str(j, "ort_version", "?"));
   snprintf(e->ov_version, sizeof e->ov_version, "%s", json_str(j, "ov_version", "?"));
   snprintf(e->ov_kernels, sizeof e->ov_kernels, "%s", json_str(j, "ov_kernels", "?"));
+  snprintf(e->ort_kernels, sizeof e->ort_kernels, "%s", json_str(j, "ort_kernels", "?"));
   snprintf(e->ort_note, sizeof e->ort_note, "%s", e->have_ort ? "" : json_str(j, "ort_error", "failed"));
   snprintf(e->ov_note, sizeof e->ov_note, "%s", e->have_ov ? "" : json_str(j, "ov_error", "failed"));
   mlc_arena_free(a);
@@ -344,7 +349,7 @@ typedef struct model_result {
   double ort_err, ov_err;       /* engine vs PyTorch's exported output; < 0: not run */
   double ort_vs_ours, ov_vs_ours; /* engine's output vs ours tuned; < 0: not compared */
   char ort_note[256], ov_note[256]; /* why an engine's column is empty */
-  char ort_version[64], ov_version[96], ov_kernels[1024];
+  char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024];
   long long ws_bytes;
   double eager_peak, script_peak;
   int trials, runs;
@@ -852,6 +857,7 @@ static void engine_checks(const engines *e, const char *work, const char *model,
   snprintf(r->ort_version, sizeof r->ort_version, "%s", e->ort_version);
   snprintf(r->ov_version, sizeof r->ov_version, "%s", e->ov_version);
   snprintf(r->ov_kernels, sizeof r->ov_kernels, "%s", e->ov_kernels);
+  snprintf(r->ort_kernels, sizeof r->ort_kernels, "%s", e->ort_kernels);
   run_ours_ms(tuned, in, out);
   const char *names[2] = {"ort", "ov"};
   bool have[2] = {e->have_ort, e->have_ov};
@@ -982,8 +988,8 @@ static void print_table(mlc_arena *a, const model_result *rs, int n) {
     printf("%s: %d of %d kernels from tuning records; load average %.1f -> %.1f while timed\n", r->name,
            r->n_records, r->n_kernels, r->load_before, r->load_after);
     if (r->ort_ms > 0)
-      printf("  ONNX Runtime %s: rel error %s vs PyTorch's output, %s vs ours tuned\n", r->ort_version,
-             err_col(a, r->ort_err), err_col(a, r->ort_vs_ours));
+      printf("  ONNX Runtime %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  ONNX Runtime nodes: %s\n",
+             r->ort_version, err_col(a, r->ort_err), err_col(a, r->ort_vs_ours), r->ort_kernels);
     else
       printf("  ONNX Runtime: %s\n", r->ort_note);
     if (r->ov_ms > 0)
@@ -1045,8 +1051,8 @@ static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
                                             r->script_peak, common)};
   if (r->ort_ms > 0)
     cs[n++] = (bench_case){mlc_arena_printf(a, "%s_onnxruntime_%dt", r->name, THREADS), r->ort_ms, "ms", NULL, 0,
-                           mlc_arena_printf(a, "ONNX Runtime %s, ORT_ENABLE_ALL, intra_op 2, sequential; rel error %.2g vs PyTorch, %.2g vs ours tuned; %s",
-                                            r->ort_version, r->ort_err, r->ort_vs_ours, common)};
+                           mlc_arena_printf(a, "ONNX Runtime %s, ORT_ENABLE_ALL, intra_op 2, sequential; rel error %.2g vs PyTorch, %.2g vs ours tuned; nodes: %s; %s",
+                                            r->ort_version, r->ort_err, r->ort_vs_ours, r->ort_kernels, common)};
   if (r->ov_ms > 0)
     cs[n++] = (bench_case){mlc_arena_printf(a, "%s_openvino_%dt", r->name, THREADS), r->ov_ms, "ms", NULL, 0,
                            mlc_arena_printf(a, "OpenVINO %s CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1, LATENCY, f32; rel error %.2g vs PyTorch, %.2g vs ours tuned; kernels: %s; %s",

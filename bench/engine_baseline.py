@@ -41,6 +41,30 @@ def rel_error(y, want):
     return float(np.abs(y - want).max()) / scale
 
 
+def ort_kernels(ort, path, so, feed):
+    """The kernels of one profiled run in a second session (the timed one
+    is not profiled): each node's op type after ORT's fusions (FusedConv,
+    FusedGemm, ...), counted. ORT's CPU provider names no finer kernel."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tmp, "ort")
+        try:
+            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            sess.run(None, feed)
+            with open(sess.end_profiling()) as f:
+                events = json.load(f)
+        finally:
+            so.enable_profiling = False
+    kinds = collections.Counter()
+    for ev in events:
+        args = ev.get("args", {})
+        if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time") and "op_name" in args:
+            kinds["%s:%s" % (args["op_name"], args.get("provider", "?").replace("ExecutionProvider", ""))] += 1
+    return ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
 def make_ort(path, x, threads, info):
     import onnxruntime as ort
 
@@ -54,6 +78,7 @@ def make_ort(path, x, threads, info):
     info["ort_version"] = ort.__version__
     info["ort_providers"] = ",".join(sess.get_providers())
     feed = {name: x}
+    info["ort_kernels"] = ort_kernels(ort, path, so, feed)
     return lambda: sess.run(None, feed)[0]
 
 
