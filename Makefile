@@ -174,6 +174,18 @@ SOAK_RUNS ?= 50
 soak: $(B)/bin/mlc-tune $(B)/bin/mlc-worker
 	@SOAK_RUNS=$(SOAK_RUNS) BIN=$(B)/bin bash tests/soak.sh
 
+# Baseline engines for `make bench BENCH=models` (issue 30): a venv with
+# ONNX Runtime and OpenVINO from PyPI in $(B)/bench-venv (pyenv's python3,
+# never Debian's). Optional: the product, `make test` and CI never need it;
+# bench_models leaves their columns out, saying so, without it.
+BENCH_VENV := $(B)/bench-venv
+BENCH_PIP_PKGS := onnxruntime openvino numpy
+.PHONY: bench-deps
+bench-deps:
+	@test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
+	@$(BENCH_VENV)/bin/pip install -q --disable-pip-version-check $(BENCH_PIP_PKGS)
+	@echo "# $(BENCH_VENV):"; $(BENCH_VENV)/bin/pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(onnxruntime|openvino|numpy) '
+
 # The real networks (examples/export_models.py: ResNet-18, MobileNetV2, a
 # transformer encoder, random weights, with an input and PyTorch's output
 # as .npy) into models/, git-ignored; needs python3-torch and

@@ -22,11 +22,23 @@
  *   <model>_torch_eager / <model>_torchscript
  *                        bench/torch_baseline.py (PyTorch at 2 threads;
  *                        TorchScript frozen + optimize_for_inference)
+ *   <model>_onnxruntime / <model>_openvino
+ *                        bench/engine_baseline.py in build/bench-venv
+ *                        (`make bench-deps`): ONNX Runtime (ORT_ENABLE_ALL,
+ *                        intra_op 2, inter_op 1, sequential) and OpenVINO
+ *                        (CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1,
+ *                        LATENCY, f32) on the same .onnx and input; each
+ *                        output is checked against PyTorch's and ours tuned
+ *                        (rel error <= 1e-4, else the run fails); versions
+ *                        and the kernels each chose are printed:
+ *                        OpenVINO's primitiveType per layer (oneDNN's
+ *                        implementation), ONNX Runtime's node op types
+ *                        after fusion (one profiled run, not timed). Without the venv the columns say so.
  * Ours run through the C entry point mlc-compile writes (<model>_run_ws):
  * the header is compiled with the object into a shared object and loaded.
  * The weights are constant data in the object; the header declares them.
  * Latency: median of all timed runs (at least 20), taken in rounds that
- * interleave the four variants (PyTorch runs in a coprocess kept alive
+ * interleave the six variants (PyTorch and the engines run in coprocesses kept alive
  * across rounds), after a warm-up. Outputs are checked against PyTorch's
  * models/<model>_out.npy: max abs error / max |reference| <= 1e-4.
  * Peak memory: ours is the workspace the entry point declares (every
@@ -240,6 +252,86 @@ static void torch_stop(torch *t) {
   waitpid(t->pid, NULL, 0);
 }
 
+/* ---- ONNX Runtime and OpenVINO coprocess (issue 30) ----------------------- */
+
+/* bench/engine_baseline.py in the venv of `make bench-deps`; it speaks
+ * torch_baseline.py's protocol (time MODE K / quit) with modes ort and ov. */
+typedef struct engines {
+  torch cp;                   /* the coprocess (its torch-specific fields unused) */
+  bool have_ort, have_ov;     /* the engine loaded and ran */
+  double ort_err, ov_err;     /* against models/<model>_out.npy */
+  char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024], ort_note[256], ov_note[256];
+} engines;
+
+static const char *json_str(const mlc_json *j, const char *key, const char *dflt) {
+  const mlc_json *v = mlc_json_get(j, key);
+  return v && v->kind == MLC_JSON_STRING ? v->str : dflt;
+}
+
+/* The venv's python, NULL (and why in note) when `make bench-deps` has not run. */
+static const char *venv_python(void) {
+  const char *py = STR("%s/bench-venv/bin/python", build_dir);
+  return access(py, X_OK) == 0 ? py : NULL;
+}
+
+/* Starts the coprocess on model (outputs written to work); false when the
+ * venv is missing or it fails to start: e's notes say why. */
+static bool engines_start(engines *e, const char *model, const char *work) {
+  memset(e, 0, sizeof *e);
+  const char *py = venv_python();
+  const char *why = "not installed (make bench-deps)";
+  snprintf(e->ort_note, sizeof e->ort_note, "%s", why);
+  snprintf(e->ov_note, sizeof e->ov_note, "%s", why);
+  if (!py) return false;
+  int in[2], out[2];
+  if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
+  torch *t = &e->cp;
+  t->pid = fork();
+  if (t->pid < 0) die("fork", strerror(errno));
+  if (t->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", THREADS);
+    /* argv[0] is the venv's path: python finds its venv (pyvenv.cfg) from
+     * it; a bare "python" is looked up on PATH and misses the venv. */
+    execl(py, py, MLC_SOURCE_DIR "/bench/engine_baseline.py", model, "--models", "models", "--threads",
+          threads, "--out", work, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  t->to = fdopen(in[1], "w");
+  t->from = fdopen(out[0], "r");
+  char line[8192];
+  if (!fgets(line, sizeof line, t->from)) {
+    fclose(t->to);
+    fclose(t->from);
+    waitpid(t->pid, NULL, 0);
+    snprintf(e->ort_note, sizeof e->ort_note, "engine_baseline.py failed to start");
+    snprintf(e->ov_note, sizeof e->ov_note, "engine_baseline.py failed to start");
+    return false;
+  }
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
+  if (!j) die("engine_baseline.py", err.msg);
+  e->have_ort = mlc_json_get(j, "ort_rel_error") != NULL;
+  e->have_ov = mlc_json_get(j, "ov_rel_error") != NULL;
+  e->ort_err = json_num(j, "ort_rel_error");
+  e->ov_err = json_num(j, "ov_rel_error");
+  snprintf(e->ort_version, sizeof e->ort_version, "%s", json_str(j, "ort_version", "?"));
+  snprintf(e->ov_version, sizeof e->ov_version, "%s", json_str(j, "ov_version", "?"));
+  snprintf(e->ov_kernels, sizeof e->ov_kernels, "%s", json_str(j, "ov_kernels", "?"));
+  snprintf(e->ort_kernels, sizeof e->ort_kernels, "%s", json_str(j, "ort_kernels", "?"));
+  snprintf(e->ort_note, sizeof e->ort_note, "%s", e->have_ort ? "" : json_str(j, "ort_error", "failed"));
+  snprintf(e->ov_note, sizeof e->ov_note, "%s", e->have_ov ? "" : json_str(j, "ov_error", "failed"));
+  mlc_arena_free(a);
+  return true;
+}
+
 /* ---- one model ------------------------------------------------------------ */
 
 /* One point of the tuning curve: the model compiled after a tuning step. */
@@ -253,7 +345,12 @@ typedef struct curve_point {
 typedef struct model_result {
   const char *name;
   double tuned_ms, untuned_ms, eager_ms, script_ms; /* medians; < 0: not run */
+  double ort_ms, ov_ms;                              /* ONNX Runtime, OpenVINO; < 0: not run */
   double tuned_err, untuned_err;
+  double ort_err, ov_err;       /* engine vs PyTorch's exported output; < 0: not run */
+  double ort_vs_ours, ov_vs_ours; /* engine's output vs ours tuned; < 0: not compared */
+  char ort_note[256], ov_note[256]; /* why an engine's column is empty */
+  char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024];
   long long ws_bytes;
   double eager_peak, script_peak;
   int trials, runs;
@@ -401,11 +498,11 @@ static float *read_npy(const char *model, const char *suffix, int64_t *n) {
 }
 
 /* Interleaved rounds: each variant k runs per round, in turn. */
-static void time_model(ours *v, torch *t, bool have_torch, const float *in, float *out,
+static void time_model(ours *v, torch *t, bool have_torch, engines *e, const float *in, float *out,
                        int rounds, int k, model_result *r) {
-  double *ms[4];
-  int n[4] = {0};
-  for (int i = 0; i < 4; i++) ms[i] = mlc_xmalloc(sizeof(double) * (size_t)(rounds * k));
+  double *ms[6];
+  int n[6] = {0};
+  for (int i = 0; i < 6; i++) ms[i] = mlc_xmalloc(sizeof(double) * (size_t)(rounds * k));
   for (int i = 0; i < 3; i++) { /* warm-up */
     run_ours_ms(&v[0], in, out);
     run_ours_ms(&v[1], in, out);
@@ -417,9 +514,11 @@ static void time_model(ours *v, torch *t, bool have_torch, const float *in, floa
       torch_time(t, "eager", k, ms[2], &n[2]);
       torch_time(t, "torchscript", k, ms[3], &n[3]);
     }
+    if (e->have_ort) torch_time(&e->cp, "ort", k, ms[4], &n[4]);
+    if (e->have_ov) torch_time(&e->cp, "ov", k, ms[5], &n[5]);
   }
-  double *dst[4] = {&r->tuned_ms, &r->untuned_ms, &r->eager_ms, &r->script_ms};
-  for (int i = 0; i < 4; i++) {
+  double *dst[6] = {&r->tuned_ms, &r->untuned_ms, &r->eager_ms, &r->script_ms, &r->ort_ms, &r->ov_ms};
+  for (int i = 0; i < 6; i++) {
     *dst[i] = n[i] ? bench_median(ms[i], n[i]) : -1;
     mlc_free(ms[i]);
   }
@@ -747,6 +846,35 @@ typedef struct options {
   bool reuse; /* --reuse: time the last run's tuned database again, no tuning */
 } options;
 
+/* Copies the engines' facts into r and compares each engine's output file
+ * with ours tuned (out: scratch of n_out floats). */
+static void engine_checks(const engines *e, const char *work, const char *model, ours *tuned,
+                          const float *in, float *out, int64_t n_out, model_result *r) {
+  r->ort_err = e->have_ort ? e->ort_err : -1;
+  r->ov_err = e->have_ov ? e->ov_err : -1;
+  r->ort_vs_ours = r->ov_vs_ours = -1;
+  snprintf(r->ort_note, sizeof r->ort_note, "%s", e->ort_note);
+  snprintf(r->ov_note, sizeof r->ov_note, "%s", e->ov_note);
+  snprintf(r->ort_version, sizeof r->ort_version, "%s", e->ort_version);
+  snprintf(r->ov_version, sizeof r->ov_version, "%s", e->ov_version);
+  snprintf(r->ov_kernels, sizeof r->ov_kernels, "%s", e->ov_kernels);
+  snprintf(r->ort_kernels, sizeof r->ort_kernels, "%s", e->ort_kernels);
+  run_ours_ms(tuned, in, out);
+  const char *names[2] = {"ort", "ov"};
+  bool have[2] = {e->have_ort, e->have_ov};
+  double *dst[2] = {&r->ort_vs_ours, &r->ov_vs_ours};
+  for (int i = 0; i < 2; i++) {
+    if (!have[i]) continue;
+    const char *path = STR("%s/%s_%s_out.npy", work, model, names[i]);
+    mlc_error err;
+    mlc_gtype ty;
+    float *y = mlc_npy_read(path, &ty, &err);
+    if (!y) die(path, err.msg);
+    if (mlc_gtype_numel(&ty) == n_out) *dst[i] = rel_error(out, y, n_out);
+    mlc_free(y);
+  }
+}
+
 static void bench_model(const options *opt, const char *model, model_result *r, mlc_arena *ar,
                         bench_case *layers, int *n_layers) {
   const char *work = STR("%s/models_%s", exe_dir, model);
@@ -773,9 +901,13 @@ static void bench_model(const options *opt, const char *model, model_result *r, 
   r->eager_peak = have_torch ? t.eager_peak : -1;
   r->script_peak = have_torch ? t.script_peak : -1;
   fprintf(stderr, "bench_models: %s: timing, %d rounds x %d runs ...\n", model, opt->rounds, opt->per_round);
+  engines e;
+  bool have_engines = engines_start(&e, model, work);
+  engine_checks(&e, work, model, &v[0], in, out, n_out, r);
   getloadavg(&r->load_before, 1);
-  time_model(v, &t, have_torch, in, out, opt->rounds, opt->per_round, r);
+  time_model(v, &t, have_torch, &e, in, out, opt->rounds, opt->per_round, r);
   getloadavg(&r->load_after, 1);
+  if (have_engines) torch_stop(&e.cp);
   if (have_torch) {
     if (t.eager_err > 1e-4 || t.script_err > 1e-4)
       fprintf(stderr, "bench_models: %s: PyTorch differs from its exported output (%.3g, %.3g)\n", model,
@@ -817,22 +949,56 @@ static const char *mb(mlc_arena *a, double bytes) {
   return bytes < 0 ? "?" : mlc_arena_printf(a, "%.1f", bytes / 1048576.0);
 }
 
+/* The fastest baseline engine of r (PyTorch eager / TorchScript, ONNX
+ * Runtime, OpenVINO): its median, its name in *name; -1 when none ran. */
+static double fastest_engine(const model_result *r, const char **name) {
+  const double ms[4] = {r->eager_ms, r->script_ms, r->ort_ms, r->ov_ms};
+  static const char *const names[4] = {"torch_eager", "torchscript", "onnxruntime", "openvino"};
+  double best = -1;
+  *name = NULL;
+  for (int i = 0; i < 4; i++)
+    if (ms[i] > 0 && (best < 0 || ms[i] < best)) best = ms[i], *name = names[i];
+  return best;
+}
+
+static const char *ms_col(mlc_arena *a, double ms) {
+  return ms > 0 ? mlc_arena_printf(a, "%.2f", ms) : "-";
+}
+
+static const char *err_col(mlc_arena *a, double e) {
+  return e >= 0 ? mlc_arena_printf(a, "%.2g", e) : "-";
+}
+
 static void print_table(mlc_arena *a, const model_result *rs, int n) {
-  printf("\n%-13s %9s %9s %9s %9s %8s %9s %9s %9s %6s %8s %9s\n", "model", "tuned ms", "untuned", "torch",
-         "tscript", "ratio", "ours MB", "eager MB", "tscr MB", "trials", "tune s", "max err");
+  printf("\n%-13s %9s %9s %9s %9s %9s %9s %7s %-12s %9s %9s %9s %6s %8s %9s\n", "model", "tuned ms", "untuned",
+         "ort", "openvino", "torch", "tscript", "ratio", "fastest", "ours MB", "eager MB", "tscr MB", "trials",
+         "tune s", "max err");
   for (int i = 0; i < n; i++) {
     const model_result *r = &rs[i];
-    double best = r->eager_ms > 0 && (r->script_ms <= 0 || r->eager_ms < r->script_ms) ? r->eager_ms : r->script_ms;
-    printf("%-13s %9.2f %9.2f %9.2f %9.2f %8.2f %9s %9s %9s %6d %8.0f %9.2g\n", r->name, r->tuned_ms,
-           r->untuned_ms, r->eager_ms, r->script_ms, best > 0 ? r->tuned_ms / best : 0,
-           mb(a, (double)r->ws_bytes), mb(a, r->eager_peak), mb(a, r->script_peak), r->trials, r->tune_s,
-           fmax(r->tuned_err, r->untuned_err));
+    const char *bname;
+    double best = fastest_engine(r, &bname);
+    printf("%-13s %9.2f %9.2f %9s %9s %9s %9s %7.2f %-12s %9s %9s %9s %6d %8.0f %9.2g\n", r->name, r->tuned_ms,
+           r->untuned_ms, ms_col(a, r->ort_ms), ms_col(a, r->ov_ms), ms_col(a, r->eager_ms), ms_col(a, r->script_ms),
+           best > 0 ? r->tuned_ms / best : 0, bname ? bname : "-", mb(a, (double)r->ws_bytes), mb(a, r->eager_peak),
+           mb(a, r->script_peak), r->trials, r->tune_s, fmax(r->tuned_err, r->untuned_err));
   }
-  printf("ratio = ours tuned / faster PyTorch mode (< 1: ours faster); %d threads; median of %d runs\n",
-         THREADS, n ? rs[0].runs : 0);
-  for (int i = 0; i < n; i++)
-    printf("%s: %d of %d kernels from tuning records; load average %.1f -> %.1f while timed\n", rs[i].name,
-           rs[i].n_records, rs[i].n_kernels, rs[i].load_before, rs[i].load_after);
+  printf("ratio = ours tuned / fastest other engine (< 1: ours faster); %d threads; median of %d runs\n", THREADS,
+         n ? rs[0].runs : 0);
+  for (int i = 0; i < n; i++) {
+    const model_result *r = &rs[i];
+    printf("%s: %d of %d kernels from tuning records; load average %.1f -> %.1f while timed\n", r->name,
+           r->n_records, r->n_kernels, r->load_before, r->load_after);
+    if (r->ort_ms > 0)
+      printf("  ONNX Runtime %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  ONNX Runtime nodes: %s\n",
+             r->ort_version, err_col(a, r->ort_err), err_col(a, r->ort_vs_ours), r->ort_kernels);
+    else
+      printf("  ONNX Runtime: %s\n", r->ort_note);
+    if (r->ov_ms > 0)
+      printf("  OpenVINO %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  OpenVINO kernels: %s\n",
+             r->ov_version, err_col(a, r->ov_err), err_col(a, r->ov_vs_ours), r->ov_kernels);
+    else
+      printf("  OpenVINO: %s\n", r->ov_note);
+  }
 }
 
 /* The tuning curve of each model, after the summary table. */
@@ -863,11 +1029,12 @@ static int curve_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
   return r->n_curve;
 }
 
-/* Cases of one model for results.json; the baseline is the faster PyTorch mode. */
+/* Cases of one model for results.json; the baseline is the fastest other
+ * engine (PyTorch eager / TorchScript, ONNX Runtime, OpenVINO). */
 static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
-  bool eager_best = r->eager_ms > 0 && (r->script_ms <= 0 || r->eager_ms < r->script_ms);
-  double best = eager_best ? r->eager_ms : r->script_ms;
-  const char *base = best > 0 ? mlc_arena_printf(a, "%s_%s_%dt", r->name, eager_best ? "torch_eager" : "torchscript", THREADS) : NULL;
+  const char *bname;
+  double best = fastest_engine(r, &bname);
+  const char *base = best > 0 ? mlc_arena_printf(a, "%s_%s_%dt", r->name, bname, THREADS) : NULL;
   const char *common = mlc_arena_printf(a, "median of %d interleaved runs; load %.1f -> %.1f", r->runs,
                                         r->load_before, r->load_after);
   int n = 0;
@@ -883,6 +1050,14 @@ static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
     cs[n++] = (bench_case){mlc_arena_printf(a, "%s_torchscript_%dt", r->name, THREADS), r->script_ms, "ms", NULL, 0,
                            mlc_arena_printf(a, "torch.jit.freeze + optimize_for_inference; peak RSS growth %.0f bytes; %s",
                                             r->script_peak, common)};
+  if (r->ort_ms > 0)
+    cs[n++] = (bench_case){mlc_arena_printf(a, "%s_onnxruntime_%dt", r->name, THREADS), r->ort_ms, "ms", NULL, 0,
+                           mlc_arena_printf(a, "ONNX Runtime %s, ORT_ENABLE_ALL, intra_op 2, sequential; rel error %.2g vs PyTorch, %.2g vs ours tuned; nodes: %s; %s",
+                                            r->ort_version, r->ort_err, r->ort_vs_ours, r->ort_kernels, common)};
+  if (r->ov_ms > 0)
+    cs[n++] = (bench_case){mlc_arena_printf(a, "%s_openvino_%dt", r->name, THREADS), r->ov_ms, "ms", NULL, 0,
+                           mlc_arena_printf(a, "OpenVINO %s CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1, LATENCY, f32; rel error %.2g vs PyTorch, %.2g vs ours tuned; kernels: %s; %s",
+                                            r->ov_version, r->ov_err, r->ov_vs_ours, r->ov_kernels, common)};
   return n;
 }
 
@@ -911,7 +1086,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   mlc_arena *a = mlc_arena_new();
   model_result rs[N_MODELS];
-  bench_case cs[N_MODELS * (4 + MAX_STEPS) + MAX_LAYERS];
+  bench_case cs[N_MODELS * (6 + MAX_STEPS) + MAX_LAYERS];
   int n = 0, nr = 0, n_layers = 0;
   bench_case *layers = mlc_xmalloc(sizeof(bench_case) * MAX_LAYERS);
   for (int i = 0; i < N_MODELS; i++)
@@ -931,6 +1106,12 @@ int main(int argc, char **argv) {
   mlc_error err;
   if (!bench_write_results(opt.results, n, cs, &err)) die(opt.results, err.msg);
   int bad = 0;
+  for (int i = 0; i < nr; i++)
+    if (rs[i].ort_vs_ours > 1e-4 || rs[i].ov_vs_ours > 1e-4 || rs[i].ort_err > 1e-4 || rs[i].ov_err > 1e-4) {
+      fprintf(stderr, "bench_models: %s: engines disagree (ORT %.3g, OpenVINO %.3g vs ours tuned)\n", rs[i].name,
+              rs[i].ort_vs_ours, rs[i].ov_vs_ours);
+      bad = 1;
+    }
   for (int i = 0; i < nr; i++)
     if (rs[i].tuned_err > 1e-4 || rs[i].untuned_err > 1e-4) {
       fprintf(stderr, "bench_models: %s: output differs from PyTorch's (rel error %.3g tuned, %.3g untuned)\n",

@@ -1,0 +1,166 @@
+"""ONNX Runtime's and OpenVINO's side of bench/bench_models.c (issue 30,
+item 1): one .onnx model, two engines, driven line by line over
+stdin/stdout like bench/torch_baseline.py, so that their timings
+interleave with ours and PyTorch's.
+
+    build/bench-venv/bin/python bench/engine_baseline.py NAME \
+        [--models DIR] [--threads N] [--out DIR]
+
+Runs in the venv `make bench-deps` makes (never Debian's python). Loads
+models/NAME.onnx and prepares
+  ort  onnxruntime.InferenceSession, CPUExecutionProvider,
+       graph_optimization_level ORT_ENABLE_ALL, intra_op_num_threads N,
+       inter_op_num_threads 1, execution_mode ORT_SEQUENTIAL
+  ov   openvino Core().compile_model(..., "CPU", INFERENCE_NUM_THREADS N,
+       NUM_STREAMS 1, PERFORMANCE_HINT LATENCY, INFERENCE_PRECISION_HINT f32:
+       without it a CPU with AVX-512 BF16 runs in bf16)
+on models/NAME_in.npy (the input the C bench uses). An engine that fails
+to import or load is left out (its error is in the ready line). Each
+output is checked against models/NAME_out.npy (PyTorch's output when
+exported: the reference ours is checked against) and written to
+DIR/NAME_<engine>_out.npy (default: no files) for bench_models to compare
+with ours. Then it prints one JSON line (ready) and answers commands:
+  time MODE K   K timed runs: one line of K latencies in ms
+  quit
+The ready line names each engine's version, error and the kernels it
+chose where it tells: OpenVINO's executed graph gives each node's
+primitiveType (oneDNN's implementation, e.g. brgconv_avx512), counted.
+"""
+import collections
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def rel_error(y, want):
+    y = np.asarray(y, dtype=np.float64).reshape(want.shape)
+    scale = max(float(np.abs(want).max()), 1e-30)
+    return float(np.abs(y - want).max()) / scale
+
+
+def ort_kernels(ort, path, so, feed):
+    """The kernels of one profiled run in a second session (the timed one
+    is not profiled): each node's op type after ORT's fusions (FusedConv,
+    FusedGemm, ...), counted. ORT's CPU provider names no finer kernel."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tmp, "ort")
+        try:
+            sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+            sess.run(None, feed)
+            with open(sess.end_profiling()) as f:
+                events = json.load(f)
+        finally:
+            so.enable_profiling = False
+    kinds = collections.Counter()
+    for ev in events:
+        args = ev.get("args", {})
+        if ev.get("cat") == "Node" and ev.get("name", "").endswith("_kernel_time") and "op_name" in args:
+            kinds["%s:%s" % (args["op_name"], args.get("provider", "?").replace("ExecutionProvider", ""))] += 1
+    return ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
+
+
+def make_ort(path, x, threads, info):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    info["ort_version"] = ort.__version__
+    info["ort_providers"] = ",".join(sess.get_providers())
+    feed = {name: x}
+    info["ort_kernels"] = ort_kernels(ort, path, so, feed)
+    return lambda: sess.run(None, feed)[0]
+
+
+def any_str(v):
+    """An rt_info value (an OVAny) as text."""
+    for get in (lambda: v.astype(str), lambda: v.value, lambda: v.get()):
+        try:
+            return str(get())
+        except Exception:  # noqa: BLE001  (the OVAny API differs between versions)
+            pass
+    return str(v)
+
+
+def make_ov(path, x, threads, info):
+    import openvino as ov
+
+    core = ov.Core()
+    # f32: on a CPU with AVX-512 BF16 the plugin otherwise picks bf16 (rel error ~4e-3).
+    cfg = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+           "INFERENCE_PRECISION_HINT": "f32"}
+    compiled = core.compile_model(core.read_model(path), "CPU", cfg)
+    info["ov_version"] = ov.get_version()
+    info["ov_config"] = ",".join(
+        "%s=%s" % (k, compiled.get_property(k))
+        for k in ("INFERENCE_NUM_THREADS", "NUM_STREAMS", "PERFORMANCE_HINT", "INFERENCE_PRECISION_HINT"))
+    kinds = collections.Counter()
+    for op in compiled.get_runtime_model().get_ops():
+        rt = op.get_rt_info()
+        if "primitiveType" in rt and "layerType" in rt:
+            lt, pt = any_str(rt["layerType"]), any_str(rt["primitiveType"])
+            if lt not in ("Input", "Output", "Parameter", "Result", "Const", "Constant"):
+                kinds["%s:%s" % (lt, pt)] += 1
+    info["ov_kernels"] = ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    req = compiled.create_infer_request()
+    return lambda: req.infer([x], share_inputs=True)[0]
+
+
+def main(argv):
+    name, models, threads, out = None, "models", 2, None
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--models":
+            models = args.pop(0)
+        elif a == "--threads":
+            threads = int(args.pop(0))
+        elif a == "--out":
+            out = args.pop(0)
+        else:
+            name = a
+    path = os.path.join(models, name + ".onnx")
+    x = np.ascontiguousarray(np.load(os.path.join(models, name + "_in.npy")).astype(np.float32))
+    want = np.load(os.path.join(models, name + "_out.npy")).astype(np.float64)
+    info = {"threads": threads, "numpy": np.__version__}
+    modes = {}
+    for mode, make in (("ort", make_ort), ("ov", make_ov)):
+        try:
+            fn = make(path, x, threads, info)
+            for _ in range(3):  # warm-up
+                y = fn()
+            y = np.array(y, dtype=np.float32)
+            info[mode + "_rel_error"] = rel_error(y, want)
+            if out:
+                np.save(os.path.join(out, "%s_%s_out.npy" % (name, mode)), y.reshape(want.shape))
+            modes[mode] = fn
+        except Exception as e:  # noqa: BLE001  (an engine missing or failing: its column says so)
+            info[mode + "_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    print(json.dumps(info), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        if words[0] == "time" and len(words) == 3 and words[1] in modes:
+            fn, ms = modes[words[1]], []
+            for _ in range(int(words[2])):
+                t = time.perf_counter()
+                fn()
+                ms.append((time.perf_counter() - t) * 1e3)
+            print(" ".join("%.6f" % v for v in ms), flush=True)
+        else:
+            print("error: bad command %r" % line.strip(), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
