@@ -1,4 +1,4 @@
-/* Real networks against PyTorch (issue 16): ResNet-18, MobileNetV2 and the
+/* Real networks against PyTorch: ResNet-18, MobileNetV2 and the
  * transformer encoder of examples/export_models.py (`make models`), batch 1,
  * float32, each in one run:
  *   <model>_tuned        `mlc-tune --model` (budget: --trials, default
