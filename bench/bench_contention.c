@@ -1,4 +1,4 @@
-/* Tuned kernels on a busy machine (issue 22): matmul 128^3, 512^3 and
+/* Tuned kernels on a busy machine: matmul 128^3, 512^3 and
  * 1024^3 and the small model (examples/mlp.json), each next to OpenBLAS
  * with as many threads (for the model: the same two dense layers through
  * cblas_sgemm), in these conditions:

@@ -252,7 +252,7 @@ static void torch_stop(torch *t) {
   waitpid(t->pid, NULL, 0);
 }
 
-/* ---- ONNX Runtime and OpenVINO coprocess (issue 30) ----------------------- */
+/* ---- ONNX Runtime and OpenVINO coprocess ---------------------------------- */
 
 /* bench/engine_baseline.py in the venv of `make bench-deps`; it speaks
  * torch_baseline.py's protocol (time MODE K / quit) with modes ort and ov. */

@@ -1,6 +1,6 @@
-"""ONNX Runtime's and OpenVINO's side of bench/bench_models.c (issue 30,
-item 1): one .onnx model, two engines, driven line by line over
-stdin/stdout like bench/torch_baseline.py, so that their timings
+"""ONNX Runtime's and OpenVINO's side of bench/bench_models.c: one .onnx
+model, two engines, driven line by line over stdin/stdout like
+bench/torch_baseline.py, so that their timings
 interleave with ours and PyTorch's.
 
     build/bench-venv/bin/python bench/engine_baseline.py NAME \

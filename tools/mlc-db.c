@@ -546,11 +546,12 @@ static int cmd_import(mlc_db *db, const options *o) {
 
 /* ---- report and plot ------------------------------------------------------------------------ */
 
-static bool write_text(const char *path, const mlc_str *s) {
-  FILE *f = fopen(path, "w");
-  if (!f) return false;
-  bool ok = fwrite(s->data ? s->data : "", 1, s->len, f) == s->len;
-  return fclose(f) == 0 && ok;
+/* s into path, then freed; 0, or 1 with the error printed. */
+static int write_page(const char *path, mlc_str *s) {
+  mlc_error err;
+  bool ok = mlc_write_file(path, s->data ? s->data : "", s->len, &err);
+  mlc_str_free(s);
+  return ok ? 0 : fail(err.msg);
 }
 
 static void report_options(const options *o, mlc_report_options *r, char *shape, size_t n) {
@@ -568,12 +569,7 @@ static int cmd_report(mlc_db *db, const options *o) {
   mlc_report_summary sum;
   mlc_error err;
   if (!mlc_report_html(db, &r, &page, &sum, &err)) return mlc_str_free(&page), fail(err.msg);
-  bool ok = write_text(path, &page);
-  mlc_str_free(&page);
-  if (!ok) {
-    fprintf(stderr, "mlc-db: error: %s: %s\n", path, strerror(errno));
-    return 1;
-  }
+  if (write_page(path, &page)) return 1;
   printf("wrote %s: %d curves, %lld records, %lld dots", path, sum.workloads,
          (long long)sum.records, (long long)sum.dots);
   if (sum.downsampled) printf(" (%d curves downsampled)", sum.downsampled);
@@ -594,12 +590,7 @@ static int cmd_bench_report(const options *o) {
   bool ok = mlc_report_bench_html(text, len, o->bench, &page, &n, &err);
   mlc_free(text);
   if (!ok) return mlc_str_free(&page), fail(err.msg);
-  ok = write_text(path, &page);
-  mlc_str_free(&page);
-  if (!ok) {
-    fprintf(stderr, "mlc-db: error: %s: %s\n", path, strerror(errno));
-    return 1;
-  }
+  if (write_page(path, &page)) return 1;
   printf("wrote %s: %d benchmark cases\n", path, n);
   return 0;
 }
@@ -624,12 +615,7 @@ static int cmd_plot(mlc_db *db, const options *o) {
   mlc_str svg = {0};
   mlc_error err;
   if (!mlc_report_plot(db, &r, figures[f].fig, &svg, &err)) return mlc_str_free(&svg), fail(err.msg);
-  bool ok = write_text(o->output, &svg);
-  mlc_str_free(&svg);
-  if (!ok) {
-    fprintf(stderr, "mlc-db: error: %s: %s\n", o->output, strerror(errno));
-    return 1;
-  }
+  if (write_page(o->output, &svg)) return 1;
   printf("wrote %s\n", o->output);
   return 0;
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Ranks on separate "hosts" on one machine (issue 17, item 2; docs/MPI.md):
+# Ranks on separate "hosts" on one machine (docs/MPI.md):
 # three network namespaces, each a host with its own address and host name,
 # joined by veth pairs to a bridge in a fourth ("switch") namespace. mpirun
 # runs in host 0 (rank 0: search and database); OpenMPI's launcher starts

@@ -1,5 +1,5 @@
 #!/bin/sh
-# call_extern nodes end to end (issue 18): a model JSON calling a C
+# call_extern nodes end to end: a model JSON calling a C
 # function between compiled ops; mlc-compile --extern LIB.so --run against
 # the plain C reference; -o/--header linked into a C program with the
 # user's function, its output checked against a plain C evaluation;

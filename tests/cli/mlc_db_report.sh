@@ -40,6 +40,10 @@ check report_no_network sh -c "! grep -Eq '(src|href)=\"(https?:)?//' '$tmp/r.ht
 "$DB" --db "$tmp/a.db" report --task matmul --max-dots 5 -o "$tmp/d.html" >"$tmp/out" 2>&1
 check report_downsampled sh -c "grep -q '1 curves downsampled' '$tmp/out' && grep -q 'Downsampled: ' '$tmp/d.html'"
 
+# an output that cannot be written: exit 1 naming it
+"$DB" --db "$tmp/a.db" report -o "$tmp/no/such/dir/r.html" >"$tmp/out" 2>&1
+check report_unwritable sh -c "test $? -eq 1 && grep -q 'mlc-db: error: cannot write $tmp/no/such/dir/r.html: No such file' '$tmp/out'"
+
 # bad input: a page that says so
 "$DB" --db "$tmp/e.db" import /dev/null >/dev/null 2>&1
 "$DB" --db "$tmp/e.db" report -o "$tmp/e.html" >"$tmp/out" 2>&1

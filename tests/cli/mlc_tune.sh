@@ -231,7 +231,7 @@ check tune_onnx_symbolic_msg grep -q "input 'x' has a symbolic dimension 0 (N); 
 "$TUNE" --model $O/mlp_sym.onnx --input-shape x=2,4 --trials 2 --trials-per-round 2 --db "$tmp/o2.db" $Q >"$tmp/out" 2>"$tmp/err"
 check tune_onnx_input_shape_exit test $? -eq 0
 
-# dense_int8 on a CPU with AVX-512 VNNI (issue 18): every candidate is
+# dense_int8 on a CPU with AVX-512 VNNI: every candidate is
 # tensorized (the workers register the host's intrinsics to replay them),
 # and mlc-compile, another process, replays the best record with them.
 if grep -q avx512_vnni /proc/cpuinfo 2>/dev/null; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# mlc-tune under mpirun (issue 17): 3 ranks on this machine (rank 0 tunes,
+# mlc-tune under mpirun: 3 ranks on this machine (rank 0 tunes,
 # ranks 1 and 2 measure). The records of an MPI run equal in kind those of
 # a single-process run (same count, every one verified and with its
 # sched_hash, one target); a measurement rank killed mid-run ends the job
