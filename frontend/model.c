@@ -164,12 +164,13 @@ static bool read_values(loader *L, const char *ctx, const mlc_json *arr, mlc_gva
   if (arr->kind != MLC_JSON_ARRAY || arr->len != n)
     return lfail(L, "%s: \"values\" must be an array of %lld numbers (the shape's count)", ctx,
                  (long long)n);
-  v->data = mlc_arena_alloc(L->m->arena, sizeof(float) * (size_t)n);
+  float *d = mlc_arena_alloc(L->m->arena, sizeof(float) * (size_t)n);
+  v->data = d;
   for (int64_t i = 0; i < n; i++) {
     const mlc_json *e = arr->items[i];
     if (e->kind != MLC_JSON_NUMBER || !isfinite(e->number))
       return lfail(L, "%s: \"values\" entry %lld is not a number", ctx, (long long)i);
-    v->data[i] = (float)e->number;
+    d[i] = (float)e->number;
   }
   return true;
 }
@@ -342,6 +343,10 @@ static bool read_scalar(loader *L, const char *ctx, const mlc_json *o, const mlc
     MLC_GATTR_REF(a, g, int64_t) = v->integer;
     return true;
   case MLC_GATTR_BOOL: return get_bool(L, ctx, o, g->key, &MLC_GATTR_REF(a, g, bool));
+  case MLC_GATTR_DTYPE:
+    if (v->kind != MLC_JSON_STRING || !mlc_graph_dtype_from_name(v->str, &MLC_GATTR_REF(a, g, mlc_dtype)))
+      return lfail(L, "%s: \"%s\" must be one of %s", ctx, g->key, mlc_graph_dtype_names());
+    return true;
   }
   mlc_unreachable();
 }

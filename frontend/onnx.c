@@ -484,9 +484,9 @@ static mlc_gvar *emit(const onode *n, const char *suffix, mlc_gop op, const mlc_
   b.args = mlc_gvars_dup(I->m, n_args, args);
   if (fold && all_const(n_args, args)) {
     b.var = add_const(I, out_name(n, suffix), &out);
-    float *in[MLC_GRAPH_MAX_ARGS];
+    const void *in[MLC_GRAPH_MAX_ARGS];
     for (int i = 0; i < n_args; i++) in[i] = args[i]->data;
-    mlc_graph_ref_op(&b, in, b.var->data);
+    mlc_graph_eval_op(NULL, &b, in, b.var->data);
     return b.var;
   }
   b.var = mlc_gvar_new(I->m, ident(I, out_name(n, suffix)), MLC_GVAR_BOUND, &out);

@@ -70,7 +70,7 @@ bool onnx_cv_matmul(onode *n) {
 mlc_gvar *onnx_scalar_const(const onode *n, const char *sfx, double v) {
   mlc_gtype t = {MLC_FLOAT32, 1, {1}};
   mlc_gvar *c = onnx_new_const(n, sfx, &t);
-  c->data[0] = (float)v;
+  *(float *)c->data = (float)v;
   return c;
 }
 

@@ -248,7 +248,7 @@ static bool int_input_as_float(onode *n, int k) {
   mlc_gtype t = {MLC_FLOAT32, f->ndim ? f->ndim : 1, {1}};
   memcpy(t.shape, f->shape, sizeof(int64_t) * (size_t)f->ndim);
   f->var = onnx_new_const(n, "exponent", &t);
-  for (int64_t j = 0; j < c; j++) f->var->data[j] = (float)iv[j];
+  for (int64_t j = 0; j < c; j++) ((float *)f->var->data)[j] = (float)iv[j];
   n->in[k] = f;
   return true;
 }

@@ -13,7 +13,7 @@ static mlc_gvar *gather_at(onode *n, const char *sfx, mlc_gvar *x, int ax, int64
                            const int64_t *idx) {
   mlc_gtype t = {MLC_FLOAT32, 1, {c}};
   mlc_gvar *ic = onnx_new_const(n, mlc_arena_printf(n->arena, "%s_indices", sfx), &t);
-  for (int64_t k = 0; k < c; k++) ic->data[k] = (float)idx[k];
+  for (int64_t k = 0; k < c; k++) ((float *)ic->data)[k] = (float)idx[k];
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_GATHER, &a);
   a.axis = ax;

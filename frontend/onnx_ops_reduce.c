@@ -174,8 +174,8 @@ bool onnx_cv_batch_norm(onode *n) {
   mlc_gvar *s = onnx_new_const(n, "scale", &t), *b = onnx_new_const(n, "shift", &t);
   for (int64_t i = 0; i < C; i++) {
     double si = p[0][i] / sqrt((double)p[3][i] + eps);
-    s->data[i] = (float)si;
-    b->data[i] = (float)(p[1][i] - p[2][i] * si);
+    ((float *)s->data)[i] = (float)si;
+    ((float *)b->data)[i] = (float)(p[1][i] - p[2][i] * si);
   }
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_MULTIPLY, &a);

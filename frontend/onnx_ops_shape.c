@@ -236,7 +236,7 @@ static bool gather_floats(onode *n, int64_t axis) {
   mlc_gvar *iconst = onnx_new_const(n, "indices", &t);
   for (int64_t k = 0; k < c; k++) {
     if (idx[k] < -e || idx[k] >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[k]);
-    iconst->data[k] = (float)idx[k];
+    ((float *)iconst->data)[k] = (float)idx[k];
   }
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_GATHER, &a);
@@ -509,7 +509,7 @@ bool onnx_cv_cast(onode *n) {
     memcpy(t.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     if (c < 1) return onnx_fail(n, "an empty tensor");
     mlc_gvar *v = onnx_new_const(n, NULL, &t);
-    for (int64_t k = 0; k < c; k++) v->data[k] = (float)x->i[k];
+    for (int64_t k = 0; k < c; k++) ((float *)v->data)[k] = (float)x->i[k];
     return onnx_set_out(n, 0, v, x->ndim, x->shape);
   }
   int64_t cnt;

@@ -129,7 +129,7 @@ bool mlc_graph_compile(const mlc_gmodule *m, const mlc_target *t, const mlc_gcom
     data = MLC_NEW_ARRAY(a, mlc_object_data, m->n_consts + 1);
     for (int i = 0; i < m->n_consts; i++)
       data[i] = (mlc_object_data){mlc_graph_weight_symbol(a, m, m->consts[i]), m->consts[i]->data,
-                                  sizeof(float) * (size_t)mlc_gtype_numel(&m->consts[i]->type)};
+                                  (size_t)mlc_gtype_bytes(&m->consts[i]->type)};
   }
   return compile(t, o, out, n_data, data, err);
 }

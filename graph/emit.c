@@ -21,8 +21,9 @@ const char *mlc_graph_weight_symbol(mlc_arena *a, const mlc_gmodule *m, const ml
 static void put_weight(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *c) {
   char s[128];
   mlc_gtype_str(&c->type, s, sizeof s);
-  mlc_str_printf(out, "/* %s: float32%s */\nextern const float %s_w_%s[%lld];\n", c->name, s,
-                 m->name, c->name, (long long)mlc_gtype_numel(&c->type));
+  mlc_str_printf(out, "/* %s: %s%s */\nextern const %s %s_w_%s[%lld];\n", c->name,
+                 mlc_dtype_name(c->type.dtype), s, mlc_dtype_c_name(c->type.dtype), m->name, c->name,
+                 (long long)mlc_gtype_numel(&c->type));
 }
 
 /* "input" when there is one, else "input0", "input1", ... */
@@ -53,11 +54,11 @@ static void put_ref(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f, cons
 
 static void put_signature(mlc_str *out, const mlc_gfunc *f, bool ws) {
   for (int i = 0; i < f->n_params; i++) {
-    mlc_str_puts(out, i ? ", const float *" : "const float *");
+    mlc_str_printf(out, "%sconst %s *", i ? ", " : "", mlc_dtype_c_name(f->params[i]->type.dtype));
     put_io(out, "input", i, f->n_params);
   }
   for (int i = 0; i < f->n_outputs; i++) {
-    mlc_str_puts(out, ", float *");
+    mlc_str_printf(out, ", %s *", mlc_dtype_c_name(f->outputs[i]->type.dtype));
     put_io(out, "output", i, f->n_outputs);
   }
   if (ws) mlc_str_puts(out, ", float *workspace");
@@ -90,10 +91,16 @@ static int last_use(const mlc_gfunc *f, int i) {
   return last;
 }
 
-/* Workspace offsets (in floats) of the intermediates: first fit among the
+/* Bytes binding i's result takes in the workspace: whole 64-byte lines,
+ * so every value starts aligned for its dtype and for vector loads. */
+static int64_t ws_bytes(const mlc_gfunc *f, int i) {
+  return (mlc_gtype_bytes(&f->bindings[i].var->type) + 63) / 64 * 64;
+}
+
+/* Workspace offsets (in bytes) of the intermediates: first fit among the
  * blocks still live, so a result reuses the space of values no later
  * kernel reads (a kernel's output never shares memory with its inputs:
- * they are live while it runs). Returns the floats needed. */
+ * they are live while it runs). Returns the bytes needed. */
 static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   int n = f->n_bindings;
   int *end = mlc_xmalloc(sizeof *end * (size_t)(n + 1));
@@ -102,14 +109,13 @@ static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
     offs[i] = -1;
     end[i] = last_use(f, i);
     if (is_output(f, f->bindings[i].var)) continue;
-    int64_t size = mlc_gtype_numel(&f->bindings[i].var->type), off = 0;
+    int64_t size = ws_bytes(f, i), off = 0;
     /* Move past every live block overlapping [off, off + size) until none does. */
     for (bool moved = true; moved;) {
       moved = false;
       for (int j = 0; j < i; j++)
-        if (offs[j] >= 0 && end[j] >= i && off < offs[j] + mlc_gtype_numel(&f->bindings[j].var->type) &&
-            offs[j] < off + size) {
-          off = offs[j] + mlc_gtype_numel(&f->bindings[j].var->type);
+        if (offs[j] >= 0 && end[j] >= i && off < offs[j] + ws_bytes(f, j) && offs[j] < off + size) {
+          off = offs[j] + ws_bytes(f, j);
           moved = true;
         }
     }
@@ -161,32 +167,60 @@ static void put_externs(mlc_str *out, const mlc_gfunc *f) {
   if (any) mlc_str_puts(out, "#ifdef __cplusplus\n}\n#endif\n\n");
 }
 
+/* The entry's check of the inputs read as gather indices (m->index_checks):
+ * an index outside the rows returns -2 before any kernel runs. */
+static void put_index_checks(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f) {
+  for (int c = 0; c < m->n_index_checks; c++) {
+    const mlc_gindex_check *ck = &m->index_checks[c];
+    const mlc_gvar *p = f->params[ck->param];
+    mlc_str_printf(out, "  for (int64_t i = 0; i < %lldLL; i++)\n    if (!(", (long long)mlc_gtype_numel(&p->type));
+    put_io(out, "input", ck->param, f->n_params);
+    mlc_str_printf(out, "[i] >= -%lldLL && ", (long long)ck->n);
+    put_io(out, "input", ck->param, f->n_params);
+    mlc_str_printf(out, "[i] < %lldLL)) {\n      snprintf(%s_error_text, sizeof %s_error_text, "
+                        "\"input '%s': element %%lld is %%.17g, outside [-%lld, %lld) (the rows "
+                        "gather %s reads)\", (long long)i, (double)",
+                   (long long)ck->n, m->name, m->name, p->name, (long long)ck->n, (long long)ck->n,
+                   ck->node);
+    put_io(out, "input", ck->param, f->n_params);
+    mlc_str_puts(out, "[i]);\n      return -2;\n    }\n");
+  }
+}
+
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   const mlc_gfunc *f = mlc_graph_main(m);
   char guard[160], up[128];
   snprintf(up, sizeof up, "%s", m->name);
   for (char *p = up; *p; p++) *p = (char)toupper((unsigned char)*p);
   snprintf(guard, sizeof guard, "%s_MODEL_ENTRY_H", up);
-  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n", guard, guard);
+  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n", guard, guard);
   if (m->n_consts) mlc_str_puts(out, "/* Weights: constant arrays in the object. */\n");
   for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
   if (m->n_consts) mlc_str_putc(out, '\n');
   put_externs(out, f);
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
   int64_t ws = plan_workspace(f, offs);
-  mlc_str_printf(out, "/* Floats of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
-                 m->name, up, (long long)(ws ? ws : 1));
-  mlc_str_printf(out, "/* Runs the model: returns 0, or -1 when a kernel (or an extern function) failed. */\n"
-                      "static inline int32_t %s_run_ws(", m->name);
+  mlc_str_printf(out, "/* Floats (4-byte units) of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
+                 m->name, up, (long long)(ws ? (ws + 3) / 4 : 1));
+  mlc_str_printf(out, "/* Why the last %s_run / %s_run_ws of this thread failed. */\n"
+                      "static _Thread_local char %s_error_text[256];\n"
+                      "static inline const char *%s_error(void) { return %s_error_text; }\n\n",
+                 m->name, m->name, m->name, m->name, m->name);
+  mlc_str_printf(out, "/* Runs the model: returns 0; -1 when a kernel (or an extern function) failed, -2 for\n"
+                      " * a bad input (a token id outside its embedding); %s_error() says which. */\n"
+                      "static inline int32_t %s_run_ws(", m->name, m->name);
   put_signature(out, f, true);
   mlc_str_puts(out, ") {\n");
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gvar *v = f->bindings[i].var;
     if (is_output(f, v)) continue;
-    mlc_str_printf(out, "  float *v_%s = workspace + %lld;\n", v->name, (long long)offs[i]);
+    const char *ct = mlc_dtype_c_name(v->type.dtype);
+    mlc_str_printf(out, "  %s *v_%s = (%s *)((char *)workspace + %lld);\n", ct, v->name, ct,
+                   (long long)offs[i]);
   }
   mlc_free(offs);
   mlc_str_puts(out, "  (void)workspace;\n");
+  put_index_checks(out, m, f);
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gbinding *b = &f->bindings[i];
     if (b->kind == MLC_GCALL_EXTERN) {
@@ -195,7 +229,8 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
         if (j) mlc_str_puts(out, ", ");
         put_ref(out, m, f, j < b->n_args ? b->args[j] : b->var);
       }
-      mlc_str_puts(out, ") != 0) return -1;\n");
+      mlc_str_printf(out, ") != 0) {\n    snprintf(%s_error_text, sizeof %s_error_text, \"%s failed\");\n"
+                          "    return -1;\n  }\n", m->name, m->name, b->extern_func);
       continue;
     }
     mlc_str_puts(out, "  {\n    void *args[] = {");
@@ -203,14 +238,17 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
       mlc_str_puts(out, j ? ", (void *)" : "(void *)");
       put_ref(out, m, f, j < b->n_args ? b->args[j] : b->var);
     }
-    mlc_str_printf(out, "};\n    if (%s_%s(args) != 0) return -1;\n  }\n", m->name, b->tir->name);
+    mlc_str_printf(out, "};\n    if (%s_%s(args) != 0) {\n      snprintf(%s_error_text, sizeof %s_error_text, "
+                        "\"kernel %s_%s failed\");\n      return -1;\n    }\n  }\n",
+                   m->name, b->tir->name, m->name, m->name, m->name, b->tir->name);
   }
-  mlc_str_puts(out, "  return 0;\n}\n\n");
+  mlc_str_printf(out, "  %s_error_text[0] = 0;\n  return 0;\n}\n\n", m->name);
   mlc_str_printf(out, "/* The same with the workspace on the heap. */\nstatic inline int32_t %s_run(",
                  m->name);
   put_signature(out, f, false);
   mlc_str_printf(out, ") {\n  float *ws = (float *)malloc(sizeof(float) * %s_WORKSPACE_FLOATS);\n"
-                      "  if (!ws) return -1;\n  int32_t rc = %s_run_ws(", up, m->name);
+                      "  if (!ws) {\n    snprintf(%s_error_text, sizeof %s_error_text, \"out of memory\");\n"
+                      "    return -1;\n  }\n  int32_t rc = %s_run_ws(", up, m->name, m->name, m->name);
   put_call_args(out, f);
   mlc_str_printf(out, ", ws);\n  free(ws);\n  return rc;\n}\n\n#endif /* %s */\n", guard);
 }

@@ -20,7 +20,7 @@ static bool interp_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *ar
 typedef struct env {
   const mlc_gfunc *f;
   mlc_array *const *inputs;
-  float **values; /* one per binding */
+  void **values; /* one per binding */
 } env;
 
 static void *data_of(const env *E, const mlc_gvar *v) {
@@ -50,15 +50,52 @@ static bool check_io(const mlc_gvar *v, const mlc_array *a, const char *what, ml
   return true;
 }
 
+void mlc_graph_find_index_checks(mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  if (!f) return;
+  MLC_VEC(mlc_gindex_check) checks = {0};
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_GATHER) continue;
+    const mlc_gtype *x = &b->args[0]->type;
+    for (int k = 0; k < f->n_params; k++)
+      if (f->params[k] == b->args[1]) {
+        int64_t n = x->shape[mlc_gop_axis(b->attrs.axis, x->ndim)];
+        MLC_VEC_APUSH(m->arena, checks, ((mlc_gindex_check){k, n, b->var->name}));
+      }
+  }
+  m->n_index_checks = checks.len;
+  m->index_checks = checks.data;
+}
+
+bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  for (int c = 0; c < m->n_index_checks; c++) {
+    const mlc_gindex_check *ck = &m->index_checks[c];
+    const mlc_array *x = inputs[ck->param];
+    int64_t numel = mlc_gtype_numel(&f->params[ck->param]->type);
+    for (int64_t i = 0; i < numel; i++) {
+      double v = mlc_gdata_get(x->dtype, x->data, i);
+      if (!(v >= (double)-ck->n && v < (double)ck->n))
+        return mlc_error_set(err, "input '%s': element %lld is %.17g, outside [%lld, %lld) (the rows "
+                                  "gather %s reads)",
+                             f->params[ck->param]->name, (long long)i, v, (long long)-ck->n,
+                             (long long)ck->n, ck->node);
+    }
+  }
+  return true;
+}
+
 bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                        mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err) {
   const mlc_gfunc *f = mlc_graph_main(m);
   if (!kernel) kernel = interp_kernel;
   for (int i = 0; i < f->n_params; i++)
     if (!check_io(f->params[i], inputs[i], "input", err)) return false;
+  if (!mlc_graph_check_inputs(m, inputs, err)) return false;
   for (int i = 0; i < f->n_outputs; i++)
     if (!check_io(f->outputs[i], outputs[i], "output", err)) return false;
-  env E = {f, inputs, mlc_xmalloc(sizeof(float *) * (size_t)(f->n_bindings + 1))};
+  env E = {f, inputs, mlc_xmalloc(sizeof(void *) * (size_t)(f->n_bindings + 1))};
   bool ok = true;
   for (int i = 0; i < f->n_bindings && ok; i++) {
     const mlc_gbinding *b = &f->bindings[i];
@@ -67,7 +104,7 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                          b->var->name);
       break;
     }
-    E.values[i] = mlc_xmalloc(sizeof(float) * (size_t)mlc_gtype_numel(&b->var->type));
+    E.values[i] = mlc_xmalloc((size_t)mlc_gtype_bytes(&b->var->type));
     if (b->kind == MLC_GCALL_EXTERN) {
       float *in[MLC_GRAPH_MAX_EXTERN_ARGS + 1];
       MLC_ASSERT(b->n_args <= MLC_GRAPH_MAX_EXTERN_ARGS);
@@ -83,7 +120,7 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
     if (!ok) mlc_error_prefix(err, "%s (%s)", b->var->name, b->tir->name);
   }
   for (int i = 0; i < f->n_outputs && ok; i++) {
-    size_t bytes = sizeof(float) * (size_t)mlc_gtype_numel(&f->outputs[i]->type);
+    size_t bytes = (size_t)mlc_gtype_bytes(&f->outputs[i]->type);
     memcpy(outputs[i]->data, data_of(&E, f->outputs[i]), bytes);
   }
   for (int i = 0; i < f->n_bindings; i++) mlc_free(E.values[i]); /* NULL where never run */

@@ -51,7 +51,7 @@ static mlc_gvar *new_const(mlc_gmodule *m, const char *base, const mlc_gtype *t)
     name = mlc_arena_printf(m->arena, "%s_%d", base, k);
   }
   mlc_gvar *c = mlc_gvar_new(m, name, MLC_GVAR_CONST, t);
-  c->data = mlc_arena_alloc(m->arena, sizeof(float) * (size_t)mlc_gtype_numel(t));
+  c->data = mlc_arena_alloc(m->arena, (size_t)mlc_gtype_bytes(t));
   add_const(m, c);
   return c;
 }
@@ -85,10 +85,12 @@ static void fold_into_conv(mlc_gmodule *m, mlc_gbinding *conv, const mlc_gbindin
   mlc_gvar *w2 = new_const(m, mlc_arena_printf(m->arena, "%s_weight", bn->var->name), &w->type);
   mlc_gtype bt = {MLC_FLOAT32, 1, {K}};
   mlc_gvar *b2 = new_const(m, mlc_arena_printf(m->arena, "%s_bias", bn->var->name), &bt);
+  const float *wd = w->data;
+  float *w2d = w2->data, *b2d = b2->data;
   for (int64_t k = 0; k < K; k++) {
     double s = scale[k] / sqrt((double)var[k] + bn->attrs.eps);
-    for (int64_t i = 0; i < per_k; i++) w2->data[k * per_k + i] = (float)(w->data[k * per_k + i] * s);
-    b2->data[k] = (float)(((bias ? bias[k] : 0) - mean[k]) * s + beta[k]);
+    for (int64_t i = 0; i < per_k; i++) w2d[k * per_k + i] = (float)(wd[k * per_k + i] * s);
+    b2d[k] = (float)(((bias ? bias[k] : 0) - mean[k]) * s + beta[k]);
   }
   mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, 3);
   args[0] = conv->args[0], args[1] = w2, args[2] = b2;
@@ -122,12 +124,12 @@ static void fold_func(mlc_gmodule *m, mlc_gfunc *f) {
       f->bindings[k++] = *b;
       continue;
     }
-    float *in[MLC_GRAPH_MAX_ARGS];
+    const void *in[MLC_GRAPH_MAX_ARGS];
     for (int j = 0; j < b->n_args; j++) in[j] = b->args[j]->data;
     mlc_gvar *c = mlc_gvar_new(m, b->var->name, MLC_GVAR_CONST, &b->var->type);
-    c->data = mlc_arena_alloc(m->arena, sizeof(float) * (size_t)mlc_gtype_numel(&c->type));
+    c->data = mlc_arena_alloc(m->arena, (size_t)mlc_gtype_bytes(&c->type));
     mlc_arena *scratch = mlc_arena_new_child(m->arena); /* under the pass's escape point */
-    mlc_graph_ref_op_in(scratch, b, in, c->data);
+    mlc_graph_eval_op(scratch, b, in, c->data);
     mlc_arena_free(scratch);
     add_const(m, c);
     replace_uses(f, b->var, c);

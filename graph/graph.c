@@ -16,7 +16,7 @@ typedef struct op_info {
 } op_info;
 
 static const op_info ops[] = {
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   {name, script, keys, min_in, max_in, MLC_GOP_##cls},
 #include "graph/ops.def"
 };
@@ -173,6 +173,7 @@ static void set_default(mlc_gattrs *a, const mlc_gattr *g, const char *text) {
   case MLC_GATTR_AXIS:
   case MLC_GATTR_INT: MLC_GATTR_REF(a, g, int64_t) = strtoll(text, NULL, 10); return;
   case MLC_GATTR_BOOL: MLC_GATTR_REF(a, g, bool) = strcmp(text, "true") == 0; return;
+  case MLC_GATTR_DTYPE: MLC_ASSERT(mlc_dtype_from_name(text, &MLC_GATTR_REF(a, g, mlc_dtype))); return;
   }
   mlc_unreachable();
 }
@@ -194,6 +195,22 @@ int64_t mlc_gtype_numel(const mlc_gtype *t) {
   for (int i = 0; i < t->ndim; i++)
     if (t->shape[i] < 0 || mlc_mul_overflow(n, t->shape[i], &n)) return -1;
   return n;
+}
+
+double mlc_gdata_get(mlc_dtype t, const void *data, int64_t k) {
+  switch (t) {
+  case MLC_FLOAT32: return ((const float *)data)[k];
+  case MLC_INT64: return (double)((const int64_t *)data)[k];
+  case MLC_INT32: return ((const int32_t *)data)[k];
+  case MLC_BOOL: return ((const uint8_t *)data)[k] != 0;
+  default: mlc_unreachable();
+  }
+}
+
+int64_t mlc_gtype_bytes(const mlc_gtype *t) {
+  int64_t n = mlc_gtype_numel(t), bytes;
+  if (n < 0 || mlc_mul_overflow(n, mlc_dtype_bytes(t->dtype), &bytes)) return -1;
+  return bytes;
 }
 
 bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y) {
@@ -687,24 +704,166 @@ static bool shape_transpose(mlc_gop op, const mlc_gattrs *at, int n, const mlc_g
   return infer_transpose(at, &a[0], out, err);
 }
 
+/* argmax, argmin: axis reduced (kept as extent 1 with keepdims). */
+static bool shape_reduce_axis(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                              mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
+                         mlc_gop_name(op), (long long)at->axis, a[0].ndim);
+  for (int d = 0; d < a[0].ndim; d++)
+    if (d != ax) out->shape[out->ndim++] = a[0].shape[d];
+    else if (at->keepdims) out->shape[out->ndim++] = 1;
+  return true;
+}
+
 static shape_rule *const shape_rules[] = {
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   [MLC_GOP_##id] = shape_##shape,
 #include "graph/ops.def"
 };
 _Static_assert(sizeof(shape_rules) / sizeof(shape_rules[0]) == MLC_GOP_COUNT,
                "shape rule table out of date");
 
+/* ---- dtype rules (ops.def's types column) ------------------------------------ */
+
+static const mlc_dtype graph_dtypes[] = {MLC_FLOAT32, MLC_INT64, MLC_INT32, MLC_BOOL};
+
+bool mlc_graph_dtype_ok(mlc_dtype t) {
+  for (size_t i = 0; i < MLC_COUNTOF(graph_dtypes); i++)
+    if (graph_dtypes[i] == t) return true;
+  return false;
+}
+
+bool mlc_graph_dtype_from_name(const char *s, mlc_dtype *out) {
+  mlc_dtype t;
+  if (!mlc_dtype_from_name(s, &t) || !mlc_graph_dtype_ok(t)) return false;
+  *out = t;
+  return true;
+}
+
+const char *mlc_graph_dtype_names(void) { return "float32, int64, int32, bool"; }
+
+static bool is_num(mlc_dtype t) { return t == MLC_FLOAT32 || t == MLC_INT64 || t == MLC_INT32; }
+
+/* Operand i's dtype is not one the rule takes. */
+static bool fail_dtype(mlc_error *err, mlc_gop op, int i, mlc_dtype t, const char *want) {
+  return mlc_error_set(err, "%s: operand %d is %s; %s", mlc_gop_name(op), i, mlc_dtype_name(t),
+                       want);
+}
+
+/* Operands from..n-1 have the dtype of operand from. */
+static bool same_dtypes(mlc_gop op, int from, int n, const mlc_gtype *a, mlc_error *err) {
+  for (int i = from + 1; i < n; i++)
+    if (a[i].dtype != a[from].dtype)
+      return mlc_error_set(err, "%s: operand %d is %s, operand %d %s (one dtype expected)",
+                           mlc_gop_name(op), i, mlc_dtype_name(a[i].dtype), from,
+                           mlc_dtype_name(a[from].dtype));
+  return true;
+}
+
+typedef bool types_rule(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_dtype *out, mlc_error *err);
+
+static bool types_float(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  for (int i = 0; i < n; i++)
+    if (a[i].dtype != MLC_FLOAT32) return fail_dtype(err, op, i, a[i].dtype, "only float32 is supported");
+  *out = MLC_FLOAT32;
+  return true;
+}
+
+static bool types_num(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  if (!is_num(a[0].dtype)) return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
+  *out = a[0].dtype;
+  return same_dtypes(op, 0, n, a, err);
+}
+
+static bool types_any(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  *out = a[0].dtype;
+  return same_dtypes(op, 0, n, a, err);
+}
+
+static bool types_cmp(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  if (a[0].dtype == MLC_BOOL && op != MLC_GOP_EQUAL)
+    return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
+  *out = MLC_BOOL;
+  return same_dtypes(op, 0, n, a, err);
+}
+
+static bool types_logic(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  for (int i = 0; i < n; i++)
+    if (a[i].dtype != MLC_BOOL) return fail_dtype(err, op, i, a[i].dtype, "bool expected");
+  *out = MLC_BOOL;
+  return true;
+}
+
+static bool types_where(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                        mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  if (a[0].dtype != MLC_BOOL) return fail_dtype(err, op, 0, a[0].dtype, "a bool condition expected");
+  *out = a[1].dtype;
+  return same_dtypes(op, 1, n, a, err);
+}
+
+static bool types_cast(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_dtype *out, mlc_error *err) {
+  (void)n, (void)a;
+  if (!mlc_graph_dtype_ok(at->to))
+    return mlc_error_set(err, "%s: cannot cast to %s (%s)", mlc_gop_name(op),
+                         mlc_dtype_name(at->to), mlc_graph_dtype_names());
+  *out = at->to;
+  return true;
+}
+
+static bool types_arg(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (!is_num(a[0].dtype)) return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
+  *out = MLC_INT64;
+  return true;
+}
+
+/* gather: data of any dtype; indices int64, int32 or float32 holding whole
+ * numbers. */
+static bool types_gather(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (!is_num(a[1].dtype)) return fail_dtype(err, op, 1, a[1].dtype, "int64, int32 or float32 indices expected");
+  *out = a[0].dtype;
+  return true;
+}
+
+static types_rule *const types_rules[] = {
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
+  [MLC_GOP_##id] = types_##types,
+#include "graph/ops.def"
+};
+_Static_assert(sizeof(types_rules) / sizeof(types_rules[0]) == MLC_GOP_COUNT,
+               "dtype rule table out of date");
+
 static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                         mlc_gtype *out, mlc_error *err) {
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
   for (int i = 0; i < n; i++)
-    if (a[i].dtype != MLC_FLOAT32)
-      return mlc_error_set(err, "%s: operand %d is %s; only float32 is supported",
-                           mlc_gop_name(op), i, mlc_dtype_name(a[i].dtype));
+    if (!mlc_graph_dtype_ok(a[i].dtype))
+      return fail_dtype(err, op, i, a[i].dtype, "graph values are float32, int64, int32 or bool");
   memset(out, 0, sizeof *out);
-  out->dtype = MLC_FLOAT32;
-  return shape_rules[op](op, at, n, a, out, err);
+  mlc_dtype t;
+  if (!types_rules[op](op, at, n, a, &t, err)) return false;
+  if (!shape_rules[op](op, at, n, a, out, err)) return false;
+  out->dtype = t;
+  return true;
 }
 
 /* ---- modules ---------------------------------------------------------------- */
@@ -718,7 +877,7 @@ bool mlc_gop_infer(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a, 
   if (!infer_shape(op, at, n, a, out, err)) return false;
   char what[64];
   snprintf(what, sizeof what, "%s: the result", mlc_gop_name(op));
-  return mlc_tensor_numel_checked(what, out->shape, out->ndim, 4, err) >= 0;
+  return mlc_tensor_numel_checked(what, out->shape, out->ndim, mlc_dtype_bytes(out->dtype), err) >= 0;
 }
 
 mlc_gmodule *mlc_graph_new(const char *name) {

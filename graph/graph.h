@@ -41,12 +41,12 @@
 /* ---- ops ----------------------------------------------------------------- */
 
 typedef enum mlc_gop {
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) MLC_GOP_##id,
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) MLC_GOP_##id,
 #include "graph/ops.def"
 } mlc_gop;
 /* Counted outside the enum so switches need no default. */
 enum { MLC_GOP_COUNT = 0
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) +1
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) +1
 #include "graph/ops.def"
 };
 
@@ -76,8 +76,10 @@ const char *mlc_gop_names(void);
 
 /* ---- graph IR ------------------------------------------------------------ */
 
+/* Graph values are float32, int64, int32 or bool (one byte, 0 or 1);
+ * ops.def's types column says which each op takes. */
 typedef struct mlc_gtype {
-  mlc_dtype dtype; /* float32 for now */
+  mlc_dtype dtype;
   int ndim;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
 } mlc_gtype;
@@ -92,7 +94,8 @@ typedef struct mlc_gvar {
   const char *name;
   mlc_gvar_kind kind;
   mlc_gtype type;
-  float *data; /* CONST: row-major values */
+  void *data; /* CONST: row-major values of the dtype's C type (float,
+               * int64_t, int32_t, bool) */
 } mlc_gvar;
 
 /* The C types of graph/attrs.def's kinds. */
@@ -101,6 +104,7 @@ typedef struct mlc_gvar {
 #define MLC_GATTR_TYPE_AXIS int64_t
 #define MLC_GATTR_TYPE_INT int64_t
 #define MLC_GATTR_TYPE_BOOL bool
+#define MLC_GATTR_TYPE_DTYPE mlc_dtype
 
 /* Op attributes: one plain struct for every op; each field lists the ops
  * that read it, every other op ignores it. mlc_gattrs_default gives the
@@ -207,7 +211,19 @@ typedef struct mlc_gmodule {
    * entry calls them by name instead. */
   int n_externs;
   struct mlc_gextern *externs;
+  /* Model inputs read as gather indices (an embedding's token ids): each
+   * element must be in [-n, n), checked before any kernel runs
+   * (mlc_graph_check_inputs; the emitted entry's own check). Found by
+   * mlc_graph_run_pipeline before its passes. */
+  int n_index_checks;
+  struct mlc_gindex_check *index_checks;
 } mlc_gmodule;
+
+typedef struct mlc_gindex_check {
+  int param;         /* main's param */
+  int64_t n;         /* the rows of the gathered axis */
+  const char *node;  /* the gather's result, for messages */
+} mlc_gindex_check;
 
 typedef struct mlc_gextern {
   const char *name;
@@ -243,6 +259,16 @@ void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a);
  * overflows int64 (a .npy header can claim any shape). */
 int64_t mlc_gtype_numel(const mlc_gtype *t);
 bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y);
+/* Whether t is a dtype graph values may have; by name ("int64"); the
+ * list for messages. */
+bool mlc_graph_dtype_ok(mlc_dtype t);
+bool mlc_graph_dtype_from_name(const char *s, mlc_dtype *out);
+const char *mlc_graph_dtype_names(void);
+/* The bytes of t's elements (numel times the dtype's size; -1 as numel). */
+int64_t mlc_gtype_bytes(const mlc_gtype *t);
+/* Element k of data holding graph dtype t's C type, as a double (exact
+ * up to 2^53 for integers). */
+double mlc_gdata_get(mlc_dtype t, const void *data, int64_t k);
 
 /* Checks every function: vars defined before use, names unique, op types
  * as inferred, calls matching their callee's parameters and result, call_tir
@@ -289,6 +315,7 @@ typedef enum mlc_gattr_kind {
   MLC_GATTR_AXIS,
   MLC_GATTR_INT,
   MLC_GATTR_BOOL,
+  MLC_GATTR_DTYPE,
 } mlc_gattr_kind;
 typedef struct mlc_gattr {
   const char *key;
@@ -327,12 +354,12 @@ void mlc_graph_remove_unused(mlc_gmodule *m);
  * (fold.c). */
 mlc_gvar *mlc_graph_const_new(mlc_gmodule *m, const char *base, const mlc_gtype *t);
 
-/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i. Its
- * scratch (accumulators of some ops, as big as the result) comes from the
- * heap and aborts when that runs out; the _in form takes it from
- * `scratch`, so under its escape point running out is an error. */
-void mlc_graph_ref_op(const mlc_gbinding *b, float *const *in, float *y);
-void mlc_graph_ref_op_in(mlc_arena *scratch, const mlc_gbinding *b, float *const *in, float *y);
+/* Evaluate one op binding in plain C (ref.c): in[i] holds arg i's
+ * elements, y gets the result's, each in its dtype's C type. Its scratch
+ * (the values as doubles, accumulators) comes from `scratch`, so under
+ * its escape point running out is an error; NULL: from the heap,
+ * aborting when that runs out. */
+void mlc_graph_eval_op(mlc_arena *scratch, const mlc_gbinding *b, const void *const *in, void *y);
 
 /* Whether name may be a call_extern function of m (extern.c): a C
  * identifier the emitted code does not use itself; false with why. */
@@ -509,6 +536,12 @@ typedef bool (*mlc_gkernel_fn)(void *ud, const mlc_prim_func *f, int n, mlc_arra
  * bindings call the functions defined for m (mlc_graph_define_extern). */
 bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                        mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err);
+/* m->index_checks of main (before lowering: gathers whose indices are
+ * a param); mlc_graph_run_pipeline calls it. */
+void mlc_graph_find_index_checks(mlc_gmodule *m);
+/* The inputs against m->index_checks: false naming the input, the
+ * element, its value and the gather (mlc_graph_execute checks first). */
+bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err);
 
 /* mlc-compile --verify: run f's compiled kernel (run(ud, f, ...), as
  * mlc_graph_execute calls it) and the interpreter on f itself, each on the

@@ -27,7 +27,7 @@ void mlc_graph_layout_nchwc(mlc_gmodule *m, mlc_gfunc *f);
 /* The window ops (conv, transposed conv, max and avg pool) over any
  * spatial rank, as mlc_graph_ref_op evaluates them (ref_window.c; no
  * scratch). */
-void mlc_graph_ref_window(const mlc_gbinding *b, float *const *in, float *y);
+void mlc_graph_ref_window(const mlc_gbinding *b, double *const *in, double *y);
 
 /* Lowering of one op call to a prim_func named `name` (lower.c): params
  * named after the args, the output last. */

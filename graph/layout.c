@@ -185,11 +185,13 @@ static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
   if (cc == 0 || kk == 0) return;
   mlc_gtype pt = {MLC_FLOAT32, 6, {K / kk, C / cc, R, S, cc, kk}};
   mlc_gvar *p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+  float *pd = p->data;
+  const float *wd = w->data;
   for (int64_t k = 0; k < K; k++)
     for (int64_t c = 0; c < C; c++)
       for (int64_t rs = 0; rs < R * S; rs++)
-        p->data[(((k / kk) * (C / cc) + c / cc) * R * S + rs) * cc * kk + (c % cc) * kk + k % kk] =
-            w->data[(k * C + c) * R * S + rs];
+        pd[(((k / kk) * (C / cc) + c / cc) * R * S + rs) * cc * kk + (c % cc) * kk + k % kk] =
+            wd[(k * C + c) * R * S + rs];
   mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
   memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
   args[1] = p;
@@ -215,8 +217,10 @@ static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b)
   } else {
     mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
     p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+    float *pd = p->data;
+    const float *wd = w->data;
     for (int64_t j = 0; j < N; j++)
-      for (int64_t k = 0; k < K; k++) p->data[((j / n) * K + k) * n + j % n] = w->data[j * K + k];
+      for (int64_t k = 0; k < K; k++) pd[((j / n) * K + k) * n + j % n] = wd[j * K + k];
     mlc_gmap_put(packed, w, m->n_consts - 1);
   }
   mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);

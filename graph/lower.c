@@ -14,6 +14,33 @@
 
 static mlc_expr *f32(mlc_arena *a, double v) { return mlc_float(a, MLC_FLOAT32, v); }
 
+/* The constant v in dtype t (a graph dtype). */
+static mlc_expr *const_of(mlc_arena *a, mlc_dtype t, double v) {
+  if (t == MLC_FLOAT32) return f32(a, v);
+  if (t == MLC_BOOL) return mlc_bool(a, v != 0);
+  return mlc_int_t(a, t, (int64_t)v);
+}
+
+/* The constant v in the dtype of expression like. */
+static mlc_expr *like(mlc_arena *a, const mlc_expr *e, double v) { return const_of(a, e->dtype, v); }
+
+static bool is_int(const mlc_expr *e) { return mlc_dtype_is_int(e->dtype); }
+
+/* x / y for integers: truncated toward zero, 0 where y is 0 (the
+ * reference's rule; no trap, whatever the divisor). */
+static mlc_expr *int_divide(mlc_arena *a, mlc_expr_kind k, mlc_expr *x, mlc_expr *y) {
+  mlc_expr *zero = mlc_binary(a, MLC_EXPR_EQ, y, like(a, y, 0));
+  mlc_expr *q = mlc_binary(a, k, x, mlc_select(a, zero, like(a, y, 1), y));
+  return mlc_select(a, zero, like(a, x, 0), q);
+}
+
+/* trunc(x) for floats: toward zero. */
+static mlc_expr *trunc_f(mlc_arena *a, mlc_expr *x) {
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, x, f32(a, 0)),
+                    mlc_call(a, MLC_INTRIN_CEIL, (mlc_expr *[]){x}),
+                    mlc_call(a, MLC_INTRIN_FLOOR, (mlc_expr *[]){x}));
+}
+
 static mlc_te_tensor *placeholder(mlc_te *te, const char *name, const mlc_gtype *t) {
   return mlc_te_placeholder(te, name, t->ndim, t->shape, t->dtype);
 }
@@ -58,7 +85,9 @@ static mlc_expr *power(mlc_arena *a, mlc_expr *x, double c) {
 PW(add) { return mlc_add(a, v[0], v[1]); }
 PW(multiply) { return mlc_mul(a, v[0], v[1]); }
 PW(subtract) { return mlc_sub(a, v[0], v[1]); }
-PW(divide) { return mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]); }
+PW(divide) {
+  return is_int(v[0]) ? int_divide(a, MLC_EXPR_DIV, v[0], v[1]) : mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]);
+}
 PW(maximum) { return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]); }
 PW(minimum) { return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]); }
 PW(pow) { return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){v[0], v[1]}); }
@@ -75,7 +104,10 @@ PW(exp) { return intrin1(a, MLC_INTRIN_EXP, v[0]); }
 PW(erf) { return intrin1(a, MLC_INTRIN_ERF, v[0]); }
 PW(tanh) { return intrin1(a, MLC_INTRIN_TANH, v[0]); }
 PW(sigmoid) { return intrin1(a, MLC_INTRIN_SIGMOID, v[0]); }
-PW(abs) { return intrin1(a, MLC_INTRIN_ABS, v[0]); }
+PW(abs) {
+  if (!is_int(v[0])) return intrin1(a, MLC_INTRIN_ABS, v[0]);
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], like(a, v[0], 0)), mlc_sub(a, like(a, v[0], 0), v[0]), v[0]);
+}
 PW(log) { return intrin1(a, MLC_INTRIN_LOG, v[0]); }
 PW(floor) { return intrin1(a, MLC_INTRIN_FLOOR, v[0]); }
 PW(ceil) { return intrin1(a, MLC_INTRIN_CEIL, v[0]); }
@@ -104,7 +136,34 @@ PW(shrink) {
   return mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v[0], f32(a, -at->alpha)),
                     mlc_add(a, v[0], f32(a, at->beta)), hi);
 }
-PW(negative) { return mlc_mul(a, f32(a, -1), v[0]); }
+PW(negative) { return is_int(v[0]) ? mlc_sub(a, like(a, v[0], 0), v[0]) : mlc_mul(a, f32(a, -1), v[0]); }
+PW(equal) { return mlc_binary(a, MLC_EXPR_EQ, v[0], v[1]); }
+PW(less) { return mlc_binary(a, MLC_EXPR_LT, v[0], v[1]); }
+PW(greater) { return mlc_binary(a, MLC_EXPR_GT, v[0], v[1]); }
+PW(less_equal) { return mlc_binary(a, MLC_EXPR_LE, v[0], v[1]); }
+PW(greater_equal) { return mlc_binary(a, MLC_EXPR_GE, v[0], v[1]); }
+PW(logical_not) { return mlc_not(a, v[0]); }
+PW(logical_and) { return mlc_binary(a, MLC_EXPR_AND, v[0], v[1]); }
+PW(logical_or) { return mlc_binary(a, MLC_EXPR_OR, v[0], v[1]); }
+PW(logical_xor) { return mlc_binary(a, MLC_EXPR_NE, v[0], v[1]); }
+PW(where) { return mlc_select(a, v[0], v[1], v[2]); }
+PW(astype) {
+  if (at->to == MLC_BOOL) return mlc_binary(a, MLC_EXPR_NE, v[0], like(a, v[0], 0));
+  return v[0]->dtype == at->to ? v[0] : mlc_cast(a, at->to, v[0]);
+}
+/* the sign of the divisor: floor modulo (0 where an integer divisor is 0) */
+PW(mod) {
+  if (is_int(v[0])) return int_divide(a, MLC_EXPR_FLOORMOD, v[0], v[1]);
+  return mlc_binary(a, MLC_EXPR_FLOORMOD, v[0], v[1]);
+}
+/* the sign of the dividend: x - trunc(x / y) * y */
+PW(fmod) {
+  if (!is_int(v[0])) {
+    mlc_expr *q = trunc_f(a, mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]));
+    return mlc_sub(a, v[0], mlc_mul(a, q, v[1]));
+  }
+  return mlc_sub(a, v[0], mlc_mul(a, int_divide(a, MLC_EXPR_DIV, v[0], v[1]), v[1]));
+}
 PW(leaky_relu) {
   return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],
                     mlc_mul(a, f32(a, at->alpha), v[0]));
@@ -122,7 +181,7 @@ typedef mlc_expr *pw_value(mlc_arena *a, const mlc_gattrs *at, mlc_expr **v);
 
 /* NULL for the ops that are not pointwise. */
 static pw_value *const pw_values[MLC_GOP_COUNT] = {
-#define MLC_GOP_PW(id, name, script, n_in, shape, print, keys) [MLC_GOP_##id] = pw_##name,
+#define MLC_GOP_PW(id, name, script, n_in, shape, types, print, keys) [MLC_GOP_##id] = pw_##name,
 #include "graph/ops.def"
 };
 
@@ -585,7 +644,7 @@ static mlc_prim_func *lower_pad(mlc_arena *a, const char *name, mlc_gvar *const 
     cond = in_range(a, cond, ix[d], xt->shape[d], b <= 0, e <= 0);
   }
   mlc_expr *v = mlc_te_at_v(te, X, ix);
-  if (cond) v = mlc_if_then_else(a, cond, v, f32(a, at->pad_value));
+  if (cond) v = mlc_if_then_else(a, cond, v, const_of(a, xt->dtype, at->pad_value));
   mlc_te_tensor *Y = mlc_te_end(te, v);
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
@@ -618,6 +677,34 @@ static mlc_prim_func *lower_hardmax(mlc_arena *a, const char *name, mlc_gvar *co
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* argmax / argmin along ax: the extreme m over the axis, then the least
+ * (greatest: select_last_index) k where x equals m, as int64. */
+static mlc_prim_func *lower_argmax(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                   const mlc_gattrs *at, bool is_max, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int ax = mlc_gop_axis(at->axis, xt->ndim);
+  int64_t n = xt->shape[ax];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  /* out index d of an operand index d' (the axis kept as 0 or left out) */
+  int od[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0, k = 0; d < xt->ndim; d++) od[d] = d == ax && !at->keepdims ? -1 : k++;
+  mlc_expr **o = mlc_te_begin(te, is_max ? "T_max" : "T_min", out->ndim, out->shape, NULL);
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? mlc_te_reduce_axis(te, n, "k") : o[od[d]];
+  mlc_te_tensor *M = mlc_te_reduce(te, is_max ? MLC_TE_MAX : MLC_TE_MIN, mlc_te_at_v(te, X, ix));
+  o = mlc_te_begin(te, is_max ? "T_argmax" : "T_argmin", out->ndim, out->shape, NULL);
+  mlc_expr *k = mlc_te_reduce_axis(te, n, "k");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? k : o[od[d]];
+  mlc_expr *hit = mlc_binary(a, MLC_EXPR_EQ, mlc_te_at_v(te, X, ix), mlc_te_at_v(te, M, o));
+  mlc_expr *k64 = mlc_cast(a, MLC_INT64, k);
+  mlc_te_tensor *Y =
+      at->select_last_index
+          ? mlc_te_reduce(te, MLC_TE_MAX, mlc_select(a, hit, k64, mlc_int_t(a, MLC_INT64, 0)))
+          : mlc_te_reduce(te, MLC_TE_MIN, mlc_select(a, hit, k64, mlc_int_t(a, MLC_INT64, n - 1)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
 /* tril / triu: x where the column minus the row is <= k (tril) or >= k
  * (triu), else 0; k clamped to the matrix (the same elements). */
 static mlc_prim_func *lower_trilu(mlc_arena *a, const char *name, mlc_gvar *const *args,
@@ -630,7 +717,7 @@ static mlc_prim_func *lower_trilu(mlc_arena *a, const char *name, mlc_gvar *cons
   mlc_expr **o = mlc_te_begin(te, upper ? "T_triu" : "T_tril", out->ndim, out->shape, NULL);
   mlc_expr *diff = mlc_sub(a, o[out->ndim - 1], o[out->ndim - 2]);
   mlc_expr *keep = mlc_binary(a, upper ? MLC_EXPR_GE : MLC_EXPR_LE, diff, mlc_int(a, k));
-  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, keep, mlc_te_at_v(te, X, o), f32(a, 0)));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_select(a, keep, mlc_te_at_v(te, X, o), const_of(a, xt->dtype, 0)));
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
@@ -649,12 +736,13 @@ static mlc_prim_func *lower_cumsum(mlc_arena *a, const char *name, mlc_gvar *con
   mlc_expr_kind cmp = at->reverse ? (at->exclusive ? MLC_EXPR_GT : MLC_EXPR_GE)
                                   : (at->exclusive ? MLC_EXPR_LT : MLC_EXPR_LE);
   mlc_expr *counts = mlc_binary(a, cmp, r, o[ax]);
-  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_SUM, mlc_select(a, counts, mlc_te_at_v(te, X, ix), f32(a, 0)));
+  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_SUM, mlc_select(a, counts, mlc_te_at_v(te, X, ix), const_of(a, xt->dtype, 0)));
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
 /* gather along ax: out[o..., j..., i...] = x[o..., k, i...] with k the
- * index at j (a float holding a whole number), from the end when negative.
+ * index at j (an integer, or a float holding a whole number), from the
+ * end when negative.
  * An index outside [-n, n) (or NaN) reads row 0 rather than outside x: the
  * verifier refuses constant indices out of range, runtime ones are the
  * caller's. */
@@ -666,11 +754,11 @@ static mlc_prim_func *lower_gather(mlc_arena *a, const char *name, mlc_gvar *con
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
   mlc_expr **o = mlc_te_begin(te, "T_take", out->ndim, out->shape, NULL);
   mlc_expr *v = mlc_te_at_v(te, I, o + ax);
-  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, f32(a, (double)-n)),
-                            mlc_binary(a, MLC_EXPR_LE, v, f32(a, (double)(n - 1))));
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
+                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
   /* floormod maps [-n, n) onto the axis and shows the bound analysis
    * that the read stays inside x */
-  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, f32(a, 0)));
+  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
   k = mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
   mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
   for (int d = 0; d < xt->ndim; d++)
@@ -954,6 +1042,10 @@ static mlc_prim_func *lower_op_cumsum(const lower_call *c) {
   return lower_cumsum(c->a, c->name, c->args, c->at, c->out);
 }
 
+static mlc_prim_func *lower_op_argmax(const lower_call *c) {
+  return lower_argmax(c->a, c->name, c->args, c->at, c->op == MLC_GOP_ARGMAX, c->out);
+}
+
 static mlc_prim_func *lower_op_gather(const lower_call *c) {
   return lower_gather(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
 }
@@ -984,7 +1076,7 @@ static mlc_prim_func *lower_op_pointwise(const lower_call *c) {
 }
 
 static lowering *const lowerings[] = {
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   [MLC_GOP_##id] = lower_op_##impl,
 #include "graph/ops.def"
 };

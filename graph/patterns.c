@@ -34,8 +34,8 @@ static mlc_gbinding *sole_consumer(mlc_gfunc *f, const mlc_gvar *v, mlc_gop op) 
 
 /* A one-element constant (any rank), its value in *v. */
 static bool scalar_const(const mlc_gvar *c, double *v) {
-  if (c->kind != MLC_GVAR_CONST || mlc_gtype_numel(&c->type) != 1) return false;
-  *v = c->data[0];
+  if (c->kind != MLC_GVAR_CONST || c->type.dtype != MLC_FLOAT32 || mlc_gtype_numel(&c->type) != 1) return false;
+  *v = *(const float *)c->data;
   return true;
 }
 

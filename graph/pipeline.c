@@ -61,6 +61,7 @@ bool mlc_graph_run_pipeline(mlc_gmodule *m, const char *print_after,
                             void *ud, mlc_error *err) {
   if (print_after && !mlc_graph_pass_find(print_after))
     return mlc_error_set(err, "unknown pass \"%s\"", print_after);
+  mlc_graph_find_index_checks(m);
   for (int i = 0; i < MLC_COUNTOF(passes); i++) {
     if (!run_guarded(&passes[i], m, err))
       return mlc_error_prefix(err, "after pass %s", passes[i].name);

@@ -155,12 +155,15 @@ static void put_keys(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
     case MLC_GATTR_BOOL:
       mlc_str_printf(out, ", %s=%s", key, MLC_GATTR_GET(a, g, bool) ? "True" : "False");
       break;
+    case MLC_GATTR_DTYPE:
+      mlc_str_printf(out, ", %s=\"%s\"", key, mlc_dtype_name(MLC_GATTR_GET(a, g, mlc_dtype)));
+      break;
     }
   }
 }
 
 static attr_printer *const attr_printers[] = {
-#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, impl, print, keys) \
+#define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   [MLC_GOP_##id] = put_##print,
 #include "graph/ops.def"
 };

@@ -67,9 +67,9 @@ static int64_t transposed_read(const window *w, const int64_t *o, const int64_t 
 
 /* conv, w [K, C / groups, k...]; transposed conv, w [C, K / groups, k...];
  * bias [K] or NULL. */
-static void ref_conv(bool transposed, const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
-                     const mlc_gtype *wt, const float *wd, const float *bias, const mlc_gtype *out,
-                     float *y) {
+static void ref_conv(bool transposed, const mlc_gattrs *at, const mlc_gtype *xt, const double *x,
+                     const mlc_gtype *wt, const double *wd, const double *bias, const mlc_gtype *out,
+                     double *y) {
   window w = window_of(at, xt, out, wt->shape + 2);
   int64_t N = out->shape[0], K = out->shape[1], C = xt->shape[1];
   int64_t Kg = K / at->groups, Cg = C / at->groups;
@@ -88,7 +88,7 @@ static void ref_conv(bool transposed, const mlc_gattrs *at, const mlc_gtype *xt,
             int64_t wi = transposed ? (c * Kg + k % Kg) * w.n_k + rp : (k * Cg + cg) * w.n_k + rp;
             if (ip >= 0) acc += (double)x[(n * C + c) * w.n_in + ip] * wd[wi];
           }
-        y[(n * K + k) * w.n_out + op] = (float)acc;
+        y[(n * K + k) * w.n_out + op] = (double)acc;
       }
 }
 
@@ -96,8 +96,8 @@ static void ref_conv(bool transposed, const mlc_gattrs *at, const mlc_gtype *xt,
  * the part of a window past the input do not count); avg pools: their
  * mean, divided by the elements of the window inside the input (or inside
  * the padded input with count_include_pad). */
-static void ref_pool(bool max, const mlc_gattrs *at, const mlc_gtype *xt, const float *x,
-                     const mlc_gtype *out, float *y) {
+static void ref_pool(bool max, const mlc_gattrs *at, const mlc_gtype *xt, const double *x,
+                     const mlc_gtype *out, double *y) {
   window w = window_of(at, xt, out, at->kernel);
   int64_t NC = out->shape[0] * out->shape[1];
   int64_t o[MLC_GRAPH_MAX_WINDOW], r[MLC_GRAPH_MAX_WINDOW];
@@ -113,13 +113,13 @@ static void ref_pool(bool max, const mlc_gattrs *at, const mlc_gtype *xt, const 
         if (ip >= 0) m = fmax(m, x[p * w.n_in + ip]), sum += x[p * w.n_in + ip];
         count += at->count_include_pad ? padded : ip >= 0;
       }
-      y[p * w.n_out + op] = (float)(max ? m : sum / (double)count);
+      y[p * w.n_out + op] = (double)(max ? m : sum / (double)count);
     }
 }
 
-void mlc_graph_ref_window(const mlc_gbinding *b, float *const *in, float *y) {
+void mlc_graph_ref_window(const mlc_gbinding *b, double *const *in, double *y) {
   const mlc_gtype *xt = &b->args[0]->type, *out = &b->var->type;
-  const float *bias = b->n_args == 3 ? in[2] : NULL;
+  const double *bias = b->n_args == 3 ? in[2] : NULL;
   bool transposed = b->op == MLC_GOP_CONV_TRANSPOSE2D || b->op == MLC_GOP_CONV_TRANSPOSE3D;
   if (transposed || b->op == MLC_GOP_CONV2D || b->op == MLC_GOP_CONV3D)
     ref_conv(transposed, &b->attrs, xt, in[0], &b->args[1]->type, in[1], bias, out, y);

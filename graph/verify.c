@@ -111,7 +111,7 @@ static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
   if (ind->kind != MLC_GVAR_CONST) return true;
   int64_t n = b->args[0]->type.shape[mlc_gop_axis(b->attrs.axis, b->args[0]->type.ndim)];
   for (int64_t k = 0; k < mlc_gtype_numel(&ind->type); k++) {
-    double v = ind->data[k];
+    double v = mlc_gdata_get(ind->type.dtype, ind->data, k);
     if (!(v >= (double)-n && v < (double)n) || v != (double)(int64_t)v)
       return mlc_error_set(err, "gather: index %g (element %lld of %s) is not a whole number in "
                                 "[%lld, %lld)",

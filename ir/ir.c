@@ -46,6 +46,20 @@ _Static_assert(sizeof intrin_info / sizeof intrin_info[0] == MLC_INTRIN_COUNT, "
 const char *mlc_dtype_name(mlc_dtype t) { return dtype_info[t].name; }
 int mlc_dtype_bits(mlc_dtype t) { return dtype_info[t].bits; }
 int mlc_dtype_bytes(mlc_dtype t) { return t == MLC_BOOL ? 1 : dtype_info[t].bits / 8; }
+
+const char *mlc_dtype_c_name(mlc_dtype t) {
+  switch (t) {
+  case MLC_BOOL: return "uint8_t";
+  case MLC_INT8: return "int8_t";
+  case MLC_UINT8: return "uint8_t";
+  case MLC_BFLOAT16: return "uint16_t"; /* upper float32 bits */
+  case MLC_INT32: return "int32_t";
+  case MLC_INT64: return "int64_t";
+  case MLC_FLOAT16: return "uint16_t"; /* IEEE half bits */
+  case MLC_FLOAT32: return "float";
+  }
+  mlc_unreachable();
+}
 bool mlc_dtype_is_float(mlc_dtype t) { return dtype_info[t].is_float; }
 bool mlc_dtype_is_int(mlc_dtype t) { return dtype_info[t].is_int; }
 const char *mlc_expr_kind_name(mlc_expr_kind k) { return expr_names[k]; }

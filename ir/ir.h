@@ -87,6 +87,8 @@ const char *mlc_dtype_name(mlc_dtype t);            /* "float32" */
 bool mlc_dtype_from_name(const char *s, mlc_dtype *out);
 int mlc_dtype_bits(mlc_dtype t);
 int mlc_dtype_bytes(mlc_dtype t);                   /* bool: 1 */
+/* The C type of t's elements in emitted headers ("int64_t"; bool: "uint8_t"). */
+const char *mlc_dtype_c_name(mlc_dtype t);
 bool mlc_dtype_is_float(mlc_dtype t);
 bool mlc_dtype_is_int(mlc_dtype t);                 /* (u)int8, int32/64 (not bool) */
 const char *mlc_expr_kind_name(mlc_expr_kind k);

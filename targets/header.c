@@ -10,20 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *c_type(mlc_dtype t) {
-  switch (t) {
-  case MLC_BOOL: return "uint8_t";
-  case MLC_INT8: return "int8_t";
-  case MLC_UINT8: return "uint8_t";
-  case MLC_BFLOAT16: return "uint16_t"; /* upper float32 bits */
-  case MLC_INT32: return "int32_t";
-  case MLC_INT64: return "int64_t";
-  case MLC_FLOAT16: return "uint16_t"; /* IEEE half bits */
-  case MLC_FLOAT32: return "float";
-  }
-  mlc_unreachable();
-}
-
 static bool is_c_ident(const char *s) {
   if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
   for (; *s; s++)
@@ -77,7 +63,7 @@ static void write_function(mlc_str *out, const mlc_prim_func *f, const char *sym
   mlc_str_printf(out, "static inline int32_t %s_call(", sym);
   for (int i = 0; i < f->n_params; i++) {
     param_name(name, sizeof name, f, sym, i);
-    mlc_str_printf(out, "%s%s *%s", i ? ", " : "", c_type(f->params[i]->dtype), name);
+    mlc_str_printf(out, "%s%s *%s", i ? ", " : "", mlc_dtype_c_name(f->params[i]->dtype), name);
   }
   if (f->n_params == 0) mlc_str_puts(out, "void");
   mlc_str_puts(out, ") {\n");

@@ -1238,7 +1238,7 @@ static void check_pack_case(const pack_case *c) {
     bool same = shape;
     for (int j = 0; same && j < c->N; j++)
       for (int k = 0; k < c->K; k++)
-        same &= p->data[((j / c->block) * c->K + k) * c->block + j % c->block] == w->data[j * c->K + k];
+        same &= ((float *)p->data)[((j / c->block) * c->K + k) * c->block + j % c->block] == ((float *)w->data)[j * c->K + k];
     CHECK_MSG(same, "%s: packed values differ", c->name);
   } else {
     CHECK_MSG(n_packed == 0 && (c->w_input || find_const(m, "w")), "%s: packed", c->name);
