@@ -187,13 +187,16 @@ bench-deps:
 	@echo "# $(BENCH_VENV):"; $(BENCH_VENV)/bin/pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(onnxruntime|openvino|numpy) '
 
 # The real networks (examples/export_models.py: ResNet-18, MobileNetV2, a
-# transformer encoder, random weights, with an input and PyTorch's output
+# transformer encoder, and BERT-base, GPT-2 small and a 125M Llama from
+# examples/lm_models.py, random weights, with inputs and PyTorch's outputs
 # as .npy) into models/, git-ignored; needs python3-torch and
 # python3-torchvision (DEB_OPTIONAL), which only /usr/bin/python3 sees.
-MODEL_FILES := models/resnet18.onnx models/mobilenet_v2.onnx models/encoder.onnx
+# The three language models take about 1.6 GB.
+MODEL_FILES := models/resnet18.onnx models/mobilenet_v2.onnx models/encoder.onnx \
+               models/bert_base.onnx models/gpt2_small.onnx models/llama_100m.onnx
 .PHONY: models
 models: $(MODEL_FILES)
-$(MODEL_FILES) &: examples/export_models.py
+$(MODEL_FILES) &: examples/export_models.py examples/lm_models.py
 	/usr/bin/python3 examples/export_models.py models
 
 # Debian packages the project needs; installed when root, else printed.

@@ -8,7 +8,22 @@ random weights in eval mode, into models/ (git-ignored; `make models`):
                               4 heads, 4 layers, feed-forward 1024,
                               sequence 128, batch 1 (input 128x1x256)
 
-each with <name>_in.npy (the input) and <name>_out.npy (PyTorch's output).
+each with <name>_in.npy (the input) and <name>_out.npy (PyTorch's output),
+and three language models as HuggingFace writes them (examples/lm_models.py),
+exported at sequence 16 with batch and sequence dynamic:
+
+    models/bert_base.onnx     BERT-base: 12 layers, hidden 768, 12 heads,
+                              vocabulary 30522; inputs input_ids,
+                              token_type_ids, attention_mask; outputs
+                              last_hidden_state, pooler_output
+    models/gpt2_small.onnx    GPT-2 small: 12 layers, hidden 768, 12 heads,
+                              vocabulary 50257, tied lm_head; output logits
+    models/llama_100m.onnx    Llama-style: 12 layers, hidden 768, 12 query
+                              and 4 key/value heads, SwiGLU 2048, vocabulary
+                              32000 (about 125M parameters); output logits
+
+each with its inputs and PyTorch's outputs at sequence 128, batch 1 (the
+bench length), as <name>_s128_<input or output name>.npy.
 Needs Debian's python3-torch and python3-torchvision, which only
 /usr/bin/python3 sees:
 
@@ -24,6 +39,9 @@ import sys
 import numpy as np
 import torch
 import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lm_models  # noqa: E402
 
 OPSET = 14  # torch.onnx.export's default in PyTorch 1.13
 
@@ -43,6 +61,9 @@ def encoder():
 
 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "encoder": encoder}
+LM_MODELS = {"bert_base": "bert", "gpt2_small": "gpt2", "llama_100m": "llama"}
+LM_EXPORT_SEQ = 16
+LM_BENCH_SEQ = 128
 
 
 def export(name, outdir):
@@ -62,6 +83,27 @@ def export(name, outdir):
                                                   tuple(x.shape), tuple(y.shape)))
 
 
+def export_lm(name, outdir):
+    """Exported at one length and checked at another, so that the sequence
+    axis is followed through the shape chains rather than baked in."""
+    kind = LM_MODELS[name]
+    cfg = lm_models.real_config(kind)
+    model = lm_models.build(kind, cfg)
+    gen = torch.Generator().manual_seed(1)
+    path = os.path.join(outdir, name + ".onnx")
+    lm_models.export(model, kind, lm_models.example_inputs(kind, cfg, 1, LM_EXPORT_SEQ, gen), path)
+    x = lm_models.example_inputs(kind, cfg, 1, LM_BENCH_SEQ, gen)
+    y = lm_models.run(model, kind, x)
+    prefix = os.path.join(outdir, "%s_s%d_" % (name, LM_BENCH_SEQ))
+    for n, t in x.items():
+        np.save(prefix + n + ".npy", t.numpy().astype(np.int64))
+    for n, t in y.items():
+        np.save(prefix + n + ".npy", t.numpy().astype(np.float32))
+    print("%s: %s (%.1f MB, %.1fM parameters), outputs at sequence %d: %s"
+          % (name, path, os.path.getsize(path) / 1e6, lm_models.param_count(model) / 1e6,
+             LM_BENCH_SEQ, ", ".join("%s %s" % (n, tuple(t.shape)) for n, t in y.items())))
+
+
 def main(argv):
     outdir = "models"
     only = None
@@ -73,9 +115,14 @@ def main(argv):
         else:
             outdir = a
     os.makedirs(outdir, exist_ok=True)
+    if only is not None and only not in MODELS and only not in LM_MODELS:
+        sys.exit("export_models.py: unknown model %s" % only)
     for name in MODELS:
         if only is None or only == name:
             export(name, outdir)
+    for name in LM_MODELS:
+        if only is None or only == name:
+            export_lm(name, outdir)
 
 
 if __name__ == "__main__":
