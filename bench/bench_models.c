@@ -493,6 +493,7 @@ static float *read_npy(const char *model, const char *suffix, int64_t *n) {
   snprintf(path, sizeof path, "models/%s_%s.npy", model, suffix);
   float *d = mlc_npy_read(path, &ty, &err);
   if (!d) die(path, err.msg);
+  if (ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
   *n = mlc_gtype_numel(&ty);
   return d;
 }
@@ -870,6 +871,7 @@ static void engine_checks(const engines *e, const char *work, const char *model,
     mlc_gtype ty;
     float *y = mlc_npy_read(path, &ty, &err);
     if (!y) die(path, err.msg);
+    if (ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
     if (mlc_gtype_numel(&ty) == n_out) *dst[i] = rel_error(out, y, n_out);
     mlc_free(y);
   }

@@ -87,18 +87,30 @@ mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_
  * (input_shapes must be NULL or empty); the tools' --model. */
 mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
                                 const char *const *input_shapes, mlc_error *err);
-/* A serialized ONNX TensorProto (the backend tests' input_0.pb), float32
- * only, as mlc_npy_read reads .npy. */
-float *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
-float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
-                             mlc_error *err);
+/* A serialized ONNX TensorProto (the backend tests' input_0.pb), as
+ * mlc_npy_read reads .npy: float32, int64, int32, bool, uint8 or int8 from
+ * raw_data or the typed fields (float_data, int64_data, int32_data: ONNX
+ * keeps int32, int8, uint8 and bool there); type->dtype says which and the
+ * data comes back in its C type (float, int64_t, int32_t, uint8_t, int8_t;
+ * bool one byte, 0 or 1). Other dtypes, bool values other than 0/1 and
+ * int32_data entries out of the dtype's range are refused, naming the file. */
+void *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
+void *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
+                            mlc_error *err);
 
-/* .npy files (format 1.0-3.0), float32 little-endian C order only. Errors
- * name the file and what is wrong (bad magic, header, dtype, Fortran order,
- * shape, truncated or trailing data). */
-float *mlc_npy_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
-float *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
-                     mlc_error *err);
-bool mlc_npy_write(const char *path, const mlc_gtype *type, const float *data, mlc_error *err);
+/* .npy files (format 1.0-3.0), little-endian C order. Read: descr '<f4'
+ * (float32), '<i8' (int64), '<i4' (int32), '|b1' (bool: every byte 0 or
+ * 1), '|u1' (uint8), '|i1' (int8); type->dtype says which and the data
+ * comes back in the dtype's C type, as mlc_onnx_tensor_read. Errors name
+ * the file and what is wrong (bad magic, header, dtype with the accepted
+ * list, Fortran order, shape, a bool byte not 0/1, truncated or trailing
+ * data). */
+void *mlc_npy_read(const char *path, mlc_gtype *type, mlc_error *err); /* mlc_free */
+void *mlc_npy_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
+                    mlc_error *err);
+/* Writes data (numel(type) elements of type->dtype's C type) with the
+ * descr of type->dtype; false (nothing written) for a dtype .npy reading
+ * does not accept (float16, bfloat16). */
+bool mlc_npy_write(const char *path, const mlc_gtype *type, const void *data, mlc_error *err);
 
 #endif

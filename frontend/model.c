@@ -144,6 +144,11 @@ static bool load_weight_file(loader *L, const char *wname, const char *file, mlc
   mlc_gtype t;
   float *data = mlc_npy_read(path, &t, &e);
   if (!data) return lfail(L, "weight '%s': %s", wname, e.msg);
+  if (t.dtype != MLC_FLOAT32) { /* until graph constants take other dtypes */
+    mlc_free(data);
+    return lfail(L, "weight '%s': %s holds %s, weights are float32 for now", wname, path,
+                 mlc_dtype_name(t.dtype));
+  }
   if (!mlc_gtype_equal(&t, &v->type)) {
     char s0[128], s1[128];
     mlc_gtype_str(&t, s0, sizeof s0);

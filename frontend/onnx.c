@@ -931,26 +931,69 @@ mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
   return mlc_graph_load(path, weights_dir, err);
 }
 
-float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
-                             mlc_error *err) {
+/* The graph dtype of an ONNX tensor file's data_type, false for one we do
+ * not read. */
+static bool file_dtype(int32_t dt, mlc_dtype *out) {
+  switch (dt) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = MLC_FLOAT32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = MLC_INT64; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = MLC_INT32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = MLC_BOOL; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = MLC_UINT8; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = MLC_INT8; return true;
+  default: return false;
+  }
+}
+
+/* d's integers (decoded as int64) narrowed into out, elements of dtype t;
+ * a value t cannot hold (possible only from int32_data, or a bool byte
+ * other than 0/1) is an error naming the element. */
+static bool narrow_ints(const char *name, const tensor *d, mlc_dtype t, void *out,
+                        mlc_error *err) {
+  int64_t lo = t == MLC_INT32 ? INT32_MIN : t == MLC_INT8 ? INT8_MIN : 0;
+  int64_t hi = t == MLC_INT32 ? INT32_MAX : t == MLC_INT8 ? INT8_MAX : t == MLC_UINT8 ? 255 : 1;
+  for (int64_t k = 0; k < d->numel; k++) {
+    int64_t v = d->i[k];
+    if (t != MLC_INT64 && (v < lo || v > hi))
+      return mlc_error_set(err, "%s: element %lld is %lld, outside %s's range [%lld, %lld]", name,
+                           (long long)k, (long long)v, mlc_dtype_name(t), (long long)lo,
+                           (long long)hi);
+    switch (mlc_dtype_bytes(t)) {
+    case 8: ((int64_t *)out)[k] = v; break;
+    case 4: ((int32_t *)out)[k] = (int32_t)v; break;
+    case 1: ((uint8_t *)out)[k] = (uint8_t)v; break; /* int8: the same byte */
+    default: mlc_unreachable();
+    }
+  }
+  return true;
+}
+
+void *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc_gtype *type,
+                            mlc_error *err) {
   Onnx__TensorProto *t = onnx__tensor_proto__unpack(&pb_allocator, len, bytes);
   if (!t) {
     mlc_error_set(err, "%s: not a serialized ONNX TensorProto", name);
     return NULL;
   }
+  int32_t dt = t->has_data_type ? t->data_type : 0;
+  mlc_dtype dtype;
   mlc_arena *a = mlc_arena_new();
   tensor d;
-  float *out = NULL;
-  if (decode_tensor(t, name, a, &d, err)) {
-    if (d.is_int) {
-      mlc_error_set(err, "%s: integer tensors are not supported (float32 only)", name);
-    } else {
-      memset(type, 0, sizeof *type);
-      type->dtype = MLC_FLOAT32;
-      type->ndim = d.ndim;
-      memcpy(type->shape, d.shape, sizeof d.shape);
-      out = mlc_xmalloc(sizeof(float) * (size_t)(d.numel + 1));
-      memcpy(out, d.f, sizeof(float) * (size_t)d.numel);
+  void *out = NULL;
+  if (!file_dtype(dt, &dtype)) {
+    mlc_error_set(err, "%s: dtype %s is not supported (float32, int64, int32, bool, uint8, int8)",
+                  name, dtype_name(dt));
+  } else if (decode_tensor(t, name, a, &d, err)) {
+    memset(type, 0, sizeof *type);
+    type->dtype = dtype;
+    type->ndim = d.ndim;
+    memcpy(type->shape, d.shape, sizeof d.shape);
+    size_t bytes_out = (size_t)mlc_dtype_bytes(dtype) * (size_t)d.numel;
+    out = mlc_xmalloc(bytes_out + 8);
+    if (!d.is_int) memcpy(out, d.f, bytes_out);
+    else if (!narrow_ints(name, &d, dtype, out, err)) {
+      mlc_free(out);
+      out = NULL;
     }
   }
   mlc_arena_free(a);
@@ -958,11 +1001,11 @@ float *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, ml
   return out;
 }
 
-float *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err) {
+void *mlc_onnx_tensor_read(const char *path, mlc_gtype *type, mlc_error *err) {
   size_t len;
   char *bytes = mlc_read_file(path, &len, err);
   if (!bytes) return NULL;
-  float *f = mlc_onnx_tensor_parse(path, bytes, len, type, err);
+  void *data = mlc_onnx_tensor_parse(path, bytes, len, type, err);
   mlc_free(bytes);
-  return f;
+  return data;
 }

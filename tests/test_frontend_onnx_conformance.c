@@ -244,8 +244,9 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, data_index[i]);
     float *d = mlc_onnx_tensor_read(path, &t, &err);
     const mlc_gtype *p = &f->params[i]->type;
-    if (!d) {
-      snprintf(why, wn, "%s", err.msg);
+    if (!d || t.dtype != MLC_FLOAT32) {
+      if (d) snprintf(why, wn, "input %d: %s (float32 only)", i, mlc_dtype_name(t.dtype));
+      else snprintf(why, wn, "%s", err.msg);
       r = C_REFUSED; /* an input dtype we do not read */
     } else if (mlc_gtype_numel(&t) != mlc_gtype_numel(p)) {
       snprintf(why, wn, "input %d: %lld elements, the model says %lld", i,
@@ -264,6 +265,9 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
     const mlc_gtype *p = &f->outputs[i]->type;
     if (!want[i]) {
       snprintf(why, wn, "%s", err.msg);
+      r = C_FAIL;
+    } else if (t.dtype != MLC_FLOAT32) { /* as when such outputs were not read */
+      snprintf(why, wn, "output %d: %s (float32 only)", i, mlc_dtype_name(t.dtype));
       r = C_FAIL;
     } else if (mlc_gtype_numel(&t) != mlc_gtype_numel(p)) {
       snprintf(why, wn, "output %d: %lld elements expected, the model gives %lld", i,

@@ -173,7 +173,7 @@ static const npy_case npy_cases[] = {
     {"ok_v2", GOOD_DICT, 2, 24, NULL},
     {"ok_key_order", "{'shape': (6,), 'fortran_order': False, 'descr': '<f4'}", 1, 24, NULL},
     {"float64", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 1, 48,
-     "dtype '<f8' is not float32"},
+     "dtype '<f8' is not supported"},
     {"big_endian", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 1, 24,
      "dtype '>f4'"},
     {"fortran", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 1, 24,
@@ -271,6 +271,12 @@ static void test_weight_files(void) {
   CHECK(mlc_npy_write("/tmp/mlc_test_graph_w/w.npy", &wrong, v, &err));
   m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
   CHECK_MSG(!m && strstr(err.msg, "weight 'w'") && strstr(err.msg, "has shape (4, 3), the model says (3, 4)"),
+            "%s", err.msg);
+  int64_t ids[12] = {0};
+  mlc_gtype ints = {MLC_INT64, 2, {3, 4}}; /* the right shape, not yet a weight's dtype */
+  CHECK(mlc_npy_write("/tmp/mlc_test_graph_w/w.npy", &ints, ids, &err));
+  m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);
+  CHECK_MSG(!m && strstr(err.msg, "weight 'w'") && strstr(err.msg, "w.npy holds int64, weights are float32"),
             "%s", err.msg);
   mlc_write_file("/tmp/mlc_test_graph_w/w.npy", "\x93NUMPY\x01\x00\x05\x00{'de", 15, &err);
   m = mlc_graph_parse("t.json", json, strlen(json), dir, &err);

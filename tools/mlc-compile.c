@@ -680,6 +680,12 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
   }
   mlc_gtype t;
   float *d = mlc_npy_read(path, &t, err);
+  if (d && t.dtype != MLC_FLOAT32) {
+    mlc_error_set(err, "%s: holds %s, the model input %s takes float32", path,
+                  mlc_dtype_name(t.dtype), p->name);
+    mlc_free(d);
+    d = NULL;
+  }
   if (d && !mlc_gtype_equal(&t, &p->type)) {
     char s0[128], s1[128];
     shape_str(&t, s0, sizeof s0);
