@@ -182,6 +182,18 @@ static int int_size(int32_t t) {
   }
 }
 
+bool onnx_graph_dtype(int32_t t, mlc_dtype *out) {
+  switch (t) {
+  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = MLC_FLOAT32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = MLC_INT64; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = MLC_INT32; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = MLC_BOOL; return true;
+  default: return false;
+  }
+}
+
+const char *onnx_dtype_name(int32_t t) { return dtype_name(t); }
+
 static bool is_signed(int32_t t) {
   return t != ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 && t != ONNX__TENSOR_PROTO__DATA_TYPE__UINT16 &&
          t != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
@@ -190,6 +202,7 @@ static bool is_signed(int32_t t) {
 /* A decoded tensor: float32 (f) or integer (i, as int64). */
 typedef struct tensor {
   bool is_int;
+  int32_t onnx_dtype; /* is_int: the ONNX dtype */
   int ndim;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   int64_t numel;
@@ -239,6 +252,7 @@ static bool decode_tensor(const Onnx__TensorProto *t, const char *what, mlc_aren
     return mlc_error_set(err, "%s: dtype %s is not supported (float32, and integers for shapes "
                               "and indices)", what, dtype_name(dt));
   out->is_int = true;
+  out->onnx_dtype = dt;
   out->i = mlc_arena_alloc(a, sizeof(int64_t) * (n ? n : 1));
   if (raw) {
     if (t->raw_data.len != (size_t)size * n)
@@ -315,7 +329,7 @@ static oval *new_value(oimp *I, const char *name) {
 
 static mlc_gvar *add_const(oimp *I, const char *name, const mlc_gtype *t) {
   mlc_gvar *c = mlc_gvar_new(I->m, ident(I, name), MLC_GVAR_CONST, t);
-  c->data = mlc_arena_alloc(I->m->arena, sizeof(float) * (size_t)(mlc_gtype_numel(t) + 1));
+  c->data = mlc_arena_alloc(I->m->arena, (size_t)mlc_gtype_bytes(t) + 8);
   MLC_VEC_PUSH(I->consts, c);
   return c;
 }
@@ -335,6 +349,7 @@ static bool define_tensor(oimp *I, const char *name, const tensor *t) {
   memcpy(v->shape, t->shape, sizeof v->shape);
   if (t->is_int) {
     v->is_int = true;
+    v->onnx_dtype = t->onnx_dtype;
     v->i = t->i;
     return true;
   }
@@ -346,23 +361,55 @@ static bool define_tensor(oimp *I, const char *name, const tensor *t) {
   return true;
 }
 
+/* An integer constant as a graph constant of its dtype (made once, when
+ * a graph op reads it). */
+static mlc_gvar *int_const_var(oimp *I, const oval *v) {
+  mlc_gtype t;
+  var_type(v->ndim, v->shape, &t);
+  if (!onnx_graph_dtype(v->onnx_dtype, &t.dtype)) {
+    ifail(I, "'%s' has dtype %s; graph values are %s", v->name, dtype_name(v->onnx_dtype),
+          mlc_graph_dtype_names());
+    return NULL;
+  }
+  int64_t c = onnx_numel(v->ndim, v->shape);
+  mlc_gvar *var = add_const(I, v->name, &t);
+  for (int64_t k = 0; k < c; k++)
+    switch (t.dtype) {
+    case MLC_INT64: ((int64_t *)var->data)[k] = v->i[k]; break;
+    case MLC_INT32: ((int32_t *)var->data)[k] = (int32_t)v->i[k]; break;
+    case MLC_BOOL: ((uint8_t *)var->data)[k] = v->i[k] != 0; break;
+    default: mlc_unreachable();
+    }
+  return var;
+}
+
 mlc_gvar *onnx_var(const onode *n, int k) {
   oval *v = k < n->n_in ? n->in[k] : NULL;
   if (!v) {
     onnx_fail(n, "input %d is missing", k);
     return NULL;
   }
-  if (v->is_int) {
-    onnx_fail(n, "input %d '%s' is an integer tensor; only float32 is supported here", k, v->name);
+  if (v->is_int && !v->var && !(v->var = int_const_var(n->I, v))) {
+    onnx_fail(n, "input %d: %s", k, n->I->err->msg);
     return NULL;
   }
   return v->var;
 }
 
-bool onnx_const_float(const oval *v) { return v && !v->is_int && v->var->kind == MLC_GVAR_CONST; }
+bool onnx_const_float(const oval *v) {
+  return v && !v->is_int && v->var->kind == MLC_GVAR_CONST && v->var->type.dtype == MLC_FLOAT32;
+}
 
 const int64_t *onnx_ints(const onode *n, int k, int64_t *count) {
   oval *v = k < n->n_in ? n->in[k] : NULL;
+  if (v && !v->is_int && v->var->kind == MLC_GVAR_CONST && v->var->type.dtype != MLC_FLOAT32) {
+    /* an integer the graph computed from constants (a folded where) */
+    int64_t c = onnx_numel(v->ndim, v->shape);
+    int64_t *i = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t j = 0; j < c; j++) i[j] = (int64_t)mlc_gdata_get(v->var->type.dtype, v->var->data, j);
+    *count = c;
+    return i;
+  }
   if (!v || !v->is_int) {
     onnx_fail(n, "input %d must be a constant integer tensor", k);
     return NULL;
@@ -405,11 +452,19 @@ bool onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t 
 
 bool onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape,
                        const int64_t *vals) {
+  const oval *x = n->n_in ? n->in[0] : NULL;
+  return onnx_set_out_ints_as(n, k, x && x->is_int ? x->onnx_dtype : ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+                              ndim, shape, vals);
+}
+
+bool onnx_set_out_ints_as(const onode *n, int k, int32_t onnx_dtype, int ndim, const int64_t *shape,
+                          const int64_t *vals) {
   int64_t c = onnx_checked_numel(n, out_what(n, k), ndim, shape, 8);
   if (c < 0) return false;
   oval *v = out_value(n, k);
   if (!v) return true;
   v->is_int = true;
+  v->onnx_dtype = onnx_dtype;
   v->ndim = ndim;
   if (ndim) memcpy(v->shape, shape, sizeof(int64_t) * (size_t)ndim); /* a scalar may pass NULL */
   v->i = mlc_arena_memdup(n->I->m->arena, vals, sizeof(int64_t) * (size_t)(c ? c : 1));
@@ -432,7 +487,7 @@ bool onnx_const_tensor(const onode *n, const Onnx__TensorProto *t, int nd, const
   if (!decode_tensor(t, "value", n->I->m->arena, &d, &e)) return onnx_fail(n, "%s", e.msg);
   if (nd >= 0) {
     if (d.numel != 1) return onnx_fail(n, "value must hold one element");
-    tensor full = {d.is_int, nd, {0}, onnx_checked_numel(n, "the result", nd, shape, d.is_int ? 8 : 4),
+    tensor full = {d.is_int, d.onnx_dtype, nd, {0}, onnx_checked_numel(n, "the result", nd, shape, d.is_int ? 8 : 4),
                    NULL, NULL};
     if (full.numel < 0) return false;
     memcpy(full.shape, shape, sizeof(int64_t) * (size_t)nd);
@@ -592,9 +647,11 @@ static bool read_input(oimp *I, const Onnx__ValueInfoProto *vi, const char *cons
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
     return ifail(I, "input '%s' is not a tensor", name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-  if (!tt->has_elem_type || tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-    return ifail(I, "input '%s' has dtype %s; only float32 inputs are supported", name,
-                 dtype_name(tt->has_elem_type ? tt->elem_type : 0));
+  int32_t et = tt->has_elem_type ? tt->elem_type : 0;
+  if (et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && et != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
+      et != ONNX__TENSOR_PROTO__DATA_TYPE__INT32 && et != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)
+    return ifail(I, "input '%s' has dtype %s; inputs may be float32, int64, int32 or bool", name,
+                 dtype_name(et));
   int ndim = tt->shape ? (int)tt->shape->n_dim : -1;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   bool found;
@@ -627,6 +684,7 @@ static bool read_input(oimp *I, const Onnx__ValueInfoProto *vi, const char *cons
    * and its value rank 0, as a scalar initializer's */
   mlc_gtype t;
   var_type(ndim, shape, &t);
+  onnx_graph_dtype(et, &t.dtype);
   if (mlc_gtype_numel(&t) < 1 || mlc_gtype_numel(&t) > (INT64_C(1) << 31))
     return ifail(I, "input '%s' is too large", name);
   oval *v = new_value(I, name);
@@ -819,10 +877,8 @@ static bool read_outputs(oimp *I, const Onnx__GraphProto *g, mlc_gfunc *main) {
     const char *name = g->output[i]->name ? g->output[i]->name : "";
     oval *v = table_get(&I->values, name);
     if (!v) return ifail(I, "output '%s' is not defined by any node, input or initializer", name);
-    if (v->is_int)
-      return ifail(I, "output '%s' is an integer or bool tensor (a shape, indices or a mask); "
-                      "only float32 outputs are supported", name);
     if (!check_declared_shape(I, g->output[i], v)) return false;
+    if (v->is_int && !v->var && !(v->var = int_const_var(I, v))) return false;
     mlc_gvar *x = v->var;
     bool bound = x->kind == MLC_GVAR_BOUND;
     for (int j = 0; j < main->n_outputs; j++) bound &= main->outputs[j] != x;

@@ -13,11 +13,13 @@
  * and are folded away (Shape -> Gather -> Concat -> Reshape). */
 typedef struct oval {
   const char *name; /* ONNX name */
-  bool is_int;      /* int64 / int32 / bool data, held in i */
+  bool is_int;      /* an integer constant (int64 / int32 / bool data), held in i */
+  int32_t onnx_dtype; /* is_int: its ONNX dtype (a graph value only as int64, int32, bool) */
   int ndim;         /* ONNX rank; 0 for a scalar (its var has shape [1]) */
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   int64_t *i;   /* is_int: the values, row-major */
-  mlc_gvar *var; /* float: the graph var (CONST ones hold the data) */
+  mlc_gvar *var; /* the graph var (CONST ones hold the data); an integer
+                  * constant's once a graph op reads it */
 } oval;
 
 typedef struct oimp oimp;
@@ -68,7 +70,16 @@ int64_t onnx_checked_numel(const onode *n, const char *what, int ndim, const int
 /* Output k of the node is var / the integer tensor; false (with the
  * node's message) when its shape is past the limits. */
 bool onnx_set_out(const onode *n, int k, mlc_gvar *var, int ndim, const int64_t *shape);
+/* The dtype of the integer result: input 0's when it is an integer
+ * constant, else int64; the _as form names it. */
 bool onnx_set_out_ints(const onode *n, int k, int ndim, const int64_t *shape, const int64_t *vals);
+bool onnx_set_out_ints_as(const onode *n, int k, int32_t onnx_dtype, int ndim,
+                          const int64_t *shape, const int64_t *vals);
+/* The graph dtype of an ONNX dtype (float32, int64, int32, bool); false
+ * for the others (integer constants of other widths are computed as
+ * int64 at import, never graph values). */
+bool onnx_graph_dtype(int32_t onnx_dtype, mlc_dtype *out);
+const char *onnx_dtype_name(int32_t onnx_dtype); /* "int64" */
 /* Output 0 is the constant t (a Constant node's value); nd >= 0: t's one
  * value repeated over shape (ConstantOfShape). */
 bool onnx_const_tensor(const onode *n, const Onnx__TensorProto *t, int nd, const int64_t *shape);
@@ -105,7 +116,7 @@ const char *onnx_op_names(void); /* "Add, Clip, ..." for messages */
 
 /* The integer ops of shape arithmetic on integer constants (the op
  * table's argument of binary rows). */
-typedef enum { I_ADD, I_SUB, I_MUL, I_DIV, I_EQ } int_op;
+typedef enum { I_ADD, I_SUB, I_MUL, I_DIV, I_EQ, I_LT, I_GT, I_LE, I_GE, I_AND, I_OR, I_XOR } int_op;
 
 /* Shared by the converters (onnx_ops.c, onnx_ops_<section>.c): the
  * helpers of onnx_ops.c, then what one section uses of another. */
@@ -124,6 +135,7 @@ mlc_gvar *onnx_ew(onode *n, const char *sfx, mlc_gop op, mlc_gvar *a, mlc_gvar *
 bool onnx_cv_avg_pool(onode *n);
 bool onnx_cv_conv(onode *n);
 bool onnx_cv_conv_transpose(onode *n);
+bool onnx_cv_einsum(onode *n);
 bool onnx_cv_gemm(onode *n);
 bool onnx_cv_global_pool(onode *n);
 bool onnx_cv_matmul(onode *n);
@@ -135,7 +147,10 @@ bool onnx_broadcast_shape(const onode *n, const oval *a, const oval *b, int *nd,
 bool onnx_cv_binary(onode *n);
 bool onnx_cv_clip(onode *n);
 bool onnx_cv_dropout(onode *n);
-bool onnx_cv_equal(onode *n);
+bool onnx_cv_compare(onode *n);
+bool onnx_cv_logical_not(onode *n);
+bool onnx_cv_mod(onode *n);
+bool onnx_cv_where(onode *n);
 bool onnx_cv_hard_sigmoid(onode *n);
 bool onnx_cv_identity(onode *n);
 bool onnx_cv_leaky_relu(onode *n);
@@ -158,11 +173,13 @@ bool onnx_cv_trilu(onode *n);
 bool onnx_cv_instance_norm(onode *n);
 bool onnx_cv_layer_norm(onode *n);
 /* onnx_ops_reduce.c */
+bool onnx_cv_argmax(onode *n);
 bool onnx_cv_batch_norm(onode *n);
 bool onnx_cv_reduce(onode *n);
 /* onnx_ops_shape.c */
 int64_t onnx_clamp40(int64_t v);
 bool onnx_cv_cast(onode *n);
+bool onnx_cv_range(onode *n);
 bool onnx_cv_concat(onode *n);
 bool onnx_cv_constant(onode *n);
 bool onnx_cv_constant_of_shape(onode *n);

@@ -414,3 +414,25 @@ static bool global_pool(onode *n, mlc_gop op) {
 
 /* The op table's row gives the graph op (n->op->gop). */
 bool onnx_cv_global_pool(onode *n) { return global_pool(n, n->op->gop); }
+
+/* Einsum: the outer product of two vectors ("i,j->ij", rotary
+ * embeddings' positions times frequencies) as a broadcast multiply;
+ * other equations are refused by name. */
+bool onnx_cv_einsum(onode *n) {
+  const char *eq;
+  if (!onnx_check_attrs(n, " equation ") || !onnx_attr_string(n, "equation", "", &eq)) return false;
+  char a, b, o1, o2, end;
+  if (n->n_in != 2 || sscanf(eq, " %c , %c -> %c %c %c", &a, &b, &o1, &o2, &end) != 4 ||
+      a == b || o1 != a || o2 != b || onnx_in_rank(n, 0) != 1 || onnx_in_rank(n, 1) != 1)
+    return onnx_fail(n, "equation \"%s\" is not supported (the outer product \"i,j->ij\" of two "
+                        "vectors is)", eq);
+  mlc_gvar *x = onnx_var(n, 0), *y = onnx_var(n, 1);
+  if (!x || !y) return false;
+  int64_t I = n->in[0]->shape[0], J = n->in[1]->shape[0];
+  mlc_gvar *args[2] = {onnx_reshape(n, "col", x, 2, (int64_t[]){I, 1}),
+                       onnx_reshape(n, "row", y, 2, (int64_t[]){1, J})};
+  if (!args[0] || !args[1]) return false;
+  mlc_gattrs at;
+  mlc_gattrs_init(MLC_GOP_MULTIPLY, &at);
+  return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_MULTIPLY, &at, 2, args));
+}

@@ -9,7 +9,7 @@
 /* ---- pass-through -------------------------------------------------------------- */
 
 static bool forward(const onode *n, int k, const oval *v) {
-  if (v->is_int) return onnx_set_out_ints(n, k, v->ndim, v->shape, v->i);
+  if (v->is_int) return onnx_set_out_ints_as(n, k, v->onnx_dtype, v->ndim, v->shape, v->i);
   return onnx_set_out(n, k, v->var, v->ndim, v->shape);
 }
 
@@ -49,7 +49,7 @@ bool onnx_cv_dropout(onode *n) {
     int64_t c = onnx_numel(x->ndim, x->shape);
     int64_t *ones = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
     for (int64_t k = 0; k < c; k++) ones[k] = 1;
-    return onnx_set_out_ints(n, 1, x->ndim, x->shape, ones);
+    return onnx_set_out_ints_as(n, 1, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, x->ndim, x->shape, ones);
   }
   return true;
 }
@@ -101,8 +101,16 @@ static bool int_binary(onode *n, int_op op) {
       y[k] = x0 / x1;
       break;
     case I_EQ: y[k] = x0 == x1; break;
+    case I_LT: y[k] = x0 < x1; break;
+    case I_GT: y[k] = x0 > x1; break;
+    case I_LE: y[k] = x0 <= x1; break;
+    case I_GE: y[k] = x0 >= x1; break;
+    case I_AND: y[k] = x0 && x1; break;
+    case I_OR: y[k] = x0 || x1; break;
+    case I_XOR: y[k] = !x0 != !x1; break;
     }
   }
+  if (op >= I_EQ) return onnx_set_out_ints_as(n, 0, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, nd, shape, y);
   return onnx_set_out_ints(n, 0, nd, shape, y);
 }
 
@@ -156,10 +164,82 @@ bool onnx_binary(onode *n, mlc_gop op, int_op iop) {
   return onnx_set_out(n, 0, y, nd, shape);
 }
 
-bool onnx_cv_equal(onode *n) {
+/* Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor: a bool
+ * result; folded at import over integer constants (the row's int_op),
+ * else the row's graph op. */
+bool onnx_cv_compare(onode *n) {
   if (!onnx_no_attrs(n)) return false;
-  if (!both_int(n)) return onnx_fail(n, "only on integer constants (shape arithmetic)");
-  return int_binary(n, I_EQ);
+  if (both_int(n)) return int_binary(n, (int_op)n->op->arg);
+  mlc_gvar *args[2] = {onnx_var(n, 0), onnx_var(n, 1)};
+  if (!args[0] || !args[1]) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(n->op->gop, &a);
+  int nd;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_broadcast_shape(n, n->in[0], n->in[1], &nd, shape)) return false;
+  mlc_gvar *y = onnx_emit(n, NULL, n->op->gop, &a, 2, args);
+  return y && onnx_set_out(n, 0, y, nd, shape);
+}
+
+static bool unary(onode *n, mlc_gop op);
+
+bool onnx_cv_logical_not(onode *n) {
+  if (!onnx_no_attrs(n)) return false;
+  const oval *x = n->in[0];
+  if (x->is_int) {
+    int64_t c = onnx_numel(x->ndim, x->shape);
+    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t k = 0; k < c; k++) y[k] = !x->i[k];
+    return onnx_set_out_ints_as(n, 0, ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, x->ndim, x->shape, y);
+  }
+  return unary(n, MLC_GOP_LOGICAL_NOT);
+}
+
+/* Mod: the sign of the divisor (fmod 0, integers), or of the dividend
+ * (fmod 1, as C's fmod). */
+bool onnx_cv_mod(onode *n) {
+  int64_t fm;
+  if (!onnx_check_attrs(n, " fmod ") || !onnx_attr_int(n, "fmod", 0, &fm)) return false;
+  mlc_gvar *args[2] = {onnx_var(n, 0), onnx_var(n, 1)};
+  if (!args[0] || !args[1]) return false;
+  if (!fm && args[0]->type.dtype == MLC_FLOAT32)
+    return onnx_fail(n, "fmod 0 on floats (ONNX requires fmod 1 for them)");
+  mlc_gop op = fm ? MLC_GOP_FMOD : MLC_GOP_MOD;
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  int nd;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_broadcast_shape(n, n->in[0], n->in[1], &nd, shape)) return false;
+  mlc_gvar *y = onnx_emit(n, NULL, op, &a, 2, args);
+  return y && onnx_set_out(n, 0, y, nd, shape);
+}
+
+/* Where(cond, x, y): folded at import when all three are integer
+ * constants, else the graph's where (itself folded over constants). */
+bool onnx_cv_where(onode *n) {
+  if (!onnx_no_attrs(n)) return false;
+  const oval *c = n->in[0], *x = n->in[1], *y = n->in[2];
+  int nd, nd2;
+  int64_t s1[MLC_GRAPH_MAX_DIMS], shape[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_broadcast_shape(n, x, y, &nd, s1)) return false;
+  oval xy = {.ndim = nd};
+  memcpy(xy.shape, s1, sizeof s1);
+  if (!onnx_broadcast_shape(n, c, &xy, &nd2, shape)) return false;
+  if (c->is_int && x->is_int && y->is_int) {
+    int64_t cnt = onnx_checked_numel(n, "the result", nd2, shape, 8);
+    if (cnt < 0) return false;
+    int64_t *v = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(cnt + 1));
+    for (int64_t k = 0; k < cnt; k++)
+      v[k] = c->i[bcast_index(c, nd2, shape, k)] ? x->i[bcast_index(x, nd2, shape, k)]
+                                                  : y->i[bcast_index(y, nd2, shape, k)];
+    return onnx_set_out_ints_as(n, 0, x->onnx_dtype, nd2, shape, v);
+  }
+  mlc_gvar *args[3] = {onnx_var(n, 0), onnx_var(n, 1), onnx_var(n, 2)};
+  if (!args[0] || !args[1] || !args[2]) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_WHERE, &a);
+  mlc_gvar *r = onnx_emit(n, NULL, MLC_GOP_WHERE, &a, 3, args);
+  return r && onnx_set_out(n, 0, r, nd2, shape);
 }
 
 /* A unary op with attributes already in a. */

@@ -185,3 +185,30 @@ bool onnx_cv_batch_norm(onode *n) {
   mlc_gvar *a2[2] = {xs, b};
   return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_ADD, &a, 2, a2));
 }
+
+/* ArgMax / ArgMin: the graph's (int64 indices); keepdims 1 by default. */
+bool onnx_cv_argmax(onode *n) {
+  int64_t axis, keep, last;
+  if (!onnx_check_attrs(n, " axis keepdims select_last_index ") ||
+      !onnx_attr_int(n, "axis", 0, &axis) || !onnx_attr_int(n, "keepdims", 1, &keep) ||
+      !onnx_attr_int(n, "select_last_index", 0, &last))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int r = onnx_in_rank(n, 0), ax;
+  if (r == 0) return onnx_fail(n, "the input is a scalar");
+  if (!onnx_norm_axis(n, axis, r, &ax)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(n->op->gop, &a);
+  a.axis = ax;
+  a.keepdims = keep != 0;
+  a.select_last_index = last != 0;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < r; d++)
+    if (d != ax) shape[nd++] = n->in[0]->shape[d];
+    else if (keep) shape[nd++] = 1;
+  if (nd == 0) return onnx_fail(n, "a scalar result is not supported");
+  mlc_gvar *y = onnx_emit(n, NULL, n->op->gop, &a, 1, &x);
+  return y && onnx_set_out(n, 0, y, nd, shape);
+}

@@ -218,30 +218,26 @@ static bool need_int(onode *n, int k) {
                       "supported", k);
 }
 
-/* Gather of float data with constant indices: the graph's gather, the
- * indices as a float constant (whole numbers; negative from the end). */
-static bool gather_floats(onode *n, int64_t axis) {
-  mlc_gvar *x = onnx_var(n, 0);
-  if (!x) return false;
-  int64_t c;
-  const int64_t *idx = onnx_ints(n, 1, &c);
-  if (!idx) return false;
+/* Gather as the graph's gather: data of any dtype, integer indices
+ * (constant ones checked here; model inputs checked at run time, before
+ * any kernel: mlc_graph_check_inputs). */
+static bool gather_graph(onode *n, int64_t axis) {
+  mlc_gvar *x = onnx_var(n, 0), *ind = onnx_var(n, 1);
+  if (!x || !ind) return false;
   int ax = 0;
   if (!onnx_norm_axis(n, axis, onnx_in_rank(n, 0), &ax)) return false;
   int64_t e = x->type.shape[ax];
   const oval *iv = n->in[1];
-  mlc_gtype t = {MLC_FLOAT32, iv->ndim ? iv->ndim : 1, {1}};
-  memcpy(t.shape, iv->shape, sizeof(int64_t) * (size_t)iv->ndim);
-  if (c < 1) return onnx_fail(n, "no indices");
-  mlc_gvar *iconst = onnx_new_const(n, "indices", &t);
-  for (int64_t k = 0; k < c; k++) {
-    if (idx[k] < -e || idx[k] >= e) return onnx_fail(n, "index %lld is out of range", (long long)idx[k]);
-    ((float *)iconst->data)[k] = (float)idx[k];
-  }
+  if (ind->type.dtype != MLC_INT64 && ind->type.dtype != MLC_INT32)
+    return onnx_fail(n, "indices of dtype %s (int64 or int32 expected)", mlc_dtype_name(ind->type.dtype));
+  if (iv->is_int)
+    for (int64_t k = 0, c = onnx_numel(iv->ndim, iv->shape); k < c; k++)
+      if (iv->i[k] < -e || iv->i[k] >= e)
+        return onnx_fail(n, "index %lld is out of range", (long long)iv->i[k]);
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_GATHER, &a);
   a.axis = ax;
-  mlc_gvar *args[2] = {x, iconst};
+  mlc_gvar *args[2] = {x, ind};
   mlc_gvar *y = onnx_emit(n, iv->ndim ? NULL : "g", MLC_GOP_GATHER, &a, 2, args);
   if (!y) return false;
   int nd = onnx_in_rank(n, 0) - 1 + iv->ndim; /* ONNX rank: a scalar index drops the axis */
@@ -258,7 +254,7 @@ static bool gather_floats(onode *n, int64_t axis) {
 bool onnx_cv_gather(onode *n) {
   int64_t axis, c;
   if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis)) return false;
-  if (n->in[0] && !n->in[0]->is_int) return gather_floats(n, axis);
+  if (!n->in[0]->is_int || !n->in[1]->is_int) return gather_graph(n, axis);
   if (!need_int(n, 0)) return false;
   const oval *x = n->in[0];
   const int64_t *idx = onnx_ints(n, 1, &c);
@@ -384,14 +380,14 @@ static bool slice_attrs(onode *n, int rank, mlc_gattrs *a) {
   return true;
 }
 
-/* Slice with constant parameters: of a float tensor, the graph's slice;
- * of a 1-D integer tensor (shapes), computed now. */
+/* Slice with constant parameters: the graph's slice (folded over constants);
+ * of a 1-D integer constant (shapes), computed now. */
 bool onnx_cv_slice(onode *n) {
   const oval *x = n->in[0];
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_SLICE, &a);
   if (!slice_attrs(n, x->ndim, &a)) return false;
-  if (!x->is_int) {
+  if (!x->is_int || x->ndim != 1) {
     mlc_gvar *v = onnx_var(n, 0);
     if (!v) return false;
     if (x->ndim == 0) return onnx_fail(n, "slicing a scalar");
@@ -494,31 +490,79 @@ bool onnx_cv_split(onode *n) {
 
 /* Cast: float to float is the identity; integers stay import-time
  * constants; a constant changes kind. */
+/* An integer constant's values as dtype `to` stores them. */
+static int64_t int_as(int64_t v, mlc_dtype to) {
+  return to == MLC_BOOL ? v != 0 : to == MLC_INT32 ? (int32_t)(uint32_t)(uint64_t)v : v;
+}
+
+/* Cast among float32, int64, int32 and bool (ONNX: float to integer
+ * truncates toward zero). Integer constants stay constants (shape
+ * arithmetic), a float constant cast to an integer becomes one; the rest
+ * is the graph's astype (folded when its operand is a constant). */
 bool onnx_cv_cast(onode *n) {
   int64_t to;
   if (!onnx_check_attrs(n, " to saturate ") || !onnx_attr_int(n, "to", 0, &to)) return false;
+  mlc_dtype gt;
+  if (!onnx_graph_dtype((int32_t)to, &gt))
+    return onnx_fail(n, "cast to dtype %s is not supported (%s)", onnx_dtype_name((int32_t)to),
+                     mlc_graph_dtype_names());
   const oval *x = n->in[0];
-  bool to_float = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-  bool to_int = to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
-  if (!to_float && !to_int) return onnx_fail(n, "cast to dtype %lld is not supported", (long long)to);
   int64_t c = onnx_numel(x->ndim, x->shape);
-  if (x->is_int && to_int) return onnx_set_out_ints(n, 0, x->ndim, x->shape, x->i);
-  if (!x->is_int && to_float) return onnx_set_out(n, 0, x->var, x->ndim, x->shape);
-  if (x->is_int) {
-    mlc_gtype t = {MLC_FLOAT32, x->ndim ? x->ndim : 1, {1}};
-    memcpy(t.shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-    if (c < 1) return onnx_fail(n, "an empty tensor");
-    mlc_gvar *v = onnx_new_const(n, NULL, &t);
-    for (int64_t k = 0; k < c; k++) ((float *)v->data)[k] = (float)x->i[k];
-    return onnx_set_out(n, 0, v, x->ndim, x->shape);
+  if (x->is_int && gt != MLC_FLOAT32) {
+    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t k = 0; k < c; k++) y[k] = int_as(x->i[k], gt);
+    return onnx_set_out_ints_as(n, 0, (int32_t)to, x->ndim, x->shape, y);
   }
-  int64_t cnt;
-  const float *f = onnx_floats(n, 0, &cnt);
-  if (!f) return false;
-  int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
-  for (int64_t k = 0; k < c; k++) {
-    if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
-    y[k] = (int64_t)f[k];
+  if (onnx_const_float(x) && gt != MLC_FLOAT32) {
+    int64_t cnt;
+    const float *f = onnx_floats(n, 0, &cnt);
+    if (!f) return false;
+    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(c + 1));
+    for (int64_t k = 0; k < c; k++) {
+      if (gt == MLC_BOOL) y[k] = f[k] != 0;
+      else if (!(fabsf(f[k]) < 9e18f)) return onnx_fail(n, "value %g does not fit an integer", f[k]);
+      else y[k] = int_as((int64_t)f[k], gt);
+    }
+    return onnx_set_out_ints_as(n, 0, (int32_t)to, x->ndim, x->shape, y);
   }
-  return onnx_set_out_ints(n, 0, x->ndim, x->shape, y);
+  mlc_gvar *v = onnx_var(n, 0);
+  if (!v) return false;
+  if (v->type.dtype == gt) return onnx_set_out(n, 0, v, x->ndim, x->shape);
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_ASTYPE, &a);
+  a.to = gt;
+  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_ASTYPE, &a, 1, &v);
+  return y && onnx_set_out(n, 0, y, x->ndim, x->shape);
+}
+
+/* Range(start, limit, delta) of scalar constants: max(ceil((limit -
+ * start) / delta), 0) elements, integers when all three are (shape
+ * arithmetic), float32 otherwise; the count goes through the tensor
+ * limits before anything is sized by it. */
+bool onnx_cv_range(onode *n) {
+  if (!onnx_no_attrs(n)) return false;
+  double v[3];
+  bool ints = n->in[0]->is_int && n->in[1]->is_int && n->in[2]->is_int;
+  for (int k = 0; k < 3; k++) {
+    if (onnx_numel(n->in[k]->ndim, n->in[k]->shape) != 1)
+      return onnx_fail(n, "input %d must be a single value", k);
+    if (n->in[k]->is_int) v[k] = (double)n->in[k]->i[0];
+    else if (!onnx_scalar_input(n, k, &v[k])) return false;
+  }
+  if (v[2] == 0 || !isfinite(v[0]) || !isfinite(v[1]) || !isfinite(v[2]))
+    return onnx_fail(n, "start %g, limit %g, delta %g (a finite range with a nonzero delta expected)",
+                     v[0], v[1], v[2]);
+  double cnt = ceil((v[1] - v[0]) / v[2]);
+  int64_t shape[1] = {cnt > 0 ? (cnt < 0x1p62 ? (int64_t)cnt : INT64_MAX) : 0};
+  if (onnx_checked_numel(n, "the result", 1, shape, 8) < 0) return false;
+  if (ints) {
+    int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(shape[0] + 1));
+    for (int64_t k = 0; k < shape[0]; k++) y[k] = n->in[0]->i[0] + k * n->in[2]->i[0];
+    return onnx_set_out_ints(n, 0, 1, shape, y);
+  }
+  if (shape[0] < 1) return onnx_fail(n, "an empty float range is not supported");
+  mlc_gtype t = {MLC_FLOAT32, 1, {shape[0]}};
+  mlc_gvar *c = onnx_new_const(n, NULL, &t);
+  for (int64_t k = 0; k < shape[0]; k++) ((float *)c->data)[k] = (float)(v[0] + (double)k * v[2]);
+  return onnx_set_out(n, 0, c, 1, shape);
 }

@@ -665,7 +665,7 @@ static void shape_str(const mlc_gtype *t, char *buf, size_t n) {
 }
 
 static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc_error *err) {
-  mlc_array *x = mlc_array_new(MLC_FLOAT32, p->type.ndim, p->type.shape);
+  mlc_array *x = mlc_array_new(p->type.dtype, p->type.ndim, p->type.shape);
   if (!o->n_inputs) {
     mlc_pcg32 r;
     mlc_pcg32_seed(&r, o->seed, (uint64_t)index);
@@ -679,18 +679,13 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
     return NULL;
   }
   mlc_gtype t;
-  float *d = mlc_npy_read(path, &t, err);
-  if (d && t.dtype != MLC_FLOAT32) {
-    mlc_error_set(err, "%s: holds %s, the model input %s takes float32", path,
-                  mlc_dtype_name(t.dtype), p->name);
-    mlc_free(d);
-    d = NULL;
-  }
+  void *d = mlc_npy_read(path, &t, err);
   if (d && !mlc_gtype_equal(&t, &p->type)) {
     char s0[128], s1[128];
     shape_str(&t, s0, sizeof s0);
     shape_str(&p->type, s1, sizeof s1);
-    mlc_error_set(err, "%s: shape %s does not match the model input %s %s", path, s0, p->name, s1);
+    mlc_error_set(err, "%s: %s %s does not match the model input %s: %s %s", path,
+                  mlc_dtype_name(t.dtype), s0, p->name, mlc_dtype_name(p->type.dtype), s1);
     mlc_free(d);
     d = NULL;
   }
@@ -698,7 +693,7 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
     mlc_array_free(x);
     return NULL;
   }
-  memcpy(x->data, d, sizeof(float) * (size_t)mlc_gtype_numel(&t));
+  memcpy(x->data, d, (size_t)mlc_gtype_bytes(&t));
   mlc_free(d);
   return x;
 }
@@ -828,8 +823,8 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
   mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)f->n_outputs);
   mlc_array **want = mlc_xmalloc(sizeof *want * (size_t)f->n_outputs);
   for (int i = 0; i < f->n_outputs; i++) {
-    out[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
-    want[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+    out[i] = mlc_array_new(f->outputs[i]->type.dtype, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+    want[i] = mlc_array_new(f->outputs[i]->type.dtype, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
   }
   jit_ctx J = {k, fns, NULL, NULL};
   bool mismatch = false;
