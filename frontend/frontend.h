@@ -67,15 +67,19 @@ mlc_gmodule *mlc_graph_parse(const char *filename, const char *text, size_t len,
                              const char *weights_dir, mlc_error *err);
 
 /* An ONNX model (frontend/onnx.c; default-domain opsets 1 to 17) into the same
- * graph: initializers and Constant nodes become weights, integer tensors
- * (shapes, axes) are folded at import (Shape -> Gather -> Concat ->
- * Reshape), each node maps onto graph ops. input_shapes: NULL or a
+ * graph: initializers and Constant nodes become weights; integer
+ * constants (shapes, axes, positions, masks computed from shapes) are
+ * folded at import (Shape -> Gather -> Concat -> Reshape, Range, Where,
+ * comparisons), becoming graph constants only where a graph op reads
+ * them; inputs, outputs and runtime values may be float32, int64, int32
+ * or bool (token ids, attention masks); each node maps onto graph ops. input_shapes: NULL or a
  * NULL-terminated list of "name=1,3,224,224", required for inputs with
  * symbolic dimensions. A node of the domain "mlc.extern" is a call_extern
  * of the C function named by its op_type, over its float inputs, with one
  * output whose shape is the node's ints attribute "out_shape". Refused, with a message naming the file and the node
  * or tensor: unsupported ops or attributes, other domains, external data,
- * dtypes other than float32 (integers only as constants), cycles, missing
+ * other dtypes (float64, float16, ...; integer constants of other widths
+ * only in shape arithmetic), cycles, missing
  * initializers. The model is named after the file ("resnet18.onnx" ->
  * resnet18). */
 mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shapes,

@@ -50,6 +50,16 @@ static bool check_io(const mlc_gvar *v, const mlc_array *a, const char *what, ml
   return true;
 }
 
+/* v, or the value v is a reshape (flatten) of, back to a param. */
+static const mlc_gvar *reshaped_from(const mlc_gfunc *f, const mlc_gvar *v) {
+  for (int d; (d = mlc_gfunc_def(f, v)) >= 0;) {
+    const mlc_gbinding *b = &f->bindings[d];
+    if (b->kind != MLC_GCALL_OP || (b->op != MLC_GOP_RESHAPE && b->op != MLC_GOP_FLATTEN)) break;
+    v = b->args[0];
+  }
+  return v;
+}
+
 void mlc_graph_find_index_checks(mlc_gmodule *m) {
   const mlc_gfunc *f = mlc_graph_main(m);
   if (!f) return;
@@ -58,8 +68,9 @@ void mlc_graph_find_index_checks(mlc_gmodule *m) {
     const mlc_gbinding *b = &f->bindings[i];
     if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_GATHER) continue;
     const mlc_gtype *x = &b->args[0]->type;
+    const mlc_gvar *ind = reshaped_from(f, b->args[1]);
     for (int k = 0; k < f->n_params; k++)
-      if (f->params[k] == b->args[1]) {
+      if (f->params[k] == ind) {
         int64_t n = x->shape[mlc_gop_axis(b->attrs.axis, x->ndim)];
         MLC_VEC_APUSH(m->arena, checks, ((mlc_gindex_check){k, n, b->var->name}));
       }

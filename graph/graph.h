@@ -537,7 +537,7 @@ typedef bool (*mlc_gkernel_fn)(void *ud, const mlc_prim_func *f, int n, mlc_arra
 bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
                        mlc_array *const *inputs, mlc_array *const *outputs, mlc_error *err);
 /* m->index_checks of main (before lowering: gathers whose indices are
- * a param); mlc_graph_run_pipeline calls it. */
+ * a param, or a reshape of one); mlc_graph_run_pipeline calls it. */
 void mlc_graph_find_index_checks(mlc_gmodule *m);
 /* The inputs against m->index_checks: false naming the input, the
  * element, its value and the gather (mlc_graph_execute checks first). */

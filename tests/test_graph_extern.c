@@ -355,8 +355,8 @@ static void test_header(void) {
   CHECK_MSG(strstr(h, "int32_t scale_shift(const float *in0, const float *in1, float *out);"), "%s",
             h);
   CHECK(strstr(h, " *   node e: in0(2, 6) in1(6,) -> out(2, 6)\n"));
-  CHECK(strstr(h, "if (scale_shift(v_d, ext_w_s, v_e) != 0) return -1;"));
-  CHECK(strstr(h, "if (scale_shift3(ext_w_w1, ext_w_s1, v_k) != 0) return -1;"));
+  CHECK(strstr(h, "if (scale_shift(v_d, ext_w_s, v_e) != 0) {"));
+  CHECK(strstr(h, "if (scale_shift3(ext_w_w1, ext_w_s1, v_k) != 0) {"));
   CHECK(strstr(h, "extern \"C\" {"));
   const char *first = strstr(h, "int32_t scale_shift(");
   CHECK(first && !strstr(first + 1, "int32_t scale_shift("));

@@ -349,7 +349,7 @@ check onnx_input_shape_matches_numpy "$tmp/npycmp" "$tmp/sym_y.npy" $O/mlp_sym_o
 "$MC" --model $O/mlp_sym.onnx --input-shape x=3,4 --run $O/mlp_sym_input.npy -o "$tmp/sym.o" \
   >/dev/null 2>"$tmp/err"
 check onnx_wrong_npy_exit1 test $? -eq 1 -a ! -e "$tmp/sym.o"
-check onnx_wrong_npy_msg grep -q 'shape (2, 4) does not match the model input x (3, 4)' "$tmp/err"
+check onnx_wrong_npy_msg grep -q 'float32 (2, 4) does not match the model input x: float32 (3, 4)' "$tmp/err"
 "$MC" --model $O/mlp_sym.onnx --input-shape x=2,4 --run --input z=$O/mlp_sym_input.npy >/dev/null 2>"$tmp/err"
 check onnx_input_unknown_name test $? -eq 1
 "$MC" --model $O/mlp_sym.onnx --weights "$tmp" >/dev/null 2>"$tmp/err"
@@ -367,7 +367,7 @@ bad() { # name, file, expected message
 bad unknown_op $O/bad_unknown_op.onnx 'bad_unknown_op.onnx: node "/layer1/Foo" (op Foo, opset 13): not supported (supported: Abs, Acos, Acosh, Add,'
 bad attribute $O/bad_attribute.onnx 'node "/act/LeakyRelu" (op LeakyRelu, opset 13): attribute "gamma" is not supported'
 bad missing_init $O/bad_missing_init.onnx "node \"/add/Add\" (op Add, opset 13): input 'bias' is not a graph input, an initializer"
-bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; only float32 inputs are supported"
+bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; inputs may be float32, int64, int32 or bool"
 bad init_dtype $O/bad_init_dtype.onnx "initializer 'w': dtype float16 is not supported"
 bad cycle $O/bad_cycle.onnx 'is part of a cycle: "second" -> "first" -> "second"'
 head -c 200 $O/tiny_cnn.onnx >"$tmp/trunc.onnx"

@@ -42,14 +42,14 @@ static bool make_arrays(const mlc_gfunc *f, mlc_array **in, mlc_array **out) {
   bool ok = true;
   for (int i = 0; i < f->n_params; i++) {
     const mlc_gtype *t = &f->params[i]->type;
-    in[i] = ok ? mlc_array_try_new(MLC_FLOAT32, t->ndim, t->shape, "input", &err) : NULL;
+    in[i] = ok ? mlc_array_try_new(t->dtype, t->ndim, t->shape, "input", &err) : NULL;
     ok = in[i] != NULL;
     for (int64_t k = 0; ok && k < mlc_gtype_numel(t); k++)
-      ((float *)in[i]->data)[k] = (float)(k % 7) * 0.25f - 0.5f;
+      mlc_array_set(in[i], k, t->dtype == MLC_FLOAT32 ? (double)(k % 7) * 0.25 - 0.5 : k % 7 - 3);
   }
   for (int i = 0; i < f->n_outputs; i++) {
     const mlc_gtype *t = &f->outputs[i]->type;
-    out[i] = ok ? mlc_array_try_new(MLC_FLOAT32, t->ndim, t->shape, "output", &err) : NULL;
+    out[i] = ok ? mlc_array_try_new(t->dtype, t->ndim, t->shape, "output", &err) : NULL;
     ok = out[i] != NULL;
   }
   return ok;
@@ -73,10 +73,13 @@ static void run_reference(const mlc_gmodule *m) {
 }
 
 /* The model as given, else with the shape of a symbolic input named x or
- * input: each --input-shape must name an input of the model, so one list
- * naming both would refuse nearly every model before its first node. */
+ * input, or the token inputs of a language model: each --input-shape
+ * must name an input of the model, so one list naming them all would
+ * refuse nearly every model before its first node. */
 static mlc_gmodule *load(const uint8_t *data, size_t size, mlc_error *err) {
-  static const char *const shapes[][2] = {{NULL}, {"x=1,4", NULL}, {"input=1,3,8,8", NULL}};
+  static const char *const shapes[][4] = {
+      {NULL}, {"x=1,4", NULL}, {"input=1,3,8,8", NULL}, {"input_ids=1,4", NULL},
+      {"input_ids=1,4", "token_type_ids=1,4", "attention_mask=1,4", NULL}};
   mlc_gmodule *m = NULL;
   for (int i = 0; !m && i < MLC_COUNTOF(shapes); i++) {
     m = mlc_graph_parse_onnx("fuzz.onnx", data, size, i ? shapes[i] : NULL, err);
