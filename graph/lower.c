@@ -26,12 +26,16 @@ static mlc_expr *like(mlc_arena *a, const mlc_expr *e, double v) { return const_
 
 static bool is_int(const mlc_expr *e) { return mlc_dtype_is_int(e->dtype); }
 
-/* x / y for integers: truncated toward zero, 0 where y is 0 (the
+/* x / y for integers (k: DIV truncates, FLOORMOD the floor remainder,
+ * SUB the truncated remainder x - (x / y) * y): 0 where y is 0 (the
  * reference's rule; no trap, whatever the divisor). */
 static mlc_expr *int_divide(mlc_arena *a, mlc_expr_kind k, mlc_expr *x, mlc_expr *y) {
   mlc_expr *zero = mlc_binary(a, MLC_EXPR_EQ, y, like(a, y, 0));
-  mlc_expr *q = mlc_binary(a, k, x, mlc_select(a, zero, like(a, y, 1), y));
-  return mlc_select(a, zero, like(a, x, 0), q);
+  mlc_expr *safe = mlc_select(a, zero, like(a, y, 1), y);
+  mlc_expr *r = k == MLC_EXPR_SUB
+                    ? mlc_sub(a, x, mlc_mul(a, mlc_binary(a, MLC_EXPR_DIV, x, safe), safe))
+                    : mlc_binary(a, k, x, safe);
+  return mlc_select(a, zero, like(a, x, 0), r);
 }
 
 /* trunc(x) for floats: toward zero. */
@@ -162,7 +166,7 @@ PW(fmod) {
     mlc_expr *q = trunc_f(a, mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]));
     return mlc_sub(a, v[0], mlc_mul(a, q, v[1]));
   }
-  return mlc_sub(a, v[0], mlc_mul(a, int_divide(a, MLC_EXPR_DIV, v[0], v[1]), v[1]));
+  return int_divide(a, MLC_EXPR_SUB, v[0], v[1]);
 }
 PW(leaky_relu) {
   return mlc_select(a, mlc_binary(a, MLC_EXPR_GE, v[0], f32(a, 0)), v[0],

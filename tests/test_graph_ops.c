@@ -41,7 +41,7 @@ static mlc_array **make_outputs(const mlc_gmodule *m) {
   const mlc_gfunc *f = mlc_graph_main(m);
   mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)f->n_outputs);
   for (int i = 0; i < f->n_outputs; i++)
-    out[i] = mlc_array_new(MLC_FLOAT32, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
+    out[i] = mlc_array_new(f->outputs[i]->type.dtype, f->outputs[i]->type.ndim, f->outputs[i]->type.shape);
   return out;
 }
 
@@ -286,6 +286,61 @@ static const bad_case elemwise_bad[] = {
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2]}", "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"x\", \"w\"]}",
            "\"y\""),
      "node 'y': divide: shapes (2, 3, 4) and (2,) do not broadcast"},
+};
+
+/* ---- integer and bool values (made by astype from the float inputs) ------------- */
+
+#define NODE(name, op, inputs, attrs) \
+  "{\"name\": \"" name "\", \"op\": \"" op "\", \"inputs\": [" inputs "]" attrs "}"
+/* x * 9 truncated to an integer dtype, divided by [3, -2, 0, 5] every way
+ * (truncating, floor modulo, C fmod; 0 where the divisor is 0). */
+#define INT_ARITH(dt)                                                                              \
+  MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}, "                            \
+              "{\"name\": \"d\", \"shape\": [4], \"values\": [3, -2, 0, 5]}",                     \
+        NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"" dt "\"") \
+        "," NODE("di", "astype", "\"d\"", ", \"to\": \"" dt "\"") "," NODE("q", "divide", "\"xi\", \"di\"", "") \
+        "," NODE("r", "mod", "\"xi\", \"di\"", "") "," NODE("f", "fmod", "\"xi\", \"di\"", "")            \
+        "," NODE("n", "negative", "\"q\"", "") "," NODE("a", "abs", "\"r\"", "")                          \
+        "," NODE("m", "maximum", "\"n\", \"f\"", "") "," NODE("y", "add", "\"m\", \"a\"", ""),              \
+        "\"y\", \"q\"")
+
+static const op_case dtype_cases[] = {
+    {"int64_arith", INT_ARITH("int64"), false},
+    {"int32_arith", INT_ARITH("int32"), false},
+    /* comparisons, logic, where, argmax (int64 out), a bool output */
+    {"compare_where_argmax",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [4], \"values\": [0.1, -0.1, 0, 0.3]}",
+           NODE("lt", "less", "\"x\", \"w\"", "") "," NODE("ge", "greater_equal", "\"x\", \"w\"", "")
+           "," NODE("eq", "equal", "\"lt\", \"ge\"", "") "," NODE("nt", "logical_not", "\"eq\"", "")
+           "," NODE("an", "logical_and", "\"nt\", \"lt\"", "") "," NODE("xo", "logical_xor", "\"an\", \"ge\"", "")
+           "," NODE("o", "logical_or", "\"xo\", \"lt\"", "") "," NODE("y", "where", "\"o\", \"x\", \"w\"", "")
+           "," NODE("am", "argmax", "\"x\"", ", \"axis\": 2, \"keepdims\": false")
+           "," NODE("an2", "argmin", "\"y\"", ", \"axis\": 1, \"select_last_index\": true")
+           "," NODE("b", "astype", "\"x\"", ", \"to\": \"bool\""),
+           "\"y\", \"am\", \"an2\", \"b\", \"xo\""),
+     false},
+};
+
+#define XI64 NODE("xi", "astype", "\"x\"", ", \"to\": \"int64\"")
+static const bad_case dtype_bad[] = {
+    {"mixed", MODEL(X234, "", XI64 "," NODE("y", "add", "\"xi\", \"x\"", ""), "\"y\""),
+     "node 'y': add: operand 1 is float32, operand 0 int64 (one dtype expected)"},
+    {"float_only", MODEL(X234, "", XI64 "," NODE("y", "exp", "\"xi\"", ""), "\"y\""),
+     "node 'y': exp: operand 0 is int64; only float32 is supported"},
+    {"where_cond", MODEL(X234, "", NODE("y", "where", "\"x\", \"x\", \"x\"", ""), "\"y\""),
+     "node 'y': where: operand 0 is float32; a bool condition expected"},
+    {"not_float", MODEL(X234, "", NODE("y", "logical_not", "\"x\"", ""), "\"y\""),
+     "node 'y': logical_not: operand 0 is float32; bool expected"},
+    {"less_bool",
+     MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "less", "\"b\", \"b\"", ""),
+           "\"y\""),
+     "node 'y': less: operand 0 is bool; float32, int64 or int32 expected"},
+    {"astype_uint8", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"uint8\""), "\"y\""),
+     "\"to\" must be one of float32, int64, int32, bool"},
+    {"gather_bool_indices",
+     MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "gather", "\"x\", \"b\"", ""),
+           "\"y\""),
+     "node 'y': gather: operand 1 is bool; int64, int32 or float32 indices expected"},
 };
 
 /* ---- convolutions and max pooling ------------------------------------------ */
@@ -999,8 +1054,6 @@ static void run_pass_cases(const char *prefix, const char *last, const pass_case
   }
 }
 
-#define NODE(name, op, inputs, attrs) \
-  "{\"name\": \"" name "\", \"op\": \"" op "\", \"inputs\": [" inputs "]" attrs "}"
 #define SCALAR(name, v) "{\"name\": \"" name "\", \"shape\": [1], \"values\": [" v "]}"
 /* torch.onnx's LayerNorm (opset < 17) over the last axis; the eps add and
  * the gamma multiply given as add_eps / mul_gamma. */
@@ -1279,6 +1332,8 @@ static void test_layout_reference(void) {
 int main(void) {
   run_cases("elemwise", elemwise_cases, MLC_COUNTOF(elemwise_cases));
   run_bad("elemwise_refuse", elemwise_bad, MLC_COUNTOF(elemwise_bad));
+  run_cases("dtype", dtype_cases, MLC_COUNTOF(dtype_cases));
+  run_bad("dtype_refuse", dtype_bad, MLC_COUNTOF(dtype_bad));
   run_cases("conv", conv_cases, MLC_COUNTOF(conv_cases));
   run_bad("conv_refuse", conv_bad, MLC_COUNTOF(conv_bad));
   run_cases("conv3d", conv3d_cases, MLC_COUNTOF(conv3d_cases));
