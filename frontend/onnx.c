@@ -362,13 +362,13 @@ static bool define_tensor(oimp *I, const char *name, const tensor *t) {
 }
 
 /* An integer constant as a graph constant of its dtype (made once, when
- * a graph op reads it). */
-static mlc_gvar *int_const_var(oimp *I, const oval *v) {
+ * a graph op reads it); NULL with why for a dtype graph values lack. */
+static mlc_gvar *int_const_var(oimp *I, const oval *v, mlc_error *why) {
   mlc_gtype t;
   var_type(v->ndim, v->shape, &t);
   if (!onnx_graph_dtype(v->onnx_dtype, &t.dtype)) {
-    ifail(I, "'%s' has dtype %s; graph values are %s", v->name, dtype_name(v->onnx_dtype),
-          mlc_graph_dtype_names());
+    mlc_error_set(why, "'%s' has dtype %s; graph values are %s", v->name,
+                  dtype_name(v->onnx_dtype), mlc_graph_dtype_names());
     return NULL;
   }
   int64_t c = onnx_numel(v->ndim, v->shape);
@@ -389,8 +389,9 @@ mlc_gvar *onnx_var(const onode *n, int k) {
     onnx_fail(n, "input %d is missing", k);
     return NULL;
   }
-  if (v->is_int && !v->var && !(v->var = int_const_var(n->I, v))) {
-    onnx_fail(n, "input %d: %s", k, n->I->err->msg);
+  mlc_error why;
+  if (v->is_int && !v->var && !(v->var = int_const_var(n->I, v, &why))) {
+    onnx_fail(n, "input %d: %s", k, why.msg);
     return NULL;
   }
   return v->var;
@@ -878,7 +879,9 @@ static bool read_outputs(oimp *I, const Onnx__GraphProto *g, mlc_gfunc *main) {
     oval *v = table_get(&I->values, name);
     if (!v) return ifail(I, "output '%s' is not defined by any node, input or initializer", name);
     if (!check_declared_shape(I, g->output[i], v)) return false;
-    if (v->is_int && !v->var && !(v->var = int_const_var(I, v))) return false;
+    mlc_error why;
+    if (v->is_int && !v->var && !(v->var = int_const_var(I, v, &why)))
+      return ifail(I, "output %s", why.msg);
     mlc_gvar *x = v->var;
     bool bound = x->kind == MLC_GVAR_BOUND;
     for (int j = 0; j < main->n_outputs; j++) bound &= main->outputs[j] != x;

@@ -365,6 +365,8 @@ static const struct {
   const char *name, *msg;
 } must_refuse[] = {
     {"test_cast_DOUBLE_to_FLOAT", "input 'input' has dtype float64; inputs may be float32, int64, int32 or bool"},
+    {"test_add_uint8", "output 'sum' has dtype uint8; graph values are float32, int64, int32, bool"},
+    {"test_clip_default_int8_inbounds", "input 0: 'x' has dtype int8; graph values are"},
     {"test_training_dropout", "training mode with ratio 0.75 is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode is not supported"},
     {"test_maxpool_with_argmax_2d_precomputed_pads", "the Indices output is not supported"},
