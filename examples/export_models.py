@@ -23,7 +23,8 @@ exported at sequence 16 with batch and sequence dynamic:
                               32000 (about 125M parameters); output logits
 
 each with its inputs and PyTorch's outputs at sequence 128, batch 1 (the
-bench length), as <name>_s128_<input or output name>.npy.
+bench length), as <name>_s128_<input or output name>.npy, and each output of the
+same model run in float64 as <name>_s128_<output>_f64.npy (rounded to float32).
 Needs Debian's python3-torch and python3-torchvision, which only
 /usr/bin/python3 sees:
 
@@ -33,6 +34,7 @@ The encoder is exported with autograd enabled: under torch.no_grad() in
 eval mode PyTorch 1.13 takes the fused fast path
 (aten::_transformer_encoder_layer_fwd), which has no ONNX export.
 """
+import copy
 import os
 import sys
 
@@ -99,6 +101,12 @@ def export_lm(name, outdir):
         np.save(prefix + n + ".npy", t.numpy().astype(np.int64))
     for n, t in y.items():
         np.save(prefix + n + ".npy", t.numpy().astype(np.float32))
+    # The same model in float64: the value float32 engines approximate,
+    # each in its own summation order (check_models.sh judges ours and
+    # PyTorch's float32 outputs against it).
+    y64 = lm_models.run(copy.deepcopy(model).double(), kind, x)
+    for n, t in y64.items():
+        np.save(prefix + n + "_f64.npy", t.numpy().astype(np.float32))
     print("%s: %s (%.1f MB, %.1fM parameters), outputs at sequence %d: %s"
           % (name, path, os.path.getsize(path) / 1e6, lm_models.param_count(model) / 1e6,
              LM_BENCH_SEQ, ", ".join("%s %s" % (n, tuple(t.shape)) for n, t in y.items())))

@@ -393,7 +393,10 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);
  * weights that are constants [N, K], N a multiple of 16 or 8, packed into
  * [N/n, K, n] (a 3-d weight is a dense's packed form; the result stays
  * [M, N]), lowered to a block that writes T_dense[i, jb * n + jl] and gets
- * the CPU register tile. */
+ * the CPU register tile. A matmul by a constant [K, N] weight with N
+ * not a multiple of 16 (N >= 64) becomes two matmuls, of the first
+ * N - N % 16 columns and of the rest, and their concat, so that nearly
+ * all of it gets the register tile. */
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_lower(mlc_gmodule *m, mlc_error *err);

@@ -229,7 +229,59 @@ static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b)
   b->args = args;
 }
 
+/* The columns the CPU register tile takes at once (16 float32 lanes). */
+#define RAGGED_BLOCK 16
+
+/* A matmul by a constant [K, N] weight whose N no vector block divides
+ * (GPT-2's tied output embedding, 50257 columns) gets no register tile:
+ * it becomes a matmul of the first N - N % 16 columns (tiled), one of the
+ * last N % 16 and their concat. Writes the bindings replacing b into out
+ * and returns their count: 3, or 0 to keep b. */
+static int split_ragged_matmul(mlc_gmodule *m, const mlc_gbinding *b, mlc_gbinding *out) {
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_MATMUL) return 0;
+  const mlc_gvar *w = b->args[1];
+  if (w->kind != MLC_GVAR_CONST || w->type.ndim != 2 || w->type.dtype != MLC_FLOAT32) return 0;
+  int64_t K = w->type.shape[0], N = w->type.shape[1], tail = N % RAGGED_BLOCK;
+  if (tail == 0 || N < 4 * RAGGED_BLOCK) return 0;
+  int64_t first[2] = {0, N - tail}, cols[2] = {N - tail, tail};
+  mlc_gvar *parts[2];
+  const float *wd = w->data;
+  for (int p = 0; p < 2; p++) {
+    mlc_gtype wt = {MLC_FLOAT32, 2, {K, cols[p]}};
+    mlc_gvar *wp = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_cols%d", w->name, p), &wt);
+    float *pd = wp->data;
+    for (int64_t k = 0; k < K; k++)
+      memcpy(pd + k * cols[p], wd + k * N + first[p], sizeof(float) * (size_t)cols[p]);
+    mlc_gtype yt = b->var->type;
+    yt.shape[yt.ndim - 1] = cols[p];
+    parts[p] = mlc_gvar_new(m, mlc_arena_printf(m->arena, "%s_cols%d", b->var->name, p),
+                            MLC_GVAR_BOUND, &yt);
+    out[p] = *b;
+    out[p].var = parts[p];
+    out[p].args = mlc_gvars_dup(m, 2, (mlc_gvar *[]){b->args[0], wp});
+  }
+  out[2] = (mlc_gbinding){.var = b->var, .kind = MLC_GCALL_OP, .op = MLC_GOP_CONCAT, .n_args = 2,
+                          .args = mlc_gvars_dup(m, 2, parts)};
+  mlc_gattrs_init(MLC_GOP_CONCAT, &out[2].attrs);
+  out[2].attrs.axis = -1;
+  return 3;
+}
+
+static void split_ragged_matmuls(mlc_gmodule *m, mlc_gfunc *f) {
+  MLC_VEC(mlc_gbinding) bs = {0};
+  bool any = false;
+  for (int i = 0; i < f->n_bindings; i++) {
+    mlc_gbinding out[3];
+    int n = split_ragged_matmul(m, &f->bindings[i], out);
+    any |= n > 0;
+    if (!n) out[n++] = f->bindings[i];
+    for (int k = 0; k < n; k++) MLC_VEC_APUSH(m->arena, bs, out[k]);
+  }
+  if (any) mlc_gfunc_set_bindings(m, f, bs.len, bs.data);
+}
+
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
+  for (int i = 0; i < m->n_funcs; i++) split_ragged_matmuls(m, m->funcs[i]);
   mlc_arena *a = mlc_arena_new_child(m->arena);
   mlc_gmap packed = {.a = a}; /* dense weight -> index of its packed form in m->consts */
   for (int i = 0; i < m->n_funcs; i++)

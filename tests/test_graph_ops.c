@@ -1220,6 +1220,20 @@ static void test_conv3d_fuse_print(void) {
 /* ---- layout: NCHWc values between blocked convs ------------------------------- */
 
 #define W(name, shape) "{\"name\": \"" name "\", \"shape\": " shape "}"
+/* A matmul whose constant weight has 70 columns: one of 64 (tiled), one of
+ * 6, their concat (GPT-2's 50257-column output embedding); 64 columns
+ * stay one matmul. */
+static const pass_case ragged_cases[] = {
+    {"70_columns",
+     MODEL("{\"name\": \"x\", \"shape\": [2, 3, 8]}", W("w", "[8, 70]"),
+           NODE("y", "matmul", "\"x\", \"w\"", ""), "\"y\""),
+     "matmul matmul concat"},
+    {"64_columns",
+     MODEL("{\"name\": \"x\", \"shape\": [2, 3, 8]}", W("w", "[8, 64]"),
+           NODE("y", "matmul", "\"x\", \"w\"", ""), "\"y\""),
+     "matmul"},
+};
+
 /* Each case: main's ops after fuse (the unpacks left, fused after their
  * producers), and the compiled pipeline against the reference. */
 static const pass_case layout_cases[] = {
@@ -1359,6 +1373,7 @@ int main(void) {
   run_pass_cases("rewrite_gelu", "patterns", gelu_cases, MLC_COUNTOF(gelu_cases));
   run_pass_cases("fuse", "fuse", fuse_cases, MLC_COUNTOF(fuse_cases));
   run_pass_cases("layout", "fuse", layout_cases, MLC_COUNTOF(layout_cases));
+  run_pass_cases("ragged", "fuse", ragged_cases, MLC_COUNTOF(ragged_cases));
   test_layout_reference();
   return test_summary();
 }
