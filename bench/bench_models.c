@@ -73,8 +73,7 @@
  * --smoke (or MLC_BENCH_SMOKE=1): the language models only (unless --only
  * names others), each its tiny export tests/onnx/lm/<kind>_tiny.onnx at
  * sequence 12 (results named <kind>_tiny_...), 4 trials (unless
- * MLC_BENCH_TRIALS or --trials), 4 rounds of 5 runs, results into
- * <build>/bench/models_smoke.json unless --results: the whole path in
+ * MLC_BENCH_TRIALS or --trials), 4 rounds of 5 runs: the whole path in
  * about 30 seconds, without `make models`.
  */
 #include "bench/results.h"
@@ -596,6 +595,8 @@ static void tune_curve(const char *work, const model_files *mf, const char *db, 
     load_ours(work, tag, mf, &o);
     p->ms = curve_ms(&o, io);
     free_ours(&o);
+    /* the object (the weights again: 650 MB for GPT-2) is in the loaded .so */
+    run_cmd(STR("rm -f %s/%s.o", work, tag), "/dev/null");
   }
   const curve_point *last = &r->curve[r->n_curve - 1];
   r->trials = last->trials;
@@ -1106,10 +1107,10 @@ static void check_only(const char *only, const model_files *mfs) {
   }
 }
 
-/* results NULL unless --results: main picks the default (--smoke's own file). */
 static void parse_options(int argc, char **argv, options *o) {
   const char *env = getenv("MLC_BENCH_TRIALS"), *smoke = getenv("MLC_BENCH_SMOKE");
-  *o = (options){.trials = env && atoi(env) > 0 ? atoi(env) : 200,
+  *o = (options){.results = "bench/results.json",
+                 .trials = env && atoi(env) > 0 ? atoi(env) : 200,
                  .rounds = 5,
                  .per_round = 4,
                  .only = getenv("MLC_BENCH_ONLY") && *getenv("MLC_BENCH_ONLY") ? getenv("MLC_BENCH_ONLY") : NULL};
@@ -1260,7 +1261,6 @@ int main(int argc, char **argv) {
   strs = mlc_arena_new();
   omp_set_num_threads(THREADS);
   openblas_set_num_threads(THREADS);
-  if (!opt.results) opt.results = opt.smoke ? STR("%s/models_smoke.json", exe_dir) : "bench/results.json";
   /* A model not exported is skipped with a reason (plain `make bench`
    * runs this program too); one asked for by --only is an error. */
   bool want[N_MODELS];
