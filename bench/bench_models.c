@@ -1,6 +1,11 @@
 /* Real networks against PyTorch: ResNet-18, MobileNetV2 and the
  * transformer encoder of examples/export_models.py (`make models`), batch 1,
- * float32, each in one run:
+ * float32, and its three language models (examples/lm_models.py): BERT-base
+ * (input_ids, token_type_ids, attention_mask -> last_hidden_state,
+ * pooler_output), GPT-2 small and the 125M Llama (input_ids -> logits),
+ * int64 token ids at sequence 128 (a 128-token prompt), set by
+ * `--input-shape NAME=1,128` per input to mlc-tune and mlc-compile (they
+ * were exported at 16 with the sequence dynamic). Each in one run:
  *   <model>_tuned        `mlc-tune --model` (budget: --trials, default
  *                        $MLC_BENCH_TRIALS or 200, in a fresh database),
  *                        then `mlc-compile --model --db`
@@ -27,24 +32,29 @@
  *                        (`make bench-deps`): ONNX Runtime (ORT_ENABLE_ALL,
  *                        intra_op 2, inter_op 1, sequential) and OpenVINO
  *                        (CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1,
- *                        LATENCY, f32) on the same .onnx and input; each
+ *                        LATENCY, f32) on the same .onnx and inputs; each
  *                        output is checked against PyTorch's and ours tuned
  *                        (rel error <= 1e-4, else the run fails); versions
  *                        and the kernels each chose are printed:
  *                        OpenVINO's primitiveType per layer (oneDNN's
  *                        implementation), ONNX Runtime's node op types
  *                        after fusion (one profiled run, not timed). Without the venv the columns say so.
- * Ours run through the C entry point mlc-compile writes (<model>_run_ws):
+ * A language model's PyTorch is the module rebuilt from lm_models.py with
+ * the export's config and seed (TorchScript traces all its inputs).
+ * Ours run through the C entry point mlc-compile writes (<model>_run_ws,
+ * every input and output in the ONNX graph's order, each of its dtype):
  * the header is compiled with the object into a shared object and loaded.
  * The weights are constant data in the object; the header declares them.
  * Latency: median of all timed runs (at least 20), taken in rounds that
  * interleave the six variants (PyTorch and the engines run in coprocesses kept alive
  * across rounds), after a warm-up. Outputs are checked against PyTorch's
- * models/<model>_out.npy: max abs error / max |reference| <= 1e-4.
+ * models/<model>_out.npy (a language model's: every output,
+ * models/<model>_s128_<output>.npy): max abs error / max |reference|
+ * <= 1e-4, the largest over the outputs.
  * Peak memory: ours is the workspace the entry point declares (every
  * intermediate, sharing storage by liveness; weights, input and output
  * excluded); PyTorch's is the growth of peak RSS over one run.
- * Per layer, for ResNet-18 and the encoder: every distinct convolution
+ * Per layer, for every model but MobileNetV2: every distinct convolution
  * kernel is also timed against oneDNN (its own choice of algorithm and
  * layouts, bias and the kernel's fused ReLU / residual sum as post-ops;
  * layouts converted once, outside the timing) and every dense / matmul
@@ -52,12 +62,19 @@
  * kernel alone on synthetic data, ours and the baseline in alternating
  * rounds.
  *
- *   bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R]
- *                [--quick] [--reuse]
+ *   bench_models [--results FILE] [--trials N] [--only NAME,...] [--rounds R]
+ *                [--quick] [--smoke] [--reuse]
+ * --only (or MLC_BENCH_ONLY): those models (resnet18, mobilenet_v2, encoder,
+ * bert_base, gpt2_small, llama_100m; under --smoke also bert_tiny, ...).
  * --reuse: a model whose database the last run left is not tuned again
  * (its tuning log gives the trials; tuning wall time shows 0; no curve).
  * --quick (or MLC_BENCH_QUICK=1): 16 trials per model, 4 rounds of 5 runs
  * (the floor of 20 runs).
+ * --smoke (or MLC_BENCH_SMOKE=1): the language models only (unless --only
+ * names others), each its tiny export tests/onnx/lm/<kind>_tiny.onnx at
+ * sequence 12 (results named <kind>_tiny_...), 4 trials (unless
+ * MLC_BENCH_TRIALS or --trials), 4 rounds of 5 runs: the whole path in
+ * about 30 seconds, without `make models`.
  */
 #include "bench/results.h"
 #include "frontend/frontend.h"
@@ -82,8 +99,50 @@ enum { THREADS = 2, MAX_ARGS = 8, MAX_LAYERS = 128 };
 /* Tuning curve: at most MAX_STEPS budgets, each point timed CURVE_RUNS times. */
 enum { MAX_STEPS = 4, CURVE_RUNS = 5 };
 
-static const char *const MODELS[] = {"resnet18", "mobilenet_v2", "encoder"};
-enum { N_MODELS = 3 };
+/* Inputs and outputs of a model at most (BERT: three token-id inputs,
+ * two outputs). */
+enum { MAX_IO = 4 };
+
+/* A model of the bench. The image models and the encoder take one float32
+ * input, models/<name>_in.npy, and give one output, models/<name>_out.npy.
+ * The language models of examples/lm_models.py take int64 token ids at
+ * sequence LM_SEQ (set by --input-shape NAME=1,LM_SEQ on the dynamic axes
+ * they were exported with) and give one output or more, as
+ * models/<name>_s128_<input or output name>.npy. */
+typedef struct model_spec {
+  const char *name;  /* models/<name>.onnx */
+  const char *lm;    /* lm_models.py's kind (bert, gpt2, llama); NULL: not a language model */
+  bool per_layer;    /* its conv / dense / matmul kernels timed against oneDNN / OpenBLAS */
+  int n_in, n_out;
+  /* the .npy tags (file <prefix><tag>.npy), in the order of the ONNX
+   * graph's inputs and outputs, which the C entry point keeps */
+  const char *ins[MAX_IO], *outs[MAX_IO];
+} model_spec;
+
+static const model_spec MODELS[] = {
+    {"resnet18", NULL, true, 1, 1, {"in"}, {"out"}},
+    {"mobilenet_v2", NULL, false, 1, 1, {"in"}, {"out"}},
+    {"encoder", NULL, true, 1, 1, {"in"}, {"out"}},
+    {"bert_base", "bert", true, 3, 2, {"input_ids", "token_type_ids", "attention_mask"},
+     {"last_hidden_state", "pooler_output"}},
+    {"gpt2_small", "gpt2", true, 1, 1, {"input_ids"}, {"logits"}},
+    {"llama_100m", "llama", true, 1, 1, {"input_ids"}, {"logits"}},
+};
+enum { N_MODELS = sizeof MODELS / sizeof MODELS[0] };
+/* The language models' sequence: the bench's, and --smoke's (the tiny
+ * exports of tests/onnx/lm at the length they were checked at). */
+enum { LM_SEQ = 128, LM_SMOKE_SEQ = 12 };
+
+/* Where one model's files are: models/ (the real ones) or, for a language
+ * model under --smoke, tests/onnx/lm/<kind>_tiny.onnx. */
+typedef struct model_files {
+  const model_spec *spec;
+  const char *name;   /* the ONNX file's base name: the entry's prefix, the results' names */
+  const char *onnx;   /* path of the .onnx */
+  const char *prefix; /* the .npy files: <prefix><tag>.npy */
+  const char *shapes; /* mlc-tune / mlc-compile options fixing the shapes ("" none needed) */
+  const char *size;   /* lm_models.py's config: "real" or "tiny" (language models) */
+} model_files;
 
 static void die(const char *what, const char *msg) {
   fprintf(stderr, "bench_models: error: %s: %s\n", what, msg);
@@ -111,6 +170,40 @@ static void find_build_dir(void) {
   }
 }
 
+/* The files of spec: models/ or, for a language model under --smoke, its
+ * tiny export in tests/onnx/lm (run at LM_SMOKE_SEQ). */
+static void model_files_of(const model_spec *spec, bool smoke, model_files *mf) {
+  mf->spec = spec;
+  mf->name = spec->name;
+  mf->onnx = STR("models/%s.onnx", spec->name);
+  mf->prefix = STR("models/%s_", spec->name);
+  mf->shapes = "";
+  mf->size = "real";
+  if (!spec->lm) return;
+  int seq = LM_SEQ;
+  if (smoke) {
+    seq = LM_SMOKE_SEQ;
+    mf->name = STR("%s_tiny", spec->lm);
+    mf->onnx = STR("tests/onnx/lm/%s_tiny.onnx", spec->lm);
+    mf->prefix = STR("tests/onnx/lm/%s_s%d_", spec->lm, seq);
+    mf->size = "tiny";
+  } else {
+    mf->prefix = STR("models/%s_s%d_", spec->name, seq);
+  }
+  for (int i = 0; i < spec->n_in; i++) mf->shapes = STR("%s --input-shape %s=1,%d", mf->shapes, spec->ins[i], seq);
+}
+
+/* The first of mf's files that cannot be read, NULL when all can. */
+static const char *missing_file(const model_files *mf) {
+  if (access(mf->onnx, R_OK) != 0) return mf->onnx;
+  for (int i = 0; i < mf->spec->n_in + mf->spec->n_out; i++) {
+    const char *tag = i < mf->spec->n_in ? mf->spec->ins[i] : mf->spec->outs[i - mf->spec->n_in];
+    const char *path = STR("%s%s.npy", mf->prefix, tag);
+    if (access(path, R_OK) != 0) return path;
+  }
+  return NULL;
+}
+
 /* Runs a shell command, its output appended to log; dies on failure. */
 static void run_cmd(const char *cmd, const char *log) {
   char *full = mlc_xmalloc(strlen(cmd) + strlen(log) + 32);
@@ -127,15 +220,17 @@ static void run_cmd(const char *cmd, const char *log) {
 
 typedef struct ours {
   void *so;
-  int (*run)(const float *in, float *out, float *ws);
+  int (*run)(void *const *in, void *const *out, float *ws); /* the model's inputs, outputs in order */
   float *ws;
   long long ws_floats;
 } ours;
 
 /* Writes work/<tag>_entry.c, the header plus the functions the bench looks
  * up, builds work/<tag>.so with the object (which holds the weights) and
- * loads it. */
-static void load_ours(const char *work, const char *tag, const char *model, ours *o) {
+ * loads it. bm_run passes its arrays to <model>_run_ws in order (void *
+ * converts to each input's and output's own type). */
+static void load_ours(const char *work, const char *tag, const model_files *mf, ours *o) {
+  const char *model = mf->name;
   memset(o, 0, sizeof *o);
   char up[128];
   snprintf(up, sizeof up, "%s", model);
@@ -144,8 +239,11 @@ static void load_ours(const char *work, const char *tag, const char *model, ours
   mlc_str_printf(&src,
                  "#include \"%s.h\"\n"
                  "long long bm_workspace_floats(void) { return %s_WORKSPACE_FLOATS; }\n"
-                 "int bm_run(const float *in, float *out, float *ws) { return %s_run_ws(in, out, ws); }\n",
+                 "int bm_run(void *const *in, void *const *out, float *ws) {\n  return %s_run_ws(",
                  tag, up, model);
+  for (int i = 0; i < mf->spec->n_in; i++) mlc_str_printf(&src, "in[%d], ", i);
+  for (int i = 0; i < mf->spec->n_out; i++) mlc_str_printf(&src, "out[%d], ", i);
+  mlc_str_puts(&src, "ws);\n}\n");
   const char *path = STR("%s/%s_entry.c", work, tag);
   FILE *f = fopen(path, "w");
   if (!f || fputs(mlc_str_cstr(&src), f) < 0 || fclose(f) != 0) die(path, "cannot write");
@@ -157,7 +255,7 @@ static void load_ours(const char *work, const char *tag, const char *model, ours
   o->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!o->so) die(path, dlerror());
   long long (*wsf)(void) = (long long (*)(void))dlsym(o->so, "bm_workspace_floats");
-  o->run = (int (*)(const float *, float *, float *))dlsym(o->so, "bm_run");
+  o->run = (int (*)(void *const *, void *const *, float *))dlsym(o->so, "bm_run");
   if (!wsf || !o->run) die(path, "entry symbols");
   o->ws_floats = wsf();
   o->ws = mlc_xmalloc(sizeof(float) * (size_t)o->ws_floats);
@@ -177,7 +275,8 @@ typedef struct torch {
   pid_t pid;
   FILE *to, *from;
   double eager_err, script_err, eager_peak, script_peak; /* peak: bytes, -1 unknown */
-  char version[64];
+  bool have_script;  /* TorchScript traced and ran (else script_note says why) */
+  char version[64], script_note[256];
 } torch;
 
 static double json_num(const mlc_json *j, const char *key) {
@@ -185,9 +284,11 @@ static double json_num(const mlc_json *j, const char *key) {
   return v && v->kind == MLC_JSON_NUMBER ? v->number : -1;
 }
 
-/* Starts bench/torch_baseline.py on model; false when it fails to start
- * (no PyTorch): the torch columns are then left out. */
-static bool torch_start(torch *t, const char *model) {
+/* Starts bench/torch_baseline.py on the model; false when it fails to start
+ * (no PyTorch): the torch columns are then left out. A language model is
+ * rebuilt from examples/lm_models.py (its kind and config) and run on the
+ * .npy inputs at prefix. */
+static bool torch_start(torch *t, const model_files *mf) {
   int in[2], out[2];
   memset(t, 0, sizeof *t);
   if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
@@ -203,8 +304,12 @@ static bool torch_start(torch *t, const char *model) {
     setenv("MALLOC_MMAP_THRESHOLD_", "65536", 1);
     char threads[16];
     snprintf(threads, sizeof threads, "%d", THREADS);
-    execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", model,
-          "--models", "models", "--threads", threads, (char *)NULL);
+    if (mf->spec->lm)
+      execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", mf->name, "--lm",
+            mf->spec->lm, "--config", mf->size, "--data", mf->prefix, "--threads", threads, (char *)NULL);
+    else
+      execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", mf->name, "--models",
+            "models", "--threads", threads, (char *)NULL);
     _exit(127);
   }
   close(in[0]);
@@ -226,8 +331,11 @@ static bool torch_start(torch *t, const char *model) {
   t->script_err = json_num(j, "torchscript_rel_error");
   t->eager_peak = json_num(j, "eager_peak_bytes");
   t->script_peak = json_num(j, "torchscript_peak_bytes");
+  t->have_script = mlc_json_get(j, "torchscript_rel_error") != NULL;
   const mlc_json *v = mlc_json_get(j, "torch");
   snprintf(t->version, sizeof t->version, "%s", v && v->kind == MLC_JSON_STRING ? v->str : "?");
+  v = mlc_json_get(j, "torchscript_error");
+  snprintf(t->script_note, sizeof t->script_note, "%s", v && v->kind == MLC_JSON_STRING ? v->str : "");
   mlc_arena_free(a);
   return true;
 }
@@ -259,7 +367,7 @@ static void torch_stop(torch *t) {
 typedef struct engines {
   torch cp;                   /* the coprocess (its torch-specific fields unused) */
   bool have_ort, have_ov;     /* the engine loaded and ran */
-  double ort_err, ov_err;     /* against models/<model>_out.npy */
+  double ort_err, ov_err;     /* against PyTorch's exported outputs (the largest over outputs) */
   char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024], ort_note[256], ov_note[256];
 } engines;
 
@@ -274,15 +382,25 @@ static const char *venv_python(void) {
   return access(py, X_OK) == 0 ? py : NULL;
 }
 
-/* Starts the coprocess on model (outputs written to work); false when the
- * venv is missing or it fails to start: e's notes say why. */
-static bool engines_start(engines *e, const char *model, const char *work) {
+/* "a,b,c" of n tags. */
+static const char *tag_list(const char *const *tags, int n) {
+  const char *s = tags[0];
+  for (int i = 1; i < n; i++) s = STR("%s,%s", s, tags[i]);
+  return s;
+}
+
+/* Starts the coprocess on the model (its outputs written to work as
+ * <name>_<engine>_<output tag>.npy); false when the venv is missing or it
+ * fails to start: e's notes say why. */
+static bool engines_start(engines *e, const model_files *mf, const char *work) {
   memset(e, 0, sizeof *e);
   const char *py = venv_python();
   const char *why = "not installed (make bench-deps)";
   snprintf(e->ort_note, sizeof e->ort_note, "%s", why);
   snprintf(e->ov_note, sizeof e->ov_note, "%s", why);
   if (!py) return false;
+  /* (before fork: the child only execs) */
+  const char *ins = tag_list(mf->spec->ins, mf->spec->n_in), *outs = tag_list(mf->spec->outs, mf->spec->n_out);
   int in[2], out[2];
   if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
   torch *t = &e->cp;
@@ -297,8 +415,8 @@ static bool engines_start(engines *e, const char *model, const char *work) {
     snprintf(threads, sizeof threads, "%d", THREADS);
     /* argv[0] is the venv's path: python finds its venv (pyvenv.cfg) from
      * it; a bare "python" is looked up on PATH and misses the venv. */
-    execl(py, py, MLC_SOURCE_DIR "/bench/engine_baseline.py", model, "--models", "models", "--threads",
-          threads, "--out", work, (char *)NULL);
+    execl(py, py, MLC_SOURCE_DIR "/bench/engine_baseline.py", mf->name, "--onnx", mf->onnx, "--data",
+          mf->prefix, "--inputs", ins, "--outputs", outs, "--threads", threads, "--out", work, (char *)NULL);
     _exit(127);
   }
   close(in[0]);
@@ -350,6 +468,7 @@ typedef struct model_result {
   double ort_err, ov_err;       /* engine vs PyTorch's exported output; < 0: not run */
   double ort_vs_ours, ov_vs_ours; /* engine's output vs ours tuned; < 0: not compared */
   char ort_note[256], ov_note[256]; /* why an engine's column is empty */
+  char script_note[256];            /* why TorchScript's column is empty (torch ran) */
   char ort_version[64], ov_version[96], ov_kernels[1024], ort_kernels[1024];
   long long ws_bytes;
   double eager_peak, script_peak;
@@ -369,9 +488,26 @@ static double rel_error(const float *y, const float *want, int64_t n) {
   return e / (scale > 0 ? scale : 1);
 }
 
-static double run_ours_ms(ours *o, const float *in, float *out) {
+/* A model's data: its inputs (any dtype), PyTorch's outputs (float32)
+ * and room for ours. */
+typedef struct model_io {
+  int n_in, n_out;
+  void *in[MAX_IO];
+  float *want[MAX_IO], *out[MAX_IO];
+  int64_t n_elems[MAX_IO]; /* of each output */
+} model_io;
+
+/* The largest relative error over the outputs: max abs error / max |want|
+ * of each (ys: one array per output, shaped as io's). */
+static double rel_error_all(float *const *ys, const model_io *io) {
+  double e = 0;
+  for (int i = 0; i < io->n_out; i++) e = fmax(e, rel_error(ys[i], io->want[i], io->n_elems[i]));
+  return e;
+}
+
+static double run_ours_ms(ours *o, model_io *io) {
   double t0 = bench_now_ms();
-  if (o->run(in, out, o->ws) != 0) die("model run", "a kernel failed");
+  if (o->run(io->in, (void *const *)io->out, o->ws) != 0) die("model run", "a kernel failed");
   return bench_now_ms() - t0;
 }
 
@@ -403,11 +539,11 @@ static void count_records(const char *log, int *n_kernels, int *n_records) {
 
 /* Compiles the model from db into work/<tag>.o and <tag>.h and counts
  * its kernels that replay a record. */
-static void compile_tuned(const char *work, const char *model, const char *db, const char *tag,
+static void compile_tuned(const char *work, const model_files *mf, const char *db, const char *tag,
                           int *n_kernels, int *n_records) {
   const char *clog = STR("%s/compile_%s.log", work, tag);
-  run_cmd(STR("rm -f %s; %s/bin/mlc-compile --model models/%s.onnx --db %s -o %s/%s.o --header %s/%s.h",
-              clog, build_dir, model, db, work, tag, work, tag),
+  run_cmd(STR("rm -f %s; %s/bin/mlc-compile --model %s%s --db %s -o %s/%s.o --header %s/%s.h", clog, build_dir,
+              mf->onnx, mf->shapes, db, work, tag, work, tag),
           clog);
   count_records(clog, n_kernels, n_records);
 }
@@ -425,10 +561,10 @@ static int curve_budgets(int trials, int budget[MAX_STEPS]) {
 }
 
 /* A curve point's latency: the median of CURVE_RUNS runs after a warm-up. */
-static double curve_ms(ours *o, const float *in, float *out) {
+static double curve_ms(ours *o, model_io *io) {
   double ms[CURVE_RUNS];
-  run_ours_ms(o, in, out);
-  for (int i = 0; i < CURVE_RUNS; i++) ms[i] = run_ours_ms(o, in, out);
+  run_ours_ms(o, io);
+  for (int i = 0; i < CURVE_RUNS; i++) ms[i] = run_ours_ms(o, io);
   return bench_median(ms, CURVE_RUNS);
 }
 
@@ -436,28 +572,31 @@ static double curve_ms(ours *o, const float *in, float *out) {
  * continues the last (the budget is the total the database should hold).
  * Every step but the last is compiled and timed here; the last is compiled
  * as work/tuned.o, which bench_model times (its curve point included). */
-static void tune_curve(const char *work, const char *model, const char *db, const char *log, int trials,
-                       const float *in, float *out, model_result *r) {
+static void tune_curve(const char *work, const model_files *mf, const char *db, const char *log, int trials,
+                       model_io *io, model_result *r) {
+  const char *model = mf->name;
   int budget[MAX_STEPS], n = curve_budgets(trials, budget);
   r->tune_s = 0;
   for (int i = 0; i < n; i++) {
     fprintf(stderr, "bench_models: %s: tuning step %d/%d, %d trials in total (log %s) ...\n", model, i + 1, n,
             budget[i], log);
     double t0 = bench_now_ms();
-    run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model models/%s.onnx --trials %d --db %s",
-                build_dir, build_dir, model, budget[i], db),
+    run_cmd(STR("MLC_WORKER=%s/bin/mlc-worker %s/bin/mlc-tune --model %s%s --trials %d --db %s", build_dir,
+                build_dir, mf->onnx, mf->shapes, budget[i], db),
             log);
     r->tune_s += (bench_now_ms() - t0) / 1e3;
     curve_point *p = &r->curve[r->n_curve++];
     p->trials = measured_trials(log, budget[i]);
     p->tune_s = r->tune_s;
     const char *tag = i == n - 1 ? "tuned" : STR("curve%d", i);
-    compile_tuned(work, model, db, tag, &p->n_kernels, &p->n_records);
+    compile_tuned(work, mf, db, tag, &p->n_kernels, &p->n_records);
     if (i == n - 1) break;
     ours o;
-    load_ours(work, tag, model, &o);
-    p->ms = curve_ms(&o, in, out);
+    load_ours(work, tag, mf, &o);
+    p->ms = curve_ms(&o, io);
     free_ours(&o);
+    /* the object (the weights again: 650 MB for GPT-2) is in the loaded .so */
+    run_cmd(STR("rm -f %s/%s.o", work, tag), "/dev/null");
   }
   const curve_point *last = &r->curve[r->n_curve - 1];
   r->trials = last->trials;
@@ -465,8 +604,9 @@ static void tune_curve(const char *work, const char *model, const char *db, cons
   r->n_records = last->n_records;
 }
 
-static void tune_and_compile(const char *work, const char *model, int trials, bool reuse, const float *in,
-                             float *out, model_result *r) {
+static void tune_and_compile(const char *work, const model_files *mf, int trials, bool reuse, model_io *io,
+                             model_result *r) {
+  const char *model = mf->name;
   const char *db = STR("%s/%s.db", work, model), *log = STR("%s/%s_tune.log", work, model);
   if (reuse && access(db, R_OK) == 0) {
     /* the last run's database and tuning log: time again without tuning */
@@ -474,46 +614,66 @@ static void tune_and_compile(const char *work, const char *model, int trials, bo
     r->tune_s = 0;
     r->trials = measured_trials(log, trials);
     fprintf(stderr, "bench_models: %s: compiling tuned ...\n", model);
-    compile_tuned(work, model, db, "tuned", &r->n_kernels, &r->n_records);
+    compile_tuned(work, mf, db, "tuned", &r->n_kernels, &r->n_records);
   } else {
     run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
-    tune_curve(work, model, db, log, trials, in, out, r);
+    tune_curve(work, mf, db, log, trials, io, r);
   }
   fprintf(stderr, "bench_models: %s: compiling untuned ...\n", model);
   /* a database that does not exist: every kernel gets the default schedule */
-  run_cmd(STR("%s/bin/mlc-compile --model models/%s.onnx --db %s/none.db -o %s/untuned.o --header %s/untuned.h",
-              build_dir, model, work, work, work),
+  run_cmd(STR("%s/bin/mlc-compile --model %s%s --db %s/none.db -o %s/untuned.o --header %s/untuned.h", build_dir,
+              mf->onnx, mf->shapes, work, work, work),
           log);
 }
 
-static float *read_npy(const char *model, const char *suffix, int64_t *n) {
-  char path[256];
+/* <prefix><tag>.npy of any dtype (float32 when want_f32), its elements in *n. */
+static void *read_npy(const model_files *mf, const char *tag, bool want_f32, int64_t *n) {
+  const char *path = STR("%s%s.npy", mf->prefix, tag);
   mlc_error err;
   mlc_gtype ty;
-  snprintf(path, sizeof path, "models/%s_%s.npy", model, suffix);
-  float *d = mlc_npy_read(path, &ty, &err);
+  void *d = mlc_npy_read(path, &ty, &err);
   if (!d) die(path, err.msg);
-  if (ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
+  if (want_f32 && ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
   *n = mlc_gtype_numel(&ty);
   return d;
 }
 
+/* The inputs and PyTorch's outputs of the model; room for ours. The
+ * inputs go to our entry as they are: a wrong dtype or length shows as
+ * the entry's own input check or a wrong output. */
+static void io_read(const model_files *mf, model_io *io) {
+  memset(io, 0, sizeof *io);
+  io->n_in = mf->spec->n_in;
+  io->n_out = mf->spec->n_out;
+  int64_t n;
+  for (int i = 0; i < io->n_in; i++) io->in[i] = read_npy(mf, mf->spec->ins[i], false, &n);
+  for (int i = 0; i < io->n_out; i++) {
+    io->want[i] = read_npy(mf, mf->spec->outs[i], true, &io->n_elems[i]);
+    io->out[i] = mlc_xmalloc(sizeof(float) * (size_t)io->n_elems[i]);
+  }
+}
+
+static void io_free(model_io *io) {
+  for (int i = 0; i < io->n_in; i++) mlc_free(io->in[i]);
+  for (int i = 0; i < io->n_out; i++) mlc_free(io->want[i]), mlc_free(io->out[i]);
+}
+
 /* Interleaved rounds: each variant k runs per round, in turn. */
-static void time_model(ours *v, torch *t, bool have_torch, engines *e, const float *in, float *out,
-                       int rounds, int k, model_result *r) {
+static void time_model(ours *v, torch *t, bool have_torch, engines *e, model_io *io, int rounds, int k,
+                       model_result *r) {
   double *ms[6];
   int n[6] = {0};
   for (int i = 0; i < 6; i++) ms[i] = mlc_xmalloc(sizeof(double) * (size_t)(rounds * k));
   for (int i = 0; i < 3; i++) { /* warm-up */
-    run_ours_ms(&v[0], in, out);
-    run_ours_ms(&v[1], in, out);
+    run_ours_ms(&v[0], io);
+    run_ours_ms(&v[1], io);
   }
   for (int rd = 0; rd < rounds; rd++) {
     for (int i = 0; i < 2; i++)
-      for (int j = 0; j < k; j++) ms[i][n[i]++] = run_ours_ms(&v[i], in, out);
+      for (int j = 0; j < k; j++) ms[i][n[i]++] = run_ours_ms(&v[i], io);
     if (have_torch) {
       torch_time(t, "eager", k, ms[2], &n[2]);
-      torch_time(t, "torchscript", k, ms[3], &n[3]);
+      if (t->have_script) torch_time(t, "torchscript", k, ms[3], &n[3]);
     }
     if (e->have_ort) torch_time(&e->cp, "ort", k, ms[4], &n[4]);
     if (e->have_ov) torch_time(&e->cp, "ov", k, ms[5], &n[5]);
@@ -533,11 +693,12 @@ typedef struct kdecl {
   int n_args;
   int ndim[MAX_ARGS];
   int64_t dims[MAX_ARGS][6];
-  int calls; /* calls in <model>_run_ws */
+  int calls;    /* calls in <model>_run_ws */
+  bool all_f32; /* every argument float32 (a language model's gathers read int64 ids) */
 } kdecl;
 
 /* The kernel declarations of the header: the comments
- * "NAME: arg float32[d0, d1, ...], ... (dense, row-major)". */
+ * "NAME: arg float32[d0, d1, ...], ids int64[...], ... (dense, row-major)". */
 static int parse_decls(const char *h, const char *model, kdecl *ks, int max) {
   int n = 0;
   char pre[160];
@@ -548,9 +709,10 @@ static int parse_decls(const char *h, const char *model, kdecl *ks, int max) {
     kdecl *k = &ks[n];
     memset(k, 0, sizeof *k);
     memcpy(k->name, p + 4, (size_t)(colon - (p + 4)));
-    for (const char *q = strstr(colon, "float32["); q && q < eol && k->n_args < MAX_ARGS;
-         q = strstr(q + 1, "float32[")) {
-      char *e = (char *)q + 8;
+    k->all_f32 = true;
+    for (const char *q = strchr(colon, '['); q && q < eol && k->n_args < MAX_ARGS; q = strchr(q + 1, '[')) {
+      k->all_f32 &= q - colon >= 8 && strncmp(q - 8, " float32", 8) == 0;
+      char *e = (char *)q + 1;
       int a = k->n_args++;
       while (*e != ']' && k->ndim[a] < 6) k->dims[a][k->ndim[a]++] = strtoll(e, &e, 10), e += *e == ',';
     }
@@ -587,7 +749,7 @@ typedef struct conv {
 } conv;
 
 static bool conv_of(const kdecl *k, conv *cv) {
-  if (!strstr(k->name, "conv2d") || k->n_args < 3) return false;
+  if (!strstr(k->name, "conv2d") || k->n_args < 3 || !k->all_f32) return false;
   cv->src = 0, cv->wt = 1, cv->out = k->n_args - 1, cv->bias = -1, cv->res = -1;
   for (int a = 2; a < cv->out; a++) {
     if (k->ndim[a] == 1) cv->bias = a;
@@ -730,7 +892,7 @@ static void call_gemm(void *ctx) {
 static bool gemm_of(const kdecl *kd, gemm_run *g) {
   int last = kd->n_args - 1, na = kd->ndim[0], nb = kd->ndim[1];
   bool dense = strstr(kd->name, "dense") != NULL;
-  if ((!dense && !strstr(kd->name, "matmul")) || kd->n_args < 3 || na < 2 || nb < 2) return false;
+  if ((!dense && !strstr(kd->name, "matmul")) || kd->n_args < 3 || na < 2 || nb < 2 || !kd->all_f32) return false;
   g->k = (int)kd->dims[0][na - 1];
   g->n = (int)kd->dims[last][kd->ndim[last] - 1];
   g->trans_b = dense;
@@ -842,15 +1004,17 @@ static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *
 /* ---- driver ---------------------------------------------------------------- */
 
 typedef struct options {
-  const char *results, *only;
+  const char *results;
+  const char *only; /* --only / $MLC_BENCH_ONLY: model names, comma-separated; NULL all */
   int trials, rounds, per_round;
   bool reuse; /* --reuse: time the last run's tuned database again, no tuning */
+  bool smoke; /* --smoke / MLC_BENCH_SMOKE=1: the language models' tiny exports, few trials */
 } options;
 
-/* Copies the engines' facts into r and compares each engine's output file
- * with ours tuned (out: scratch of n_out floats). */
-static void engine_checks(const engines *e, const char *work, const char *model, ours *tuned,
-                          const float *in, float *out, int64_t n_out, model_result *r) {
+/* Copies the engines' facts into r and compares each engine's output
+ * files with ours tuned (io's outputs: scratch). */
+static void engine_checks(const engines *e, const char *work, const model_files *mf, ours *tuned, model_io *io,
+                          model_result *r) {
   r->ort_err = e->have_ort ? e->ort_err : -1;
   r->ov_err = e->have_ov ? e->ov_err : -1;
   r->ort_vs_ours = r->ov_vs_ours = -1;
@@ -860,54 +1024,58 @@ static void engine_checks(const engines *e, const char *work, const char *model,
   snprintf(r->ov_version, sizeof r->ov_version, "%s", e->ov_version);
   snprintf(r->ov_kernels, sizeof r->ov_kernels, "%s", e->ov_kernels);
   snprintf(r->ort_kernels, sizeof r->ort_kernels, "%s", e->ort_kernels);
-  run_ours_ms(tuned, in, out);
+  run_ours_ms(tuned, io);
   const char *names[2] = {"ort", "ov"};
   bool have[2] = {e->have_ort, e->have_ov};
   double *dst[2] = {&r->ort_vs_ours, &r->ov_vs_ours};
   for (int i = 0; i < 2; i++) {
     if (!have[i]) continue;
-    const char *path = STR("%s/%s_%s_out.npy", work, model, names[i]);
-    mlc_error err;
-    mlc_gtype ty;
-    float *y = mlc_npy_read(path, &ty, &err);
-    if (!y) die(path, err.msg);
-    if (ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
-    if (mlc_gtype_numel(&ty) == n_out) *dst[i] = rel_error(out, y, n_out);
-    mlc_free(y);
+    /* the largest error over the outputs; one of another size: not compared */
+    for (int k = 0; k < io->n_out; k++) {
+      const char *path = STR("%s/%s_%s_%s.npy", work, mf->name, names[i], mf->spec->outs[k]);
+      mlc_error err;
+      mlc_gtype ty;
+      float *y = mlc_npy_read(path, &ty, &err);
+      if (!y) die(path, err.msg);
+      if (ty.dtype != MLC_FLOAT32) die(path, "not float32 ('<f4')");
+      if (mlc_gtype_numel(&ty) == io->n_elems[k]) *dst[i] = fmax(*dst[i], rel_error(io->out[k], y, io->n_elems[k]));
+      mlc_free(y);
+    }
   }
 }
 
-static void bench_model(const options *opt, const char *model, model_result *r, mlc_arena *ar,
+static void bench_model(const options *opt, const model_files *mf, model_result *r, mlc_arena *ar,
                         bench_case *layers, int *n_layers) {
+  const char *model = mf->name;
   const char *work = STR("%s/models_%s", exe_dir, model);
   run_cmd(STR("mkdir -p %s", work), "/dev/null");
   memset(r, 0, sizeof *r);
   r->name = model;
-  int64_t n_in, n_out;
-  float *in = read_npy(model, "in", &n_in), *want = read_npy(model, "out", &n_out);
-  float *out = mlc_xmalloc(sizeof(float) * (size_t)n_out);
-  tune_and_compile(work, model, opt->trials, opt->reuse, in, out, r);
+  model_io io;
+  io_read(mf, &io);
+  tune_and_compile(work, mf, opt->trials, opt->reuse, &io, r);
   ours v[2];
   fprintf(stderr, "bench_models: %s: building the entry points ...\n", model);
-  load_ours(work, "tuned", model, &v[0]);
-  load_ours(work, "untuned", model, &v[1]);
+  load_ours(work, "tuned", mf, &v[0]);
+  load_ours(work, "untuned", mf, &v[1]);
   r->ws_bytes = v[0].ws_floats * (long long)sizeof(float);
-  if (r->n_curve) r->curve[r->n_curve - 1].ms = curve_ms(&v[0], in, out);
-  run_ours_ms(&v[0], in, out);
-  r->tuned_err = rel_error(out, want, n_out);
-  run_ours_ms(&v[1], in, out);
-  r->untuned_err = rel_error(out, want, n_out);
+  if (r->n_curve) r->curve[r->n_curve - 1].ms = curve_ms(&v[0], &io);
+  run_ours_ms(&v[0], &io);
+  r->tuned_err = rel_error_all(io.out, &io);
+  run_ours_ms(&v[1], &io);
+  r->untuned_err = rel_error_all(io.out, &io);
   torch t;
-  bool have_torch = torch_start(&t, model);
+  bool have_torch = torch_start(&t, mf);
   if (!have_torch) fprintf(stderr, "bench_models: %s: no PyTorch (torch_baseline.py failed); torch columns left out\n", model);
   r->eager_peak = have_torch ? t.eager_peak : -1;
-  r->script_peak = have_torch ? t.script_peak : -1;
+  r->script_peak = have_torch && t.have_script ? t.script_peak : -1;
+  snprintf(r->script_note, sizeof r->script_note, "%s", have_torch ? t.script_note : "");
   fprintf(stderr, "bench_models: %s: timing, %d rounds x %d runs ...\n", model, opt->rounds, opt->per_round);
   engines e;
-  bool have_engines = engines_start(&e, model, work);
-  engine_checks(&e, work, model, &v[0], in, out, n_out, r);
+  bool have_engines = engines_start(&e, mf, work);
+  engine_checks(&e, work, mf, &v[0], &io, r);
   getloadavg(&r->load_before, 1);
-  time_model(v, &t, have_torch, &e, in, out, opt->rounds, opt->per_round, r);
+  time_model(v, &t, have_torch, &e, &io, opt->rounds, opt->per_round, r);
   getloadavg(&r->load_after, 1);
   if (have_engines) torch_stop(&e.cp);
   if (have_torch) {
@@ -916,22 +1084,42 @@ static void bench_model(const options *opt, const char *model, model_result *r, 
               t.eager_err, t.script_err);
     torch_stop(&t);
   }
-  if (strcmp(model, "mobilenet_v2") != 0) per_layer(ar, work, model, &v[0], layers, n_layers);
+  if (mf->spec->per_layer) per_layer(ar, work, model, &v[0], layers, n_layers);
   free_ours(&v[0]);
   free_ours(&v[1]);
-  mlc_free(in);
-  mlc_free(want);
-  mlc_free(out);
+  io_free(&io);
+}
+
+/* true when list (comma-separated) names name */
+static bool in_list(const char *list, const char *name) {
+  for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strcspn(p, ",") == strlen(name) && strncmp(p, name, strlen(name)) == 0) return true;
+  return false;
+}
+
+/* Dies on a name in --only that is no model's (mfs: the models' files). */
+static void check_only(const char *only, const model_files *mfs) {
+  for (const char *p = only; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    const char *name = STR("%.*s", (int)strcspn(p, ","), p);
+    bool known = false;
+    for (int i = 0; i < N_MODELS; i++) known |= strcmp(name, MODELS[i].name) == 0 || strcmp(name, mfs[i].name) == 0;
+    if (!known) die(name, "--only: no such model (resnet18, mobilenet_v2, encoder, bert_base, gpt2_small, llama_100m)");
+  }
 }
 
 static void parse_options(int argc, char **argv, options *o) {
-  const char *env = getenv("MLC_BENCH_TRIALS");
+  const char *env = getenv("MLC_BENCH_TRIALS"), *smoke = getenv("MLC_BENCH_SMOKE");
   *o = (options){.results = "bench/results.json",
                  .trials = env && atoi(env) > 0 ? atoi(env) : 200,
                  .rounds = 5,
-                 .per_round = 4};
+                 .per_round = 4,
+                 .only = getenv("MLC_BENCH_ONLY") && *getenv("MLC_BENCH_ONLY") ? getenv("MLC_BENCH_ONLY") : NULL};
   const char *quick = getenv("MLC_BENCH_QUICK");
   if (quick && strcmp(quick, "1") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
+  o->smoke = smoke && strcmp(smoke, "1") == 0;
+  for (int i = 1; i < argc; i++) o->smoke |= strcmp(argv[i], "--smoke") == 0;
+  /* --smoke: 4 trials unless $MLC_BENCH_TRIALS or --trials says otherwise */
+  if (o->smoke) o->trials = env && atoi(env) > 0 ? atoi(env) : 4, o->rounds = 4, o->per_round = 5;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) o->results = argv[++i];
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) o->trials = atoi(argv[++i]);
@@ -939,8 +1127,9 @@ static void parse_options(int argc, char **argv, options *o) {
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) o->rounds = atoi(argv[++i]);
     else if (strcmp(argv[i], "--reuse") == 0) o->reuse = true;
     else if (strcmp(argv[i], "--quick") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;
+    else if (strcmp(argv[i], "--smoke") == 0) continue;
     else {
-      fprintf(stderr, "usage: bench_models [--results FILE] [--trials N] [--only NAME] [--rounds R] [--quick] [--reuse]\n");
+      fprintf(stderr, "usage: bench_models [--results FILE] [--trials N] [--only NAME,...] [--rounds R] [--quick] [--smoke] [--reuse]\n");
       exit(2);
     }
   }
@@ -990,6 +1179,7 @@ static void print_table(mlc_arena *a, const model_result *rs, int n) {
     const model_result *r = &rs[i];
     printf("%s: %d of %d kernels from tuning records; load average %.1f -> %.1f while timed\n", r->name,
            r->n_records, r->n_kernels, r->load_before, r->load_after);
+    if (r->script_note[0]) printf("  TorchScript: %s\n", r->script_note);
     if (r->ort_ms > 0)
       printf("  ONNX Runtime %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  ONNX Runtime nodes: %s\n",
              r->ort_version, err_col(a, r->ort_err), err_col(a, r->ort_vs_ours), r->ort_kernels);
@@ -1074,14 +1264,17 @@ int main(int argc, char **argv) {
   /* A model not exported is skipped with a reason (plain `make bench`
    * runs this program too); one asked for by --only is an error. */
   bool want[N_MODELS];
+  model_files mfs[N_MODELS];
+  for (int i = 0; i < N_MODELS; i++) model_files_of(&MODELS[i], opt.smoke, &mfs[i]);
+  check_only(opt.only, mfs);
   for (int i = 0; i < N_MODELS; i++) {
-    char path[64];
-    snprintf(path, sizeof path, "models/%s.onnx", MODELS[i]);
-    want[i] = !opt.only || strcmp(opt.only, MODELS[i]) == 0;
-    if (want[i] && access(path, R_OK) != 0) {
+    want[i] = opt.only ? in_list(opt.only, MODELS[i].name) || in_list(opt.only, mfs[i].name)
+                       : !opt.smoke || MODELS[i].lm;
+    const char *path = want[i] ? missing_file(&mfs[i]) : NULL;
+    if (path) {
       if (opt.only) die(path, "missing: run `make models` first");
       printf("bench_models: %s skipped: %s missing (`make models` exports it; needs python3-torch)\n",
-             MODELS[i], path);
+             MODELS[i].name, path);
       want[i] = false;
     }
   }
@@ -1092,7 +1285,7 @@ int main(int argc, char **argv) {
   int n = 0, nr = 0, n_layers = 0;
   bench_case *layers = mlc_xmalloc(sizeof(bench_case) * MAX_LAYERS);
   for (int i = 0; i < N_MODELS; i++)
-    if (want[i]) bench_model(&opt, MODELS[i], &rs[nr++], a, layers, &n_layers);
+    if (want[i]) bench_model(&opt, &mfs[i], &rs[nr++], a, layers, &n_layers);
   if (nr == 0) {
     mlc_free(layers);
     mlc_arena_free(a);

@@ -4,7 +4,8 @@ bench/torch_baseline.py, so that their timings
 interleave with ours and PyTorch's.
 
     build/bench-venv/bin/python bench/engine_baseline.py NAME \
-        [--models DIR] [--threads N] [--out DIR]
+        [--models DIR] [--onnx PATH] [--data PREFIX] [--inputs TAG,...]
+        [--outputs TAG,...] [--threads N] [--out DIR]
 
 Runs in the venv `make bench-deps` makes (never Debian's python). Loads
 models/NAME.onnx and prepares
@@ -14,12 +15,17 @@ models/NAME.onnx and prepares
   ov   openvino Core().compile_model(..., "CPU", INFERENCE_NUM_THREADS N,
        NUM_STREAMS 1, PERFORMANCE_HINT LATENCY, INFERENCE_PRECISION_HINT f32:
        without it a CPU with AVX-512 BF16 runs in bf16)
-on models/NAME_in.npy (the input the C bench uses). An engine that fails
-to import or load is left out (its error is in the ready line). Each
-output is checked against models/NAME_out.npy (PyTorch's output when
-exported: the reference ours is checked against) and written to
-DIR/NAME_<engine>_out.npy (default: no files) for bench_models to compare
-with ours. Then it prints one JSON line (ready) and answers commands:
+on the inputs the C bench uses. The model is PATH (default
+DIR/NAME.onnx); its inputs, in the order of the graph's inputs, are
+PREFIX<tag>.npy for the --inputs tags, any dtype (a language model's int64
+token ids), and PyTorch's outputs when exported, in the order of the
+graph's outputs, PREFIX<tag>.npy for the --outputs tags (default: prefix
+DIR/NAME_, tags "in" and "out": models/NAME_in.npy, models/NAME_out.npy).
+An engine that fails to import or load is left out (its error is in the
+ready line). Each output is checked against its reference (the rel error
+reported is the largest over the outputs) and written to
+DIR/NAME_<engine>_<output tag>.npy (default: no files) for bench_models
+to compare with ours. Then it prints one JSON line (ready) and answers commands:
   time MODE K   K timed runs: one line of K latencies in ms
   quit
 The ready line names each engine's version, error and the kernels it
@@ -39,6 +45,10 @@ def rel_error(y, want):
     y = np.asarray(y, dtype=np.float64).reshape(want.shape)
     scale = max(float(np.abs(want).max()), 1e-30)
     return float(np.abs(y - want).max()) / scale
+
+
+def rel_error_all(ys, wants):
+    return max(rel_error(y, w) for y, w in zip(ys, wants))
 
 
 def ort_kernels(ort, path, so, feed):
@@ -65,7 +75,7 @@ def ort_kernels(ort, path, so, feed):
     return ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
-def make_ort(path, x, threads, info):
+def make_ort(path, xs, threads, info):
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -74,12 +84,11 @@ def make_ort(path, x, threads, info):
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
     info["ort_version"] = ort.__version__
     info["ort_providers"] = ",".join(sess.get_providers())
-    feed = {name: x}
+    feed = {i.name: x for i, x in zip(sess.get_inputs(), xs)}
     info["ort_kernels"] = ort_kernels(ort, path, so, feed)
-    return lambda: sess.run(None, feed)[0]
+    return lambda: sess.run(None, feed)
 
 
 def any_str(v):
@@ -92,7 +101,7 @@ def any_str(v):
     return str(v)
 
 
-def make_ov(path, x, threads, info):
+def make_ov(path, xs, threads, info):
     import openvino as ov
 
     core = ov.Core()
@@ -113,11 +122,18 @@ def make_ov(path, x, threads, info):
                 kinds["%s:%s" % (lt, pt)] += 1
     info["ov_kernels"] = ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
     req = compiled.create_infer_request()
-    return lambda: req.infer([x], share_inputs=True)[0]
+    n_out = len(compiled.outputs)
+
+    def run():
+        res = req.infer(list(xs), share_inputs=True)
+        return [res[compiled.outputs[i]] for i in range(n_out)]
+
+    return run
 
 
 def main(argv):
     name, models, threads, out = None, "models", 2, None
+    path, data, in_tags, out_tags = None, None, ["in"], ["out"]
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -127,22 +143,36 @@ def main(argv):
             threads = int(args.pop(0))
         elif a == "--out":
             out = args.pop(0)
+        elif a == "--onnx":
+            path = args.pop(0)
+        elif a == "--data":
+            data = args.pop(0)
+        elif a == "--inputs":
+            in_tags = args.pop(0).split(",")
+        elif a == "--outputs":
+            out_tags = args.pop(0).split(",")
         else:
             name = a
-    path = os.path.join(models, name + ".onnx")
-    x = np.ascontiguousarray(np.load(os.path.join(models, name + "_in.npy")).astype(np.float32))
-    want = np.load(os.path.join(models, name + "_out.npy")).astype(np.float64)
+    path = path or os.path.join(models, name + ".onnx")
+    data = data or os.path.join(models, name + "_")
+    xs = []
+    for t in in_tags:
+        x = np.load(data + t + ".npy")
+        # float inputs as float32 (as before); token ids keep their int64
+        xs.append(np.ascontiguousarray(x.astype(np.float32) if x.dtype.kind == "f" else x))
+    wants = [np.load(data + t + ".npy").astype(np.float64) for t in out_tags]
     info = {"threads": threads, "numpy": np.__version__}
     modes = {}
     for mode, make in (("ort", make_ort), ("ov", make_ov)):
         try:
-            fn = make(path, x, threads, info)
+            fn = make(path, xs, threads, info)
             for _ in range(3):  # warm-up
-                y = fn()
-            y = np.array(y, dtype=np.float32)
-            info[mode + "_rel_error"] = rel_error(y, want)
+                ys = fn()
+            ys = [np.array(y, dtype=np.float32).reshape(w.shape) for y, w in zip(ys, wants)]
+            info[mode + "_rel_error"] = rel_error_all(ys, wants)
             if out:
-                np.save(os.path.join(out, "%s_%s_out.npy" % (name, mode)), y.reshape(want.shape))
+                for t, y in zip(out_tags, ys):
+                    np.save(os.path.join(out, "%s_%s_%s.npy" % (name, mode, t)), y)
             modes[mode] = fn
         except Exception as e:  # noqa: BLE001  (an engine missing or failing: its column says so)
             info[mode + "_error"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
