@@ -557,7 +557,12 @@ bool onnx_cv_range(onode *n) {
   if (onnx_checked_numel(n, "the result", 1, shape, 8) < 0) return false;
   if (ints) {
     int64_t *y = mlc_arena_alloc(n->arena, sizeof(int64_t) * (size_t)(shape[0] + 1));
-    for (int64_t k = 0; k < shape[0]; k++) y[k] = n->in[0]->i[0] + k * n->in[2]->i[0];
+    /* step by step: start + k * delta may wrap where the element does not;
+     * the count, computed in double, may be one too many near 2^63 */
+    y[0] = n->in[0]->i[0];
+    for (int64_t k = 1; k < shape[0]; k++)
+      if (mlc_add_overflow(y[k - 1], n->in[2]->i[0], &y[k]))
+        return onnx_fail(n, "element %lld of the range overflows int64", (long long)k);
     return onnx_set_out_ints(n, 0, 1, shape, y);
   }
   if (shape[0] < 1) return onnx_fail(n, "an empty float range is not supported");

@@ -40,7 +40,8 @@ refused int_mul_broadcast "node \"mul\" (op Mul, opset 13): the result has shape
 refused constant_of_shape_wrap "node \"fill\" (op ConstantOfShape, opset 13): the result has shape [4294967296, 4294967296]: over the limit"
 refused constant_of_shape_wrap8 "node \"fill\" (op ConstantOfShape, opset 13): the result has shape [2305843009213693953, 8]: over the limit"
 refused concat_big "node \"concat\" (op Concat, opset 13): the result has shape [3221225472]: over the limit"
-refused range_wrap "node \"range\" (op Range, opset 13):"
+refused range_wrap "node \"range\" (op Range, opset 13): the result has shape [9223372036854775807]: over the limit"
+refused range_step_wrap "node \"range\" (op Range, opset 13): element 1 of the range overflows int64"
 
 # Every model in the folder is checked above.
 for f in "$D"/*.onnx; do

@@ -94,6 +94,10 @@ def main():
     # Range of 2^64 - 1 values
     save("range_wrap", [helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range")],
          [ints("start", -2**63), ints("limit", 2**63 - 1), ints("delta", 1)], shape=(1,))
+    # Range whose count, computed in double, is one too many: the last
+    # element would wrap (found by fuzz_onnx)
+    save("range_step_wrap", [helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range")],
+         [ints("start", 2**63 - 3585), ints("limit", 2**63 - 1), ints("delta", 4000)], shape=(1,))
     # Concat of integer tensors whose total is past the limit
     save("concat_big",
          [helper.make_node("ConstantOfShape", ["s"], ["a"], name="fill",
