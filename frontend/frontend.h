@@ -35,13 +35,7 @@
  * "starts", "ends", "steps"), pad ("pad_before", "pad_after": one entry per
  * axis; "pad_value"), gather ("axis"; data, indices: output shape
  * data.shape[:axis] + indices.shape + data.shape[axis + 1:], indices whole
- * numbers in [-n, n) for the axis' extent n), gather_elements ("axis";
- * indices of data's rank), astype ("to": "float32", "int64", "int32",
- * "bool": inputs and weights are float32, other dtypes come from astype),
- * comparisons (equal, less, greater, less_equal, greater_equal: bool
- * results), logical_not/and/or/xor (bools), where (a bool condition),
- * mod / fmod, argmax / argmin ("axis", "keepdims", "select_last_index":
- * int64 results). Window keys: "stride" and
+ * numbers in [-n, n) for the axis' extent n). Window keys: "stride" and
  * "padding" (one value for all axes and sides), or "strides" [h, w],
  * "pads" [top, left, bottom, right], "dilations", "groups",
  * "output_padding"; pools: "pool_size" or "kernel" [h, w] (2; the stride

@@ -185,7 +185,6 @@ bool onnx_cv_constant(onode *n);
 bool onnx_cv_constant_of_shape(onode *n);
 bool onnx_cv_flatten(onode *n);
 bool onnx_cv_gather(onode *n);
-bool onnx_cv_gather_elements(onode *n);
 bool onnx_cv_pad(onode *n);
 bool onnx_cv_reshape(onode *n);
 bool onnx_cv_shape(onode *n);

@@ -74,7 +74,6 @@ static const onnx_op ops[] = {
     {"Flatten", onnx_cv_flatten, 1, 1, OWN, 0},
     {"Floor", onnx_cv_unary, 1, 1, MLC_GOP_FLOOR, 0},
     {"Gather", onnx_cv_gather, 2, 2, OWN, 0},
-    {"GatherElements", onnx_cv_gather_elements, 2, 2, OWN, 0},
     {"Gemm", onnx_cv_gemm, 2, 3, OWN, 0},
     {"GlobalAveragePool", onnx_cv_global_pool, 1, 1, MLC_GOP_GLOBAL_AVG_POOL2D, 0},
     {"GlobalMaxPool", onnx_cv_global_pool, 1, 1, MLC_GOP_REDUCE_MAX, 0},

@@ -250,32 +250,6 @@ static bool gather_graph(onode *n, int64_t axis) {
   return onnx_set_out(n, 0, y, nd, shape);
 }
 
-/* GatherElements: the graph's gather_elements (constant indices checked
- * here against the axis). */
-bool onnx_cv_gather_elements(onode *n) {
-  int64_t axis;
-  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis)) return false;
-  mlc_gvar *x = onnx_var(n, 0), *ind = onnx_var(n, 1);
-  if (!x || !ind) return false;
-  int r = onnx_in_rank(n, 0), ax;
-  if (r == 0) return onnx_fail(n, "the data is a scalar");
-  if (!onnx_norm_axis(n, axis, r, &ax)) return false;
-  if (ind->type.dtype != MLC_INT64 && ind->type.dtype != MLC_INT32)
-    return onnx_fail(n, "indices of dtype %s (int64 or int32 expected)", mlc_dtype_name(ind->type.dtype));
-  const oval *iv = n->in[1];
-  int64_t e = n->in[0]->shape[ax];
-  if (iv->is_int)
-    for (int64_t k = 0, c = onnx_numel(iv->ndim, iv->shape); k < c; k++)
-      if (iv->i[k] < -e || iv->i[k] >= e)
-        return onnx_fail(n, "index %lld is out of range", (long long)iv->i[k]);
-  mlc_gattrs a;
-  mlc_gattrs_init(MLC_GOP_GATHER_ELEMENTS, &a);
-  a.axis = ax;
-  mlc_gvar *args[2] = {x, ind};
-  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_GATHER_ELEMENTS, &a, 2, args);
-  return y && onnx_set_out(n, 0, y, iv->ndim, iv->shape);
-}
-
 /* Gather over axis with constant indices (negative count from the end). */
 bool onnx_cv_gather(onode *n) {
   int64_t axis, c;

@@ -704,23 +704,6 @@ static bool shape_transpose(mlc_gop op, const mlc_gattrs *at, int n, const mlc_g
   return infer_transpose(at, &a[0], out, err);
 }
 
-/* gather_elements: the indices' shape, their rank data's, each extent at
- * most data's off the axis. */
-static bool shape_gather_elements(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
-                                  mlc_gtype *out, mlc_error *err) {
-  (void)n;
-  int ax = mlc_gop_axis(at->axis, a[0].ndim);
-  if (ax < 0)
-    return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
-                         mlc_gop_name(op), (long long)at->axis, a[0].ndim);
-  if (a[1].ndim != a[0].ndim) return fail_shape(err, op, 1, &a[1], "operand 0's rank");
-  for (int d = 0; d < a[0].ndim; d++)
-    if (d != ax && a[1].shape[d] > a[0].shape[d])
-      return fail_shape(err, op, 1, &a[1], "extents at most operand 0's off the axis");
-  *out = a[1];
-  return true;
-}
-
 /* argmax, argmin: axis reduced (kept as extent 1 with keepdims). */
 static bool shape_reduce_axis(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                               mlc_gtype *out, mlc_error *err) {

@@ -771,26 +771,6 @@ static mlc_prim_func *lower_gather(mlc_arena *a, const char *name, mlc_gvar *con
   return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
 }
 
-/* gather_elements along ax: out[o] = x[o with o[ax] replaced by the
- * index at o], the index range-guarded and wrapped as lower_gather does. */
-static mlc_prim_func *lower_gather_elements(mlc_arena *a, const char *name, mlc_gvar *const *args,
-                                            int ax, const mlc_gtype *out) {
-  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type;
-  int64_t n = xt->shape[ax];
-  mlc_te *te = mlc_te_new(a);
-  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
-  mlc_expr **o = mlc_te_begin(te, "T_gather_elements", out->ndim, out->shape, NULL);
-  mlc_expr *v = mlc_te_at_v(te, I, o);
-  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
-                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
-  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
-  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
-  for (int d = 0; d < xt->ndim; d++)
-    ix[d] = d == ax ? mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n)) : o[d];
-  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
-  return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
-}
-
 /* The conv2d task covers conv2d without groups, dilation or bias, with
  * one stride and the same padding on every side. */
 static bool is_task_conv(const mlc_gattrs *at, int n) {
@@ -1068,10 +1048,6 @@ static mlc_prim_func *lower_op_cumsum(const lower_call *c) {
 
 static mlc_prim_func *lower_op_argmax(const lower_call *c) {
   return lower_argmax(c->a, c->name, c->args, c->at, c->op == MLC_GOP_ARGMAX, c->out);
-}
-
-static mlc_prim_func *lower_op_gather_elements(const lower_call *c) {
-  return lower_gather_elements(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
 }
 
 static mlc_prim_func *lower_op_gather(const lower_call *c) {

@@ -639,23 +639,6 @@ static void ref_op_hardmax(const ref_call *c) {
   ref_hardmax(c->out, mlc_gop_axis(c->at->axis, c->out->ndim), c->in[0], c->y);
 }
 
-/* gather_elements: each output element reads data at its own index with
- * the axis entry taken from indices (outside [-n, n): element 0). */
-static void ref_op_gather_elements(const ref_call *c) {
-  const mlc_gtype *xt = &c->ts[0], *it = &c->ts[1];
-  int ax = mlc_gop_axis(c->at->axis, xt->ndim);
-  int64_t idx[MLC_GRAPH_MAX_DIMS], n = xt->shape[ax];
-  for (int64_t i = 0; i < mlc_gtype_numel(it); i++) {
-    unravel(it, i, idx);
-    double v = c->in[1][i];
-    int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
-    idx[ax] = k < 0 ? k + n : k;
-    int64_t flat = 0;
-    for (int d = 0; d < xt->ndim; d++) flat = flat * xt->shape[d] + idx[d];
-    c->y[i] = c->in[0][flat];
-  }
-}
-
 static void ref_op_argmax(const ref_call *c) {
   ref_argmax(c->op == MLC_GOP_ARGMAX, c->at->select_last_index,
              mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], c->y);

@@ -319,14 +319,6 @@ static const op_case dtype_cases[] = {
            "," NODE("b", "astype", "\"x\"", ", \"to\": \"bool\""),
            "\"y\", \"am\", \"an2\", \"b\", \"xo\""),
      false},
-    /* indices x * 6 truncated: -3 to 2 along an axis of 3, negative ones
-     * from the end, the rest outside (element 0, as gather reads) */
-    {"gather_elements",
-     MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [6]}",
-           NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("i", "astype", "\"xs\"", ", \"to\": \"int32\"")
-           "," NODE("y", "gather_elements", "\"x\", \"i\"", ", \"axis\": 1"),
-           "\"y\""),
-     false},
 };
 
 #define XI64 NODE("xi", "astype", "\"x\"", ", \"to\": \"int64\"")
@@ -345,11 +337,6 @@ static const bad_case dtype_bad[] = {
      "node 'y': less: operand 0 is bool; float32, int64 or int32 expected"},
     {"astype_uint8", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"uint8\""), "\"y\""),
      "\"to\" must be one of float32, int64, int32, bool"},
-    {"gather_elements_rank",
-     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 3]}",
-           NODE("i", "astype", "\"w\"", ", \"to\": \"int64\"") "," NODE("y", "gather_elements", "\"x\", \"i\"", ""),
-           "\"y\""),
-     "node 'y': gather_elements: operand 1 has shape (2, 3), expected operand 0's rank"},
     {"gather_bool_indices",
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "gather", "\"x\", \"b\"", ""),
            "\"y\""),
