@@ -29,6 +29,10 @@ int mlc_gop_n_inputs(mlc_gop op) { return ops[op].min_in; }
 int mlc_gop_max_inputs(mlc_gop op) { return ops[op].max_in; }
 mlc_gop_class mlc_gop_class_of(mlc_gop op) { return ops[op].cls; }
 
+bool mlc_gop_reads_indices(mlc_gop op) {
+  return op == MLC_GOP_GATHER || op == MLC_GOP_GATHER_ELEMENTS;
+}
+
 int mlc_gop_window_dims(mlc_gop op) {
   if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_MAX_POOL2D ||
       op == MLC_GOP_AVG_POOL2D)
@@ -715,6 +719,35 @@ static bool shape_reduce_axis(mlc_gop op, const mlc_gattrs *at, int n, const mlc
   for (int d = 0; d < a[0].ndim; d++)
     if (d != ax) out->shape[out->ndim++] = a[0].shape[d];
     else if (at->keepdims) out->shape[out->ndim++] = 1;
+  return true;
+}
+
+/* gather_elements: the indices' shape, of x's rank, within x's extents off
+ * the axis (every element read is inside x). */
+static bool shape_gather_elements(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                                  mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
+                         mlc_gop_name(op), (long long)at->axis, a[0].ndim);
+  bool ok = a[1].ndim == a[0].ndim;
+  for (int d = 0; ok && d < a[0].ndim; d++) ok = d == ax || a[1].shape[d] <= a[0].shape[d];
+  if (!ok)
+    return fail_shape(err, op, 1, &a[1], "operand 0's rank, extents at most operand 0's off the axis");
+  *out = a[1];
+  return true;
+}
+
+/* topk: k (1 to the extent) along axis. */
+static bool shape_topk(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_gtype *out, mlc_error *err) {
+  if (!shape_axis(op, at, n, a, out, err)) return false;
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (at->k < 1 || at->k > a[0].shape[ax])
+    return mlc_error_set(err, "%s: k %lld is outside [1, %lld] (axis %d's extent)", mlc_gop_name(op),
+                         (long long)at->k, (long long)a[0].shape[ax], ax);
+  out->shape[ax] = at->k;
   return true;
 }
 

@@ -744,6 +744,18 @@ static mlc_prim_func *lower_cumsum(mlc_arena *a, const char *name, mlc_gvar *con
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* The position along an axis of extent n that index v (an integer, or a
+ * float holding a whole number; negative: from the end) names; 0 for v
+ * outside [-n, n) (or NaN), so the read stays inside the operand. */
+static mlc_expr *axis_index(mlc_arena *a, mlc_expr *v, int64_t n) {
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
+                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
+  /* floormod maps [-n, n) onto the axis and shows the bound analysis
+   * that the read stays inside x */
+  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
+  return mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
+}
+
 /* gather along ax: out[o..., j..., i...] = x[o..., k, i...] with k the
  * index at j (an integer, or a float holding a whole number), from the
  * end when negative.
@@ -757,18 +769,57 @@ static mlc_prim_func *lower_gather(mlc_arena *a, const char *name, mlc_gvar *con
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
   mlc_expr **o = mlc_te_begin(te, "T_take", out->ndim, out->shape, NULL);
-  mlc_expr *v = mlc_te_at_v(te, I, o + ax);
-  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
-                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
-  /* floormod maps [-n, n) onto the axis and shows the bound analysis
-   * that the read stays inside x */
-  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
-  k = mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
-  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr *k = axis_index(a, mlc_te_at_v(te, I, o + ax), n), *ix[MLC_GRAPH_MAX_DIMS];
   for (int d = 0; d < xt->ndim; d++)
     ix[d] = d < ax ? o[d] : d == ax ? k : o[d - 1 + it->ndim];
   mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
   return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
+}
+
+/* gather_elements along ax: out[o] = x[o with k at ax], k the index at o
+ * (axis_index: one outside the axis reads position 0). */
+static mlc_prim_func *lower_gather_elements(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                            int ax, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
+  mlc_expr **o = mlc_te_begin(te, "T_gather_elements", out->ndim, out->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++)
+    ix[d] = d == ax ? axis_index(a, mlc_te_at_v(te, I, o), xt->shape[ax]) : o[d];
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
+  return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
+}
+
+/* topk along ax: each element's rank, the count of elements that come
+ * before it (larger, or equal at a lower index; smaller for !largest),
+ * then at output position r the index whose rank is r (ranks are a
+ * permutation of the axis, so exactly one). O(n^2) per row. */
+static mlc_prim_func *lower_topk(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                 const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int ax = mlc_gop_axis(at->axis, xt->ndim);
+  int64_t n = xt->shape[ax];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, "T_rank", xt->ndim, xt->shape, NULL);
+  mlc_expr *j = mlc_te_reduce_axis(te, n, "j");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? j : o[d];
+  mlc_expr *xj = mlc_te_at_v(te, X, ix), *xi = mlc_te_at_v(te, X, o);
+  mlc_expr *ahead = mlc_binary(a, at->largest ? MLC_EXPR_GT : MLC_EXPR_LT, xj, xi);
+  mlc_expr *tie = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_EQ, xj, xi),
+                             mlc_binary(a, MLC_EXPR_LT, j, o[ax]));
+  mlc_expr *before = mlc_binary(a, MLC_EXPR_OR, ahead, tie);
+  mlc_te_tensor *R = mlc_te_reduce(te, MLC_TE_SUM,
+                                   mlc_select(a, before, mlc_int_t(a, MLC_INT64, 1), mlc_int_t(a, MLC_INT64, 0)));
+  o = mlc_te_begin(te, "T_topk", out->ndim, out->shape, NULL);
+  mlc_expr *i = mlc_te_reduce_axis(te, n, "i");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? i : o[d];
+  mlc_expr *hit = mlc_binary(a, MLC_EXPR_EQ, mlc_te_at_v(te, R, ix), mlc_cast(a, MLC_INT64, o[ax]));
+  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_MAX, mlc_select(a, hit, mlc_cast(a, MLC_INT64, i),
+                                                              mlc_int_t(a, MLC_INT64, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
 /* The conv2d task covers conv2d without groups, dilation or bias, with
@@ -1052,6 +1103,14 @@ static mlc_prim_func *lower_op_argmax(const lower_call *c) {
 
 static mlc_prim_func *lower_op_gather(const lower_call *c) {
   return lower_gather(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_gather_elements(const lower_call *c) {
+  return lower_gather_elements(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_topk(const lower_call *c) {
+  return lower_topk(c->a, c->name, c->args, c->at, c->out);
 }
 
 static mlc_prim_func *lower_op_global_avg_pool(const lower_call *c) {

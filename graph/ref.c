@@ -398,6 +398,13 @@ static void ref_pad(const mlc_gattrs *at, const mlc_gtype *xt, const double *x,
   }
 }
 
+/* The position along an axis of extent n of index v: from the end when
+ * negative; 0 outside [-n, n), as the kernels read. */
+static int64_t axis_index(double v, int64_t n) {
+  int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
+  return k < 0 ? k + n : k;
+}
+
 /* gather: [outer, n, inner] x, index j of the indices picks row k (an
  * index outside [-n, n) reads row 0, as the kernel does). */
 static void ref_gather(int ax, const mlc_gtype *xt, const double *x, const mlc_gtype *it,
@@ -406,10 +413,52 @@ static void ref_gather(int ax, const mlc_gtype *xt, const double *x, const mlc_g
   split_at(xt, ax, &O, &n, &I);
   for (int64_t o = 0; o < O; o++)
     for (int64_t j = 0; j < J; j++) {
-      double v = ind[j];
-      int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
-      if (k < 0) k += n;
+      int64_t k = axis_index(ind[j], n);
       memcpy(y + (o * J + j) * I, x + (o * n + k) * I, sizeof(double) * (size_t)I);
+    }
+}
+
+/* gather_elements: each result element (type it, the indices') reads x at
+ * its own index with the axis index replaced by its index value. */
+static void ref_gather_elements(int ax, const mlc_gtype *xt, const double *x, const mlc_gtype *it,
+                                const double *ind, double *y) {
+  int64_t idx[MLC_GRAPH_MAX_DIMS];
+  for (int64_t f = 0, c = mlc_gtype_numel(it); f < c; f++) {
+    unravel(it, f, idx);
+    idx[ax] = axis_index(ind[f], xt->shape[ax]);
+    int64_t flat = 0;
+    for (int d = 0; d < xt->ndim; d++) flat = flat * xt->shape[d] + idx[d];
+    y[f] = x[flat];
+  }
+}
+
+/* Element (v, l) comes before (w, m) in topk's order: larger (smaller),
+ * or equal at a lower index. */
+static bool topk_before(bool largest, double v, int64_t l, double w, int64_t m) {
+  return (largest ? v > w : v < w) || (v == w && l < m);
+}
+
+/* topk along ax: the r-th index of a row is the first in the order among
+ * the elements after the (r-1)-th (O(n k) per row). */
+static void ref_topk(const mlc_gattrs *at, const mlc_gtype *t, const double *x, double *y) {
+  int ax = mlc_gop_axis(at->axis, t->ndim);
+  int64_t O, L, I, K = at->k;
+  split_at(t, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      const double *row = x + o * L * I + i;
+      int64_t prev = -1;
+      for (int64_t r = 0; r < K; r++) {
+        int64_t best = -1;
+        for (int64_t l = 0; l < L; l++) {
+          bool after = prev < 0 || topk_before(at->largest, row[prev * I], prev, row[l * I], l);
+          if (after && (best < 0 || topk_before(at->largest, row[l * I], l, row[best * I], best)))
+            best = l;
+        }
+        if (best < 0) best = 0; /* NaNs: the order is not total */
+        y[(o * K + r) * I + i] = (double)best;
+        prev = best;
+      }
     }
 }
 
@@ -608,6 +657,13 @@ static void ref_op_gather(const ref_call *c) {
   ref_gather(mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], &c->ts[1], c->in[1],
              c->y);
 }
+
+static void ref_op_gather_elements(const ref_call *c) {
+  ref_gather_elements(mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], &c->ts[1],
+                      c->in[1], c->y);
+}
+
+static void ref_op_topk(const ref_call *c) { ref_topk(c->at, &c->ts[0], c->in[0], c->y); }
 
 static void ref_op_global_avg_pool(const ref_call *c) {
   ref_reduce(c->scratch, c->op, (const bool[]){false, false, true, true}, &c->ts[0], c->in[0],

@@ -319,6 +319,20 @@ static const op_case dtype_cases[] = {
            "," NODE("b", "astype", "\"x\"", ", \"to\": \"bool\""),
            "\"y\", \"am\", \"an2\", \"b\", \"xo\""),
      false},
+    /* gather_elements of float data by int64 indices (negative ones
+     * too) and of int32 data (x * 9: ties) by topk's indices, smallest
+     * first; topk of floats along axis 1 */
+    {"gather_elements_topk",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 2, 4], \"values\": [0, 1, 2, -1, -3, 2, 0, 1, 1, 1, -2, 0, 2, -1, -3, 0]}, "
+                 "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("wi", "astype", "\"w\"", ", \"to\": \"int64\"")
+           "," NODE("ge", "gather_elements", "\"x\", \"wi\"", ", \"axis\": 1")
+           "," NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("tk", "topk", "\"xi\"", ", \"k\": 3, \"largest\": false")
+           "," NODE("tv", "gather_elements", "\"xi\", \"tk\"", ", \"axis\": -1")
+           "," NODE("tf", "topk", "\"x\"", ", \"axis\": 1, \"k\": 2"),
+           "\"ge\", \"tk\", \"tv\", \"tf\""),
+     false},
 };
 
 #define XI64 NODE("xi", "astype", "\"x\"", ", \"to\": \"int64\"")
@@ -337,6 +351,20 @@ static const bad_case dtype_bad[] = {
      "node 'y': less: operand 0 is bool; float32, int64 or int32 expected"},
     {"astype_uint8", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"uint8\""), "\"y\""),
      "\"to\" must be one of float32, int64, int32, bool"},
+    {"gather_elements_rank",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 3], \"values\": [0, 0, 0, 0, 0, 0]}",
+           NODE("y", "gather_elements", "\"x\", \"w\"", ""), "\"y\""),
+     "node 'y': gather_elements: operand 1 has shape (2, 3), expected operand 0's rank"},
+    {"gather_elements_range",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [1, 1, 1], \"values\": [2]}",
+           NODE("y", "gather_elements", "\"x\", \"w\"", ""), "\"y\""),
+     "gather_elements: index 2 (element 0 of w) is not a whole number in [-2, 2)"},
+    {"topk_k", MODEL(X234, "", NODE("y", "topk", "\"x\"", ", \"k\": 5"), "\"y\""),
+     "node 'y': topk: k 5 is outside [1, 4] (axis 2's extent)"},
+    {"topk_bool",
+     MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "topk", "\"b\"", ""),
+           "\"y\""),
+     "node 'y': topk: operand 0 is bool; float32, int64 or int32 expected"},
     {"gather_bool_indices",
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "gather", "\"x\", \"b\"", ""),
            "\"y\""),
