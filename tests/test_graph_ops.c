@@ -333,6 +333,15 @@ static const op_case dtype_cases[] = {
            "," NODE("tf", "topk", "\"x\"", ", \"axis\": 1, \"k\": 2"),
            "\"ge\", \"tk\", \"tv\", \"tf\""),
      false},
+    /* running sums of integers (x * 9 truncated) */
+    {"cumsum_int",
+     MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("xl", "astype", "\"xs\"", ", \"to\": \"int64\"")
+           "," NODE("c", "cumsum", "\"xi\"", ", \"axis\": 1")
+           "," NODE("d", "cumsum", "\"xl\"", ", \"axis\": -1, \"exclusive\": true, \"reverse\": true"),
+           "\"c\", \"d\""),
+     false},
 };
 
 #define XI64 NODE("xi", "astype", "\"x\"", ", \"to\": \"int64\"")
