@@ -867,6 +867,16 @@ static bool types_arg(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *
   return true;
 }
 
+/* pow: a number to a number of any dtype, the base's dtype. */
+static bool types_pow(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  for (int i = 0; i < n; i++)
+    if (!is_num(a[i].dtype)) return fail_dtype(err, op, i, a[i].dtype, "float32, int64 or int32 expected");
+  *out = a[0].dtype;
+  return true;
+}
+
 /* gather: data of any dtype; indices int64, int32 or float32 holding whole
  * numbers. */
 static bool types_gather(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,

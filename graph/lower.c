@@ -79,6 +79,45 @@ static mlc_expr *power(mlc_arena *a, mlc_expr *x, double c) {
   return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){x, f32(a, c)});
 }
 
+/* x ** e for integers x and e (e cast to x's dtype): a chain of N
+ * multiplies (N x's bits) by x or 1, so exact, wrapping as the multiplies
+ * do; an exponent past N - 2 is cut to N - 2 or N - 1 of its parity (only
+ * x = 0, 1, -1 do not overflow there); for e < 0, 1 / x ** -e truncated:
+ * 0 but for x = 1 or -1 (by e's parity). */
+static mlc_expr *int_pow(mlc_arena *a, mlc_expr *x, mlc_expr *e) {
+  int N = mlc_dtype_bits(x->dtype);
+  e = mlc_cast(a, x->dtype, e);
+  mlc_expr *odd = mlc_binary(a, MLC_EXPR_FLOORMOD, e, like(a, e, 2));
+  mlc_expr *neg = mlc_binary(a, MLC_EXPR_LT, e, like(a, e, 0));
+  mlc_expr *cut = mlc_select(a, mlc_binary(a, MLC_EXPR_GE, e, like(a, e, N - 1)),
+                             mlc_add(a, like(a, e, N - 2), odd), e);
+  mlc_expr *ee = mlc_select(a, neg, odd, cut), *acc = like(a, x, 1);
+  for (int r = 0; r < N; r++)
+    acc = mlc_mul(a, acc, mlc_select(a, mlc_binary(a, MLC_EXPR_GT, ee, like(a, e, r)), x, like(a, x, 1)));
+  mlc_expr *unit = mlc_binary(a, MLC_EXPR_OR, mlc_binary(a, MLC_EXPR_EQ, x, like(a, x, 1)),
+                              mlc_binary(a, MLC_EXPR_EQ, x, like(a, x, -1)));
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_AND, neg, mlc_not(a, unit)), like(a, x, 0), acc);
+}
+
+/* Float v to integer dtype t truncated; 0 where v is NaN or past t's
+ * range (no poison from the conversion). */
+static mlc_expr *float_to_int(mlc_arena *a, mlc_dtype t, mlc_expr *v) {
+  double lim = t == MLC_INT32 ? 0x1p31 : 0x1p63;
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, f32(a, -lim)),
+                            mlc_binary(a, MLC_EXPR_LT, v, f32(a, lim)));
+  return mlc_cast(a, t, mlc_select(a, ok, v, f32(a, 0)));
+}
+
+/* pow: x's dtype; float exponents of integers in float32 (ONNX computes
+ * them in double, then casts). */
+static mlc_expr *pow_of(mlc_arena *a, mlc_expr *x, mlc_expr *e) {
+  if (is_int(x) && is_int(e)) return int_pow(a, x, e);
+  mlc_expr *xf = is_int(x) ? mlc_cast(a, MLC_FLOAT32, x) : x;
+  mlc_expr *ef = is_int(e) ? mlc_cast(a, MLC_FLOAT32, e) : e;
+  mlc_expr *p = mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){xf, ef});
+  return is_int(x) ? float_to_int(a, x->dtype, p) : p;
+}
+
 /* ---- pointwise ops (ops.def's MLC_GOP_PW rows) -------------------------------- */
 
 /* A pointwise op's value from its operands' values v. */
@@ -94,7 +133,7 @@ PW(divide) {
 }
 PW(maximum) { return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]); }
 PW(minimum) { return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]); }
-PW(pow) { return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){v[0], v[1]}); }
+PW(pow) { return pow_of(a, v[0], v[1]); }
 PW(ewise_fma) { return mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]); }
 PW(relu) { return mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0)); }
 PW(gelu) {

@@ -333,6 +333,26 @@ static const op_case dtype_cases[] = {
            "," NODE("tf", "topk", "\"x\"", ", \"axis\": 1, \"k\": 2"),
            "\"ge\", \"tk\", \"tv\", \"tf\""),
      false},
+    /* integer powers (x * 9 truncated) by integer exponents (negative,
+     * 0) and by float ones; a float to an int64; -1, 0 and 1 to exponents
+     * past the width */
+    {"pow_int",
+     MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}, "
+                 "{\"name\": \"d\", \"shape\": [4], \"values\": [3, -2, 0, 5]}, "
+                 "{\"name\": \"u\", \"shape\": [2, 3, 4], \"values\": [-1, 0, 1, -1, 1, -1, 0, 0, -1, -1, 1, 1, "
+                 "0, 1, -1, 1, -1, 0, 1, -1, 0, 0, 1, -1]}, "
+                 "{\"name\": \"g\", \"shape\": [4], \"values\": [63, 70, 101, -3]}, "
+                 "{\"name\": \"f\", \"shape\": [4], \"values\": [0.5, 2, 1.5, 3]}",
+           NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int64\"")
+           "," NODE("xj", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("di", "astype", "\"d\"", ", \"to\": \"int64\"") "," NODE("dj", "astype", "\"d\"", ", \"to\": \"int32\"")
+           "," NODE("p", "pow", "\"xi\", \"dj\"", "") "," NODE("q", "pow", "\"xj\", \"f\"", "")
+           "," NODE("r", "pow", "\"x\", \"di\"", "")
+           "," NODE("ux", "multiply", "\"u\", \"x\"", "") "," NODE("uc", "sign", "\"ux\"", "")
+           "," NODE("ui", "astype", "\"uc\"", ", \"to\": \"int64\"") "," NODE("gi", "astype", "\"g\"", ", \"to\": \"int64\"")
+           "," NODE("t", "pow", "\"ui\", \"gi\"", ""),
+           "\"p\", \"q\", \"r\", \"t\""),
+     false},
     /* running sums of integers (x * 9 truncated) */
     {"cumsum_int",
      MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
