@@ -189,6 +189,7 @@ bool onnx_cv_gather(onode *n);
 bool onnx_cv_gather_elements(onode *n);
 bool onnx_cv_pad(onode *n);
 bool onnx_cv_reshape(onode *n);
+bool onnx_cv_scatter_nd(onode *n);
 bool onnx_cv_shape(onode *n);
 bool onnx_cv_size(onode *n);
 bool onnx_cv_slice(onode *n);

@@ -121,6 +121,7 @@ static const onnx_op ops[] = {
     {"Relu", onnx_cv_unary, 1, 1, MLC_GOP_RELU, 0},
     {"Reshape", onnx_cv_reshape, 2, 2, OWN, 0},
     {"Round", onnx_cv_unary, 1, 1, MLC_GOP_ROUND, 0},
+    {"ScatterND", onnx_cv_scatter_nd, 3, 3, OWN, 0},
     {"Selu", onnx_cv_selu, 1, 1, OWN, 0},
     {"Shape", onnx_cv_shape, 1, 1, OWN, 0},
     {"Shrink", onnx_cv_shrink, 1, 1, OWN, 0},

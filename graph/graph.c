@@ -751,6 +751,23 @@ static bool shape_topk(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype 
   return true;
 }
 
+/* scatter_nd*: data's type; indices [..., k] with k in [1, data's rank],
+ * updates [indices' leading..., data's from k]. */
+static bool shape_scatter_nd(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                             mlc_gtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  int q = a[1].ndim - 1;
+  int64_t k = q >= 0 ? a[1].shape[q] : 0;
+  if (q < 0 || k < 1 || k > a[0].ndim)
+    return fail_shape(err, op, 1, &a[1], "[..., k] with k from 1 to operand 0's rank");
+  bool ok = a[2].ndim == q + a[0].ndim - k;
+  for (int d = 0; ok && d < a[2].ndim; d++)
+    ok = a[2].shape[d] == (d < q ? a[1].shape[d] : a[0].shape[k + d - q]);
+  if (!ok) return fail_shape(err, op, 2, &a[2], "operand 1's leading dims, then operand 0's from k");
+  *out = a[0];
+  return true;
+}
+
 static shape_rule *const shape_rules[] = {
 #define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   [MLC_GOP_##id] = shape_##shape,
@@ -873,6 +890,22 @@ static bool types_pow(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *
   (void)at;
   for (int i = 0; i < n; i++)
     if (!is_num(a[i].dtype)) return fail_dtype(err, op, i, a[i].dtype, "float32, int64 or int32 expected");
+  *out = a[0].dtype;
+  return true;
+}
+
+/* scatter_nd*: data and updates of one dtype (a number to add or
+ * multiply), int64 or int32 indices. */
+static bool types_scatter(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                          mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (op != MLC_GOP_SCATTER_ND && !is_num(a[0].dtype))
+    return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
+  if (a[1].dtype != MLC_INT64 && a[1].dtype != MLC_INT32)
+    return fail_dtype(err, op, 1, a[1].dtype, "int64 or int32 indices expected");
+  if (a[2].dtype != a[0].dtype)
+    return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
+                         mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
   *out = a[0].dtype;
   return true;
 }

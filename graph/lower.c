@@ -861,6 +861,71 @@ static mlc_prim_func *lower_topk(mlc_arena *a, const char *name, mlc_gvar *const
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* Whether the indices' row u (reduce axes over their leading dims) names
+ * output index o: each of its k entries, from the end when negative,
+ * equals o's. */
+static mlc_expr *scatter_match(mlc_arena *a, mlc_te *te, mlc_te_tensor *I, const mlc_gtype *it,
+                               const mlc_gtype *xt, mlc_expr **u, mlc_expr **o) {
+  int q = it->ndim - 1;
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS], *match = NULL;
+  memcpy(ix, u, sizeof(mlc_expr *) * (size_t)q);
+  for (int j = 0; j < it->shape[q]; j++) {
+    ix[q] = mlc_int(a, j);
+    mlc_expr *v = mlc_te_at_v(te, I, ix);
+    v = mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v, like(a, v, 0)), mlc_add(a, v, like(a, v, (double)xt->shape[j])), v);
+    mlc_expr *eq = mlc_binary(a, MLC_EXPR_EQ, v, mlc_cast(a, v->dtype, o[j]));
+    match = match ? mlc_binary(a, MLC_EXPR_AND, match, eq) : eq;
+  }
+  return match;
+}
+
+/* scatter_nd: for each output element, the last indices row naming it
+ * (a max over the rows; -1: none) picks the update read, else data's;
+ * the add and mul forms reduce the matching updates (sum, product) onto
+ * data's. One scan of the indices per output element. */
+static mlc_prim_func *lower_scatter_nd(mlc_arena *a, const char *name, mlc_gop op,
+                                       mlc_gvar *const *args, const mlc_gtype *out) {
+  static const char *const axis_names[MLC_GRAPH_MAX_DIMS] = {"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"};
+  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type, *ut = &args[2]->type;
+  int q = it->ndim - 1, k = (int)it->shape[q];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it),
+                *U = placeholder(te, args[2]->name, ut);
+  mlc_expr *u[MLC_GRAPH_MAX_DIMS], *uix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, op == MLC_GOP_SCATTER_ND ? "T_last" : "T_updates", out->ndim, out->shape, NULL);
+  /* indices [k] alone: one row, a reduce axis of extent 1 */
+  mlc_expr *flat = mlc_int(a, 0);
+  for (int d = 0; d < (q ? q : 1); d++) {
+    mlc_expr *r = mlc_te_reduce_axis(te, q ? it->shape[d] : 1, axis_names[d]);
+    if (q) u[d] = r, flat = mlc_add(a, mlc_mul(a, flat, mlc_int(a, it->shape[d])), r);
+  }
+  mlc_expr *match = scatter_match(a, te, I, it, xt, u, o);
+  memcpy(uix, u, sizeof(mlc_expr *) * (size_t)q);
+  memcpy(uix + q, o + k, sizeof(mlc_expr *) * (size_t)(xt->ndim - k));
+  mlc_te_tensor *Y;
+  if (op == MLC_GOP_SCATTER_ND) {
+    mlc_te_tensor *S = mlc_te_reduce(te, MLC_TE_MAX, mlc_select(a, match, flat, mlc_int(a, -1)));
+    o = mlc_te_begin(te, "T_scatter_nd", out->ndim, out->shape, NULL);
+    memcpy(uix + q, o + k, sizeof(mlc_expr *) * (size_t)(xt->ndim - k));
+    mlc_expr *s = mlc_te_at_v(te, S, o), *rest = mlc_binary(a, MLC_EXPR_MAX, s, mlc_int(a, 0));
+    for (int d = q - 1; d >= 0; d--) { /* the row's index, taken apart (floormod keeps it in bounds) */
+      uix[d] = mlc_binary(a, MLC_EXPR_FLOORMOD, rest, mlc_int(a, it->shape[d]));
+      rest = mlc_binary(a, MLC_EXPR_FLOORDIV, rest, mlc_int(a, it->shape[d]));
+    }
+    mlc_expr *hit = mlc_binary(a, MLC_EXPR_GE, s, mlc_int(a, 0));
+    Y = mlc_te_end(te, mlc_select(a, hit, mlc_te_at_v(te, U, uix), mlc_te_at_v(te, X, o)));
+  } else {
+    bool add = op == MLC_GOP_SCATTER_ND_ADD;
+    mlc_expr *upd = mlc_te_at_v(te, U, uix);
+    mlc_te_tensor *R = mlc_te_reduce(te, add ? MLC_TE_SUM : MLC_TE_PROD,
+                                     mlc_select(a, match, upd, like(a, upd, add ? 0 : 1)));
+    o = mlc_te_begin(te, "T_scatter_nd", out->ndim, out->shape, NULL);
+    mlc_expr *x = mlc_te_at_v(te, X, o), *r = mlc_te_at_v(te, R, o);
+    Y = mlc_te_end(te, add ? mlc_add(a, x, r) : mlc_mul(a, x, r));
+  }
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, I, U, Y});
+}
+
 /* The conv2d task covers conv2d without groups, dilation or bias, with
  * one stride and the same padding on every side. */
 static bool is_task_conv(const mlc_gattrs *at, int n) {
@@ -1150,6 +1215,10 @@ static mlc_prim_func *lower_op_gather_elements(const lower_call *c) {
 
 static mlc_prim_func *lower_op_topk(const lower_call *c) {
   return lower_topk(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_scatter_nd(const lower_call *c) {
+  return lower_scatter_nd(c->a, c->name, c->op, c->args, c->out);
 }
 
 static mlc_prim_func *lower_op_global_avg_pool(const lower_call *c) {

@@ -432,6 +432,32 @@ static void ref_gather_elements(int ax, const mlc_gtype *xt, const double *x, co
   }
 }
 
+/* scatter_nd*: data copied, then each indices row in order writes (adds,
+ * multiplies) its update slice at the data slice it names; a row out of
+ * range writes nothing. */
+static void ref_scatter_nd(mlc_gop op, const mlc_gtype *ts, double *const *in, double *y) {
+  const mlc_gtype *xt = &ts[0], *it = &ts[1];
+  int q = it->ndim - 1, k = (int)it->shape[q];
+  int64_t rows = 1, slice = 1, at = 0;
+  for (int d = 0; d < q; d++) rows *= it->shape[d];
+  for (int d = k; d < xt->ndim; d++) slice *= xt->shape[d];
+  memcpy(y, in[0], sizeof(double) * (size_t)mlc_gtype_numel(xt));
+  for (int64_t r = 0; r < rows; r++) {
+    bool ok = true;
+    at = 0;
+    for (int j = 0; j < k; j++) {
+      double v = in[1][r * k + j], n = (double)xt->shape[j];
+      ok = ok && v >= -n && v < n;
+      at = at * xt->shape[j] + (ok ? (int64_t)(v < 0 ? v + n : v) : 0);
+    }
+    if (!ok) continue;
+    const double *u = in[2] + r * slice;
+    double *t = y + at * slice;
+    for (int64_t e = 0; e < slice; e++)
+      t[e] = op == MLC_GOP_SCATTER_ND ? u[e] : op == MLC_GOP_SCATTER_ND_ADD ? t[e] + u[e] : t[e] * u[e];
+  }
+}
+
 /* Element (v, l) comes before (w, m) in topk's order: larger (smaller),
  * or equal at a lower index. */
 static bool topk_before(bool largest, double v, int64_t l, double w, int64_t m) {
@@ -664,6 +690,8 @@ static void ref_op_gather_elements(const ref_call *c) {
 }
 
 static void ref_op_topk(const ref_call *c) { ref_topk(c->at, &c->ts[0], c->in[0], c->y); }
+
+static void ref_op_scatter_nd(const ref_call *c) { ref_scatter_nd(c->op, c->ts, c->in, c->y); }
 
 static void ref_op_global_avg_pool(const ref_call *c) {
   ref_reduce(c->scratch, c->op, (const bool[]){false, false, true, true}, &c->ts[0], c->in[0],

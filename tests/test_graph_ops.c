@@ -353,6 +353,24 @@ static const op_case dtype_cases[] = {
            "," NODE("t", "pow", "\"ui\", \"gi\"", ""),
            "\"p\", \"q\", \"r\", \"t\""),
      false},
+    /* scatter_nd: rows of 2 indices (a negative one), a repeated row
+     * (the last wins), one row of 2 (no leading axes); add and mul onto
+     * int32 and float data */
+    {"scatter_nd",
+     MODEL(X234, "{\"name\": \"i2\", \"shape\": [2, 2], \"values\": [1, -1, 0, 2]}, "
+                 "{\"name\": \"i1\", \"shape\": [3, 1], \"values\": [1, 0, 1]}, "
+                 "{\"name\": \"i0\", \"shape\": [2], \"values\": [-1, 1]}, "
+                 "{\"name\": \"u2\", \"shape\": [2, 4]}, {\"name\": \"u1\", \"shape\": [3, 3, 4]}, "
+                 "{\"name\": \"u0\", \"shape\": [4]}, {\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("j2", "astype", "\"i2\"", ", \"to\": \"int64\"") "," NODE("j1", "astype", "\"i1\"", ", \"to\": \"int32\"")
+           "," NODE("j0", "astype", "\"i0\"", ", \"to\": \"int64\"")
+           "," NODE("a", "scatter_nd", "\"x\", \"j2\", \"u2\"", "") "," NODE("b", "scatter_nd", "\"x\", \"j1\", \"u1\"", "")
+           "," NODE("c", "scatter_nd_mul", "\"x\", \"j0\", \"u0\"", "")
+           "," NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("us", "multiply", "\"u1\", \"s\"", "") "," NODE("ui", "astype", "\"us\"", ", \"to\": \"int32\"")
+           "," NODE("d", "scatter_nd_add", "\"xi\", \"j1\", \"ui\"", ""),
+           "\"a\", \"b\", \"c\", \"d\""),
+     false},
     /* running sums of integers (x * 9 truncated) */
     {"cumsum_int",
      MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
@@ -394,6 +412,15 @@ static const bad_case dtype_bad[] = {
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "topk", "\"b\"", ""),
            "\"y\""),
      "node 'y': topk: operand 0 is bool; float32, int64 or int32 expected"},
+    {"scatter_nd_updates",
+     MODEL(X234, "{\"name\": \"i\", \"shape\": [2, 2], \"values\": [0, 0, 1, 1]}, {\"name\": \"u\", \"shape\": [2, 3]}",
+           NODE("j", "astype", "\"i\"", ", \"to\": \"int64\"") "," NODE("y", "scatter_nd", "\"x\", \"j\", \"u\"", ""),
+           "\"y\""),
+     "node 'y': scatter_nd: operand 2 has shape (2, 3), expected operand 1's leading dims, then operand 0's from k"},
+    {"scatter_nd_float_indices",
+     MODEL(X234, "{\"name\": \"i\", \"shape\": [2, 2], \"values\": [0, 0, 1, 1]}, {\"name\": \"u\", \"shape\": [2, 4]}",
+           NODE("y", "scatter_nd_add", "\"x\", \"i\", \"u\"", ""), "\"y\""),
+     "node 'y': scatter_nd_add: operand 1 is float32; int64 or int32 indices expected"},
     {"gather_bool_indices",
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "gather", "\"x\", \"b\"", ""),
            "\"y\""),

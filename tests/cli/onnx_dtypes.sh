@@ -22,11 +22,12 @@ for t in test_mod_mixed_sign_int64 test_mod_mixed_sign_int32 test_mod_mixed_sign
   test_pow_types_int64_int64 test_pow_types_int32_int32 test_pow_types_int64_float32 \
   test_pow_types_int32_float32 test_pow_types_float \
   test_gather_elements_0 test_gather_elements_1 test_gather_elements_negative_indices \
-  test_nllloss_NCd1_weight_expanded test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded; do
+  test_nllloss_NCd1_weight_expanded test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded \
+  test_scatternd test_scatternd_add test_scatternd_multiply; do
   [ -f "$D/$t/model.onnx" ] || continue
   inputs=""
   case $t in
-  test_gather_elements_* | test_nllloss_*) # indices: seeded ones would be out of range
+  test_gather_elements_* | test_nllloss_* | test_scatternd*) # indices: seeded ones would be out of range
     for f in "$D/$t"/test_data_set_0/input_*.pb; do inputs="$inputs --input $f"; done ;;
   esac
   # shellcheck disable=SC2086 # $inputs: words
