@@ -176,6 +176,7 @@ bool onnx_cv_layer_norm(onode *n);
 bool onnx_cv_argmax(onode *n);
 bool onnx_cv_batch_norm(onode *n);
 bool onnx_cv_reduce(onode *n);
+bool onnx_cv_topk(onode *n);
 /* onnx_ops_shape.c */
 int64_t onnx_clamp40(int64_t v);
 bool onnx_cv_cast(onode *n);
@@ -185,8 +186,10 @@ bool onnx_cv_constant(onode *n);
 bool onnx_cv_constant_of_shape(onode *n);
 bool onnx_cv_flatten(onode *n);
 bool onnx_cv_gather(onode *n);
+bool onnx_cv_gather_elements(onode *n);
 bool onnx_cv_pad(onode *n);
 bool onnx_cv_reshape(onode *n);
+bool onnx_cv_scatter_nd(onode *n);
 bool onnx_cv_shape(onode *n);
 bool onnx_cv_size(onode *n);
 bool onnx_cv_slice(onode *n);

@@ -415,24 +415,190 @@ static bool global_pool(onode *n, mlc_gop op) {
 /* The op table's row gives the graph op (n->op->gop). */
 bool onnx_cv_global_pool(onode *n) { return global_pool(n, n->op->gop); }
 
-/* Einsum: the outer product of two vectors ("i,j->ij", rotary
- * embeddings' positions times frequencies) as a broadcast multiply;
- * other equations are refused by name. */
+/* ---- Einsum ------------------------------------------------------------------- */
+
+/* An operand during Einsum: its var and the letter of each of its axes
+ * (no axes: the var has shape [1]). */
+typedef struct eterm {
+  mlc_gvar *v;
+  char l[MLC_GRAPH_MAX_DIMS + 1];
+  int nd;
+} eterm;
+
+/* Parses term s (up to a ',' or '-' or the end) into t->l; letters only,
+ * none repeated. */
+static bool einsum_term(const onode *n, const char **s, int k, eterm *t) {
+  t->nd = 0;
+  for (; **s && **s != ',' && **s != '-'; (*s)++) {
+    char c = **s;
+    if (c == ' ') continue;
+    if (c == '.') return onnx_fail(n, "ellipsis (...) is not supported");
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+      return onnx_fail(n, "'%c' in the equation is not a letter", c);
+    if (memchr(t->l, c, (size_t)t->nd))
+      return onnx_fail(n, "letter '%c' repeats in %s %d (diagonals are not supported)", c,
+                       k < 0 ? "the output" : "operand", k < 0 ? 0 : k);
+    if (t->nd == MLC_GRAPH_MAX_DIMS) return onnx_fail(n, "more than %d letters in a term", MLC_GRAPH_MAX_DIMS);
+    t->l[t->nd++] = c;
+  }
+  t->l[t->nd] = 0;
+  return true;
+}
+
+static bool has(const eterm *t, char c) { return memchr(t->l, c, (size_t)t->nd) != NULL; }
+
+/* The implicit output: the letters that appear once, in alphabetical
+ * order (ONNX's rule without "->"). */
+static void implicit_output(const eterm *in, int n_in, eterm *out) {
+  out->nd = 0;
+  for (int c = 'A'; c <= 'z'; c++) {
+    int seen = 0;
+    for (int k = 0; k < n_in; k++) seen += has(&in[k], (char)c);
+    if (seen == 1) out->l[out->nd++] = (char)c;
+  }
+  out->l[out->nd] = 0;
+}
+
+/* The equation into the operands' terms and the output's; each letter's
+ * extent into ext (one extent per letter: no broadcasting). */
+static bool einsum_parse(onode *n, const char *eq, eterm *in, eterm *out, int64_t *ext) {
+  const char *s = eq;
+  for (int k = 0; k < n->n_in; k++) {
+    if (k && *s++ != ',') return onnx_fail(n, "the equation has %d terms for %d inputs", k, n->n_in);
+    if (!einsum_term(n, &s, k, &in[k])) return false;
+    if (in[k].nd != onnx_in_rank(n, k))
+      return onnx_fail(n, "term %d has %d letters for an input of rank %d", k, in[k].nd, onnx_in_rank(n, k));
+    for (int d = 0; d < in[k].nd; d++) {
+      int64_t e = n->in[k]->shape[d], *x = &ext[(unsigned char)in[k].l[d]];
+      if (*x >= 0 && *x != e)
+        return onnx_fail(n, "letter '%c' has extents %lld and %lld (broadcasting is not supported)",
+                         in[k].l[d], (long long)*x, (long long)e);
+      *x = e;
+    }
+  }
+  if (*s == ',') return onnx_fail(n, "the equation has more terms than the %d inputs", n->n_in);
+  if (!*s) {
+    implicit_output(in, n->n_in, out);
+    return true;
+  }
+  if (s[0] != '-' || s[1] != '>') return onnx_fail(n, "expected \"->\" in the equation");
+  s += 2;
+  if (!einsum_term(n, &s, -1, out)) return false;
+  if (*s) return onnx_fail(n, "unexpected '%c' after the output term", *s);
+  for (int d = 0; d < out->nd; d++)
+    if (ext[(unsigned char)out->l[d]] < 0)
+      return onnx_fail(n, "output letter '%c' is in no input", out->l[d]);
+  return true;
+}
+
+/* t reshaped to the extents of its letters. */
+static bool eterm_reshape(const onode *n, const char *sfx, eterm *t, const int64_t *ext) {
+  int64_t shape[MLC_GRAPH_MAX_DIMS] = {1};
+  for (int d = 0; d < t->nd; d++) shape[d] = ext[(unsigned char)t->l[d]];
+  return (t->v = onnx_reshape(n, sfx, t->v, t->nd ? t->nd : 1, shape)) != NULL;
+}
+
+/* t summed over its letters that keep does not have (nor other, when
+ * given): reduce_sum, then the summed axes dropped. */
+static bool eterm_sum(const onode *n, const char *sfx, eterm *t, const eterm *keep,
+                      const eterm *other, const int64_t *ext) {
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_REDUCE_SUM, &a);
+  a.keepdims = true;
+  int nd = 0;
+  for (int d = 0; d < t->nd; d++)
+    if (has(keep, t->l[d]) || (other && has(other, t->l[d]))) t->l[nd++] = t->l[d];
+    else a.ints[a.n_ints++] = d;
+  if (!a.n_ints) return true;
+  if (!(t->v = onnx_emit(n, sfx, MLC_GOP_REDUCE_SUM, &a, 1, &t->v))) return false;
+  t->l[t->nd = nd] = 0;
+  char rs[16];
+  snprintf(rs, sizeof rs, "%s_r", sfx);
+  return eterm_reshape(n, rs, t, ext);
+}
+
+/* t's axes in the order of the letters `order` (all of t's). */
+static bool eterm_permute(const onode *n, const char *sfx, eterm *t, const char *order) {
+  int perm[MLC_GRAPH_MAX_DIMS];
+  bool id = true;
+  for (int d = 0; d < t->nd; d++) {
+    perm[d] = (int)((const char *)memchr(t->l, order[d], (size_t)t->nd) - t->l);
+    id = id && perm[d] == d;
+  }
+  memcpy(t->l, order, (size_t)t->nd);
+  if (id) return true;
+  return (t->v = onnx_transpose(n, sfx, t->v, t->nd, perm)) != NULL;
+}
+
+/* The letters of t with (want) or without (!want) a letter of u, in t's
+ * order, appended to s. */
+static void letters_of(const eterm *t, const eterm *u, bool want, const eterm *out, bool in_out,
+                       char *s) {
+  size_t k = strlen(s);
+  for (int d = 0; d < t->nd; d++)
+    if (has(u, t->l[d]) == want && has(out, t->l[d]) == in_out) s[k++] = t->l[d];
+  s[k] = 0;
+}
+
+static int64_t extent_of(const char *s, const int64_t *ext) {
+  int64_t p = 1;
+  for (; *s; s++) p *= ext[(unsigned char)*s];
+  return p;
+}
+
+/* Two operands: batch letters (both and the output) first, a's kept
+ * letters, the contracted ones (both, not the output), b's kept: a as
+ * [batch, M, K] times b as [batch, K, N] by matmul, the product as
+ * [batch..., a's..., b's...]. */
+static bool einsum_pair(const onode *n, eterm *a, eterm *b, const eterm *out, const int64_t *ext,
+                        eterm *y) {
+  char bat[MLC_GRAPH_MAX_DIMS + 1] = "", m[MLC_GRAPH_MAX_DIMS + 1] = "",
+       k[MLC_GRAPH_MAX_DIMS + 1] = "", nn[MLC_GRAPH_MAX_DIMS + 1] = "";
+  letters_of(out, a, true, b, true, bat); /* in the output's order */
+  letters_of(a, b, false, out, true, m);
+  letters_of(a, b, true, out, false, k);
+  letters_of(b, a, false, out, true, nn);
+  char ao[2 * MLC_GRAPH_MAX_DIMS + 1], bo[2 * MLC_GRAPH_MAX_DIMS + 1];
+  snprintf(ao, sizeof ao, "%s%s%s", bat, m, k);
+  snprintf(bo, sizeof bo, "%s%s%s", bat, k, nn);
+  if (!eterm_permute(n, "a_t", a, ao) || !eterm_permute(n, "b_t", b, bo)) return false;
+  int64_t B = extent_of(bat, ext), M = extent_of(m, ext), K = extent_of(k, ext), N = extent_of(nn, ext);
+  bool batched = bat[0] != 0;
+  mlc_gvar *args[2] = {
+      onnx_reshape(n, "a_mk", a->v, batched ? 3 : 2, batched ? (int64_t[]){B, M, K} : (int64_t[]){M, K}),
+      onnx_reshape(n, "b_kn", b->v, batched ? 3 : 2, batched ? (int64_t[]){B, K, N} : (int64_t[]){K, N})};
+  if (!args[0] || !args[1]) return false;
+  mlc_gattrs at;
+  mlc_gattrs_init(MLC_GOP_MATMUL, &at);
+  if (!(y->v = onnx_emit(n, "mm", MLC_GOP_MATMUL, &at, 2, args))) return false;
+  y->nd = snprintf(y->l, sizeof y->l, "%s%s%s", bat, m, nn);
+  return eterm_reshape(n, "mm_nd", y, ext);
+}
+
+/* Einsum of one operand (transpose, sums) or two (batched matmul over
+ * any letters; the inner and outer products as its degenerate forms):
+ * letters only, no letter twice in a term, one extent per letter.
+ * Diagonals and ellipsis are refused. */
 bool onnx_cv_einsum(onode *n) {
   const char *eq;
   if (!onnx_check_attrs(n, " equation ") || !onnx_attr_string(n, "equation", "", &eq)) return false;
-  char a, b, o1, o2, end;
-  if (n->n_in != 2 || sscanf(eq, " %c , %c -> %c %c %c", &a, &b, &o1, &o2, &end) != 4 ||
-      a == b || o1 != a || o2 != b || onnx_in_rank(n, 0) != 1 || onnx_in_rank(n, 1) != 1)
-    return onnx_fail(n, "equation \"%s\" is not supported (the outer product \"i,j->ij\" of two "
-                        "vectors is)", eq);
-  mlc_gvar *x = onnx_var(n, 0), *y = onnx_var(n, 1);
-  if (!x || !y) return false;
-  int64_t I = n->in[0]->shape[0], J = n->in[1]->shape[0];
-  mlc_gvar *args[2] = {onnx_reshape(n, "col", x, 2, (int64_t[]){I, 1}),
-                       onnx_reshape(n, "row", y, 2, (int64_t[]){1, J})};
-  if (!args[0] || !args[1]) return false;
-  mlc_gattrs at;
-  mlc_gattrs_init(MLC_GOP_MULTIPLY, &at);
-  return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_MULTIPLY, &at, 2, args));
+  eterm in[2], out, y;
+  int64_t ext[256];
+  for (int c = 0; c < 256; c++) ext[c] = -1;
+  if (!einsum_parse(n, eq, in, &out, ext)) return false;
+  for (int k = 0; k < n->n_in; k++)
+    if (!(in[k].v = onnx_var(n, k))) return false;
+  if (n->n_in == 1) {
+    y = in[0];
+    if (!eterm_sum(n, "sum", &y, &out, NULL, ext)) return false;
+  } else {
+    if (!eterm_sum(n, "a_sum", &in[0], &out, &in[1], ext) ||
+        !eterm_sum(n, "b_sum", &in[1], &out, &in[0], ext) ||
+        !einsum_pair(n, &in[0], &in[1], &out, ext, &y))
+      return false;
+  }
+  if (!eterm_permute(n, "out", &y, out.l)) return false;
+  int64_t shape[MLC_GRAPH_MAX_DIMS] = {1};
+  for (int d = 0; d < out.nd; d++) shape[d] = ext[(unsigned char)out.l[d]];
+  return onnx_set_out(n, 0, y.v, out.nd, shape);
 }

@@ -333,15 +333,32 @@ static bool int_input_as_float(onode *n, int k) {
   return true;
 }
 
+/* Pow of an integer x: the graph's pow over x and the exponent as they
+ * are (an integer exponent exactly, a float one in float32, truncated). */
+static bool int_pow(onode *n, mlc_gvar *x) {
+  mlc_gvar *args[2] = {x, onnx_var(n, 1)};
+  if (!args[1]) return false;
+  int nd;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  if (!onnx_broadcast_shape(n, n->in[0], n->in[1], &nd, shape)) return false;
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_POW, &a);
+  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_POW, &a, 2, args);
+  return y && onnx_set_out(n, 0, y, nd, shape);
+}
+
 /* Pow: a constant scalar exponent becomes power (multiplies for 2 and 3,
  * sqrt for 0.5); any other exponent (a tensor, a runtime value) the
- * elementwise pow with broadcasting. */
+ * elementwise pow with broadcasting; an integer x int_pow. */
 bool onnx_cv_pow(onode *n) {
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_POWER, &a);
   if (!onnx_no_attrs(n)) return false;
   const oval *e = onnx_in_val(n, 1);
   if (!e || !n->in[0]) return onnx_fail(n, "an input is missing");
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  if (x->type.dtype != MLC_FLOAT32) return int_pow(n, x);
   /* a one-element exponent of higher rank than x broadcasts x up: onnx_binary */
   if (onnx_numel(e->ndim, e->shape) == 1 && e->ndim <= onnx_in_rank(n, 0) &&
       (e->is_int || onnx_const_float(e))) {

@@ -212,3 +212,45 @@ bool onnx_cv_argmax(onode *n) {
   mlc_gvar *y = onnx_emit(n, NULL, n->op->gop, &a, 1, &x);
   return y && onnx_set_out(n, 0, y, nd, shape);
 }
+
+/* TopK's k: the attribute before opset 10, then the constant input 1. */
+static bool topk_k(onode *n, int64_t *k) {
+  if (n->opset < 10) {
+    if (!onnx_attr_int(n, "k", -1, k)) return false;
+    return *k >= 0 || onnx_fail(n, "the attribute k is required");
+  }
+  int64_t c;
+  if (!onnx_in_val(n, 1)) return onnx_fail(n, "the input k is missing");
+  const int64_t *v = onnx_ints(n, 1, &c);
+  if (!v) return false;
+  if (c != 1) return onnx_fail(n, "k must be a single value");
+  *k = v[0];
+  return true;
+}
+
+/* TopK: the graph's topk gives the indices (output 1), gather_elements
+ * of them the values (output 0). */
+bool onnx_cv_topk(onode *n) {
+  int64_t axis, largest, sorted, k;
+  if (!onnx_check_attrs(n, n->opset < 10 ? " axis k " : " axis largest sorted ") ||
+      !onnx_attr_int(n, "axis", -1, &axis) || !onnx_attr_int(n, "largest", 1, &largest) ||
+      !onnx_attr_int(n, "sorted", 1, &sorted) || !topk_k(n, &k))
+    return false;
+  mlc_gvar *x = onnx_var(n, 0);
+  if (!x) return false;
+  int r = onnx_in_rank(n, 0), ax;
+  if (r == 0) return onnx_fail(n, "the input is a scalar");
+  if (!onnx_norm_axis(n, axis, r, &ax)) return false;
+  if (k < 1 || k > x->type.shape[ax])
+    return onnx_fail(n, "k %lld is outside [1, %lld] (the axis' extent)", (long long)k,
+                     (long long)x->type.shape[ax]);
+  mlc_gattrs a, g;
+  mlc_gattrs_init(MLC_GOP_TOPK, &a);
+  a.axis = ax, a.k = k, a.largest = largest != 0, a.sorted = sorted != 0;
+  mlc_gattrs_init(MLC_GOP_GATHER_ELEMENTS, &g);
+  g.axis = ax;
+  mlc_gvar *idx = onnx_emit(n, "indices", MLC_GOP_TOPK, &a, 1, &x);
+  if (!idx) return false;
+  mlc_gvar *val = onnx_emit(n, NULL, MLC_GOP_GATHER_ELEMENTS, &g, 2, (mlc_gvar *[]){x, idx});
+  return onnx_set_var(n, 0, val) && onnx_set_var(n, 1, idx);
+}

@@ -571,3 +571,67 @@ bool onnx_cv_range(onode *n) {
   for (int64_t k = 0; k < shape[0]; k++) ((float *)c->data)[k] = (float)(v[0] + (double)k * v[2]);
   return onnx_set_out(n, 0, c, 1, shape);
 }
+
+/* GatherElements along axis: data of any dtype, int64 or int32 indices of
+ * the data's rank (negative from the end); constant indices must be
+ * inside the axis, runtime ones outside it read position 0. */
+bool onnx_cv_gather_elements(onode *n) {
+  int64_t axis;
+  if (!onnx_check_attrs(n, " axis ") || !onnx_attr_int(n, "axis", 0, &axis)) return false;
+  mlc_gvar *x = onnx_var(n, 0), *ind = onnx_var(n, 1);
+  if (!x || !ind) return false;
+  int r = onnx_in_rank(n, 0), ax = 0;
+  if (r == 0) return onnx_fail(n, "the input is a scalar");
+  if (onnx_in_rank(n, 1) != r)
+    return onnx_fail(n, "indices of rank %d for data of rank %d (one rank expected)", onnx_in_rank(n, 1), r);
+  if (!onnx_norm_axis(n, axis, r, &ax)) return false;
+  if (ind->type.dtype != MLC_INT64 && ind->type.dtype != MLC_INT32)
+    return onnx_fail(n, "indices of dtype %s (int64 or int32 expected)", mlc_dtype_name(ind->type.dtype));
+  const oval *iv = n->in[1];
+  for (int d = 0; d < r; d++)
+    if (d != ax && iv->shape[d] > n->in[0]->shape[d])
+      return onnx_fail(n, "indices extent %lld on axis %d is past the data's %lld", (long long)iv->shape[d],
+                       d, (long long)n->in[0]->shape[d]);
+  int64_t e = x->type.shape[ax];
+  if (iv->is_int)
+    for (int64_t k = 0, c = onnx_numel(iv->ndim, iv->shape); k < c; k++)
+      if (iv->i[k] < -e || iv->i[k] >= e)
+        return onnx_fail(n, "index %lld (element %lld) is out of range [%lld, %lld)", (long long)iv->i[k],
+                         (long long)k, (long long)-e, (long long)e);
+  mlc_gattrs a;
+  mlc_gattrs_init(MLC_GOP_GATHER_ELEMENTS, &a);
+  a.axis = ax;
+  return onnx_set_var(n, 0, onnx_emit(n, NULL, MLC_GOP_GATHER_ELEMENTS, &a, 2, (mlc_gvar *[]){x, ind}));
+}
+
+/* ScatterND (reduction none, add, mul) as the graph's scatter_nd ops;
+ * constant indices must be inside data. An update of rank 0 (indices [k]
+ * naming one element) goes in as indices [1, k] and updates [1]. */
+bool onnx_cv_scatter_nd(onode *n) {
+  const char *red;
+  if (!onnx_check_attrs(n, " reduction ") || !onnx_attr_string(n, "reduction", "none", &red)) return false;
+  mlc_gop op = MLC_GOP_SCATTER_ND;
+  if (strcmp(red, "add") == 0) op = MLC_GOP_SCATTER_ND_ADD;
+  else if (strcmp(red, "mul") == 0) op = MLC_GOP_SCATTER_ND_MUL;
+  else if (strcmp(red, "none") != 0)
+    return onnx_fail(n, "reduction \"%s\" is not supported (none, add, mul are)", red);
+  mlc_gvar *args[3] = {onnx_var(n, 0), onnx_var(n, 1), onnx_var(n, 2)};
+  if (!args[0] || !args[1] || !args[2]) return false;
+  const oval *x = n->in[0], *iv = n->in[1];
+  if (x->ndim == 0 || iv->ndim == 0) return onnx_fail(n, "data and indices must have rank 1 or more");
+  int64_t k = iv->shape[iv->ndim - 1];
+  if (k < 1 || k > x->ndim) return onnx_fail(n, "indices rows of %lld entries for data of rank %d", (long long)k, x->ndim);
+  if (iv->is_int)
+    for (int64_t e = 0, c = onnx_numel(iv->ndim, iv->shape); e < c; e++) {
+      int64_t v = iv->i[e], ext = x->shape[e % k];
+      if (v < -ext || v >= ext)
+        return onnx_fail(n, "index %lld (element %lld) is out of range [%lld, %lld)", (long long)v,
+                         (long long)e, (long long)-ext, (long long)ext);
+    }
+  if (onnx_in_rank(n, 2) == 0) {
+    if (!(args[1] = onnx_reshape(n, "rows", args[1], 2, (int64_t[]){1, k}))) return false;
+  }
+  mlc_gattrs a;
+  mlc_gattrs_init(op, &a);
+  return onnx_set_var(n, 0, onnx_emit(n, NULL, op, &a, 3, args));
+}

@@ -66,7 +66,7 @@ void mlc_graph_find_index_checks(mlc_gmodule *m) {
   MLC_VEC(mlc_gindex_check) checks = {0};
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gbinding *b = &f->bindings[i];
-    if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_GATHER) continue;
+    if (b->kind != MLC_GCALL_OP || !mlc_gop_reads_indices(b->op)) continue;
     const mlc_gtype *x = &b->args[0]->type;
     const mlc_gvar *ind = reshaped_from(f, b->args[1]);
     for (int k = 0; k < f->n_params; k++)

@@ -29,6 +29,10 @@ int mlc_gop_n_inputs(mlc_gop op) { return ops[op].min_in; }
 int mlc_gop_max_inputs(mlc_gop op) { return ops[op].max_in; }
 mlc_gop_class mlc_gop_class_of(mlc_gop op) { return ops[op].cls; }
 
+bool mlc_gop_reads_indices(mlc_gop op) {
+  return op == MLC_GOP_GATHER || op == MLC_GOP_GATHER_ELEMENTS;
+}
+
 int mlc_gop_window_dims(mlc_gop op) {
   if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_MAX_POOL2D ||
       op == MLC_GOP_AVG_POOL2D)
@@ -718,6 +722,52 @@ static bool shape_reduce_axis(mlc_gop op, const mlc_gattrs *at, int n, const mlc
   return true;
 }
 
+/* gather_elements: the indices' shape, of x's rank, within x's extents off
+ * the axis (every element read is inside x). */
+static bool shape_gather_elements(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                                  mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (ax < 0)
+    return mlc_error_set(err, "%s: axis %lld is out of range for a %d-d operand 0",
+                         mlc_gop_name(op), (long long)at->axis, a[0].ndim);
+  bool ok = a[1].ndim == a[0].ndim;
+  for (int d = 0; ok && d < a[0].ndim; d++) ok = d == ax || a[1].shape[d] <= a[0].shape[d];
+  if (!ok)
+    return fail_shape(err, op, 1, &a[1], "operand 0's rank, extents at most operand 0's off the axis");
+  *out = a[1];
+  return true;
+}
+
+/* topk: k (1 to the extent) along axis. */
+static bool shape_topk(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                       mlc_gtype *out, mlc_error *err) {
+  if (!shape_axis(op, at, n, a, out, err)) return false;
+  int ax = mlc_gop_axis(at->axis, a[0].ndim);
+  if (at->k < 1 || at->k > a[0].shape[ax])
+    return mlc_error_set(err, "%s: k %lld is outside [1, %lld] (axis %d's extent)", mlc_gop_name(op),
+                         (long long)at->k, (long long)a[0].shape[ax], ax);
+  out->shape[ax] = at->k;
+  return true;
+}
+
+/* scatter_nd*: data's type; indices [..., k] with k in [1, data's rank],
+ * updates [indices' leading..., data's from k]. */
+static bool shape_scatter_nd(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                             mlc_gtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  int q = a[1].ndim - 1;
+  int64_t k = q >= 0 ? a[1].shape[q] : 0;
+  if (q < 0 || k < 1 || k > a[0].ndim)
+    return fail_shape(err, op, 1, &a[1], "[..., k] with k from 1 to operand 0's rank");
+  bool ok = a[2].ndim == q + a[0].ndim - k;
+  for (int d = 0; ok && d < a[2].ndim; d++)
+    ok = a[2].shape[d] == (d < q ? a[1].shape[d] : a[0].shape[k + d - q]);
+  if (!ok) return fail_shape(err, op, 2, &a[2], "operand 1's leading dims, then operand 0's from k");
+  *out = a[0];
+  return true;
+}
+
 static shape_rule *const shape_rules[] = {
 #define MLC_GOP(id, name, script, min_in, max_in, cls, shape, types, impl, print, keys) \
   [MLC_GOP_##id] = shape_##shape,
@@ -831,6 +881,32 @@ static bool types_arg(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *
   (void)at, (void)n;
   if (!is_num(a[0].dtype)) return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
   *out = MLC_INT64;
+  return true;
+}
+
+/* pow: a number to a number of any dtype, the base's dtype. */
+static bool types_pow(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                      mlc_dtype *out, mlc_error *err) {
+  (void)at;
+  for (int i = 0; i < n; i++)
+    if (!is_num(a[i].dtype)) return fail_dtype(err, op, i, a[i].dtype, "float32, int64 or int32 expected");
+  *out = a[0].dtype;
+  return true;
+}
+
+/* scatter_nd*: data and updates of one dtype (a number to add or
+ * multiply), int64 or int32 indices. */
+static bool types_scatter(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                          mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (op != MLC_GOP_SCATTER_ND && !is_num(a[0].dtype))
+    return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
+  if (a[1].dtype != MLC_INT64 && a[1].dtype != MLC_INT32)
+    return fail_dtype(err, op, 1, a[1].dtype, "int64 or int32 indices expected");
+  if (a[2].dtype != a[0].dtype)
+    return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
+                         mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
+  *out = a[0].dtype;
   return true;
 }
 

@@ -70,6 +70,10 @@ mlc_gop_class mlc_gop_class_of(mlc_gop op);
  * over (2: conv2d, conv_transpose2d, max_pool2d, avg_pool2d over NCHW; 3:
  * their 3-D forms over NCDHW), 0 for every other op. */
 int mlc_gop_window_dims(mlc_gop op);
+/* Whether op reads operand 1 as indices along at->axis of operand 0
+ * (gather, gather_elements): constant ones are checked, inputs read so
+ * are checked at run time (index_checks). */
+bool mlc_gop_reads_indices(mlc_gop op);
 bool mlc_gop_from_name(const char *name, mlc_gop *out);
 /* Comma-separated list of every op, for messages. */
 const char *mlc_gop_names(void);

@@ -79,6 +79,45 @@ static mlc_expr *power(mlc_arena *a, mlc_expr *x, double c) {
   return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){x, f32(a, c)});
 }
 
+/* x ** e for integers x and e (e cast to x's dtype): a chain of N
+ * multiplies (N x's bits) by x or 1, so exact, wrapping as the multiplies
+ * do; an exponent past N - 2 is cut to N - 2 or N - 1 of its parity (only
+ * x = 0, 1, -1 do not overflow there); for e < 0, 1 / x ** -e truncated:
+ * 0 but for x = 1 or -1 (by e's parity). */
+static mlc_expr *int_pow(mlc_arena *a, mlc_expr *x, mlc_expr *e) {
+  int N = mlc_dtype_bits(x->dtype);
+  e = mlc_cast(a, x->dtype, e);
+  mlc_expr *odd = mlc_binary(a, MLC_EXPR_FLOORMOD, e, like(a, e, 2));
+  mlc_expr *neg = mlc_binary(a, MLC_EXPR_LT, e, like(a, e, 0));
+  mlc_expr *cut = mlc_select(a, mlc_binary(a, MLC_EXPR_GE, e, like(a, e, N - 1)),
+                             mlc_add(a, like(a, e, N - 2), odd), e);
+  mlc_expr *ee = mlc_select(a, neg, odd, cut), *acc = like(a, x, 1);
+  for (int r = 0; r < N; r++)
+    acc = mlc_mul(a, acc, mlc_select(a, mlc_binary(a, MLC_EXPR_GT, ee, like(a, e, r)), x, like(a, x, 1)));
+  mlc_expr *unit = mlc_binary(a, MLC_EXPR_OR, mlc_binary(a, MLC_EXPR_EQ, x, like(a, x, 1)),
+                              mlc_binary(a, MLC_EXPR_EQ, x, like(a, x, -1)));
+  return mlc_select(a, mlc_binary(a, MLC_EXPR_AND, neg, mlc_not(a, unit)), like(a, x, 0), acc);
+}
+
+/* Float v to integer dtype t truncated; 0 where v is NaN or past t's
+ * range (no poison from the conversion). */
+static mlc_expr *float_to_int(mlc_arena *a, mlc_dtype t, mlc_expr *v) {
+  double lim = t == MLC_INT32 ? 0x1p31 : 0x1p63;
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, f32(a, -lim)),
+                            mlc_binary(a, MLC_EXPR_LT, v, f32(a, lim)));
+  return mlc_cast(a, t, mlc_select(a, ok, v, f32(a, 0)));
+}
+
+/* pow: x's dtype; float exponents of integers in float32 (ONNX computes
+ * them in double, then casts). */
+static mlc_expr *pow_of(mlc_arena *a, mlc_expr *x, mlc_expr *e) {
+  if (is_int(x) && is_int(e)) return int_pow(a, x, e);
+  mlc_expr *xf = is_int(x) ? mlc_cast(a, MLC_FLOAT32, x) : x;
+  mlc_expr *ef = is_int(e) ? mlc_cast(a, MLC_FLOAT32, e) : e;
+  mlc_expr *p = mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){xf, ef});
+  return is_int(x) ? float_to_int(a, x->dtype, p) : p;
+}
+
 /* ---- pointwise ops (ops.def's MLC_GOP_PW rows) -------------------------------- */
 
 /* A pointwise op's value from its operands' values v. */
@@ -94,7 +133,7 @@ PW(divide) {
 }
 PW(maximum) { return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]); }
 PW(minimum) { return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]); }
-PW(pow) { return mlc_call(a, MLC_INTRIN_POW, (mlc_expr *[]){v[0], v[1]}); }
+PW(pow) { return pow_of(a, v[0], v[1]); }
 PW(ewise_fma) { return mlc_add(a, mlc_mul(a, v[0], v[1]), v[2]); }
 PW(relu) { return mlc_binary(a, MLC_EXPR_MAX, v[0], f32(a, 0)); }
 PW(gelu) {
@@ -744,6 +783,18 @@ static mlc_prim_func *lower_cumsum(mlc_arena *a, const char *name, mlc_gvar *con
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }
 
+/* The position along an axis of extent n that index v (an integer, or a
+ * float holding a whole number; negative: from the end) names; 0 for v
+ * outside [-n, n) (or NaN), so the read stays inside the operand. */
+static mlc_expr *axis_index(mlc_arena *a, mlc_expr *v, int64_t n) {
+  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
+                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
+  /* floormod maps [-n, n) onto the axis and shows the bound analysis
+   * that the read stays inside x */
+  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
+  return mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
+}
+
 /* gather along ax: out[o..., j..., i...] = x[o..., k, i...] with k the
  * index at j (an integer, or a float holding a whole number), from the
  * end when negative.
@@ -757,18 +808,122 @@ static mlc_prim_func *lower_gather(mlc_arena *a, const char *name, mlc_gvar *con
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
   mlc_expr **o = mlc_te_begin(te, "T_take", out->ndim, out->shape, NULL);
-  mlc_expr *v = mlc_te_at_v(te, I, o + ax);
-  mlc_expr *ok = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_GE, v, like(a, v, (double)-n)),
-                            mlc_binary(a, MLC_EXPR_LE, v, like(a, v, (double)(n - 1))));
-  /* floormod maps [-n, n) onto the axis and shows the bound analysis
-   * that the read stays inside x */
-  mlc_expr *k = mlc_cast(a, MLC_INT32, mlc_select(a, ok, v, like(a, v, 0)));
-  k = mlc_binary(a, MLC_EXPR_FLOORMOD, k, mlc_int(a, n));
-  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr *k = axis_index(a, mlc_te_at_v(te, I, o + ax), n), *ix[MLC_GRAPH_MAX_DIMS];
   for (int d = 0; d < xt->ndim; d++)
     ix[d] = d < ax ? o[d] : d == ax ? k : o[d - 1 + it->ndim];
   mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
   return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
+}
+
+/* gather_elements along ax: out[o] = x[o with k at ax], k the index at o
+ * (axis_index: one outside the axis reads position 0). */
+static mlc_prim_func *lower_gather_elements(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                            int ax, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it);
+  mlc_expr **o = mlc_te_begin(te, "T_gather_elements", out->ndim, out->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  for (int d = 0; d < xt->ndim; d++)
+    ix[d] = d == ax ? axis_index(a, mlc_te_at_v(te, I, o), xt->shape[ax]) : o[d];
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
+  return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){X, I, Y});
+}
+
+/* topk along ax: each element's rank, the count of elements that come
+ * before it (larger, or equal at a lower index; smaller for !largest),
+ * then at output position r the index whose rank is r (ranks are a
+ * permutation of the axis, so exactly one). O(n^2) per row. */
+static mlc_prim_func *lower_topk(mlc_arena *a, const char *name, mlc_gvar *const *args,
+                                 const mlc_gattrs *at, const mlc_gtype *out) {
+  const mlc_gtype *xt = &args[0]->type;
+  int ax = mlc_gop_axis(at->axis, xt->ndim);
+  int64_t n = xt->shape[ax];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, "T_rank", xt->ndim, xt->shape, NULL);
+  mlc_expr *j = mlc_te_reduce_axis(te, n, "j");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? j : o[d];
+  mlc_expr *xj = mlc_te_at_v(te, X, ix), *xi = mlc_te_at_v(te, X, o);
+  mlc_expr *ahead = mlc_binary(a, at->largest ? MLC_EXPR_GT : MLC_EXPR_LT, xj, xi);
+  mlc_expr *tie = mlc_binary(a, MLC_EXPR_AND, mlc_binary(a, MLC_EXPR_EQ, xj, xi),
+                             mlc_binary(a, MLC_EXPR_LT, j, o[ax]));
+  mlc_expr *before = mlc_binary(a, MLC_EXPR_OR, ahead, tie);
+  mlc_te_tensor *R = mlc_te_reduce(te, MLC_TE_SUM,
+                                   mlc_select(a, before, mlc_int_t(a, MLC_INT64, 1), mlc_int_t(a, MLC_INT64, 0)));
+  o = mlc_te_begin(te, "T_topk", out->ndim, out->shape, NULL);
+  mlc_expr *i = mlc_te_reduce_axis(te, n, "i");
+  for (int d = 0; d < xt->ndim; d++) ix[d] = d == ax ? i : o[d];
+  mlc_expr *hit = mlc_binary(a, MLC_EXPR_EQ, mlc_te_at_v(te, R, ix), mlc_cast(a, MLC_INT64, o[ax]));
+  mlc_te_tensor *Y = mlc_te_reduce(te, MLC_TE_MAX, mlc_select(a, hit, mlc_cast(a, MLC_INT64, i),
+                                                              mlc_int_t(a, MLC_INT64, 0)));
+  return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
+/* Whether the indices' row u (reduce axes over their leading dims) names
+ * output index o: each of its k entries, from the end when negative,
+ * equals o's. */
+static mlc_expr *scatter_match(mlc_arena *a, mlc_te *te, mlc_te_tensor *I, const mlc_gtype *it,
+                               const mlc_gtype *xt, mlc_expr **u, mlc_expr **o) {
+  int q = it->ndim - 1;
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS], *match = NULL;
+  memcpy(ix, u, sizeof(mlc_expr *) * (size_t)q);
+  for (int j = 0; j < it->shape[q]; j++) {
+    ix[q] = mlc_int(a, j);
+    mlc_expr *v = mlc_te_at_v(te, I, ix);
+    v = mlc_select(a, mlc_binary(a, MLC_EXPR_LT, v, like(a, v, 0)), mlc_add(a, v, like(a, v, (double)xt->shape[j])), v);
+    mlc_expr *eq = mlc_binary(a, MLC_EXPR_EQ, v, mlc_cast(a, v->dtype, o[j]));
+    match = match ? mlc_binary(a, MLC_EXPR_AND, match, eq) : eq;
+  }
+  return match;
+}
+
+/* scatter_nd: for each output element, the last indices row naming it
+ * (a max over the rows; -1: none) picks the update read, else data's;
+ * the add and mul forms reduce the matching updates (sum, product) onto
+ * data's. One scan of the indices per output element. */
+static mlc_prim_func *lower_scatter_nd(mlc_arena *a, const char *name, mlc_gop op,
+                                       mlc_gvar *const *args, const mlc_gtype *out) {
+  static const char *const axis_names[MLC_GRAPH_MAX_DIMS] = {"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"};
+  const mlc_gtype *xt = &args[0]->type, *it = &args[1]->type, *ut = &args[2]->type;
+  int q = it->ndim - 1, k = (int)it->shape[q];
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, args[0]->name, xt), *I = placeholder(te, args[1]->name, it),
+                *U = placeholder(te, args[2]->name, ut);
+  mlc_expr *u[MLC_GRAPH_MAX_DIMS], *uix[MLC_GRAPH_MAX_DIMS];
+  mlc_expr **o = mlc_te_begin(te, op == MLC_GOP_SCATTER_ND ? "T_last" : "T_updates", out->ndim, out->shape, NULL);
+  /* indices [k] alone: one row, a reduce axis of extent 1 */
+  mlc_expr *flat = mlc_int(a, 0);
+  for (int d = 0; d < (q ? q : 1); d++) {
+    mlc_expr *r = mlc_te_reduce_axis(te, q ? it->shape[d] : 1, axis_names[d]);
+    if (q) u[d] = r, flat = mlc_add(a, mlc_mul(a, flat, mlc_int(a, it->shape[d])), r);
+  }
+  mlc_expr *match = scatter_match(a, te, I, it, xt, u, o);
+  memcpy(uix, u, sizeof(mlc_expr *) * (size_t)q);
+  memcpy(uix + q, o + k, sizeof(mlc_expr *) * (size_t)(xt->ndim - k));
+  mlc_te_tensor *Y;
+  if (op == MLC_GOP_SCATTER_ND) {
+    mlc_te_tensor *S = mlc_te_reduce(te, MLC_TE_MAX, mlc_select(a, match, flat, mlc_int(a, -1)));
+    o = mlc_te_begin(te, "T_scatter_nd", out->ndim, out->shape, NULL);
+    memcpy(uix + q, o + k, sizeof(mlc_expr *) * (size_t)(xt->ndim - k));
+    mlc_expr *s = mlc_te_at_v(te, S, o), *rest = mlc_binary(a, MLC_EXPR_MAX, s, mlc_int(a, 0));
+    for (int d = q - 1; d >= 0; d--) { /* the row's index, taken apart (floormod keeps it in bounds) */
+      uix[d] = mlc_binary(a, MLC_EXPR_FLOORMOD, rest, mlc_int(a, it->shape[d]));
+      rest = mlc_binary(a, MLC_EXPR_FLOORDIV, rest, mlc_int(a, it->shape[d]));
+    }
+    mlc_expr *hit = mlc_binary(a, MLC_EXPR_GE, s, mlc_int(a, 0));
+    Y = mlc_te_end(te, mlc_select(a, hit, mlc_te_at_v(te, U, uix), mlc_te_at_v(te, X, o)));
+  } else {
+    bool add = op == MLC_GOP_SCATTER_ND_ADD;
+    mlc_expr *upd = mlc_te_at_v(te, U, uix);
+    mlc_te_tensor *R = mlc_te_reduce(te, add ? MLC_TE_SUM : MLC_TE_PROD,
+                                     mlc_select(a, match, upd, like(a, upd, add ? 0 : 1)));
+    o = mlc_te_begin(te, "T_scatter_nd", out->ndim, out->shape, NULL);
+    mlc_expr *x = mlc_te_at_v(te, X, o), *r = mlc_te_at_v(te, R, o);
+    Y = mlc_te_end(te, add ? mlc_add(a, x, r) : mlc_mul(a, x, r));
+  }
+  return mlc_te_create_prim_func(te, name, 4, (mlc_te_tensor *[]){X, I, U, Y});
 }
 
 /* The conv2d task covers conv2d without groups, dilation or bias, with
@@ -1052,6 +1207,18 @@ static mlc_prim_func *lower_op_argmax(const lower_call *c) {
 
 static mlc_prim_func *lower_op_gather(const lower_call *c) {
   return lower_gather(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_gather_elements(const lower_call *c) {
+  return lower_gather_elements(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_topk(const lower_call *c) {
+  return lower_topk(c->a, c->name, c->args, c->at, c->out);
+}
+
+static mlc_prim_func *lower_op_scatter_nd(const lower_call *c) {
+  return lower_scatter_nd(c->a, c->name, c->op, c->args, c->out);
 }
 
 static mlc_prim_func *lower_op_global_avg_pool(const lower_call *c) {

@@ -398,6 +398,13 @@ static void ref_pad(const mlc_gattrs *at, const mlc_gtype *xt, const double *x,
   }
 }
 
+/* The position along an axis of extent n of index v: from the end when
+ * negative; 0 outside [-n, n), as the kernels read. */
+static int64_t axis_index(double v, int64_t n) {
+  int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
+  return k < 0 ? k + n : k;
+}
+
 /* gather: [outer, n, inner] x, index j of the indices picks row k (an
  * index outside [-n, n) reads row 0, as the kernel does). */
 static void ref_gather(int ax, const mlc_gtype *xt, const double *x, const mlc_gtype *it,
@@ -406,10 +413,78 @@ static void ref_gather(int ax, const mlc_gtype *xt, const double *x, const mlc_g
   split_at(xt, ax, &O, &n, &I);
   for (int64_t o = 0; o < O; o++)
     for (int64_t j = 0; j < J; j++) {
-      double v = ind[j];
-      int64_t k = v >= (double)-n && v <= (double)(n - 1) ? (int64_t)v : 0;
-      if (k < 0) k += n;
+      int64_t k = axis_index(ind[j], n);
       memcpy(y + (o * J + j) * I, x + (o * n + k) * I, sizeof(double) * (size_t)I);
+    }
+}
+
+/* gather_elements: each result element (type it, the indices') reads x at
+ * its own index with the axis index replaced by its index value. */
+static void ref_gather_elements(int ax, const mlc_gtype *xt, const double *x, const mlc_gtype *it,
+                                const double *ind, double *y) {
+  int64_t idx[MLC_GRAPH_MAX_DIMS];
+  for (int64_t f = 0, c = mlc_gtype_numel(it); f < c; f++) {
+    unravel(it, f, idx);
+    idx[ax] = axis_index(ind[f], xt->shape[ax]);
+    int64_t flat = 0;
+    for (int d = 0; d < xt->ndim; d++) flat = flat * xt->shape[d] + idx[d];
+    y[f] = x[flat];
+  }
+}
+
+/* scatter_nd*: data copied, then each indices row in order writes (adds,
+ * multiplies) its update slice at the data slice it names; a row out of
+ * range writes nothing. */
+static void ref_scatter_nd(mlc_gop op, const mlc_gtype *ts, double *const *in, double *y) {
+  const mlc_gtype *xt = &ts[0], *it = &ts[1];
+  int q = it->ndim - 1, k = (int)it->shape[q];
+  int64_t rows = 1, slice = 1, at = 0;
+  for (int d = 0; d < q; d++) rows *= it->shape[d];
+  for (int d = k; d < xt->ndim; d++) slice *= xt->shape[d];
+  memcpy(y, in[0], sizeof(double) * (size_t)mlc_gtype_numel(xt));
+  for (int64_t r = 0; r < rows; r++) {
+    bool ok = true;
+    at = 0;
+    for (int j = 0; j < k; j++) {
+      double v = in[1][r * k + j], n = (double)xt->shape[j];
+      ok = ok && v >= -n && v < n;
+      at = at * xt->shape[j] + (ok ? (int64_t)(v < 0 ? v + n : v) : 0);
+    }
+    if (!ok) continue;
+    const double *u = in[2] + r * slice;
+    double *t = y + at * slice;
+    for (int64_t e = 0; e < slice; e++)
+      t[e] = op == MLC_GOP_SCATTER_ND ? u[e] : op == MLC_GOP_SCATTER_ND_ADD ? t[e] + u[e] : t[e] * u[e];
+  }
+}
+
+/* Element (v, l) comes before (w, m) in topk's order: larger (smaller),
+ * or equal at a lower index. */
+static bool topk_before(bool largest, double v, int64_t l, double w, int64_t m) {
+  return (largest ? v > w : v < w) || (v == w && l < m);
+}
+
+/* topk along ax: the r-th index of a row is the first in the order among
+ * the elements after the (r-1)-th (O(n k) per row). */
+static void ref_topk(const mlc_gattrs *at, const mlc_gtype *t, const double *x, double *y) {
+  int ax = mlc_gop_axis(at->axis, t->ndim);
+  int64_t O, L, I, K = at->k;
+  split_at(t, ax, &O, &L, &I);
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) {
+      const double *row = x + o * L * I + i;
+      int64_t prev = -1;
+      for (int64_t r = 0; r < K; r++) {
+        int64_t best = -1;
+        for (int64_t l = 0; l < L; l++) {
+          bool after = prev < 0 || topk_before(at->largest, row[prev * I], prev, row[l * I], l);
+          if (after && (best < 0 || topk_before(at->largest, row[l * I], l, row[best * I], best)))
+            best = l;
+        }
+        if (best < 0) best = 0; /* NaNs: the order is not total */
+        y[(o * K + r) * I + i] = (double)best;
+        prev = best;
+      }
     }
 }
 
@@ -608,6 +683,15 @@ static void ref_op_gather(const ref_call *c) {
   ref_gather(mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], &c->ts[1], c->in[1],
              c->y);
 }
+
+static void ref_op_gather_elements(const ref_call *c) {
+  ref_gather_elements(mlc_gop_axis(c->at->axis, c->ts[0].ndim), &c->ts[0], c->in[0], &c->ts[1],
+                      c->in[1], c->y);
+}
+
+static void ref_op_topk(const ref_call *c) { ref_topk(c->at, &c->ts[0], c->in[0], c->y); }
+
+static void ref_op_scatter_nd(const ref_call *c) { ref_scatter_nd(c->op, c->ts, c->in, c->y); }
 
 static void ref_op_global_avg_pool(const ref_call *c) {
   ref_reduce(c->scratch, c->op, (const bool[]){false, false, true, true}, &c->ts[0], c->in[0],

@@ -103,19 +103,19 @@ static bool check_extern_call(vctx *c, const mlc_gfunc *f, const mlc_gbinding *b
   return true;
 }
 
-/* Constant gather indices must be whole numbers inside the axis: the
- * kernel would read row 0 for any other. */
+/* Constant gather (gather_elements) indices must be whole numbers inside
+ * the axis: the kernel would read row 0 for any other. */
 static bool check_gather_indices(const mlc_gbinding *b, mlc_error *err) {
-  if (b->op != MLC_GOP_GATHER) return true; /* args[1] exists only then */
+  if (!mlc_gop_reads_indices(b->op)) return true; /* args[1] exists only then */
   const mlc_gvar *ind = b->args[1];
   if (ind->kind != MLC_GVAR_CONST) return true;
   int64_t n = b->args[0]->type.shape[mlc_gop_axis(b->attrs.axis, b->args[0]->type.ndim)];
   for (int64_t k = 0; k < mlc_gtype_numel(&ind->type); k++) {
     double v = mlc_gdata_get(ind->type.dtype, ind->data, k);
     if (!(v >= (double)-n && v < (double)n) || v != (double)(int64_t)v)
-      return mlc_error_set(err, "gather: index %g (element %lld of %s) is not a whole number in "
+      return mlc_error_set(err, "%s: index %g (element %lld of %s) is not a whole number in "
                                 "[%lld, %lld)",
-                           v, (long long)k, ind->name, (long long)-n, (long long)n);
+                           mlc_gop_name(b->op), v, (long long)k, ind->name, (long long)-n, (long long)n);
   }
   return true;
 }

@@ -2,7 +2,8 @@
  * what the conformance data cannot check. Trilu and CumSum (their cases
  * there are int64 and float64, which we refuse) run against values worked
  * out by hand, in the interpreter and through the LLVM backend, as does
- * ReduceLogSumExp on values whose exp overflows float32; the
+ * ReduceLogSumExp on values whose exp overflows float32, and Einsum's
+ * equations (x as both operands; the conformance cases are float64); the
  * importer's refusals of new ops name the node and the reason. */
 #include "frontend/frontend.h"
 #include "graph/graph.h"
@@ -23,6 +24,7 @@ typedef struct node_spec {
   /* a second input "p", an int64 initializer (n_p values; 0: none) */
   int64_t p[4];
   int n_p;
+  bool x_twice; /* the node's inputs are x, x (Einsum); no p */
   struct {
     const char *name;
     bool is_string, is_float;
@@ -97,11 +99,11 @@ static uint8_t *pack_model(const node_spec *s, size_t *len) {
     }
     attrp[i] = &attrs[i];
   }
-  char *node_in[2] = {"x", "p"}, *node_out[1] = {"y"};
+  char *node_in[2] = {"x", s->x_twice ? "x" : "p"}, *node_out[1] = {"y"};
   Onnx__NodeProto node = ONNX__NODE_PROTO__INIT, *nodes[1] = {&node};
   node.name = "n";
   node.op_type = (char *)s->op;
-  node.n_input = s->n_p ? 2 : 1;
+  node.n_input = s->n_p || s->x_twice ? 2 : 1;
   node.input = node_in;
   node.n_output = 1;
   node.output = node_out;
@@ -257,6 +259,52 @@ static void test_hardmax(void) {
   check_run("hardmax_opset11_flat", &flat, x, 0, NULL, (float[]){0, 1, 0, 0, 0, 0}, 0);
 }
 
+/* Einsum with x as both operands (x = 1, 2, ...), against sums worked
+ * out here: attention's two batched matmuls, a transpose, sums, the
+ * inner product and an implicit output that sums a batch letter. */
+static void test_einsum(void) {
+  float want[64] = {0}, x[64];
+  for (int k = 0; k < 64; k++) x[k] = (float)(k + 1);
+  /* q k^T: y[h, i, j] = sum_d x[h, i, d] x[h, j, d], x [1, 2, 3, 2] */
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        for (int d = 0; d < 2; d++) want[(h * 3 + i) * 3 + j] += x[(h * 3 + i) * 2 + d] * x[(h * 3 + j) * 2 + d];
+  node_spec qk = {"Einsum", 12, .x_shape = {1, 2, 3, 2}, .x_rank = 4, .x_twice = true,
+                  .attrs = {SATTR("equation", "bhid,bhjd->bhij")}, .n_attrs = 1};
+  check_run("einsum_qk", &qk, NULL, 4, (int64_t[]){1, 2, 3, 3}, want, 0);
+  /* p v: y[h, i, d] = sum_j x[h, i, j] x[h, j, d], x [1, 2, 3, 3] */
+  memset(want, 0, sizeof want);
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 3; i++)
+      for (int d = 0; d < 3; d++)
+        for (int j = 0; j < 3; j++) want[(h * 3 + i) * 3 + d] += x[(h * 3 + i) * 3 + j] * x[(h * 3 + j) * 3 + d];
+  node_spec pv = {"Einsum", 12, .x_shape = {1, 2, 3, 3}, .x_rank = 4, .x_twice = true,
+                  .attrs = {SATTR("equation", "bhij, bhjd -> bhid")}, .n_attrs = 1};
+  check_run("einsum_pv", &pv, NULL, 4, (int64_t[]){1, 2, 3, 3}, want, 0);
+  /* implicit output "ik": b and j both summed, x [2, 3, 3] */
+  memset(want, 0, sizeof want);
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 3; j++) want[i * 3 + k] += x[(b * 3 + i) * 3 + j] * x[(b * 3 + j) * 3 + k];
+  node_spec imp = {"Einsum", 12, .x_shape = {2, 3, 3}, .x_rank = 3, .x_twice = true,
+                   .attrs = {SATTR("equation", "bij,bjk")}, .n_attrs = 1};
+  check_run("einsum_implicit_batch_sum", &imp, NULL, 2, (int64_t[]){3, 3}, want, 0);
+  node_spec tr = {"Einsum", 12, X23, .attrs = {SATTR("equation", "ij->ji")}, .n_attrs = 1};
+  check_run("einsum_transpose", &tr, NULL, 2, (int64_t[]){3, 2}, (float[]){1, 4, 2, 5, 3, 6}, 0);
+  node_spec rows = {"Einsum", 12, X23, .attrs = {SATTR("equation", "ij->i")}, .n_attrs = 1};
+  check_run("einsum_row_sums", &rows, NULL, 1, (int64_t[]){2}, (float[]){6, 15}, 0);
+  node_spec all = {"Einsum", 12, X23, .attrs = {SATTR("equation", "ij->")}, .n_attrs = 1};
+  check_run("einsum_sum", &all, NULL, 1, (int64_t[]){1}, (float[]){21}, 0);
+  node_spec dot = {"Einsum", 12, .x_shape = {3}, .x_rank = 1, .x_twice = true,
+                   .attrs = {SATTR("equation", "i,i")}, .n_attrs = 1};
+  check_run("einsum_inner", &dot, NULL, 1, (int64_t[]){1}, (float[]){14}, 0);
+  node_spec outer = {"Einsum", 12, .x_shape = {2}, .x_rank = 1, .x_twice = true,
+                     .attrs = {SATTR("equation", "i,j->ij")}, .n_attrs = 1};
+  check_run("einsum_outer", &outer, NULL, 2, (int64_t[]){2, 2}, (float[]){1, 2, 2, 4}, 0);
+}
+
 typedef struct refusal {
   const char *name;
   node_spec s;
@@ -290,6 +338,16 @@ static const refusal refusals[] = {
     {"trilu_rank", {"Trilu", 14, .x_shape = {5}, .x_rank = 1}, "at least 2 dimensions"},
     {"cumsum_axis", {"CumSum", 14, X23, .p = {2}, .n_p = 1}, "axis 2 is out of range for rank 2"},
     {"cumsum_axes", {"CumSum", 14, X23, .p = {0, 1}, .n_p = 2}, "axis must be a single value"},
+    {"einsum_diagonal", {"Einsum", 12, .x_shape = {3, 3}, .x_rank = 2, .attrs = {SATTR("equation", "ii->i")}, .n_attrs = 1},
+     "letter 'i' repeats in operand 0 (diagonals are not supported)"},
+    {"einsum_ellipsis", {"Einsum", 12, X23, .attrs = {SATTR("equation", "...j->j")}, .n_attrs = 1},
+     "ellipsis (...) is not supported"},
+    {"einsum_extents", {"Einsum", 12, X23, .x_twice = true, .attrs = {SATTR("equation", "ij,jk->ik")}, .n_attrs = 1},
+     "letter 'j' has extents 3 and 2 (broadcasting is not supported)"},
+    {"einsum_rank", {"Einsum", 12, X23, .attrs = {SATTR("equation", "ijk->k")}, .n_attrs = 1},
+     "term 0 has 3 letters for an input of rank 2"},
+    {"einsum_output_letter", {"Einsum", 12, X23, .attrs = {SATTR("equation", "ij->z")}, .n_attrs = 1},
+     "output letter 'z' is in no input"},
     {"instance_norm_rank", {"InstanceNormalization", 6, X23}, "InstanceNormalization"},
     {"lrn_size", {"LRN", 13, .x_shape = {1, 4, 2, 2}, .x_rank = 4}, "size 0 is out of range"},
     {"lrn_rank", {"LRN", 13, X23, .attrs = {IATTR("size", 3)}, .n_attrs = 1}, "rank 3 or more"},
@@ -314,6 +372,7 @@ int main(void) {
   test_trilu_cumsum();
   test_log_sum_exp();
   test_hardmax();
+  test_einsum();
   test_refusals();
   return test_summary();
 }

@@ -319,6 +319,67 @@ static const op_case dtype_cases[] = {
            "," NODE("b", "astype", "\"x\"", ", \"to\": \"bool\""),
            "\"y\", \"am\", \"an2\", \"b\", \"xo\""),
      false},
+    /* gather_elements of float data by int64 indices (negative ones
+     * too) and of int32 data (x * 9: ties) by topk's indices, smallest
+     * first; topk of floats along axis 1 */
+    {"gather_elements_topk",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 2, 4], \"values\": [0, 1, 2, -1, -3, 2, 0, 1, 1, 1, -2, 0, 2, -1, -3, 0]}, "
+                 "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("wi", "astype", "\"w\"", ", \"to\": \"int64\"")
+           "," NODE("ge", "gather_elements", "\"x\", \"wi\"", ", \"axis\": 1")
+           "," NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("tk", "topk", "\"xi\"", ", \"k\": 3, \"largest\": false")
+           "," NODE("tv", "gather_elements", "\"xi\", \"tk\"", ", \"axis\": -1")
+           "," NODE("tf", "topk", "\"x\"", ", \"axis\": 1, \"k\": 2"),
+           "\"ge\", \"tk\", \"tv\", \"tf\""),
+     false},
+    /* integer powers (x * 9 truncated) by integer exponents (negative,
+     * 0) and by float ones; a float to an int64; -1, 0 and 1 to exponents
+     * past the width */
+    {"pow_int",
+     MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}, "
+                 "{\"name\": \"d\", \"shape\": [4], \"values\": [3, -2, 0, 5]}, "
+                 "{\"name\": \"u\", \"shape\": [2, 3, 4], \"values\": [-1, 0, 1, -1, 1, -1, 0, 0, -1, -1, 1, 1, "
+                 "0, 1, -1, 1, -1, 0, 1, -1, 0, 0, 1, -1]}, "
+                 "{\"name\": \"g\", \"shape\": [4], \"values\": [63, 70, 101, -3]}, "
+                 "{\"name\": \"f\", \"shape\": [4], \"values\": [0.5, 2, 1.5, 3]}",
+           NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int64\"")
+           "," NODE("xj", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("di", "astype", "\"d\"", ", \"to\": \"int64\"") "," NODE("dj", "astype", "\"d\"", ", \"to\": \"int32\"")
+           "," NODE("p", "pow", "\"xi\", \"dj\"", "") "," NODE("q", "pow", "\"xj\", \"f\"", "")
+           "," NODE("r", "pow", "\"x\", \"di\"", "")
+           "," NODE("ux", "multiply", "\"u\", \"x\"", "") "," NODE("uc", "sign", "\"ux\"", "")
+           "," NODE("ui", "astype", "\"uc\"", ", \"to\": \"int64\"") "," NODE("gi", "astype", "\"g\"", ", \"to\": \"int64\"")
+           "," NODE("t", "pow", "\"ui\", \"gi\"", ""),
+           "\"p\", \"q\", \"r\", \"t\""),
+     false},
+    /* scatter_nd: rows of 2 indices (a negative one), a repeated row
+     * (the last wins), one row of 2 (no leading axes); add and mul onto
+     * int32 and float data */
+    {"scatter_nd",
+     MODEL(X234, "{\"name\": \"i2\", \"shape\": [2, 2], \"values\": [1, -1, 0, 2]}, "
+                 "{\"name\": \"i1\", \"shape\": [3, 1], \"values\": [1, 0, 1]}, "
+                 "{\"name\": \"i0\", \"shape\": [2], \"values\": [-1, 1]}, "
+                 "{\"name\": \"u2\", \"shape\": [2, 4]}, {\"name\": \"u1\", \"shape\": [3, 3, 4]}, "
+                 "{\"name\": \"u0\", \"shape\": [4]}, {\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("j2", "astype", "\"i2\"", ", \"to\": \"int64\"") "," NODE("j1", "astype", "\"i1\"", ", \"to\": \"int32\"")
+           "," NODE("j0", "astype", "\"i0\"", ", \"to\": \"int64\"")
+           "," NODE("a", "scatter_nd", "\"x\", \"j2\", \"u2\"", "") "," NODE("b", "scatter_nd", "\"x\", \"j1\", \"u1\"", "")
+           "," NODE("c", "scatter_nd_mul", "\"x\", \"j0\", \"u0\"", "")
+           "," NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("us", "multiply", "\"u1\", \"s\"", "") "," NODE("ui", "astype", "\"us\"", ", \"to\": \"int32\"")
+           "," NODE("d", "scatter_nd_add", "\"xi\", \"j1\", \"ui\"", ""),
+           "\"a\", \"b\", \"c\", \"d\""),
+     false},
+    /* running sums of integers (x * 9 truncated) */
+    {"cumsum_int",
+     MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
+           NODE("xs", "multiply", "\"x\", \"s\"", "") "," NODE("xi", "astype", "\"xs\"", ", \"to\": \"int32\"")
+           "," NODE("xl", "astype", "\"xs\"", ", \"to\": \"int64\"")
+           "," NODE("c", "cumsum", "\"xi\"", ", \"axis\": 1")
+           "," NODE("d", "cumsum", "\"xl\"", ", \"axis\": -1, \"exclusive\": true, \"reverse\": true"),
+           "\"c\", \"d\""),
+     false},
 };
 
 #define XI64 NODE("xi", "astype", "\"x\"", ", \"to\": \"int64\"")
@@ -337,6 +398,29 @@ static const bad_case dtype_bad[] = {
      "node 'y': less: operand 0 is bool; float32, int64 or int32 expected"},
     {"astype_uint8", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"uint8\""), "\"y\""),
      "\"to\" must be one of float32, int64, int32, bool"},
+    {"gather_elements_rank",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 3], \"values\": [0, 0, 0, 0, 0, 0]}",
+           NODE("y", "gather_elements", "\"x\", \"w\"", ""), "\"y\""),
+     "node 'y': gather_elements: operand 1 has shape (2, 3), expected operand 0's rank"},
+    {"gather_elements_range",
+     MODEL(X234, "{\"name\": \"w\", \"shape\": [1, 1, 1], \"values\": [2]}",
+           NODE("y", "gather_elements", "\"x\", \"w\"", ""), "\"y\""),
+     "gather_elements: index 2 (element 0 of w) is not a whole number in [-2, 2)"},
+    {"topk_k", MODEL(X234, "", NODE("y", "topk", "\"x\"", ", \"k\": 5"), "\"y\""),
+     "node 'y': topk: k 5 is outside [1, 4] (axis 2's extent)"},
+    {"topk_bool",
+     MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "topk", "\"b\"", ""),
+           "\"y\""),
+     "node 'y': topk: operand 0 is bool; float32, int64 or int32 expected"},
+    {"scatter_nd_updates",
+     MODEL(X234, "{\"name\": \"i\", \"shape\": [2, 2], \"values\": [0, 0, 1, 1]}, {\"name\": \"u\", \"shape\": [2, 3]}",
+           NODE("j", "astype", "\"i\"", ", \"to\": \"int64\"") "," NODE("y", "scatter_nd", "\"x\", \"j\", \"u\"", ""),
+           "\"y\""),
+     "node 'y': scatter_nd: operand 2 has shape (2, 3), expected operand 1's leading dims, then operand 0's from k"},
+    {"scatter_nd_float_indices",
+     MODEL(X234, "{\"name\": \"i\", \"shape\": [2, 2], \"values\": [0, 0, 1, 1]}, {\"name\": \"u\", \"shape\": [2, 4]}",
+           NODE("y", "scatter_nd_add", "\"x\", \"i\", \"u\"", ""), "\"y\""),
+     "node 'y': scatter_nd_add: operand 1 is float32; int64 or int32 indices expected"},
     {"gather_bool_indices",
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "gather", "\"x\", \"b\"", ""),
            "\"y\""),

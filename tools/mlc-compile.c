@@ -68,7 +68,8 @@ enum {
 
 typedef struct options {
   const char *model, *weights, *print_after, *output, *header;
-  /* --input: "X.npy" (one model input) or "name=X.npy"; --run-output the
+  /* --input: "X.npy" (one model input) or "name=X.npy" (X.pb: an ONNX
+   * TensorProto); --run-output the
    * same for outputs; --input-shape "name=1,3,224,224". NULL-terminated. */
   const char *inputs[MAX_LIST + 1], *run_outputs[MAX_LIST + 1], *input_shapes[MAX_LIST + 1];
   int n_inputs, n_run_outputs, n_input_shapes;
@@ -129,8 +130,9 @@ static void usage(FILE *f) {
           "                       a plain C reference; on a mismatch, name the first\n"
           "                       kernel that differs from the interpreter and exit 1\n"
           "  --input [NAME=]X.npy the input for --run (NAME= may be left out for a model\n"
-          "                       with one input; also given as `--run X.npy`);\n"
-          "                       repeatable, one per model input\n"
+          "                       with one input; also given as `--run X.npy`; a .pb\n"
+          "                       file is an ONNX TensorProto, as the ONNX backend\n"
+          "                       tests' input_0.pb); repeatable, one per model input\n"
           "  --run-output [NAME=]Y.npy\n"
           "                       write an output of --run as .npy (NAME= may be left\n"
           "                       out: outputs in order); repeatable\n"
@@ -679,7 +681,9 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
     return NULL;
   }
   mlc_gtype t;
-  void *d = mlc_npy_read(path, &t, err);
+  size_t len = strlen(path);
+  void *d = len > 3 && strcmp(path + len - 3, ".pb") == 0 ? mlc_onnx_tensor_read(path, &t, err)
+                                                          : mlc_npy_read(path, &t, err);
   if (d && !mlc_gtype_equal(&t, &p->type)) {
     char s0[128], s1[128];
     shape_str(&t, s0, sizeof s0);
