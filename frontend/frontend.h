@@ -35,7 +35,11 @@
  * "starts", "ends", "steps"), pad ("pad_before", "pad_after": one entry per
  * axis; "pad_value"), gather ("axis"; data, indices: output shape
  * data.shape[:axis] + indices.shape + data.shape[axis + 1:], indices whole
- * numbers in [-n, n) for the axis' extent n). Window keys: "stride" and
+ * numbers in [-n, n) for the axis' extent n), astype ("to": "float32",
+ * "int64", "int32", "bool": inputs and weights are float32, other dtypes
+ * come from astype) and the ops of other dtypes in graph/ops.def
+ * (comparisons, logic, where, mod, argmax, gather_elements, topk,
+ * scatter_nd, ...). Window keys: "stride" and
  * "padding" (one value for all axes and sides), or "strides" [h, w],
  * "pads" [top, left, bottom, right], "dilations", "groups",
  * "output_padding"; pools: "pool_size" or "kernel" [h, w] (2; the stride
