@@ -644,7 +644,10 @@ static mlc_expr *lower_neg(mlc_parser *p, pnode *n) {
     return mlc_int_t(p->a, t, v);
   }
   if (x->kind == MLC_EXPR_FLOAT_IMM) return mlc_float(p->a, x->dtype, -x->float_val);
-  /* As TVM writes -x: x * -1. */
+  /* As TVM writes -x: x * -1, which an unsigned type cannot hold. */
+  if (!mlc_dtype_is_float(x->dtype) && !int_fits(x->dtype, -1))
+    mlc_parse_fail(p, n->t, "unary '-' of an unsigned %s value: write T.%s(0) - x",
+                   mlc_dtype_name(x->dtype), mlc_dtype_name(x->dtype));
   mlc_expr *m1 = mlc_dtype_is_float(x->dtype) ? mlc_float(p->a, x->dtype, -1.0)
                                               : mlc_int_t(p->a, x->dtype, -1);
   return mlc_mul(p->a, x, m1);

@@ -1674,8 +1674,8 @@ static void test_lowp_dtypes(void) {
   }
   mlc_arena_free(a);
   a = mlc_arena_new();
-  const char *bad[] = {"T.uint8(256)", "T.uint8(-1)"};
-  for (int i = 0; i < 2; i++) {
+  const char *bad[] = {"T.uint8(256)", "T.uint8(-1)", "-U[vi]", "U[vi] // -(U[vi] + T.uint8(1))"};
+  for (int i = 0; i < 4; i++) {
     char text[512];
     snprintf(text, sizeof text,
              "@T.prim_func\n"
