@@ -200,15 +200,14 @@ bool bench_model_io_new(mlc_arena *a, const mlc_gmodule *m, const mlc_gmodule *r
   io->out = MLC_NEW_ARRAY(a, mlc_array *, f->n_outputs + 1);
   io->want = MLC_NEW_ARRAY(a, mlc_array *, f->n_outputs + 1);
   for (int i = 0; i < f->n_params; i++) {
-    mlc_pcg32 r;
-    mlc_pcg32_seed(&r, 1, (uint64_t)i);
-    io->in[i] = mlc_array_new(MLC_FLOAT32, f->params[i]->type.ndim, f->params[i]->type.shape);
-    mlc_array_fill_random(io->in[i], &r);
+    const mlc_gtype *ty = &f->params[i]->type;
+    io->in[i] = mlc_array_new(ty->dtype, ty->ndim, ty->shape);
+    mlc_graph_seed_input(m, i, io->in[i], 1);
   }
   for (int i = 0; i < f->n_outputs; i++) {
     const mlc_gtype *ty = &f->outputs[i]->type;
-    io->out[i] = mlc_array_new(MLC_FLOAT32, ty->ndim, ty->shape);
-    io->want[i] = mlc_array_new(MLC_FLOAT32, ty->ndim, ty->shape);
+    io->out[i] = mlc_array_new(ty->dtype, ty->ndim, ty->shape);
+    io->want[i] = mlc_array_new(ty->dtype, ty->ndim, ty->shape);
   }
   return mlc_graph_reference(ref, io->in, io->want, err) ||
          mlc_error_prefix(err, "the reference evaluation");

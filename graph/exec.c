@@ -79,6 +79,19 @@ void mlc_graph_find_index_checks(mlc_gmodule *m) {
   m->index_checks = checks.data;
 }
 
+void mlc_graph_seed_input(const mlc_gmodule *m, int param, mlc_array *x, uint64_t seed) {
+  mlc_pcg32 r;
+  mlc_pcg32_seed(&r, seed, (uint64_t)param);
+  mlc_array_fill_random(x, &r);
+  int64_t rows = INT64_MAX;
+  for (int c = 0; c < m->n_index_checks; c++)
+    if (m->index_checks[c].param == param && m->index_checks[c].n < rows) rows = m->index_checks[c].n;
+  if (rows == INT64_MAX) return;
+  uint32_t bound = rows > UINT32_MAX ? UINT32_MAX : (uint32_t)(rows > 0 ? rows : 1);
+  for (int64_t i = 0, n = mlc_array_numel(x); i < n; i++)
+    mlc_array_set(x, i, rows > 0 ? (double)mlc_pcg32_bounded(&r, bound) : 0.0);
+}
+
 bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err) {
   const mlc_gfunc *f = mlc_graph_main(m);
   for (int c = 0; c < m->n_index_checks; c++) {

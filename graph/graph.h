@@ -546,6 +546,11 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
 /* m->index_checks of main (before lowering: gathers whose indices are
  * a param, or a reshape of one); mlc_graph_run_pipeline calls it. */
 void mlc_graph_find_index_checks(mlc_gmodule *m);
+/* Fill x, main's input param, from seed as a run without input files
+ * does: mlc_array_fill_random, except that gather indices
+ * (m->index_checks) are drawn from the rows of the smallest table they
+ * index, so that a seeded run of a language model takes valid token ids. */
+void mlc_graph_seed_input(const mlc_gmodule *m, int param, mlc_array *x, uint64_t seed);
 /* The inputs against m->index_checks: false naming the input, the
  * element, its value and the gather (mlc_graph_execute checks first). */
 bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err);

@@ -370,6 +370,10 @@ static void test_default_schedule(void) {
   /* one row, 125 blocks of 8 columns: 5 blocks per tile (5 FMA chains) */
   f = packed_dense(a, 1, 1000, 512);
   if (f) check_default_func(f, "dense 1x1000x512", "T_dense_global", 5 * 8);
+  /* one row, 48 blocks of 16 columns: 8 blocks per tile, written back as
+   * 8 vectors (one 128-lane loop is more than codegen takes) */
+  f = packed_dense(a, 1, 768, 768);
+  if (f) check_default_func(f, "dense 1x768x768", "T_dense_global", 8 * l);
   mlc_arena_free(a);
 }
 

@@ -125,7 +125,8 @@ static void usage(FILE *f) {
           "                       its weights as constant arrays)\n"
           "  --header FILE        write the C header (kernels and the model entry; it\n"
           "                       declares the weights the object defines)\n"
-          "  --run                run the model in-process on seeded inputs (or --input),\n"
+          "  --run                run the model in-process on seeded inputs (or --input;\n"
+          "                       seeded token ids lie inside the tables they index),\n"
           "                       print the output, its argmax and the max error against\n"
           "                       a plain C reference; on a mismatch, name the first\n"
           "                       kernel that differs from the interpreter and exit 1\n"
@@ -666,12 +667,11 @@ static void shape_str(const mlc_gtype *t, char *buf, size_t n) {
   if (k < n) snprintf(buf + k, n - k, ")");
 }
 
-static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc_error *err) {
+static mlc_array *make_input(const options *o, const mlc_gmodule *m, int index, mlc_error *err) {
+  const mlc_gvar *p = mlc_graph_main(m)->params[index];
   mlc_array *x = mlc_array_new(p->type.dtype, p->type.ndim, p->type.shape);
   if (!o->n_inputs) {
-    mlc_pcg32 r;
-    mlc_pcg32_seed(&r, o->seed, (uint64_t)index);
-    mlc_array_fill_random(x, &r);
+    mlc_graph_seed_input(m, index, x, o->seed);
     return x;
   }
   const char *path = file_for(o->inputs, p, index);
@@ -704,13 +704,14 @@ static mlc_array *make_input(const options *o, const mlc_gvar *p, int index, mlc
 
 /* All of main's inputs, read (and checked) before anything is compiled or
  * written. */
-static mlc_array **make_inputs(const options *o, const mlc_gfunc *f, mlc_error *err) {
+static mlc_array **make_inputs(const options *o, const mlc_gmodule *m, mlc_error *err) {
+  const mlc_gfunc *f = mlc_graph_main(m);
   if (!check_names("--input", o->inputs, f->n_params, f->params, err) ||
       !check_names("--run-output", o->run_outputs, f->n_outputs, f->outputs, err))
     return NULL;
   mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)(f->n_params + 1));
   for (int i = 0; i < f->n_params; i++)
-    if (!(in[i] = make_input(o, f->params[i], i, err))) {
+    if (!(in[i] = make_input(o, m, i, err))) {
       for (int j = 0; j < i; j++) mlc_array_free(in[j]);
       mlc_free(in);
       return NULL;
@@ -933,7 +934,7 @@ static int compile_model(const options *o, const mlc_target *t) {
   if ((o->run || o->report) &&
       (!(mlc_graph_load_externs(m, o->n_externs, o->externs, &err) ||
          mlc_error_prefix(&err, "%s", o->model)) ||
-       !(in = make_inputs(o, mf, &err)))) {
+       !(in = make_inputs(o, m, &err)))) {
     mlc_graph_free(m);
     return fail(&err);
   }

@@ -243,11 +243,23 @@ static bool tile_loops(mlc_sched *s, mlc_rv blk, const reg_plan *p, bool sample,
 
 /* The write-back's loops below the last S1 loop: all but the innermost
  * unrolled (the accumulator is read at constant indices), the innermost
- * vectorized when fixed (the postprocessor vectorizes it when sampled). */
-static bool shape_write_back(mlc_sched *s, mlc_rv cache, int n_outer, bool sample, mlc_error *err) {
-  mlc_rv *loops;
-  int n = mlc_sched_get_loops(s, cache, &loops, err);
+ * vectorized when fixed (the postprocessor vectorizes it when sampled).
+ * An innermost loop over several vectors (a dense layer's weight blocks
+ * times lanes, when the output flattens them into one dimension) is
+ * split into unrolled vectors first. */
+static bool shape_write_back(mlc_sched *s, mlc_rv cache, int n_outer, int64_t lanes, bool sample,
+                             mlc_error *err) {
+  mlc_rv *got, loops[TUNER_MAX_LOOPS + 1];
+  int n = mlc_sched_get_loops(s, cache, &got, err);
   if (n <= n_outer) return n == n_outer;
+  if (n > TUNER_MAX_LOOPS) return mlc_error_set(err, "register tile: write-back nest too deep");
+  memcpy(loops, got, sizeof *loops * (size_t)n);
+  int64_t e = tuner_loop_extent(mlc_sched_rv_loop(s, loops[n - 1]));
+  if (e > lanes && e % lanes == 0) {
+    mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(lanes)};
+    if (!mlc_sched_split(s, loops[n - 1], 2, f, true, &loops[n - 1], err)) return false;
+    n++;
+  }
   for (int i = n_outer; i < n - 1; i++)
     if (!mlc_sched_unroll(s, loops[i], err)) return false;
   return sample || mlc_sched_vectorize(s, loops[n - 1], err);
@@ -278,7 +290,7 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
     return false;
   for (int i = 0; i < n; i++)
     if (g[i][G_S2] >= 0 && i != p.contig && !mlc_sched_unroll(s, g[i][G_S2], err)) return false;
-  if (!shape_write_back(s, cache, n_outer, sample, err)) return false;
+  if (!shape_write_back(s, cache, n_outer, p.lanes, sample, err)) return false;
   if (sample) return true;
   mlc_rv init, s0[TUNER_MAX_LOOPS], fused;
   int m = 0;

@@ -7,7 +7,8 @@
 # Then GPT-2 linked into a plain C program through its header: the same
 # logits on good ids; a token id outside the embedding table returns -2
 # before any kernel runs, the header's error function naming the input,
-# and mlc-compile --run refuses it the same way (exit 1).
+# and mlc-compile --run refuses it the same way (exit 1). A seeded --run
+# (no --input) draws valid ids.
 B=${MLC_BUILD:-build}
 MC=$B/bin/mlc-compile
 D=tests/onnx/lm
@@ -121,6 +122,14 @@ done
   --input input_ids="$tmp/bad.npy" >"$tmp/out" 2>"$tmp/err"
 check lm_gpt2_run_bad_id_exit1 test $? -eq 1
 check lm_gpt2_run_bad_id_msg grep -q "input 'input_ids': element 3 is 1000000, outside \[-" "$tmp/err"
+
+# Without --input, --run seeds the inputs: token ids are drawn inside the
+# tables they index (BERT's token types: 2 rows), so the run succeeds.
+"$MC" --model $D/bert_tiny.onnx --db /nonexistent/none.db --input-shape input_ids=1,12 \
+  --input-shape token_type_ids=1,12 --input-shape attention_mask=1,12 --run --repeat 1 \
+  >"$tmp/out" 2>"$tmp/err"
+check lm_bert_seeded_run test $? -eq 0
+check lm_bert_seeded_run_checked grep -q "max abs error last_hidden_state" "$tmp/out"
 
 echo "lm_models: $fails failed"
 [ $fails -eq 0 ]
