@@ -229,6 +229,39 @@ static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b)
   b->args = args;
 }
 
+/* A matmul of rows x [M, K] by a constant [K, N] weight whose N a vector
+ * block n divides becomes the dense layer over the weight packed
+ * [N/n, K, n] (pack_dense_weight's layout, made from [K, N]; shared by
+ * the matmuls of the same weight): its register tile then streams the
+ * weight contiguously instead of n columns of a K-long strided walk
+ * (measured on Zen 4, untuned: 128x768x3072 3.2 -> 2.8 ms, and a
+ * one-row 1x768x3072 458 -> 70 us, the decoding step's shape). */
+static void matmul_to_dense(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b) {
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_MATMUL) return;
+  mlc_gvar *x = b->args[0], *w = b->args[1];
+  if (x->type.ndim != 2 || x->type.dtype != MLC_FLOAT32 || w->kind != MLC_GVAR_CONST ||
+      w->type.ndim != 2 || w->type.dtype != MLC_FLOAT32)
+    return;
+  int64_t K = w->type.shape[0], N = w->type.shape[1], n = mlc_task_conv_block(N, true);
+  if (n == 0) return;
+  int i;
+  mlc_gvar *p;
+  if (mlc_gmap_get(packed, w, &i)) {
+    p = m->consts[i];
+  } else {
+    mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
+    p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+    float *pd = p->data;
+    const float *wd = w->data;
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++) pd[((j / n) * K + k) * n + j % n] = wd[k * N + j];
+    mlc_gmap_put(packed, w, m->n_consts - 1);
+  }
+  b->op = MLC_GOP_DENSE;
+  mlc_gattrs_init(MLC_GOP_DENSE, &b->attrs);
+  b->args = mlc_gvars_dup(m, 2, (mlc_gvar *[]){x, p});
+}
+
 /* The columns the CPU register tile takes at once (16 float32 lanes). */
 #define RAGGED_BLOCK 16
 
@@ -283,11 +316,14 @@ static void split_ragged_matmuls(mlc_gmodule *m, mlc_gfunc *f) {
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err) {
   for (int i = 0; i < m->n_funcs; i++) split_ragged_matmuls(m, m->funcs[i]);
   mlc_arena *a = mlc_arena_new_child(m->arena);
-  mlc_gmap packed = {.a = a}; /* dense weight -> index of its packed form in m->consts */
+  /* weight -> index of its packed form in m->consts, one map per layout
+   * read (dense [N, K], matmul [K, N]) */
+  mlc_gmap packed = {.a = a}, packed_kn = {.a = a};
   for (int i = 0; i < m->n_funcs; i++)
     for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
       pack_conv_weight(m, &m->funcs[i]->bindings[j]);
       pack_dense_weight(m, &packed, &m->funcs[i]->bindings[j]);
+      matmul_to_dense(m, &packed_kn, &m->funcs[i]->bindings[j]);
     }
   mlc_arena_free(a);
   for (int i = 0; i < m->n_funcs; i++) mlc_graph_layout_nchwc(m, m->funcs[i]);

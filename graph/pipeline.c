@@ -18,7 +18,8 @@ static const mlc_gpass passes[] = {
      mlc_graph_fold_constants},
     {"layout", "conv2d weights packed once for the NCHWc kernels ([K/k,C/c,R,S,c,k]; depthwise "
                "[C/k,1,R,S,1,k]); NCHWc values passed between them, unpack_nchwc where NCHW is read; "
-               "dense weights packed [N/n,K,n]",
+               "dense weights packed [N/n,K,n]; a matmul by a constant [K,N] weight becomes a "
+               "dense over it packed so",
      mlc_graph_pack_weights},
     {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions",
      mlc_graph_fuse},

@@ -969,7 +969,7 @@ static void test_replay_from_db(void) {
   CHECK_MSG(mlc_db_commit(db, 1, &r, NULL, &err), "%s", err.msg);
   mlc_gkernel k0, k1;
   CHECK(mlc_graph_schedule_kernel(a, db, t.str, f, true, &k1, &err));
-  CHECK(mlc_graph_schedule_kernel(a, db, t.str, mlc_module_find(m->tir, "fused_matmul_add_relu0"),
+  CHECK(mlc_graph_schedule_kernel(a, db, t.str, mlc_module_find(m->tir, "fused_dense_add_relu0"),
                                   true, &k0, &err));
   CHECK_MSG(k1.record_id > 0 && fabs(k1.record_sec - 1.1e-6) < 1e-12, "%s", k1.note);
   CHECK(k0.record_id == 0 && k0.note[0] == 0);
@@ -1098,8 +1098,9 @@ static void test_mlp_end_to_end(void) {
   float *b1 = mlc_npy_read("examples/mlp/b1.npy", &t, &err);
   CHECK(w0 && b0 && w1 && b1);
   CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
-  /* The notes' shape: two fused kernels, matmul + add (+ relu). */
-  CHECK(mlc_module_find(m->tir, "fused_matmul_add_relu0") && mlc_module_find(m->tir, "fused_matmul_add1"));
+  /* The notes' shape: two fused kernels, matmul + add (+ relu); the first
+   * layer's matmul a dense over its packed weight. */
+  CHECK(mlc_module_find(m->tir, "fused_dense_add_relu0") && mlc_module_find(m->tir, "fused_matmul_add1"));
   CHECK(m->tir->n_funcs == 2);
   mlc_arena *a = mlc_arena_new();
   compiled c = {0};
@@ -1300,7 +1301,7 @@ static void test_header_entry(void) {
   const char *h = mlc_str_cstr(&s);
   CHECK(strstr(h, "static inline int32_t mlp_run(const float *input, float *output)"));
   CHECK(strstr(h, "mlp_run_ws(const float *input, float *output, float *workspace)"));
-  CHECK(strstr(h, "extern const float mlp_w_lv0[100352];"));
+  CHECK(strstr(h, "extern const float mlp_w_lv0_packed[100352];"));
   CHECK(strstr(h, "#define MLP_WORKSPACE_FLOATS 128"));
   CHECK(strstr(h, "mlp_fused_matmul_add1(args)"));
   mlc_str_free(&s);

@@ -1253,7 +1253,8 @@ static const pass_case fuse_cases[] = {
            "\"y\""),
      "[conv2d,clip,multiply,hard_swish]"},
     /* a transformer MLP: matmul + bias + exported GELU, matmul + bias +
-     * residual add; the weights' transposes folded */
+     * residual add; the weights' transposes folded, the matmuls by them
+     * dense layers over the packed weights */
     {"mlp_gelu_residual",
      MODEL("{\"name\": \"x\", \"shape\": [4, 8]}",
            "{\"name\": \"w1\", \"shape\": [16, 8]}, {\"name\": \"b1\", \"shape\": [16]},"
@@ -1266,7 +1267,7 @@ static const pass_case fuse_cases[] = {
            NODE("t2", "transpose", "\"w2\"", "") "," NODE("o", "matmul", "\"g\", \"t2\"", "") ","
            NODE("ob", "add", "\"o\", \"b2\"", "") "," NODE("y", "add", "\"ob\", \"x\"", ""),
            "\"y\""),
-     "[matmul,add,gelu] [matmul,add,add]"},
+     "[dense,add,gelu] [dense,add,add]"},
     /* dense with bias + sigmoid gate */
     {"dense_sigmoid",
      MODEL(X23, "{\"name\": \"w\", \"shape\": [5, 3]}, {\"name\": \"b\", \"shape\": [5]}",

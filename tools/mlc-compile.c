@@ -118,7 +118,7 @@ static void usage(FILE *f) {
           "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
           "                       as read from the model file)\n"
           "  --fuse-max-ops N     at most N ops per fused sub-function (default 16; 2\n"
-          "                       gives the notes' fused_matmul_add0/1 with relu\n"
+          "                       gives the notes' matmul + add pairs with relu\n"
           "                       alone; kernels fused otherwise than when tuned\n"
           "                       find no tuning record)\n"
           "  -o, --output FILE    write the object file (the kernels and, for a model,\n"

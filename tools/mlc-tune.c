@@ -617,7 +617,7 @@ static void print_model_library(mlc_db *db, const char *target, int n, const mlc
     printf("  %-36s ", tasks[i].name);
     print_library_choice(stdout, db, wid, target, "");
   }
-  printf("  (%d other kernels: no library record: not a float32 matmul/dense, or not measured "
+  printf("  (%d other kernels: no library record: not a float32 matmul/dense over a plain [K, N] or [N, K] weight (a weight packed by the layout pass has none), or not measured "
          "yet)\n", none);
 }
 

@@ -27,7 +27,7 @@ check compile_task_needs_o test $? -eq 2
 
 "$MC" --model examples/mlp.json --print-after fuse >"$tmp/fuse.txt" 2>"$tmp/err"
 check compile_fuse_exit test $? -eq 0
-check compile_fuse_sub0 grep -q 'def fused_matmul_add_relu0(x: R.Tensor((1, 784), dtype="float32")' "$tmp/fuse.txt"
+check compile_fuse_sub0 grep -q 'def fused_dense_add_relu0(x: R.Tensor((1, 784), dtype="float32")' "$tmp/fuse.txt"
 check compile_fuse_sub1 grep -q 'def fused_matmul_add1(' "$tmp/fuse.txt"
 check compile_fuse_primitive grep -q 'R.func_attr({"Primitive": 1})' "$tmp/fuse.txt"
 check compile_fuse_call grep -q 'gv: R.Tensor((1, 10), dtype="float32") = cls.fused_matmul_add1(lv3, metadata\["lv4"\], metadata\["b1"\])' "$tmp/fuse.txt"
@@ -42,18 +42,19 @@ check compile_print_after_every_pass test $ok -eq 0
 
 "$MC" --model examples/mlp.json --print-after fuse_tir >"$tmp/ft.txt" 2>/dev/null
 check compile_fuse_tir_prim_func grep -q '@T.prim_func' "$tmp/ft.txt"
-check compile_fuse_tir_intermediate grep -q 'C_intermediate = T.alloc_buffer((1, 128))' "$tmp/ft.txt"
-check compile_fuse_tir_call grep -q 'R.call_tir(cls.fused_matmul_add_relu0, (x, metadata\["lv0"\], metadata\["b0"\])' "$tmp/ft.txt"
+check compile_fuse_tir_intermediate grep -q 'T_dense_intermediate = T.alloc_buffer((1, 128))' "$tmp/ft.txt"
+check compile_fuse_tir_call grep -q 'R.call_tir(cls.fused_dense_add_relu0, (x, metadata\["lv0_packed"\], metadata\["b0"\])' "$tmp/ft.txt"
 
-# The notes' MatmulAddFusor: matmul + add pairs only, relu on its own.
+# The notes' MatmulAddFusor: matmul + add pairs only, relu on its own (the
+# first layer's matmul is a dense over its packed weight after layout).
 "$MC" --model examples/mlp.json --fuse-max-ops 2 --print-after fuse >"$tmp/n.txt" 2>/dev/null
 check compile_notes_fuse_exit test $? -eq 0
-check compile_notes_fuse_sub0 grep -q 'def fused_matmul_add0(x: R.Tensor((1, 784), dtype="float32")' "$tmp/n.txt"
+check compile_notes_fuse_sub0 grep -q 'def fused_dense_add0(x: R.Tensor((1, 784), dtype="float32")' "$tmp/n.txt"
 check compile_notes_fuse_sub1 grep -q 'def fused_matmul_add1(lv3: R.Tensor((1, 128), dtype="float32")' "$tmp/n.txt"
 check compile_notes_fuse_relu grep -q '= R.nn.relu(lv2)' "$tmp/n.txt"
 "$MC" --model examples/mlp.json --fuse-max-ops 2 --print-after fuse_tir >"$tmp/n.txt" 2>/dev/null
-check compile_notes_fuse_tir grep -q 'lv2 = R.call_tir(cls.fused_matmul_add0, (x, metadata\["lv0"\], metadata\["b0"\])' "$tmp/n.txt"
-check compile_notes_fuse_tir_one_func test "$(grep -c 'def fused_matmul_add[01](.*T.Buffer' "$tmp/n.txt")" -eq 2
+check compile_notes_fuse_tir grep -q 'lv2 = R.call_tir(cls.fused_dense_add0, (x, metadata\["lv0_packed"\], metadata\["b0"\])' "$tmp/n.txt"
+check compile_notes_fuse_tir_one_func test "$(grep -c 'def fused_\(dense_add0\|matmul_add1\)(.*T.Buffer' "$tmp/n.txt")" -eq 2
 "$MC" --model examples/mlp.json --fuse-max-ops 2 --run >"$tmp/n.txt" 2>/dev/null
 check compile_notes_fuse_run_exit test $? -eq 0
 check compile_notes_fuse_matches grep -q 'max abs error gv: [0-9.e-]* (against the plain C reference)' "$tmp/n.txt"
@@ -64,7 +65,8 @@ check compile_fuse_max_ops_bad test $? -eq 2
 check compile_mlp_object test $? -eq 0 -a -s "$tmp/mlp.o" -a -s "$tmp/mlp.h"
 cat >"$tmp/classify.c" <<'CEOF'
 /* Links the compiled MLP; checks it against a plain evaluation of the
- * weights the header embeds (lv0 = w0^T, lv4 = w1^T after folding). */
+ * weights the header embeds (lv0 = w0^T, lv4 = w1^T after folding; lv0 packed by the layout pass
+ * as [8][784][16] blocks of 16 columns). */
 #include "mlp.h"
 #include <math.h>
 #include <stdio.h>
@@ -78,7 +80,7 @@ int main(void) {
     if (mlp_run(x, y) != 0) return 1;
     for (int j = 0; j < 128; j++) {
       double a = mlp_w_b0[j];
-      for (int k = 0; k < 784; k++) a += (double)x[k] * mlp_w_lv0[k * 128 + j];
+      for (int k = 0; k < 784; k++) a += (double)x[k] * mlp_w_lv0_packed[((j / 16) * 784 + k) * 16 + j % 16];
       h[j] = a > 0 ? (float)a : 0;
     }
     int am = 0, bm = 0;
@@ -183,7 +185,7 @@ if [ -x "${MLC_TUNE:-$B/bin/mlc-tune}" ]; then
   "$MC" --model examples/mlp.json --db "$tmp/t.db" --report --repeat 3 >"$tmp/rep2.txt" 2>"$tmp/err"
   check compile_replay_exit test $? -eq 0
   check compile_replay_record grep -q 'mlp_fused_matmul_add1 .* record [0-9]' "$tmp/err"
-  check compile_replay_other_untuned grep -q 'mlp_fused_matmul_add_relu0 .* untuned' "$tmp/err"
+  check compile_replay_other_untuned grep -q 'mlp_fused_dense_add_relu0 .* untuned' "$tmp/err"
   check compile_replay_report grep -q '^mlp_fused_matmul_add1 .* record [0-9]*$' "$tmp/rep2.txt"
 else
   echo "SKIP compile_replay: no mlc-tune"
@@ -206,7 +208,7 @@ if [ -x "$TUNE" ]; then
   rc=$?
   check tune_model_exit test $rc -eq 0
   [ $rc -eq 0 ] || tail -n 5 "$tmp/mt_err"
-  check tune_model_progress grep -q '^round 1: task 1/2 mlp_fused_matmul_add_relu0 (calls 1): 2 trials' "$tmp/mt_err"
+  check tune_model_progress grep -q '^round 1: task 1/2 mlp_fused_dense_add_relu0 (calls 1): 2 trials' "$tmp/mt_err"
   check tune_model_progress_est grep -q '^round 3: .*model 6/6 trials, est. latency [0-9.e+]* us' "$tmp/mt_err"
   check tune_model_summary grep -q '^  mlp_fused_matmul_add1 *1 *[0-9]' "$tmp/mt.txt"
   check tune_model_total grep -q '^trials: 0 before, 6 measured now' "$tmp/mt.txt"
@@ -444,12 +446,12 @@ fi
 # read-only); the header only declares them, so it stays small for any
 # model. Two models' objects link into one program: every symbol carries
 # the model's name.
-check compile_header_declares_weights grep -q '^extern const float mlp_w_lv0\[100352\];$' "$tmp/mlp.h"
+check compile_header_declares_weights grep -q '^extern const float mlp_w_lv0_packed\[100352\];$' "$tmp/mlp.h"
 check compile_header_no_literals test "$(grep -c 'static const float' "$tmp/mlp.h")" -eq 0 \
   -a "$(wc -c <"$tmp/mlp.h")" -lt 8192
 if command -v nm >/dev/null 2>&1; then
   nm "$tmp/mlp.o" >"$tmp/nm.txt" 2>&1
-  check compile_object_defines_weights grep -q ' R mlp_w_lv0$' "$tmp/nm.txt"
+  check compile_object_defines_weights grep -q ' R mlp_w_lv0_packed$' "$tmp/nm.txt"
 fi
 cat >"$tmp/two.c" <<'CEOF'
 #include "mlp.h"
@@ -463,7 +465,7 @@ int main(void) {
   double h, y0 = mlp_w_b1[0];
   for (int j = 0; j < 128; j++) {
     h = mlp_w_b0[j];
-    for (int k = 0; k < 784; k++) h += (double)x[k] * mlp_w_lv0[k * 128 + j];
+    for (int k = 0; k < 784; k++) h += (double)x[k] * mlp_w_lv0_packed[((j / 16) * 784 + k) * 16 + j % 16];
     y0 += (h > 0 ? h : 0) * mlp_w_lv4[j * 10];
   }
   return fabs(y0 - y[0]) < 1e-4 ? 0 : 2;
