@@ -887,11 +887,13 @@ static void test_sched_gradient(void) {
   double b0, b1;
   int n0 = db_trials(&E, 0, &b0), n1 = db_trials(&E, 1, &b1);
   CHECK_MSG(n0 + n1 == 64 && n0 == st[0].trials && n1 == st[1].trials, "%d %d", n0, n1);
-  /* the light task's warm-up round is all it gets, unless the heavy one's space runs out */
-  CHECK_MSG((n1 == 8 || st[0].done) && n0 > 3 * n1, "heavy %d, light %d trials", n0, n1);
+  /* the light task's warm-up round is all it gets, unless the heavy one's
+   * space runs out: then it gets the rest */
+  CHECK_MSG(st[0].done ? n0 >= 32 && n1 == 64 - n0 : n1 == 8 && n0 == 56, "heavy %d, light %d trials",
+            n0, n1);
   CHECK(st[0].gradient > 0 && st[1].gradient > 0);
   CHECK_MSG(fabs(r.est_sec - (2 * b0 + b1)) < 1e-12, "est %g", r.est_sec);
-  CHECK(E.progress_calls == 8 && E.progress_bad == 0);
+  CHECK(E.progress_calls == r.rounds && r.rounds >= 8 && E.progress_bad == 0);
   mlc_tuner_sched_result r2;
   CHECK(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r2, &err));
   CHECK(r2.nothing_to_do && r2.measured == 0 && strstr(r2.message, "nothing to do"));
