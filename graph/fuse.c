@@ -7,7 +7,11 @@
  *
  * The fused call replaces the group's last binding, which is where every
  * value the group reads from outside is defined; the group's intermediate
- * results have no other consumer, so nothing else moves. */
+ * results have no other consumer, so nothing else moves.
+ *
+ * First, reshapes sink below elementwise ops (sink_reshapes), so that a
+ * chain an exporter cut with one (a transformer's matmul over [B*S, K]
+ * rows, reshaped to [B, S, N] before its bias and GELU) fuses whole. */
 #include "graph/graph_impl.h"
 
 #include <stdio.h>
@@ -24,6 +28,104 @@ static int sole_elemwise_consumer(const mlc_gfunc *f, const mlc_guses *u, const 
   const mlc_gbinding *b = &f->bindings[i];
   return b->kind == MLC_GCALL_OP && mlc_gop_class_of(b->op) == MLC_GOP_ELEMWISE ? i : -1;
 }
+
+/* ---- reshapes sunk below elementwise ops ---- */
+
+/* Dims a and b share at their ends. */
+static int shared_trailing(const mlc_gtype *a, const mlc_gtype *b) {
+  int t = 0;
+  while (t < a->ndim && t < b->ndim && a->shape[a->ndim - 1 - t] == b->shape[b->ndim - 1 - t]) t++;
+  return t;
+}
+
+/* Whether operand c, broadcast against the reshaped value, reads only
+ * its last t dims (which the value before the reshape shares), and fits
+ * that value's rank, or is a constant that can be copied to fit it. */
+static bool operand_sinks(const mlc_gvar *c, int t, int rank) {
+  for (int p = t; p < c->type.ndim; p++)
+    if (c->type.shape[c->type.ndim - 1 - p] != 1) return false;
+  return c->type.ndim <= rank || c->kind == MLC_GVAR_CONST;
+}
+
+/* c as an operand of the op over the value before the reshape: c, or a
+ * copy of constant c without the leading 1s beyond rank. */
+static mlc_gvar *sunk_operand(mlc_gmodule *m, mlc_gvar *c, int rank) {
+  if (c->type.ndim <= rank) return c;
+  mlc_gtype t = c->type;
+  t.ndim = rank;
+  memcpy(t.shape, c->type.shape + (c->type.ndim - rank), sizeof(int64_t) * (size_t)rank);
+  mlc_gvar *k = mlc_graph_const_new(m, c->name, &t);
+  memcpy(k->data, c->data, (size_t)mlc_gtype_bytes(&t));
+  return k;
+}
+
+/* y = op(..., reshape(x), ...) as y' = op(..., x, ...), y = reshape(y')
+ * into out[0..1], when x (a fusible op's result) and its reshape have no
+ * other use, the reshape is not broadcast by op and every other operand
+ * sinks (operand_sinks). */
+static bool sink_reshape(mlc_gmodule *m, const mlc_gfunc *f, const mlc_guses *u,
+                         const mlc_gbinding *b, mlc_gbinding *out) {
+  if (b->kind != MLC_GCALL_OP || mlc_gop_class_of(b->op) != MLC_GOP_ELEMWISE) return false;
+  for (int r = 0; r < b->n_args; r++) {
+    mlc_gvar *rv = b->args[r];
+    int d, dx;
+    if (rv->kind != MLC_GVAR_BOUND || mlc_guses_count(u, rv) != 1 || !mlc_gmap_get(&u->def, rv, &d))
+      continue;
+    const mlc_gbinding *rb = &f->bindings[d];
+    if (rb->kind != MLC_GCALL_OP || rb->op != MLC_GOP_RESHAPE) continue;
+    mlc_gvar *x = rb->args[0];
+    if (x->kind != MLC_GVAR_BOUND || mlc_guses_count(u, x) != 1 || !mlc_gmap_get(&u->def, x, &dx))
+      continue;
+    const mlc_gbinding *xb = &f->bindings[dx];
+    if (xb->kind != MLC_GCALL_OP || mlc_gop_class_of(xb->op) == MLC_GOP_INJECTIVE) continue;
+    mlc_gtype yt = x->type;
+    yt.dtype = b->var->type.dtype;
+    if (rv->type.ndim != b->var->type.ndim ||
+        memcmp(rv->type.shape, b->var->type.shape, sizeof(int64_t) * (size_t)rv->type.ndim) != 0)
+      continue;
+    int t = shared_trailing(&x->type, &rv->type);
+    bool ok = true;
+    for (int j = 0; j < b->n_args && ok; j++) ok = j == r || operand_sinks(b->args[j], t, yt.ndim);
+    if (!ok) continue;
+    mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
+    for (int j = 0; j < b->n_args; j++) args[j] = j == r ? x : sunk_operand(m, b->args[j], yt.ndim);
+    mlc_gvar *y = mlc_gvar_new(m, mlc_arena_printf(m->arena, "%s_unreshaped", b->var->name),
+                               MLC_GVAR_BOUND, &yt);
+    out[0] = *b;
+    out[0].var = y;
+    out[0].args = args;
+    out[1] = *rb;
+    out[1].var = b->var;
+    out[1].args = mlc_gvars_dup(m, 1, &y);
+    return true;
+  }
+  return false;
+}
+
+/* Sink reshapes until none sinks: a pass moves each one below one op
+ * (the uses it reads are those before the pass). */
+static void sink_reshapes(mlc_gmodule *m, mlc_gfunc *f) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    mlc_arena *ua = mlc_arena_new_child(m->arena);
+    mlc_guses u;
+    mlc_guses_init(&u, ua, f);
+    MLC_VEC(mlc_gbinding) bs = {0};
+    for (int i = 0; i < f->n_bindings; i++) {
+      mlc_gbinding two[2];
+      bool sunk = sink_reshape(m, f, &u, &f->bindings[i], two);
+      changed |= sunk;
+      for (int k = 0; k < (sunk ? 2 : 1); k++) MLC_VEC_APUSH(m->arena, bs, sunk ? two[k] : f->bindings[i]);
+    }
+    mlc_arena_free(ua);
+    if (changed) {
+      mlc_gfunc_set_bindings(m, f, bs.len, bs.data);
+      mlc_gfunc_remove_unused(m, f);
+    }
+  }
+}
+
+/* ---- groups ---- */
 
 typedef struct group {
   int n;
@@ -142,6 +244,9 @@ bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err) {
   mlc_gfunc **fs = MLC_NEW_ARRAY(m->arena, mlc_gfunc *, n + 1);
   memcpy(fs, m->funcs, sizeof *fs * (size_t)n);
   for (int i = 0; i < n; i++)
-    if (!fs[i]->primitive) fuse_func(m, fs[i], &counter);
+    if (!fs[i]->primitive) {
+      sink_reshapes(m, fs[i]);
+      fuse_func(m, fs[i], &counter);
+    }
   return mlc_graph_verify(m, err);
 }

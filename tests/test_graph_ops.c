@@ -1268,6 +1268,29 @@ static const pass_case fuse_cases[] = {
            NODE("ob", "add", "\"o\", \"b2\"", "") "," NODE("y", "add", "\"ob\", \"x\"", ""),
            "\"y\""),
      "[dense,add,gelu] [dense,add,add]"},
+    /* an exporter's matmul over the rows of a [1, 4, 8] input, reshaped
+     * back to [1, 4, 16] before its bias and activation: the reshape
+     * sinks below the bias (a constant [1, 1, 16] copied as [1, 16]) and
+     * the relu, and the chain fuses whole */
+    {"reshape_sunk",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}",
+           "{\"name\": \"w\", \"shape\": [8, 16]}, {\"name\": \"b\", \"shape\": [1, 1, 16]}",
+           NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
+           NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
+           NODE("hb", "add", "\"h3\", \"b\"", "") "," NODE("y", "relu", "\"hb\"", ""),
+           "\"y\""),
+     "reshape [dense,add,relu] reshape"},
+    /* the same with a residual input of the reshaped shape: it reads
+     * more than the dims the reshape keeps (it is no constant to copy),
+     * so the reshape stays and the add + relu fuse on their own */
+    {"reshape_kept",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}, {\"name\": \"z\", \"shape\": [1, 4, 16]}",
+           "{\"name\": \"w\", \"shape\": [8, 16]}",
+           NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
+           NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
+           NODE("hz", "add", "\"h3\", \"z\"", "") "," NODE("y", "relu", "\"hz\"", ""),
+           "\"y\""),
+     "reshape dense reshape [add,relu]"},
     /* dense with bias + sigmoid gate */
     {"dense_sigmoid",
      MODEL(X23, "{\"name\": \"w\", \"shape\": [5, 3]}, {\"name\": \"b\", \"shape\": [5]}",
