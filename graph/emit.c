@@ -32,8 +32,10 @@ static void put_io(mlc_str *out, const char *base, int i, int n) {
   else mlc_str_printf(out, "%s%d", base, i);
 }
 
-/* The C expression naming v's data inside <name>_run_ws. */
+/* The C expression naming v's data inside <name>_run_ws (a view's: its
+ * operand's). */
 static void put_ref(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f, const mlc_gvar *v) {
+  v = mlc_gfunc_storage(f, v);
   switch (v->kind) {
   case MLC_GVAR_PARAM:
     for (int i = 0; i < f->n_params; i++)
@@ -76,19 +78,19 @@ static void put_call_args(mlc_str *out, const mlc_gfunc *f) {
   }
 }
 
-static bool is_output(const mlc_gfunc *f, const mlc_gvar *v) {
-  for (int i = 0; i < f->n_outputs; i++)
-    if (f->outputs[i] == v) return true;
-  return false;
-}
-
-/* The last binding reading binding i's result. */
+/* The last binding reading binding i's result, itself or through views. */
 static int last_use(const mlc_gfunc *f, int i) {
   int last = i;
   for (int j = i + 1; j < f->n_bindings; j++)
     for (int k = 0; k < f->bindings[j].n_args; k++)
-      if (f->bindings[j].args[k] == f->bindings[i].var) last = j;
+      if (mlc_gfunc_storage(f, f->bindings[j].args[k]) == f->bindings[i].var) last = j;
   return last;
+}
+
+/* Whether binding i's result takes no workspace: an output (the
+ * caller's memory) or a view (its operand's). */
+static bool no_workspace(const mlc_gfunc *f, int i) {
+  return mlc_gfunc_is_output(f, f->bindings[i].var) || mlc_gbinding_is_view(f, &f->bindings[i]);
 }
 
 /* Bytes binding i's result takes in the workspace: whole 64-byte lines,
@@ -108,7 +110,7 @@ static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   for (int i = 0; i < n; i++) {
     offs[i] = -1;
     end[i] = last_use(f, i);
-    if (is_output(f, f->bindings[i].var)) continue;
+    if (no_workspace(f, i)) continue;
     int64_t size = ws_bytes(f, i), off = 0;
     /* Move past every live block overlapping [off, off + size) until none does. */
     for (bool moved = true; moved;) {
@@ -213,7 +215,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   mlc_str_puts(out, ") {\n");
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gvar *v = f->bindings[i].var;
-    if (is_output(f, v)) continue;
+    if (no_workspace(f, i)) continue;
     const char *ct = mlc_dtype_c_name(v->type.dtype);
     mlc_str_printf(out, "  %s *v_%s = (%s *)((char *)workspace + %lld);\n", ct, v->name, ct,
                    (long long)offs[i]);
@@ -223,6 +225,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   put_index_checks(out, m, f);
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gbinding *b = &f->bindings[i];
+    if (mlc_gbinding_is_view(f, b)) continue;
     if (b->kind == MLC_GCALL_EXTERN) {
       mlc_str_printf(out, "  if (%s(", b->extern_func);
       for (int j = 0; j <= b->n_args; j++) {

@@ -24,6 +24,7 @@ typedef struct env {
 } env;
 
 static void *data_of(const env *E, const mlc_gvar *v) {
+  v = mlc_gfunc_storage(E->f, v);
   switch (v->kind) {
   case MLC_GVAR_PARAM:
     for (int i = 0; i < E->f->n_params; i++)
@@ -123,6 +124,8 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
   bool ok = true;
   for (int i = 0; i < f->n_bindings && ok; i++) {
     const mlc_gbinding *b = &f->bindings[i];
+    E.values[i] = NULL;
+    if (mlc_gbinding_is_view(f, b)) continue; /* data_of reads its operand */
     if (b->kind != MLC_GCALL_TIR && b->kind != MLC_GCALL_EXTERN) {
       ok = mlc_error_set(err, "execute: binding %s is not a call_tir (run the pipeline first)",
                          b->var->name);

@@ -32,12 +32,6 @@ static void replace_uses(mlc_gfunc *f, const mlc_gvar *from, mlc_gvar *to) {
     if (f->outputs[i] == from) f->outputs[i] = to;
 }
 
-static bool is_output(const mlc_gfunc *f, const mlc_gvar *v) {
-  for (int j = 0; j < f->n_outputs; j++)
-    if (f->outputs[j] == v) return true;
-  return false;
-}
-
 /* A constant named base, or base_1, ... when base is taken. */
 static mlc_gvar *new_const(mlc_gmodule *m, const char *base, const mlc_gtype *t) {
   const char *name = base;
@@ -67,7 +61,7 @@ static mlc_gbinding *foldable_conv(mlc_gfunc *f, const mlc_gbinding *bn) {
     if (bn->args[i]->kind != MLC_GVAR_CONST) return NULL;
   const mlc_gvar *x = bn->args[0];
   int d = x->kind == MLC_GVAR_BOUND ? mlc_gfunc_def(f, x) : -1;
-  if (d < 0 || mlc_gfunc_uses(f, x) != 1 || is_output(f, x)) return NULL;
+  if (d < 0 || mlc_gfunc_uses(f, x) != 1 || mlc_gfunc_is_output(f, x)) return NULL;
   mlc_gbinding *c = &f->bindings[d];
   if (c->kind != MLC_GCALL_OP || c->op != MLC_GOP_CONV2D) return NULL;
   for (int i = 1; i < c->n_args; i++)
@@ -118,9 +112,7 @@ static void fold_func(mlc_gmodule *m, mlc_gfunc *f) {
   int k = 0;
   for (int i = 0; i < f->n_bindings; i++) {
     mlc_gbinding *b = &f->bindings[i];
-    bool is_output = false;
-    for (int j = 0; j < f->n_outputs; j++) is_output |= f->outputs[j] == b->var;
-    if (!all_const(b) || is_output) {
+    if (!all_const(b) || mlc_gfunc_is_output(f, b->var)) {
       f->bindings[k++] = *b;
       continue;
     }

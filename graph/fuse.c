@@ -11,7 +11,8 @@
  *
  * First, reshapes sink below elementwise ops (sink_reshapes), so that a
  * chain an exporter cut with one (a transformer's matmul over [B*S, K]
- * rows, reshaped to [B, S, N] before its bias and GELU) fuses whole. */
+ * rows, reshaped to [B, S, N] before its bias, GELU and residual add)
+ * fuses whole; the reshapes left are views after lowering (no kernel). */
 #include "graph/graph_impl.h"
 
 #include <stdio.h>
@@ -38,33 +39,52 @@ static int shared_trailing(const mlc_gtype *a, const mlc_gtype *b) {
   return t;
 }
 
+/* The bindings a pass of sink_reshapes makes, and a count naming the
+ * reshapes it adds. */
+typedef struct sink_out {
+  MLC_VEC(mlc_gbinding) bs;
+  int n_views;
+} sink_out;
+
 /* Whether operand c, broadcast against the reshaped value, reads only
- * its last t dims (which the value before the reshape shares), and fits
- * that value's rank, or is a constant that can be copied to fit it. */
-static bool operand_sinks(const mlc_gvar *c, int t, int rank) {
+ * its last t dims (which the value before the reshape shares). */
+static bool operand_sinks(const mlc_gvar *c, int t) {
   for (int p = t; p < c->type.ndim; p++)
     if (c->type.shape[c->type.ndim - 1 - p] != 1) return false;
-  return c->type.ndim <= rank || c->kind == MLC_GVAR_CONST;
+  return true;
 }
 
-/* c as an operand of the op over the value before the reshape: c, or a
- * copy of constant c without the leading 1s beyond rank. */
-static mlc_gvar *sunk_operand(mlc_gmodule *m, mlc_gvar *c, int rank) {
+/* c as an operand of the op over the value before the reshape, of at
+ * most its rank: c; a copy of constant c without the leading 1s; else a
+ * reshape of c (a view: no kernel) pushed onto bs. */
+static mlc_gvar *sunk_operand(mlc_gmodule *m, mlc_gvar *c, int rank, sink_out *o) {
   if (c->type.ndim <= rank) return c;
   mlc_gtype t = c->type;
   t.ndim = rank;
   memcpy(t.shape, c->type.shape + (c->type.ndim - rank), sizeof(int64_t) * (size_t)rank);
-  mlc_gvar *k = mlc_graph_const_new(m, c->name, &t);
-  memcpy(k->data, c->data, (size_t)mlc_gtype_bytes(&t));
-  return k;
+  if (c->kind == MLC_GVAR_CONST) {
+    mlc_gvar *k = mlc_graph_const_new(m, c->name, &t);
+    memcpy(k->data, c->data, (size_t)mlc_gtype_bytes(&t));
+    return k;
+  }
+  const char *name = mlc_arena_printf(m->arena, "%s_view%d", c->name, o->n_views++);
+  mlc_gbinding r = {.var = mlc_gvar_new(m, name, MLC_GVAR_BOUND, &t),
+                    .kind = MLC_GCALL_OP, .op = MLC_GOP_RESHAPE, .n_args = 1,
+                    .args = mlc_gvars_dup(m, 1, &c)};
+  mlc_gattrs_init(MLC_GOP_RESHAPE, &r.attrs);
+  r.attrs.n_ints = rank;
+  memcpy(r.attrs.ints, t.shape, sizeof(int64_t) * (size_t)rank);
+  MLC_VEC_APUSH(m->arena, o->bs, r);
+  return r.var;
 }
 
 /* y = op(..., reshape(x), ...) as y' = op(..., x, ...), y = reshape(y')
- * into out[0..1], when x (a fusible op's result) and its reshape have no
- * other use, the reshape is not broadcast by op and every other operand
- * sinks (operand_sinks). */
+ * pushed onto bs (after the reshapes of operands sunk_operand makes),
+ * when x (a fusible op's result) and its reshape have no other use, the
+ * reshape is not broadcast by op and every other operand sinks
+ * (operand_sinks). */
 static bool sink_reshape(mlc_gmodule *m, const mlc_gfunc *f, const mlc_guses *u,
-                         const mlc_gbinding *b, mlc_gbinding *out) {
+                         const mlc_gbinding *b, sink_out *o) {
   if (b->kind != MLC_GCALL_OP || mlc_gop_class_of(b->op) != MLC_GOP_ELEMWISE) return false;
   for (int r = 0; r < b->n_args; r++) {
     mlc_gvar *rv = b->args[r];
@@ -85,18 +105,19 @@ static bool sink_reshape(mlc_gmodule *m, const mlc_gfunc *f, const mlc_guses *u,
       continue;
     int t = shared_trailing(&x->type, &rv->type);
     bool ok = true;
-    for (int j = 0; j < b->n_args && ok; j++) ok = j == r || operand_sinks(b->args[j], t, yt.ndim);
+    for (int j = 0; j < b->n_args && ok; j++) ok = j == r || operand_sinks(b->args[j], t);
     if (!ok) continue;
     mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
-    for (int j = 0; j < b->n_args; j++) args[j] = j == r ? x : sunk_operand(m, b->args[j], yt.ndim);
+    for (int j = 0; j < b->n_args; j++) args[j] = j == r ? x : sunk_operand(m, b->args[j], yt.ndim, o);
     mlc_gvar *y = mlc_gvar_new(m, mlc_arena_printf(m->arena, "%s_unreshaped", b->var->name),
                                MLC_GVAR_BOUND, &yt);
-    out[0] = *b;
-    out[0].var = y;
-    out[0].args = args;
-    out[1] = *rb;
-    out[1].var = b->var;
-    out[1].args = mlc_gvars_dup(m, 1, &y);
+    mlc_gbinding op = *b, back = *rb;
+    op.var = y;
+    op.args = args;
+    back.var = b->var;
+    back.args = mlc_gvars_dup(m, 1, &y);
+    MLC_VEC_APUSH(m->arena, o->bs, op);
+    MLC_VEC_APUSH(m->arena, o->bs, back);
     return true;
   }
   return false;
@@ -105,21 +126,21 @@ static bool sink_reshape(mlc_gmodule *m, const mlc_gfunc *f, const mlc_guses *u,
 /* Sink reshapes until none sinks: a pass moves each one below one op
  * (the uses it reads are those before the pass). */
 static void sink_reshapes(mlc_gmodule *m, mlc_gfunc *f) {
+  sink_out o = {0};
   for (bool changed = true; changed;) {
     changed = false;
     mlc_arena *ua = mlc_arena_new_child(m->arena);
     mlc_guses u;
     mlc_guses_init(&u, ua, f);
-    MLC_VEC(mlc_gbinding) bs = {0};
+    o.bs = (typeof(o.bs)){0};
     for (int i = 0; i < f->n_bindings; i++) {
-      mlc_gbinding two[2];
-      bool sunk = sink_reshape(m, f, &u, &f->bindings[i], two);
+      bool sunk = sink_reshape(m, f, &u, &f->bindings[i], &o);
+      if (!sunk) MLC_VEC_APUSH(m->arena, o.bs, f->bindings[i]);
       changed |= sunk;
-      for (int k = 0; k < (sunk ? 2 : 1); k++) MLC_VEC_APUSH(m->arena, bs, sunk ? two[k] : f->bindings[i]);
     }
     mlc_arena_free(ua);
     if (changed) {
-      mlc_gfunc_set_bindings(m, f, bs.len, bs.data);
+      mlc_gfunc_set_bindings(m, f, o.bs.len, o.bs.data);
       mlc_gfunc_remove_unused(m, f);
     }
   }

@@ -1034,3 +1034,21 @@ int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v) {
     if (f->bindings[i].var == v) return i;
   return -1;
 }
+
+bool mlc_gfunc_is_output(const mlc_gfunc *f, const mlc_gvar *v) {
+  for (int i = 0; i < f->n_outputs; i++)
+    if (f->outputs[i] == v) return true;
+  return false;
+}
+
+bool mlc_gbinding_is_view(const mlc_gfunc *f, const mlc_gbinding *b) {
+  return !f->primitive && b->kind == MLC_GCALL_OP &&
+         (b->op == MLC_GOP_RESHAPE || b->op == MLC_GOP_FLATTEN) && !mlc_gfunc_is_output(f, b->var);
+}
+
+const mlc_gvar *mlc_gfunc_storage(const mlc_gfunc *f, const mlc_gvar *v) {
+  for (int d; v->kind == MLC_GVAR_BOUND && (d = mlc_gfunc_def(f, v)) >= 0 &&
+              mlc_gbinding_is_view(f, &f->bindings[d]);)
+    v = f->bindings[d].args[0];
+  return v;
+}

@@ -301,6 +301,14 @@ void mlc_gfunc_set_bindings(mlc_gmodule *m, mlc_gfunc *f, int n, const mlc_gbind
 mlc_gvar **mlc_gvars_dup(mlc_gmodule *m, int n, mlc_gvar *const *vs);
 int mlc_gfunc_uses(const mlc_gfunc *f, const mlc_gvar *v);
 int mlc_gfunc_def(const mlc_gfunc *f, const mlc_gvar *v);
+bool mlc_gfunc_is_output(const mlc_gfunc *f, const mlc_gvar *v);
+/* A binding that stays a view after lowering: a reshape or flatten in a
+ * function that is not primitive (main), whose result is not an output.
+ * It runs no kernel: its value is its operand's memory, the same
+ * elements in the same order (mlc_gfunc_storage). */
+bool mlc_gbinding_is_view(const mlc_gfunc *f, const mlc_gbinding *b);
+/* The value whose memory holds v: v, or what the views defining v view. */
+const mlc_gvar *mlc_gfunc_storage(const mlc_gfunc *f, const mlc_gvar *v);
 void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
 
 /* The attribute keys a JSON node of op may carry, " key key=default "

@@ -1316,7 +1316,7 @@ bool mlc_graph_lower(mlc_gmodule *m, mlc_error *err) {
     mlc_gfunc *f = m->funcs[i];
     for (int j = 0; j < f->n_bindings; j++) {
       mlc_gbinding *b = &f->bindings[j];
-      if (b->kind != MLC_GCALL_OP) continue;
+      if (b->kind != MLC_GCALL_OP || mlc_gbinding_is_view(f, b)) continue;
       const char *name = unique_name(m->arena, &used, mlc_gop_name(b->op));
       mlc_prim_func *p = mlc_graph_lower_op(m->arena, name, b->op, &b->attrs, b->n_args, b->args,
                                             &b->var->type, err);

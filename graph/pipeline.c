@@ -21,9 +21,12 @@ static const mlc_gpass passes[] = {
                "dense weights packed [N/n,K,n]; a matmul by a constant [K,N] weight becomes a "
                "dense over it packed so",
      mlc_graph_pack_weights},
-    {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions",
+    {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions "
+             "(reshapes first sunk below elementwise ops where the other operands allow)",
      mlc_graph_fuse},
-    {"lower", "map every op to a prim_func (R.call_tir, destination-passing)", mlc_graph_lower},
+    {"lower", "map every op to a prim_func (R.call_tir, destination-passing); a reshape in main "
+              "that is no output stays a view of its operand's memory (no kernel)",
+     mlc_graph_lower},
     {"fuse_tir", "one prim_func per fused sub-function, intermediates internal",
      mlc_graph_fuse_tir},
     {"dce", "share identical prim_funcs; remove unused bindings, functions, prim_funcs, weights",

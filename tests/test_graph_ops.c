@@ -1280,17 +1280,27 @@ static const pass_case fuse_cases[] = {
            NODE("hb", "add", "\"h3\", \"b\"", "") "," NODE("y", "relu", "\"hb\"", ""),
            "\"y\""),
      "reshape [dense,add,relu] reshape"},
-    /* the same with a residual input of the reshaped shape: it reads
-     * more than the dims the reshape keeps (it is no constant to copy),
-     * so the reshape stays and the add + relu fuse on their own */
-    {"reshape_kept",
+    /* the same with a residual input of the reshaped shape: the input
+     * is reshaped too (a view, no kernel), and the add fuses */
+    {"reshape_sunk_residual",
      MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}, {\"name\": \"z\", \"shape\": [1, 4, 16]}",
            "{\"name\": \"w\", \"shape\": [8, 16]}",
            NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
            NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
            NODE("hz", "add", "\"h3\", \"z\"", "") "," NODE("y", "relu", "\"hz\"", ""),
            "\"y\""),
-     "reshape dense reshape [add,relu]"},
+     "reshape reshape [dense,add,relu] reshape"},
+    /* a reshape that regroups the last dim ([4, 16] as [1, 2, 32]): the
+     * bias over 32 columns reads what the rows before it do not have, so
+     * the reshape stays and the add + relu fuse on their own */
+    {"reshape_regrouped",
+     MODEL("{\"name\": \"x\", \"shape\": [4, 8]}",
+           "{\"name\": \"w\", \"shape\": [8, 16]}, {\"name\": \"b\", \"shape\": [32]}",
+           NODE("h", "matmul", "\"x\", \"w\"", "") ","
+           NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 2, 32]") ","
+           NODE("hb", "add", "\"h3\", \"b\"", "") "," NODE("y", "relu", "\"hb\"", ""),
+           "\"y\""),
+     "dense reshape [add,relu]"},
     /* dense with bias + sigmoid gate */
     {"dense_sigmoid",
      MODEL(X23, "{\"name\": \"w\", \"shape\": [5, 3]}, {\"name\": \"b\", \"shape\": [5]}",
