@@ -39,12 +39,32 @@ static int shared_trailing(const mlc_gtype *a, const mlc_gtype *b) {
   return t;
 }
 
-/* The bindings a pass of sink_reshapes makes, and a count naming the
- * reshapes it adds. */
+/* The bindings a pass of sink_reshapes makes. */
 typedef struct sink_out {
   MLC_VEC(mlc_gbinding) bs;
-  int n_views;
 } sink_out;
+
+static bool name_taken(const mlc_gmodule *m, const mlc_gfunc *f, const sink_out *o, const char *s) {
+  for (int i = 0; i < f->n_params; i++)
+    if (strcmp(f->params[i]->name, s) == 0) return true;
+  for (int i = 0; i < f->n_bindings; i++)
+    if (strcmp(f->bindings[i].var->name, s) == 0) return true;
+  for (int i = 0; i < o->bs.len; i++)
+    if (strcmp(o->bs.data[i].var->name, s) == 0) return true;
+  for (int i = 0; i < m->n_consts; i++)
+    if (strcmp(m->consts[i]->name, s) == 0) return true;
+  return false;
+}
+
+/* A new bound var of type t named base + suffix (then _1, _2, ... while
+ * that names something in f). */
+static mlc_gvar *fresh_var(mlc_gmodule *m, const mlc_gfunc *f, const sink_out *o, const char *base,
+                           const char *suffix, const mlc_gtype *t) {
+  const char *name = mlc_arena_printf(m->arena, "%s%s", base, suffix);
+  for (int k = 1; name_taken(m, f, o, name); k++)
+    name = mlc_arena_printf(m->arena, "%s%s_%d", base, suffix, k);
+  return mlc_gvar_new(m, name, MLC_GVAR_BOUND, t);
+}
 
 /* Whether operand c, broadcast against the reshaped value, reads only
  * its last t dims (which the value before the reshape shares). */
@@ -57,7 +77,8 @@ static bool operand_sinks(const mlc_gvar *c, int t) {
 /* c as an operand of the op over the value before the reshape, of at
  * most its rank: c; a copy of constant c without the leading 1s; else a
  * reshape of c (a view: no kernel) pushed onto bs. */
-static mlc_gvar *sunk_operand(mlc_gmodule *m, mlc_gvar *c, int rank, sink_out *o) {
+static mlc_gvar *sunk_operand(mlc_gmodule *m, const mlc_gfunc *f, mlc_gvar *c, int rank,
+                              sink_out *o) {
   if (c->type.ndim <= rank) return c;
   mlc_gtype t = c->type;
   t.ndim = rank;
@@ -67,8 +88,7 @@ static mlc_gvar *sunk_operand(mlc_gmodule *m, mlc_gvar *c, int rank, sink_out *o
     memcpy(k->data, c->data, (size_t)mlc_gtype_bytes(&t));
     return k;
   }
-  const char *name = mlc_arena_printf(m->arena, "%s_view%d", c->name, o->n_views++);
-  mlc_gbinding r = {.var = mlc_gvar_new(m, name, MLC_GVAR_BOUND, &t),
+  mlc_gbinding r = {.var = fresh_var(m, f, o, c->name, "_view", &t),
                     .kind = MLC_GCALL_OP, .op = MLC_GOP_RESHAPE, .n_args = 1,
                     .args = mlc_gvars_dup(m, 1, &c)};
   mlc_gattrs_init(MLC_GOP_RESHAPE, &r.attrs);
@@ -108,9 +128,8 @@ static bool sink_reshape(mlc_gmodule *m, const mlc_gfunc *f, const mlc_guses *u,
     for (int j = 0; j < b->n_args && ok; j++) ok = j == r || operand_sinks(b->args[j], t);
     if (!ok) continue;
     mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
-    for (int j = 0; j < b->n_args; j++) args[j] = j == r ? x : sunk_operand(m, b->args[j], yt.ndim, o);
-    mlc_gvar *y = mlc_gvar_new(m, mlc_arena_printf(m->arena, "%s_unreshaped", b->var->name),
-                               MLC_GVAR_BOUND, &yt);
+    for (int j = 0; j < b->n_args; j++) args[j] = j == r ? x : sunk_operand(m, f, b->args[j], yt.ndim, o);
+    mlc_gvar *y = fresh_var(m, f, o, b->var->name, "_unreshaped", &yt);
     mlc_gbinding op = *b, back = *rb;
     op.var = y;
     op.args = args;

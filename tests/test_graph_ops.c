@@ -1281,14 +1281,15 @@ static const pass_case fuse_cases[] = {
            "\"y\""),
      "reshape [dense,add,relu] reshape"},
     /* the same with a residual input of the reshaped shape: the input
-     * is reshaped too (a view, no kernel), and the add fuses */
+     * is reshaped too (a view, no kernel), and the add fuses; the names
+     * the pass makes (hz_unreshaped, z_view) avoid the model's own */
     {"reshape_sunk_residual",
      MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}, {\"name\": \"z\", \"shape\": [1, 4, 16]}",
            "{\"name\": \"w\", \"shape\": [8, 16]}",
            NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
-           NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
-           NODE("hz", "add", "\"h3\", \"z\"", "") "," NODE("y", "relu", "\"hz\"", ""),
-           "\"y\""),
+           NODE("z_view", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
+           NODE("hz", "add", "\"z_view\", \"z\"", "") "," NODE("hz_unreshaped", "relu", "\"hz\"", ""),
+           "\"hz_unreshaped\""),
      "reshape reshape [dense,add,relu] reshape"},
     /* a reshape that regroups the last dim ([4, 16] as [1, 2, 32]): the
      * bias over 32 columns reads what the rows before it do not have, so
