@@ -198,6 +198,23 @@ static void pack_conv_weight(mlc_gmodule *m, mlc_gbinding *b) {
   b->args = args;
 }
 
+/* Constant w ([N, K], or [K, N] when k_major) packed [N/n, K, n], once
+ * per weight (packed maps w to its index in m->consts). */
+static mlc_gvar *packed_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gvar *w, int64_t N, int64_t K,
+                               int64_t n, bool k_major) {
+  int i;
+  if (mlc_gmap_get(packed, w, &i)) return m->consts[i];
+  mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
+  mlc_gvar *p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
+  float *pd = p->data;
+  const float *wd = w->data;
+  for (int64_t j = 0; j < N; j++)
+    for (int64_t k = 0; k < K; k++)
+      pd[((j / n) * K + k) * n + j % n] = wd[k_major ? k * N + j : j * K + k];
+  mlc_gmap_put(packed, w, m->n_consts - 1);
+  return p;
+}
+
 /* A dense layer whose weight is a constant [N, K] with N a multiple of a
  * vector block n (16, else 8: mlc_task_conv_block): its weight becomes
  * [N/n, K, n], packed here once (shared by the dense layers that use the
@@ -210,22 +227,9 @@ static void pack_dense_weight(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b)
   if (!w || w->kind != MLC_GVAR_CONST || w->type.ndim != 2) return;
   int64_t N = w->type.shape[0], K = w->type.shape[1], n = mlc_task_conv_block(N, true);
   if (n == 0) return;
-  int i;
-  mlc_gvar *p;
-  if (mlc_gmap_get(packed, w, &i)) {
-    p = m->consts[i];
-  } else {
-    mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
-    p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
-    float *pd = p->data;
-    const float *wd = w->data;
-    for (int64_t j = 0; j < N; j++)
-      for (int64_t k = 0; k < K; k++) pd[((j / n) * K + k) * n + j % n] = wd[j * K + k];
-    mlc_gmap_put(packed, w, m->n_consts - 1);
-  }
   mlc_gvar **args = MLC_NEW_ARRAY(m->arena, mlc_gvar *, b->n_args);
   memcpy(args, b->args, sizeof *args * (size_t)b->n_args);
-  args[1] = p;
+  args[1] = packed_weight(m, packed, w, N, K, n, false);
   b->args = args;
 }
 
@@ -244,19 +248,7 @@ static void matmul_to_dense(mlc_gmodule *m, mlc_gmap *packed, mlc_gbinding *b) {
     return;
   int64_t K = w->type.shape[0], N = w->type.shape[1], n = mlc_task_conv_block(N, true);
   if (n == 0) return;
-  int i;
-  mlc_gvar *p;
-  if (mlc_gmap_get(packed, w, &i)) {
-    p = m->consts[i];
-  } else {
-    mlc_gtype pt = {MLC_FLOAT32, 3, {N / n, K, n}};
-    p = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_packed", w->name), &pt);
-    float *pd = p->data;
-    const float *wd = w->data;
-    for (int64_t k = 0; k < K; k++)
-      for (int64_t j = 0; j < N; j++) pd[((j / n) * K + k) * n + j % n] = wd[k * N + j];
-    mlc_gmap_put(packed, w, m->n_consts - 1);
-  }
+  mlc_gvar *p = packed_weight(m, packed, w, N, K, n, true);
   b->op = MLC_GOP_DENSE;
   mlc_gattrs_init(MLC_GOP_DENSE, &b->attrs);
   b->args = mlc_gvars_dup(m, 2, (mlc_gvar *[]){x, p});
