@@ -1220,6 +1220,12 @@ static const pass_case gelu_cases[] = {
 };
 
 /* What fuse makes of the blocks real networks repeat. */
+/* x [1, 4, 8] as rows [4, 8], times w [8, 16], reshaped back to [1, 4, 16]
+ * as name: the way exporters write a matmul over a sequence. */
+#define ROWS_MATMUL(name)                                                                          \
+  NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") "," \
+  NODE(name, "reshape", "\"h\"", ", \"shape\": [1, 4, 16]")
+
 static const pass_case fuse_cases[] = {
     /* ResNet's conv + bias + relu + residual add */
     {"conv_bias_relu_residual",
@@ -1275,9 +1281,7 @@ static const pass_case fuse_cases[] = {
     {"reshape_sunk",
      MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}",
            "{\"name\": \"w\", \"shape\": [8, 16]}, {\"name\": \"b\", \"shape\": [1, 1, 16]}",
-           NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
-           NODE("h3", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
-           NODE("hb", "add", "\"h3\", \"b\"", "") "," NODE("y", "relu", "\"hb\"", ""),
+           ROWS_MATMUL("h3") "," NODE("hb", "add", "\"h3\", \"b\"", "") "," NODE("y", "relu", "\"hb\"", ""),
            "\"y\""),
      "reshape [dense,add,relu] reshape"},
     /* the same with a residual input of the reshaped shape: the input
@@ -1286,9 +1290,8 @@ static const pass_case fuse_cases[] = {
     {"reshape_sunk_residual",
      MODEL("{\"name\": \"x\", \"shape\": [1, 4, 8]}, {\"name\": \"z\", \"shape\": [1, 4, 16]}",
            "{\"name\": \"w\", \"shape\": [8, 16]}",
-           NODE("x2", "reshape", "\"x\"", ", \"shape\": [4, 8]") "," NODE("h", "matmul", "\"x2\", \"w\"", "") ","
-           NODE("z_view", "reshape", "\"h\"", ", \"shape\": [1, 4, 16]") ","
-           NODE("hz", "add", "\"z_view\", \"z\"", "") "," NODE("hz_unreshaped", "relu", "\"hz\"", ""),
+           ROWS_MATMUL("z_view") "," NODE("hz", "add", "\"z_view\", \"z\"", "") ","
+           NODE("hz_unreshaped", "relu", "\"hz\"", ""),
            "\"hz_unreshaped\""),
      "reshape reshape [dense,add,relu] reshape"},
     /* a reshape that regroups the last dim ([4, 16] as [1, 2, 32]): the
