@@ -194,6 +194,62 @@ static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
   return mlc_sched_reorder(t, k, order, err);
 }
 
+static void parallel_outer(mlc_sched *s, mlc_rv b);
+
+/* Whether the innermost loop of block b drives a reduce iter that walks
+ * the last dim of something b reads (a row reduction: softmax's max and
+ * sum, a norm's mean, a dense layer over an unpacked weight). */
+static bool reduces_contiguous(const mlc_sched *t, mlc_rv b, mlc_rv inner) {
+  const mlc_block *blk = mlc_sched_rv_block(t, b);
+  const mlc_stmt *r = find_realize(mlc_sched_func(t)->body, blk);
+  const mlc_stmt *st = mlc_sched_rv_loop(t, inner);
+  if (!r || !st) return false;
+  for (int i = 0; i < blk->n_iters; i++) {
+    if (blk->iters[i].kind != MLC_ITER_REDUCE || !mlc_expr_uses_var(r->realize.values[i], st->loop.var))
+      continue;
+    for (int k = 0; k < blk->n_reads; k++) {
+      const mlc_region *rd = &blk->reads[k];
+      if (rd->buf->ndim > 0 && mlc_expr_uses_var(rd->ranges[rd->buf->ndim - 1].min, blk->iters[i].var))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* A row reduction (reduces_contiguous) over at least two vectors: its
+ * innermost loop split by a vector of 16 (or 8) lanes and rfactor'd, so
+ * that each row sums into a vector of partial results with contiguous
+ * loads (the vectorized rf block), then one short write-back per row,
+ * instead of vectorizing across rows with strided loads. On a copy, kept
+ * only when every step succeeds; true when it did. */
+static bool row_rfactor(mlc_sched **s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  mlc_rv *loops, parts[2], rf;
+  int n = mlc_sched_get_loops(t, b, &loops, &err);
+  bool ok = n > 0 && loop_is_reduce(t, b, loops[n - 1]) && reduces_contiguous(t, b, loops[n - 1]);
+  int64_t e = ok ? loop_extent(t, loops[n - 1]) : -1, f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : 0;
+  ok = ok && f > 0 && e >= 2 * f;
+  if (ok) {
+    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
+    ok = mlc_sched_split(t, loops[n - 1], 2, fs, true, parts, &err) &&
+         mlc_sched_rfactor(t, parts[1], -1, &rf, &err);
+  }
+  if (ok) {
+    n = mlc_sched_get_loops(t, rf, &loops, &err);
+    ok = n > 0 && mlc_sched_vectorize(t, loops[n - 1], &err) && mlc_verify_func(mlc_sched_func(t), &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return false;
+  }
+  parallel_outer(t, rf);
+  parallel_outer(t, b);
+  mlc_sched_free(*s);
+  *s = t;
+  return true;
+}
+
 /* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
  * longer than 64); on a copy, kept only when every step succeeds. Returns
  * the (possibly new) state. */
@@ -276,7 +332,7 @@ mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f) 
   mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
   memcpy(blocks, kids, sizeof *blocks * (size_t)n);
   for (int i = 0; i < n; i++) {
-    if (register_tile(&s, blocks[i])) continue;
+    if (register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i])) continue;
     s = vectorize_inner(s, blocks[i]);
     parallel_outer(s, blocks[i]);
   }
