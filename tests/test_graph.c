@@ -737,6 +737,16 @@ static void test_default_schedule(void) {
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
   check_same_results(f, s, 1e-5);
+  /* A matrix times a vector (one output column): no lanes for the
+   * register tile, so its rows are summed by lanes too. */
+  f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){64, 1, 256});
+  s = mlc_graph_default_schedule(a, f);
+  mlc_str_clear(&t);
+  mlc_print_func(&t, s);
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "C_rf = T.alloc_buffer((64, 1, 16))") &&
+                strstr(mlc_str_cstr(&t), "in T.vectorized(16):") && !strstr(mlc_str_cstr(&t), "C_global"),
+            "%s", mlc_str_cstr(&t));
+  check_same_results(f, s, 1e-5);
   mlc_str_free(&t);
   mlc_arena_free(a);
   mlc_graph_free(m);

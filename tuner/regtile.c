@@ -101,13 +101,14 @@ static void add(cands *c, int64_t v, double p) {
 
 /* Vector tiles of the lanes' iter (extent e): one register, or two when
  * no mult iter can give the second vector; e itself when shorter than a
- * register. */
+ * register, but not 1 (a matrix times a vector has no lanes to tile: the
+ * default schedule sums its rows by vector lanes instead). */
 static void lane_cands(const reg_plan *p, int64_t e, bool mult_two, const mlc_tuner_opts *o,
                        cands *c) {
   c->n = 0;
   int64_t bound = o->max_vectorize_extent < o->max_innermost_factor ? o->max_vectorize_extent
                                                                      : o->max_innermost_factor;
-  if (e < p->lanes && e <= bound) add(c, e, 1);
+  if (e > 1 && e < p->lanes && e <= bound) add(c, e, 1);
   for (int w = 1; w <= (mult_two ? 1 : MAX_VECTORS_PER_ROW); w++)
     if (e % (w * p->lanes) == 0 && w * p->lanes <= bound) add(c, w * p->lanes, 1);
 }
