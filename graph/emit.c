@@ -78,13 +78,22 @@ static void put_call_args(mlc_str *out, const mlc_gfunc *f) {
   }
 }
 
-/* The last binding reading binding i's result, itself or through views. */
-static int last_use(const mlc_gfunc *f, int i) {
-  int last = i;
-  for (int j = i + 1; j < f->n_bindings; j++)
-    for (int k = 0; k < f->bindings[j].n_args; k++)
-      if (mlc_gfunc_storage(f, f->bindings[j].args[k]) == f->bindings[i].var) last = j;
-  return last;
+/* end[i]: the last binding reading binding i's result, itself or
+ * through views (a view's reads count for the binding it views). */
+static void last_uses(const mlc_gfunc *f, int *end) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_gmap def = {.a = a};
+  int *home = MLC_NEW_ARRAY(a, int, f->n_bindings + 1); /* whose memory; -1: a param's or weight's */
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    int d;
+    end[i] = home[i] = i;
+    if (mlc_gbinding_is_view(f, b)) home[i] = mlc_gmap_get(&def, b->args[0], &d) ? home[d] : -1;
+    for (int k = 0; k < b->n_args; k++)
+      if (mlc_gmap_get(&def, b->args[k], &d) && home[d] >= 0) end[home[d]] = i;
+    mlc_gmap_put(&def, b->var, i);
+  }
+  mlc_arena_free(a);
 }
 
 /* Whether binding i's result takes no workspace: an output (the
@@ -107,9 +116,9 @@ static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   int n = f->n_bindings;
   int *end = mlc_xmalloc(sizeof *end * (size_t)(n + 1));
   int64_t total = 0;
+  last_uses(f, end);
   for (int i = 0; i < n; i++) {
     offs[i] = -1;
-    end[i] = last_use(f, i);
     if (no_workspace(f, i)) continue;
     int64_t size = ws_bytes(f, i), off = 0;
     /* Move past every live block overlapping [off, off + size) until none does. */

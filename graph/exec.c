@@ -87,10 +87,10 @@ void mlc_graph_seed_input(const mlc_gmodule *m, int param, mlc_array *x, uint64_
   int64_t rows = INT64_MAX;
   for (int c = 0; c < m->n_index_checks; c++)
     if (m->index_checks[c].param == param && m->index_checks[c].n < rows) rows = m->index_checks[c].n;
-  if (rows == INT64_MAX) return;
-  uint32_t bound = rows > UINT32_MAX ? UINT32_MAX : (uint32_t)(rows > 0 ? rows : 1);
+  if (rows == INT64_MAX || rows <= 0) return; /* no table, or an empty one: nothing fits */
+  uint32_t bound = rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
   for (int64_t i = 0, n = mlc_array_numel(x); i < n; i++)
-    mlc_array_set(x, i, rows > 0 ? (double)mlc_pcg32_bounded(&r, bound) : 0.0);
+    mlc_array_set(x, i, (double)mlc_pcg32_bounded(&r, bound));
 }
 
 bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err) {
@@ -124,7 +124,6 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
   bool ok = true;
   for (int i = 0; i < f->n_bindings && ok; i++) {
     const mlc_gbinding *b = &f->bindings[i];
-    E.values[i] = NULL;
     if (mlc_gbinding_is_view(f, b)) continue; /* data_of reads its operand */
     if (b->kind != MLC_GCALL_TIR && b->kind != MLC_GCALL_EXTERN) {
       ok = mlc_error_set(err, "execute: binding %s is not a call_tir (run the pipeline first)",

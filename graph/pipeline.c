@@ -194,7 +194,56 @@ static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
   return mlc_sched_reorder(t, k, order, err);
 }
 
-static void parallel_outer(mlc_sched *s, mlc_rv b);
+/* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
+ * longer than 64); on a copy, kept only when every step succeeds. Returns
+ * the (possibly new) state. */
+static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(s);
+  mlc_rv *loops;
+  bool ok = spatial_inner(t, b, &err);
+  int n = ok ? mlc_sched_get_loops(t, b, &loops, &err) : -1;
+  ok = n > 0;
+  if (ok) {
+    mlc_rv inner = loops[n - 1];
+    ok = loop_extent(t, inner) > 1 && split_long(t, &inner, &err) &&
+         mlc_sched_vectorize(t, inner, &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return s;
+  }
+  mlc_sched_free(s);
+  return t;
+}
+
+/* Iterations of the loop nest around block b. */
+static int64_t nest_work(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  int64_t w = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t e = loop_extent(s, loops[i]);
+    w *= e > 0 ? e : 1;
+  }
+  return w;
+}
+
+static void parallel_outer(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  if (nest_work(s, b) < MIN_PARALLEL_WORK) return;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  for (int i = 0; i < n; i++) {
+    const mlc_stmt *st = mlc_sched_rv_loop(s, loops[i]);
+    if (st && st->loop.kind == MLC_FOR_VECTORIZED) return;
+    if (loop_extent(s, loops[i]) > 1) {
+      mlc_sched_parallel(s, loops[i], &err); /* a reduction loop refuses: fine */
+      return;
+    }
+  }
+}
 
 /* Whether the innermost loop of block b drives a reduce iter that walks
  * the last dim of something b reads (a row reduction: softmax's max and
@@ -248,57 +297,6 @@ static bool row_rfactor(mlc_sched **s, mlc_rv b) {
   mlc_sched_free(*s);
   *s = t;
   return true;
-}
-
-/* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
- * longer than 64); on a copy, kept only when every step succeeds. Returns
- * the (possibly new) state. */
-static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
-  mlc_error err;
-  mlc_sched *t = mlc_sched_copy(s);
-  mlc_rv *loops;
-  bool ok = spatial_inner(t, b, &err);
-  int n = ok ? mlc_sched_get_loops(t, b, &loops, &err) : -1;
-  ok = n > 0;
-  if (ok) {
-    mlc_rv inner = loops[n - 1];
-    ok = loop_extent(t, inner) > 1 && split_long(t, &inner, &err) &&
-         mlc_sched_vectorize(t, inner, &err);
-  }
-  if (!ok) {
-    mlc_sched_free(t);
-    return s;
-  }
-  mlc_sched_free(s);
-  return t;
-}
-
-/* Iterations of the loop nest around block b. */
-static int64_t nest_work(mlc_sched *s, mlc_rv b) {
-  mlc_error err;
-  mlc_rv *loops;
-  int n = mlc_sched_get_loops(s, b, &loops, &err);
-  int64_t w = 1;
-  for (int i = 0; i < n; i++) {
-    int64_t e = loop_extent(s, loops[i]);
-    w *= e > 0 ? e : 1;
-  }
-  return w;
-}
-
-static void parallel_outer(mlc_sched *s, mlc_rv b) {
-  mlc_error err;
-  mlc_rv *loops;
-  if (nest_work(s, b) < MIN_PARALLEL_WORK) return;
-  int n = mlc_sched_get_loops(s, b, &loops, &err);
-  for (int i = 0; i < n; i++) {
-    const mlc_stmt *st = mlc_sched_rv_loop(s, loops[i]);
-    if (st && st->loop.kind == MLC_FOR_VECTORIZED) return;
-    if (loop_extent(s, loops[i]) > 1) {
-      mlc_sched_parallel(s, loops[i], &err); /* a reduction loop refuses: fine */
-      return;
-    }
-  }
 }
 
 /* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
