@@ -84,7 +84,7 @@ _Noreturn void mlc_panic(const char *file, int line, const char *fmt, ...) {
  * with no error path; mlc_sched_new and primitives called outside replay
  * (the tuner's); a graph pass called alone, outside the pipeline (no
  * escape point on the module's arena), and mlc_graph_extract_tasks,
- * mlc_graph_default_schedule, mlc_graph_reference; mlc_func_struct_hash,
+ * mlc_tuner_cpu_default_schedule, mlc_graph_reference; mlc_func_struct_hash,
  * mlc_func_struct_equal and mlc_func_hash_hex (scratch arena with no
  * escape point: no error path), so the tuner's hashes; the db's run times
  * appended by mlc_db_add_run_secs (heap), its workload, target and count

@@ -104,7 +104,7 @@ static const mlc_prim_func *compiled_kernel(mlc_arena *a, mlc_db *db, const char
     return s;
   }
   *what = "default schedule";
-  return mlc_graph_default_schedule(a, f);
+  return mlc_tuner_cpu_default_schedule(a, f);
 }
 
 int main(int argc, char **argv) {

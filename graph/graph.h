@@ -441,19 +441,6 @@ mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t);
 struct mlc_tuner_task;
 int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, struct mlc_tuner_task **out);
 
-/* ---- default schedule ---------------------------------------------------- */
-
-/* A copy of f (in arena a) with, for each top-level block: a GEMM-like
- * reduction (matmul, the blocked convolution) register-tiled by
- * mlc_tuner_cpu_register_tile (parallel from 2^18 iterations); otherwise,
- * in a reduction whose innermost loop reduces, the innermost spatial loop (or its last
- * 16/8/4 iterations) moved below the reduction loops; the innermost loop
- * vectorized (split by 16/8/4 first when longer than 64); the outermost
- * spatial loop of extent > 1 parallel when the nest has at least 2^18
- * iterations (threads cost more than smaller nests take). Applied through
- * schedule/ primitives; whatever a primitive refuses is left out. */
-mlc_prim_func *mlc_graph_default_schedule(mlc_arena *a, const mlc_prim_func *f);
-
 /* ---- replay -------------------------------------------------------------- */
 
 struct mlc_db;

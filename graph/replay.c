@@ -146,7 +146,7 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
     if (!ok) return mlc_error_prefix(err, "tuning database");
     if (out->sched) return true;
   }
-  out->sched = schedule ? mlc_graph_default_schedule(a, f) : f;
+  out->sched = schedule ? mlc_tuner_cpu_default_schedule(a, f) : f;
   return true;
 }
 

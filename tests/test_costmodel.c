@@ -769,6 +769,7 @@ static bool tune_small(mlc_db *db, const mlc_prim_func *f, const char *name, int
   o.cost_model = "xgb-rank";
   o.measure = fake_measure;
   o.remeasure_top = 0;
+  o.no_default_candidate = true; /* rounds of 16 exactly: a training after each */
   o.search.num_cores = 2;
   o.search.population = 24;
   o.search.generations = 2;

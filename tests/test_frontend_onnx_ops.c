@@ -10,6 +10,7 @@
 #include "onnx/onnx.pb-c.h"
 #include "targets/targets.h"
 #include "tests/test.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static mlc_jit_lib *compile(mlc_gmodule *m, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   int n = m->tir->n_funcs;
   const mlc_prim_func **fs = MLC_NEW_ARRAY(a, const mlc_prim_func *, n);
-  for (int i = 0; i < n; i++) fs[i] = mlc_graph_default_schedule(a, m->tir->funcs[i]);
+  for (int i = 0; i < n; i++) fs[i] = mlc_tuner_cpu_default_schedule(a, m->tir->funcs[i]);
   mlc_object obj;
   mlc_jit_lib *lib = NULL;
   if (mlc_target_build(&t, n, fs, NULL, NULL, &obj, err)) {

@@ -703,12 +703,14 @@ static void test_default_schedule(void) {
   CHECK(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err));
   if (!m) return;
   mlc_arena *a = mlc_arena_new();
-  /* Small: j moves below k and is vectorized; too little work for threads. */
+  /* Small: j moves below k and is vectorized, the init decomposed out of
+   * k (vectorized too); too little work for threads. */
   mlc_prim_func *f = mlc_module_find(m->tir, "fused_dense_add_relu0");
-  mlc_prim_func *s = mlc_graph_default_schedule(a, f);
+  mlc_prim_func *s = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str t = {0};
   mlc_print_func(&t, s);
-  CHECK_MSG(strstr(mlc_str_cstr(&t), "for i, k in T.grid(2, 4):\n        for j in T.vectorized(3):") &&
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "for j_init in T.vectorized(3):") &&
+                strstr(mlc_str_cstr(&t), "for k in range(4):\n            for j in T.vectorized(3):") &&
                 !strstr(mlc_str_cstr(&t), "T.parallel"),
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
@@ -716,7 +718,7 @@ static void test_default_schedule(void) {
   /* A matmul with 2^18 iterations: the register tile (tests/test_tuner_regtile.c
    * checks its accumulator), its outer loops fused and parallel. */
   f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){32, 128, 64});
-  s = mlc_graph_default_schedule(a, f);
+  s = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str_clear(&t);
   mlc_print_func(&t, s);
   CHECK_MSG(strstr(mlc_str_cstr(&t), "_fused in T.parallel(") &&
@@ -729,7 +731,7 @@ static void test_default_schedule(void) {
    * rfactor'd by a vector, the partial sums vectorized along the row;
    * the small dense above (k = 4) is no such row. */
   f = mlc_task_build(a, mlc_task_find("softmax"), (int64_t[]){64, 256});
-  s = mlc_graph_default_schedule(a, f);
+  s = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str_clear(&t);
   mlc_print_func(&t, s);
   CHECK_MSG(strstr(mlc_str_cstr(&t), "_rf = T.alloc_buffer((64, 16))") &&
@@ -740,7 +742,7 @@ static void test_default_schedule(void) {
   /* A matrix times a vector (one output column): no lanes for the
    * register tile, so its rows are summed by lanes too. */
   f = mlc_task_build(a, mlc_task_find("matmul"), (int64_t[]){64, 1, 256});
-  s = mlc_graph_default_schedule(a, f);
+  s = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str_clear(&t);
   mlc_print_func(&t, s);
   CHECK_MSG(strstr(mlc_str_cstr(&t), "C_rf = T.alloc_buffer((64, 1, 16))") &&
@@ -1075,7 +1077,7 @@ static bool compile_model(mlc_gmodule *m, mlc_arena *a, compiled *c) {
   const mlc_prim_func **sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, c->n);
   const char **syms = MLC_NEW_ARRAY(a, const char *, c->n);
   for (int i = 0; i < c->n; i++) {
-    sched[i] = mlc_graph_default_schedule(a, c->funcs[i]);
+    sched[i] = mlc_tuner_cpu_default_schedule(a, c->funcs[i]);
     syms[i] = mlc_graph_symbol(a, m, c->funcs[i]);
   }
   mlc_object obj;

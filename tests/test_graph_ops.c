@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "targets/targets.h"
 #include "tests/test.h"
+#include "tuner/tuner.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static bool compile_model(mlc_gmodule *m, mlc_arena *a, compiled *c, mlc_error *
   const mlc_prim_func **sched = MLC_NEW_ARRAY(a, const mlc_prim_func *, c->n);
   const char **syms = MLC_NEW_ARRAY(a, const char *, c->n);
   for (int i = 0; i < c->n; i++) {
-    sched[i] = mlc_graph_default_schedule(a, c->funcs[i]);
+    sched[i] = mlc_tuner_cpu_default_schedule(a, c->funcs[i]);
     syms[i] = mlc_graph_symbol(a, m, c->funcs[i]);
   }
   mlc_object obj;

@@ -314,7 +314,7 @@ static void test_refused(void) {
 static void check_default_func(const mlc_prim_func *f, const char *name, const char *acc,
                                int64_t acc_elems) {
   mlc_arena *a = mlc_arena_new();
-  mlc_prim_func *g = mlc_graph_default_schedule(a, f);
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, f);
   CHECK_MSG(g != NULL, "%s", name);
   if (!g) goto done;
   char why[512];

@@ -64,6 +64,10 @@ static const char *usage_text =
     "      --timeout SEC          per-candidate build/run timeout (default 30/20)\n"
     "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
     "      --no-baseline          do not time the unscheduled kernel\n"
+    "      --no-default           search alone: do not measure the default schedule\n"
+    "                             (what mlc-compile builds without a record) first as\n"
+    "                             a candidate; with it (the default), the best record\n"
+    "                             is never slower than an untuned build\n"
     "      --remeasure K          time the best K again at the end (default 3; 0: no)\n"
     "      --library openblas     also measure each matmul/dense kernel handed to the\n"
     "                             library (cblas_sgemm, on the target's core count of\n"
@@ -146,7 +150,7 @@ typedef struct cli {
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
-  bool verbose, json, no_baseline;
+  bool verbose, json, no_baseline, no_default;
   const char *model, *weights, *task_sched;
   /* --input-shape "name=1,3,224,224", NULL-terminated */
   const char *input_shapes[MAX_SHAPES + 1];
@@ -159,7 +163,8 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
                "one --intrin slot per file the workers take");
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
-       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN };
+       O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
+       O_NO_DEFAULT };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -171,6 +176,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"seed", required_argument, 0, O_SEED},    {"timeout", required_argument, 0, O_TIMEOUT},
       {"cost-model", required_argument, 0, O_COST},
       {"no-baseline", no_argument, 0, O_NO_BASE}, {"verbose", no_argument, 0, 'v'},
+      {"no-default", no_argument, 0, O_NO_DEFAULT},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
@@ -240,6 +246,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     case O_DB: c->db = optarg; break;
     case O_COST: c->cost_model = optarg; break;
     case O_NO_BASE: c->no_baseline = true; break;
+    case O_NO_DEFAULT: c->no_default = true; break;
     case 'v': c->verbose = true; break;
     case O_JSON: c->json = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
@@ -367,6 +374,11 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
   else if (r->baseline_sec > 0)
     printf("speed-up over the unscheduled kernel (%.4g ms): %.1fx\n", r->baseline_sec * 1e3,
            r->baseline_sec / r->best_sec);
+  if (r->default_sec > 0)
+    printf("default schedule (what an untuned build runs): %.4g ms, %.2fx the best's time\n",
+           r->default_sec * 1e3, r->default_sec / r->best_sec);
+  else if (r->default_error[0])
+    printf("default schedule failed: %s\n", r->default_error);
   printf("trials: %d before, %d measured now (%d errors) in %d rounds\n", r->measured_before,
          r->measured, r->errors, r->rounds);
   if (r->retimed > 0)
@@ -400,6 +412,10 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_number(&s, r->best_gflops);
   mlc_str_puts(&s, ",\"baseline_sec\":");
   mlc_json_write_number(&s, r->baseline_sec);
+  mlc_str_puts(&s, ",\"default_sec\":");
+  mlc_json_write_number(&s, r->default_sec);
+  mlc_str_puts(&s, ",\"default_error\":");
+  mlc_json_write_string(&s, r->default_error);
   mlc_str_printf(&s, ",\"search_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,\"total_sec\":%.3f",
                  r->search_sec, r->build_sec, r->run_sec, r->total_sec);
   mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
@@ -520,6 +536,7 @@ static int run(const cli *c, workload *w) {
   o.n_builders = (int)c->builders;
   o.timeout_s = c->timeout_s;
   o.measure_baseline = !c->no_baseline;
+  o.no_default_candidate = c->no_default;
   o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
@@ -662,6 +679,7 @@ static int tune_model(const cli *c) {
   o.tune.intrin_files = c->intrins;
   o.tune.search.num_cores = tgt.num_cores;
   o.tune.library = c->library;
+  o.tune.no_default_candidate = c->no_default;
   mlc_tuner_sched_result r;
   if (!rc) {
     signal(SIGINT, on_sigint);

@@ -66,6 +66,11 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   return space_impl(o)->postprocess(s, o, err);
 }
 
+mlc_sched *mlc_tuner_default_candidate(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                       mlc_error *err) {
+  return space_impl(o)->default_sched(f, o, err);
+}
+
 mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,
                             mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
   return space_impl(o)->mutate(f, cand, which, rng, o, err);

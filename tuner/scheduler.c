@@ -6,7 +6,9 @@
  * task gets the round follows MetaSchedule's GradientBasedTaskScheduler:
  * after a round-robin warm-up, the task whose end-to-end gain promises
  * most, estimated as calls x (recent improvement per round, mixed with an
- * optimistic best/rounds term so that a slow kernel is never starved). */
+ * optimistic best/rounds term so that a slow kernel is never starved).
+ * The warm-up measures each task's default schedule (one trial each), so
+ * that the first search round goes to the task that takes most time. */
 #include "tuner/tuner_internal.h"
 #include "db/db.h"
 
@@ -158,6 +160,13 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
   to.task = t->name;
   to.flops = t->flops;
   to.trials_per_round = per < left ? per : left;
+  /* The gradient's warm-up, when the tuner measures the default schedule
+   * first, is that one trial per task: every task's untuned time is known
+   * before the first search round, which then goes where the model's time
+   * is. */
+  if (r->o->kind == MLC_TUNER_SCHED_GRADIENT && !to.no_default_candidate && st->rounds == 0 &&
+      r->best[i].len == 0)
+    to.trials_per_round = 1;
   to.trials = st->trials + to.trials_per_round;
   to.remeasure_top = 0; /* the rounds' own times rank the records */
   to.measure_baseline = false;

@@ -957,6 +957,7 @@ const mlc_tuner_space_impl mlc_tuner_space_cpu = {
     .trace = cpu_trace,
     .sample = cpu_sample,
     .postprocess = tuner_postproc_cpu,
+    .default_sched = tuner_cpu_default_sched,
     .mutate = tuner_mutate_decisions,
     .free = cpu_free,
 };

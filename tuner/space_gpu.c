@@ -539,24 +539,30 @@ static void gpu_free(void *p) {
   mlc_free(sp);
 }
 
-mlc_prim_func *mlc_tuner_gpu_default_schedule(mlc_arena *a, const mlc_prim_func *f,
-                                              mlc_error *err) {
+static mlc_sched *gpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                    mlc_error *err) {
   mlc_arena *scratch = mlc_arena_new();
   const char **blocks;
   int nb = tuner_blocks_post_order(scratch, f, &blocks);
-  mlc_tuner_opts o;
-  mlc_tuner_opts_default(&o);
-  build bd = {.s = mlc_sched_new(f, 0), .o = &o, .lim = &o.gpu_limits,
+  build bd = {.s = mlc_sched_new(f, 0), .o = o, .lim = &o->gpu_limits,
               .threads = GPU_DEFAULT_THREADS};
   apply_rule(&bd, rule_auto_inline, nb, blocks);
   apply_rule(&bd, rule_auto_bind, nb, blocks);
-  mlc_prim_func *out = NULL;
-  if (mlc_gpu_verify(mlc_sched_func(bd.s), &o.gpu_limits, NULL, err))
-    out = mlc_func_copy(a, mlc_sched_func(bd.s));
-  else mlc_error_prefix(err, "no GPU schedule for %s (tune it for the cuda target first)", f->name);
-  mlc_sched_free(bd.s);
   MLC_VEC_FREE(bd.groups);
   mlc_arena_free(scratch);
+  if (mlc_gpu_verify(mlc_sched_func(bd.s), &o->gpu_limits, NULL, err)) return bd.s;
+  mlc_error_prefix(err, "no GPU schedule for %s (tune it for the cuda target first)", f->name);
+  mlc_sched_free(bd.s);
+  return NULL;
+}
+
+mlc_prim_func *mlc_tuner_gpu_default_schedule(mlc_arena *a, const mlc_prim_func *f,
+                                              mlc_error *err) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_sched *s = gpu_default_sched(f, &o, err);
+  mlc_prim_func *out = s ? mlc_func_copy(a, mlc_sched_func(s)) : NULL;
+  if (s) mlc_sched_free(s);
   return out;
 }
 
@@ -708,6 +714,7 @@ const mlc_tuner_space_impl mlc_tuner_space_gpu = {
     .trace = gpu_trace,
     .sample = gpu_sample,
     .postprocess = gpu_postprocess,
+    .default_sched = gpu_default_sched,
     .mutate = tuner_mutate_decisions,
     .free = gpu_free,
 };

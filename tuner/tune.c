@@ -40,6 +40,9 @@ typedef struct tune_run {
   mlc_measure *pool;        /* NULL with a custom measure function */
   int have;                 /* records of (workload, target) */
   bool have_library;        /* one of them calls o->library */
+  mlc_sched *default_cand;  /* the space's default schedule; NULL: none, or not wanted */
+  uint64_t default_hash;    /* its trace's hash */
+  bool have_default;        /* one of the records is it */
   int64_t next_round;
   double best_sec;
   double t0;
@@ -203,7 +206,10 @@ static bool load_history(tune_run *r, mlc_error *err) {
   MLC_VEC(double) secs = {0};
   int n_bad = 0;
   for (int i = 0; i < n; i++) {
-    mlc_tuner_search_add_measured_hash(r->search, parse_hex(recs[i].trace_hash));
+    uint64_t th = parse_hex(recs[i].trace_hash);
+    bool is_default = r->default_cand && th == r->default_hash;
+    mlc_tuner_search_add_measured_hash(r->search, th);
+    r->have_default |= is_default;
     if (recs[i].round >= r->next_round) r->next_round = recs[i].round + 1;
     /* One replay per record: the candidate as the search rebuilds it,
      * which is trusted when it hashes to the stored sched_hash; only
@@ -229,7 +235,7 @@ static bool load_history(tune_run *r, mlc_error *err) {
     }
     if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     if (!c) continue; /* a record this build cannot rebuild still deduplicates */
-    mlc_tuner_search_commit(r->search, c, sec);
+    if (!is_default) mlc_tuner_search_commit(r->search, c, sec); /* it has nothing to mutate */
     MLC_VEC_PUSH(scheds, c);
     MLC_VEC_PUSH(secs, sec);
   }
@@ -471,9 +477,56 @@ static bool measure_first(tune_run *r, const mlc_measure_cand *c, mlc_measure_re
   return ok;
 }
 
-/* o->library's candidate, measured once and committed as a record (the
- * search goes on with the tuned ones; the best record wins whichever it
- * is). Not applicable is a note, not an error. */
+/* A candidate without decisions (the default schedule, the library
+ * call), measured once and committed as a record. *sec: its time, 0 when
+ * it failed (the error in buf). false: an error; *stopped: interrupted,
+ * nothing committed. */
+static bool measure_fixed(tune_run *r, const mlc_sched *c, double *sec, char *buf, size_t len,
+                          bool *stopped, mlc_error *err) {
+  *sec = 0;
+  *stopped = false;
+  mlc_str js = {0};
+  mlc_trace_to_json(&js, mlc_sched_trace(c));
+  uint64_t th = mlc_trace_hash(mlc_sched_trace(c));
+  char hash[17], trace_hash[17];
+  mlc_func_hash_hex(mlc_sched_func(c), hash);
+  snprintf(trace_hash, sizeof trace_hash, "%016llx", (unsigned long long)th);
+  mlc_measure_cand mc = {.workload = r->workload_text, .trace = js.data, .target = r->target};
+  mlc_measure_result mr = {.index = -1};
+  mlc_db_record rec;
+  int added = 0;
+  bool ok = measure_first(r, &mc, &mr, err);
+  if (ok && r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
+    *stopped = r->res->stopped = true;
+    mlc_str_free(&js);
+    return true;
+  }
+  if (ok) {
+    fill_record(r, &mr, js.data, trace_hash, hash, &rec);
+    ok = mlc_db_commit(r->db, 1, &rec, &added, err);
+  }
+  if (ok && mr.status == MLC_MEASURE_OK) {
+    *sec = mr.mean_sec;
+    r->res->retimed += mr.retimes > 0;
+    r->res->disturbed += mr.disturbed;
+    r->res->disturbed_rounds += mr.disturbed;
+  } else if (ok) {
+    snprintf(buf, len, "%.250s", mr.error[0] ? mr.error : mlc_measure_status_name(mr.status));
+    r->res->errors++;
+  }
+  if (ok) {
+    mlc_tuner_search_add_measured_hash(r->search, th);
+    r->have += added;
+    r->res->measured++;
+    r->next_round++; /* a round of its own: the search's rounds stay whole */
+  }
+  mlc_str_free(&js);
+  return ok;
+}
+
+/* o->library's candidate (the search goes on with the tuned ones; the
+ * best record wins whichever it is). Not applicable is a note, not an
+ * error. */
 static bool measure_library(tune_run *r, mlc_error *err) {
   mlc_error why;
   if (r->have_library) {
@@ -487,43 +540,39 @@ static bool measure_library(tune_run *r, mlc_error *err) {
              why.msg);
     return true;
   }
-  mlc_str js = {0};
-  mlc_trace_to_json(&js, mlc_sched_trace(c));
-  uint64_t th = mlc_trace_hash(mlc_sched_trace(c));
-  char hash[17], trace_hash[17];
-  mlc_func_hash_hex(mlc_sched_func(c), hash);
-  snprintf(trace_hash, sizeof trace_hash, "%016llx", (unsigned long long)th);
-  mlc_measure_cand mc = {.workload = r->workload_text, .trace = js.data, .target = r->target};
-  mlc_measure_result mr = {.index = -1};
-  mlc_db_record rec;
-  int added = 0;
-  bool ok = measure_first(r, &mc, &mr, err);
-  if (ok && r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
-    r->res->stopped = true;
-    mlc_str_free(&js);
-    mlc_sched_free(c);
-    return true;
-  }
-  if (ok) {
-    fill_record(r, &mr, js.data, trace_hash, hash, &rec);
-    ok = mlc_db_commit(r->db, 1, &rec, &added, err);
-  }
-  if (ok && mr.status == MLC_MEASURE_OK) {
-    r->res->library_sec = mr.mean_sec; /* not best_sec: see load_history */
-  } else if (ok) {
-    snprintf(r->res->library_error, sizeof r->res->library_error, "%.250s",
-             mr.error[0] ? mr.error : mlc_measure_status_name(mr.status));
-    r->res->errors++;
-  }
-  if (ok) {
-    mlc_tuner_search_add_measured_hash(r->search, th);
-    r->have += added;
-    r->res->measured++;
-    r->have_library = true;
-  }
-  mlc_str_free(&js);
+  bool stopped;
+  bool ok = measure_fixed(r, c, &r->res->library_sec, r->res->library_error,
+                          sizeof r->res->library_error, &stopped, err);
+  r->have_library = ok && !stopped; /* library_sec is not best_sec: see load_history */
   mlc_sched_free(c);
   return ok;
+}
+
+/* The default schedule: what the kernel runs untuned. As the first
+ * record it is the time to beat (best_sec, the early-abort limit) and the
+ * model's first sample, and no record slower than it becomes the best. */
+static bool measure_default(tune_run *r, mlc_error *err) {
+  bool stopped;
+  bool ok = measure_fixed(r, r->default_cand, &r->res->default_sec, r->res->default_error,
+                          sizeof r->res->default_error, &stopped, err);
+  if (!ok || stopped) return ok;
+  double sec = r->res->default_sec;
+  if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
+  /* not a seed of the search: it has no decisions to mutate */
+  const mlc_prim_func *f = mlc_sched_func(r->default_cand);
+  learn(r, 1, &f, &sec);
+  r->have_default = true;
+  return true;
+}
+
+/* The space's default schedule of the workload, unless the caller wants
+ * the search alone or the space has none for it (a GPU kernel that cannot
+ * run untuned: then the search alone, as without it). */
+static void open_default(tune_run *r) {
+  mlc_error why;
+  if (r->o->no_default_candidate) return;
+  r->default_cand = mlc_tuner_default_candidate(r->f, &r->search_opts, &why);
+  if (r->default_cand) r->default_hash = mlc_trace_hash(mlc_sched_trace(r->default_cand));
 }
 
 /* ---- the end --------------------------------------------------------------------------- */
@@ -662,6 +711,7 @@ static bool choose_space(tune_run *r, mlc_error *err) {
 
 static void tune_free(tune_run *r) {
   mlc_tuner_search_free(r->search);
+  if (r->default_cand) mlc_sched_free(r->default_cand);
   if (r->model) mlc_costmodel_free(r->model);
   if (r->pool) mlc_measure_free(r->pool);
   mlc_free(r->workload_text);
@@ -680,7 +730,9 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   bool ok = (res->workload_id = mlc_db_add_workload(db, o->task, o->shape, f, err)) >= 0 &&
             choose_space(&r, err) &&
             (r.search = mlc_tuner_search_new(f, &r.search_opts, err)) != NULL &&
-            open_model(&r, err) && load_history(&r, err);
+            open_model(&r, err);
+  if (ok) open_default(&r);
+  ok = ok && load_history(&r, err);
   if (ok) res->measured_before = r.have;
   if (ok && r.have >= o->trials) {
     res->nothing_to_do = true;
@@ -692,8 +744,11 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
   } else if (ok) {
     ok = open_pool(&r, err);
     if (ok && o->measure_baseline) measure_baseline(&r);
+    /* the library first: a budget of one trial is the user's ask for it */
     if (ok && o->library) ok = measure_library(&r, err);
-    while (ok && r.have < o->trials) {
+    if (ok && r.default_cand && !r.have_default && !res->stopped && r.have < o->trials)
+      ok = measure_default(&r, err);
+    while (ok && !res->stopped && r.have < o->trials) {
       if (o->stop && *o->stop) {
         res->stopped = true;
         break;

@@ -81,7 +81,21 @@ typedef struct mlc_tuner_opts {
  * no such tile; *s may then be partly scheduled: call it on a copy. */
 bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel, mlc_error *err);
 
-/* ---- the GPU default schedule (space_gpu.c) ---------------------------------- */
+/* ---- the default schedules (default.c, space_gpu.c) ---------------------------- */
+
+/* A copy of f (in arena a) with, for each top-level block: a GEMM-like
+ * reduction (matmul, the blocked convolution) register-tiled by
+ * mlc_tuner_cpu_register_tile (parallel from 2^18 iterations); otherwise,
+ * in a reduction whose innermost loop reduces, the innermost spatial loop (or its last
+ * 16/8/4 iterations) moved below the reduction loops; the innermost loop
+ * vectorized (split by 16/8/4 first when longer than 64); the outermost
+ * spatial loop of extent > 1 parallel when the nest has at least 2^18
+ * iterations (threads cost more than smaller nests take). Applied through
+ * schedule/ primitives; whatever a primitive refuses is left out; then the
+ * CPU postprocessors (reductions decomposed). What mlc-compile compiles
+ * for a kernel without a record, and the first candidate of every CPU
+ * tuning run. */
+mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f);
 
 /* What mlc-compile compiles for a kernel without a record for its cuda
  * target: the GPU space's auto-inline and auto-bind rules with fixed
@@ -90,7 +104,7 @@ bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel,
  * a bound block reads computed under that block's thread), then checked
  * by mlc_gpu_verify against sm_80's limits. NULL with the reason (the
  * block left on the host, too many threads, ...) when the result cannot
- * run on a GPU. */
+ * run on a GPU. The first candidate of every cuda tuning run too. */
 mlc_prim_func *mlc_tuner_gpu_default_schedule(mlc_arena *a, const mlc_prim_func *f,
                                               mlc_error *err);
 
@@ -173,6 +187,11 @@ typedef struct mlc_tuner_tune_opts {
    * dot-product shape, and passed to the worker processes. */
   int n_intrin_files;
   const char *const *intrin_files;
+  /* The space's default schedule (what the kernel runs untuned) is
+   * measured first, once per workload and target, and recorded like any
+   * candidate (it counts as a trial): the time to beat, so the best
+   * record is never slower than an untuned build. true: the search alone. */
+  bool no_default_candidate;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
@@ -214,6 +233,11 @@ typedef struct mlc_tuner_tune_result {
    * before, or no block fits: the reason). */
   double library_sec;
   char library_error[256];
+  /* The default candidate this run measured (default_sec > 0;
+   * default_error: it failed); 0 and "" when it was measured before or
+   * not at all. */
+  double default_sec;
+  char default_error[256];
   char library_note[512];
 } mlc_tuner_tune_result;
 

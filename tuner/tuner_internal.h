@@ -30,6 +30,11 @@ typedef struct mlc_tuner_space_impl {
   /* Record EnterPostproc and run the space's postprocessors on s (a
    * sketch replayed up to EnterPostproc); false: the candidate is invalid. */
   bool (*postprocess)(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+  /* The schedule an untuned build gives f (fixed rules, no sampled
+   * decisions) as a candidate whose trace replays to the same function;
+   * NULL with the reason when f has none (a kernel a GPU cannot run
+   * untuned). */
+  mlc_sched *(*default_sched)(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err);
   /* mlc_tuner_mutate for candidates of this space. */
   mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_sched *cand, int which,
                        mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
@@ -105,6 +110,10 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
  * postprocessed again, so the result's trace hashes like the record's. */
 mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err);
+
+/* o->space's default_sched (NULL: the CPU's). */
+mlc_sched *mlc_tuner_default_candidate(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                       mlc_error *err);
 
 /* ---- mutators (mutate.c) ---------------------------------------------------- */
 
@@ -209,6 +218,11 @@ void mlc_tuner_search_stats_get(const mlc_tuner_search *s, mlc_tuner_stats *out)
  * reason (a reduction block's refusal first). */
 mlc_sched *tuner_library_candidate(const mlc_prim_func *f, const char *library,
                                    const mlc_tuner_opts *o, mlc_error *why);
+
+/* ---- default.c: the CPU default schedule (the CPU space's default_sched) ---- */
+
+mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                   mlc_error *err);
 
 /* ---- analysis.c: reading the IR without recording anything ---- */
 

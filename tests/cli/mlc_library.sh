@@ -129,9 +129,9 @@ check lib_off_no_summary_line test "$(grep -c '^library' "$tmp/out")" -eq 0
 
 # a model: the matmul layer gets a library record, the first layer (a
 # dense over the weight the layout pass packed) none; --report names the
-# choice
+# choice (round-robin: two trials each, the library's and the default schedule's)
 "$TUNE" --model examples/mlp.json --trials 4 --trials-per-round 2 --library openblas \
-  --db "$tmp/m.db" --cost-model random -j 1 >"$tmp/out" 2>"$tmp/err"
+  --task-scheduler round-robin --db "$tmp/m.db" --cost-model random -j 1 >"$tmp/out" 2>"$tmp/err"
 check lib_model_exit test $? -eq 0
 check lib_model_summary test "$(grep -Ec '^  mlp_fused_matmul_add1 +library openblas .* vs tuned ' "$tmp/out")" -eq 1
 check lib_model_packed_none grep -q '^  (1 other kernels: no library record: .*packed' "$tmp/out"

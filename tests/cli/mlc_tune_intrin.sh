@@ -54,8 +54,8 @@ else
   echo "SKIP tune_conv_int8: the CPU lacks avx512_vnni"
 fi
 
-# a user's intrinsic
-"$TUNE" --task matmul --shape 32,32,32 --trials 4 --db "$tmp/u.db" $Q --intrin "$USER" \
+# a user's intrinsic (the search alone: every record tensorized with it)
+"$TUNE" --task matmul --shape 32,32,32 --trials 4 --db "$tmp/u.db" $Q --intrin "$USER" --no-default \
   >"$tmp/out" 2>"$tmp/err"
 check tune_user_intrin_exit test $? -eq 0
 check tune_user_intrin_no_errors grep -q '4 measured now (0 errors)' "$tmp/out"

@@ -81,10 +81,10 @@ n=$(q "$tmp/kill.db" 'select count(*) from records')
 check mpi_kill_kept test "$n" -ge 8 -a "$n" -lt 64
 check mpi_kill_records test "$(summary "$tmp/kill.db")" = "$n|$n|$n|1|0"
 # the rerun resumes to the full count
-$MPIRUN "$TUNE" $W --trials 32 --db "$tmp/kill.db" --json --no-baseline >"$tmp/out" 2>"$tmp/err"
+$MPIRUN "$TUNE" $W --trials $((n + 8)) --db "$tmp/kill.db" --json --no-baseline >"$tmp/out" 2>"$tmp/err"
 check mpi_resume_exit test $? -eq 0
-check mpi_resume_json grep -q "\"trials_before\":$n,\"measured\":$((32 - n))," "$tmp/out"
-check mpi_resume_records test "$(summary "$tmp/kill.db")" = "32|32|32|1|0"
+check mpi_resume_json grep -q "\"trials_before\":$n,\"measured\":8," "$tmp/out"
+check mpi_resume_records test "$(summary "$tmp/kill.db")" = "$((n + 8))|$((n + 8))|$((n + 8))|1|0"
 
 # a rank with another target (here: fewer cores) is refused before any tuning
 mpirun --oversubscribe -n 2 "$TUNE" $W --trials 8 --db "$tmp/ref.db" : \

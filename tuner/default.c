@@ -1,0 +1,254 @@
+/* The CPU default schedule: what a kernel without a tuning record runs,
+ * and the first candidate of every tuning run (tune.c), so that no record
+ * slower than it is ever the best. Fixed rules, no sampled decisions,
+ * applied through schedule/ primitives whatever a primitive refuses is left
+ * out; the trace replays to the same function.
+ */
+#include "tuner/tuner_internal.h"
+
+#include <string.h>
+
+/* Loop nests with fewer iterations run serially: starting threads costs
+ * more than such a nest takes. */
+#define MIN_PARALLEL_WORK (1 << 18)
+
+
+static int64_t loop_extent(const mlc_sched *s, mlc_rv l) {
+  const mlc_stmt *st = mlc_sched_rv_loop(s, l);
+  int64_t e;
+  return st && mlc_expr_is_const_int(st->loop.extent, &e) ? e : -1;
+}
+
+/* The realize statement of block b in s (NULL if absent). */
+static const mlc_stmt *find_realize(const mlc_stmt *s, const mlc_block *b) {
+  if (!s) return NULL;
+  switch (s->kind) {
+  case MLC_STMT_FOR: return find_realize(s->loop.body, b);
+  case MLC_STMT_BLOCK_REALIZE:
+    if (s->realize.block == b) return s;
+    return find_realize(s->realize.block->body, b);
+  case MLC_STMT_SEQ:
+    for (int i = 0; i < s->seq.n; i++) {
+      const mlc_stmt *r = find_realize(s->seq.stmts[i], b);
+      if (r) return r;
+    }
+    return NULL;
+  case MLC_STMT_IF: {
+    const mlc_stmt *r = find_realize(s->if_.then_s, b);
+    return r ? r : find_realize(s->if_.else_s, b);
+  }
+  case MLC_STMT_ALLOCATE: return find_realize(s->alloc.body, b);
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return NULL;
+  }
+  mlc_unreachable();
+}
+
+/* Whether a reduce iter var of block b is bound to an expression of loop l. */
+static bool loop_is_reduce(const mlc_sched *s, mlc_rv b, mlc_rv l) {
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  const mlc_stmt *r = find_realize(mlc_sched_func(s)->body, blk);
+  const mlc_stmt *st = mlc_sched_rv_loop(s, l);
+  if (!r || !st) return true;
+  for (int i = 0; i < blk->n_iters; i++)
+    if (blk->iters[i].kind == MLC_ITER_REDUCE && mlc_expr_uses_var(r->realize.values[i], st->loop.var))
+      return true;
+  return false;
+}
+
+/* Loops longer than 64 (the longest vectorized loop codegen takes) are
+ * split by 16, 8 or 4 and *inner becomes the short inner part; false when
+ * no such factor divides the extent. */
+static bool split_long(mlc_sched *t, mlc_rv *inner, mlc_error *err) {
+  int64_t e = loop_extent(t, *inner);
+  if (e <= 64) return true;
+  int64_t f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : e % 4 == 0 ? 4 : 0;
+  mlc_rv parts[2];
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
+  if (!f || !mlc_sched_split(t, *inner, 2, fs, true, parts, err)) return false;
+  *inner = parts[1];
+  return true;
+}
+
+/* A reduction whose innermost loop reduces (matmul's k, conv's rx): move
+ * the innermost spatial loop (or its last 16/8/4 iterations) below the
+ * reduction loops, so that it can be vectorized; each output element still
+ * sums in the same order. */
+static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
+  mlc_rv *got, loops[64];
+  int n = mlc_sched_get_loops(t, b, &got, err);
+  if (n < 2 || n > 64 || !loop_is_reduce(t, b, got[n - 1])) return true;
+  memcpy(loops, got, sizeof *loops * (size_t)n);
+  int sp = n - 1;
+  while (sp >= 0 && loop_is_reduce(t, b, loops[sp])) sp--;
+  if (sp < 0) return false;
+  mlc_rv inner = loops[sp];
+  if (!split_long(t, &inner, err)) return false;
+  mlc_rv order[65];
+  int k = 0;
+  for (int i = sp + 1; i < n; i++) order[k++] = loops[i];
+  order[k++] = inner;
+  return mlc_sched_reorder(t, k, order, err);
+}
+
+/* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
+ * longer than 64); on a copy, kept only when every step succeeds. Returns
+ * the (possibly new) state. */
+static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(s);
+  mlc_rv *loops;
+  bool ok = spatial_inner(t, b, &err);
+  int n = ok ? mlc_sched_get_loops(t, b, &loops, &err) : -1;
+  ok = n > 0;
+  if (ok) {
+    mlc_rv inner = loops[n - 1];
+    ok = loop_extent(t, inner) > 1 && split_long(t, &inner, &err) &&
+         mlc_sched_vectorize(t, inner, &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return s;
+  }
+  mlc_sched_free(s);
+  return t;
+}
+
+/* Iterations of the loop nest around block b. */
+static int64_t nest_work(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  int64_t w = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t e = loop_extent(s, loops[i]);
+    w *= e > 0 ? e : 1;
+  }
+  return w;
+}
+
+static void parallel_outer(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *loops;
+  if (nest_work(s, b) < MIN_PARALLEL_WORK) return;
+  int n = mlc_sched_get_loops(s, b, &loops, &err);
+  for (int i = 0; i < n; i++) {
+    const mlc_stmt *st = mlc_sched_rv_loop(s, loops[i]);
+    if (st && st->loop.kind == MLC_FOR_VECTORIZED) return;
+    if (loop_extent(s, loops[i]) > 1) {
+      mlc_sched_parallel(s, loops[i], &err); /* a reduction loop refuses: fine */
+      return;
+    }
+  }
+}
+
+/* Whether the innermost loop of block b drives a reduce iter that walks
+ * the last dim of something b reads (a row reduction: softmax's max and
+ * sum, a norm's mean, a dense layer over an unpacked weight). */
+static bool reduces_contiguous(const mlc_sched *t, mlc_rv b, mlc_rv inner) {
+  const mlc_block *blk = mlc_sched_rv_block(t, b);
+  const mlc_stmt *r = find_realize(mlc_sched_func(t)->body, blk);
+  const mlc_stmt *st = mlc_sched_rv_loop(t, inner);
+  if (!r || !st) return false;
+  for (int i = 0; i < blk->n_iters; i++) {
+    if (blk->iters[i].kind != MLC_ITER_REDUCE || !mlc_expr_uses_var(r->realize.values[i], st->loop.var))
+      continue;
+    for (int k = 0; k < blk->n_reads; k++) {
+      const mlc_region *rd = &blk->reads[k];
+      if (rd->buf->ndim > 0 && mlc_expr_uses_var(rd->ranges[rd->buf->ndim - 1].min, blk->iters[i].var))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* A row reduction (reduces_contiguous) over at least two vectors: its
+ * innermost loop split by a vector of 16 (or 8) lanes and rfactor'd, so
+ * that each row sums into a vector of partial results with contiguous
+ * loads (the vectorized rf block), then one short write-back per row,
+ * instead of vectorizing across rows with strided loads. On a copy, kept
+ * only when every step succeeds; true when it did. */
+static bool row_rfactor(mlc_sched **s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  mlc_rv *loops, parts[2], rf;
+  int n = mlc_sched_get_loops(t, b, &loops, &err);
+  bool ok = n > 0 && loop_is_reduce(t, b, loops[n - 1]) && reduces_contiguous(t, b, loops[n - 1]);
+  int64_t e = ok ? loop_extent(t, loops[n - 1]) : -1, f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : 0;
+  ok = ok && f > 0 && e >= 2 * f;
+  if (ok) {
+    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
+    ok = mlc_sched_split(t, loops[n - 1], 2, fs, true, parts, &err) &&
+         mlc_sched_rfactor(t, parts[1], -1, &rf, &err);
+  }
+  if (ok) {
+    n = mlc_sched_get_loops(t, rf, &loops, &err);
+    ok = n > 0 && mlc_sched_vectorize(t, loops[n - 1], &err) && mlc_verify_func(mlc_sched_func(t), &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return false;
+  }
+  parallel_outer(t, rf);
+  parallel_outer(t, b);
+  mlc_sched_free(*s);
+  *s = t;
+  return true;
+}
+
+/* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
+ * register-blocked micro-kernel, on a copy kept only when it applies;
+ * true when it did. */
+static bool register_tile(mlc_sched **s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  const char *name = mlc_sched_rv_block(t, b)->name;
+  if (!mlc_tuner_cpu_register_tile(t, name, nest_work(t, b) >= MIN_PARALLEL_WORK, &err) ||
+      !mlc_verify_func(mlc_sched_func(t), &err)) {
+    mlc_sched_free(t);
+    return false;
+  }
+  mlc_sched_free(*s);
+  *s = t;
+  return true;
+}
+
+/* The rules on every top-level block of f, then the CPU postprocessors
+ * (decomposed reductions), as a search candidate would have them; a
+ * postprocessor that refuses leaves the schedule as the rules made it. */
+mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                   mlc_error *unused) {
+  (void)unused; /* the rules never fail: what a primitive refuses is left out */
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 0);
+  mlc_rv root, *kids;
+  int n = -1;
+  if (mlc_sched_get_block(s, "root", NULL, &root, &err))
+    n = mlc_sched_get_child_blocks(s, root, &kids, &err);
+  if (n < 0) return s;
+  mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
+  memcpy(blocks, kids, sizeof *blocks * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    if (register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i])) continue;
+    s = vectorize_inner(s, blocks[i]);
+    parallel_outer(s, blocks[i]);
+  }
+  mlc_free(blocks);
+  mlc_sched *post = mlc_sched_copy(s);
+  if (!tuner_postproc_cpu(post, o, &err)) {
+    mlc_sched_free(post);
+    return s;
+  }
+  mlc_sched_free(s);
+  return post;
+}
+
+mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_error err;
+  mlc_sched *s = tuner_cpu_default_sched(f, &o, &err);
+  mlc_prim_func *out = mlc_func_copy(a, mlc_sched_func(s));
+  mlc_sched_free(s);
+  return out;
+}
