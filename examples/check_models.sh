@@ -110,7 +110,7 @@ for m in $MODELS; do
   check "${m}_object_header" test $? -eq 0 -a -s "$tmp/$m.o" -a -s "$tmp/$m.h"
   "$CC" -std=gnu11 -O0 -I"$tmp" -DMODEL_HEADER="\"$m.h\"" -DMODEL_RUN=${m}_run \
     -DIN_SHAPE="$(npy_shape "$in")" -DOUT_SHAPE="$(npy_shape "$ref")" \
-    examples/run_model.c "$tmp/$m.o" targets/runtime/parallel.c targets/runtime/half.c -I. \
+    examples/run_model.c "$tmp/$m.o" targets/runtime/parallel.c targets/runtime/workspace.c targets/runtime/half.c -I. \
     -lpthread -lm -o "$tmp/run_$m" 2>"$tmp/cc_err"
   rc=$?
   check "${m}_links" test $rc -eq 0

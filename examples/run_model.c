@@ -17,8 +17,8 @@
  * Built by examples/check_models.sh, once per model, with
  *   -DMODEL_HEADER='"resnet18.h"' -DMODEL_RUN=resnet18_run
  *   -DIN_SHAPE=1,3,224,224 -DOUT_SHAPE=1,1000
- * and linked with M.o and the runtime (targets/runtime/parallel.c and
- * half.c; -lpthread -lm). Without MODEL_HEADER (and IN_SHAPE) only
+ * and linked with M.o and the runtime (targets/runtime/parallel.c,
+ * workspace.c and half.c; -lpthread -lm). Without MODEL_HEADER (and IN_SHAPE) only
  * --compare is built. Only models with one input and one output (float32,
  * C order). */
 #include <math.h>

@@ -542,7 +542,8 @@ static void gen_if(cg *c, const mlc_stmt *s) {
 
 /* Small buffers: a 64-byte aligned alloca in the function's entry block
  * (the same storage every time the statement runs, which SROA can turn
- * into registers). Large ones: aligned_alloc/free around the body, which
+ * into registers). Large ones: libmlcrt's workspace alloc/free around the
+ * body (a block kept for the next call, not fresh pages each time), which
  * is skipped with status -1 when the allocation fails. One over the
  * tensor byte limit (8 GiB) always fails so: a machine that overcommits
  * memory would grant it and then take hours to fill it. */
@@ -559,12 +560,10 @@ static void gen_allocate(cg *c, const mlc_stmt *s) {
     c->bufs.len = saved;
     return;
   }
-  int64_t rounded = (bytes + 63) / 64 * 64;
-  LLVMTypeRef params[2] = {c->t_i64, c->t_i64};
-  LLVMValueRef args[2] = {LLVMConstInt(c->t_i64, 64, 0), LLVMConstInt(c->t_i64, (unsigned long long)rounded, 0)};
+  LLVMValueRef size = LLVMConstInt(c->t_i64, (unsigned long long)bytes, 0);
   LLVMValueRef mem = bytes > MLC_MAX_TENSOR_BYTES
                          ? LLVMConstNull(c->t_i8p)
-                         : cg_call_named(c, "aligned_alloc", c->t_i8p, params, args, 2);
+                         : cg_call_named(c, "mlc_rt_workspace_alloc", c->t_i8p, &c->t_i64, &size, 1);
   LLVMBasicBlockRef ok = cg_new_block(c, "alloc.ok"), fail = cg_new_block(c, "alloc.fail");
   LLVMBasicBlockRef done = cg_new_block(c, "alloc.end");
   LLVMBuildCondBr(c->b, LLVMBuildIsNull(c->b, mem, ""), fail, ok);
@@ -575,7 +574,9 @@ static void gen_allocate(cg *c, const mlc_stmt *s) {
   bind_buf(c, buf, LLVMBuildBitCast(c->b, mem, LLVMPointerType(mty, 0), ""), true);
   gen_stmt(c, s->alloc.body);
   c->bufs.len = saved;
-  cg_call_named(c, "free", c->t_void, &c->t_i8p, &mem, 1);
+  LLVMTypeRef free_params[2] = {c->t_i8p, c->t_i64};
+  LLVMValueRef free_args[2] = {mem, size};
+  cg_call_named(c, "mlc_rt_workspace_free", c->t_void, free_params, free_args, 2);
   LLVMBuildBr(c->b, done);
   LLVMPositionBuilderAtEnd(c->b, done);
 }

@@ -90,6 +90,8 @@ static bool define_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
       {"mlc_parallel_for", (void *)mlc_parallel_for},
       {"mlc_rt_amx_enable", (void *)mlc_rt_amx_enable},
       {"mlc_rt_sgemm", (void *)mlc_rt_sgemm},
+      {"mlc_rt_workspace_alloc", (void *)mlc_rt_workspace_alloc},
+      {"mlc_rt_workspace_free", (void *)mlc_rt_workspace_free},
       {"__gnu_h2f_ieee", (void *)__gnu_h2f_ieee},
       {"__gnu_f2h_ieee", (void *)__gnu_f2h_ieee},
       {"aligned_alloc", (void *)aligned_alloc},

@@ -319,9 +319,9 @@ static void test_object_links(void) {
   CHECK(mlc_write_file(path, prog, strlen(prog), &err));
   snprintf(cmd, sizeof cmd,
            "cd %s && cc -O1 -ffp-contract=off -o prog main.c mm.o '%s/examples/tensorize/tmm16.c' "
-           "'%s/targets/runtime/parallel.c' -I'%s' -fopenmp -lm > cc.log 2>&1 && ./prog > out.txt 2>&1 "
-           "&& grep -q '^ok$' out.txt",
-           dir, MLC_SOURCE_DIR, MLC_SOURCE_DIR, MLC_SOURCE_DIR);
+           "'%s/targets/runtime/parallel.c' '%s/targets/runtime/workspace.c' -I'%s' -fopenmp -lm "
+           "> cc.log 2>&1 && ./prog > out.txt 2>&1 && grep -q '^ok$' out.txt",
+           dir, MLC_SOURCE_DIR, MLC_SOURCE_DIR, MLC_SOURCE_DIR, MLC_SOURCE_DIR);
   int rc = system(cmd);
   if (rc != 0) {
     snprintf(path, sizeof path, "%s/cc.log", dir);

@@ -587,9 +587,10 @@ static void test_object_and_header(void) {
   /* The runtime from source, so the test does not depend on which build
    * (plain or sanitized) produced libmlcrt.a. */
   snprintf(cmd, sizeof cmd,
-           "cd %s && cc -O1 -o prog main.c mm.o '%s/targets/runtime/parallel.c' -I'%s' -fopenmp -lm "
+           "cd %s && cc -O1 -o prog main.c mm.o '%s/targets/runtime/parallel.c' "
+           "'%s/targets/runtime/workspace.c' -I'%s' -fopenmp -lm "
            "> cc.log 2>&1 && ./prog > out.txt 2>&1 && grep -q '^ok$' out.txt",
-           dir, MLC_SOURCE_DIR, MLC_SOURCE_DIR);
+           dir, MLC_SOURCE_DIR, MLC_SOURCE_DIR, MLC_SOURCE_DIR);
   int rc = system(cmd);
   if (rc != 0) {
     char log[512] = "";

@@ -2,7 +2,9 @@
  * once for every extent and thread count, nested loops run serially in the
  * worker, a thread stuck in its chunk does not stop the others from
  * finishing the loop, and a loop does not wait for threads the OS does not
- * run (all threads pinned to one CPU). */
+ * run (all threads pinned to one CPU). The kernel workspace
+ * (targets/runtime/workspace.c): a freed block serves the thread's next
+ * allocation that fits it. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -223,6 +225,60 @@ static void test_pinned_one_cpu(void) {
             WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* ---- the kernel workspace ---------------------------------------------------------- */
+
+/* A freed block comes back for the next allocation of its size (aligned),
+ * and for a somewhat smaller one, but not for one far smaller; the larger
+ * blocks are the ones kept when more than 8 are freed. */
+static void test_workspace_reuse(void) {
+  const int64_t mb = 1 << 20;
+  char *p = mlc_rt_workspace_alloc(mb);
+  CHECK(p && (uintptr_t)p % 64 == 0);
+  if (!p) return;
+  p[0] = 1, p[mb - 1] = 2;
+  mlc_rt_workspace_free(p, mb);
+  char *q = mlc_rt_workspace_alloc(mb);
+  CHECK_MSG(q == p, "the freed block was not reused");
+  mlc_rt_workspace_free(q, mb);
+  char *r = mlc_rt_workspace_alloc(mb / 2 + 64);
+  CHECK_MSG(r == p, "a block of twice the size was not reused");
+  char *small = mlc_rt_workspace_alloc(4096);
+  CHECK_MSG(small && small != p, "a 1 MiB block served 4 KiB");
+  mlc_rt_workspace_free(small, 4096);
+  mlc_rt_workspace_free(r, mb / 2 + 64);
+  /* ten blocks of 1..10 x 64 KiB freed: the eight largest stay */
+  char *b[10];
+  for (int i = 0; i < 10; i++) b[i] = mlc_rt_workspace_alloc((int64_t)(i + 1) << 16);
+  for (int i = 0; i < 10; i++) mlc_rt_workspace_free(b[i], (int64_t)(i + 1) << 16);
+  int kept = 0;
+  char *again[8];
+  for (int i = 9; i >= 2; i--) {
+    again[9 - i] = mlc_rt_workspace_alloc((int64_t)(i + 1) << 16);
+    kept += again[9 - i] == b[i];
+  }
+  CHECK_MSG(kept == 8, "%d of the 8 largest blocks reused", kept);
+  for (int i = 0; i < 8; i++) mlc_rt_workspace_free(again[i], (int64_t)(10 - i) << 16);
+  CHECK(mlc_rt_workspace_alloc((int64_t)1 << 62) == NULL);
+  mlc_rt_workspace_free(NULL, 0);
+  mlc_rt_workspace_release();
+}
+
+static void *workspace_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 4; i++) {
+    char *p = mlc_rt_workspace_alloc((int64_t)(i + 1) << 18);
+    if (p) p[0] = 1;
+    mlc_rt_workspace_free(p, (int64_t)(i + 1) << 18);
+  }
+  return NULL; /* its cached blocks are freed at exit (the sanitizers check) */
+}
+
+static void test_workspace_threads(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, workspace_thread, NULL) == 0);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+}
+
 int main(void) {
   RUN(test_every_extent);
   RUN(test_cost_and_default_threads);
@@ -230,5 +286,7 @@ int main(void) {
   RUN(test_nested);
   RUN(test_sleeping_thread);
   RUN(test_pinned_one_cpu);
+  RUN(test_workspace_reuse);
+  RUN(test_workspace_threads);
   return test_summary();
 }

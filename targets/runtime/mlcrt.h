@@ -24,6 +24,17 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
 /* Threads mlc_parallel_for would use for a given target core count. */
 int mlc_rt_num_threads(int32_t num_threads);
 
+/* Memory a kernel allocates inside (a fused kernel's intermediates over
+ * the stack limit): 64-byte aligned, NULL when the allocation fails.
+ * Freed blocks are kept for the thread's next allocations (at most 8 per
+ * thread, the larger ones first), so a kernel called again reuses its
+ * memory instead of faulting in fresh pages; pass free the size given to
+ * alloc. A thread's cached blocks are freed when it exits, or now by
+ * mlc_rt_workspace_release (a program done with its models). */
+void *mlc_rt_workspace_alloc(int64_t bytes);
+void mlc_rt_workspace_free(void *p, int64_t bytes);
+void mlc_rt_workspace_release(void);
+
 /* Asks Linux once per process for the AMX tile data state
  * (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)), which AMX tile
  * instructions need; emitted AMX code calls it before its first tile

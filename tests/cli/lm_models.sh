@@ -105,7 +105,7 @@ EOF
 "$MC" --model $D/gpt2_tiny.onnx --db /nonexistent/none.db --input-shape input_ids=1,5 --run \
   --repeat 1 --input $D/gpt2_s5_input_ids.npy --run-output "$tmp/g_ref.npy" >/dev/null 2>&1
 "$CC" -std=gnu11 -O1 -I"$tmp" "$tmp/prog.c" "$tmp/g.o" targets/runtime/parallel.c \
-  targets/runtime/half.c -I. -lpthread -lm -o "$tmp/prog" 2>"$tmp/cc_err"
+  targets/runtime/workspace.c targets/runtime/half.c -I. -lpthread -lm -o "$tmp/prog" 2>"$tmp/cc_err"
 check lm_gpt2_links test $? -eq 0 || head -10 "$tmp/cc_err"
 "$tmp/prog" $D/gpt2_s5_input_ids.npy "$tmp/g_ref.npy"
 check lm_gpt2_linked_same_logits_and_bad_id_refused test $? -eq 0

@@ -99,7 +99,7 @@ int main(void) {
 }
 CEOF
 # The runtime from source: $B/libmlcrt.a is sanitized in `make asan test`.
-RT_SRC="-I. targets/runtime/parallel.c targets/runtime/half.c"
+RT_SRC="-I. targets/runtime/parallel.c targets/runtime/workspace.c targets/runtime/half.c"
 cc -std=gnu11 -O1 -I"$tmp" "$tmp/classify.c" "$tmp/mlp.o" $RT_SRC -fopenmp -lm -o "$tmp/classify" 2>"$tmp/cc_err"
 check compile_header_links test $? -eq 0
 "$tmp/classify" >"$tmp/cls.txt" 2>&1

@@ -104,7 +104,7 @@ int main(void) {
   return worst < 1e-5 ? 0 : 1;
 }
 EOF
-RT_SRC="-I. targets/runtime/parallel.c targets/runtime/half.c"
+RT_SRC="-I. targets/runtime/parallel.c targets/runtime/workspace.c targets/runtime/half.c"
 cc -std=gnu11 -O1 -I"$tmp" "$tmp/main.c" "$tmp/ext.o" "$tmp/fn.c" $RT_SRC -fopenmp -lm -lpthread -o "$tmp/prog" 2>"$tmp/cc_err"
 check extern_program_links test $? -eq 0
 "$tmp/prog" >"$tmp/prog.txt" 2>&1

@@ -176,7 +176,7 @@ int main(void) {
 }
 CEOF
 # The runtime from source: $B/libmlcrt.a may be a sanitized build.
-if cc -I"$tmp" -I. -o "$tmp/app" "$tmp/main.c" "$tmp/mm.o" targets/runtime/parallel.c -fopenmp -lm 2>"$tmp/err"; then
+if cc -I"$tmp" -I. -o "$tmp/app" "$tmp/main.c" "$tmp/mm.o" targets/runtime/parallel.c targets/runtime/workspace.c -fopenmp -lm 2>"$tmp/err"; then
   "$tmp/app" >"$tmp/out" 2>&1
   check cli_build_links_and_runs grep -q '^ok$' "$tmp/out"
 else

@@ -87,7 +87,7 @@ int main(void) {
   return worst < 1e-4 ? 0 : 1;
 }
 CEOF
-RT_SRC="-I. targets/runtime/parallel.c targets/runtime/half.c targets/runtime/blas.c"
+RT_SRC="-I. targets/runtime/parallel.c targets/runtime/workspace.c targets/runtime/half.c targets/runtime/blas.c"
 cc -std=gnu11 -O1 -I"$tmp" "$tmp/main.c" "$tmp/lib.o" $RT_SRC -fopenmp -lm -ldl -o "$tmp/main" \
   2>"$tmp/cc_err"
 check lib_object_links test $? -eq 0
