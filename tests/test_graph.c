@@ -856,6 +856,7 @@ static void sched_opts(sched_env *E, mlc_tuner_sched_opts *o, mlc_tuner_task_sch
   o->tune.search.population = 24;
   o->tune.search.generations = 2;
   o->tune.search.seed = 3;
+  o->tune.remeasure_top = 0; /* counts of measurements stay the rounds' (test_sched_remeasure) */
 }
 
 /* Records of a task in the database, by an independent query. */
@@ -893,6 +894,31 @@ static void test_sched_round_robin(void) {
   CHECK(st[0].best_sec == b0 && st[1].best_sec == b1 && st[0].best_record_id > 0);
   CHECK_MSG(fabs(r.est_sec - (2 * b0 + b1)) < 1e-12, "est %g", r.est_sec);
   CHECK(E.progress_calls == 6 && E.progress_bad == 0);
+  sched_env_close(&E);
+}
+
+/* At the end, each tuned task's best two records and its default
+ * schedule's are measured again (their run times joining the records),
+ * and its best is chosen on those. */
+static void test_sched_remeasure(void) {
+  sched_env E;
+  CHECK(sched_env_open(&E, "rm", 1e-4, 1e-5));
+  mlc_tuner_sched_opts o;
+  sched_opts(&E, &o, MLC_TUNER_SCHED_ROUND_ROBIN, 32);
+  o.tune.remeasure_top = 2;
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result r;
+  mlc_error err;
+  CHECK_MSG(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  CHECK_MSG(r.measured == 32 && E.fake.repeats >= 4 && E.fake.repeats <= 6,
+            "%d measured, %d measured again", r.measured, E.fake.repeats);
+  for (int i = 0; i < 2; i++) {
+    mlc_db_record rec;
+    double b;
+    db_trials(&E, i, &b);
+    CHECK(mlc_db_get_record(E.db, st[i].best_record_id, E.a, &rec, &err) == 1);
+    CHECK_MSG(rec.n_secs == 2 && st[i].best_sec == b, "task %d: best has %d times", i, rec.n_secs);
+  }
   sched_env_close(&E);
 }
 
@@ -1406,6 +1432,7 @@ int main(void) {
   RUN(test_header_entry_multi);
   RUN(test_reshape_view);
   RUN(test_sched_round_robin);
+  RUN(test_sched_remeasure);
   RUN(test_sched_gradient);
   RUN(test_sched_weights);
   RUN(test_replay_from_db);

@@ -68,7 +68,9 @@ static const char *usage_text =
     "                             (what mlc-compile builds without a record) first as\n"
     "                             a candidate; with it (the default), the best record\n"
     "                             is never slower than an untuned build\n"
-    "      --remeasure K          time the best K again at the end (default 3; 0: no)\n"
+    "      --remeasure K          time the best K again at the end (default 3; 0: no);\n"
+    "                             with --model, of each kernel tuned, beside its\n"
+    "                             default schedule\n"
     "      --library openblas     also measure each matmul/dense kernel handed to the\n"
     "                             library (cblas_sgemm, on the target's core count of\n"
     "                             threads) as one candidate, recorded like any other;\n"
@@ -680,6 +682,7 @@ static int tune_model(const cli *c) {
   o.tune.search.num_cores = tgt.num_cores;
   o.tune.library = c->library;
   o.tune.no_default_candidate = c->no_default;
+  o.tune.remeasure_top = (int)c->remeasure;
   mlc_tuner_sched_result r;
   if (!rc) {
     signal(SIGINT, on_sigint);

@@ -593,6 +593,29 @@ static int top_trusted(tune_run *r, int k, mlc_arena *a, mlc_db_record **out, ml
   return n < 0 ? -1 : m;
 }
 
+/* The default schedule's record when it is not among (*top)[0, n):
+ * appended (to a copy of *top), so that a best found by a lucky timing is
+ * measured again next to what it replaces. Returns the new count. */
+static int add_default_record(tune_run *r, mlc_arena *a, mlc_db_record **top, int n) {
+  char hash[17];
+  if (!r->default_cand) return n;
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->default_hash);
+  for (int i = 0; i < n; i++)
+    if (strcmp((*top)[i].trace_hash, hash) == 0) return n;
+  mlc_db_record *recs;
+  mlc_error e;
+  int m = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, &e);
+  for (int i = 0; i < m; i++)
+    if (strcmp(recs[i].trace_hash, hash) == 0 && !recs[i].error) {
+      mlc_db_record *t = MLC_NEW_ARRAY(a, mlc_db_record, n + 1);
+      memcpy(t, *top, sizeof *t * (size_t)n);
+      t[n] = recs[i];
+      *top = t;
+      return n + 1;
+    }
+  return n;
+}
+
 static bool choose_best(tune_run *r, bool again, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   mlc_db_record *top;
@@ -603,6 +626,7 @@ static bool choose_best(tune_run *r, bool again, mlc_error *err) {
     r->res->best_record_id = top[0].id;
     r->res->best_sec = top[0].mean_sec;
   }
+  if (n > 0 && again && r->o->remeasure_top > 0) n = add_default_record(r, a, &top, n);
   if (n > 1 && again && r->o->remeasure_top > 0) {
     mlc_measure_cand *mc = mlc_xmalloc(sizeof(*mc) * (size_t)n);
     mlc_measure_result *mr = mlc_xmalloc(sizeof(*mr) * (size_t)n);
@@ -715,6 +739,23 @@ static void tune_free(tune_run *r) {
   if (r->model) mlc_costmodel_free(r->model);
   if (r->pool) mlc_measure_free(r->pool);
   mlc_free(r->workload_text);
+}
+
+bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
+                         mlc_tuner_tune_result *res, mlc_error *err) {
+  memset(res, 0, sizeof *res);
+  tune_run r = {.db = db, .f = f, .o = o, .res = res, .t0 = mlc_now_sec()};
+  mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
+  mlc_str text = {0};
+  mlc_print_func(&text, f);
+  r.workload_text = mlc_str_take(&text);
+  bool ok = (res->workload_id = mlc_db_add_workload(db, o->task, o->shape, f, err)) >= 0 &&
+            choose_space(&r, err);
+  if (ok) open_default(&r);
+  ok = ok && open_pool(&r, err) && choose_best(&r, o->remeasure_top > 0, err);
+  res->total_sec = mlc_now_sec() - r.t0;
+  tune_free(&r);
+  return ok;
 }
 
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,

@@ -260,6 +260,14 @@ int mlc_tuner_library_compare(mlc_db *db, int64_t workload_id, const char *targe
  * measured nothing new is not a failure (see result). */
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err);
+/* No new candidates: the best o->remeasure_top trusted records of f, and
+ * its default schedule's record, are measured again in one pool and the
+ * new run times join their records; res gets the best on those times
+ * (best_record_id, best_sec). What the task scheduler does at the end, so
+ * that a record that won by a lucky timing among many near-equal ones is
+ * timed again next to the default schedule it replaces. */
+bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
+                         mlc_tuner_tune_result *res, mlc_error *err);
 
 /* ---- task scheduler (scheduler.c) -------------------------------------------- */
 
@@ -333,8 +341,10 @@ typedef struct mlc_tuner_sched_result {
  *   weight x (alpha x (best[-1-window] - best[-1]) / window + (1 - alpha) x best[-1] / rounds)
  * (best[]: the task's best time after each of its rounds): the kernels
  * that dominate model latency (calls x time) and still improve get the
- * trials. state (n entries) receives where each task ends. False with a
- * message for database or worker failures. */
+ * trials. At the end each task this run measured that has a record
+ * besides its default schedule's gets mlc_tuner_remeasure (with
+ * o->tune.remeasure_top; 0: none). state (n entries) receives where each
+ * task ends. False with a message for database or worker failures. */
 bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
                               const mlc_tuner_sched_opts *o, mlc_tuner_task_state *state,
                               mlc_tuner_sched_result *res, mlc_error *err);
