@@ -1421,6 +1421,14 @@ static void test_loop_default_candidate(void) {
   CHECK_MSG(r.measured_before == 9 && r.measured == 8 && r.default_sec == 0 && fr.repeats == 0,
             "%d before, %d now, default %g, %d measured twice", r.measured_before, r.measured,
             r.default_sec, fr.repeats);
+  /* the end check times the default schedule next to the best; a kernel
+   * this small has its unscheduled kernel timed too */
+  o.trials = 25;
+  o.measure_baseline = true;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK_MSG(r.check_base_default && r.check_base_sec > 0 && fr.n_base == 1 && !r.baseline_skipped,
+            "check against the default %d (%g s), unscheduled timed %d", r.check_base_default,
+            r.check_base_sec, fr.n_base);
   mlc_db_close(db);
   db = fresh_db();
   fake_runner alone = {.first_sec = 1e-9};

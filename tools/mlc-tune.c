@@ -63,7 +63,10 @@ static const char *usage_text =
     "      --seed S               search seed (default 1)\n"
     "      --timeout SEC          per-candidate build/run timeout (default 30/20)\n"
     "      --cost-model M         xgb-rank (default), xgb-reg, xgb-sum or random\n"
-    "      --no-baseline          do not time the unscheduled kernel\n"
+    "      --no-baseline          no comparison at the end (the default schedule, or\n"
+    "                             the unscheduled kernel, timed next to the best);\n"
+    "                             with it the unscheduled kernel is timed only when\n"
+    "                             cheap (under 1e8 flops a call)\n"
     "      --no-default           search alone: do not measure the default schedule\n"
     "                             (what mlc-compile builds without a record) first as\n"
     "                             a candidate; with it (the default), the best record\n"
@@ -366,17 +369,24 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
   if (r->best_gflops > 0) printf(", %.2f GFLOP/s", r->best_gflops);
   printf(" (record %lld; see it with `mlc-db show %lld`)\n", (long long)r->best_record_id,
          (long long)r->best_record_id);
+  const char *base = r->check_base_default ? "the default schedule (what an untuned build runs)"
+                                            : "the unscheduled kernel";
   if (r->not_faster)
-    printf("no speed-up: the unscheduled kernel took %.4g ms next to the best's %.4g ms\n",
+    printf("no speed-up: %s took %.4g ms next to the best's %.4g ms\n", base,
            r->check_base_sec * 1e3, r->check_best_sec * 1e3);
   else if (r->check_base_sec > 0)
-    printf("speed-up over the unscheduled kernel, timed side by side (%.4g ms vs %.4g ms): "
-           "%.1fx\n", r->check_base_sec * 1e3, r->check_best_sec * 1e3,
-           r->check_base_sec / r->check_best_sec);
-  else if (r->baseline_sec > 0)
+    printf("speed-up over %s, timed side by side (%.4g ms vs %.4g ms): %.2fx\n", base,
+           r->check_base_sec * 1e3, r->check_best_sec * 1e3, r->check_base_sec / r->check_best_sec);
+  if (r->baseline_sec > 0 && r->check_base_default)
+    printf("the unscheduled kernel: %.4g ms (%.1fx the best's time)\n", r->baseline_sec * 1e3,
+           r->baseline_sec / r->best_sec);
+  else if (r->baseline_sec > 0 && r->check_base_sec <= 0)
     printf("speed-up over the unscheduled kernel (%.4g ms): %.1fx\n", r->baseline_sec * 1e3,
            r->baseline_sec / r->best_sec);
-  if (r->default_sec > 0)
+  else if (r->baseline_skipped)
+    printf("the unscheduled kernel was not timed (%.3g GFLOP a call: seconds)\n",
+           mlc_func_flops(w->f) * 1e-9);
+  if (r->default_sec > 0 && !r->check_base_default)
     printf("default schedule (what an untuned build runs): %.4g ms, %.2fx the best's time\n",
            r->default_sec * 1e3, r->default_sec / r->best_sec);
   else if (r->default_error[0])
@@ -431,6 +441,8 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_number(&s, r->check_best_sec);
   mlc_str_printf(&s, ",\"not_faster\":%s,\"warning\":", r->not_faster ? "true" : "false");
   mlc_json_write_string(&s, r->warning);
+  mlc_str_printf(&s, ",\"check_base_default\":%s,\"baseline_skipped\":%s",
+                 r->check_base_default ? "true" : "false", r->baseline_skipped ? "true" : "false");
   /* --library: this run's library candidate (0: none), or why none */
   mlc_str_puts(&s, ",\"library_sec\":");
   mlc_json_write_number(&s, r->library_sec);

@@ -675,7 +675,22 @@ static void measure_baseline(tune_run *r) {
   if (measure_alone(r, 1, &c, &m) && m.status == MLC_MEASURE_OK) r->res->baseline_sec = m.mean_sec;
 }
 
-/* The end check: the unscheduled kernel and the best, alternately, in one
+/* Unscheduled kernels run at about a GFLOP/s: one of more work takes
+ * over a tenth of a second a call, seconds for the timing and the end
+ * check together. */
+#define CHEAP_BASELINE_FLOPS 1e8
+
+/* The unscheduled kernel is timed (measure_baseline) when asked and, with
+ * the default schedule to compare with, only when that is cheap. */
+static bool baseline_wanted(const tune_run *r) {
+  if (!r->o->measure_baseline) return false;
+  if (!r->default_cand || mlc_func_flops(r->f) <= CHEAP_BASELINE_FLOPS) return true;
+  r->res->baseline_skipped = true;
+  return false;
+}
+
+/* The end check: what the kernel runs otherwise (its default schedule, or
+ * the unscheduled kernel without one) and the best, alternately, in one
  * runner, so that both see the same machine (a best found while the
  * machine was busy, or a baseline timed while it was, compare fairly).
  * A best that is not faster there is a warning, not a speed-up. */
@@ -687,12 +702,18 @@ static void check_best(tune_run *r, mlc_arena *a) {
   if (r->res->best_record_id <= 0 ||
       mlc_db_get_record(r->db, r->res->best_record_id, a, &rec, &e) != 1)
     return;
+  mlc_str base = {0};
+  if (r->default_cand && r->have_default) mlc_trace_to_json(&base, mlc_sched_trace(r->default_cand));
+  r->res->check_base_default = base.len > 0;
   mlc_measure_cand c[2 * CHECK_PAIRS];
   mlc_measure_result m[2 * CHECK_PAIRS];
   for (int i = 0; i < 2 * CHECK_PAIRS; i++)
-    c[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = i % 2 ? rec.trace : "",
+    c[i] = (mlc_measure_cand){.workload = r->workload_text,
+                              .trace = i % 2 ? rec.trace : base.len ? base.data : "",
                               .target = r->target};
-  if (!measure_alone(r, 2 * CHECK_PAIRS, c, m)) return;
+  bool measured = measure_alone(r, 2 * CHECK_PAIRS, c, m);
+  mlc_str_free(&base);
+  if (!measured) return;
   double t[2] = {0, 0};
   bool disturbed = false;
   for (int i = 0; i < 2 * CHECK_PAIRS; i++) {
@@ -707,8 +728,9 @@ static void check_best(tune_run *r, mlc_arena *a) {
   r->res->not_faster = true;
   snprintf(r->res->warning, sizeof r->res->warning,
            "WARNING: the best kernel found (record %" PRId64 ", %.4g ms) is not faster than the "
-           "unscheduled kernel (%.4g ms) timed next to it: no speed-up%s%s",
-           r->res->best_record_id, t[1] * 1e3, t[0] * 1e3,
+           "%s (%.4g ms) timed next to it: no speed-up%s%s",
+           r->res->best_record_id, t[1] * 1e3,
+           r->res->check_base_default ? "default schedule" : "unscheduled kernel", t[0] * 1e3,
            disturbed ? "; other work disturbed these timings" : "",
            rec.disturbed || r->res->disturbed > 0
                ? "; the tuning was measured under interference (tune again on a quieter machine)"
@@ -784,7 +806,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
     ok = choose_best(&r, false, err);
   } else if (ok) {
     ok = open_pool(&r, err);
-    if (ok && o->measure_baseline) measure_baseline(&r);
+    if (ok && baseline_wanted(&r)) measure_baseline(&r);
     /* the library first: a budget of one trial is the user's ask for it */
     if (ok && o->library) ok = measure_library(&r, err);
     if (ok && r.default_cand && !r.have_default && !res->stopped && r.have < o->trials)

@@ -163,8 +163,11 @@ typedef struct mlc_tuner_tune_opts {
    * calls. 0: 20; negative: off. */
   double slow_factor;
   int remeasure_top;      /* the best k measured again at the end (3; 0: none) */
-  /* Also time the unscheduled kernel (speed-up in the summary), and at the
-   * end time it again next to the best, in one runner, interleaved. */
+  /* Also time the unscheduled kernel (speed-up in the summary; with the
+   * default candidate only when it does under ~1e8 flops a call, else
+   * baseline_skipped), and at the end time what the kernel runs otherwise
+   * (the default schedule's record, else the unscheduled kernel) next to
+   * the best, in one runner, interleaved. */
   bool measure_baseline;
   const char *cost_model; /* "xgb-rank" (default), "xgb-reg", "xgb-sum" or "random" */
   const char *worker_path;          /* NULL: measure's lookup */
@@ -219,11 +222,13 @@ typedef struct mlc_tuner_tune_result {
    * candidates whose every timing was disturbed (marked in their records),
    * rounds with at least one such candidate. */
   int retimed, disturbed, disturbed_rounds;
-  /* The end check (measure_baseline): the unscheduled kernel and the best,
-   * timed side by side (fastest of each); 0 when not run. not_faster: the
-   * best was not faster there, and warning says so. */
+  /* The end check (measure_baseline): the default schedule
+   * (check_base_default) or the unscheduled kernel, and the best, timed
+   * side by side (fastest of each); 0 when not run. not_faster: the best
+   * was not faster there, and warning says so. baseline_skipped: the
+   * unscheduled kernel was not timed (too slow to be worth it). */
   double check_base_sec, check_best_sec;
-  bool not_faster;
+  bool check_base_default, not_faster, baseline_skipped;
   char warning[512];
   double search_sec, build_sec, run_sec, total_sec; /* where time went */
   char message[512];     /* why the run ended early, warnings (cost model fallback) */

@@ -70,18 +70,25 @@ fi
 check tune_json_interference grep -Eq '"retimed":[0-9]+,"disturbed":[0-9]+,"disturbed_rounds":[0-9]+' "$tmp/out"
 check tune_json_no_check grep -q '"check_base_sec":0,"check_best_sec":0,"not_faster":false,"warning":""' "$tmp/out"
 
-# with the baseline: the unscheduled kernel is timed again next to the best
-# at the end; either a speed-up measured side by side, or (a best no faster)
-# a WARNING on stderr, "no speed-up" in the summary and in the JSON
+# with the baseline: the default schedule (what an untuned build runs) is
+# timed again next to the best at the end; either a speed-up measured side
+# by side, or (a best no faster, often the default itself) a WARNING on
+# stderr, "no speed-up" in the summary and in the JSON; a kernel this small
+# has its unscheduled kernel timed too
 "$TUNE" --task matmul --shape 16,16,16 --trials 8 --db "$tmp/a.db" --cost-model random -j 1 \
   --trials-per-round 2 >"$tmp/out" 2>"$tmp/err"
 check tune_check_exit test $? -eq 0
-if grep -q 'speed-up over the unscheduled kernel, timed side by side' "$tmp/out"; then
+if grep -q 'speed-up over the default schedule (what an untuned build runs), timed side by side' "$tmp/out"; then
   check tune_check_no_warning test "$(grep -c WARNING "$tmp/err")" -eq 0
 else
-  check tune_check_warning grep -q 'mlc-tune: WARNING: the best kernel found .* is not faster' "$tmp/err"
-  check tune_check_no_speedup grep -q '^no speed-up: the unscheduled kernel took' "$tmp/out"
+  check tune_check_warning grep -q 'mlc-tune: WARNING: the best kernel found .* is not faster than the default schedule' "$tmp/err"
+  check tune_check_no_speedup grep -q '^no speed-up: the default schedule (what an untuned build runs) took' "$tmp/out"
 fi
+check tune_check_unscheduled grep -Eq '^the unscheduled kernel: [0-9.e-]+ ms' "$tmp/out"
+# a large kernel: the unscheduled one is not timed (seconds), and said so
+"$TUNE" --task matmul --shape 512,512,512 --trials 1 --db "$tmp/big.db" -j 1 >"$tmp/out" 2>"$tmp/err"
+check tune_big_exit test $? -eq 0
+check tune_big_no_unscheduled grep -q '^the unscheduled kernel was not timed (0.268 GFLOP a call: seconds)' "$tmp/out"
 "$TUNE" --task matmul --shape 16,16,16 --trials 10 --db "$tmp/a.db" --cost-model random -j 1 \
   --trials-per-round 2 --json >"$tmp/out" 2>"$tmp/err"
 check tune_check_json grep -Eq '"check_base_sec":[0-9.e-]*[1-9][0-9.e-]*,"check_best_sec":[0-9.e-]*[1-9]' "$tmp/out"
