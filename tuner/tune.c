@@ -478,11 +478,13 @@ static bool measure_first(tune_run *r, const mlc_measure_cand *c, mlc_measure_re
 }
 
 /* A candidate without decisions (the default schedule, the library
- * call), measured once and committed as a record. *sec: its time, 0 when
- * it failed (the error in buf). false: an error; *stopped: interrupted,
- * nothing committed. */
-static bool measure_fixed(tune_run *r, const mlc_sched *c, double *sec, char *buf, size_t len,
-                          bool *stopped, mlc_error *err) {
+ * call), measured once (own_pool: in a pool of its own, measure_first;
+ * else in the run's pool, whose runner then holds the reference for the
+ * search) and committed as a record. *sec: its time, 0 when it failed
+ * (the error in buf). false: an error; *stopped: interrupted, nothing
+ * committed. */
+static bool measure_fixed(tune_run *r, const mlc_sched *c, bool own_pool, double *sec, char *buf,
+                          size_t len, bool *stopped, mlc_error *err) {
   *sec = 0;
   *stopped = false;
   mlc_str js = {0};
@@ -495,7 +497,7 @@ static bool measure_fixed(tune_run *r, const mlc_sched *c, double *sec, char *bu
   mlc_measure_result mr = {.index = -1};
   mlc_db_record rec;
   int added = 0;
-  bool ok = measure_first(r, &mc, &mr, err);
+  bool ok = own_pool ? measure_first(r, &mc, &mr, err) : do_measure(r, 1, &mc, &mr, err);
   if (ok && r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
     *stopped = r->res->stopped = true;
     mlc_str_free(&js);
@@ -541,7 +543,7 @@ static bool measure_library(tune_run *r, mlc_error *err) {
     return true;
   }
   bool stopped;
-  bool ok = measure_fixed(r, c, &r->res->library_sec, r->res->library_error,
+  bool ok = measure_fixed(r, c, true, &r->res->library_sec, r->res->library_error,
                           sizeof r->res->library_error, &stopped, err);
   r->have_library = ok && !stopped; /* library_sec is not best_sec: see load_history */
   mlc_sched_free(c);
@@ -553,7 +555,7 @@ static bool measure_library(tune_run *r, mlc_error *err) {
  * model's first sample, and no record slower than it becomes the best. */
 static bool measure_default(tune_run *r, mlc_error *err) {
   bool stopped;
-  bool ok = measure_fixed(r, r->default_cand, &r->res->default_sec, r->res->default_error,
+  bool ok = measure_fixed(r, r->default_cand, false, &r->res->default_sec, r->res->default_error,
                           sizeof r->res->default_error, &stopped, err);
   if (!ok || stopped) return ok;
   double sec = r->res->default_sec;
@@ -711,7 +713,11 @@ static void check_best(tune_run *r, mlc_arena *a) {
     c[i] = (mlc_measure_cand){.workload = r->workload_text,
                               .trace = i % 2 ? rec.trace : base.len ? base.data : "",
                               .target = r->target};
-  bool measured = measure_alone(r, 2 * CHECK_PAIRS, c, m);
+  /* the default schedule against the best: the run's runner, which holds
+   * the reference (the unscheduled kernel may need a longer timeout) */
+  mlc_error e2;
+  bool measured = base.len && r->pool ? do_measure(r, 2 * CHECK_PAIRS, c, m, &e2)
+                                      : measure_alone(r, 2 * CHECK_PAIRS, c, m);
   mlc_str_free(&base);
   if (!measured) return;
   double t[2] = {0, 0};
