@@ -25,7 +25,8 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
 int mlc_rt_num_threads(int32_t num_threads);
 
 /* Memory a kernel allocates inside (a fused kernel's intermediates over
- * the stack limit): 64-byte aligned, NULL when the allocation fails.
+ * the stack limit): 64-byte aligned, NULL when the allocation fails (and
+ * for more than 2^48 bytes, which no machine has).
  * Freed blocks are kept for the thread's next allocations (at most 8 per
  * thread, the larger ones first), so a kernel called again reuses its
  * memory instead of faulting in fresh pages; pass free the size given to

@@ -22,6 +22,9 @@
 
 #define CACHED_BLOCKS 8
 #define ALIGN 64
+/* 256 TiB: more than any machine has; refused before the size is rounded
+ * (no overflow) and before the allocator sees it. */
+#define MAX_BYTES ((int64_t)1 << 48)
 
 typedef struct ws_block {
   void *p;
@@ -49,6 +52,7 @@ static void make_key(void) { pthread_key_create(&exit_key, release); }
 static int64_t rounded(int64_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
 void *mlc_rt_workspace_alloc(int64_t bytes) {
+  if (bytes > MAX_BYTES) return NULL;
   if (bytes <= 0) bytes = 1;
   bytes = rounded(bytes);
   /* the smallest cached block that fits without wasting more than 3/4 */
@@ -65,7 +69,7 @@ void *mlc_rt_workspace_alloc(int64_t bytes) {
 
 void mlc_rt_workspace_free(void *p, int64_t bytes) {
   if (!p) return;
-  bytes = rounded(bytes <= 0 ? 1 : bytes);
+  bytes = rounded(bytes <= 0 ? 1 : bytes > MAX_BYTES ? MAX_BYTES : bytes);
   if (!cache.registered) {
     pthread_once(&key_once, make_key);
     cache.registered = pthread_setspecific(exit_key, &cache) == 0;
