@@ -918,7 +918,10 @@ static void test_sched_remeasure(void) {
     db_trials(&E, i, &b);
     CHECK(mlc_db_get_record(E.db, st[i].best_record_id, E.a, &rec, &err) == 1);
     CHECK_MSG(rec.n_secs == 2 && st[i].best_sec == b, "task %d: best has %d times", i, rec.n_secs);
+    CHECK(st[i].default_sec >= st[i].best_sec);
   }
+  CHECK_MSG(r.est_default_sec >= r.est_sec && r.est_sec > 0, "untuned %g, tuned %g", r.est_default_sec,
+            r.est_sec);
   sched_env_close(&E);
 }
 

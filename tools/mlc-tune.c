@@ -618,15 +618,21 @@ static void print_model_summary(const char *model, const char *target, const cha
   int total = 0;
   for (int i = 0; i < n; i++) total += st[i].trials;
   printf("%s on %s: %d tasks, %s task scheduler\n", model, target, n, kind);
-  printf("  %-36s %5s %7s %12s  %s\n", "task", "calls", "trials", "best/call", "record");
+  printf("  %-36s %5s %7s %12s %12s  %s\n", "task", "calls", "trials", "default/call",
+         "best/call", "record");
   for (int i = 0; i < n; i++) {
     printf("  %-36s %5d %7d ", tasks[i].name, tasks[i].weight, st[i].trials);
+    if (st[i].default_sec > 0) printf("%9.3f us ", st[i].default_sec * 1e6);
+    else printf("%12s ", "-");
     if (st[i].best_sec > 0)
       printf("%9.3f us  %lld\n", st[i].best_sec * 1e6, (long long)st[i].best_record_id);
     else printf("%12s  -\n", "-");
   }
   if (r->est_sec > 0)
     printf("estimated model latency (sum of calls x best): %.3f us\n", r->est_sec * 1e6);
+  if (r->est_sec > 0 && r->est_default_sec > 0)
+    printf("the same with every kernel's default schedule (an untuned build): %.3f us (%.2fx)\n",
+           r->est_default_sec * 1e6, r->est_default_sec / r->est_sec);
   printf("trials: %d before, %d measured now (%d errors) in %d rounds; %.1f s\n",
          total - r->measured, r->measured, r->errors, r->rounds, r->total_sec);
 }

@@ -101,6 +101,15 @@ static double est_sec(const sched_run *r) {
   return s;
 }
 
+static double est_default_sec(const sched_run *r) {
+  double s = 0;
+  for (int i = 0; i < r->n; i++) {
+    if (r->st[i].default_sec <= 0) return 0;
+    s += r->tasks[i].weight * r->st[i].default_sec;
+  }
+  return s;
+}
+
 /* MetaSchedule's gradient of task i; a task without a valid time ranks
  * last. */
 static double gradient(const sched_run *r, int i) {
@@ -177,6 +186,7 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
     return mlc_error_prefix(err, "task %s", t->name), -1;
   st->trials = tr.measured_before + tr.measured;
   st->rounds++;
+  if (tr.default_record_sec > 0) st->default_sec = tr.default_record_sec;
   st->errors += tr.errors;
   if (tr.best_sec > 0 && (st->best_sec <= 0 || tr.best_sec <= st->best_sec)) {
     st->best_sec = tr.best_sec;
@@ -216,6 +226,7 @@ static bool remeasure_tuned(sched_run *r, mlc_error *err) {
       st->best_sec = tr.best_sec;
       st->best_record_id = tr.best_record_id;
     }
+    if (tr.default_record_sec > 0) st->default_sec = tr.default_record_sec;
   }
   return true;
 }
@@ -262,6 +273,7 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
   if (ok && !res->stopped && res->measured > 0 && o->tune.remeasure_top > 0)
     ok = remeasure_tuned(&r, err);
   res->est_sec = est_sec(&r);
+  res->est_default_sec = est_default_sec(&r);
   res->total_sec = mlc_now_sec() - r.t0;
   for (int i = 0; i < n; i++) MLC_VEC_FREE(r.best[i]);
   mlc_free(r.best);

@@ -618,6 +618,23 @@ static int add_default_record(tune_run *r, mlc_arena *a, mlc_db_record **top, in
   return n;
 }
 
+/* The default schedule's record's mean time, as the database holds it
+ * now (re-measures included); 0 when it has none. */
+static double default_record_sec(tune_run *r) {
+  char hash[17];
+  if (!r->default_cand || r->res->workload_id <= 0) return 0;
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->default_hash);
+  mlc_arena *a = mlc_arena_new();
+  mlc_db_record *recs;
+  mlc_error e;
+  double sec = 0;
+  int n = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, &e);
+  for (int i = 0; i < n; i++)
+    if (strcmp(recs[i].trace_hash, hash) == 0 && !recs[i].error) sec = recs[i].mean_sec;
+  mlc_arena_free(a);
+  return sec;
+}
+
 static bool choose_best(tune_run *r, bool again, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   mlc_db_record *top;
@@ -781,6 +798,7 @@ bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tun
             choose_space(&r, err);
   if (ok) open_default(&r);
   ok = ok && open_pool(&r, err) && choose_best(&r, o->remeasure_top > 0, err);
+  if (ok) res->default_record_sec = default_record_sec(&r);
   res->total_sec = mlc_now_sec() - r.t0;
   tune_free(&r);
   return ok;
@@ -838,6 +856,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
       mlc_arena_free(a);
     }
   }
+  if (ok) res->default_record_sec = default_record_sec(&r);
   if (r.search) {
     mlc_tuner_stats st;
     mlc_tuner_search_stats_get(r.search, &st);

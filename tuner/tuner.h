@@ -243,6 +243,9 @@ typedef struct mlc_tuner_tune_result {
    * not at all. */
   double default_sec;
   char default_error[256];
+  /* The default schedule's record as the database holds it at the end
+   * (measured now or before, re-measures included): its mean time; 0: none. */
+  double default_record_sec;
   char library_note[512];
 } mlc_tuner_tune_result;
 
@@ -297,6 +300,7 @@ typedef struct mlc_tuner_task_state {
   int errors;            /* failed candidates of this run */
   double best_sec;       /* best mean time per call (0: none yet) */
   int64_t best_record_id;
+  double default_sec;    /* its default schedule's record's time (0: not known this run) */
   double gradient;       /* the last score it was picked by (gradient scheduler) */
   bool done;             /* its space is exhausted: no more rounds */
 } mlc_tuner_task_state;
@@ -334,6 +338,7 @@ typedef struct mlc_tuner_sched_result {
   bool nothing_to_do;           /* the database already held the budget */
   bool stopped;                 /* *o->tune.stop was set */
   double est_sec;               /* sum of weight x best_sec (0: some task has no time) */
+  double est_default_sec;       /* the same of default_sec: the untuned model */
   double total_sec;
   char message[512];            /* why the run ended before the budget, or "" */
 } mlc_tuner_sched_result;

@@ -212,6 +212,7 @@ if [ -x "$TUNE" ]; then
   check tune_model_progress grep -q '^round 1: task 1/2 mlp_fused_dense_add_relu0 (calls 1): 1 trials' "$tmp/mt_err"
   check tune_model_progress_est grep -q '^round 4: .*model 6/6 trials, est. latency [0-9.e+]* us' "$tmp/mt_err"
   check tune_model_summary grep -q '^  mlp_fused_matmul_add1 *1 *[0-9]' "$tmp/mt.txt"
+  check tune_model_untuned_estimate grep -Eq '^the same with every kernel.s default schedule \(an untuned build\): [0-9.]+ us \([0-9.]+x\)$' "$tmp/mt.txt"
   check tune_model_total grep -q '^trials: 0 before, 6 measured now' "$tmp/mt.txt"
   "$MC" --model examples/mlp.json --db "$tmp/m.db" --report --repeat 3 >"$tmp/rep3.txt" 2>"$tmp/err"
   check tune_model_compile_exit test $? -eq 0
