@@ -475,6 +475,9 @@ typedef struct model_result {
   int trials, runs;
   int n_kernels, n_records; /* kernels of the tuned model; those from a record */
   double tune_s, load_before, load_after;
+  /* mlc-tune's estimates (sum of calls x per-kernel time): with the best
+   * records, with the default schedules; 0: not in its log */
+  double est_tuned_ms, est_untuned_ms;
   curve_point curve[MAX_STEPS]; /* empty with --reuse */
   int n_curve;
 } model_result;
@@ -511,17 +514,34 @@ static double run_ours_ms(ours *o, model_io *io) {
   return bench_now_ms() - t0;
 }
 
+/* The last line of text starting with start ("\n..."), or NULL. */
+static const char *last_line(const char *text, const char *start) {
+  const char *p = NULL;
+  for (const char *q = text ? strstr(text, start) : NULL; q; q = strstr(q + 1, start)) p = q;
+  return p;
+}
+
 /* The trials the database holds after mlc-tune, from its last summary
  * line "trials: B before, M measured now ..." in log (the log holds one
  * per tuning step; want when there is none). */
 static int measured_trials(const char *log, int want) {
   char *text = mlc_read_file(log, NULL, NULL);
-  const char *p = NULL;
-  for (const char *q = text ? strstr(text, "\ntrials: ") : NULL; q; q = strstr(q + 1, "\ntrials: ")) p = q;
+  const char *p = last_line(text, "\ntrials: ");
   int before, now;
   if (p && sscanf(p, "\ntrials: %d before, %d measured now", &before, &now) == 2) want = before + now;
   mlc_free(text);
   return want;
+}
+
+/* mlc-tune's last estimate of the model's latency in ms (its per-kernel
+ * times x calls), from the summary line starting with start; 0 if none. */
+static double tune_estimate_ms(const char *log, const char *start) {
+  char *text = mlc_read_file(log, NULL, NULL);
+  const char *p = last_line(text, start);
+  double us = 0;
+  if (p && sscanf(p + strlen(start), "%lf us", &us) != 1) us = 0;
+  mlc_free(text);
+  return us / 1e3;
 }
 
 /* Kernels of the tuned compile replaying a record, from mlc-compile's
@@ -619,6 +639,9 @@ static void tune_and_compile(const char *work, const model_files *mf, int trials
     run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
     tune_curve(work, mf, db, log, trials, io, r);
   }
+  r->est_tuned_ms = tune_estimate_ms(log, "\nestimated model latency (sum of calls x best): ");
+  r->est_untuned_ms =
+      tune_estimate_ms(log, "\nthe same with every kernel's default schedule (an untuned build): ");
   fprintf(stderr, "bench_models: %s: compiling untuned ...\n", model);
   /* a database that does not exist: every kernel gets the default schedule */
   run_cmd(STR("%s/bin/mlc-compile --model %s%s --db %s/none.db -o %s/untuned.o --header %s/untuned.h", build_dir,
@@ -1201,6 +1224,13 @@ static void print_curves(const model_result *rs, int n) {
       printf("\n%s: no tuning curve (--reuse: the last run's database, not tuned again)\n", r->name);
       continue;
     }
+    if (r->est_tuned_ms > 0 && r->tuned_ms > 0)
+      printf("\n%s: mlc-tune's estimate (calls x per-kernel time) %.2f ms tuned, measured %.2f ms (%.2fx)",
+             r->name, r->est_tuned_ms, r->tuned_ms, r->tuned_ms / r->est_tuned_ms);
+    if (r->est_tuned_ms > 0 && r->tuned_ms > 0 && r->est_untuned_ms > 0 && r->untuned_ms > 0)
+      printf("; %.2f ms untuned, measured %.2f ms (%.2fx)", r->est_untuned_ms, r->untuned_ms,
+             r->untuned_ms / r->est_untuned_ms);
+    if (r->est_tuned_ms > 0 && r->tuned_ms > 0) printf("\n");
     printf("\n%s tuning curve (median of %d runs per point, %d threads):\n  %7s %9s %11s  %s\n", r->name,
            CURVE_RUNS, THREADS, "trials", "tune s", "latency ms", "kernels from records");
     for (int j = 0; j < r->n_curve; j++) {
