@@ -92,20 +92,14 @@ static int total_trials(const sched_run *r) {
   return t;
 }
 
-static double est_sec(const sched_run *r) {
+/* The model's estimate: calls x time summed over the tasks (each task's
+ * best, or its default schedule's); 0 when some task has no such time. */
+static double est_sec(const sched_run *r, bool defaults) {
   double s = 0;
   for (int i = 0; i < r->n; i++) {
-    if (r->st[i].best_sec <= 0) return 0;
-    s += r->tasks[i].weight * r->st[i].best_sec;
-  }
-  return s;
-}
-
-static double est_default_sec(const sched_run *r) {
-  double s = 0;
-  for (int i = 0; i < r->n; i++) {
-    if (r->st[i].default_sec <= 0) return 0;
-    s += r->tasks[i].weight * r->st[i].default_sec;
+    double t = defaults ? r->st[i].default_sec : r->st[i].best_sec;
+    if (t <= 0) return 0;
+    s += r->tasks[i].weight * t;
   }
   return s;
 }
@@ -153,7 +147,7 @@ static void report(const sched_run *r, int task, const mlc_tuner_sched_result *r
   if (!r->o->progress) return;
   mlc_tuner_sched_progress p = {
       .round = res->rounds, .task = task, .n_tasks = r->n, .tasks = r->tasks, .state = r->st,
-      .trials_done = total_trials(r), .trials_total = r->o->trials, .est_sec = est_sec(r),
+      .trials_done = total_trials(r), .trials_total = r->o->trials, .est_sec = est_sec(r, false),
       .elapsed_s = mlc_now_sec() - r->t0,
   };
   r->o->progress(r->o->progress_ud, &p);
@@ -272,8 +266,8 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
   }
   if (ok && !res->stopped && res->measured > 0 && o->tune.remeasure_top > 0)
     ok = remeasure_tuned(&r, err);
-  res->est_sec = est_sec(&r);
-  res->est_default_sec = est_default_sec(&r);
+  res->est_sec = est_sec(&r, false);
+  res->est_default_sec = est_sec(&r, true);
   res->total_sec = mlc_now_sec() - r.t0;
   for (int i = 0; i < n; i++) MLC_VEC_FREE(r.best[i]);
   mlc_free(r.best);
