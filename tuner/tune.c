@@ -595,42 +595,43 @@ static int top_trusted(tune_run *r, int k, mlc_arena *a, mlc_db_record **out, ml
   return n < 0 ? -1 : m;
 }
 
+/* The default schedule's successful record in the database (as it holds
+ * it now, re-measures included) into *out; false when there is none. */
+static bool find_default_record(tune_run *r, mlc_arena *a, mlc_db_record *out) {
+  char hash[17];
+  if (!r->default_cand || r->res->workload_id <= 0) return false;
+  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->default_hash);
+  mlc_db_record *recs;
+  mlc_error e;
+  int n = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, &e);
+  for (int i = 0; i < n; i++)
+    if (strcmp(recs[i].trace_hash, hash) == 0 && !recs[i].error) {
+      *out = recs[i];
+      return true;
+    }
+  return false;
+}
+
 /* The default schedule's record when it is not among (*top)[0, n):
  * appended (to a copy of *top), so that a best found by a lucky timing is
  * measured again next to what it replaces. Returns the new count. */
 static int add_default_record(tune_run *r, mlc_arena *a, mlc_db_record **top, int n) {
-  char hash[17];
-  if (!r->default_cand) return n;
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->default_hash);
+  mlc_db_record d;
+  if (!find_default_record(r, a, &d)) return n;
   for (int i = 0; i < n; i++)
-    if (strcmp((*top)[i].trace_hash, hash) == 0) return n;
-  mlc_db_record *recs;
-  mlc_error e;
-  int m = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, &e);
-  for (int i = 0; i < m; i++)
-    if (strcmp(recs[i].trace_hash, hash) == 0 && !recs[i].error) {
-      mlc_db_record *t = MLC_NEW_ARRAY(a, mlc_db_record, n + 1);
-      memcpy(t, *top, sizeof *t * (size_t)n);
-      t[n] = recs[i];
-      *top = t;
-      return n + 1;
-    }
-  return n;
+    if (strcmp((*top)[i].trace_hash, d.trace_hash) == 0) return n;
+  mlc_db_record *t = MLC_NEW_ARRAY(a, mlc_db_record, n + 1);
+  memcpy(t, *top, sizeof *t * (size_t)n);
+  t[n] = d;
+  *top = t;
+  return n + 1;
 }
 
-/* The default schedule's record's mean time, as the database holds it
- * now (re-measures included); 0 when it has none. */
+/* The default schedule's record's mean time; 0 when it has none. */
 static double default_record_sec(tune_run *r) {
-  char hash[17];
-  if (!r->default_cand || r->res->workload_id <= 0) return 0;
-  snprintf(hash, sizeof hash, "%016llx", (unsigned long long)r->default_hash);
   mlc_arena *a = mlc_arena_new();
-  mlc_db_record *recs;
-  mlc_error e;
-  double sec = 0;
-  int n = mlc_db_records(r->db, r->res->workload_id, r->target, a, &recs, &e);
-  for (int i = 0; i < n; i++)
-    if (strcmp(recs[i].trace_hash, hash) == 0 && !recs[i].error) sec = recs[i].mean_sec;
+  mlc_db_record d;
+  double sec = find_default_record(r, a, &d) ? d.mean_sec : 0;
   mlc_arena_free(a);
   return sec;
 }
