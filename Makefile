@@ -42,7 +42,7 @@ ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fopenmp -I. -I$(B)/gen $(LLVM_
               -DMLC_SOURCE_DIR='"$(CURDIR)"' -MMD -MP $(SANITIZE)
 # GCC's libgomp dir ahead of LLVM's -L dir, whose libgomp.so is LLVM's libomp.
 GOMP_DIR := $(dir $(shell $(CC) -print-file-name=libgomp.so))
-LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) $(PQ_LIBS) -fopenmp -lm -ldl -lpthread
+LDLIBS   := -L$(GOMP_DIR) $(LLVM_LIBS) $(PKG_LIBS) $(PQ_LIBS) -fopenmp -lz -lm -ldl -lpthread
 RT_SRCS  := $(wildcard targets/runtime/*.c)
 # MPI (issue 17), optional: with OpenMPI's mpicc present, measure/mpi.c is
 # built with MLC_HAVE_MPI and the tools (libmlc.a is one object) link
@@ -199,8 +199,16 @@ models: $(MODEL_FILES)
 $(MODEL_FILES) &: examples/export_models.py examples/lm_models.py
 	/usr/bin/python3 examples/export_models.py models
 
+# report/font.c, the glyphs PNG plots draw text with, rendered from DejaVu
+# Sans by FreeType (needs libfreetype-dev and fonts-dejavu-core; the build
+# itself needs neither).
+.PHONY: report-font
+report-font:
+	$(CC) -O1 report/fontgen/gen_font.c $$(pkg-config --cflags --libs freetype2) -o $(B)/gen_font
+	$(B)/gen_font /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf 22 > report/font.c
+
 # Debian packages the project needs; installed when root, else printed.
-DEB_PKGS := llvm-14-dev libsqlite3-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
+DEB_PKGS := llvm-14-dev libsqlite3-dev zlib1g-dev libxgboost-dev libopenblas-dev pkg-config gcc make \
             protobuf-c-compiler libprotobuf-c-dev libonnx-dev
 # The sqlite3 shell (tests/cli/mlc_db.sh queries a database with it; SKIP
 # without it); ONNX's backend test data (test_frontend_onnx_conformance SKIPs without

@@ -29,13 +29,7 @@ static const char *style =
     "pre{background:#f8f8f8;padding:.6em;overflow-x:auto;font-size:12px;max-height:30em}"
     ".row{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.note{background:#fff4d6;padding:.4em .8em;"
     "border-left:4px solid #e0a000}.facts li{margin:.1em 0}"
-    "svg text{font:11px sans-serif;fill:#333}svg .title{font-weight:bold;font-size:12px}"
-    ".frame{fill:none;stroke:#999}.grid{stroke:#eee}.pt{fill:#4477aa;fill-opacity:.6}"
-    ".pt:hover{fill:#000;fill-opacity:1}.best{fill:none;stroke:#d62728;stroke-width:2}"
-    ".err{stroke:#d62728;stroke-width:1.5;fill:none}.bar{fill:#4477aa}"
-    ".bar2{fill:#ff7f0e}.line{fill:none;stroke:#2ca02c;stroke-width:2}"
-    ".best-key,.err-key{fill:#d62728}.pt-key,.bar-key{fill:#4477aa}.line-key{fill:#2ca02c}"
-    ".bar2-key{fill:#ff7f0e}";
+    ".pt:hover{fill:#000;fill-opacity:1}";
 
 /* Click a table heading to sort by that column (numbers by value). */
 static const char *script =
@@ -51,7 +45,9 @@ static const char *script =
 void html_begin(mlc_str *out, const char *title) {
   mlc_str_puts(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>");
   html_escape(out, title);
-  mlc_str_printf(out, "</title>\n<style>%s</style>\n</head><body>\n<h1>", style);
+  mlc_str_printf(out, "</title>\n<style>%s", style);
+  plot_css(out);
+  mlc_str_puts(out, "</style>\n</head><body>\n<h1>");
   html_escape(out, title);
   mlc_str_puts(out, "</h1>\n");
 }

@@ -117,7 +117,7 @@ bool mlc_report_html(mlc_db *db, const mlc_report_options *opts, mlc_str *out,
 }
 
 bool mlc_report_plot(mlc_db *db, const mlc_report_options *opts, mlc_report_figure fig,
-                     mlc_str *out, mlc_error *err) {
+                     mlc_report_format format, mlc_str *out, mlc_error *err) {
   mlc_report_options o = *opts;
   if (o.max_dots <= 0) o.max_dots = MLC_REPORT_MAX_DOTS;
   mlc_arena *a = mlc_arena_new();
@@ -129,7 +129,10 @@ bool mlc_report_plot(mlc_db *db, const mlc_report_options *opts, mlc_report_figu
     plot p;
     int64_t dots;
     report_curve_figure(a, &v.data[0], fig, o.max_dots, &p, &dots);
-    plot_svg(out, &p, true);
+    switch (format) {
+    case MLC_REPORT_SVG: plot_svg(out, &p, true); break;
+    case MLC_REPORT_PNG: plot_png(out, &p, 2); break;
+    }
   }
   mlc_arena_free(a);
   return ok;

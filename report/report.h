@@ -1,12 +1,13 @@
 /* report: what a tuning database holds, as pictures a person looks at:
  * one self-contained HTML page (inline SVG and CSS, a little
- * plain JavaScript to sort tables; no network) or one SVG figure.
+ * plain JavaScript to sort tables; no network) or one figure as SVG or
+ * PNG (drawn by our own rasterizer; zlib compresses it).
  *
  *   mlc_report_options o = {.task = "matmul"};           // NULL: every workload
  *   mlc_str html = {0};
  *   mlc_report_summary sum;
  *   if (!mlc_report_html(db, &o, &html, &sum, &err)) ...  // err: the database failed
- *   mlc_report_plot(db, &o, MLC_REPORT_PLOT_CURVE, &svg, &err);
+ *   mlc_report_plot(db, &o, MLC_REPORT_PLOT_CURVE, MLC_REPORT_PNG, &png, &err);
  *   mlc_report_bench_html(json, len, "bench/results.json", &html, &n, &err);
  *
  * Per workload and target the page draws the tuning curve (GFLOP/s, with
@@ -61,10 +62,15 @@ typedef enum mlc_report_figure {
   MLC_REPORT_PLOT_HISTOGRAM, /* distribution of candidate speeds */
 } mlc_report_figure;
 
-/* One figure of the first workload (and target) o selects, as a
- * standalone SVG document. False with err when nothing matches. */
+typedef enum mlc_report_format {
+  MLC_REPORT_SVG, /* a standalone SVG document */
+  MLC_REPORT_PNG, /* a PNG image, twice the SVG's size in pixels (binary: use out->len) */
+} mlc_report_format;
+
+/* One figure of the first workload (and target) o selects, appended to
+ * out. False with err when nothing matches. */
 bool mlc_report_plot(mlc_db *db, const mlc_report_options *o, mlc_report_figure fig,
-                     mlc_str *out, mlc_error *err);
+                     mlc_report_format format, mlc_str *out, mlc_error *err);
 
 /* The bench page of bench/results.json's text (source names it on the
  * page and in errors): per unit a table of the cases, ours against each

@@ -1,6 +1,7 @@
-/* report's private interface: the SVG plot writer (svg.c), the HTML page
- * pieces (html.c), one workload's section (workload.c), a model's section
- * (model.c). */
+/* report's private interface: plots laid out once (plot.c) and drawn
+ * through a canvas as SVG (svg.c) or pixels (raster.c, png.c), the HTML
+ * page pieces (html.c), one workload's section (workload.c), a model's
+ * section (model.c). */
 #ifndef MLC_REPORT_INTERNAL_H
 #define MLC_REPORT_INTERNAL_H
 
@@ -8,7 +9,7 @@
 
 #pragma GCC visibility push(hidden)
 
-/* ---- plots (svg.c) ------------------------------------------------------- */
+/* ---- plots (plot.c) ------------------------------------------------------ */
 
 typedef enum plot_kind {
   PLOT_DOTS,   /* one circle per point, class cls, hover text tips[i] */
@@ -20,7 +21,7 @@ typedef enum plot_kind {
 
 typedef struct plot_series {
   plot_kind kind;
-  const char *cls;         /* CSS class: pt, best, err, bar, ... */
+  const char *cls;         /* style class (plot_styles): pt, best, err, bar, ... */
   const char *name;        /* legend; NULL: none */
   int n;
   const double *x, *y;
@@ -43,9 +44,75 @@ typedef struct plot {
 
 void plot_add(plot *p, plot_kind kind, const char *cls, const char *name, int n,
               const double *x, const double *y, const char *const *tips);
-/* <svg> element; standalone: with the XML declaration, namespace and
- * style a file needs on its own. */
+
+/* How a class is drawn: the one table the SVG stylesheet and the raster
+ * backend both read. Colours are 0xRRGGBB, PLOT_NONE for none. */
+#define PLOT_NONE 0xffffffffu
+typedef struct plot_style {
+  const char *cls;   /* "text" styles every text; a series' legend uses cls-key */
+  uint32_t fill, stroke;
+  double fill_opacity; /* 0: opaque */
+  double stroke_width;
+  int font_px;       /* text size; 0: the text default */
+  bool bold;
+} plot_style;
+
+/* The style of a class list ("legend best-key": its last known class),
+ * the "text" row when none is known. */
+const plot_style *plot_style_of(const char *classes);
+/* The stylesheet of plot_styles, each rule under "svg ". */
+void plot_css(mlc_str *out);
+
+/* A surface plots are drawn on, in the plot's own units (one CSS pixel,
+ * y down). Tips are hover texts a backend may drop. */
+typedef enum text_anchor { ANCHOR_START, ANCHOR_MIDDLE, ANCHOR_END } text_anchor;
+typedef struct canvas canvas;
+typedef struct canvas_ops {
+  void (*begin)(canvas *c, int width, int height, const char *attrs);
+  void (*end)(canvas *c);
+  void (*rect)(canvas *c, const char *cls, double x, double y, double w, double h,
+               const char *tip);
+  /* Straight segments through n points (n >= 2). */
+  void (*polyline)(canvas *c, const char *cls, int n, const double *x, const double *y,
+                   const char *tip);
+  void (*circle)(canvas *c, const char *cls, double x, double y, double r, const char *tip);
+  /* Baseline at y; rotate: 0, -90 (reads upwards) or 90 (downwards). */
+  void (*text)(canvas *c, const char *cls, double x, double y, text_anchor anchor, int rotate,
+               const char *text);
+} canvas_ops;
+struct canvas {
+  const canvas_ops *ops;
+};
+
+/* p drawn on c. */
+void plot_draw(canvas *c, const plot *p);
+
+/* <svg> element (svg.c); standalone: with the XML declaration, namespace
+ * and style a file needs on its own. */
 void plot_svg(mlc_str *out, const plot *p, bool standalone);
+
+/* ---- raster plots (raster.c, png.c, font.c) ----------------------------------- */
+
+typedef struct raster_glyph {
+  uint8_t w, h;
+  int8_t left, top; /* bitmap origin from the pen position, top above the baseline */
+  uint8_t advance;
+  const char *coverage; /* h rows of w: '.' none, '1'..'f' n/15 */
+} raster_glyph;
+
+typedef struct raster_font {
+  int px, ascent, descent;
+  raster_glyph glyphs['~' - ' ' + 1]; /* printable ASCII from ' ' */
+} raster_font;
+
+extern const raster_font raster_font_sans;
+
+/* The advance of text in the font, in pixels of its size. */
+double raster_text_width(const raster_font *f, const char *text);
+/* p as a PNG image at scale pixels per plot unit, appended to out. */
+void plot_png(mlc_str *out, const plot *p, int scale);
+/* An 8-bit RGB image (rows of 3 * w bytes) as a PNG file. */
+void png_encode(mlc_str *out, const uint8_t *rgb, int w, int h);
 
 /* ---- HTML (html.c) --------------------------------------------------------- */
 

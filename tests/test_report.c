@@ -2,7 +2,7 @@
  * the best schedule, share of peak), the pages of bad input (an empty
  * database, a task nobody tuned, a workload whose records all failed),
  * 100,000 records downsampled (the time printed, not asserted), one
- * standalone SVG figure. */
+ * standalone figure (SVG and PNG). */
 #include "db/db.h"
 #include "report/report.h"
 #include "tasks/tasks.h"
@@ -88,7 +88,7 @@ static void test_curves(void) {
     CHECK(count(html, "class=\"curve trials\" data-records=\"10\" data-dots=\"10\"") == 1);
     CHECK(count(html, "class=\"curve wall\"") == 1);
     CHECK_MSG(count(html, "<circle class=\"pt\"") == 2 * 8, "%d dots", count(html, "<circle class=\"pt\""));
-    CHECK(count(html, "<path class=\"err\"") == 2 * 2);
+    CHECK(count(html, "<polyline class=\"err\"") == 2 * 2);
     CHECK(strstr(html, "class=\"histogram\""));
     CHECK(strstr(html, "sch.split(loop=l2, factors=[None, 4]"));
     CHECK(strstr(html, "@T.prim_func"));
@@ -109,7 +109,7 @@ static void test_empty_db(void) {
   CHECK(html && strstr(html, "holds no workloads and no records") && strstr(html, "</html>"));
   free(html);
   mlc_str svg = {0};
-  CHECK(!mlc_report_plot(db, &(mlc_report_options){0}, MLC_REPORT_PLOT_CURVE, &svg, &err));
+  CHECK(!mlc_report_plot(db, &(mlc_report_options){0}, MLC_REPORT_PLOT_CURVE, MLC_REPORT_SVG, &svg, &err));
   CHECK(strstr(err.msg, "no workloads"));
   mlc_str_free(&svg);
   mlc_db_close(db);
@@ -138,7 +138,7 @@ static void test_only_failed(void) {
   CHECK(html && sum.workloads == 1 && sum.records == 5);
   if (html) {
     CHECK(strstr(html, "No successful record: all 5 candidates failed"));
-    CHECK(count(html, "<path class=\"err\"") == 2 * 5);
+    CHECK(count(html, "<polyline class=\"err\"") == 2 * 5);
     CHECK(count(html, "<circle class=\"pt\"") == 0);
     CHECK(!strstr(html, "class=\"histogram\""));
     CHECK(strstr(html, "crash</td><td>5<"));
@@ -174,14 +174,21 @@ static void test_plot_svg(void) {
   mlc_error err;
   mlc_db *db = mlc_db_open(tmp("curves.db"), MLC_DB_EXISTING, &err);
   mlc_str svg = {0};
-  CHECK(mlc_report_plot(db, &(mlc_report_options){.task = "matmul"}, MLC_REPORT_PLOT_CURVE, &svg, &err));
+  CHECK(mlc_report_plot(db, &(mlc_report_options){.task = "matmul"}, MLC_REPORT_PLOT_CURVE, MLC_REPORT_SVG, &svg, &err));
   const char *s = mlc_str_cstr(&svg);
   CHECK(strncmp(s, "<?xml", 5) == 0 && strstr(s, "xmlns=\"http://www.w3.org/2000/svg\""));
   CHECK(count(s, "<circle class=\"pt\"") == 8 && strstr(s, "</svg>"));
   mlc_str_free(&svg);
-  CHECK(mlc_report_plot(db, &(mlc_report_options){0}, MLC_REPORT_PLOT_HISTOGRAM, &svg, &err));
+  CHECK(mlc_report_plot(db, &(mlc_report_options){0}, MLC_REPORT_PLOT_HISTOGRAM, MLC_REPORT_SVG, &svg, &err));
   CHECK(strstr(mlc_str_cstr(&svg), "<rect class=\"bar\""));
   mlc_str_free(&svg);
+  /* the same figure as pixels: a PNG twice the SVG's 576x316 */
+  mlc_str png = {0};
+  CHECK(mlc_report_plot(db, &(mlc_report_options){.task = "matmul"}, MLC_REPORT_PLOT_CURVE, MLC_REPORT_PNG, &png, &err));
+  const unsigned char *b = (const unsigned char *)png.data;
+  CHECK(png.len > 33 && memcmp(b, "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16) == 0);
+  CHECK(png.len > 33 && b[18] * 256 + b[19] == 1152 && b[22] * 256 + b[23] == 632);
+  mlc_str_free(&png);
   mlc_db_close(db);
 }
 

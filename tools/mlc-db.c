@@ -7,7 +7,7 @@
  *   mlc-db export [--task T] > f.jsonl   JSON lines (docs/DATABASE.md)
  *   mlc-db import f.jsonl                the same back, duplicates skipped
  *   mlc-db report [--task T] [--model M] [-o report.html]   the page of report/report.h
- *   mlc-db plot [--task T] [--figure F] -o curve.svg         one figure of it
+ *   mlc-db plot [--task T] [--figure F] -o curve.svg|png     one figure of it
  */
 #include "db/db.h"
 #include "report/report.h"
@@ -44,7 +44,7 @@ static const char *usage_text =
     "                            TVMScript, its share of peak; with --model, the model's\n"
     "                            kernels ranked by calls x time, the trials per kernel over\n"
     "                            time, the latency estimate as tuning went\n"
-    "  plot                      one figure of the first selected workload as SVG (-o)\n"
+    "  plot                      one figure of the first selected workload, SVG or PNG by -o\n"
     "\n"
     "Options:\n"
     "      --db PATH      database file (default: $MLC_DB, else ./mlc.db), or a\n"
@@ -59,7 +59,7 @@ static const char *usage_text =
     "                     tensorized with them replay (top, show --ir, import;\n"
     "                     repeatable)\n"
     "      --json         machine-readable output\n"
-    "  -o, --output FILE  report: the page (default report.html); plot: the SVG\n"
+    "  -o, --output FILE  report: the page (default report.html); plot: F.svg or F.png\n"
     "      --model FILE   report: a model (.onnx or JSON) whose kernels to rank\n"
     "      --bench FILE   report: the benchmarks' page of FILE (bench/results.json:\n"
     "                     ours against each baseline per case), no database read\n"
@@ -607,15 +607,18 @@ static int cmd_plot(mlc_db *db, const options *o) {
   if (f == MLC_COUNTOF(figures))
     return usage_error("--figure expects curve, wall or histogram, got '%s'", o->figure);
   const char *dot = strrchr(o->output, '.');
-  if (!dot || strcmp(dot, ".svg") != 0)
-    return usage_error("plot writes SVG: -o must end in .svg, got '%s'", o->output);
+  mlc_report_format format;
+  if (dot && !strcmp(dot, ".svg")) format = MLC_REPORT_SVG;
+  else if (dot && !strcmp(dot, ".png")) format = MLC_REPORT_PNG;
+  else return usage_error("plot writes SVG or PNG: -o must end in .svg or .png, got '%s'", o->output);
   mlc_report_options r;
   char shape[256];
   report_options(o, &r, shape, sizeof shape);
-  mlc_str svg = {0};
+  mlc_str figure = {0};
   mlc_error err;
-  if (!mlc_report_plot(db, &r, figures[f].fig, &svg, &err)) return mlc_str_free(&svg), fail(err.msg);
-  if (write_page(o->output, &svg)) return 1;
+  if (!mlc_report_plot(db, &r, figures[f].fig, format, &figure, &err))
+    return mlc_str_free(&figure), fail(err.msg);
+  if (write_page(o->output, &figure)) return 1;
   printf("wrote %s\n", o->output);
   return 0;
 }
@@ -709,7 +712,7 @@ static int check_usage(const options *o) {
   if (o->bench && (o->model || o->task || o->target))
     return usage_error("%s", "--bench reads no database: no --model, --task or --target");
   if (o->figure && strcmp(c, "plot") != 0) return usage_error("%s", "--figure goes with plot");
-  if (!strcmp(c, "plot") && !o->output) return usage_error("%s", "plot needs -o FILE.svg");
+  if (!strcmp(c, "plot") && !o->output) return usage_error("%s", "plot needs -o FILE.svg or -o FILE.png");
   return 0;
 }
 

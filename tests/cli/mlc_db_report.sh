@@ -30,7 +30,7 @@ check report_headings sh -c "grep -q '<h2>matmul 16,16,16 <small>' '$tmp/r.html'
 check report_curves test "$(count 'class="curve trials"' "$tmp/r.html")" -eq 2
 check report_matmul_points grep -q 'class="curve trials" data-records="12" data-dots="12"' "$tmp/r.html"
 # every record a dot or a cross, once in each of the two curves
-n=$(( $(count '<circle class="pt"' "$tmp/r.html") + $(count '<path class="err"' "$tmp/r.html") ))
+n=$(( $(count '<circle class="pt"' "$tmp/r.html") + $(count '<polyline class="err"' "$tmp/r.html") ))
 check report_dots_per_record test "$n" -eq 40
 check report_best_trace grep -q 'sch.get_block(name=&quot;C&quot;, func_name=&quot;main&quot;)' "$tmp/r.html"
 check report_tvmscript grep -q '@T.prim_func' "$tmp/r.html"
@@ -62,7 +62,7 @@ check report_model_unreadable sh -c "test $? -eq 0 && grep -q 'could not be read
 check report_model_exit test $? -eq 0
 check report_model_table sh -c "grep -q 'class=\"sortable kernels\"' '$tmp/mm.html' && grep -q 'Estimated model latency' '$tmp/mm.html' && grep -q 'class=\"allocation\"' '$tmp/mm.html'"
 
-# plot: one standalone SVG
+# plot: one standalone SVG, or the same as a PNG
 "$DB" --db "$tmp/a.db" plot --task matmul -o "$tmp/c.svg" >"$tmp/out" 2>&1
 check plot_exit test $? -eq 0
 check plot_svg sh -c "head -c 5 '$tmp/c.svg' | grep -q '<?xml' && test \$(grep -o '<circle class=\"pt\"' '$tmp/c.svg' | wc -l) -ge 1"
@@ -71,7 +71,9 @@ check plot_histogram grep -q '<rect class="bar"' "$tmp/h.svg"
 "$DB" --db "$tmp/a.db" plot --task matmul --figure pie -o "$tmp/p.svg" >/dev/null 2>"$tmp/err"
 check plot_bad_figure sh -c "test $? -eq 2 && grep -q 'curve, wall or histogram' '$tmp/err'"
 "$DB" --db "$tmp/a.db" plot --task matmul -o "$tmp/p.png" >/dev/null 2>"$tmp/err"
-check plot_not_svg test $? -eq 2
+check plot_png sh -c "test $? -eq 0 && head -c 8 '$tmp/p.png' | od -c | grep -q 'P   N   G'"
+"$DB" --db "$tmp/a.db" plot --task matmul -o "$tmp/p.jpg" >/dev/null 2>"$tmp/err"
+check plot_not_svg_png sh -c "test $? -eq 2 && grep -q '.svg or .png' '$tmp/err'"
 "$DB" --db "$tmp/a.db" plot --task nosuch -o "$tmp/n.svg" >/dev/null 2>"$tmp/err"
 check plot_nothing sh -c "test $? -eq 1 && grep -q 'mlc-db: error: No workload' '$tmp/err'"
 "$DB" --db "$tmp/a.db" top --task matmul -o x.html >/dev/null 2>&1

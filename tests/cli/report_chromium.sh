@@ -65,11 +65,11 @@ curves=$(grep -o 'class="curve trials"' "$tmp/dom.html" | wc -l)
 check chromium_one_curve_per_workload test "$curves" -eq 2
 awk '/<svg[^>]*class="curve trials"/ { inside = 1; n = 0; match($0, /data-records="[0-9]+"/);
        want = substr($0, RSTART + 14, RLENGTH - 15) }
-     inside && /<circle class="pt"|<path class="err"/ { n++ }
+     inside && /<circle class="pt"|<polyline class="err"/ { n++ }
      inside && /<\/svg>/ { print want, n; inside = 0 }' "$tmp/dom.html" >"$tmp/points"
 check chromium_points_matmul grep -q '^13 13$' "$tmp/points"
 check chromium_points_softmax grep -q '^8 8$' "$tmp/points"
-check chromium_error_marked test "$(grep -o '<path class="err"' "$tmp/dom.html" | wc -l)" -eq 2
+check chromium_error_marked test "$(grep -o '<polyline class="err"' "$tmp/dom.html" | wc -l)" -eq 2
 
 # The check catches a page whose script fails.
 printf '<html><body><script>undefined_function();</script></body></html>' >"$tmp/bad.html"
