@@ -419,6 +419,11 @@ int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *co
   if (!build) {
     const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
     for (int i = 0; i < MLC_COUNTOF(sigs); i++) signal(sigs[i], SIG_DFL);
+    /* Kernel threads each on a CPU of their own, as in a model that runs
+     * kernels back to back (targets/runtime/parallel.c: without it a
+     * thread woken after the cache flush may share the caller's CPU).
+     * MLC_BIND_THREADS=0 in the tuner's environment turns it off. */
+    setenv("MLC_BIND_THREADS", "1", 0);
   }
   /* Candidates tensorized with the host CPU's intrinsics replay here. */
   mlc_error ierr;

@@ -225,6 +225,60 @@ static void test_pinned_one_cpu(void) {
             WIFEXITED(status) ? WEXITSTATUS(status) : -1, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* Each iteration notes the CPU mask of the thread that runs it. */
+typedef struct masks {
+  cpu_set_t set[64];
+  pthread_t thread[64];
+} masks;
+
+static void mask_fn(int64_t i, void *p) {
+  masks *m = p;
+  sched_getaffinity(0, sizeof m->set[i], &m->set[i]);
+  m->thread[i] = pthread_self();
+  busy_ns(20000); /* long enough that both threads take chunks */
+}
+
+/* In a forked child (a new team) with MLC_BIND_THREADS=1 and 2 threads:
+ * the caller bound to the first CPU of its mask, the worker to the second. */
+static int bind_child(void) {
+  alarm(30);
+  cpu_set_t own;
+  if (sched_getaffinity(0, sizeof own, &own) != 0) return 2;
+  int first = -1, second = -1;
+  for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
+    if (CPU_ISSET(c, &own)) *(first < 0 ? &first : &second) = c;
+  setenv("MLC_BIND_THREADS", "1", 1);
+  set_threads(2);
+  masks *m = calloc(1, sizeof *m);
+  for (int tries = 0; tries < 20; tries++) {
+    mlc_parallel_for(64, mask_fn, m, 0, BIG_COST);
+    for (int i = 0; i < 64; i++) {
+      if (CPU_COUNT(&m->set[i]) != 1) return 3;
+      bool caller = pthread_equal(m->thread[i], pthread_self());
+      if (!CPU_ISSET(caller ? first : second, &m->set[i])) return 4;
+      if (!caller) return 0; /* the worker took a chunk, on its own CPU */
+    }
+  }
+  return 5;
+}
+
+static void test_bind_threads(void) {
+  cpu_set_t own;
+  if (sched_getaffinity(0, sizeof own, &own) != 0 || CPU_COUNT(&own) < 2) {
+    printf("# test_bind_threads: SKIP: one CPU\n");
+    return;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(bind_child());
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "child: status %d (3: a thread not bound to one CPU, 4: on the wrong CPU, 5: the "
+            "worker never took a chunk)",
+            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* ---- the kernel workspace ---------------------------------------------------------- */
 
 /* A freed block comes back for the next allocation of its size (aligned),
@@ -286,6 +340,7 @@ int main(void) {
   RUN(test_nested);
   RUN(test_sleeping_thread);
   RUN(test_pinned_one_cpu);
+  RUN(test_bind_threads);
   RUN(test_workspace_reuse);
   RUN(test_workspace_threads);
   return test_summary();
