@@ -54,6 +54,9 @@ MPI_CFLAGS := $(if $(MPI_LIBS),$(shell mpicc --showme:compile 2>/dev/null) -DMLC
 SRCS     := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 OBJS     := $(SRCS:%.c=$(B)/obj/%.o) $(B)/obj/gen/onnx.pb-c.o
 LIB      := $(B)/libmlc.a
+# The same API as a shared library, with libmlcrt inside (what JIT-compiled
+# kernels call), for foreign callers: python/mlc_tune loads it with ctypes.
+SOLIB    := $(B)/libmlc.so
 # Every object with every symbol, for tests, fuzz harnesses and benches,
 # which reach internals through the modules' internal headers. libmlc.a
 # exports the API alone: declarations in internal headers are hidden
@@ -74,7 +77,7 @@ FUZZ_REPLAYS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 # Objects of tools and tests are only reached through pattern rules; keep them
 # (otherwise make deletes them as intermediates and rebuilds them next time).
 .SECONDARY:
-all: $(LIB) $(ILIB) $(RTLIB) $(BINS) $(TESTBINS) $(FUZZ_REPLAYS)
+all: $(LIB) $(SOLIB) $(ILIB) $(RTLIB) $(BINS) $(TESTBINS) $(FUZZ_REPLAYS)
 
 $(B)/obj/%.o: %.c | $(GEN_HDR)
 	@mkdir -p $(dir $@)
@@ -99,6 +102,10 @@ $(LIB): $(OBJS)
 	@echo "  AR    $@ (API only)"
 	@ld -r -o $(B)/obj/libmlc.o $^ && objcopy --localize-hidden $(B)/obj/libmlc.o
 	@rm -f $@ && ar rcs $@ $(B)/obj/libmlc.o
+
+$(SOLIB): $(LIB) $(RT_OBJS)
+	@echo "  LD    $@"
+	@$(CC) $(SANITIZE) -shared -Wl,-z,defs -o $@ $(B)/obj/libmlc.o $(RT_OBJS) $(LDLIBS) $(MPI_LIBS)
 
 $(ILIB): $(OBJS)
 	@mkdir -p $(dir $@)

@@ -108,11 +108,7 @@ static int64_t ws_bytes(const mlc_gfunc *f, int i) {
   return (mlc_gtype_bytes(&f->bindings[i].var->type) + 63) / 64 * 64;
 }
 
-/* Workspace offsets (in bytes) of the intermediates: first fit among the
- * blocks still live, so a result reuses the space of values no later
- * kernel reads (a kernel's output never shares memory with its inputs:
- * they are live while it runs). Returns the bytes needed. */
-static int64_t plan_workspace(const mlc_gfunc *f, int64_t *offs) {
+int64_t mlc_graph_plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   int n = f->n_bindings;
   int *end = mlc_xmalloc(sizeof *end * (size_t)(n + 1));
   int64_t total = 0;
@@ -210,7 +206,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   if (m->n_consts) mlc_str_putc(out, '\n');
   put_externs(out, f);
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
-  int64_t ws = plan_workspace(f, offs);
+  int64_t ws = mlc_graph_plan_workspace(f, offs);
   mlc_str_printf(out, "/* Floats (4-byte units) of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
                  m->name, up, (long long)(ws ? (ws + 3) / 4 : 1));
   mlc_str_printf(out, "/* Why the last %s_run / %s_run_ws of this thread failed. */\n"

@@ -550,6 +550,26 @@ void mlc_graph_seed_input(const mlc_gmodule *m, int param, mlc_array *x, uint64_
  * element, its value and the gather (mlc_graph_execute checks first). */
 bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_error *err);
 
+/* The in-process runner: c (mlc_graph_compile of m, CPU target, weights
+ * in the object or not) loaded into the JIT and run as the emitted entry
+ * runs it (mlc_graph_write_entry: one workspace, the same memory plan,
+ * the index checks first), from raw data pointers, one per main param
+ * and one per output, each contiguous in its var's dtype and shape:
+ * nothing is copied. m (its weights) must outlive the runner, c need not.
+ * One run at a time (one workspace).
+ *
+ *   mlc_grunner *r = mlc_graph_runner_new(m, &compiled, &err);
+ *   void *in[1] = {x}, *out[1] = {y};
+ *   if (!mlc_graph_runner_run(r, in, out, &err)) ...   // err: the bad input or kernel
+ *   mlc_graph_runner_free(r);
+ */
+typedef struct mlc_grunner mlc_grunner;
+mlc_grunner *mlc_graph_runner_new(const mlc_gmodule *m, const mlc_gcompiled *c, mlc_error *err);
+bool mlc_graph_runner_run(mlc_grunner *r, void *const *inputs, void *const *outputs,
+                          mlc_error *err);
+int64_t mlc_graph_runner_workspace_bytes(const mlc_grunner *r);
+void mlc_graph_runner_free(mlc_grunner *r);
+
 /* mlc-compile --verify: run f's compiled kernel (run(ud, f, ...), as
  * mlc_graph_execute calls it) and the interpreter on f itself, each on the
  * same inputs (every parameter filled from seed); false with a message
@@ -594,6 +614,21 @@ bool mlc_graph_load_externs(mlc_gmodule *m, int n, const char *const *libs, mlc_
  * Kernel symbols are "<name>_<prim_func>"; kernel declarations come from
  * mlc_target_write_header and are written by the caller first. */
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m);
+/* The files of a compiled module (mlc-compile -o/--header, mlc_model_export):
+ * the object at path (a cuda target: the host object with the launchers
+ * of k's PTX), and the header into h: the kernels' declarations
+ * (mlc_target_write_header, or mlc_cuda_write_header), with m (NULL for
+ * lone kernels) the model's entry (mlc_graph_write_entry), and a comment
+ * naming the kernels that call a library and how to link them. */
+bool mlc_graph_write_object(const char *path, const struct mlc_target *t, const mlc_gcompiled *k,
+                            mlc_error *err);
+bool mlc_graph_write_header(mlc_str *h, const struct mlc_target *t, const mlc_gcompiled *k,
+                            const mlc_gmodule *m, mlc_error *err);
+/* The kernels whose records call a library (mlc-tune --library), their
+ * symbols ", "-joined into names; the library's name, or NULL for none;
+ * and the line that says how to link a program that has them. */
+const char *mlc_graph_library_calls(const mlc_gcompiled *k, mlc_str *names);
+const char *mlc_graph_library_link(void);
 /* The symbol of a weight's array in the object: "<model>_w_<const>". */
 const char *mlc_graph_weight_symbol(mlc_arena *a, const mlc_gmodule *m, const mlc_gvar *c);
 /* The symbol of a kernel as emitted: "<model>_<func>". */

@@ -39,6 +39,14 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
  * mlc_module_add copies the array for each one: O(n^2) for n). */
 void mlc_graph_add_tir_funcs(mlc_gmodule *m, int n, mlc_prim_func *const *fs);
 
+/* Workspace offsets (in bytes) of f's intermediates, -1 for a binding
+ * that takes none (an output, a view): first fit among the blocks still
+ * live, so a result reuses the space of values no later kernel reads (a
+ * kernel's output never shares memory with its inputs: they are live
+ * while it runs). offs has n_bindings entries; returns the bytes needed.
+ * The emitted entry (emit.c) and the in-process runner (runner.c) share it. */
+int64_t mlc_graph_plan_workspace(const mlc_gfunc *f, int64_t *offs);
+
 /* Runs call_extern binding b of m on the data in[0..b->n_args) into y
  * (zeroed first); false with a message naming the node when its function
  * is not defined or returns nonzero. */

@@ -406,73 +406,23 @@ static void list_kernels(const kernels *k, const int *calls, bool schedule) {
   }
 }
 
-/* A cuda target: the PTX (--ptx), and the host object with the launchers
- * (-o) in place of an object of the target's code. */
-static bool write_cuda(const options *o, const kernels *k, mlc_error *err) {
-  if (o->ptx && !mlc_write_file(o->ptx, k->obj->data, k->obj->len, err)) return false;
-  if (!o->output) return true;
-  mlc_target host;
-  mlc_target_host(&host);
-  mlc_object obj;
-  if (!mlc_cuda_host_object(&host, k->obj, k->n, k->sched, k->symbols, &obj, err)) return false;
-  bool ok = mlc_object_write(&obj, o->output, err);
-  mlc_object_free(&obj);
-  return ok;
-}
-
-/* Kernels that call a library (their records' LibraryCall): named in a
- * comment of the header with the link line, and on stderr. */
-static void library_note(const kernels *k, mlc_str *h, bool to_stderr) {
-  mlc_str names = {0};
-  const char *lib = NULL;
-  for (int i = 0; i < k->n; i++)
-    if (k->info[i].library[0]) {
-      mlc_str_printf(&names, "%s%s", names.len ? ", " : "", k->symbols[i]);
-      lib = k->info[i].library;
-    }
-  if (!lib) return;
-  const char *link = "link with libmlcrt.a -ldl -lpthread and -lopenblas (or have "
-                     "libopenblas.so.0 installed: libmlcrt opens it at the first call)";
-  if (h)
-    mlc_str_printf(h, "/* Library calls: %s call %s (cblas_sgemm) through libmlcrt's "
-                   "mlc_rt_sgemm;\n * %s. OpenBLAS runs on MLC_NUM_THREADS threads (default: "
-                   "the CPUs available); OpenBLAS 0.3.21 takes\n * Sapphire Rapids for a "
-                   "Prescott: set OPENBLAS_CORETYPE=SkylakeX there. */\n", mlc_str_cstr(&names),
-                   lib, link);
-  if (to_stderr)
-    fprintf(stderr, "mlc-compile: %s call %s: %s\n", mlc_str_cstr(&names), lib, link);
-  mlc_str_free(&names);
-}
-
+/* The object (-o; a cuda target's host object with the launchers, and
+ * its PTX with --ptx) and the header (--header); the kernels that call a
+ * library named on stderr. */
 static bool write_outputs(const options *o, const mlc_target *t, const kernels *k,
                           const mlc_gmodule *m, mlc_error *err) {
   bool gpu = mlc_target_device(t) == MLC_DEVICE_CUDA;
-  if (gpu && !write_cuda(o, k, err)) return false;
-  if (!gpu && o->output && !mlc_object_write(k->obj, o->output, err)) return false;
-  if (o->output || o->header) library_note(k, NULL, true);
+  if (gpu && o->ptx && !mlc_write_file(o->ptx, k->obj->data, k->obj->len, err)) return false;
+  if (o->output && !mlc_graph_write_object(o->output, t, k, err)) return false;
+  mlc_str names = {0};
+  const char *lib = mlc_graph_library_calls(k, &names);
+  if (lib && (o->output || o->header))
+    fprintf(stderr, "mlc-compile: %s call %s: %s\n", mlc_str_cstr(&names), lib,
+            mlc_graph_library_link());
+  mlc_str_free(&names);
   if (!o->header) return true;
   mlc_str h = {0};
-  /* a guard of its own, so that a program can include several (one kernel each) */
-  char guard[160];
-  snprintf(guard, sizeof guard, "MLC_%s_CUDA_H", k->symbols[0]);
-  for (char *c = guard; *c; c++) *c = (char)toupper((unsigned char)*c);
-  bool ok = gpu ? mlc_cuda_write_header(&h, k->n, k->sched, k->symbols, guard, err)
-                : mlc_target_write_header(&h, k->n, k->sched, k->symbols, NULL, err);
-  if (ok && m) {
-    mlc_str_putc(&h, '\n');
-    mlc_graph_write_entry(&h, m);
-  }
-  /* the note goes under the header's first line (what generated it) */
-  mlc_str lib = {0}, all = {0};
-  library_note(k, &lib, false);
-  const char *nl = ok && h.data ? strchr(h.data, '\n') : NULL;
-  if (lib.len && nl) {
-    mlc_str_printf(&all, "%.*s%s%s", (int)(nl + 1 - h.data), h.data, mlc_str_cstr(&lib), nl + 1);
-    mlc_str_free(&h);
-    h = all;
-  }
-  mlc_str_free(&lib);
-  ok = ok && mlc_write_file(o->header, h.data, h.len, err);
+  bool ok = mlc_graph_write_header(&h, t, k, m, err) && mlc_write_file(o->header, h.data, h.len, err);
   mlc_str_free(&h);
   return ok;
 }
