@@ -6,6 +6,7 @@
 #include "db/db.h"
 #include "frontend/frontend.h"
 #include "graph/graph.h"
+#include "ir/ir.h"
 #include "targets/targets.h"
 #include "tuner/tuner.h"
 
@@ -21,6 +22,7 @@ struct mlc_model {
   char target[256];
   char *db;              /* the last compile's (heap), or NULL */
   const char **schedule; /* per compiled kernel, in c.arena */
+  const char **symbol, **workload; /* per kernel of g->tir, in g's arena */
 };
 
 /* "a=1,2;b=3" as the NULL-terminated list mlc_graph_load_any takes, in a. */
@@ -52,6 +54,15 @@ mlc_model *mlc_model_load(const char *path, const char *weights, const char *inp
   mlc_model *m = mlc_xmalloc(sizeof *m);
   m->g = g;
   snprintf(m->target, sizeof m->target, "llvm");
+  int n = mlc_model_num_kernels(m);
+  m->symbol = MLC_NEW_ARRAY(g->arena, const char *, n + 1);
+  m->workload = MLC_NEW_ARRAY(g->arena, const char *, n + 1);
+  for (int i = 0; i < n; i++) {
+    char *hex = mlc_arena_alloc(g->arena, 17);
+    mlc_func_hash_hex(g->tir->funcs[i], hex);
+    m->symbol[i] = mlc_graph_symbol(g->arena, g, g->tir->funcs[i]);
+    m->workload[i] = hex;
+  }
   return m;
 }
 
@@ -144,7 +155,11 @@ bool mlc_model_compile(mlc_model *m, const char *target, const char *db, mlc_err
 }
 
 const char *mlc_model_kernel_symbol(const mlc_model *m, int i) {
-  return m->compiled && i >= 0 && i < m->c.n ? m->c.symbols[i] : NULL;
+  return i >= 0 && i < mlc_model_num_kernels(m) ? m->symbol[i] : NULL;
+}
+
+const char *mlc_model_kernel_workload(const mlc_model *m, int i) {
+  return i >= 0 && i < mlc_model_num_kernels(m) ? m->workload[i] : NULL;
 }
 
 const char *mlc_model_kernel_schedule(const mlc_model *m, int i) {

@@ -50,9 +50,13 @@ int mlc_model_num_kernels(const mlc_model *m);
  * every kernel its default schedule) and loads it for mlc_model_run.
  * Again: compiles anew (after tuning, say). CPU targets only. */
 bool mlc_model_compile(mlc_model *m, const char *target, const char *db, mlc_error *err);
-/* After compile: how kernel i was compiled ("record 12 (1.08 ms)",
- * "default schedule", ...) and its symbol; NULL out of range. */
+/* Kernel i's symbol ("<model>_<func>"), its workload hash (16 hex
+ * digits: the database's key of its records, the same for the same
+ * kernel whichever file or frontend it came from) and, after compile,
+ * how it was compiled ("record 12 (1080 us)", "default schedule", ...);
+ * NULL out of range (schedule: before compile). */
 const char *mlc_model_kernel_symbol(const mlc_model *m, int i);
+const char *mlc_model_kernel_workload(const mlc_model *m, int i);
 const char *mlc_model_kernel_schedule(const mlc_model *m, int i);
 /* Runs the compiled model: inputs[i] and outputs[i] point to contiguous
  * data of each one's dtype and shape. False with the reason: not

@@ -10,6 +10,8 @@
 """
 from ._lib import MlcError
 from .model import Kernel, Model, TensorSpec, TuneResult, load
+from .fx import UnsupportedError, from_torch
 
-__all__ = ["MlcError", "Model", "TensorSpec", "Kernel", "TuneResult", "load"]
+__all__ = ["MlcError", "UnsupportedError", "Model", "TensorSpec", "Kernel", "TuneResult", "load",
+           "from_torch"]
 __version__ = "0.1.0"

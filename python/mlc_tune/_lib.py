@@ -87,6 +87,7 @@ model_num_kernels = _declare("mlc_model_num_kernels", c_int, _M)
 model_compile = _declare("mlc_model_compile", c_bool, _M, c_char_p, c_char_p, c_void_p)
 model_kernel_symbol = _declare("mlc_model_kernel_symbol", c_char_p, _M, c_int)
 model_kernel_schedule = _declare("mlc_model_kernel_schedule", c_char_p, _M, c_int)
+model_kernel_workload = _declare("mlc_model_kernel_workload", c_char_p, _M, c_int)
 model_run = _declare("mlc_model_run", c_bool, _M, c_void_p, c_void_p, c_void_p)
 model_export = _declare("mlc_model_export", c_bool, _M, c_char_p, c_char_p, c_void_p)
 model_tune = _declare("mlc_model_tune", c_bool, _M, ctypes.POINTER(TuneOpts),

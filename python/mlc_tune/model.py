@@ -12,7 +12,7 @@ from . import _lib
 from ._lib import MlcError
 
 TensorSpec = namedtuple("TensorSpec", "name dtype shape")
-Kernel = namedtuple("Kernel", "symbol schedule")
+Kernel = namedtuple("Kernel", "symbol workload schedule")
 TuneResult = namedtuple("TuneResult",
                         "measured errors stopped est_sec est_default_sec total_sec")
 
@@ -104,11 +104,16 @@ class Model:
 
     @property
     def kernels(self):
-        """After compile: each kernel's symbol and how it was compiled."""
+        """Each kernel's symbol, workload hash (its records' key in the
+        database) and, after compile, how it was compiled (else None)."""
         h = self._handle()
-        return [Kernel(_lib.model_kernel_symbol(h, i).decode(),
-                       _lib.model_kernel_schedule(h, i).decode())
-                for i in range(self.num_kernels) if _lib.model_kernel_symbol(h, i)]
+        out = []
+        for i in range(self.num_kernels):
+            sched = _lib.model_kernel_schedule(h, i)
+            out.append(Kernel(_lib.model_kernel_symbol(h, i).decode(),
+                              _lib.model_kernel_workload(h, i).decode(),
+                              sched.decode() if sched else None))
+        return out
 
     def _input_pointer(self, i, x, keep):
         spec = self.inputs[i]

@@ -1,0 +1,308 @@
+"""PyTorch models in through torch.fx (the course's from_fx): the traced
+graph is translated node by node (call_module, call_function,
+call_method) into our model JSON, parameters taken as constants, then
+loaded like any model file. The ops are those the ONNX importer produces
+for the same layers (a Linear is a dense and an add, a flatten a reshape,
+a batch norm folded into its conv by the graph passes), so a model
+brought in either way gets the same kernels and shares tuning records.
+
+    import torchvision, torch, mlc_tune
+    m = mlc_tune.from_torch(torchvision.models.resnet18().eval(), torch.randn(1, 3, 224, 224))
+"""
+import json
+import operator
+import os
+import re
+import tempfile
+
+import numpy as np
+
+from . import model as _model
+from ._lib import MlcError
+
+
+class UnsupportedError(MlcError):
+    """A node the translator does not know: the message names it."""
+
+
+def _pair(v, n=2):
+    return list(v) if isinstance(v, (tuple, list)) else [v] * n
+
+
+class _Translator:
+    def __init__(self, gm, example_inputs):
+        import torch
+        from torch.fx.passes.shape_prop import ShapeProp
+        self.torch = torch
+        self.gm = gm
+        self.modules = dict(gm.named_modules())
+        ShapeProp(gm).propagate(*example_inputs)
+        self.inputs, self.weights, self.nodes, self.outputs = [], {}, [], []
+        self.alias = {}  # fx node name -> the name of the value it is (identity ops)
+        self.used = set()
+
+    # ---- names and values -------------------------------------------------------------------
+
+    def fresh(self, base):
+        base = re.sub(r"\W", "_", base)
+        if not re.match(r"[A-Za-z_]", base) or base in ("main", "cls") or base.startswith("fused_"):
+            base = "v_" + base
+        name, k = base, 1
+        while name in self.used:
+            name, k = "%s_%d" % (base, k), k + 1
+        self.used.add(name)
+        return name
+
+    def weight(self, base, value):
+        """A constant (tensor, array or Python number) as a weight; its name."""
+        arr = value.detach().cpu().numpy() if isinstance(value, self.torch.Tensor) else np.asarray(value)
+        if arr.dtype != np.float32:
+            if not np.issubdtype(arr.dtype, np.number) and arr.dtype != np.bool_:
+                raise UnsupportedError("constant %s of dtype %s" % (base, arr.dtype))
+            arr = arr.astype(np.float32)
+        name = self.fresh(base)
+        self.weights[name] = np.ascontiguousarray(arr)
+        return name
+
+    def ref(self, a, hint="const"):
+        """The name of an argument: a node's value, or a constant made a weight."""
+        if isinstance(a, self.torch.fx.Node):
+            return self.alias.get(a.name, a.name)
+        if isinstance(a, (int, float, bool)) or isinstance(a, self.torch.Tensor):
+            return self.weight(hint, np.float32(a) if not isinstance(a, self.torch.Tensor) else a)
+        raise UnsupportedError("argument %r" % (a,))
+
+    def emit(self, node, op, inputs, name=None, **attrs):
+        out = name or self.fresh(node.name)
+        self.nodes.append(dict(name=out, op=op, inputs=inputs, **attrs))
+        return out
+
+    def shape(self, node):
+        meta = node.meta.get("tensor_meta")
+        if meta is None or not hasattr(meta, "shape"):
+            raise UnsupportedError("node %s (%s): no single tensor result" % (node.name, node.target))
+        return [int(d) for d in meta.shape]
+
+    # ---- the ops ------------------------------------------------------------------------------
+
+    def conv2d(self, node, x, w, b, stride, padding, dilation, groups):
+        kh, kw = w.shape[2], w.shape[3]
+        dil = _pair(dilation)
+        if isinstance(padding, str):
+            if padding == "valid":
+                pads = [0, 0, 0, 0]
+            else:  # "same", stride 1
+                th, tw = dil[0] * (kh - 1), dil[1] * (kw - 1)
+                pads = [th // 2, tw // 2, th - th // 2, tw - tw // 2]
+        else:
+            p = _pair(padding)
+            pads = [p[0], p[1], p[0], p[1]]
+        inputs = [self.ref(x), self.weight(node.name + "_weight", w)]
+        if b is not None:
+            inputs.append(self.weight(node.name + "_bias", b))
+        return self.emit(node, "conv2d", inputs, strides=_pair(stride), pads=pads, dilations=dil,
+                         groups=int(groups))
+
+    def linear(self, node, x, w, b):
+        y = self.emit(node, "dense", [self.ref(x), self.weight(node.name + "_weight", w)],
+                      name=None if b is None else self.fresh(node.name + "_mm"))
+        if b is None:
+            return y
+        return self.emit(node, "add", [y, self.weight(node.name + "_bias", b)])
+
+    def pool(self, node, op, x, kernel, stride, padding, ceil_mode, **extra):
+        p = _pair(padding)
+        return self.emit(node, op, [self.ref(x)], kernel=_pair(kernel),
+                         strides=_pair(stride if stride else kernel), pads=[p[0], p[1], p[0], p[1]],
+                         ceil_mode=bool(ceil_mode), **extra)
+
+    def adaptive_avg(self, node, x, size):
+        if _pair(size) != [1, 1]:
+            raise UnsupportedError("node %s: adaptive_avg_pool2d to %s (only 1x1)" % (node.name, size))
+        return self.emit(node, "global_avg_pool2d", [self.ref(x)])
+
+    def reshape(self, node, x):
+        return self.emit(node, "reshape", [self.ref(x)], shape=self.shape(node))
+
+    def module(self, node):
+        nn = self.torch.nn
+        mod = self.modules[node.target]
+        x = node.args[0] if node.args else None
+        t = type(mod)
+        if t is nn.Conv2d:
+            if mod.padding_mode != "zeros":
+                raise UnsupportedError("node %s: Conv2d padding_mode %s" % (node.name, mod.padding_mode))
+            return self.conv2d(node, x, mod.weight, mod.bias, mod.stride, mod.padding, mod.dilation,
+                               mod.groups)
+        if t in (nn.BatchNorm2d, nn.BatchNorm1d):
+            if mod.training or mod.running_mean is None:
+                raise UnsupportedError("node %s: %s in training mode (call .eval())" % (node.name, t.__name__))
+            ws = [self.weight(node.name + s, v) for s, v in
+                  (("_gamma", mod.weight if mod.weight is not None else self.torch.ones_like(mod.running_mean)),
+                   ("_beta", mod.bias if mod.bias is not None else self.torch.zeros_like(mod.running_mean)),
+                   ("_mean", mod.running_mean), ("_var", mod.running_var))]
+            return self.emit(node, "batch_norm", [self.ref(x)] + ws, eps=float(mod.eps))
+        if t is nn.Linear:
+            return self.linear(node, x, mod.weight, mod.bias)
+        if t is nn.MaxPool2d:
+            if _pair(mod.dilation) != [1, 1] or mod.return_indices:
+                raise UnsupportedError("node %s: MaxPool2d with dilation or indices" % node.name)
+            return self.pool(node, "max_pool2d", x, mod.kernel_size, mod.stride, mod.padding,
+                             mod.ceil_mode)
+        if t is nn.AvgPool2d:
+            return self.pool(node, "avg_pool2d", x, mod.kernel_size, mod.stride, mod.padding,
+                             mod.ceil_mode, count_include_pad=bool(mod.count_include_pad))
+        if t is nn.AdaptiveAvgPool2d:
+            return self.adaptive_avg(node, x, mod.output_size)
+        if t is nn.Flatten:
+            return self.reshape(node, x)
+        if t is nn.LayerNorm:
+            if len(mod.normalized_shape) != 1:
+                raise UnsupportedError("node %s: LayerNorm over %d axes" % (node.name, len(mod.normalized_shape)))
+            w = mod.weight if mod.weight is not None else self.torch.ones(mod.normalized_shape)
+            b = mod.bias if mod.bias is not None else self.torch.zeros(mod.normalized_shape)
+            return self.emit(node, "layernorm", [self.ref(x), self.weight(node.name + "_weight", w),
+                                                 self.weight(node.name + "_bias", b)], eps=float(mod.eps))
+        if t in (nn.Softmax, nn.LogSoftmax):
+            return self.emit(node, "softmax" if t is nn.Softmax else "log_softmax", [self.ref(x)],
+                             axis=-1 if mod.dim is None else int(mod.dim))
+        if t in (nn.Dropout, nn.Identity):
+            return self.ref(x)
+        if t is nn.Hardtanh or t is nn.ReLU6:
+            return self.emit(node, "clip", [self.ref(x)], min=float(mod.min_val), max=float(mod.max_val))
+        if t is nn.Hardsigmoid:
+            return self.emit(node, "hard_sigmoid", [self.ref(x)], alpha=1 / 6, beta=0.5)
+        if t is nn.LeakyReLU:
+            return self.emit(node, "leaky_relu", [self.ref(x)], alpha=float(mod.negative_slope))
+        if t is nn.GELU and getattr(mod, "approximate", "none") != "none":
+            raise UnsupportedError("node %s: GELU approximate=%s" % (node.name, mod.approximate))
+        unary = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu",
+                 nn.Hardswish: "hard_swish"}
+        if t in unary:
+            return self.emit(node, unary[t], [self.ref(x)])
+        if t is nn.SiLU:
+            s = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
+            return self.emit(node, "multiply", [self.ref(x), s])
+        raise UnsupportedError("node %s: module %s (%s) is not supported" % (node.name, node.target, t.__name__))
+
+    def binary(self, node, op, a, b):
+        return self.emit(node, op, [self.ref(a, node.name + "_a"), self.ref(b, node.name + "_b")])
+
+    def function(self, node):
+        torch, F = self.torch, self.torch.nn.functional
+        f, args, kw = node.target, node.args, node.kwargs
+        binary = {operator.add: "add", torch.add: "add", operator.mul: "multiply", torch.mul: "multiply",
+                  operator.sub: "subtract", torch.sub: "subtract", operator.truediv: "divide",
+                  torch.div: "divide", torch.matmul: "matmul", operator.matmul: "matmul"}
+        if f in binary and not kw:
+            return self.binary(node, binary[f], args[0], args[1])
+        unary = {F.relu: "relu", torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh",
+                 F.gelu: "gelu", torch.exp: "exp", torch.sqrt: "sqrt", F.hardswish: "hard_swish"}
+        if f in unary:
+            return self.emit(node, unary[f], [self.ref(args[0])])
+        if f is torch.flatten:
+            return self.reshape(node, args[0])
+        if f is F.adaptive_avg_pool2d:
+            return self.adaptive_avg(node, args[0], args[1] if len(args) > 1 else kw["output_size"])
+        if f in (F.relu6, F.hardtanh):
+            lo, hi = (0.0, 6.0) if f is F.relu6 else (kw.get("min_val", -1.0), kw.get("max_val", 1.0))
+            return self.emit(node, "clip", [self.ref(args[0])], min=float(lo), max=float(hi))
+        if f is torch.cat:
+            return self.emit(node, "concat", [self.ref(a) for a in args[0]],
+                             axis=int(args[1] if len(args) > 1 else kw.get("dim", 0)))
+        if f in (F.softmax, torch.softmax):
+            dim = args[1] if len(args) > 1 else kw.get("dim")
+            return self.emit(node, "softmax", [self.ref(args[0])], axis=int(dim))
+        if f is F.dropout:
+            return self.ref(args[0])
+        name = getattr(f, "__name__", str(f))
+        raise UnsupportedError("node %s: function %s is not supported" % (node.name, name))
+
+    def method(self, node):
+        m, args = node.target, node.args
+        if m in ("view", "reshape", "flatten"):
+            return self.reshape(node, args[0])
+        if m in ("contiguous", "clone", "detach"):
+            return self.ref(args[0])
+        if m == "relu":
+            return self.emit(node, "relu", [self.ref(args[0])])
+        if m in ("permute", "transpose"):
+            nd = len(self.shape(args[0]))
+            if m == "transpose":
+                perm = list(range(nd))
+                i, j = (a % nd for a in args[1:3])
+                perm[i], perm[j] = perm[j], perm[i]
+            else:
+                perm = [int(a) % nd for a in (args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:])]
+            return self.emit(node, "transpose", [self.ref(args[0])], axes=perm)
+        if m == "mean":
+            dims = args[1] if len(args) > 1 else node.kwargs.get("dim")
+            dims = [dims] if isinstance(dims, int) else list(dims)
+            return self.emit(node, "reduce_mean", [self.ref(args[0])], axes=dims,
+                             keepdims=bool(node.kwargs.get("keepdim", args[2] if len(args) > 2 else False)))
+        binary = {"add": "add", "mul": "multiply", "sub": "subtract", "div": "divide"}
+        if m in binary and not node.kwargs:
+            return self.binary(node, binary[m], args[0], args[1])
+        raise UnsupportedError("node %s: method .%s() is not supported" % (node.name, m))
+
+    # ---- the graph ----------------------------------------------------------------------------
+
+    def run(self, name):
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                meta = node.meta.get("tensor_meta")
+                if meta is None or meta.dtype != self.torch.float32:
+                    raise UnsupportedError("input %s: float32 tensors only" % node.name)
+                n = self.fresh(node.name)
+                self.inputs.append({"name": n, "shape": [int(d) for d in meta.shape]})
+                self.alias[node.name] = n
+            elif node.op == "get_attr":
+                val = self.gm
+                for part in node.target.split("."):
+                    val = getattr(val, part)
+                self.alias[node.name] = self.weight(node.target, val)
+            elif node.op == "call_module":
+                self.alias[node.name] = self.module(node)
+            elif node.op == "call_function":
+                self.alias[node.name] = self.function(node)
+            elif node.op == "call_method":
+                self.alias[node.name] = self.method(node)
+            elif node.op == "output":
+                outs = node.args[0]
+                outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+                self.outputs = [self.ref(o) for o in outs]
+        return {"name": re.sub(r"\W", "_", name),
+                "inputs": self.inputs,
+                "weights": [{"name": k, "shape": list(v.shape)} for k, v in self.weights.items()],
+                "nodes": self.nodes,
+                "outputs": self.outputs}
+
+
+def to_json(module, example_inputs, name=None):
+    """The model JSON of a torch.nn.Module (traced with torch.fx.symbolic_trace)
+    or fx.GraphModule and its weights as NumPy arrays: (dict, {name: array})."""
+    import torch
+    import torch.fx
+    gm = module if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    with torch.no_grad():
+        t = _Translator(gm, example_inputs)
+        graph = t.run(name or type(module).__name__.lower())
+    return graph, t.weights
+
+
+def from_torch(module, example_inputs, name=None):
+    """A torch.nn.Module (in eval mode) or fx.GraphModule, traced and
+    translated, as a Model (not yet compiled). example_inputs fix the
+    input shapes. Unsupported nodes raise UnsupportedError naming them."""
+    graph, weights = to_json(module, example_inputs, name)
+    with tempfile.TemporaryDirectory(prefix="mlc_fx_") as d:
+        path = os.path.join(d, graph["name"] + ".json")
+        wdir = os.path.join(d, "weights")
+        os.mkdir(wdir)
+        for k, v in weights.items():
+            np.save(os.path.join(wdir, k + ".npy"), v)
+        with open(path, "w") as f:
+            json.dump(graph, f)
+        return _model.load(path, weights=wdir)

@@ -1,0 +1,111 @@
+"""mlc_tune.from_torch: PyTorch modules through torch.fx. Outputs match
+PyTorch's; ResNet-18 and MobileNetV2 give the same kernels (symbols and
+workload hashes, so the same tuning records) as their ONNX exports;
+a node the translator does not know is named in the error."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+try:
+    import torch
+    import torch.fx  # noqa: F401
+except ImportError:
+    torch = None
+try:
+    import torchvision
+except ImportError:
+    torchvision = None
+
+import mlc_tune
+
+if torch is not None:
+    class SmallNet(torch.nn.Module):
+        """The layers a CNN traces to: conv, batch norm, ReLU6, pool,
+        residual add, flatten, linear, softmax; a method and a function."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.act = torch.nn.ReLU6()
+            self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
+            self.pool = torch.nn.MaxPool2d(2)
+            self.fc = torch.nn.Linear(8 * 4 * 4, 10)
+
+        def forward(self, x):
+            y = self.act(self.bn(self.conv(x)))
+            y = torch.relu(self.conv2(y) + y) * 0.5
+            y = self.pool(y).flatten(1)
+            return torch.softmax(self.fc(y), dim=-1)
+
+    class Unsupported(torch.nn.Module):
+        def forward(self, x):
+            return torch.sort(x, dim=-1)[0]
+
+
+def rel_err(got, want):
+    return float((got - want).abs().max() / want.abs().max())
+
+
+@unittest.skipIf(torch is None, "PyTorch is not installed (python3-torch)")
+class FxTest(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+
+    def same_as_torch(self, net, x, name):
+        net.eval()
+        m = mlc_tune.from_torch(net, x, name=name).compile()
+        with torch.no_grad():
+            want = net(x)
+        self.assertLess(rel_err(m(x), want), 1e-4)
+        return m
+
+    def same_kernels_as_onnx(self, net, x, name, m):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, name + ".onnx")
+            torch.onnx.export(net, (x,), path, opset_version=14, input_names=["input"],
+                              output_names=["output"], do_constant_folding=True)
+            o = mlc_tune.load(path)
+        ours = sorted((k.symbol, k.workload) for k in m.kernels)
+        theirs = sorted((k.symbol, k.workload) for k in o.kernels)
+        self.assertEqual(ours, theirs)
+
+    def test_small_net(self):
+        net = SmallNet()
+        with torch.no_grad():  # batch norm statistics that are not the identity
+            net.bn.running_mean.uniform_(-1, 1)
+            net.bn.running_var.uniform_(0.5, 2)
+        x = torch.randn(1, 3, 8, 8)
+        m = self.same_as_torch(net, x, "small")
+        self.same_kernels_as_onnx(net, x, "small", m)
+
+    @unittest.skipIf(torchvision is None, "torchvision is not installed")
+    def test_resnet18(self):
+        net, x = torchvision.models.resnet18().eval(), torch.randn(1, 3, 224, 224)
+        m = self.same_as_torch(net, x, "resnet18")
+        self.same_kernels_as_onnx(net, x, "resnet18", m)
+
+    @unittest.skipIf(torchvision is None, "torchvision is not installed")
+    def test_mobilenet_v2(self):
+        net, x = torchvision.models.mobilenet_v2().eval(), torch.randn(1, 3, 224, 224)
+        m = self.same_as_torch(net, x, "mobilenet_v2")
+        self.same_kernels_as_onnx(net, x, "mobilenet_v2", m)
+
+    def test_graph_module(self):
+        gm = torch.fx.symbolic_trace(SmallNet().eval())
+        m = self.same_as_torch(gm, torch.randn(1, 3, 8, 8), "small_gm")
+        self.assertEqual(m.name, "small_gm")
+
+    def test_unsupported_node_named(self):
+        with self.assertRaisesRegex(mlc_tune.UnsupportedError, "node sort: function sort"):
+            mlc_tune.from_torch(Unsupported(), torch.randn(2, 5))
+
+    def test_training_batch_norm_refused(self):
+        with self.assertRaisesRegex(mlc_tune.UnsupportedError, "training mode"):
+            mlc_tune.from_torch(SmallNet().train(), torch.randn(1, 3, 8, 8))
+
+
+if __name__ == "__main__":
+    unittest.main()
