@@ -9,6 +9,7 @@ brought in either way gets the same kernels and shares tuning records.
     import torchvision, torch, mlc_tune
     m = mlc_tune.from_torch(torchvision.models.resnet18().eval(), torch.randn(1, 3, 224, 224))
 """
+import inspect
 import json
 import operator
 import os
@@ -78,6 +79,8 @@ class _Translator:
         return out
 
     def shape(self, node):
+        if not isinstance(node, self.torch.fx.Node):
+            raise UnsupportedError("argument %r: not a tensor" % (node,))
         meta = node.meta.get("tensor_meta")
         if meta is None or not hasattr(meta, "shape"):
             raise UnsupportedError("node %s (%s): no single tensor result" % (node.name, node.target))
@@ -103,12 +106,23 @@ class _Translator:
         return self.emit(node, "conv2d", inputs, strides=_pair(stride), pads=pads, dilations=dil,
                          groups=int(groups))
 
-    def linear(self, node, x, w, b):
-        y = self.emit(node, "dense", [self.ref(x), self.weight(node.name + "_weight", w)],
-                      name=None if b is None else self.fresh(node.name + "_mm"))
-        if b is None:
-            return y
-        return self.emit(node, "add", [y, self.weight(node.name + "_bias", b)])
+    def linear(self, node, x, w, b, shape=None):
+        """x @ w.T + b as the ONNX importer has it: a dense, an add; an
+        input of rank > 2 as [M, K] and the result reshaped back."""
+        shape = shape or self.shape(x)
+        ref = self.ref(x)
+        if len(shape) != 2:
+            ref = self.emit(node, "reshape", [ref], name=self.fresh(node.name + "_2d"),
+                            shape=[int(np.prod(shape[:-1])), shape[-1]])
+        last = len(shape) == 2
+        y = self.emit(node, "dense", [ref, self.weight(node.name + "_weight", w)],
+                      name=None if last and b is None else self.fresh(node.name + "_mm"))
+        if b is not None:
+            y = self.emit(node, "add", [y, self.weight(node.name + "_bias", b)],
+                          name=None if last else self.fresh(node.name + "_add"))
+        if not last:
+            y = self.emit(node, "reshape", [y], shape=list(shape[:-1]) + [int(w.shape[0])])
+        return y
 
     def pool(self, node, op, x, kernel, stride, padding, ceil_mode, **extra):
         p = _pair(padding)
@@ -180,6 +194,10 @@ class _Translator:
                  nn.Hardswish: "hard_swish"}
         if t in unary:
             return self.emit(node, unary[t], [self.ref(x)])
+        if t is nn.TransformerEncoderLayer:
+            if node.kwargs.get("src_mask") is not None or node.kwargs.get("src_key_padding_mask") is not None or len(node.args) > 1:
+                raise UnsupportedError("node %s: TransformerEncoderLayer with a mask" % node.name)
+            return _EncoderLayer(self, node, mod).emit()
         if t is nn.SiLU:
             s = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
             return self.emit(node, "multiply", [self.ref(x), s])
@@ -191,6 +209,8 @@ class _Translator:
     def function(self, node):
         torch, F = self.torch, self.torch.nn.functional
         f, args, kw = node.target, node.args, node.kwargs
+        if getattr(f, "__name__", "") == "_assert_is_none":  # the guard of a concrete argument
+            return None
         binary = {operator.add: "add", torch.add: "add", operator.mul: "multiply", torch.mul: "multiply",
                   operator.sub: "subtract", torch.sub: "subtract", operator.truediv: "divide",
                   torch.div: "divide", torch.matmul: "matmul", operator.matmul: "matmul"}
@@ -250,6 +270,8 @@ class _Translator:
     def run(self, name):
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
+                if node.args and node.args[0] is None:  # a concrete argument (mask=None)
+                    continue
                 meta = node.meta.get("tensor_meta")
                 if meta is None or meta.dtype != self.torch.float32:
                     raise UnsupportedError("input %s: float32 tensors only" % node.name)
@@ -278,12 +300,125 @@ class _Translator:
                 "outputs": self.outputs}
 
 
-def to_json(module, example_inputs, name=None):
-    """The model JSON of a torch.nn.Module (traced with torch.fx.symbolic_trace)
-    or fx.GraphModule and its weights as NumPy arrays: (dict, {name: array})."""
+class _EncoderLayer:
+    """nn.TransformerEncoderLayer (no mask, dropout off) as the graph ops of
+    its computation: self-attention (one dense for q, k and v, slices, the
+    heads as a batch of matmuls, softmax), the feed-forward pair, two
+    layer norms, before (norm_first) or after the residual adds."""
+
+    def __init__(self, tr, node, mod):
+        self.tr, self.node, self.mod = tr, node, mod
+        self.shape = tr.shape(node.args[0])
+        if len(self.shape) != 3:
+            raise UnsupportedError("node %s: a %d-d input (3-d only)" % (node.name, len(self.shape)))
+        act = mod.activation
+        name = getattr(act, "__name__", type(act).__name__).lower()
+        if name not in ("relu", "gelu"):
+            raise UnsupportedError("node %s: activation %s" % (node.name, name))
+        self.act = name
+
+    def op(self, suffix, op, inputs, **attrs):
+        return self.tr.emit(self.node, op, inputs, name=self.tr.fresh(self.node.name + "_" + suffix), **attrs)
+
+    def dense(self, suffix, x, lin_w, lin_b):
+        y = self.op(suffix + "_mm", "dense", [x, self.tr.weight(self.node.name + "_" + suffix + "_weight", lin_w)])
+        return self.op(suffix, "add", [y, self.tr.weight(self.node.name + "_" + suffix + "_bias", lin_b)])
+
+    def norm(self, suffix, x, ln):
+        return self.op(suffix, "layernorm", [x, self.tr.weight(self.node.name + "_" + suffix + "_weight", ln.weight),
+                                             self.tr.weight(self.node.name + "_" + suffix + "_bias", ln.bias)],
+                       eps=float(ln.eps))
+
+    def attention(self, x, S, B):
+        """x: [S*B, E] rows in (s, b) order -> [S*B, E]."""
+        a = self.mod.self_attn
+        E, H = a.embed_dim, a.num_heads
+        D = E // H
+        if a.in_proj_weight is None or a.bias_k is not None or a.add_zero_attn:
+            raise UnsupportedError("node %s: attention with separate q/k/v weights or extra keys"
+                                   % self.node.name)
+        qkv = self.dense("qkv", x, a.in_proj_weight, a.in_proj_bias)
+        heads = []
+        for i, part in enumerate("qkv"):
+            p = self.op(part, "slice", [qkv], axes=[1], starts=[i * E], ends=[(i + 1) * E])
+            p = self.op(part + "_heads", "reshape", [p], shape=[S, B * H, D])
+            heads.append(self.op(part + "_bhsd", "transpose", [p], axes=[1, 0, 2]))
+        q, k, v = heads
+        q = self.op("q_scaled", "multiply", [q, self.tr.weight(self.node.name + "_scale", np.float32(1 / np.sqrt(D)))])
+        kt = self.op("k_t", "transpose", [k], axes=[0, 2, 1])
+        scores = self.op("scores", "matmul", [q, kt])
+        probs = self.op("probs", "softmax", [scores], axis=-1)
+        o = self.op("attn", "matmul", [probs, v])
+        o = self.op("attn_sbhd", "transpose", [o], axes=[1, 0, 2])
+        o = self.op("attn_2d", "reshape", [o], shape=[S * B, E])
+        return self.dense("out_proj", o, a.out_proj.weight, a.out_proj.bias)
+
+    def feed_forward(self, x):
+        m = self.mod
+        h = self.op(self.act, self.act, [self.dense("linear1", x, m.linear1.weight, m.linear1.bias)])
+        return self.dense("linear2", h, m.linear2.weight, m.linear2.bias)
+
+    def emit(self):
+        m, tr = self.mod, self.tr
+        x = tr.ref(self.node.args[0])
+        if m.self_attn.batch_first:  # [B, S, E] -> [S, B, E]
+            x = self.op("sbe", "transpose", [x], axes=[1, 0, 2])
+            B, S, E = self.shape
+        else:
+            S, B, E = self.shape
+        x = self.op("rows", "reshape", [x], shape=[S * B, E])
+        if m.norm_first:
+            x = self.op("res1", "add", [x, self.attention(self.norm("norm1", x, m.norm1), S, B)])
+            x = self.op("res2", "add", [x, self.feed_forward(self.norm("norm2", x, m.norm2))])
+        else:
+            x = self.norm("norm1", self.op("res1", "add", [x, self.attention(x, S, B)]), m.norm1)
+            x = self.norm("norm2", self.op("res2", "add", [x, self.feed_forward(x)]), m.norm2)
+        if m.self_attn.batch_first:
+            x = self.op("sbe_out", "reshape", [x], shape=[S, B, E])
+            return tr.emit(self.node, "transpose", [x], axes=[1, 0, 2])
+        return tr.emit(self.node, "reshape", [x], shape=[S, B, E])
+
+
+def _trace(module, n_inputs):
+    """torch.fx.symbolic_trace with the modules translated whole as leaves
+    (a TransformerEncoderLayer's forward branches on its input)."""
     import torch
     import torch.fx
-    gm = module if isinstance(module, torch.fx.GraphModule) else torch.fx.symbolic_trace(module)
+
+    leaves = (torch.nn.TransformerEncoderLayer,)
+
+    class Tracer(torch.fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
+
+    if isinstance(module, leaves):  # the root is traced through: wrap it
+
+        class Root(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x)
+
+        module, n_inputs = Root(module), 1
+
+    # forward's parameters past the example inputs keep their defaults
+    # (mask=None, ...), so that branches on them trace as Python
+    params = list(inspect.signature(module.forward).parameters.values())[n_inputs:]
+    concrete = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+    graph = Tracer().trace(module, concrete_args=concrete or None)
+    return torch.fx.GraphModule(module, graph, type(module).__name__)
+
+
+def to_json(module, example_inputs, name=None):
+    """The model JSON of a torch.nn.Module (traced with torch.fx) or
+    fx.GraphModule and its weights as NumPy arrays: (dict, {name: array})."""
+    import torch
+    import torch.fx
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    gm = module if isinstance(module, torch.fx.GraphModule) else _trace(module, len(example_inputs))
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     with torch.no_grad():

@@ -1,7 +1,8 @@
 """mlc_tune.from_torch: PyTorch modules through torch.fx. Outputs match
-PyTorch's; ResNet-18 and MobileNetV2 give the same kernels (symbols and
-workload hashes, so the same tuning records) as their ONNX exports;
-a node the translator does not know is named in the error."""
+PyTorch's (CNNs, a transformer encoder); ResNet-18 and MobileNetV2 give
+the same kernels (symbols and workload hashes, so the same tuning
+records) as their ONNX exports; a node the translator does not know is
+named in the error."""
 import os
 import tempfile
 import unittest
@@ -92,6 +93,18 @@ class FxTest(unittest.TestCase):
         net, x = torchvision.models.mobilenet_v2().eval(), torch.randn(1, 3, 224, 224)
         m = self.same_as_torch(net, x, "mobilenet_v2")
         self.same_kernels_as_onnx(net, x, "mobilenet_v2", m)
+
+    def test_transformer_encoder(self):
+        """The encoder of models/encoder.onnx (d_model 256, 4 heads, 4 layers),
+        shorter: each TransformerEncoderLayer translated whole."""
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
+                                                 dropout=0.1)
+        enc = torch.nn.TransformerEncoder(layer, num_layers=2)
+        self.same_as_torch(enc, torch.randn(16, 1, 256), "encoder")
+        first = torch.nn.TransformerEncoderLayer(d_model=64, nhead=2, dim_feedforward=128,
+                                                 batch_first=True, norm_first=True,
+                                                 activation="gelu")
+        self.same_as_torch(first, torch.randn(2, 8, 64), "encoder_layer")
 
     def test_graph_module(self):
         gm = torch.fx.symbolic_trace(SmallNet().eval())
