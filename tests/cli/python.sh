@@ -12,7 +12,9 @@ if ! [ -x "$PY" ] || ! "$PY" -c "import numpy" 2>/dev/null; then
 fi
 export PYTHONPATH="$PWD/python" MLC_LIB="$PWD/$B/libmlc.so" MLC_WORKER="$PWD/$B/bin/mlc-worker"
 if nm -D "$MLC_LIB" 2>/dev/null | grep -q __asan_init; then
-  export LD_PRELOAD="$(cc -print-file-name=libasan.so)" ASAN_OPTIONS="detect_leaks=0:$ASAN_OPTIONS"
+  # libstdc++ too: PyTorch throws C++ exceptions, whose interceptor needs it at start
+  export LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libstdc++.so)"
+  export ASAN_OPTIONS="detect_leaks=0:$ASAN_OPTIONS"
 fi
 "$PY" tests/python/run.py
 rc=$?
