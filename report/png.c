@@ -14,7 +14,7 @@ static void put_u32(mlc_str *o, uint32_t v) {
 static void chunk(mlc_str *o, const char type[4], const uint8_t *data, size_t n) {
   put_u32(o, (uint32_t)n);
   mlc_str_putn(o, type, 4);
-  mlc_str_putn(o, (const char *)data, n);
+  if (n > 0) mlc_str_putn(o, (const char *)data, n);
   uLong crc = crc32(0, (const Bytef *)type, 4);
   if (n > 0) crc = crc32(crc, data, (uInt)n); /* not with NULL: that resets it */
   put_u32(o, (uint32_t)crc);
