@@ -301,10 +301,13 @@ class _Translator:
 
 
 class _EncoderLayer:
-    """nn.TransformerEncoderLayer (no mask, dropout off) as the graph ops of
-    its computation: self-attention (one dense for q, k and v, slices, the
-    heads as a batch of matmuls, softmax), the feed-forward pair, two
-    layer norms, before (norm_first) or after the residual adds."""
+    """nn.TransformerEncoderLayer (no mask, dropout off) as the ops of its
+    ONNX export (torch.onnx, opset 14), op for op, so the encoder gets the
+    same kernels either way: linear layers as a matmul by the transposed
+    weight between reshapes, then add(bias, y); attention heads as slices,
+    reshapes and batched matmuls, q divided by sqrt(d); layer norms spelled
+    out (mean, subtract, power, mean, add eps, sqrt, divide, scale, shift),
+    which the graph's pattern pass turns into layernorm kernels."""
 
     def __init__(self, tr, node, mod):
         self.tr, self.node, self.mod = tr, node, mod
@@ -320,63 +323,75 @@ class _EncoderLayer:
     def op(self, suffix, op, inputs, **attrs):
         return self.tr.emit(self.node, op, inputs, name=self.tr.fresh(self.node.name + "_" + suffix), **attrs)
 
-    def dense(self, suffix, x, lin_w, lin_b):
-        y = self.op(suffix + "_mm", "dense", [x, self.tr.weight(self.node.name + "_" + suffix + "_weight", lin_w)])
-        return self.op(suffix, "add", [y, self.tr.weight(self.node.name + "_" + suffix + "_bias", lin_b)])
+    def const(self, suffix, value):
+        return self.tr.weight(self.node.name + "_" + suffix, value)
+
+    def linear(self, suffix, x, lin_w, lin_b, S, B):
+        """[S, B, K] -> [S, B, N] as MatMul(x, W^T) + Add(bias, y)."""
+        N, K = lin_w.shape
+        x2 = self.op(suffix + "_a2d", "reshape", [x], shape=[S * B, K])
+        mm = self.op(suffix + "_mm", "matmul", [x2, self.const(suffix + "_wt", lin_w.detach().t().contiguous())])
+        y = self.op(suffix + "_3d", "reshape", [mm], shape=[S, B, N])
+        return self.op(suffix, "add", [self.const(suffix + "_bias", lin_b), y])
 
     def norm(self, suffix, x, ln):
-        return self.op(suffix, "layernorm", [x, self.tr.weight(self.node.name + "_" + suffix + "_weight", ln.weight),
-                                             self.tr.weight(self.node.name + "_" + suffix + "_bias", ln.bias)],
-                       eps=float(ln.eps))
+        mean = self.op(suffix + "_mean", "reduce_mean", [x], axes=[-1], keepdims=True)
+        d = self.op(suffix + "_sub", "subtract", [x, mean])
+        sq = self.op(suffix + "_pow", "power", [d], exponent=2)
+        var = self.op(suffix + "_var", "reduce_mean", [sq], axes=[-1], keepdims=True)
+        ve = self.op(suffix + "_add_eps", "add", [var, self.const(suffix + "_eps", np.float32(ln.eps))])
+        sd = self.op(suffix + "_sqrt", "sqrt", [ve])
+        n = self.op(suffix + "_div", "divide", [d, sd])
+        sc = self.op(suffix + "_mul", "multiply", [n, self.const(suffix + "_weight", ln.weight)])
+        return self.op(suffix, "add", [sc, self.const(suffix + "_bias", ln.bias)])
 
     def attention(self, x, S, B):
-        """x: [S*B, E] rows in (s, b) order -> [S*B, E]."""
         a = self.mod.self_attn
         E, H = a.embed_dim, a.num_heads
         D = E // H
         if a.in_proj_weight is None or a.bias_k is not None or a.add_zero_attn:
             raise UnsupportedError("node %s: attention with separate q/k/v weights or extra keys"
                                    % self.node.name)
-        qkv = self.dense("qkv", x, a.in_proj_weight, a.in_proj_bias)
-        heads = []
-        for i, part in enumerate("qkv"):
-            p = self.op(part, "slice", [qkv], axes=[1], starts=[i * E], ends=[(i + 1) * E])
+        qkv = self.linear("qkv", x, a.in_proj_weight, a.in_proj_bias, S, B)
+        parts = []
+        for i, (part, perm) in enumerate((("q", [1, 0, 2]), ("k", [1, 2, 0]), ("v", [1, 0, 2]))):
+            p = self.op(part, "slice", [qkv], axes=[2], starts=[i * E], ends=[(i + 1) * E])
             p = self.op(part + "_heads", "reshape", [p], shape=[S, B * H, D])
-            heads.append(self.op(part + "_bhsd", "transpose", [p], axes=[1, 0, 2]))
-        q, k, v = heads
-        q = self.op("q_scaled", "multiply", [q, self.tr.weight(self.node.name + "_scale", np.float32(1 / np.sqrt(D)))])
-        kt = self.op("k_t", "transpose", [k], axes=[0, 2, 1])
+            parts.append(self.op(part + "_t", "transpose", [p], axes=perm))
+        q, kt, v = parts
+        q = self.op("q_scaled", "divide", [q, self.const("sqrt_d", np.float32(np.sqrt(D)))])
         scores = self.op("scores", "matmul", [q, kt])
-        probs = self.op("probs", "softmax", [scores], axis=-1)
+        probs = self.op("probs", "softmax", [scores], axis=2)
         o = self.op("attn", "matmul", [probs, v])
-        o = self.op("attn_sbhd", "transpose", [o], axes=[1, 0, 2])
+        o = self.op("attn_t", "transpose", [o], axes=[1, 0, 2])
         o = self.op("attn_2d", "reshape", [o], shape=[S * B, E])
-        return self.dense("out_proj", o, a.out_proj.weight, a.out_proj.bias)
+        o = self.op("out_proj_mm", "dense", [o, self.const("out_proj_weight", a.out_proj.weight)])
+        o = self.op("out_proj", "add", [o, self.const("out_proj_bias", a.out_proj.bias)])
+        return self.op("attn_out", "reshape", [o], shape=[S, B, E])
 
-    def feed_forward(self, x):
+    def feed_forward(self, x, S, B):
         m = self.mod
-        h = self.op(self.act, self.act, [self.dense("linear1", x, m.linear1.weight, m.linear1.bias)])
-        return self.dense("linear2", h, m.linear2.weight, m.linear2.bias)
+        h = self.linear("linear1", x, m.linear1.weight, m.linear1.bias, S, B)
+        h = self.op(self.act, self.act, [h])
+        return self.linear("linear2", h, m.linear2.weight, m.linear2.bias, S, B)
 
     def emit(self):
         m, tr = self.mod, self.tr
         x = tr.ref(self.node.args[0])
         if m.self_attn.batch_first:  # [B, S, E] -> [S, B, E]
             x = self.op("sbe", "transpose", [x], axes=[1, 0, 2])
-            B, S, E = self.shape
+            B, S, _ = self.shape
         else:
-            S, B, E = self.shape
-        x = self.op("rows", "reshape", [x], shape=[S * B, E])
+            S, B, _ = self.shape
         if m.norm_first:
             x = self.op("res1", "add", [x, self.attention(self.norm("norm1", x, m.norm1), S, B)])
-            x = self.op("res2", "add", [x, self.feed_forward(self.norm("norm2", x, m.norm2))])
+            x = self.op("res2", "add", [x, self.feed_forward(self.norm("norm2", x, m.norm2), S, B)])
         else:
             x = self.norm("norm1", self.op("res1", "add", [x, self.attention(x, S, B)]), m.norm1)
-            x = self.norm("norm2", self.op("res2", "add", [x, self.feed_forward(x)]), m.norm2)
+            x = self.norm("norm2", self.op("res2", "add", [x, self.feed_forward(x, S, B)]), m.norm2)
         if m.self_attn.batch_first:
-            x = self.op("sbe_out", "reshape", [x], shape=[S, B, E])
             return tr.emit(self.node, "transpose", [x], axes=[1, 0, 2])
-        return tr.emit(self.node, "reshape", [x], shape=[S, B, E])
+        return x
 
 
 def _trace(module, n_inputs):

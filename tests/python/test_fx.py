@@ -1,6 +1,6 @@
 """mlc_tune.from_torch: PyTorch modules through torch.fx. Outputs match
-PyTorch's (CNNs, a transformer encoder); ResNet-18 and MobileNetV2 give
-the same kernels (symbols and workload hashes, so the same tuning
+PyTorch's (CNNs, a transformer encoder); ResNet-18, MobileNetV2 and the
+encoder give the same kernels (symbols and workload hashes, so the same tuning
 records) as their ONNX exports; a node the translator does not know is
 named in the error."""
 import os
@@ -100,7 +100,9 @@ class FxTest(unittest.TestCase):
         layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
                                                  dropout=0.1)
         enc = torch.nn.TransformerEncoder(layer, num_layers=2)
-        self.same_as_torch(enc, torch.randn(16, 1, 256), "encoder")
+        x = torch.randn(16, 1, 256)
+        m = self.same_as_torch(enc, x, "encoder")
+        self.same_kernels_as_onnx(enc, x, "encoder", m)
         first = torch.nn.TransformerEncoderLayer(d_model=64, nhead=2, dim_feedforward=128,
                                                  batch_first=True, norm_first=True,
                                                  activation="gelu")
