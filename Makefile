@@ -4,7 +4,7 @@
 # goes into build/libmlc.a, every tools/<name>.c is a program, every
 # tests/test_<name>.c a test binary. New files need no Makefile edit.
 
-MODULES  := base ir tasks schedule targets measure db costmodel tuner graph frontend report model
+MODULES  := base ir tasks schedule targets measure db costmodel tuner graph frontend report model primfunc
 TOOLS    := $(basename $(notdir $(wildcard tools/*.c)))
 TESTS    := $(basename $(notdir $(wildcard tests/test_*.c)))
 

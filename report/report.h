@@ -80,6 +80,38 @@ bool mlc_report_plot(mlc_db *db, const mlc_report_options *o, mlc_report_figure 
 bool mlc_report_bench_html(const char *text, size_t len, const char *source, mlc_str *out,
                            int *n_cases, mlc_error *err);
 
+/* ---- records as data (mlc-db top/show --json; python's Database) ---------------------- */
+
+/* The best k records of each workload (and target) o selects (o->task,
+ * o->shape, o->target; NULL: all), as a JSON array of objects: rank, id,
+ * task, shape, target, mean_sec, gflops (null: unknown), run_secs,
+ * trace_hash, replay ("ok", "DIFFERS": it no longer replays to what was
+ * measured, "NO-HASH"), round, library (null: none). *shown: the rows.
+ * False with err when the database fails. */
+bool mlc_report_top_json(mlc_db *db, const mlc_report_options *o, int k, mlc_str *out,
+                         int *shown, mlc_error *err);
+/* Record id as a JSON object: id, workload_id, task, shape, target,
+ * trace (the JSON itself), trace_hash, sched_hash, run_secs, mean_sec,
+ * gflops, error, round, host, mlc_version, created_at, python (the trace
+ * as Python), and with_ir "ir" (its scheduled TVMScript). 1, 0 when there
+ * is no such record, -1 with err when the database or the replay fails. */
+int mlc_report_record(mlc_db *db, int64_t id, bool with_ir, mlc_str *out, mlc_error *err);
+/* The pieces, for the text forms of mlc-db top/show: one top row, one
+ * record (python, ir: NULL to leave out); the workload's function (NULL
+ * when its IR does not parse); whether r replays to what it measured; the
+ * library r's trace calls (NULL: none); r's scheduled TVMScript and its
+ * trace as Python. */
+void mlc_report_top_row_json(mlc_str *out, const mlc_db_workload *w, const mlc_db_record *r,
+                             const char *check, int rank, double flops, const char *lib);
+void mlc_report_record_json(mlc_str *out, const mlc_db_record *r, const mlc_db_workload *w,
+                            double flops, const char *python, const char *ir);
+const struct mlc_prim_func *mlc_report_workload_func(mlc_arena *a, const mlc_db_workload *w);
+const char *mlc_report_replay_check(mlc_arena *a, const struct mlc_prim_func *f,
+                                    const mlc_db_record *r);
+const char *mlc_report_record_library(mlc_arena *a, const mlc_db_record *r);
+bool mlc_report_scheduled_ir(const char *ir, const char *trace, mlc_str *out, mlc_error *err);
+bool mlc_report_trace_python(const char *trace, mlc_str *out, mlc_error *err);
+
 /* Floating-point work per call of a workload: the built-in task's count,
  * else counted from its stored IR; 0 when the IR does not parse. */
 double mlc_report_workload_flops(mlc_arena *a, const mlc_db_workload *w);

@@ -102,7 +102,6 @@ static void put_time(mlc_str *s, double sec) {
   else mlc_str_printf(s, "%.4g us", sec * 1e6);
 }
 
-static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w);
 
 /* Floating-point work of a workload: the built-in task's count, otherwise
  * counted from its stored IR (--task-file and model kernels); 0 if the IR
@@ -132,16 +131,6 @@ static void json_str(mlc_str *s, bool *first, const char *key, const char *v) {
 static void json_num(mlc_str *s, bool *first, const char *key, double v) {
   json_key(s, first, key);
   mlc_json_write_number(s, v);
-}
-
-static void json_secs(mlc_str *s, bool *first, const mlc_db_record *r) {
-  json_key(s, first, "run_secs");
-  mlc_str_putc(s, '[');
-  for (int i = 0; i < r->n_secs; i++) {
-    if (i) mlc_str_putc(s, ',');
-    mlc_json_write_number(s, r->secs[i]);
-  }
-  mlc_str_putc(s, ']');
 }
 
 static void flush_out(mlc_str *s) {
@@ -232,61 +221,8 @@ static bool canonical_shape(const options *o, char *buf, size_t n) {
   return true;
 }
 
-/* Whether record r replays to the scheduled function it measured (its
- * stored hash): "ok", "DIFFERS" (another version, or a tampered row:
- * mlc-compile skips it), "NO-HASH" (a row from before the hash was
- * stored, or written around mlc-tune: mlc-compile skips it too). f: the
- * workload, NULL when its IR does not parse. */
-static const char *replay_check(mlc_arena *a, const mlc_prim_func *f, const mlc_db_record *r) {
-  if (!r->sched_hash) return "NO-HASH";
-  char hash[17];
-  mlc_error err;
-  if (!f || !mlc_db_replay_trace(a, f, r->trace, NULL, hash, &err)) return "DIFFERS";
-  return strcmp(hash, r->sched_hash) == 0 ? "ok" : "DIFFERS";
-}
-
-static const mlc_prim_func *workload_func(mlc_arena *a, const mlc_db_workload *w) {
-  mlc_error err;
-  mlc_module *m = w->ir ? mlc_parse_module(a, "workload", w->ir, &err) : NULL;
-  if (!m || m->n_funcs < 1) return NULL;
-  return mlc_module_find(m, "main") ? mlc_module_find(m, "main") : m->funcs[0];
-}
-
-/* The library a record's trace hands its kernel to (LibraryCall), or NULL. */
-static const char *record_library(mlc_arena *a, const mlc_db_record *r) {
-  if (!strstr(r->trace, "\"LibraryCall\"")) return NULL;
-  mlc_error e;
-  mlc_trace *t = mlc_trace_from_json(a, r->trace, strlen(r->trace), &e);
-  return t ? mlc_trace_library(t) : NULL;
-}
-
-static void top_row(mlc_str *out, const options *o, const mlc_db_workload *w,
-                    const mlc_db_record *r, const char *check, int rank, double flops,
-                    bool *first, const char *lib) {
-  if (o->json) {
-    if (!*first) mlc_str_putc(out, ',');
-    *first = false;
-    bool f = true;
-    mlc_str_putc(out, '{');
-    json_num(out, &f, "rank", rank);
-    json_num(out, &f, "id", (double)r->id);
-    json_str(out, &f, "task", w->task);
-    json_str(out, &f, "shape", w->shape);
-    json_str(out, &f, "target", r->target);
-    json_num(out, &f, "mean_sec", r->mean_sec);
-    json_key(out, &f, "gflops");
-    if (flops > 0) mlc_json_write_number(out, flops / r->mean_sec * 1e-9);
-    else mlc_str_puts(out, "null");
-    json_secs(out, &f, r);
-    json_str(out, &f, "trace_hash", r->trace_hash);
-    json_str(out, &f, "replay", check);
-    json_num(out, &f, "round", (double)r->round);
-    json_key(out, &f, "library");
-    if (lib) mlc_json_write_string(out, lib);
-    else mlc_str_puts(out, "null");
-    mlc_str_putc(out, '}');
-    return;
-  }
+static void top_row(mlc_str *out, const mlc_db_workload *w, const mlc_db_record *r,
+                    const char *check, int rank, double flops, const char *lib) {
   mlc_str t = {0}, g = {0};
   put_time(&t, r->mean_sec);
   put_gflops(&g, flops, r->mean_sec);
@@ -309,29 +245,33 @@ static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
     return 1;
   }
   mlc_str out = {0};
-  bool first = true;
   int shown = 0;
-  if (o->json) mlc_str_putc(&out, '[');
-  else mlc_str_printf(&out, "%4s  %-6s %-12s %-16s %-16s %-16s  %-9s  %s\n", "RANK", "ID",
-                      "MEAN", "RATE", "SHAPE", "TRACE", "REPLAY", "TARGET");
+  if (o->json) {
+    mlc_report_options r = {.task = o->task, .shape = by_shape ? shape : NULL, .target = o->target};
+    bool ok = mlc_report_top_json(db, &r, o->k, &out, &shown, &err);
+    if (ok) flush_out(&out);
+    mlc_str_free(&out);
+    return ok ? 0 : fail(err.msg);
+  }
+  mlc_str_printf(&out, "%4s  %-6s %-12s %-16s %-16s %-16s  %-9s  %s\n", "RANK", "ID", "MEAN", "RATE",
+                 "SHAPE", "TRACE", "REPLAY", "TARGET");
   for (int i = 0; i < n; i++) {
     const char **targets, *only[1] = {o->target};
     int nt = o->target ? 1 : mlc_db_targets(db, ws[i].id, a, &targets, &err);
     if (o->target) targets = only;
     double flops = workload_flops(a, &ws[i]);
-    const mlc_prim_func *wf = workload_func(a, &ws[i]);
+    const mlc_prim_func *wf = mlc_report_workload_func(a, &ws[i]);
     for (int t = 0; t < nt; t++) {
       mlc_db_record *rs;
       int k = mlc_db_top_k(db, ws[i].id, targets[t], o->k, a, &rs, &err);
       if (k < 0) return mlc_str_free(&out), fail(err.msg);
       for (int j = 0; j < k; j++)
-        top_row(&out, o, &ws[i], &rs[j], replay_check(a, wf, &rs[j]), j + 1, flops, &first,
-                record_library(a, &rs[j]));
+        top_row(&out, &ws[i], &rs[j], mlc_report_replay_check(a, wf, &rs[j]), j + 1, flops,
+                mlc_report_record_library(a, &rs[j]));
       shown += k;
     }
   }
-  if (o->json) mlc_str_puts(&out, "]\n");
-  if (!o->json && shown == 0) {
+  if (shown == 0) {
     mlc_str_free(&out);
     fprintf(stderr, "mlc-db: no successful records for task '%s'%s%s\n", o->task,
             by_shape ? " shape " : "", by_shape ? shape : "");
@@ -343,62 +283,6 @@ static int cmd_top(mlc_db *db, const options *o, mlc_arena *a) {
 }
 
 /* ---- show ----------------------------------------------------------------------------- */
-
-/* Replay the record's trace on its workload; the scheduled TVMScript. */
-static bool scheduled_ir(const char *ir, const char *trace, mlc_str *out, mlc_error *err) {
-  mlc_arena *a = mlc_arena_new();
-  mlc_module *m = mlc_parse_module(a, "workload", ir, err);
-  mlc_prim_func *f = m ? (mlc_module_find(m, "main") ? mlc_module_find(m, "main") : m->funcs[0])
-                       : NULL;
-  mlc_trace *t = f ? mlc_trace_from_json(a, trace, strlen(trace), err) : NULL;
-  bool ok = false;
-  /* records tensorized with the host CPU's intrinsics (mlc-tune's) */
-  if (t && mlc_tensor_intrin_register_cpu(mlc_target_host_features(), NULL, err)) {
-    mlc_sched *s = mlc_sched_new(f, 1);
-    ok = mlc_sched_replay(s, t, NULL, NULL, err);
-    if (ok) mlc_print_func(out, mlc_sched_func(s));
-    mlc_sched_free(s);
-  }
-  mlc_arena_free(a);
-  return ok;
-}
-
-static bool trace_python(const char *json, mlc_str *out, mlc_error *err) {
-  mlc_arena *a = mlc_arena_new();
-  mlc_trace *t = mlc_trace_from_json(a, json, strlen(json), err);
-  if (t) mlc_trace_print(out, t);
-  mlc_arena_free(a);
-  return t != NULL;
-}
-
-static void show_json(mlc_str *o, const mlc_db_record *r, const mlc_db_workload *w, double flops,
-                      const char *ir) {
-  bool f = true;
-  mlc_str_putc(o, '{');
-  json_num(o, &f, "id", (double)r->id);
-  json_num(o, &f, "workload_id", (double)r->workload_id);
-  json_str(o, &f, "task", w->task);
-  json_str(o, &f, "shape", w->shape);
-  json_str(o, &f, "target", r->target);
-  json_key(o, &f, "trace");
-  mlc_str_puts(o, r->trace);
-  json_str(o, &f, "trace_hash", r->trace_hash);
-  json_str(o, &f, "sched_hash", r->sched_hash);
-  json_secs(o, &f, r);
-  json_key(o, &f, "mean_sec");
-  if (r->error) mlc_str_puts(o, "null");
-  else mlc_json_write_number(o, r->mean_sec);
-  json_key(o, &f, "gflops");
-  if (!r->error && flops > 0) mlc_json_write_number(o, flops / r->mean_sec * 1e-9);
-  else mlc_str_puts(o, "null");
-  json_str(o, &f, "error", r->error);
-  json_num(o, &f, "round", (double)r->round);
-  json_str(o, &f, "host", r->host);
-  json_str(o, &f, "mlc_version", r->mlc_version);
-  json_str(o, &f, "created_at", r->created_at);
-  if (ir) json_str(o, &f, "ir", ir);
-  mlc_str_puts(o, "}\n");
-}
 
 static void show_text(mlc_str *o, const mlc_db_record *r, const mlc_db_workload *w, double flops,
                       const char *py, const char *ir) {
@@ -448,11 +332,11 @@ static int cmd_show(mlc_db *db, const options *o, mlc_arena *a) {
   if (!mlc_db_get_workload(db, r.workload_id, a, &w, &err)) return fail(err.msg);
   mlc_str py = {0}, ir = {0}, out = {0};
   int rc = 0;
-  if (!trace_python(r.trace, &py, &err)) rc = fail(err.msg);
-  else if (o->ir && !scheduled_ir(w.ir, r.trace, &ir, &err)) rc = fail(err.msg);
+  if (!mlc_report_trace_python(r.trace, &py, &err)) rc = fail(err.msg);
+  else if (o->ir && !mlc_report_scheduled_ir(w.ir, r.trace, &ir, &err)) rc = fail(err.msg);
   if (!rc) {
     double flops = workload_flops(a, &w);
-    if (o->json) show_json(&out, &r, &w, flops, o->ir ? mlc_str_cstr(&ir) : NULL);
+    if (o->json) mlc_report_record_json(&out, &r, &w, flops, NULL, o->ir ? mlc_str_cstr(&ir) : NULL);
     else show_text(&out, &r, &w, flops, mlc_str_cstr(&py), o->ir ? mlc_str_cstr(&ir) : NULL);
     flush_out(&out);
   }

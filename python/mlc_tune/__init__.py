@@ -10,8 +10,10 @@
 """
 from ._lib import MlcError
 from .model import Kernel, Model, TensorSpec, TuneResult, load
+from .db import Database
 from .fx import UnsupportedError, from_torch
+from .primfunc import PrimFunc
 
 __all__ = ["MlcError", "UnsupportedError", "Model", "TensorSpec", "Kernel", "TuneResult", "load",
-           "from_torch"]
+           "from_torch", "Database", "PrimFunc"]
 __version__ = "0.1.0"

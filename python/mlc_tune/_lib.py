@@ -94,6 +94,52 @@ model_tune = _declare("mlc_model_tune", c_bool, _M, ctypes.POINTER(TuneOpts),
                       ctypes.POINTER(TuneResult), c_void_p)
 
 
+class MlcStr(ctypes.Structure):
+    _fields_ = [("data", c_void_p), ("len", ctypes.c_size_t), ("cap", ctypes.c_size_t),
+                ("arena", c_void_p)]
+
+
+class ReportOptions(ctypes.Structure):
+    _fields_ = [("task", c_char_p), ("shape", c_char_p), ("target", c_char_p), ("model", c_char_p),
+                ("max_dots", c_int), ("peak_gflops", c_double)]
+
+
+MLC_DB_EXISTING = 1
+db_open = _declare("mlc_db_open", c_void_p, c_char_p, c_int, c_void_p)
+db_close = _declare("mlc_db_close", None, c_void_p)
+report_top_json = _declare("mlc_report_top_json", c_bool, c_void_p, ctypes.POINTER(ReportOptions),
+                           c_int, ctypes.POINTER(MlcStr), ctypes.POINTER(c_int), c_void_p)
+report_record = _declare("mlc_report_record", c_int, c_void_p, c_int64, c_bool,
+                         ctypes.POINTER(MlcStr), c_void_p)
+str_free = _declare("mlc_str_free", None, ctypes.POINTER(MlcStr))
+mlc_free = _declare("mlc_free", None, c_void_p)
+
+_F = c_void_p
+primfunc_parse = _declare("mlc_primfunc_parse", _F, c_char_p, c_char_p, c_void_p)
+primfunc_task = _declare("mlc_primfunc_task", _F, c_char_p, c_char_p, c_void_p)
+primfunc_free = _declare("mlc_primfunc_free", None, _F)
+primfunc_name = _declare("mlc_primfunc_name", c_char_p, _F)
+primfunc_hash = _declare("mlc_primfunc_hash", c_char_p, _F)
+primfunc_script = _declare("mlc_primfunc_script", c_void_p, _F)
+primfunc_apply_trace = _declare("mlc_primfunc_apply_trace", _F, _F, c_char_p, c_void_p)
+primfunc_check = _declare("mlc_primfunc_check", c_bool, _F, c_char_p, ctypes.c_uint64,
+                          ctypes.POINTER(c_double), c_void_p)
+
+
+def take_str(s):
+    """The text of an mlc_str, which is then freed."""
+    text = ctypes.string_at(s.data, s.len).decode("utf-8", "replace") if s.data else ""
+    str_free(ctypes.byref(s))
+    return text
+
+
+def take_cstr(p):
+    """The text of a heap C string (mlc_free), which is then freed."""
+    text = ctypes.string_at(p).decode("utf-8", "replace")
+    mlc_free(p)
+    return text
+
+
 def error_buffer():
     return ctypes.create_string_buffer(_ERROR_BYTES)
 

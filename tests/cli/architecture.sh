@@ -8,7 +8,7 @@
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 doc=docs/ARCHITECTURE.md
-ORDER="base ir tasks schedule targets measure db costmodel tuner graph frontend report model"
+ORDER="base ir tasks schedule targets measure db costmodel tuner graph frontend report model primfunc"
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 
@@ -17,7 +17,7 @@ fail() { echo "FAIL $1: $2"; }
 rank() {
   case $1 in
   base) echo 0 ;; ir) echo 1 ;; tasks | schedule | targets) echo 2 ;;
-  measure | db | costmodel) echo 3 ;; tuner) echo 4 ;; graph) echo 5 ;; frontend) echo 6 ;; report | model) echo 7 ;;
+  measure | db | costmodel) echo 3 ;; tuner) echo 4 ;; graph) echo 5 ;; frontend) echo 6 ;; report | model | primfunc) echo 7 ;;
   *) echo 9 ;;
   esac
 }
