@@ -264,6 +264,7 @@ typedef struct mlc_timing_opts {
 typedef struct mlc_timing_repeat {
   double wall, cpu, caller;
   long ivcsw;
+  double wait; /* seconds its threads waited runnable for a CPU (all of them, summed) */
   uint64_t calls;
 } mlc_timing_repeat;
 typedef void (*mlc_timing_hook)(void *ud, int r, const mlc_timing_repeat *rep);

@@ -28,6 +28,12 @@
  * quiet machine too). */
 #define WATCH_MIN_PARALLEL_WALL 2.5e-4
 #define WATCH_MIN_WORKER_SHARE 0.5
+/* Threads waiting runnable for a CPU (run-queue delay, all threads
+ * summed) for more than this share of a repeat's wall time, and at least
+ * WATCH_MIN_WAIT: another process (or the caller, on a shared CPU) held
+ * their cores. Waking a worker costs microseconds of it per loop. */
+#define WATCH_MAX_WAIT_SHARE 0.25
+#define WATCH_MIN_WAIT 5e-5
 /* Attempts after the first when an attempt was disturbed. */
 #define WATCH_RETRIES 2
 
@@ -35,7 +41,7 @@
  * switches of a kernel whose parallel loops use `threads`; the first sign
  * found names the attempt disturbed. */
 static void watch_repeat(timing_watch *w, uint32_t threads, double wall, double cpu,
-                         double caller, long sw) {
+                         double caller, long sw, double wait) {
   double cr = wall > 0 ? caller / wall : 1;
   if (cr < w->caller_ratio) w->caller_ratio = cr;
   w->ivcsw += sw;
@@ -44,6 +50,9 @@ static void watch_repeat(timing_watch *w, uint32_t threads, double wall, double 
   if (sw > WATCH_IVCSW_BASE + (long)(wall * WATCH_IVCSW_PER_SEC)) {
     w->disturbed = true;
     snprintf(w->why, sizeof w->why, "%ld involuntary context switches in %.3g s", sw, wall);
+  } else if (wait > WATCH_MIN_WAIT && wait > WATCH_MAX_WAIT_SHARE * wall) {
+    w->disturbed = true;
+    snprintf(w->why, sizeof w->why, "threads waited %.3g s for a CPU in %.3g s", wait, wall);
   } else if (cr < WATCH_MIN_CALLER_RATIO && wall > 50e-6 && sw > 0) {
     /* Shorter windows: the two clock reads themselves weigh in. Without an
      * involuntary switch the caller slept by itself (waiting on a worker's
@@ -88,7 +97,7 @@ typedef struct watch_ctx {
 static void watch_hook(void *ud, int r, const mlc_timing_repeat *rep) {
   watch_ctx *c = ud;
   if (r == 0) c->first_wall = rep->wall;
-  watch_repeat(c->w, c->threads, rep->wall, rep->cpu, rep->caller, rep->ivcsw);
+  watch_repeat(c->w, c->threads, rep->wall, rep->cpu, rep->caller, rep->ivcsw, rep->wait);
 }
 
 static bool time_kernel(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, double *secs,

@@ -6,8 +6,9 @@
  * estimate may be off by the cold start: a short repeat is redone with
  * more calls, up to four times), the last-level cache written over before
  * each repeat when asked, and each repeat's wall, process CPU and calling
- * thread CPU time and involuntary switches handed to the caller's hook
- * (the workers judge interference with them).
+ * thread CPU time, involuntary switches and the time its threads waited
+ * runnable for a CPU handed to the caller's hook (the workers judge
+ * interference with them).
  *
  * Checking: rtol * |want| + atol * max |want| for floats, exact for
  * integers and bools (docs/PROTOCOL.md).
@@ -17,8 +18,10 @@
 #endif
 #include "measure/measure.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -91,6 +94,30 @@ static long ivcsw_now(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
+/* Seconds the process's threads have spent runnable but not running (the
+ * second field of each /proc/self/task/<tid>/schedstat: run-queue delay),
+ * summed; 0 where the kernel does not keep it. A thread of a parallel
+ * kernel that waits behind another process, or behind the caller on the
+ * caller's CPU, shows here even when nothing switches it out. */
+static double wait_secs(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  double ns = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%.20s/schedstat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    unsigned long long run, wait;
+    if (fgets(buf, sizeof buf, f) && sscanf(buf, "%llu %llu", &run, &wait) == 2) ns += (double)wait;
+    fclose(f);
+  }
+  closedir(d);
+  return ns * 1e-9;
+}
+
 static uint64_t clamp_number(double x) {
   if (!(x >= 1)) return 1;
   return x >= (double)MAX_NUMBER ? MAX_NUMBER : (uint64_t)ceil(x);
@@ -98,6 +125,7 @@ static uint64_t clamp_number(double x) {
 
 /* One repeat of n calls; false if a call failed. */
 static bool one_repeat(mlc_timing_fn fn, void *ctx, uint64_t n, mlc_timing_repeat *out) {
+  double w0 = wait_secs();
   long sw0 = ivcsw_now();
   double c0 = cpu_secs(CLOCK_PROCESS_CPUTIME_ID), k0 = cpu_secs(CLOCK_THREAD_CPUTIME_ID);
   double t = mlc_now_sec();
@@ -107,6 +135,7 @@ static bool one_repeat(mlc_timing_fn fn, void *ctx, uint64_t n, mlc_timing_repea
   out->cpu = cpu_secs(CLOCK_PROCESS_CPUTIME_ID) - c0;
   out->caller = cpu_secs(CLOCK_THREAD_CPUTIME_ID) - k0;
   out->ivcsw = ivcsw_now() - sw0;
+  out->wait = wait_secs() - w0;
   out->calls = n;
   return true;
 }

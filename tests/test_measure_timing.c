@@ -1,12 +1,19 @@
 /* measure/timing.c: the one tolerance rule of result checks and the timing
  * loop (warm-up, repeats, minimum repeat time, the cap for slow
  * functions, failures), and base's clock and median. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
 #include "measure/measure.h"
 #include "tests/test.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static mlc_array *floats(int n, const double *v) {
   int64_t shape[1] = {n};
@@ -133,11 +140,70 @@ static void test_clock_and_median(void) {
   CHECK(odd[0] == 1 && odd[2] == 3); /* sorted in place */
 }
 
+/* A thread of the process spinning on the caller's one CPU: the timed
+ * calls wait for it and it for them, and each repeat says so in `wait`
+ * (run-queue delay) although nothing else runs on the machine's other CPUs. */
+static volatile int spin_stop;
+
+static void *spinner(void *arg) {
+  (void)arg;
+  while (!spin_stop) {}
+  return NULL;
+}
+
+static bool spin_2ms(void *ctx) {
+  (void)ctx;
+  double t = mlc_now_sec();
+  while (mlc_now_sec() - t < 2e-3) {}
+  return true;
+}
+
+static void max_wait_share(void *ud, int r, const mlc_timing_repeat *rep) {
+  (void)r;
+  double *share = ud;
+  if (rep->wall > 0 && rep->wait / rep->wall > *share) *share = rep->wait / rep->wall;
+}
+
+static int wait_child(void) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) return 2;
+  pthread_t t;
+  if (pthread_create(&t, NULL, spinner, NULL) != 0) return 3; /* inherits the one CPU */
+  double secs[5], share = 0;
+  mlc_timing_opts o = {.repeat = 5, .number = 5};
+  int got = mlc_time_calls(spin_2ms, NULL, &o, secs, max_wait_share, &share, NULL);
+  spin_stop = 1;
+  pthread_join(t, NULL);
+  printf("    two threads on one CPU: up to %.0f%% of a repeat's wall time spent waiting\n",
+         share * 100);
+  fflush(stdout);
+  return got == 5 && share > 0.25 ? 0 : 4;
+}
+
+static void test_wait_for_cpu(void) {
+  FILE *f = fopen("/proc/self/schedstat", "r");
+  if (!f) {
+    printf("# test_wait_for_cpu: SKIP: no /proc/self/schedstat\n");
+    return;
+  }
+  fclose(f);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) _exit(wait_child());
+  int status = 0;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "child: status %d (4: no run-queue wait seen)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(void) {
   RUN(test_tolerance_rule);
   RUN(test_integers_exact);
   RUN(test_timing_loop);
   RUN(test_timing_failures);
   RUN(test_clock_and_median);
+  RUN(test_wait_for_cpu);
   return test_summary();
 }

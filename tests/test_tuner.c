@@ -1660,15 +1660,10 @@ static void test_tune_busy_neighbour(void) {
   small_opts(&o.search, 7);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   pid_t pids[64];
-  /* The runner's threads unbound (it binds them by default): bound, under
-   * ASan the runner saw no sign of the spinners in 3 runs of 3 (nothing
-   * disturbed, nothing re-timed). This test is about noticing them. */
-  setenv("MLC_BIND_THREADS", "0", 1);
   int n = start_spinners(cores < 1 ? 4 : cores > 16 ? 64 : 4 * (int)cores, pids);
   CHECK(n > 0);
   bool ok = mlc_tuner_tune(db, f, &o, &r, &e);
   stop_spinners(n, pids);
-  unsetenv("MLC_BIND_THREADS");
   CHECK_MSG(ok, "%s", e.msg);
   int ok_results = r.measured - r.errors;
   CHECK_MSG(ok_results > 0, "no successful candidate: %s", r.first_error);
