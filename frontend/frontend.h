@@ -36,8 +36,8 @@
  * axis; "pad_value"), gather ("axis"; data, indices: output shape
  * data.shape[:axis] + indices.shape + data.shape[axis + 1:], indices whole
  * numbers in [-n, n) for the axis' extent n), astype ("to": "float32",
- * "int64", "int32", "bool": inputs and weights are float32, other dtypes
- * come from astype) and the ops of other dtypes in graph/ops.def
+ * "int64", "int32", "bool": weights are float32, an input takes a "dtype"
+ * ("int64" token ids; default float32), other dtypes come from astype) and the ops of other dtypes in graph/ops.def
  * (comparisons, logic, where, mod, argmax, gather_elements, topk,
  * scatter_nd, ...). Window keys: "stride" and
  * "padding" (one value for all axes and sides), or "strides" [h, w],

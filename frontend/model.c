@@ -70,11 +70,17 @@ static bool get_ints(loader *L, const char *ctx, const mlc_json *v, int64_t lo, 
   return true;
 }
 
-static bool get_type(loader *L, const char *ctx, const mlc_json *o, mlc_gtype *t) {
+/* A shape and, for inputs (any_dtype), one of the graph's dtypes (token
+ * ids: "int64"); weights are float32. */
+static bool get_type(loader *L, const char *ctx, const mlc_json *o, bool any_dtype, mlc_gtype *t) {
   memset(t, 0, sizeof *t);
   t->dtype = MLC_FLOAT32;
+  const mlc_json *dv = mlc_json_get(o, "dtype");
   const char *dt = get_str(o, "dtype");
-  if (dt && strcmp(dt, "float32") != 0)
+  if (dv && !dt) return lfail(L, "%s: \"dtype\" must be a string", ctx);
+  if (dt && any_dtype && !mlc_graph_dtype_from_name(dt, &t->dtype))
+    return lfail(L, "%s: dtype \"%s\" is not one of %s", ctx, dt, mlc_graph_dtype_names());
+  if (dt && !any_dtype && strcmp(dt, "float32") != 0)
     return lfail(L, "%s: dtype \"%s\" is not supported (float32 only)", ctx, dt);
   if (!get_ints(L, ctx, mlc_json_get(o, "shape"), 1, &t->ndim, t->shape)) return false;
   if (t->ndim < 1) return lfail(L, "%s: shape must have at least one dimension", ctx);
@@ -115,7 +121,7 @@ static bool load_inputs(loader *L, const mlc_json *arr, mlc_gfunc *main) {
     if (!check_keys(L, ctx, o, " name shape dtype ") || !add_name(L, "input", get_str(o, "name")))
       return false;
     snprintf(ctx, sizeof ctx, "input '%s'", get_str(o, "name"));
-    if (!get_type(L, ctx, o, &t)) return false;
+    if (!get_type(L, ctx, o, true, &t)) return false;
     mlc_gvar *v = mlc_gvar_new(L->m, get_str(o, "name"), MLC_GVAR_PARAM, &t);
     L->vars[L->n_names - 1] = v;
     main->params[main->n_params++] = v;
@@ -194,7 +200,7 @@ static bool load_weights(loader *L, const mlc_json *arr) {
       return false;
     const char *name = get_str(o, "name");
     snprintf(ctx, sizeof ctx, "weight '%s'", name);
-    if (!get_type(L, ctx, o, &t)) return false;
+    if (!get_type(L, ctx, o, false, &t)) return false;
     mlc_gvar *v = mlc_gvar_new(m, name, MLC_GVAR_CONST, &t);
     L->vars[L->n_names - 1] = v;
     m->consts[m->n_consts++] = v;

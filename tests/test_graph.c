@@ -105,7 +105,7 @@ static const bad_case bad_models[] = {
      "output \"x\" is not a node"},
     {"bad_dtype", MODEL("{\"name\": \"x\", \"shape\": [2], \"dtype\": \"int8\"}", "",
                         "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
-     "dtype \"int8\" is not supported"},
+     "input 'x': dtype \"int8\" is not one of float32, int64"},
     {"bad_shape", MODEL("{\"name\": \"x\", \"shape\": [2, 0]}", "",
                         "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"x\"]}", "\"a\""),
      "input 'x': entry 1 is not an integer >= 1"},

@@ -95,6 +95,34 @@ static void test_bad_token_id(void) {
   unload(&l);
 }
 
+/* A model JSON with an int64 input (token ids) gathering rows of a table. */
+static void test_json_token_ids(void) {
+  const char *text =
+      "{\"name\": \"emb\", \"inputs\": [{\"name\": \"ids\", \"shape\": [1, 3], \"dtype\": \"int64\"}],"
+      " \"weights\": [{\"name\": \"table\", \"shape\": [4, 2], \"values\": [0, 1, 2, 3, 4, 5, 6, 7]}],"
+      " \"nodes\": [{\"name\": \"rows\", \"op\": \"gather\", \"inputs\": [\"table\", \"ids\"]},"
+      " {\"name\": \"out\", \"op\": \"relu\", \"inputs\": [\"rows\"]}], \"outputs\": [\"out\"]}";
+  mlc_error err;
+  mlc_target t;
+  loaded l = {0};
+  l.m = mlc_graph_parse("emb.json", text, strlen(text), NULL, &err);
+  bool ok = l.m && mlc_graph_run_pipeline(l.m, NULL, NULL, NULL, &err) &&
+            mlc_target_parse("llvm", &t, &err) &&
+            mlc_graph_compile(l.m, &t, &(mlc_gcompile_options){0}, &l.c, &err) &&
+            (l.r = mlc_graph_runner_new(l.m, &l.c, &err)) != NULL;
+  CHECK_MSG(ok, "%s", err.msg);
+  if (ok) {
+    int64_t ids[3] = {3, 0, 2}, bad[3] = {0, 9, 0};
+    float y[6] = {0}, want[6] = {6, 7, 0, 1, 4, 5};
+    CHECK(mlc_graph_main(l.m)->params[0]->type.dtype == MLC_INT64);
+    CHECK_MSG(mlc_graph_runner_run(l.r, (void *[]){ids}, (void *[]){y}, &err), "%s", err.msg);
+    CHECK(memcmp(y, want, sizeof y) == 0);
+    CHECK(!mlc_graph_runner_run(l.r, (void *[]){bad}, (void *[]){y}, &err) &&
+          strstr(err.msg, "element 1 is 9"));
+  }
+  unload(&l);
+}
+
 static void test_not_compiled(void) {
   mlc_error err;
   mlc_gmodule *m = mlc_graph_load_any("tests/onnx/tiny_cnn.onnx", NULL, NULL, &err);
@@ -107,6 +135,7 @@ int main(void) {
   RUN(test_cnn);
   RUN(test_gpt2_token_ids);
   RUN(test_bad_token_id);
+  RUN(test_json_token_ids);
   RUN(test_not_compiled);
   mlc_jit_shutdown();
   return test_summary();
