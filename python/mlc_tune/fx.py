@@ -33,13 +33,26 @@ def _pair(v, n=2):
 class _Translator:
     def __init__(self, gm, example_inputs):
         import torch
-        from torch.fx.passes.shape_prop import ShapeProp
+        import torch.fx
         self.torch = torch
         self.gm = gm
         self.modules = dict(gm.named_modules())
-        ShapeProp(gm).propagate(*example_inputs)
+        # Every node's value on the example inputs: shapes, and the values of
+        # what does not depend on the inputs (sizes, position ids, causal
+        # masks), which become constants instead of ops.
+        values = {}
+
+        class Recorder(torch.fx.Interpreter):
+            def run_node(self, n):
+                values[n.name] = v = super().run_node(n)
+                return v
+
+        Recorder(gm).run(*example_inputs)
+        self.values = values
+        self.dynamic = set()  # nodes whose tensor depends on an input
         self.inputs, self.weights, self.nodes, self.outputs = [], {}, [], []
-        self.alias = {}  # fx node name -> the name of the value it is (identity ops)
+        self.alias = {}  # dynamic node name -> the name of its value in the graph
+        self.static_weight = {}  # static node name -> its weight
         self.used = set()
 
     # ---- names and values -------------------------------------------------------------------
@@ -66,12 +79,26 @@ class _Translator:
         return name
 
     def ref(self, a, hint="const"):
-        """The name of an argument: a node's value, or a constant made a weight."""
+        """The name of an argument: a node's value, or a constant (a node that
+        does not depend on the inputs, a tensor, a number) made a weight."""
         if isinstance(a, self.torch.fx.Node):
-            return self.alias.get(a.name, a.name)
+            if a.name in self.dynamic:
+                return self.alias[a.name]
+            if a.name in self.static_weight:
+                return self.static_weight[a.name]
+            value = self.values[a.name]
+            if not isinstance(value, self.torch.Tensor) and not isinstance(value, (int, float, bool)):
+                raise UnsupportedError("node %s: a %s where a tensor is wanted" % (a.name, type(value).__name__))
+            name = self.weight(a.name, value if isinstance(value, self.torch.Tensor) else np.float32(value))
+            self.static_weight[a.name] = name
+            return name
         if isinstance(a, (int, float, bool)) or isinstance(a, self.torch.Tensor):
             return self.weight(hint, np.float32(a) if not isinstance(a, self.torch.Tensor) else a)
         raise UnsupportedError("argument %r" % (a,))
+
+    def value(self, a):
+        """An argument's concrete value (a node's on the example inputs)."""
+        return self.values[a.name] if isinstance(a, self.torch.fx.Node) else a
 
     def emit(self, node, op, inputs, name=None, **attrs):
         out = name or self.fresh(node.name)
@@ -79,12 +106,10 @@ class _Translator:
         return out
 
     def shape(self, node):
-        if not isinstance(node, self.torch.fx.Node):
-            raise UnsupportedError("argument %r: not a tensor" % (node,))
-        meta = node.meta.get("tensor_meta")
-        if meta is None or not hasattr(meta, "shape"):
-            raise UnsupportedError("node %s (%s): no single tensor result" % (node.name, node.target))
-        return [int(d) for d in meta.shape]
+        v = self.value(node)
+        if not isinstance(v, self.torch.Tensor):
+            raise UnsupportedError("%s: not a tensor" % (getattr(node, "name", repr(node)),))
+        return [int(d) for d in v.shape]
 
     # ---- the ops ------------------------------------------------------------------------------
 
@@ -194,6 +219,8 @@ class _Translator:
                  nn.Hardswish: "hard_swish"}
         if t in unary:
             return self.emit(node, unary[t], [self.ref(x)])
+        if t is nn.Embedding:
+            return self.emit(node, "gather", [self.weight(node.name + "_weight", mod.weight), self.ref(x)])
         if t is nn.TransformerEncoderLayer:
             if node.kwargs.get("src_mask") is not None or node.kwargs.get("src_key_padding_mask") is not None or len(node.args) > 1:
                 raise UnsupportedError("node %s: TransformerEncoderLayer with a mask" % node.name)
@@ -202,6 +229,64 @@ class _Translator:
             s = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
             return self.emit(node, "multiply", [self.ref(x), s])
         raise UnsupportedError("node %s: module %s (%s) is not supported" % (node.name, node.target, t.__name__))
+
+    def getitem(self, node, x, idx):
+        """x[idx] for slices (step 1), integers and None: a slice of the axes
+        cut, then the result's shape."""
+        shape = self.shape(x)
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis for i in idx):
+            k = idx.index(Ellipsis)
+            fill = len(shape) - sum(1 for i in idx if i is not None and i is not Ellipsis)
+            idx = idx[:k] + (slice(None),) * fill + idx[k + 1:]
+        axes, starts, ends, d = [], [], [], 0
+        for it in idx:
+            if it is None:
+                continue
+            if isinstance(it, slice):
+                if it.step not in (None, 1):
+                    raise UnsupportedError("node %s: a slice with step %s" % (node.name, it.step))
+                lo, hi, _ = it.indices(shape[d])
+                if (lo, hi) != (0, shape[d]):
+                    axes.append(d), starts.append(lo), ends.append(hi)
+            elif isinstance(it, int):
+                i = it % shape[d]
+                axes.append(d), starts.append(i), ends.append(i + 1)
+            else:
+                raise UnsupportedError("node %s: indexing with %s" % (node.name, type(it).__name__))
+            d += 1
+        y = self.ref(x)
+        out = self.shape(node)
+        if axes:
+            y = self.emit(node, "slice", [y], axes=axes, starts=starts, ends=ends,
+                          name=self.fresh(node.name + "_slice"))
+        return self.emit(node, "reshape", [y], shape=out)
+
+    def where(self, node, cond, a, b):
+        """where(cond, a, b); a constant condition (a causal mask) as a
+        comparison of its 0/1 weight, the graph's constants being float32."""
+        if isinstance(cond, self.torch.fx.Node) and cond.name in self.dynamic:
+            c = self.ref(cond)
+        else:
+            c = self.emit(node, "greater", [self.ref(cond, node.name + "_mask"),
+                                            self.weight(node.name + "_half", np.float32(0.5))],
+                          name=self.fresh(node.name + "_cond"))
+        return self.emit(node, "where", [c, self.ref(a, node.name + "_a"), self.ref(b, node.name + "_b")])
+
+    def astype(self, node, x):
+        names = {self.torch.float32: "float32", self.torch.int64: "int64",
+                 self.torch.int32: "int32", self.torch.bool: "bool"}
+        to = self.value(node).dtype
+        if to not in names:
+            raise UnsupportedError("node %s: conversion to %s" % (node.name, to))
+        if self.value(x).dtype == to:
+            return self.ref(x)
+        return self.emit(node, "astype", [self.ref(x)], to=names[to])
+
+    def power(self, node, x, e):
+        if isinstance(e, (int, float)):
+            return self.emit(node, "power", [self.ref(x)], exponent=float(e))
+        return self.emit(node, "pow", [self.ref(x), self.ref(e, node.name + "_e")])
 
     def binary(self, node, op, a, b):
         return self.emit(node, op, [self.ref(a, node.name + "_a"), self.ref(b, node.name + "_b")])
@@ -220,8 +305,26 @@ class _Translator:
                  F.gelu: "gelu", torch.exp: "exp", torch.sqrt: "sqrt", F.hardswish: "hard_swish"}
         if f in unary:
             return self.emit(node, unary[f], [self.ref(args[0])])
-        if f is torch.flatten:
+        if f is torch.flatten or f in (torch.unsqueeze, torch.squeeze, torch.reshape):
             return self.reshape(node, args[0])
+        if f is operator.getitem:
+            return self.getitem(node, args[0], args[1])
+        if f is torch.addmm and not kw:  # bias + x @ w
+            mm = self.emit(node, "matmul", [self.ref(args[1]), self.ref(args[2], node.name + "_w")],
+                           name=self.fresh(node.name + "_mm"))
+            return self.emit(node, "add", [mm, self.ref(args[0], node.name + "_bias")])
+        if f in (torch.pow, operator.pow):
+            return self.power(node, args[0], self.value(args[1]) if not isinstance(args[1], self.torch.fx.Node)
+                              or args[1].name not in self.dynamic else args[1])
+        if f in (operator.neg, torch.neg):
+            return self.emit(node, "negative", [self.ref(args[0])])
+        if f is torch.rsqrt:
+            r = self.emit(node, "sqrt", [self.ref(args[0])], name=self.fresh(node.name + "_sqrt"))
+            return self.emit(node, "divide", [self.weight(node.name + "_one", np.float32(1)), r])
+        if f is torch.where and len(args) == 3:
+            return self.where(node, args[0], args[1], args[2])
+        if f is torch.tanh:
+            return self.emit(node, "tanh", [self.ref(args[0])])
         if f is F.adaptive_avg_pool2d:
             return self.adaptive_avg(node, args[0], args[1] if len(args) > 1 else kw["output_size"])
         if f in (F.relu6, F.hardtanh):
@@ -240,8 +343,25 @@ class _Translator:
 
     def method(self, node):
         m, args = node.target, node.args
-        if m in ("view", "reshape", "flatten"):
+        if m in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand_as") and \
+                self.shape(node) and np.prod(self.shape(node)) == np.prod(self.shape(args[0])):
             return self.reshape(node, args[0])
+        if m in ("to", "float", "long", "int", "bool", "type_as"):
+            return self.astype(node, args[0])
+        if m == "masked_fill":
+            fill = self.value(args[2] if len(args) > 2 else node.kwargs["value"])
+            return self.where(node, args[1], fill, args[0])
+        if m == "pow":
+            e = args[1]
+            return self.power(node, args[0], e if isinstance(e, self.torch.fx.Node) and e.name in self.dynamic
+                              else self.value(e))
+        if m in ("tanh", "sigmoid", "exp", "sqrt"):
+            return self.emit(node, m, [self.ref(args[0])])
+        if m == "t":
+            return self.emit(node, "transpose", [self.ref(args[0])], axes=[1, 0])
+        if m == "softmax":
+            dim = args[1] if len(args) > 1 else node.kwargs.get("dim")
+            return self.emit(node, "softmax", [self.ref(args[0])], axis=int(dim))
         if m in ("contiguous", "clone", "detach"):
             return self.ref(args[0])
         if m == "relu":
@@ -267,32 +387,50 @@ class _Translator:
 
     # ---- the graph ----------------------------------------------------------------------------
 
+    def depends_on_input(self, node):
+        """A tensor (or tuple of them) computed from an input; anything else
+        (sizes, and tensors of weights, position ids, masks) is a constant."""
+        def has_tensor(v):
+            return isinstance(v, self.torch.Tensor) or (
+                isinstance(v, (tuple, list)) and any(has_tensor(x) for x in v))
+
+        if not has_tensor(self.values.get(node.name)):
+            return False
+        deps = []
+        self.torch.fx.node.map_arg((node.args, node.kwargs), deps.append)
+        return any(d.name in self.dynamic for d in deps)
+
+    def translated(self, node, name):
+        self.alias[node.name] = name
+        self.dynamic.add(node.name)
+
     def run(self, name):
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 if node.args and node.args[0] is None:  # a concrete argument (mask=None)
                     continue
-                meta = node.meta.get("tensor_meta")
-                if meta is None or meta.dtype != self.torch.float32:
-                    raise UnsupportedError("input %s: float32 tensors only" % node.name)
+                v = self.values[node.name]
+                dtypes = {self.torch.float32: "float32", self.torch.int64: "int64",
+                          self.torch.int32: "int32", self.torch.bool: "bool"}
+                if not isinstance(v, self.torch.Tensor) or v.dtype not in dtypes:
+                    raise UnsupportedError("input %s: float32, int64, int32 or bool tensors only"
+                                           % node.name)
                 n = self.fresh(node.name)
-                self.inputs.append({"name": n, "shape": [int(d) for d in meta.shape]})
+                self.inputs.append({"name": n, "shape": list(v.shape), "dtype": dtypes[v.dtype]})
                 self.alias[node.name] = n
-            elif node.op == "get_attr":
-                val = self.gm
-                for part in node.target.split("."):
-                    val = getattr(val, part)
-                self.alias[node.name] = self.weight(node.target, val)
-            elif node.op == "call_module":
-                self.alias[node.name] = self.module(node)
-            elif node.op == "call_function":
-                self.alias[node.name] = self.function(node)
-            elif node.op == "call_method":
-                self.alias[node.name] = self.method(node)
+                self.dynamic.add(node.name)
             elif node.op == "output":
                 outs = node.args[0]
                 outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
                 self.outputs = [self.ref(o) for o in outs]
+            elif not self.depends_on_input(node):
+                continue  # a constant: materialized where a dynamic node reads it
+            elif node.op == "call_module":
+                self.translated(node, self.module(node))
+            elif node.op == "call_function":
+                self.translated(node, self.function(node))
+            elif node.op == "call_method":
+                self.translated(node, self.method(node))
         return {"name": re.sub(r"\W", "_", name),
                 "inputs": self.inputs,
                 "weights": [{"name": k, "shape": list(v.shape)} for k, v in self.weights.items()],

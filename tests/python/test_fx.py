@@ -41,6 +41,31 @@ if torch is not None:
             y = self.pool(y).flatten(1)
             return torch.softmax(self.fc(y), dim=-1)
 
+    class TinyLM(torch.nn.Module):
+        """What language models trace to without data-dependent Python: int64
+        token ids into an embedding, a position table sliced by a constant,
+        an int mask converted to float, a constant causal mask filled in,
+        addmm, an RMS norm (pow, mean, rsqrt), negation, indexing, tanh."""
+
+        def __init__(self, vocab=50, seq=6, d=16):
+            super().__init__()
+            self.emb = torch.nn.Embedding(vocab, d)
+            self.pos = torch.nn.Parameter(torch.randn(32, d))
+            self.register_buffer("causal", torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1))
+            self.w = torch.nn.Parameter(torch.randn(d, d) / 4)
+            self.b = torch.nn.Parameter(torch.randn(d))
+            self.seq = seq
+
+        def forward(self, ids, mask):
+            h = self.emb(ids) + self.pos[: self.seq]
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+            q = torch.addmm(self.b, h.view(-1, h.shape[-1]), self.w).view(h.shape)
+            scores = torch.matmul(q, h.transpose(-1, -2)).masked_fill(self.causal, -1e9)
+            scores = scores + (1.0 - mask[:, None, :].to(torch.float32)) * -1e9
+            att = torch.softmax(scores, dim=-1)
+            out = torch.matmul(att, h)
+            return torch.tanh(-out[:, 0]), out
+
     class Unsupported(torch.nn.Module):
         def forward(self, x):
             return torch.sort(x, dim=-1)[0]
@@ -107,6 +132,21 @@ class FxTest(unittest.TestCase):
                                                  batch_first=True, norm_first=True,
                                                  activation="gelu")
         self.same_as_torch(first, torch.randn(2, 8, 64), "encoder_layer")
+
+    def test_token_ids_and_masks(self):
+        net = TinyLM().eval()
+        ids = torch.randint(0, 50, (2, 6))
+        mask = torch.ones(2, 6, dtype=torch.long)
+        mask[1, 4:] = 0
+        m = mlc_tune.from_torch(net, (ids, mask), name="tiny_lm").compile()
+        self.assertEqual([s.dtype.name for s in m.inputs], ["int64", "int64"])
+        with torch.no_grad():
+            want = net(ids, mask)
+        got = m(ids, mask)
+        for g, w in zip(got, want):
+            self.assertLess(rel_err(g, w), 1e-4)
+        with self.assertRaisesRegex(mlc_tune.MlcError, "element"):
+            m(torch.full((2, 6), 99), mask)  # a token id outside the embedding
 
     def test_graph_module(self):
         gm = torch.fx.symbolic_trace(SmallNet().eval())
