@@ -83,6 +83,11 @@ class _Translator:
         does not depend on the inputs, a tensor, a number) made a weight."""
         if isinstance(a, self.torch.fx.Node):
             if a.name in self.dynamic:
+                if isinstance(self.alias[a.name], list):
+                    raise UnsupportedError("node %s: a tuple where a tensor is wanted" % a.name)
+                if self.alias[a.name] is None:
+                    raise UnsupportedError("node %s: a result of its op that is not translated"
+                                           % a.name)
                 return self.alias[a.name]
             if a.name in self.static_weight:
                 return self.static_weight[a.name]
@@ -291,9 +296,114 @@ class _Translator:
     def binary(self, node, op, a, b):
         return self.emit(node, op, [self.ref(a, node.name + "_a"), self.ref(b, node.name + "_b")])
 
+    def aten(self, node):
+        """An ATen op of a graph traced by make_fx (the fallback for modules
+        symbolic tracing refuses)."""
+        name, args, kw = node.target.overloadpacket.__name__, node.args, node.kwargs
+        x = args[0] if args else None
+        binary = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                  "mm": "matmul", "bmm": "matmul", "matmul": "matmul"}
+        if name in binary:
+            if kw.get("alpha", 1) != 1 or kw.get("rounding_mode"):
+                raise UnsupportedError("node %s: %s with %s" % (node.name, name, dict(kw)))
+            return self.binary(node, binary[name], args[0], args[1])
+        if name == "rsub":  # other - x
+            return self.binary(node, "subtract", args[1], args[0])
+        unary = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid", "exp": "exp", "sqrt": "sqrt",
+                 "neg": "negative", "erf": "erf", "log": "log", "abs": "abs", "sin": "sin", "cos": "cos"}
+        if name in unary:
+            return self.emit(node, unary[name], [self.ref(x)])
+        if name in ("view", "_unsafe_view", "_reshape_alias", "reshape", "unsqueeze", "squeeze",
+                    "flatten"):
+            return self.reshape(node, x)
+        if name == "expand":
+            if np.prod(self.shape(node)) == np.prod(self.shape(x)):
+                return self.reshape(node, x)
+            zeros = self.weight(node.name + "_zeros", np.zeros(self.shape(node), np.float32))
+            return self.emit(node, "add", [self.ref(x), zeros])  # broadcast to the shape
+        if name in ("clone", "detach", "alias", "lift_fresh_copy", "contiguous"):
+            return self.ref(x)
+        if name == "embedding":
+            return self.emit(node, "gather", [self.ref(args[0], node.name + "_weight"), self.ref(args[1])])
+        if name == "addmm":
+            mm = self.emit(node, "matmul", [self.ref(args[1]), self.ref(args[2], node.name + "_w")],
+                           name=self.fresh(node.name + "_mm"))
+            return self.emit(node, "add", [mm, self.ref(args[0], node.name + "_bias")])
+        if name in ("t", "transpose", "permute"):
+            nd = len(self.shape(x))
+            if name == "t":
+                perm = [1, 0]
+            elif name == "transpose":
+                perm = list(range(nd))
+                i, j = args[1] % nd, args[2] % nd
+                perm[i], perm[j] = perm[j], perm[i]
+            else:
+                perm = [int(d) % nd for d in args[1]]
+            return self.emit(node, "transpose", [self.ref(x)], axes=perm)
+        if name == "_softmax":
+            return self.emit(node, "softmax", [self.ref(x)], axis=int(args[1]))
+        if name == "gelu":
+            if kw.get("approximate", "none") != "none":
+                raise UnsupportedError("node %s: gelu approximate=%s" % (node.name, kw["approximate"]))
+            return self.emit(node, "gelu", [self.ref(x)])
+        if name == "silu":
+            sg = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
+            return self.emit(node, "multiply", [self.ref(x), sg])
+        if name in ("rsqrt", "reciprocal"):
+            r = self.ref(x)
+            if name == "rsqrt":
+                r = self.emit(node, "sqrt", [r], name=self.fresh(node.name + "_sqrt"))
+            return self.emit(node, "divide", [self.weight(node.name + "_one", np.float32(1)), r])
+        if name == "pow":
+            e = args[1]
+            return self.power(node, x, e if isinstance(e, self.torch.fx.Node) and e.name in self.dynamic
+                              else self.value(e))
+        if name == "mean":
+            dims = [int(d) for d in args[1]]
+            return self.emit(node, "reduce_mean", [self.ref(x)], axes=dims,
+                             keepdims=bool(args[2] if len(args) > 2 else kw.get("keepdim", False)))
+        if name == "native_layer_norm":  # (out, mean, rstd): only out is read
+            if len(args[1]) != 1:
+                raise UnsupportedError("node %s: layer norm over %d axes" % (node.name, len(args[1])))
+            out = self.emit(node, "layernorm", [self.ref(x), self.ref(args[2], node.name + "_weight"),
+                                                self.ref(args[3], node.name + "_bias")], eps=float(args[4]))
+            return [out, None, None]
+        if name == "slice":
+            dim, shape = args[1] % len(self.shape(x)), self.shape(x)
+            lo, hi, step = slice(args[2] if len(args) > 2 else None,
+                                 args[3] if len(args) > 3 else None,
+                                 args[4] if len(args) > 4 else 1).indices(shape[dim])
+            if step != 1:
+                raise UnsupportedError("node %s: a slice with step %d" % (node.name, step))
+            if (lo, hi) == (0, shape[dim]):
+                return self.ref(x)
+            return self.emit(node, "slice", [self.ref(x)], axes=[dim], starts=[lo], ends=[hi])
+        if name == "select":
+            idx = [slice(None)] * len(self.shape(x))
+            idx[args[1] % len(idx)] = args[2]
+            return self.getitem(node, x, tuple(idx))
+        if name == "split":
+            dim, size, shape = (args[2] if len(args) > 2 else 0), args[1], self.shape(x)
+            dim %= len(shape)
+            return [self.emit(node, "slice", [self.ref(x)], axes=[dim], starts=[lo],
+                              ends=[min(lo + size, shape[dim])], name=self.fresh("%s_%d" % (node.name, k)))
+                    for k, lo in enumerate(range(0, shape[dim], size))]
+        if name == "cat":
+            return self.emit(node, "concat", [self.ref(a) for a in args[0]],
+                             axis=int(args[1] if len(args) > 1 else 0))
+        if name in ("masked_fill", "masked_fill_"):
+            return self.where(node, args[1], self.value(args[2]), x)
+        if name == "where":
+            return self.where(node, args[0], args[1], args[2])
+        if name == "_to_copy":
+            return self.astype(node, x)
+        raise UnsupportedError("node %s: ATen op %s is not supported" % (node.name, node.target))
+
     def function(self, node):
         torch, F = self.torch, self.torch.nn.functional
         f, args, kw = node.target, node.args, node.kwargs
+        if isinstance(f, torch._ops.OpOverload):
+            return self.aten(node)
         if getattr(f, "__name__", "") == "_assert_is_none":  # the guard of a concrete argument
             return None
         binary = {operator.add: "add", torch.add: "add", operator.mul: "multiply", torch.mul: "multiply",
@@ -308,6 +418,8 @@ class _Translator:
         if f is torch.flatten or f in (torch.unsqueeze, torch.squeeze, torch.reshape):
             return self.reshape(node, args[0])
         if f is operator.getitem:
+            if isinstance(args[0], torch.fx.Node) and isinstance(self.alias.get(args[0].name), list):
+                return self.alias[args[0].name][args[1]]  # None: an error only when read
             return self.getitem(node, args[0], args[1])
         if f is torch.addmm and not kw:  # bias + x @ w
             mm = self.emit(node, "matmul", [self.ref(args[1]), self.ref(args[2], node.name + "_w")],
@@ -564,6 +676,16 @@ def _trace(module, n_inputs):
     return torch.fx.GraphModule(module, graph, type(module).__name__)
 
 
+def _trace_aten(module, example_inputs):
+    """The module traced at the ATen level on the example inputs (make_fx):
+    the fallback where symbolic tracing refuses Python that reads shapes
+    (torch.arange over a traced size)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+    with torch.no_grad():
+        return make_fx(module)(*example_inputs)
+
+
 def to_json(module, example_inputs, name=None):
     """The model JSON of a torch.nn.Module (traced with torch.fx) or
     fx.GraphModule and its weights as NumPy arrays: (dict, {name: array})."""
@@ -571,7 +693,13 @@ def to_json(module, example_inputs, name=None):
     import torch.fx
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
-    gm = module if isinstance(module, torch.fx.GraphModule) else _trace(module, len(example_inputs))
+    if isinstance(module, torch.fx.GraphModule):
+        gm = module
+    else:
+        try:
+            gm = _trace(module, len(example_inputs))
+        except (torch.fx.proxy.TraceError, TypeError, RuntimeError):
+            gm = _trace_aten(module, example_inputs)
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     with torch.no_grad():

@@ -21,6 +21,8 @@ except ImportError:
 
 import mlc_tune
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 if torch is not None:
     class SmallNet(torch.nn.Module):
         """The layers a CNN traces to: conv, batch norm, ReLU6, pool,
@@ -147,6 +149,26 @@ class FxTest(unittest.TestCase):
             self.assertLess(rel_err(g, w), 1e-4)
         with self.assertRaisesRegex(mlc_tune.MlcError, "element"):
             m(torch.full((2, 6), 99), mask)  # a token id outside the embedding
+
+    def test_language_models(self):
+        """examples/lm_models.py's BERT, GPT-2 and Llama (tiny sizes): their
+        forward reads shapes in Python (torch.arange over a size), which
+        symbolic tracing refuses, so they come in traced at the ATen level."""
+        import sys
+        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        import lm_models
+        for kind in ("bert", "gpt2", "llama"):
+            cfg = lm_models.tiny_config(kind)
+            model = lm_models.build(kind, cfg)
+            x = lm_models.example_inputs(kind, cfg, 1, 12, torch.Generator().manual_seed(1),
+                                         pad=2 if kind == "bert" else 0)
+            m = mlc_tune.from_torch(model, tuple(x.values()), name=kind).compile()
+            got = m(*x.values())
+            got = got if isinstance(got, tuple) else (got,)
+            want = lm_models.run(model, kind, x)
+            self.assertEqual(len(got), len(want))
+            for g, (name, w) in zip(got, want.items()):
+                self.assertLess(rel_err(g, w), 1e-4, "%s %s" % (kind, name))
 
     def test_graph_module(self):
         gm = torch.fx.symbolic_trace(SmallNet().eval())
