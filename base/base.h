@@ -256,6 +256,11 @@ mlc_json *mlc_json_parse(mlc_arena *a, const char *text, size_t len, mlc_error *
 const mlc_json *mlc_json_get(const mlc_json *obj, const char *key); /* NULL if absent */
 void mlc_json_write_string(mlc_str *s, const char *str); /* quoted, escaped */
 void mlc_json_write_number(mlc_str *s, double v);        /* shortest round trip; ints plain */
+/* Members of an object being written: the comma before all but the first
+ * (*first true before it), "key":, then the value (a NULL string: null). */
+void mlc_json_write_key(mlc_str *s, bool *first, const char *key);
+void mlc_json_write_member_string(mlc_str *s, bool *first, const char *key, const char *v);
+void mlc_json_write_member_number(mlc_str *s, bool *first, const char *key, double v);
 /* Canonical compact text of a parsed value (keys in stored order). */
 void mlc_json_write(mlc_str *s, const mlc_json *v);
 

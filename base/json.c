@@ -389,6 +389,24 @@ void mlc_json_write_number(mlc_str *s, double v) {
   }
 }
 
+void mlc_json_write_key(mlc_str *s, bool *first, const char *key) {
+  if (!*first) mlc_str_putc(s, ',');
+  *first = false;
+  mlc_json_write_string(s, key);
+  mlc_str_putc(s, ':');
+}
+
+void mlc_json_write_member_string(mlc_str *s, bool *first, const char *key, const char *v) {
+  mlc_json_write_key(s, first, key);
+  if (v) mlc_json_write_string(s, v);
+  else mlc_str_puts(s, "null");
+}
+
+void mlc_json_write_member_number(mlc_str *s, bool *first, const char *key, double v) {
+  mlc_json_write_key(s, first, key);
+  mlc_json_write_number(s, v);
+}
+
 void mlc_json_write(mlc_str *s, const mlc_json *v) {
   switch (v->kind) {
   case MLC_JSON_NULL: mlc_str_puts(s, "null"); return;

@@ -58,33 +58,15 @@ bool mlc_report_trace_python(const char *trace, mlc_str *out, mlc_error *err) {
 
 /* ---- JSON ----------------------------------------------------------------------- */
 
-static void key(mlc_str *s, bool *first, const char *k) {
-  if (!*first) mlc_str_putc(s, ',');
-  *first = false;
-  mlc_json_write_string(s, k);
-  mlc_str_putc(s, ':');
-}
-
-static void str(mlc_str *s, bool *first, const char *k, const char *v) {
-  key(s, first, k);
-  if (v) mlc_json_write_string(s, v);
-  else mlc_str_puts(s, "null");
-}
-
-static void num(mlc_str *s, bool *first, const char *k, double v) {
-  key(s, first, k);
-  mlc_json_write_number(s, v);
-}
-
 /* v, or null where the condition fails (no time, unknown flops). */
 static void num_or_null(mlc_str *s, bool *first, const char *k, bool known, double v) {
-  key(s, first, k);
+  mlc_json_write_key(s, first, k);
   if (known) mlc_json_write_number(s, v);
   else mlc_str_puts(s, "null");
 }
 
 static void secs(mlc_str *s, bool *first, const mlc_db_record *r) {
-  key(s, first, "run_secs");
+  mlc_json_write_key(s, first, "run_secs");
   mlc_str_putc(s, '[');
   for (int i = 0; i < r->n_secs; i++) {
     if (i) mlc_str_putc(s, ',');
@@ -97,18 +79,18 @@ void mlc_report_top_row_json(mlc_str *out, const mlc_db_workload *w, const mlc_d
                              const char *check, int rank, double flops, const char *lib) {
   bool f = true;
   mlc_str_putc(out, '{');
-  num(out, &f, "rank", rank);
-  num(out, &f, "id", (double)r->id);
-  str(out, &f, "task", w->task);
-  str(out, &f, "shape", w->shape);
-  str(out, &f, "target", r->target);
-  num(out, &f, "mean_sec", r->mean_sec);
+  mlc_json_write_member_number(out, &f, "rank", rank);
+  mlc_json_write_member_number(out, &f, "id", (double)r->id);
+  mlc_json_write_member_string(out, &f, "task", w->task);
+  mlc_json_write_member_string(out, &f, "shape", w->shape);
+  mlc_json_write_member_string(out, &f, "target", r->target);
+  mlc_json_write_member_number(out, &f, "mean_sec", r->mean_sec);
   num_or_null(out, &f, "gflops", flops > 0, flops / r->mean_sec * 1e-9);
   secs(out, &f, r);
-  str(out, &f, "trace_hash", r->trace_hash);
-  str(out, &f, "replay", check);
-  num(out, &f, "round", (double)r->round);
-  str(out, &f, "library", lib);
+  mlc_json_write_member_string(out, &f, "trace_hash", r->trace_hash);
+  mlc_json_write_member_string(out, &f, "replay", check);
+  mlc_json_write_member_number(out, &f, "round", (double)r->round);
+  mlc_json_write_member_string(out, &f, "library", lib);
   mlc_str_putc(out, '}');
 }
 
@@ -147,25 +129,25 @@ void mlc_report_record_json(mlc_str *o, const mlc_db_record *r, const mlc_db_wor
                             double flops, const char *python, const char *ir) {
   bool f = true;
   mlc_str_putc(o, '{');
-  num(o, &f, "id", (double)r->id);
-  num(o, &f, "workload_id", (double)r->workload_id);
-  str(o, &f, "task", w->task);
-  str(o, &f, "shape", w->shape);
-  str(o, &f, "target", r->target);
-  key(o, &f, "trace");
+  mlc_json_write_member_number(o, &f, "id", (double)r->id);
+  mlc_json_write_member_number(o, &f, "workload_id", (double)r->workload_id);
+  mlc_json_write_member_string(o, &f, "task", w->task);
+  mlc_json_write_member_string(o, &f, "shape", w->shape);
+  mlc_json_write_member_string(o, &f, "target", r->target);
+  mlc_json_write_key(o, &f, "trace");
   mlc_str_puts(o, r->trace);
-  str(o, &f, "trace_hash", r->trace_hash);
-  str(o, &f, "sched_hash", r->sched_hash);
+  mlc_json_write_member_string(o, &f, "trace_hash", r->trace_hash);
+  mlc_json_write_member_string(o, &f, "sched_hash", r->sched_hash);
   secs(o, &f, r);
   num_or_null(o, &f, "mean_sec", !r->error, r->mean_sec);
   num_or_null(o, &f, "gflops", !r->error && flops > 0, flops / r->mean_sec * 1e-9);
-  str(o, &f, "error", r->error);
-  num(o, &f, "round", (double)r->round);
-  str(o, &f, "host", r->host);
-  str(o, &f, "mlc_version", r->mlc_version);
-  str(o, &f, "created_at", r->created_at);
-  if (python) str(o, &f, "python", python);
-  if (ir) str(o, &f, "ir", ir);
+  mlc_json_write_member_string(o, &f, "error", r->error);
+  mlc_json_write_member_number(o, &f, "round", (double)r->round);
+  mlc_json_write_member_string(o, &f, "host", r->host);
+  mlc_json_write_member_string(o, &f, "mlc_version", r->mlc_version);
+  mlc_json_write_member_string(o, &f, "created_at", r->created_at);
+  if (python) mlc_json_write_member_string(o, &f, "python", python);
+  if (ir) mlc_json_write_member_string(o, &f, "ir", ir);
   mlc_str_puts(o, "}\n");
 }
 

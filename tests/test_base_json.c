@@ -426,6 +426,25 @@ static void test_out_of_memory(void) {
   mlc_str_free(&big);
 }
 
+/* An object written member by member: commas between, a NULL string as
+ * null, escaping, and it reads back. */
+static void test_write_members(void) {
+  mlc_str s = {0};
+  bool first = true;
+  mlc_str_putc(&s, '{');
+  mlc_json_write_member_number(&s, &first, "n", 1.5);
+  mlc_json_write_member_string(&s, &first, "none", NULL);
+  mlc_json_write_member_string(&s, &first, "q\"", "a\"b");
+  mlc_json_write_key(&s, &first, "raw");
+  mlc_str_puts(&s, "[1]}");
+  CHECK_STREQ(mlc_str_cstr(&s), "{\"n\":1.5,\"none\":null,\"q\\\"\":\"a\\\"b\",\"raw\":[1]}");
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  CHECK(mlc_json_parse(a, s.data, s.len, &err) != NULL);
+  mlc_arena_free(a);
+  mlc_str_free(&s);
+}
+
 int main(void) {
   RUN(test_round_trip);
   RUN(test_get);
@@ -439,5 +458,6 @@ int main(void) {
   RUN(test_deep_nesting);
   RUN(test_corruption);
   RUN(test_out_of_memory);
+  RUN(test_write_members);
   return test_summary();
 }

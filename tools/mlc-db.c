@@ -115,24 +115,6 @@ static void put_gflops(mlc_str *s, double flops, double sec) {
   else mlc_str_puts(s, "-");
 }
 
-static void json_key(mlc_str *s, bool *first, const char *key) {
-  if (!*first) mlc_str_putc(s, ',');
-  *first = false;
-  mlc_json_write_string(s, key);
-  mlc_str_putc(s, ':');
-}
-
-static void json_str(mlc_str *s, bool *first, const char *key, const char *v) {
-  json_key(s, first, key);
-  if (v) mlc_json_write_string(s, v);
-  else mlc_str_puts(s, "null");
-}
-
-static void json_num(mlc_str *s, bool *first, const char *key, double v) {
-  json_key(s, first, key);
-  mlc_json_write_number(s, v);
-}
-
 static void flush_out(mlc_str *s) {
   fputs(mlc_str_cstr(s), stdout);
   mlc_str_clear(s);
@@ -146,17 +128,17 @@ static void list_json_row(mlc_str *o, const mlc_db_workload *w, const char *targ
   *first_row = false;
   bool f = true;
   mlc_str_putc(o, '{');
-  json_num(o, &f, "workload_id", (double)w->id);
-  json_str(o, &f, "task", w->task);
-  json_str(o, &f, "shape", w->shape);
-  json_str(o, &f, "hash", w->hash);
-  json_num(o, &f, "records", w->n_records);
-  json_num(o, &f, "errors", w->n_errors);
-  json_str(o, &f, "target", target);
-  json_key(o, &f, "best_mean_sec");
+  mlc_json_write_member_number(o, &f, "workload_id", (double)w->id);
+  mlc_json_write_member_string(o, &f, "task", w->task);
+  mlc_json_write_member_string(o, &f, "shape", w->shape);
+  mlc_json_write_member_string(o, &f, "hash", w->hash);
+  mlc_json_write_member_number(o, &f, "records", w->n_records);
+  mlc_json_write_member_number(o, &f, "errors", w->n_errors);
+  mlc_json_write_member_string(o, &f, "target", target);
+  mlc_json_write_key(o, &f, "best_mean_sec");
   if (best) mlc_json_write_number(o, best->mean_sec);
   else mlc_str_puts(o, "null");
-  json_key(o, &f, "best_gflops");
+  mlc_json_write_key(o, &f, "best_gflops");
   if (best && flops > 0) mlc_json_write_number(o, flops / best->mean_sec * 1e-9);
   else mlc_str_puts(o, "null");
   mlc_str_putc(o, '}');
