@@ -6,6 +6,9 @@
 #include "measure/measure.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
+#include "tuner/tuner.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -131,5 +134,38 @@ bool mlc_primfunc_check(const mlc_primfunc *f, const char *target, uint64_t seed
   if (ok && sec) ok = time_kernel(&k, f->f, seed, sec, err);
   if (lib) mlc_jit_unload(lib);
   mlc_object_free(&obj);
+  return ok;
+}
+
+/* ---- tuning ----------------------------------------------------------------------- */
+
+static void on_round(void *ud, const mlc_tuner_progress *p) {
+  const mlc_primfunc_tune_opts *o = ud;
+  o->progress(o->progress_ud, p->trials_done, p->trials_total, p->best_sec, p->elapsed_s);
+}
+
+bool mlc_primfunc_tune(const mlc_primfunc *f, const mlc_primfunc_tune_opts *o,
+                       mlc_primfunc_tune_result *r, mlc_error *err) {
+  *r = (mlc_primfunc_tune_result){0};
+  const char *path = o->db ? o->db : getenv("MLC_DB") ? getenv("MLC_DB") : "mlc.db";
+  mlc_target t;
+  if (!mlc_target_parse(o->target && *o->target ? o->target : "llvm", &t, err)) return false;
+  mlc_db *db = mlc_db_open(path, MLC_DB_CREATE, err);
+  if (!db) return false;
+  mlc_tuner_tune_opts to;
+  mlc_tuner_tune_opts_default(&to);
+  to.task = o->task ? o->task : f->f->name;
+  to.shape = "";
+  to.target = t.str;
+  to.trials = o->trials > 0 ? o->trials : 64;
+  to.search.num_cores = t.num_cores;
+  to.stop = o->stop;
+  if (o->progress) to.progress = on_round, to.progress_ud = (void *)o;
+  mlc_tuner_tune_result res;
+  bool ok = mlc_tuner_tune(db, f->f, &to, &res, err);
+  if (ok)
+    *r = (mlc_primfunc_tune_result){res.measured, res.errors, res.stopped, res.best_sec,
+                                    res.best_record_id};
+  mlc_db_close(db);
   return ok;
 }

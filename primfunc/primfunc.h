@@ -47,4 +47,27 @@ mlc_primfunc *mlc_primfunc_apply_trace(const mlc_primfunc *f, const char *trace,
 bool mlc_primfunc_check(const mlc_primfunc *f, const char *target, uint64_t seed, double *sec,
                         mlc_error *err);
 
+/* Tuning f alone (mlc-tune --task-file): trials records wanted for
+ * (f, target) in db, a rerun topping them up. The progress callback has
+ * the model tune's shape (model/model.h): est_sec is the best time so far. */
+typedef struct mlc_primfunc_tune_opts {
+  const char *task;        /* the name its workload is stored under; NULL: "main" */
+  int trials;              /* 0: 64 */
+  const char *db;          /* NULL: $MLC_DB, else "mlc.db" */
+  const char *target;      /* NULL: "llvm" */
+  void (*progress)(void *ud, int trials_done, int trials_total, double best_sec, double elapsed_s);
+  void *progress_ud;
+  const volatile int *stop; /* non-zero: stop after the current round (what it measured is kept) */
+} mlc_primfunc_tune_opts;
+
+typedef struct mlc_primfunc_tune_result {
+  int measured, errors;    /* candidates of this run */
+  bool stopped;
+  double best_sec;         /* 0: none */
+  int64_t best_record_id;
+} mlc_primfunc_tune_result;
+
+bool mlc_primfunc_tune(const mlc_primfunc *f, const mlc_primfunc_tune_opts *o,
+                       mlc_primfunc_tune_result *r, mlc_error *err);
+
 #endif

@@ -5,6 +5,9 @@
 #include "targets/targets.h"
 #include "tests/test.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 /* Split matmul's j loop by 4 (tests/test_report.c's trace). */
 static const char *split_trace =
     "{\"insts\":[[\"GetBlock\",[],{\"name\":\"C\",\"func_name\":\"main\"},[\"b0\"]],"
@@ -56,10 +59,32 @@ static void test_refusals(void) {
   mlc_primfunc_free(f);
 }
 
+/* A few trials into a fresh database, then a rerun with nothing left. */
+static void test_tune(void) {
+  char dir[] = "/tmp/test_primfunc_XXXXXX";
+  if (!mkdtemp(dir)) return (void)CHECK(!"mkdtemp");
+  char db[300];
+  snprintf(db, sizeof db, "%s/k.db", dir);
+  mlc_error err;
+  mlc_primfunc *f = mlc_primfunc_task("softmax", "8,32", &err);
+  mlc_primfunc_tune_opts o = {.task = "sm", .trials = 4, .db = db};
+  mlc_primfunc_tune_result r;
+  CHECK_MSG(f && mlc_primfunc_tune(f, &o, &r, &err), "%s", err.msg);
+  CHECK(r.measured == 4 && r.errors == 0 && r.best_sec > 0 && r.best_record_id > 0);
+  CHECK(mlc_primfunc_tune(f, &o, &r, &err) && r.measured == 0);
+  o.target = "nonsense";
+  CHECK(!mlc_primfunc_tune(f, &o, &r, &err));
+  mlc_primfunc_free(f);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) printf("# could not remove %s\n", dir);
+}
+
 int main(void) {
   RUN(test_task_script_parse);
   RUN(test_apply_and_check);
   RUN(test_refusals);
+  RUN(test_tune);
   mlc_jit_shutdown();
   return test_summary();
 }

@@ -122,6 +122,19 @@ primfunc_name = _declare("mlc_primfunc_name", c_char_p, _F)
 primfunc_hash = _declare("mlc_primfunc_hash", c_char_p, _F)
 primfunc_script = _declare("mlc_primfunc_script", c_void_p, _F)
 primfunc_apply_trace = _declare("mlc_primfunc_apply_trace", _F, _F, c_char_p, c_void_p)
+class PrimFuncTuneOpts(ctypes.Structure):
+    _fields_ = [("task", c_char_p), ("trials", c_int), ("db", c_char_p), ("target", c_char_p),
+                ("progress", PROGRESS_FN), ("progress_ud", c_void_p),
+                ("stop", ctypes.POINTER(c_int))]
+
+
+class PrimFuncTuneResult(ctypes.Structure):
+    _fields_ = [("measured", c_int), ("errors", c_int), ("stopped", c_bool),
+                ("best_sec", c_double), ("best_record_id", c_int64)]
+
+
+primfunc_tune = _declare("mlc_primfunc_tune", c_bool, _F, ctypes.POINTER(PrimFuncTuneOpts),
+                         ctypes.POINTER(PrimFuncTuneResult), c_void_p)
 primfunc_check = _declare("mlc_primfunc_check", c_bool, _F, c_char_p, ctypes.c_uint64,
                           ctypes.POINTER(c_double), c_void_p)
 

@@ -164,54 +164,68 @@ class Model:
         when tqdm is installed, else a line on stderr. Ctrl-C stops after
         the current round, keeps what was measured and raises
         KeyboardInterrupt. Compile again afterwards to use the records."""
-        stop = ctypes.c_int(0)
-        bar = _Progress(trials) if progress else None
-        interrupted = []
-
-        def on_sigint(_sig, _frame):  # runs at the next round's callback
-            stop.value = 1
-            interrupted.append(True)
-
-        def on_round(_ud, done, total, est, elapsed):
-            if bar:
-                bar.update(done, total, est, elapsed)
-
-        cb = _lib.PROGRESS_FN(on_round)
-        opts = _lib.TuneOpts(trials, _lib.enc(str(db)), _lib.enc(target), cb, None,
-                             ctypes.pointer(stop))
         res = _lib.TuneResult()
-        try:
-            previous = signal.signal(signal.SIGINT, on_sigint)
-        except ValueError:  # not the main thread: Ctrl-C reaches the main thread's handler
-            previous = None
-        try:
-            ok = _lib.model_tune(self._handle(), ctypes.byref(opts), ctypes.byref(res), self._err)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
-            if bar:
-                bar.close()
-        if not ok:
-            _lib.raise_error(self._err)
-        if interrupted:
-            raise KeyboardInterrupt("tuning stopped; %s keeps the finished rounds" % db)
+
+        def call(cb, stop, err):
+            opts = _lib.TuneOpts(trials, _lib.enc(str(db)), _lib.enc(target), cb, None, stop)
+            return _lib.model_tune(self._handle(), ctypes.byref(opts), ctypes.byref(res), err)
+
+        run_tuning(call, trials, db, "model %.3f ms", progress)
         return TuneResult(res.measured, res.errors, res.stopped, res.est_sec,
                           res.est_default_sec, res.total_sec)
+
+
+def run_tuning(call, trials, db, note, progress):
+    """call(progress_callback, stop_pointer, error_buffer) -> ok, with a
+    progress bar (tqdm when installed, else a line on stderr; note formats
+    the time in seconds it reports) and Ctrl-C turned into the stop flag:
+    the round in flight finishes, what was measured stays in db, then
+    KeyboardInterrupt."""
+    stop = ctypes.c_int(0)
+    bar = _Progress(trials, note) if progress else None
+    interrupted = []
+
+    def on_sigint(_sig, _frame):  # runs at the next round's callback
+        stop.value = 1
+        interrupted.append(True)
+
+    def on_round(_ud, done, total, sec, elapsed):
+        if bar:
+            bar.update(done, total, sec, elapsed)
+
+    cb = _lib.PROGRESS_FN(on_round)
+    err = _lib.error_buffer()
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread: Ctrl-C reaches the main thread's handler
+        previous = None
+    try:
+        ok = call(cb, ctypes.pointer(stop), err)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+        if bar:
+            bar.close()
+    if not ok:
+        _lib.raise_error(err)
+    if interrupted:
+        raise KeyboardInterrupt("tuning stopped; %s keeps the finished rounds" % db)
 
 
 class _Progress:
     """tqdm when it is installed, else one line on stderr rewritten."""
 
-    def __init__(self, total):
+    def __init__(self, total, note):
         try:
             from tqdm import tqdm
             self._bar = tqdm(total=total, unit="trial", desc="tuning")
         except ImportError:
             self._bar = None
         self._last = 0
+        self._note = note
 
-    def update(self, done, total, est, elapsed):
-        note = "model %.3f ms" % (est * 1e3) if est > 0 else ""
+    def update(self, done, total, sec, elapsed):
+        note = self._note % (sec * 1e3) if sec > 0 else ""
         if self._bar is not None:
             self._bar.total = total
             self._bar.update(done - self._last)

@@ -9,8 +9,12 @@ against the reference interpreter.
 """
 import ctypes
 import json
+from collections import namedtuple
 
 from . import _lib
+from .model import run_tuning
+
+KernelTuneResult = namedtuple("KernelTuneResult", "measured errors stopped best_sec best_record_id")
 
 
 class PrimFunc:
@@ -62,6 +66,21 @@ class PrimFunc:
         if not h:
             _lib.raise_error(err)
         return PrimFunc(h)
+
+    def tune(self, trials=64, db="mlc.db", target="llvm", task=None, progress=True):
+        """Tunes this function alone (mlc-tune --task-file), its records in
+        db under task (None: its name); a rerun tops them up. Progress and
+        Ctrl-C as Model.tune."""
+        res = _lib.PrimFuncTuneResult()
+
+        def call(cb, stop, err):
+            opts = _lib.PrimFuncTuneOpts(_lib.enc(task), trials, _lib.enc(str(db)), _lib.enc(target),
+                                         cb, None, stop)
+            return _lib.primfunc_tune(self._h, ctypes.byref(opts), ctypes.byref(res), err)
+
+        run_tuning(call, trials, db, "best %.4f ms", progress)
+        return KernelTuneResult(res.measured, res.errors, res.stopped, res.best_sec,
+                                res.best_record_id)
 
     def check(self, target="llvm", seed=1):
         """Compiles it for target, runs it and the reference interpreter on

@@ -52,6 +52,17 @@ class DbPrimFuncTest(unittest.TestCase):
         self.assertGreater(s.check(), 0)
         self.assertNotEqual(f.hash, s.hash)
 
+    def test_tune_a_kernel(self):
+        db = os.path.join(self.tmp.name, "k.db")
+        f = mlc_tune.PrimFunc.task("softmax", "8,32")
+        r = f.tune(trials=6, db=db, task="sm", progress=False)
+        self.assertEqual((r.measured, r.errors), (6, 0))
+        again = f.tune(trials=6, db=db, task="sm", progress=False)  # the budget is spent
+        self.assertEqual(again.measured, 0)
+        with mlc_tune.Database(db) as d:
+            best = d.top("sm", k=1)[0]
+        self.assertEqual(best["id"], r.best_record_id)
+
     def test_parse_round_trip(self):
         f = mlc_tune.PrimFunc.task("softmax", "8,32")
         g = mlc_tune.PrimFunc.parse(f.script())
