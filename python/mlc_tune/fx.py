@@ -53,6 +53,7 @@ class _Translator:
         self.inputs, self.weights, self.nodes, self.outputs = [], {}, [], []
         self.alias = {}  # dynamic node name -> the name of its value in the graph
         self.static_weight = {}  # static node name -> its weight
+        self.pending_bias = {}  # addmm node -> its bias, added after the view that follows
         self.used = set()
 
     # ---- names and values -------------------------------------------------------------------
@@ -315,7 +316,12 @@ class _Translator:
             return self.emit(node, unary[name], [self.ref(x)])
         if name in ("view", "_unsafe_view", "_reshape_alias", "reshape", "unsqueeze", "squeeze",
                     "flatten"):
-            return self.reshape(node, x)
+            bias = self.pending_bias.pop(x.name, None)
+            if bias is None:
+                return self.reshape(node, x)
+            y = self.emit(node, "reshape", [self.ref(x)], shape=self.shape(node),
+                          name=self.fresh(node.name + "_3d"))
+            return self.emit(node, "add", [self.ref(bias, node.name + "_bias"), y])
         if name == "expand":
             if np.prod(self.shape(node)) == np.prod(self.shape(x)):
                 return self.reshape(node, x)
@@ -328,6 +334,20 @@ class _Translator:
         if name == "addmm":
             mm = self.emit(node, "matmul", [self.ref(args[1]), self.ref(args[2], node.name + "_w")],
                            name=self.fresh(node.name + "_mm"))
+            users = list(node.users)
+            w = args[2]
+            linear = isinstance(w, self.torch.fx.Node) and w.op == "call_function" and \
+                getattr(w.target, "overloadpacket", None) is not None and \
+                w.target.overloadpacket.__name__ == "t"
+            if linear and len(users) == 1 and users[0].op == "call_function" and \
+                    getattr(users[0].target, "overloadpacket", None) is not None and \
+                    users[0].target.overloadpacket.__name__ in ("view", "_unsafe_view"):
+                # F.linear on an N-d input (addmm by the transposed weight,
+                # then a view back): the bias goes after the view, add(bias,
+                # y), as the ONNX exporter spells nn.Linear (an addmm written
+                # out stays a Gemm: add(y, bias) before the view)
+                self.pending_bias[node.name] = args[0]
+                return mm
             return self.emit(node, "add", [mm, self.ref(args[0], node.name + "_bias")])
         if name in ("t", "transpose", "permute"):
             nd = len(self.shape(x))
