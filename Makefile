@@ -260,7 +260,7 @@ clean:
 
 # libFuzzer harnesses (tests/fuzz/fuzz_<name>.c: TVMScript parser, trace
 # JSON + replay, JSON reader, model JSON + graph pipeline, .npy, JSON-lines
-# import/export, ONNX loader), built with clang under ASan+UBSan into
+# import/export, ONNX loader, input shape lists), built with clang under ASan+UBSan into
 # build-fuzz/. `make fuzz` builds them; `make fuzz FUZZ_SECONDS=N` also runs
 # each for N seconds on build-fuzz/corpus/<name> (seeded from the committed
 # tests/fuzz/corpus/<name>; ONNX also from the conformance models), crashes
@@ -282,7 +282,7 @@ fuzz:
 	  CC=$(FUZZ_CC) CFLAGS='-O1 -g' $(FUZZ_B)/libmlc-internal.a
 	@for h in $(FUZZERS); do \
 	  echo "  LD    $(FUZZ_B)/$$h"; \
-	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -fsanitize=fuzzer,address,undefined $(FUZZ_UBSAN) \
+	  $(FUZZ_CC) -std=gnu11 -O1 -g -I. -I$(FUZZ_B)/gen -DMLC_SOURCE_DIR='"$(CURDIR)"' -fsanitize=fuzzer,address,undefined $(FUZZ_UBSAN) \
 	    tests/fuzz/$$h.c $(FUZZ_B)/libmlc-internal.a $(LDLIBS) -o $(FUZZ_B)/$$h || exit 1; \
 	  mkdir -p $(FUZZ_B)/corpus/$$h $(FUZZ_B)/crashes/$$h; \
 	  if [ -d tests/fuzz/corpus/$$h ]; then cp tests/fuzz/corpus/$$h/* $(FUZZ_B)/corpus/$$h/ 2>/dev/null; fi; \

@@ -90,6 +90,11 @@ mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shap
                                  mlc_error *err);
 mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_t len,
                                   const char *const *input_shapes, mlc_error *err);
+/* "a=1,2;b=3" (the model API's and Python's spelling of several
+ * input_shapes) as the NULL-terminated list the loaders take, in a;
+ * empty entries are dropped, the entries themselves checked by the
+ * loader. NULL or "": NULL (no shapes). */
+const char **mlc_graph_shape_list(mlc_arena *a, const char *text);
 /* A model file by its extension: ".onnx" through mlc_graph_load_onnx
  * (weights_dir must be NULL), anything else as JSON through mlc_graph_load
  * (input_shapes must be NULL or empty); the tools' --model. */

@@ -687,3 +687,18 @@ mlc_gmodule *mlc_graph_load(const char *path, const char *weights_dir, mlc_error
   mlc_free(text);
   return m;
 }
+
+const char **mlc_graph_shape_list(mlc_arena *a, const char *text) {
+  if (!text || !*text) return NULL;
+  int n = 1;
+  for (const char *p = text; *p; p++) n += *p == ';';
+  const char **list = MLC_NEW_ARRAY(a, const char *, n + 1);
+  int k = 0;
+  for (const char *p = text; *p;) {
+    size_t len = strcspn(p, ";");
+    if (len) list[k++] = mlc_arena_strndup(a, p, len);
+    p += len + (p[len] == ';');
+  }
+  list[k] = NULL;
+  return list;
+}

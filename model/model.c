@@ -25,25 +25,10 @@ struct mlc_model {
   const char **symbol, **workload; /* per kernel of g->tir, in g's arena */
 };
 
-/* "a=1,2;b=3" as the NULL-terminated list mlc_graph_load_any takes, in a. */
-static const char **split_shapes(mlc_arena *a, const char *text) {
-  int n = 1;
-  for (const char *p = text; *p; p++) n += *p == ';';
-  const char **list = MLC_NEW_ARRAY(a, const char *, n + 1);
-  int k = 0;
-  for (const char *p = text; *p;) {
-    size_t len = strcspn(p, ";");
-    if (len) list[k++] = mlc_arena_strndup(a, p, len);
-    p += len + (p[len] == ';');
-  }
-  list[k] = NULL;
-  return list;
-}
-
 mlc_model *mlc_model_load(const char *path, const char *weights, const char *input_shapes,
                           mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
-  const char **shapes = input_shapes && *input_shapes ? split_shapes(a, input_shapes) : NULL;
+  const char **shapes = mlc_graph_shape_list(a, input_shapes);
   mlc_gmodule *g = mlc_graph_load_any(path, weights, shapes, err);
   mlc_arena_free(a);
   if (!g) return NULL;
