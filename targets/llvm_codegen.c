@@ -274,7 +274,22 @@ static void loop_bounds(cg *c, const mlc_stmt *s, LLVMValueRef *lo, LLVMValueRef
   }
 }
 
+/* The body once with the loop var bound to the loop's min. */
+static void gen_once(cg *c, const mlc_stmt *s) {
+  LLVMValueRef lo;
+  loop_bounds(c, s, &lo, NULL);
+  int saved = c->vars.len;
+  cg_bind_var(c, s->loop.var, lo);
+  gen_stmt(c, s->loop.body);
+  c->vars.len = saved;
+}
+
 static void gen_serial(cg *c, const mlc_stmt *s, bool unroll_hint) {
+  int64_t ext;
+  if (mlc_expr_is_const_int(s->loop.extent, &ext) && ext == 1) { /* no loop for LLVM to remove */
+    gen_once(c, s);
+    return;
+  }
   LLVMValueRef lo, hi;
   loop_bounds(c, s, &lo, &hi);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
@@ -331,15 +346,12 @@ static void gen_unrolled(cg *c, const mlc_stmt *s) {
 static void gen_vectorized(cg *c, const mlc_stmt *s) {
   int64_t n;
   MLC_ASSERT(mlc_expr_is_const_int(s->loop.extent, &n)); /* check_loops */
-  LLVMValueRef lo;
-  loop_bounds(c, s, &lo, NULL);
   if (n == 1) {
-    int saved = c->vars.len;
-    cg_bind_var(c, s->loop.var, lo);
-    gen_stmt(c, s->loop.body);
-    c->vars.len = saved;
+    gen_once(c, s);
     return;
   }
+  LLVMValueRef lo;
+  loop_bounds(c, s, &lo, NULL);
   LLVMTypeRef ty = LLVMTypeOf(lo);
   LLVMValueRef steps[MAX_LANES];
   for (int i = 0; i < n; i++) steps[i] = LLVMConstInt(ty, (unsigned long long)i, 0);

@@ -141,17 +141,24 @@ static void test_tasks(void) {
 
 /* ---- hand-scheduled kernels --------------------------------------------------- */
 
-/* Each "# expect-ir: TEXT" line of the file must appear in ir. */
+/* Each "# expect-ir: TEXT" line of the file must appear in ir, each
+ * "# expect-no-ir: TEXT" line must not. */
 static bool check_expectations(const char *text, const char *ir, char *why, size_t n) {
-  const char *tag = "# expect-ir: ";
-  for (const char *p = strstr(text, tag); p; p = strstr(p + 1, tag)) {
-    const char *s = p + strlen(tag);
-    size_t len = strcspn(s, "\n");
-    char want[200];
-    snprintf(want, sizeof want, "%.*s", (int)len, s);
-    if (!strstr(ir, want)) {
-      snprintf(why, n, "generated LLVM IR lacks \"%s\"", want);
-      return false;
+  static const struct { const char *tag; bool present; } kinds[] = {
+      {"# expect-ir: ", true},
+      {"# expect-no-ir: ", false},
+  };
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    const char *tag = kinds[k].tag;
+    for (const char *p = strstr(text, tag); p; p = strstr(p + 1, tag)) {
+      const char *s = p + strlen(tag);
+      size_t len = strcspn(s, "\n");
+      char want[200];
+      snprintf(want, sizeof want, "%.*s", (int)len, s);
+      if ((strstr(ir, want) != NULL) != kinds[k].present) {
+        snprintf(why, n, "generated LLVM IR %s \"%s\"", kinds[k].present ? "lacks" : "has", want);
+        return false;
+      }
     }
   }
   return true;
