@@ -758,10 +758,11 @@ static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
   return true;
 }
 
-static bool tune_small(mlc_db *db, const mlc_prim_func *f, const char *name, int trials,
-                       mlc_tuner_tune_result *res) {
+static bool tune_small_opts(mlc_db *db, const mlc_prim_func *f, const char *name, int trials,
+                            bool cold_start, mlc_tuner_tune_result *res) {
   mlc_tuner_tune_opts o;
   mlc_tuner_tune_opts_default(&o);
+  o.cold_start = cold_start;
   o.task = name;
   o.shape = "";
   o.trials = trials;
@@ -780,9 +781,16 @@ static bool tune_small(mlc_db *db, const mlc_prim_func *f, const char *name, int
   return ok;
 }
 
+static bool tune_small(mlc_db *db, const mlc_prim_func *f, const char *name, int trials,
+                       mlc_tuner_tune_result *res) {
+  return tune_small_opts(db, f, name, trials, false, res);
+}
+
 /* A tuning run stores its trained model; the next run (another workload,
  * same target) reloads it; a blob damaged in the database is refused with
- * a warning and the run goes on with a fresh model, which it stores. */
+ * a warning and the run goes on with a fresh model, which it stores. The
+ * other workloads' records train the model before a run's own (learning
+ * across workloads), unless the run asks for a cold start. */
 static void test_tuner_model_store(void) {
   char path[] = "/tmp/mlc_test_costmodel_tune_XXXXXX";
   int fd = mkstemp(path);
@@ -828,15 +836,30 @@ static void test_tuner_model_store(void) {
   CHECK_MSG(strstr(res.message, "warning") && strstr(res.message, "checksum") &&
                 strstr(res.message, "fresh model"),
             "message \"%s\"", res.message);
-  /* the fresh model trained on this run's 32 and replaced it */
+  /* the fresh model learned the first workload's 32 records, then this
+   * run's 32, and replaced it */
+  CHECK_MSG(res.transfer_records == 32 && res.transfer_workloads == 1, "transfer %d of %d",
+            res.transfer_records, res.transfer_workloads);
   CHECK(mlc_db_load_model(db, target, MLC_FEATURE_VERSION, &blob, &len, &ns, &err) == 1);
   m = blob ? mlc_costmodel_load(blob, len, 1, &err) : NULL;
-  CHECK_MSG(m != NULL && ns == 32, "%s", err.msg);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  CHECK_MSG(ns == 64, "stored model trained on %d", (int)ns);
   mlc_costmodel_free(m);
   mlc_free(blob);
-  /* 3: a good stored model loads without a word */
+  /* 3: a good stored model loads without a word; both other workloads
+   * train it first */
   ok = tune_small(db, task(a, "dense_bias_relu", "8,16,16"), "dense_bias_relu", 16, &res);
   CHECK_MSG(ok && res.measured == 16 && res.message[0] == 0, "message \"%s\"", res.message);
+  CHECK_MSG(res.transfer_records == 64 && res.transfer_workloads == 2, "transfer %d of %d",
+            res.transfer_records, res.transfer_workloads);
+  /* 4: cold start: this workload's records only (none yet) */
+  ok = tune_small_opts(db, task(a, "matmul", "8,8,8"), "matmul", 16, true, &res);
+  CHECK_MSG(ok && res.measured == 16 && res.transfer_records == 0, "transfer %d",
+            res.transfer_records);
+  CHECK(mlc_db_load_model(db, target, MLC_FEATURE_VERSION, &blob, &len, &ns, &err) == 1);
+  CHECK_MSG(ns == 16, "cold-start model trained on %d", (int)ns);
+  mlc_free(blob);
+  blob = NULL;
 done:
   mlc_arena_free(a);
   mlc_db_close(db);

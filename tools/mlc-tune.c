@@ -71,6 +71,10 @@ static const char *usage_text =
     "                             (what mlc-compile builds without a record) first as\n"
     "                             a candidate; with it (the default), the best record\n"
     "                             is never slower than an untuned build\n"
+    "      --cold-start           the cost model learns from this workload's records\n"
+    "                             only; by default the records of the target's other\n"
+    "                             workloads in the database train it first (up to 256\n"
+    "                             a workload, 2,048 in all)\n"
     "      --remeasure K          time the best K again at the end (default 3; 0: no);\n"
     "                             with --model, of each kernel tuned, beside its\n"
     "                             default schedule\n"
@@ -155,7 +159,7 @@ typedef struct cli {
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
-  bool verbose, json, no_baseline, no_default;
+  bool verbose, json, no_baseline, no_default, cold_start;
   const char *model, *weights, *task_sched;
   /* --input-shape "name=1,3,224,224", NULL-terminated */
   const char *input_shapes[MAX_SHAPES + 1];
@@ -169,7 +173,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT };
+       O_NO_DEFAULT, O_COLD_START };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -182,6 +186,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"cost-model", required_argument, 0, O_COST},
       {"no-baseline", no_argument, 0, O_NO_BASE}, {"verbose", no_argument, 0, 'v'},
       {"no-default", no_argument, 0, O_NO_DEFAULT},
+      {"cold-start", no_argument, 0, O_COLD_START},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
@@ -252,6 +257,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     case O_COST: c->cost_model = optarg; break;
     case O_NO_BASE: c->no_baseline = true; break;
     case O_NO_DEFAULT: c->no_default = true; break;
+    case O_COLD_START: c->cold_start = true; break;
     case 'v': c->verbose = true; break;
     case O_JSON: c->json = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
@@ -393,6 +399,9 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
     printf("default schedule failed: %s\n", r->default_error);
   printf("trials: %d before, %d measured now (%d errors) in %d rounds\n", r->measured_before,
          r->measured, r->errors, r->rounds);
+  if (r->transfer_records > 0)
+    printf("cost model: first trained on %d records of %d other workloads in the database\n",
+           r->transfer_records, r->transfer_workloads);
   if (r->retimed > 0)
     printf("interference: %d candidates re-timed; %d stayed disturbed (marked in their "
            "records) in %d rounds\n", r->retimed, r->disturbed, r->disturbed_rounds);
@@ -415,9 +424,10 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_string(&s, target);
   mlc_str_printf(&s,
                  ",\"workload_id\":%lld,\"trials_before\":%d,\"measured\":%d,\"errors\":%d,"
-                 "\"too_slow\":%d,\"rounds\":%d,\"best_record_id\":%lld,\"best_sec\":",
+                 "\"too_slow\":%d,\"rounds\":%d,\"transfer_records\":%d,\"best_record_id\":%lld,"
+                 "\"best_sec\":",
                  (long long)r->workload_id, r->measured_before, r->measured, r->errors,
-                 r->too_slow, r->rounds,
+                 r->too_slow, r->rounds, r->transfer_records,
                  (long long)r->best_record_id);
   mlc_json_write_number(&s, r->best_sec);
   mlc_str_puts(&s, ",\"best_gflops\":");
@@ -551,6 +561,7 @@ static int run(const cli *c, workload *w) {
   o.timeout_s = c->timeout_s;
   o.measure_baseline = !c->no_baseline;
   o.no_default_candidate = c->no_default;
+  o.cold_start = c->cold_start;
   o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
@@ -700,6 +711,7 @@ static int tune_model(const cli *c) {
   o.tune.search.num_cores = tgt.num_cores;
   o.tune.library = c->library;
   o.tune.no_default_candidate = c->no_default;
+  o.tune.cold_start = c->cold_start;
   o.tune.remeasure_top = (int)c->remeasure;
   mlc_tuner_sched_result r;
   if (!rc) {

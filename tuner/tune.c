@@ -148,13 +148,23 @@ static void model_fallback(tune_run *r, const char *why) {
            "warning: the cost model cannot learn (%.300s); searching with random scores", why);
 }
 
-static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const double *secs) {
-  uint64_t *keys = mlc_xmalloc(sizeof(uint64_t) * (size_t)(n + 1));
-  for (int i = 0; i < n; i++) keys[i] = r->workload_key;
+/* keys NULL: every func is a candidate of this run's workload. */
+static void learn_keyed(tune_run *r, int n, const mlc_prim_func *const *funcs, const uint64_t *keys,
+                        const double *secs) {
+  uint64_t *own = NULL;
+  if (!keys) {
+    own = mlc_xmalloc(sizeof(uint64_t) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) own[i] = r->workload_key;
+    keys = own;
+  }
   mlc_error e;
   if (!mlc_costmodel_update_funcs(r->model, n, funcs, keys, secs, &e)) model_fallback(r, e.msg);
   else save_model(r);
-  mlc_free(keys);
+  mlc_free(own);
+}
+
+static void learn(tune_run *r, int n, const mlc_prim_func *const *funcs, const double *secs) {
+  learn_keyed(r, n, funcs, NULL, secs);
 }
 
 bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const mlc_db_record *rec,
@@ -192,6 +202,87 @@ static bool same_hash(const mlc_sched *c, const char *sched_hash) {
   return strcmp(hash, sched_hash) == 0;
 }
 
+/* (costmodel) Learning across workloads: the records of the target's
+ * other workloads in the database train the model with this workload's
+ * own (features are workload-independent and labels normalized by each
+ * workload's own best), so a new workload's first round is ranked by what
+ * tuning the others learned, and the samples stay in the model's set when
+ * it retrains. At most TRANSFER_PER_WORKLOAD records of a workload, spread
+ * over its history, and TRANSFER_MAX in all, keep the replays and the
+ * training to a fraction of a round; a workload with that many records of
+ * its own learns from them alone (the task scheduler tunes a kernel in
+ * many short runs, each of which would replay the others again). Records
+ * that do not replay to their stored hash, and library calls, are
+ * skipped. */
+#define TRANSFER_PER_WORKLOAD 256
+#define TRANSFER_MAX 2048
+
+typedef struct transfer_set { /* scheduled functions, their workloads, their times */
+  MLC_VEC(mlc_sched *) scheds;
+  MLC_VEC(uint64_t) keys;
+  MLC_VEC(double) secs;
+} transfer_set;
+
+static void transfer_workload(tune_run *r, mlc_arena *a, const mlc_db_workload *w, transfer_set *ts,
+                              int *n_workloads) {
+  mlc_error e;
+  mlc_module *m = w->ir ? mlc_parse_module(a, "workload", w->ir, &e) : NULL;
+  mlc_db_record *recs;
+  int n = m && m->n_funcs == 1 ? mlc_db_records(r->db, w->id, r->target, a, &recs, &e) : 0;
+  if (n <= 0) return;
+  const mlc_prim_func *f = m->funcs[0];
+  uint64_t key = mlc_func_struct_hash(f);
+  int room = TRANSFER_MAX - ts->scheds.len, want = n < TRANSFER_PER_WORKLOAD ? n : TRANSFER_PER_WORKLOAD;
+  if (want > room) want = room;
+  int taken = 0;
+  for (int k = 0; k < want; k++) {
+    const mlc_db_record *rec = &recs[(int64_t)k * n / want];
+    mlc_trace *t = mlc_trace_from_json(a, rec->trace, strlen(rec->trace), &e);
+    if (!t || mlc_trace_library(t)) continue;
+    mlc_sched *c = mlc_tuner_apply_trace(f, t, &r->search_opts, &e);
+    if (!c) continue;
+    if (!same_hash(c, rec->sched_hash)) {
+      mlc_sched_free(c);
+      continue;
+    }
+    MLC_VEC_PUSH(ts->scheds, c);
+    MLC_VEC_PUSH(ts->keys, key);
+    MLC_VEC_PUSH(ts->secs, rec->error ? 0 : rec->mean_sec);
+    taken++;
+  }
+  *n_workloads += taken > 0;
+}
+
+/* The other workloads' records into ts, when this workload has fewer
+ * than TRANSFER_PER_WORKLOAD of its own. */
+static void transfer_from_others(tune_run *r, mlc_arena *a, int n_own, transfer_set *ts) {
+  if (r->o->cold_start || n_own >= TRANSFER_PER_WORKLOAD ||
+      mlc_costmodel_get_kind(r->model) == MLC_COSTMODEL_RANDOM)
+    return;
+  mlc_db_workload *ws;
+  mlc_error e;
+  int n = mlc_db_list_workloads(r->db, NULL, NULL, a, &ws, &e);
+  int n_workloads = 0;
+  for (int i = 0; i < n && ts->scheds.len < TRANSFER_MAX; i++)
+    if (ws[i].id != r->res->workload_id) transfer_workload(r, a, &ws[i], ts, &n_workloads);
+  r->res->transfer_records = ts->scheds.len;
+  r->res->transfer_workloads = n_workloads;
+}
+
+/* One training on everything ts holds (the model retrains once). */
+static void learn_set(tune_run *r, transfer_set *ts) {
+  if (ts->scheds.len) {
+    const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)ts->scheds.len);
+    for (int i = 0; i < ts->scheds.len; i++) funcs[i] = mlc_sched_func(ts->scheds.data[i]);
+    learn_keyed(r, ts->scheds.len, funcs, ts->keys.data, ts->secs.data);
+    mlc_free(funcs);
+  }
+  for (int i = 0; i < ts->scheds.len; i++) mlc_sched_free(ts->scheds.data[i]);
+  MLC_VEC_FREE(ts->scheds);
+  MLC_VEC_FREE(ts->keys);
+  MLC_VEC_FREE(ts->secs);
+}
+
 /* Database records of the workload: dedup, seeds, training data. */
 static bool load_history(tune_run *r, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
@@ -202,8 +293,8 @@ static bool load_history(tune_run *r, mlc_error *err) {
     return false;
   }
   r->have = n;
-  MLC_VEC(mlc_sched *) scheds = {0};
-  MLC_VEC(double) secs = {0};
+  transfer_set ts = {0};
+  transfer_from_others(r, a, n, &ts);
   int n_bad = 0;
   for (int i = 0; i < n; i++) {
     uint64_t th = parse_hex(recs[i].trace_hash);
@@ -236,18 +327,11 @@ static bool load_history(tune_run *r, mlc_error *err) {
     if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
     if (!c) continue; /* a record this build cannot rebuild still deduplicates */
     if (!is_default) mlc_tuner_search_commit(r->search, c, sec); /* it has nothing to mutate */
-    MLC_VEC_PUSH(scheds, c);
-    MLC_VEC_PUSH(secs, sec);
+    MLC_VEC_PUSH(ts.scheds, c);
+    MLC_VEC_PUSH(ts.keys, r->workload_key);
+    MLC_VEC_PUSH(ts.secs, sec);
   }
-  if (scheds.len) {
-    const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)scheds.len);
-    for (int i = 0; i < scheds.len; i++) funcs[i] = mlc_sched_func(scheds.data[i]);
-    learn(r, scheds.len, funcs, secs.data);
-    mlc_free(funcs);
-  }
-  for (int i = 0; i < scheds.len; i++) mlc_sched_free(scheds.data[i]);
-  MLC_VEC_FREE(scheds);
-  MLC_VEC_FREE(secs);
+  learn_set(r, &ts);
   mlc_arena_free(a);
   return true;
 }

@@ -195,6 +195,12 @@ typedef struct mlc_tuner_tune_opts {
    * candidate (it counts as a trial): the time to beat, so the best
    * record is never slower than an untuned build. true: the search alone. */
   bool no_default_candidate;
+  /* The cost model learns from this workload's records only. Otherwise
+   * (the default) the records of the target's other workloads in the
+   * database train it first (up to 256 a workload, 2,048 in all), so a
+   * new workload's first round is ranked by what tuning the others
+   * learned. */
+  bool cold_start;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
@@ -207,6 +213,8 @@ void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, struct mlc_measure_opts *
 typedef struct mlc_tuner_tune_result {
   int64_t workload_id;
   int measured_before;   /* records present when the run started */
+  int transfer_records;  /* other workloads' records the cost model learned from first */
+  int transfer_workloads; /* ... of this many workloads */
   int measured;          /* candidates this run committed */
   int errors;            /* of those, failed */
   int too_slow;          /* of those, stopped early (slow_factor) */

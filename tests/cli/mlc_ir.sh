@@ -29,6 +29,12 @@ for t in $("$IR" --list-tasks | awk '{print $1}'); do
   check "cli_roundtrip_$t" test $? -eq 0
 done
 
+# the search bench's workloads (bench/search_suite/) parse and verify
+for f in bench/search_suite/*.py; do
+  "$IR" check "$f" >/dev/null 2>"$tmp/err"
+  check "cli_search_suite_$(basename "$f" .py)" test $? -eq 0
+done
+
 "$IR" eval --task softmax --shape 4,16 >"$tmp/e1" 2>&1
 r1=$?
 "$IR" eval --task softmax --shape 4,16 >"$tmp/e2" 2>&1
