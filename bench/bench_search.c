@@ -21,8 +21,12 @@
  * bench/results.json (search_<workload>_<search>: trials to 95%, the
  * baseline random's).
  *
- *   bench_search [--trials N] [--seeds S] [--only C1D,GMM,...]
- *                [--searches xgb-rank,random,sampling] [--results FILE]
+ *   bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]
+ *                [--searches xgb-rank,random,sampling] [--no-warm]
+ *                [--warm-records R] [--results FILE]
+ *
+ * The warm database holds each other workload's first xgb-rank run (R of
+ * its records spread over the run; default all of them).
  *
  * Defaults: 1,000 trials, 3 seeds, every workload and search: 117 runs,
  * hours on a 2-core machine. MLC_BENCH_QUICK=1: 64 trials, 1 seed.
@@ -221,16 +225,22 @@ static mlc_db *open_fresh(const char *path) {
   return db;
 }
 
-/* Each other workload's kept records into db, under its own workload. */
-static void add_others(mlc_db *db, const workload *ws, int n, const workload *self) {
+/* Each other workload's kept records (per_workload of them, spread over
+ * its run; 0: all) into db, under its own workload. */
+static void add_others(mlc_db *db, const workload *ws, int n, const workload *self,
+                       int per_workload) {
   mlc_error err;
   for (int i = 0; i < n; i++) {
     if (&ws[i] == self || ws[i].n_recs == 0) continue;
     int64_t id = mlc_db_add_workload(db, ws[i].w->name, ws[i].w->shape ? ws[i].w->shape : "",
                                      ws[i].f, &err);
     if (id < 0) die("warm database", err.msg);
-    for (int k = 0; k < ws[i].n_recs; k++) ws[i].recs[k].workload_id = id;
-    if (!mlc_db_commit(db, ws[i].n_recs, ws[i].recs, NULL, &err)) die("warm database", err.msg);
+    int want = per_workload > 0 && per_workload < ws[i].n_recs ? per_workload : ws[i].n_recs;
+    for (int k = 0; k < want; k++) {
+      mlc_db_record rec = ws[i].recs[(int64_t)k * ws[i].n_recs / want];
+      rec.workload_id = id;
+      if (!mlc_db_commit(db, 1, &rec, NULL, &err)) die("warm database", err.msg);
+    }
   }
 }
 
@@ -279,7 +289,7 @@ static run tune_once(workload *wl, mlc_db *db, const search_kind *sk, int seed, 
 /* ---- the suite --------------------------------------------------------------------- */
 
 typedef struct opts {
-  int trials, seeds;
+  int trials, seeds, first_seed, warm_records;
   bool warm;
   const char *only, *searches, *results;
 } opts;
@@ -310,7 +320,8 @@ static void cold_runs(workload *wl, const opts *op, const char *dir, mlc_arena *
       snprintf(path, sizeof path, "%s/%s_%s_%d.db", dir, wl->w->name, searches[k].name, s + 1);
       mlc_db *db = open_fresh(path);
       bool keep = op->warm && k == 0 && s == 0;
-      wl->runs[k][s] = tune_once(wl, db, &searches[k], s + 1, op->trials, keep ? a : NULL);
+      wl->runs[k][s] = tune_once(wl, db, &searches[k], op->first_seed + s, op->trials,
+                                 keep ? a : NULL);
       mlc_db_close(db);
       unlink(path);
     }
@@ -324,8 +335,8 @@ static void warm_runs(workload *ws, int n, workload *wl, const opts *op, const c
   for (int s = 0; s < op->seeds; s++) {
     snprintf(path, sizeof path, "%s/%s_warm_%d.db", dir, wl->w->name, s + 1);
     mlc_db *db = open_fresh(path);
-    add_others(db, ws, n, wl);
-    wl->warm[s] = tune_once(wl, db, &searches[0], s + 1, op->trials, NULL);
+    add_others(db, ws, n, wl, op->warm_records);
+    wl->warm[s] = tune_once(wl, db, &searches[0], op->first_seed + s, op->trials, NULL);
     mlc_db_close(db);
     unlink(path);
   }
@@ -348,11 +359,12 @@ static void cell(double t95, int censored, int seeds) {
 
 int main(int argc, char **argv) {
   bool quick = getenv("MLC_BENCH_QUICK") && atoi(getenv("MLC_BENCH_QUICK"));
-  opts op = {quick ? 64 : 1000, quick ? 1 : 3, true, NULL, NULL, "bench/results.json"};
+  opts op = {quick ? 64 : 1000, quick ? 1 : 3, 1, 0, true, NULL, NULL, "bench/results.json"};
   static const struct option longs[] = {
       {"trials", required_argument, 0, 'n'}, {"seeds", required_argument, 0, 's'},
       {"only", required_argument, 0, 'o'},   {"searches", required_argument, 0, 'k'},
       {"results", required_argument, 0, 'r'}, {"no-warm", no_argument, 0, 'w'},
+      {"first-seed", required_argument, 0, 'f'}, {"warm-records", required_argument, 0, 'R'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "h", longs, NULL)) != -1;) {
     switch (c) {
@@ -362,10 +374,12 @@ int main(int argc, char **argv) {
     case 'k': op.searches = optarg; break;
     case 'r': op.results = optarg; break;
     case 'w': op.warm = false; break;
+    case 'f': op.first_seed = atoi(optarg); break;
+    case 'R': op.warm_records = atoi(optarg); break;
     default:
-      printf("usage: bench_search [--trials N] [--seeds S] [--only C1D,GMM,...]\n"
+      printf("usage: bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]\n"
              "                    [--searches xgb-rank,random,sampling] [--no-warm]\n"
-             "                    [--results FILE]\n");
+             "                    [--warm-records R] [--results FILE]\n");
       return c == 'h' ? 0 : 2;
     }
   }
@@ -384,8 +398,12 @@ int main(int argc, char **argv) {
   for (int i = 0; op.warm && n > 1 && i < n; i++) warm_runs(ws, n, &ws[i], &op, dir);
   bool warm = op.warm && n > 1;
 
-  printf("# trials to reach 95%% of the best throughput any run found, median of %d seeds of %d "
-         "trials (>: most seeds did not)\n", op.seeds, op.trials);
+  printf("# trials to reach 95%% of the best throughput any run found, median of %d seeds (%d-%d) "
+         "of %d trials (>: most seeds did not)\n", op.seeds, op.first_seed,
+         op.first_seed + op.seeds - 1, op.trials);
+  if (warm)
+    printf("# warm: xgb-rank on a database holding %s records of each other workload's first "
+           "xgb-rank run\n", op.warm_records > 0 ? mlc_arena_printf(a, "%d", op.warm_records) : "all");
   printf("# %-4s %10s", "", "best GF/s");
   for (int k = 0; k < N_SEARCHES; k++)
     if (listed(op.searches, searches[k].name)) printf(" %10s", searches[k].name);
