@@ -26,7 +26,8 @@
  *                [--warm-records R] [--results FILE]
  *
  * The warm database holds each other workload's first xgb-rank run (R of
- * its records spread over the run; default all of them).
+ * its records spread over the run; default all of them, of which the
+ * tuner itself learns from 32 a workload, spread the same way).
  *
  * Defaults: 1,000 trials, 3 seeds, every workload and search: 117 runs,
  * hours on a 2-core machine. MLC_BENCH_QUICK=1: 64 trials, 1 seed.

@@ -208,14 +208,17 @@ static bool same_hash(const mlc_sched *c, const char *sched_hash) {
  * workload's own best), so a new workload's first round is ranked by what
  * tuning the others learned, and the samples stay in the model's set when
  * it retrains. At most TRANSFER_PER_WORKLOAD records of a workload, spread
- * over its history, and TRANSFER_MAX in all, keep the replays and the
- * training to a fraction of a round; a workload with that many records of
- * its own learns from them alone (the task scheduler tunes a kernel in
- * many short runs, each of which would replay the others again). Records
- * that do not replay to their stored hash, and library calls, are
- * skipped. */
-#define TRANSFER_PER_WORKLOAD 256
-#define TRANSFER_MAX 2048
+ * over its history, and TRANSFER_MAX in all: the pairwise objective draws
+ * pairs per record, so many transferred records drown a new workload's
+ * own (bench_search, 13 workloads, 160 trials: 1,915 transferred took
+ * 1.26x the cold start's trials to 95% of the best, 384 took 0.51x). A
+ * workload with TRANSFER_UNTIL_OWN records of its own learns from them
+ * alone (the task scheduler tunes a kernel in many short runs, each of
+ * which would replay the others again). Records that do not replay to
+ * their stored hash, and library calls, are skipped. */
+#define TRANSFER_PER_WORKLOAD 32
+#define TRANSFER_MAX 512
+#define TRANSFER_UNTIL_OWN 256
 
 typedef struct transfer_set { /* scheduled functions, their workloads, their times */
   MLC_VEC(mlc_sched *) scheds;
@@ -254,9 +257,9 @@ static void transfer_workload(tune_run *r, mlc_arena *a, const mlc_db_workload *
 }
 
 /* The other workloads' records into ts, when this workload has fewer
- * than TRANSFER_PER_WORKLOAD of its own. */
+ * than TRANSFER_UNTIL_OWN of its own. */
 static void transfer_from_others(tune_run *r, mlc_arena *a, int n_own, transfer_set *ts) {
-  if (r->o->cold_start || n_own >= TRANSFER_PER_WORKLOAD ||
+  if (r->o->cold_start || n_own >= TRANSFER_UNTIL_OWN ||
       mlc_costmodel_get_kind(r->model) == MLC_COSTMODEL_RANDOM)
     return;
   mlc_db_workload *ws;

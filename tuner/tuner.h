@@ -197,7 +197,8 @@ typedef struct mlc_tuner_tune_opts {
   bool no_default_candidate;
   /* The cost model learns from this workload's records only. Otherwise
    * (the default) the records of the target's other workloads in the
-   * database train it first (up to 256 a workload, 2,048 in all), so a
+   * database train it first (up to 32 a workload, 512 in all, while it
+   * has fewer than 256 records of its own), so a
    * new workload's first round is ranked by what tuning the others
    * learned. */
   bool cold_start;
