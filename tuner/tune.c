@@ -220,19 +220,20 @@ static bool same_hash(const mlc_sched *c, const char *sched_hash) {
 #define TRANSFER_MAX 512
 #define TRANSFER_UNTIL_OWN 256
 
-typedef struct transfer_set { /* scheduled functions, their workloads, their times */
+typedef struct train_set { /* scheduled functions, their workloads' keys, their times */
   MLC_VEC(mlc_sched *) scheds;
   MLC_VEC(uint64_t) keys;
   MLC_VEC(double) secs;
-} transfer_set;
+} train_set;
 
-static void transfer_workload(tune_run *r, mlc_arena *a, const mlc_db_workload *w, transfer_set *ts,
+static void transfer_workload(tune_run *r, mlc_arena *a, const mlc_db_workload *w, train_set *ts,
                               int *n_workloads) {
   mlc_error e;
-  mlc_module *m = w->ir ? mlc_parse_module(a, "workload", w->ir, &e) : NULL;
   mlc_db_record *recs;
-  int n = m && m->n_funcs == 1 ? mlc_db_records(r->db, w->id, r->target, a, &recs, &e) : 0;
-  if (n <= 0) return;
+  /* its IR is parsed only when it has records for this target */
+  int n = w->ir ? mlc_db_records(r->db, w->id, r->target, a, &recs, &e) : 0;
+  mlc_module *m = n > 0 ? mlc_parse_module(a, "workload", w->ir, &e) : NULL;
+  if (!m || m->n_funcs != 1) return;
   const mlc_prim_func *f = m->funcs[0];
   uint64_t key = mlc_func_struct_hash(f);
   int room = TRANSFER_MAX - ts->scheds.len, want = n < TRANSFER_PER_WORKLOAD ? n : TRANSFER_PER_WORKLOAD;
@@ -258,7 +259,7 @@ static void transfer_workload(tune_run *r, mlc_arena *a, const mlc_db_workload *
 
 /* The other workloads' records into ts, when this workload has fewer
  * than TRANSFER_UNTIL_OWN of its own. */
-static void transfer_from_others(tune_run *r, mlc_arena *a, int n_own, transfer_set *ts) {
+static void transfer_from_others(tune_run *r, mlc_arena *a, int n_own, train_set *ts) {
   if (r->o->cold_start || n_own >= TRANSFER_UNTIL_OWN ||
       mlc_costmodel_get_kind(r->model) == MLC_COSTMODEL_RANDOM)
     return;
@@ -273,7 +274,7 @@ static void transfer_from_others(tune_run *r, mlc_arena *a, int n_own, transfer_
 }
 
 /* One training on everything ts holds (the model retrains once). */
-static void learn_set(tune_run *r, transfer_set *ts) {
+static void learn_set(tune_run *r, train_set *ts) {
   if (ts->scheds.len) {
     const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)ts->scheds.len);
     for (int i = 0; i < ts->scheds.len; i++) funcs[i] = mlc_sched_func(ts->scheds.data[i]);
@@ -296,7 +297,7 @@ static bool load_history(tune_run *r, mlc_error *err) {
     return false;
   }
   r->have = n;
-  transfer_set ts = {0};
+  train_set ts = {0};
   transfer_from_others(r, a, n, &ts);
   int n_bad = 0;
   for (int i = 0; i < n; i++) {
