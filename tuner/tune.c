@@ -209,9 +209,11 @@ static bool same_hash(const mlc_sched *c, const char *sched_hash) {
  * tuning the others learned, and the samples stay in the model's set when
  * it retrains. At most TRANSFER_PER_WORKLOAD records of a workload, spread
  * over its history, and TRANSFER_MAX in all: the pairwise objective draws
- * pairs per record, so many transferred records drown a new workload's
- * own (bench_search, 13 workloads, 160 trials: 1,915 transferred took
- * 1.26x the cold start's trials to 95% of the best, 384 took 0.51x). A
+ * pairs per record, so many transferred records can drown a new
+ * workload's own (bench_search, 13 workloads, 160 trials, 2 seeds a run:
+ * about 1,900 transferred took 1.26x and 0.61x the cold start's trials to
+ * 95% of the best in two runs, 384 took 0.51x in one; more seeds must
+ * settle the cap). A
  * workload with TRANSFER_UNTIL_OWN records of its own learns from them
  * alone (the task scheduler tunes a kernel in many short runs, each of
  * which would replay the others again). Records that do not replay to
