@@ -103,9 +103,16 @@ static size_t size_ptrs(int n) { return ALIGN8(sizeof(void *) * (size_t)(n > 0 ?
 
 static size_t size_var(const mlc_var *v) { return ALIGN8(sizeof(mlc_var)) + size_str(v->name); }
 
+static size_t size_expr(const mlc_expr *e);
+
 static size_t size_buf(const mlc_buffer *b) {
-  return ALIGN8(sizeof(mlc_buffer)) + size_str(b->name) + size_str(b->scope) +
-         (b->ndim ? ALIGN8(sizeof(int64_t) * (size_t)b->ndim) : 0);
+  size_t t = ALIGN8(sizeof(mlc_buffer)) + size_str(b->name) + size_str(b->scope) +
+             (b->ndim ? ALIGN8(sizeof(int64_t) * (size_t)b->ndim) : 0);
+  if (b->dims) {
+    t += size_ptrs(b->ndim);
+    for (int d = 0; d < b->ndim; d++) t += size_expr(b->dims[d]);
+  }
+  return t;
 }
 
 static size_t size_expr(const mlc_expr *e) {
@@ -227,6 +234,7 @@ static size_t size_stmt(const mlc_stmt *s) {
 static size_t size_func(const mlc_prim_func *f) {
   size_t t = ALIGN8(sizeof(mlc_prim_func)) + size_str(f->name) + size_ptrs(f->n_params);
   for (int i = 0; i < f->n_params; i++) t += size_buf(f->params[i]);
+  if (f->n_sizes) t += ALIGN8(sizeof(mlc_size_var) * (size_t)f->n_sizes);
   return t + size_anns(f->attrs, f->n_attrs) + size_stmt(f->body);
 }
 
@@ -237,6 +245,8 @@ static const char *cp_str(copier *c, const char *s) {
   memcpy(d, s, n);
   return d;
 }
+
+static mlc_expr *cp_expr(copier *c, const mlc_expr *e);
 
 static mlc_var *cp_var(copier *c, const mlc_var *v) {
   mlc_var *n = map_get(&c->map, v);
@@ -261,10 +271,12 @@ static mlc_buffer *cp_buf(copier *c, const mlc_buffer *b) {
     memcpy(n->shape, b->shape, sizeof(int64_t) * (size_t)b->ndim);
   }
   map_put(&c->map, b, n);
+  if (b->dims) {
+    n->dims = CP_ARRAY(c, mlc_expr *, b->ndim > 0 ? b->ndim : 1);
+    for (int d = 0; d < b->ndim; d++) n->dims[d] = cp_expr(c, b->dims[d]);
+  }
   return n;
 }
-
-static mlc_expr *cp_expr(copier *c, const mlc_expr *e);
 
 static mlc_expr **cp_exprs(copier *c, mlc_expr *const *es, int n) {
   if (!es) return NULL;
@@ -442,6 +454,12 @@ static mlc_prim_func *cp_func(copier *c, const mlc_prim_func *f) {
   n->name = cp_str(c, f->name);
   n->n_params = f->n_params;
   n->params = CP_ARRAY(c, mlc_buffer *, f->n_params > 0 ? f->n_params : 1);
+  n->n_sizes = f->n_sizes;
+  if (f->n_sizes) {
+    n->sizes = CP_ARRAY(c, mlc_size_var, f->n_sizes);
+    for (int k = 0; k < f->n_sizes; k++)
+      n->sizes[k] = (mlc_size_var){cp_var(c, f->sizes[k].var), f->sizes[k].lo, f->sizes[k].hi};
+  }
   for (int i = 0; i < f->n_params; i++) n->params[i] = cp_buf(c, f->params[i]);
   n->n_attrs = f->n_attrs;
   n->attrs = cp_anns(c, f->attrs, f->n_attrs);

@@ -1522,8 +1522,21 @@ static bool alloc_scratch(const compiler *cc, int n_params, char **bufs, mlc_err
   return true;
 }
 
+/* A function of size vars runs as its specialization to the sizes the
+ * arguments give, so every access is checked against the actual extents. */
+static bool run_sized(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err) {
+  int64_t sizes[MLC_MAX_SIZES];
+  if (!mlc_func_bind_sizes(f, n_args, args, sizes, err)) return false;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, err);
+  bool ok = g && mlc_interp_run_n(g, n_args, args, err);
+  mlc_arena_free(a);
+  return ok;
+}
+
 bool mlc_interp_run_n(const mlc_prim_func *f, int n_args, mlc_array *args, mlc_error *err) {
   if (err) err->msg[0] = 0;
+  if (f->n_sizes > 0) return run_sized(f, n_args, args, err);
   if (!check_args(f, n_args, args, err)) return false;
   compiler cc = {.a = mlc_arena_new(), .err = err};
   const snode *root = compile(&cc, f);

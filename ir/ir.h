@@ -19,7 +19,8 @@
  * Sub-parts, each in its own file: constructors (ir.c), TE-like builder
  * (builder.c), printer (print.c), parser (parse.c), verifier (verify.c),
  * simplifier (simplify.c), region analysis (region.c), structural hash and
- * equality (struct_eq.c), copy/substitute (copy.c), interpreter (interp.c).
+ * equality (struct_eq.c), copy/substitute (copy.c), interpreter (interp.c),
+ * size vars (sizes.c).
  */
 #ifndef MLC_IR_H
 #define MLC_IR_H
@@ -115,13 +116,28 @@ typedef struct mlc_var {
   mlc_dtype dtype; /* int32 for loop and iter vars unless written T.int64 */
 } mlc_var;
 
+/* A buffer's extents are static (shape) or, for a function that serves
+ * many sizes, expressions of the function's size vars (dims): A of shape
+ * (n, 128) has dims {n, 128} and shape {max n, 128}. Storage and layout of
+ * an allocated buffer use shape, the bound; a parameter's layout is
+ * row-major over its dims as the caller passes it. */
 typedef struct mlc_buffer {
   const char *name;
   mlc_dtype dtype;
   int ndim;
-  int64_t *shape;    /* static extents, each >= 1 */
+  int64_t *shape;    /* extents, each >= 1; a symbolic extent's upper bound */
+  mlc_expr **dims;   /* NULL: every extent static; else ndim int expressions
+                        (constants where static) over the function's size vars */
   const char *scope; /* "global", "shared", "local", or e.g. "global.A_reg" */
 } mlc_buffer;
+
+/* A size of a function taken at run time (`n = T.int64(min=1, max=2048)`):
+ * a var, int32 or int64, declared with its bounds lo <= n <= hi (a kernel
+ * refuses a size outside them). */
+typedef struct mlc_size_var {
+  mlc_var *var;
+  int64_t lo, hi;
+} mlc_size_var;
 
 typedef struct mlc_range {
   mlc_expr *min;
@@ -281,6 +297,9 @@ typedef struct mlc_prim_func {
   const char *name;
   int n_params;
   mlc_buffer **params; /* all parameters are buffers */
+  int n_sizes;
+  mlc_size_var *sizes; /* size vars, in declaration order; each is the bare
+                          dim of some parameter, which gives its value */
   int n_attrs;
   mlc_ann *attrs; /* T.func_attr, e.g. global_symbol, tir.noalias */
   mlc_stmt *body; /* BLOCK_REALIZE of the root block */
@@ -300,6 +319,18 @@ typedef struct mlc_module {
 mlc_var *mlc_var_new(mlc_arena *a, const char *name, mlc_dtype t);
 mlc_buffer *mlc_buffer_new(mlc_arena *a, const char *name, mlc_dtype t, int ndim,
                            const int64_t *shape, const char *scope);
+/* Extent d of b as an expression: dims[d], or shape[d] as an int32
+ * constant (int64 past INT32_MAX). */
+mlc_expr *mlc_buffer_dim(mlc_arena *a, const mlc_buffer *b, int d);
+/* Default bounds of a size var of dtype t: [0, largest value of t]. */
+void mlc_size_default_bounds(mlc_dtype t, int64_t *lo, int64_t *hi);
+/* [*lo, *hi] bounds an int expression of the n size vars (constants,
+ * + - *, min/max, floordiv/floormod by a positive constant); false for
+ * anything else or on overflow. */
+bool mlc_size_range(int n, const mlc_size_var *sizes, const mlc_expr *e, int64_t *lo,
+                    int64_t *hi);
+/* The size var of f behind v, or NULL. */
+const mlc_size_var *mlc_func_size_var(const mlc_prim_func *f, const mlc_var *v);
 /* Element count; past 2^62 (a shape the parser refuses, made some other
  * way) it saturates at 2^62, so that times an element size cannot wrap. */
 int64_t mlc_buffer_numel(const mlc_buffer *b);
@@ -605,6 +636,32 @@ typedef struct mlc_array {
   void *data;
 } mlc_array;
 
+/* Size vars (sizes.c). A function has at most MLC_MAX_SIZES. */
+enum { MLC_MAX_SIZES = 16 };
+/* sizes[k], the value of f->sizes[k], read from the arguments: each size
+ * var is the bare extent of some parameter. False with a message when a
+ * size lies outside its bounds or an argument's shape differs from what
+ * its parameter's dims give. */
+bool mlc_func_bind_sizes(const mlc_prim_func *f, int n_args, const mlc_array *args,
+                         int64_t *sizes, mlc_error *err);
+/* The values a "NAME=V[,V...]" spec among specs[] gives size var `name`
+ * (up to max_vals): their count, 0 when no spec names it, -1 with err
+ * set when the values do not read as integers. */
+int mlc_size_values(int n_specs, const char *const *specs, const char *name, int64_t *vals,
+                    int max_vals, mlc_error *err);
+/* A copy of f in `a` for the given sizes: every extent static, the size
+ * vars replaced by their values (what the interpreter runs, and the
+ * static workload a size is tuned as). */
+mlc_prim_func *mlc_func_specialize(mlc_arena *a, const mlc_prim_func *f, const int64_t *sizes,
+                                   mlc_error *err);
+/* shape[d]: b's extents when f runs at the given sizes (b->shape for a
+ * static buffer); false when one cannot be computed or is negative. */
+bool mlc_buffer_extents(const mlc_prim_func *f, const mlc_buffer *b, const int64_t *sizes,
+                        int64_t *shape);
+/* *v = e, an int expression of f's size vars, at the given sizes; false
+ * when e holds anything else or overflows. */
+bool mlc_size_eval(const mlc_prim_func *f, const mlc_expr *e, const int64_t *sizes, int64_t *v);
+
 /* Run f with args[i] bound to f->params[i] (shapes and dtypes must match).
  * Slow and exact: float32 arithmetic in float32 as written. Returns false
  * with a message on a shape mismatch or an out-of-bounds access. */
@@ -640,7 +697,8 @@ mlc_array *mlc_array_try_new(mlc_dtype t, int ndim, const int64_t *shape, const 
                              mlc_error *err);
 /* Whether every parameter and allocated buffer of f is within the size
  * limit, i.e. running f allocates nothing larger; else the message names
- * the buffer. */
+ * the buffer. A parameter of symbolic extents is not checked (its array
+ * is made for actual sizes); an allocation is, at its bound. */
 bool mlc_func_check_sizes(const mlc_prim_func *f, mlc_error *err);
 void mlc_array_free(mlc_array *x);
 int64_t mlc_array_numel(const mlc_array *x);

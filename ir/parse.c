@@ -105,12 +105,55 @@ static void check_buffer_layout(mlc_parser *p, const char *f, pnode **a) {
 
 /* a[] as buffer_args orders them. */
 static mlc_buffer *make_buffer(mlc_parser *p, const char *f, const char *name, pnode **a) {
-  int64_t *dims;
-  int nd = mlc_parse_shape(p, a[BUF_SHAPE], &dims);
+  int64_t *shape;
+  mlc_expr **dims;
+  int nd = mlc_parse_shape(p, a[BUF_SHAPE], &shape, &dims);
   mlc_dtype t = a[BUF_DTYPE] ? mlc_parse_dtype(p, a[BUF_DTYPE]) : MLC_FLOAT32;
   const char *sc = a[BUF_SCOPE] ? mlc_parse_scope(p, a[BUF_SCOPE]) : "global";
   check_buffer_layout(p, f, a);
-  return mlc_buffer_new(p->a, name, t, nd, dims, sc);
+  mlc_buffer *b = mlc_buffer_new(p->a, name, t, nd, shape, sc);
+  b->dims = dims;
+  return b;
+}
+
+/* An allocated buffer takes its extents' bounds in memory. */
+static void check_alloc_bound(mlc_parser *p, const pnode *shape, const mlc_buffer *b) {
+  if (b->dims && mlc_buffer_numel(b) >= (INT64_C(1) << 62))
+    mlc_parse_fail(p, shape->t,
+                   "buffer %s would be allocated for its extents' bounds, which multiply past "
+                   "2^62: declare its size vars with a smaller max",
+                   b->name);
+}
+
+/* `n = T.int64()` or `n = T.int32(min=1, max=2048)` at the top of a
+ * function: a size taken at run time. */
+static void size_var_def(mlc_parser *p, const pnode *target, pnode *call, const char *f) {
+  static const char *const names[] = {"min", "max"};
+  pnode *a[2];
+  mlc_parse_args(p, call, f, 2, names, 0, 0, a);
+  mlc_dtype t = strcmp(f, "T.int64") == 0 ? MLC_INT64 : MLC_INT32;
+  mlc_size_var sv = {mlc_var_new(p->a, target->s, t), 0, 0};
+  mlc_size_default_bounds(t, &sv.lo, &sv.hi);
+  int64_t lo = sv.lo, hi = sv.hi;
+  for (int i = 0; i < 2; i++) {
+    if (!a[i]) continue;
+    int64_t v;
+    if (!buffer_int_arg(p, a[i], &v)) mlc_parse_fail(p, a[i]->t, "%s= must be an integer constant", names[i]);
+    if (v < lo || v > hi)
+      mlc_parse_fail(p, a[i]->t, "%s=%lld is outside [%lld, %lld]", names[i], (long long)v,
+                     (long long)lo, (long long)hi);
+    *(i ? &sv.hi : &sv.lo) = v;
+  }
+  if (sv.lo > sv.hi)
+    mlc_parse_fail(p, call->t, "size %s has min %lld above max %lld", target->s,
+                   (long long)sv.lo, (long long)sv.hi);
+  if (p->sizes.len >= MLC_MAX_SIZES)
+    mlc_parse_fail(p, target->t, "a function has at most %d size vars", MLC_MAX_SIZES);
+  MLC_VEC_APUSH(p->a, p->sizes, sv);
+  MLC_VEC_APUSH(p->a, p->size_toks, target->t);
+  psym *s = mlc_parse_define(p, target->s, SYM_VAR);
+  s->var = sv.var;
+  s->is_size = true;
 }
 
 static void define_buffer(mlc_parser *p, mlc_buffer *b) {
@@ -288,6 +331,14 @@ static mlc_stmt *assign(mlc_parser *p, binfo *bi, bool ft, pnode *lhs, pnode *rh
     axis_remap(p, bi, nt, targets, rhs);
     return NULL;
   }
+  bool size_decl = f && (strcmp(f, "T.int32") == 0 || strcmp(f, "T.int64") == 0);
+  for (int i = 0; size_decl && i < rhs->n; i++) size_decl = rhs->kws[i] != NULL;
+  if (size_decl) {
+    if (!ft) mlc_parse_fail(p, rhs->t, "a size var must be declared at the top level of the function body");
+    if (nt != 1) mlc_parse_fail(p, lhs->t, "%s defines one name, got %d", f, nt);
+    size_var_def(p, targets[0], rhs, f);
+    return NULL;
+  }
   static const char *const single[] = {"T.axis.spatial", "T.axis.reduce", "T.axis.S",
                                        "T.axis.R",       "T.alloc_buffer", "T.match_buffer",
                                        "T.decl_buffer"};
@@ -326,6 +377,7 @@ static mlc_stmt *assign(mlc_parser *p, binfo *bi, bool ft, pnode *lhs, pnode *rh
   }
   mlc_parse_args(p, rhs, f, BUF_NARGS, buffer_args, 2, 1, a);
   mlc_buffer *b = make_buffer(p, f, name, a);
+  check_alloc_bound(p, a[BUF_SHAPE], b);
   if (strcmp(f, "T.decl_buffer") == 0) {
     define_buffer(p, b);
     return mlc_allocate_new(p->a, b, NULL); /* the caller adds the rest of the suite */
@@ -710,6 +762,23 @@ static void param(mlc_parser *p, pfunc *fn, int mark) {
   MLC_VEC_APUSH(p->a, fn->param_toks, t);
 }
 
+/* Each size var is some parameter's bare extent: the arguments' shapes
+ * then give every size at run time. */
+static void check_sizes_given(mlc_parser *p, const pfunc *fn) {
+  for (int k = 0; k < p->sizes.len; k++) {
+    bool given = false;
+    for (int i = 0; i < fn->params.len && !given; i++) {
+      const mlc_buffer *b = fn->params.data[i];
+      for (int d = 0; b->dims && d < b->ndim && !given; d++)
+        given = b->dims[d]->kind == MLC_EXPR_VAR && b->dims[d]->var == p->sizes.data[k].var;
+    }
+    if (!given)
+      mlc_parse_fail(p, p->size_toks.data[k],
+                     "size %s is no parameter's extent, so no call could give its value",
+                     p->sizes.data[k].var->name);
+  }
+}
+
 static mlc_prim_func *func_def(mlc_parser *p, mlc_module *m) {
   const ptok *t = peek(p);
   if (!tok_is_name(t, "def")) mlc_parse_expected(p, t, "'def'");
@@ -721,6 +790,8 @@ static mlc_prim_func *func_def(mlc_parser *p, mlc_module *m) {
     mlc_parse_fail(p, name, "duplicate function name '%s'", name->str);
   pfunc fn = {0};
   p->fn = &fn;
+  memset(&p->sizes, 0, sizeof p->sizes);
+  memset(&p->size_toks, 0, sizeof p->size_toks);
   int mark = p->syms.len;
   expect_op(p, "(", "'('");
   while (!tok_is_op(peek(p), ")")) {
@@ -740,6 +811,7 @@ static mlc_prim_func *func_def(mlc_parser *p, mlc_module *m) {
     if (!fn.params.data[i])
       mlc_parse_fail(p, fn.param_toks.data[i], "handle '%s' is never bound by T.match_buffer",
                      fn.param_toks.data[i]->str);
+  check_sizes_given(p, &fn);
   if (root.root_done) body = root.root_body;
   mlc_block *blk = mlc_block_new(p->a, "root");
   blk->n_allocs = root.allocs.len;
@@ -751,6 +823,8 @@ static mlc_prim_func *func_def(mlc_parser *p, mlc_module *m) {
   mlc_prim_func *f = mlc_func_new(p->a, name->str);
   f->n_params = fn.params.len;
   f->params = fn.params.data;
+  f->n_sizes = p->sizes.len;
+  f->sizes = p->sizes.data;
   f->n_attrs = fn.n_attrs;
   f->attrs = fn.attrs;
   f->body = mlc_realize_new(p->a, blk, NULL, NULL);

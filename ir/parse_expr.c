@@ -472,7 +472,15 @@ const char *mlc_parse_scope(mlc_parser *p, const pnode *n) {
   return s;
 }
 
-int mlc_parse_shape(mlc_parser *p, pnode *n, int64_t **shape) {
+static bool only_size_vars(const mlc_expr *e, void *ud) {
+  const mlc_parser *p = ud;
+  if (e->kind != MLC_EXPR_VAR) return false;
+  for (int k = 0; k < p->sizes.len; k++)
+    if (p->sizes.data[k].var == e->var) return false;
+  return true;
+}
+
+int mlc_parse_shape(mlc_parser *p, pnode *n, int64_t **shape, mlc_expr ***dims) {
   pnode **items = &n;
   int nd = 1;
   if (n->kind == PN_TUPLE || n->kind == PN_LIST) {
@@ -482,18 +490,39 @@ int mlc_parse_shape(mlc_parser *p, pnode *n, int64_t **shape) {
   if (nd > PARSE_MAX_NDIM)
     mlc_parse_fail(p, n->t, "buffers have at most %d dimensions, got %d", PARSE_MAX_NDIM, nd);
   int64_t *out = MLC_NEW_ARRAY(p->a, int64_t, nd ? nd : 1);
+  mlc_expr **ex = MLC_NEW_ARRAY(p->a, mlc_expr *, nd ? nd : 1);
+  bool symbolic = false;
+  const ptok *too_large = NULL;
   int64_t numel = 1;
   for (int i = 0; i < nd; i++) {
-    mlc_expr *e = mlc_parse_lower(p, items[i]);
-    int64_t v;
-    if (!mlc_dtype_is_int(e->dtype) || !mlc_expr_is_const_int(e, &v))
-      mlc_parse_fail(p, items[i]->t, "buffer shape must be a constant integer");
-    if (v <= 0) mlc_parse_fail(p, items[i]->t, "buffer shape must be positive, got %lld", (long long)v);
-    if (v > ((int64_t)1 << 62) / numel) mlc_parse_fail(p, items[i]->t, "buffer too large");
-    numel *= v;
+    mlc_expr *e = ex[i] = mlc_parse_lower(p, items[i]);
+    int64_t v, lo;
+    if (!mlc_dtype_is_int(e->dtype))
+      mlc_parse_fail(p, items[i]->t, "buffer shape must be an integer");
+    if (mlc_expr_is_const_int(e, &v)) {
+      if (v <= 0) mlc_parse_fail(p, items[i]->t, "buffer shape must be positive, got %lld", (long long)v);
+    } else {
+      if (mlc_expr_any(e, only_size_vars, p))
+        mlc_parse_fail(p, items[i]->t,
+                       "buffer shape must be a constant or an expression of size vars "
+                       "(n = T.int64(max=...))");
+      if (!mlc_size_range(p->sizes.len, p->sizes.data, e, &lo, &v))
+        mlc_parse_fail(p, items[i]->t,
+                       "this extent's bound cannot be computed: use + - * min max, // and %% "
+                       "by constants, and size vars with a max small enough");
+      if (lo < 0) mlc_parse_fail(p, items[i]->t, "this extent may be negative (down to %lld)", (long long)lo);
+      if (v < 1) mlc_parse_fail(p, items[i]->t, "this extent is never positive");
+      symbolic = true;
+    }
+    if (!too_large && v > ((int64_t)1 << 62) / numel) too_large = items[i]->t;
+    if (!too_large) numel *= v;
     out[i] = v;
   }
+  /* A parameter's symbolic extents may be unbounded; an allocation's
+   * bound is checked where it is allocated. */
+  if (too_large && !symbolic) mlc_parse_fail(p, too_large, "buffer too large");
   *shape = out;
+  *dims = symbolic ? ex : NULL;
   return nd;
 }
 

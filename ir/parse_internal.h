@@ -101,6 +101,7 @@ typedef struct psym {
   mlc_var *var;    /* VAR */
   mlc_buffer *buf; /* BUF */
   bool is_loop;    /* VAR bound by an enclosing for: remap reads its range */
+  bool is_size;    /* VAR declared as a size of the function */
   mlc_expr *loop_min, *loop_extent;
   int param;       /* HANDLE: index among the function's parameters */
 } psym;
@@ -120,6 +121,8 @@ typedef struct mlc_parser {
   int nest; /* current nesting (PARSE_MAX_NEST) */
   MLC_VEC(psym) syms;
   pfunc *fn;
+  MLC_VEC(mlc_size_var) sizes; /* the function's size vars so far */
+  MLC_VEC(const ptok *) size_toks;
 } mlc_parser;
 
 /* lex.c */
@@ -153,8 +156,10 @@ void mlc_parse_args(mlc_parser *p, const pnode *call, const char *fname, int nna
                     const char *const *names, int npos, int nreq, pnode **out);
 mlc_dtype mlc_parse_dtype(mlc_parser *p, const pnode *n);
 const char *mlc_parse_string(mlc_parser *p, const pnode *n, const char *what);
-/* Shape (a tuple, list or single int) into an arena array; returns ndim. */
-int mlc_parse_shape(mlc_parser *p, pnode *n, int64_t **shape);
+/* Shape (a tuple, list or single int) into an arena array; returns ndim.
+ * Extents are constants or expressions of the function's size vars: then
+ * *dims gets them all and shape their upper bounds, else *dims is NULL. */
+int mlc_parse_shape(mlc_parser *p, pnode *n, int64_t **shape, mlc_expr ***dims);
 const char *mlc_parse_scope(mlc_parser *p, const pnode *n);
 /* A dict of annotations appended to *anns / *n (duplicate keys fail). */
 void mlc_parse_anns(mlc_parser *p, const pnode *dict, int *n, mlc_ann **anns);

@@ -242,11 +242,14 @@ static void put_anns(printer *p, int n, const mlc_ann *anns) {
   put(p, "}");
 }
 
+static void print_expr(printer *p, const mlc_expr *e);
+
 static void put_shape(printer *p, const mlc_buffer *b) {
   put(p, "(");
   for (int i = 0; i < b->ndim; i++) {
     if (i) put(p, ", ");
-    mlc_str_printf(p->out, "%lld", (long long)b->shape[i]);
+    if (b->dims) print_expr(p, b->dims[i]);
+    else mlc_str_printf(p->out, "%lld", (long long)b->shape[i]);
   }
   if (b->ndim == 1) put(p, ",");
   put(p, ")");
@@ -264,7 +267,6 @@ static int expr_prec(const mlc_expr *e) {
   return prec ? prec : PREC_ATOM;
 }
 
-static void print_expr(printer *p, const mlc_expr *e);
 
 static void print_operand(printer *p, const mlc_expr *e, bool paren) {
   if (paren) put(p, "(");
@@ -593,9 +595,15 @@ static const loop_entry *find_loop(const printer *p, const mlc_var *v) {
   return NULL;
 }
 
-static bool same_const(const mlc_expr *a, const mlc_expr *b) {
+/* The same constant, or the same expression of vars written the same way
+ * (a symbolic extent such as n + 1). */
+static bool same_extent(const mlc_expr *a, const mlc_expr *b) {
   int64_t x, y;
-  return mlc_expr_is_const_int(a, &x) && mlc_expr_is_const_int(b, &y) && x == y;
+  if (mlc_expr_is_const_int(a, &x) && mlc_expr_is_const_int(b, &y)) return x == y;
+  if (a->kind != b->kind || a->dtype != b->dtype) return false;
+  if (a->kind == MLC_EXPR_VAR) return a->var == b->var;
+  return mlc_expr_kind_is_binary(a->kind) && same_extent(a->bin.a, b->bin.a) &&
+         same_extent(a->bin.b, b->bin.b);
 }
 
 /* T.axis.remap applies when every value is a distinct enclosing loop var
@@ -610,7 +618,7 @@ static bool can_remap(const printer *p, const mlc_stmt *s) {
     const loop_entry *le = find_loop(p, v->var);
     const mlc_range *dom = &blk->iters[i].dom;
     if (!le || !is_const(le->min, 0) || !is_const(dom->min, 0) ||
-        !(le->extent == dom->extent || same_const(le->extent, dom->extent)))
+        !(le->extent == dom->extent || same_extent(le->extent, dom->extent)))
       return false;
   }
   return blk->n_iters > 0;
@@ -796,6 +804,43 @@ static bool is_implicit_root(const mlc_stmt *s) {
          b->n_anns == 0 && b->n_reads == 0 && b->n_writes == 0;
 }
 
+/* `n = T.int64(max=2048)`: bounds where they differ from the defaults. */
+static void print_size_var(printer *p, const mlc_size_var *sv, int indent) {
+  int64_t lo, hi;
+  mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+  line_start(p, indent);
+  mlc_str_printf(p->out, "%s = T.%s(", define(p, sv->var, sv->var->name),
+                 mlc_dtype_name(sv->var->dtype));
+  if (sv->lo != lo) mlc_str_printf(p->out, "min=%lld", (long long)sv->lo);
+  if (sv->hi != hi) mlc_str_printf(p->out, "%smax=%lld", sv->lo != lo ? ", " : "", (long long)sv->hi);
+  put(p, ")");
+  line_end(p);
+}
+
+static void put_buffer_type(printer *p, const mlc_buffer *b) {
+  put_shape(p, b);
+  mlc_str_printf(p->out, ", \"%s\"", mlc_dtype_name(b->dtype));
+  if (!is_global(b)) {
+    put(p, ", scope=");
+    put_string(p, b->scope);
+  }
+}
+
+/* A parameter with symbolic extents is a handle matched once the size
+ * vars are declared, as TVM prints it. */
+static void print_match_buffers(printer *p, const mlc_prim_func *f, int indent) {
+  for (int i = 0; i < f->n_params; i++) {
+    const mlc_buffer *b = f->params[i];
+    if (!b->dims) continue;
+    line_start(p, indent);
+    const char *handle = lookup(p, &b->dims, b->name);
+    mlc_str_printf(p->out, "%s = T.match_buffer(%s, ", define(p, b, b->name), handle);
+    put_buffer_type(p, b);
+    put(p, ")");
+    line_end(p);
+  }
+}
+
 static void print_func_at(printer *p, const mlc_prim_func *f, int indent) {
   int in = indent + 4;
   p->names.len = 0;
@@ -808,14 +853,14 @@ static void print_func_at(printer *p, const mlc_prim_func *f, int indent) {
   for (int i = 0; i < f->n_params; i++) {
     const mlc_buffer *b = f->params[i];
     if (i) put(p, ", ");
+    if (b->dims) {
+      put(p, define(p, &b->dims, mlc_arena_printf(p->scratch, "var_%s", b->name)));
+      put(p, ": T.handle");
+      continue;
+    }
     put(p, define(p, b, b->name));
     put(p, ": T.Buffer(");
-    put_shape(p, b);
-    mlc_str_printf(p->out, ", \"%s\"", mlc_dtype_name(b->dtype));
-    if (!is_global(b)) {
-      put(p, ", scope=");
-      put_string(p, b->scope);
-    }
+    put_buffer_type(p, b);
     put(p, ")");
   }
   put(p, "):");
@@ -827,6 +872,8 @@ static void print_func_at(printer *p, const mlc_prim_func *f, int indent) {
     put(p, ")");
     line_end(p);
   }
+  for (int k = 0; k < f->n_sizes; k++) print_size_var(p, &f->sizes[k], in);
+  print_match_buffers(p, f, in);
   if (is_implicit_root(f->body)) {
     const mlc_block *root = f->body->realize.block;
     line_start(p, in);

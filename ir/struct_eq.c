@@ -4,7 +4,8 @@
  * walk, so "equal" and "same hash" cannot disagree:
  *  - vars and buffers are written as the position of their definition
  *    (buffers: parameters in order, then alloc_buffers / decl_buffers as
- *    the walk meets them; vars: loop and iter vars as the walk meets them),
+ *    the walk meets them; vars: size vars first, then loop and iter vars
+ *    as the walk meets them),
  *    so renaming them changes nothing; block and function names are left
  *    out, and so is the "global_symbol" attribute;
  *  - everything else is written exactly: dtypes, shapes, scopes, kinds (by
@@ -15,6 +16,10 @@
  * Every value is written with an explicit size in little-endian order and
  * every variable-length part carries its length, so the encoding is
  * injective and identical on every platform; pointers never reach it.
+ *
+ * A function with size vars has its own format name, then its size vars
+ * (dtype, bounds) and, with each buffer, its symbolic extents; one
+ * without keeps the encoding it always had.
  *
  * The hash value is stored in tuning databases: changing this encoding
  * changes every workload hash and needs a database schema bump (the golden
@@ -28,6 +33,7 @@
 
 #define STRUCT_HASH_SEED 0x6d6c632d77726b31ULL /* "mlc-wrk1" */
 #define STRUCT_FORMAT "mlc-struct-1"
+#define STRUCT_FORMAT_SYMBOLIC "mlc-struct-1-sizes"
 
 /* Pointer -> definition index (open addressing; pointers only as keys),
  * in the serializer's scratch arena. */
@@ -82,6 +88,7 @@ typedef struct ser {
   mlc_str out;
   ptr_map vars, bufs;
   uint32_t n_vars, n_bufs;
+  bool symbolic; /* the function has size vars: buffers write their dims */
 } ser;
 
 static void ser_init(ser *s, mlc_arena *a) {
@@ -157,6 +164,8 @@ static void use_var(ser *s, const mlc_var *v) {
   def_var(s, v);
 }
 
+static void put_exprs(ser *s, int n, mlc_expr *const *es);
+
 static void def_buf(ser *s, const mlc_buffer *b) {
   put_u8(s, 'B');
   if (!b) {
@@ -169,6 +178,9 @@ static void def_buf(ser *s, const mlc_buffer *b) {
   for (int i = 0; i < b->ndim; i++) put_i64(s, b->shape[i]);
   put_str(s, b->scope);
   ptr_put(&s->bufs, b, s->n_bufs++);
+  if (!s->symbolic) return;
+  put_u8(s, b->dims ? 1 : 0);
+  if (b->dims) put_exprs(s, b->ndim, b->dims);
 }
 
 static void use_buf(ser *s, const mlc_buffer *b) {
@@ -420,7 +432,18 @@ static void put_stmt(ser *s, const mlc_stmt *st) {
 }
 
 static void serialize(ser *s, const mlc_prim_func *f) {
-  put_str(s, STRUCT_FORMAT);
+  /* A function without size vars keeps the encoding it always had, so the
+   * workload hashes stored in databases stay valid. */
+  s->symbolic = f->n_sizes > 0;
+  put_str(s, s->symbolic ? STRUCT_FORMAT_SYMBOLIC : STRUCT_FORMAT);
+  if (s->symbolic) {
+    put_count(s, f->n_sizes);
+    for (int k = 0; k < f->n_sizes; k++) {
+      def_var(s, f->sizes[k].var);
+      put_i64(s, f->sizes[k].lo);
+      put_i64(s, f->sizes[k].hi);
+    }
+  }
   put_count(s, f->n_params);
   for (int i = 0; i < f->n_params; i++) def_buf(s, f->params[i]);
   /* The symbol name is a renaming like the function name; other attrs

@@ -34,6 +34,8 @@ typedef struct scope_var {
   bool is_loop;  /* a loop var (not visible inside nested blocks) */
   bool has_range;
   int64_t lo, hi; /* inclusive value range when has_range */
+  mlc_expr *smax; /* the largest value as an expression of size vars
+                     (a symbolic extent's loop or iter var), else NULL */
 } scope_var;
 
 typedef struct thread_loop {
@@ -117,7 +119,7 @@ static bool define_var(vctx *c, mlc_var *v, bool is_loop, bool has_range, int64_
                        int64_t hi) {
   if (find_var(c, v))
     return fail(c, "variable \"%s\" is defined twice in nested scopes", vname(v));
-  scope_var sv = {v, c->level, is_loop, has_range, lo, hi};
+  scope_var sv = {v, c->level, is_loop, has_range, lo, hi, NULL};
   MLC_VEC_APUSH(c->a, c->vars, sv);
   c->simp = NULL;
   return true;
@@ -126,6 +128,57 @@ static bool define_var(vctx *c, mlc_var *v, bool is_loop, bool has_range, int64_
 static void pop_vars(vctx *c, int len) {
   if (c->vars.len != len) c->simp = NULL;
   c->vars.len = len;
+}
+
+static bool not_size_var(const mlc_expr *e, void *ud) {
+  return e->kind == MLC_EXPR_VAR && !mlc_func_size_var(ud, e->var);
+}
+
+/* Symbolic extents: int expressions of size vars whose upper bounds are
+ * the shape. */
+static bool check_dims(vctx *c, const mlc_buffer *b, const char *what) {
+  for (int d = 0; d < b->ndim; d++) {
+    const mlc_expr *e = b->dims[d];
+    int64_t lo, hi;
+    if (!e) return fail(c, "%s \"%s\": missing extent %d", what, b->name, d);
+    if (!mlc_dtype_is_int(e->dtype) || mlc_expr_any(e, not_size_var, (void *)c->f) ||
+        !mlc_size_range(c->f->n_sizes, c->f->sizes, e, &lo, &hi))
+      return fail(c, "%s \"%s\": extent %d (%s) is not a bounded expression of size vars", what,
+                  b->name, d, show(c, (mlc_expr *)e));
+    if (lo < 0 || hi != b->shape[d])
+      return fail(c, "%s \"%s\": extent %d (%s) ranges over [%" PRId64 ", %" PRId64 "], but "
+                  "its bound is %" PRId64, what, b->name, d, show(c, (mlc_expr *)e), lo, hi,
+                  b->shape[d]);
+  }
+  return true;
+}
+
+/* Size vars: int32/int64, distinct, sane bounds, each the bare extent of
+ * a parameter (what gives its value at run time). */
+static bool check_sizes(vctx *c) {
+  const mlc_prim_func *f = c->f;
+  if (f->n_sizes < 0 || f->n_sizes > MLC_MAX_SIZES || (f->n_sizes > 0 && !f->sizes))
+    return fail(c, "invalid size var list");
+  for (int k = 0; k < f->n_sizes; k++) {
+    const mlc_size_var *sv = &f->sizes[k];
+    if (!sv->var) return fail(c, "size var %d has no variable", k);
+    if (sv->var->dtype != MLC_INT32 && sv->var->dtype != MLC_INT64)
+      return fail(c, "size var \"%s\" must be int32 or int64", vname(sv->var));
+    int64_t lo, hi;
+    mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+    if (sv->lo < 0 || sv->lo > sv->hi || sv->hi > hi)
+      return fail(c, "size var \"%s\" has bounds [%" PRId64 ", %" PRId64 "]", vname(sv->var),
+                  sv->lo, sv->hi);
+    if (!define_var(c, sv->var, false, true, sv->lo, sv->hi)) return false;
+    bool given = false;
+    for (int i = 0; i < f->n_params && !given; i++) {
+      const mlc_buffer *b = f->params[i];
+      for (int d = 0; b && b->dims && d < b->ndim && !given; d++)
+        given = b->dims[d] && b->dims[d]->kind == MLC_EXPR_VAR && b->dims[d]->var == sv->var;
+    }
+    if (!given) return fail(c, "size var \"%s\" is no parameter's extent", vname(sv->var));
+  }
+  return true;
 }
 
 static bool check_buffer_decl(vctx *c, const mlc_buffer *b, const char *what) {
@@ -140,7 +193,7 @@ static bool check_buffer_decl(vctx *c, const mlc_buffer *b, const char *what) {
       return fail(c, "%s \"%s\": dimension %d has extent %" PRId64 " (must be >= 1)", what,
                   b->name, i, b->shape[i]);
   if (!b->scope || !b->scope[0]) return fail(c, "%s \"%s\": missing storage scope", what, b->name);
-  return true;
+  return !b->dims || check_dims(c, b, what);
 }
 
 static bool define_buffer(vctx *c, mlc_buffer *b, const char *what) {
@@ -288,7 +341,9 @@ static bool bounds(vctx *c, mlc_expr *e, int64_t *lo, int64_t *hi) {
     c->simp = mlc_simplifier_new(c->a);
     for (int i = 0; i < c->vars.len; i++) {
       scope_var *sv = &c->vars.data[i];
-      if (sv->has_range) mlc_simplifier_bind(c->simp, sv->var, sv->lo, sv->hi - sv->lo + 1);
+      int64_t ext;
+      if (sv->has_range && !__builtin_sub_overflow(sv->hi, sv->lo, &ext) && ext < INT64_MAX)
+        mlc_simplifier_bind(c->simp, sv->var, sv->lo, ext + 1);
     }
   }
   if (mlc_simplifier_bounds(c->simp, e, lo, hi)) return true;
@@ -443,6 +498,77 @@ static bool bound_by_bindings(vctx *c, mlc_expr *e, int64_t extent) {
   return lifted_bounds(c, sub, LIFT_DEPTH, &lo, &hi) && lo >= 0 && hi < extent;
 }
 
+/* ---- symbolic extents ---------------------------------------------------- */
+
+static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper);
+
+static mlc_expr *sym_var_bound(vctx *c, mlc_expr *e, bool upper) {
+  if (mlc_func_size_var(c->f, e->var)) return e;
+  scope_var *sv = find_var(c, e->var);
+  if (!sv) return NULL;
+  if (upper && sv->smax)
+    return sv->smax->dtype == e->dtype ? sv->smax : mlc_cast(c->a, e->dtype, sv->smax);
+  if (!sv->has_range) return NULL;
+  return mlc_int_t(c->a, e->dtype, upper ? sv->hi : sv->lo);
+}
+
+/* An expression of size vars that bounds e from above (upper) or below
+ * for every value of the vars in scope; NULL when there is none this
+ * simple walk finds (a product of two vars, a division by a var). */
+static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper) {
+  mlc_arena *a = c->a;
+  int64_t k;
+  mlc_expr *x, *y;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM: return e;
+  case MLC_EXPR_VAR: return sym_var_bound(c, e, upper);
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+    x = sym_bound(c, e->bin.a, upper);
+    y = sym_bound(c, e->bin.b, upper);
+    return x && y ? mlc_binary(a, e->kind, x, y) : NULL;
+  case MLC_EXPR_SUB:
+    x = sym_bound(c, e->bin.a, upper);
+    y = sym_bound(c, e->bin.b, !upper);
+    return x && y ? mlc_sub(a, x, y) : NULL;
+  case MLC_EXPR_MUL:
+    if (mlc_expr_is_const_int(e->bin.b, &k)) x = e->bin.a, y = e->bin.b;
+    else if (mlc_expr_is_const_int(e->bin.a, &k)) x = e->bin.b, y = e->bin.a;
+    else return NULL;
+    x = sym_bound(c, x, k >= 0 ? upper : !upper);
+    return x ? mlc_mul(a, x, y) : NULL;
+  case MLC_EXPR_FLOORDIV:
+    if (!mlc_expr_is_const_int(e->bin.b, &k) || k <= 0) return NULL;
+    x = sym_bound(c, e->bin.a, upper);
+    return x ? mlc_binary(a, MLC_EXPR_FLOORDIV, x, e->bin.b) : NULL;
+  case MLC_EXPR_FLOORMOD:
+    if (!mlc_expr_is_const_int(e->bin.b, &k) || k <= 0) return NULL;
+    return mlc_int_t(a, e->dtype, upper ? k - 1 : 0);
+  default: return NULL;
+  }
+}
+
+/* Whether x <= y whatever the size vars are (within their bounds). */
+static bool sym_le(vctx *c, mlc_expr *x, mlc_expr *y) {
+  if (x->dtype != y->dtype) {
+    x = mlc_cast(c->a, MLC_INT64, x);
+    y = mlc_cast(c->a, MLC_INT64, y);
+  }
+  int64_t lo, hi;
+  mlc_expr *d = mlc_simplify_expr(c->a, mlc_sub(c->a, y, x));
+  return mlc_size_range(c->f->n_sizes, c->f->sizes, d, &lo, &hi) && lo >= 0;
+}
+
+/* Whether e < extent for every value of the vars in scope, extent an
+ * expression of size vars. */
+static bool sym_below(vctx *c, mlc_expr *e, mlc_expr *extent) {
+  mlc_expr *top = sym_bound(c, e, true);
+  return top && sym_le(c, mlc_add(c->a, top, mlc_int_t(c->a, top->dtype, 1)), extent);
+}
+
+static bool is_symbolic(const mlc_expr *e) { return e->kind != MLC_EXPR_INT_IMM; }
+
 /* Index list of a load or store: present, integer, one per dimension, and
  * within the buffer's shape where that can be decided. */
 static bool check_indices(vctx *c, mlc_buffer *b, mlc_expr **idx, const char *what) {
@@ -474,6 +600,11 @@ static bool check_indices(vctx *c, mlc_buffer *b, mlc_expr **idx, const char *wh
       return fail(c, "in %s: index %s of \"%s\" ranges over [%" PRId64 ", %" PRId64 "], outside "
                   "dimension %d of extent %" PRId64, c->where, show(c, idx[i]), b->name, lo, hi,
                   i, b->shape[i]);
+    /* A symbolic extent: below its bound is not enough, the index must
+     * stay below the extent itself at every size. */
+    if (b->dims && is_symbolic(b->dims[i]) && !sym_below(c, idx[i], b->dims[i]))
+      return fail(c, "in %s: cannot show that index %s of \"%s\" stays below its extent %s at "
+                  "every size", c->where, show(c, idx[i]), b->name, show(c, b->dims[i]));
   }
   return true;
 }
@@ -713,6 +844,27 @@ static bool check_thread(vctx *c, mlc_stmt *s, int64_t extent) {
   return true;
 }
 
+/* A symbolic extent (size vars only): its largest value, at least 1 (a
+ * loop that may run zero times ranges as one that runs once). */
+static bool is_size_ref(const mlc_expr *e, void *ud) {
+  return e->kind == MLC_EXPR_VAR && mlc_func_size_var(ud, e->var);
+}
+
+static bool size_extent(vctx *c, mlc_expr *e, int64_t *hi) {
+  int64_t lo;
+  if (!mlc_expr_any(e, is_size_ref, (void *)c->f) ||
+      !mlc_size_range(c->f->n_sizes, c->f->sizes, e, &lo, hi))
+    return false;
+  if (*hi < 1) *hi = 1;
+  return true;
+}
+
+/* min + extent - 1: the last value of a range with a symbolic extent. */
+static mlc_expr *last_of(vctx *c, mlc_expr *min, mlc_expr *extent) {
+  mlc_expr *m = min->dtype == extent->dtype ? min : mlc_cast(c->a, extent->dtype, min);
+  return mlc_sub(c->a, mlc_add(c->a, m, extent), mlc_int_t(c->a, extent->dtype, 1));
+}
+
 static bool check_for(vctx *c, mlc_stmt *s) {
   mlc_var *v = s->loop.var;
   if (!v) return fail(c, "loop with no variable");
@@ -727,9 +879,15 @@ static bool check_for(vctx *c, mlc_stmt *s) {
     return false;
   c->where = saved;
   int64_t ext, mlo, mhi;
-  if (!mlc_expr_is_const_int(s->loop.extent, &ext) || ext <= 0)
-    return fail(c, "loop \"%s\": extent must be a positive integer constant, got %s", vname(v),
-                show(c, s->loop.extent));
+  bool sym = !mlc_expr_is_const_int(s->loop.extent, &ext);
+  if (sym && !size_extent(c, s->loop.extent, &ext))
+    return fail(c, "loop \"%s\": extent must be a positive integer constant or an expression of "
+                "size vars, got %s", vname(v), show(c, s->loop.extent));
+  if (ext <= 0)
+    return fail(c, "loop \"%s\": extent must be positive, got %s", vname(v), show(c, s->loop.extent));
+  if (sym && s->loop.kind == MLC_FOR_THREAD_BINDING)
+    return fail(c, "loop \"%s\" is bound to %s but its extent %s is symbolic", vname(v),
+                s->loop.thread ? s->loop.thread : "a thread", show(c, s->loop.extent));
   if (!check_thread(c, s, ext)) return false;
   if (!check_anns(c, s->loop.n_anns, s->loop.anns, "loop annotations", true)) return false;
   if (!s->loop.body) return fail(c, "loop \"%s\" has no body", vname(v));
@@ -737,6 +895,7 @@ static bool check_for(vctx *c, mlc_stmt *s) {
                                                         : bounds(c, s->loop.min, &mlo, &mhi);
   int nvars = c->vars.len, nthreads = c->threads.len;
   if (!define_var(c, v, true, ranged, mlo, mhi + ext - 1)) return false;
+  if (sym) c->vars.data[c->vars.len - 1].smax = last_of(c, s->loop.min, s->loop.extent);
   if (s->loop.kind == MLC_FOR_THREAD_BINDING) {
     thread_loop t = {s->loop.thread, ext, vname(v)};
     MLC_VEC_APUSH(c->a, c->threads, t);
@@ -793,8 +952,9 @@ static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has
       return fail(c, "iter var \"%s\" has invalid kind %d", v, (int)it->kind);
     int64_t dmin, dext;
     if (!it->dom.min || !it->dom.extent || !mlc_expr_is_const_int(it->dom.min, &dmin) ||
-        !mlc_expr_is_const_int(it->dom.extent, &dext))
-      return fail(c, "iter var \"%s\": domain must have constant min and extent", v);
+        !(mlc_expr_is_const_int(it->dom.extent, &dext) || size_extent(c, it->dom.extent, &dext)))
+      return fail(c, "iter var \"%s\": domain must have a constant min and a constant extent or "
+                  "one of size vars", v);
     if (dext <= 0)
       return fail(c, "iter var \"%s\": domain extent %" PRId64 " must be positive", v, dext);
     c->where = "an iter var binding";
@@ -817,6 +977,11 @@ static bool check_iters(vctx *c, const mlc_block *b, mlc_expr **values, bool has
       return fail(c, "binding %s of iter var \"%s\" ranges over [%" PRId64 ", %" PRId64 "], "
                   "outside its domain [%" PRId64 ", %" PRId64 ") and the block has no T.where "
                   "predicate", show(c, values[i]), v, blo, bhi, dmin, dmin + dext);
+    if (is_symbolic(it->dom.extent) &&
+        !sym_below(c, mlc_sub(c->a, values[i], it->dom.min), it->dom.extent))
+      return fail(c, "cannot show that binding %s of iter var \"%s\" stays in its domain of "
+                  "extent %s at every size, and the block has no T.where predicate",
+                  show(c, values[i]), v, show(c, it->dom.extent));
   }
   return true;
 }
@@ -1002,8 +1167,11 @@ static bool check_realize(vctx *c, mlc_stmt *s, bool is_root) {
     if (!check_bool_expr(c, s->realize.predicate, "the predicate")) return false;
   }
   if (b->n_iters > 0) c->level++;
-  for (int i = 0; i < b->n_iters; i++)
+  for (int i = 0; i < b->n_iters; i++) {
+    const mlc_range *dom = &b->iters[i].dom;
     if (!define_var(c, b->iters[i].var, false, true, lo[i], hi[i])) return false;
+    if (is_symbolic(dom->extent)) c->vars.data[c->vars.len - 1].smax = last_of(c, dom->min, dom->extent);
+  }
   c->ite_depth = c->if_depth = 0; /* the block's own domain governs its accesses */
   bool ok = check_block_inner(c, b, is_root);
   c->ite_depth = saved_ite;
@@ -1068,6 +1236,7 @@ static bool check_func(vctx *c) {
   const mlc_prim_func *f = c->f;
   if (!f->name || !f->name[0]) return fail(c, "function with no name");
   if (f->n_params < 0 || (f->n_params > 0 && !f->params)) return fail(c, "invalid parameter list");
+  if (!check_sizes(c)) return false;
   for (int i = 0; i < f->n_params; i++)
     if (!define_buffer(c, f->params[i], "parameter")) return false;
   if (!check_anns(c, f->n_attrs, f->attrs, "function attributes", true)) return false;

@@ -111,6 +111,11 @@ static bool build_one(mlc_arena *a, const char *workload, const char *trace,
     }
     built = mlc_sched_func(s);
   }
+  if (built->n_sizes > 0) {
+    if (s) mlc_sched_free(s);
+    return mlc_error_set(err, "%s has size vars: measure it at given sizes (mlc_func_specialize)",
+                         built->name);
+  }
   const char *syms[1] = {symbol};
   *threads = has_parallel(built->body) ? (uint32_t)mlc_rt_num_threads(t.num_cores) : 1;
   bool ok = mlc_verify_func(built, err) && mlc_target_build(&t, 1, &built, syms, NULL, obj, err);

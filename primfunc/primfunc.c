@@ -122,6 +122,8 @@ bool mlc_primfunc_check(const mlc_primfunc *f, const char *target, uint64_t seed
   if (!mlc_target_parse(target ? target : "llvm", &t, err)) return false;
   if (mlc_target_device(&t) != MLC_DEVICE_CPU)
     return mlc_error_set(err, "target '%s': checked on the CPU only", t.str);
+  if (f->f->n_sizes > 0)
+    return mlc_error_set(err, "%s has size vars: check it with mlc-ir run --size", f->f->name);
   mlc_object obj = {0};
   const char *sym = f->f->name;
   mlc_jit_lib *lib = NULL;

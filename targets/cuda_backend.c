@@ -249,6 +249,10 @@ static bool cuda_build(const mlc_target *t, int n, mlc_prim_func *const *lowered
                        const char *const *symbols, mlc_str *ir_text, mlc_object *out,
                        mlc_error *err) {
   *out = (mlc_object){0};
+  for (int i = 0; i < n; i++)
+    if (lowered[i]->n_sizes > 0)
+      return mlc_error_set(err, "function %s: size vars are not supported by the cuda target yet",
+                           lowered[i]->name);
   LLVMTargetMachineRef tm = make_machine(t, err);
   if (!tm) return false;
   cg c;

@@ -44,6 +44,29 @@ static void param_name(char *buf, size_t n, const mlc_prim_func *f, const char *
   else snprintf(buf, n, "arg%d", i);
 }
 
+/* A size var's C name: its own when that is a free identifier, else sizeN. */
+static void size_name(char *buf, size_t n, const mlc_prim_func *f, const char *sym, int k) {
+  const char *name = f->sizes[k].var->name;
+  bool ok = is_c_ident(name) && !is_reserved(name) && strcmp(name, sym) != 0 &&
+            strncmp(name, "arg", 3) != 0 && strncmp(name, "size", 4) != 0;
+  char other[128];
+  for (int i = 0; i < f->n_params && ok; i++) {
+    param_name(other, sizeof other, f, sym, i);
+    ok = strcmp(other, name) != 0;
+  }
+  for (int j = 0; j < k && ok; j++) ok = strcmp(f->sizes[j].var->name, name) != 0;
+  if (ok) snprintf(buf, n, "%s", name);
+  else snprintf(buf, n, "size%d", k);
+}
+
+static void put_extents(mlc_str *out, const mlc_buffer *b) {
+  for (int d = 0; d < b->ndim; d++) {
+    if (d) mlc_str_puts(out, ", ");
+    if (b->dims) mlc_print_expr(out, b->dims[d]);
+    else mlc_str_printf(out, "%lld", (long long)b->shape[d]);
+  }
+}
+
 static void write_function(mlc_str *out, const mlc_prim_func *f, const char *sym, bool gpu) {
   char name[128];
   mlc_str_printf(out, "/* %s:", sym);
@@ -51,28 +74,52 @@ static void write_function(mlc_str *out, const mlc_prim_func *f, const char *sym
     const mlc_buffer *b = f->params[i];
     param_name(name, sizeof name, f, sym, i);
     mlc_str_printf(out, "%s %s %s[", i ? "," : "", name, mlc_dtype_name(b->dtype));
-    for (int d = 0; d < b->ndim; d++)
-      mlc_str_printf(out, "%s%lld", d ? ", " : "", (long long)b->shape[d]);
+    put_extents(out, b);
     mlc_str_puts(out, "]");
   }
   if (gpu)
     mlc_str_puts(out, " (dense, row-major, in host memory).\n * Runs on the GPU; returns 0, or -1 "
                       "with the reason in mlc_rt_cuda_error(). */\n");
-  else mlc_str_puts(out, " (dense, row-major). Returns 0, or -1 if memory ran out. */\n");
+  else if (f->n_sizes == 0)
+    mlc_str_puts(out, " (dense, row-major). Returns 0, or -1 if memory ran out. */\n");
+  else {
+    mlc_str_puts(out, " (dense, row-major), for sizes");
+    for (int k = 0; k < f->n_sizes; k++)
+      mlc_str_printf(out, "%s %lld <= %s <= %lld", k ? "," : "", (long long)f->sizes[k].lo,
+                     f->sizes[k].var->name, (long long)f->sizes[k].hi);
+    mlc_str_puts(out, ".\n * args[] holds the buffers, then a pointer to each size's int64_t value.\n"
+                      " * Returns 0, -1 if memory ran out, or -2 (doing nothing) when a size is\n"
+                      " * outside its bounds. */\n");
+  }
   mlc_str_printf(out, "int32_t %s(void **args);\n", sym);
   mlc_str_printf(out, "static inline int32_t %s_call(", sym);
   for (int i = 0; i < f->n_params; i++) {
     param_name(name, sizeof name, f, sym, i);
     mlc_str_printf(out, "%s%s *%s", i ? ", " : "", mlc_dtype_c_name(f->params[i]->dtype), name);
   }
-  if (f->n_params == 0) mlc_str_puts(out, "void");
+  for (int k = 0; k < f->n_sizes; k++) {
+    size_name(name, sizeof name, f, sym, k);
+    mlc_str_printf(out, "%sint64_t %s", f->n_params + k ? ", " : "", name);
+  }
+  if (f->n_params + f->n_sizes == 0) mlc_str_puts(out, "void");
   mlc_str_puts(out, ") {\n");
-  mlc_str_printf(out, "  void *args[%d] = {", f->n_params > 0 ? f->n_params : 1);
+  if (f->n_sizes) {
+    mlc_str_printf(out, "  int64_t sizes[%d] = {", f->n_sizes);
+    for (int k = 0; k < f->n_sizes; k++) {
+      size_name(name, sizeof name, f, sym, k);
+      mlc_str_printf(out, "%s%s", k ? ", " : "", name);
+    }
+    mlc_str_puts(out, "};\n");
+  }
+  int total = f->n_params + f->n_sizes;
+  mlc_str_printf(out, "  void *args[%d] = {", total > 0 ? total : 1);
   for (int i = 0; i < f->n_params; i++) {
     param_name(name, sizeof name, f, sym, i);
     mlc_str_printf(out, "%s(void *)%s", i ? ", " : "", name);
   }
-  if (f->n_params == 0) mlc_str_puts(out, "0");
+  for (int k = 0; k < f->n_sizes; k++)
+    mlc_str_printf(out, "%s(void *)&sizes[%d]", f->n_params + k ? ", " : "", k);
+  if (total == 0) mlc_str_puts(out, "0");
   mlc_str_printf(out, "};\n  return %s(args);\n}\n\n", sym);
 }
 

@@ -672,18 +672,40 @@ void cg_close(cg *c) {
   mlc_arena_free(c->a);
 }
 
+/* A size's value from its argument slot, which points at an int64_t: a
+ * value outside the size's bounds returns MLC_KERNEL_BAD_SIZE before any
+ * work, so no access can leave a buffer the caller sized accordingly. */
+static LLVMValueRef load_size(cg *c, LLVMValueRef entry, const mlc_size_var *sv, LLVMValueRef slot) {
+  LLVMValueRef p = LLVMBuildBitCast(c->b, slot, LLVMPointerType(c->t_i64, 0), "");
+  LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_i64, p, sv->var->name);
+  LLVMValueRef lo = LLVMConstInt(c->t_i64, (unsigned long long)sv->lo, 1);
+  LLVMValueRef hi = LLVMConstInt(c->t_i64, (unsigned long long)sv->hi, 1);
+  LLVMValueRef bad = LLVMBuildOr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, v, lo, ""),
+                                 LLVMBuildICmp(c->b, LLVMIntSGT, v, hi, ""), "");
+  LLVMBasicBlockRef refuse = LLVMAppendBasicBlockInContext(c->ctx, entry, "bad_size");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(c->ctx, entry, "size_ok");
+  LLVMBuildCondBr(c->b, bad, refuse, go);
+  LLVMPositionBuilderAtEnd(c->b, refuse);
+  LLVMBuildRet(c->b, LLVMConstInt(c->t_i32, (unsigned long long)(int64_t)MLC_KERNEL_BAD_SIZE, 1));
+  LLVMPositionBuilderAtEnd(c->b, go);
+  return sv->var->dtype == MLC_INT64 ? v : LLVMBuildTrunc(c->b, v, cg_scalar_type(c, sv->var->dtype), "");
+}
+
 bool cg_emit_function(cg *c, const mlc_prim_func *lf, const char *symbol, mlc_error *err) {
   check_ctx cc = {.a = c->a, .err = err, .target = c->target};
+  for (int k = 0; k < lf->n_sizes; k++) MLC_VEC_APUSH(cc.a, cc.scope, lf->sizes[k].var);
   if (!check_loops(&cc, lf->body, NULL, NULL)) return false;
   if (LLVMGetNamedFunction(c->mod, symbol) || LLVMGetNamedGlobal(c->mod, symbol))
     return mlc_error_set(err, "symbol %s is defined twice", symbol);
   c->sym = symbol;
   c->noalias = attr_true(lf, "tir.noalias");
-  int n = lf->n_params;
-  LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, n + 1);
+  int n = lf->n_params, ns = lf->n_sizes;
+  LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, n + 1 + ns);
   for (int i = 0; i < n; i++) pt[i] = LLVMPointerType(cg_mem_type(c, lf->params[i]->dtype), 0);
   pt[n] = LLVMPointerType(c->t_i32, 0);
-  LLVMValueRef body = add_internal_fn(c, mlc_arena_printf(c->a, "%s.body", symbol), pt, n + 1, true);
+  for (int k = 0; k < ns; k++) pt[n + 1 + k] = cg_scalar_type(c, lf->sizes[k].var->dtype);
+  LLVMValueRef body =
+      add_internal_fn(c, mlc_arena_printf(c->a, "%s.body", symbol), pt, n + 1 + ns, true);
   for (int i = 0; i <= n; i++)
     if (i == n || c->noalias) add_attr(c, body, (LLVMAttributeIndex)(i + 1), "noalias");
 
@@ -694,21 +716,23 @@ bool cg_emit_function(cg *c, const mlc_prim_func *lf, const char *symbol, mlc_er
   LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, entry, "entry"));
   LLVMValueRef status = LLVMBuildAlloca(c->b, c->t_i32, "status");
   LLVMBuildStore(c->b, LLVMConstInt(c->t_i32, 0, 0), status);
-  LLVMValueRef *args = MLC_NEW_ARRAY(c->a, LLVMValueRef, n + 1);
-  for (int i = 0; i < n; i++) {
+  LLVMValueRef *args = MLC_NEW_ARRAY(c->a, LLVMValueRef, n + 1 + ns);
+  for (int i = 0; i < n + ns; i++) {
     LLVMValueRef k = LLVMConstInt(c->t_i64, (unsigned long long)i, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_i8p, LLVMGetParam(entry, 0), &k, 1, "");
-    LLVMValueRef p = LLVMBuildLoad2(c->b, c->t_i8p, slot, lf->params[i]->name);
-    args[i] = LLVMBuildBitCast(c->b, p, pt[i], "");
+    LLVMValueRef p = LLVMBuildLoad2(c->b, c->t_i8p, slot, i < n ? lf->params[i]->name : "");
+    if (i < n) args[i] = LLVMBuildBitCast(c->b, p, pt[i], "");
+    else args[i + 1] = load_size(c, entry, &lf->sizes[i - n], p);
   }
   args[n] = status;
-  LLVMBuildCall2(c->b, LLVMGlobalGetValueType(body), body, args, (unsigned)(n + 1), "");
+  LLVMBuildCall2(c->b, LLVMGlobalGetValueType(body), body, args, (unsigned)(n + 1 + ns), "");
   LLVMBuildRet(c->b, LLVMBuildLoad2(c->b, c->t_i32, status, ""));
 
   fn_state saved;
   enter_fn(c, body, &saved);
   for (int i = 0; i < n; i++) bind_buf(c, lf->params[i], LLVMGetParam(body, (unsigned)i), c->noalias);
   c->status = LLVMGetParam(body, (unsigned)n);
+  for (int k = 0; k < ns; k++) cg_bind_var(c, lf->sizes[k].var, LLVMGetParam(body, (unsigned)(n + 1 + k)));
   gen_stmt(c, lf->body);
   leave_fn(c, &saved);
   return true;

@@ -282,11 +282,18 @@ void mlc_jit_shutdown(void) {
   pthread_mutex_unlock(&jit_mu);
 }
 
-int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args) {
+int32_t mlc_kernel_call_sized(mlc_kernel_fn fn, int n, const mlc_array *args, int n_sizes,
+                              const int64_t *sizes) {
   void *stack[16];
-  void **ptrs = n <= 16 ? stack : mlc_xmalloc(sizeof(void *) * (size_t)n);
+  int total = n + n_sizes;
+  void **ptrs = total <= 16 ? stack : mlc_xmalloc(sizeof(void *) * (size_t)total);
   for (int i = 0; i < n; i++) ptrs[i] = args[i].data;
+  for (int k = 0; k < n_sizes; k++) ptrs[n + k] = (void *)&sizes[k];
   int32_t rc = fn(ptrs);
   if (ptrs != stack) mlc_free(ptrs);
   return rc;
+}
+
+int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args) {
+  return mlc_kernel_call_sized(fn, n, args, 0, NULL);
 }

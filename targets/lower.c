@@ -448,6 +448,8 @@ static mlc_prim_func *lower_func(mlc_arena *a, const mlc_prim_func *f, mlc_error
   out->n_attrs = f->n_attrs;
   out->attrs = f->attrs;
   out->n_params = f->n_params;
+  out->n_sizes = f->n_sizes;
+  out->sizes = f->sizes;
   out->params = MLC_NEW_ARRAY(a, mlc_buffer *, f->n_params > 0 ? f->n_params : 1);
   out->body = lower_flatten(a, body, f->n_params, f->params, out->params, err);
   if (!out->body) {

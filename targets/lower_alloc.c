@@ -284,6 +284,7 @@ typedef struct flat_buf {
   mlc_buffer *flat;
   mlc_expr **offset; /* per dimension, NULL entries: 0; NULL: no compaction */
   int64_t *extent;   /* per dimension, after compaction */
+  mlc_expr **dims;   /* a parameter's symbolic extents (its layout), or NULL */
 } flat_buf;
 
 typedef struct flat_ctx {
@@ -322,7 +323,9 @@ static mlc_expr *flat_index(flat_ctx *fc, const flat_buf *fb, mlc_expr **indices
       ix = mlc_sub(a, ix, off);
     }
     if (ix->dtype != t) ix = mlc_cast(a, t, ix);
-    flat = mlc_add(a, mlc_mul(a, flat, mlc_int_t(a, t, fb->extent[d])), ix);
+    mlc_expr *ext = fb->dims ? fb->dims[d] : mlc_int_t(a, t, fb->extent[d]);
+    if (ext->dtype != t) ext = mlc_cast(a, t, ext);
+    flat = mlc_add(a, mlc_mul(a, flat, ext), ix);
   }
   return mlc_simplify(fc->simp, flat);
 }
@@ -351,6 +354,13 @@ static mlc_expr *flat_extern(flat_ctx *fc, mlc_expr *e) {
   for (int i = 0; i < e->ext.n_args; i++) {
     mlc_xarg x = e->ext.args[i];
     const flat_buf *fb = x.kind == MLC_XARG_VALUE ? NULL : find_buf(fc, x.buf);
+    if (fb && fb->dims) {
+      if (!fc->failed)
+        mlc_error_set(fc->err, "T.call_extern on %s, a buffer with symbolic extents, is not "
+                      "supported", x.buf->name);
+      fc->failed = true;
+      return e;
+    }
     if (x.kind != MLC_XARG_VALUE && !fb) {
       if (!fc->failed)
         mlc_error_set(fc->err, "buffer %s is used but is neither a parameter nor allocated",
@@ -458,7 +468,8 @@ mlc_stmt *lower_flatten(mlc_arena *a, mlc_stmt *body, int n_params, mlc_buffer *
                         mlc_buffer **flat_params, mlc_error *err) {
   flat_ctx fc = {.a = a, .simp = mlc_simplifier_new(a), .err = err};
   for (int i = 0; i < n_params; i++) {
-    flat_buf fb = {.orig = params[i], .offset = NULL, .extent = params[i]->shape};
+    flat_buf fb = {.orig = params[i], .offset = NULL, .extent = params[i]->shape,
+                   .dims = params[i]->dims};
     fb.flat = flat_buffer(a, params[i], params[i]->shape);
     flat_params[i] = fb.flat;
     MLC_VEC_APUSH(a, fc.bufs, fb);

@@ -20,9 +20,14 @@
  * emits an ELF object in memory.
  *
  * Generated code (docs/API.md). Each prim_func becomes
- *   int32_t <symbol>(void **args)   args[i]: data pointer of parameter i
- * returning 0, or -1 when a heap allocation inside the kernel failed (the
- * kernel then skips the work that needed it). The symbol is the function's
+ *   int32_t <symbol>(void **args)   args[i]: data pointer of parameter i;
+ *                                   then, for a function of size vars,
+ *                                   args[n_params + k]: an int64_t * to
+ *                                   the value of size var k
+ * returning MLC_KERNEL_OK (0), MLC_KERNEL_NO_MEMORY (-1) when a heap
+ * allocation inside the kernel failed (the kernel then skips the work that
+ * needed it), or MLC_KERNEL_BAD_SIZE (-2) when a size lies outside its
+ * declared bounds (nothing is done). The symbol is the function's
  * name unless the caller gives others. mlc_target_write_header declares it
  * and a typed wrapper `static inline int32_t <symbol>_call(float *A, ...)`,
  * so the two never clash. Helpers (outlined parallel bodies, inner bodies
@@ -303,6 +308,7 @@ void mlc_cuda_unload(mlc_cuda_kernel *k);
 /* ---- in-process loading (LLVM ORC LLJIT) ------------------------------ */
 
 typedef int32_t (*mlc_kernel_fn)(void **args);
+enum { MLC_KERNEL_OK = 0, MLC_KERNEL_NO_MEMORY = -1, MLC_KERNEL_BAD_SIZE = -2 };
 typedef struct mlc_jit_lib mlc_jit_lib;
 
 /* Load an llvm object into the process's JIT (created on first use, shared
@@ -326,6 +332,10 @@ void mlc_jit_shutdown(void);
 /* Call fn with args[i].data as its argument i (args as mlc_interp_run
  * takes them). */
 int32_t mlc_kernel_call(mlc_kernel_fn fn, int n, const mlc_array *args);
+/* The same for a function of size vars: sizes[k] is size var k's value
+ * (mlc_func_bind_sizes reads them from the arrays). */
+int32_t mlc_kernel_call_sized(mlc_kernel_fn fn, int n, const mlc_array *args, int n_sizes,
+                              const int64_t *sizes);
 
 /* ---- GPU verification (cuda_verify.c) -------------------------------------- */
 

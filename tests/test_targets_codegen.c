@@ -26,17 +26,21 @@ static void copy_array(mlc_array *dst, const mlc_array *src) {
   memcpy(dst->data, src->data, (size_t)mlc_array_numel(src) * (size_t)mlc_dtype_bytes(src->dtype));
 }
 
-/* Run fn and the interpreter on the same seeded inputs; compare every
- * parameter (inputs must come back unchanged, outputs must match). */
-static bool run_and_compare(const mlc_prim_func *f, mlc_kernel_fn fn, uint64_t seed, char *why,
-                            size_t n) {
+/* Run fn and the interpreter on the same seeded inputs, shaped for the
+ * sizes (a function of size vars); compare every parameter (inputs must
+ * come back unchanged, outputs must match). */
+static bool run_and_compare(const mlc_prim_func *f, mlc_kernel_fn fn, uint64_t seed,
+                            const int64_t *sizes, char *why, size_t n) {
   int np = f->n_params;
   mlc_array *got = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
   mlc_array *want = mlc_xmalloc(sizeof(mlc_array) * (size_t)(np + 1));
   mlc_pcg32 rng;
   mlc_pcg32_seed(&rng, seed, 7);
   for (int i = 0; i < np; i++) {
-    mlc_array *g = mlc_array_for_buffer(f->params[i]), *w = mlc_array_for_buffer(f->params[i]);
+    int64_t shape[8];
+    CHECK(mlc_buffer_extents(f, f->params[i], sizes, shape));
+    mlc_array *g = mlc_array_new(f->params[i]->dtype, f->params[i]->ndim, shape);
+    mlc_array *w = mlc_array_new(f->params[i]->dtype, f->params[i]->ndim, shape);
     mlc_array_fill_random(g, &rng);
     copy_array(w, g);
     got[i] = *g;
@@ -47,7 +51,7 @@ static bool run_and_compare(const mlc_prim_func *f, mlc_kernel_fn fn, uint64_t s
   mlc_error err;
   bool ok = mlc_interp_run(f, want, &err);
   if (!ok) snprintf(why, n, "interpreter: %s", err.msg);
-  int32_t rc = ok ? mlc_kernel_call(fn, np, got) : 0;
+  int32_t rc = ok ? mlc_kernel_call_sized(fn, np, got, f->n_sizes, sizes) : 0;
   if (ok && rc != 0) ok = (snprintf(why, n, "kernel returned %d", rc), false);
   for (int i = 0; i < np && ok; i++) {
     double me;
@@ -67,6 +71,63 @@ static bool run_and_compare(const mlc_prim_func *f, mlc_kernel_fn fn, uint64_t s
   return ok;
 }
 
+/* A size outside its bounds: the kernel returns MLC_KERNEL_BAD_SIZE and
+ * leaves every argument as it was (here arrays for the lower bound). */
+static bool refuses_size(const mlc_prim_func *f, mlc_kernel_fn fn, int k, int64_t bad, char *why,
+                         size_t n) {
+  int64_t sizes[MLC_MAX_SIZES];
+  for (int j = 0; j < f->n_sizes; j++) sizes[j] = f->sizes[j].lo;
+  mlc_array *xs = mlc_xmalloc(sizeof(mlc_array) * (size_t)(f->n_params + 1));
+  for (int i = 0; i < f->n_params; i++) {
+    int64_t shape[8];
+    CHECK(mlc_buffer_extents(f, f->params[i], sizes, shape));
+    mlc_array *x = mlc_array_new(f->params[i]->dtype, f->params[i]->ndim, shape);
+    memset(x->data, 0x5a, (size_t)mlc_array_numel(x) * (size_t)mlc_dtype_bytes(x->dtype));
+    xs[i] = *x;
+    mlc_free(x);
+  }
+  sizes[k] = bad;
+  int32_t rc = mlc_kernel_call_sized(fn, f->n_params, xs, f->n_sizes, sizes);
+  bool ok = rc == MLC_KERNEL_BAD_SIZE;
+  if (!ok) snprintf(why, n, "size %s = %lld: kernel returned %d, not %d", f->sizes[k].var->name,
+                    (long long)bad, rc, MLC_KERNEL_BAD_SIZE);
+  for (int i = 0; i < f->n_params; i++) {
+    const unsigned char *p = xs[i].data;
+    int64_t bytes = mlc_array_numel(&xs[i]) * mlc_dtype_bytes(xs[i].dtype);
+    for (int64_t b = 0; b < bytes && ok; b++)
+      if (p[b] != 0x5a) ok = (snprintf(why, n, "a refused call wrote %s", f->params[i]->name), false);
+    mlc_free(xs[i].data);
+  }
+  mlc_free(xs);
+  return ok;
+}
+
+/* A function of size vars runs at every size var's lower bound, at a
+ * small odd size and at the upper bound, and refuses a size just outside
+ * either bound; a static function runs once. */
+static bool run_all_sizes(const mlc_prim_func *f, mlc_kernel_fn fn, char *why, size_t n) {
+  int64_t sizes[MLC_MAX_SIZES] = {0};
+  for (int r = 0; r < (f->n_sizes ? 3 : 1); r++) {
+    for (int k = 0; k < f->n_sizes; k++) {
+      const mlc_size_var *sv = &f->sizes[k];
+      int64_t mid = sv->lo + 6 < sv->hi ? sv->lo + 6 : sv->hi;
+      sizes[k] = r == 0 ? sv->lo : r == 1 ? mid : sv->hi;
+    }
+    char sub[1200];
+    if (!run_and_compare(f, fn, 42 + (uint64_t)r, sizes, sub, sizeof sub)) {
+      snprintf(why, n, "at size set %d (%s = %lld): %s", r,
+               f->n_sizes ? f->sizes[0].var->name : "-", (long long)sizes[0], sub);
+      return false;
+    }
+  }
+  for (int k = 0; k < f->n_sizes; k++) {
+    const mlc_size_var *sv = &f->sizes[k];
+    if (sv->hi < INT32_MAX && !refuses_size(f, fn, k, sv->hi + 1, why, n)) return false;
+    if (sv->lo > 0 && !refuses_size(f, fn, k, sv->lo - 1, why, n)) return false;
+  }
+  return true;
+}
+
 /* Build f alone under its own name for target t, load it, compare with
  * the interpreter. */
 static bool check_func_on(const mlc_target *t, const mlc_prim_func *f, mlc_str *ir, char *why,
@@ -81,7 +142,7 @@ static bool check_func_on(const mlc_target *t, const mlc_prim_func *f, mlc_str *
   mlc_jit_lib *lib = mlc_jit_load(&obj, &err);
   mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
   if (!fn) snprintf(why, n, "load: %s", err.msg);
-  else ok = run_and_compare(f, fn, 42, why, n);
+  else ok = run_all_sizes(f, fn, why, n);
   mlc_jit_unload(lib);
   mlc_object_free(&obj);
   return ok;

@@ -41,6 +41,7 @@ enum {
   OPT_MIN_MS,
   OPT_INTRIN,
   OPT_EXTERN,
+  OPT_SIZE,
 };
 
 typedef struct options {
@@ -62,6 +63,8 @@ typedef struct options {
   int n_intrins;
   const char *externs[8]; /* --extern shared objects for T.call_extern (run) */
   int n_externs;
+  const char *sizes[MLC_MAX_SIZES]; /* --size NAME=V[,V...] */
+  int n_sizes;
   const char *given[32]; /* options seen, by long name, to refuse misplaced ones */
   int n_given;
 } options;
@@ -83,14 +86,19 @@ static const command commands[] = {
      "usage: mlc-ir check FILE.py\n"
      "\n"
      "Parse and verify a TVMScript file and print it canonically on stdout.\n"},
-    {"eval", "task shape seed",
-     "usage: mlc-ir eval FILE.py | --task NAME [--shape S] [--seed N]\n"
+    {"eval", "task shape seed size",
+     "usage: mlc-ir eval FILE.py | --task NAME [--shape S] [--seed N] [--size N=V[,V...]]\n"
      "\n"
      "Run every function in the reference interpreter on seeded random inputs\n"
-     "and print a checksum of each output.\n"},
-    {"run", "task shape seed target trace repeat min-ms intrin extern",
+     "and print a checksum of each output.\n"
+     "\n"
+     "  --size N=V,...  values of the function's size var N (a function of\n"
+     "                  `N = T.int64(max=...)`): it runs once per value, inputs\n"
+     "                  shaped accordingly; several vars' lists go in step. A\n"
+     "                  size not given runs at its declared max\n"},
+    {"run", "task shape seed target trace repeat min-ms intrin extern size",
      "usage: mlc-ir run FILE.py | --task NAME [--shape S] [--target T] [--trace TRACE.json]\n"
-     "                  [--repeat N] [--min-ms MS] [--seed N]\n"
+     "                  [--repeat N] [--min-ms MS] [--seed N] [--size N=V[,V...]]\n"
      "\n"
      "Compile every function with the LLVM backend (after replaying TRACE.json\n"
      "when given), run it on seeded random inputs and compare every buffer with\n"
@@ -112,7 +120,9 @@ static const command commands[] = {
      "                  with T.call_extern (may be repeated)\n"
      "  --repeat N      timing repeats (default 5)\n"
      "  --min-ms MS     minimum duration of one repeat (default 50)\n"
-     "  --seed N        input seed (default 1)\n"},
+     "  --seed N        input seed (default 1)\n"
+     "  --size N=V,...  values of size var N: the function is compiled once and\n"
+     "                  run and checked at each (as eval takes them)\n"},
     {"build", "task shape target trace output header name intrin",
      "usage: mlc-ir build FILE.py | --task NAME -o OUT.o [--header OUT.h] [--target T]\n"
      "                    [--name SYM] [--trace TRACE.json]\n"
@@ -127,7 +137,7 @@ static const command commands[] = {
      "bound to blockIdx/threadIdx. --intrin FILE.py registers tensor intrinsics\n"
      "(NAME_desc/NAME_impl pairs) for the trace's Tensorize; functions they call\n"
      "with T.call_extern are left for the final link.\n"},
-    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin extern",
+    {"apply", "task shape trace print-trace run target repeat min-ms seed intrin extern size",
      "usage: mlc-ir apply FILE.py | --task NAME --trace TRACE.json [--print-trace] [--run]\n"
      "\n"
      "Replay a schedule trace (JSON, as stored in the database) on the function\n"
@@ -139,7 +149,7 @@ static const command commands[] = {
      "                  NAME_desc / NAME_impl) for Tensorize; may be repeated\n"
      "  --run           also compile the result and check it against the\n"
      "                  unscheduled function, as `run` does (takes --target,\n"
-     "                  --repeat, --min-ms, --extern)\n"
+     "                  --repeat, --min-ms, --extern, --size)\n"
      "  --seed N        seed for decisions that no longer fit and are drawn\n"
      "                  again, and for --run's inputs (default 1)\n"},
 };
@@ -308,28 +318,85 @@ static void print_checksum(const mlc_buffer *b, const mlc_array *x) {
   }
   uint64_t h = mlc_hash_bytes(x->data, (size_t)n * (size_t)mlc_dtype_bytes(x->dtype), 0);
   printf("  %s: %s[", b->name, mlc_dtype_name(b->dtype));
-  for (int d = 0; d < b->ndim; d++) printf(d ? ", %lld" : "%lld", (long long)b->shape[d]);
+  for (int d = 0; d < x->ndim; d++) printf(d ? ", %lld" : "%lld", (long long)x->shape[d]);
   printf("] sum=%.9g abs_sum=%.9g hash=%016llx\n", sum, abs_sum, (unsigned long long)h);
 }
 
-/* Arrays for f's parameters (heap), filled from a PCG32 seeded with seed. */
-static mlc_array *new_args(const mlc_prim_func *f, uint64_t seed) {
-  mlc_array *args = mlc_xmalloc(sizeof(mlc_array) * (size_t)(f->n_params + 1));
-  mlc_pcg32 rng;
-  mlc_pcg32_seed(&rng, seed, 0);
-  for (int i = 0; i < f->n_params; i++) {
-    mlc_array *x = mlc_array_for_buffer(f->params[i]);
-    mlc_array_fill_random(x, &rng);
-    args[i] = *x;
-    mlc_free(x);
+/* ---- sizes ---------------------------------------------------------------------- */
+
+enum { MAX_SIZE_SETS = 64 };
+
+/* One run's values of f's size vars (none for a static function). */
+typedef struct size_set {
+  int64_t v[MLC_MAX_SIZES];
+} size_set;
+
+/* The runs of f: the --size lists in step, a size not listed at its max. */
+static int size_sets(const options *o, const mlc_prim_func *f, size_set *sets, mlc_error *err) {
+  int n = 1;
+  int64_t vals[MLC_MAX_SIZES][MAX_SIZE_SETS];
+  int counts[MLC_MAX_SIZES];
+  for (int k = 0; k < f->n_sizes; k++) {
+    const mlc_size_var *sv = &f->sizes[k];
+    counts[k] = mlc_size_values(o->n_sizes, o->sizes, sv->var->name, vals[k], MAX_SIZE_SETS, err);
+    if (counts[k] < 0) return -1;
+    if (counts[k] == 0) {
+      int64_t lo, hi;
+      mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+      if (sv->hi == hi)
+        return mlc_error_set(err, "%s: size %s has no declared max: give its values with --size %s=V",
+                             f->name, sv->var->name, sv->var->name), -1;
+      vals[k][0] = sv->hi;
+      counts[k] = 1;
+    }
+    if (counts[k] > 1 && n > 1 && counts[k] != n)
+      return mlc_error_set(err, "%s: --size lists of different lengths (%d and %d)", f->name, n,
+                           counts[k]), -1;
+    if (counts[k] > n) n = counts[k];
   }
-  return args;
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < f->n_sizes; k++) sets[r].v[k] = vals[k][counts[k] > 1 ? r : 0];
+  return n;
+}
+
+/* "main" or "main [n=7, m=3]". */
+static const char *run_label(mlc_arena *a, const mlc_prim_func *f, const size_set *s) {
+  if (f->n_sizes == 0) return f->name;
+  mlc_str out = {.arena = a};
+  mlc_str_printf(&out, "%s [", f->name);
+  for (int k = 0; k < f->n_sizes; k++)
+    mlc_str_printf(&out, "%s%s=%lld", k ? ", " : "", f->sizes[k].var->name, (long long)s->v[k]);
+  mlc_str_puts(&out, "]");
+  return out.data;
 }
 
 static void free_args(mlc_array *args, int n) {
   if (!args) return;
   for (int i = 0; i < n; i++) mlc_free(args[i].data);
   mlc_free(args);
+}
+
+/* Arrays for f's parameters at the sizes (heap; NULL with err when a size
+ * gives a negative extent), filled from a PCG32 seeded with seed. */
+static mlc_array *new_args(const mlc_prim_func *f, const size_set *sizes, uint64_t seed,
+                           mlc_error *err) {
+  mlc_array *args = mlc_xmalloc(sizeof(mlc_array) * (size_t)(f->n_params + 1));
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, seed, 0);
+  for (int i = 0; i < f->n_params; i++) {
+    const mlc_buffer *b = f->params[i];
+    int64_t shape[8];
+    if (!mlc_buffer_extents(f, b, sizes->v, shape)) {
+      mlc_error_set(err, "%s: the extents of %s are not valid at these sizes", f->name, b->name);
+      free_args(args, i);
+      return NULL;
+    }
+    mlc_array *x = mlc_array_new(b->dtype, b->ndim, shape);
+    mlc_array_fill_random(x, &rng);
+    args[i] = *x;
+    mlc_free(x);
+  }
+  return args;
 }
 
 static mlc_array *copy_args(const mlc_array *src, int n) {
@@ -343,16 +410,29 @@ static mlc_array *copy_args(const mlc_array *src, int n) {
   return out;
 }
 
-static bool eval_func(const mlc_prim_func *f, uint64_t seed) {
+static bool eval_sized(mlc_arena *a, const mlc_prim_func *f, const size_set *sizes,
+                       uint64_t seed) {
   mlc_error err;
-  if (!mlc_func_check_sizes(f, &err)) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
-  mlc_array *args = new_args(f, seed);
+  const char *label = run_label(a, f, sizes);
+  mlc_array *args = new_args(f, sizes, seed, &err);
+  if (!args) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
   bool ok = mlc_interp_run(f, args, &err);
-  printf("%s:\n", f->name);
-  if (!ok) fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
+  printf("%s:\n", label);
+  if (!ok) fprintf(stderr, "mlc-ir: error: %s: %s\n", label, err.msg);
   for (int i = 0; ok && i < f->n_params; i++)
     if (block_writes(f->body, f->params[i])) print_checksum(f->params[i], &args[i]);
   free_args(args, f->n_params);
+  return ok;
+}
+
+static bool eval_func(mlc_arena *a, const mlc_prim_func *f, const options *o) {
+  mlc_error err;
+  size_set sets[MAX_SIZE_SETS];
+  int n = size_sets(o, f, sets, &err);
+  if (n < 0 || !mlc_func_check_sizes(f, &err))
+    return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
+  bool ok = true;
+  for (int r = 0; r < n; r++) ok = eval_sized(a, f, &sets[r], o->seed) && ok;
   return ok;
 }
 
@@ -362,7 +442,7 @@ static int cmd_eval(mlc_arena *a, const options *o) {
   mlc_module *m = load_verified(a, o, &task, shape);
   if (!m) return 1;
   bool ok = true;
-  for (int i = 0; i < m->n_funcs; i++) ok = eval_func(m->funcs[i], o->seed) && ok;
+  for (int i = 0; i < m->n_funcs; i++) ok = eval_func(a, m->funcs[i], o) && ok;
   return ok ? 0 : 1;
 }
 
@@ -567,7 +647,7 @@ static void kernel_free(kernel *k) {
 /* The reference result of f0 (the unscheduled function) on args, in place:
  * the interpreter, or f0 with serial loops compiled. *how names it. */
 static bool run_reference(mlc_arena *a, const mlc_target *t, const mlc_prim_func *f0,
-                          mlc_array *args, const char **how, mlc_error *err) {
+                          mlc_array *args, const size_set *sizes, const char **how, mlc_error *err) {
   work_count wc = {0, 0};
   count_work(f0->body, 1, &wc);
   if (wc.work <= INTERP_MAX_WORK) {
@@ -580,7 +660,7 @@ static bool run_reference(mlc_arena *a, const mlc_target *t, const mlc_prim_func
   kernel k;
   bool ok = kernel_build(&k, t, ser, "mlc_reference", err);
   if (ok) {
-    int32_t rc = mlc_kernel_call(k.fn, f0->n_params, args);
+    int32_t rc = mlc_kernel_call_sized(k.fn, f0->n_params, args, f0->n_sizes, sizes->v);
     if (rc != 0) ok = mlc_error_set(err, "reference kernel returned %d", rc);
   } else {
     mlc_error_prefix(err, "reference build");
@@ -610,18 +690,21 @@ typedef struct timed_kernel {
   const kernel *k;
   int n;
   const mlc_array *args;
+  int n_sizes;
+  const int64_t *sizes;
 } timed_kernel;
 
 static bool call_timed(void *ctx) {
   timed_kernel *t = ctx;
-  return mlc_kernel_call(t->k->fn, t->n, t->args) == 0;
+  return mlc_kernel_call_sized(t->k->fn, t->n, t->args, t->n_sizes, t->sizes) == 0;
 }
 
 /* Median milliseconds per call over `repeat` repeats of at least min_ms;
  * slow kernels (an unscheduled 1024^3 matmul takes seconds) get fewer
  * repeats, keeping the whole measurement near 10 s. -1 if a call failed. */
-static double time_kernel(const kernel *k, int n, const mlc_array *args, int repeat, double min_ms) {
-  timed_kernel t = {k, n, args};
+static double time_kernel(const kernel *k, int n, const mlc_array *args, int n_sizes,
+                          const int64_t *sizes, int repeat, double min_ms) {
+  timed_kernel t = {k, n, args, n_sizes, sizes};
   mlc_timing_opts o = {.repeat = repeat, .number = 1, .min_repeat_sec = min_ms * 1e-3,
                        .max_total_sec = 10};
   double *secs = mlc_xmalloc(sizeof(double) * (size_t)(repeat > 0 ? repeat : 1));
@@ -637,53 +720,72 @@ static void print_rate(double flops, double ms) {
   printf("\n");
 }
 
-/* Compile f, check it against the reference of f0 (its unscheduled form),
- * time it and print one line. flops < 0: estimate from f0. */
-static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const mlc_prim_func *f,
-                     const mlc_prim_func *f0, double flops) {
+/* Check the compiled f at one set of sizes against the reference of f0
+ * (its unscheduled form), time it and print one line. */
+static bool run_sized(mlc_arena *a, const mlc_target *t, const options *o, const kernel *k,
+                      const mlc_prim_func *f, const mlc_prim_func *f0, const size_set *sizes,
+                      double flops) {
   mlc_error err;
-  kernel k;
-  if (!mlc_func_check_sizes(f, &err)) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
-  if (!kernel_build(&k, t, f, f->name, &err)) {
-    fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
-    kernel_free(&k);
-    return false;
-  }
+  const char *label = run_label(a, f, sizes);
   int n = f->n_params;
-  mlc_array *got = new_args(f, o->seed), *want = copy_args(got, n);
+  mlc_array *got = new_args(f, sizes, o->seed, &err);
+  if (!got) return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
+  mlc_array *want = copy_args(got, n);
   const char *how = "";
-  bool ok = run_reference(a, t, f0, want, &how, &err);
-  if (!ok) fprintf(stderr, "mlc-ir: error: %s: reference (%s): %s\n", f->name, how, err.msg);
-  int32_t rc = ok ? mlc_kernel_call(k.fn, n, got) : 0;
+  bool ok = run_reference(a, t, f0, want, sizes, &how, &err);
+  if (!ok) fprintf(stderr, "mlc-ir: error: %s: reference (%s): %s\n", label, how, err.msg);
+  int32_t rc = ok ? mlc_kernel_call_sized(k->fn, n, got, f->n_sizes, sizes->v) : 0;
   if (ok && rc != 0) {
-    fprintf(stderr, "mlc-ir: error: %s: kernel returned %d (out of memory)\n", f->name, rc);
+    fprintf(stderr, "mlc-ir: error: %s: kernel returned %d (%s)\n", label, rc,
+            rc == MLC_KERNEL_BAD_SIZE ? "a size outside its bounds" : "out of memory");
     ok = false;
   }
   double max_err = 0;
   const char *bad = NULL;
   if (ok && !compare_args(f, got, want, &max_err, &bad)) {
-    printf("%s: max error %.3g vs %s: MISMATCH in %s\n", f->name, max_err, how, bad);
+    printf("%s: max error %.3g vs %s: MISMATCH in %s\n", label, max_err, how, bad);
     fprintf(stderr, "mlc-ir: error: %s: result differs from the reference (%s) in buffer %s\n",
-            f->name, how, bad);
+            label, how, bad);
     ok = false;
   } else if (ok) {
-    if (flops < 0) {
+    if (flops < 0 || f->n_sizes > 0) {
+      mlc_prim_func *g = f->n_sizes ? mlc_func_specialize(a, f0, sizes->v, &err) : NULL;
       work_count wc = {0, 0};
-      count_work(f0->body, 1, &wc);
+      count_work((g ? g : f0)->body, 1, &wc);
       flops = wc.flops;
     }
-    double ms = time_kernel(&k, n, got, o->repeat, o->min_ms);
+    double ms = time_kernel(k, n, got, f->n_sizes, sizes->v, o->repeat, o->min_ms);
     if (ms < 0) {
-      fprintf(stderr, "mlc-ir: error: %s: a timed call failed (out of memory)\n", f->name);
+      fprintf(stderr, "mlc-ir: error: %s: a timed call failed (out of memory)\n", label);
       ok = false;
     } else {
-      printf("%s: max error %.3g vs %s, %.4g ms", f->name, max_err, how, ms);
+      printf("%s: max error %.3g vs %s, %.4g ms", label, max_err, how, ms);
       print_rate(flops, ms);
     }
   }
   fflush(stdout);
   free_args(got, n);
   free_args(want, n);
+  return ok;
+}
+
+/* Compile f once and check it at each run of sizes (one for a static
+ * function). flops < 0: estimate from f0. */
+static bool run_func(mlc_arena *a, const mlc_target *t, const options *o, const mlc_prim_func *f,
+                     const mlc_prim_func *f0, double flops) {
+  mlc_error err;
+  kernel k;
+  size_set sets[MAX_SIZE_SETS];
+  int n = size_sets(o, f, sets, &err);
+  if (n < 0 || !mlc_func_check_sizes(f, &err))
+    return fprintf(stderr, "mlc-ir: error: %s\n", err.msg), false;
+  if (!kernel_build(&k, t, f, f->name, &err)) {
+    fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
+    kernel_free(&k);
+    return false;
+  }
+  bool ok = true;
+  for (int r = 0; r < n; r++) ok = run_sized(a, t, o, &k, f, f0, &sets[r], flops) && ok;
   kernel_free(&k);
   return ok;
 }
@@ -705,11 +807,12 @@ static bool run_func_cuda(mlc_arena *a, const mlc_target *t, const options *o,
   mlc_target host;
   mlc_target_host(&host);
   int n = f->n_params;
-  mlc_array *got = new_args(f, o->seed), *want = copy_args(got, n);
+  size_set none = {{0}}; /* the cuda backend takes no size vars */
+  mlc_array *got = new_args(f, &none, o->seed, &err), *want = copy_args(got, n);
   const char *how = "";
   double ms = 0, max_err = 0;
   const char *bad = NULL;
-  bool ok = run_reference(a, &host, f0, want, &how, &err);
+  bool ok = run_reference(a, &host, f0, want, &none, &how, &err);
   if (!ok) fprintf(stderr, "mlc-ir: error: %s: reference (%s): %s\n", f->name, how, err.msg);
   if (ok && !(ok = mlc_cuda_run(&obj, f->name, &l, n, got, 3, o->repeat, &ms, &err)))
     fprintf(stderr, "mlc-ir: error: %s: %s\n", f->name, err.msg);
@@ -934,6 +1037,7 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
       {"run", no_argument, 0, OPT_RUN},            {"repeat", required_argument, 0, OPT_REPEAT},
       {"min-ms", required_argument, 0, OPT_MIN_MS}, {"help", no_argument, 0, 'h'},
       {"intrin", required_argument, 0, OPT_INTRIN}, {"extern", required_argument, 0, OPT_EXTERN},
+      {"size", required_argument, 0, OPT_SIZE},
       {0, 0, 0, 0},
   };
   int c, idx = -1;
@@ -959,6 +1063,11 @@ static int parse_args(int argc, char **argv, options *o, bool *help, bool *list)
     case OPT_EXTERN:
       if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
       o->externs[o->n_externs++] = optarg;
+      break;
+    case OPT_SIZE:
+      if (o->n_sizes == MLC_COUNTOF(o->sizes)) return usage_error("%s", "too many --size options");
+      if (!strchr(optarg, '=')) return usage_error("--size expects NAME=V[,V...], got '%s'", optarg);
+      o->sizes[o->n_sizes++] = optarg;
       break;
     case OPT_RUN: o->run = true; break;
     case OPT_SEED: {
@@ -1006,7 +1115,7 @@ static int check_usage(const command *cmd, const options *o) {
   if (strcmp(name, "apply") == 0 && !o->trace) return usage_error("%s", "apply needs --trace TRACE.json");
   if (o->run && strcmp(name, "apply") == 0) return 0;
   for (int i = 0; i < o->n_given; i++)
-    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms extern", o->given[i]))
+    if (strcmp(name, "apply") == 0 && list_has("target repeat min-ms extern size", o->given[i]))
       return usage_error("--%s needs --run", o->given[i]);
   return 0;
 }

@@ -42,6 +42,8 @@ static const char *usage_text =
     "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
     "      --name NAME            the task name it is stored under (default: the\n"
     "                             file name without directory and .py)\n"
+    "      --size N=V             a --task-file function of size vars (n = T.int64())\n"
+    "                             is tuned at these sizes (repeat per size var)\n"
     "  -m, --model FILE.json|FILE.onnx\n"
     "                             every distinct kernel of a model (as mlc-compile\n"
     "                             --model compiles it); --trials is the budget over\n"
@@ -166,6 +168,8 @@ typedef struct cli {
   int n_input_shapes;
   const char *intrins[8]; /* --intrin files (MLC_MEASURE_MAX_INTRIN_FILES) */
   int n_intrins;
+  const char *sizes[MLC_MAX_SIZES]; /* --size "n=128" */
+  int n_sizes;
 } cli;
 
 _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE_MAX_INTRIN_FILES,
@@ -173,7 +177,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT, O_COLD_START };
+       O_NO_DEFAULT, O_COLD_START, O_SIZE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -195,6 +199,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"remeasure", required_argument, 0, O_REMEASURE},
       {"library", required_argument, 0, O_LIBRARY},
       {"intrin", required_argument, 0, O_INTRIN},
+      {"size", required_argument, 0, O_SIZE},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -207,6 +212,11 @@ static int parse_args(int argc, char **argv, cli *c) {
     case 'm': c->model = optarg; break;
     case O_WEIGHTS: c->weights = optarg; break;
     case O_TASK_SCHED: c->task_sched = optarg; break;
+    case O_SIZE:
+      if (c->n_sizes == MLC_COUNTOF(c->sizes)) return usage_error("%s", "too many --size options");
+      if (!strchr(optarg, '=')) return usage_error("--size wants NAME=V, got '%s'", optarg);
+      c->sizes[c->n_sizes++] = optarg;
+      break;
     case O_INTRIN:
       if (c->n_intrins == MLC_COUNTOF(c->intrins))
         return usage_error("%s", "at most 8 --intrin files");
@@ -281,6 +291,7 @@ static int parse_args(int argc, char **argv, cli *c) {
   if (c->model && c->json) return usage_error("%s", "--json goes with --task or --task-file");
   if (c->shape && !c->task) return usage_error("%s", "--shape goes with --task");
   if (c->name && !c->task_file) return usage_error("%s", "--name goes with --task-file");
+  if (c->n_sizes && !c->task_file) return usage_error("%s", "--size goes with --task-file");
   return 0;
 }
 
@@ -319,6 +330,37 @@ static void file_stem(const char *path, char *out, size_t size) {
   else snprintf(out, size, "%.*s", (int)len, base);
 }
 
+/* A function of size vars is tuned at the sizes --size gives: the static
+ * function of those sizes, stored with "n=128" as its shape. */
+static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f) {
+  mlc_error err;
+  int64_t sizes[MLC_MAX_SIZES];
+  int off = 0;
+  for (int k = 0; k < f->n_sizes; k++) {
+    const mlc_size_var *sv = &f->sizes[k];
+    int n = mlc_size_values(c->n_sizes, c->sizes, sv->var->name, &sizes[k], 1, &err);
+    if (n < 0) return fprintf(stderr, "mlc-tune: error: %s\n", err.msg), NULL;
+    if (n == 0) {
+      fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time: tune it at one "
+                      "size with --size %s=V\n",
+              c->task_file, f->name, sv->var->name, sv->var->name);
+      return NULL;
+    }
+    if (sizes[k] < sv->lo || sizes[k] > sv->hi) {
+      fprintf(stderr, "mlc-tune: error: --size %s=%lld is outside its bounds [%lld, %lld]\n",
+              sv->var->name, (long long)sizes[k], (long long)sv->lo, (long long)sv->hi);
+      return NULL;
+    }
+    off += snprintf(w->shape + off, sizeof w->shape - (size_t)off, "%s%s=%lld", k ? "," : "",
+                    sv->var->name, (long long)sizes[k]);
+    if (off >= (int)sizeof w->shape) off = (int)sizeof w->shape - 1;
+  }
+  mlc_prim_func *g = mlc_func_specialize(w->arena, f, sizes, &err);
+  if (g && mlc_verify_func(g, &err)) return g;
+  fprintf(stderr, "mlc-tune: error: %s at %s: %s\n", c->task_file, w->shape, err.msg);
+  return NULL;
+}
+
 static int load_file(const cli *c, workload *w) {
   mlc_error err;
   size_t len;
@@ -338,6 +380,12 @@ static int load_file(const cli *c, workload *w) {
     fprintf(stderr, "mlc-tune: error: %s: %s\n", c->task_file, err.msg);
     return 1;
   }
+  if (f->n_sizes == 0 && c->n_sizes) {
+    fprintf(stderr, "mlc-tune: error: %s: --size given, but the function has no size vars\n",
+            c->task_file);
+    return 2;
+  }
+  if (f->n_sizes > 0 && !(f = specialize(c, w, f))) return 1;
   w->f = f;
   /* The database lists tasks by name: the file's stem, not a path that
    * only means something on this machine. */

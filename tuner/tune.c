@@ -877,9 +877,18 @@ static void tune_free(tune_run *r) {
   mlc_free(r->workload_text);
 }
 
+/* Tuning measures one static function; one of size vars is tuned at
+ * chosen sizes, each its specialization. */
+static bool static_only(const mlc_prim_func *f, mlc_error *err) {
+  return mlc_error_set(err, "%s has size vars (%s%s): tune it at given sizes "
+                            "(mlc_func_specialize, mlc-tune --size)",
+                       f->name, f->sizes[0].var->name, f->n_sizes > 1 ? ", ..." : "");
+}
+
 bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                          mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
+  if (f->n_sizes > 0) return static_only(f, err);
   tune_run r = {.db = db, .f = f, .o = o, .res = res, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
   mlc_str text = {0};
@@ -898,6 +907,7 @@ bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tun
 bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
                     mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
+  if (f->n_sizes > 0) return static_only(f, err);
   tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
   r.on_gpu = target_device(r.target) != MLC_DEVICE_CPU;

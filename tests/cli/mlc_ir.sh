@@ -228,3 +228,66 @@ if cc -shared -fPIC -O1 -o "$tmp/libtmm16.so" "$X/tmm16.c" 2>"$tmp/err"; then
 else
   fail cli_tensorize_run_extern "cc -shared: $(head -c 200 "$tmp/err")"
 fi
+
+# Size vars: one build serves every size; the object and its header work
+# from C at several sizes and refuse one past the bound.
+K=tests/kernels/sym_attention.py
+"$IR" run "$K" --size n=1,5,128 --repeat 1 --min-ms 1 >"$tmp/sym_run" 2>"$tmp/err"
+check cli_size_run_exit test $? -eq 0
+check cli_size_run_three_sizes test "$(grep -c 'max error' "$tmp/sym_run")" -eq 3
+check cli_size_run_labels grep -q '^main \[n=128\]: max error' "$tmp/sym_run"
+"$IR" run "$K" --size n=1,x >/dev/null 2>"$tmp/err"
+check cli_size_bad_value_exit1 test $? -eq 1
+check cli_size_bad_value_message grep -q "size n=1,x: expected integers" "$tmp/err"
+"$IR" run "$K" --size n=129 >/dev/null 2>"$tmp/err"
+check cli_size_outside_bound grep -q "size n = 129 is outside its bounds \[1, 128\]" "$tmp/err"
+"$IR" run tests/golden/symbolic.py >/dev/null 2>"$tmp/err"
+check cli_size_unbounded_needs_size grep -q "size batch has no declared max: give its values with --size batch=V" "$tmp/err"
+"$IR" build "$K" -o "$tmp/attn.o" --header "$tmp/attn.h" --name attn 2>"$tmp/err"
+check cli_size_build_exit test $? -eq 0
+check cli_size_header_wrapper grep -q 'static inline int32_t attn_call(float \*q, float \*K, float \*V, float \*o, int64_t n)' "$tmp/attn.h"
+cat >"$tmp/attn_main.c" <<'CEOF'
+#include <math.h>
+#include <stdio.h>
+#include "attn.h"
+static float q[64], K[4 * 128 * 16], V[4 * 128 * 16], o[64];
+/* o = sum over t of (q . K[h, t]) * V[h, t], the cache laid out for n. */
+static int check(int64_t n) {
+  for (int i = 0; i < 64; i++) q[i] = (float)(i % 5) * 0.25f - 0.5f;
+  for (int64_t i = 0; i < 4 * n * 16; i++) {
+    K[i] = (float)(i % 7) * 0.125f - 0.375f;
+    V[i] = (float)(i % 3) - 1.0f;
+  }
+  if (attn_call(q, K, V, o, n) != 0) return 1;
+  for (int h = 0; h < 4; h++)
+    for (int d = 0; d < 16; d++) {
+      double want = 0;
+      for (int64_t t = 0; t < n; t++) {
+        double s = 0;
+        for (int e = 0; e < 16; e++) s += q[h * 16 + e] * K[(h * n + t) * 16 + e];
+        want += s * V[(h * n + t) * 16 + d];
+      }
+      if (fabs(o[h * 16 + d] - want) > 1e-3 * (1 + fabs(want))) return 2;
+    }
+  return 0;
+}
+int main(void) {
+  int64_t ns[] = {1, 5, 77, 128};
+  for (int i = 0; i < 4; i++)
+    if (check(ns[i])) { printf("bad at n=%lld\n", (long long)ns[i]); return 1; }
+  o[0] = 42;
+  if (attn_call(q, K, V, o, 129) != -2 || attn_call(q, K, V, o, 0) != -2 || o[0] != 42) {
+    printf("a size outside [1, 128] was not refused\n");
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
+CEOF
+if ${CC:-cc} -std=gnu11 -O1 -I"$tmp" "$tmp/attn_main.c" "$tmp/attn.o" -I. targets/runtime/parallel.c \
+    targets/runtime/workspace.c -lm -lpthread -o "$tmp/attn_prog" 2>"$tmp/err"; then
+  "$tmp/attn_prog" >"$tmp/attn_out" 2>&1
+  check cli_size_object_from_c grep -q '^ok$' "$tmp/attn_out"
+else
+  fail cli_size_object_from_c "cc: $(head -c 300 "$tmp/err")"
+fi

@@ -260,3 +260,17 @@ if grep -q avx512_vnni /proc/cpuinfo 2>/dev/null; then
 else
   echo "SKIP tune_dense_int8: the CPU lacks avx512_vnni"
 fi
+
+# A kernel of size vars is tuned at the sizes --size gives, stored with
+# them as its shape; without them it is refused before any work.
+S=tests/kernels/sym_softmax.py
+"$TUNE" --task-file "$S" --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
+check tune_size_needed_exit1 test $? -eq 1
+check tune_size_needed_message grep -q "main takes its size n at run time: tune it at one size with --size n=V" "$tmp/err"
+"$TUNE" --task-file "$S" --size n=301 --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
+check tune_size_outside_bound grep -q -- "--size n=301 is outside its bounds \[1, 300\]" "$tmp/err"
+"$TUNE" --task-file "$S" --size n=64 --trials 4 $Q --db "$tmp/sym.db" --json >"$tmp/sym.json" 2>"$tmp/err"
+check tune_size_exit test $? -eq 0
+check tune_size_shape grep -q '"shape": *"n=64"' "$tmp/sym.json"
+"$TUNE" --task-file tests/kernels/mm_tiled.py --size n=4 --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
+check tune_size_static_refused grep -q -- "--size given, but the function has no size vars" "$tmp/err"

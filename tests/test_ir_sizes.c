@@ -1,0 +1,255 @@
+/* Size vars: functions whose extents are taken at run time. What the
+ * parser, verifier, interpreter, specialization and structural hash must
+ * do with them, and what they must refuse. Compiled kernels are checked
+ * at many sizes in test_targets_codegen (tests/kernels/sym_*.py). */
+#include "tests/test.h"
+
+#include "ir/ir.h"
+
+/* A KV-cache append: `present` is one token longer than `past`. */
+static const char append_src[] =
+    "@T.prim_func\n"
+    "def main(p: T.handle, new: T.Buffer((2, 1, 8), \"float32\"), r: T.handle):\n"
+    "    n = T.int32(min=0, max=64)\n"
+    "    past = T.match_buffer(p, (2, n, 8))\n"
+    "    present = T.match_buffer(r, (2, n + 1, 8))\n"
+    "    for h, t, d in T.grid(2, n + 1, 8):\n"
+    "        with T.block(\"present\"):\n"
+    "            vh, vt, vd = T.axis.remap(\"SSS\", [h, t, d])\n"
+    "            present[vh, vt, vd] = T.if_then_else(vt < n, past[vh, vt, vd], new[vh, 0, vd])\n";
+
+static const char rows_src[] =
+    "@T.prim_func\n"
+    "def main(a: T.handle, b: T.handle):\n"
+    "    n = T.int64(min=1, max=100)\n"
+    "    A = T.match_buffer(a, (n, 4))\n"
+    "    B = T.match_buffer(b, (n, 4))\n"
+    "    for i, j in T.grid(n, 4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vi, vj] = A[vi, vj] * T.float32(2)\n";
+
+static mlc_prim_func *parse1(mlc_arena *a, const char *src, mlc_error *err) {
+  mlc_module *m = mlc_parse_module(a, "t.py", src, err);
+  return m ? m->funcs[0] : NULL;
+}
+
+/* A function that fails verification with a message holding `want`. */
+static void expect_refused(const char *src, const char *want) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, src, &err);
+  CHECK_MSG(f != NULL, "parse: %s", err.msg);
+  if (f) {
+    bool ok = mlc_verify_func(f, &err);
+    CHECK_MSG(!ok && strstr(err.msg, want), "want \"%s\", got %s", want, ok ? "accepted" : err.msg);
+  }
+  mlc_arena_free(a);
+}
+
+static void test_parse_print(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, append_src, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return mlc_arena_free(a);
+  CHECK(mlc_verify_func(f, &err));
+  CHECK(f->n_sizes == 1 && f->sizes[0].lo == 0 && f->sizes[0].hi == 64);
+  CHECK(f->sizes[0].var->dtype == MLC_INT32);
+  const mlc_buffer *present = f->params[2];
+  CHECK(present->dims && present->shape[1] == 65 && present->shape[2] == 8);
+  CHECK(f->params[1]->dims == NULL);
+  mlc_str out = {0};
+  mlc_print_func(&out, f);
+  const char *text = mlc_str_cstr(&out);
+  CHECK_MSG(strstr(text, "def main(var_past: T.handle, new: T.Buffer((2, 1, 8), \"float32\"), "
+                         "var_present: T.handle):") != NULL, "%s", text);
+  CHECK_MSG(strstr(text, "    n = T.int32(max=64)\n"
+                         "    past = T.match_buffer(var_past, (2, n, 8), \"float32\")\n"
+                         "    present = T.match_buffer(var_present, (2, n + 1, 8), \"float32\")\n") != NULL,
+            "%s", text);
+  /* Printing is a fixed point, and a copy prints the same. */
+  mlc_prim_func *g = parse1(a, text, &err);
+  CHECK_MSG(g != NULL, "%s", err.msg);
+  mlc_str again = {0}, copied = {0};
+  if (g) mlc_print_func(&again, g);
+  mlc_print_func(&copied, mlc_func_copy(a, f));
+  CHECK_STREQ(mlc_str_cstr(&again), text);
+  CHECK_STREQ(mlc_str_cstr(&copied), text);
+  mlc_str_free(&out);
+  mlc_str_free(&again);
+  mlc_str_free(&copied);
+  mlc_arena_free(a);
+}
+
+static void test_verify_refuses(void) {
+  /* Below the bound is not enough: A's extent is m, the loop runs to n. */
+  expect_refused("@T.prim_func\n"
+                 "def main(a: T.handle, b: T.handle):\n"
+                 "    m = T.int32(min=1, max=64)\n"
+                 "    n = T.int32(min=1, max=64)\n"
+                 "    A = T.match_buffer(a, (m,))\n"
+                 "    B = T.match_buffer(b, (n,))\n"
+                 "    for i in range(n):\n"
+                 "        with T.block(\"B\"):\n"
+                 "            vi = T.axis.spatial(n, i)\n"
+                 "            B[vi] = A[vi]\n",
+                 "cannot show that index vi of \"A\" stays below its extent m at every size");
+  /* A split of a symbolic extent needs T.where for its tail. */
+  expect_refused("@T.prim_func\n"
+                 "def main(a: T.handle):\n"
+                 "    n = T.int32(min=1, max=64)\n"
+                 "    A = T.match_buffer(a, (n,))\n"
+                 "    for i0, i1 in T.grid((n + 7) // 8, 8):\n"
+                 "        with T.block(\"A\"):\n"
+                 "            vi = T.axis.spatial(n, i0 * 8 + i1)\n"
+                 "            A[vi] = T.float32(1)\n",
+                 "cannot show that binding i0 * 8 + i1 of iter var \"vi\" stays in its domain");
+  expect_refused("@T.prim_func\n"
+                 "def main(a: T.handle):\n"
+                 "    n = T.int32(min=1, max=64)\n"
+                 "    A = T.match_buffer(a, (n,))\n"
+                 "    for i in T.thread_binding(n, thread=\"threadIdx.x\"):\n"
+                 "        with T.block(\"A\"):\n"
+                 "            vi = T.axis.spatial(n, i)\n"
+                 "            A[vi] = T.float32(1)\n",
+                 "is bound to threadIdx.x but its extent n is symbolic");
+  /* An extent of a loop var is no size. */
+  expect_refused("@T.prim_func\n"
+                 "def main(a: T.handle):\n"
+                 "    n = T.int32(min=1, max=64)\n"
+                 "    A = T.match_buffer(a, (n,))\n"
+                 "    for i in range(4):\n"
+                 "        for j in range(i + 1):\n"
+                 "            A[j] = T.float32(1)\n",
+                 "extent must be a positive integer constant or an expression of size vars");
+}
+
+static void test_verify_constructed(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, rows_src, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return mlc_arena_free(a);
+  /* A bound that disagrees with the extent's range. */
+  f->params[0]->shape[0] = 99;
+  CHECK(!mlc_verify_func(f, &err) && strstr(err.msg, "ranges over [1, 100], but its bound is 99"));
+  f->params[0]->shape[0] = 100;
+  CHECK(mlc_verify_func(f, &err));
+  /* A size var no parameter gives. */
+  mlc_size_var *two = MLC_NEW_ARRAY(a, mlc_size_var, 2);
+  two[0] = f->sizes[0];
+  two[1] = (mlc_size_var){mlc_var_new(a, "m", MLC_INT64), 1, 8};
+  f->sizes = two;
+  f->n_sizes = 2;
+  CHECK(!mlc_verify_func(f, &err) && strstr(err.msg, "size var \"m\" is no parameter's extent"));
+  f->n_sizes = 1;
+  f->sizes[0].lo = -1;
+  CHECK(!mlc_verify_func(f, &err) && strstr(err.msg, "has bounds [-1, 100]"));
+  mlc_arena_free(a);
+}
+
+static void test_interp(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, append_src, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return mlc_arena_free(a);
+  for (int64_t n = 0; n <= 5; n += 5) {
+    mlc_array *past = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, n, 8});
+    mlc_array *new = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, 1, 8});
+    mlc_array *present = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, n + 1, 8});
+    for (int64_t i = 0; i < mlc_array_numel(past); i++) mlc_array_set(past, i, (double)i);
+    for (int64_t i = 0; i < 16; i++) mlc_array_set(new, i, -1.0 - (double)i);
+    mlc_array args[3] = {*past, *new, *present};
+    CHECK_MSG(mlc_interp_run(f, args, &err), "n=%lld: %s", (long long)n, err.msg);
+    bool ok = true;
+    for (int h = 0; h < 2; h++)
+      for (int64_t t = 0; t <= n; t++)
+        for (int d = 0; d < 8; d++) {
+          double got = mlc_array_get(present, (h * (n + 1) + t) * 8 + d);
+          double want = t < n ? (double)((h * n + t) * 8 + d) : -1.0 - (double)(h * 8 + d);
+          ok = ok && got == want;
+        }
+    CHECK_MSG(ok, "present wrong at n=%lld", (long long)n);
+    /* present one too short for past: refused, naming the extent. */
+    args[2].shape[1] = n;
+    CHECK(!mlc_interp_run(f, args, &err));
+    CHECK_MSG(strstr(err.msg, "has extent") && strstr(err.msg, "expected"), "%s", err.msg);
+    mlc_array_free(past);
+    mlc_array_free(new);
+    mlc_array_free(present);
+  }
+  /* A size past its bound is refused before anything runs. */
+  mlc_array *past = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, 65, 8});
+  mlc_array *new = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, 1, 8});
+  mlc_array *present = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){2, 66, 8});
+  mlc_array args[3] = {*past, *new, *present};
+  CHECK(!mlc_interp_run(f, args, &err));
+  CHECK_MSG(strstr(err.msg, "size n = 65 is outside its bounds [0, 64]"), "%s", err.msg);
+  mlc_array_free(past);
+  mlc_array_free(new);
+  mlc_array_free(present);
+  mlc_arena_free(a);
+}
+
+static void test_specialize(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, rows_src, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return mlc_arena_free(a);
+  int64_t n = 7;
+  mlc_prim_func *g = mlc_func_specialize(a, f, &n, &err);
+  CHECK_MSG(g != NULL, "%s", err.msg);
+  if (!g) return mlc_arena_free(a);
+  CHECK(g->n_sizes == 0 && g->params[0]->dims == NULL && g->params[0]->shape[0] == 7);
+  CHECK(f->n_sizes == 1 && f->params[0]->dims != NULL && f->params[0]->shape[0] == 100);
+  CHECK_MSG(mlc_verify_func(g, &err), "%s", err.msg);
+  /* The same function written for 7 rows. */
+  static const char static_src[] =
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((7, 4), \"float32\"), B: T.Buffer((7, 4), \"float32\")):\n"
+      "    for i, j in T.grid(T.int64(7), 4):\n"
+      "        with T.block(\"B\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = A[vi, vj] * T.float32(2)\n";
+  mlc_prim_func *s = parse1(a, static_src, &err);
+  CHECK_MSG(s != NULL, "%s", err.msg);
+  if (s) CHECK(mlc_func_struct_equal(g, s));
+  mlc_arena_free(a);
+}
+
+static void test_struct_hash(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, rows_src, &err);
+  CHECK_MSG(f != NULL, "%s", err.msg);
+  if (!f) return mlc_arena_free(a);
+  /* Renaming the size var changes nothing. */
+  mlc_prim_func *r = mlc_func_copy(a, f);
+  r->sizes[0].var->name = "seq";
+  CHECK(mlc_func_struct_equal(f, r));
+  CHECK(mlc_func_struct_hash(f) == mlc_func_struct_hash(r));
+  /* Other bounds are another workload, and so is the static function of
+   * the bound's shape. */
+  mlc_prim_func *b = mlc_func_copy(a, f);
+  b->sizes[0].hi = 50;
+  b->params[0]->shape[0] = b->params[1]->shape[0] = 50;
+  CHECK(!mlc_func_struct_equal(f, b));
+  CHECK(mlc_func_struct_hash(f) != mlc_func_struct_hash(b));
+  int64_t n = 100;
+  mlc_prim_func *g = mlc_func_specialize(a, f, &n, &err);
+  CHECK(g && !mlc_func_struct_equal(f, g) && mlc_func_struct_hash(f) != mlc_func_struct_hash(g));
+  mlc_arena_free(a);
+}
+
+int main(void) {
+  RUN(test_parse_print);
+  RUN(test_verify_refuses);
+  RUN(test_verify_constructed);
+  RUN(test_interp);
+  RUN(test_specialize);
+  RUN(test_struct_hash);
+  return test_summary();
+}
