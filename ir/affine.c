@@ -444,6 +444,8 @@ static bool am_overlap(const am_part *x, const am_part *y) {
   return lo < (hx < hy ? hx : hy);
 }
 
+static const int64_t AM_SYMBOLIC_EXTENT = INT64_C(1) << 32;
+
 bool mlc_affine_bindings(int nl, mlc_stmt *const *loops, int n_conj, mlc_expr *const *conj,
                          int n, mlc_expr *const *values, int *bad, int *other) {
   MLC_ASSERT(nl <= AM_LOOPS);
@@ -454,9 +456,14 @@ bool mlc_affine_bindings(int nl, mlc_stmt *const *loops, int n_conj, mlc_expr *c
   c->nl = nl;
   c->loops = loops;
   c->n_marks = c->n_preds = c->n_parts = 0;
-  for (int j = 0; j < c->nl; j++)
-    c->lconst[j] = mlc_expr_is_const_int(c->loops[j]->loop.min, &c->lmin[j]) &&
-                   mlc_expr_is_const_int(c->loops[j]->loop.extent, &c->lext[j]);
+  /* A symbolic extent (a function's size, known at run time) stands as
+   * one larger than any other here: its loop can then only be the most
+   * significant digit of a dense sum, as it must be at every size. */
+  for (int j = 0; j < c->nl; j++) {
+    c->lconst[j] = mlc_expr_is_const_int(c->loops[j]->loop.min, &c->lmin[j]);
+    if (c->lconst[j] && !mlc_expr_is_const_int(c->loops[j]->loop.extent, &c->lext[j]))
+      c->lext[j] = AM_SYMBOLIC_EXTENT;
+  }
   am_add_preds(c, n_conj, conj);
   bool ok = true;
   *bad = *other = -1;

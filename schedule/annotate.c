@@ -277,8 +277,11 @@ static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool chec
   if (!sched_check_loop(s, prim, rv, err)) return false;
   mlc_stmt *l = s->rvs.data[rv].loop;
   sched_rv_desc(s, rv, d);
+  /* A parallel loop may run over a symbolic extent (its trip count is a
+   * run-time value to the runtime's parallel_for); vector lanes, unrolled
+   * copies and threads are counted at compile time. */
   int64_t ext;
-  if (!mlc_expr_is_const_int(l->loop.extent, &ext))
+  if (!mlc_expr_is_const_int(l->loop.extent, &ext) && strcmp(prim, "parallel") != 0)
     return mlc_error_set(err, "%s: %s: the loop's extent is not constant", prim, d);
   if (!check_blocks) return true;
   if (!compact_dataflow_check(s, prim, d, l, err)) return false;

@@ -112,18 +112,34 @@ static bool split_too_large(const char *who, int n, const int64_t *f, int unknow
 }
 
 /* All factors known: the inferred one is ceil(extent / the others). */
+/* Whether loop runs from a constant min over a symbolic extent (an
+ * expression of the function's size vars); *ext is then its bound. */
+static bool symbolic_loop(mlc_sched *s, const mlc_stmt *loop, int64_t *mn, int64_t *ext) {
+  int64_t lo;
+  return mlc_expr_is_const_int(loop->loop.min, mn) &&
+         !mlc_expr_is_const_int(loop->loop.extent, ext) &&
+         mlc_size_range(s->func->n_sizes, s->func->sizes, loop->loop.extent, &lo, ext);
+}
+
 static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
-                          int64_t *f, int64_t *mn, int64_t *ext, int64_t *prod, mlc_error *err) {
+                          int64_t *f, int64_t *mn, int64_t *ext, int64_t *prod, bool *symbolic,
+                          mlc_error *err) {
   char who[96];
   if (!sched_check_loop(s, "split", loop_rv, err) || !plain_loop_check(s, "split", loop_rv, err))
     return false;
   sched_rv_desc(s, loop_rv, who);
   if (n < 2 || n > MLC_SCHED_MAX_TILE)
     return mlc_error_set(err, "split: %s: needs 2 to %d factors, got %d", who, MLC_SCHED_MAX_TILE, n);
-  if (!const_loop(s->rvs.data[loop_rv].loop, mn, ext))
+  *symbolic = !const_loop(s->rvs.data[loop_rv].loop, mn, ext);
+  if (*symbolic && !symbolic_loop(s, s->rvs.data[loop_rv].loop, mn, ext))
     return mlc_error_set(err, "split: %s: the loop's bounds are not constant", who);
   int unknown;
   if (!split_factors(s, who, n, factors, f, &unknown, err)) return false;
+  /* A symbolic extent: the outer loop takes what the others leave,
+   * ceil(extent / their product), the tail under a predicate. */
+  if (*symbolic && unknown != 0)
+    return mlc_error_set(err, "split: %s: the extent is symbolic: the first factor must be None",
+                         who);
   /* Factors come from traces (untrusted records): a product that wrapped
    * around could equal the extent and bind the iteration wrongly. */
   *prod = 1;
@@ -155,7 +171,7 @@ static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand
                          "split: %s: the factors multiply to %" PRId64
                          ", less than the loop's extent %" PRId64,
                          who, *prod, *ext);
-  if (*prod != *ext && has_bare_stmt(s->rvs.data[loop_rv].loop->loop.body))
+  if ((*prod != *ext || *symbolic) && has_bare_stmt(s->rvs.data[loop_rv].loop->loop.body))
     return mlc_error_set(err,
                          "split: %s: factors multiply to %" PRId64 ", not the extent %" PRId64
                          ", and the loop holds statements outside blocks that could not carry the "
@@ -168,8 +184,10 @@ static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand
  * var = min + sum var_k * stride_k, guarded by a predicate when the
  * factors overshoot the extent. */
 static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f, int64_t mn,
-                          int64_t ext, int64_t prod, bool preserve_unit_iters, mlc_stmt **loops) {
+                          int64_t ext, int64_t prod, bool symbolic, bool preserve_unit_iters,
+                          mlc_stmt **loops) {
   mlc_arena *a = s->arena;
+  mlc_expr *sym_ext = symbolic ? loop->loop.extent : NULL;
   mlc_var *old = loop->loop.var, *vars[MLC_SCHED_MAX_TILE];
   mlc_expr *offset = NULL; /* var - min */
   int64_t stride = prod;
@@ -184,15 +202,22 @@ static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f,
   }
   if (!offset) offset = int_like(a, old, 0);
   mlc_expr *value = mn != 0 ? mlc_add(a, int_like(a, old, mn), offset) : offset;
-  for (int i = n - 1; i >= 0; i--)
-    loops[i] = mlc_for_new(a, vars[i], int_like(a, old, 0), int_like(a, old, f[i]), MLC_FOR_SERIAL,
+  for (int i = n - 1; i >= 0; i--) {
+    mlc_expr *e = int_like(a, old, f[i]);
+    int64_t inner = prod / f[0];
+    if (i == 0 && sym_ext) /* ceil(extent / the inner factors' product) */
+      e = mlc_simplify_expr(a, mlc_binary(a, MLC_EXPR_FLOORDIV,
+                                          mlc_add(a, sym_ext, int_like(a, old, inner - 1)),
+                                          int_like(a, old, inner)));
+    loops[i] = mlc_for_new(a, vars[i], int_like(a, old, 0), e, MLC_FOR_SERIAL,
                            i == n - 1 ? body : loops[i + 1]);
+  }
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int depth = sched_path_to(s, loop, path);
   *sched_child_slot(path[depth - 2], loop) = loops[0];
   sched_subst_inplace(a, body, 1, &old, &value);
-  if (prod != ext) {
-    pred_ctx pc = {a, mlc_binary(a, MLC_EXPR_LT, offset, int_like(a, old, ext))};
+  if (prod != ext || sym_ext) {
+    pred_ctx pc = {a, mlc_binary(a, MLC_EXPR_LT, offset, sym_ext ? sym_ext : int_like(a, old, ext))};
     sched_each_realize(body, add_predicate, &pc);
   }
   sched_simplify_bindings(s, body);
@@ -201,9 +226,11 @@ static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f,
 bool mlc_sched_split(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
                      bool preserve_unit_iters, mlc_rv *out, mlc_error *err) {
   int64_t f[MLC_SCHED_MAX_TILE], mn = 0, ext = 0, prod = 1;
-  if (!split_resolve(s, loop_rv, n, factors, f, &mn, &ext, &prod, err)) return false;
+  bool symbolic = false;
+  if (!split_resolve(s, loop_rv, n, factors, f, &mn, &ext, &prod, &symbolic, err)) return false;
   mlc_stmt *loops[MLC_SCHED_MAX_TILE];
-  split_rewrite(s, s->rvs.data[loop_rv].loop, n, f, mn, ext, prod, preserve_unit_iters, loops);
+  split_rewrite(s, s->rvs.data[loop_rv].loop, n, f, mn, ext, prod, symbolic, preserve_unit_iters,
+                loops);
   /* Recorded as given: an inferred factor stays None. */
   mlc_operand in[1 + MLC_SCHED_MAX_TILE];
   in[0] = MLC_OP_RV(loop_rv);
@@ -240,7 +267,8 @@ static void check_mix(mlc_stmt *r, void *ctx_) {
   if (sp && rd && !c->bad) c->bad = b, c->spatial = sp, c->reduce = rd;
 }
 
-static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc_error *err) {
+static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, bool *symbolic,
+                       mlc_error *err) {
   char d[96], d2[96];
   if (n < 2) return mlc_error_set(err, "fuse: needs at least 2 loops, got %d", n);
   if (n > 64) return mlc_error_set(err, "fuse: at most 64 loops, got %d", n);
@@ -249,8 +277,12 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc
       return false;
     mlc_stmt *l = s->rvs.data[rvs[i]].loop;
     int64_t mn;
-    if (!const_loop(l, &mn, &ext[i]))
-      return mlc_error_set(err, "fuse: %s: the loop's bounds are not constant",
+    /* The outermost loop may run over a symbolic extent (ext[0] its
+     * bound): the fused loop then runs over extent * the others. */
+    if (!const_loop(l, &mn, &ext[i]) && !(i == 0 && (*symbolic = symbolic_loop(s, l, &mn, &ext[i]))))
+      return mlc_error_set(err, i == 0 ? "fuse: %s: the loop's bounds are not constant"
+                                       : "fuse: %s: the loop's bounds are not constant (only the "
+                                         "outermost of fused loops may have a symbolic extent)",
                            sched_rv_desc(s, rvs[i], d));
     if (mn != 0)
       return mlc_error_set(err, "fuse: %s: the loop starts at %" PRId64 ", not 0",
@@ -293,7 +325,8 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, mlc
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err) {
   int64_t ext[64];
-  if (!fuse_check(s, n, rvs, ext, err)) return false;
+  bool symbolic = false;
+  if (!fuse_check(s, n, rvs, ext, &symbolic, err)) return false;
   mlc_arena *a = s->arena;
   mlc_stmt *first = s->rvs.data[rvs[0]].loop;
   mlc_stmt *last = s->rvs.data[rvs[n - 1]].loop;
@@ -308,14 +341,14 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
   /* Included loops (unit loops drop out unless preserved) and strides. */
   int64_t total = 1;
   for (int i = 0; i < n; i++)
-    if (ext[i] != 1 || preserve_unit_iters) total *= ext[i];
+    if (ext[i] != 1 || preserve_unit_iters || (i == 0 && symbolic)) total *= ext[i];
   mlc_var *vars[64];
   mlc_expr *vals[64];
   int64_t stride = total;
   bool outermost = true;
   for (int i = 0; i < n; i++) {
     vars[i] = s->rvs.data[rvs[i]].loop->loop.var;
-    if (ext[i] == 1 && !preserve_unit_iters) {
+    if (ext[i] == 1 && !preserve_unit_iters && !(i == 0 && symbolic)) {
       vals[i] = int_like(a, vars[i], 0);
       continue;
     }
@@ -324,11 +357,15 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
     if (stride != 1) e = mlc_binary(a, MLC_EXPR_FLOORDIV, e, int_like(a, fv, stride));
     if (!outermost) e = mlc_binary(a, MLC_EXPR_FLOORMOD, e, int_like(a, fv, ext[i]));
     outermost = false;
-    vals[i] = e;
+    /* Loops of other int types (an int64 size's loop fused with int32
+     * ones) keep their own: the fused var takes the first's. */
+    vals[i] = e->dtype == vars[i]->dtype ? e : mlc_cast(a, vars[i]->dtype, e);
   }
   mlc_stmt *body = last->loop.body;
-  mlc_stmt *fused = mlc_for_new(a, fv, int_like(a, fv, 0), int_like(a, fv, total), MLC_FOR_SERIAL,
-                                body);
+  mlc_expr *fused_ext = int_like(a, fv, total);
+  if (symbolic)
+    fused_ext = mlc_simplify_expr(a, mlc_mul(a, first->loop.extent, int_like(a, fv, total / ext[0])));
+  mlc_stmt *fused = mlc_for_new(a, fv, int_like(a, fv, 0), fused_ext, MLC_FOR_SERIAL, body);
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int depth = sched_path_to(s, first, path);
   *sched_child_slot(path[depth - 2], first) = fused;

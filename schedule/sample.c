@@ -59,6 +59,18 @@ static bool tile_fits(const mlc_decision *d, int n, int64_t ext, int64_t maxi) {
   return prod == ext && (maxi < 1 || d->v[n - 1] <= maxi);
 }
 
+/* A decision for a symbolic extent of bound ext: its inner factors fit
+ * (the outer one, recorded as sampled, becomes None). */
+static bool inner_tile_fits(const mlc_decision *d, int n, int64_t ext, int64_t maxi) {
+  if (d->n != n) return false;
+  int64_t prod = 1;
+  for (int i = 0; i < n; i++)
+    if (d->v[i] < 1 || d->v[i] > ext) return false;
+  for (int i = 1; i < n; i++)
+    if (mlc_mul_overflow(prod, d->v[i], &prod) || prod > ext) return false;
+  return maxi < 1 || n == 1 || d->v[n - 1] <= maxi;
+}
+
 bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost,
                                const mlc_decision *want, bool *resampled, mlc_rv *out,
                                mlc_error *err) {
@@ -68,15 +80,24 @@ bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermo
   if (n < 1 || n > MLC_SCHED_MAX_TILE)
     return mlc_error_set(err, "sample_perfect_tile: %s: n must be 1 to %d, got %d",
                          sched_rv_desc(s, loop, d), MLC_SCHED_MAX_TILE, n);
-  int64_t ext;
-  if (!mlc_expr_is_const_int(s->rvs.data[loop].loop->loop.extent, &ext) || ext < 1)
+  /* A symbolic extent is tiled as its bound is; its outer factor is then
+   * None, so a split gives the outer loop what the inner ones leave at
+   * the size the function runs at. */
+  int64_t ext, lo;
+  const mlc_expr *e = s->rvs.data[loop].loop->loop.extent;
+  bool symbolic = !mlc_expr_is_const_int(e, &ext);
+  if (symbolic && !mlc_size_range(s->func->n_sizes, s->func->sizes, e, &lo, &ext))
     return mlc_error_set(err, "sample_perfect_tile: %s: the loop's extent is not a constant",
+                         sched_rv_desc(s, loop, d));
+  if (ext < 1)
+    return mlc_error_set(err, "sample_perfect_tile: %s: the loop's extent is not positive",
                          sched_rv_desc(s, loop, d));
   if (ext > (1 << 24))
     return mlc_error_set(err, "sample_perfect_tile: %s: extent %" PRId64 " is too large to tile",
                          sched_rv_desc(s, loop, d), ext);
   mlc_decision dec = {0};
-  if (want && tile_fits(want, n, ext, max_innermost)) {
+  if (want && (symbolic ? inner_tile_fits(want, n, ext, max_innermost)
+                        : tile_fits(want, n, ext, max_innermost))) {
     dec = *want;
   } else {
     uint64_t count = count_tiles(ext, n, max_innermost);
@@ -89,7 +110,8 @@ bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermo
     dec.n = n;
     nth_tile(ext, n, max_innermost, mlc_pcg32_bounded(&s->rng, (uint32_t)count), dec.v);
   }
-  for (int i = 0; i < n; i++) out[i] = sched_new_rv(s, MLC_RV_VALUE, NULL, NULL, dec.v[i]);
+  for (int i = 0; i < n; i++)
+    out[i] = sched_new_rv(s, MLC_RV_VALUE, NULL, NULL, symbolic && i == 0 ? -1 : dec.v[i]);
   mlc_operand in = MLC_OP_RV(loop);
   mlc_attr at[2] = {sched_attr_int("n", n), sched_attr_int("max_innermost_factor", max_innermost)};
   mlc_inst *inst = sched_record(s, MLC_INST_SAMPLE_PERFECT_TILE, 1, &in, 2, at, n, out);
