@@ -75,6 +75,8 @@ bool mlc_expr_var_stride(mlc_arena *a, mlc_expr *e, mlc_var *v, int64_t *step) {
 
 static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
+static const int64_t FUSED_SYMBOLIC_EXTENT = INT64_C(1) << 32;
+
 bool mlc_expr_fused_map(mlc_arena *a, mlc_expr *e, int n, const mlc_iter_var *iters,
                         mlc_fused_map *out) {
   if (n > MLC_FUSED_MAX) return false;
@@ -99,8 +101,12 @@ bool mlc_expr_fused_map(mlc_arena *a, mlc_expr *e, int n, const mlc_iter_var *it
   int64_t stride = out->g;
   for (int i = 0; i < m; i++) {
     const mlc_iter_var *it = &iters[out->order[i]];
-    if (!mlc_expr_is_const_int(it->dom.min, &out->mins[i]) ||
-        !mlc_expr_is_const_int(it->dom.extent, &out->exts[i]) || out->coeff[i] != out->sign * stride ||
+    /* The most significant iter may have a symbolic domain (a size of the
+     * function): it stands as one larger than any other. */
+    bool sized = mlc_expr_is_const_int(it->dom.extent, &out->exts[i]);
+    if (!sized && i == m - 1) out->exts[i] = FUSED_SYMBOLIC_EXTENT, sized = true;
+    if (!mlc_expr_is_const_int(it->dom.min, &out->mins[i]) || !sized ||
+        out->coeff[i] != out->sign * stride ||
         __builtin_mul_overflow(stride, out->exts[i], &stride))
       return false;
     c0 += out->coeff[i] * out->mins[i];

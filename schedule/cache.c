@@ -293,10 +293,9 @@ static bool region_at(mlc_sched *s, mlc_stmt *realize, const mlc_region *r, mlc_
   int n = sched_path_to(s, realize, path), k = 0, nl = 0;
   while (k < n && path[k] != loc_stmt) k++;
   for (int i = k + 1; i < n - 1; i++) {
+    bool symbolic;
     if (path[i]->kind != MLC_STMT_FOR) continue;
-    if (!mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) ||
-        !mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]))
-      return false;
+    if (!sched_loop_range(s, path[i], &mins[nl], &exts[nl], &symbolic)) return false;
     lv[nl++] = path[i]->loop.var;
   }
   *out = mlc_region_relax(a, sub, nl, lv, mins, exts);
@@ -560,6 +559,7 @@ typedef struct cache_plan {
   mlc_region region;   /* what the stage copies, in the vars live at loc */
   bool compact;        /* the cache holds just `region` (the stage is in the scope block) */
   mlc_expr **offset;   /* compact: region's start per dimension, NULL where 0 */
+  bool symbolic;       /* the cache holds the whole of a buffer of symbolic extents */
 } cache_plan;
 
 static bool check_consumer_list(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
@@ -712,10 +712,9 @@ static bool held_at(mlc_sched *s, const cache_plan *p, mlc_stmt *anc, mlc_region
   int n = sched_path_to(s, container, path), k = 0, nl = 0;
   while (k < n && path[k] != anc) k++;
   for (int i = k + 1; i < n; i++) {
+    bool symbolic;
     if (path[i]->kind != MLC_STMT_FOR) continue;
-    if (!mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) ||
-        !mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]))
-      return false;
+    if (!sched_loop_range(s, path[i], &mins[nl], &exts[nl], &symbolic)) return false;
     lv[nl++] = path[i]->loop.var;
   }
   *out = mlc_region_relax(s->arena, p->region, nl, lv, mins, exts);
@@ -768,6 +767,12 @@ static void plan_compaction(mlc_sched *s, cache_plan *p) {
 static mlc_buffer *new_cache_buffer(mlc_sched *s, const cache_plan *p, const char *scope) {
   const mlc_buffer *buf = p->buf;
   int64_t *shape = buf->shape;
+  if (p->symbolic) { /* extents as the buffer's, storage for their bounds */
+    mlc_buffer *c = mlc_buffer_new(s->arena, scoped_buffer_name(s, buf->name, scope), buf->dtype,
+                                   buf->ndim, shape, scope);
+    c->dims = buf->dims;
+    return c;
+  }
   if (p->compact) {
     shape = MLC_NEW_ARRAY(s->arena, int64_t, buf->ndim + 1);
     for (int d = 0; d < buf->ndim; d++) {
@@ -946,6 +951,89 @@ static bool regions_equal(mlc_arena *a, const mlc_region *x, const mlc_region *y
   return region_within(a, x, y) && region_within(a, y, x);
 }
 
+/* Whether x == y after simplification. */
+static bool same_value(mlc_arena *a, mlc_expr *x, mlc_expr *y) {
+  int64_t d;
+  if (x->dtype != y->dtype) return false;
+  return mlc_expr_const_diff(a, x, y, &d) && d == 0;
+}
+
+/* Whether conjunct c of a block's predicate holds wherever the bindings
+ * lie in their domains, as the tails a split of a symbolic extent adds do:
+ * `b < D` for a binding b of domain [0, D), or `e < (D + k - 1) // k`
+ * where b - e * k stays in [0, k) (the outer loop of a split by k). */
+static bool implied_by_domain(mlc_sched *s, mlc_simplifier *simp, const mlc_stmt *w,
+                              const mlc_expr *c) {
+  mlc_arena *a = s->arena;
+  const mlc_block *b = w->realize.block;
+  if (c->kind != MLC_EXPR_LT) return false;
+  for (int i = 0; i < b->n_iters; i++) {
+    const mlc_range *dom = &b->iters[i].dom;
+    mlc_expr *bind = w->realize.values[i];
+    int64_t mn, k, lo, hi;
+    if (!mlc_expr_is_const_int(dom->min, &mn) || mn != 0 || bind->dtype != c->bin.a->dtype) continue;
+    if (same_value(a, c->bin.a, bind) && same_value(a, c->bin.b, dom->extent)) return true;
+    const mlc_expr *e = c->bin.b;
+    if (e->kind != MLC_EXPR_FLOORDIV || !mlc_expr_is_const_int(e->bin.b, &k) || k < 1) continue;
+    mlc_expr *want = mlc_add(a, dom->extent, mlc_int_t(a, dom->extent->dtype, k - 1));
+    mlc_expr *rest = mlc_sub(a, bind, mlc_mul(a, c->bin.a, mlc_int_t(a, bind->dtype, k)));
+    if (e->bin.a->dtype == want->dtype && same_value(a, e->bin.a, want) &&
+        mlc_simplifier_bounds(simp, mlc_simplify(simp, rest), &lo, &hi) && lo >= 0 && hi < k)
+      return true;
+  }
+  return false;
+}
+
+static void and_conjuncts(mlc_expr *e, mlc_expr **out, int *n, int max) {
+  if (e->kind == MLC_EXPR_AND) {
+    and_conjuncts(e->bin.a, out, n, max);
+    and_conjuncts(e->bin.b, out, n, max);
+  } else if (*n < max) {
+    out[(*n)++] = e;
+  } else {
+    out[0] = NULL; /* too many to check: refused */
+  }
+}
+
+/* Whether writer w writes every element of a buffer of symbolic extents:
+ * one element per spatial iter var, whose domains are the buffer's
+ * extents, and a predicate (if any) that only cuts the tails splits of
+ * those extents left. The cache then holds the whole buffer, as it is at
+ * each size. */
+static bool writes_all_of_symbolic(mlc_sched *s, mlc_stmt *w, const mlc_region *wr) {
+  mlc_arena *a = s->arena;
+  const mlc_block *b = w->realize.block;
+  if (!dense_write(s, w, wr)) return false;
+  for (int d = 0; d < wr->buf->ndim; d++) {
+    bool found = false;
+    for (int i = 0; i < b->n_iters && !found; i++) {
+      int64_t mn;
+      found = b->iters[i].kind == MLC_ITER_SPATIAL && mlc_expr_is_const_int(b->iters[i].dom.min, &mn) &&
+              mn == 0 && wr->ranges[d].min->kind == MLC_EXPR_VAR &&
+              wr->ranges[d].min->var == b->iters[i].var &&
+              b->iters[i].dom.extent->dtype == wr->buf->dims[d]->dtype &&
+              same_value(a, b->iters[i].dom.extent, wr->buf->dims[d]);
+    }
+    if (!found) return false;
+  }
+  if (!w->realize.predicate) return true;
+  mlc_stmt *path[SCHED_MAX_DEPTH];
+  int n = sched_path_to(s, w, path);
+  mlc_simplifier *simp = mlc_simplifier_new(a);
+  for (int i = 0; i < n; i++) {
+    int64_t mn, ext;
+    if (path[i]->kind == MLC_STMT_FOR && mlc_expr_is_const_int(path[i]->loop.min, &mn) &&
+        mlc_expr_is_const_int(path[i]->loop.extent, &ext))
+      mlc_simplifier_bind(simp, path[i]->loop.var, mn, ext);
+  }
+  mlc_expr *conj[16];
+  int nc = 0;
+  and_conjuncts(w->realize.predicate, conj, &nc, 16);
+  for (int i = 0; i < nc; i++)
+    if (!conj[i] || !implied_by_domain(s, simp, w, conj[i])) return false;
+  return true;
+}
+
 static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const char *who,
                              mlc_error *err) {
   const char *prim = "cache_write";
@@ -968,6 +1056,14 @@ static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const cha
                          who);
   const mlc_region *wr = region_of(p->blk->n_writes, p->blk->writes, p->buf);
   mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
+  if (!p->loc.loop && p->buf->dims && writes_all_of_symbolic(s, w, wr)) {
+    p->symbolic = true;
+    p->region = (mlc_region){p->buf, MLC_NEW_ARRAY(s->arena, mlc_range, p->buf->ndim + 1)};
+    for (int d = 0; d < p->buf->ndim; d++)
+      p->region.ranges[d] = (mlc_range){mlc_int_t(s->arena, p->buf->dims[d]->dtype, 0),
+                                        p->buf->dims[d]};
+    return true;
+  }
   if (!region_at(s, w, wr, loc_stmt, &p->region))
     return mlc_error_set(err, "%s: %s: a loop above the block has non-constant bounds", prim, who);
   if (!finish_region(s, prim, who, p, err)) return false;

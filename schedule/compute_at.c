@@ -299,7 +299,8 @@ static bool plan_where(mlc_sched *s, ca_plan *p, mlc_error *err) {
                          p->who, bpath[bs]->realize.block->name);
   for (int i = ls + 1; i <= p->lpath_n - 1; i++) {
     int64_t mn, ext;
-    if (p->lpath[i]->kind == MLC_STMT_FOR && !const_range(p->lpath[i], &mn, &ext))
+    bool symbolic;
+    if (p->lpath[i]->kind == MLC_STMT_FOR && !sched_loop_range(s, p->lpath[i], &mn, &ext, &symbolic))
       return mlc_error_set(err, "%s: %s: loop %s has non-constant bounds", p->prim, p->who,
                            p->lpath[i]->loop.var->name);
   }
@@ -657,19 +658,31 @@ static void build_subtree(mlc_sched *s, ca_plan *p, iter_dom *dom, bool preserve
     int64_t dmin = 0, dext = 0;
     bool cdom = mlc_expr_is_const_int(it->dom.min, &dmin) && mlc_expr_is_const_int(it->dom.extent, &dext);
     mlc_dtype t = it->var->dtype;
+    /* A domain of symbolic extent (a function's size, from 0): iterated
+     * whole over that extent, or in part under a predicate below it. */
+    bool sdom = !cdom && mlc_expr_is_const_int(it->dom.min, &dmin) && dmin == 0;
     bool full = !dom[i].any || (cdom && dom[i].ext >= dext);
     mlc_expr *mn = full ? it->dom.min : mlc_simplify(sp, dom[i].lo);
     int64_t ext = full ? dext : dom[i].ext;
-    if (full && !cdom) ext = 1; /* unreachable for static shapes */
+    if (full && !cdom) ext = 1; /* a symbolic extent: the loop runs over it below */
     mlc_expr *v = mn;
-    if (ext != 1 || preserve_unit_loops) {
+    if (ext != 1 || preserve_unit_loops || (full && sdom)) {
       mlc_var *lv = mlc_var_new(a, mlc_arena_printf(a, "ax%d", p->n_new_loops), t);
-      mlc_stmt *l = mlc_for_new(a, lv, mlc_int_t(a, t, 0), mlc_int_t(a, t, ext), MLC_FOR_SERIAL, NULL);
-      mlc_simplifier_bind(sp, lv, 0, ext);
+      mlc_expr *lext = full && sdom ? it->dom.extent : mlc_int_t(a, t, ext);
+      mlc_stmt *l = mlc_for_new(a, lv, mlc_int_t(a, t, 0), lext, MLC_FOR_SERIAL, NULL);
+      if (!(full && sdom)) mlc_simplifier_bind(sp, lv, 0, ext);
       p->new_loops[p->n_new_loops++] = l;
       v = mlc_simplify(sp, mlc_add(a, mn, mlc_ref(a, lv)));
     }
     vals[i] = v;
+    if (!full && sdom) {
+      mlc_expr *c = mlc_binary(a, MLC_EXPR_LT, v, it->dom.extent);
+      pred = pred ? mlc_binary(a, MLC_EXPR_AND, pred, c) : c;
+      if (!prove_ge0(sp, mn)) {
+        mlc_expr *g = mlc_binary(a, MLC_EXPR_GE, v, mlc_int_t(a, t, 0));
+        pred = mlc_binary(a, MLC_EXPR_AND, pred, g);
+      }
+    }
     if (full || !cdom) continue;
     /* A set whose size varies with the loops above (floordiv bounds) is
      * iterated at its largest size; a predicate cuts the rest. */

@@ -115,10 +115,8 @@ static bool split_too_large(const char *who, int n, const int64_t *f, int unknow
 /* Whether loop runs from a constant min over a symbolic extent (an
  * expression of the function's size vars); *ext is then its bound. */
 static bool symbolic_loop(mlc_sched *s, const mlc_stmt *loop, int64_t *mn, int64_t *ext) {
-  int64_t lo;
-  return mlc_expr_is_const_int(loop->loop.min, mn) &&
-         !mlc_expr_is_const_int(loop->loop.extent, ext) &&
-         mlc_size_range(s->func->n_sizes, s->func->sizes, loop->loop.extent, &lo, ext);
+  bool symbolic;
+  return sched_loop_range(s, loop, mn, ext, &symbolic) && symbolic;
 }
 
 static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
@@ -267,7 +265,7 @@ static void check_mix(mlc_stmt *r, void *ctx_) {
   if (sp && rd && !c->bad) c->bad = b, c->spatial = sp, c->reduce = rd;
 }
 
-static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, bool *symbolic,
+static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, int *sym,
                        mlc_error *err) {
   char d[96], d2[96];
   if (n < 2) return mlc_error_set(err, "fuse: needs at least 2 loops, got %d", n);
@@ -277,13 +275,19 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, boo
       return false;
     mlc_stmt *l = s->rvs.data[rvs[i]].loop;
     int64_t mn;
-    /* The outermost loop may run over a symbolic extent (ext[0] its
-     * bound): the fused loop then runs over extent * the others. */
-    if (!const_loop(l, &mn, &ext[i]) && !(i == 0 && (*symbolic = symbolic_loop(s, l, &mn, &ext[i]))))
-      return mlc_error_set(err, i == 0 ? "fuse: %s: the loop's bounds are not constant"
-                                       : "fuse: %s: the loop's bounds are not constant (only the "
-                                         "outermost of fused loops may have a symbolic extent)",
-                           sched_rv_desc(s, rvs[i], d));
+    /* One loop may run over a symbolic extent (ext its bound) when the
+     * loops outside it run once: the fused loop then runs over that
+     * extent times the inner ones'. */
+    bool outer_units = *sym < 0;
+    for (int j = 0; j < i && outer_units; j++) outer_units = ext[j] == 1;
+    if (!const_loop(l, &mn, &ext[i])) {
+      if (!outer_units || !symbolic_loop(s, l, &mn, &ext[i]))
+        return mlc_error_set(err, "fuse: %s: the loop's bounds are not constant%s",
+                             sched_rv_desc(s, rvs[i], d),
+                             i > 0 ? " (a symbolic extent needs the loops outside it to run once)"
+                                   : "");
+      *sym = i;
+    }
     if (mn != 0)
       return mlc_error_set(err, "fuse: %s: the loop starts at %" PRId64 ", not 0",
                            sched_rv_desc(s, rvs[i], d), mn);
@@ -325,8 +329,8 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, boo
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err) {
   int64_t ext[64];
-  bool symbolic = false;
-  if (!fuse_check(s, n, rvs, ext, &symbolic, err)) return false;
+  int sym = -1; /* the loop of symbolic extent, if any */
+  if (!fuse_check(s, n, rvs, ext, &sym, err)) return false;
   mlc_arena *a = s->arena;
   mlc_stmt *first = s->rvs.data[rvs[0]].loop;
   mlc_stmt *last = s->rvs.data[rvs[n - 1]].loop;
@@ -341,14 +345,14 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
   /* Included loops (unit loops drop out unless preserved) and strides. */
   int64_t total = 1;
   for (int i = 0; i < n; i++)
-    if (ext[i] != 1 || preserve_unit_iters || (i == 0 && symbolic)) total *= ext[i];
+    if (i >= sym && (ext[i] != 1 || preserve_unit_iters || i == sym)) total *= ext[i];
   mlc_var *vars[64];
   mlc_expr *vals[64];
   int64_t stride = total;
   bool outermost = true;
   for (int i = 0; i < n; i++) {
     vars[i] = s->rvs.data[rvs[i]].loop->loop.var;
-    if (ext[i] == 1 && !preserve_unit_iters && !(i == 0 && symbolic)) {
+    if (i < sym || (ext[i] == 1 && !preserve_unit_iters && i != sym)) {
       vals[i] = int_like(a, vars[i], 0);
       continue;
     }
@@ -363,8 +367,11 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
   }
   mlc_stmt *body = last->loop.body;
   mlc_expr *fused_ext = int_like(a, fv, total);
-  if (symbolic)
-    fused_ext = mlc_simplify_expr(a, mlc_mul(a, first->loop.extent, int_like(a, fv, total / ext[0])));
+  if (sym >= 0) {
+    mlc_expr *e = s->rvs.data[rvs[sym]].loop->loop.extent;
+    if (e->dtype != fv->dtype) e = mlc_cast(a, fv->dtype, e);
+    fused_ext = mlc_simplify_expr(a, mlc_mul(a, e, int_like(a, fv, total / ext[sym])));
+  }
   mlc_stmt *fused = mlc_for_new(a, fv, int_like(a, fv, 0), fused_ext, MLC_FOR_SERIAL, body);
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int depth = sched_path_to(s, first, path);

@@ -51,6 +51,11 @@ const char *sched_rv_desc(const mlc_sched *s, mlc_rv rv, char buf[96]);
 bool sched_check_loop(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
 bool sched_check_block(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
 bool sched_check_value(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err);
+/* A loop's constant min and its extent's largest value: the extent
+ * itself, or the bound of a symbolic one (an expression of the function's
+ * size vars); false when neither. *symbolic says which. */
+bool sched_loop_range(const mlc_sched *s, const mlc_stmt *loop, int64_t *mn, int64_t *ext,
+                      bool *symbolic);
 /* Statements on the longest path from st down to a leaf (1 for a leaf). */
 int sched_height(const mlc_stmt *st);
 /* sched_height of the whole function, cached until the next primitive. */

@@ -221,7 +221,11 @@ int mlc_sched_get_consumers(mlc_sched *s, mlc_rv block, mlc_rv **out, mlc_error 
  * adds a T.where predicate to the blocks under the loop; a smaller one is
  * refused. With preserve_unit_iters false, unit loops bind 0. As in
  * TensorIR, a loop bound to a thread or carrying annotations is refused
- * (the new loops are serial and plain). */
+ * (the new loops are serial and plain). A loop of symbolic extent E (an
+ * expression of the function's size vars) takes None as its first factor:
+ * the outer loop runs ceil(E / the others' product) times and a predicate
+ * cuts the tail; sample_perfect_tile on such a loop tiles E's bound and
+ * gives None as its first value. */
 bool mlc_sched_split(mlc_sched *s, mlc_rv loop, int n, const mlc_operand *factors,
                      bool preserve_unit_iters, mlc_rv *out, mlc_error *err);
 /* Fuse n >= 2 loops into one named <v0>_<v1>_..._fused. Requires each loop
@@ -229,7 +233,8 @@ bool mlc_sched_split(mlc_sched *s, mlc_rv loop, int n, const mlc_operand *factor
  * and no block binding a spatial and a reduce iter to the fused loops (the
  * reduction would interleave with its outputs and could skip its init).
  * As in TensorIR, loops bound to a thread or carrying annotations are
- * refused. */
+ * refused. One loop may have a symbolic extent when the loops outside it
+ * run once: the fused loop runs over it times the inner extents. */
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *loops, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err);
 /* Reorder loops that lie on one chain of single-child loops (each given

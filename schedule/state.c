@@ -237,6 +237,15 @@ static bool check_rv(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_rv_kin
   return true;
 }
 
+bool sched_loop_range(const mlc_sched *s, const mlc_stmt *loop, int64_t *mn, int64_t *ext,
+                      bool *symbolic) {
+  int64_t lo;
+  if (!mlc_expr_is_const_int(loop->loop.min, mn)) return false;
+  *symbolic = !mlc_expr_is_const_int(loop->loop.extent, ext);
+  return !*symbolic ||
+         mlc_size_range(s->func->n_sizes, s->func->sizes, loop->loop.extent, &lo, ext);
+}
+
 bool sched_check_loop(const mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err) {
   return check_rv(s, prim, rv, MLC_RV_LOOP, err);
 }

@@ -433,6 +433,161 @@ static mlc_stmt *lower_stmt(lower_state *st, const mlc_stmt *s) {
   mlc_unreachable();
 }
 
+static bool not_plain(const mlc_expr *e, void *ud) {
+  MLC_UNUSED(ud);
+  return e->kind == MLC_EXPR_LOAD || e->kind == MLC_EXPR_CALL_EXTERN;
+}
+
+/* `for v: if c: S` whose guard does not use v (a block's T.where that
+ * depends only on outer loops, as a split of a symbolic extent leaves) is
+ * `if c: for v: S`, so the loop, often vectorized, runs unguarded. Only
+ * guards of plain arithmetic move: one that loads could read where a loop
+ * that never runs would not. */
+static mlc_stmt *hoist_guard(mlc_arena *a, mlc_stmt *s, void *ud) {
+  MLC_UNUSED(ud);
+  if (s->kind != MLC_STMT_FOR || s->loop.body->kind != MLC_STMT_IF || s->loop.body->if_.else_s)
+    return s;
+  const mlc_stmt *g = s->loop.body;
+  if (mlc_expr_uses_var(g->if_.cond, s->loop.var) || mlc_expr_any(g->if_.cond, not_plain, NULL))
+    return s;
+  mlc_stmt *loop = mlc_arena_memdup(a, s, sizeof *s);
+  loop->loop.body = g->if_.then_s;
+  return mlc_if_new(a, g->if_.cond, loop, NULL);
+}
+
+/* ---- full tiles and the tail -------------------------------------------------------- */
+
+/* A loop whose body guards its blocks with tails (`i0 * 32 + i1 * 8 + i2
+ * < n`: splits of a symbolic extent) runs its body twice over: once
+ * unguarded, for iterations where every guard holds at every inner
+ * iteration (all but the last tile), and once as it was. */
+typedef struct tail_ctx {
+  mlc_arena *a;
+  const mlc_var *outer;         /* the loop being specialized */
+  MLC_VEC(const mlc_stmt *) inner; /* loops inside it, constant ranges */
+  MLC_VEC(mlc_expr *) full;     /* conditions that make every dropped guard true */
+  MLC_VEC(const mlc_expr *) dropped;
+  bool symbolic_inner;          /* an inner loop has a non-constant range */
+} tail_ctx;
+
+static bool uses_inner(const tail_ctx *c, const mlc_expr *e) {
+  for (int i = 0; i < c->inner.len; i++)
+    if (mlc_expr_uses_var(e, c->inner.data[i]->loop.var)) return true;
+  return false;
+}
+
+/* The largest value of e over the inner loops (e linear in each), or NULL. */
+static mlc_expr *inner_max(tail_ctx *c, mlc_expr *e) {
+  mlc_arena *a = c->a;
+  for (int i = 0; i < c->inner.len; i++) {
+    const mlc_stmt *l = c->inner.data[i];
+    mlc_var *v = l->loop.var;
+    if (!mlc_expr_uses_var(e, v)) continue;
+    mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
+    int64_t step;
+    if (!mlc_expr_const_diff(a, mlc_expr_subst(a, e, 1, &v, &next), e, &step)) return NULL;
+    mlc_expr *last = mlc_sub(a, mlc_add(a, l->loop.min, l->loop.extent), mlc_int_t(a, v->dtype, 1));
+    mlc_expr *at = step >= 0 ? last : l->loop.min;
+    e = mlc_expr_subst(a, e, 1, &v, &at);
+  }
+  return mlc_simplify_expr(a, e);
+}
+
+static bool same_test(mlc_arena *a, mlc_expr *x, mlc_expr *y) {
+  int64_t d1, d2;
+  return x->kind == y->kind && x->bin.a->dtype == y->bin.a->dtype &&
+         x->bin.b->dtype == y->bin.b->dtype && mlc_expr_const_diff(a, x->bin.a, y->bin.a, &d1) &&
+         d1 == 0 && mlc_expr_const_diff(a, x->bin.b, y->bin.b, &d2) && d2 == 0;
+}
+
+/* A guard conjunct `x < y` (or <=) the tile test can stand for. */
+static void tail_conjunct(tail_ctx *c, const mlc_expr *e) {
+  if (e->kind == MLC_EXPR_AND) {
+    tail_conjunct(c, e->bin.a);
+    tail_conjunct(c, e->bin.b);
+    return;
+  }
+  if ((e->kind != MLC_EXPR_LT && e->kind != MLC_EXPR_LE) || !mlc_expr_uses_var(e, c->outer) ||
+      uses_inner(c, e->bin.b) || mlc_expr_any(e, not_plain, NULL))
+    return;
+  mlc_expr *top = inner_max(c, e->bin.a);
+  if (!top) return;
+  MLC_VEC_APUSH(c->a, c->dropped, e);
+  mlc_expr *full = mlc_binary(c->a, e->kind, top, e->bin.b);
+  for (int i = 0; i < c->full.len; i++) /* the init's guard and the update's are one */
+    if (same_test(c->a, c->full.data[i], full)) return;
+  MLC_VEC_APUSH(c->a, c->full, full);
+}
+
+static void tail_collect(const mlc_stmt *s, void *ud) {
+  tail_ctx *c = ud;
+  if (s->kind == MLC_STMT_FOR) {
+    int64_t x;
+    if (mlc_expr_is_const_int(s->loop.min, &x) && mlc_expr_is_const_int(s->loop.extent, &x))
+      MLC_VEC_APUSH(c->a, c->inner, s);
+    else c->symbolic_inner = true;
+  }
+}
+
+static void tail_guards(const mlc_stmt *s, void *ud) {
+  if (s->kind == MLC_STMT_IF && !s->if_.else_s) tail_conjunct(ud, s->if_.cond);
+}
+
+static bool is_dropped(const tail_ctx *c, const mlc_expr *e) {
+  for (int i = 0; i < c->dropped.len; i++)
+    if (c->dropped.data[i] == e) return true;
+  return false;
+}
+
+/* cond without the dropped conjuncts; NULL when none is left. */
+static mlc_expr *without_dropped(tail_ctx *c, mlc_expr *e) {
+  if (is_dropped(c, e)) return NULL;
+  if (e->kind != MLC_EXPR_AND) return e;
+  mlc_expr *x = without_dropped(c, e->bin.a), *y = without_dropped(c, e->bin.b);
+  if (!x || !y) return x ? x : y;
+  return x == e->bin.a && y == e->bin.b ? e : mlc_binary(c->a, MLC_EXPR_AND, x, y);
+}
+
+static mlc_stmt *drop_guards(mlc_arena *a, mlc_stmt *s, void *ud) {
+  if (s->kind != MLC_STMT_IF || s->if_.else_s) return s;
+  mlc_expr *cond = without_dropped(ud, s->if_.cond);
+  if (!cond) return s->if_.then_s;
+  return cond == s->if_.cond ? s : mlc_if_new(a, cond, s->if_.then_s, NULL);
+}
+
+static mlc_stmt *split_tails(mlc_arena *a, mlc_stmt *s) {
+  if (!s) return NULL;
+  switch (s->kind) {
+  case MLC_STMT_FOR: {
+    tail_ctx c = {.a = a, .outer = s->loop.var};
+    mlc_stmt_visit(s->loop.body, tail_collect, &c);
+    if (!c.symbolic_inner) mlc_stmt_visit(s->loop.body, tail_guards, &c);
+    mlc_stmt *n = mlc_arena_memdup(a, s, sizeof *s);
+    if (c.full.len == 0) {
+      n->loop.body = split_tails(a, s->loop.body);
+      return n;
+    }
+    mlc_expr *full = c.full.data[0];
+    for (int i = 1; i < c.full.len; i++) full = mlc_binary(a, MLC_EXPR_AND, full, c.full.data[i]);
+    mlc_stmt *fast = mlc_stmt_map(a, s->loop.body, drop_guards, &c);
+    n->loop.body = mlc_if_new(a, full, fast, s->loop.body);
+    return n;
+  }
+  case MLC_STMT_SEQ: {
+    mlc_stmt **kids = MLC_NEW_ARRAY(a, mlc_stmt *, s->seq.n);
+    for (int i = 0; i < s->seq.n; i++) kids[i] = split_tails(a, s->seq.stmts[i]);
+    return mlc_seq_new(a, s->seq.n, kids);
+  }
+  case MLC_STMT_IF:
+    return mlc_if_new(a, s->if_.cond, split_tails(a, s->if_.then_s), split_tails(a, s->if_.else_s));
+  case MLC_STMT_ALLOCATE: return mlc_allocate_new(a, s->alloc.buf, split_tails(a, s->alloc.body));
+  case MLC_STMT_BLOCK_REALIZE:
+  case MLC_STMT_STORE:
+  case MLC_STMT_EVALUATE: return s;
+  }
+  mlc_unreachable();
+}
+
 static mlc_prim_func *lower_func(mlc_arena *a, const mlc_prim_func *f, mlc_error *err) {
   const mlc_block *root = f->body->realize.block;
   lower_state st = {.a = a};
@@ -443,6 +598,8 @@ static mlc_prim_func *lower_func(mlc_arena *a, const mlc_prim_func *f, mlc_error
   mlc_stmt *body = lower_stmt(&st, root->body);
   if (root->init) body = mlc_seq_new(a, 2, (mlc_stmt *[]){lower_stmt(&st, root->init), body});
   body = lower_place_allocs(&st, body);
+  body = mlc_stmt_map(a, body, hoist_guard, NULL);
+  if (f->n_sizes > 0) body = split_tails(a, body);
 
   mlc_prim_func *out = mlc_func_new(a, f->name);
   out->n_attrs = f->n_attrs;

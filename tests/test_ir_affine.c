@@ -139,10 +139,14 @@ static void test_fused_map(void) {
   CHECK(mlc_expr_fused_map(A, mul(vi, vi), 2, its, &fm) == false);
   CHECK(mlc_expr_fused_map(A, fdiv(vi, 2), 2, its, &fm) == false);
   CHECK(mlc_expr_fused_map(A, load1(vi), 2, its, &fm) == false);
-  /* A symbolic domain cannot be fused. */
-  mlc_iter_var sym[1] = {iter("vk", 0, 4)};
+  /* A symbolic domain (a size var's) only as the most significant iter:
+   * vk * 4 + vi fuses, vi * 1000 + vk (vk's span unknown) does not. */
+  mlc_iter_var sym[2] = {iter("vk", 0, 4), iter("vi", 0, 4)};
   sym[0].dom.extent = V(mlc_var_new(A, "n", MLC_INT32));
-  CHECK(mlc_expr_fused_map(A, V(sym[0].var), 1, sym, &fm) == false);
+  CHECK(mlc_expr_fused_map(A, V(sym[0].var), 1, sym, &fm) && fm.m == 1);
+  CHECK(mlc_expr_fused_map(A, add(mul(V(sym[0].var), I(4)), V(sym[1].var)), 2, sym, &fm) &&
+        fm.m == 2 && fm.order[1] == 0);
+  CHECK(mlc_expr_fused_map(A, add(mul(V(sym[1].var), I(1000)), V(sym[0].var)), 2, sym, &fm) == false);
 }
 
 /* Loops i in [0, 16), j in [0, 8) (innermost last). */

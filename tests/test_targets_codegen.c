@@ -4,6 +4,7 @@
  * LLVM IR must contain), target strings, errors for loops the CPU cannot
  * run, JIT load/unload cycles, and an emitted object + header linked into a
  * C program by the system compiler. */
+#include "schedule/schedule.h"
 #include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
 #include "tasks/tasks.h"
@@ -584,6 +585,53 @@ static void test_jit_symbols(void) {
   mlc_arena_free(a);
 }
 
+/* ---- a tuned schedule on a function of size vars ------------------------------------- */
+
+/* The best trace of a 128-row dense replays on the dense of n rows (its
+ * splits of n leave tails under T.where); one build runs at every size,
+ * including sizes no tile divides, and refuses one past the bound. The
+ * lowering runs whole tiles unguarded: the test of a full row tile
+ * appears once per parallel iteration. */
+static void test_symbolic_trace(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  char *text = mlc_read_file("tests/kernels/sym_dense.py", NULL, &err);
+  char *json = mlc_read_file("tests/kernels/sym_dense_trace.json", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(a, "sym_dense.py", text, &err) : NULL;
+  mlc_trace *tr = json ? mlc_trace_from_json(a, json, strlen(json), &err) : NULL;
+  CHECK_MSG(m && tr, "%s", err.msg);
+  mlc_free(text);
+  mlc_free(json);
+  if (!m || !tr) return mlc_arena_free(a);
+  mlc_sched *s = mlc_sched_new(m->funcs[0], 1);
+  CHECK_MSG(mlc_sched_replay(s, tr, NULL, NULL, &err), "replay: %s", err.msg);
+  mlc_prim_func *f = mlc_func_copy(a, mlc_sched_func(s));
+  mlc_sched_free(s);
+  CHECK_MSG(mlc_verify_func(f, &err), "%s", err.msg);
+  mlc_prim_func *low = mlc_target_lower(a, f, &err);
+  CHECK_MSG(low != NULL, "%s", err.msg);
+  mlc_str lt = {0};
+  if (low) mlc_print_stmt(&lt, low->body, 0);
+  CHECK_MSG(strstr(mlc_str_cstr(&lt), "* T.int64(32) + T.int64(31) < n") != NULL, "no full-tile test in:\n%s",
+            mlc_str_cstr(&lt));
+  mlc_str_free(&lt);
+  mlc_object obj;
+  const mlc_prim_func *fs[1] = {f};
+  bool built = mlc_target_build(&host, 1, fs, NULL, NULL, &obj, &err);
+  CHECK_MSG(built, "%s", err.msg);
+  mlc_jit_lib *lib = built ? mlc_jit_load(&obj, &err) : NULL;
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
+  CHECK_MSG(fn != NULL, "%s", err.msg);
+  char why[1400] = "";
+  for (int64_t n = 1; fn && n <= 160; n += n < 40 ? 8 : 61) {
+    CHECK_MSG(run_and_compare(f, fn, 5, &n, why, sizeof why), "n=%lld: %s", (long long)n, why);
+  }
+  if (fn) CHECK_MSG(run_all_sizes(f, fn, why, sizeof why), "%s", why);
+  mlc_jit_unload(lib);
+  if (built) mlc_object_free(&obj);
+  mlc_arena_free(a);
+}
+
 /* ---- object + header, linked by the system C compiler ---------------------------- */
 
 static void test_object_and_header(void) {
@@ -689,5 +737,6 @@ int main(void) {
   RUN(test_jit_cycles);
   RUN(test_jit_symbols);
   RUN(test_object_and_header);
+  RUN(test_symbolic_trace);
   return test_summary();
 }

@@ -1,0 +1,186 @@
+/* Schedule primitives on functions of size vars: what split, fuse,
+ * sample_perfect_tile, parallel and cache_write do with a loop of symbolic
+ * extent, and what they refuse. Accepted schedules must verify and compute
+ * what the unscheduled function computes at every size (interpreter). A
+ * tuned trace replayed on such a function is compiled and run at many
+ * sizes in test_targets_codegen (test_symbolic_trace). */
+#include "schedule/schedule.h"
+#include "tests/test.h"
+
+static const char rows_src[] =
+    "@T.prim_func\n"
+    "def main(a: T.handle, b: T.handle):\n"
+    "    n = T.int32(min=1, max=40)\n"
+    "    A = T.match_buffer(a, (n, 12))\n"
+    "    B = T.match_buffer(b, (n, 12))\n"
+    "    for i, j in T.grid(n, 12):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vi, vj] = A[vi, vj] * T.float32(3) + T.float32(1)\n";
+
+static const char rowsum_src[] =
+    "@T.prim_func\n"
+    "def main(a: T.handle, b: T.handle):\n"
+    "    n = T.int32(min=1, max=40)\n"
+    "    A = T.match_buffer(a, (n, 12))\n"
+    "    B = T.match_buffer(b, (n,))\n"
+    "    for i, k in T.grid(n, 12):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vk = T.axis.remap(\"SR\", [i, k])\n"
+    "            with T.init():\n"
+    "                B[vi] = T.float32(0)\n"
+    "            B[vi] = B[vi] + A[vi, vk]\n";
+
+static mlc_arena *TA;
+
+static mlc_prim_func *parse(const char *src) {
+  mlc_error err;
+  mlc_module *m = mlc_parse_module(TA, "t.py", src, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  return m ? m->funcs[0] : NULL;
+}
+
+/* g (scheduled) verifies and computes what f computes at sizes 1..40. */
+static bool same_at_sizes(const mlc_prim_func *f, const mlc_prim_func *g) {
+  mlc_error err;
+  if (!mlc_verify_func(g, &err)) {
+    fprintf(stderr, "verify: %s\n", err.msg);
+    return false;
+  }
+  for (int64_t n = 1; n <= 40; n += 3) {
+    mlc_array args[2][2];
+    mlc_pcg32 rng;
+    mlc_pcg32_seed(&rng, (uint64_t)n, 1);
+    for (int i = 0; i < 2; i++) {
+      int64_t shape[2];
+      CHECK(mlc_buffer_extents(f, f->params[i], &n, shape));
+      for (int k = 0; k < 2; k++) {
+        mlc_array *x = mlc_array_new(MLC_FLOAT32, f->params[i]->ndim, shape);
+        args[k][i] = *x;
+        mlc_free(x);
+      }
+      mlc_array_fill_random(&args[0][i], &rng);
+      memcpy(args[1][i].data, args[0][i].data, (size_t)mlc_array_numel(&args[0][i]) * 4);
+    }
+    bool ok = mlc_interp_run(f, args[0], &err) && mlc_interp_run(g, args[1], &err);
+    if (!ok) fprintf(stderr, "n=%lld: %s\n", (long long)n, err.msg);
+    double me = 0;
+    ok = ok && mlc_array_allclose(&args[1][1], &args[0][1], 1e-6, 1e-6, &me);
+    for (int k = 0; k < 2; k++)
+      for (int i = 0; i < 2; i++) mlc_free(args[k][i].data);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static void test_split_tail(void) {
+  mlc_prim_func *f = parse(rows_src);
+  if (!f) return;
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b, *loops, parts[3];
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv i = loops[0];
+  /* Constant factors cannot cover every size. */
+  CHECK(!mlc_sched_split(s, i, 2, (mlc_operand[]){MLC_OP_INT(8), MLC_OP_INT(4)}, true, parts, &err));
+  CHECK_MSG(strstr(err.msg, "the extent is symbolic: the first factor must be None"), "%s", err.msg);
+  CHECK(mlc_sched_split(s, i, 3, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(2), MLC_OP_INT(4)}, true,
+                        parts, &err));
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "split");
+  mlc_sched_free(s);
+}
+
+static void test_fuse_and_parallel(void) {
+  mlc_prim_func *f = parse(rows_src);
+  if (!f) return;
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b, *loops, parts[2], fused;
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv i = loops[0], j = loops[1];
+  CHECK(mlc_sched_split(s, j, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, parts, &err));
+  /* j_0 (3 iterations) outside the symbolic i: refused. */
+  CHECK(mlc_sched_reorder(s, 2, (mlc_rv[]){parts[0], i}, &err));
+  CHECK(!mlc_sched_fuse(s, 2, (mlc_rv[]){parts[0], i}, true, &fused, &err));
+  CHECK_MSG(strstr(err.msg, "a symbolic extent needs the loops outside it to run once"), "%s",
+            err.msg);
+  CHECK(mlc_sched_reorder(s, 2, (mlc_rv[]){i, parts[0]}, &err));
+  CHECK_MSG(mlc_sched_fuse(s, 2, (mlc_rv[]){i, parts[0]}, true, &fused, &err), "%s", err.msg);
+  CHECK_MSG(mlc_sched_parallel(s, fused, &err), "%s", err.msg);
+  CHECK(!mlc_sched_vectorize(s, fused, &err));
+  CHECK_MSG(strstr(err.msg, "the loop's extent is not constant"), "%s", err.msg);
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "fuse + parallel");
+  mlc_sched_free(s);
+}
+
+static void test_sample_tile(void) {
+  mlc_prim_func *f = parse(rows_src);
+  if (!f) return;
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 3);
+  mlc_rv b, *loops, v[3], parts[3];
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  CHECK_MSG(mlc_sched_sample_perfect_tile(s, loops[0], 3, 4, v, &err), "%s", err.msg);
+  mlc_operand fs[3] = {MLC_OP_RV(v[0]), MLC_OP_RV(v[1]), MLC_OP_RV(v[2])};
+  CHECK_MSG(mlc_sched_split(s, loops[0], 3, fs, true, parts, &err), "%s", err.msg);
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "sampled split");
+  mlc_sched_free(s);
+}
+
+static void test_cache_write_tail(void) {
+  mlc_prim_func *f = parse(rowsum_src);
+  if (!f) return;
+  mlc_error err;
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b, *loops, parts[2], wb;
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv k = loops[1];
+  CHECK(mlc_sched_split(s, loops[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(8)}, true, parts,
+                        &err));
+  CHECK(mlc_sched_reorder(s, 2, (mlc_rv[]){k, parts[1]}, &err));
+  /* The whole of B cached (its rows at each size), the write-back under
+   * the row tile, guarded by n. */
+  CHECK_MSG(mlc_sched_cache_write(s, b, 0, "global", 0, NULL, &wb, &err), "%s", err.msg);
+  CHECK_MSG(mlc_sched_reverse_compute_at(s, wb, parts[0], true, -1, &err), "%s", err.msg);
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "cache_write + reverse_compute_at");
+  mlc_sched_free(s);
+}
+
+/* A predicate that skips rows inside the domain (not a split's tail):
+ * the cache would hold rows the block never writes. */
+static void test_cache_write_refuses_skips(void) {
+  mlc_prim_func *f = parse("@T.prim_func\n"
+                           "def main(a: T.handle, b: T.handle):\n"
+                           "    n = T.int32(min=1, max=40)\n"
+                           "    A = T.match_buffer(a, (n, 12))\n"
+                           "    B = T.match_buffer(b, (n, 12))\n"
+                           "    for i, j in T.grid(n, 12):\n"
+                           "        with T.block(\"B\"):\n"
+                           "            T.where(i % 2 == 0)\n"
+                           "            vi = T.axis.spatial(n, i)\n"
+                           "            vj = T.axis.spatial(12, j)\n"
+                           "            B[vi, vj] = A[vi, vj]\n");
+  if (!f) return;
+  mlc_error err;
+  CHECK_MSG(mlc_verify_func(f, &err), "%s", err.msg);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b, wb;
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(!mlc_sched_cache_write(s, b, 0, "global", 0, NULL, &wb, &err));
+  mlc_sched_free(s);
+}
+
+int main(void) {
+  TA = mlc_arena_new();
+  RUN(test_split_tail);
+  RUN(test_fuse_and_parallel);
+  RUN(test_sample_tile);
+  RUN(test_cache_write_tail);
+  RUN(test_cache_write_refuses_skips);
+  mlc_arena_free(TA);
+  return test_summary();
+}
