@@ -114,6 +114,86 @@ static void choose_record(mlc_arena *a, const mlc_prim_func *f, const mlc_db_wor
   }
 }
 
+/* ---- kernels of size vars ----------------------------------------------------------- */
+
+/* The sizes a workload of the database was tuned at, when it is f at some
+ * sizes: its shape reads "n=128;m=4" (as mlc-tune --size stores it) and
+ * f specialized to them has its hash. The product of the sizes in *weight. */
+static bool tuned_sizes(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workload *w,
+                        int64_t *sizes, double *weight) {
+  if (!w->shape || !w->hash) return false;
+  const char *specs[MLC_MAX_SIZES];
+  int n = 0;
+  char *copy = mlc_arena_strdup(a, w->shape), *save = NULL;
+  for (char *t = strtok_r(copy, ";", &save); t && n < MLC_MAX_SIZES; t = strtok_r(NULL, ";", &save))
+    specs[n++] = t;
+  *weight = 1;
+  for (int k = 0; k < f->n_sizes; k++) {
+    mlc_error e;
+    const mlc_size_var *sv = &f->sizes[k];
+    if (mlc_size_values(n, specs, sv->var->name, &sizes[k], 1, &e) != 1 || sizes[k] < sv->lo ||
+        sizes[k] > sv->hi)
+      return false;
+    *weight *= (double)sizes[k];
+  }
+  mlc_error e;
+  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &e);
+  char hex[17];
+  if (!g) return false;
+  mlc_func_hash_hex(g, hex);
+  return strcmp(hex, w->hash) == 0;
+}
+
+/* A kernel of size vars has no records of its own: the best record of
+ * the sizes it was tuned at (the largest sizes first) that replays on it.
+ * The record is trusted as any other (it must replay to the function it
+ * measured); its trace must then replay on the kernel and verify. */
+static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
+                                const mlc_prim_func *f, mlc_gkernel *out, mlc_error *err) {
+  mlc_arena *q = mlc_arena_new();
+  mlc_db_workload *ws;
+  int n = mlc_db_list_workloads(db, NULL, NULL, q, &ws, err);
+  if (n < 0) return mlc_arena_free(q), false;
+  typedef struct { int64_t v[MLC_MAX_SIZES]; } size_row;
+  size_row *sizes = MLC_NEW_ARRAY(q, size_row, n + 1);
+  double *weight = MLC_NEW_ARRAY(q, double, n + 1);
+  bool *match = MLC_NEW_ARRAY(q, bool, n + 1);
+  for (int i = 0; i < n; i++) match[i] = tuned_sizes(q, f, &ws[i], sizes[i].v, &weight[i]);
+  size_t len = strlen(out->note);
+  for (;;) {
+    int pick = -1;
+    for (int i = 0; i < n; i++)
+      if (match[i] && (pick < 0 || weight[i] > weight[pick])) pick = i;
+    if (pick < 0) break;
+    match[pick] = false;
+    mlc_prim_func *g = mlc_func_specialize(q, f, sizes[pick].v, err);
+    mlc_db_record *best;
+    int nb = g ? mlc_db_top_k(db, ws[pick].id, target, MAX_TRIED, q, &best, err) : -1;
+    if (nb < 0) return mlc_arena_free(q), false;
+    for (int i = 0; i < nb; i++) {
+      mlc_error why;
+      bool differs = false;
+      mlc_prim_func *s = NULL;
+      char hash[17];
+      if (!best[i].sched_hash || !replay(q, g, &ws[pick], &best[i], &differs, &why)) continue;
+      if (!mlc_db_replay_trace(q, f, best[i].trace, &s, hash, &why)) {
+        add_note(out, &len, best[i].id, "(tuned at this kernel's sizes) does not replay on it", why.msg);
+        continue;
+      }
+      mlc_prim_func *c = mlc_func_copy(a, s);
+      set_name(a, c, f->name);
+      out->sched = c;
+      out->record_id = best[i].id;
+      out->record_sec = best[i].mean_sec;
+      snprintf(out->tuned_at, sizeof out->tuned_at, "%s", ws[pick].shape);
+      mlc_arena_free(q);
+      return true;
+    }
+  }
+  mlc_arena_free(q);
+  return true;
+}
+
 bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err) {
@@ -146,6 +226,9 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
     if (!ok) return mlc_error_prefix(err, "tuning database");
     if (out->sched) return true;
   }
+  if (!found && db && schedule && f->n_sizes > 0 && !choose_sized_record(a, db, target, f, out, err))
+    return mlc_error_prefix(err, "tuning database");
+  if (out->sched) return true;
   out->sched = schedule ? mlc_tuner_cpu_default_schedule(a, f) : f;
   return true;
 }

@@ -397,7 +397,8 @@ static void list_kernels(const kernels *k, const int *calls, bool schedule) {
     fprintf(stderr, "mlc-compile: %-36s %s  calls %d  ", k->symbols[i], hex, calls ? calls[i] : 1);
     char lib[160];
     if (g->record_id)
-      fprintf(stderr, "record %lld (%.2f us)%s%s\n", (long long)g->record_id, g->record_sec * 1e6,
+      fprintf(stderr, "record %lld (%.2f us%s%s)%s%s\n", (long long)g->record_id,
+              g->record_sec * 1e6, g->tuned_at[0] ? " at " : "", g->tuned_at,
               g->offer_library[0] ? ": " : "", library_choice(g, lib, sizeof lib));
     else if (g->note[0]) fprintf(stderr, "untuned (default schedule; %s)\n", g->note);
     else fprintf(stderr, "untuned (%s)\n", !schedule ? "unscheduled"

@@ -331,7 +331,8 @@ static void file_stem(const char *path, char *out, size_t size) {
 }
 
 /* A function of size vars is tuned at the sizes --size gives: the static
- * function of those sizes, stored with "n=128" as its shape. */
+ * function of those sizes, stored with "n=128;m=4" as its shape (what
+ * mlc-compile looks for to build the function of size vars). */
 static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f) {
   mlc_error err;
   int64_t sizes[MLC_MAX_SIZES];
@@ -351,7 +352,7 @@ static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func 
               sv->var->name, (long long)sizes[k], (long long)sv->lo, (long long)sv->hi);
       return NULL;
     }
-    off += snprintf(w->shape + off, sizeof w->shape - (size_t)off, "%s%s=%lld", k ? "," : "",
+    off += snprintf(w->shape + off, sizeof w->shape - (size_t)off, "%s%s=%lld", k ? ";" : "",
                     sv->var->name, (long long)sizes[k]);
     if (off >= (int)sizeof w->shape) off = (int)sizeof w->shape - 1;
   }
