@@ -21,6 +21,9 @@ bool mlc_expr_is_quasi_affine(const mlc_expr *e) {
   case MLC_EXPR_FLOORDIV:
   case MLC_EXPR_FLOORMOD:
     return mlc_expr_is_const_int(e->bin.b, &c) && c > 0 && mlc_expr_is_quasi_affine(e->bin.a);
+  case MLC_EXPR_CAST: /* between int types, as loops of int32 and int64 fused leave */
+    return mlc_dtype_is_int(e->dtype) && mlc_dtype_is_int(e->cast.value->dtype) &&
+           mlc_expr_is_quasi_affine(e->cast.value);
   case MLC_EXPR_FLOAT_IMM:
   case MLC_EXPR_DIV:
   case MLC_EXPR_MIN:
@@ -37,7 +40,6 @@ bool mlc_expr_is_quasi_affine(const mlc_expr *e) {
   case MLC_EXPR_SELECT:
   case MLC_EXPR_IF_THEN_ELSE:
   case MLC_EXPR_LOAD:
-  case MLC_EXPR_CAST:
   case MLC_EXPR_CALL:
   case MLC_EXPR_CALL_EXTERN: return false;
   }

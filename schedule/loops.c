@@ -326,10 +326,36 @@ static bool fuse_check(mlc_sched *s, int n, const mlc_rv *rvs, int64_t *ext, int
   return true;
 }
 
+/* Fusing a loop of symbolic extent under loops that run more than once
+ * would need a division by a symbolic stride: the loop moves outside
+ * them first (a Reorder, checked and recorded as one), so the fused loop
+ * takes it as its most significant part. order gets the loops as fused. */
+static bool symbolic_first(mlc_sched *s, int n, const mlc_rv *rvs, mlc_rv *order, mlc_error *err) {
+  memcpy(order, rvs, sizeof *rvs * (size_t)n);
+  int at = -1;
+  bool outer_runs = false;
+  for (int i = 0; i < n && at < 0; i++) {
+    int64_t mn, ext;
+    bool symbolic;
+    if (!sched_check_loop(s, "fuse", rvs[i], err)) return false;
+    const mlc_stmt *l = s->rvs.data[rvs[i]].loop;
+    if (!sched_loop_range(s, l, &mn, &ext, &symbolic)) return true; /* fuse_check says why */
+    if (symbolic) at = i;
+    else outer_runs = outer_runs || ext != 1;
+  }
+  if (at <= 0 || !outer_runs) return true;
+  for (int i = at; i > 0; i--) order[i] = order[i - 1];
+  order[0] = rvs[at];
+  return mlc_sched_reorder(s, n, order, err);
+}
+
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err) {
   int64_t ext[64];
   int sym = -1; /* the loop of symbolic extent, if any */
+  mlc_rv order[64];
+  if (n >= 2 && n <= 64 && !symbolic_first(s, n, rvs, order, err)) return false;
+  if (n >= 2 && n <= 64) rvs = order;
   if (!fuse_check(s, n, rvs, ext, &sym, err)) return false;
   mlc_arena *a = s->arena;
   mlc_stmt *first = s->rvs.data[rvs[0]].loop;

@@ -44,7 +44,11 @@ static void test_quasi_affine_forms(void) {
   CHECK(mlc_expr_is_quasi_affine(fdiv(V(i), -2)) == false);
   CHECK(mlc_expr_is_quasi_affine(mlc_binary(A, MLC_EXPR_FLOORMOD, V(i), V(j))) == false);
   CHECK(mlc_expr_is_quasi_affine(load1(V(i))) == false);
-  CHECK(mlc_expr_is_quasi_affine(mlc_cast(A, MLC_INT64, V(i))) == false);
+  /* A cast between int types (int32 and int64 loops fused) keeps the
+   * form; one to float does not. */
+  CHECK(mlc_expr_is_quasi_affine(mlc_cast(A, MLC_INT64, add(mul(V(i), I(4)), V(j)))));
+  CHECK(mlc_expr_is_quasi_affine(mlc_cast(A, MLC_INT64, mul(V(i), V(j)))) == false);
+  CHECK(mlc_expr_is_quasi_affine(mlc_cast(A, MLC_FLOAT32, V(i))) == false);
   CHECK(mlc_expr_is_quasi_affine(mlc_binary(A, MLC_EXPR_MIN, V(i), V(j))) == false);
 }
 

@@ -1679,7 +1679,61 @@ static void test_tune_busy_neighbour(void) {
   mlc_arena_free(a);
 }
 
+/* The default schedule of a dense over n rows (int64, as ONNX exports
+ * write sizes) is the register tile its static instance gets, replayed:
+ * a cache of Y, tails under T.where; it verifies and computes what the
+ * unscheduled function does at sizes no tile divides. The static instance
+ * itself (an int64 row loop fused with int32 column loops) gets it too. */
+static void test_default_schedule_sizes(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  char *text = mlc_read_file("tests/kernels/sym_dense.py", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(a, "sym_dense.py", text, &err) : NULL;
+  mlc_free(text);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  if (!m) return mlc_arena_free(a);
+  const mlc_prim_func *f = m->funcs[0];
+  int64_t n37 = 37;
+  mlc_prim_func *inst = mlc_func_specialize(a, f, &n37, &err);
+  const mlc_prim_func *fs[2] = {f, inst};
+  for (int v = 0; v < 2; v++) {
+    mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, fs[v]);
+    mlc_str text_g = {0};
+    mlc_print_func(&text_g, g);
+    CHECK_MSG(strstr(mlc_str_cstr(&text_g), "Y_global = T.alloc_buffer") != NULL,
+              "no register tile in the default schedule of %s:\n%s", v ? "n=37" : "n",
+              mlc_str_cstr(&text_g));
+    mlc_str_free(&text_g);
+    CHECK_MSG(mlc_verify_func(g, &err), "%s", err.msg);
+    for (int64_t n = 1; n <= 37; n += 36) {
+      if (v == 1 && n != 37) continue;
+      mlc_array *x[2][3];
+      mlc_pcg32 rng;
+      mlc_pcg32_seed(&rng, 3, (uint64_t)n);
+      for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) {
+          int64_t shape[2];
+          CHECK(mlc_buffer_extents(fs[v], fs[v]->params[i], &n, shape));
+          x[k][i] = mlc_array_new(MLC_FLOAT32, 2, shape);
+        }
+      for (int i = 0; i < 2; i++) {
+        mlc_array_fill_random(x[0][i], &rng);
+        memcpy(x[1][i]->data, x[0][i]->data, (size_t)mlc_array_numel(x[0][i]) * 4);
+      }
+      mlc_array want[3] = {*x[0][0], *x[0][1], *x[0][2]}, got[3] = {*x[1][0], *x[1][1], *x[1][2]};
+      double me = 0;
+      CHECK(mlc_interp_run(fs[v], want, &err) && mlc_interp_run(g, got, &err));
+      CHECK_MSG(mlc_array_allclose(x[1][2], x[0][2], 1e-4, 1e-4, &me), "n=%lld: max error %g",
+                (long long)n, me);
+      for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) mlc_array_free(x[k][i]);
+    }
+  }
+  mlc_arena_free(a);
+}
+
 int main(void) {
+  RUN(test_default_schedule_sizes);
   RUN(test_space_matmul);
   RUN(test_space_batch_matmul);
   RUN(test_space_dense_bias_relu);

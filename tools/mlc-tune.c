@@ -42,8 +42,10 @@ static const char *usage_text =
     "  -f, --task-file FILE.py    a TVMScript prim_func named main (or the only one)\n"
     "      --name NAME            the task name it is stored under (default: the\n"
     "                             file name without directory and .py)\n"
-    "      --size N=V             a --task-file function of size vars (n = T.int64())\n"
-    "                             is tuned at these sizes (repeat per size var)\n"
+    "      --size N=V[,V...]      a --task-file function of size vars (n = T.int64())\n"
+    "                             is tuned at these sizes, one run per value (repeat\n"
+    "                             per size var; lists go in step); mlc-compile then\n"
+    "                             builds it for every size from these records\n"
     "  -m, --model FILE.json|FILE.onnx\n"
     "                             every distinct kernel of a model (as mlc-compile\n"
     "                             --model compiles it); --trials is the budget over\n"
@@ -333,20 +335,30 @@ static void file_stem(const char *path, char *out, size_t size) {
 /* A function of size vars is tuned at the sizes --size gives: the static
  * function of those sizes, stored with "n=128;m=4" as its shape (what
  * mlc-compile looks for to build the function of size vars). */
-static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f) {
+enum { MAX_SIZE_RUNS = 16 };
+
+static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f, int run,
+                                 int *n_runs) {
   mlc_error err;
-  int64_t sizes[MLC_MAX_SIZES];
+  int64_t sizes[MLC_MAX_SIZES], vals[MAX_SIZE_RUNS];
   int off = 0;
+  *n_runs = 1;
   for (int k = 0; k < f->n_sizes; k++) {
     const mlc_size_var *sv = &f->sizes[k];
-    int n = mlc_size_values(c->n_sizes, c->sizes, sv->var->name, &sizes[k], 1, &err);
+    int n = mlc_size_values(c->n_sizes, c->sizes, sv->var->name, vals, MAX_SIZE_RUNS, &err);
     if (n < 0) return fprintf(stderr, "mlc-tune: error: %s\n", err.msg), NULL;
+    if (n > 1 && *n_runs > 1 && n != *n_runs) {
+      fprintf(stderr, "mlc-tune: error: --size lists of different lengths (%d and %d)\n", *n_runs, n);
+      return NULL;
+    }
     if (n == 0) {
-      fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time: tune it at one "
-                      "size with --size %s=V\n",
+      fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time: tune it at given "
+                      "sizes with --size %s=V[,V...]\n",
               c->task_file, f->name, sv->var->name, sv->var->name);
       return NULL;
     }
+    if (n > *n_runs) *n_runs = n;
+    sizes[k] = vals[n > 1 ? (run < n ? run : n - 1) : 0];
     if (sizes[k] < sv->lo || sizes[k] > sv->hi) {
       fprintf(stderr, "mlc-tune: error: --size %s=%lld is outside its bounds [%lld, %lld]\n",
               sv->var->name, (long long)sizes[k], (long long)sv->lo, (long long)sv->hi);
@@ -362,7 +374,7 @@ static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func 
   return NULL;
 }
 
-static int load_file(const cli *c, workload *w) {
+static int load_file(const cli *c, workload *w, int run, int *n_runs) {
   mlc_error err;
   size_t len;
   char *text = mlc_read_file(c->task_file, &len, &err);
@@ -386,7 +398,7 @@ static int load_file(const cli *c, workload *w) {
             c->task_file);
     return 2;
   }
-  if (f->n_sizes > 0 && !(f = specialize(c, w, f))) return 1;
+  if (f->n_sizes > 0 && !(f = specialize(c, w, f, run, n_runs))) return 1;
   w->f = f;
   /* The database lists tasks by name: the file's stem, not a path that
    * only means something on this machine. */
@@ -857,10 +869,14 @@ int main(int argc, char **argv) {
   if (c.model) {
     rc = tune_model(&c);
   } else {
-    workload w = {.arena = mlc_arena_new()};
-    rc = c.task ? load_task(&c, &w) : load_file(&c, &w);
-    if (rc == 0) rc = run(&c, &w);
-    mlc_arena_free(w.arena);
+    /* A kernel of size vars is tuned at each of the sizes --size lists. */
+    rc = 0;
+    for (int r = 0, n_runs = 1; r < n_runs && rc == 0; r++) {
+      workload w = {.arena = mlc_arena_new()};
+      rc = c.task ? load_task(&c, &w) : load_file(&c, &w, r, &n_runs);
+      if (rc == 0) rc = run(&c, &w);
+      mlc_arena_free(w.arena);
+    }
   }
   mlc_measure_mpi_end(g_mpi, rc);
   return rc;

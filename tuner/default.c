@@ -216,9 +216,40 @@ static bool register_tile(mlc_sched **s, mlc_rv b) {
 /* The rules on every top-level block of f, then the CPU postprocessors
  * (decomposed reductions), as a search candidate would have them; a
  * postprocessor that refuses leaves the schedule as the rules made it. */
+/* Sizes a function of size vars gets its default schedule at: each at
+ * its max, or 128 when that is larger (tiles for a large size waste
+ * little at small ones; the tails are guarded). */
+enum { DEFAULT_AT_SIZE = 128 };
+
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o);
+
+/* A function of size vars takes the schedule its rules give a static
+ * instance (register tiles need constant extents to plan), replayed on
+ * it; the rules on the function itself where that replay fails. */
+static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o) {
+  int64_t sizes[MLC_MAX_SIZES];
+  for (int k = 0; k < f->n_sizes; k++)
+    sizes[k] = f->sizes[k].hi < DEFAULT_AT_SIZE ? f->sizes[k].hi : DEFAULT_AT_SIZE;
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
+  mlc_sched *at = g ? rules_sched(g, o) : NULL, *s = mlc_sched_new(f, 0);
+  bool ok = at && mlc_sched_replay(s, mlc_sched_trace(at), NULL, NULL, &err) &&
+            mlc_verify_func(mlc_sched_func(s), &err);
+  if (at) mlc_sched_free(at);
+  mlc_arena_free(a);
+  if (ok) return s;
+  mlc_sched_free(s);
+  return rules_sched(f, o);
+}
+
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                    mlc_error *unused) {
   (void)unused; /* the rules never fail: what a primitive refuses is left out */
+  return f->n_sizes > 0 ? sized_default(f, o) : rules_sched(f, o);
+}
+
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   mlc_error err;
   mlc_sched *s = mlc_sched_new(f, 0);
   mlc_rv root, *kids;

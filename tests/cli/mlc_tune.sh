@@ -266,7 +266,7 @@ fi
 S=tests/kernels/sym_softmax.py
 "$TUNE" --task-file "$S" --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
 check tune_size_needed_exit1 test $? -eq 1
-check tune_size_needed_message grep -q "main takes its size n at run time: tune it at one size with --size n=V" "$tmp/err"
+check tune_size_needed_message grep -q "main takes its size n at run time: tune it at given sizes with --size n=V" "$tmp/err"
 "$TUNE" --task-file "$S" --size n=301 --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
 check tune_size_outside_bound grep -q -- "--size n=301 is outside its bounds \[1, 300\]" "$tmp/err"
 "$TUNE" --task-file "$S" --size n=64 --trials 4 $Q --db "$tmp/sym.db" --json >"$tmp/sym.json" 2>"$tmp/err"
