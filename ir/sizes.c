@@ -236,6 +236,52 @@ static void spec_allocs(const mlc_stmt *st, void *ud) {
   for (int i = 0; i < b->n_allocs; i++) spec_buffer(ud, b->allocs[i]);
 }
 
+static bool is_var(const mlc_expr *e, void *ud) {
+  (void)ud;
+  return e->kind == MLC_EXPR_VAR;
+}
+
+/* e as the constant it is once the sizes are in (64 + 1 -> 65), else e. */
+static mlc_expr *fold(mlc_arena *a, const mlc_prim_func *g, mlc_expr *e) {
+  int64_t v;
+  if (!e || e->kind == MLC_EXPR_INT_IMM || !mlc_dtype_is_int(e->dtype) || mlc_expr_any(e, is_var, NULL) ||
+      !mlc_size_eval(g, e, NULL, &v))
+    return e;
+  return mlc_int_t(a, e->dtype, v);
+}
+
+typedef struct fold_ctx {
+  mlc_arena *a;
+  const mlc_prim_func *g;
+} fold_ctx;
+
+static void fold_ranges(mlc_arena *a, const mlc_prim_func *g, int n, mlc_region *rs) {
+  for (int i = 0; i < n; i++)
+    for (int d = 0; d < rs[i].buf->ndim; d++) {
+      rs[i].ranges[d].min = fold(a, g, rs[i].ranges[d].min);
+      rs[i].ranges[d].extent = fold(a, g, rs[i].ranges[d].extent);
+    }
+}
+
+/* Loop bounds, iter domains and regions constant again, as a static
+ * function has them (the specialization owns every node it changes). */
+static void fold_stmt(const mlc_stmt *st, void *ud) {
+  fold_ctx *c = ud;
+  mlc_stmt *s = (mlc_stmt *)st;
+  if (s->kind == MLC_STMT_FOR) {
+    s->loop.min = fold(c->a, c->g, s->loop.min);
+    s->loop.extent = fold(c->a, c->g, s->loop.extent);
+  }
+  if (s->kind != MLC_STMT_BLOCK_REALIZE) return;
+  mlc_block *b = s->realize.block;
+  for (int i = 0; i < b->n_iters; i++) {
+    b->iters[i].dom.min = fold(c->a, c->g, b->iters[i].dom.min);
+    b->iters[i].dom.extent = fold(c->a, c->g, b->iters[i].dom.extent);
+  }
+  fold_ranges(c->a, c->g, b->n_reads, b->reads);
+  fold_ranges(c->a, c->g, b->n_writes, b->writes);
+}
+
 mlc_prim_func *mlc_func_specialize(mlc_arena *a, const mlc_prim_func *f, const int64_t *sizes,
                                    mlc_error *err) {
   mlc_prim_func *g = mlc_func_copy(a, f);
@@ -254,6 +300,8 @@ mlc_prim_func *mlc_func_specialize(mlc_arena *a, const mlc_prim_func *f, const i
   g->body = mlc_stmt_subst(a, g->body, g->n_sizes, vars, vals);
   g->n_sizes = 0;
   g->sizes = NULL;
+  fold_ctx fc = {a, g};
+  mlc_stmt_visit(g->body, fold_stmt, &fc);
   return g;
 }
 
