@@ -452,8 +452,8 @@ typedef struct mlc_gkernel {
   int64_t record_id;          /* the replayed record; 0: untuned */
   double record_sec;          /* its mean time per call */
   char note[512];             /* why the best record was not used, or "" */
-  char tuned_at[64];          /* a kernel of size vars: the sizes its record was
-                                 tuned at ("n=128"), or "" */
+  char tuned_at[64];          /* a kernel of size vars: the sizes its records were
+                                 tuned at ("n=128", "n=1,16,128"), or "" */
   /* Library offload (mlc-tune --library): the library the replayed record
    * calls ("": a compiled loop nest), and the best successful library and
    * tuned records of the workload (0: none), which --report compares. */
@@ -467,10 +467,12 @@ typedef struct mlc_gkernel {
  * and names the result like f; a record whose replay fails or is not its
  * stored sched_hash, or that has no sched_hash, is skipped for the next
  * best (out->note says why); without one, the default schedule. A kernel
- * of size vars without records of its own takes the best record of the
- * largest sizes it was tuned at (workloads that are its specializations,
- * shape "n=128;m=4" as mlc-tune --size stores them) whose trace replays on
- * it (out->tuned_at names them). False only for a database error. */
+ * of size vars without records of its own takes the records of the sizes
+ * it was tuned at (workloads that are its specializations, shape
+ * "n=128;m=4" as mlc-tune --size stores them) whose traces replay on it:
+ * with one size var, each serves the sizes up to its own
+ * (mlc_func_select_by_size), else the largest sizes' serves all
+ * (out->tuned_at names them). False only for a database error. */
 bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err);

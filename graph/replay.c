@@ -26,6 +26,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void set_name(mlc_arena *a, mlc_prim_func *f, const char *name) {
@@ -144,10 +145,53 @@ static bool tuned_sizes(mlc_arena *a, const mlc_prim_func *f, const mlc_db_workl
   return strcmp(hex, w->hash) == 0;
 }
 
-/* A kernel of size vars has no records of its own: the best record of
- * the sizes it was tuned at (the largest sizes first) that replays on it.
- * The record is trusted as any other (it must replay to the function it
- * measured); its trace must then replay on the kernel and verify. */
+/* One schedule of a kernel of size vars: what a record of one tuned size
+ * replays to on the kernel. */
+typedef struct sized_variant {
+  mlc_prim_func *sched;
+  int64_t record_id, size;
+  double record_sec;
+  const char *shape;
+} sized_variant;
+
+/* The first of the best records of workload w (f at sizes) that replays
+ * to the function it measured and, on f, to a function that verifies. */
+static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_prim_func *f,
+                       const mlc_db_workload *w, const int64_t *sizes, sized_variant *out,
+                       mlc_gkernel *k, size_t *len, mlc_error *err) {
+  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, err);
+  mlc_db_record *best;
+  int nb = g ? mlc_db_top_k(db, w->id, target, MAX_TRIED, a, &best, err) : -1;
+  if (nb < 0) return false;
+  for (int i = 0; i < nb; i++) {
+    mlc_error why;
+    bool differs = false;
+    mlc_prim_func *s = NULL;
+    char hash[17];
+    if (!best[i].sched_hash || !replay(a, g, w, &best[i], &differs, &why)) continue;
+    if (!mlc_db_replay_trace(a, f, best[i].trace, &s, hash, &why)) {
+      add_note(k, len, best[i].id, "(tuned at this kernel's sizes) does not replay on it", why.msg);
+      continue;
+    }
+    *out = (sized_variant){s, best[i].id, sizes[0], best[i].mean_sec, w->shape};
+    return true;
+  }
+  out->sched = NULL;
+  return true;
+}
+
+static int by_size(const void *x, const void *y) {
+  int64_t a = ((const sized_variant *)x)->size, b = ((const sized_variant *)y)->size;
+  return (a > b) - (a < b);
+}
+
+/* A kernel of size vars has no records of its own: it takes the records
+ * of the sizes it was tuned at (workloads that are its specializations).
+ * With one size var, the schedule tuned at each size serves the sizes up
+ * to it (the largest serves above), one kernel dispatching by size;
+ * otherwise the largest tuned sizes' record serves all. Each record is
+ * trusted as any other (it must replay to the function it measured); its
+ * trace must then replay on the kernel and verify. */
 static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
                                 const mlc_prim_func *f, mlc_gkernel *out, mlc_error *err) {
   mlc_arena *q = mlc_arena_new();
@@ -158,37 +202,55 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
   size_row *sizes = MLC_NEW_ARRAY(q, size_row, n + 1);
   double *weight = MLC_NEW_ARRAY(q, double, n + 1);
   bool *match = MLC_NEW_ARRAY(q, bool, n + 1);
+  sized_variant *vs = MLC_NEW_ARRAY(q, sized_variant, n + 1);
+  int nv = 0;
   for (int i = 0; i < n; i++) match[i] = tuned_sizes(q, f, &ws[i], sizes[i].v, &weight[i]);
   size_t len = strlen(out->note);
-  for (;;) {
+  for (;;) { /* the largest sizes first */
     int pick = -1;
     for (int i = 0; i < n; i++)
       if (match[i] && (pick < 0 || weight[i] > weight[pick])) pick = i;
     if (pick < 0) break;
     match[pick] = false;
-    mlc_prim_func *g = mlc_func_specialize(q, f, sizes[pick].v, err);
-    mlc_db_record *best;
-    int nb = g ? mlc_db_top_k(db, ws[pick].id, target, MAX_TRIED, q, &best, err) : -1;
-    if (nb < 0) return mlc_arena_free(q), false;
-    for (int i = 0; i < nb; i++) {
-      mlc_error why;
-      bool differs = false;
-      mlc_prim_func *s = NULL;
-      char hash[17];
-      if (!best[i].sched_hash || !replay(q, g, &ws[pick], &best[i], &differs, &why)) continue;
-      if (!mlc_db_replay_trace(q, f, best[i].trace, &s, hash, &why)) {
-        add_note(out, &len, best[i].id, "(tuned at this kernel's sizes) does not replay on it", why.msg);
-        continue;
+    if (!variant_of(q, db, target, f, &ws[pick], sizes[pick].v, &vs[nv], out, &len, err))
+      return mlc_arena_free(q), false;
+    if (vs[nv].sched) nv++;
+    if (nv == 1 && f->n_sizes != 1) break;
+  }
+  if (nv > 0) {
+    sized_variant top_v = vs[0]; /* the largest sizes' (the list is sorted below) */
+    const sized_variant *top = &top_v;
+    mlc_prim_func *chosen = top->sched;
+    int off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s", top->shape);
+    if (nv > 1) {
+      qsort(vs, (size_t)nv, sizeof *vs, by_size);
+      const mlc_prim_func **scheds = MLC_NEW_ARRAY(q, const mlc_prim_func *, nv);
+      int64_t *upto = MLC_NEW_ARRAY(q, int64_t, nv);
+      const char **tags = MLC_NEW_ARRAY(q, const char *, nv);
+      for (int i = 0; i < nv; i++) {
+        scheds[i] = vs[i].sched;
+        upto[i] = vs[i].size;
+        tags[i] = mlc_arena_printf(q, "at%lld", (long long)vs[i].size);
       }
-      mlc_prim_func *c = mlc_func_copy(a, s);
-      set_name(a, c, f->name);
-      out->sched = c;
-      out->record_id = best[i].id;
-      out->record_sec = best[i].mean_sec;
-      snprintf(out->tuned_at, sizeof out->tuned_at, "%s", ws[pick].shape);
-      mlc_arena_free(q);
-      return true;
+      mlc_error why;
+      mlc_prim_func *sel = mlc_func_select_by_size(q, f, nv, scheds, upto, tags, &why);
+      if (sel && mlc_verify_func(sel, &why)) {
+        chosen = sel;
+        top = &vs[nv - 1];
+        off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s=", f->sizes[0].var->name);
+        for (int i = 0; i < nv && off < (int)sizeof out->tuned_at; i++)
+          off += snprintf(out->tuned_at + off, sizeof out->tuned_at - (size_t)off, "%s%lld",
+                          i ? "," : "", (long long)vs[i].size);
+      } else {
+        add_note(out, &len, 0, NULL, "the schedules of the tuned sizes do not combine; the "
+                                     "largest sizes' serves every size");
+      }
     }
+    mlc_prim_func *c = mlc_func_copy(a, chosen);
+    set_name(a, c, f->name);
+    out->sched = c;
+    out->record_id = top->record_id;
+    out->record_sec = top->record_sec;
   }
   mlc_arena_free(q);
   return true;

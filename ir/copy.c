@@ -480,6 +480,14 @@ mlc_prim_func *mlc_func_copy(mlc_arena *a, const mlc_prim_func *f) {
   return cp_func(&c, f);
 }
 
+mlc_stmt *mlc_stmt_copy_mapped(mlc_arena *a, const mlc_stmt *s, int n, const void *const *from,
+                               void *const *to) {
+  copier c;
+  copier_init(&c, a, size_stmt(s));
+  for (int i = 0; i < n; i++) map_put(&c.map, from[i], to[i]);
+  return cp_stmt(&c, s);
+}
+
 mlc_module *mlc_module_copy(mlc_arena *a, const mlc_module *m) {
   mlc_module *n = MLC_NEW(a, mlc_module);
   n->name = m->name ? mlc_arena_strdup(a, m->name) : NULL;

@@ -387,6 +387,10 @@ mlc_block *mlc_func_root(const mlc_prim_func *f); /* the root block */
  * buffers are copied too and the copy refers only to its own copies. */
 mlc_prim_func *mlc_func_copy(mlc_arena *a, const mlc_prim_func *f);
 mlc_module *mlc_module_copy(mlc_arena *a, const mlc_module *m);
+/* Deep copy of a statement in which vars and buffers from[i] become to[i]
+ * (not copied); every other var and buffer is copied. */
+mlc_stmt *mlc_stmt_copy_mapped(mlc_arena *a, const mlc_stmt *s, int n, const void *const *from,
+                               void *const *to);
 /* Replace variables: vars[i] -> values[i]. Returns a new tree; unchanged
  * subtrees may be shared with the input. */
 mlc_expr *mlc_expr_subst(mlc_arena *a, mlc_expr *e, int n, mlc_var **vars, mlc_expr **values);
@@ -658,6 +662,15 @@ mlc_prim_func *mlc_func_specialize(mlc_arena *a, const mlc_prim_func *f, const i
  * static buffer); false when one cannot be computed or is negative. */
 bool mlc_buffer_extents(const mlc_prim_func *f, const mlc_buffer *b, const int64_t *sizes,
                         int64_t *shape);
+/* One function with f's parameters and its one size var that runs
+ * variants[i] (f scheduled other ways: the same parameters and size var,
+ * in order) where the size is at most upto[i], ascending, the last one
+ * above the others (upto[n - 1] unused): a kernel tuned at several sizes
+ * dispatches to the schedule tuned nearest above. Each variant's blocks
+ * are renamed "<name>_<tags[i]>" so that names stay distinct. */
+mlc_prim_func *mlc_func_select_by_size(mlc_arena *a, const mlc_prim_func *f, int n,
+                                       const mlc_prim_func *const *variants, const int64_t *upto,
+                                       const char *const *tags, mlc_error *err);
 /* *v = e, an int expression of f's size vars, at the given sizes; false
  * when e holds anything else or overflows. */
 bool mlc_size_eval(const mlc_prim_func *f, const mlc_expr *e, const int64_t *sizes, int64_t *v);

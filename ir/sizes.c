@@ -337,3 +337,63 @@ int mlc_size_values(int n_specs, const char *const *specs, const char *name, int
   }
   return 0;
 }
+
+/* ---- variants by size -------------------------------------------------------------- */
+
+typedef struct rename_ctx {
+  mlc_arena *a;
+  const char *tag;
+} rename_ctx;
+
+static void rename_block(const mlc_stmt *st, void *ud) {
+  rename_ctx *c = ud;
+  if (st->kind != MLC_STMT_BLOCK_REALIZE) return;
+  mlc_block *b = st->realize.block; /* the copy's own */
+  b->name = mlc_arena_printf(c->a, "%s_%s", b->name, c->tag);
+}
+
+mlc_prim_func *mlc_func_select_by_size(mlc_arena *a, const mlc_prim_func *f, int n,
+                                       const mlc_prim_func *const *variants, const int64_t *upto,
+                                       const char *const *tags, mlc_error *err) {
+  if (f->n_sizes != 1 || n < 1)
+    return mlc_error_set(err, "%s: variants by size need one size var and a variant", f->name),
+           NULL;
+  mlc_prim_func *g = mlc_func_copy(a, f);
+  int np = g->n_params;
+  const void **from = MLC_NEW_ARRAY(a, const void *, np + 1);
+  void **to = MLC_NEW_ARRAY(a, void *, np + 1);
+  mlc_stmt *chain = NULL;
+  MLC_VEC(mlc_buffer *) allocs = {0};
+  for (int i = n - 1; i >= 0; i--) {
+    const mlc_prim_func *v = variants[i];
+    if (v->n_params != np || v->n_sizes != 1)
+      return mlc_error_set(err, "%s: variant %d has other parameters or sizes", f->name, i), NULL;
+    for (int j = 0; j < np; j++) from[j] = v->params[j], to[j] = g->params[j];
+    from[np] = v->sizes[0].var;
+    to[np] = g->sizes[0].var;
+    mlc_stmt *copy = mlc_stmt_copy_mapped(a, v->body, np + 1, from, to);
+    rename_ctx rc = {a, tags[i]};
+    mlc_stmt_visit(copy, rename_block, &rc);
+    /* The variant's root block dissolves into the new one: its body
+     * under the branch, its allocations the new root's. */
+    if (copy->kind != MLC_STMT_BLOCK_REALIZE || copy->realize.block->init)
+      return mlc_error_set(err, "%s: variant %d's body is no root block without init", f->name, i),
+             NULL;
+    mlc_block *vroot = copy->realize.block;
+    for (int k = 0; k < vroot->n_allocs; k++) MLC_VEC_APUSH(a, allocs, vroot->allocs[k]);
+    mlc_stmt *body = vroot->body;
+    if (!chain) {
+      chain = body;
+      continue;
+    }
+    mlc_var *sv = g->sizes[0].var;
+    mlc_expr *in = mlc_binary(a, MLC_EXPR_LE, mlc_ref(a, sv), mlc_int_t(a, sv->dtype, upto[i]));
+    chain = mlc_if_new(a, in, body, chain);
+  }
+  mlc_block *root = mlc_block_new(a, "root");
+  root->body = chain;
+  root->n_allocs = allocs.len;
+  root->allocs = allocs.data;
+  g->body = mlc_realize_new(a, root, NULL, NULL);
+  return g;
+}

@@ -250,6 +250,59 @@ static void test_struct_hash(void) {
   mlc_arena_free(a);
 }
 
+/* Two variants of one function combined: each runs up to its size; the
+ * result verifies and computes what the function does on both sides of
+ * the threshold. Only one size var is taken. */
+static void test_select_by_size(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, rows_src, &err);
+  mlc_prim_func *v1 = parse1(a, rows_src, &err), *v2 = parse1(a, rows_src, &err);
+  CHECK_MSG(f && v1 && v2, "%s", err.msg);
+  if (!f || !v1 || !v2) return mlc_arena_free(a);
+  const mlc_prim_func *vs[2] = {v1, v2};
+  int64_t upto[2] = {8, 100};
+  const char *tags[2] = {"small", "large"};
+  mlc_prim_func *g = mlc_func_select_by_size(a, f, 2, vs, upto, tags, &err);
+  CHECK_MSG(g != NULL, "%s", err.msg);
+  if (!g) return mlc_arena_free(a);
+  CHECK_MSG(mlc_verify_func(g, &err), "%s", err.msg);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *t = mlc_str_cstr(&out);
+  CHECK_MSG(strstr(t, "if n <= T.int64(8):") && strstr(t, "T.block(\"B_small\")") &&
+                strstr(t, "T.block(\"B_large\")"),
+            "%s", t);
+  mlc_str_free(&out);
+  for (int64_t n = 7; n <= 9; n += 2) {
+    mlc_array *x = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){n, 4});
+    mlc_array *y = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){n, 4});
+    for (int64_t i = 0; i < n * 4; i++) mlc_array_set(x, i, (double)i);
+    mlc_array args[2] = {*x, *y};
+    CHECK_MSG(mlc_interp_run(g, args, &err), "%s", err.msg);
+    bool ok = true;
+    for (int64_t i = 0; i < n * 4; i++) ok = ok && mlc_array_get(y, i) == 2.0 * (double)i;
+    CHECK_MSG(ok, "n=%lld", (long long)n);
+    mlc_array_free(x);
+    mlc_array_free(y);
+  }
+  mlc_prim_func *two = parse1(a, "@T.prim_func\n"
+                                 "def main(a: T.handle, b: T.handle):\n"
+                                 "    m = T.int32(max=8)\n"
+                                 "    n = T.int32(max=8)\n"
+                                 "    A = T.match_buffer(a, (m,))\n"
+                                 "    B = T.match_buffer(b, (n,))\n"
+                                 "    T.evaluate(0)\n",
+                              &err);
+  CHECK_MSG(two != NULL, "%s", err.msg);
+  if (two) {
+    const mlc_prim_func *tv[1] = {two};
+    CHECK(!mlc_func_select_by_size(a, two, 1, tv, upto, tags, &err));
+    CHECK_MSG(strstr(err.msg, "need one size var"), "%s", err.msg);
+  }
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_parse_print);
   RUN(test_verify_refuses);
@@ -257,5 +310,6 @@ int main(void) {
   RUN(test_interp);
   RUN(test_specialize);
   RUN(test_struct_hash);
+  RUN(test_select_by_size);
   return test_summary();
 }
