@@ -73,14 +73,24 @@ static bool same_at_sizes(const mlc_prim_func *f, const mlc_prim_func *g) {
   return true;
 }
 
+/* A state on f (seed) with block "B" and its two loops. */
+static mlc_sched *open_b(const mlc_prim_func *f, uint64_t seed, mlc_rv *b, mlc_rv *loops) {
+  mlc_error err;
+  mlc_rv *ls;
+  mlc_sched *s = mlc_sched_new(f, seed);
+  CHECK(mlc_sched_get_block(s, "B", NULL, b, &err));
+  CHECK(mlc_sched_get_loops(s, *b, &ls, &err) == 2);
+  loops[0] = ls[0];
+  loops[1] = ls[1];
+  return s;
+}
+
 static void test_split_tail(void) {
   mlc_prim_func *f = parse(rows_src);
   if (!f) return;
   mlc_error err;
-  mlc_sched *s = mlc_sched_new(f, 1);
-  mlc_rv b, *loops, parts[3];
-  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
-  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv b, loops[2], parts[3];
+  mlc_sched *s = open_b(f, 1, &b, loops);
   mlc_rv i = loops[0];
   /* Constant factors cannot cover every size. */
   CHECK(!mlc_sched_split(s, i, 2, (mlc_operand[]){MLC_OP_INT(8), MLC_OP_INT(4)}, true, parts, &err));
@@ -95,10 +105,8 @@ static void test_fuse_and_parallel(void) {
   mlc_prim_func *f = parse(rows_src);
   if (!f) return;
   mlc_error err;
-  mlc_sched *s = mlc_sched_new(f, 1);
-  mlc_rv b, *loops, parts[2], fused;
-  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
-  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv b, loops[2], parts[2], fused;
+  mlc_sched *s = open_b(f, 1, &b, loops);
   mlc_rv i = loops[0], j = loops[1];
   CHECK(mlc_sched_split(s, j, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, parts, &err));
   /* j_0 (3 iterations) outside the symbolic i: i moves out first (a
@@ -122,10 +130,8 @@ static void test_sample_tile(void) {
   mlc_prim_func *f = parse(rows_src);
   if (!f) return;
   mlc_error err;
-  mlc_sched *s = mlc_sched_new(f, 3);
-  mlc_rv b, *loops, v[3], parts[3];
-  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
-  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv b, loops[2], v[3], parts[3];
+  mlc_sched *s = open_b(f, 3, &b, loops);
   CHECK_MSG(mlc_sched_sample_perfect_tile(s, loops[0], 3, 4, v, &err), "%s", err.msg);
   mlc_operand fs[3] = {MLC_OP_RV(v[0]), MLC_OP_RV(v[1]), MLC_OP_RV(v[2])};
   CHECK_MSG(mlc_sched_split(s, loops[0], 3, fs, true, parts, &err), "%s", err.msg);
@@ -137,10 +143,8 @@ static void test_cache_write_tail(void) {
   mlc_prim_func *f = parse(rowsum_src);
   if (!f) return;
   mlc_error err;
-  mlc_sched *s = mlc_sched_new(f, 1);
-  mlc_rv b, *loops, parts[2], wb;
-  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
-  CHECK(mlc_sched_get_loops(s, b, &loops, &err) == 2);
+  mlc_rv b, loops[2], parts[2], wb;
+  mlc_sched *s = open_b(f, 1, &b, loops);
   mlc_rv k = loops[1];
   CHECK(mlc_sched_split(s, loops[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(8)}, true, parts,
                         &err));
