@@ -44,8 +44,10 @@ static const char *usage_text =
     "                             file name without directory and .py)\n"
     "      --size N=V[,V...]      a --task-file function of size vars (n = T.int64())\n"
     "                             is tuned at these sizes, one run per value (repeat\n"
-    "                             per size var; lists go in step); mlc-compile then\n"
-    "                             builds it for every size from these records\n"
+    "                             per size var; lists go in step); one size var with a\n"
+    "                             declared max is tuned by default at 1, 16, 128 and\n"
+    "                             its max (within its bounds); mlc-compile then builds\n"
+    "                             it for every size from these records\n"
     "  -m, --model FILE.json|FILE.onnx\n"
     "                             every distinct kernel of a model (as mlc-compile\n"
     "                             --model compiles it); --trials is the budget over\n"
@@ -337,6 +339,22 @@ static void file_stem(const char *path, char *out, size_t size) {
  * mlc-compile looks for to build the function of size vars). */
 enum { MAX_SIZE_RUNS = 16 };
 
+/* Sizes a lone size var is tuned at when --size names none: its least
+ * (a row), 16 and 128 (small and large batches of rows) and its max,
+ * within its bounds; none for a size without a declared max. */
+static int sample_sizes(const mlc_size_var *sv, int64_t *vals) {
+  int64_t lo, hi;
+  mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+  if (sv->hi == hi) return 0;
+  const int64_t want[4] = {sv->lo > 1 ? sv->lo : 1, 16, 128, sv->hi};
+  int n = 0;
+  for (int i = 0; i < 4; i++) {
+    int64_t v = want[i] < sv->lo ? sv->lo : want[i] > sv->hi ? sv->hi : want[i];
+    if (n == 0 || v > vals[n - 1]) vals[n++] = v;
+  }
+  return n;
+}
+
 static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f, int run,
                                  int *n_runs) {
   mlc_error err;
@@ -351,10 +369,12 @@ static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func 
       fprintf(stderr, "mlc-tune: error: --size lists of different lengths (%d and %d)\n", *n_runs, n);
       return NULL;
     }
+    if (n == 0 && f->n_sizes == 1) n = sample_sizes(sv, vals);
     if (n == 0) {
-      fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time: tune it at given "
+      fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time%s: tune it at given "
                       "sizes with --size %s=V[,V...]\n",
-              c->task_file, f->name, sv->var->name, sv->var->name);
+              c->task_file, f->name, sv->var->name,
+              f->n_sizes == 1 ? " and declares no max" : "", sv->var->name);
       return NULL;
     }
     if (n > *n_runs) *n_runs = n;

@@ -262,11 +262,15 @@ else
 fi
 
 # A kernel of size vars is tuned at the sizes --size gives, stored with
-# them as its shape; without them it is refused before any work.
+# them as its shape; a lone size with a max is tuned by default at 1, 16,
+# 128 and its max; one without a max and without --size is refused.
 S=tests/kernels/sym_softmax.py
-"$TUNE" --task-file "$S" --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
+"$TUNE" --task-file tests/golden/symbolic.py --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
 check tune_size_needed_exit1 test $? -eq 1
-check tune_size_needed_message grep -q "main takes its size n at run time: tune it at given sizes with --size n=V" "$tmp/err"
+check tune_size_needed_message grep -q "main takes its size seq at run time: tune it at given sizes with --size seq=V" "$tmp/err"
+"$TUNE" --task-file "$S" --trials 4 $Q --db "$tmp/sampled.db" >"$tmp/sampled" 2>&1
+check tune_size_sampled_exit test $? -eq 0
+check tune_size_sampled_sizes test "$(grep -c '^sym_softmax n=\(1\|16\|128\|300\) on' "$tmp/sampled")" -eq 4
 "$TUNE" --task-file "$S" --size n=301 --trials 4 $Q --db "$tmp/sym.db" >/dev/null 2>"$tmp/err"
 check tune_size_outside_bound grep -q -- "--size n=301 is outside its bounds \[1, 300\]" "$tmp/err"
 "$TUNE" --task-file "$S" --size n=64 --trials 4 $Q --db "$tmp/sym.db" --json >"$tmp/sym.json" 2>"$tmp/err"
