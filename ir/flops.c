@@ -90,4 +90,6 @@ static double stmt_flops(const mlc_stmt *s, double times) {
   mlc_unreachable();
 }
 
-double mlc_func_flops(const mlc_prim_func *f) { return stmt_flops(f->body, 1); }
+/* A function of size vars does work that depends on its sizes: none is
+ * claimed (GFLOP/s figures of its records would mean nothing). */
+double mlc_func_flops(const mlc_prim_func *f) { return f->n_sizes ? 0 : stmt_flops(f->body, 1); }

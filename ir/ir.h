@@ -611,7 +611,8 @@ bool mlc_affine_bindings(int nl, mlc_stmt *const *loops, int n_conj, mlc_expr *c
 /* ---- floating-point work (flops.c) -------------------------------------- */
 /* Float operations of one call, counted from the blocks' bodies and
  * iteration domains as TVM's estimate of TIR flops does (the rule is in
- * flops.c); 0 for a function without float arithmetic. */
+ * flops.c); 0 for a function without float arithmetic, and for one of
+ * size vars (its work depends on the sizes: count a specialization's). */
 double mlc_func_flops(const mlc_prim_func *f);
 
 /* ---- structural equality and hash (struct_eq.c) ------------------------ */
