@@ -257,6 +257,26 @@ static mlc_module *load_program(mlc_arena *a, const options *o, const mlc_task_d
   return m;
 }
 
+/* Each --size names a size var of some function (a misspelt one would
+ * silently leave the size at its max). */
+static bool sizes_named(const options *o, const mlc_module *m) {
+  for (int i = 0; i < o->n_sizes; i++) {
+    size_t len = strcspn(o->sizes[i], "=");
+    bool found = false;
+    for (int f = 0; f < m->n_funcs && !found; f++)
+      for (int k = 0; k < m->funcs[f]->n_sizes && !found; k++) {
+        const char *name = m->funcs[f]->sizes[k].var->name;
+        found = strlen(name) == len && strncmp(name, o->sizes[i], len) == 0;
+      }
+    if (!found) {
+      fprintf(stderr, "mlc-ir: error: --size %s: no function has a size var named %.*s\n",
+              o->sizes[i], (int)len, o->sizes[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
 static mlc_module *load_verified(mlc_arena *a, const options *o, const mlc_task_def **task,
                                  int64_t *shape) {
   mlc_module *m = load_program(a, o, task, shape);
@@ -265,7 +285,7 @@ static mlc_module *load_verified(mlc_arena *a, const options *o, const mlc_task_
     fail(err.msg);
     return NULL;
   }
-  return m;
+  return m && sizes_named(o, m) ? m : NULL;
 }
 
 static void print_funcs(int n, mlc_prim_func *const *funcs, const char *module_name) {

@@ -239,6 +239,9 @@ check cli_size_run_labels grep -q '^main \[n=128\]: max error' "$tmp/sym_run"
 "$IR" run "$K" --size n=1,x >/dev/null 2>"$tmp/err"
 check cli_size_bad_value_exit1 test $? -eq 1
 check cli_size_bad_value_message grep -q "size n=1,x: expected integers" "$tmp/err"
+"$IR" run "$K" --size m=3 >/dev/null 2>"$tmp/err"
+check cli_size_unknown_var_exit1 test $? -eq 1
+check cli_size_unknown_var_message grep -q "size m=3: no function has a size var named m" "$tmp/err"
 "$IR" run "$K" --size n=129 >/dev/null 2>"$tmp/err"
 check cli_size_outside_bound grep -q "size n = 129 is outside its bounds \[1, 128\]" "$tmp/err"
 "$IR" run tests/golden/symbolic.py >/dev/null 2>"$tmp/err"
