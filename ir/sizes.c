@@ -22,16 +22,15 @@ void mlc_size_default_bounds(mlc_dtype t, int64_t *lo, int64_t *hi) {
   *hi = t == MLC_INT64 ? INT64_MAX : INT32_MAX;
 }
 
-const mlc_size_var *mlc_func_size_var(const mlc_prim_func *f, const mlc_var *v) {
-  for (int k = 0; k < f->n_sizes; k++)
-    if (f->sizes[k].var == v) return &f->sizes[k];
-  return NULL;
-}
-
 static int size_index(const mlc_prim_func *f, const mlc_var *v) {
   for (int k = 0; k < f->n_sizes; k++)
     if (f->sizes[k].var == v) return k;
   return -1;
+}
+
+const mlc_size_var *mlc_func_size_var(const mlc_prim_func *f, const mlc_var *v) {
+  int k = size_index(f, v);
+  return k < 0 ? NULL : &f->sizes[k];
 }
 
 static int64_t floordiv64(int64_t x, int64_t y) {
