@@ -630,6 +630,19 @@ void mlc_func_hash_hex(const mlc_prim_func *f, char buf[17]);
 uint64_t mlc_func_struct_hash_in(mlc_arena *scratch, const mlc_prim_func *f);
 bool mlc_func_struct_equal_in(mlc_arena *scratch, const mlc_prim_func *x, const mlc_prim_func *y);
 
+/* An int constant of a function: an INT_IMM (imm; bools are not slots) or
+ * extent dim of buf's shape. */
+typedef struct mlc_int_slot {
+  const mlc_expr *imm;
+  const mlc_buffer *buf;
+  int dim;
+} mlc_int_slot;
+/* f's structure with its int constants left out (skeleton, in `a`) and
+ * those constants in the walk's order: two functions with equal skeletons
+ * differ at most in their constants, slot by slot. */
+void mlc_func_int_slots(mlc_arena *a, const mlc_prim_func *f, mlc_str *skeleton, int *n,
+                        mlc_int_slot **slots);
+
 /* ---- interpreter (interp.c) -------------------------------------------- */
 /* A tensor's storage for the interpreter and for compiled code alike:
  * dense row-major, element type = buffer dtype (bool as uint8, float16 as
@@ -672,6 +685,28 @@ bool mlc_buffer_extents(const mlc_prim_func *f, const mlc_buffer *b, const int64
 mlc_prim_func *mlc_func_select_by_size(mlc_arena *a, const mlc_prim_func *f, int n,
                                        const mlc_prim_func *const *variants, const int64_t *upto,
                                        const char *const *tags, mlc_error *err);
+/* Instances of one kernel made at known sizes, for mlc_func_generalize:
+ * insts[i] at values[i * n_sizes + k] of size k (names[k], bounds lo[k]
+ * to hi[k]); insts[0] at every size's hi, and for each size an instance
+ * that differs from it in that size alone. static_params (per parameter
+ * of insts[0], or NULL): parameters kept at insts[0]'s extents, data whose
+ * leading block serves every size (loads of it must not move with the
+ * sizes). */
+typedef struct mlc_generalize_in {
+  int n_inst;
+  const mlc_prim_func *const *insts;
+  int n_sizes;
+  const int64_t *values;
+  const char *const *names;
+  const int64_t *lo, *hi;
+  const bool *static_params;
+} mlc_generalize_in;
+/* insts[0] with each int constant that differs between the instances
+ * (extents, loop bounds, indices) an affine expression of the sizes that
+ * gives every instance's constant at its sizes; size vars only for the
+ * sizes it uses (none: a static copy). NULL with a message when the
+ * instances differ in structure or a constant is no such function. */
+mlc_prim_func *mlc_func_generalize(mlc_arena *a, const mlc_generalize_in *in, mlc_error *err);
 /* *v = e, an int expression of f's size vars, at the given sizes; false
  * when e holds anything else or overflows. */
 bool mlc_size_eval(const mlc_prim_func *f, const mlc_expr *e, const int64_t *sizes, int64_t *v);

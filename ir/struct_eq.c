@@ -89,6 +89,8 @@ typedef struct ser {
   ptr_map vars, bufs;
   uint32_t n_vars, n_bufs;
   bool symbolic; /* the function has size vars: buffers write their dims */
+  bool slots;    /* int constants go to int_slots, not into the bytes */
+  MLC_VEC(mlc_int_slot) int_slots;
 } ser;
 
 static void ser_init(ser *s, mlc_arena *a) {
@@ -175,7 +177,10 @@ static void def_buf(ser *s, const mlc_buffer *b) {
   put_u8(s, 1);
   put_dtype(s, b->dtype);
   put_count(s, b->ndim);
-  for (int i = 0; i < b->ndim; i++) put_i64(s, b->shape[i]);
+  for (int i = 0; i < b->ndim; i++) {
+    if (s->slots) MLC_VEC_APUSH(s->a, s->int_slots, ((mlc_int_slot){NULL, b, i}));
+    else put_i64(s, b->shape[i]);
+  }
   put_str(s, b->scope);
   ptr_put(&s->bufs, b, s->n_bufs++);
   if (!s->symbolic) return;
@@ -272,7 +277,8 @@ static void put_expr(ser *s, const mlc_expr *e) {
   put_dtype(s, e->dtype);
   switch (e->kind) {
   case MLC_EXPR_INT_IMM:
-    put_i64(s, e->int_val);
+    if (s->slots && e->dtype != MLC_BOOL) MLC_VEC_APUSH(s->a, s->int_slots, ((mlc_int_slot){e, NULL, 0}));
+    else put_i64(s, e->int_val);
     return;
   case MLC_EXPR_FLOAT_IMM:
     put_f64(s, e->float_val);
@@ -468,6 +474,17 @@ bool mlc_func_struct_equal_in(mlc_arena *scratch, const mlc_prim_func *x,
   serialize(&a, x);
   serialize(&b, y);
   return a.out.len == b.out.len && memcmp(a.out.data, b.out.data, a.out.len) == 0;
+}
+
+void mlc_func_int_slots(mlc_arena *a, const mlc_prim_func *f, mlc_str *skeleton, int *n,
+                        mlc_int_slot **slots) {
+  ser s;
+  ser_init(&s, a);
+  s.slots = true;
+  serialize(&s, f);
+  *skeleton = s.out;
+  *n = (int)s.int_slots.len;
+  *slots = s.int_slots.data;
 }
 
 /* No error path: their scratch arena has no escape point, so running out

@@ -303,6 +303,147 @@ static void test_select_by_size(void) {
   mlc_arena_free(a);
 }
 
+/* An instance of a kernel at N rows, as a model lowered at that length
+ * gives it: in fmt, %1$lld is N, %2$lld N * 32, %3$lld N - 1, %4$lld N * N. */
+static mlc_prim_func *instance(mlc_arena *a, const char *fmt, int64_t n, mlc_error *err) {
+  char src[2048];
+  long long N = n;
+  snprintf(src, sizeof src, fmt, N, N * 32, N - 1, N * N);
+  return parse1(a, src, err);
+}
+
+/* `M` is data whose leading N x N block serves every N. */
+static const char inst_fmt[] =
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((1, %1$lld, 32), \"float32\"), M: T.Buffer((%1$lld, %1$lld), \"float32\"),\n"
+    "         B: T.Buffer((%1$lld, 32), \"float32\"), C: T.Buffer((%2$lld,), \"float32\")):\n"
+    "    for i, j in T.grid(%1$lld, 32):\n"
+    "        with T.block(\"b\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vi, vj] = T.if_then_else(vi < %3$lld, A[0, vi, vj], M[vi, vi])\n"
+    "            C[vi * 32 + vj] = A[0, vi, vj]\n";
+
+static mlc_prim_func *generalize_of(mlc_arena *a, const mlc_prim_func *const *insts,
+                                    const int64_t *ns, int count, const bool *static_params,
+                                    mlc_error *err) {
+  const char *names[1] = {"seq"};
+  int64_t lo = 1, hi = ns[0];
+  mlc_generalize_in in = {count, insts, 1, ns, names, &lo, &hi, static_params};
+  return mlc_func_generalize(a, &in, err);
+}
+
+static mlc_prim_func *generalize_at(mlc_arena *a, const char *fmt, const int64_t *ns, int count,
+                                    const bool *static_params, mlc_error *err) {
+  const mlc_prim_func *insts[8];
+  for (int i = 0; i < count; i++)
+    if (!(insts[i] = instance(a, fmt, ns[i], err))) return NULL;
+  return generalize_of(a, insts, ns, count, static_params, err);
+}
+
+/* Instances at 64, 20 and 9 rows make one function of seq that verifies,
+ * keeps M at its bound, and computes at 1, 9 and 33 rows what the
+ * instance written for that many rows computes. */
+static void test_generalize(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  int64_t ns[3] = {64, 20, 9};
+  bool keep[4] = {false, true, false, false};
+  mlc_prim_func *g = generalize_at(a, inst_fmt, ns, 3, keep, &err);
+  CHECK_MSG(g != NULL, "%s", err.msg);
+  if (!g) return mlc_arena_free(a);
+  CHECK_MSG(mlc_verify_func(g, &err), "%s", err.msg);
+  CHECK(g->n_sizes == 1 && g->sizes[0].lo == 1 && g->sizes[0].hi == 64);
+  CHECK(g->params[1]->dims == NULL && g->params[1]->shape[0] == 64);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *t = mlc_str_cstr(&out);
+  CHECK_MSG(strstr(t, "seq = T.int32(min=1, max=64)") && strstr(t, "(seq * 32,)") &&
+                strstr(t, "vi < seq - 1") && strstr(t, "T.grid(seq, 32)"),
+            "%s", t);
+  mlc_str_free(&out);
+  float mdata[64 * 64];
+  for (int i = 0; i < 64 * 64; i++) mdata[i] = (float)(i % 97);
+  for (int64_t n = 1; n <= 33; n += n < 9 ? 8 : 24) {
+    mlc_prim_func *want = instance(a, inst_fmt, n, &err);
+    CHECK_MSG(want != NULL, "%s", err.msg);
+    if (!want) break;
+    mlc_array *x = mlc_array_new(MLC_FLOAT32, 3, (int64_t[]){1, n, 32});
+    mlc_array *mb = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){64, 64});
+    mlc_array *ms = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){n, n});
+    mlc_array *y[2], *z[2];
+    for (int k = 0; k < 2; k++) {
+      y[k] = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){n, 32});
+      z[k] = mlc_array_new(MLC_FLOAT32, 1, (int64_t[]){n * 32});
+    }
+    for (int64_t i = 0; i < n * 32; i++) mlc_array_set(x, i, (double)(i * 3 % 11));
+    memcpy(mb->data, mdata, sizeof mdata);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) mlc_array_set(ms, i * n + j, mdata[i * 64 + j]);
+    mlc_array ga[4] = {*x, *mb, *y[0], *z[0]}, wa[4] = {*x, *ms, *y[1], *z[1]};
+    CHECK_MSG(mlc_interp_run(g, ga, &err), "n=%lld: %s", (long long)n, err.msg);
+    CHECK_MSG(mlc_interp_run(want, wa, &err), "n=%lld: %s", (long long)n, err.msg);
+    CHECK_MSG(memcmp(y[0]->data, y[1]->data, sizeof(float) * (size_t)(n * 32)) == 0 &&
+                  memcmp(z[0]->data, z[1]->data, sizeof(float) * (size_t)(n * 32)) == 0,
+              "n=%lld", (long long)n);
+    mlc_array_free(x);
+    mlc_array_free(mb);
+    mlc_array_free(ms);
+    for (int k = 0; k < 2; k++) mlc_array_free(y[k]), mlc_array_free(z[k]);
+  }
+  mlc_arena_free(a);
+}
+
+/* What the generalizer must refuse: a constant that is no affine function
+ * of the size (an extent N * N, a float of N), instances of other
+ * structure, data kept at its bound but indexed by the size, and
+ * instances that do not pin a fit. */
+static void test_generalize_refuses(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  int64_t ns[3] = {64, 20, 9};
+  static const char square[] =
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((%4$lld,), \"float32\"), B: T.Buffer((%1$lld,), \"float32\")):\n"
+      "    for i in range(%1$lld):\n"
+      "        with T.block(\"b\"):\n"
+      "            vi = T.axis.spatial(%1$lld, i)\n"
+      "            B[vi] = A[vi]\n";
+  CHECK(!generalize_at(a, square, ns, 3, NULL, &err));
+  CHECK_MSG(strstr(err.msg, "no affine function of the sizes"), "%s", err.msg);
+  static const char scaled[] =
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((%1$lld,), \"float32\"), B: T.Buffer((%1$lld,), \"float32\")):\n"
+      "    for i in range(%1$lld):\n"
+      "        with T.block(\"b\"):\n"
+      "            vi = T.axis.spatial(%1$lld, i)\n"
+      "            B[vi] = A[vi] * T.float32(%1$lld)\n";
+  CHECK(!generalize_at(a, scaled, ns, 3, NULL, &err));
+  CHECK_MSG(strstr(err.msg, "another loop nest"), "%s", err.msg);
+  const mlc_prim_func *mixed[3] = {instance(a, inst_fmt, 64, &err), instance(a, scaled, 20, &err),
+                                   instance(a, inst_fmt, 9, &err)};
+  CHECK(mixed[0] && mixed[1] && mixed[2]);
+  CHECK(!generalize_of(a, mixed, ns, 3, NULL, &err));
+  CHECK_MSG(strstr(err.msg, "another loop nest at instance 1"), "%s", err.msg);
+  static const char moving[] = /* M kept at its bound, read at a row moving with N */
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((1, %1$lld, 32), \"float32\"), M: T.Buffer((%1$lld, %1$lld), \"float32\"),\n"
+      "         B: T.Buffer((%1$lld, 32), \"float32\")):\n"
+      "    for i, j in T.grid(%1$lld, 32):\n"
+      "        with T.block(\"b\"):\n"
+      "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+      "            B[vi, vj] = M[vi, %3$lld]\n";
+  bool keep[3] = {false, true, false};
+  CHECK(!generalize_at(a, moving, ns, 3, keep, &err));
+  CHECK_MSG(strstr(err.msg, "M, data kept at its bound, is indexed by the sizes"), "%s", err.msg);
+  CHECK(!generalize_at(a, inst_fmt, ns, 1, NULL, &err));
+  const char *names[1] = {"seq"};
+  int64_t lo = 1, hi = 64; /* the first instance is not at the bound */
+  mlc_generalize_in in = {2, mixed + 1, 1, ns + 1, names, &lo, &hi, NULL};
+  CHECK(!mlc_func_generalize(a, &in, &err));
+  CHECK_MSG(strstr(err.msg, "not at every size's bound"), "%s", err.msg);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_parse_print);
   RUN(test_verify_refuses);
@@ -311,5 +452,7 @@ int main(void) {
   RUN(test_specialize);
   RUN(test_struct_hash);
   RUN(test_select_by_size);
+  RUN(test_generalize);
+  RUN(test_generalize_refuses);
   return test_summary();
 }
