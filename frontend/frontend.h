@@ -100,6 +100,24 @@ const char **mlc_graph_shape_list(mlc_arena *a, const char *text);
  * (input_shapes must be NULL or empty); the tools' --model. */
 mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
                                 const char *const *input_shapes, mlc_error *err);
+/* ---- models built once for every size (sized.c) ---------------------------------- */
+/* "seq=1..2048" (mlc-compile --dim) into s, its name in a. */
+bool mlc_gsize_parse(mlc_arena *a, const char *spec, mlc_gsize *s, mlc_error *err);
+/* input_shapes (NULL-terminated "ids=1,seq") with each extent that names
+ * one of the n sizes replaced by values[k], in a. */
+const char **mlc_graph_shapes_at(mlc_arena *a, const char *const *input_shapes, int n,
+                                 const mlc_gsize *sizes, const int64_t *values);
+/* An ONNX model whose input shapes name the sizes as extents, imported
+ * and run through the passes at the sizes mlc_graph_generalize asks for
+ * (each module's fuse_max_ops as given) and made one module for every
+ * size in the bounds. */
+mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_shapes, int n,
+                                  const mlc_gsize *sizes, int fuse_max_ops, mlc_error *err);
+/* The same model imported at the given values of the sizes (no passes):
+ * the reference of a run at those sizes. */
+mlc_gmodule *mlc_graph_load_at(const char *path, const char *const *input_shapes, int n,
+                               const mlc_gsize *sizes, const int64_t *values, mlc_error *err);
+
 /* A serialized ONNX TensorProto (the backend tests' input_0.pb), as
  * mlc_npy_read reads .npy: float32, int64, int32, bool, uint8 or int8 from
  * raw_data or the typed fields (float_data, int64_data, int32_data: ONNX

@@ -54,7 +54,7 @@ static void put_ref(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f, cons
   mlc_unreachable();
 }
 
-static void put_signature(mlc_str *out, const mlc_gfunc *f, bool ws) {
+static void put_signature(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f, bool ws) {
   for (int i = 0; i < f->n_params; i++) {
     mlc_str_printf(out, "%sconst %s *", i ? ", " : "", mlc_dtype_c_name(f->params[i]->type.dtype));
     put_io(out, "input", i, f->n_params);
@@ -63,11 +63,12 @@ static void put_signature(mlc_str *out, const mlc_gfunc *f, bool ws) {
     mlc_str_printf(out, ", %s *", mlc_dtype_c_name(f->outputs[i]->type.dtype));
     put_io(out, "output", i, f->n_outputs);
   }
+  for (int k = 0; k < m->n_sizes; k++) mlc_str_printf(out, ", int64_t %s", m->sizes[k].name);
   if (ws) mlc_str_puts(out, ", float *workspace");
 }
 
 /* The call of <name>_run_ws from <name>_run. */
-static void put_call_args(mlc_str *out, const mlc_gfunc *f) {
+static void put_call_args(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f) {
   for (int i = 0; i < f->n_params; i++) {
     if (i) mlc_str_puts(out, ", ");
     put_io(out, "input", i, f->n_params);
@@ -76,6 +77,92 @@ static void put_call_args(mlc_str *out, const mlc_gfunc *f) {
     mlc_str_puts(out, ", ");
     put_io(out, "output", i, f->n_outputs);
   }
+  for (int k = 0; k < m->n_sizes; k++) mlc_str_printf(out, ", %s", m->sizes[k].name);
+}
+
+/* Extent d of v: a number, or an expression of the sizes; its numbers
+ * end in `ll` ("LL": C's int64 literals, "": as the header's comments
+ * write them). */
+static void put_extent(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *v, int d,
+                       const char *ll) {
+  if (!v->dims) {
+    mlc_str_printf(out, "%lld%s", (long long)v->type.shape[d], ll);
+    return;
+  }
+  const mlc_gdim *g = &v->dims[d];
+  bool any = false;
+  for (int k = 0; k < m->n_sizes; k++) {
+    if (!g->coef[k]) continue;
+    if (any) mlc_str_puts(out, " + ");
+    if (g->coef[k] != 1) mlc_str_printf(out, "%lld%s * ", (long long)g->coef[k], ll);
+    mlc_str_puts(out, m->sizes[k].name);
+    any = true;
+  }
+  if (!any || g->off) mlc_str_printf(out, "%s%lld%s", any ? " + " : "", (long long)g->off, ll);
+}
+
+/* v's element count as C. */
+static void put_numel(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *v) {
+  if (!v->dims) {
+    mlc_str_printf(out, "%lldLL", (long long)mlc_gtype_numel(&v->type));
+    return;
+  }
+  for (int d = 0; d < v->type.ndim; d++) {
+    mlc_str_puts(out, d ? " * (" : "(");
+    put_extent(out, m, v, d, "LL");
+    mlc_str_putc(out, ')');
+  }
+  if (!v->type.ndim) mlc_str_puts(out, "1");
+}
+
+/* "(1, seq, 96)": v's shape as the header documents it. */
+static void put_shape_doc(mlc_str *out, const mlc_gmodule *m, const mlc_gvar *v) {
+  mlc_str_putc(out, '(');
+  for (int d = 0; d < v->type.ndim; d++) {
+    if (d) mlc_str_puts(out, ", ");
+    put_extent(out, m, v, d, "");
+  }
+  mlc_str_putc(out, ')');
+}
+
+/* A module of sizes: the shapes of the inputs and outputs as functions of
+ * the sizes, and the check of the sizes' bounds. */
+static void put_sizes_doc(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f) {
+  if (!m->n_sizes) return;
+  mlc_str_puts(out, "/* Built once for every size in its bounds:");
+  for (int k = 0; k < m->n_sizes; k++)
+    mlc_str_printf(out, " %s in %lld..%lld%s", m->sizes[k].name, (long long)m->sizes[k].lo,
+                   (long long)m->sizes[k].hi, k + 1 < m->n_sizes ? "," : ".");
+  mlc_str_puts(out, "\n * The entry takes the sizes after the outputs; the arrays have the shapes\n"
+                    " * they give (row-major, contiguous):\n");
+  for (int i = 0; i < f->n_params + f->n_outputs; i++) {
+    const mlc_gvar *v = i < f->n_params ? f->params[i] : f->outputs[i - f->n_params];
+    mlc_str_puts(out, " *   ");
+    if (i < f->n_params) put_io(out, "input", i, f->n_params);
+    else put_io(out, "output", i - f->n_params, f->n_outputs);
+    mlc_str_printf(out, " (%s): %s ", v->name, mlc_dtype_name(v->type.dtype));
+    put_shape_doc(out, m, v);
+    mlc_str_putc(out, '\n');
+  }
+  mlc_str_printf(out, " * A size outside its bounds returns -2. The workspace is sized for the\n"
+                      " * bounds. */\n\n");
+}
+
+static void put_size_checks(mlc_str *out, const mlc_gmodule *m) {
+  for (int k = 0; k < m->n_sizes; k++) {
+    const mlc_gsize *s = &m->sizes[k];
+    mlc_str_printf(out, "  if (%s < %lldLL || %s > %lldLL) {\n    snprintf(%s_error_text, sizeof "
+                        "%s_error_text, \"size %s = %%lld is outside its bounds %lld..%lld\", "
+                        "(long long)%s);\n    return -2;\n  }\n",
+                   s->name, (long long)s->lo, s->name, (long long)s->hi, m->name, m->name, s->name,
+                   (long long)s->lo, (long long)s->hi, s->name);
+  }
+}
+
+/* The sizes a kernel of size vars takes after its buffers, as the entry
+ * passes them (the module's size of the same name). */
+static void put_kernel_sizes(mlc_str *out, const mlc_prim_func *f) {
+  for (int k = 0; k < f->n_sizes; k++) mlc_str_printf(out, ", (void *)&%s", f->sizes[k].var->name);
 }
 
 /* end[i]: the last binding reading binding i's result, itself or
@@ -180,7 +267,9 @@ static void put_index_checks(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc
   for (int c = 0; c < m->n_index_checks; c++) {
     const mlc_gindex_check *ck = &m->index_checks[c];
     const mlc_gvar *p = f->params[ck->param];
-    mlc_str_printf(out, "  for (int64_t i = 0; i < %lldLL; i++)\n    if (!(", (long long)mlc_gtype_numel(&p->type));
+    mlc_str_puts(out, "  for (int64_t i = 0; i < ");
+    put_numel(out, m, p);
+    mlc_str_puts(out, "; i++)\n    if (!(");
     put_io(out, "input", ck->param, f->n_params);
     mlc_str_printf(out, "[i] >= -%lldLL && ", (long long)ck->n);
     put_io(out, "input", ck->param, f->n_params);
@@ -205,6 +294,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
   if (m->n_consts) mlc_str_putc(out, '\n');
   put_externs(out, f);
+  put_sizes_doc(out, m, f);
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
   int64_t ws = mlc_graph_plan_workspace(f, offs);
   mlc_str_printf(out, "/* Floats (4-byte units) of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
@@ -216,8 +306,9 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   mlc_str_printf(out, "/* Runs the model: returns 0; -1 when a kernel (or an extern function) failed, -2 for\n"
                       " * a bad input (a token id outside its embedding); %s_error() says which. */\n"
                       "static inline int32_t %s_run_ws(", m->name, m->name);
-  put_signature(out, f, true);
+  put_signature(out, m, f, true);
   mlc_str_puts(out, ") {\n");
+  put_size_checks(out, m);
   for (int i = 0; i < f->n_bindings; i++) {
     const mlc_gvar *v = f->bindings[i].var;
     if (no_workspace(f, i)) continue;
@@ -246,6 +337,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
       mlc_str_puts(out, j ? ", (void *)" : "(void *)");
       put_ref(out, m, f, j < b->n_args ? b->args[j] : b->var);
     }
+    put_kernel_sizes(out, b->tir);
     mlc_str_printf(out, "};\n    if (%s_%s(args) != 0) {\n      snprintf(%s_error_text, sizeof %s_error_text, "
                         "\"kernel %s_%s failed\");\n      return -1;\n    }\n  }\n",
                    m->name, b->tir->name, m->name, m->name, m->name, b->tir->name);
@@ -253,10 +345,10 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   mlc_str_printf(out, "  %s_error_text[0] = 0;\n  return 0;\n}\n\n", m->name);
   mlc_str_printf(out, "/* The same with the workspace on the heap. */\nstatic inline int32_t %s_run(",
                  m->name);
-  put_signature(out, f, false);
+  put_signature(out, m, f, false);
   mlc_str_printf(out, ") {\n  float *ws = (float *)malloc(sizeof(float) * %s_WORKSPACE_FLOATS);\n"
                       "  if (!ws) {\n    snprintf(%s_error_text, sizeof %s_error_text, \"out of memory\");\n"
                       "    return -1;\n  }\n  int32_t rc = %s_run_ws(", up, m->name, m->name, m->name);
-  put_call_args(out, f);
+  put_call_args(out, m, f);
   mlc_str_printf(out, ", ws);\n  free(ws);\n  return rc;\n}\n\n#endif /* %s */\n", guard);
 }

@@ -98,7 +98,7 @@ bool mlc_graph_check_inputs(const mlc_gmodule *m, mlc_array *const *inputs, mlc_
   for (int c = 0; c < m->n_index_checks; c++) {
     const mlc_gindex_check *ck = &m->index_checks[c];
     const mlc_array *x = inputs[ck->param];
-    int64_t numel = mlc_gtype_numel(&f->params[ck->param]->type);
+    int64_t numel = mlc_array_numel(x);
     for (int64_t i = 0; i < numel; i++) {
       double v = mlc_gdata_get(x->dtype, x->data, i);
       if (!(v >= (double)-ck->n && v < (double)ck->n))

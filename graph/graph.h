@@ -94,10 +94,20 @@ typedef enum mlc_gvar_kind {
   MLC_GVAR_BOUND, /* defined by a binding */
 } mlc_gvar_kind;
 
+/* An extent of a module built for every size of some input dimensions
+ * (mlc_graph_generalize): off + sum coef[k] * size k. */
+#define MLC_GRAPH_MAX_SIZES 4
+typedef struct mlc_gdim {
+  int64_t off;
+  int64_t coef[MLC_GRAPH_MAX_SIZES];
+} mlc_gdim;
+
 typedef struct mlc_gvar {
   const char *name;
   mlc_gvar_kind kind;
-  mlc_gtype type;
+  mlc_gtype type; /* in a module of sizes: the extents at every size's bound */
+  mlc_gdim *dims; /* a module of sizes' main params and outputs: their extents
+                   * (type.ndim of them); NULL otherwise */
   void *data; /* CONST: row-major values of the dtype's C type (float,
                * int64_t, int32_t, bool) */
 } mlc_gvar;
@@ -221,7 +231,21 @@ typedef struct mlc_gmodule {
    * mlc_graph_run_pipeline before its passes. */
   int n_index_checks;
   struct mlc_gindex_check *index_checks;
+  /* A module built for every size of some input dimensions
+   * (mlc_graph_generalize): the sizes, which main's params and outputs
+   * have their extents of (mlc_gvar.dims), and which its kernels of size
+   * vars take by name; every other value holds its extents at the bounds.
+   * 0: a module of fixed shapes. */
+  int n_sizes;
+  struct mlc_gsize *sizes;
 } mlc_gmodule;
+
+/* A size of a module: its name (an input dimension's, as --dim names it)
+ * and bounds, lo <= size <= hi. */
+typedef struct mlc_gsize {
+  const char *name;
+  int64_t lo, hi;
+} mlc_gsize;
 
 typedef struct mlc_gindex_check {
   int param;         /* main's param */
@@ -441,6 +465,37 @@ mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t);
 struct mlc_tuner_task;
 int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, struct mlc_tuner_task **out);
 
+/* ---- sizes (sizes.c) ------------------------------------------------------ */
+
+/* The module (after mlc_graph_run_pipeline) at the given values of the
+ * sizes, one per size; NULL with err set. */
+typedef mlc_gmodule *(*mlc_ginstance_fn)(void *ud, const int64_t *values, mlc_error *err);
+/* One module for every size in the bounds: made by `make` at a few sizes
+ * (every size at its bound, each alone at the middle of its range, all at
+ * their least from 2; a range needs 3 values from 2 up), which must be one
+ * graph up to the sizes: its kernels become functions of size vars
+ * (mlc_func_generalize), main's params and outputs get dims, a constant
+ * whose shape changes with the sizes must be the leading block of its
+ * value at the bounds. The result is the instance at the bounds (its memory
+ * plan serves every size), with n_sizes set. NULL with a message naming
+ * what differs between the instances or does not fit. */
+mlc_gmodule *mlc_graph_generalize(int n_sizes, const mlc_gsize *sizes, mlc_ginstance_fn make,
+                                  void *ud, mlc_error *err);
+/* Whether name may name a size: a C identifier the emitted entry does not
+ * use itself (it is the entry's parameter); false with why. */
+bool mlc_gsize_name_ok(const char *name, mlc_error *err);
+/* The value of d at the sizes (m->n_sizes of them). */
+int64_t mlc_gdim_at(const mlc_gmodule *m, const mlc_gdim *d, const int64_t *sizes);
+/* v's extents at the sizes (sizes NULL, or v without dims: its type's). */
+void mlc_gvar_shape_at(const mlc_gmodule *m, const mlc_gvar *v, const int64_t *sizes,
+                       int64_t *shape);
+/* Whether every size lies in its bounds; false with a message naming it. */
+bool mlc_graph_sizes_ok(const mlc_gmodule *m, const int64_t *sizes, mlc_error *err);
+/* The sizes main's inputs give by their shapes (inputs[i] for param i), each
+ * input then checked to have the shape those sizes give it. */
+bool mlc_graph_sizes_of(const mlc_gmodule *m, mlc_array *const *inputs, int64_t *sizes,
+                        mlc_error *err);
+
 /* ---- replay -------------------------------------------------------------- */
 
 struct mlc_db;
@@ -574,6 +629,11 @@ typedef struct mlc_grunner mlc_grunner;
 mlc_grunner *mlc_graph_runner_new(const mlc_gmodule *m, const mlc_gcompiled *c, mlc_error *err);
 bool mlc_graph_runner_run(mlc_grunner *r, void *const *inputs, void *const *outputs,
                           mlc_error *err);
+/* The same for a module of sizes (m->n_sizes > 0), at the given sizes
+ * (checked against their bounds): the inputs and outputs have the shapes
+ * the sizes give them (mlc_gvar_shape_at). */
+bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *inputs,
+                             void *const *outputs, mlc_error *err);
 int64_t mlc_graph_runner_workspace_bytes(const mlc_grunner *r);
 void mlc_graph_runner_free(mlc_grunner *r);
 

@@ -35,6 +35,7 @@ struct mlc_grunner {
   int64_t workspace_bytes;
   mlc_array *inputs;  /* views of the inputs for the index checks */
   mlc_array **views;  /* &inputs[i] */
+  int64_t *sizes;     /* a module of sizes: those of the run, which kernels read */
 };
 
 /* Where v's data lives: its storage's (a view's operand's) slot. */
@@ -61,15 +62,31 @@ static void resolve(mlc_grunner *r, const mlc_gfunc *f, const mlc_gmap *index,
   mlc_unreachable();
 }
 
+/* The slots after a kernel's buffers: its size vars, the module's sizes
+ * of the same names. */
+static bool add_sizes(mlc_grunner *r, const mlc_prim_func *f, void **slots, mlc_error *err) {
+  for (int k = 0; k < f->n_sizes; k++) {
+    int j = 0;
+    while (j < r->m->n_sizes && strcmp(r->m->sizes[j].name, f->sizes[k].var->name) != 0) j++;
+    if (j == r->m->n_sizes)
+      return mlc_error_set(err, "kernel %s takes size %s, which the module has not", f->name,
+                           f->sizes[k].var->name);
+    slots[k] = &r->sizes[j];
+  }
+  return true;
+}
+
 static bool add_call(mlc_grunner *r, const mlc_gcompiled *c, const mlc_gfunc *f,
                      const mlc_gbinding *b, const mlc_gmap *index, const int64_t *offs,
                      mlc_error *err) {
   runner_call *call = &r->calls[r->n_calls++];
   call->b = b;
-  call->args = MLC_NEW_ARRAY(r->a, void *, b->n_args + 1);
+  int n_sizes = b->kind == MLC_GCALL_TIR ? b->tir->n_sizes : 0;
+  call->args = MLC_NEW_ARRAY(r->a, void *, b->n_args + 1 + n_sizes);
   for (int j = 0; j <= b->n_args; j++)
     resolve(r, f, index, offs, j < b->n_args ? b->args[j] : b->var, &call->args[j]);
   if (b->kind == MLC_GCALL_EXTERN) return true;
+  if (n_sizes && !add_sizes(r, b->tir, call->args + b->n_args + 1, err)) return false;
   if (b->kind != MLC_GCALL_TIR)
     return mlc_error_set(err, "binding %s is not a call_tir (run the pipeline first)", b->var->name);
   for (int k = 0; k < c->n; k++)
@@ -109,6 +126,7 @@ mlc_grunner *mlc_graph_runner_new(const mlc_gmodule *m, const mlc_gcompiled *c, 
   mlc_grunner *r = mlc_xmalloc(sizeof *r);
   r->m = m;
   r->a = mlc_arena_new();
+  r->sizes = MLC_NEW_ARRAY(r->a, int64_t, m->n_sizes + 1);
   r->lib = mlc_jit_load(c->obj, err);
   if (!r->lib || !plan_calls(r, c, err)) {
     mlc_graph_runner_free(r);
@@ -130,12 +148,25 @@ mlc_grunner *mlc_graph_runner_new(const mlc_gmodule *m, const mlc_gcompiled *c, 
 static bool check_inputs(mlc_grunner *r, void *const *inputs, mlc_error *err) {
   if (r->m->n_index_checks == 0) return true;
   const mlc_gfunc *f = mlc_graph_main(r->m);
-  for (int i = 0; i < f->n_params; i++) r->inputs[i].data = inputs[i];
+  for (int i = 0; i < f->n_params; i++) {
+    r->inputs[i].data = inputs[i];
+    mlc_gvar_shape_at(r->m, f->params[i], r->sizes, r->inputs[i].shape);
+  }
   return mlc_graph_check_inputs(r->m, r->views, err);
 }
 
 bool mlc_graph_runner_run(mlc_grunner *r, void *const *inputs, void *const *outputs,
                           mlc_error *err) {
+  return mlc_graph_runner_run_at(r, NULL, inputs, outputs, err);
+}
+
+bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *inputs,
+                             void *const *outputs, mlc_error *err) {
+  if (r->m->n_sizes && !sizes)
+    return mlc_error_set(err, "%s is built for sizes: run it at some (mlc_graph_runner_run_at)",
+                         r->m->name);
+  if (r->m->n_sizes && !mlc_graph_sizes_ok(r->m, sizes, err)) return false;
+  for (int k = 0; k < r->m->n_sizes; k++) r->sizes[k] = sizes[k];
   if (!check_inputs(r, inputs, err)) return false;
   int n_params = mlc_graph_main(r->m)->n_params;
   for (int i = 0; i < r->n_patches; i++) {

@@ -166,12 +166,18 @@ static bool stmt_has_sized_load(const mlc_stmt *s, void *ud) {
   return mlc_stmt_exprs_any(s, sized_load_of_static, ud);
 }
 
-/* The dtype of the size vars of slots: int32 when every expression slot
- * that varies is int32, else int64. */
+/* The dtype of the size vars: that of most expression slots that vary
+ * (int32 on a tie), so that the fewest need a cast (loop extents are
+ * int32; a bound by a cast size the verifier cannot always relate to
+ * the size itself). */
 static mlc_dtype vars_dtype(int n, const mlc_int_slot *slots, const affine *forms) {
+  int wide = 0, narrow = 0;
   for (int j = 0; j < n; j++)
-    if (forms[j].varies && slots[j].imm && slots[j].imm->dtype != MLC_INT32) return MLC_INT64;
-  return MLC_INT32;
+    if (forms[j].varies && slots[j].imm) {
+      if (slots[j].imm->dtype == MLC_INT64) wide++;
+      else narrow++;
+    }
+  return wide > narrow ? MLC_INT64 : MLC_INT32;
 }
 
 static bool set_dim(gen *g, mlc_buffer *b, int d, const affine *f, mlc_dtype var_t) {
@@ -196,6 +202,18 @@ static bool set_imm(gen *g, mlc_expr *e, const affine *f, mlc_dtype var_t) {
     return mlc_error_set(g->err, "a constant of %s overflows its type at some size",
                          mlc_dtype_name(e->dtype));
   *e = *affine_expr(g, f, var_t, e->dtype);
+  return true;
+}
+
+bool mlc_size_fit(const mlc_generalize_in *in, const int64_t *v, int64_t *off, int64_t *coef,
+                  mlc_error *err) {
+  int probe[MLC_MAX_SIZES];
+  gen g = {NULL, in, probe, NULL, err};
+  affine f;
+  if (in->n_sizes < 1 || in->n_sizes > MLC_MAX_SIZES || !find_probes(&g)) return false;
+  if (!fit(&g, v, &f)) return mlc_error_set(err, "no affine function of the sizes");
+  *off = f.off;
+  memcpy(coef, f.coef, sizeof(int64_t) * (size_t)in->n_sizes);
   return true;
 }
 

@@ -707,6 +707,11 @@ typedef struct mlc_generalize_in {
  * sizes it uses (none: a static copy). NULL with a message when the
  * instances differ in structure or a constant is no such function. */
 mlc_prim_func *mlc_func_generalize(mlc_arena *a, const mlc_generalize_in *in, mlc_error *err);
+/* The same fit for one value per instance (v[i]: instance i's; insts and
+ * static_params unused): v = off + sum coef[k] * size k at every
+ * instance; false with a message when no such function gives them. */
+bool mlc_size_fit(const mlc_generalize_in *in, const int64_t *v, int64_t *off, int64_t *coef,
+                  mlc_error *err);
 /* *v = e, an int expression of f's size vars, at the given sizes; false
  * when e holds anything else or overflows. */
 bool mlc_size_eval(const mlc_prim_func *f, const mlc_expr *e, const int64_t *sizes, int64_t *v);

@@ -502,6 +502,11 @@ static bool bound_by_bindings(vctx *c, mlc_expr *e, int64_t extent) {
 
 static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper);
 
+static bool is_size_var(const mlc_expr *e, void *ud) {
+  const vctx *c = ud;
+  return e->kind == MLC_EXPR_VAR && mlc_func_size_var(c->f, e->var);
+}
+
 static mlc_expr *sym_var_bound(vctx *c, mlc_expr *e, bool upper) {
   if (mlc_func_size_var(c->f, e->var)) return e;
   scope_var *sv = find_var(c, e->var);
@@ -512,9 +517,38 @@ static mlc_expr *sym_var_bound(vctx *c, mlc_expr *e, bool upper) {
   return mlc_int_t(c->a, e->dtype, upper ? sv->hi : sv->lo);
 }
 
+/* A bound of x * y where one factor is a loop var of nonnegative static
+ * range [lo, hi] and the other a nonnegative expression of sizes (a row
+ * index times a row length, `i0 * seq` with i0 in [0, 0] where a model
+ * has batch 1): hi (lo) times the other's upper (lower) bound. */
+static mlc_expr *sym_bound_product(vctx *c, mlc_expr *e, bool upper) {
+  for (int side = 0; side < 2; side++) {
+    mlc_expr *v = side ? e->bin.b : e->bin.a, *w = side ? e->bin.a : e->bin.b;
+    int64_t lo, hi, wlo, whi;
+    if (mlc_expr_any(v, is_size_var, c) || !bounds(c, v, &lo, &hi) || lo < 0) continue;
+    mlc_expr *wb = sym_bound(c, w, upper), *wl = sym_bound(c, w, false);
+    if (!wb || !wl || !mlc_size_range(c->f->n_sizes, c->f->sizes, wl, &wlo, &whi) || wlo < 0)
+      continue;
+    return mlc_mul(c->a, mlc_int_t(c->a, e->dtype, upper ? hi : lo), wb);
+  }
+  return NULL;
+}
+
+/* x % w for w an expression of sizes that is at least 1 at every size
+ * (an index wrapped into a symbolic extent): in [0, w - 1]. */
+static mlc_expr *sym_bound_mod(vctx *c, mlc_expr *e, bool upper) {
+  int64_t lo, hi;
+  mlc_expr *w = e->bin.b, *wl = sym_bound(c, w, false);
+  if (!wl || !mlc_size_range(c->f->n_sizes, c->f->sizes, wl, &lo, &hi) || lo < 1) return NULL;
+  if (!upper) return mlc_int_t(c->a, e->dtype, 0);
+  mlc_expr *wu = sym_bound(c, w, true);
+  return wu ? mlc_sub(c->a, wu, mlc_int_t(c->a, e->dtype, 1)) : NULL;
+}
+
 /* An expression of size vars that bounds e from above (upper) or below
  * for every value of the vars in scope; NULL when there is none this
- * simple walk finds (a product of two vars, a division by a var). */
+ * simple walk finds (a product of two vars of unknown range, a division
+ * by a var). */
 static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper) {
   mlc_arena *a = c->a;
   int64_t k;
@@ -535,7 +569,7 @@ static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper) {
   case MLC_EXPR_MUL:
     if (mlc_expr_is_const_int(e->bin.b, &k)) x = e->bin.a, y = e->bin.b;
     else if (mlc_expr_is_const_int(e->bin.a, &k)) x = e->bin.b, y = e->bin.a;
-    else return NULL;
+    else return sym_bound_product(c, e, upper);
     x = sym_bound(c, x, k >= 0 ? upper : !upper);
     return x ? mlc_mul(a, x, y) : NULL;
   case MLC_EXPR_FLOORDIV:
@@ -543,15 +577,56 @@ static mlc_expr *sym_bound(vctx *c, mlc_expr *e, bool upper) {
     x = sym_bound(c, e->bin.a, upper);
     return x ? mlc_binary(a, MLC_EXPR_FLOORDIV, x, e->bin.b) : NULL;
   case MLC_EXPR_FLOORMOD:
-    if (!mlc_expr_is_const_int(e->bin.b, &k) || k <= 0) return NULL;
-    return mlc_int_t(a, e->dtype, upper ? k - 1 : 0);
+    if (mlc_expr_is_const_int(e->bin.b, &k))
+      return k > 0 ? mlc_int_t(a, e->dtype, upper ? k - 1 : 0) : NULL;
+    return sym_bound_mod(c, e, upper);
+  case MLC_EXPR_CAST: /* between int types; sizes fit int32 */
+    if (!mlc_dtype_is_int(e->dtype) || !mlc_dtype_is_int(e->cast.value->dtype)) return NULL;
+    x = sym_bound(c, e->cast.value, upper);
+    return x ? mlc_cast(a, e->dtype, x) : NULL;
+  default: return NULL;
+  }
+}
+
+/* e, an int expression of sizes, in int64 with its casts between int
+ * types dropped where the value fits the narrower type at every size
+ * (so `T.Cast("int32", n) - 1` and `n` are compared as n - 1 and n);
+ * NULL for anything else. */
+static mlc_expr *widened(vctx *c, mlc_expr *e) {
+  int64_t lo, hi;
+  mlc_expr *x, *y;
+  switch (e->kind) {
+  case MLC_EXPR_INT_IMM: return mlc_int_t(c->a, MLC_INT64, e->int_val);
+  case MLC_EXPR_VAR:
+    if (!mlc_func_size_var(c->f, e->var)) return NULL;
+    return e->dtype == MLC_INT64 ? e : mlc_cast(c->a, MLC_INT64, e);
+  case MLC_EXPR_CAST:
+    if (!mlc_dtype_is_int(e->dtype) || !mlc_dtype_is_int(e->cast.value->dtype) ||
+        !mlc_size_range(c->f->n_sizes, c->f->sizes, e->cast.value, &lo, &hi) ||
+        (e->dtype == MLC_INT32 && (lo < INT32_MIN || hi > INT32_MAX)))
+      return NULL;
+    return widened(c, e->cast.value);
+  case MLC_EXPR_ADD:
+  case MLC_EXPR_SUB:
+  case MLC_EXPR_MUL:
+  case MLC_EXPR_FLOORDIV:
+  case MLC_EXPR_FLOORMOD:
+  case MLC_EXPR_MIN:
+  case MLC_EXPR_MAX:
+    x = widened(c, e->bin.a);
+    y = widened(c, e->bin.b);
+    return x && y ? mlc_binary(c->a, e->kind, x, y) : NULL;
   default: return NULL;
   }
 }
 
 /* Whether x <= y whatever the size vars are (within their bounds). */
 static bool sym_le(vctx *c, mlc_expr *x, mlc_expr *y) {
-  if (x->dtype != y->dtype) {
+  mlc_expr *wx = widened(c, x), *wy = widened(c, y);
+  if (wx && wy) {
+    x = wx;
+    y = wy;
+  } else if (x->dtype != y->dtype) {
     x = mlc_cast(c->a, MLC_INT64, x);
     y = mlc_cast(c->a, MLC_INT64, y);
   }

@@ -61,6 +61,8 @@ enum {
   OPT_PTX,
   OPT_EXTERN,
   OPT_INTRIN,
+  OPT_DIM,
+  OPT_SIZE,
 };
 
 /* Most --input, --input-shape and --run-output options. */
@@ -87,6 +89,14 @@ typedef struct options {
   int fuse_max_ops;
   const char *intrins[8]; /* --intrin files */
   int n_intrins;
+  /* --dim: sizes the model is built for, once for all of them; --size:
+   * the sizes --run runs at ("seq=7"; default: the --input files' shapes,
+   * else the bounds) */
+  mlc_gsize dims[MLC_GRAPH_MAX_SIZES];
+  int n_dims;
+  const char *run_sizes[MLC_GRAPH_MAX_SIZES + 1];
+  int n_run_sizes;
+  mlc_arena *arena; /* what the options hold */
 } options;
 
 static void usage(FILE *f) {
@@ -94,7 +104,7 @@ static void usage(FILE *f) {
           "usage: mlc-compile --model FILE.json|FILE.onnx [--weights DIR] [--print-after PASS]\n"
           "                   [--input-shape NAME=D1,D2,...] [-o OUT.o] [--header OUT.h]\n"
           "                   [--run [X.npy]] [--input [NAME=]X.npy] [--run-output [NAME=]Y.npy]\n"
-          "                   [--report] [--extern LIB.so]\n"
+          "                   [--report] [--extern LIB.so] [--dim NAME=LO..HI [--size NAME=V]]\n"
           "       mlc-compile --task NAME [--shape S] | --task-file F.py [--name SYM]\n"
           "                   [--target T] -o OUT.o [--header OUT.h] [--ptx OUT.ptx]\n"
           "\n"
@@ -115,6 +125,15 @@ static void usage(FILE *f) {
           "  --input-shape NAME=D1,D2,...\n"
           "                       the shape of an ONNX input with symbolic dimensions\n"
           "                       (repeatable)\n"
+          "  --dim NAME=LO..HI    build once for every value of NAME from LO to HI, NAME\n"
+          "                       an extent of --input-shape (`--input-shape ids=1,seq\n"
+          "                       --dim seq=1..2048`; repeatable, at most 4): kernels take\n"
+          "                       the sizes at run time, <model>_run takes them after the\n"
+          "                       outputs (the header says the shapes they give), and the\n"
+          "                       workspace is sized for the bounds; a model whose graph\n"
+          "                       differs between sizes is refused, naming what differs\n"
+          "  --size NAME=V        with --dim and --run: run at this size (default: what\n"
+          "                       the --input files' shapes give, else the bound)\n"
           "  --weights DIR        directory of <weight>.npy files\n"
           "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
           "                       as read from the model file)\n"
@@ -240,9 +259,13 @@ static int parse_args(int argc, char **argv, options *o) {
       {"intrin", required_argument, 0, OPT_INTRIN},
       {"ptx", required_argument, 0, OPT_PTX},
       {"extern", required_argument, 0, OPT_EXTERN},
+      {"dim", required_argument, 0, OPT_DIM},
+      {"size", required_argument, 0, OPT_SIZE},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
+  mlc_arena *arena = o->arena;
   memset(o, 0, sizeof *o);
+  o->arena = arena;
   o->seed = 1;
   o->repeat = 20;
   o->target = "llvm";
@@ -272,6 +295,17 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_EXTERN:
       if (o->n_externs == MLC_COUNTOF(o->externs)) return usage_error("%s", "too many --extern files");
       o->externs[o->n_externs++] = optarg;
+      break;
+    case OPT_DIM: {
+      mlc_error err;
+      if (o->n_dims == MLC_GRAPH_MAX_SIZES) return usage_error("%s", "at most 4 --dim options");
+      if (!mlc_gsize_parse(o->arena, optarg, &o->dims[o->n_dims++], &err))
+        return usage_error("--dim: %s", err.msg);
+      break;
+    }
+    case OPT_SIZE:
+      if (o->n_run_sizes == MLC_GRAPH_MAX_SIZES) return usage_error("%s", "at most 4 --size options");
+      o->run_sizes[o->n_run_sizes++] = optarg;
       break;
     case OPT_SHAPE: o->shape = optarg; break;
     case OPT_NAME: o->name = optarg; break;
@@ -328,6 +362,11 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "--weights goes with a JSON model (ONNX models hold their weights)");
   if (o->model && !is_onnx(o->model) && o->n_input_shapes)
     return usage_error("%s", "--input-shape goes with an ONNX model");
+  if (o->n_dims && (o->print_after || o->report || o->n_externs || o->verify))
+    return usage_error("%s", "--dim goes without --print-after, --report, --extern and --verify "
+                             "(print or report an instance: --input-shape with numbers)");
+  if (o->n_run_sizes && !o->n_dims) return usage_error("%s", "--size goes with --dim");
+  if (o->n_dims && !o->model) return usage_error("%s", "--dim goes with --model");
   if (o->print_after && strcmp(o->print_after, "load") != 0 && !mlc_graph_pass_find(o->print_after))
     return usage_error("unknown pass '%s' for --print-after (see --help for the list)",
                        o->print_after);
@@ -675,7 +714,9 @@ static bool write_run_outputs(const options *o, const mlc_gfunc *f, mlc_array *c
                               mlc_error *err) {
   for (int i = 0; i < f->n_outputs; i++) {
     const char *path = file_for(o->run_outputs, f->outputs[i], i);
-    if (path && !mlc_npy_write(path, &f->outputs[i]->type, out[i]->data, err)) return false;
+    mlc_gtype t = {.dtype = out[i]->dtype, .ndim = out[i]->ndim};
+    memcpy(t.shape, out[i]->shape, sizeof(int64_t) * (size_t)t.ndim);
+    if (path && !mlc_npy_write(path, &t, out[i]->data, err)) return false;
     if (path) fprintf(stderr, "mlc-compile: wrote %s (output %s)\n", path, f->outputs[i]->name);
   }
   return true;
@@ -827,6 +868,154 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
   return rc;
 }
 
+/* ---- --dim: a model built once for every size ----------------------------------------- */
+
+/* The sizes of a --run: --size, else what the --input files' shapes give
+ * (in: those files read at their own shapes), else the bounds. */
+static bool run_sizes(const options *o, const mlc_gmodule *m, mlc_array **in, int64_t *sizes,
+                      mlc_error *err) {
+  for (int i = 0; i < o->n_run_sizes; i++) {
+    int k = 0;
+    while (k < m->n_sizes && (strncmp(o->run_sizes[i], m->sizes[k].name, strlen(m->sizes[k].name)) ||
+                              o->run_sizes[i][strlen(m->sizes[k].name)] != '='))
+      k++;
+    if (k == m->n_sizes) return mlc_error_set(err, "--size %s names no --dim", o->run_sizes[i]);
+  }
+  if (in && !mlc_graph_sizes_of(m, in, sizes, err)) return mlc_error_prefix(err, "--input");
+  for (int k = 0; k < m->n_sizes; k++) {
+    int64_t v;
+    int n = mlc_size_values(o->n_run_sizes, o->run_sizes, m->sizes[k].name, &v, 1, err);
+    if (n < 0) return false;
+    if (n && in && v != sizes[k])
+      return mlc_error_set(err, "--size %s=%lld, but the --input files give %lld", m->sizes[k].name,
+                           (long long)v, (long long)sizes[k]);
+    if (!in) sizes[k] = n ? v : m->sizes[k].hi;
+  }
+  return mlc_graph_sizes_ok(m, sizes, err);
+}
+
+/* --input files at their own shapes (the sizes come from them). */
+static mlc_array **read_sized_inputs(const options *o, const mlc_gfunc *f, mlc_error *err) {
+  mlc_array **in = mlc_xmalloc(sizeof *in * (size_t)(f->n_params + 1));
+  for (int i = 0; i < f->n_params; i++) {
+    const mlc_gvar *p = f->params[i];
+    const char *path = file_for(o->inputs, p, i);
+    mlc_gtype t;
+    size_t len = path ? strlen(path) : 0;
+    void *d = !path ? (mlc_error_set(err, "no --input for the model input %s", p->name), NULL)
+              : len > 3 && strcmp(path + len - 3, ".pb") == 0 ? mlc_onnx_tensor_read(path, &t, err)
+                                                               : mlc_npy_read(path, &t, err);
+    if (d && t.dtype != p->type.dtype) {
+      mlc_error_set(err, "%s: %s does not match the model input %s: %s", path,
+                    mlc_dtype_name(t.dtype), p->name, mlc_dtype_name(p->type.dtype));
+      mlc_free(d);
+      d = NULL;
+    }
+    if (!d) {
+      for (int j = 0; j < i; j++) mlc_array_free(in[j]);
+      mlc_free(in);
+      return NULL;
+    }
+    in[i] = mlc_array_new(t.dtype, t.ndim, t.shape);
+    memcpy(in[i]->data, d, (size_t)mlc_gtype_bytes(&t));
+    mlc_free(d);
+  }
+  return in;
+}
+
+/* The inputs of a --run of a model of sizes and the sizes it runs at. */
+static mlc_array **make_sized_inputs(const options *o, const mlc_gmodule *m, int64_t *sizes,
+                                     mlc_error *err) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  if (!check_names("--input", o->inputs, f->n_params, f->params, err) ||
+      !check_names("--run-output", o->run_outputs, f->n_outputs, f->outputs, err))
+    return NULL;
+  mlc_array **in = o->n_inputs ? read_sized_inputs(o, f, err) : NULL;
+  if (o->n_inputs && !in) return NULL;
+  bool ok = run_sizes(o, m, in, sizes, err);
+  if (ok && !in) {
+    in = mlc_xmalloc(sizeof *in * (size_t)(f->n_params + 1));
+    for (int i = 0; i < f->n_params; i++) {
+      int64_t shape[MLC_GRAPH_MAX_DIMS];
+      mlc_gvar_shape_at(m, f->params[i], sizes, shape);
+      in[i] = mlc_array_new(f->params[i]->type.dtype, f->params[i]->type.ndim, shape);
+      mlc_graph_seed_input(m, i, in[i], o->seed);
+    }
+  }
+  if (!ok && in) {
+    for (int i = 0; i < f->n_params; i++) mlc_array_free(in[i]);
+    mlc_free(in);
+    in = NULL;
+  }
+  return in;
+}
+
+typedef struct sized_run {
+  mlc_grunner *r;
+  const int64_t *sizes;
+  void **in, **out;
+  mlc_error *err;
+} sized_run;
+
+static bool run_sized_once(void *ctx) {
+  sized_run *s = ctx;
+  return mlc_graph_runner_run_at(s->r, s->sizes, s->in, s->out, s->err);
+}
+
+/* Run the model of sizes at `sizes` as its entry runs (the in-process
+ * runner), compare with the plain C reference of the model imported at
+ * those sizes, time it. */
+static int run_sized_model(const options *o, const mlc_gmodule *m, const kernels *k,
+                           mlc_array **in, const int64_t *sizes) {
+  mlc_error err;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  mlc_gmodule *ref = mlc_graph_load_at(o->model, o->input_shapes, o->n_dims, o->dims, sizes, &err);
+  mlc_grunner *r = ref ? mlc_graph_runner_new(m, k, &err) : NULL;
+  if (!r) {
+    mlc_graph_free(ref);
+    return fail(&err);
+  }
+  int n = f->n_params + f->n_outputs;
+  mlc_array **out = mlc_xmalloc(sizeof *out * (size_t)(2 * f->n_outputs + 1)), **want = out + f->n_outputs;
+  void **ptrs = mlc_xmalloc(sizeof *ptrs * (size_t)(n + 1));
+  for (int i = 0; i < f->n_outputs; i++) {
+    int64_t shape[MLC_GRAPH_MAX_DIMS];
+    mlc_gvar_shape_at(m, f->outputs[i], sizes, shape);
+    out[i] = mlc_array_new(f->outputs[i]->type.dtype, f->outputs[i]->type.ndim, shape);
+    want[i] = mlc_array_new(f->outputs[i]->type.dtype, f->outputs[i]->type.ndim, shape);
+    ptrs[f->n_params + i] = out[i]->data;
+  }
+  for (int i = 0; i < f->n_params; i++) ptrs[i] = in[i]->data;
+  printf("sizes:");
+  for (int s = 0; s < m->n_sizes; s++) printf(" %s=%lld", m->sizes[s].name, (long long)sizes[s]);
+  printf("\n");
+  sized_run sr = {r, sizes, ptrs, ptrs + f->n_params, &err};
+  int rc = 0;
+  if (!run_sized_once(&sr) || !mlc_graph_reference(ref, in, want, &err)) rc = fail(&err);
+  for (int i = 0; i < f->n_outputs && !rc; i++) {
+    double max_err;
+    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &max_err);
+    print_output(f->outputs[i], out[i]);
+    printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
+           max_err, ok ? "" : "  MISMATCH");
+    if (!ok) rc = 1;
+  }
+  if (!rc && !write_run_outputs(o, f, out, &err)) rc = fail(&err);
+  if (!rc) {
+    double *ts = mlc_xmalloc(sizeof *ts * (size_t)o->repeat);
+    mlc_timing_opts to = {.repeat = o->repeat, .number = 1};
+    if (mlc_time_calls(run_sized_once, &sr, &to, ts, NULL, NULL, &err) < 0) rc = fail(&err);
+    else printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
+    mlc_free(ts);
+  }
+  for (int i = 0; i < 2 * f->n_outputs; i++) mlc_array_free(out[i]);
+  mlc_free(out);
+  mlc_free(ptrs);
+  mlc_graph_runner_free(r);
+  mlc_graph_free(ref);
+  return rc;
+}
+
 /* The C functions the model calls (call_extern): nothing to compile or
  * tune, the program links them. */
 static void list_externs(const mlc_gmodule *m) {
@@ -867,26 +1056,37 @@ static bool dump_tasks(const char *dir, const mlc_gmodule *m, mlc_error *err) {
   return ok;
 }
 
+/* The model through the passes: as loaded, or with --dim one module for
+ * every size. */
+static mlc_gmodule *load_lowered(const options *o, mlc_error *err) {
+  if (o->n_dims)
+    return mlc_graph_load_sized(o->model, o->input_shapes, o->n_dims, o->dims, o->fuse_max_ops, err);
+  mlc_gmodule *m = load_model(o, err);
+  if (!m) return NULL;
+  m->fuse_max_ops = o->fuse_max_ops;
+  bool at_load = o->print_after && strcmp(o->print_after, "load") == 0;
+  if (at_load) show(m, "load", NULL);
+  if (!mlc_graph_run_pipeline(m, at_load ? NULL : o->print_after, show, NULL, err)) {
+    mlc_graph_free(m);
+    return NULL;
+  }
+  return m;
+}
+
 static int compile_model(const options *o, const mlc_target *t) {
   mlc_error err;
   double t0 = now_ms();
-  mlc_gmodule *m = load_model(o, &err);
+  mlc_gmodule *m = load_lowered(o, &err);
   if (!m) return fail(&err);
-  m->fuse_max_ops = o->fuse_max_ops;
   int rc = 0;
-  bool at_load = o->print_after && strcmp(o->print_after, "load") == 0;
-  if (at_load) show(m, "load", NULL);
-  if (!mlc_graph_run_pipeline(m, at_load ? NULL : o->print_after, show, NULL, &err)) {
-    mlc_graph_free(m);
-    return fail(&err);
-  }
   double t_graph = now_ms() - t0;
   mlc_array **in = NULL;
   const mlc_gfunc *mf = mlc_graph_main(m);
+  int64_t sizes[MLC_GRAPH_MAX_SIZES];
   if ((o->run || o->report) &&
       (!(mlc_graph_load_externs(m, o->n_externs, o->externs, &err) ||
          mlc_error_prefix(&err, "%s", o->model)) ||
-       !(in = make_inputs(o, m, &err)))) {
+       !(in = o->n_dims ? make_sized_inputs(o, m, sizes, &err) : make_inputs(o, m, &err)))) {
     mlc_graph_free(m);
     return fail(&err);
   }
@@ -920,7 +1120,9 @@ static int compile_model(const options *o, const mlc_target *t) {
                     "codegen %.1f ms\n", m->name, k.n, nt, t_graph, ms);
     mlc_free(tasks);
     list_externs(m);
-    if (o->run || o->report) {
+    if (o->n_dims && o->run) {
+      rc = run_sized_model(o, m, &k, in, sizes);
+    } else if (o->run || o->report) {
       mlc_gmodule *ref = load_model(o, &err);
       rc = ref && mlc_graph_load_externs(ref, o->n_externs, o->externs, &err)
                ? run_model(o, m, ref, &k, in)
@@ -935,10 +1137,10 @@ static int compile_model(const options *o, const mlc_target *t) {
   return rc;
 }
 
-int main(int argc, char **argv) {
-  options o;
-  int rc = parse_args(argc, argv, &o);
+static int compile_main(int argc, char **argv, options *opts) {
+  int rc = parse_args(argc, argv, opts);
   if (rc) return rc;
+  const options o = *opts;
   /* library kernels run by --run/--report/--verify: OpenBLAS's kernels for
    * this CPU (it reads the variable when it loads, at the first call) */
   const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
@@ -966,4 +1168,11 @@ int main(int argc, char **argv) {
     }
   if (o.task_file) return compile_task_file(&o, &t);
   return o.task ? compile_task(&o, &t) : compile_model(&o, &t);
+}
+
+int main(int argc, char **argv) {
+  options o = {.arena = mlc_arena_new()};
+  int rc = compile_main(argc, argv, &o);
+  mlc_arena_free(o.arena);
+  return rc;
 }
