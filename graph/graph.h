@@ -461,7 +461,11 @@ int mlc_graph_extract_tasks(const mlc_gmodule *m, mlc_gtask **out); /* mlc_free(
 mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t);
 /* The tasks as the task scheduler takes them (tuner/tuner.h,
  * mlc_tuner_schedule_tasks): named by their symbol ("mlp_fused_matmul_add1"),
- * the task_func copy, weight = calls; all in arena a. Returns the count. */
+ * the task_func copy, weight = calls; all in arena a. Returns the count.
+ * A kernel of size vars (a module of sizes) is tuned as its
+ * specializations: at 1, 16, 128 and its bound for one size var
+ * (mlc_size_samples), else at every size's bound, each a task of shape
+ * "seq=16", as mlc-compile looks its records up. */
 struct mlc_tuner_task;
 int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, struct mlc_tuner_task **out);
 

@@ -96,14 +96,51 @@ mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t) {
   return f;
 }
 
+/* The sizes a kernel of size vars is tuned at: for one size var
+ * mlc_size_samples', else every size at its bound (one run); *count of
+ * them, each a row of f->n_sizes values. */
+static int64_t *tuned_sizes(mlc_arena *a, const mlc_prim_func *f, int *count) {
+  int64_t *rows = MLC_NEW_ARRAY(a, int64_t, 4 * (size_t)f->n_sizes);
+  *count = f->n_sizes == 1 ? mlc_size_samples(&f->sizes[0], rows) : 0;
+  if (*count == 0) {
+    for (int k = 0; k < f->n_sizes; k++) rows[k] = f->sizes[k].hi;
+    *count = 1;
+  }
+  return rows;
+}
+
+/* "seq=16;n=8": sizes as mlc-tune --size stores them (the shape by which
+ * mlc-compile finds a kernel's records, graph/replay.c). */
+static const char *sizes_shape(mlc_arena *a, const mlc_prim_func *f, const int64_t *v) {
+  mlc_str s = {.arena = a};
+  for (int k = 0; k < f->n_sizes; k++)
+    mlc_str_printf(&s, "%s%s=%lld", k ? ";" : "", f->sizes[k].var->name, (long long)v[k]);
+  return mlc_str_cstr(&s);
+}
+
 int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, mlc_tuner_task **out) {
   mlc_gtask *gt;
   int n = mlc_graph_extract_tasks(m, &gt);
-  mlc_tuner_task *ts = MLC_NEW_ARRAY(a, mlc_tuner_task, n + 1);
-  for (int i = 0; i < n; i++)
-    ts[i] = (mlc_tuner_task){mlc_graph_symbol(a, m, gt[i].func), mlc_graph_task_func(a, &gt[i]),
-                             gt[i].calls, 0};
+  MLC_VEC(mlc_tuner_task) ts = {0};
+  for (int i = 0; i < n; i++) {
+    const char *name = mlc_graph_symbol(a, m, gt[i].func);
+    mlc_prim_func *f = mlc_graph_task_func(a, &gt[i]);
+    if (!f->n_sizes) {
+      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, f, gt[i].calls, 0, NULL}));
+      continue;
+    }
+    /* A kernel of size vars is tuned as its specializations. */
+    int count;
+    int64_t *rows = tuned_sizes(a, f, &count);
+    for (int r = 0; r < count; r++) {
+      mlc_error err;
+      const int64_t *v = rows + (size_t)r * (size_t)f->n_sizes;
+      mlc_prim_func *g = mlc_func_specialize(a, f, v, &err);
+      MLC_ASSERT(g); /* the sizes lie in the bounds, which the verifier checked */
+      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, g, gt[i].calls, 0, sizes_shape(a, f, v)}));
+    }
+  }
   mlc_free(gt);
-  *out = ts;
-  return n;
+  *out = ts.data;
+  return ts.len;
 }

@@ -667,6 +667,10 @@ bool mlc_func_bind_sizes(const mlc_prim_func *f, int n_args, const mlc_array *ar
  * set when the values do not read as integers. */
 int mlc_size_values(int n_specs, const char *const *specs, const char *name, int64_t *vals,
                     int max_vals, mlc_error *err);
+/* The sizes a lone size var is tuned at by default (vals: at most 4): its
+ * least (one row), 16 and 128 (small and large batches of rows) and its
+ * max, within its bounds, ascending; 0 for a size without a declared max. */
+int mlc_size_samples(const mlc_size_var *sv, int64_t *vals);
 /* A copy of f in `a` for the given sizes: every extent static, the size
  * vars replaced by their values (what the interpreter runs, and the
  * static workload a size is tuned as). */

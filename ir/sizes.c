@@ -313,6 +313,19 @@ bool mlc_buffer_extents(const mlc_prim_func *f, const mlc_buffer *b, const int64
   return true;
 }
 
+int mlc_size_samples(const mlc_size_var *sv, int64_t *vals) {
+  int64_t lo, hi;
+  mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+  if (sv->hi == hi) return 0;
+  const int64_t want[4] = {sv->lo > 1 ? sv->lo : 1, 16, 128, sv->hi};
+  int n = 0;
+  for (int i = 0; i < 4; i++) {
+    int64_t v = want[i] < sv->lo ? sv->lo : want[i] > sv->hi ? sv->hi : want[i];
+    if (n == 0 || v > vals[n - 1]) vals[n++] = v;
+  }
+  return n;
+}
+
 /* ---- size lists from the command line ------------------------------------------------ */
 
 int mlc_size_values(int n_specs, const char *const *specs, const char *name, int64_t *vals,

@@ -56,6 +56,12 @@ static const char *usage_text =
     "      --input-shape NAME=D1,D2,...\n"
     "                             the shape of an ONNX input with symbolic dimensions\n"
     "                             (repeatable; as mlc-compile takes it)\n"
+    "      --dim NAME=LO..HI      the model built once for every value of NAME (an\n"
+    "                             extent of --input-shape: ids=1,seq), as mlc-compile\n"
+    "                             --dim builds it: each kernel that takes the size is\n"
+    "                             tuned at 1, 16, 128 and HI (within the bounds; stored\n"
+    "                             with shape seq=16), from which mlc-compile --dim\n"
+    "                             builds it for every size (repeatable)\n"
     "      --task-scheduler S     which kernel gets the next round: gradient (default:\n"
     "                             calls x time and improvement) or round-robin\n"
     "  -n, --trials N             measured candidates wanted in total (default 64)\n"
@@ -174,6 +180,8 @@ typedef struct cli {
   int n_intrins;
   const char *sizes[MLC_MAX_SIZES]; /* --size "n=128" */
   int n_sizes;
+  const char *dims[MLC_GRAPH_MAX_SIZES]; /* --dim "seq=1..2048" */
+  int n_dims;
 } cli;
 
 _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE_MAX_INTRIN_FILES,
@@ -181,7 +189,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT, O_COLD_START, O_SIZE };
+       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -204,6 +212,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"library", required_argument, 0, O_LIBRARY},
       {"intrin", required_argument, 0, O_INTRIN},
       {"size", required_argument, 0, O_SIZE},
+      {"dim", required_argument, 0, O_DIM},
       {0, 0, 0, 0}};
   int ch;
   long v;
@@ -221,6 +230,17 @@ static int parse_args(int argc, char **argv, cli *c) {
       if (!strchr(optarg, '=')) return usage_error("--size wants NAME=V, got '%s'", optarg);
       c->sizes[c->n_sizes++] = optarg;
       break;
+    case O_DIM: {
+      mlc_error err;
+      mlc_gsize gs;
+      mlc_arena *a = mlc_arena_new();
+      bool ok = mlc_gsize_parse(a, optarg, &gs, &err);
+      mlc_arena_free(a);
+      if (!ok) return usage_error("--dim: %s", err.msg);
+      if (c->n_dims == MLC_COUNTOF(c->dims)) return usage_error("%s", "at most 4 --dim options");
+      c->dims[c->n_dims++] = optarg;
+      break;
+    }
     case O_INTRIN:
       if (c->n_intrins == MLC_COUNTOF(c->intrins))
         return usage_error("%s", "at most 8 --intrin files");
@@ -282,8 +302,8 @@ static int parse_args(int argc, char **argv, cli *c) {
   if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   if (!c->task + !c->task_file + !c->model != 2)
     return usage_error("%s", "give exactly one of --task, --task-file or --model");
-  if ((c->weights || c->task_sched || c->n_input_shapes) && !c->model)
-    return usage_error("%s", "--weights, --input-shape and --task-scheduler go with --model");
+  if ((c->weights || c->task_sched || c->n_input_shapes || c->n_dims) && !c->model)
+    return usage_error("%s", "--weights, --input-shape, --dim and --task-scheduler go with --model");
   size_t ml = c->model ? strlen(c->model) : 0;
   bool onnx = ml > 5 && strcmp(c->model + ml - 5, ".onnx") == 0;
   if (onnx && c->weights) return usage_error("%s", "--weights goes with a JSON model (ONNX carries its weights)");
@@ -339,22 +359,6 @@ static void file_stem(const char *path, char *out, size_t size) {
  * mlc-compile looks for to build the function of size vars). */
 enum { MAX_SIZE_RUNS = 16 };
 
-/* Sizes a lone size var is tuned at when --size names none: its least
- * (a row), 16 and 128 (small and large batches of rows) and its max,
- * within its bounds; none for a size without a declared max. */
-static int sample_sizes(const mlc_size_var *sv, int64_t *vals) {
-  int64_t lo, hi;
-  mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
-  if (sv->hi == hi) return 0;
-  const int64_t want[4] = {sv->lo > 1 ? sv->lo : 1, 16, 128, sv->hi};
-  int n = 0;
-  for (int i = 0; i < 4; i++) {
-    int64_t v = want[i] < sv->lo ? sv->lo : want[i] > sv->hi ? sv->hi : want[i];
-    if (n == 0 || v > vals[n - 1]) vals[n++] = v;
-  }
-  return n;
-}
-
 static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func *f, int run,
                                  int *n_runs) {
   mlc_error err;
@@ -369,7 +373,7 @@ static mlc_prim_func *specialize(const cli *c, workload *w, const mlc_prim_func 
       fprintf(stderr, "mlc-tune: error: --size lists of different lengths (%d and %d)\n", *n_runs, n);
       return NULL;
     }
-    if (n == 0 && f->n_sizes == 1) n = sample_sizes(sv, vals);
+    if (n == 0 && f->n_sizes == 1) n = mlc_size_samples(sv, vals);
     if (n == 0) {
       fprintf(stderr, "mlc-tune: error: %s: %s takes its size %s at run time%s: tune it at given "
                       "sizes with --size %s=V[,V...]\n",
@@ -690,12 +694,21 @@ static int run(const cli *c, workload *w) {
 
 /* ---- --model ----------------------------------------------------------------------- */
 
+/* A task as the summary names it: its kernel, and the sizes a kernel of
+ * size vars is tuned at ("gpt2_softmax@seq=16"). */
+static const char *task_label(const mlc_tuner_task *t, char *buf, size_t n) {
+  if (!t->shape) return t->name;
+  snprintf(buf, n, "%s@%s", t->name, t->shape);
+  return buf;
+}
+
 static void model_progress(void *ud, const mlc_tuner_sched_progress *p) {
   MLC_UNUSED(ud);
   const mlc_tuner_task *t = &p->tasks[p->task];
   const mlc_tuner_task_state *s = &p->state[p->task];
+  char label[256];
   fprintf(stderr, "round %d: task %d/%d %s (calls %d): %d trials, best ", p->round, p->task + 1,
-          p->n_tasks, t->name, t->weight, s->trials);
+          p->n_tasks, task_label(t, label, sizeof label), t->weight, s->trials);
   if (s->best_sec > 0) fprintf(stderr, "%.4g us", s->best_sec * 1e6);
   else fprintf(stderr, "-");
   fprintf(stderr, "; model %d/%d trials, est. latency ", p->trials_done, p->trials_total);
@@ -712,8 +725,12 @@ static void print_model_summary(const char *model, const char *target, const cha
   printf("%s on %s: %d tasks, %s task scheduler\n", model, target, n, kind);
   printf("  %-36s %5s %7s %12s %12s  %s\n", "task", "calls", "trials", "default/call",
          "best/call", "record");
+  bool sized = false;
   for (int i = 0; i < n; i++) {
-    printf("  %-36s %5d %7d ", tasks[i].name, tasks[i].weight, st[i].trials);
+    char label[256];
+    sized = sized || tasks[i].shape;
+    printf("  %-36s %5d %7d ", task_label(&tasks[i], label, sizeof label), tasks[i].weight,
+           st[i].trials);
     if (st[i].default_sec > 0) printf("%9.3f us ", st[i].default_sec * 1e6);
     else printf("%12s ", "-");
     if (st[i].best_sec > 0)
@@ -721,7 +738,8 @@ static void print_model_summary(const char *model, const char *target, const cha
     else printf("%12s  -\n", "-");
   }
   if (r->est_sec > 0)
-    printf("estimated model latency (sum of calls x best): %.3f us\n", r->est_sec * 1e6);
+    printf("estimated model latency (sum of calls x best%s): %.3f us\n",
+           sized ? "; a kernel of sizes counts once per size it is tuned at" : "", r->est_sec * 1e6);
   if (r->est_sec > 0 && r->est_default_sec > 0)
     printf("the same with every kernel's default schedule (an untuned build): %.3f us (%.2fx)\n",
            r->est_default_sec * 1e6, r->est_default_sec / r->est_sec);
@@ -751,14 +769,30 @@ static void print_model_library(mlc_db *db, const char *target, int n, const mlc
 }
 
 /* Every distinct kernel of the model under one budget. */
+/* The model through the passes, as mlc-compile builds it: with --dim, one
+ * module for every size (its kernels of size vars tuned as their
+ * specializations, mlc_graph_tuner_tasks). */
+static mlc_gmodule *load_lowered(const cli *c, mlc_error *err) {
+  if (c->n_dims) {
+    mlc_arena *a = mlc_arena_new();
+    mlc_gsize sizes[MLC_GRAPH_MAX_SIZES];
+    for (int k = 0; k < c->n_dims; k++) MLC_ASSERT(mlc_gsize_parse(a, c->dims[k], &sizes[k], err));
+    mlc_gmodule *m = mlc_graph_load_sized(c->model, c->input_shapes, c->n_dims, sizes, 0, err);
+    mlc_arena_free(a);
+    return m;
+  }
+  mlc_gmodule *m = mlc_graph_load_any(c->model, c->weights, c->input_shapes, err);
+  if (m && !mlc_graph_run_pipeline(m, NULL, NULL, NULL, err)) {
+    mlc_graph_free(m);
+    return NULL;
+  }
+  return m;
+}
+
 static int tune_model(const cli *c) {
   mlc_error err;
-  mlc_gmodule *m = mlc_graph_load_any(c->model, c->weights, c->input_shapes, &err);
+  mlc_gmodule *m = load_lowered(c, &err);
   if (!m) return fail(err.msg);
-  if (!mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err)) {
-    mlc_graph_free(m);
-    return fail(err.msg);
-  }
   const char **externs;
   int n_ext = mlc_graph_extern_names(m, &externs);
   for (int i = 0; i < n_ext; i++) /* the program's own code: nothing to tune */

@@ -162,6 +162,7 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
   mlc_tuner_tune_opts to = r->o->tune;
   to.task = t->name;
   to.flops = t->flops;
+  if (t->shape) to.shape = t->shape;
   to.trials_per_round = per < left ? per : left;
   /* The gradient's warm-up, when the tuner measures the default schedule
    * first, is that one trial per task: every task's untuned time is known
@@ -213,6 +214,7 @@ static bool remeasure_tuned(sched_run *r, mlc_error *err) {
     mlc_tuner_tune_opts to = r->o->tune;
     to.task = r->tasks[i].name;
     to.flops = r->tasks[i].flops;
+    if (r->tasks[i].shape) to.shape = r->tasks[i].shape;
     mlc_tuner_tune_result tr;
     if (!mlc_tuner_remeasure(r->db, r->tasks[i].func, &to, &tr, err))
       return mlc_error_prefix(err, "task %s", r->tasks[i].name);

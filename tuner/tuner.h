@@ -295,6 +295,8 @@ typedef struct mlc_tuner_task {
   const mlc_prim_func *func; /* the workload (prim_func "main") */
   int weight;                /* calls per model run (>= 1) */
   double flops;              /* per call, for GFLOP/s; 0: counted from the function */
+  const char *shape;         /* stored with the workload ("seq=128": a kernel of size vars
+                                tuned at that size); NULL: the tune options' */
 } mlc_tuner_task;
 
 typedef enum mlc_tuner_task_sched {

@@ -4,7 +4,7 @@ Llama as HuggingFace writes them, random weights) into tests/onnx/lm/:
 
     <model>_tiny.onnx                exported at sequence 8, batch 1, with
                                      batch and sequence dynamic
-    <model>_s<S>_<input>.npy         int64 inputs at S = 5 and S = 12
+    <model>_s<S>_<input>.npy         int64 inputs at S = 5, 12, 1, 7 and 64
     <model>_s<S>_<output>.npy        PyTorch's float32 outputs for them
 
 The test lengths differ from the export length on purpose: a model only
@@ -37,8 +37,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 import lm_models  # noqa: E402
 
 EXPORT_SEQ = 8
-TEST_SEQS = (5, 12)
-BERT_PAD = {5: 0, 12: 3}  # trailing zeros of BERT's attention mask
+# 5 and 12 for builds at one length; 1, 7 and 64 (the tiny models' bound)
+# for the build once for every length (--dim seq=1..64). Appended, so the
+# inputs drawn for the earlier lengths stay the same.
+TEST_SEQS = (5, 12, 1, 7, 64)
+BERT_PAD = {5: 0, 12: 3, 1: 0, 7: 2, 64: 9}  # trailing zeros of BERT's attention mask
 
 
 def write_model(kind):
