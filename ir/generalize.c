@@ -141,7 +141,7 @@ typedef struct load_check {
 
 static bool is_varying(const mlc_expr *e, void *ud) {
   const load_check *c = ud;
-  return e->kind == MLC_EXPR_INT_IMM &&
+  return e->kind == MLC_EXPR_INT_IMM && c->n_varying &&
          bsearch(&e, c->varying, (size_t)c->n_varying, sizeof *c->varying, cmp_ptr);
 }
 
@@ -259,7 +259,7 @@ mlc_prim_func *mlc_func_generalize(mlc_arena *a, const mlc_generalize_in *in, ml
   }
   mlc_dtype var_t = vars_dtype(n, slots, forms);
   load_check lc = {&g, f, varying.data, (int)varying.len, NULL};
-  qsort(lc.varying, (size_t)lc.n_varying, sizeof *lc.varying, cmp_ptr);
+  if (lc.n_varying) qsort(lc.varying, (size_t)lc.n_varying, sizeof *lc.varying, cmp_ptr);
   if (mlc_stmt_any(f->body, stmt_has_sized_load, &lc))
     return mlc_error_set(err, "%s: %s, data kept at its bound, is indexed by the sizes", f->name,
                          lc.bad->name),
