@@ -495,7 +495,14 @@ static mlc_stmt *make_stage(mlc_sched *s, const char *name, const mlc_region *re
     if (!mlc_dtype_is_int(t)) t = MLC_INT32;
     mlc_var *v = mlc_var_new(a, mlc_arena_printf(a, "v%d", d), t);
     ax[d] = mlc_var_new(a, mlc_arena_printf(a, "ax%d", d), t);
+    /* The iter spans the buffer's extent: its symbolic one where it has one
+     * (an index then provably below it at every size). */
     mlc_expr *dom = compact ? region->ranges[d].extent : mlc_int_t(a, t, region->buf->shape[d]);
+    int64_t mn0, ext0;
+    if (region->buf->dims && region->buf->dims[d]->kind != MLC_EXPR_INT_IMM &&
+        mlc_expr_is_const_int(region->ranges[d].min, &mn0) && mn0 == 0 &&
+        mlc_expr_is_const_int(dom, &ext0) && ext0 == region->buf->shape[d])
+      dom = region->buf->dims[d]->dtype == t ? region->buf->dims[d] : mlc_cast(a, t, region->buf->dims[d]);
     b->iters[d] = (mlc_iter_var){v, {mlc_int_t(a, t, 0), dom}, MLC_ITER_SPATIAL};
     idx[d] = mlc_ref(a, v);
     point[d] = (mlc_range){idx[d], mlc_int_t(a, t, 1)};
@@ -560,6 +567,8 @@ typedef struct cache_plan {
   bool compact;        /* the cache holds just `region` (the stage is in the scope block) */
   mlc_expr **offset;   /* compact: region's start per dimension, NULL where 0 */
   bool symbolic;       /* the cache holds the whole of a buffer of symbolic extents */
+  bool tail_guard;     /* the writer's predicate cuts the tails of symbolic extents: the
+                          write-back copies only what lies inside them */
 } cache_plan;
 
 static bool check_consumer_list(mlc_sched *s, const char *prim, const char *who, cache_plan *p,
@@ -784,6 +793,26 @@ static mlc_buffer *new_cache_buffer(mlc_sched *s, const cache_plan *p, const cha
                         shape, scope);
 }
 
+/* A write-back whose writer's tails were cut: it copies the elements of
+ * the region inside the buffer's symbolic extents alone (the writer wrote
+ * no others), `T.where(min + ax < n)` per symbolic extent. */
+static void guard_tails(mlc_sched *s, const cache_plan *p, mlc_stmt *stage) {
+  mlc_arena *a = s->arena;
+  mlc_stmt *r = stage;
+  mlc_expr *pred = NULL;
+  for (int d = 0; d < p->buf->ndim; d++) {
+    mlc_expr *ax = mlc_ref(a, r->loop.var), *dim = p->buf->dims[d];
+    r = r->loop.body;
+    if (dim->kind == MLC_EXPR_INT_IMM) continue;
+    mlc_expr *at = mlc_add(a, p->region.ranges[d].min, ax);
+    if (at->dtype != dim->dtype) at = mlc_cast(a, dim->dtype, at);
+    mlc_expr *in = mlc_binary(a, MLC_EXPR_LT, at, dim);
+    pred = pred ? mlc_binary(a, MLC_EXPR_AND, pred, in) : in;
+  }
+  MLC_ASSERT(r->kind == MLC_STMT_BLOCK_REALIZE);
+  r->realize.predicate = pred;
+}
+
 /* Stage into the IR at the plan's place, cache allocated in the scope,
  * bindings simplified. */
 static mlc_block *place_stage(mlc_sched *s, cache_plan *p, mlc_buffer *src, mlc_buffer *dst,
@@ -792,6 +821,7 @@ static mlc_block *place_stage(mlc_sched *s, cache_plan *p, mlc_buffer *src, mlc_
   const char *name =
       unique_block_name(s, mlc_arena_printf(s->arena, "%s_%s", p->buf->name, scope_name));
   mlc_stmt *stage = make_stage(s, name, &p->region, src, dst, p->compact, &sb);
+  if (p->tail_guard) guard_tails(s, p, stage);
   insert_stage(s->arena, loc_slot(p->scope, &p->loc), p->loc.pos, stage);
   sched_simplify_bindings(s, stage);
   return sb;
@@ -890,13 +920,27 @@ static bool steps_fill(step *st, int n) {
   return true;
 }
 
+/* A loop's extent as the fill check counts it: its constant, or, where
+ * the writer's predicate cuts the tails of symbolic extents, its value at
+ * the sizes' bounds (the loops then cover each extent rounded up to their
+ * tile, at every size alike, and the predicate cuts it back). */
+static bool extent_for_fill(mlc_sched *s, const mlc_stmt *loop, bool tails_cut, int64_t *ext) {
+  if (mlc_expr_is_const_int(loop->loop.extent, ext)) return true;
+  const mlc_prim_func *f = mlc_sched_func(s);
+  if (!tails_cut || f->n_sizes > MLC_MAX_SIZES) return false;
+  int64_t his[MLC_MAX_SIZES];
+  for (int k = 0; k < f->n_sizes; k++) his[k] = f->sizes[k].hi;
+  return mlc_size_eval(f, loop->loop.extent, his, ext) && *ext >= 1;
+}
+
 /* Whether writer w writes every element of its region relaxed at
  * loc_stmt (what the write-back copies): with the bindings substituted,
  * each dimension's start is affine in the loops between loc_stmt and the
  * block, no loop feeds two dimensions, and each dimension's steps fill an
  * interval. A predicate may skip iterations, so there must be none. */
-static bool writes_whole_region(mlc_sched *s, mlc_stmt *w, const mlc_region *r, mlc_stmt *loc_stmt) {
-  if (w->realize.predicate) return false;
+static bool writes_whole_region(mlc_sched *s, mlc_stmt *w, const mlc_region *r, mlc_stmt *loc_stmt,
+                                bool tails_cut) {
+  if (w->realize.predicate && !tails_cut) return false;
   mlc_arena *a = s->arena;
   const mlc_block *b = w->realize.block;
   mlc_var **iv = MLC_NEW_ARRAY(a, mlc_var *, b->n_iters + 1);
@@ -920,7 +964,7 @@ static bool writes_whole_region(mlc_sched *s, mlc_stmt *w, const mlc_region *r, 
       if (!mlc_expr_uses_var(ix, v)) continue;
       mlc_expr *next = mlc_add(a, mlc_ref(a, v), mlc_int_t(a, v->dtype, 1));
       if (used[l] || !mlc_expr_const_diff(a, mlc_expr_subst(a, ix, 1, &v, &next), ix, &stride) ||
-          !mlc_expr_is_const_int(loops[l]->loop.extent, &ext))
+          !extent_for_fill(s, loops[l], tails_cut, &ext))
         return false;
       used[l] = true;
       if (stride != 0 && ext > 1) st[ns++] = (step){stride < 0 ? -stride : stride, ext};
@@ -1000,6 +1044,30 @@ static void and_conjuncts(mlc_expr *e, mlc_expr **out, int *n, int max) {
  * extents, and a predicate (if any) that only cuts the tails splits of
  * those extents left. The cache then holds the whole buffer, as it is at
  * each size. */
+static bool only_tails_cut(mlc_sched *s, mlc_stmt *w);
+
+/* Whether each spatial iter var of symbolic domain is the written index
+ * of a dimension of that extent: a tail its predicate cuts is then
+ * exactly an index past the buffer's extent (a reduce iter's tail cuts
+ * terms of a sum, not elements written). */
+static bool tails_are_write_dims(mlc_sched *s, mlc_stmt *w, const mlc_region *wr) {
+  const mlc_block *b = w->realize.block;
+  for (int i = 0; i < b->n_iters; i++) {
+    int64_t e, mn;
+    if (mlc_expr_is_const_int(b->iters[i].dom.extent, &e) || b->iters[i].kind == MLC_ITER_REDUCE)
+      continue;
+    bool found = false;
+    for (int d = 0; d < wr->buf->ndim && !found; d++)
+      found = mlc_expr_is_const_int(b->iters[i].dom.min, &mn) && mn == 0 &&
+              wr->ranges[d].min->kind == MLC_EXPR_VAR &&
+              wr->ranges[d].min->var == b->iters[i].var && wr->buf->dims &&
+              b->iters[i].dom.extent->dtype == wr->buf->dims[d]->dtype &&
+              same_value(s->arena, b->iters[i].dom.extent, wr->buf->dims[d]);
+    if (!found) return false;
+  }
+  return true;
+}
+
 static bool writes_all_of_symbolic(mlc_sched *s, mlc_stmt *w, const mlc_region *wr) {
   mlc_arena *a = s->arena;
   const mlc_block *b = w->realize.block;
@@ -1016,6 +1084,14 @@ static bool writes_all_of_symbolic(mlc_sched *s, mlc_stmt *w, const mlc_region *
     }
     if (!found) return false;
   }
+  return only_tails_cut(s, w);
+}
+
+/* Whether the writer's predicate (none: true) only cuts the tails splits
+ * of symbolic extents left: each conjunct holds wherever the bindings lie
+ * in their domains. */
+static bool only_tails_cut(mlc_sched *s, mlc_stmt *w) {
+  mlc_arena *a = s->arena;
   if (!w->realize.predicate) return true;
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int n = sched_path_to(s, w, path);
@@ -1051,9 +1127,15 @@ static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const cha
       (n_related > 0 && after_loc(s, p->scope_r, &p->loc, w)))
     return mlc_error_set(err, "%s: %s: found no place for the write-back before the consumers of %s",
                          prim, who, p->buf->name);
-  if (p->loc.loop && w->realize.predicate)
-    return mlc_error_set(err, "%s: %s: the block has a predicate inside the write-back's loop", prim,
-                         who);
+  /* A predicate: only one that cuts the tails of symbolic extents, the
+   * write-back then guarded the same way. */
+  if (w->realize.predicate) {
+    if (!p->buf->dims || !tails_are_write_dims(s, w, region_of(p->blk->n_writes, p->blk->writes, p->buf)) ||
+        !only_tails_cut(s, w))
+      return mlc_error_set(err, "%s: %s: the block has a predicate inside the write-back's loop", prim,
+                           who);
+    p->tail_guard = true;
+  }
   const mlc_region *wr = region_of(p->blk->n_writes, p->blk->writes, p->buf);
   mlc_stmt *loc_stmt = p->loc.loop ? p->loc.loop : p->scope_r;
   if (!p->loc.loop && p->buf->dims && writes_all_of_symbolic(s, w, wr)) {
@@ -1072,7 +1154,7 @@ static bool cache_write_plan(mlc_sched *s, cache_plan *p, mlc_stmt *w, const cha
    * writes one element per spatial iter var and its loops run the whole
    * iteration domain. */
   mlc_region dom;
-  bool whole = writes_whole_region(s, w, wr, loc_stmt) ||
+  bool whole = writes_whole_region(s, w, wr, loc_stmt, p->tail_guard) ||
                (!p->loc.loop && dense_write(s, w, wr) && domain_region(s, w, wr, &dom) &&
                 regions_equal(s->arena, &dom, &p->region));
   if (!whole)
@@ -1151,7 +1233,7 @@ static bool written_before(mlc_sched *s, mlc_stmt *br, mlc_stmt **items, int ite
       mlc_stmt *w = ws.v.data[k];
       const mlc_region *wr = region_of(w->realize.block->n_writes, w->realize.block->writes, rd->buf);
       mlc_region got;
-      if (wr && writes_whole_region(s, w, wr, br) && region_at(s, w, wr, br, &got) &&
+      if (wr && writes_whole_region(s, w, wr, br, false) && region_at(s, w, wr, br, &got) &&
           region_within(s->arena, &need, &got))
         return true;
     }

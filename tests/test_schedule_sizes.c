@@ -157,6 +157,35 @@ static void test_cache_write_tail(void) {
   mlc_sched_free(s);
 }
 
+/* A write the cache cannot take whole (a packed column index, as a dense
+ * layer's over packed weights), its rows split with a tail: the cache
+ * holds the rows' bound, the write-back copies only rows below n (its own
+ * T.where), wherever reverse_compute_at moves it. */
+static void test_cache_write_tail_guard(void) {
+  mlc_prim_func *f = parse("@T.prim_func\n"
+                           "def main(a: T.handle, b: T.handle):\n"
+                           "    n = T.int32(min=1, max=40)\n"
+                           "    A = T.match_buffer(a, (n, 12))\n"
+                           "    B = T.match_buffer(b, (n, 12))\n"
+                           "    for i, jo, jl in T.grid(n, 3, 4):\n"
+                           "        with T.block(\"B\"):\n"
+                           "            vi, vj, vl = T.axis.remap(\"SSS\", [i, jo, jl])\n"
+                           "            B[vi, vj * 4 + vl] = A[vi, vj * 4 + vl] * T.float32(2)\n");
+  if (!f) return;
+  mlc_error err;
+  mlc_rv b, *ls, parts[2], wb;
+  mlc_sched *s = mlc_sched_new(f, 1);
+  CHECK(mlc_sched_get_block(s, "B", NULL, &b, &err));
+  CHECK(mlc_sched_get_loops(s, b, &ls, &err) == 3);
+  CHECK(mlc_sched_split(s, ls[0], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(8)}, true, parts,
+                        &err));
+  CHECK_MSG(mlc_sched_cache_write(s, b, 0, "global", 0, NULL, &wb, &err), "%s", err.msg);
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "cache_write at the scope");
+  CHECK_MSG(mlc_sched_reverse_compute_at(s, wb, parts[0], true, -1, &err), "%s", err.msg);
+  CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "write-back under the row tile");
+  mlc_sched_free(s);
+}
+
 /* A predicate that skips rows inside the domain (not a split's tail):
  * the cache would hold rows the block never writes. */
 static void test_cache_write_refuses_skips(void) {
@@ -187,6 +216,7 @@ int main(void) {
   RUN(test_fuse_and_parallel);
   RUN(test_sample_tile);
   RUN(test_cache_write_tail);
+  RUN(test_cache_write_tail_guard);
   RUN(test_cache_write_refuses_skips);
   mlc_arena_free(TA);
   return test_summary();
