@@ -310,14 +310,16 @@ static bool replay_insts(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts
   mlc_rv *map = MLC_NEW_ARRAY(s->arena, mlc_rv, t->rv_kinds.len + 1);
   for (int i = 0; i < t->rv_kinds.len; i++) map[i] = -1;
   replay r = {s, t, map, err};
-  if (report) *report = (mlc_replay_report){0, MLC_NEW_ARRAY(s->arena, int, t->insts.len + 1)};
+  if (report) *report = (mlc_replay_report){0, MLC_NEW_ARRAY(s->arena, int, t->insts.len + 1), -1};
   for (int i = 0; i < t->insts.len; i++) {
     const mlc_inst *in = &t->insts.data[i];
     if (in->kind == MLC_INST_ENTER_POSTPROC && opts && opts->stop_at_postproc) break;
     bool resampled = false;
     sample_opts so = {wanted(opts, in, i), &resampled};
-    if (!apply_inst(&r, in, so))
+    if (!apply_inst(&r, in, so)) {
+      if (report) report->failed_at = i;
       return mlc_error_prefix(err, "replay: instruction %d (%s)", i, mlc_inst_kind_name(in->kind));
+    }
     /* Primitives refuse to start on a function nested past SCHED_MAX_NEST;
      * one that took it past (compute_at of a deep block under a deep loop)
      * stops a replayed record here, so what replay returns always prints

@@ -534,6 +534,7 @@ typedef struct mlc_replay_opts {
 typedef struct mlc_replay_report {
   int n_resampled;   /* decisions that no longer fit and were drawn again */
   int *resampled;    /* their instruction indices (state's arena) */
+  int failed_at;     /* the instruction a failed replay stopped at; -1 */
 } mlc_replay_report;
 
 /* Apply t to s (normally fresh). opts and report may be NULL (stored

@@ -377,11 +377,82 @@ static void test_default_schedule(void) {
   mlc_arena_free(a);
 }
 
+/* Kernels of size vars take the schedule the rules give their instance at
+ * 128 rows (at most), replayed on them without the hints and fuses a
+ * symbolic extent refuses: a dense layer over seq rows keeps its register
+ * tile (its write-back guarded by seq), attention scores over a symbolic
+ * inner extent keep theirs (a nest the instance fused to run it parallel
+ * is parallel over its outer loop instead). Each computes what the unscheduled kernel does at 1, 7 and 64. */
+static const char sym_dense_src[] =
+    "@T.prim_func\n"
+    "def main(a: T.handle, W: T.Buffer((4, 32, 16), \"float32\"), c: T.handle):\n"
+    "    n = T.int32(min=1, max=64)\n"
+    "    A = T.match_buffer(a, (n, 32))\n"
+    "    C = T.match_buffer(c, (n, 64))\n"
+    "    for i, jb, jl, k in T.grid(n, 4, 16, 32):\n"
+    "        with T.block(\"T_dense\"):\n"
+    "            vi, vj, vl, vk = T.axis.remap(\"SSSR\", [i, jb, jl, k])\n"
+    "            with T.init():\n"
+    "                C[vi, vj * 16 + vl] = T.float32(0)\n"
+    "            C[vi, vj * 16 + vl] = C[vi, vj * 16 + vl] + A[vi, vk] * W[vj, vk, vl]\n";
+
+static const char sym_scores_src[] =
+    "@T.prim_func\n"
+    "def main(q: T.handle, k: T.handle, s: T.handle):\n"
+    "    n = T.int32(min=1, max=128)\n"
+    "    Q = T.match_buffer(q, (4, n, 16))\n"
+    "    K = T.match_buffer(k, (4, 16, n))\n"
+    "    S = T.match_buffer(s, (4, n, n))\n"
+    "    P = T.alloc_buffer((4, n, n))\n"
+    "    for b, i, j, d in T.grid(4, n, n, 16):\n"
+    "        with T.block(\"P\"):\n"
+    "            vb, vi, vj, vd = T.axis.remap(\"SSSR\", [b, i, j, d])\n"
+    "            with T.init():\n"
+    "                P[vb, vi, vj] = T.float32(0)\n"
+    "            P[vb, vi, vj] = P[vb, vi, vj] + Q[vb, vi, vd] * K[vb, vd, vj]\n"
+    "    for b, i, j in T.grid(4, n, n):\n"
+    "        with T.block(\"S\"):\n"
+    "            vb, vi, vj = T.axis.remap(\"SSS\", [b, i, j])\n"
+    "            S[vb, vi, vj] = P[vb, vi, vj] * T.float32(0.25)\n";
+
+static void check_sized_default(const char *src, const char *name, bool parallel) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  mlc_module *m = mlc_parse_module(a, name, src, &e);
+  CHECK_MSG(m != NULL, "%s", e.msg);
+  if (!m) return mlc_arena_free(a);
+  const mlc_prim_func *f = m->funcs[0];
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, f);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *ir = mlc_str_cstr(&out);
+  if (getenv("RT_DEBUG")) fprintf(stderr, "%s\n", ir);
+  CHECK_MSG(g->n_sizes == 1 && strstr(ir, "T.vectorized(") && strstr(ir, "_global") &&
+                (!parallel || strstr(ir, "T.parallel(")),
+            "%s: not register-tiled:\n%s", name, ir);
+  CHECK_MSG(mlc_verify_func(g, &e), "%s: %s", name, e.msg);
+  for (int64_t n = 1; n <= 64; n = n == 1 ? 7 : 64 + (n == 64)) {
+    char why[512];
+    mlc_prim_func *fs = mlc_func_specialize(a, f, &n, &e), *gs = mlc_func_specialize(a, g, &n, &e);
+    CHECK_MSG(fs && gs, "%s: %s", name, e.msg);
+    CHECK_MSG(fs && gs && same_results(fs, gs, true, why, sizeof why), "%s at %lld: %s", name,
+              (long long)n, why);
+  }
+  mlc_str_free(&out);
+  mlc_arena_free(a);
+}
+
+static void test_default_schedule_sized(void) {
+  check_sized_default(sym_dense_src, "sym_dense.py", false);
+  check_sized_default(sym_scores_src, "sym_scores.py", true);
+}
+
 int main(void) {
   RUN(test_sketches_conv);
   RUN(test_sketches_matmul);
   RUN(test_refused);
   RUN(test_packed_dense);
   RUN(test_default_schedule);
+  RUN(test_default_schedule_sized);
   return test_summary();
 }

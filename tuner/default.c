@@ -223,9 +223,59 @@ enum { DEFAULT_AT_SIZE = 128 };
 
 static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o);
 
+/* Instructions that only say how a loop runs (vectorized, unrolled,
+ * parallel): leaving one out changes no result. */
+static bool is_hint(mlc_inst_kind k) {
+  return k == MLC_INST_VECTORIZE || k == MLC_INST_UNROLL || k == MLC_INST_PARALLEL;
+}
+
+/* Most hints a replay on a function of size vars may leave out. */
+enum { MAX_DROPPED_HINTS = 16 };
+
+/* Instruction i of t left out: a hint, or a Fuse whose loop the later
+ * instructions then take to be its first loop (a parallel fused nest run
+ * parallel over its outer loop). False for anything else. Whatever then
+ * replays is still correct: every primitive keeps the function's meaning. */
+static bool leave_out(mlc_trace *t, int i) {
+  mlc_inst *in = &t->insts.data[i];
+  if (in->kind == MLC_INST_FUSE && in->n_outputs == 1 && in->n_inputs >= 1 &&
+      in->inputs[0].kind == MLC_OPERAND_RV) {
+    mlc_rv fused = in->outputs[0], first = in->inputs[0].rv;
+    for (int j = i + 1; j < t->insts.len; j++)
+      for (int k = 0; k < t->insts.data[j].n_inputs; k++) {
+        mlc_operand *op = &t->insts.data[j].inputs[k];
+        if (op->kind == MLC_OPERAND_RV && op->rv == fused) op->rv = first;
+      }
+  } else if (!is_hint(in->kind) || in->n_outputs) {
+    return false;
+  }
+  memmove(in, in + 1, sizeof(mlc_inst) * (size_t)(t->insts.len - i - 1));
+  t->insts.len--;
+  return true;
+}
+
+/* t replayed on a fresh state of f; a hint the function refuses (a loop
+ * of symbolic extent cannot be vectorized), or a fuse, is left out
+ * (leave_out) and the rest replayed again. NULL when anything else fails
+ * or the result does not verify. */
+static mlc_sched *replay_dropping_hints(mlc_arena *a, const mlc_prim_func *f, const mlc_trace *t) {
+  mlc_trace *cur = mlc_trace_copy(a, t);
+  for (int tries = 0; tries <= MAX_DROPPED_HINTS; tries++) {
+    mlc_sched *s = mlc_sched_new(f, 0);
+    mlc_replay_report rep;
+    mlc_error err;
+    if (mlc_sched_replay(s, cur, NULL, &rep, &err))
+      return mlc_verify_func(mlc_sched_func(s), &err) ? s : (mlc_sched_free(s), NULL);
+    mlc_sched_free(s);
+    if (rep.failed_at < 0 || !leave_out(cur, rep.failed_at)) return NULL;
+  }
+  return NULL;
+}
+
 /* A function of size vars takes the schedule its rules give a static
  * instance (register tiles need constant extents to plan), replayed on
- * it; the rules on the function itself where that replay fails. */
+ * it without the hints it refuses; the rules on the function itself
+ * where that replay fails. */
 static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   int64_t sizes[MLC_MAX_SIZES];
   for (int k = 0; k < f->n_sizes; k++)
@@ -233,14 +283,11 @@ static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o)
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
-  mlc_sched *at = g ? rules_sched(g, o) : NULL, *s = mlc_sched_new(f, 0);
-  bool ok = at && mlc_sched_replay(s, mlc_sched_trace(at), NULL, NULL, &err) &&
-            mlc_verify_func(mlc_sched_func(s), &err);
+  mlc_sched *at = g ? rules_sched(g, o) : NULL;
+  mlc_sched *s = at ? replay_dropping_hints(a, f, mlc_sched_trace(at)) : NULL;
   if (at) mlc_sched_free(at);
   mlc_arena_free(a);
-  if (ok) return s;
-  mlc_sched_free(s);
-  return rules_sched(f, o);
+  return s ? s : rules_sched(f, o);
 }
 
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
