@@ -159,7 +159,8 @@ typedef struct sized_variant {
 static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_prim_func *f,
                        const mlc_db_workload *w, const int64_t *sizes, sized_variant *out,
                        mlc_gkernel *k, size_t *len, mlc_error *err) {
-  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, err);
+  mlc_prim_func *g = mlc_func_specialize(a, f, sizes, err), *as_main = mlc_func_copy(a, f);
+  set_name(a, as_main, "main"); /* as traces name the function they were tuned on */
   mlc_db_record *best;
   int nb = g ? mlc_db_top_k(db, w->id, target, MAX_TRIED, a, &best, err) : -1;
   if (nb < 0) return false;
@@ -167,9 +168,9 @@ static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_p
     mlc_error why;
     bool differs = false;
     mlc_prim_func *s = NULL;
-    char hash[17];
     if (!best[i].sched_hash || !replay(a, g, w, &best[i], &differs, &why)) continue;
-    if (!mlc_db_replay_trace(a, f, best[i].trace, &s, hash, &why)) {
+    mlc_trace *t = mlc_trace_from_json(a, best[i].trace, strlen(best[i].trace), &why);
+    if (!t || !(s = mlc_tuner_replay_sized(a, as_main, t, &why))) {
       add_note(k, len, best[i].id, "(tuned at this kernel's sizes) does not replay on it", why.msg);
       continue;
     }
@@ -217,8 +218,16 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
     if (vs[nv].sched) nv++;
     if (nv == 1 && f->n_sizes != 1) break;
   }
+  /* Above the largest size tuned that replays, the default schedule (a
+   * schedule for few rows stretched to many is slower than it). */
+  bool above = nv > 0 && f->n_sizes == 1 && vs[0].size < f->sizes[0].hi;
+  if (above) {
+    vs[nv] = vs[0];
+    vs[0] = (sized_variant){mlc_tuner_cpu_default_schedule(q, f), 0, f->sizes[0].hi, 0, NULL};
+    nv++;
+  }
   if (nv > 0) {
-    sized_variant top_v = vs[0]; /* the largest sizes' (the list is sorted below) */
+    sized_variant top_v = vs[above ? 1 : 0]; /* the largest tuned sizes' (the list is sorted below) */
     const sized_variant *top = &top_v;
     mlc_prim_func *chosen = top->sched;
     int off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s", top->shape);
@@ -236,11 +245,13 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
       mlc_prim_func *sel = mlc_func_select_by_size(q, f, nv, scheds, upto, tags, &why);
       if (sel && mlc_verify_func(sel, &why)) {
         chosen = sel;
-        top = &vs[nv - 1];
+        top = &vs[nv - 1 - above];
         off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s=", f->sizes[0].var->name);
-        for (int i = 0; i < nv && off < (int)sizeof out->tuned_at; i++)
+        for (int i = 0; i < nv - above && off < (int)sizeof out->tuned_at; i++)
           off += snprintf(out->tuned_at + off, sizeof out->tuned_at - (size_t)off, "%s%lld",
                           i ? "," : "", (long long)vs[i].size);
+        if (above && off < (int)sizeof out->tuned_at)
+          snprintf(out->tuned_at + off, sizeof out->tuned_at - (size_t)off, ", default above");
       } else {
         add_note(out, &len, 0, NULL, "the schedules of the tuned sizes do not combine; the "
                                      "largest sizes' serves every size");

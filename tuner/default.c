@@ -258,18 +258,28 @@ static bool leave_out(mlc_trace *t, int i) {
  * of symbolic extent cannot be vectorized), or a fuse, is left out
  * (leave_out) and the rest replayed again. NULL when anything else fails
  * or the result does not verify. */
-static mlc_sched *replay_dropping_hints(mlc_arena *a, const mlc_prim_func *f, const mlc_trace *t) {
+static mlc_sched *replay_dropping_hints(mlc_arena *a, const mlc_prim_func *f, const mlc_trace *t,
+                                        mlc_error *err) {
   mlc_trace *cur = mlc_trace_copy(a, t);
   for (int tries = 0; tries <= MAX_DROPPED_HINTS; tries++) {
     mlc_sched *s = mlc_sched_new(f, 0);
     mlc_replay_report rep;
-    mlc_error err;
-    if (mlc_sched_replay(s, cur, NULL, &rep, &err))
-      return mlc_verify_func(mlc_sched_func(s), &err) ? s : (mlc_sched_free(s), NULL);
+    if (mlc_sched_replay(s, cur, NULL, &rep, err))
+      return mlc_verify_func(mlc_sched_func(s), err) ? s : (mlc_sched_free(s), NULL);
     mlc_sched_free(s);
     if (rep.failed_at < 0 || !leave_out(cur, rep.failed_at)) return NULL;
   }
-  return NULL;
+  return mlc_error_set(err, "more than %d instructions left out", MAX_DROPPED_HINTS), NULL;
+}
+
+mlc_prim_func *mlc_tuner_replay_sized(mlc_arena *a, const mlc_prim_func *f, const mlc_trace *t,
+                                      mlc_error *err) {
+  mlc_arena *q = mlc_arena_new();
+  mlc_sched *s = replay_dropping_hints(q, f, t, err);
+  mlc_prim_func *g = s ? mlc_func_copy(a, mlc_sched_func(s)) : NULL;
+  if (s) mlc_sched_free(s);
+  mlc_arena_free(q);
+  return g;
 }
 
 /* A function of size vars takes the schedule its rules give a static
@@ -284,7 +294,7 @@ static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o)
   mlc_error err;
   mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
   mlc_sched *at = g ? rules_sched(g, o) : NULL;
-  mlc_sched *s = at ? replay_dropping_hints(a, f, mlc_sched_trace(at)) : NULL;
+  mlc_sched *s = at ? replay_dropping_hints(a, f, mlc_sched_trace(at), &err) : NULL;
   if (at) mlc_sched_free(at);
   mlc_arena_free(a);
   return s ? s : rules_sched(f, o);

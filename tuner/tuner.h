@@ -96,6 +96,13 @@ bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel,
  * for a kernel without a record, and the first candidate of every CPU
  * tuning run. */
 mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f);
+/* Trace t (scheduled on another function: a static instance of f) replayed
+ * on f, a function of size vars, leaving out the vectorize, unroll and
+ * parallel hints and the fuses f's symbolic extents refuse (what replays
+ * keeps f's meaning: what is left out costs speed only); the result in
+ * `a`, verified. NULL with a message when anything else fails. */
+mlc_prim_func *mlc_tuner_replay_sized(mlc_arena *a, const mlc_prim_func *f, const struct mlc_trace *t,
+                                      mlc_error *err);
 
 /* What mlc-compile compiles for a kernel without a record for its cuda
  * target: the GPU space's auto-inline and auto-bind rules with fixed
