@@ -118,6 +118,7 @@ static double tune(const char *db_path, const mlc_gmodule *m, const mlc_target *
 static void parse_args(int argc, char **argv, setup *s, const char **results) {
   static const int64_t real[] = {16, 64, 128, 256, 384}, smoke[] = {5, 16, 33, 64};
   bool is_smoke = false;
+  const char *lengths = NULL;
   const char *env = getenv("MLC_BENCH_TRIALS");
   *s = (setup){.model = "models/bert_base.onnx", .name = "bert_base", .bound = 384,
                .trials = env && atoi(env) > 0 ? atoi(env) : 64, .rounds = 5};
@@ -126,8 +127,10 @@ static void parse_args(int argc, char **argv, setup *s, const char **results) {
     else if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) *results = argv[++i];
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) s->trials = atoi(argv[++i]);
     else if (strcmp(argv[i], "--dyn-trials") == 0 && i + 1 < argc) s->dyn_trials = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--lengths") == 0 && i + 1 < argc) lengths = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_dynamic [--smoke] [--trials N] [--dyn-trials N] [--results FILE]\n");
+      fprintf(stderr, "usage: bench_dynamic [--smoke] [--trials N] [--dyn-trials N] [--lengths L,L,...] "
+                      "[--results FILE]\n");
       exit(2);
     }
   }
@@ -141,6 +144,18 @@ static void parse_args(int argc, char **argv, setup *s, const char **results) {
     s->trials = env && atoi(env) > 0 ? atoi(env) : 16;
   }
   if (s->dyn_trials <= 0) s->dyn_trials = s->trials;
+  for (const char *p = lengths; p && *p && s->n_lengths <= MAX_LENGTHS;) {
+    if (p == lengths) s->n_lengths = 0;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 1 || v > s->bound || s->n_lengths == MAX_LENGTHS) {
+      fprintf(stderr, "bench_dynamic: --lengths: at most %d lengths in 1..%lld\n", MAX_LENGTHS,
+              (long long)s->bound);
+      exit(2);
+    }
+    s->lengths[s->n_lengths++] = v;
+    p = *end == ',' ? end + 1 : end;
+  }
   const char *names[3] = {"input_ids", "token_type_ids", "attention_mask"};
   for (int i = 0; i < 3; i++) s->inputs[s->n_inputs++] = names[i];
 }
