@@ -10,32 +10,7 @@
 # same build refuses such a length (exit 1). A --dim naming no input
 # extent, bad bounds, a name the entry takes itself and a range too small
 # to build from are refused.
-B=${MLC_BUILD:-build}
-MC=$B/bin/mlc-compile
-D=tests/onnx/lm
-CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # name, condition command...
-  name=$1; shift
-  if "$@"; then echo "PASS $name"; else echo "FAIL $name: $*"; fails=$((fails + 1)); fi
-}
-npy_shape() {
-  head -c 256 "$1" | LC_ALL=C tr -d '\0' | LC_ALL=C sed -n "s/.*'shape': (\([0-9, ]*\)).*/\1/p" | sed 's/, *$//'
-}
-inputs_of() {
-  case $1 in
-  bert) echo "input_ids token_type_ids attention_mask" ;;
-  *) echo "input_ids" ;;
-  esac
-}
-outputs_of() {
-  case $1 in
-  bert) echo "last_hidden_state pooler_output" ;;
-  *) echo "logits" ;;
-  esac
-}
+. tests/lm_lib.sh
 
 # The program: argv[1] the length, then one .npy per input (int64), then
 # per output the reference .npy (whose header it copies) and the .npy to

@@ -9,34 +9,7 @@
 # before any kernel runs, the header's error function naming the input,
 # and mlc-compile --run refuses it the same way (exit 1). A seeded --run
 # (no --input) draws valid ids.
-B=${MLC_BUILD:-build}
-MC=$B/bin/mlc-compile
-D=tests/onnx/lm
-CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() { # name, condition command...
-  name=$1; shift
-  if "$@"; then echo "PASS $name"; else echo "FAIL $name: $*"; fails=$((fails + 1)); fi
-}
-# The shape of a .npy file as C initializer text: "1, 5, 64".
-npy_shape() {
-  head -c 256 "$1" | LC_ALL=C tr -d '\0' | LC_ALL=C sed -n "s/.*'shape': (\([0-9, ]*\)).*/\1/p" | sed 's/, *$//'
-}
-
-inputs_of() { # model
-  case $1 in
-  bert) echo "input_ids token_type_ids attention_mask" ;;
-  *) echo "input_ids" ;;
-  esac
-}
-outputs_of() {
-  case $1 in
-  bert) echo "last_hidden_state pooler_output" ;;
-  *) echo "logits" ;;
-  esac
-}
+. tests/lm_lib.sh
 
 for m in bert gpt2 llama; do
   for s in 5 12; do
