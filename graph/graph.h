@@ -530,8 +530,10 @@ typedef struct mlc_gkernel {
  * it was tuned at (workloads that are its specializations, shape
  * "n=128;m=4" as mlc-tune --size stores them) whose traces replay on it:
  * with one size var, each serves the sizes up to its own
- * (mlc_func_select_by_size), else the largest sizes' serves all
- * (out->tuned_at names them). False only for a database error. */
+ * (mlc_func_select_by_size) and the default schedule those above the
+ * largest (when below the bound), else the largest sizes' serves all
+ * (out->tuned_at names them). Traces replay on the kernel through
+ * mlc_tuner_replay_sized. False only for a database error. */
 bool mlc_graph_schedule_kernel(mlc_arena *a, struct mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err);
