@@ -776,7 +776,10 @@ static mlc_gmodule *load_lowered(const cli *c, mlc_error *err) {
   if (c->n_dims) {
     mlc_arena *a = mlc_arena_new();
     mlc_gsize sizes[MLC_GRAPH_MAX_SIZES];
-    for (int k = 0; k < c->n_dims; k++) MLC_ASSERT(mlc_gsize_parse(a, c->dims[k], &sizes[k], err));
+    for (int k = 0; k < c->n_dims; k++) {
+      bool parsed = mlc_gsize_parse(a, c->dims[k], &sizes[k], err);
+      MLC_ASSERT(parsed); /* parse_args read each one */
+    }
     mlc_gmodule *m = mlc_graph_load_sized(c->model, c->input_shapes, c->n_dims, sizes, 0, err);
     mlc_arena_free(a);
     return m;
