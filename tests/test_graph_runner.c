@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct loaded {
   mlc_gmodule *m;
@@ -131,12 +132,110 @@ static void test_not_compiled(void) {
   mlc_graph_free(m);
 }
 
+/* ---- a module built for every size --------------------------------------------------- */
+
+/* One small model at size S: x [1, S] plus a constant of S values, the
+ * constant's element k being k * 0.5 + shift * S (shift 0: the leading
+ * block of its value at the bound); op "add", or another op at the
+ * bound; with shrink, x [1, 100 - S] (an extent that shrinks as S grows)
+ * plus one value. */
+typedef struct tiny_spec {
+  int shift;
+  bool other_op_at_bound, shrink;
+  int64_t bound;
+} tiny_spec;
+
+static mlc_gmodule *tiny_at(void *ud, const int64_t *values, mlc_error *err) {
+  const tiny_spec *t = ud;
+  int64_t S = values[0], w = t->shrink ? 100 - S : S, cw = t->shrink ? 1 : w;
+  mlc_str j = {0};
+  mlc_str_printf(&j, "{\"inputs\": [{\"name\": \"x\", \"shape\": [1, %lld]}], \"weights\": "
+                     "[{\"name\": \"c\", \"shape\": [1, %lld], \"values\": [",
+                 (long long)w, (long long)cw);
+  for (int64_t k = 0; k < cw; k++)
+    mlc_str_printf(&j, "%s%g", k ? ", " : "", (double)k * 0.5 + (double)(t->shift * S));
+  const char *op = t->other_op_at_bound && S == t->bound ? "multiply" : "add";
+  mlc_str_printf(&j, "]}], \"nodes\": [{\"name\": \"y\", \"op\": \"%s\", \"inputs\": [\"x\", \"c\"]}, "
+                     "{\"name\": \"z\", \"op\": \"relu\", \"inputs\": [\"y\"]}], \"outputs\": [\"z\"]}",
+                 op);
+  mlc_gmodule *m = mlc_graph_parse("tiny.json", j.data, j.len, NULL, err);
+  mlc_str_free(&j);
+  if (m && !mlc_graph_run_pipeline(m, NULL, NULL, NULL, err)) {
+    mlc_graph_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Built once for S in 1..40 and run at 1, 5 and 40 through the runner:
+ * z = relu(x + k / 2) at every size; 0 and 41 refused with a message. */
+static void test_sized_module(void) {
+  mlc_error err;
+  tiny_spec t = {0, false, false, 40};
+  mlc_gsize s = {"seq", 1, 40};
+  mlc_gmodule *m = mlc_graph_generalize(1, &s, tiny_at, &t, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  if (!m) return;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  CHECK(m->n_sizes == 1 && f->params[0]->dims && f->outputs[0]->dims);
+  mlc_target tg;
+  mlc_target_parse("llvm", &tg, &err);
+  mlc_gcompile_options o = {0};
+  mlc_gcompiled c;
+  mlc_grunner *r = NULL;
+  bool ok = mlc_graph_compile(m, &tg, &o, &c, &err) && (r = mlc_graph_runner_new(m, &c, &err));
+  CHECK_MSG(ok, "%s", err.msg);
+  float x[40], z[41];
+  for (int64_t n = 1; ok && n <= 40; n = n == 1 ? 5 : n + 35) {
+    for (int k = 0; k < n; k++) x[k] = (float)(k % 7) - 3.0f;
+    z[n] = 12345.0f; /* past the output: must stay */
+    void *in[1] = {x}, *out[1] = {z};
+    CHECK_MSG(mlc_graph_runner_run_at(r, &n, in, out, &err), "n=%lld: %s", (long long)n, err.msg);
+    bool same = z[n] == 12345.0f;
+    for (int k = 0; k < n; k++) same = same && z[k] == fmaxf(x[k] + (float)k * 0.5f, 0.0f);
+    CHECK_MSG(same, "n=%lld", (long long)n);
+  }
+  for (int64_t n = 0; ok && n <= 41; n += 41) {
+    void *in[1] = {x}, *out[1] = {z};
+    CHECK(!mlc_graph_runner_run_at(r, &n, in, out, &err));
+    CHECK_MSG(strstr(err.msg, "outside its bounds 1..40"), "%s", err.msg);
+  }
+  mlc_graph_runner_free(r);
+  mlc_gcompiled_free(&c);
+  mlc_graph_free(m);
+}
+
+/* What must be refused: a constant that changes otherwise than by its
+ * leading block, another graph at some size, an extent that shrinks as the
+ * size grows, a name the entry uses, a range too small to fit. */
+static void test_sized_refusals(void) {
+  struct {
+    tiny_spec t;
+    mlc_gsize s;
+    const char *want;
+  } cases[] = {
+      {{1, false, false, 40}, {"seq", 1, 40}, "constant c changes with the sizes other than by its leading block"},
+      {{0, true, false, 40}, {"seq", 1, 40}, "is another loop nest at instance 1"},
+      {{0, false, true, 40}, {"seq", 1, 40}, "shrinks as seq grows"},
+      {{0, false, false, 40}, {"input", 1, 40}, "size name 'input' is taken"},
+      {{0, false, false, 3}, {"seq", 1, 3}, "needs at least 3 values from 2 up"},
+  };
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    mlc_error err;
+    mlc_gmodule *m = mlc_graph_generalize(1, &cases[i].s, tiny_at, &cases[i].t, &err);
+    CHECK_MSG(!m && strstr(err.msg, cases[i].want), "case %d: %s", i, m ? "accepted" : err.msg);
+    mlc_graph_free(m);
+  }
+}
+
 int main(void) {
   RUN(test_cnn);
   RUN(test_gpt2_token_ids);
   RUN(test_bad_token_id);
   RUN(test_json_token_ids);
   RUN(test_not_compiled);
+  RUN(test_sized_module);
+  RUN(test_sized_refusals);
   mlc_jit_shutdown();
   return test_summary();
 }
