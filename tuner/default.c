@@ -19,6 +19,18 @@ static int64_t loop_extent(const mlc_sched *s, mlc_rv l) {
   return st && mlc_expr_is_const_int(st->loop.extent, &e) ? e : -1;
 }
 
+/* The extent of loop l, or, for a loop of symbolic extent, its value at
+ * the sizes' bounds (what threads and vector splits go by); -1 when
+ * neither is known. */
+static int64_t loop_extent_at_bound(const mlc_sched *s, mlc_rv l) {
+  const mlc_stmt *st = mlc_sched_rv_loop(s, l);
+  const mlc_prim_func *f = mlc_sched_func(s);
+  int64_t e = loop_extent(s, l), his[MLC_MAX_SIZES];
+  if (e >= 0 || !st || f->n_sizes == 0 || f->n_sizes > MLC_MAX_SIZES) return e;
+  for (int k = 0; k < f->n_sizes; k++) his[k] = f->sizes[k].hi;
+  return mlc_size_eval(f, st->loop.extent, his, &e) ? e : -1;
+}
+
 /* The realize statement of block b in s (NULL if absent). */
 static const mlc_stmt *find_realize(const mlc_stmt *s, const mlc_block *b) {
   if (!s) return NULL;
@@ -58,11 +70,13 @@ static bool loop_is_reduce(const mlc_sched *s, mlc_rv b, mlc_rv l) {
 
 /* Loops longer than 64 (the longest vectorized loop codegen takes) are
  * split by 16, 8 or 4 and *inner becomes the short inner part; false when
- * no such factor divides the extent. */
+ * no such factor divides the extent. A loop of symbolic extent is split
+ * by 16 whatever its extent (a vectorized loop needs a constant one). */
 static bool split_long(mlc_sched *t, mlc_rv *inner, mlc_error *err) {
   int64_t e = loop_extent(t, *inner);
-  if (e <= 64) return true;
-  int64_t f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : e % 4 == 0 ? 4 : 0;
+  if (e >= 0 && e <= 64) return true;
+  /* A symbolic extent: 16 a vector, the tail predicated. */
+  int64_t f = e < 0 ? 16 : e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : e % 4 == 0 ? 4 : 0;
   mlc_rv parts[2];
   mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
   if (!f || !mlc_sched_split(t, *inner, 2, fs, true, parts, err)) return false;
@@ -103,7 +117,7 @@ static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
   ok = n > 0;
   if (ok) {
     mlc_rv inner = loops[n - 1];
-    ok = loop_extent(t, inner) > 1 && split_long(t, &inner, &err) &&
+    ok = loop_extent_at_bound(t, inner) > 1 && split_long(t, &inner, &err) &&
          mlc_sched_vectorize(t, inner, &err);
   }
   if (!ok) {
@@ -121,7 +135,7 @@ static int64_t nest_work(mlc_sched *s, mlc_rv b) {
   int n = mlc_sched_get_loops(s, b, &loops, &err);
   int64_t w = 1;
   for (int i = 0; i < n; i++) {
-    int64_t e = loop_extent(s, loops[i]);
+    int64_t e = loop_extent_at_bound(s, loops[i]);
     w *= e > 0 ? e : 1;
   }
   return w;
@@ -135,7 +149,7 @@ static void parallel_outer(mlc_sched *s, mlc_rv b) {
   for (int i = 0; i < n; i++) {
     const mlc_stmt *st = mlc_sched_rv_loop(s, loops[i]);
     if (st && st->loop.kind == MLC_FOR_VECTORIZED) return;
-    if (loop_extent(s, loops[i]) > 1) {
+    if (loop_extent_at_bound(s, loops[i]) > 1) {
       mlc_sched_parallel(s, loops[i], &err); /* a reduction loop refuses: fine */
       return;
     }
