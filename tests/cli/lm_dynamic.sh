@@ -152,6 +152,20 @@ check lm_dyn_reserved_name_message grep -q "size name 'input' is taken" "$tmp/er
 check lm_dyn_small_range_refused test $? -eq 1
 check lm_dyn_small_range_message grep -q "needs at least 3 values from 2 up" "$tmp/err"
 
+# The kernels of the build as TVMScript (--dump-tasks): each a function of
+# seq that parses back and verifies (mlc-ir check).
+mkdir -p "$tmp/tasks"
+"$MC" --model $D/llama_tiny.onnx --input-shape input_ids=1,seq --dim seq=1..64 \
+  --dump-tasks "$tmp/tasks" >/dev/null 2>"$tmp/err"
+check lm_dyn_dump_tasks test $? -eq 0
+n_sym=0; n_bad=0
+for f in "$tmp"/tasks/*.py; do
+  grep -q "seq = T.int" "$f" && n_sym=$((n_sym + 1))
+  "$B/bin/mlc-ir" check "$f" >/dev/null 2>&1 || { n_bad=$((n_bad + 1)); echo "  does not check: $f"; }
+done
+check lm_dyn_dump_tasks_symbolic test $n_sym -gt 5
+check lm_dyn_dump_tasks_check test $n_bad -eq 0
+
 # Tuning across lengths: mlc-tune --dim tunes each kernel that takes the
 # length at 1, 16 and 64 (stored as seq=16), and mlc-compile --dim builds
 # every kernel with such records from them: the same logits as untuned.
