@@ -28,3 +28,12 @@ outputs_of() {
   *) echo "logits" ;;
   esac
 }
+# check NAME: GOT.npy within 1e-4 relative of PyTorch's REF.npy
+# (examples/run_model.c --compare, built for REF's shape), LABEL printed first.
+matches_pytorch() { # name label got ref
+  "$CC" -std=gnu11 -O1 -DOUT_SHAPE="$(npy_shape "$4")" examples/run_model.c -lm \
+    -o "$tmp/cmp" 2>"$tmp/cc_err" || head -5 "$tmp/cc_err"
+  printf '  %s vs PyTorch: ' "$2"
+  "$tmp/cmp" --compare "$3" "$4"
+  check "$1" test $? -eq 0
+}

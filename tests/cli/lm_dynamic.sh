@@ -101,12 +101,8 @@ for m in bert gpt2 llama; do
     "$tmp/$m" $args
     check "lm_dyn_${m}_s${s}_runs" test $? -eq 0
     for o in $(outputs_of $m); do
-      ref=$D/${m}_s${s}_$o.npy
-      "$CC" -std=gnu11 -O1 -DOUT_SHAPE="$(npy_shape "$ref")" examples/run_model.c -lm \
-        -o "$tmp/cmp" 2>"$tmp/cc_err" || head -5 "$tmp/cc_err"
-      printf '  %s s=%s %s vs PyTorch: ' "$m" "$s" "$o"
-      "$tmp/cmp" --compare "$tmp/${m}_${s}_$o.npy" "$ref"
-      check "lm_dyn_${m}_s${s}_${o}_matches_pytorch" test $? -eq 0
+      matches_pytorch "lm_dyn_${m}_s${s}_${o}_matches_pytorch" "$m s=$s $o" "$tmp/${m}_${s}_$o.npy" \
+        "$D/${m}_s${s}_$o.npy"
     done
   done
 done
@@ -177,10 +173,7 @@ check lm_dyn_tune_at_sizes grep -q "gpt2_tiny_add14@seq=16" "$tmp/out"
   --run --repeat 1 --input $D/gpt2_s7_input_ids.npy --run-output "$tmp/tuned.npy" >"$tmp/out" 2>"$tmp/err"
 check lm_dyn_tuned_build_runs test $? -eq 0
 check lm_dyn_tuned_build_from_sizes grep -q "at seq=1,16,64)" "$tmp/err"
-"$CC" -std=gnu11 -O1 -DOUT_SHAPE="1, 7, 96" examples/run_model.c -lm -o "$tmp/cmp" 2>/dev/null
-printf '  tuned build s=7 vs PyTorch: '
-"$tmp/cmp" --compare "$tmp/tuned.npy" $D/gpt2_s7_logits.npy
-check lm_dyn_tuned_matches_pytorch test $? -eq 0
+matches_pytorch lm_dyn_tuned_matches_pytorch "tuned build s=7" "$tmp/tuned.npy" $D/gpt2_s7_logits.npy
 
 echo "lm_dynamic: $fails failed"
 [ $fails -eq 0 ]

@@ -25,12 +25,8 @@ for m in bert gpt2 llama; do
     check "lm_${m}_s${s}_run" test $rc -eq 0
     [ $rc -eq 0 ] || tail -5 "$tmp/err"
     for o in $(outputs_of $m); do
-      ref=$D/${m}_s${s}_$o.npy
-      "$CC" -std=gnu11 -O1 -DOUT_SHAPE="$(npy_shape "$ref")" examples/run_model.c -lm \
-        -o "$tmp/cmp" 2>"$tmp/cc_err" || head -5 "$tmp/cc_err"
-      printf '  %s s=%s %s vs PyTorch: ' "$m" "$s" "$o"
-      "$tmp/cmp" --compare "$tmp/${m}_${s}_$o.npy" "$ref"
-      check "lm_${m}_s${s}_${o}_matches_pytorch" test $? -eq 0
+      matches_pytorch "lm_${m}_s${s}_${o}_matches_pytorch" "$m s=$s $o" "$tmp/${m}_${s}_$o.npy" \
+        "$D/${m}_s${s}_$o.npy"
     done
   done
 done
