@@ -198,9 +198,11 @@ bench-deps:
 # examples/lm_models.py, random weights, with inputs and PyTorch's outputs
 # as .npy) into models/, git-ignored; needs python3-torch and
 # python3-torchvision (DEB_OPTIONAL), which only /usr/bin/python3 sees.
-# The three language models take about 1.6 GB.
+# The three language models, and GPT-2 small again as prefill + decode step,
+# take about 2.6 GB.
 MODEL_FILES := models/resnet18.onnx models/mobilenet_v2.onnx models/encoder.onnx \
-               models/bert_base.onnx models/gpt2_small.onnx models/llama_100m.onnx
+               models/bert_base.onnx models/gpt2_small.onnx models/llama_100m.onnx \
+               models/gpt2_small_prefill.onnx models/gpt2_small_step.onnx
 .PHONY: models
 models: $(MODEL_FILES)
 $(MODEL_FILES) &: examples/export_models.py examples/lm_models.py

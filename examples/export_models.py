@@ -25,6 +25,12 @@ exported at sequence 16 with batch and sequence dynamic:
 each with its inputs and PyTorch's outputs at sequence 128, batch 1 (the
 bench length), as <name>_s128_<input or output name>.npy, and each output of the
 same model run in float64 as <name>_s128_<output>_f64.npy (rounded to float32).
+GPT-2 small also as prefill + decode step for generation with a KV cache
+(lm_models.export_generation), with PyTorch's greedy generation of 64 tokens
+after the 128-token input:
+
+    models/gpt2_small_prefill.onnx, models/gpt2_small_step.onnx
+    models/gpt2_small_gen_prompt.npy, _tokens.npy, _logits.npy (64 x vocab)
 Needs Debian's python3-torch and python3-torchvision, which only
 /usr/bin/python3 sees:
 
@@ -66,6 +72,7 @@ MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "encoder": encoder
 LM_MODELS = {"bert_base": "bert", "gpt2_small": "gpt2", "llama_100m": "llama"}
 LM_EXPORT_SEQ = 16
 LM_BENCH_SEQ = 128
+GEN_TOKENS = 64
 
 
 def export(name, outdir):
@@ -110,6 +117,24 @@ def export_lm(name, outdir):
     print("%s: %s (%.1f MB, %.1fM parameters), outputs at sequence %d: %s"
           % (name, path, os.path.getsize(path) / 1e6, lm_models.param_count(model) / 1e6,
              LM_BENCH_SEQ, ", ".join("%s %s" % (n, tuple(t.shape)) for n, t in y.items())))
+    if kind == "gpt2":
+        export_generation(name, model, cfg, outdir, x["input_ids"])
+
+
+def export_generation(name, model, cfg, outdir, prompt):
+    """GPT-2 as prefill + decode step (lm_models.export_generation) and
+    PyTorch's greedy generation of GEN_TOKENS tokens after the bench
+    prompt, with its own KV cache: the tokens and their logits rows."""
+    prefill = os.path.join(outdir, name + "_prefill.onnx")
+    step = os.path.join(outdir, name + "_step.onnx")
+    lm_models.export_generation(model, cfg, prefill, step)
+    tokens, logits = lm_models.greedy(model, prompt, GEN_TOKENS)
+    prefix = os.path.join(outdir, name + "_gen_")
+    np.save(prefix + "prompt.npy", prompt.numpy().astype(np.int64))
+    np.save(prefix + "tokens.npy", tokens.numpy().astype(np.int64))
+    np.save(prefix + "logits.npy", logits.numpy().astype(np.float32))
+    print("%s: %s, %s; %d greedy tokens after a %d-token prompt" % (
+        name, prefill, step, GEN_TOKENS, prompt.size(1)))
 
 
 def main(argv):

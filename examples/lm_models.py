@@ -167,16 +167,25 @@ class GPT2Attention(nn.Module):
         x = x.permute(0, 2, 1, 3).contiguous()
         return x.view(x.size()[:-2] + (self.num_heads * self.head_dim,))
 
-    def forward(self, h):
+    def forward(self, h, past=None):
         q, k, v = self.c_attn(h).split(self.split_size, dim=2)
+        if past is not None:
+            # The cache is position-major, [batch, positions, hidden]: a
+            # step's key and value are its next row, so a cache allocated
+            # for the bound holds the first `positions` rows in place.
+            k = torch.cat((past[0], k), dim=1)
+            v = torch.cat((past[1], v), dim=1)
+        present = (k, v)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
         w = torch.matmul(q, k.transpose(-1, -2))
         w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)
-        seq = q.size(-2)
-        causal = torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1)
-        w = w.masked_fill(causal, torch.finfo(w.dtype).min)
+        if past is None:
+            seq = q.size(-2)
+            causal = torch.triu(torch.ones(seq, seq, dtype=torch.bool), 1)
+            w = w.masked_fill(causal, torch.finfo(w.dtype).min)
+        # else a decode step: its one query attends every position
         w = nn.functional.softmax(w, dim=-1)
-        return self.c_proj(self.merge_heads(torch.matmul(w, v)))
+        return self.c_proj(self.merge_heads(torch.matmul(w, v))), present
 
 
 class GPT2Block(nn.Module):
@@ -188,9 +197,10 @@ class GPT2Block(nn.Module):
         self.c_fc = Conv1D(c["ffn"], c["hidden"])
         self.c_proj = Conv1D(c["hidden"], c["ffn"])
 
-    def forward(self, h):
-        h = h + self.attn(self.ln_1(h))
-        return h + self.c_proj(gelu_new(self.c_fc(self.ln_2(h))))
+    def forward(self, h, past=None):
+        a, present = self.attn(self.ln_1(h), past)
+        h = h + a
+        return h + self.c_proj(gelu_new(self.c_fc(self.ln_2(h)))), present
 
 
 class GPT2(nn.Module):
@@ -201,18 +211,26 @@ class GPT2(nn.Module):
         self.h = nn.ModuleList(GPT2Block(c) for _ in range(c["layers"]))
         self.ln_f = nn.LayerNorm(c["hidden"], eps=1e-5)
 
-    def forward(self, input_ids):
+    def forward(self, input_ids, position_ids=None, past=None, use_cache=False):
+        """Logits, and with use_cache also the presents: per layer (key,
+        value), each [batch, positions, hidden], past's with this call's
+        appended. Prefill passes the prompt and no past (causal attention);
+        a decode step one token, its position and the cache so far."""
         input_shape = input_ids.size()
         input_ids = input_ids.view(-1, input_shape[-1])
-        position_ids = torch.arange(0, input_shape[-1], dtype=torch.long)
-        position_ids = position_ids.unsqueeze(0).view(-1, input_shape[-1])
+        if position_ids is None:
+            position_ids = torch.arange(0, input_shape[-1], dtype=torch.long)
+            position_ids = position_ids.unsqueeze(0).view(-1, input_shape[-1])
         h = self.wte(input_ids) + self.wpe(position_ids)
-        for block in self.h:
-            h = block(h)
+        presents = []
+        for i, block in enumerate(self.h):
+            h, present = block(h, None if past is None else past[i])
+            presents.append(present)
         h = self.ln_f(h)
         h = h.view(input_shape + (h.size(-1),))
         # lm_head tied to the token embedding
-        return torch.matmul(h, self.wte.weight.t())
+        logits = torch.matmul(h, self.wte.weight.t())
+        return (logits, presents) if use_cache else logits
 
 
 # ---------------------------------------------------------------- Llama
@@ -389,3 +407,83 @@ def export(model, kind, inputs, path):
         torch.onnx.export(model, args, path, opset_version=OPSET,
                           input_names=INPUT_NAMES[kind], output_names=OUTPUT_NAMES[kind],
                           dynamic_axes=dynamic_axes(kind), do_constant_folding=True)
+
+
+# ---------------------------------------------------------------- generation
+# GPT-2 exported as two models for generation with a KV cache: prefill (the
+# prompt in; logits and every layer's keys and values out) and the decode
+# step (one token, its position and the cache so far in; logits and the
+# cache with the token's keys and values appended out). The cache is
+# position-major, [1, positions, hidden] per layer and kind, so a step's
+# present is its past plus one row: the same memory when the caller passes
+# one buffer allocated for the bound as both.
+
+def cache_names(cfg, io):
+    """past_key_0, past_value_0, past_key_1, ... (io "past" or "present")"""
+    return ["%s_%s_%d" % (io, kv, i) for i in range(cfg["layers"]) for kv in ("key", "value")]
+
+
+class GPT2Prefill(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        logits, presents = self.model(input_ids, use_cache=True)
+        return (logits,) + tuple(t for kv in presents for t in kv)
+
+
+class GPT2Step(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, position_ids, *past):
+        pairs = [(past[i], past[i + 1]) for i in range(0, len(past), 2)]
+        logits, presents = self.model(input_ids, position_ids, pairs, use_cache=True)
+        return (logits,) + tuple(t for kv in presents for t in kv)
+
+
+def export_generation(model, cfg, prefill_path, step_path, prompt_len=8):
+    """Writes the prefill model (input_ids [1, seq] -> logits [1, seq,
+    vocab], present_* [1, seq, hidden]) and the decode step (input_ids and
+    position_ids [1, 1], past_* [1, past, hidden] -> logits [1, 1, vocab],
+    present_* [1, past + 1, hidden])."""
+    ids = torch.arange(prompt_len).view(1, -1) % cfg["vocab"]
+    present = cache_names(cfg, "present")
+    axes = {"input_ids": {1: "sequence"}, "logits": {1: "sequence"}}
+    axes.update({n: {1: "sequence"} for n in present})
+    with torch.no_grad():
+        torch.onnx.export(GPT2Prefill(model), (ids,), prefill_path, opset_version=OPSET,
+                          input_names=["input_ids"], output_names=["logits"] + present,
+                          dynamic_axes=axes, do_constant_folding=True)
+        _, presents = model(ids, use_cache=True)
+        past = tuple(t for kv in presents for t in kv)
+        step_ids = torch.tensor([[1]])
+        pos = torch.tensor([[prompt_len]])
+        past_names = cache_names(cfg, "past")
+        axes = {n: {1: "past"} for n in past_names}
+        axes.update({n: {1: "past_1"} for n in present})
+        torch.onnx.export(GPT2Step(model), (step_ids, pos) + past, step_path, opset_version=OPSET,
+                          input_names=["input_ids", "position_ids"] + past_names,
+                          output_names=["logits"] + present, dynamic_axes=axes,
+                          do_constant_folding=True)
+
+
+def greedy(model, prompt_ids, n_tokens):
+    """PyTorch's greedy decoding with its KV cache: n_tokens new token ids
+    (the first from the prompt's last logits, each next from a decode step
+    on the one before) and the logits each was chosen from, [n_tokens,
+    vocab]."""
+    with torch.no_grad():
+        logits, presents = model(prompt_ids, use_cache=True)
+        rows = [logits[0, -1]]
+        tokens = [int(rows[0].argmax())]
+        pos = prompt_ids.size(1)
+        while len(tokens) < n_tokens:
+            logits, presents = model(torch.tensor([[tokens[-1]]]), torch.tensor([[pos]]),
+                                     presents, use_cache=True)
+            rows.append(logits[0, -1])
+            tokens.append(int(rows[-1].argmax()))
+            pos += 1
+    return torch.tensor(tokens, dtype=torch.long), torch.stack(rows)

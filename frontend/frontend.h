@@ -90,6 +90,11 @@ mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shap
                                  mlc_error *err);
 mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_t len,
                                   const char *const *input_shapes, mlc_error *err);
+/* The shapes the model's inputs (not initializers) declare, as the
+ * NULL-terminated "name=1,sequence,768" list the loaders take: a symbolic
+ * extent by its name ("?": unnamed), in a. */
+const char **mlc_graph_onnx_declared_shapes(mlc_arena *a, const char *filename, const void *bytes,
+                                           size_t len, mlc_error *err);
 /* "a=1,2;b=3" (the model API's and Python's spelling of several
  * input_shapes) as the NULL-terminated list the loaders take, in a;
  * empty entries are dropped, the entries themselves checked by the

@@ -964,6 +964,60 @@ mlc_gmodule *mlc_graph_parse_onnx(const char *filename, const void *bytes, size_
   return m;
 }
 
+static bool is_identifier(const char *s) {
+  if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+  while (*++s)
+    if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+  return true;
+}
+
+/* "name=1,sequence": an input's declared shape, a symbolic extent by its
+ * name ("?" where it has none, or one that is no identifier); NULL for an
+ * input that is an initializer, declares no tensor shape or has '=' in
+ * its name. */
+static const char *declared_shape(mlc_arena *a, const Onnx__GraphProto *g, const Onnx__ValueInfoProto *vi) {
+  for (size_t i = 0; i < g->n_initializer; i++)
+    if (g->initializer[i]->name && strcmp(g->initializer[i]->name, vi->name) == 0) return NULL;
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+      !tp->tensor_type->shape || strchr(vi->name, '='))
+    return NULL;
+  const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+  mlc_str s = {.arena = a};
+  mlc_str_printf(&s, "%s=", vi->name);
+  for (size_t d = 0; d < sp->n_dim; d++) {
+    const Onnx__TensorShapeProto__Dimension *dm = sp->dim[d];
+    if (d) mlc_str_putc(&s, ',');
+    if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      mlc_str_printf(&s, "%lld", (long long)dm->dim_value);
+    else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+             is_identifier(dm->dim_param))
+      mlc_str_puts(&s, dm->dim_param);
+    else
+      mlc_str_putc(&s, '?');
+  }
+  return mlc_str_cstr(&s);
+}
+
+const char **mlc_graph_onnx_declared_shapes(mlc_arena *a, const char *filename, const void *bytes,
+                                           size_t len, mlc_error *err) {
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(&pb_allocator, len, bytes);
+  if (!mp || !mp->graph) {
+    if (mp) onnx__model_proto__free_unpacked(mp, &pb_allocator);
+    mlc_error_set(err, "%s: not an ONNX model (the protobuf does not parse: truncated or another "
+                       "format)", filename);
+    return NULL;
+  }
+  const Onnx__GraphProto *g = mp->graph;
+  const char **out = MLC_NEW_ARRAY(a, const char *, g->n_input + 1);
+  int n = 0;
+  for (size_t i = 0; i < g->n_input; i++)
+    if (g->input[i]->name && (out[n] = declared_shape(a, g, g->input[i]))) n++;
+  out[n] = NULL;
+  onnx__model_proto__free_unpacked(mp, &pb_allocator);
+  return out;
+}
+
 mlc_gmodule *mlc_graph_load_onnx(const char *path, const char *const *input_shapes,
                                  mlc_error *err) {
   size_t len;

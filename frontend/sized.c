@@ -115,39 +115,92 @@ static mlc_gmodule *make_instance(void *ud, const int64_t *values, mlc_error *er
   return m;
 }
 
-static bool check_sized(const char *path, const char *const *input_shapes, int n,
-                        const mlc_gsize *sizes, mlc_error *err) {
-  size_t len = strlen(path);
-  if (len < 5 || strcmp(path + len - 5, ".onnx") != 0)
-    return mlc_error_set(err, "%s: sizes go with an ONNX model (a JSON model has fixed shapes)", path);
+/* The name of the input a shape spec is for: the bytes before '='. */
+static bool same_input(const char *x, const char *y) {
+  size_t n = strcspn(x, "=");
+  return n == strcspn(y, "=") && strncmp(x, y, n) == 0;
+}
+
+/* Whether every extent of a declared shape is a number or one of the
+ * sizes, and some is a size. */
+static bool declared_by_sizes(const char *spec, int n, const mlc_gsize *sizes) {
+  bool any = false;
+  for (const char *p = strchr(spec, '=') + 1; *p;) {
+    const char *end = p;
+    while (*end && *end != ',') end++;
+    if (size_named(p, end, n, sizes) >= 0) any = true;
+    else if (!isdigit((unsigned char)*p)) return false;
+    p = *end ? end + 1 : end;
+  }
+  return any;
+}
+
+/* input_shapes, then the declared shape of each input they leave out
+ * whose symbolic extents are all named after sizes: `--dim past=1..255`
+ * alone serves a model exported with the dynamic axis "past". */
+static const char **with_declared(mlc_arena *a, const sized_load *L, mlc_error *err) {
+  const char **decl = mlc_graph_onnx_declared_shapes(a, L->path, L->bytes, L->len, err);
+  if (!decl) return NULL;
+  int n = 0, k = 0;
+  while (L->input_shapes && L->input_shapes[n]) n++;
+  while (decl[k]) k++;
+  const char **out = MLC_NEW_ARRAY(a, const char *, n + k + 1);
+  int m = 0;
+  for (int i = 0; i < n; i++) out[m++] = L->input_shapes[i];
+  for (int j = 0; j < k; j++) {
+    bool given = false;
+    for (int i = 0; i < n && !given; i++) given = same_input(L->input_shapes[i], decl[j]);
+    if (!given && declared_by_sizes(decl[j], L->n_sizes, L->sizes)) out[m++] = decl[j];
+  }
+  out[m] = NULL;
+  return out;
+}
+
+static bool check_sized(const char *const *input_shapes, int n, const mlc_gsize *sizes,
+                        mlc_error *err) {
   for (int k = 0; k < n; k++)
     if (!size_used(input_shapes, &sizes[k]))
       return mlc_error_set(err, "size %s is no extent of an input shape (e.g. --input-shape "
-                                "ids=1,%s)",
-                           sizes[k].name, sizes[k].name);
+                                "ids=1,%s, or a dynamic axis %s the model declares)",
+                           sizes[k].name, sizes[k].name, sizes[k].name);
   return true;
+}
+
+/* L read from path, its shapes completed (with_declared) and checked; the
+ * file's bytes are L->bytes (mlc_free them), the shapes in a. */
+static bool open_sized(sized_load *L, mlc_arena *a, mlc_error *err) {
+  size_t len = strlen(L->path);
+  if (len < 5 || strcmp(L->path + len - 5, ".onnx") != 0)
+    return mlc_error_set(err, "%s: sizes go with an ONNX model (a JSON model has fixed shapes)",
+                         L->path);
+  char *bytes = mlc_read_file(L->path, &L->len, err);
+  if (!bytes) return false;
+  L->bytes = bytes;
+  if ((L->input_shapes = with_declared(a, L, err)) &&
+      check_sized(L->input_shapes, L->n_sizes, L->sizes, err))
+    return true;
+  mlc_free(bytes);
+  L->bytes = NULL;
+  return false;
 }
 
 mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_shapes, int n,
                                   const mlc_gsize *sizes, int fuse_max_ops, mlc_error *err) {
-  if (!check_sized(path, input_shapes, n, sizes, err)) return NULL;
+  mlc_arena *a = mlc_arena_new();
   sized_load L = {path, NULL, 0, input_shapes, n, sizes, fuse_max_ops};
-  char *bytes = mlc_read_file(path, &L.len, err);
-  if (!bytes) return NULL;
-  L.bytes = bytes;
-  mlc_gmodule *m = mlc_graph_generalize(n, sizes, make_instance, &L, err);
-  mlc_free(bytes);
+  mlc_gmodule *m = open_sized(&L, a, err) ? mlc_graph_generalize(n, sizes, make_instance, &L, err)
+                                          : NULL;
+  mlc_free((void *)L.bytes);
+  mlc_arena_free(a);
   return m;
 }
 
 mlc_gmodule *mlc_graph_load_at(const char *path, const char *const *input_shapes, int n,
                                const mlc_gsize *sizes, const int64_t *values, mlc_error *err) {
-  if (!check_sized(path, input_shapes, n, sizes, err)) return NULL;
+  mlc_arena *a = mlc_arena_new();
   sized_load L = {path, NULL, 0, input_shapes, n, sizes, 0};
-  char *bytes = mlc_read_file(path, &L.len, err);
-  if (!bytes) return NULL;
-  L.bytes = bytes;
-  mlc_gmodule *m = parse_at(&L, values, err);
-  mlc_free(bytes);
+  mlc_gmodule *m = open_sized(&L, a, err) ? parse_at(&L, values, err) : NULL;
+  mlc_free((void *)L.bytes);
+  mlc_arena_free(a);
   return m;
 }

@@ -148,6 +148,29 @@ static void put_sizes_doc(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f
                       " * bounds. */\n\n");
 }
 
+/* The outputs that are inputs with rows appended (mlc_gbinding_appends). */
+static void put_appends_doc(mlc_str *out, const mlc_gfunc *f) {
+  bool any = false;
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *b = &f->bindings[i];
+    if (!mlc_gbinding_appends(b)) continue;
+    if (!any)
+      mlc_str_puts(out, "/* Outputs that are inputs with rows appended: pass one buffer as both\n"
+                        " * (room for the output) to extend it in place, nothing copied; other\n"
+                        " * memory gets the input copied in first.\n");
+    any = true;
+    int in = 0, o = 0;
+    while (f->params[in] != b->args[0]) in++;
+    while (f->outputs[o] != b->var) o++;
+    mlc_str_puts(out, " *   ");
+    put_io(out, "output", o, f->n_outputs);
+    mlc_str_printf(out, " (%s) = ", b->var->name);
+    put_io(out, "input", in, f->n_params);
+    mlc_str_printf(out, " (%s) + new rows\n", b->args[0]->name);
+  }
+  if (any) mlc_str_puts(out, " */\n\n");
+}
+
 static void put_size_checks(mlc_str *out, const mlc_gmodule *m) {
   for (int k = 0; k < m->n_sizes; k++) {
     const mlc_gsize *s = &m->sizes[k];
@@ -283,18 +306,36 @@ static void put_index_checks(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc
   }
 }
 
+/* An append's operand 0 copied into the start of its result, unless the
+ * caller passed one memory as both (a cache extended in place). */
+static void put_prefix_copy(mlc_str *out, const mlc_gmodule *m, const mlc_gfunc *f,
+                            const mlc_gbinding *b) {
+  mlc_str_puts(out, "  if ((const void *)");
+  put_ref(out, m, f, b->var);
+  mlc_str_puts(out, " != (const void *)");
+  put_ref(out, m, f, b->args[0]);
+  mlc_str_puts(out, ")\n    memmove(");
+  put_ref(out, m, f, b->var);
+  mlc_str_puts(out, ", ");
+  put_ref(out, m, f, b->args[0]);
+  mlc_str_printf(out, ", sizeof(%s) * (size_t)(", mlc_dtype_c_name(b->args[0]->type.dtype));
+  put_numel(out, m, b->args[0]);
+  mlc_str_puts(out, "));\n");
+}
+
 void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
   const mlc_gfunc *f = mlc_graph_main(m);
   char guard[160], up[128];
   snprintf(up, sizeof up, "%s", m->name);
   for (char *p = up; *p; p++) *p = (char)toupper((unsigned char)*p);
   snprintf(guard, sizeof guard, "%s_MODEL_ENTRY_H", up);
-  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n\n", guard, guard);
+  mlc_str_printf(out, "#ifndef %s\n#define %s\n\n#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n", guard, guard);
   if (m->n_consts) mlc_str_puts(out, "/* Weights: constant arrays in the object. */\n");
   for (int i = 0; i < m->n_consts; i++) put_weight(out, m, m->consts[i]);
   if (m->n_consts) mlc_str_putc(out, '\n');
   put_externs(out, f);
   put_sizes_doc(out, m, f);
+  put_appends_doc(out, f);
   int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
   int64_t ws = mlc_graph_plan_workspace(f, offs);
   mlc_str_printf(out, "/* Floats (4-byte units) of scratch memory %s_run_ws needs (intermediates share it as their lifetimes allow). */\n#define %s_WORKSPACE_FLOATS %lld\n\n",
@@ -332,6 +373,7 @@ void mlc_graph_write_entry(mlc_str *out, const mlc_gmodule *m) {
                           "    return -1;\n  }\n", m->name, m->name, b->extern_func);
       continue;
     }
+    if (mlc_gbinding_appends(b)) put_prefix_copy(out, m, f, b);
     mlc_str_puts(out, "  {\n    void *args[] = {");
     for (int j = 0; j <= b->n_args; j++) {
       mlc_str_puts(out, j ? ", (void *)" : "(void *)");

@@ -141,6 +141,8 @@ bool mlc_graph_execute(const mlc_gmodule *m, mlc_gkernel_fn kernel, void *ud,
     mlc_array *args = mlc_xmalloc(sizeof *args * (size_t)(b->n_args + 1));
     for (int j = 0; j < b->n_args; j++) args[j] = view(b->args[j], data_of(&E, b->args[j]));
     args[b->n_args] = view(b->var, E.values[i]);
+    if (mlc_gbinding_appends(b))
+      memcpy(E.values[i], args[0].data, (size_t)mlc_gtype_bytes(&b->args[0]->type));
     ok = kernel(ud, b->tir, b->n_args + 1, args, err);
     mlc_free(args);
     if (!ok) mlc_error_prefix(err, "%s (%s)", b->var->name, b->tir->name);

@@ -618,6 +618,15 @@ static bool shape_concat(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtyp
   return true;
 }
 
+static bool shape_append(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  if (!shape_concat(op, at, n, a, out, err)) return false;
+  for (int d = 0; d < mlc_gop_axis(at->axis, a[0].ndim); d++)
+    if (a[0].shape[d] != 1)
+      return fail_shape(err, op, 0, &a[0], "extents of 1 before the axis");
+  return true;
+}
+
 static bool shape_slice(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
                         mlc_gtype *out, mlc_error *err) {
   (void)n;

@@ -331,6 +331,10 @@ bool mlc_gfunc_is_output(const mlc_gfunc *f, const mlc_gvar *v);
  * It runs no kernel: its value is its operand's memory, the same
  * elements in the same order (mlc_gfunc_storage). */
 bool mlc_gbinding_is_view(const mlc_gfunc *f, const mlc_gbinding *b);
+/* Whether b is an append (op or its lowered call): its kernel writes only
+ * the rows after args[0]'s, and whoever runs it first copies args[0] into
+ * the start of the result unless both are the same memory. */
+bool mlc_gbinding_appends(const mlc_gbinding *b);
 /* The value whose memory holds v: v, or what the views defining v view. */
 const mlc_gvar *mlc_gfunc_storage(const mlc_gfunc *f, const mlc_gvar *v);
 void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n);
@@ -435,6 +439,10 @@ bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);
  * all of it gets the register tile. */
 bool mlc_graph_pack_weights(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err);
+/* A concat in main of a model input and other rows into a model output
+ * (the extents before the axis 1) -> append (ops.def): the caller may pass
+ * the output's memory as the input, which is then extended in place. */
+bool mlc_graph_append_in_place(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_lower(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_fuse_tir(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_dce(mlc_gmodule *m, mlc_error *err);
@@ -642,6 +650,41 @@ bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *
                              void *const *outputs, mlc_error *err);
 int64_t mlc_graph_runner_workspace_bytes(const mlc_grunner *r);
 void mlc_graph_runner_free(mlc_grunner *r);
+
+/* ---- generation with a KV cache (generate.c) ---------------------------------------------- */
+/* Greedy decoding from two modules of one size each, compiled and loaded
+ * into runners (both must outlive the generator): prefill (input_ids
+ * int64 [1, seq] -> logits float32 [1, seq, vocab], then the caches
+ * [1, seq, ...]) and the decode step (input_ids and position_ids [1, 1]
+ * and the caches [1, past, ...] -> logits [1, 1, vocab] and the caches
+ * appended in place, mlc_gbinding_appends, in prefill's order): what
+ * examples/lm_models.py's export_generation writes. The generator owns a
+ * buffer per cache for the step's bound; a run allocates and copies
+ * nothing per step. NULL with why the modules do not fit.
+ *
+ *   mlc_ggen *g = mlc_graph_generator_new(pre, pre_runner, step, step_runner, &err);
+ *   mlc_graph_generate(g, prompt, 128, 64, tokens, NULL, &stats, &err);
+ */
+typedef struct mlc_ggen mlc_ggen;
+typedef struct mlc_ggen_stats {
+  double prefill_s, decode_s; /* wall time of prefill, of every decode step together */
+  int64_t n_prompt, n_decoded;
+} mlc_ggen_stats;
+mlc_ggen *mlc_graph_generator_new(const mlc_gmodule *prefill, mlc_grunner *pr,
+                                  const mlc_gmodule *step, mlc_grunner *sr, mlc_error *err);
+/* n_tokens token ids after the prompt into tokens: the first from
+ * prefill's last logits, each next from a decode step of the one before
+ * (n_tokens - 1 steps); logits (NULL: not kept) gets the n_tokens rows of
+ * vocab they were chosen from. A prompt or length outside the modules'
+ * bounds is refused before anything runs. */
+bool mlc_graph_generate(mlc_ggen *g, const int64_t *prompt, int64_t n_prompt, int64_t n_tokens,
+                        int64_t *tokens, float *logits, mlc_ggen_stats *st, mlc_error *err);
+int64_t mlc_graph_generator_vocab(const mlc_ggen *g);
+/* The longest prompt prefill takes; the most positions (prompt and
+ * generated tokens but the last) the caches hold. */
+void mlc_graph_generator_bounds(const mlc_ggen *g, int64_t *max_prompt, int64_t *max_len);
+void mlc_graph_generator_free(mlc_ggen *g);
+
 
 /* mlc-compile --verify: run f's compiled kernel (run(ud, f, ...), as
  * mlc_graph_execute calls it) and the interpreter on f itself, each on the

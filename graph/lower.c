@@ -654,6 +654,23 @@ static mlc_prim_func *lower_concat(mlc_arena *a, const char *name, int n, mlc_gv
   return mlc_te_create_prim_func(te, name, n + 1, ts);
 }
 
+/* append: the result's rows after operand 0's from operand 1; the others
+ * are left to the caller (the graph's mlc_gbinding_appends). */
+static mlc_prim_func *lower_append(mlc_arena *a, const char *name, mlc_gvar *const *args, int ax,
+                                   const mlc_gtype *out) {
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *P = placeholder(te, args[0]->name, &args[0]->type);
+  mlc_te_tensor *X = placeholder(te, args[1]->name, &args[1]->type);
+  const mlc_gtype *xt = &args[1]->type;
+  mlc_expr **o = mlc_te_begin(te, "T_append", xt->ndim, xt->shape, NULL);
+  mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
+  memcpy(ix, o, sizeof *ix * (size_t)xt->ndim);
+  ix[ax] = mlc_add(a, o[ax], mlc_int(a, args[0]->type.shape[ax]));
+  mlc_te_write_at(te, out->ndim, out->shape, ix);
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, o));
+  return mlc_te_create_prim_func(te, name, 3, (mlc_te_tensor *[]){P, X, Y});
+}
+
 /* slice: out[i] = x[start + i * step] along every axis. */
 static mlc_prim_func *lower_slice(mlc_arena *a, const char *name, mlc_gvar *const *args,
                                   const mlc_gattrs *at, const mlc_gtype *out) {
@@ -1183,6 +1200,10 @@ static mlc_prim_func *lower_op_unpack_nchwc(const lower_call *c) {
 
 static mlc_prim_func *lower_op_concat(const lower_call *c) {
   return lower_concat(c->a, c->name, c->n, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
+}
+
+static mlc_prim_func *lower_op_append(const lower_call *c) {
+  return lower_append(c->a, c->name, c->args, mlc_gop_axis(c->at->axis, c->x->ndim), c->out);
 }
 
 static mlc_prim_func *lower_op_slice(const lower_call *c) {

@@ -18,6 +18,10 @@ static const mlc_gpass passes[] = {
     {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions "
              "(reshapes first sunk below elementwise ops where the other operands allow)",
      mlc_graph_fuse},
+    {"append", "a concat of a model input and new rows into a model output -> append: its kernel "
+               "writes the new rows only, and the input is copied in unless the caller passed "
+               "the output's memory (a KV cache extended in place)",
+     mlc_graph_append_in_place},
     {"lower", "map every op to a prim_func (R.call_tir, destination-passing); a reshape in main "
               "that is no output stays a view of its operand's memory (no kernel)",
      mlc_graph_lower},

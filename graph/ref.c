@@ -675,6 +675,9 @@ static void ref_op_concat(const ref_call *c) {
   ref_concat(c->b->n_args, c->in, c->ts, mlc_gop_axis(c->at->axis, c->out->ndim), c->out, c->y);
 }
 
+/* the whole result, as concat: the reference of a model is its values */
+static void ref_op_append(const ref_call *c) { ref_op_concat(c); }
+
 static void ref_op_slice(const ref_call *c) { ref_slice(c->at, &c->ts[0], c->in[0], c->out, c->y); }
 
 static void ref_op_pad(const ref_call *c) { ref_pad(c->at, &c->ts[0], c->in[0], c->out, c->y); }

@@ -15,6 +15,7 @@ typedef struct runner_call {
   const mlc_gbinding *b;
   const char *symbol;
   void **args;              /* the binding's args, then its result */
+  const mlc_gvar *prefix;   /* an append: args[0]'s value, copied first where not in place */
 } runner_call;
 
 /* An argument slot that holds input io (< n_params) or output
@@ -81,6 +82,7 @@ static bool add_call(mlc_grunner *r, const mlc_gcompiled *c, const mlc_gfunc *f,
                      mlc_error *err) {
   runner_call *call = &r->calls[r->n_calls++];
   call->b = b;
+  call->prefix = mlc_gbinding_appends(b) ? b->args[0] : NULL;
   int n_sizes = b->kind == MLC_GCALL_TIR ? b->tir->n_sizes : 0;
   call->args = MLC_NEW_ARRAY(r->a, void *, b->n_args + 1 + n_sizes);
   for (int j = 0; j <= b->n_args; j++)
@@ -155,6 +157,18 @@ static bool check_inputs(mlc_grunner *r, void *const *inputs, mlc_error *err) {
   return mlc_graph_check_inputs(r->m, r->views, err);
 }
 
+/* An append's operand 0 into the start of its result, unless the caller
+ * passed one memory as both (a cache extended in place). */
+static void copy_prefix(const mlc_grunner *r, const runner_call *c) {
+  void *dst = c->args[c->b->n_args], *src = c->args[0];
+  if (dst == src) return;
+  int64_t shape[MLC_GRAPH_MAX_DIMS];
+  mlc_gvar_shape_at(r->m, c->prefix, r->sizes, shape);
+  mlc_gtype t = c->prefix->type;
+  memcpy(t.shape, shape, sizeof(int64_t) * (size_t)t.ndim);
+  memmove(dst, src, (size_t)mlc_gtype_bytes(&t));
+}
+
 bool mlc_graph_runner_run(mlc_grunner *r, void *const *inputs, void *const *outputs,
                           mlc_error *err) {
   return mlc_graph_runner_run_at(r, NULL, inputs, outputs, err);
@@ -175,6 +189,7 @@ bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *
   }
   for (int i = 0; i < r->n_calls; i++) {
     const runner_call *c = &r->calls[i];
+    if (c->prefix) copy_prefix(r, c);
     if (!c->fn) {
       if (!mlc_graph_call_extern(r->m, c->b, (float *const *)c->args,
                                  c->args[c->b->n_args], err))

@@ -298,8 +298,9 @@ typedef struct mlc_prim_func {
   int n_params;
   mlc_buffer **params; /* all parameters are buffers */
   int n_sizes;
-  mlc_size_var *sizes; /* size vars, in declaration order; each is the bare
-                          dim of some parameter, which gives its value */
+  mlc_size_var *sizes; /* size vars, in declaration order; each is some
+                          parameter's dim, bare or plus a constant, which
+                          gives its value (mlc_size_in_extent) */
   int n_attrs;
   mlc_ann *attrs; /* T.func_attr, e.g. global_symbol, tir.noalias */
   mlc_stmt *body; /* BLOCK_REALIZE of the root block */
@@ -329,6 +330,11 @@ void mlc_size_default_bounds(mlc_dtype t, int64_t *lo, int64_t *hi);
  * anything else or on overflow. */
 bool mlc_size_range(int n, const mlc_size_var *sizes, const mlc_expr *e, int64_t *lo,
                     int64_t *hi);
+/* Whether dim, a buffer extent, is v + *offset (v, v + c, c + v, v - c; casts
+ * aside): such an extent gives v's value at run time. */
+bool mlc_size_in_extent(const mlc_expr *dim, const mlc_var *v, int64_t *offset);
+/* Whether some parameter's extent gives size var v (mlc_size_in_extent). */
+bool mlc_func_size_given(const mlc_prim_func *f, const mlc_var *v);
 /* The size var of f behind v, or NULL. */
 const mlc_size_var *mlc_func_size_var(const mlc_prim_func *f, const mlc_var *v);
 /* Element count; past 2^62 (a shape the parser refuses, made some other

@@ -762,15 +762,16 @@ static void param(mlc_parser *p, pfunc *fn, int mark) {
   MLC_VEC_APUSH(p->a, fn->param_toks, t);
 }
 
-/* Each size var is some parameter's bare extent: the arguments' shapes
- * then give every size at run time. */
+/* Each size var is some parameter's extent, bare or plus a constant: the
+ * arguments' shapes then give every size at run time. */
 static void check_sizes_given(mlc_parser *p, const pfunc *fn) {
   for (int k = 0; k < p->sizes.len; k++) {
     bool given = false;
+    int64_t off;
     for (int i = 0; i < fn->params.len && !given; i++) {
       const mlc_buffer *b = fn->params.data[i];
       for (int d = 0; b->dims && d < b->ndim && !given; d++)
-        given = b->dims[d]->kind == MLC_EXPR_VAR && b->dims[d]->var == p->sizes.data[k].var;
+        given = mlc_size_in_extent(b->dims[d], p->sizes.data[k].var, &off);
     }
     if (!given)
       mlc_parse_fail(p, p->size_toks.data[k],

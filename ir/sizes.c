@@ -28,6 +28,31 @@ static int size_index(const mlc_prim_func *f, const mlc_var *v) {
   return -1;
 }
 
+bool mlc_size_in_extent(const mlc_expr *dim, const mlc_var *v, int64_t *offset) {
+  while (dim && dim->kind == MLC_EXPR_CAST) dim = dim->cast.value;
+  if (!dim) return false;
+  if (dim->kind == MLC_EXPR_VAR) {
+    *offset = 0;
+    return dim->var == v;
+  }
+  if (dim->kind != MLC_EXPR_ADD && dim->kind != MLC_EXPR_SUB) return false;
+  const mlc_expr *x = dim->bin.a, *c = dim->bin.b;
+  if (dim->kind == MLC_EXPR_ADD && x->kind == MLC_EXPR_INT_IMM) x = dim->bin.b, c = dim->bin.a;
+  if (x->kind != MLC_EXPR_VAR || x->var != v || c->kind != MLC_EXPR_INT_IMM) return false;
+  *offset = dim->kind == MLC_EXPR_ADD ? c->int_val : -c->int_val;
+  return c->int_val != INT64_MIN;
+}
+
+bool mlc_func_size_given(const mlc_prim_func *f, const mlc_var *v) {
+  int64_t off;
+  for (int i = 0; i < f->n_params; i++) {
+    const mlc_buffer *b = f->params[i];
+    for (int d = 0; b && b->dims && d < b->ndim; d++)
+      if (b->dims[d] && mlc_size_in_extent(b->dims[d], v, &off)) return true;
+  }
+  return false;
+}
+
 const mlc_size_var *mlc_func_size_var(const mlc_prim_func *f, const mlc_var *v) {
   int k = size_index(f, v);
   return k < 0 ? NULL : &f->sizes[k];
@@ -99,12 +124,15 @@ bool mlc_func_bind_sizes(const mlc_prim_func *f, int n_args, const mlc_array *ar
   for (int i = 0; i < f->n_params; i++) {
     const mlc_buffer *b = f->params[i];
     if (!b->dims || args[i].ndim != b->ndim) continue;
-    for (int d = 0; d < b->ndim; d++) {
-      int k = b->dims[d]->kind == MLC_EXPR_VAR ? size_index(f, b->dims[d]->var) : -1;
-      if (k < 0 || known[k]) continue;
-      sizes[k] = args[i].shape[d];
-      known[k] = true;
-    }
+    for (int d = 0; d < b->ndim; d++)
+      for (int k = 0; k < f->n_sizes; k++) {
+        int64_t off;
+        if (known[k] || !mlc_size_in_extent(b->dims[d], f->sizes[k].var, &off)) continue;
+        if (__builtin_sub_overflow(args[i].shape[d], off, &sizes[k]))
+          return mlc_error_set(err, "argument %d (%s) has extent %" PRId64 " in dimension %d, "
+                                    "out of range", i, b->name, args[i].shape[d], d);
+        known[k] = true;
+      }
   }
   for (int k = 0; k < f->n_sizes; k++) {
     const mlc_size_var *s = &f->sizes[k];

@@ -170,13 +170,8 @@ static bool check_sizes(vctx *c) {
       return fail(c, "size var \"%s\" has bounds [%" PRId64 ", %" PRId64 "]", vname(sv->var),
                   sv->lo, sv->hi);
     if (!define_var(c, sv->var, false, true, sv->lo, sv->hi)) return false;
-    bool given = false;
-    for (int i = 0; i < f->n_params && !given; i++) {
-      const mlc_buffer *b = f->params[i];
-      for (int d = 0; b && b->dims && d < b->ndim && !given; d++)
-        given = b->dims[d] && b->dims[d]->kind == MLC_EXPR_VAR && b->dims[d]->var == sv->var;
-    }
-    if (!given) return fail(c, "size var \"%s\" is no parameter's extent", vname(sv->var));
+    if (!mlc_func_size_given(f, sv->var))
+      return fail(c, "size var \"%s\" is no parameter's extent", vname(sv->var));
   }
   return true;
 }

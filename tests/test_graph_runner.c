@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct loaded {
   mlc_gmodule *m;
@@ -228,6 +229,75 @@ static void test_sized_refusals(void) {
   }
 }
 
+/* ---- a cache extended in place ----------------------------------------------------------- */
+
+/* A decode step's cache at P positions of one 4 KiB page each: present =
+ * concat(past, relu(x)) along the positions, present a model output. */
+static mlc_gmodule *cache_step_at(void *ud, const int64_t *values, mlc_error *err) {
+  (void)ud;
+  mlc_str j = {0};
+  mlc_str_printf(&j, "{\"inputs\": [{\"name\": \"past\", \"shape\": [1, %lld, 1024]}, "
+                     "{\"name\": \"x\", \"shape\": [1, 1, 1024]}], \"nodes\": ["
+                     "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"x\"]}, "
+                     "{\"name\": \"present\", \"op\": \"concat\", \"axis\": 1, "
+                     "\"inputs\": [\"past\", \"y\"]}], \"outputs\": [\"present\"]}",
+                 (long long)values[0]);
+  mlc_gmodule *m = mlc_graph_parse("step.json", j.data, j.len, NULL, err);
+  mlc_str_free(&j);
+  if (m && !mlc_graph_run_pipeline(m, NULL, NULL, NULL, err)) {
+    mlc_graph_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* The concat onto the input is an append; run with one buffer as past and
+ * present, whose first P pages are read-only, it writes row P alone (a
+ * copy of the cache would fault); with two buffers, present gets past's
+ * rows copied in. */
+static void test_cache_in_place(void) {
+  mlc_error err;
+  mlc_gsize s = {"past", 1, 16};
+  mlc_gmodule *m = mlc_graph_generalize(1, &s, cache_step_at, NULL, &err);
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  if (!m) return;
+  const mlc_gfunc *f = mlc_graph_main(m);
+  int appends = 0;
+  for (int i = 0; i < f->n_bindings; i++) appends += mlc_gbinding_appends(&f->bindings[i]);
+  CHECK(appends == 1);
+  mlc_target tg;
+  mlc_target_parse("llvm", &tg, &err);
+  mlc_gcompiled c;
+  mlc_grunner *r = NULL;
+  bool ok = mlc_graph_compile(m, &tg, &(mlc_gcompile_options){0}, &c, &err) &&
+            (r = mlc_graph_runner_new(m, &c, &err));
+  CHECK_MSG(ok, "%s", err.msg);
+  const size_t page = 4096;
+  float *cache = aligned_alloc(page, 17 * page), *other = aligned_alloc(page, 17 * page);
+  float x[1024];
+  for (int k = 0; k < 1024; k++) x[k] = (float)(k % 5) - 2.0f;
+  for (int64_t P = 1; ok && P <= 16; P += 15) {
+    for (int64_t k = 0; k < P * 1024; k++) cache[k] = (float)k;
+    CHECK(mprotect(cache, (size_t)P * page, PROT_READ) == 0);
+    CHECK_MSG(mlc_graph_runner_run_at(r, &P, (void *[]){cache, x}, (void *[]){cache}, &err),
+              "P=%lld: %s", (long long)P, err.msg);
+    CHECK(mprotect(cache, (size_t)P * page, PROT_READ | PROT_WRITE) == 0);
+    memset(other, 0, 17 * page);
+    CHECK_MSG(mlc_graph_runner_run_at(r, &P, (void *[]){cache, x}, (void *[]){other}, &err),
+              "P=%lld: %s", (long long)P, err.msg);
+    bool same = true;
+    for (int64_t k = 0; k < P * 1024; k++) same = same && cache[k] == (float)k && other[k] == (float)k;
+    for (int k = 0; k < 1024; k++)
+      same = same && cache[P * 1024 + k] == fmaxf(x[k], 0.0f) && other[P * 1024 + k] == cache[P * 1024 + k];
+    CHECK_MSG(same, "P=%lld", (long long)P);
+  }
+  free(cache);
+  free(other);
+  mlc_graph_runner_free(r);
+  mlc_gcompiled_free(&c);
+  mlc_graph_free(m);
+}
+
 int main(void) {
   RUN(test_cnn);
   RUN(test_gpt2_token_ids);
@@ -236,6 +306,7 @@ int main(void) {
   RUN(test_not_compiled);
   RUN(test_sized_module);
   RUN(test_sized_refusals);
+  RUN(test_cache_in_place);
   mlc_jit_shutdown();
   return test_summary();
 }

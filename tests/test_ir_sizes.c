@@ -193,6 +193,62 @@ static void test_interp(void) {
   mlc_arena_free(a);
 }
 
+/* A size given only as an extent plus a constant (a transpose of a
+ * decode step's cache, n + 1 rows): the arguments still give it; an
+ * extent of another form does not. */
+static const char plus_one_src[] =
+    "@T.prim_func\n"
+    "def main(a: T.handle, b: T.handle):\n"
+    "    n = T.int64(min=0, max=63)\n"
+    "    A = T.match_buffer(a, (n + 1, 4))\n"
+    "    B = T.match_buffer(b, (4, n + 1))\n"
+    "    for i, j in T.grid(n + 1, 4):\n"
+    "        with T.block(\"B\"):\n"
+    "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+    "            B[vj, vi] = A[vi, vj]\n";
+
+static void test_size_plus_constant(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_prim_func *f = parse1(a, plus_one_src, &err);
+  CHECK_MSG(f && mlc_verify_func(f, &err), "%s", err.msg);
+  if (f) {
+    int64_t off;
+    CHECK(mlc_size_in_extent(f->params[0]->dims[0], f->sizes[0].var, &off) && off == 1);
+    CHECK(!mlc_size_in_extent(f->params[0]->dims[1], f->sizes[0].var, &off));
+    mlc_array *x = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){6, 4});
+    mlc_array *y = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){4, 6});
+    for (int i = 0; i < 24; i++) mlc_array_set(x, i, i);
+    int64_t sizes[1];
+    mlc_array args[2] = {*x, *y};
+    CHECK(mlc_func_bind_sizes(f, 2, args, sizes, &err) && sizes[0] == 5);
+    CHECK_MSG(mlc_interp_run(f, args, &err), "%s", err.msg);
+    CHECK(mlc_array_get(y, 1 * 6 + 2) == 2 * 4 + 1);
+    /* 65 rows: n = 64, past its bound */
+    mlc_array *big = mlc_array_new(MLC_FLOAT32, 2, (int64_t[]){65, 4});
+    args[0] = *big;
+    CHECK(!mlc_func_bind_sizes(f, 2, args, sizes, &err) && strstr(err.msg, "n = 64 is outside"));
+    mlc_array_free(big);
+    mlc_array_free(x);
+    mlc_array_free(y);
+  }
+  /* 2 * n gives no value of n */
+  mlc_arena_free(a);
+  a = mlc_arena_new();
+  mlc_module *g = mlc_parse_module(a, "t.py",
+                                      "@T.prim_func\n"
+                                      "def main(a: T.handle):\n"
+                                      "    n = T.int64(min=1, max=8)\n"
+                                      "    A = T.match_buffer(a, (n * 2,))\n"
+                                      "    for i in range(n * 2):\n"
+                                      "        with T.block(\"A\"):\n"
+                                      "            vi = T.axis.spatial(n * 2, i)\n"
+                                      "            A[vi] = T.float32(1)\n",
+                                      &err);
+  CHECK_MSG(g == NULL && strstr(err.msg, "size n is no parameter's extent"), "%s", err.msg);
+  mlc_arena_free(a);
+}
+
 static void test_specialize(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
@@ -449,6 +505,7 @@ int main(void) {
   RUN(test_verify_refuses);
   RUN(test_verify_constructed);
   RUN(test_interp);
+  RUN(test_size_plus_constant);
   RUN(test_specialize);
   RUN(test_struct_hash);
   RUN(test_select_by_size);

@@ -88,8 +88,22 @@ static mlc_gmodule *load(const uint8_t *data, size_t size, mlc_error *err) {
   return m;
 }
 
+/* The declared input shapes (what `--dim` alone completes shapes from):
+ * each "name=d0,d1,..." with a '=' and no empty extent. */
+static void declared_shapes(const uint8_t *data, size_t size) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  const char **decl = mlc_graph_onnx_declared_shapes(a, "fuzz.onnx", data, size, &err);
+  for (int i = 0; decl && decl[i]; i++) {
+    const char *eq = strchr(decl[i], '=');
+    MLC_ASSERT(eq && !strstr(eq, ",,"));
+  }
+  mlc_arena_free(a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlc_error err;
+  declared_shapes(data, size);
   mlc_gmodule *m = load(data, size, &err);
   if (m) {
     run_reference(m);

@@ -6,6 +6,11 @@ Llama as HuggingFace writes them, random weights) into tests/onnx/lm/:
                                      batch and sequence dynamic
     <model>_s<S>_<input>.npy         int64 inputs at S = 5, 12, 1, 7 and 64
     <model>_s<S>_<output>.npy        PyTorch's float32 outputs for them
+    gpt2_prefill_tiny.onnx,          GPT-2 for generation with a KV cache:
+    gpt2_step_tiny.onnx              prefill and the decode step
+    gpt2_gen_prompt.npy, _tokens.npy, _logits.npy
+                                     a prompt, PyTorch's greedy tokens after
+                                     it (with its cache) and their logits
 
 The test lengths differ from the export length on purpose: a model only
 runs at them if its shape chains (Shape, Range, ConstantOfShape, Expand)
@@ -246,6 +251,34 @@ def inventory(path):
             print("  attr %s %s %s" % (node.op_type, node.name, a))
 
 
+# Generation: GPT-2 as prefill + decode step (lm_models.export_generation),
+# a prompt of GEN_PROMPT tokens and GEN_TOKENS greedy tokens after it, so
+# that the last step fills the cache to the tiny model's 64 positions.
+GEN_PROMPT = 7
+GEN_TOKENS = 57
+
+
+def write_generation():
+    cfg = lm_models.tiny_config("gpt2")
+    model = lm_models.build("gpt2", cfg)
+    prefill = os.path.join(OUT, "gpt2_prefill_tiny.onnx")
+    step = os.path.join(OUT, "gpt2_step_tiny.onnx")
+    lm_models.export_generation(model, cfg, prefill, step)
+    for path in (prefill, step):
+        onnx.checker.check_model(onnx.load(path))
+    gen = torch.Generator().manual_seed(3)
+    prompt = torch.randint(0, cfg["vocab"], (1, GEN_PROMPT), generator=gen)
+    tokens, logits = lm_models.greedy(model, prompt, GEN_TOKENS)
+    with torch.no_grad():  # the cache changes nothing: one run over every position agrees
+        full = model(torch.cat([prompt, tokens[None, :-1]], 1))[0, GEN_PROMPT - 1:]
+    assert torch.allclose(full, logits, rtol=1e-4, atol=1e-5), "cached and full logits differ"
+    for name, t in (("prompt", prompt), ("tokens", tokens), ("logits", logits)):
+        np.save(os.path.join(OUT, "gpt2_gen_%s.npy" % name),
+                t.numpy().astype(np.float32 if name == "logits" else np.int64))
+    print("gpt2 generation: %s, %s; %d-token prompt, %d tokens" % (
+        os.path.relpath(prefill), os.path.relpath(step), GEN_PROMPT, GEN_TOKENS))
+
+
 def main(argv):
     os.makedirs(OUT, exist_ok=True)
     for kind in lm_models.KINDS:
@@ -253,6 +286,7 @@ def main(argv):
         check(path, cases)
         if "--inventory" in argv:
             inventory(path)
+    write_generation()
 
 
 if __name__ == "__main__":
