@@ -3,7 +3,11 @@
  * elementwise op and takes in the elementwise ops that consume its result,
  * one after another, while the result so far has exactly one consumer and
  * is not an output. A producer with several consumers is never fused (that
- * would compute it twice). Injective ops (reshape, transpose) stay alone.
+ * would compute it twice). Injective ops (reshape, transpose) stay alone,
+ * but for a transpose whose one consumer is a matmul: it joins the
+ * matmul's group in front, and the kernel's schedule inlines it, so the
+ * matmul reads the operand in place (attention's keys and values, a
+ * decode step's whole cache, are not copied transposed first).
  *
  * The fused call replaces the group's last binding, which is where every
  * value the group reads from outside is defined; the group's intermediate
@@ -165,12 +169,96 @@ static void sink_reshapes(mlc_gmodule *m, mlc_gfunc *f) {
   }
 }
 
+/* ---- transposes whose reshape drops dims of 1 ---- */
+
+/* Whether a reshape from `from` to `to` only drops dims of 1 (matched
+ * from the left); drop[i]: dim i of from is dropped. */
+static bool drops_unit_dims(const mlc_gtype *from, const mlc_gtype *to, bool *drop) {
+  int j = 0;
+  for (int i = 0; i < from->ndim; i++) {
+    drop[i] = !(j < to->ndim && from->shape[i] == to->shape[j]);
+    if (!drop[i]) j++;
+    else if (from->shape[i] != 1) return false;
+  }
+  return j == to->ndim && to->ndim < from->ndim;
+}
+
+/* r = reshape(t, ...) dropping dims of 1, t = transpose(x, perm) used by r
+ * alone: t's binding becomes x' = reshape(x) without those dims (a view)
+ * and r's transpose(x', perm'). An exporter's batched matmul over a
+ * transposed operand (attention's keys: transpose, then a reshape to 3-D)
+ * then reads the transpose directly, which take_transposes fuses. */
+static void squeeze_transpose(mlc_gmodule *m, mlc_gbinding *rb, mlc_gbinding *tb) {
+  const mlc_gtype *tt = &tb->var->type, *xt = &tb->args[0]->type;
+  bool drop[MLC_GRAPH_MAX_DIMS], gone[MLC_GRAPH_MAX_DIMS] = {0};
+  if (!drops_unit_dims(tt, &rb->var->type, drop)) return;
+  int n = tt->ndim, perm[MLC_GRAPH_MAX_DIMS], below[MLC_GRAPH_MAX_DIMS + 1] = {0};
+  for (int i = 0; i < n; i++) perm[i] = tb->attrs.n_ints ? (int)tb->attrs.ints[i] : n - 1 - i;
+  for (int i = 0; i < n; i++) gone[perm[i]] = drop[i];
+  mlc_gtype st = *xt;
+  st.ndim = 0;
+  for (int d = 0; d < n; d++) {
+    below[d + 1] = below[d] + gone[d];
+    if (!gone[d]) st.shape[st.ndim++] = xt->shape[d];
+  }
+  mlc_gattrs ra, ta;
+  mlc_gattrs_init(MLC_GOP_RESHAPE, &ra);
+  mlc_gattrs_init(MLC_GOP_TRANSPOSE, &ta);
+  ra.n_ints = st.ndim;
+  memcpy(ra.ints, st.shape, sizeof(int64_t) * (size_t)st.ndim);
+  for (int i = 0; i < n; i++)
+    if (!drop[i]) ta.ints[ta.n_ints++] = perm[i] - below[perm[i]];
+  mlc_gvar *x = tb->args[0];
+  mlc_gvar *squeezed = mlc_gvar_new(m, tb->var->name, MLC_GVAR_BOUND, &st);
+  *tb = (mlc_gbinding){.var = squeezed, .kind = MLC_GCALL_OP, .op = MLC_GOP_RESHAPE, .attrs = ra,
+                       .n_args = 1, .args = mlc_gvars_dup(m, 1, &x)};
+  *rb = (mlc_gbinding){.var = rb->var, .kind = MLC_GCALL_OP, .op = MLC_GOP_TRANSPOSE, .attrs = ta,
+                       .n_args = 1, .args = mlc_gvars_dup(m, 1, &squeezed)};
+}
+
+static void squeeze_transposes(mlc_gmodule *m, mlc_gfunc *f) {
+  mlc_arena *ua = mlc_arena_new_child(m->arena);
+  mlc_guses u;
+  mlc_guses_init(&u, ua, f);
+  for (int i = 0; i < f->n_bindings; i++) {
+    mlc_gbinding *rb = &f->bindings[i];
+    int d;
+    if (rb->kind != MLC_GCALL_OP || rb->op != MLC_GOP_RESHAPE || rb->args[0]->kind != MLC_GVAR_BOUND ||
+        mlc_guses_count(&u, rb->args[0]) != 1 || !mlc_gmap_get(&u.def, rb->args[0], &d))
+      continue;
+    mlc_gbinding *tb = &f->bindings[d];
+    if (tb->kind == MLC_GCALL_OP && tb->op == MLC_GOP_TRANSPOSE && !mlc_gfunc_is_output(f, tb->var))
+      squeeze_transpose(m, rb, tb);
+  }
+  mlc_arena_free(ua);
+}
+
 /* ---- groups ---- */
 
 typedef struct group {
   int n;
   int members[MAX_GROUP]; /* binding indices, in order */
 } group;
+
+/* Prepends to g (holding matmul binding i alone) the transposes whose
+ * result only binding i uses. */
+static void take_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *owner, group *g) {
+  const mlc_gbinding *b = &f->bindings[g->members[0]];
+  if (b->op != MLC_GOP_MATMUL) return;
+  int found[2], n = 0;
+  for (int j = 0; j < b->n_args && j < 2; j++) {
+    int d = mlc_gfunc_def(f, b->args[j]);
+    if (d < 0 || owner[d] >= 0 || f->bindings[d].kind != MLC_GCALL_OP ||
+        f->bindings[d].op != MLC_GOP_TRANSPOSE || mlc_guses_count(u, b->args[j]) != 1 ||
+        mlc_gfunc_is_output(f, b->args[j]))
+      continue;
+    found[n++] = d;
+  }
+  if (n == 2 && found[0] > found[1]) found[0] ^= found[1], found[1] ^= found[0], found[0] ^= found[1];
+  memmove(g->members + n, g->members, sizeof *g->members * (size_t)g->n);
+  memcpy(g->members, found, sizeof *found * (size_t)n);
+  g->n += n;
+}
 
 static void grow_group(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int max_ops,
                        group *g) {
@@ -256,6 +344,7 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
         mlc_gop_class_of(b->op) == MLC_GOP_INJECTIVE)
       continue;
     group g = {1, {i}};
+    take_transposes(f, &u, owner, &g);
     grow_group(f, &u, owner, m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP, &g);
     if (g.n < 2) continue;
     builder B;
@@ -286,6 +375,7 @@ bool mlc_graph_fuse(mlc_gmodule *m, mlc_error *err) {
   for (int i = 0; i < n; i++)
     if (!fs[i]->primitive) {
       sink_reshapes(m, fs[i]);
+      squeeze_transposes(m, fs[i]);
       fuse_func(m, fs[i], &counter);
     }
   return mlc_graph_verify(m, err);

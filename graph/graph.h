@@ -650,6 +650,18 @@ bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *
                              void *const *outputs, mlc_error *err);
 int64_t mlc_graph_runner_workspace_bytes(const mlc_grunner *r);
 void mlc_graph_runner_free(mlc_grunner *r);
+/* Profiling: while on, each run adds each call's wall time (an append's
+ * copy of its input included); turning it on starts from zero. _get
+ * fills out (at most max) per kernel: its calls in one run and their
+ * seconds per run, averaged over the runs since it was turned on, in the
+ * order of the first call; returns how many. */
+typedef struct mlc_gprofile {
+  const char *symbol; /* the kernel's (an extern call: its function's) */
+  int calls;
+  double seconds;
+} mlc_gprofile;
+void mlc_graph_runner_profile(mlc_grunner *r, bool on);
+int mlc_graph_runner_profile_get(const mlc_grunner *r, mlc_gprofile *out, int max);
 
 /* ---- generation with a KV cache (generate.c) ---------------------------------------------- */
 /* Greedy decoding from two modules of one size each, compiled and loaded

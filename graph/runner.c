@@ -37,6 +37,8 @@ struct mlc_grunner {
   mlc_array *inputs;  /* views of the inputs for the index checks */
   mlc_array **views;  /* &inputs[i] */
   int64_t *sizes;     /* a module of sizes: those of the run, which kernels read */
+  double *seconds;    /* per call, summed over the runs since profiling began; NULL: off */
+  int64_t runs;       /* profiled runs */
 };
 
 /* Where v's data lives: its storage's (a view's operand's) slot. */
@@ -189,6 +191,7 @@ bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *
   }
   for (int i = 0; i < r->n_calls; i++) {
     const runner_call *c = &r->calls[i];
+    double t0 = r->seconds ? mlc_now_sec() : 0;
     if (c->prefix) copy_prefix(r, c);
     if (!c->fn) {
       if (!mlc_graph_call_extern(r->m, c->b, (float *const *)c->args,
@@ -197,8 +200,29 @@ bool mlc_graph_runner_run_at(mlc_grunner *r, const int64_t *sizes, void *const *
     } else if (c->fn(c->args) != 0) {
       return mlc_error_set(err, "kernel %s failed (out of memory inside it)", c->symbol);
     }
+    if (r->seconds) r->seconds[i] += mlc_now_sec() - t0;
   }
+  r->runs += r->seconds != NULL;
   return true;
+}
+
+void mlc_graph_runner_profile(mlc_grunner *r, bool on) {
+  r->seconds = on ? MLC_NEW_ARRAY(r->a, double, r->n_calls + 1) : NULL;
+  r->runs = 0;
+}
+
+int mlc_graph_runner_profile_get(const mlc_grunner *r, mlc_gprofile *out, int max) {
+  int n = 0;
+  for (int i = 0; r->seconds && i < r->n_calls; i++) {
+    const char *name = r->calls[i].fn ? r->calls[i].symbol : r->calls[i].b->extern_func;
+    int k = 0;
+    while (k < n && strcmp(out[k].symbol, name) != 0) k++;
+    if (k == n && n == max) continue;
+    if (k == n) out[n++] = (mlc_gprofile){name, 0, 0};
+    out[k].calls += r->runs ? 1 : 0;
+    out[k].seconds += r->runs ? r->seconds[i] / (double)r->runs : 0;
+  }
+  return n;
 }
 
 int64_t mlc_graph_runner_workspace_bytes(const mlc_grunner *r) { return r->workspace_bytes; }

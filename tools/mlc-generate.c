@@ -43,6 +43,9 @@ static const char *usage_text =
     "                       without records run their default schedule)\n"
     "  --logits FILE.npy    write the logits each token was chosen from,\n"
     "                       float32 [tokens, vocab]\n"
+    "  --profile            after the timings, the decode step's kernels: calls\n"
+    "                       and time per step, the weight bytes each reads and\n"
+    "                       at what rate\n"
     "  --quiet              print the token ids only\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -53,11 +56,11 @@ static const char *usage_text =
 typedef struct options {
   const char *prefill, *step, *prompt, *prompt_file, *db, *logits;
   long long prompt_len, seed, tokens, max_len;
-  bool quiet;
+  bool quiet, profile;
 } options;
 
 enum { OPT_PREFILL = 256, OPT_STEP, OPT_PROMPT, OPT_PROMPT_FILE, OPT_PROMPT_LEN, OPT_SEED,
-       OPT_TOKENS, OPT_MAX_LEN, OPT_DB, OPT_LOGITS, OPT_QUIET };
+       OPT_TOKENS, OPT_MAX_LEN, OPT_DB, OPT_LOGITS, OPT_QUIET, OPT_PROFILE };
 
 static int usage_error(const char *msg) {
   fprintf(stderr, "mlc-generate: %s\n(see mlc-generate --help)\n", msg);
@@ -79,7 +82,8 @@ static int parse_args(int argc, char **argv, options *o) {
       {"prompt-len", required_argument, 0, OPT_PROMPT_LEN}, {"seed", required_argument, 0, OPT_SEED},
       {"tokens", required_argument, 0, OPT_TOKENS}, {"max-len", required_argument, 0, OPT_MAX_LEN},
       {"db", required_argument, 0, OPT_DB}, {"logits", required_argument, 0, OPT_LOGITS},
-      {"quiet", no_argument, 0, OPT_QUIET}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+      {"quiet", no_argument, 0, OPT_QUIET}, {"profile", no_argument, 0, OPT_PROFILE},
+      {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   *o = (options){.prompt_len = 0, .seed = 1, .tokens = 32, .max_len = 256};
   int c;
   opterr = 0;
@@ -104,6 +108,7 @@ static int parse_args(int argc, char **argv, options *o) {
     case OPT_DB: o->db = optarg; break;
     case OPT_LOGITS: o->logits = optarg; break;
     case OPT_QUIET: o->quiet = true; break;
+    case OPT_PROFILE: o->profile = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     default: return usage_error(optopt ? "unknown or incomplete option" : "unknown option");
     }
@@ -215,6 +220,48 @@ static void print_stats(const mlc_ggen_stats *st) {
            (double)st->n_decoded / st->decode_s);
 }
 
+/* Weight bytes the kernel of symbol sym reads in one run of m: each
+ * weight an argument of a call of it (a gathered table: its rows). */
+static int64_t kernel_weight_bytes(const built *b, const char *sym) {
+  const mlc_gfunc *f = mlc_graph_main(b->m);
+  int64_t n = 0;
+  for (int i = 0; i < f->n_bindings; i++) {
+    const mlc_gbinding *bd = &f->bindings[i];
+    int k = 0;
+    while (k < b->c.n && !(bd->kind == MLC_GCALL_TIR && b->c.src[k] == bd->tir)) k++;
+    if (k == b->c.n || strcmp(b->c.symbols[k], sym) != 0) continue;
+    for (int j = 0; j < bd->n_args; j++) {
+      const mlc_gvar *v = mlc_gfunc_storage(f, bd->args[j]);
+      if (v->kind == MLC_GVAR_CONST)
+        n += bd->op == MLC_GOP_GATHER && j == 0 ? mlc_gtype_bytes(&bd->var->type) : mlc_gtype_bytes(&v->type);
+    }
+  }
+  return n;
+}
+
+static int by_time(const void *x, const void *y) {
+  double a = ((const mlc_gprofile *)x)->seconds, b = ((const mlc_gprofile *)y)->seconds;
+  return (a < b) - (a > b);
+}
+
+static void print_profile(const built *step) {
+  mlc_gprofile *p = mlc_xmalloc(sizeof *p * (size_t)(step->c.n + 1));
+  int n = mlc_graph_runner_profile_get(step->r, p, step->c.n + 1);
+  double total = 0;
+  for (int i = 0; i < n; i++) total += p[i].seconds;
+  qsort(p, (size_t)n, sizeof *p, by_time);
+  printf("decode step kernels (per step, averaged):\n%-44s %5s %9s %6s %10s %8s\n", "kernel", "calls",
+         "ms", "share", "weight MB", "GB/s");
+  for (int i = 0; i < n; i++) {
+    double mb = (double)kernel_weight_bytes(step, p[i].symbol) / 1e6;
+    printf("%-44s %5d %9.3f %5.1f%% %10.2f", p[i].symbol, p[i].calls, p[i].seconds * 1e3,
+           100 * p[i].seconds / total, mb);
+    if (mb > 0) printf(" %8.1f", mb / 1e3 / p[i].seconds);
+    printf("\n");
+  }
+  mlc_free(p);
+}
+
 static int generate(const options *o, const mlc_target *t) {
   mlc_error err;
   built pre = {0}, step = {0};
@@ -230,6 +277,7 @@ static int generate(const options *o, const mlc_target *t) {
     int64_t vocab = mlc_graph_generator_vocab(g);
     tokens = mlc_xmalloc(sizeof *tokens * (size_t)o->tokens);
     if (o->logits) logits = mlc_xmalloc(sizeof *logits * (size_t)(o->tokens * vocab));
+    mlc_graph_runner_profile(step.r, o->profile);
     ok = mlc_graph_generate(g, prompt, n_prompt, o->tokens, tokens, logits, &st, &err);
     mlc_gtype lt = {.dtype = MLC_FLOAT32, .ndim = 2, .shape = {o->tokens, vocab}};
     if (ok && o->logits) ok = mlc_npy_write(o->logits, &lt, logits, &err);
@@ -239,6 +287,7 @@ static int generate(const options *o, const mlc_target *t) {
     for (long long i = 0; i < o->tokens; i++) printf(" %lld", (long long)tokens[i]);
     printf("\n");
     if (!o->quiet) print_stats(&st);
+    if (o->profile && st.n_decoded) print_profile(&step);
   } else {
     fprintf(stderr, "mlc-generate: error: %s\n", err.msg);
   }

@@ -2,7 +2,12 @@
  * and the first candidate of every tuning run (tune.c), so that no record
  * slower than it is ever the best. Fixed rules, no sampled decisions,
  * applied through schedule/ primitives whatever a primitive refuses is left
- * out; the trace replays to the same function.
+ * out; the trace replays to the same function. In order: blocks that only
+ * copy (a transpose fused in front of a matmul) inlined into their
+ * consumers; then per block a row rfactor where every read walks the
+ * reduction along its last dim (a matmul over a transposed operand), else
+ * the register tile of GEMM-like blocks, else a row rfactor, else the
+ * inner loop vectorized and the outer one parallel.
  */
 #include "tuner/tuner_internal.h"
 
@@ -176,16 +181,39 @@ static bool reduces_contiguous(const mlc_sched *t, mlc_rv b, mlc_rv inner) {
   return false;
 }
 
+/* The loops around block b reordered so that its reduction loops are the
+ * innermost (a matmul lowered with its reduction outside the columns). */
+static bool reductions_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
+  mlc_rv *got, order[64];
+  int n = mlc_sched_get_loops(t, b, &got, err), k = 0, first = -1;
+  if (n < 1 || n > 64) return false;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++)
+      if (loop_is_reduce(t, b, got[i]) == (pass == 1)) {
+        if (first < 0 && loop_is_reduce(t, b, got[i])) first = i;
+        order[k++] = got[i];
+      }
+  if (first < 0) return false;
+  /* reorder the loops from the first reduction down */
+  int skip = 0;
+  while (skip < n && order[skip] == got[skip]) skip++;
+  return skip == n || mlc_sched_reorder(t, n - skip, order + skip, err);
+}
+
 /* A row reduction (reduces_contiguous) over at least two vectors: its
  * innermost loop split by a vector of 16 (or 8) lanes and rfactor'd, so
  * that each row sums into a vector of partial results with contiguous
  * loads (the vectorized rf block), then one short write-back per row,
  * instead of vectorizing across rows with strided loads. On a copy, kept
  * only when every step succeeds; true when it did. */
-static bool row_rfactor(mlc_sched **s, mlc_rv b) {
+static bool row_rfactor(mlc_sched **s, mlc_rv b, bool reduce_inner) {
   mlc_error err;
   mlc_sched *t = mlc_sched_copy(*s);
   mlc_rv *loops, parts[2], rf;
+  if (reduce_inner && !reductions_inner(t, b, &err)) {
+    mlc_sched_free(t);
+    return false;
+  }
   int n = mlc_sched_get_loops(t, b, &loops, &err);
   bool ok = n > 0 && loop_is_reduce(t, b, loops[n - 1]) && reduces_contiguous(t, b, loops[n - 1]);
   int64_t e = ok ? loop_extent(t, loops[n - 1]) : -1, f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : 0;
@@ -208,6 +236,49 @@ static bool row_rfactor(mlc_sched **s, mlc_rv b) {
   mlc_sched_free(*s);
   *s = t;
   return true;
+}
+
+/* Whether every read of block b walks a reduction along its last dim:
+ * a matmul whose right operand is a transposed read (attention's scores
+ * over a cache read in place, [n, h, k]), a GEMV-like row reduction that a
+ * register tile would vectorize across rows with strided loads. */
+static bool reads_along_reduction(const mlc_sched *t, mlc_rv b) {
+  const mlc_block *blk = mlc_sched_rv_block(t, b);
+  if (!blk->init || blk->n_reads < 2) return false;
+  for (int k = 0; k < blk->n_reads; k++) {
+    const mlc_region *rd = &blk->reads[k];
+    bool reduce_last = false;
+    for (int i = 0; rd->buf->ndim > 0 && i < blk->n_iters; i++)
+      if (blk->iters[i].kind == MLC_ITER_REDUCE &&
+          mlc_expr_uses_var(rd->ranges[rd->buf->ndim - 1].min, blk->iters[i].var))
+        reduce_last = true;
+    if (!reduce_last) return false;
+  }
+  return true;
+}
+
+/* A block that only copies (its one store's value a load): a transpose or
+ * reshape a fused kernel computes in front of a matmul. */
+static bool is_copy(const mlc_prim_func *f, const mlc_block *b) {
+  const mlc_stmt *st = b->body;
+  return tuner_block_is_spatial(b) && !b->init && b->n_writes == 1 && !tuner_block_is_output(f, b) &&
+         st && st->kind == MLC_STMT_STORE && st->store.value->kind == MLC_EXPR_LOAD;
+}
+
+/* Copy blocks inlined into their consumers, which then read the source
+ * in place; one that refuses stays. */
+static void inline_copies(mlc_sched *s) {
+  mlc_error err;
+  mlc_rv root, *kids;
+  int n = mlc_sched_get_block(s, "root", NULL, &root, &err)
+              ? mlc_sched_get_child_blocks(s, root, &kids, &err)
+              : -1;
+  mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n > 0 ? n : 1));
+  if (n > 0) memcpy(blocks, kids, sizeof *blocks * (size_t)n);
+  for (int i = 0; i < n; i++)
+    if (is_copy(mlc_sched_func(s), mlc_sched_rv_block(s, blocks[i])))
+      mlc_sched_compute_inline(s, blocks[i], &err);
+  mlc_free(blocks);
 }
 
 /* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
@@ -323,6 +394,7 @@ mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts 
 static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   mlc_error err;
   mlc_sched *s = mlc_sched_new(f, 0);
+  inline_copies(s);
   mlc_rv root, *kids;
   int n = -1;
   if (mlc_sched_get_block(s, "root", NULL, &root, &err))
@@ -331,7 +403,9 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
   memcpy(blocks, kids, sizeof *blocks * (size_t)n);
   for (int i = 0; i < n; i++) {
-    if (register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i])) continue;
+    if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
+        register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i], false))
+      continue;
     s = vectorize_inner(s, blocks[i]);
     parallel_outer(s, blocks[i]);
   }
