@@ -31,7 +31,7 @@ def tiny_config(kind):
     return {
         "bert": dict(vocab=100, hidden=32, layers=2, heads=4, ffn=64, max_pos=64, type_vocab=2),
         "gpt2": dict(vocab=96, hidden=32, layers=2, heads=4, ffn=128, max_pos=64),
-        "llama": dict(vocab=128, hidden=32, layers=2, heads=4, kv_heads=2, ffn=64),
+        "llama": dict(vocab=128, hidden=32, layers=2, heads=4, kv_heads=2, ffn=64, max_pos=64),
     }[kind]
 
 
@@ -44,7 +44,8 @@ def real_config(kind):
         "gpt2": dict(vocab=50257, hidden=768, layers=12, heads=12, ffn=3072, max_pos=1024),
         # a small Llama: the Llama-2 vocabulary, grouped-query attention (3 query
         # heads per key/value head), about 125M parameters
-        "llama": dict(vocab=32000, hidden=768, layers=12, heads=12, kv_heads=4, ffn=2048),
+        "llama": dict(vocab=32000, hidden=768, layers=12, heads=12, kv_heads=4, ffn=2048,
+                      max_pos=2048),
     }[kind]
 
 
@@ -290,19 +291,34 @@ class LlamaAttention(nn.Module):
     def heads(self, x, bsz, q_len, n):
         return x.view(bsz, q_len, n, self.head_dim).transpose(1, 2)
 
-    def forward(self, h, cos, sin, mask):
+    def forward(self, h, cos, sin, mask, past=None, use_cache=False):
+        """Also returns present (with use_cache; else None): (key, value),
+        each [batch, positions, kv_heads * head_dim], the keys rotated,
+        past's with this call's appended (past None: this call's). mask
+        None: a decode step's one query attends every position."""
         bsz, q_len, _ = h.size()
         q = self.heads(self.q_proj(h), bsz, q_len, self.num_heads)
         k = self.heads(self.k_proj(h), bsz, q_len, self.num_kv)
-        v = self.heads(self.v_proj(h), bsz, q_len, self.num_kv)
+        v = self.v_proj(h)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        present = None
+        if use_cache:
+            cached = k.transpose(1, 2).reshape(bsz, q_len, -1)  # position-major, as GPT-2's
+            if past is not None:
+                cached = torch.cat((past[0], cached), dim=1)
+                v = torch.cat((past[1], v), dim=1)
+                k = self.heads(cached, bsz, cached.size(1), self.num_kv)
+            present = (cached, v)
+        v = self.heads(v, bsz, v.size(1), self.num_kv)
         k = repeat_kv(k, self.num_heads // self.num_kv)
         v = repeat_kv(v, self.num_heads // self.num_kv)
-        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + mask
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if mask is not None:
+            w = w + mask
         w = nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
         out = torch.matmul(w, v).transpose(1, 2).contiguous()
-        return self.o_proj(out.reshape(bsz, q_len, self.hidden))
+        return self.o_proj(out.reshape(bsz, q_len, self.hidden)), present
 
 
 class LlamaLayer(nn.Module):
@@ -315,10 +331,11 @@ class LlamaLayer(nn.Module):
         self.up_proj = nn.Linear(c["hidden"], c["ffn"], bias=False)
         self.down_proj = nn.Linear(c["ffn"], c["hidden"], bias=False)
 
-    def forward(self, h, cos, sin, mask):
-        h = h + self.self_attn(self.input_layernorm(h), cos, sin, mask)
+    def forward(self, h, cos, sin, mask, past=None, use_cache=False):
+        a, present = self.self_attn(self.input_layernorm(h), cos, sin, mask, past, use_cache)
+        h = h + a
         x = self.post_attention_layernorm(h)
-        return h + self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        return h + self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)), present
 
 
 class Llama(nn.Module):
@@ -329,15 +346,26 @@ class Llama(nn.Module):
         self.layers = nn.ModuleList(LlamaLayer(c) for _ in range(c["layers"]))
         self.norm = RMSNorm(c["hidden"])
         self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
+        self.max_pos = c["max_pos"]
 
-    def forward(self, input_ids):
+    def forward(self, input_ids, position_ids=None, past=None, use_cache=False):
+        """As GPT2.forward: logits, and with use_cache the presents. A
+        decode step's rotation is looked up by its position in a table of
+        max_pos rows."""
         seq = input_ids.size(1)
-        cos, sin = rotary_cos_sin(seq, self.head_dim)
-        mask = causal_mask(seq)
+        if position_ids is None:
+            cos, sin = rotary_cos_sin(seq, self.head_dim)
+        else:
+            cos, sin = rotary_cos_sin(self.max_pos, self.head_dim)
+            cos, sin = cos[0, 0][position_ids][:, None], sin[0, 0][position_ids][:, None]
+        mask = causal_mask(seq) if past is None else None
         h = self.embed_tokens(input_ids)
-        for layer in self.layers:
-            h = layer(h, cos, sin, mask)
-        return self.lm_head(self.norm(h))
+        presents = []
+        for i, layer in enumerate(self.layers):
+            h, present = layer(h, cos, sin, mask, None if past is None else past[i], use_cache)
+            presents.append(present)
+        logits = self.lm_head(self.norm(h))
+        return (logits, presents) if use_cache else logits
 
 
 # ---------------------------------------------------------------- common
@@ -410,7 +438,8 @@ def export(model, kind, inputs, path):
 
 
 # ---------------------------------------------------------------- generation
-# GPT-2 exported as two models for generation with a KV cache: prefill (the
+# The decoders (GPT-2, Llama) exported as two models for generation with a
+# KV cache: prefill (the
 # prompt in; logits and every layer's keys and values out) and the decode
 # step (one token, its position and the cache so far in; logits and the
 # cache with the token's keys and values appended out). The cache is
@@ -423,7 +452,7 @@ def cache_names(cfg, io):
     return ["%s_%s_%d" % (io, kv, i) for i in range(cfg["layers"]) for kv in ("key", "value")]
 
 
-class GPT2Prefill(nn.Module):
+class Prefill(nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model = model
@@ -433,7 +462,7 @@ class GPT2Prefill(nn.Module):
         return (logits,) + tuple(t for kv in presents for t in kv)
 
 
-class GPT2Step(nn.Module):
+class DecodeStep(nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model = model
@@ -446,15 +475,16 @@ class GPT2Step(nn.Module):
 
 def export_generation(model, cfg, prefill_path, step_path, prompt_len=8):
     """Writes the prefill model (input_ids [1, seq] -> logits [1, seq,
-    vocab], present_* [1, seq, hidden]) and the decode step (input_ids and
-    position_ids [1, 1], past_* [1, past, hidden] -> logits [1, 1, vocab],
-    present_* [1, past + 1, hidden])."""
+    vocab], present_* [1, seq, row]) and the decode step (input_ids and
+    position_ids [1, 1], past_* [1, past, row] -> logits [1, 1, vocab],
+    present_* [1, past + 1, row]); row is hidden (GPT-2) or kv_heads x
+    head_dim (Llama). model: a GPT2 or Llama."""
     ids = torch.arange(prompt_len).view(1, -1) % cfg["vocab"]
     present = cache_names(cfg, "present")
     axes = {"input_ids": {1: "sequence"}, "logits": {1: "sequence"}}
     axes.update({n: {1: "sequence"} for n in present})
     with torch.no_grad():
-        torch.onnx.export(GPT2Prefill(model), (ids,), prefill_path, opset_version=OPSET,
+        torch.onnx.export(Prefill(model), (ids,), prefill_path, opset_version=OPSET,
                           input_names=["input_ids"], output_names=["logits"] + present,
                           dynamic_axes=axes, do_constant_folding=True)
         _, presents = model(ids, use_cache=True)
@@ -464,7 +494,7 @@ def export_generation(model, cfg, prefill_path, step_path, prompt_len=8):
         past_names = cache_names(cfg, "past")
         axes = {n: {1: "past"} for n in past_names}
         axes.update({n: {1: "past_1"} for n in present})
-        torch.onnx.export(GPT2Step(model), (step_ids, pos) + past, step_path, opset_version=OPSET,
+        torch.onnx.export(DecodeStep(model), (step_ids, pos) + past, step_path, opset_version=OPSET,
                           input_names=["input_ids", "position_ids"] + past_names,
                           output_names=["logits"] + present, dynamic_axes=axes,
                           do_constant_folding=True)

@@ -951,23 +951,50 @@ static bool is_task_conv(const mlc_gattrs *at, int n) {
          at->pads[0] == at->pads[2] && at->pads[0] == at->pads[3];
 }
 
-/* Reshape and flatten: the row-major flat index of the output element,
- * taken apart again over the input's shape. */
+/* The input indices of output dims [o0, o1) (indices o) mapped onto input
+ * dims [i0, i1) of the same element count: their row-major flat index
+ * taken apart over the input dims (a dim of 1 indexed by 0). */
+static void reshape_group(mlc_arena *a, const mlc_gtype *xt, const mlc_gtype *out, mlc_expr **o,
+                          int o0, int o1, int i0, int i1, mlc_expr **ix) {
+  mlc_expr *flat = o0 < o1 ? o[o0] : mlc_int(a, 0);
+  for (int d = o0 + 1; d < o1; d++)
+    flat = mlc_add(a, mlc_mul(a, flat, mlc_int(a, out->shape[d])), o[d]);
+  int64_t stride = 1;
+  for (int d = i1 - 1; d >= i0; d--) {
+    mlc_expr *q = stride == 1 ? flat : mlc_binary(a, MLC_EXPR_FLOORDIV, flat, mlc_int(a, stride));
+    ix[d] = xt->shape[d] == 1 ? mlc_int(a, 0)
+            : d == i0        ? q
+                             : mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int(a, xt->shape[d]));
+    stride *= xt->shape[d];
+  }
+}
+
+/* Reshape and flatten: the dims split into the smallest groups of equal
+ * element counts on both sides (a merge of the last two dims is one group,
+ * the dims before it each their own), and within each group the row-major
+ * flat index of the output element taken apart over the input's dims, so
+ * that no index mixes dims it need not (an index over a size var stays
+ * affine where the reshape keeps that dim). */
 static mlc_prim_func *lower_reshape(mlc_arena *a, const char *name, mlc_gvar *const *args,
                                     const mlc_gtype *out) {
   const mlc_gtype *xt = &args[0]->type;
   mlc_te *te = mlc_te_new(a);
   mlc_te_tensor *X = placeholder(te, args[0]->name, xt);
   mlc_expr **o = mlc_te_begin(te, "T_reshape", out->ndim, out->shape, NULL);
-  mlc_expr *flat = o[0];
-  for (int d = 1; d < out->ndim; d++)
-    flat = mlc_add(a, mlc_mul(a, flat, mlc_int(a, out->shape[d])), o[d]);
   mlc_expr *ix[MLC_GRAPH_MAX_DIMS];
-  int64_t stride = 1;
-  for (int d = xt->ndim - 1; d >= 0; d--) {
-    mlc_expr *q = stride == 1 ? flat : mlc_binary(a, MLC_EXPR_FLOORDIV, flat, mlc_int(a, stride));
-    ix[d] = d == 0 ? q : mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int(a, xt->shape[d]));
-    stride *= xt->shape[d];
+  int i = 0, j = 0;
+  while (i < xt->ndim || j < out->ndim) {
+    int gi = i, gj = j;
+    int64_t pin = i < xt->ndim ? xt->shape[i++] : 1, pout = j < out->ndim ? out->shape[j++] : 1;
+    while (pin != pout && (pin < pout ? i < xt->ndim : j < out->ndim)) {
+      if (pin < pout) pin *= xt->shape[i++];
+      else pout *= out->shape[j++];
+    }
+    if (pin != pout) { /* unequal counts cannot be: one group of everything */
+      reshape_group(a, xt, out, o, 0, out->ndim, 0, xt->ndim, ix);
+      break;
+    }
+    reshape_group(a, xt, out, o, gj, j, gi, i, ix);
   }
   mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at_v(te, X, ix));
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});

@@ -16,7 +16,8 @@ static const mlc_gpass passes[] = {
                "dense over it packed so",
      mlc_graph_pack_weights},
     {"fuse", "fuse matmul/dense/conv2d + elementwise chains into primitive sub-functions "
-             "(reshapes first sunk below elementwise ops where the other operands allow)",
+             "(reshapes first sunk below elementwise ops where the other operands allow); a "
+             "transpose only a matmul reads joins its group, read in place",
      mlc_graph_fuse},
     {"append", "a concat of a model input and new rows into a model output -> append: its kernel "
                "writes the new rows only, and the input is copied in unless the caller passed "

@@ -296,6 +296,14 @@ static void test_cache_in_place(void) {
   mlc_graph_runner_free(r);
   mlc_gcompiled_free(&c);
   mlc_graph_free(m);
+  /* An append whose operand 0 is not the result's leading block. */
+  const char *bad = "{\"inputs\": [{\"name\": \"p\", \"shape\": [2, 3]}, {\"name\": \"x\", "
+                    "\"shape\": [2, 1]}], \"nodes\": [{\"name\": \"o\", \"op\": \"append\", "
+                    "\"axis\": 1, \"inputs\": [\"p\", \"x\"]}], \"outputs\": [\"o\"]}";
+  m = mlc_graph_parse("bad.json", bad, strlen(bad), NULL, &err);
+  CHECK_MSG(!m && strstr(err.msg, "node 'o': append: operand 0 has shape (2, 3), expected extents "
+                                  "of 1 before the axis"), "%s", m ? "accepted" : err.msg);
+  mlc_graph_free(m);
 }
 
 int main(void) {

@@ -1,19 +1,17 @@
 #!/bin/sh
-# Generation with a KV cache: the tiny GPT-2 of tests/onnx/lm/ exported as
-# prefill + decode step (examples/lm_models.py export_generation), each
-# compiled once for every length up to 64 by mlc-generate, generates 57
-# tokens after a 7-token prompt (the last step fills the cache to the
-# bound): PyTorch's greedy tokens (it decoding with its own cache), every
-# logit row within 1e-4 relative of PyTorch's. The step built with
-# mlc-compile (its dynamic axis named by --dim alone) documents its caches
-# as appended in place, and its entry gives the same logits and caches
-# whether the caller passes one buffer as past and present or two.
-# Prompts and lengths outside the build, and a prefill that is no prefill,
-# are refused with a message.
+# Generation with a KV cache: the tiny GPT-2 and Llama of tests/onnx/lm/
+# exported as prefill + decode step (examples/lm_models.py
+# export_generation), each compiled once for every length up to 64 by
+# mlc-generate, generate 57 tokens after a 7-token prompt (the last step
+# fills the cache to the bound): PyTorch's greedy tokens (it decoding with
+# its own cache), every logit row within 1e-4 relative of PyTorch's. The
+# GPT-2 step built with mlc-compile (its dynamic axis named by --dim alone)
+# documents its caches as appended in place, and its entry gives the same
+# logits and caches whether the caller passes one buffer as past and
+# present or two. Prompts and lengths outside the build, and a prefill that
+# is no prefill, are refused with a message.
 . tests/lm_lib.sh
 MG=$B/bin/mlc-generate
-P=$D/gpt2_prefill_tiny.onnx
-S=$D/gpt2_step_tiny.onnx
 NONE=/nonexistent/none.db
 
 # The int64 elements of a small .npy file, one line.
@@ -22,18 +20,24 @@ npy_ints() {
   tail -c $((n * 8)) "$1" | od -An -v -t d8 | tr -s ' \n' ' ' | sed 's/^ //; s/ $//'
 }
 
-"$MG" --prefill $P --step $S --prompt-file $D/gpt2_gen_prompt.npy --tokens 57 --max-len 64 \
-  --db $NONE --logits "$tmp/logits.npy" >"$tmp/out" 2>"$tmp/err"
-rc=$?
-check gen_runs test $rc -eq 0
-[ $rc -eq 0 ] || tail -5 "$tmp/err"
-want=$(npy_ints $D/gpt2_gen_tokens.npy)
-got=$(sed -n 's/^tokens: //p' "$tmp/out")
-check gen_tokens_are_pytorchs test "$got" = "$want"
-[ "$got" = "$want" ] || printf '  got  %s\n  want %s\n' "$got" "$want"
-check gen_reports_prefill grep -q "^prefill: 7 tokens in .* tokens/s" "$tmp/out"
-check gen_reports_decode grep -q "^decode: 56 steps in .* tokens/s" "$tmp/out"
-matches_pytorch gen_logits_match_pytorch "57 rows of logits" "$tmp/logits.npy" $D/gpt2_gen_logits.npy
+for m in gpt2 llama; do
+  "$MG" --prefill $D/${m}_prefill_tiny.onnx --step $D/${m}_step_tiny.onnx \
+    --prompt-file $D/${m}_gen_prompt.npy --tokens 57 --max-len 64 --db $NONE \
+    --logits "$tmp/logits.npy" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  check gen_${m}_runs test $rc -eq 0
+  [ $rc -eq 0 ] || tail -5 "$tmp/err"
+  want=$(npy_ints $D/${m}_gen_tokens.npy)
+  got=$(sed -n 's/^tokens: //p' "$tmp/out")
+  check gen_${m}_tokens_are_pytorchs test "$got" = "$want"
+  [ "$got" = "$want" ] || printf '  got  %s\n  want %s\n' "$got" "$want"
+  check gen_${m}_reports_prefill grep -q "^prefill: 7 tokens in .* tokens/s" "$tmp/out"
+  check gen_${m}_reports_decode grep -q "^decode: 56 steps in .* tokens/s" "$tmp/out"
+  matches_pytorch gen_${m}_logits_match_pytorch "$m: 57 rows of logits" "$tmp/logits.npy" \
+    $D/${m}_gen_logits.npy
+done
+P=$D/gpt2_prefill_tiny.onnx
+S=$D/gpt2_step_tiny.onnx
 
 # Outside the build: one token too many for 64 positions (the last token is
 # never fed back, so 58 fit), a prompt too long.
@@ -50,6 +54,9 @@ check gen_bad_prefill_refused test $? -eq 1
 check gen_bad_prefill_message grep -q "prefill takes one input, the token ids" "$tmp/err"
 "$MG" --prefill $P >"$tmp/out" 2>"$tmp/err"
 check gen_usage test $? -eq 2
+"$MG" --prefill $P --step $S --prompt-len 5 --tokens 4 --max-len 64 --db $NONE --profile \
+  >"$tmp/out" 2>"$tmp/err"
+check gen_profile_lists_kernels grep -q "^step_gpt2_step_tiny_append .* 4 " "$tmp/out"
 "$MG" --help | grep -q "in place"
 check gen_help test $? -eq 0
 

@@ -6,9 +6,9 @@ Llama as HuggingFace writes them, random weights) into tests/onnx/lm/:
                                      batch and sequence dynamic
     <model>_s<S>_<input>.npy         int64 inputs at S = 5, 12, 1, 7 and 64
     <model>_s<S>_<output>.npy        PyTorch's float32 outputs for them
-    gpt2_prefill_tiny.onnx,          GPT-2 for generation with a KV cache:
-    gpt2_step_tiny.onnx              prefill and the decode step
-    gpt2_gen_prompt.npy, _tokens.npy, _logits.npy
+    <model>_prefill_tiny.onnx,       GPT-2 and Llama for generation with a
+    <model>_step_tiny.onnx           KV cache: prefill and the decode step
+    <model>_gen_prompt.npy, _tokens.npy, _logits.npy
                                      a prompt, PyTorch's greedy tokens after
                                      it (with its cache) and their logits
 
@@ -251,18 +251,19 @@ def inventory(path):
             print("  attr %s %s %s" % (node.op_type, node.name, a))
 
 
-# Generation: GPT-2 as prefill + decode step (lm_models.export_generation),
-# a prompt of GEN_PROMPT tokens and GEN_TOKENS greedy tokens after it, so
-# that the last step fills the cache to the tiny model's 64 positions.
+# Generation: the decoders as prefill + decode step
+# (lm_models.export_generation), a prompt of GEN_PROMPT tokens and
+# GEN_TOKENS greedy tokens after it, so that the last step fills the cache
+# to the tiny models' 64 positions.
 GEN_PROMPT = 7
 GEN_TOKENS = 57
 
 
-def write_generation():
-    cfg = lm_models.tiny_config("gpt2")
-    model = lm_models.build("gpt2", cfg)
-    prefill = os.path.join(OUT, "gpt2_prefill_tiny.onnx")
-    step = os.path.join(OUT, "gpt2_step_tiny.onnx")
+def write_generation(kind):
+    cfg = lm_models.tiny_config(kind)
+    model = lm_models.build(kind, cfg)
+    prefill = os.path.join(OUT, kind + "_prefill_tiny.onnx")
+    step = os.path.join(OUT, kind + "_step_tiny.onnx")
     lm_models.export_generation(model, cfg, prefill, step)
     for path in (prefill, step):
         onnx.checker.check_model(onnx.load(path))
@@ -273,10 +274,10 @@ def write_generation():
         full = model(torch.cat([prompt, tokens[None, :-1]], 1))[0, GEN_PROMPT - 1:]
     assert torch.allclose(full, logits, rtol=1e-4, atol=1e-5), "cached and full logits differ"
     for name, t in (("prompt", prompt), ("tokens", tokens), ("logits", logits)):
-        np.save(os.path.join(OUT, "gpt2_gen_%s.npy" % name),
+        np.save(os.path.join(OUT, "%s_gen_%s.npy" % (kind, name)),
                 t.numpy().astype(np.float32 if name == "logits" else np.int64))
-    print("gpt2 generation: %s, %s; %d-token prompt, %d tokens" % (
-        os.path.relpath(prefill), os.path.relpath(step), GEN_PROMPT, GEN_TOKENS))
+    print("%s generation: %s, %s; %d-token prompt, %d tokens" % (
+        kind, os.path.relpath(prefill), os.path.relpath(step), GEN_PROMPT, GEN_TOKENS))
 
 
 def main(argv):
@@ -286,7 +287,8 @@ def main(argv):
         check(path, cases)
         if "--inventory" in argv:
             inventory(path)
-    write_generation()
+    for kind in ("gpt2", "llama"):
+        write_generation(kind)
 
 
 if __name__ == "__main__":
