@@ -25,13 +25,10 @@
 #include "graph/graph.h"
 #include "targets/runtime/mlcrt.h"
 
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define THREADS 2
@@ -126,24 +123,11 @@ typedef struct built {
 static void build(built *b, const char *path, const char *prefix, int64_t hi, const mlc_target *t,
                   const char *db) {
   mlc_error err;
-  mlc_arena *a = mlc_arena_new();
-  size_t len;
-  char *bytes = mlc_read_file(path, &len, &err);
-  const char **decl = bytes ? mlc_graph_onnx_declared_shapes(a, path, bytes, len, &err) : NULL;
-  mlc_free(bytes);
-  if (!decl) die(path, err.msg);
-  /* the one dynamic axis: the first extent that is no number */
-  mlc_gsize s = {NULL, 1, hi};
-  for (int i = 0; decl[i] && !s.name; i++)
-    for (const char *p = strchr(decl[i], '=') + 1; *p && !s.name; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ','))
-      if (*p < '0' || *p > '9') s.name = mlc_arena_strndup(a, p, strcspn(p, ","));
-  if (!s.name) die(path, "declares no dynamic axis");
-  b->m = mlc_graph_load_sized(path, NULL, 1, &s, 0, &err);
+  b->m = mlc_graph_load_dynamic(path, 1, hi, 0, &err);
   mlc_gcompile_options o = {.db_path = db, .symbol_prefix = prefix};
   if (!b->m || !mlc_graph_compile(b->m, t, &o, &b->c, &err) ||
       !(b->r = mlc_graph_runner_new(b->m, &b->c, &err)))
     die(path, err.msg);
-  mlc_arena_free(a);
 }
 
 static void unbuild(built *b) {
@@ -183,41 +167,20 @@ static int64_t cache_row_bytes(const mlc_gmodule *m) {
 /* ---- PyTorch -------------------------------------------------------------------------------- */
 
 typedef struct torch {
-  pid_t pid;
-  FILE *to, *from;
+  bench_coprocess cp;
   char version[64];
   bool tokens_match;
 } torch;
 
 static bool torch_start(torch *t, const setup *s) {
-  int in[2], out[2];
+  char tokens[32], threads[16], line[512];
+  snprintf(tokens, sizeof tokens, "%lld", (long long)s->tokens);
+  snprintf(threads, sizeof threads, "%d", THREADS);
+  char *argv[] = {"/usr/bin/python3", MLC_SOURCE_DIR "/bench/torch_generate.py", "--data",
+                  (char *)s->prefix, "--config", (char *)s->config, "--tokens", tokens,
+                  "--threads", threads, NULL};
   memset(t, 0, sizeof *t);
-  if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
-  t->pid = fork();
-  if (t->pid < 0) die("fork", strerror(errno));
-  if (t->pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    char tokens[32], threads[16];
-    snprintf(tokens, sizeof tokens, "%lld", (long long)s->tokens);
-    snprintf(threads, sizeof threads, "%d", THREADS);
-    execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_generate.py", "--data",
-          s->prefix, "--config", s->config, "--tokens", tokens, "--threads", threads, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  t->to = fdopen(in[1], "w");
-  t->from = fdopen(out[0], "r");
-  char line[512];
-  if (!fgets(line, sizeof line, t->from)) {
-    fclose(t->to);
-    fclose(t->from);
-    waitpid(t->pid, NULL, 0);
-    return false;
-  }
+  if (!bench_coprocess_start(&t->cp, argv, NULL, NULL, line, sizeof line)) return false;
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
@@ -231,10 +194,10 @@ static bool torch_start(torch *t, const setup *s) {
 }
 
 static void torch_run(torch *t, double *prefill_ms, double *decode_ms) {
-  fprintf(t->to, "run\n");
-  fflush(t->to);
+  fprintf(t->cp.to, "run\n");
+  fflush(t->cp.to);
   char line[512];
-  if (!fgets(line, sizeof line, t->from)) die("torch_generate.py", "no answer");
+  if (!fgets(line, sizeof line, t->cp.from)) die("torch_generate.py", "no answer");
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
@@ -245,13 +208,6 @@ static void torch_run(torch *t, double *prefill_ms, double *decode_ms) {
   *prefill_ms = p->number;
   *decode_ms = d->number;
   mlc_arena_free(a);
-}
-
-static void torch_stop(torch *t) {
-  fprintf(t->to, "quit\n");
-  fclose(t->to);
-  fclose(t->from);
-  waitpid(t->pid, NULL, 0);
 }
 
 /* ---- checks --------------------------------------------------------------------------------- */
@@ -411,7 +367,7 @@ int main(int argc, char **argv) {
   printf("# decode at %.0f%% of the read bandwidth; tokens/s %.1f (PyTorch %s)\n", 100 * gbs / bw,
          1e3 / od, have_torch ? mlc_arena_printf(a, "%.1f", 1e3 / td) : "not run");
   if (!bench_write_results(results, 3, cases, &err)) die(results, err.msg);
-  if (have_torch) torch_stop(&tc);
+  if (have_torch) bench_coprocess_stop(&tc.cp);
   mlc_arena_free(a);
   mlc_free(ours_p);
   mlc_free(prompt);

@@ -272,8 +272,7 @@ static void free_ours(ours *o) {
 /* ---- PyTorch coprocess ---------------------------------------------------- */
 
 typedef struct torch {
-  pid_t pid;
-  FILE *to, *from;
+  bench_coprocess cp;
   double eager_err, script_err, eager_peak, script_peak; /* peak: bytes, -1 unknown */
   bool have_script;  /* TorchScript traced and ran (else script_note says why) */
   char version[64], script_note[256];
@@ -289,40 +288,19 @@ static double json_num(const mlc_json *j, const char *key) {
  * rebuilt from examples/lm_models.py (its kind and config) and run on the
  * .npy inputs at prefix. */
 static bool torch_start(torch *t, const model_files *mf) {
-  int in[2], out[2];
   memset(t, 0, sizeof *t);
-  if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
-  t->pid = fork();
-  if (t->pid < 0) die("fork", strerror(errno));
-  if (t->pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    /* A fixed mmap threshold: freed tensors leave the resident set, so
-     * the peak RSS of a run measures what it holds at once. */
-    setenv("MALLOC_MMAP_THRESHOLD_", "65536", 1);
-    char threads[16];
-    snprintf(threads, sizeof threads, "%d", THREADS);
-    if (mf->spec->lm)
-      execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", mf->name, "--lm",
-            mf->spec->lm, "--config", mf->size, "--data", mf->prefix, "--threads", threads, (char *)NULL);
-    else
-      execl("/usr/bin/python3", "python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", mf->name, "--models",
-            "models", "--threads", threads, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  t->to = fdopen(in[1], "w");
-  t->from = fdopen(out[0], "r");
-  char line[4096];
-  if (!fgets(line, sizeof line, t->from)) {
-    fclose(t->to);
-    fclose(t->from);
-    waitpid(t->pid, NULL, 0);
+  char threads[16], line[4096];
+  snprintf(threads, sizeof threads, "%d", THREADS);
+  char *lm[] = {"/usr/bin/python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", (char *)mf->name,
+                "--lm", (char *)mf->spec->lm, "--config", (char *)mf->size, "--data",
+                (char *)mf->prefix, "--threads", threads, NULL};
+  char *cnn[] = {"/usr/bin/python3", MLC_SOURCE_DIR "/bench/torch_baseline.py", (char *)mf->name,
+                 "--models", "models", "--threads", threads, NULL};
+  /* A fixed mmap threshold: freed tensors leave the resident set, so the
+   * peak RSS of a run measures what it holds at once. */
+  if (!bench_coprocess_start(&t->cp, mf->spec->lm ? lm : cnn, "MALLOC_MMAP_THRESHOLD_", "65536",
+                             line, sizeof line))
     return false;
-  }
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
@@ -343,21 +321,14 @@ static bool torch_start(torch *t, const model_files *mf) {
 /* k timed runs of mode ("eager", "torchscript"), their ms appended to ms. */
 static void torch_time(torch *t, const char *mode, int k, double *ms, int *n) {
   char line[16384];
-  fprintf(t->to, "time %s %d\n", mode, k);
-  fflush(t->to);
-  if (!fgets(line, sizeof line, t->from)) die("torch_baseline.py", "no answer");
+  fprintf(t->cp.to, "time %s %d\n", mode, k);
+  fflush(t->cp.to);
+  if (!fgets(line, sizeof line, t->cp.from)) die("torch_baseline.py", "no answer");
   char *p = line, *end;
   for (int i = 0; i < k; i++, p = end) {
     ms[(*n)++] = strtod(p, &end);
     if (end == p) die("torch_baseline.py", line);
   }
-}
-
-static void torch_stop(torch *t) {
-  fprintf(t->to, "quit\n");
-  fclose(t->to);
-  fclose(t->from);
-  waitpid(t->pid, NULL, 0);
 }
 
 /* ---- ONNX Runtime and OpenVINO coprocess ---------------------------------- */
@@ -399,35 +370,15 @@ static bool engines_start(engines *e, const model_files *mf, const char *work) {
   snprintf(e->ort_note, sizeof e->ort_note, "%s", why);
   snprintf(e->ov_note, sizeof e->ov_note, "%s", why);
   if (!py) return false;
-  /* (before fork: the child only execs) */
   const char *ins = tag_list(mf->spec->ins, mf->spec->n_in), *outs = tag_list(mf->spec->outs, mf->spec->n_out);
-  int in[2], out[2];
-  if (pipe(in) || pipe(out)) die("pipe", strerror(errno));
-  torch *t = &e->cp;
-  t->pid = fork();
-  if (t->pid < 0) die("fork", strerror(errno));
-  if (t->pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    char threads[16];
-    snprintf(threads, sizeof threads, "%d", THREADS);
-    /* argv[0] is the venv's path: python finds its venv (pyvenv.cfg) from
-     * it; a bare "python" is looked up on PATH and misses the venv. */
-    execl(py, py, MLC_SOURCE_DIR "/bench/engine_baseline.py", mf->name, "--onnx", mf->onnx, "--data",
-          mf->prefix, "--inputs", ins, "--outputs", outs, "--threads", threads, "--out", work, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  t->to = fdopen(in[1], "w");
-  t->from = fdopen(out[0], "r");
-  char line[8192];
-  if (!fgets(line, sizeof line, t->from)) {
-    fclose(t->to);
-    fclose(t->from);
-    waitpid(t->pid, NULL, 0);
+  char threads[16], line[8192];
+  snprintf(threads, sizeof threads, "%d", THREADS);
+  /* argv[0] is the venv's path: python finds its venv (pyvenv.cfg) from
+   * it; a bare "python" is looked up on PATH and misses the venv. */
+  char *argv[] = {(char *)py, MLC_SOURCE_DIR "/bench/engine_baseline.py", (char *)mf->name, "--onnx",
+                  (char *)mf->onnx, "--data", (char *)mf->prefix, "--inputs", (char *)ins, "--outputs",
+                  (char *)outs, "--threads", threads, "--out", (char *)work, NULL};
+  if (!bench_coprocess_start(&e->cp.cp, argv, NULL, NULL, line, sizeof line)) {
     snprintf(e->ort_note, sizeof e->ort_note, "engine_baseline.py failed to start");
     snprintf(e->ov_note, sizeof e->ov_note, "engine_baseline.py failed to start");
     return false;
@@ -1100,12 +1051,12 @@ static void bench_model(const options *opt, const model_files *mf, model_result 
   getloadavg(&r->load_before, 1);
   time_model(v, &t, have_torch, &e, &io, opt->rounds, opt->per_round, r);
   getloadavg(&r->load_after, 1);
-  if (have_engines) torch_stop(&e.cp);
+  if (have_engines) bench_coprocess_stop(&e.cp.cp);
   if (have_torch) {
     if (t.eager_err > 1e-4 || t.script_err > 1e-4)
       fprintf(stderr, "bench_models: %s: PyTorch differs from its exported output (%.3g, %.3g)\n", model,
               t.eager_err, t.script_err);
-    torch_stop(&t);
+    bench_coprocess_stop(&t.cp);
   }
   if (mf->spec->per_layer) per_layer(ar, work, model, &v[0], layers, n_layers);
   free_ours(&v[0]);

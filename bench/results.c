@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 double bench_now_ms(void) { return mlc_now_sec() * 1e3; }
@@ -284,4 +285,38 @@ void bench_openblas_coretype(char **argv) {
   setenv("OPENBLAS_CORETYPE", ct, 1);
   execv("/proc/self/exe", argv);
   fprintf(stderr, "bench: cannot run again with OPENBLAS_CORETYPE=%s: OpenBLAS keeps its generic kernels\n", ct);
+}
+
+bool bench_coprocess_start(bench_coprocess *c, char *const *argv, const char *env_name,
+                           const char *env_value, char *line, int n) {
+  int in[2], out[2];
+  memset(c, 0, sizeof *c);
+  if (pipe(in) || pipe(out)) return false;
+  c->pid = fork();
+  if (c->pid < 0) return false;
+  if (c->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    if (env_name) setenv(env_name, env_value, 1);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  c->to = fdopen(in[1], "w");
+  c->from = fdopen(out[0], "r");
+  if (fgets(line, n, c->from)) return true;
+  fclose(c->to);
+  fclose(c->from);
+  waitpid(c->pid, NULL, 0);
+  return false;
+}
+
+void bench_coprocess_stop(bench_coprocess *c) {
+  fprintf(c->to, "quit\n");
+  fclose(c->to);
+  fclose(c->from);
+  waitpid(c->pid, NULL, 0);
 }

@@ -17,6 +17,8 @@
 #include "graph/graph.h"
 #include "targets/targets.h"
 
+#include <stdio.h>
+
 typedef struct bench_case {
   const char *name;
   double value;
@@ -115,5 +117,19 @@ bool bench_tune_model(const char *path, const mlc_gmodule *m, const mlc_target *
 void bench_openblas_coretype(char **argv);
 /* Remove a temporary database with its -wal and -shm files. */
 void bench_remove_db(const char *path);
+
+/* A baseline's coprocess (a Python script of bench/) driven line by line: argv (argv[0]
+ * the program's path, NULL-terminated) run with its stdin and stdout as
+ * pipes, env_name=env_value set in it when env_name is not NULL. Its first
+ * line (ready) goes into line; false when it fails to start or ends
+ * first (its PyTorch or venv missing). */
+typedef struct bench_coprocess {
+  int pid;
+  FILE *to, *from;
+} bench_coprocess;
+bool bench_coprocess_start(bench_coprocess *c, char *const *argv, const char *env_name,
+                           const char *env_value, char *line, int n);
+/* "quit" to it, then waits for it to end. */
+void bench_coprocess_stop(bench_coprocess *c);
 
 #endif

@@ -118,6 +118,12 @@ const char **mlc_graph_shapes_at(mlc_arena *a, const char *const *input_shapes, 
  * size in the bounds. */
 mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_shapes, int n,
                                   const mlc_gsize *sizes, int fuse_max_ops, mlc_error *err);
+/* An ONNX model whose inputs declare one dynamic axis (symbolic extents
+ * of one name, as an exporter's dynamic_axes write them), built as
+ * mlc_graph_load_sized builds it for every value lo..hi of that axis,
+ * named after it. Refused when the inputs declare none or several. */
+mlc_gmodule *mlc_graph_load_dynamic(const char *path, int64_t lo, int64_t hi, int fuse_max_ops,
+                                    mlc_error *err);
 /* The same model imported at the given values of the sizes (no passes):
  * the reference of a run at those sizes. */
 mlc_gmodule *mlc_graph_load_at(const char *path, const char *const *input_shapes, int n,

@@ -195,6 +195,43 @@ mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_sha
   return m;
 }
 
+/* The one dynamic axis decl[] (declared shapes) name, into s->name (in a). */
+static bool one_dynamic_axis(mlc_arena *a, const char *path, const char **decl, mlc_gsize *s,
+                             mlc_error *err) {
+  s->name = NULL;
+  for (int i = 0; decl[i]; i++)
+    for (const char *p = strchr(decl[i], '=') + 1; *p;) {
+      size_t n = strcspn(p, ",");
+      if (!isdigit((unsigned char)*p) && *p != '?') {
+        const char *name = mlc_arena_strndup(a, p, n);
+        if (s->name && strcmp(s->name, name) != 0)
+          return mlc_error_set(err, "%s declares the dynamic axes %s and %s: expected one", path,
+                               s->name, name);
+        s->name = name;
+      }
+      p += n + (p[n] == ',');
+    }
+  if (!s->name)
+    return mlc_error_set(err, "%s declares no dynamic axis (export it with one, e.g. the "
+                              "sequence's length)", path);
+  return mlc_gsize_name_ok(s->name, err) || mlc_error_prefix(err, "%s", path);
+}
+
+mlc_gmodule *mlc_graph_load_dynamic(const char *path, int64_t lo, int64_t hi, int fuse_max_ops,
+                                    mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  size_t len;
+  char *bytes = mlc_read_file(path, &len, err);
+  const char **decl = bytes ? mlc_graph_onnx_declared_shapes(a, path, bytes, len, err) : NULL;
+  mlc_free(bytes);
+  mlc_gsize s = {NULL, lo, hi};
+  mlc_gmodule *m = decl && one_dynamic_axis(a, path, decl, &s, err)
+                       ? mlc_graph_load_sized(path, NULL, 1, &s, fuse_max_ops, err)
+                       : NULL;
+  mlc_arena_free(a);
+  return m;
+}
+
 mlc_gmodule *mlc_graph_load_at(const char *path, const char *const *input_shapes, int n,
                                const mlc_gsize *sizes, const int64_t *values, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();

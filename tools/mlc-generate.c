@@ -122,36 +122,6 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-/* The one dynamic axis the model's inputs declare, as a size of bounds lo..hi. */
-static bool dynamic_axis(mlc_arena *a, const char *path, int64_t lo, int64_t hi, mlc_gsize *s,
-                         mlc_error *err) {
-  size_t len;
-  char *bytes = mlc_read_file(path, &len, err);
-  if (!bytes) return false;
-  const char **decl = mlc_graph_onnx_declared_shapes(a, path, bytes, len, err);
-  mlc_free(bytes);
-  if (!decl) return false;
-  s->name = NULL;
-  for (int i = 0; decl[i]; i++)
-    for (const char *p = strchr(decl[i], '=') + 1; *p;) {
-      size_t n = strcspn(p, ",");
-      if (!(*p >= '0' && *p <= '9')) {
-        const char *name = mlc_arena_strndup(a, p, n);
-        if (s->name && strcmp(s->name, name) != 0)
-          return mlc_error_set(err, "%s declares the dynamic axes %s and %s: expected one", path,
-                               s->name, name);
-        s->name = name;
-      }
-      p += n + (p[n] == ',');
-    }
-  if (!s->name)
-    return mlc_error_set(err, "%s declares no dynamic axis (export it with one: the prompt's "
-                              "length, or the positions cached)", path);
-  s->lo = lo;
-  s->hi = hi;
-  return mlc_gsize_name_ok(s->name, err) || mlc_error_prefix(err, "%s", path);
-}
-
 typedef struct built {
   mlc_gmodule *m;
   mlc_gcompiled c;
@@ -160,16 +130,11 @@ typedef struct built {
 
 static bool build(built *b, const char *path, const char *prefix, int64_t lo, int64_t hi,
                   const mlc_target *t, const options *o, mlc_error *err) {
-  mlc_arena *a = mlc_arena_new();
-  mlc_gsize s;
-  bool ok = dynamic_axis(a, path, lo, hi, &s, err) &&
-            (b->m = mlc_graph_load_sized(path, NULL, 1, &s, 0, err));
   mlc_gcompile_options co = {.db_path = o->db, .symbol_prefix = prefix};
-  ok = ok && mlc_graph_compile(b->m, t, &co, &b->c, err) &&
-       (b->r = mlc_graph_runner_new(b->m, &b->c, err));
-  if (!ok) mlc_error_prefix(err, "%s", path);
-  mlc_arena_free(a);
-  return ok;
+  bool ok = (b->m = mlc_graph_load_dynamic(path, lo, hi, 0, err)) &&
+            mlc_graph_compile(b->m, t, &co, &b->c, err) &&
+            (b->r = mlc_graph_runner_new(b->m, &b->c, err));
+  return ok || mlc_error_prefix(err, "%s", path);
 }
 
 static void unbuild(built *b) {

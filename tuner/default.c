@@ -3,9 +3,9 @@
  * slower than it is ever the best. Fixed rules, no sampled decisions,
  * applied through schedule/ primitives whatever a primitive refuses is left
  * out; the trace replays to the same function. In order: blocks that only
- * copy (a transpose fused in front of a matmul) inlined into their
- * consumers; then per block a row rfactor where every read walks the
- * reduction along its last dim (a matmul over a transposed operand), else
+ * copy (a transpose fused in front of a matmul) inlined into a consumer
+ * that is a matrix-vector product; then per block a row rfactor for a matrix-vector product
+ * whose reads all walk the reduction along their last dim, else
  * the register tile of GEMM-like blocks, else a row rfactor, else the
  * inner loop vectorized and the outer one parallel.
  */
@@ -238,13 +238,39 @@ static bool row_rfactor(mlc_sched **s, mlc_rv b, bool reduce_inner) {
   return true;
 }
 
-/* Whether every read of block b walks a reduction along its last dim:
- * a matmul whose right operand is a transposed read (attention's scores
- * over a cache read in place, [n, h, k]), a GEMV-like row reduction that a
- * register tile would vectorize across rows with strided loads. */
+/* Whether read k of blk indexes iter i. */
+static bool read_uses(const mlc_block *blk, int k, int i) {
+  const mlc_region *rd = &blk->reads[k];
+  for (int d = 0; d < rd->buf->ndim; d++)
+    if (mlc_expr_uses_var(rd->ranges[d].min, blk->iters[i].var)) return true;
+  return false;
+}
+
+/* Whether some read of blk is one row: the spatial iters it alone indexes
+ * all have extent 1 (a matrix-vector product's vector). */
+static bool reads_one_row(const mlc_block *blk) {
+  for (int k = 0; k < blk->n_reads; k++) {
+    bool row = true;
+    for (int i = 0; i < blk->n_iters && row; i++) {
+      if (blk->iters[i].kind != MLC_ITER_SPATIAL || !read_uses(blk, k, i)) continue;
+      bool alone = true;
+      for (int o = 0; o < blk->n_reads && alone; o++) alone = o == k || !read_uses(blk, o, i);
+      int64_t e;
+      if (alone) row = mlc_expr_is_const_int(blk->iters[i].dom.extent, &e) && e == 1;
+    }
+    if (row) return true;
+  }
+  return false;
+}
+
+/* Whether block b is a matrix-vector product (reads_one_row) whose reads
+ * all walk the reduction along their last dim: a decode step's attention
+ * scores over its cache read in place ([n, h, k]), or a dense layer of one
+ * row over an unpacked weight. A register tile would vectorize across the
+ * matrix's rows with strided loads; a row rfactor reads each row along. */
 static bool reads_along_reduction(const mlc_sched *t, mlc_rv b) {
   const mlc_block *blk = mlc_sched_rv_block(t, b);
-  if (!blk->init || blk->n_reads < 2) return false;
+  if (!blk->init || blk->n_reads < 2 || !reads_one_row(blk)) return false;
   for (int k = 0; k < blk->n_reads; k++) {
     const mlc_region *rd = &blk->reads[k];
     bool reduce_last = false;
@@ -265,8 +291,22 @@ static bool is_copy(const mlc_prim_func *f, const mlc_block *b) {
          st && st->kind == MLC_STMT_STORE && st->store.value->kind == MLC_EXPR_LOAD;
 }
 
-/* Copy blocks inlined into their consumers, which then read the source
- * in place; one that refuses stays. */
+/* Whether some consumer of block b is a matrix-vector product. */
+static bool feeds_one_row(mlc_sched *s, mlc_rv b) {
+  mlc_error err;
+  mlc_rv *cs;
+  int n = mlc_sched_get_consumers(s, b, &cs, &err);
+  for (int i = 0; i < n; i++) {
+    const mlc_block *c = mlc_sched_rv_block(s, cs[i]);
+    if (c->init && reads_one_row(c)) return true;
+  }
+  return false;
+}
+
+/* Copy blocks that feed a matrix-vector product inlined into it, which
+ * then reads the source in place (a decode step's cache: each row read
+ * once); a matrix-matrix product keeps its contiguous copy, which its
+ * register tile needs. One that refuses stays. */
 static void inline_copies(mlc_sched *s) {
   mlc_error err;
   mlc_rv root, *kids;
@@ -276,7 +316,7 @@ static void inline_copies(mlc_sched *s) {
   mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n > 0 ? n : 1));
   if (n > 0) memcpy(blocks, kids, sizeof *blocks * (size_t)n);
   for (int i = 0; i < n; i++)
-    if (is_copy(mlc_sched_func(s), mlc_sched_rv_block(s, blocks[i])))
+    if (is_copy(mlc_sched_func(s), mlc_sched_rv_block(s, blocks[i])) && feeds_one_row(s, blocks[i]))
       mlc_sched_compute_inline(s, blocks[i], &err);
   mlc_free(blocks);
 }

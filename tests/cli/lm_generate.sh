@@ -52,6 +52,10 @@ check gen_long_prompt_message grep -q "a prompt of 65 tokens: prefill is built f
 "$MG" --prefill $S --step $S --max-len 64 --db $NONE >"$tmp/out" 2>"$tmp/err"
 check gen_bad_prefill_refused test $? -eq 1
 check gen_bad_prefill_message grep -q "prefill takes one input, the token ids" "$tmp/err"
+# A model with no dynamic axis.
+"$MG" --prefill tests/onnx/tiny_cnn.onnx --step $S --max-len 64 --db $NONE >"$tmp/out" 2>"$tmp/err"
+check gen_no_axis_refused test $? -eq 1
+check gen_no_axis_message grep -q "tiny_cnn.onnx declares no dynamic axis" "$tmp/err"
 "$MG" --prefill $P >"$tmp/out" 2>"$tmp/err"
 check gen_usage test $? -eq 2
 "$MG" --prefill $P --step $S --prompt-len 5 --tokens 4 --max-len 64 --db $NONE --profile \
