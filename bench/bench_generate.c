@@ -14,8 +14,13 @@
  * PyTorch's two largest logits lie within 1e-4 relative may differ, and
  * is reported) with every logit row within 1e-4 relative of PyTorch's.
  *
+ * With the venv of `make bench-deps`, ONNX Runtime and OpenVINO generate in
+ * the same rounds from the same two models (bench/engine_generate.py),
+ * their tokens checked against the exported ones.
+ *
  * Cases: prefill of the prompt (ms) and decode (ms per token) against
- * PyTorch's; decode's bytes per second against the read bandwidth, the
+ * PyTorch's, and against each engine's; decode's bytes per second against
+ * the read bandwidth, the
  * bytes of a step being the weights it reads (all of each weight but the
  * embedding tables that are only gathered: a row each) and the cache
  * rows its attention reads (2 per layer and position), averaged over the
@@ -210,6 +215,85 @@ static void torch_run(torch *t, double *prefill_ms, double *decode_ms) {
   mlc_arena_free(a);
 }
 
+/* ---- ONNX Runtime and OpenVINO ------------------------------------------------------------- */
+
+/* bench/engine_generate.py in the venv of `make bench-deps`, on the same
+ * prefill and step models: per engine (ort, ov) whether it runs and gave
+ * the exported tokens, else why not. */
+enum { N_ENGINES = 2 };
+static const char *const engine_cmd[N_ENGINES] = {"ort", "ov"};
+static const char *const engine_label[N_ENGINES] = {"onnxruntime", "openvino"};
+
+typedef struct engines {
+  bench_coprocess cp;
+  bool started, have[N_ENGINES];
+  char version[N_ENGINES][96], note[N_ENGINES][256];
+} engines;
+
+/* The venv's python, next to the build's bench/ directory; NULL without it. */
+static const char *venv_python(mlc_arena *a) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return NULL;
+  exe[n] = 0;
+  for (int up = 0; up < 2; up++) /* build/bench/bench_generate -> build */
+    if (strrchr(exe, '/')) *strrchr(exe, '/') = 0;
+  const char *py = mlc_arena_printf(a, "%s/bench-venv/bin/python", exe);
+  return access(py, X_OK) == 0 ? py : NULL;
+}
+
+static void engines_start(engines *e, const setup *s, mlc_arena *a) {
+  memset(e, 0, sizeof *e);
+  for (int k = 0; k < N_ENGINES; k++)
+    snprintf(e->note[k], sizeof e->note[k], "not installed (make bench-deps)");
+  const char *py = venv_python(a);
+  if (!py) return;
+  char tokens[32], threads[16], line[2048];
+  snprintf(tokens, sizeof tokens, "%lld", (long long)s->tokens);
+  snprintf(threads, sizeof threads, "%d", THREADS);
+  char *argv[] = {(char *)py, MLC_SOURCE_DIR "/bench/engine_generate.py", "--prefill",
+                  (char *)s->prefill, "--step", (char *)s->step, "--data", (char *)s->prefix,
+                  "--tokens", tokens, "--threads", threads, NULL};
+  if (!(e->started = bench_coprocess_start(&e->cp, argv, NULL, NULL, line, sizeof line))) {
+    for (int k = 0; k < N_ENGINES; k++)
+      snprintf(e->note[k], sizeof e->note[k], "engine_generate.py failed to start");
+    return;
+  }
+  mlc_error err;
+  mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
+  if (!j) die("engine_generate.py", err.msg);
+  for (int k = 0; k < N_ENGINES; k++) {
+    const mlc_json *v = mlc_json_get(j, mlc_arena_printf(a, "%s_version", engine_cmd[k]));
+    const mlc_json *ok = mlc_json_get(j, mlc_arena_printf(a, "%s_tokens_match", engine_cmd[k]));
+    const mlc_json *why = mlc_json_get(j, mlc_arena_printf(a, "%s_error", engine_cmd[k]));
+    /* "2026.4.1-22982-..." -> "2026.4.1" */
+    snprintf(e->version[k], sizeof e->version[k], "%.*s",
+             v && v->kind == MLC_JSON_STRING ? (int)strcspn(v->str, "-") : 1,
+             v && v->kind == MLC_JSON_STRING ? v->str : "?");
+    e->have[k] = ok && ok->kind == MLC_JSON_BOOL && ok->boolean;
+    snprintf(e->note[k], sizeof e->note[k], "%s",
+             e->have[k]                                ? ""
+             : why && why->kind == MLC_JSON_STRING ? why->str
+                                                   : "its tokens are not the exported ones");
+  }
+}
+
+/* One generation of engine k: prefill ms, decode ms in all. */
+static void engine_run(engines *e, int k, double *prefill_ms, double *decode_ms) {
+  fprintf(e->cp.to, "run %s\n", engine_cmd[k]);
+  fflush(e->cp.to);
+  char line[512];
+  if (!fgets(line, sizeof line, e->cp.from)) die("engine_generate.py", "no answer");
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
+  const mlc_json *p = j ? mlc_json_get(j, "prefill_ms") : NULL, *d = j ? mlc_json_get(j, "decode_ms") : NULL;
+  if (!p || !d || p->kind != MLC_JSON_NUMBER || d->kind != MLC_JSON_NUMBER) die("engine_generate.py", line);
+  *prefill_ms = p->number;
+  *decode_ms = d->number;
+  mlc_arena_free(a);
+}
+
 /* ---- checks --------------------------------------------------------------------------------- */
 
 static void *read_npy(const char *prefix, const char *name, mlc_gtype *t) {
@@ -322,9 +406,12 @@ int main(int argc, char **argv) {
   torch tc;
   bool have_torch = torch_start(&tc, &s);
   if (have_torch && !tc.tokens_match) die("torch_generate.py", "PyTorch's tokens are not those exported");
-  double *ours_p = mlc_xmalloc(sizeof(double) * (size_t)s.rounds * 5);
+  mlc_arena *a = mlc_arena_new();
+  engines eng;
+  engines_start(&eng, &s, a);
+  double *ours_p = mlc_xmalloc(sizeof(double) * (size_t)s.rounds * (5 + 2 * N_ENGINES));
   double *ours_d = ours_p + s.rounds, *torch_p = ours_d + s.rounds, *torch_d = torch_p + s.rounds;
-  double *bws = torch_d + s.rounds;
+  double *bws = torch_d + s.rounds, *eng_p = bws + s.rounds, *eng_d = eng_p + N_ENGINES * s.rounds;
   for (int r = 0; r < s.rounds; r++) {
     bws[r] = read_bandwidth(&rd, s.bandwidth_bytes, 3);
     if (!mlc_graph_generate(g, prompt, n_prompt, s.tokens, tokens, NULL, &st, &err))
@@ -335,6 +422,11 @@ int main(int argc, char **argv) {
       torch_run(&tc, &torch_p[r], &torch_d[r]);
       torch_d[r] /= (double)st.n_decoded;
     }
+    for (int k = 0; k < N_ENGINES; k++)
+      if (eng.have[k]) {
+        engine_run(&eng, k, &eng_p[k * s.rounds + r], &eng_d[k * s.rounds + r]);
+        eng_d[k * s.rounds + r] /= (double)st.n_decoded;
+      }
   }
   free(buf);
   double op = bench_median(ours_p, s.rounds), od = bench_median(ours_d, s.rounds);
@@ -345,9 +437,8 @@ int main(int argc, char **argv) {
   double avg_rows = (double)n_prompt + (double)(s.tokens - 2) / 2.0 + 1.0;
   double bytes = (double)weight_bytes(step.m) + avg_rows * (double)cache_row_bytes(step.m);
   double gbs = bytes / od / 1e6;
-  mlc_arena *a = mlc_arena_new();
   const char *torch_name = have_torch ? mlc_arena_printf(a, "torch_%s_eager_2t", tc.version) : NULL;
-  bench_case cases[3] = {
+  bench_case cases[3 + 2 * N_ENGINES] = {
       {mlc_arena_printf(a, "generate_%s_prefill%lld", s.name, (long long)n_prompt), op, "ms",
        torch_name, tp,
        mlc_arena_printf(a, "prefill of a %lld-token prompt, built for 1..%lld, %d trials; median of "
@@ -363,11 +454,30 @@ int main(int argc, char **argv) {
                            "%lld MiB in the same rounds (median)", bytes / 1e6, THREADS,
                         (long long)(s.bandwidth_bytes >> 20))},
   };
-  for (int i = 0; i < 3; i++) bench_print(&cases[i]);
+  int n_cases = 3;
+  for (int k = 0; k < N_ENGINES; k++) {
+    if (!eng.have[k]) {
+      printf("# %s: %s\n", engine_label[k], eng.note[k]);
+      continue;
+    }
+    const char *base = mlc_arena_printf(a, "%s_%s_2t", engine_label[k], eng.version[k]);
+    double ep = bench_median(eng_p + k * s.rounds, s.rounds);
+    double ed = bench_median(eng_d + k * s.rounds, s.rounds);
+    cases[n_cases++] = (bench_case){
+        mlc_arena_printf(a, "generate_%s_prefill%lld_vs_%s", s.name, (long long)n_prompt,
+                         engine_label[k]),
+        op, "ms", base, ep, "prefill, as above; the engine on the same ONNX model, its tokens checked"};
+    cases[n_cases++] = (bench_case){
+        mlc_arena_printf(a, "generate_%s_decode_vs_%s", s.name, engine_label[k]), od, "ms", base, ed,
+        "ms per decode step, as above; the engine feeds each step's presents back as its pasts "
+        "(new arrays every step)"};
+  }
+  for (int i = 0; i < n_cases; i++) bench_print(&cases[i]);
   printf("# decode at %.0f%% of the read bandwidth; tokens/s %.1f (PyTorch %s)\n", 100 * gbs / bw,
          1e3 / od, have_torch ? mlc_arena_printf(a, "%.1f", 1e3 / td) : "not run");
-  if (!bench_write_results(results, 3, cases, &err)) die(results, err.msg);
+  if (!bench_write_results(results, n_cases, cases, &err)) die(results, err.msg);
   if (have_torch) bench_coprocess_stop(&tc.cp);
+  if (eng.started) bench_coprocess_stop(&eng.cp);
   mlc_arena_free(a);
   mlc_free(ours_p);
   mlc_free(prompt);
