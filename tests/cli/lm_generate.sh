@@ -8,7 +8,7 @@
 # GPT-2 step built with mlc-compile (its dynamic axis named by --dim alone)
 # documents its caches as appended in place, and its entry gives the same
 # logits and caches whether the caller passes one buffer as past and
-# present or two. Prompts and lengths outside the build, and a prefill that
+# present or two; the step tuned with mlc-tune --dim generates the same. Prompts and lengths outside the build, and a prefill that
 # is no prefill, are refused with a message.
 . tests/lm_lib.sh
 MG=$B/bin/mlc-generate
@@ -38,6 +38,14 @@ for m in gpt2 llama; do
 done
 P=$D/gpt2_prefill_tiny.onnx
 S=$D/gpt2_step_tiny.onnx
+
+# Tuned: the step's kernels (those of past as specializations) tuned with
+# mlc-tune --dim alone; generation from the records gives the same tokens.
+"$B/bin/mlc-tune" --model $S --dim past=1..63 --trials 16 --db "$tmp/tuned.db" >"$tmp/out" 2>&1
+check gen_step_tunes test $? -eq 0
+"$MG" --prefill $P --step $S --prompt-file $D/gpt2_gen_prompt.npy --tokens 57 --max-len 64 \
+  --db "$tmp/tuned.db" >"$tmp/out" 2>"$tmp/err"
+check gen_tuned_tokens_are_pytorchs test "$(sed -n 's/^tokens: //p' "$tmp/out")" = "$(npy_ints $D/gpt2_gen_tokens.npy)"
 
 # Outside the build: one token too many for 64 positions (the last token is
 # never fed back, so 58 fit), a prompt too long.
