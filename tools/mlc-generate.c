@@ -43,9 +43,9 @@ static const char *usage_text =
     "                       without records run their default schedule)\n"
     "  --logits FILE.npy    write the logits each token was chosen from,\n"
     "                       float32 [tokens, vocab]\n"
-    "  --profile            after the timings, the decode step's kernels: calls\n"
-    "                       and time per step, the weight bytes each reads and\n"
-    "                       at what rate\n"
+    "  --profile            after the timings, prefill's and the decode step's\n"
+    "                       kernels: calls and time (per step), the weight bytes\n"
+    "                       each reads and at what rate\n"
     "  --quiet              print the token ids only\n"
     "  -h, --help           show this help\n"
     "\n"
@@ -209,16 +209,16 @@ static int by_time(const void *x, const void *y) {
   return (a < b) - (a > b);
 }
 
-static void print_profile(const built *step) {
-  mlc_gprofile *p = mlc_xmalloc(sizeof *p * (size_t)(step->c.n + 1));
-  int n = mlc_graph_runner_profile_get(step->r, p, step->c.n + 1);
+static void print_profile(const built *b, const char *what) {
+  mlc_gprofile *p = mlc_xmalloc(sizeof *p * (size_t)(b->c.n + 1));
+  int n = mlc_graph_runner_profile_get(b->r, p, b->c.n + 1);
   double total = 0;
   for (int i = 0; i < n; i++) total += p[i].seconds;
   qsort(p, (size_t)n, sizeof *p, by_time);
-  printf("decode step kernels (per step, averaged):\n%-44s %5s %9s %6s %10s %8s\n", "kernel", "calls",
-         "ms", "share", "weight MB", "GB/s");
+  printf("%s kernels:\n%-44s %5s %9s %6s %10s %8s\n", what, "kernel", "calls", "ms", "share",
+         "weight MB", "GB/s");
   for (int i = 0; i < n; i++) {
-    double mb = (double)kernel_weight_bytes(step, p[i].symbol) / 1e6;
+    double mb = (double)kernel_weight_bytes(b, p[i].symbol) / 1e6;
     printf("%-44s %5d %9.3f %5.1f%% %10.2f", p[i].symbol, p[i].calls, p[i].seconds * 1e3,
            100 * p[i].seconds / total, mb);
     if (mb > 0) printf(" %8.1f", mb / 1e3 / p[i].seconds);
@@ -242,6 +242,7 @@ static int generate(const options *o, const mlc_target *t) {
     int64_t vocab = mlc_graph_generator_vocab(g);
     tokens = mlc_xmalloc(sizeof *tokens * (size_t)o->tokens);
     if (o->logits) logits = mlc_xmalloc(sizeof *logits * (size_t)(o->tokens * vocab));
+    mlc_graph_runner_profile(pre.r, o->profile);
     mlc_graph_runner_profile(step.r, o->profile);
     ok = mlc_graph_generate(g, prompt, n_prompt, o->tokens, tokens, logits, &st, &err);
     mlc_gtype lt = {.dtype = MLC_FLOAT32, .ndim = 2, .shape = {o->tokens, vocab}};
@@ -252,7 +253,8 @@ static int generate(const options *o, const mlc_target *t) {
     for (long long i = 0; i < o->tokens; i++) printf(" %lld", (long long)tokens[i]);
     printf("\n");
     if (!o->quiet) print_stats(&st);
-    if (o->profile && st.n_decoded) print_profile(&step);
+    if (o->profile) print_profile(&pre, "prefill");
+    if (o->profile && st.n_decoded) print_profile(&step, "decode step (per step, averaged)");
   } else {
     fprintf(stderr, "mlc-generate: error: %s\n", err.msg);
   }
