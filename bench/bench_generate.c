@@ -198,18 +198,19 @@ static bool torch_start(torch *t, const setup *s) {
   return true;
 }
 
-static void torch_run(torch *t, double *prefill_ms, double *decode_ms) {
-  fprintf(t->cp.to, "run\n");
-  fflush(t->cp.to);
+/* One generation of a coprocess: cmd sent to it (who: its script, for
+ * messages), its answer's prefill ms and decode ms in all. */
+static void coprocess_run(bench_coprocess *cp, const char *who, const char *cmd, double *prefill_ms,
+                          double *decode_ms) {
+  fprintf(cp->to, "%s\n", cmd);
+  fflush(cp->to);
   char line[512];
-  if (!fgets(line, sizeof line, t->cp.from)) die("torch_generate.py", "no answer");
+  if (!fgets(line, sizeof line, cp->from)) die(who, "no answer");
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
-  if (!j) die("torch_generate.py", err.msg);
-  const mlc_json *p = mlc_json_get(j, "prefill_ms"), *d = mlc_json_get(j, "decode_ms");
-  if (!p || !d || p->kind != MLC_JSON_NUMBER || d->kind != MLC_JSON_NUMBER)
-    die("torch_generate.py", line);
+  const mlc_json *p = j ? mlc_json_get(j, "prefill_ms") : NULL, *d = j ? mlc_json_get(j, "decode_ms") : NULL;
+  if (!p || !d || p->kind != MLC_JSON_NUMBER || d->kind != MLC_JSON_NUMBER) die(who, line);
   *prefill_ms = p->number;
   *decode_ms = d->number;
   mlc_arena_free(a);
@@ -276,22 +277,6 @@ static void engines_start(engines *e, const setup *s, mlc_arena *a) {
              : why && why->kind == MLC_JSON_STRING ? why->str
                                                    : "its tokens are not the exported ones");
   }
-}
-
-/* One generation of engine k: prefill ms, decode ms in all. */
-static void engine_run(engines *e, int k, double *prefill_ms, double *decode_ms) {
-  fprintf(e->cp.to, "run %s\n", engine_cmd[k]);
-  fflush(e->cp.to);
-  char line[512];
-  if (!fgets(line, sizeof line, e->cp.from)) die("engine_generate.py", "no answer");
-  mlc_arena *a = mlc_arena_new();
-  mlc_error err;
-  mlc_json *j = mlc_json_parse(a, line, strlen(line), &err);
-  const mlc_json *p = j ? mlc_json_get(j, "prefill_ms") : NULL, *d = j ? mlc_json_get(j, "decode_ms") : NULL;
-  if (!p || !d || p->kind != MLC_JSON_NUMBER || d->kind != MLC_JSON_NUMBER) die("engine_generate.py", line);
-  *prefill_ms = p->number;
-  *decode_ms = d->number;
-  mlc_arena_free(a);
 }
 
 /* ---- checks --------------------------------------------------------------------------------- */
@@ -419,12 +404,13 @@ int main(int argc, char **argv) {
     ours_p[r] = st.prefill_s * 1e3;
     ours_d[r] = st.decode_s * 1e3 / (double)st.n_decoded;
     if (have_torch) {
-      torch_run(&tc, &torch_p[r], &torch_d[r]);
+      coprocess_run(&tc.cp, "torch_generate.py", "run", &torch_p[r], &torch_d[r]);
       torch_d[r] /= (double)st.n_decoded;
     }
     for (int k = 0; k < N_ENGINES; k++)
       if (eng.have[k]) {
-        engine_run(&eng, k, &eng_p[k * s.rounds + r], &eng_d[k * s.rounds + r]);
+        coprocess_run(&eng.cp, "engine_generate.py", mlc_arena_printf(a, "run %s", engine_cmd[k]),
+                      &eng_p[k * s.rounds + r], &eng_d[k * s.rounds + r]);
         eng_d[k * s.rounds + r] /= (double)st.n_decoded;
       }
   }

@@ -75,7 +75,8 @@ def ort_kernels(ort, path, so, feed):
     return ", ".join("%s x%d" % kv for kv in sorted(kinds.items(), key=lambda kv: -kv[1]))
 
 
-def make_ort(path, xs, threads, info):
+def ort_session(path, threads):
+    """ONNX Runtime as the benches set it up: the session and its options."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -83,7 +84,24 @@ def make_ort(path, xs, threads, info):
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"]), so
+
+
+def ov_compile(path, threads):
+    """OpenVINO as the benches set it up: the compiled model."""
+    import openvino as ov
+
+    # f32: on a CPU with AVX-512 BF16 the plugin otherwise picks bf16 (rel error ~4e-3).
+    cfg = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
+           "INFERENCE_PRECISION_HINT": "f32"}
+    core = ov.Core()
+    return core.compile_model(core.read_model(path), "CPU", cfg)
+
+
+def make_ort(path, xs, threads, info):
+    import onnxruntime as ort
+
+    sess, so = ort_session(path, threads)
     info["ort_version"] = ort.__version__
     info["ort_providers"] = ",".join(sess.get_providers())
     feed = {i.name: x for i, x in zip(sess.get_inputs(), xs)}
@@ -104,11 +122,7 @@ def any_str(v):
 def make_ov(path, xs, threads, info):
     import openvino as ov
 
-    core = ov.Core()
-    # f32: on a CPU with AVX-512 BF16 the plugin otherwise picks bf16 (rel error ~4e-3).
-    cfg = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
-           "INFERENCE_PRECISION_HINT": "f32"}
-    compiled = core.compile_model(core.read_model(path), "CPU", cfg)
+    compiled = ov_compile(path, threads)
     info["ov_version"] = ov.get_version()
     info["ov_config"] = ",".join(
         "%s=%s" % (k, compiled.get_property(k))

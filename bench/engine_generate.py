@@ -19,32 +19,24 @@ then answers:
   quit
 """
 import json
+import os
 import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine_baseline import ort_session, ov_compile  # noqa: E402  (the engines' settings)
+
 
 def ort_runner(path, threads):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sess, _ = ort_session(path, threads)
     names = [i.name for i in sess.get_inputs()]
     return lambda xs: sess.run(None, dict(zip(names, xs)))
 
 
 def ov_runner(path, threads):
-    import openvino as ov
-
-    core = ov.Core()
-    cfg = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY",
-           "INFERENCE_PRECISION_HINT": "f32"}
-    compiled = core.compile_model(core.read_model(path), "CPU", cfg)
+    compiled = ov_compile(path, threads)
     req = compiled.create_infer_request()
     outs = compiled.outputs
 

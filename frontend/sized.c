@@ -138,9 +138,7 @@ static bool declared_by_sizes(const char *spec, int n, const mlc_gsize *sizes) {
 /* input_shapes, then the declared shape of each input they leave out
  * whose symbolic extents are all named after sizes: `--dim past=1..255`
  * alone serves a model exported with the dynamic axis "past". */
-static const char **with_declared(mlc_arena *a, const sized_load *L, mlc_error *err) {
-  const char **decl = mlc_graph_onnx_declared_shapes(a, L->path, L->bytes, L->len, err);
-  if (!decl) return NULL;
+static const char **with_declared(mlc_arena *a, const sized_load *L, const char **decl) {
   int n = 0, k = 0;
   while (L->input_shapes && L->input_shapes[n]) n++;
   while (decl[k]) k++;
@@ -166,35 +164,6 @@ static bool check_sized(const char *const *input_shapes, int n, const mlc_gsize 
   return true;
 }
 
-/* L read from path, its shapes completed (with_declared) and checked; the
- * file's bytes are L->bytes (mlc_free them), the shapes in a. */
-static bool open_sized(sized_load *L, mlc_arena *a, mlc_error *err) {
-  size_t len = strlen(L->path);
-  if (len < 5 || strcmp(L->path + len - 5, ".onnx") != 0)
-    return mlc_error_set(err, "%s: sizes go with an ONNX model (a JSON model has fixed shapes)",
-                         L->path);
-  char *bytes = mlc_read_file(L->path, &L->len, err);
-  if (!bytes) return false;
-  L->bytes = bytes;
-  if ((L->input_shapes = with_declared(a, L, err)) &&
-      check_sized(L->input_shapes, L->n_sizes, L->sizes, err))
-    return true;
-  mlc_free(bytes);
-  L->bytes = NULL;
-  return false;
-}
-
-mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_shapes, int n,
-                                  const mlc_gsize *sizes, int fuse_max_ops, mlc_error *err) {
-  mlc_arena *a = mlc_arena_new();
-  sized_load L = {path, NULL, 0, input_shapes, n, sizes, fuse_max_ops};
-  mlc_gmodule *m = open_sized(&L, a, err) ? mlc_graph_generalize(n, sizes, make_instance, &L, err)
-                                          : NULL;
-  mlc_free((void *)L.bytes);
-  mlc_arena_free(a);
-  return m;
-}
-
 /* The one dynamic axis decl[] (declared shapes) name, into s->name (in a). */
 static bool one_dynamic_axis(mlc_arena *a, const char *path, const char **decl, mlc_gsize *s,
                              mlc_error *err) {
@@ -217,17 +186,51 @@ static bool one_dynamic_axis(mlc_arena *a, const char *path, const char **decl, 
   return mlc_gsize_name_ok(s->name, err) || mlc_error_prefix(err, "%s", path);
 }
 
+/* L read from path, its shapes completed (with_declared) and checked; the
+ * file's bytes are L->bytes (mlc_free them), the shapes in a. axis not
+ * NULL: L's one size is the one dynamic axis the inputs declare, into
+ * *axis (its bounds as given). */
+static bool open_sized(sized_load *L, mlc_arena *a, mlc_gsize *axis, mlc_error *err) {
+  size_t len = strlen(L->path);
+  if (len < 5 || strcmp(L->path + len - 5, ".onnx") != 0)
+    return mlc_error_set(err, "%s: sizes go with an ONNX model (a JSON model has fixed shapes)",
+                         L->path);
+  char *bytes = mlc_read_file(L->path, &L->len, err);
+  if (!bytes) return false;
+  L->bytes = bytes;
+  const char **decl = mlc_graph_onnx_declared_shapes(a, L->path, L->bytes, L->len, err);
+  bool ok = decl && (!axis || one_dynamic_axis(a, L->path, decl, axis, err));
+  if (ok && axis) {
+    L->n_sizes = 1;
+    L->sizes = axis;
+  }
+  if (ok && (L->input_shapes = with_declared(a, L, decl)) &&
+      check_sized(L->input_shapes, L->n_sizes, L->sizes, err))
+    return true;
+  mlc_free(bytes);
+  L->bytes = NULL;
+  return false;
+}
+
+mlc_gmodule *mlc_graph_load_sized(const char *path, const char *const *input_shapes, int n,
+                                  const mlc_gsize *sizes, int fuse_max_ops, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  sized_load L = {path, NULL, 0, input_shapes, n, sizes, fuse_max_ops};
+  mlc_gmodule *m = open_sized(&L, a, NULL, err) ? mlc_graph_generalize(n, sizes, make_instance, &L, err)
+                                          : NULL;
+  mlc_free((void *)L.bytes);
+  mlc_arena_free(a);
+  return m;
+}
+
 mlc_gmodule *mlc_graph_load_dynamic(const char *path, int64_t lo, int64_t hi, int fuse_max_ops,
                                     mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
-  size_t len;
-  char *bytes = mlc_read_file(path, &len, err);
-  const char **decl = bytes ? mlc_graph_onnx_declared_shapes(a, path, bytes, len, err) : NULL;
-  mlc_free(bytes);
   mlc_gsize s = {NULL, lo, hi};
-  mlc_gmodule *m = decl && one_dynamic_axis(a, path, decl, &s, err)
-                       ? mlc_graph_load_sized(path, NULL, 1, &s, fuse_max_ops, err)
-                       : NULL;
+  sized_load L = {path, NULL, 0, NULL, 0, NULL, fuse_max_ops};
+  mlc_gmodule *m = open_sized(&L, a, &s, err) ? mlc_graph_generalize(1, &s, make_instance, &L, err)
+                                               : NULL;
+  mlc_free((void *)L.bytes);
   mlc_arena_free(a);
   return m;
 }
@@ -236,7 +239,7 @@ mlc_gmodule *mlc_graph_load_at(const char *path, const char *const *input_shapes
                                const mlc_gsize *sizes, const int64_t *values, mlc_error *err) {
   mlc_arena *a = mlc_arena_new();
   sized_load L = {path, NULL, 0, input_shapes, n, sizes, 0};
-  mlc_gmodule *m = open_sized(&L, a, err) ? parse_at(&L, values, err) : NULL;
+  mlc_gmodule *m = open_sized(&L, a, NULL, err) ? parse_at(&L, values, err) : NULL;
   mlc_free((void *)L.bytes);
   mlc_arena_free(a);
   return m;
