@@ -114,6 +114,17 @@ static int64_t *tuned_sizes(mlc_arena *a, const mlc_prim_func *f, int *count) {
   return rows;
 }
 
+/* The work of g, a kernel at sizes v, for the ratios of a family
+ * (mlc_tuner_task): its flops where it has float arithmetic, else the
+ * sizes' product. */
+static double work_at(const mlc_prim_func *g, int n_sizes, const int64_t *v) {
+  double w = mlc_func_flops(g);
+  if (w > 0) return w;
+  w = 1;
+  for (int k = 0; k < n_sizes; k++) w *= (double)v[k];
+  return w;
+}
+
 /* "seq=16;n=8": sizes as mlc-tune --size stores them (the shape by which
  * mlc-compile finds a kernel's records, graph/replay.c). */
 static const char *sizes_shape(mlc_arena *a, const mlc_prim_func *f, const int64_t *v) {
@@ -131,19 +142,24 @@ int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, mlc_tuner_task **o
     const char *name = mlc_graph_symbol(a, m, gt[i].func);
     mlc_prim_func *f = mlc_graph_task_func(a, &gt[i]);
     if (!f->n_sizes) {
-      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, f, gt[i].calls, 0, NULL}));
+      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, f, gt[i].calls, 0, NULL, 0, 1}));
       continue;
     }
-    /* A kernel of size vars is tuned as its specializations. */
+    /* A kernel of size vars is tuned as its specializations: a family
+     * led by the last, at the largest sizes. */
     int count;
     int64_t *rows = tuned_sizes(a, f, &count);
+    int first = ts.len;
     for (int r = 0; r < count; r++) {
       mlc_error err;
       const int64_t *v = rows + (size_t)r * (size_t)f->n_sizes;
       mlc_prim_func *g = mlc_func_specialize(a, f, v, &err);
       MLC_ASSERT(g); /* the sizes lie in the bounds, which the verifier checked */
-      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, g, gt[i].calls, 0, sizes_shape(a, f, v)}));
+      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, g, gt[i].calls, 0, sizes_shape(a, f, v),
+                                             i + 1, work_at(g, f->n_sizes, v)}));
     }
+    double lead = ts.data[ts.len - 1].size_ratio;
+    for (int r = first; r < ts.len; r++) ts.data[r].size_ratio /= lead;
   }
   mlc_free(gt);
   *out = ts.data;

@@ -154,6 +154,8 @@ typedef struct sized_variant {
   const char *shape;
 } sized_variant;
 
+static const double SLOWER_THAN_BEST = 1.5;
+
 /* The first of the best records of workload w (f at sizes) that replays
  * to the function it measured and, on f, to a function that verifies. */
 static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_prim_func *f,
@@ -169,6 +171,10 @@ static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_p
     bool differs = false;
     mlc_prim_func *s = NULL;
     if (!best[i].sched_hash || !replay(a, g, w, &best[i], &differs, &why)) continue;
+    /* Past the best ones that do not replay (a reduction factored under
+     * a tail's predicate), a far slower record is no better a guess than
+     * the default schedule of this size (add_default_variants). */
+    if (best[i].mean_sec > SLOWER_THAN_BEST * best[0].mean_sec) break;
     mlc_trace *t = mlc_trace_from_json(a, best[i].trace, strlen(best[i].trace), &why);
     if (!t || !(s = mlc_tuner_replay_sized(a, as_main, t, &why))) {
       add_note(k, len, best[i].id, "(tuned at this kernel's sizes) does not replay on it", why.msg);
@@ -184,6 +190,45 @@ static bool variant_of(mlc_arena *a, mlc_db *db, const char *target, const mlc_p
 static int by_size(const void *x, const void *y) {
   int64_t a = ((const sized_variant *)x)->size, b = ((const sized_variant *)y)->size;
   return (a > b) - (a < b);
+}
+
+/* The sizes a kernel of one size var is tuned at (mlc_size_samples) that
+ * have no variant among vs (nv of them) get the default schedule of f's
+ * instance there, as an untuned build at that size has (the task
+ * scheduler tunes the sizes that pay and measures no others; a schedule
+ * for many rows shrunk to one, or the converse, is slower than it), and
+ * one that serves the sizes above the largest sample. Appended; returns
+ * the new count. */
+static int add_default_variants(mlc_arena *a, const mlc_prim_func *f, sized_variant *vs, int nv) {
+  int64_t samples[4];
+  int ns = mlc_size_samples(&f->sizes[0], samples), n = nv;
+  int64_t largest = 0;
+  for (int i = 0; i < ns; i++) {
+    bool have = false;
+    for (int j = 0; j < nv && !have; j++) have = vs[j].size == samples[i];
+    if (!have)
+      vs[n++] = (sized_variant){mlc_tuner_cpu_default_schedule_at(a, f, &samples[i]), 0,
+                                samples[i], 0, NULL};
+  }
+  for (int i = 0; i < n; i++) largest = vs[i].size > largest ? vs[i].size : largest;
+  if (largest < f->sizes[0].hi) /* above every size tuned or sampled (no declared max) */
+    vs[n++] = (sized_variant){mlc_tuner_cpu_default_schedule(a, f), 0, f->sizes[0].hi, 0, NULL};
+  return n;
+}
+
+/* "seq=16,384; default at 1,128": the sizes of the variants vs (sorted;
+ * ntuned of them from records) of a kernel of one size var. */
+static void tuned_at_list(char *buf, size_t cap, const mlc_prim_func *f, const sized_variant *vs,
+                          int nv, int ntuned) {
+  mlc_str s = {0};
+  mlc_str_printf(&s, "%s=", f->sizes[0].var->name);
+  for (int i = 0, k = 0; i < nv; i++)
+    if (vs[i].record_id) mlc_str_printf(&s, "%s%lld", k++ ? "," : "", (long long)vs[i].size);
+  for (int i = 0, k = 0; i < nv && ntuned < nv; i++)
+    if (!vs[i].record_id)
+      mlc_str_printf(&s, "%s%lld", k++ ? "," : "; default at ", (long long)vs[i].size);
+  snprintf(buf, cap, "%s", mlc_str_cstr(&s));
+  mlc_str_free(&s);
 }
 
 /* A kernel of size vars has no records of its own: it takes the records
@@ -203,7 +248,7 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
   size_row *sizes = MLC_NEW_ARRAY(q, size_row, n + 1);
   double *weight = MLC_NEW_ARRAY(q, double, n + 1);
   bool *match = MLC_NEW_ARRAY(q, bool, n + 1);
-  sized_variant *vs = MLC_NEW_ARRAY(q, sized_variant, n + 1);
+  sized_variant *vs = MLC_NEW_ARRAY(q, sized_variant, n + 6);
   int nv = 0;
   for (int i = 0; i < n; i++) match[i] = tuned_sizes(q, f, &ws[i], sizes[i].v, &weight[i]);
   size_t len = strlen(out->note);
@@ -218,19 +263,13 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
     if (vs[nv].sched) nv++;
     if (nv == 1 && f->n_sizes != 1) break;
   }
-  /* Above the largest size tuned that replays, the default schedule (a
-   * schedule for few rows stretched to many is slower than it). */
-  bool above = nv > 0 && f->n_sizes == 1 && vs[0].size < f->sizes[0].hi;
-  if (above) {
-    vs[nv] = vs[0];
-    vs[0] = (sized_variant){mlc_tuner_cpu_default_schedule(q, f), 0, f->sizes[0].hi, 0, NULL};
-    nv++;
-  }
   if (nv > 0) {
-    sized_variant top_v = vs[above ? 1 : 0]; /* the largest tuned sizes' (the list is sorted below) */
+    sized_variant top_v = vs[0]; /* the largest tuned sizes' */
     const sized_variant *top = &top_v;
     mlc_prim_func *chosen = top->sched;
-    int off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s", top->shape);
+    snprintf(out->tuned_at, sizeof out->tuned_at, "%s", top->shape);
+    int ntuned = nv;
+    if (f->n_sizes == 1) nv = add_default_variants(q, f, vs, nv);
     if (nv > 1) {
       qsort(vs, (size_t)nv, sizeof *vs, by_size);
       const mlc_prim_func **scheds = MLC_NEW_ARRAY(q, const mlc_prim_func *, nv);
@@ -245,13 +284,7 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
       mlc_prim_func *sel = mlc_func_select_by_size(q, f, nv, scheds, upto, tags, &why);
       if (sel && mlc_verify_func(sel, &why)) {
         chosen = sel;
-        top = &vs[nv - 1 - above];
-        off = snprintf(out->tuned_at, sizeof out->tuned_at, "%s=", f->sizes[0].var->name);
-        for (int i = 0; i < nv - above && off < (int)sizeof out->tuned_at; i++)
-          off += snprintf(out->tuned_at + off, sizeof out->tuned_at - (size_t)off, "%s%lld",
-                          i ? "," : "", (long long)vs[i].size);
-        if (above && off < (int)sizeof out->tuned_at)
-          snprintf(out->tuned_at + off, sizeof out->tuned_at - (size_t)off, ", default above");
+        tuned_at_list(out->tuned_at, sizeof out->tuned_at, f, vs, nv, ntuned);
       } else {
         add_note(out, &len, 0, NULL, "the schedules of the tuned sizes do not combine; the "
                                      "largest sizes' serves every size");

@@ -55,6 +55,7 @@ static bool rv_list(replay *r, const mlc_inst *in, int from, mlc_rv *out) {
 
 typedef struct sample_opts {
   const mlc_decision *want;
+  bool carry_tiles;
   bool *resampled;
 } sample_opts;
 
@@ -68,8 +69,8 @@ static bool do_sample_tile(replay *r, const mlc_inst *in, sample_opts so) {
   if (n->i < 1 || n->i > MLC_SCHED_MAX_TILE) return mlc_error_set(r->err, "n is out of range");
   if (maxi->i > INT32_MAX || maxi->i < INT32_MIN)
     return mlc_error_set(r->err, "max_innermost_factor is out of range");
-  return sched_sample_perfect_tile(s, loop, (int)n->i, (int)maxi->i, so.want, so.resampled, out,
-                                   r->err) &&
+  return sched_sample_perfect_tile(s, loop, (int)n->i, (int)maxi->i, so.want, so.carry_tiles,
+                                   so.resampled, out, r->err) &&
          map_outputs(r, in, (int)n->i, out);
 }
 
@@ -315,7 +316,7 @@ static bool replay_insts(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts
     const mlc_inst *in = &t->insts.data[i];
     if (in->kind == MLC_INST_ENTER_POSTPROC && opts && opts->stop_at_postproc) break;
     bool resampled = false;
-    sample_opts so = {wanted(opts, in, i), &resampled};
+    sample_opts so = {wanted(opts, in, i), opts && opts->carry_tiles, &resampled};
     if (!apply_inst(&r, in, so)) {
       if (report) report->failed_at = i;
       return mlc_error_prefix(err, "replay: instruction %d (%s)", i, mlc_inst_kind_name(in->kind));

@@ -71,8 +71,21 @@ static bool inner_tile_fits(const mlc_decision *d, int n, int64_t ext, int64_t m
   return maxi < 1 || n == 1 || d->v[n - 1] <= maxi;
 }
 
+/* A decision made for another extent, carried to this one (ext, a
+ * constant): its inner factors kept where their product divides ext, the
+ * outer one taking the rest. */
+static bool carry_tile(const mlc_decision *d, int n, int64_t ext, int64_t maxi, mlc_decision *out) {
+  if (!inner_tile_fits(d, n, ext, maxi)) return false;
+  int64_t inner = 1;
+  for (int i = 1; i < n; i++) inner *= d->v[i];
+  if (ext % inner != 0) return false;
+  *out = *d;
+  out->v[0] = ext / inner;
+  return true;
+}
+
 bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost,
-                               const mlc_decision *want, bool *resampled, mlc_rv *out,
+                               const mlc_decision *want, bool carry, bool *resampled, mlc_rv *out,
                                mlc_error *err) {
   char d[96];
   if (resampled) *resampled = false;
@@ -99,6 +112,8 @@ bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermo
   if (want && (symbolic ? inner_tile_fits(want, n, ext, max_innermost)
                         : tile_fits(want, n, ext, max_innermost))) {
     dec = *want;
+  } else if (want && carry && !symbolic && carry_tile(want, n, ext, max_innermost, &dec)) {
+    /* the inner tiles of another size */
   } else {
     uint64_t count = count_tiles(ext, n, max_innermost);
     if (count == 0 || count > UINT32_MAX)
@@ -121,7 +136,7 @@ bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermo
 
 bool mlc_sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost_factor,
                                    mlc_rv *out, mlc_error *err) {
-  return sched_sample_perfect_tile(s, loop, n, max_innermost_factor, NULL, NULL, out, err);
+  return sched_sample_perfect_tile(s, loop, n, max_innermost_factor, NULL, false, NULL, out, err);
 }
 
 /* ---- categorical --------------------------------------------------------------- */

@@ -124,10 +124,12 @@ void sched_trace_copy_into(mlc_arena *a, mlc_trace *dst, const mlc_trace *src);
 
 /* ---- sample.c: the draws replay needs with a given decision ---- */
 
-/* want: a decision to use if it fits (NULL: draw). *resampled says whether
- * a given decision did not fit and was drawn again. */
+/* want: a decision to use if it fits (NULL: draw); with carry, a tile
+ * decision for another extent keeps its inner factors where their product
+ * divides this one. *resampled says whether a given decision did not fit
+ * and was drawn again. */
 bool sched_sample_perfect_tile(mlc_sched *s, mlc_rv loop, int n, int max_innermost,
-                               const mlc_decision *want, bool *resampled, mlc_rv *out,
+                               const mlc_decision *want, bool carry, bool *resampled, mlc_rv *out,
                                mlc_error *err);
 bool sched_sample_categorical(mlc_sched *s, int n, const int64_t *cands, const double *probs,
                               const mlc_decision *want, bool *resampled, mlc_rv *out,

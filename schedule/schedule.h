@@ -529,6 +529,11 @@ typedef struct mlc_replay_opts {
   const int *override_insts;            /* instruction indices */
   const mlc_decision *override_decisions;
   bool stop_at_postproc; /* leave out EnterPostproc and what follows */
+  /* A trace of the same function at other sizes: a tile decision that no
+   * longer fits keeps its inner factors where their product divides the
+   * loop's extent (the outer factor takes the rest) before it is drawn
+   * again. */
+  bool carry_tiles;
 } mlc_replay_opts;
 
 typedef struct mlc_replay_report {

@@ -465,15 +465,20 @@ typedef struct tail_ctx {
   mlc_arena *a;
   const mlc_var *outer;         /* the loop being specialized */
   MLC_VEC(const mlc_stmt *) inner; /* loops inside it, constant ranges */
+  MLC_VEC(const mlc_stmt *) symbolic; /* loops inside it of other ranges */
   MLC_VEC(mlc_expr *) full;     /* conditions that make every dropped guard true */
   MLC_VEC(const mlc_expr *) dropped;
-  bool symbolic_inner;          /* an inner loop has a non-constant range */
 } tail_ctx;
 
-static bool uses_inner(const tail_ctx *c, const mlc_expr *e) {
-  for (int i = 0; i < c->inner.len; i++)
-    if (mlc_expr_uses_var(e, c->inner.data[i]->loop.var)) return true;
+static bool uses_loop_of(const mlc_expr *e, int n, const mlc_stmt *const *loops) {
+  for (int i = 0; i < n; i++)
+    if (mlc_expr_uses_var(e, loops[i]->loop.var)) return true;
   return false;
+}
+
+static bool uses_inner(const tail_ctx *c, const mlc_expr *e) {
+  return uses_loop_of(e, c->inner.len, c->inner.data) ||
+         uses_loop_of(e, c->symbolic.len, c->symbolic.data);
 }
 
 /* The largest value of e over the inner loops (e linear in each), or NULL. */
@@ -507,8 +512,10 @@ static void tail_conjunct(tail_ctx *c, const mlc_expr *e) {
     tail_conjunct(c, e->bin.b);
     return;
   }
+  /* Only inner loops of constant ranges have a largest value to test. */
   if ((e->kind != MLC_EXPR_LT && e->kind != MLC_EXPR_LE) || !mlc_expr_uses_var(e, c->outer) ||
-      uses_inner(c, e->bin.b) || mlc_expr_any(e, not_plain, NULL))
+      uses_inner(c, e->bin.b) || uses_loop_of(e->bin.a, c->symbolic.len, c->symbolic.data) ||
+      mlc_expr_any(e, not_plain, NULL))
     return;
   mlc_expr *top = inner_max(c, e->bin.a);
   if (!top) return;
@@ -525,7 +532,7 @@ static void tail_collect(const mlc_stmt *s, void *ud) {
     int64_t x;
     if (mlc_expr_is_const_int(s->loop.min, &x) && mlc_expr_is_const_int(s->loop.extent, &x))
       MLC_VEC_APUSH(c->a, c->inner, s);
-    else c->symbolic_inner = true;
+    else MLC_VEC_APUSH(c->a, c->symbolic, s);
   }
 }
 
@@ -561,7 +568,7 @@ static mlc_stmt *split_tails(mlc_arena *a, mlc_stmt *s) {
   case MLC_STMT_FOR: {
     tail_ctx c = {.a = a, .outer = s->loop.var};
     mlc_stmt_visit(s->loop.body, tail_collect, &c);
-    if (!c.symbolic_inner) mlc_stmt_visit(s->loop.body, tail_guards, &c);
+    mlc_stmt_visit(s->loop.body, tail_guards, &c);
     mlc_stmt *n = mlc_arena_memdup(a, s, sizeof *s);
     if (c.full.len == 0) {
       n->loop.body = split_tails(a, s->loop.body);
@@ -569,7 +576,10 @@ static mlc_stmt *split_tails(mlc_arena *a, mlc_stmt *s) {
     }
     mlc_expr *full = c.full.data[0];
     for (int i = 1; i < c.full.len; i++) full = mlc_binary(a, MLC_EXPR_AND, full, c.full.data[i]);
-    mlc_stmt *fast = mlc_stmt_map(a, s->loop.body, drop_guards, &c);
+    /* Inner loops of the full tiles may split again on their own tails (a
+     * tile over two symbolic extents: full in both, or in this one only);
+     * the tail runs as it was. */
+    mlc_stmt *fast = split_tails(a, mlc_stmt_map(a, s->loop.body, drop_guards, &c));
     n->loop.body = mlc_if_new(a, full, fast, s->loop.body);
     return n;
   }

@@ -12,6 +12,7 @@
 #include "tasks/tasks.h"
 #include "tests/test.h"
 #include "tuner/tuner.h"
+#include "tuner/tuner_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -764,6 +765,7 @@ typedef struct sched_fake {
   int per_task[2];     /* candidates measured per task */
   int repeats, n_seen;
   uint64_t seen[512];
+  int seen_task[512];
 } sched_fake;
 
 static bool sched_measure(void *ud, int n, const struct mlc_measure_cand *c,
@@ -775,7 +777,7 @@ static bool sched_measure(void *ud, int n, const struct mlc_measure_cand *c,
     F->per_task[t]++;
     uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", (uint64_t)t);
     for (int j = 0; j < F->n_seen; j++) F->repeats += F->seen[j] == h;
-    if (F->n_seen < 512) F->seen[F->n_seen++] = h;
+    if (F->n_seen < 512) F->seen_task[F->n_seen] = t, F->seen[F->n_seen++] = h;
     memset(&out[i], 0, sizeof out[i]);
     out[i].index = i;
     out[i].status = MLC_MEASURE_OK;
@@ -981,6 +983,71 @@ static void test_sched_weights(void) {
   CHECK_MSG(2 * st[0].trials >= 3 * st[1].trials && st[1].trials > 8, "%d %d", st[0].trials,
             st[1].trials);
   CHECK(st[0].trials + st[1].trials == 48);
+  sched_env_close(&E);
+}
+
+/* The specializations of a kernel of size vars (sym_dense at n = 16 and
+ * at its bound 160) tune as a family: the warm-up measures the lead (the
+ * bound) only; the member then starts from the lead's time scaled by its
+ * work, weighted by the lead's untuned time over its own, and its first
+ * round measures, after its default schedule, the lead's best carried to
+ * its size; the model's estimate counts the lead. */
+static void test_sched_family(void) {
+  sched_env E;
+  memset(&E, 0, sizeof E);
+  mlc_error err;
+  E.a = mlc_arena_new();
+  char *text = mlc_read_file("tests/kernels/sym_dense.py", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(E.a, "sym_dense.py", text, &err) : NULL;
+  mlc_free(text);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return mlc_arena_free(E.a);
+  const int64_t at[2] = {16, 160};
+  for (int i = 0; i < 2; i++) {
+    mlc_prim_func *g = mlc_func_specialize(E.a, m->funcs[0], &at[i], &err);
+    E.tasks[i] = (mlc_tuner_task){"sym_dense", g, 1, 0, i ? "n=160" : "n=16", 1, i ? 1 : 0.1};
+    mlc_str t = {0};
+    mlc_print_func(&t, g);
+    E.fake.text[i] = mlc_arena_strdup(E.a, mlc_str_cstr(&t));
+    mlc_str_free(&t);
+  }
+  E.fake.base[0] = 1e-5;
+  E.fake.base[1] = 1e-4;
+  snprintf(E.path, sizeof E.path, "/tmp/mlc_test_graph_family_%d.db", (int)getpid());
+  unlink(E.path);
+  E.db = mlc_db_open(E.path, MLC_DB_CREATE, &err);
+  CHECK_MSG(E.db, "%s", err.msg);
+  mlc_tuner_sched_opts o;
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result r;
+  sched_opts(&E, &o, MLC_TUNER_SCHED_GRADIENT, 1);
+  o.progress = NULL;
+  CHECK_MSG(E.db && mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  CHECK_MSG(st[0].trials == 0 && st[1].trials == 1 && st[1].default_sec > 0, "%d + %d trials",
+            st[0].trials, st[1].trials);
+  CHECK_MSG(r.est_sec == st[1].best_sec, "estimate %g, the lead's %g", r.est_sec, st[1].best_sec);
+  o.trials = 17; /* the lead's round (the larger time wins the tie), then the member's */
+  CHECK_MSG(mlc_tuner_schedule_tasks(E.db, 2, E.tasks, &o, st, &r, &err), "%s", err.msg);
+  CHECK_MSG(st[0].trials == 8 && st[1].trials == 9 && r.rounds == 2, "%d + %d trials in %d rounds",
+            st[0].trials, st[1].trials, r.rounds);
+  /* the member's second measurement: the lead's best, carried */
+  mlc_db_record best;
+  CHECK(mlc_db_get_record(E.db, st[1].best_record_id, E.a, &best, &err) == 1);
+  mlc_trace *tr = mlc_trace_from_json(E.a, best.trace, strlen(best.trace), &err);
+  mlc_sched *c = tr ? tuner_carry_trace(E.tasks[0].func, tr, &o.tune.search, true, &err) : NULL;
+  CHECK_MSG(c, "%s", err.msg);
+  int k = 0, nth = 0;
+  while (k < E.fake.n_seen && !(E.fake.seen_task[k] == 0 && ++nth == 2)) k++;
+  if (c) {
+    mlc_str js = {0};
+    mlc_trace_to_json(&js, mlc_sched_trace(c));
+    CHECK_MSG(k < E.fake.n_seen && E.fake.seen[k] == mlc_hash_str(mlc_str_cstr(&js), 0),
+              "the member's second candidate is not the lead's best carried");
+    mlc_str_free(&js);
+    mlc_sched_free(c);
+  }
+  mlc_db_close(E.db);
+  E.db = NULL;
   sched_env_close(&E);
 }
 
@@ -1438,6 +1505,7 @@ int main(void) {
   RUN(test_sched_remeasure);
   RUN(test_sched_gradient);
   RUN(test_sched_weights);
+  RUN(test_sched_family);
   RUN(test_replay_from_db);
   RUN(test_mlp_end_to_end);
   RUN(test_cnn_end_to_end);

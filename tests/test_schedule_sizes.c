@@ -139,6 +139,52 @@ static void test_sample_tile(void) {
   mlc_sched_free(s);
 }
 
+/* A trace of the kernel at one size replayed at another: a tile
+ * decision that no longer fits is drawn again, unless the replay carries
+ * tiles: then its inner factors stay where they divide the extent. */
+static void test_carry_tiles(void) {
+  mlc_prim_func *f = parse(rows_src);
+  if (!f) return;
+  mlc_error err;
+  const int64_t n40 = 40;
+  mlc_prim_func *g40 = mlc_func_specialize(TA, f, &n40, &err);
+  mlc_rv b, loops[2], v[3], parts[3];
+  mlc_sched *s = open_b(g40, 3, &b, loops);
+  CHECK_MSG(mlc_sched_sample_perfect_tile(s, loops[0], 3, 4, v, &err), "%s", err.msg);
+  mlc_operand fs[3] = {MLC_OP_RV(v[0]), MLC_OP_RV(v[1]), MLC_OP_RV(v[2])};
+  CHECK_MSG(mlc_sched_split(s, loops[0], 3, fs, true, parts, &err), "%s", err.msg);
+  mlc_trace *t = (mlc_trace *)mlc_sched_trace(s);
+  mlc_inst *tile = NULL;
+  for (int i = 0; i < t->insts.len; i++)
+    if (t->insts.data[i].kind == MLC_INST_SAMPLE_PERFECT_TILE) tile = &t->insts.data[i];
+  CHECK(tile != NULL);
+  if (!tile) return mlc_sched_free(s);
+  tile->decision = (mlc_decision){3, {5, 2, 4}};
+  struct {
+    int64_t n;
+    bool carry;
+    int64_t outer; /* 0: drawn again */
+  } cases[] = {{24, true, 3}, {20, false, 0}, {20, true, 0}};
+  for (int c = 0; c < 3; c++) {
+    mlc_prim_func *g = mlc_func_specialize(TA, f, &cases[c].n, &err);
+    mlc_sched *r = mlc_sched_new(g, 5);
+    mlc_replay_opts o = {.carry_tiles = cases[c].carry};
+    mlc_replay_report rep;
+    CHECK_MSG(mlc_sched_replay(r, t, &o, &rep, &err), "%s", err.msg);
+    const mlc_trace *rt = mlc_sched_trace(r);
+    const mlc_decision *d = NULL;
+    for (int i = 0; i < rt->insts.len; i++)
+      if (rt->insts.data[i].kind == MLC_INST_SAMPLE_PERFECT_TILE) d = &rt->insts.data[i].decision;
+    bool carried = d && d->v[0] == cases[c].outer && d->v[1] == 2 && d->v[2] == 4;
+    CHECK_MSG(cases[c].outer ? carried && rep.n_resampled == 0 : rep.n_resampled == 1,
+              "n=%lld carry %d: [%lld, %lld, %lld], %d drawn again", (long long)cases[c].n,
+              cases[c].carry, d ? (long long)d->v[0] : -1LL, d ? (long long)d->v[1] : -1LL,
+              d ? (long long)d->v[2] : -1LL, rep.n_resampled);
+    mlc_sched_free(r);
+  }
+  mlc_sched_free(s);
+}
+
 static void test_cache_write_tail(void) {
   mlc_prim_func *f = parse(rowsum_src);
   if (!f) return;
@@ -215,6 +261,7 @@ int main(void) {
   RUN(test_split_tail);
   RUN(test_fuse_and_parallel);
   RUN(test_sample_tile);
+  RUN(test_carry_tiles);
   RUN(test_cache_write_tail);
   RUN(test_cache_write_tail_guard);
   RUN(test_cache_write_refuses_skips);

@@ -7,6 +7,7 @@
 #include "schedule/schedule.h"
 #include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
+#include "tuner/tuner.h"
 #include "tasks/tasks.h"
 #include "tests/test.h"
 
@@ -587,6 +588,35 @@ static void test_jit_symbols(void) {
 
 /* ---- a tuned schedule on a function of size vars ------------------------------------- */
 
+/* f lowered and printed into out (a failure is a CHECK). */
+static void print_lowered(mlc_arena *a, const mlc_prim_func *f, mlc_str *out) {
+  mlc_error err;
+  mlc_prim_func *low = mlc_target_lower(a, f, &err);
+  CHECK_MSG(low != NULL, "%s", err.msg);
+  if (low) mlc_print_stmt(out, low->body, 0);
+}
+
+/* f, a function of one size var, built and run against the interpreter
+ * at n = 1 up to max (by small steps below `until`, then big ones), then
+ * at the bounds (run_all_sizes). */
+static void run_at_sizes(const mlc_prim_func *f, uint64_t seed, int64_t max, int64_t until,
+                         int64_t small, int64_t big) {
+  mlc_error err;
+  mlc_object obj;
+  const mlc_prim_func *fs[1] = {f};
+  bool built = mlc_target_build(&host, 1, fs, NULL, NULL, &obj, &err);
+  CHECK_MSG(built, "%s", err.msg);
+  mlc_jit_lib *lib = built ? mlc_jit_load(&obj, &err) : NULL;
+  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
+  CHECK_MSG(fn != NULL, "%s", err.msg);
+  char why[1400] = "";
+  for (int64_t n = 1; fn && n <= max; n += n < until ? small : big)
+    CHECK_MSG(run_and_compare(f, fn, seed, &n, why, sizeof why), "n=%lld: %s", (long long)n, why);
+  if (fn) CHECK_MSG(run_all_sizes(f, fn, why, sizeof why), "%s", why);
+  mlc_jit_unload(lib);
+  if (built) mlc_object_free(&obj);
+}
+
 /* The best trace of a 128-row dense replays on the dense of n rows (its
  * splits of n leave tails under T.where); one build runs at every size,
  * including sizes no tile divides, and refuses one past the bound. The
@@ -608,27 +638,44 @@ static void test_symbolic_trace(void) {
   mlc_prim_func *f = mlc_func_copy(a, mlc_sched_func(s));
   mlc_sched_free(s);
   CHECK_MSG(mlc_verify_func(f, &err), "%s", err.msg);
-  mlc_prim_func *low = mlc_target_lower(a, f, &err);
-  CHECK_MSG(low != NULL, "%s", err.msg);
   mlc_str lt = {0};
-  if (low) mlc_print_stmt(&lt, low->body, 0);
+  print_lowered(a, f, &lt);
   CHECK_MSG(strstr(mlc_str_cstr(&lt), "* T.int64(32) + T.int64(31) < n") != NULL, "no full-tile test in:\n%s",
             mlc_str_cstr(&lt));
   mlc_str_free(&lt);
-  mlc_object obj;
-  const mlc_prim_func *fs[1] = {f};
-  bool built = mlc_target_build(&host, 1, fs, NULL, NULL, &obj, &err);
-  CHECK_MSG(built, "%s", err.msg);
-  mlc_jit_lib *lib = built ? mlc_jit_load(&obj, &err) : NULL;
-  mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, f->name, &err) : NULL;
-  CHECK_MSG(fn != NULL, "%s", err.msg);
-  char why[1400] = "";
-  for (int64_t n = 1; fn && n <= 160; n += n < 40 ? 8 : 61) {
-    CHECK_MSG(run_and_compare(f, fn, 5, &n, why, sizeof why), "n=%lld: %s", (long long)n, why);
+  run_at_sizes(f, 5, 160, 40, 8, 61);
+  mlc_arena_free(a);
+}
+
+/* A register tile over two symbolic extents (the scores of attention):
+ * the lowering runs tiles full in both unguarded, so the innermost body
+ * of that path tests neither tail; the build is right at every size. */
+static void test_symbolic_tile_two_tails(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  char *text = mlc_read_file("tests/kernels/sym_scores.py", NULL, &err);
+  mlc_module *m = text ? mlc_parse_module(a, "sym_scores.py", text, &err) : NULL;
+  CHECK_MSG(m != NULL, "%s", err.msg);
+  mlc_free(text);
+  if (!m) return mlc_arena_free(a);
+  int64_t at = 64;
+  mlc_prim_func *f = mlc_tuner_cpu_default_schedule_at(a, m->funcs[0], &at);
+  CHECK_MSG(mlc_verify_func(f, &err), "%s", err.msg);
+  mlc_str lt = {0};
+  print_lowered(a, f, &lt);
+  /* full in both: the accumulation right under its vector loop */
+  const char *t = mlc_str_cstr(&lt);
+  bool unguarded = false;
+  for (const char *p = strstr(t, "for j_1 in T.vectorized"); p && !unguarded;
+       p = strstr(p + 1, "for j_1 in T.vectorized")) {
+    const char *next = strchr(p, '\n');
+    while (next && (*next == '\n' || *next == ' ')) next++;
+    unguarded = next && strncmp(next, "C_global[", 9) == 0;
   }
-  if (fn) CHECK_MSG(run_all_sizes(f, fn, why, sizeof why), "%s", why);
-  mlc_jit_unload(lib);
-  if (built) mlc_object_free(&obj);
+  CHECK_MSG(strstr(t, "i_0_0 * 8 + 7 < n") && strstr(t, "j_0_0 * 32 + 31 < n") && unguarded,
+            "no unguarded full tile in:\n%s", t);
+  mlc_str_free(&lt);
+  run_at_sizes(f, 9, 96, 20, 3, 19);
   mlc_arena_free(a);
 }
 
@@ -738,5 +785,6 @@ int main(void) {
   RUN(test_jit_symbols);
   RUN(test_object_and_header);
   RUN(test_symbolic_trace);
+  RUN(test_symbolic_tile_two_tails);
   return test_summary();
 }

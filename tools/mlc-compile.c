@@ -132,7 +132,7 @@ static void usage(FILE *f) {
           "                       outputs (the header says the shapes they give), and the\n"
           "                       workspace is sized for the bounds; a model whose graph\n"
           "                       differs between sizes is refused, naming what differs\n"
-          "  --size NAME=V        with --dim and --run: run at this size (default: what\n"
+          "  --size NAME=V        with --dim, --run and --report: run at this size (default: what\n"
           "                       the --input files' shapes give, else the bound)\n"
           "  --weights DIR        directory of <weight>.npy files\n"
           "  --print-after PASS   print the graph (Relax-like text) after PASS (or `load`:\n"
@@ -362,9 +362,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return usage_error("%s", "--weights goes with a JSON model (ONNX models hold their weights)");
   if (o->model && !is_onnx(o->model) && o->n_input_shapes)
     return usage_error("%s", "--input-shape goes with an ONNX model");
-  if (o->n_dims && (o->print_after || o->report || o->n_externs || o->verify))
-    return usage_error("%s", "--dim goes without --print-after, --report, --extern and --verify "
-                             "(print or report an instance: --input-shape with numbers)");
+  if (o->n_dims && (o->print_after || o->n_externs || o->verify))
+    return usage_error("%s", "--dim goes without --print-after, --extern and --verify "
+                             "(print or verify an instance: --input-shape with numbers)");
   if (o->n_run_sizes && !o->n_dims) return usage_error("%s", "--size goes with --dim");
   if (o->n_dims && !o->model) return usage_error("%s", "--dim goes with --model");
   if (o->print_after && strcmp(o->print_after, "load") != 0 && !mlc_graph_pass_find(o->print_after))
@@ -766,22 +766,30 @@ static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *arg
 /* --report: each kernel, its record or untuned, and its time; then each
  * call_extern function (m's externs count calls made since the timing
  * started). */
+static void report_header(void) {
+  printf("%-36s %5s %12s %7s  %s\n", "kernel", "calls", "mean/call", "share", "schedule");
+}
+
+/* One kernel's row: ms_per_run of all its calls_per_run calls. */
+static void report_kernel(const kernels *k, int i, int calls_per_run, double ms_per_run,
+                          double total_ms) {
+  char sched[256], lib[160];
+  if (k->info[i].record_id)
+    snprintf(sched, sizeof sched, "record %lld%s%s", (long long)k->info[i].record_id,
+             k->info[i].offer_library[0] ? ": " : "", library_choice(&k->info[i], lib, sizeof lib));
+  else snprintf(sched, sizeof sched, "untuned");
+  printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], calls_per_run,
+         calls_per_run ? ms_per_run * 1e3 / calls_per_run : 0,
+         total_ms > 0 ? 100 * ms_per_run / total_ms : 0, sched);
+}
+
 static void print_report(const kernels *k, const jit_ctx *J, const mlc_gmodule *m, int repeat) {
   double total = 0, ext_ms = 0;
   for (int i = 0; i < k->n; i++) total += J->ms[i];
   for (int i = 0; i < m->n_externs; i++) ext_ms += m->externs[i].sec * 1e3;
-  printf("%-36s %5s %12s %7s  %s\n", "kernel", "calls", "mean/call", "share", "schedule");
-  for (int i = 0; i < k->n; i++) {
-    int per_run = J->calls[i] / repeat;
-    double us = J->calls[i] ? J->ms[i] * 1e3 / J->calls[i] : 0;
-    char sched[256], lib[160];
-    if (k->info[i].record_id)
-      snprintf(sched, sizeof sched, "record %lld%s%s", (long long)k->info[i].record_id,
-               k->info[i].offer_library[0] ? ": " : "", library_choice(&k->info[i], lib, sizeof lib));
-    else snprintf(sched, sizeof sched, "untuned");
-    printf("%-36s %5d %9.2f us %6.1f%%  %s\n", k->symbols[i], per_run, us,
-           total + ext_ms > 0 ? 100 * J->ms[i] / (total + ext_ms) : 0, sched);
-  }
+  report_header();
+  for (int i = 0; i < k->n; i++)
+    report_kernel(k, i, J->calls[i] / repeat, J->ms[i] / repeat, (total + ext_ms) / repeat);
   for (int i = 0; i < m->n_externs; i++) {
     const mlc_gextern *e = &m->externs[i];
     double ms = e->sec * 1e3;
@@ -962,6 +970,28 @@ static bool run_sized_once(void *ctx) {
   return mlc_graph_runner_run_at(s->r, s->sizes, s->in, s->out, s->err);
 }
 
+/* --report of a model of sizes: the runner's profile of the timed runs,
+ * kernels in the order of their first call, extern calls as such. */
+static void print_sized_report(const kernels *k, const mlc_gmodule *m, const mlc_grunner *r) {
+  int max = k->n + m->n_externs + 1;
+  mlc_gprofile *p = mlc_xmalloc(sizeof *p * (size_t)max);
+  int n = mlc_graph_runner_profile_get(r, p, max);
+  double total = 0;
+  for (int i = 0; i < n; i++) total += p[i].seconds * 1e3;
+  report_header();
+  for (int i = 0; i < n; i++) {
+    int j = 0;
+    while (j < k->n && strcmp(k->symbols[j], p[i].symbol) != 0) j++;
+    if (j < k->n) report_kernel(k, j, p[i].calls, p[i].seconds * 1e3, total);
+    else
+      printf("%-36s %5d %9.2f us %6.1f%%  call_extern\n", p[i].symbol, p[i].calls,
+             p[i].calls ? p[i].seconds * 1e6 / p[i].calls : 0,
+             total > 0 ? 100 * p[i].seconds * 1e3 / total : 0);
+  }
+  printf("kernels total: %.2f us per run\n", total * 1e3);
+  mlc_free(p);
+}
+
 /* Run the model of sizes at `sizes` as its entry runs (the in-process
  * runner), compare with the plain C reference of the model imported at
  * those sizes, time it. */
@@ -995,17 +1025,22 @@ static int run_sized_model(const options *o, const mlc_gmodule *m, const kernels
   for (int i = 0; i < f->n_outputs && !rc; i++) {
     double max_err;
     bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &max_err);
-    print_output(f->outputs[i], out[i]);
-    printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
-           max_err, ok ? "" : "  MISMATCH");
+    if (o->run) print_output(f->outputs[i], out[i]);
+    if (o->run || !ok)
+      printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
+             max_err, ok ? "" : "  MISMATCH");
     if (!ok) rc = 1;
   }
-  if (!rc && !write_run_outputs(o, f, out, &err)) rc = fail(&err);
+  if (!rc && o->run && !write_run_outputs(o, f, out, &err)) rc = fail(&err);
   if (!rc) {
     double *ts = mlc_xmalloc(sizeof *ts * (size_t)o->repeat);
     mlc_timing_opts to = {.repeat = o->repeat, .number = 1};
+    mlc_graph_runner_profile(r, o->report);
     if (mlc_time_calls(run_sized_once, &sr, &to, ts, NULL, NULL, &err) < 0) rc = fail(&err);
-    else printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
+    else {
+      if (o->report) print_sized_report(k, m, r);
+      printf("run: %.1f us (median of %d)\n", mlc_median(ts, o->repeat) * 1e6, o->repeat);
+    }
     mlc_free(ts);
   }
   for (int i = 0; i < 2 * f->n_outputs; i++) mlc_array_free(out[i]);
@@ -1120,7 +1155,7 @@ static int compile_model(const options *o, const mlc_target *t) {
                     "codegen %.1f ms\n", m->name, k.n, nt, t_graph, ms);
     mlc_free(tasks);
     list_externs(m);
-    if (o->n_dims && o->run) {
+    if (o->n_dims && (o->run || o->report)) {
       rc = run_sized_model(o, m, &k, in, sizes);
     } else if (o->run || o->report) {
       mlc_gmodule *ref = load_model(o, &err);

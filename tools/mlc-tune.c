@@ -739,7 +739,7 @@ static void print_model_summary(const char *model, const char *target, const cha
   }
   if (r->est_sec > 0)
     printf("estimated model latency (sum of calls x best%s): %.3f us\n",
-           sized ? "; a kernel of sizes counts once per size it is tuned at" : "", r->est_sec * 1e6);
+           sized ? "; a kernel of sizes counts its time at the bounds" : "", r->est_sec * 1e6);
   if (r->est_sec > 0 && r->est_default_sec > 0)
     printf("the same with every kernel's default schedule (an untuned build): %.3f us (%.2fx)\n",
            r->est_default_sec * 1e6, r->est_default_sec / r->est_sec);

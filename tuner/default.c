@@ -411,10 +411,8 @@ mlc_prim_func *mlc_tuner_replay_sized(mlc_arena *a, const mlc_prim_func *f, cons
  * instance (register tiles need constant extents to plan), replayed on
  * it without the hints it refuses; the rules on the function itself
  * where that replay fails. */
-static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o) {
-  int64_t sizes[MLC_MAX_SIZES];
-  for (int k = 0; k < f->n_sizes; k++)
-    sizes[k] = f->sizes[k].hi < DEFAULT_AT_SIZE ? f->sizes[k].hi : DEFAULT_AT_SIZE;
+static mlc_sched *sized_default(const mlc_prim_func *f, const int64_t *sizes,
+                                const mlc_tuner_opts *o) {
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
@@ -428,7 +426,11 @@ static mlc_sched *sized_default(const mlc_prim_func *f, const mlc_tuner_opts *o)
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                    mlc_error *unused) {
   (void)unused; /* the rules never fail: what a primitive refuses is left out */
-  return f->n_sizes > 0 ? sized_default(f, o) : rules_sched(f, o);
+  if (f->n_sizes == 0) return rules_sched(f, o);
+  int64_t sizes[MLC_MAX_SIZES];
+  for (int k = 0; k < f->n_sizes; k++)
+    sizes[k] = f->sizes[k].hi < DEFAULT_AT_SIZE ? f->sizes[k].hi : DEFAULT_AT_SIZE;
+  return sized_default(f, sizes, o);
 }
 
 static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
@@ -457,6 +459,16 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   }
   mlc_sched_free(s);
   return post;
+}
+
+mlc_prim_func *mlc_tuner_cpu_default_schedule_at(mlc_arena *a, const mlc_prim_func *f,
+                                                 const int64_t *sizes) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  mlc_sched *s = sized_default(f, sizes, &o);
+  mlc_prim_func *out = mlc_func_copy(a, mlc_sched_func(s));
+  mlc_sched_free(s);
+  return out;
 }
 
 mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f) {

@@ -90,7 +90,13 @@ mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint6
 
 mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err) {
-  mlc_sched *s = tuner_replay_sketch(f, t, o->seed, NULL, err);
+  return tuner_carry_trace(f, t, o, false, err);
+}
+
+mlc_sched *tuner_carry_trace(const mlc_prim_func *f, const mlc_trace *t, const mlc_tuner_opts *o,
+                             bool carry_tiles, mlc_error *err) {
+  mlc_replay_opts ro = {.carry_tiles = carry_tiles};
+  mlc_sched *s = tuner_replay_sketch(f, t, o->seed, &ro, err);
   if (s && !mlc_tuner_postproc(s, o, err)) {
     mlc_sched_free(s);
     return NULL;

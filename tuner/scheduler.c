@@ -86,6 +86,50 @@ static bool load_state(sched_run *r, int i, mlc_error *err) {
   return k >= 0;
 }
 
+/* ---- families: the specializations of one kernel of size vars ---- */
+
+static bool leads(const sched_run *r, int i) {
+  int f = r->tasks[i].family;
+  return f == 0 || i + 1 == r->n || r->tasks[i + 1].family != f;
+}
+
+static int lead_of(const sched_run *r, int i) {
+  while (!leads(r, i)) i++;
+  return i;
+}
+
+static int family_start(const sched_run *r, int i) {
+  while (r->tasks[i].family && i > 0 && r->tasks[i - 1].family == r->tasks[i].family) i--;
+  return i;
+}
+
+/* Task i's time: its best, else (a member not measured yet) its lead's
+ * scaled by its work; 0: none. */
+static double task_time(const sched_run *r, int i) {
+  const history *h = &r->best[i];
+  if (h->len > 0) return h->data[h->len - 1];
+  return leads(r, i) ? 0 : task_time(r, lead_of(r, i)) * r->tasks[i].size_ratio;
+}
+
+/* Its untuned time: its default schedule's, else its first, else the
+ * lead's scaled. */
+static double untuned_time(const sched_run *r, int i) {
+  if (r->st[i].default_sec > 0) return r->st[i].default_sec;
+  const history *h = &r->best[i];
+  for (int k = 0; k < h->len; k++)
+    if (h->data[k] > 0) return h->data[k];
+  return leads(r, i) ? 0 : untuned_time(r, lead_of(r, i)) * r->tasks[i].size_ratio;
+}
+
+/* calls, and for a member the lead's untuned time over its own: each size
+ * counts by its share of the model's time at that size. */
+static double weight_of(const sched_run *r, int i) {
+  double w = r->tasks[i].weight;
+  if (leads(r, i)) return w;
+  double own = untuned_time(r, i), lead = untuned_time(r, lead_of(r, i));
+  return own > 0 && lead > 0 ? w * lead / own : w;
+}
+
 static int total_trials(const sched_run *r) {
   int t = 0;
   for (int i = 0; i < r->n; i++) t += r->st[i].trials;
@@ -93,10 +137,12 @@ static int total_trials(const sched_run *r) {
 }
 
 /* The model's estimate: calls x time summed over the tasks (each task's
- * best, or its default schedule's); 0 when some task has no such time. */
+ * best, or its default schedule's; of a family its lead: the model at the
+ * bounds); 0 when some task has no such time. */
 static double est_sec(const sched_run *r, bool defaults) {
   double s = 0;
   for (int i = 0; i < r->n; i++) {
+    if (!leads(r, i)) continue;
     double t = defaults ? r->st[i].default_sec : r->st[i].best_sec;
     if (t <= 0) return 0;
     s += r->tasks[i].weight * t;
@@ -105,16 +151,17 @@ static double est_sec(const sched_run *r, bool defaults) {
 }
 
 /* MetaSchedule's gradient of task i; a task without a valid time ranks
- * last. */
+ * last. A family member not measured yet counts as one round at its
+ * estimated time. */
 static double gradient(const sched_run *r, int i) {
   const history *h = &r->best[i];
   int n = h->len, w = r->o->window > 0 ? r->o->window : 3;
-  if (n == 0 || h->data[n - 1] <= 0) return -1;
-  double best = h->data[n - 1];
+  double best = task_time(r, i);
+  if (best <= 0) return -1;
   /* A round that found nothing valid recorded 0: the window starts at a time. */
   double back = n >= 1 + w && h->data[n - 1 - w] > 0 ? (h->data[n - 1 - w] - best) / w : 0;
-  double g = r->o->alpha * back + (1 - r->o->alpha) * best / n;
-  return g * r->tasks[i].weight;
+  double g = r->o->alpha * back + (1 - r->o->alpha) * best / (n > 0 ? n : 1);
+  return g * weight_of(r, i);
 }
 
 /* The task of the next round, -1 when every task is done. */
@@ -129,15 +176,20 @@ static int next_task(sched_run *r) {
     }
     return -1;
   }
-  for (int i = 0; i < r->n; i++) /* warm-up: each task once */
-    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0) return i;
+  for (int i = 0; i < r->n; i++) /* warm-up: each task (of a family, the lead) once */
+    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0 && leads(r, i)) return i;
   int pick = -1;
   for (int i = 0; i < r->n; i++) {
     if (r->st[i].done) continue;
     r->st[i].gradient = gradient(r, i);
-    /* ties (all invalid, or equal): the task with fewer trials, then the first */
-    if (pick < 0 || r->st[i].gradient > r->st[pick].gradient ||
-        (r->st[i].gradient == r->st[pick].gradient && r->st[i].trials < r->st[pick].trials))
+    /* ties (all invalid, or equal up to rounding: a family's members
+     * start level with their lead): the larger time, then fewer trials,
+     * then the first */
+    double gi = r->st[i].gradient, gp = pick < 0 ? 0 : r->st[pick].gradient;
+    double ti = task_time(r, i), tp = pick < 0 ? 0 : task_time(r, pick);
+    bool tie = pick >= 0 && fabs(gi - gp) <= 1e-9 * fmax(fabs(gi), fabs(gp));
+    if (pick < 0 || (!tie && gi > gp) ||
+        (tie && (ti > tp || (ti == tp && r->st[i].trials < r->st[pick].trials))))
       pick = i;
   }
   return pick;
@@ -151,6 +203,22 @@ static void report(const sched_run *r, int task, const mlc_tuner_sched_result *r
       .elapsed_s = mlc_now_sec() - r->t0,
   };
   r->o->progress(r->o->progress_ud, &p);
+}
+
+/* The best records' traces of task i's family but its own, in a (what a
+ * round of i measures first, carried to its sizes). */
+static int family_seeds(sched_run *r, int i, mlc_arena *a, const char ***out, mlc_error *err) {
+  int from = family_start(r, i), to = lead_of(r, i), n = 0;
+  const char **traces = MLC_NEW_ARRAY(a, const char *, to - from + 2);
+  for (int j = from; r->tasks[i].family && j <= to; j++) {
+    if (j == i || r->st[j].best_record_id <= 0) continue;
+    mlc_db_record rec;
+    int found = mlc_db_get_record(r->db, r->st[j].best_record_id, a, &rec, err);
+    if (found < 0) return -1;
+    if (found) traces[n++] = rec.trace;
+  }
+  *out = traces;
+  return n;
 }
 
 /* One round of task i: 1 measured, 0 the run should end (res says why), -1 error. */
@@ -169,16 +237,21 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
    * before the first search round, which then goes where the model's time
    * is. */
   if (r->o->kind == MLC_TUNER_SCHED_GRADIENT && !to.no_default_candidate && st->rounds == 0 &&
-      r->best[i].len == 0)
+      r->best[i].len == 0 && leads(r, i))
     to.trials_per_round = 1;
   to.trials = st->trials + to.trials_per_round;
   to.remeasure_top = 0; /* the rounds' own times rank the records */
   to.measure_baseline = false;
   if (r->o->tune.time_budget_s > 0)
     to.time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (mlc_now_sec() - r->t0));
+  mlc_arena *a = mlc_arena_new();
+  const char **seeds = NULL;
+  to.n_seed_traces = family_seeds(r, i, a, &seeds, err);
+  to.seed_traces = seeds;
   mlc_tuner_tune_result tr;
-  if (!mlc_tuner_tune(r->db, t->func, &to, &tr, err))
-    return mlc_error_prefix(err, "task %s", t->name), -1;
+  bool ok = to.n_seed_traces >= 0 && mlc_tuner_tune(r->db, t->func, &to, &tr, err);
+  mlc_arena_free(a);
+  if (!ok) return mlc_error_prefix(err, "task %s", t->name), -1;
   st->trials = tr.measured_before + tr.measured;
   st->rounds++;
   if (tr.default_record_sec > 0) st->default_sec = tr.default_record_sec;

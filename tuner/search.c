@@ -82,6 +82,7 @@ struct mlc_tuner_search {
   hash_set measured;
   MLC_VEC(seed_item) seeds; /* fastest first */
   MLC_VEC(mlc_tuner_cand) batch;
+  item_list proposed; /* the caller's candidates, first in the next batch */
   mlc_tuner_stats stats;
   char msg[256];
 };
@@ -124,6 +125,7 @@ void mlc_tuner_search_free(mlc_tuner_search *s) {
   MLC_VEC_FREE(s->batch);
   for (int i = 0; i < s->seeds.len; i++) mlc_sched_free(s->seeds.data[i].s);
   MLC_VEC_FREE(s->seeds);
+  free_items(&s->proposed);
   hs_free(&s->measured);
   mlc_tuner_space_free(s->space);
   mlc_free(s);
@@ -365,6 +367,25 @@ static void fill_batch(mlc_tuner_search *s, int n, best_set *best, item_list *ra
     if (!hs_has(&s->measured, best->items.data[bi].hash)) take(s, &best->items.data[bi], false);
 }
 
+bool mlc_tuner_search_propose(mlc_tuner_search *s, mlc_sched *cand) {
+  item it = make_item(cand);
+  bool fresh = !hs_has(&s->measured, it.hash);
+  for (int i = 0; fresh && i < s->proposed.len; i++) fresh = s->proposed.data[i].hash != it.hash;
+  if (fresh) MLC_VEC_PUSH(s->proposed, it);
+  else mlc_sched_free(cand);
+  return fresh;
+}
+
+/* The proposed candidates not measured meanwhile, up to n, into the batch. */
+static void take_proposed(mlc_tuner_search *s, int n) {
+  int k = 0;
+  for (; k < s->proposed.len && s->batch.len < n; k++)
+    if (!hs_has(&s->measured, s->proposed.data[k].hash)) take(s, &s->proposed.data[k], false);
+    else mlc_sched_free(s->proposed.data[k].s);
+  memmove(s->proposed.data, s->proposed.data + k, sizeof(item) * (size_t)(s->proposed.len - k));
+  s->proposed.len -= k;
+}
+
 int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
                                 mlc_error *err) {
   double t0 = mlc_now_sec();
@@ -373,6 +394,11 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
   *out = NULL;
   if (n <= 0) return 0;
   s->stats.rounds++;
+  take_proposed(s, n);
+  if (s->batch.len == n) {
+    *out = s->batch.data;
+    return n;
+  }
   item_list pop = {0}, rand_pool = {0};
   best_set best = {{0}, {0}, n};
   int rc = 0;

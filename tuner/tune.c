@@ -342,6 +342,19 @@ static bool load_history(tune_run *r, mlc_error *err) {
   return true;
 }
 
+/* o->seed_traces that replay on the workload, proposed to the search. */
+static void propose_seeds(tune_run *r) {
+  mlc_arena *a = mlc_arena_new();
+  for (int i = 0; i < r->o->n_seed_traces; i++) {
+    mlc_error e;
+    const char *js = r->o->seed_traces[i];
+    mlc_trace *t = mlc_trace_from_json(a, js, strlen(js), &e);
+    mlc_sched *c = t ? tuner_carry_trace(r->f, t, &r->search_opts, true, &e) : NULL;
+    if (c) mlc_tuner_search_propose(r->search, c);
+  }
+  mlc_arena_free(a);
+}
+
 static mlc_device_kind target_device(const char *target) {
   mlc_target t;
   return mlc_target_parse(target, &t, NULL) ? mlc_target_device(&t) : MLC_DEVICE_CPU;
@@ -921,6 +934,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
             open_model(&r, err);
   if (ok) open_default(&r);
   ok = ok && load_history(&r, err);
+  if (ok) propose_seeds(&r);
   if (ok) res->measured_before = r.have;
   if (ok && r.have >= o->trials) {
     res->nothing_to_do = true;

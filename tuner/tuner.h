@@ -96,6 +96,11 @@ bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel,
  * for a kernel without a record, and the first candidate of every CPU
  * tuning run. */
 mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f);
+/* f, a function of size vars, under the default schedule of its instance
+ * at sizes (one per size var, within the bounds), replayed on it as above
+ * (mlc_tuner_cpu_default_schedule takes min(bound, 128)). */
+mlc_prim_func *mlc_tuner_cpu_default_schedule_at(mlc_arena *a, const mlc_prim_func *f,
+                                                 const int64_t *sizes);
 /* Trace t (scheduled on another function: a static instance of f) replayed
  * on f, a function of size vars, leaving out the vectorize, unroll and
  * parallel hints and the fuses f's symbolic extents refuse (what replays
@@ -209,6 +214,12 @@ typedef struct mlc_tuner_tune_opts {
    * new workload's first round is ranked by what tuning the others
    * learned. */
   bool cold_start;
+  /* Traces (JSON) of schedules that served related workloads (the same
+   * kernel at other sizes): each that replays on this workload and was
+   * not measured on it is measured first, in the first round, then seeds
+   * the search as any record. */
+  int n_seed_traces;
+  const char *const *seed_traces;
 } mlc_tuner_tune_opts;
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o);
@@ -304,6 +315,11 @@ typedef struct mlc_tuner_task {
   double flops;              /* per call, for GFLOP/s; 0: counted from the function */
   const char *shape;         /* stored with the workload ("seq=128": a kernel of size vars
                                 tuned at that size); NULL: the tune options' */
+  /* 0, or an id the specializations of one kernel of size vars share:
+   * listed next to each other at increasing sizes, the last (at the
+   * bounds) leads the family. */
+  int family;
+  double size_ratio; /* a family member's work against its lead's (1: the lead) */
 } mlc_tuner_task;
 
 typedef enum mlc_tuner_task_sched {
@@ -330,7 +346,8 @@ typedef struct mlc_tuner_sched_progress {
   const mlc_tuner_task *tasks;
   const mlc_tuner_task_state *state; /* n_tasks */
   int trials_done, trials_total;     /* over all tasks */
-  double est_sec;    /* sum of weight x best_sec; 0 until every task has a time */
+  double est_sec;    /* sum of weight x best_sec (of a family its lead's); 0 until each
+                        such task has a time */
   double elapsed_s;
 } mlc_tuner_sched_progress;
 
@@ -355,7 +372,8 @@ typedef struct mlc_tuner_sched_result {
   int rounds, measured, errors; /* of this run */
   bool nothing_to_do;           /* the database already held the budget */
   bool stopped;                 /* *o->tune.stop was set */
-  double est_sec;               /* sum of weight x best_sec (0: some task has no time) */
+  double est_sec;               /* sum of weight x best_sec, of a family its lead's (0: some
+                                   such task has no time) */
   double est_default_sec;       /* the same of default_sec: the untuned model */
   double total_sec;
   char message[512];            /* why the run ended before the budget, or "" */
@@ -369,7 +387,13 @@ typedef struct mlc_tuner_sched_result {
  *   weight x (alpha x (best[-1-window] - best[-1]) / window + (1 - alpha) x best[-1] / rounds)
  * (best[]: the task's best time after each of its rounds): the kernels
  * that dominate model latency (calls x time) and still improve get the
- * trials. At the end each task this run measured that has a record
+ * trials. The specializations of a kernel of size vars (a family) share
+ * what tuning finds: only the lead (the bounds) has a warm-up round, the
+ * others start from its time scaled by size_ratio; each member's weight
+ * is scaled by the lead's untuned time over its own, so that every size
+ * counts by its share of the model's time at that size (ties go to the
+ * larger time); and each round of a member first measures the best
+ * schedules of the others carried to its sizes (tune.seed_traces). At the end each task this run measured that has a record
  * besides its default schedule's gets mlc_tuner_remeasure (with
  * o->tune.remeasure_top; 0: none). state (n entries) receives where each
  * task ends. False with a message for database or worker failures. */

@@ -110,6 +110,11 @@ bool mlc_tuner_postproc(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
  * postprocessed again, so the result's trace hashes like the record's. */
 mlc_sched *mlc_tuner_apply_trace(const mlc_prim_func *f, const mlc_trace *t,
                                  const mlc_tuner_opts *o, mlc_error *err);
+/* The same for a trace of f at other sizes (a specialization's record
+ * carried to another): tile decisions that no longer fit keep their inner
+ * factors where they divide (mlc_replay_opts.carry_tiles). */
+mlc_sched *tuner_carry_trace(const mlc_prim_func *f, const mlc_trace *t, const mlc_tuner_opts *o,
+                             bool carry_tiles, mlc_error *err);
 
 /* o->space's default_sched (NULL: the CPU's). */
 mlc_sched *mlc_tuner_default_candidate(const mlc_prim_func *f, const mlc_tuner_opts *o,
@@ -182,9 +187,15 @@ void mlc_tuner_search_commit(mlc_tuner_search *s, const mlc_sched *cand, double 
 void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, double mean_sec);
 /* Only the hash (a record whose trace text is all that is known). */
 void mlc_tuner_search_add_measured_hash(mlc_tuner_search *s, uint64_t hash);
-/* One round: up to n new candidates, best predicted first, then the
- * random share. The array and its states belong to the search until the
- * next call. Proposed candidates count as measured. Returns the count
+/* A candidate to measure first (the caller's: a schedule that served a
+ * related workload), taken into the next batch before what the search
+ * proposes. The search owns cand. False (cand freed) when it was
+ * measured or proposed already. */
+bool mlc_tuner_search_propose(mlc_tuner_search *s, mlc_sched *cand);
+/* One round: the proposed candidates first, then new ones up to n in
+ * all, best predicted first, then the random share. The array and its
+ * states belong to the search until the next call. Candidates returned
+ * count as measured. Returns the count
  * (< n when the space has too few new points left: then
  * mlc_tuner_search_message says so; 0 means the search is over), -1 on
  * error (the model failed). */

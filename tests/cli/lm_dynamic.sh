@@ -133,6 +133,16 @@ check lm_dyn_run_from_input_size grep -q "sizes: seq=7" "$tmp/out"
 check lm_dyn_run_size_out_of_bounds test $? -eq 1
 check lm_dyn_run_size_message grep -q "size seq = 65 is outside its bounds 1..64" "$tmp/err"
 
+# --report of the build at a size: each kernel's calls and time per call
+# from the runner's profile, the output checked but not printed.
+"$MC" --model $D/gpt2_tiny.onnx --db /nonexistent/none.db --input-shape input_ids=1,seq \
+  --dim seq=1..64 --report --repeat 2 --size seq=9 >"$tmp/out" 2>"$tmp/err"
+check lm_dyn_report test $? -eq 0
+check lm_dyn_report_sizes grep -q "sizes: seq=9" "$tmp/out"
+check lm_dyn_report_kernel grep -Eq "^gpt2_tiny_softmax +2 +[0-9.]+ us +[0-9.]+%  untuned" "$tmp/out"
+check lm_dyn_report_total grep -q "^kernels total: " "$tmp/out"
+check lm_dyn_report_no_output test "$(grep -c '^output ' "$tmp/out")" -eq 0
+
 # Refused: a --dim no input shape names; a bad spelling; a range too small.
 "$MC" --model $D/gpt2_tiny.onnx --db /nonexistent/none.db --input-shape input_ids=1,8 \
   --dim seq=1..64 >"$tmp/out" 2>"$tmp/err"
@@ -163,8 +173,11 @@ check lm_dyn_dump_tasks_symbolic test $n_sym -gt 5
 check lm_dyn_dump_tasks_check test $n_bad -eq 0
 
 # Tuning across lengths: mlc-tune --dim tunes each kernel that takes the
-# length at 1, 16 and 64 (stored as seq=16), and mlc-compile --dim builds
-# every kernel with such records from them: the same logits as untuned.
+# length as its specializations at 1, 16 and 64 (stored as seq=16; 12
+# trials measure the default schedules at the bound, where the time is),
+# and mlc-compile --dim builds every kernel with such records from them,
+# the other sizes taking their own default schedule: the same logits as
+# untuned.
 "$B/bin/mlc-tune" --model $D/gpt2_tiny.onnx --input-shape input_ids=1,seq --dim seq=1..64 \
   --db "$tmp/t.db" --trials 12 >"$tmp/out" 2>"$tmp/err"
 check lm_dyn_tune test $? -eq 0 || tail -5 "$tmp/err"
@@ -172,7 +185,7 @@ check lm_dyn_tune_at_sizes grep -q "gpt2_tiny_add14@seq=16" "$tmp/out"
 "$MC" --model $D/gpt2_tiny.onnx --db "$tmp/t.db" --input-shape input_ids=1,seq --dim seq=1..64 \
   --run --repeat 1 --input $D/gpt2_s7_input_ids.npy --run-output "$tmp/tuned.npy" >"$tmp/out" 2>"$tmp/err"
 check lm_dyn_tuned_build_runs test $? -eq 0
-check lm_dyn_tuned_build_from_sizes grep -q "at seq=1,16,64)" "$tmp/err"
+check lm_dyn_tuned_build_from_sizes grep -q "at seq=64; default at 1,16)" "$tmp/err"
 matches_pytorch lm_dyn_tuned_matches_pytorch "tuned build s=7" "$tmp/tuned.npy" $D/gpt2_s7_logits.npy
 
 echo "lm_dynamic: $fails failed"

@@ -281,15 +281,17 @@ check tune_size_static_refused grep -q -- "--size given, but the function has no
 
 # Tuning carries across sizes: a kernel of size vars tuned at two sizes is
 # compiled once, each size's best record that replays on it serving the
-# sizes up to it (n=1 one schedule, 2 to 64 the other, above 64 up to its
-# bound 160 the default schedule), and the object is right at every size
-# (checked from C against plain loops).
+# sizes up to it, and the sizes it is tuned at by default that have no
+# record the default schedule of that size (n=1 one record, 2 to 16 the
+# default at 16, 17 to 64 the other record, then the defaults at 128 and
+# at its bound 160), and the object is right at every size (checked from
+# C against plain loops).
 D=tests/kernels/sym_dense.py
 "$TUNE" --task-file "$D" --size n=1,64 --trials 8 $Q --db "$tmp/dense.db" >/dev/null 2>"$tmp/err"
 check tune_size_dense_exit test $? -eq 0
 $B/bin/mlc-compile --task-file "$D" --db "$tmp/dense.db" -o "$tmp/dense.o" --header "$tmp/dense.h" 2>"$tmp/cerr"
 check tune_size_compile_exit test $? -eq 0
-check tune_size_compile_from_record grep -q 'record [0-9]* ([0-9.]* us at n=1,64, default above)' "$tmp/cerr"
+check tune_size_compile_from_record grep -q 'record [0-9]* ([0-9.]* us at n=1,64; default at 16,128,160)' "$tmp/cerr"
 cat >"$tmp/dense_main.c" <<'CEOF'
 #include <math.h>
 #include <stdio.h>
@@ -298,8 +300,8 @@ static float X[160 * 256], W[256 * 256], Y[160 * 256];
 int main(void) {
   for (int i = 0; i < 160 * 256; i++) X[i] = (float)(i % 13) * 0.125f - 0.75f;
   for (int i = 0; i < 256 * 256; i++) W[i] = (float)(i % 7) * 0.25f - 0.5f;
-  int64_t ns[] = {1, 37, 64, 160};
-  for (int t = 0; t < 4; t++) {
+  int64_t ns[] = {1, 9, 16, 37, 64, 100, 128, 160};
+  for (int t = 0; t < 8; t++) {
     int64_t n = ns[t];
     if (sym_dense_call(X, W, Y, n) != 0) return 1;
     for (int64_t i = 0; i < n; i++)
