@@ -17,7 +17,8 @@
  * against the static build of that length); then the tuning wall seconds
  * of the one dynamic tuning against the static ones together. Goals of
  * the issue: every length within 1.15x, the dynamic tuning at most a
- * quarter of the static ones together. */
+ * quarter of the static ones together. --keep leaves the databases in
+ * /tmp (mlc-compile --report --db on them says per kernel what ran). */
 #include "bench/results.h"
 #include "frontend/frontend.h"
 #include "graph/graph.h"
@@ -45,6 +46,7 @@ typedef struct setup {
   int n_lengths;
   int64_t bound;
   int trials, dyn_trials, rounds;
+  bool keep; /* leave the tuning databases in /tmp (their paths printed) */
 } setup;
 
 /* A compiled module and its runner; the arrays of one length. */
@@ -115,6 +117,11 @@ static double tune(const char *db_path, const mlc_gmodule *m, const mlc_target *
   return (bench_now_ms() - t0) / 1e3;
 }
 
+static void done_with_db(const setup *s, const char *path) {
+  if (s->keep) printf("# kept %s\n", path);
+  else bench_remove_db(path);
+}
+
 static void parse_args(int argc, char **argv, setup *s, const char **results) {
   static const int64_t real[] = {16, 64, 128, 256, 384}, smoke[] = {5, 16, 33, 64};
   bool is_smoke = false;
@@ -128,9 +135,10 @@ static void parse_args(int argc, char **argv, setup *s, const char **results) {
     else if (strcmp(argv[i], "--trials") == 0 && i + 1 < argc) s->trials = atoi(argv[++i]);
     else if (strcmp(argv[i], "--dyn-trials") == 0 && i + 1 < argc) s->dyn_trials = atoi(argv[++i]);
     else if (strcmp(argv[i], "--lengths") == 0 && i + 1 < argc) lengths = argv[++i];
+    else if (strcmp(argv[i], "--keep") == 0) s->keep = true;
     else {
       fprintf(stderr, "usage: bench_dynamic [--smoke] [--trials N] [--dyn-trials N] [--lengths L,L,...] "
-                      "[--results FILE]\n");
+                      "[--keep] [--results FILE]\n");
       exit(2);
     }
   }
@@ -198,7 +206,7 @@ int main(int argc, char **argv) {
   snprintf(db, sizeof db, "/tmp/bench_dynamic_%d_dyn.db", (int)getpid());
   double dyn_wall = tune(db, dyn.m, &t, s.dyn_trials);
   if (!build(&dyn, &t, db, "dyn", &err)) die("dynamic build", err.msg);
-  bench_remove_db(db);
+  done_with_db(&s, db);
 
   bench_case cases[MAX_LENGTHS + 1];
   double static_wall = 0;
@@ -210,7 +218,7 @@ int main(int argc, char **argv) {
     snprintf(db, sizeof db, "/tmp/bench_dynamic_%d_s%lld.db", (int)getpid(), (long long)L);
     static_wall += tune(db, st.m, &t, s.trials);
     if (!build(&st, &t, db, mlc_arena_printf(a, "s%lld", (long long)L), &err)) die("static build", err.msg);
-    bench_remove_db(db);
+    done_with_db(&s, db);
     mlc_array **in = make_inputs(st.m, L), **out_s = make_outputs(st.m, L), **out_d = make_outputs(dyn.m, L);
     const mlc_gfunc *f = mlc_graph_main(st.m);
     for (int k = 0; k < f->n_params; k++) st.io[k] = dyn.io[k] = in[k]->data;

@@ -101,6 +101,8 @@ mlc_prim_func *mlc_graph_task_func(mlc_arena *a, const mlc_gtask *t) {
   return f;
 }
 
+enum { ANCHOR_SIZE = 128 };
+
 /* The sizes a kernel of size vars is tuned at: for one size var
  * mlc_size_samples', else every size at its bound (one run); *count of
  * them, each a row of f->n_sizes values. */
@@ -142,24 +144,30 @@ int mlc_graph_tuner_tasks(mlc_arena *a, const mlc_gmodule *m, mlc_tuner_task **o
     const char *name = mlc_graph_symbol(a, m, gt[i].func);
     mlc_prim_func *f = mlc_graph_task_func(a, &gt[i]);
     if (!f->n_sizes) {
-      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, f, gt[i].calls, 0, NULL, 0, 1}));
+      MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, f, gt[i].calls, 0, NULL, 0, 1, false}));
       continue;
     }
     /* A kernel of size vars is tuned as its specializations: a family
-     * led by the last, at the largest sizes. */
+     * led by the last, at the largest sizes, and warmed up at the largest
+     * up to ANCHOR_SIZE (measuring there costs less than at a large
+     * bound, and says as much of where the time goes). */
     int count;
     int64_t *rows = tuned_sizes(a, f, &count);
-    int first = ts.len;
+    int first = ts.len, anchor = first;
     for (int r = 0; r < count; r++) {
       mlc_error err;
       const int64_t *v = rows + (size_t)r * (size_t)f->n_sizes;
       mlc_prim_func *g = mlc_func_specialize(a, f, v, &err);
       MLC_ASSERT(g); /* the sizes lie in the bounds, which the verifier checked */
+      bool small = true;
+      for (int k = 0; k < f->n_sizes; k++) small = small && v[k] <= ANCHOR_SIZE;
+      if (small) anchor = ts.len;
       MLC_VEC_APUSH(a, ts, ((mlc_tuner_task){name, g, gt[i].calls, 0, sizes_shape(a, f, v),
-                                             i + 1, work_at(g, f->n_sizes, v)}));
+                                             i + 1, work_at(g, f->n_sizes, v), false}));
     }
     double lead = ts.data[ts.len - 1].size_ratio;
     for (int r = first; r < ts.len; r++) ts.data[r].size_ratio /= lead;
+    ts.data[anchor].anchor = true;
   }
   mlc_free(gt);
   *out = ts.data;

@@ -192,16 +192,35 @@ static int by_size(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* The sizes a kernel of one size var is tuned at (mlc_size_samples) that
- * have no variant among vs (nv of them) get the default schedule of f's
- * instance there, as an untuned build at that size has (the task
- * scheduler tunes the sizes that pay and measures no others; a schedule
- * for many rows shrunk to one, or the converse, is slower than it), and
- * one that serves the sizes above the largest sample. Appended; returns
- * the new count. */
+enum { MAX_DISPATCH = 16 };
+
+/* The sizes a kernel of one size var branches at when some are untuned:
+ * its least, then 16 and its doublings, then its max, within its bounds
+ * (a schedule serves the sizes down to the next such size: tiles made for
+ * twice the rows or more run mostly in their tails); none without a
+ * declared max. */
+static int dispatch_sizes(const mlc_size_var *sv, int64_t *vals) {
+  int64_t lo, hi;
+  mlc_size_default_bounds(sv->var->dtype, &lo, &hi);
+  if (sv->hi == hi) return 0;
+  int n = 0;
+  vals[n++] = sv->lo > 1 ? sv->lo : 1;
+  for (int64_t v = 16; v < sv->hi && n < MAX_DISPATCH - 1; v *= 2)
+    if (v > vals[n - 1]) vals[n++] = v;
+  if (sv->hi > vals[n - 1]) vals[n++] = sv->hi;
+  return n;
+}
+
+/* The sizes a kernel of one size var branches at (dispatch_sizes) that
+ * have no variant among vs (nv of them, from records of the sizes it was
+ * tuned at) get the default schedule of f's instance there, as an untuned
+ * build at that size has (the task scheduler tunes the sizes that pay and
+ * measures no others; a schedule for many rows shrunk to one, or the
+ * converse, is slower than it), and one that serves the sizes above the
+ * largest. Appended; returns the new count. */
 static int add_default_variants(mlc_arena *a, const mlc_prim_func *f, sized_variant *vs, int nv) {
-  int64_t samples[4];
-  int ns = mlc_size_samples(&f->sizes[0], samples), n = nv;
+  int64_t samples[MAX_DISPATCH];
+  int ns = dispatch_sizes(&f->sizes[0], samples), n = nv;
   int64_t largest = 0;
   for (int i = 0; i < ns; i++) {
     bool have = false;
@@ -214,6 +233,20 @@ static int add_default_variants(mlc_arena *a, const mlc_prim_func *f, sized_vari
   if (largest < f->sizes[0].hi) /* above every size tuned or sampled (no declared max) */
     vs[n++] = (sized_variant){mlc_tuner_cpu_default_schedule(a, f), 0, f->sizes[0].hi, 0, NULL};
   return n;
+}
+
+/* Neighbouring default variants (vs sorted by size) that schedule alike
+ * as one, serving up to the larger size: one copy of the code. Returns
+ * the new count. */
+static int merge_equal_defaults(sized_variant *vs, int nv) {
+  int m = 0;
+  for (int i = 0; i < nv; i++) {
+    sized_variant *prev = m > 0 ? &vs[m - 1] : NULL;
+    if (prev && !prev->record_id && !vs[i].record_id && mlc_func_struct_equal(prev->sched, vs[i].sched))
+      prev->size = vs[i].size;
+    else vs[m++] = vs[i];
+  }
+  return m;
 }
 
 /* "seq=16,384; default at 1,128": the sizes of the variants vs (sorted;
@@ -248,7 +281,7 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
   size_row *sizes = MLC_NEW_ARRAY(q, size_row, n + 1);
   double *weight = MLC_NEW_ARRAY(q, double, n + 1);
   bool *match = MLC_NEW_ARRAY(q, bool, n + 1);
-  sized_variant *vs = MLC_NEW_ARRAY(q, sized_variant, n + 6);
+  sized_variant *vs = MLC_NEW_ARRAY(q, sized_variant, n + MAX_DISPATCH + 2);
   int nv = 0;
   for (int i = 0; i < n; i++) match[i] = tuned_sizes(q, f, &ws[i], sizes[i].v, &weight[i]);
   size_t len = strlen(out->note);
@@ -272,6 +305,7 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
     if (f->n_sizes == 1) nv = add_default_variants(q, f, vs, nv);
     if (nv > 1) {
       qsort(vs, (size_t)nv, sizeof *vs, by_size);
+      nv = merge_equal_defaults(vs, nv);
       const mlc_prim_func **scheds = MLC_NEW_ARRAY(q, const mlc_prim_func *, nv);
       int64_t *upto = MLC_NEW_ARRAY(q, int64_t, nv);
       const char **tags = MLC_NEW_ARRAY(q, const char *, nv);

@@ -103,22 +103,42 @@ static int family_start(const sched_run *r, int i) {
   return i;
 }
 
-/* Task i's time: its best, else (a member not measured yet) its lead's
- * scaled by its work; 0: none. */
+/* The member a family's warm-up measures (a task of no family is its own). */
+static bool is_anchor(const sched_run *r, int i) {
+  return r->tasks[i].family == 0 || r->tasks[i].anchor;
+}
+
+/* The member whose times i's family scales for members not measured yet:
+ * the anchor once measured, else a measured one; -1: none. */
+static int scale_from(const sched_run *r, int i) {
+  int pick = -1;
+  for (int j = family_start(r, i); r->tasks[i].family && j <= lead_of(r, i); j++)
+    if (r->best[j].len > 0 && (pick < 0 || r->tasks[j].anchor)) pick = j;
+  return pick;
+}
+
+static double scaled(const sched_run *r, int i, int from, double t) {
+  return t * r->tasks[i].size_ratio / r->tasks[from].size_ratio;
+}
+
+/* Task i's time: its best, else (a member not measured yet) another's
+ * scaled by their work; 0: none. */
 static double task_time(const sched_run *r, int i) {
   const history *h = &r->best[i];
   if (h->len > 0) return h->data[h->len - 1];
-  return leads(r, i) ? 0 : task_time(r, lead_of(r, i)) * r->tasks[i].size_ratio;
+  int j = scale_from(r, i);
+  return j < 0 ? 0 : scaled(r, i, j, task_time(r, j));
 }
 
-/* Its untuned time: its default schedule's, else its first, else the
- * lead's scaled. */
+/* Its untuned time: its default schedule's, else its first, else
+ * another's scaled. */
 static double untuned_time(const sched_run *r, int i) {
   if (r->st[i].default_sec > 0) return r->st[i].default_sec;
   const history *h = &r->best[i];
   for (int k = 0; k < h->len; k++)
     if (h->data[k] > 0) return h->data[k];
-  return leads(r, i) ? 0 : untuned_time(r, lead_of(r, i)) * r->tasks[i].size_ratio;
+  int j = h->len == 0 ? scale_from(r, i) : -1;
+  return j < 0 ? 0 : scaled(r, i, j, untuned_time(r, j));
 }
 
 /* calls, and for a member the lead's untuned time over its own: each size
@@ -137,13 +157,15 @@ static int total_trials(const sched_run *r) {
 }
 
 /* The model's estimate: calls x time summed over the tasks (each task's
- * best, or its default schedule's; of a family its lead: the model at the
- * bounds); 0 when some task has no such time. */
+ * best, or its default schedule's; of a family its lead, estimated when
+ * not measured: the model at the bounds); 0 when some task has no such
+ * time. */
 static double est_sec(const sched_run *r, bool defaults) {
   double s = 0;
   for (int i = 0; i < r->n; i++) {
     if (!leads(r, i)) continue;
     double t = defaults ? r->st[i].default_sec : r->st[i].best_sec;
+    if (t <= 0 && r->tasks[i].family) t = defaults ? untuned_time(r, i) : task_time(r, i);
     if (t <= 0) return 0;
     s += r->tasks[i].weight * t;
   }
@@ -176,8 +198,10 @@ static int next_task(sched_run *r) {
     }
     return -1;
   }
-  for (int i = 0; i < r->n; i++) /* warm-up: each task (of a family, the lead) once */
-    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0 && leads(r, i)) return i;
+  for (int i = 0; i < r->n; i++) /* warm-up: each task (of a family, the anchor) once */
+    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0 && is_anchor(r, i) &&
+        scale_from(r, i) < 0)
+      return i;
   int pick = -1;
   for (int i = 0; i < r->n; i++) {
     if (r->st[i].done) continue;
@@ -237,7 +261,7 @@ static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error
    * before the first search round, which then goes where the model's time
    * is. */
   if (r->o->kind == MLC_TUNER_SCHED_GRADIENT && !to.no_default_candidate && st->rounds == 0 &&
-      r->best[i].len == 0 && leads(r, i))
+      r->best[i].len == 0 && is_anchor(r, i) && scale_from(r, i) < 0)
     to.trials_per_round = 1;
   to.trials = st->trials + to.trials_per_round;
   to.remeasure_top = 0; /* the rounds' own times rank the records */

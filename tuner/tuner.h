@@ -320,6 +320,7 @@ typedef struct mlc_tuner_task {
    * bounds) leads the family. */
   int family;
   double size_ratio; /* a family member's work against its lead's (1: the lead) */
+  bool anchor;       /* the member the warm-up measures (one a family) */
 } mlc_tuner_task;
 
 typedef enum mlc_tuner_task_sched {
@@ -388,8 +389,8 @@ typedef struct mlc_tuner_sched_result {
  * (best[]: the task's best time after each of its rounds): the kernels
  * that dominate model latency (calls x time) and still improve get the
  * trials. The specializations of a kernel of size vars (a family) share
- * what tuning finds: only the lead (the bounds) has a warm-up round, the
- * others start from its time scaled by size_ratio; each member's weight
+ * what tuning finds: only the anchor has a warm-up round, the others
+ * start from its time scaled by their size_ratio; each member's weight
  * is scaled by the lead's untuned time over its own, so that every size
  * counts by its share of the model's time at that size (ties go to the
  * larger time); and each round of a member first measures the best

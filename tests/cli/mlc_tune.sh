@@ -281,17 +281,18 @@ check tune_size_static_refused grep -q -- "--size given, but the function has no
 
 # Tuning carries across sizes: a kernel of size vars tuned at two sizes is
 # compiled once, each size's best record that replays on it serving the
-# sizes up to it, and the sizes it is tuned at by default that have no
-# record the default schedule of that size (n=1 one record, 2 to 16 the
-# default at 16, 17 to 64 the other record, then the defaults at 128 and
-# at its bound 160), and the object is right at every size (checked from
-# C against plain loops).
+# sizes down to the size below, and the sizes it branches at without a
+# record (16 and its doublings, its bound) the default schedule of that
+# size, neighbours that schedule alike as one (n=1 one record, 2 to 32
+# the default at 16 and 32, 33 to 64 the other record, then the defaults
+# at 128 and at its bound 160), and the object is right at every size
+# (checked from C against plain loops).
 D=tests/kernels/sym_dense.py
 "$TUNE" --task-file "$D" --size n=1,64 --trials 8 $Q --db "$tmp/dense.db" >/dev/null 2>"$tmp/err"
 check tune_size_dense_exit test $? -eq 0
 $B/bin/mlc-compile --task-file "$D" --db "$tmp/dense.db" -o "$tmp/dense.o" --header "$tmp/dense.h" 2>"$tmp/cerr"
 check tune_size_compile_exit test $? -eq 0
-check tune_size_compile_from_record grep -q 'record [0-9]* ([0-9.]* us at n=1,64; default at 16,128,160)' "$tmp/cerr"
+check tune_size_compile_from_record grep -q 'record [0-9]* ([0-9.]* us at n=1,64; default at 32,128,160)' "$tmp/cerr"
 cat >"$tmp/dense_main.c" <<'CEOF'
 #include <math.h>
 #include <stdio.h>
