@@ -382,6 +382,7 @@ static void take_proposed(mlc_tuner_search *s, int n) {
   for (; k < s->proposed.len && s->batch.len < n; k++)
     if (!hs_has(&s->measured, s->proposed.data[k].hash)) take(s, &s->proposed.data[k], false);
     else mlc_sched_free(s->proposed.data[k].s);
+  if (k == 0) return;
   memmove(s->proposed.data, s->proposed.data + k, sizeof(item) * (size_t)(s->proposed.len - k));
   s->proposed.len -= k;
 }
