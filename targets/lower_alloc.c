@@ -1,8 +1,8 @@
 /* Passes 2 and 3 of mlc_target_lower: where each intermediate buffer lives
  * and how big it is, then row-major flattening of every access.
  *
- * Placement. A root alloc goes to the lowest loop whose body contains all
- * its uses (their loop paths' longest common prefix), as TVM's
+ * Placement. A root alloc goes to the lowest loop body or branch of an if
+ * that contains all its uses (their paths' longest common prefix), as TVM's
  * PlanAndUpdateBufferAllocationLocation does, but never inside a loop a
  * reduction into the buffer accumulates over (its iterations share the
  * partial sums), inside a vectorized loop (lanes would need copies), or,
@@ -29,17 +29,29 @@ static mlc_stmt **dup_stack(mlc_arena *a, mlc_stmt *const *data, int len) {
 
 /* ---- placement ------------------------------------------------------------ */
 
+/* A place an allocation can wrap: a loop's body or a branch of an if. */
+typedef struct scope {
+  mlc_stmt *s;     /* the FOR or IF */
+  mlc_stmt **body; /* the statement it runs there */
+} scope;
+
+static scope *dup_scopes(mlc_arena *a, const scope *data, int len) {
+  scope *out = MLC_NEW_ARRAY(a, scope, len + 1);
+  for (int i = 0; i < len; i++) out[i] = data[i];
+  return out;
+}
+
 typedef struct place_info {
   mlc_buffer *buf;
-  mlc_stmt **path; /* loops enclosing the first use, outermost first */
-  int depth;       /* length of the common prefix of all uses; -1: unused */
+  scope *path; /* scopes enclosing the first use, outermost first */
+  int depth;   /* length of the common prefix of all uses; -1: unused */
 } place_info;
 
 typedef struct place_ctx {
   mlc_arena *a;
   place_info *infos;
   int n;
-  MLC_VEC(mlc_stmt *) stack;
+  MLC_VEC(scope) stack;
 } place_ctx;
 
 static void note_use(place_ctx *pc, const mlc_buffer *b) {
@@ -48,10 +60,10 @@ static void note_use(place_ctx *pc, const mlc_buffer *b) {
     if (pi->buf != b) continue;
     if (pi->depth < 0) {
       pi->depth = pc->stack.len;
-      pi->path = dup_stack(pc->a, pc->stack.data, pc->stack.len);
+      pi->path = dup_scopes(pc->a, pc->stack.data, pc->stack.len);
     } else {
       int d = 0;
-      while (d < pi->depth && d < pc->stack.len && pi->path[d] == pc->stack.data[d]) d++;
+      while (d < pi->depth && d < pc->stack.len && pi->path[d].body == pc->stack.data[d].body) d++;
       pi->depth = d;
     }
     return;
@@ -71,7 +83,7 @@ static void place_walk(place_ctx *pc, mlc_stmt *s) {
   case MLC_STMT_FOR:
     lower_visit_expr(s->loop.min, place_expr, pc);
     lower_visit_expr(s->loop.extent, place_expr, pc);
-    MLC_VEC_APUSH(pc->a, pc->stack, s);
+    MLC_VEC_APUSH(pc->a, pc->stack, ((scope){s, &s->loop.body}));
     place_walk(pc, s->loop.body);
     pc->stack.len--;
     return;
@@ -83,10 +95,16 @@ static void place_walk(place_ctx *pc, mlc_stmt *s) {
     note_use(pc, s->store.buf);
     lower_visit_exprs(s, place_expr, pc);
     return;
-  case MLC_STMT_IF:
+  case MLC_STMT_IF: /* each branch a scope: a kernel's variants allocate only their own */
     lower_visit_expr(s->if_.cond, place_expr, pc);
+    MLC_VEC_APUSH(pc->a, pc->stack, ((scope){s, &s->if_.then_s}));
     place_walk(pc, s->if_.then_s);
-    place_walk(pc, s->if_.else_s);
+    pc->stack.len--;
+    if (s->if_.else_s) {
+      MLC_VEC_APUSH(pc->a, pc->stack, ((scope){s, &s->if_.else_s}));
+      place_walk(pc, s->if_.else_s);
+      pc->stack.len--;
+    }
     return;
   case MLC_STMT_ALLOCATE: place_walk(pc, s->alloc.body); return;
   case MLC_STMT_EVALUATE: lower_visit_exprs(s, place_expr, pc); return;
@@ -101,6 +119,7 @@ static bool is_carried(const lower_state *st, const mlc_buffer *b, const mlc_stm
 }
 
 static bool blocks_placement(const lower_state *st, const mlc_buffer *b, const mlc_stmt *loop) {
+  if (loop->kind != MLC_STMT_FOR) return false;
   if (loop->loop.kind == MLC_FOR_VECTORIZED) return true;
   if (strncmp(b->scope, "shared", 6) == 0 && loop->loop.kind == MLC_FOR_THREAD_BINDING &&
       loop->loop.thread && strncmp(loop->loop.thread, "threadIdx", 9) == 0)
@@ -119,12 +138,12 @@ mlc_stmt *lower_place_allocs(lower_state *st, mlc_stmt *body) {
     place_info *pi = &pc.infos[i];
     if (pi->depth < 0) continue; /* never used: nothing to allocate */
     int d = 0;
-    while (d < pi->depth && !blocks_placement(st, pi->buf, pi->path[d])) d++;
+    while (d < pi->depth && !blocks_placement(st, pi->buf, pi->path[d].s)) d++;
     if (d == 0) {
       body = mlc_allocate_new(st->a, pi->buf, body);
     } else {
-      mlc_stmt *loop = pi->path[d - 1];
-      loop->loop.body = mlc_allocate_new(st->a, pi->buf, loop->loop.body);
+      mlc_stmt **at = pi->path[d - 1].body;
+      *at = mlc_allocate_new(st->a, pi->buf, *at);
     }
   }
   return body;
