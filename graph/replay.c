@@ -249,15 +249,15 @@ static int merge_equal_defaults(sized_variant *vs, int nv) {
   return m;
 }
 
-/* "seq=16,384; default at 1,128": the sizes of the variants vs (sorted;
- * ntuned of them from records) of a kernel of one size var. */
+/* "seq=16,384; default at 1,128": the sizes of the variants vs (sorted
+ * by size) of a kernel of one size var, those of records first. */
 static void tuned_at_list(char *buf, size_t cap, const mlc_prim_func *f, const sized_variant *vs,
-                          int nv, int ntuned) {
+                          int nv) {
   mlc_str s = {0};
   mlc_str_printf(&s, "%s=", f->sizes[0].var->name);
   for (int i = 0, k = 0; i < nv; i++)
     if (vs[i].record_id) mlc_str_printf(&s, "%s%lld", k++ ? "," : "", (long long)vs[i].size);
-  for (int i = 0, k = 0; i < nv && ntuned < nv; i++)
+  for (int i = 0, k = 0; i < nv; i++)
     if (!vs[i].record_id)
       mlc_str_printf(&s, "%s%lld", k++ ? "," : "; default at ", (long long)vs[i].size);
   snprintf(buf, cap, "%s", mlc_str_cstr(&s));
@@ -266,8 +266,9 @@ static void tuned_at_list(char *buf, size_t cap, const mlc_prim_func *f, const s
 
 /* A kernel of size vars has no records of its own: it takes the records
  * of the sizes it was tuned at (workloads that are its specializations).
- * With one size var, the schedule tuned at each size serves the sizes up
- * to it (the largest serves above), one kernel dispatching by size;
+ * With one size var, one kernel dispatches by size: the schedule tuned at
+ * each size serves the sizes down to the next branch point, the branch
+ * points without a record their own default (add_default_variants);
  * otherwise the largest tuned sizes' record serves all. Each record is
  * trusted as any other (it must replay to the function it measured); its
  * trace must then replay on the kernel and verify. */
@@ -301,7 +302,6 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
     const sized_variant *top = &top_v;
     mlc_prim_func *chosen = top->sched;
     snprintf(out->tuned_at, sizeof out->tuned_at, "%s", top->shape);
-    int ntuned = nv;
     if (f->n_sizes == 1) nv = add_default_variants(q, f, vs, nv);
     if (nv > 1) {
       qsort(vs, (size_t)nv, sizeof *vs, by_size);
@@ -318,7 +318,7 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
       mlc_prim_func *sel = mlc_func_select_by_size(q, f, nv, scheds, upto, tags, &why);
       if (sel && mlc_verify_func(sel, &why)) {
         chosen = sel;
-        tuned_at_list(out->tuned_at, sizeof out->tuned_at, f, vs, nv, ntuned);
+        tuned_at_list(out->tuned_at, sizeof out->tuned_at, f, vs, nv);
       } else {
         add_note(out, &len, 0, NULL, "the schedules of the tuned sizes do not combine; the "
                                      "largest sizes' serves every size");
