@@ -349,14 +349,44 @@ static bool symbolic_first(mlc_sched *s, int n, const mlc_rv *rvs, mlc_rv *order
   return mlc_sched_reorder(s, n, order, err);
 }
 
-bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
-                    mlc_rv *out, mlc_error *err) {
-  int64_t ext[64];
-  int sym = -1; /* the loop of symbolic extent, if any */
-  mlc_rv order[64];
-  if (n >= 2 && n <= 64 && !symbolic_first(s, n, rvs, order, err)) return false;
-  if (n >= 2 && n <= 64) rvs = order;
-  if (!fuse_check(s, n, rvs, ext, &sym, err)) return false;
+/* With the state keeping the loop order (fuse_outer_min): how many of the
+ * loops to fuse, those outside the one of symbolic extent, when they run
+ * at least fuse_outer_min times together; 0 when the whole list fuses. */
+static int kept_order_prefix(mlc_sched *s, int n, const mlc_rv *rvs) {
+  if (s->fuse_outer_min <= 0) return 0;
+  int64_t outer = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t mn, ext;
+    bool symbolic;
+    mlc_error ignored; /* fuse_check says why */
+    if (!sched_check_loop(s, "fuse", rvs[i], &ignored)) return 0;
+    if (!sched_loop_range(s, s->rvs.data[rvs[i]].loop, &mn, &ext, &symbolic)) return 0;
+    if (symbolic) return i > 0 && outer >= s->fuse_outer_min ? i : 0;
+    if (mlc_mul_overflow(outer, ext, &outer)) return 0;
+  }
+  return 0;
+}
+
+/* The loops of rvs from m on, which a Fuse keeping the order leaves
+ * inside the fused ones: still a chain, each the body of the previous. */
+static bool unfused_rest_check(mlc_sched *s, int m, int n, const mlc_rv *rvs, mlc_error *err) {
+  char d[96], d2[96];
+  for (int i = m; i < n; i++) {
+    if (!sched_check_loop(s, "fuse", rvs[i], err) || !plain_loop_check(s, "fuse", rvs[i], err))
+      return false;
+    if (s->rvs.data[rvs[i - 1]].loop->loop.body != s->rvs.data[rvs[i]].loop)
+      return mlc_error_set(err,
+                           "fuse: %s is not the only child of %s: fused loops must be adjacent, "
+                           "each the body of the previous one",
+                           sched_rv_desc(s, rvs[i], d), sched_rv_desc(s, rvs[i - 1], d2));
+  }
+  return true;
+}
+
+/* The first n of rvs (checked by fuse_check: ext their extents, sym the
+ * symbolic one or -1) fused into one loop, which takes their place. */
+static mlc_stmt *fuse_loops(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
+                            const int64_t *ext, int sym) {
   mlc_arena *a = s->arena;
   mlc_stmt *first = s->rvs.data[rvs[0]].loop;
   mlc_stmt *last = s->rvs.data[rvs[n - 1]].loop;
@@ -404,9 +434,29 @@ bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_i
   *sched_child_slot(path[depth - 2], first) = fused;
   sched_subst_inplace(a, body, n, vars, vals);
   sched_simplify_bindings(s, body);
+  return fused;
+}
 
+bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *rvs, bool preserve_unit_iters,
+                    mlc_rv *out, mlc_error *err) {
+  int64_t ext[64];
+  int sym = -1; /* the loop of symbolic extent, if any */
+  mlc_rv order[64];
+  const mlc_rv *given = rvs;
+  int m = n >= 2 && n <= 64 ? kept_order_prefix(s, n, rvs) : 0; /* loops fused */
+  if (m > 0) {
+    if (m > 1 && !fuse_check(s, m, rvs, ext, &sym, err)) return false;
+    if (!unfused_rest_check(s, m, n, rvs, err)) return false;
+  } else {
+    if (n >= 2 && n <= 64 && !symbolic_first(s, n, rvs, order, err)) return false;
+    if (n >= 2 && n <= 64) rvs = order;
+    if (!fuse_check(s, n, rvs, ext, &sym, err)) return false;
+    m = n;
+  }
+  mlc_stmt *fused = m > 1 ? fuse_loops(s, m, rvs, preserve_unit_iters, ext, sym)
+                          : s->rvs.data[rvs[0]].loop;
   mlc_operand in[64];
-  for (int i = 0; i < n; i++) in[i] = MLC_OP_RV(rvs[i]);
+  for (int i = 0; i < n; i++) in[i] = MLC_OP_RV(m < n ? given[i] : rvs[i]);
   *out = sched_new_rv(s, MLC_RV_LOOP, NULL, fused, 0);
   mlc_attr at = sched_attr_bool("preserve_unit_iters", preserve_unit_iters);
   sched_record(s, MLC_INST_FUSE, n, in, 1, &at, 1, out);

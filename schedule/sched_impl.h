@@ -24,6 +24,7 @@ struct mlc_sched {
   MLC_VEC(rv_entry) rvs;
   mlc_trace trace; /* rv_kinds mirrors rvs */
   int height;      /* sched_func_height's cache; 0: unknown (every recorded primitive resets it) */
+  int64_t fuse_outer_min; /* mlc_sched_set_fuse_outer_min; 0: Fuse moves a symbolic loop outermost */
 };
 
 /* How deep a function may nest (statements from the root realize down to

@@ -233,10 +233,23 @@ bool mlc_sched_split(mlc_sched *s, mlc_rv loop, int n, const mlc_operand *factor
  * and no block binding a spatial and a reduce iter to the fused loops (the
  * reduction would interleave with its outputs and could skip its init).
  * As in TensorIR, loops bound to a thread or carrying annotations are
- * refused. One loop may have a symbolic extent when the loops outside it
- * run once: the fused loop runs over it times the inner extents. */
+ * refused. One loop may have a symbolic extent: the fused loop runs over
+ * it times the other extents. Fusing it under loops that run more than
+ * once would need a division by a symbolic stride, so it first moves
+ * outside them (a Reorder, recorded as one), unless the state keeps the
+ * order (mlc_sched_set_fuse_outer_min). */
 bool mlc_sched_fuse(mlc_sched *s, int n, const mlc_rv *loops, bool preserve_unit_iters,
                     mlc_rv *out, mlc_error *err);
+/* How this state's Fuse treats a loop of symbolic extent under loops that
+ * together run at least min_outer times: it fuses only those outer loops
+ * (one of them is itself the result), and the symbolic loop and the loops
+ * after it stay inside in their order. A parallel fused nest then keeps
+ * the order its schedule chose: a dense layer's rows inside its weight's
+ * tiles, each weight tile read once by one thread, instead of every
+ * thread reading all of the weight. 0 (the default): always move the
+ * symbolic loop outermost. Replays of a trace must use the same setting
+ * to give the same function. */
+void mlc_sched_set_fuse_outer_min(mlc_sched *s, int64_t min_outer);
 /* Reorder loops that lie on one chain of single-child loops (each given
  * loop an ancestor or descendant of the others, no branch in between):
  * the given loops take the positions they occupy, in the order given;

@@ -326,6 +326,10 @@ mlc_sched *mlc_sched_try_new(const mlc_prim_func *f, uint64_t seed, mlc_error *e
 
 void mlc_sched_seed(mlc_sched *s, uint64_t seed) { mlc_pcg32_seed(&s->rng, seed, 0x5eed); }
 
+void mlc_sched_set_fuse_outer_min(mlc_sched *s, int64_t min_outer) {
+  s->fuse_outer_min = min_outer > 0 ? min_outer : 0;
+}
+
 void mlc_sched_free(mlc_sched *s) {
   if (!s) return;
   mlc_arena_free(s->arena);
@@ -355,6 +359,7 @@ mlc_sched *mlc_sched_copy(const mlc_sched *src) {
   s->arena = mlc_arena_new();
   s->func = mlc_func_copy(s->arena, src->func);
   s->rng = src->rng;
+  s->fuse_outer_min = src->fuse_outer_min;
   MLC_VEC(mlc_stmt *) from = {0}, to = {0};
   preorder(s->arena, src->func->body, &from);
   preorder(s->arena, s->func->body, &to);

@@ -126,6 +126,46 @@ static void test_fuse_and_parallel(void) {
   mlc_sched_free(s);
 }
 
+/* A state keeping the loop order (mlc_sched_set_fuse_outer_min): loops
+ * outside the symbolic one that run often enough fuse alone, the rest
+ * stays inside in order; too few, and the symbolic loop moves out as by
+ * default. The trace replays to the same function on a state set alike. */
+static void test_fuse_keeps_order(void) {
+  mlc_prim_func *f = parse(rows_src);
+  if (!f) return;
+  for (int64_t min_outer = 4; min_outer <= 5; min_outer++) {
+    mlc_error err;
+    mlc_rv b, loops[2], parts[3], fused;
+    mlc_sched *s = open_b(f, 1, &b, loops);
+    mlc_sched_set_fuse_outer_min(s, min_outer);
+    mlc_rv i = loops[0], j = loops[1];
+    CHECK(mlc_sched_split(s, j, 3, (mlc_operand[]){MLC_OP_INT(2), MLC_OP_INT(2), MLC_OP_INT(3)},
+                          true, parts, &err));
+    CHECK(mlc_sched_reorder(s, 3, (mlc_rv[]){parts[0], parts[1], i}, &err));
+    int before = mlc_sched_trace(s)->insts.len;
+    CHECK_MSG(mlc_sched_fuse(s, 3, (mlc_rv[]){parts[0], parts[1], i}, true, &fused, &err), "%s",
+              err.msg);
+    const mlc_stmt *l = mlc_sched_rv_loop(s, fused);
+    int64_t ext;
+    bool constant = mlc_expr_is_const_int(l->loop.extent, &ext);
+    if (min_outer == 4) { /* j_0 x j_1 run 4 times: they fuse, i stays inside */
+      CHECK_MSG(constant && ext == 4, "the fused loop runs over j_0 x j_1");
+      CHECK(l->loop.body->kind == MLC_STMT_FOR && !mlc_expr_is_const_int(l->loop.body->loop.extent, &ext));
+      CHECK(mlc_sched_trace(s)->insts.len == before + 1); /* the Fuse, no Reorder */
+    } else {
+      CHECK_MSG(!constant, "i moved outermost: the fused loop runs over n x 4");
+    }
+    CHECK_MSG(mlc_sched_parallel(s, fused, &err), "%s", err.msg);
+    CHECK_MSG(same_at_sizes(f, mlc_sched_func(s)), "fuse keeping order + parallel");
+    mlc_sched *r = mlc_sched_new(f, 1);
+    mlc_sched_set_fuse_outer_min(r, min_outer);
+    CHECK_MSG(mlc_sched_replay(r, mlc_sched_trace(s), NULL, NULL, &err), "%s", err.msg);
+    CHECK(mlc_func_struct_equal(mlc_sched_func(r), mlc_sched_func(s)));
+    mlc_sched_free(r);
+    mlc_sched_free(s);
+  }
+}
+
 static void test_sample_tile(void) {
   mlc_prim_func *f = parse(rows_src);
   if (!f) return;
@@ -260,6 +300,7 @@ int main(void) {
   TA = mlc_arena_new();
   RUN(test_split_tail);
   RUN(test_fuse_and_parallel);
+  RUN(test_fuse_keeps_order);
   RUN(test_sample_tile);
   RUN(test_carry_tiles);
   RUN(test_cache_write_tail);

@@ -12,6 +12,8 @@
 #include "tasks/tasks.h"
 #include "tests/test.h"
 
+#include <ctype.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +474,49 @@ static void check_sized_default(const char *src, const char *name, bool parallel
   mlc_arena_free(a);
 }
 
+/* A dense layer of few rows and a large weight: its default at 16 rows
+ * runs the rows inside the weight's column tiles, and on the function of
+ * size vars the parallel loop stays over those tiles (a constant extent),
+ * not fused under the rows: each tile of the weight is read by one
+ * thread. */
+static const char sym_wide_dense_src[] =
+    "@T.prim_func\n"
+    "def main(x: T.handle, W: T.Buffer((256, 640), \"float32\"), y: T.handle):\n"
+    "    n = T.int64(min=1, max=384)\n"
+    "    X = T.match_buffer(x, (n, 256))\n"
+    "    Y = T.match_buffer(y, (n, 640))\n"
+    "    for i, j, k in T.grid(n, 640, 256):\n"
+    "        with T.block(\"Y\"):\n"
+    "            vi, vj, vk = T.axis.remap(\"SSR\", [i, j, k])\n"
+    "            with T.init():\n"
+    "                Y[vi, vj] = T.float32(0)\n"
+    "            Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vk, vj]\n";
+
+static void test_default_sized_keeps_weight_tiles_outer(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  mlc_module *m = mlc_parse_module(a, "sym_wide_dense.py", sym_wide_dense_src, &e);
+  CHECK_MSG(m != NULL, "%s", e.msg);
+  if (!m) return mlc_arena_free(a);
+  const mlc_prim_func *f = m->funcs[0];
+  int64_t at = 16;
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule_at(a, f, &at);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *ir = mlc_str_cstr(&out), *par = strstr(ir, "T.parallel(");
+  CHECK_MSG(par && isdigit((unsigned char)par[strlen("T.parallel(")]),
+            "the parallel loop is not over the weight's tiles:\n%s", ir);
+  CHECK_MSG(mlc_verify_func(g, &e), "%s", e.msg);
+  for (int64_t n = 1; n <= 40; n += 13) {
+    char why[512];
+    mlc_prim_func *fs = mlc_func_specialize(a, f, &n, &e), *gs = mlc_func_specialize(a, g, &n, &e);
+    CHECK_MSG(fs && gs && same_results(fs, gs, true, why, sizeof why), "at %lld: %s",
+              (long long)n, why);
+  }
+  mlc_str_free(&out);
+  mlc_arena_free(a);
+}
+
 static void test_default_schedule_sized(void) {
   check_sized_default(sym_dense_src, "sym_dense.py", false, true);
   check_sized_default(sym_scores_src, "sym_scores.py", true, true);
@@ -485,5 +530,6 @@ int main(void) {
   RUN(test_packed_dense);
   RUN(test_default_schedule);
   RUN(test_default_schedule_sized);
+  RUN(test_default_sized_keeps_weight_tiles_outer);
   return test_summary();
 }
