@@ -2,19 +2,24 @@
  * small machine: every candidate costs a fixed wall time and no CPU
  * (MLC_BENCH_SLEEP_MS, measure.h), so R measurement ranks could measure R
  * candidates in that time if nothing else limited them. For R = 1, 2, 4,
- * 8, 16 it runs
+ * 8, 16, 32, 64 (oversubscribed: R+1 processes on this machine) it runs
  *
  *   mpirun --oversubscribe -n R+1 mlc-tune --task matmul --shape 64,64,64
  *     --trials T --trials-per-round B --cost-model random --no-baseline
- *     --remeasure 0 --json
+ *     --no-default --remeasure 0 --json
  *
- * and reports candidates measured per second, the efficiency (throughput /
- * R / the one-rank throughput) and rank 0's serial time per candidate
- * (search, commit, learning: the measurement ranks wait for it between
- * batches). Rank 0 becomes the bottleneck where the batch's measuring time
- * on R ranks, B / R x sleep, falls below its time per batch.
+ * with T = max(--trials, 32 R) and B = max(--batch, 4 R) (each rank gets
+ * a few candidates of every batch), and reports candidates measured per
+ * second, the efficiency (throughput / R / the one-rank throughput) and
+ * rank 0's serial time per candidate: the wall time with no batch being
+ * measured (the first search, each batch's hand-over, the last commit),
+ * as mlc-tune's "serial_sec" says; the search of each batch overlaps the
+ * measuring of the one before (mlc_tuner_tune_opts.overlap). Rank 0 is
+ * the bottleneck where its time per batch, B x (search per candidate),
+ * exceeds the batch's measuring time on R ranks, B / R x sleep.
  *
  *   bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] [--batch B]
+ *                   [--ranks 1,2,4,...] [--cost-model M]
  */
 #include "bench/results.h"
 
@@ -48,19 +53,20 @@ static double json_num(const char *js, const char *key) {
 }
 
 typedef struct run_result {
-  double measured, total_sec, search_sec, wall_sec;
+  double measured, total_sec, search_sec, serial_sec, wall_sec;
 } run_result;
 
 /* One job with `ranks` measurement ranks; false when it failed. */
-static bool run_job(int ranks, int sleep_ms, int trials, int batch, run_result *out) {
+static bool run_job(int ranks, int sleep_ms, int trials, int batch, const char *cost_model,
+                    run_result *out) {
   char db[64], cmd[8192];
   snprintf(db, sizeof db, "/tmp/mlc_bench_mpi_scale_%d.db", (int)getpid());
   unlink(db);
   snprintf(cmd, sizeof cmd,
            "MLC_BENCH_SLEEP_MS=%d mpirun --oversubscribe --bind-to none -n %d %s/bin/mlc-tune "
-           "--task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model random "
-           "--no-baseline --remeasure 0 --json --db %s 2>/dev/null",
-           sleep_ms, ranks + 1, build_dir, trials, batch, db);
+           "--task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model %s "
+           "--no-baseline --no-default --remeasure 0 --json --db %s 2>/dev/null",
+           sleep_ms, ranks + 1, build_dir, trials, batch, cost_model, db);
   double t0 = bench_now_ms();
   FILE *f = popen(cmd, "r");
   if (!f) return false;
@@ -73,6 +79,7 @@ static bool run_job(int ranks, int sleep_ms, int trials, int batch, run_result *
   out->measured = json_num(buf, "measured");
   out->total_sec = json_num(buf, "total_sec");
   out->search_sec = json_num(buf, "search_sec");
+  out->serial_sec = json_num(buf, "serial_sec");
   if (rc != 0 || out->measured <= 0 || out->total_sec <= 0) {
     fprintf(stderr, "bench_mpi_scale: %d ranks: exit %d, output: %.300s\n", ranks, rc, buf);
     return false;
@@ -80,18 +87,41 @@ static bool run_job(int ranks, int sleep_ms, int trials, int batch, run_result *
   return true;
 }
 
+enum { MAX_RANK_COUNTS = 16 };
+
+/* "1,2,4" into counts; the number of them, 0 when malformed. */
+static int parse_ranks(const char *s, int *counts) {
+  int n = 0;
+  while (*s && n < MAX_RANK_COUNTS) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || v < 1 || v > 1024 || (*end && *end != ',')) return 0;
+    counts[n++] = (int)v;
+    s = *end ? end + 1 : end;
+  }
+  return *s ? 0 : n;
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] "
+                  "[--batch B] [--ranks 1,2,4,...] [--cost-model M]\n");
+  return 2;
+}
+
 int main(int argc, char **argv) {
-  const char *results = "bench/results.json";
+  const char *results = "bench/results.json", *cost_model = "random";
   int sleep_ms = 200, trials = 128, batch = 64;
+  int ranks[MAX_RANK_COUNTS] = {1, 2, 4, 8, 16, 32, 64}, n_ranks = 7;
   for (int i = 1; i < argc; i++) {
     if (i + 1 < argc && strcmp(argv[i], "--results") == 0) results = argv[++i];
     else if (i + 1 < argc && strcmp(argv[i], "--sleep-ms") == 0) sleep_ms = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--trials") == 0) trials = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
-    else {
-      fprintf(stderr, "usage: bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] "
-                      "[--batch B]\n");
-      return 2;
+    else if (i + 1 < argc && strcmp(argv[i], "--cost-model") == 0) cost_model = argv[++i];
+    else if (i + 1 < argc && strcmp(argv[i], "--ranks") == 0) {
+      if (!(n_ranks = parse_ranks(argv[++i], ranks))) return usage();
+    } else {
+      return usage();
     }
   }
   if (sleep_ms <= 0 || trials <= 0 || batch <= 0) {
@@ -113,39 +143,38 @@ int main(int argc, char **argv) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
-  static const int ranks[] = {1, 2, 4, 8, 16};
-  enum { N = sizeof ranks / sizeof ranks[0] };
-  bench_case cs[N];
-  char names[N][64], notes[N][400];
-  double thr1 = 0;
+  bench_case cs[MAX_RANK_COUNTS];
+  char names[MAX_RANK_COUNTS][64], notes[MAX_RANK_COUNTS][400];
+  double thr1 = 0; /* the first row's throughput per rank */
   int n = 0;
-  printf("# every candidate sleeps %d ms; %d trials in batches of %d; matmul 64,64,64\n",
-         sleep_ms, trials, batch);
-  printf("# %5s %9s %9s %10s %15s %15s %15s\n", "ranks", "cand/s", "ideal", "efficiency",
-         "search ms/cand", "other ms/cand", "measure ms/cand");
-  for (int i = 0; i < N; i++) {
+  printf("# every candidate sleeps %d ms; matmul 64,64,64, cost model %s; trials max(%d, 32 R) "
+         "in batches of max(%d, 4 R)\n", sleep_ms, cost_model, trials, batch);
+  printf("# %5s %6s %5s %9s %9s %10s %15s %15s %15s\n", "ranks", "trials", "batch", "cand/s",
+         "ideal", "efficiency", "serial ms/cand", "search ms/cand", "measure ms/cand");
+  for (int i = 0; i < n_ranks; i++) {
+    int R = ranks[i], t = trials > 32 * R ? trials : 32 * R, b = batch > 4 * R ? batch : 4 * R;
     run_result r;
-    if (!run_job(ranks[i], sleep_ms, trials, batch, &r)) return 1;
+    if (!run_job(R, sleep_ms, t, b, cost_model, &r)) return 1;
     double thr = r.measured / r.total_sec;
-    if (i == 0) thr1 = thr;
-    double eff = thr / ranks[i] / thr1;
-    /* Per candidate: rank 0's search (serial: the measurement ranks wait
-     * for it between batches), the rest of the wall time beyond perfectly
-     * parallel measuring (commits, learning, messages, a batch's tail on
-     * unevenly loaded ranks), and the measuring itself spread over R. */
-    double meas_ms = (double)sleep_ms / ranks[i];
+    if (i == 0) thr1 = thr / R; /* per rank, as one rank measures (the first row) */
+    double eff = thr / R / thr1;
+    /* Per candidate: rank 0's serial part (no batch in flight: the
+     * measurement ranks wait), its search (overlapped with measuring),
+     * and the measuring itself spread over R. */
+    double meas_ms = (double)sleep_ms / R;
+    double serial_ms = r.serial_sec / r.measured * 1e3;
     double search_ms = r.search_sec / r.measured * 1e3;
-    double other_ms = r.total_sec / r.measured * 1e3 - search_ms - meas_ms;
-    bool bottleneck = search_ms + other_ms > meas_ms;
-    printf("  %5d %9.2f %9.2f %10.2f %15.1f %15.1f %15.1f%s\n", ranks[i], thr,
-           1e3 / sleep_ms * ranks[i], eff, search_ms, other_ms, meas_ms,
-           bottleneck ? "  <- rank 0 is the bottleneck" : "");
-    snprintf(names[n], sizeof names[n], "mpi_scale_%d_ranks_%dms", ranks[i], sleep_ms);
+    bool bottleneck = search_ms > meas_ms;
+    printf("  %5d %6d %5d %9.2f %9.2f %10.2f %15.2f %15.2f %15.2f%s\n", R, t, b, thr,
+           1e3 / sleep_ms * R, eff, serial_ms, search_ms, meas_ms,
+           bottleneck ? "  <- rank 0's search is the bottleneck" : "");
+    snprintf(names[n], sizeof names[n], "mpi_scale_%d_ranks_%dms", R, sleep_ms);
     snprintf(notes[n], sizeof notes[n],
-             "%d measurement ranks, %d ms per candidate: efficiency %.2f; per candidate: "
-             "search %.1f ms, other %.1f ms, measuring %.1f ms (search %.1f s of %.1f s)%s",
-             ranks[i], sleep_ms, eff, search_ms, other_ms, meas_ms, r.search_sec, r.total_sec,
-             bottleneck ? "; rank 0 is the bottleneck" : "");
+             "%d measurement ranks, %d ms per candidate, %d trials in batches of %d: efficiency "
+             "%.2f; per candidate: rank 0 serial %.2f ms, search %.2f ms (overlapped), measuring "
+             "%.2f ms (%.1f s in all)%s",
+             R, sleep_ms, t, b, eff, serial_ms, search_ms, meas_ms, r.total_sec,
+             bottleneck ? "; rank 0's search is the bottleneck" : "");
     cs[n] = (bench_case){.name = names[n], .value = thr, .unit = "cand/s",
                          .baseline = "1 measurement rank", .baseline_value = thr1,
                          .notes = notes[n]};

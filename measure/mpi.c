@@ -135,6 +135,7 @@ enum { TAG_HELLO = 1, TAG_CONFIG, TAG_WANT, TAG_WORK, TAG_RESULT, TAG_BEAT, TAG_
 #define SEND_TIMEOUT_S 60.0
 #define BEAT_S 0.1       /* a measuring rank's BEAT (see launcher_ended) */
 #define IDLE_BEAT_S 0.05 /* an idle rank's: rank 0 sends work only to ranks it hears */
+#define FRESH_S (2 * IDLE_BEAT_S) /* heard this recently: alive (see batch_locked) */
 
 static volatile sig_atomic_t g_term; /* the signal that asked this rank to end */
 
@@ -145,6 +146,11 @@ typedef struct peer {
   uint64_t pid;
   char *target, *cpu, *features;
   int want;      /* candidates it asked for and has not got */
+  int held;      /* candidates of the current batch it has and has not returned */
+  mlc_str work;  /* the WORK message on its way (send_work) */
+  MPI_Request req;
+  bool sending;  /* ... not yet taken */
+  double send_start;
   double heard;  /* when its last message came */
   bool gone;     /* it said BYE */
   bool term;     /* ... because it got SIGTERM: mpirun is ending the job */
@@ -169,7 +175,8 @@ struct mlc_measure_mpi {
   uint32_t batch;  /* rank 0: the hook's calls */
   bool failed;     /* rank 0: a rank died or left; no clean MPI_Finalize */
   bool ending;     /* rank 0: a rank got SIGTERM: mpirun is ending the job */
-  double fresh_after; /* rank 0: when the hook started listening (hand_out) */
+  double fresh_after; /* rank 0: ranks heard since may get work (hand_out) */
+  double batch_end;   /* rank 0: when the hook last returned */
   char fail_msg[900];
   /* Rank 0: SIGTERM is blocked in every thread but `watcher`, which
    * sigwaits for it; mu keeps its MPI calls apart from the hook's. */
@@ -502,9 +509,48 @@ static bool has_wl(const peer *q, uint64_t key) {
   return false;
 }
 
+/* Whether rank r's last WORK was taken (or none is on its way). One not
+ * taken in SEND_TIMEOUT_S, or when SIGTERM came, is cancelled: false. */
+static bool work_taken(mlc_measure_mpi *p, int r, bool *failed) {
+  peer *q = &p->peers[r];
+  *failed = false;
+  if (!q->sending) return true;
+  int done = 0;
+  if (MPI_Test(&q->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0, *failed = true;
+  if (done) {
+    q->sending = false;
+    return true;
+  }
+  if (*failed || now() - q->send_start > SEND_TIMEOUT_S || g_term) {
+    MPI_Cancel(&q->req);
+    MPI_Request_free(&q->req);
+    q->sending = false;
+    *failed = true;
+  }
+  return false;
+}
+
+/* Every WORK sent taken, or given up on (failed ranks, SIGTERM). */
+static void settle_sends(mlc_measure_mpi *p) {
+  double end = now() + SEND_TIMEOUT_S;
+  for (int r = 1; r < p->size; r++) {
+    bool failed;
+    while (!work_taken(p, r, &failed) && !failed && !p->failed && now() < end) nap(50e-6);
+    if (p->peers[r].sending) {
+      MPI_Cancel(&p->peers[r].req);
+      MPI_Request_free(&p->peers[r].req);
+      p->peers[r].sending = false;
+    }
+  }
+}
+
+/* A WORK message to rank r, sent without waiting for the rank to take it:
+ * one over the eager limit completes only when the rank posts its
+ * receive (up to its poll interval later), and waiting for each rank in
+ * turn left the last ranks of a large job idle for most of a batch. */
 static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_measure_cand *c) {
   peer *q = &p->peers[r];
-  mlc_str *s = &p->out;
+  mlc_str *s = &q->work;
   mlc_str_clear(s);
   frame_u32(s, p->batch);
   frame_u32(s, (uint32_t)k);
@@ -524,30 +570,53 @@ static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_mea
     frame_f64(s, c[i].max_call_sec);
     frame_f64(s, c[i].run_timeout_s);
   }
-  return send_msg(p, r, TAG_WORK);
+  if (MPI_Isend(s->data, (int)s->len, MPI_BYTE, r, TAG_WORK, MPI_COMM_WORLD, &q->req) !=
+      MPI_SUCCESS)
+    return false;
+  q->sending = true;
+  q->send_start = now();
+  return true;
 }
 
 /* Candidates to the ranks that asked and were heard from since the hook
  * started: over TCP, a send to a dead rank makes OpenMPI reconnect, fail
  * and abort rank 0 before it has stored anything (OpenMPI 4.1's ob1 has no
  * route left to that peer), so a WANT that waited through the search is
- * honoured only once the rank has spoken again. A batch of at most WHOLE_BATCH
- * candidates (the re-measured best few, the end check's interleaved
- * pairs, the baseline) goes whole to one rank: those are timed side by
- * side on one machine. */
+ * honoured only once the rank has spoken again. No rank holds more than
+ * its share of the batch (the batch over the live ranks) at once, so
+ * that the first ranks to ask do not take work the others would start at
+ * the same time. A batch of at most WHOLE_BATCH candidates (the
+ * re-measured best few, the end check's interleaved pairs, the baseline)
+ * goes whole to one rank: those are timed side by side on one machine. */
 static bool hand_out(mlc_measure_mpi *p, int n, const mlc_measure_cand *c, int *next) {
   bool any = false;
   char name[400];
+  int live = 0;
+  for (int r = 1; r < p->size; r++) live += !p->peers[r].gone;
+  int share = live > 0 ? (n + live - 1) / live : n;
   for (int r = 1; r < p->size && *next < n && !p->failed; r++) {
     peer *q = &p->peers[r];
     if (q->want <= 0 || q->gone || q->heard <= p->fresh_after) continue;
-    int k = n <= WHOLE_BATCH ? n - *next : q->want < n - *next ? q->want : n - *next;
+    bool failed;
+    if (!work_taken(p, r, &failed)) {
+      if (!failed) continue; /* its last WORK is still on its way */
+      if (g_term) return any;
+      fail(p, "%s does not take its work%s", peer_name(p, r, name, sizeof name), "");
+      return false;
+    }
+    int k = n - *next;
+    if (n > WHOLE_BATCH) {
+      if (k > q->want) k = q->want;
+      if (k > share - q->held) k = share - q->held;
+      if (k <= 0) continue;
+    }
     if (!send_work(p, r, *next, k, c)) {
       if (g_term) return any; /* the caller names the dead */
       fail(p, "%s cannot be reached%s", peer_name(p, r, name, sizeof name), "");
       return false;
     }
     q->want = k > q->want ? 0 : q->want - k;
+    q->held += k;
     *next += k;
     any = true;
   }
@@ -569,6 +638,7 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
     uint32_t batch = frame_get_u32(&rd), i = frame_get_u32(&rd);
     mlc_measure_result m = {0};
     if (batch != p->batch || i >= (uint32_t)n || out[i].index >= 0 || !get_result(&rd, &m)) break;
+    if (q->held > 0) q->held--;
     m.index = (int)i;
     out[i] = m;
     (*done)++;
@@ -689,13 +759,22 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   p->batch++;
   for (int i = 0; i < n; i++) out[i].index = -1;
+  for (int r = 1; r < p->size; r++) p->peers[r].held = 0;
   int next = 0, done = 0, from, tag;
   char name[400];
   /* What queued up while the search ran (WANTs, BEATs) says nothing about
-   * who is alive now: work goes only to ranks heard from after it. */
-  take_queued(p, n, out, &done);
+   * who is alive now: work goes only to ranks heard from after it. Right
+   * after the last batch (the tuner searched this one meanwhile), a rank
+   * heard within two idle beats is as alive as one heard now, and the
+   * messages still queued are that recent. */
   double t0 = now();
-  p->fresh_after = t0;
+  if (t0 - p->batch_end > FRESH_S) {
+    take_queued(p, n, out, &done);
+    t0 = now();
+    p->fresh_after = t0;
+  } else {
+    p->fresh_after = t0 - FRESH_S;
+  }
   while (done < n && !p->failed) {
     if (g_term || p->ending) {
       launcher_ended(p, n, out, &done);
@@ -726,6 +805,8 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
     }
     if (!busy) nap(1e-3);
   }
+  settle_sends(p);
+  p->batch_end = now();
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   return true;
 }
@@ -906,6 +987,7 @@ static void free_mpi(mlc_measure_mpi *p) {
     peer *q = &p->peers[r];
     mlc_free(q->target), mlc_free(q->cpu), mlc_free(q->features);
     MLC_VEC_FREE(q->wls);
+    mlc_str_free(&q->work);
   }
   mlc_free(p->peers);
   mlc_free(p->target);

@@ -9,6 +9,8 @@
 #include "tasks/tasks.h"
 #include "tests/test.h"
 
+#include <pthread.h>
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -1236,6 +1238,64 @@ static void test_loop_partial_batch(void) {
   mlc_arena_free(a);
 }
 
+/* fake_measure, noting whether it ran on a thread other than the tuner's. */
+typedef struct thread_probe {
+  dying_runner d;
+  pthread_t tuner;
+  int off_thread, calls;
+} thread_probe;
+
+static bool thread_probe_measure(void *ud, int n, const mlc_measure_cand *c,
+                                 mlc_measure_result *out, mlc_error *err) {
+  thread_probe *t = ud;
+  t->calls++;
+  t->off_thread += !pthread_equal(pthread_self(), t->tuner);
+  return dying_measure(&t->d, n, c, out, err);
+}
+
+/* With overlap, each batch is measured on a thread of its own while the
+ * next is searched: the same trials, none twice; a measure function that
+ * fails part way commits what it returned and the batch searched
+ * meanwhile is not measured, as without overlap. */
+static void test_loop_overlap(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  thread_probe t = {.tuner = pthread_self()};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r1, r2, r3;
+  mlc_error e;
+  loop_opts(&o, &t.d.fr, "matmul", 32);
+  o.measure = thread_probe_measure;
+  o.measure_ud = &t;
+  o.overlap = true;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r1, &e), "%s", e.msg);
+  CHECK_MSG(r1.measured == 32 && r1.rounds == 4 && r1.best_sec > 0, "%d measured in %d rounds",
+            r1.measured, r1.rounds);
+  CHECK_MSG(t.calls == 4 && t.off_thread == 4, "%d of %d calls on another thread", t.off_thread,
+            t.calls);
+  CHECK(r1.serial_sec >= 0 && r1.serial_sec <= r1.total_sec);
+  CHECK_MSG(t.d.fr.repeats == 0, "%d traces measured twice", t.d.fr.repeats);
+  mlc_db_close(db);
+  db = fresh_db();
+  t.d = (dying_runner){.die_on = 2};
+  t.calls = 0;
+  bool ok = mlc_tuner_tune(db, f, &o, &r2, &e);
+  CHECK_MSG(!ok && strstr(e.msg, "measurement host died") &&
+                strstr(e.msg, "the 3 results of the last batch received before were stored"),
+            "%s", ok ? "succeeded" : e.msg);
+  CHECK_MSG(r2.measured == 11 && t.calls == 2, "measured %d in %d calls", r2.measured, t.calls);
+  t.d.die_on = 0;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r3, &e), "%s", e.msg);
+  CHECK_MSG(r3.measured_before == 11 && r3.measured == 21, "%d before, %d now", r3.measured_before,
+            r3.measured);
+  CHECK_MSG(t.d.fr.repeats == 0, "%d traces measured twice", t.d.fr.repeats);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 /* Early abort: the first round runs without limits (no best yet, no
  * baseline); from the second on, a call over 20 times the best so far is
  * stopped (the run timeout a few such calls), and those candidates are
@@ -1758,6 +1818,7 @@ int main(void) {
   RUN(test_loop_resume);
   RUN(test_loop_library);
   RUN(test_loop_partial_batch);
+  RUN(test_loop_overlap);
   RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);

@@ -523,8 +523,10 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_number(&s, r->default_sec);
   mlc_str_puts(&s, ",\"default_error\":");
   mlc_json_write_string(&s, r->default_error);
-  mlc_str_printf(&s, ",\"search_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,\"total_sec\":%.3f",
-                 r->search_sec, r->build_sec, r->run_sec, r->total_sec);
+  mlc_str_printf(&s,
+                 ",\"search_sec\":%.3f,\"serial_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,"
+                 "\"total_sec\":%.3f",
+                 r->search_sec, r->serial_sec, r->build_sec, r->run_sec, r->total_sec);
   mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
                  r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
                  r->exhausted ? "true" : "false");
@@ -650,7 +652,7 @@ static int run(const cli *c, workload *w) {
   o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
-  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi;
+  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi, o.overlap = true;
   if (c->verbose || isatty(2)) o.progress = progress;
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;

@@ -106,6 +106,14 @@ static void free_batch(mlc_tuner_search *s) {
   s->batch.len = 0;
 }
 
+mlc_tuner_cand *mlc_tuner_search_detach_batch(mlc_tuner_search *s, int *n) {
+  *n = s->batch.len;
+  mlc_tuner_cand *out = mlc_xmalloc(sizeof *out * (size_t)(s->batch.len + 1));
+  if (s->batch.len) memcpy(out, s->batch.data, sizeof *out * (size_t)s->batch.len);
+  s->batch.len = 0;
+  return out;
+}
+
 mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                        mlc_error *err) {
   mlc_tuner_space *sp = mlc_tuner_space_new(f, o, err);

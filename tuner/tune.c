@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
@@ -384,9 +385,11 @@ static bool open_pool(tune_run *r, mlc_error *err) {
 
 /* ---- one round ---------------------------------------------------------------------- */
 
-static int round_size(const tune_run *r) {
-  int n = r->o->trials_per_round > 0 ? r->o->trials_per_round : r->have < 128 ? 16 : 64;
-  int left = r->o->trials - r->have;
+/* The next batch's size, with in_flight candidates being measured. */
+static int round_size(const tune_run *r, int in_flight) {
+  int have = r->have + in_flight;
+  int n = r->o->trials_per_round > 0 ? r->o->trials_per_round : have < 128 ? 16 : 64;
+  int left = r->o->trials - have;
   return n < left ? n : left;
 }
 
@@ -478,55 +481,121 @@ static void commit_partial(tune_run *r, int n, const mlc_tuner_cand *batch, cons
   mlc_free(trace_hashes);
 }
 
-/* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
-static int one_round(tune_run *r, mlc_error *err) {
-  mlc_tuner_cand *batch;
-  int n = mlc_tuner_search_next_batch(r->search, round_size(r), &batch, err);
+/* One batch from its search to its commit. Measuring may run on a thread
+ * of its own (tune_overlapped) while the next batch is searched. */
+typedef struct flight {
+  tune_run *r;
+  int n;
+  mlc_tuner_cand *batch; /* the search's, or detached (owned) */
+  bool owned;
+  mlc_measure_cand *mc;
+  mlc_measure_result *mr;
+  mlc_str *js;
+  bool measured;          /* the measure function's answer */
+  mlc_error err;          /* ... its error */
+  double measure_sec;     /* wall time it took */
+  pthread_t thread;
+  bool threaded;
+} flight;
+
+/* Searches up to `want` candidates into fl. Returns the count, 0 when the
+ * search is over (res says why), -1 on error. */
+static int propose(tune_run *r, int want, bool detach, flight *fl, mlc_error *err) {
+  *fl = (flight){.r = r};
+  int n = mlc_tuner_search_next_batch(r->search, want, &fl->batch, err);
   if (n <= 0) {
     if (n == 0) {
       r->res->exhausted = true;
       snprintf(r->res->message, sizeof r->res->message, "%s", mlc_tuner_search_message(r->search));
     }
+    fl->batch = NULL;
     return n;
   }
-  mlc_measure_cand *mc = mlc_xmalloc(sizeof(*mc) * (size_t)n);
-  mlc_measure_result *mr = mlc_xmalloc(sizeof(*mr) * (size_t)n);
-  mlc_str *js = mlc_xmalloc(sizeof(*js) * (size_t)n);
+  if (detach) fl->batch = mlc_tuner_search_detach_batch(r->search, &n), fl->owned = true;
+  fl->n = n;
+  fl->mc = mlc_xmalloc(sizeof(*fl->mc) * (size_t)n);
+  fl->mr = mlc_xmalloc(sizeof(*fl->mr) * (size_t)n);
+  fl->js = mlc_xmalloc(sizeof(*fl->js) * (size_t)n);
   double max_call, run_timeout;
   slow_limits(r, &max_call, &run_timeout);
   for (int i = 0; i < n; i++) {
-    mlc_trace_to_json(&js[i], mlc_sched_trace(batch[i].sched));
-    mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = js[i].data,
-                               .target = r->target, .max_call_sec = max_call,
-                               .run_timeout_s = run_timeout};
+    mlc_trace_to_json(&fl->js[i], mlc_sched_trace(fl->batch[i].sched));
+    fl->mc[i] = (mlc_measure_cand){.workload = r->workload_text, .trace = fl->js[i].data,
+                                   .target = r->target, .max_call_sec = max_call,
+                                   .run_timeout_s = run_timeout};
+    fl->mr[i].index = -1;
   }
+  return n;
+}
+
+static void flight_free(flight *fl) {
+  for (int i = 0; i < fl->n; i++) mlc_str_free(&fl->js[i]);
+  if (fl->owned)
+    for (int i = 0; i < fl->n; i++) mlc_sched_free(fl->batch[i].sched);
+  if (fl->owned) mlc_free(fl->batch);
+  mlc_free(fl->js), mlc_free(fl->mc), mlc_free(fl->mr);
+  *fl = (flight){0};
+}
+
+static void measure_flight(flight *fl) {
+  double t = mlc_now_sec();
+  fl->measured = do_measure(fl->r, fl->n, fl->mc, fl->mr, &fl->err);
+  fl->measure_sec = mlc_now_sec() - t;
+}
+
+static void *measure_thread(void *arg) {
+  measure_flight(arg);
+  return NULL;
+}
+
+/* Measuring fl on a thread of its own; measured there and then when no
+ * thread starts. */
+static void launch(flight *fl) {
+  fl->threaded = pthread_create(&fl->thread, NULL, measure_thread, fl) == 0;
+  if (!fl->threaded) measure_flight(fl);
+}
+
+static void land(flight *fl) {
+  if (fl->threaded) pthread_join(fl->thread, NULL);
+  fl->threaded = false;
+}
+
+/* A measured batch into the database, the search and the cost model.
+ * 1: committed, 0: stopped (an interrupted batch is not trusted) or the
+ * database held it all already, -1: error (what the measure function
+ * did return is committed). */
+static int settle(tune_run *r, flight *fl, mlc_error *err) {
+  int n = fl->n;
+  const mlc_tuner_cand *batch = fl->batch;
+  const mlc_measure_result *mr = fl->mr;
   int rc = 1;
-  for (int i = 0; i < n; i++) mr[i].index = -1;
-  if (!do_measure(r, n, mc, mr, err)) {
-    commit_partial(r, n, batch, js, mr, err);
-    rc = -1;
-  } else if (r->o->stop && *r->o->stop) { /* results of an interrupted batch are not trusted */
+  if (!fl->measured) {
+    *err = fl->err;
+    commit_partial(r, n, batch, fl->js, mr, err);
+    return -1;
+  }
+  if (r->o->stop && *r->o->stop) { /* results of an interrupted batch are not trusted */
     r->res->stopped = true;
-    rc = 0;
+    return 0;
   }
   mlc_db_record *recs = mlc_xmalloc(sizeof(*recs) * (size_t)n);
   const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
   double *secs = mlc_xmalloc(sizeof(double) * (size_t)n);
   char (*hashes)[17] = mlc_xmalloc(sizeof(*hashes) * (size_t)n);
   char (*trace_hashes)[17] = mlc_xmalloc(sizeof(*trace_hashes) * (size_t)n);
-  for (int i = 0; rc == 1 && i < n; i++) {
+  for (int i = 0; i < n; i++) {
     mlc_func_hash_hex(mlc_sched_func(batch[i].sched), hashes[i]);
     /* js[i] is the canonical text and batch[i].hash its hash: the
      * database takes them as they are */
     snprintf(trace_hashes[i], 17, "%016llx", (unsigned long long)batch[i].hash);
-    fill_record(r, &mr[i], js[i].data, trace_hashes[i], hashes[i], &recs[i]);
+    fill_record(r, &mr[i], fl->js[i].data, trace_hashes[i], hashes[i], &recs[i]);
     funcs[i] = mlc_sched_func(batch[i].sched);
     secs[i] = mr[i].status == MLC_MEASURE_OK ? mr[i].mean_sec : 0;
     r->res->build_sec += mr[i].build_sec;
     r->res->run_sec += mr[i].run_sec;
   }
   int added = 0;
-  if (rc == 1 && !mlc_db_commit(r->db, n, recs, &added, err)) rc = -1;
+  if (!mlc_db_commit(r->db, n, recs, &added, err)) rc = -1;
   if (rc == 1) {
     int batch_disturbed = 0;
     for (int i = 0; i < n; i++) {
@@ -554,11 +623,80 @@ static int one_round(tune_run *r, mlc_error *err) {
       rc = 0;
     }
   }
-  for (int i = 0; i < n; i++) mlc_str_free(&js[i]);
-  mlc_free(js), mlc_free(mc), mlc_free(mr), mlc_free(recs), mlc_free(funcs), mlc_free(secs);
+  mlc_free(recs), mlc_free(funcs), mlc_free(secs);
   mlc_free(hashes);
   mlc_free(trace_hashes);
   return rc;
+}
+
+/* 1: measured a batch, 0: nothing left to propose or stopped, -1: error. */
+static int one_round(tune_run *r, mlc_error *err) {
+  double t = mlc_now_sec();
+  flight fl;
+  int n = propose(r, round_size(r, 0), false, &fl, err);
+  if (n <= 0) return n;
+  measure_flight(&fl);
+  int rc = settle(r, &fl, err);
+  r->res->serial_sec += mlc_now_sec() - t - fl.measure_sec;
+  flight_free(&fl);
+  return rc;
+}
+
+/* Whether another round may start: not stopped, within the time budget. */
+static bool may_go_on(tune_run *r) {
+  if (r->o->stop && *r->o->stop) {
+    r->res->stopped = true;
+    return false;
+  }
+  if (r->o->time_budget_s > 0 && mlc_now_sec() - r->t0 >= r->o->time_budget_s) {
+    snprintf(r->res->message, sizeof r->res->message, "the time budget (%g s) is spent",
+             r->o->time_budget_s);
+    return false;
+  }
+  return true;
+}
+
+/* The rounds with the search of each batch overlapping the measuring of
+ * the one before (o->overlap: measurement hosts elsewhere, so the search
+ * takes nothing from their timings), and its commit and learning the
+ * measuring of the one after: the hosts wait only between one batch's
+ * end and the next one's start. Each batch is searched with what was
+ * learned up to the one before the batch in flight. */
+static bool tune_overlapped(tune_run *r, mlc_error *err) {
+  double idle_from = mlc_now_sec(); /* no batch in flight since */
+  flight fl[2] = {{0}, {0}};        /* a measuring thread writes into its own */
+  flight *cur = &fl[0], *next = &fl[1];
+  int n = propose(r, round_size(r, 0), true, cur, err);
+  if (n <= 0) return n == 0;
+  r->res->serial_sec += mlc_now_sec() - idle_from;
+  launch(cur);
+  int rc = 1;
+  for (;;) {
+    int want = may_go_on(r) ? round_size(r, cur->n) : 0;
+    int nn = want > 0 ? propose(r, want, true, next, err) : 0;
+    land(cur);
+    idle_from = mlc_now_sec();
+    bool go = nn > 0 && cur->measured && !(r->o->stop && *r->o->stop);
+    if (go) {
+      r->res->serial_sec += mlc_now_sec() - idle_from;
+      launch(next);
+    }
+    rc = settle(r, cur, err);
+    flight_free(cur);
+    if (go && rc <= 0) { /* the batch measured meanwhile is kept unless the run failed */
+      land(next);
+      idle_from = mlc_now_sec();
+      mlc_error e2;
+      if (rc == 0 && settle(r, next, &e2) < 0 && !r->res->stopped) rc = -1, *err = e2;
+    }
+    if (nn < 0) rc = -1;
+    if (!go || rc <= 0) break;
+    flight *t = cur;
+    cur = next, next = t;
+  }
+  if (next->n) flight_free(next);
+  r->res->serial_sec += mlc_now_sec() - idle_from;
+  return rc >= 0;
 }
 
 /* ---- the library candidate ------------------------------------------------------------ */
@@ -950,16 +1088,9 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
     if (ok && o->library) ok = measure_library(&r, err);
     if (ok && r.default_cand && !r.have_default && !res->stopped && r.have < o->trials)
       ok = measure_default(&r, err);
-    while (ok && !res->stopped && r.have < o->trials) {
-      if (o->stop && *o->stop) {
-        res->stopped = true;
-        break;
-      }
-      if (o->time_budget_s > 0 && mlc_now_sec() - r.t0 >= o->time_budget_s) {
-        snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
-                 o->time_budget_s);
-        break;
-      }
+    if (ok && o->overlap && !res->stopped && r.have < o->trials && may_go_on(&r))
+      ok = tune_overlapped(&r, err);
+    while (ok && !o->overlap && !res->stopped && r.have < o->trials && may_go_on(&r)) {
       int rc = one_round(&r, err);
       if (rc < 0) ok = false;
       if (rc <= 0) break;

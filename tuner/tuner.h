@@ -188,6 +188,12 @@ typedef struct mlc_tuner_tune_opts {
   void *progress_ud;
   mlc_tuner_measure_fn measure;     /* NULL: worker processes */
   void *measure_ud;
+  /* Search each batch while the one before is measured, and commit and
+   * learn while the one after is (measure runs on a thread of its own):
+   * for measurement hosts other than this machine (mpi), whose timings
+   * the search cannot disturb. Each batch then knows the results up to
+   * the one before the batch in flight. */
+  bool overlap;
   mlc_tuner_opts search;  /* search options; search.seed is --seed; search.space
                            * NULL: the space of the target's kind */
   /* Library offload ("openblas"; NULL: none): before the search, the
@@ -258,6 +264,9 @@ typedef struct mlc_tuner_tune_result {
   bool check_base_default, not_faster, baseline_skipped;
   char warning[512];
   double search_sec, build_sec, run_sec, total_sec; /* where time went */
+  /* Of the rounds' wall time, what passed with no batch being measured
+   * (search, commit, learning not overlapped with measuring). */
+  double serial_sec;
   char message[512];     /* why the run ended early, warnings (cost model fallback) */
   char first_error[512]; /* the first failed candidate's "<class>: <message>" */
   /* o->library: the library candidate this run measured (library_sec > 0;

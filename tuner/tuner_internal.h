@@ -201,6 +201,10 @@ bool mlc_tuner_search_propose(mlc_tuner_search *s, mlc_sched *cand);
  * error (the model failed). */
 int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out,
                                 mlc_error *err);
+/* The last batch's candidates handed to the caller, who then frees each
+ * state (mlc_sched_free) and the array (mlc_free): a batch that is still
+ * being measured while the next is searched. *n gets the count. */
+mlc_tuner_cand *mlc_tuner_search_detach_batch(mlc_tuner_search *s, int *n);
 /* Why the last batch was short, or "" if it was not. */
 const char *mlc_tuner_search_message(const mlc_tuner_search *s);
 const mlc_tuner_space *mlc_tuner_search_space(const mlc_tuner_search *s);
