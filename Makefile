@@ -193,6 +193,21 @@ bench-deps:
 	@$(BENCH_VENV)/bin/pip install -q --disable-pip-version-check $(BENCH_PIP_PKGS)
 	@echo "# $(BENCH_VENV):"; $(BENCH_VENV)/bin/pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(onnxruntime|openvino|numpy) '
 
+# PyTorch 2 for the torch.compile backend's tests (issue 32;
+# tests/python/test_dynamo.py, which Debian's PyTorch 1.13 skips): a venv
+# with torch and NumPy from PyPI in build/torch2-venv (pyenv's python3, never
+# Debian's), the versions pinned. Optional: the product, `make test` and CI
+# never need it; tests/cli/python.sh runs those tests with it where it
+# exists and says SKIP otherwise. PyPI's Linux torch wheel imports only with
+# the CUDA libraries it depends on: about 5.5 GB in all.
+TORCH2_VENV := build/torch2-venv
+TORCH2_PIP_PKGS := torch==2.15.0 numpy==2.4.6
+.PHONY: torch2-deps
+torch2-deps:
+	@test -x $(TORCH2_VENV)/bin/python || python3 -m venv $(TORCH2_VENV)
+	@$(TORCH2_VENV)/bin/pip install -q --disable-pip-version-check $(TORCH2_PIP_PKGS)
+	@echo "# $(TORCH2_VENV):"; $(TORCH2_VENV)/bin/python -c "import torch, numpy; print('torch', torch.__version__, 'numpy', numpy.__version__)"
+
 # The real networks (examples/export_models.py: ResNet-18, MobileNetV2, a
 # transformer encoder, and BERT-base, GPT-2 small and a 125M Llama from
 # examples/lm_models.py, random weights, with inputs and PyTorch's outputs

@@ -74,6 +74,18 @@ static void llvm_finish(mlc_target *t) {
 
 /* ---- target machine ---------------------------------------------------------- */
 
+/* x86-64 objects use the large code model: the JIT places an object's
+ * code and data wherever the process has room, and in a process whose
+ * address space large libraries have cut up (PyTorch 2 from PyPI maps 5 GB
+ * of CUDA libraries) they land more than 2 GB apart, out of reach of the
+ * small model's 32-bit offsets (a kernel then read 4 GB short of its
+ * constants and crashed); a model's weights in .rodata may also pass
+ * 2 GB. Addresses then take a 64-bit immediate, formed once per kernel
+ * outside its loops. Other CPUs keep their default. */
+static LLVMCodeModel code_model(const char *triple) {
+  return strncmp(triple, "x86_64", 6) == 0 ? LLVMCodeModelLarge : LLVMCodeModelDefault;
+}
+
 LLVMTargetMachineRef llvm_make_machine(const mlc_target *t, mlc_error *err) {
   cg_llvm_init();
   char *triple = t->mtriple[0] ? LLVMNormalizeTargetTriple(t->mtriple) : LLVMGetDefaultTargetTriple();
@@ -87,7 +99,7 @@ LLVMTargetMachineRef llvm_make_machine(const mlc_target *t, mlc_error *err) {
                            : strcmp(t->mcpu, mlc_target_host_cpu()) == 0 ? mlc_target_host_features()
                                                                           : "";
     tm = LLVMCreateTargetMachine(target, triple, t->mcpu, features, LLVMCodeGenLevelAggressive,
-                                 LLVMRelocPIC, LLVMCodeModelDefault);
+                                 LLVMRelocPIC, code_model(triple));
     if (!tm) mlc_error_set(err, "target %s: cannot create a target machine", t->str);
   }
   LLVMDisposeMessage(msg);

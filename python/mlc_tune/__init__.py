@@ -7,13 +7,16 @@
     m.compile(db="mlc.db")
     y = m(np.random.rand(1, 3, 224, 224).astype(np.float32))
     m.export("resnet18.o", "resnet18.h")
+
+PyTorch 2: torch.compile(net, backend=mlc_tune.dynamo_backend(db="mlc.db")).
 """
 from ._lib import MlcError
 from .model import Kernel, Model, TensorSpec, TuneResult, load
 from .db import Database
 from .fx import UnsupportedError, from_torch
+from .dynamo import DynamoBackend, FallbackWarning, dynamo_backend
 from .primfunc import PrimFunc
 
 __all__ = ["MlcError", "UnsupportedError", "Model", "TensorSpec", "Kernel", "TuneResult", "load",
-           "from_torch", "Database", "PrimFunc"]
+           "from_torch", "dynamo_backend", "DynamoBackend", "FallbackWarning", "Database", "PrimFunc"]
 __version__ = "0.1.0"

@@ -15,6 +15,7 @@ import operator
 import os
 import re
 import tempfile
+import types
 
 import numpy as np
 
@@ -30,8 +31,20 @@ def _pair(v, n=2):
     return list(v) if isinstance(v, (tuple, list)) else [v] * n
 
 
+def _bind(node, names, **defaults):
+    """A call's arguments by name: the positional ones in the order of names
+    (the function's signature), then its keywords, defaults for the rest."""
+    args = dict(defaults)
+    args.update(zip(names, node.args))
+    args.update(node.kwargs)
+    return args
+
+
 class _Translator:
-    def __init__(self, gm, example_inputs):
+    def __init__(self, gm, example_inputs, constant_inputs=()):
+        """constant_inputs: names of placeholders taken as constants (their
+        example values), not model inputs: the parameters and sizes that
+        torch.compile's graphs receive as arguments."""
         import torch
         import torch.fx
         self.torch = torch
@@ -55,6 +68,8 @@ class _Translator:
         self.static_weight = {}  # static node name -> its weight
         self.pending_bias = {}  # addmm node -> its bias, added after the view that follows
         self.used = set()
+        self.forms = self.functional_forms()
+        self.constant_inputs = set(constant_inputs)
 
     # ---- names and values -------------------------------------------------------------------
 
@@ -169,6 +184,45 @@ class _Translator:
     def reshape(self, node, x):
         return self.emit(node, "reshape", [self.ref(x)], shape=self.shape(node))
 
+    def batch_norm(self, node, x, mean, var, gamma, beta, eps):
+        """Inference batch norm (running statistics), folded into the conv
+        before it by the graph passes."""
+        ws = [self.weight(node.name + s, v) for s, v in
+              (("_gamma", gamma if gamma is not None else self.torch.ones_like(mean)),
+               ("_beta", beta if beta is not None else self.torch.zeros_like(mean)),
+               ("_mean", mean), ("_var", var))]
+        return self.emit(node, "batch_norm", [self.ref(x)] + ws, eps=float(eps))
+
+    def layer_norm(self, node, x, normalized_shape, w, b, eps):
+        normalized_shape = _pair(normalized_shape, 1)
+        if len(normalized_shape) != 1:
+            raise UnsupportedError("node %s: LayerNorm over %d axes" % (node.name, len(normalized_shape)))
+        w = w if w is not None else self.torch.ones(normalized_shape)
+        b = b if b is not None else self.torch.zeros(normalized_shape)
+        return self.emit(node, "layernorm", [self.ref(x), self.weight(node.name + "_weight", w),
+                                             self.weight(node.name + "_bias", b)], eps=float(eps))
+
+    def hard_sigmoid(self, node, x):
+        return self.emit(node, "hard_sigmoid", [self.ref(x)], alpha=1 / 6, beta=0.5)
+
+    def silu(self, node, x):
+        s = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
+        return self.emit(node, "multiply", [self.ref(x), s])
+
+    def split(self, node, x, size, dim):
+        """x.split(size, dim): a list of slices; size an int (equal parts,
+        the last one shorter) or a list of section sizes."""
+        shape = self.shape(x)
+        dim %= len(shape)
+        if isinstance(size, int):
+            bounds = [(lo, min(lo + size, shape[dim])) for lo in range(0, shape[dim], size)]
+        else:
+            ends = np.cumsum([int(v) for v in size])
+            bounds = [(int(e - v), int(e)) for e, v in zip(ends, size)]
+        return [self.emit(node, "slice", [self.ref(x)], axes=[dim], starts=[lo], ends=[hi],
+                          name=self.fresh("%s_%d" % (node.name, k)))
+                for k, (lo, hi) in enumerate(bounds)]
+
     def module(self, node):
         nn = self.torch.nn
         mod = self.modules[node.target]
@@ -182,11 +236,7 @@ class _Translator:
         if t in (nn.BatchNorm2d, nn.BatchNorm1d):
             if mod.training or mod.running_mean is None:
                 raise UnsupportedError("node %s: %s in training mode (call .eval())" % (node.name, t.__name__))
-            ws = [self.weight(node.name + s, v) for s, v in
-                  (("_gamma", mod.weight if mod.weight is not None else self.torch.ones_like(mod.running_mean)),
-                   ("_beta", mod.bias if mod.bias is not None else self.torch.zeros_like(mod.running_mean)),
-                   ("_mean", mod.running_mean), ("_var", mod.running_var))]
-            return self.emit(node, "batch_norm", [self.ref(x)] + ws, eps=float(mod.eps))
+            return self.batch_norm(node, x, mod.running_mean, mod.running_var, mod.weight, mod.bias, mod.eps)
         if t is nn.Linear:
             return self.linear(node, x, mod.weight, mod.bias)
         if t is nn.MaxPool2d:
@@ -202,12 +252,7 @@ class _Translator:
         if t is nn.Flatten:
             return self.reshape(node, x)
         if t is nn.LayerNorm:
-            if len(mod.normalized_shape) != 1:
-                raise UnsupportedError("node %s: LayerNorm over %d axes" % (node.name, len(mod.normalized_shape)))
-            w = mod.weight if mod.weight is not None else self.torch.ones(mod.normalized_shape)
-            b = mod.bias if mod.bias is not None else self.torch.zeros(mod.normalized_shape)
-            return self.emit(node, "layernorm", [self.ref(x), self.weight(node.name + "_weight", w),
-                                                 self.weight(node.name + "_bias", b)], eps=float(mod.eps))
+            return self.layer_norm(node, x, mod.normalized_shape, mod.weight, mod.bias, mod.eps)
         if t in (nn.Softmax, nn.LogSoftmax):
             return self.emit(node, "softmax" if t is nn.Softmax else "log_softmax", [self.ref(x)],
                              axis=-1 if mod.dim is None else int(mod.dim))
@@ -216,7 +261,7 @@ class _Translator:
         if t is nn.Hardtanh or t is nn.ReLU6:
             return self.emit(node, "clip", [self.ref(x)], min=float(mod.min_val), max=float(mod.max_val))
         if t is nn.Hardsigmoid:
-            return self.emit(node, "hard_sigmoid", [self.ref(x)], alpha=1 / 6, beta=0.5)
+            return self.hard_sigmoid(node, x)
         if t is nn.LeakyReLU:
             return self.emit(node, "leaky_relu", [self.ref(x)], alpha=float(mod.negative_slope))
         if t is nn.GELU and getattr(mod, "approximate", "none") != "none":
@@ -232,8 +277,7 @@ class _Translator:
                 raise UnsupportedError("node %s: TransformerEncoderLayer with a mask" % node.name)
             return _EncoderLayer(self, node, mod).emit()
         if t is nn.SiLU:
-            s = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
-            return self.emit(node, "multiply", [self.ref(x), s])
+            return self.silu(node, x)
         raise UnsupportedError("node %s: module %s (%s) is not supported" % (node.name, node.target, t.__name__))
 
     def getitem(self, node, x, idx):
@@ -296,6 +340,183 @@ class _Translator:
 
     def binary(self, node, op, a, b):
         return self.emit(node, op, [self.ref(a, node.name + "_a"), self.ref(b, node.name + "_b")])
+
+    # ---- functional forms: what dynamo's graphs call where symbolic tracing has modules -----
+
+    def functional_forms(self):
+        """{function: translation} for the torch.nn.functional (and torch.*)
+        forms of the layers. torch.compile's graphs inline the modules'
+        forward, so a Conv2d arrives as torch.conv2d with its weight an
+        argument; symbolic traces call some of these too (F.gelu, F.silu)."""
+        torch, F = self.torch, self.torch.nn.functional
+        forms = {torch.conv2d: self.f_conv2d,  # F.conv2d is the same builtin
+                 F.batch_norm: self.f_batch_norm,
+                 F.linear: self.f_linear,
+                 F.layer_norm: self.f_layer_norm,
+                 F.embedding: self.f_embedding,
+                 F.max_pool2d: self.f_max_pool2d,
+                 F.avg_pool2d: self.f_avg_pool2d,
+                 F.hardtanh: self.f_hardtanh,
+                 F.relu6: lambda n: self.emit(n, "clip", [self.ref(n.args[0])], min=0.0, max=6.0),
+                 F.hardsigmoid: lambda n: self.hard_sigmoid(n, n.args[0]),
+                 F.silu: lambda n: self.silu(n, n.args[0]),
+                 F.leaky_relu: self.f_leaky_relu,
+                 F.gelu: self.f_gelu,
+                 F.log_softmax: self.f_log_softmax,
+                 F.dropout: self.f_dropout,
+                 torch.split: self.f_split,
+                 F.multi_head_attention_forward: self.f_self_attention}
+        encoder_fastpath = getattr(torch, "_transformer_encoder_layer_fwd", None)
+        if encoder_fastpath is not None:
+            forms[encoder_fastpath] = self.f_encoder_layer
+        return forms
+
+    def constant(self, node, a, what):
+        """The value of an argument that must not depend on the inputs (a
+        weight: dynamo passes parameters as arguments)."""
+        if isinstance(a, self.torch.fx.Node) and a.name in self.dynamic:
+            raise UnsupportedError("node %s: its %s is computed from the inputs" % (node.name, what))
+        return self.value(a)
+
+    def f_conv2d(self, node):
+        a = _bind(node, ("input", "weight", "bias", "stride", "padding", "dilation", "groups"),
+                  bias=None, stride=1, padding=0, dilation=1, groups=1)
+        return self.conv2d(node, a["input"], self.constant(node, a["weight"], "weight"),
+                           self.constant(node, a["bias"], "bias"), a["stride"], a["padding"],
+                           a["dilation"], a["groups"])
+
+    def f_batch_norm(self, node):
+        a = _bind(node, ("input", "running_mean", "running_var", "weight", "bias", "training",
+                         "momentum", "eps"), weight=None, bias=None, training=False, eps=1e-5)
+        if a["training"] or a["running_mean"] is None:
+            raise UnsupportedError("node %s: batch_norm in training mode (call .eval())" % node.name)
+        c = lambda k: self.constant(node, a[k], k)
+        return self.batch_norm(node, a["input"], c("running_mean"), c("running_var"), c("weight"),
+                               c("bias"), a["eps"])
+
+    def f_linear(self, node):
+        a = _bind(node, ("input", "weight", "bias"), bias=None)
+        return self.linear(node, a["input"], self.constant(node, a["weight"], "weight"),
+                           self.constant(node, a["bias"], "bias"))
+
+    def f_layer_norm(self, node):
+        a = _bind(node, ("input", "normalized_shape", "weight", "bias", "eps"), weight=None,
+                  bias=None, eps=1e-5)
+        return self.layer_norm(node, a["input"], a["normalized_shape"],
+                               self.constant(node, a["weight"], "weight"),
+                               self.constant(node, a["bias"], "bias"), a["eps"])
+
+    def f_embedding(self, node):
+        a = _bind(node, ("input", "weight", "padding_idx", "max_norm"), max_norm=None)
+        if a["max_norm"] is not None:  # renormalizes the weight in place as it reads it
+            raise UnsupportedError("node %s: embedding with max_norm" % node.name)
+        w = self.constant(node, a["weight"], "weight")
+        return self.emit(node, "gather", [self.weight(node.name + "_weight", w), self.ref(a["input"])])
+
+    def f_max_pool2d(self, node):
+        a = _bind(node, ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                         "return_indices"), stride=None, padding=0, dilation=1, ceil_mode=False,
+                  return_indices=False)
+        if _pair(a["dilation"]) != [1, 1] or a["return_indices"]:
+            raise UnsupportedError("node %s: max_pool2d with dilation or indices" % node.name)
+        return self.pool(node, "max_pool2d", a["input"], a["kernel_size"], a["stride"], a["padding"],
+                         a["ceil_mode"])
+
+    def f_avg_pool2d(self, node):
+        a = _bind(node, ("input", "kernel_size", "stride", "padding", "ceil_mode",
+                         "count_include_pad", "divisor_override"), stride=None, padding=0,
+                  ceil_mode=False, count_include_pad=True, divisor_override=None)
+        if a["divisor_override"] is not None:
+            raise UnsupportedError("node %s: avg_pool2d with divisor_override" % node.name)
+        return self.pool(node, "avg_pool2d", a["input"], a["kernel_size"], a["stride"], a["padding"],
+                         a["ceil_mode"], count_include_pad=bool(a["count_include_pad"]))
+
+    def f_hardtanh(self, node):
+        a = _bind(node, ("input", "min_val", "max_val"), min_val=-1.0, max_val=1.0)
+        return self.emit(node, "clip", [self.ref(a["input"])], min=float(a["min_val"]),
+                         max=float(a["max_val"]))
+
+    def f_leaky_relu(self, node):
+        a = _bind(node, ("input", "negative_slope"), negative_slope=0.01)
+        return self.emit(node, "leaky_relu", [self.ref(a["input"])], alpha=float(a["negative_slope"]))
+
+    def f_gelu(self, node):
+        a = _bind(node, ("input",), approximate="none")
+        if a["approximate"] != "none":  # ours is the erf form
+            raise UnsupportedError("node %s: gelu approximate=%s" % (node.name, a["approximate"]))
+        return self.emit(node, "gelu", [self.ref(a["input"])])
+
+    def f_log_softmax(self, node):
+        a = _bind(node, ("input", "dim"), dim=None)
+        if a["dim"] is None:
+            raise UnsupportedError("node %s: log_softmax without dim" % node.name)
+        return self.emit(node, "log_softmax", [self.ref(a["input"])], axis=int(a["dim"]))
+
+    def f_dropout(self, node):
+        a = _bind(node, ("input", "p", "training"), p=0.5, training=True)
+        if a["training"] and a["p"] > 0:
+            raise UnsupportedError("node %s: dropout in training mode (call .eval())" % node.name)
+        return self.ref(a["input"])
+
+    def f_split(self, node):
+        a = _bind(node, ("tensor", "split_size_or_sections", "dim"), dim=0)
+        return self.split(node, a["tensor"], a["split_size_or_sections"], a["dim"])
+
+    def f_self_attention(self, node):
+        """F.multi_head_attention_forward as nn.MultiheadAttention calls it
+        for self-attention (query, key and value the same tensor, [S, B, E]):
+        the attention of _EncoderLayer. Returns (output, None): the attention
+        weights are not translated (an error only where they are read)."""
+        names = ("query", "key", "value", "embed_dim_to_check", "num_heads", "in_proj_weight",
+                 "in_proj_bias", "bias_k", "bias_v", "add_zero_attn", "dropout_p",
+                 "out_proj_weight", "out_proj_bias", "training", "key_padding_mask",
+                 "need_weights", "attn_mask", "use_separate_proj_weight")
+        a = _bind(node, names, training=True, key_padding_mask=None, attn_mask=None,
+                  use_separate_proj_weight=False, is_causal=False)
+        if not (a["query"] is a["key"] is a["value"]):
+            raise UnsupportedError("node %s: attention other than self-attention" % node.name)
+        if any(a[k] is not None for k in ("bias_k", "bias_v", "key_padding_mask", "attn_mask")) or \
+                a["add_zero_attn"] or a["use_separate_proj_weight"] or a["is_causal"]:
+            raise UnsupportedError("node %s: attention with masks, extra keys or separate q/k/v "
+                                   "weights" % node.name)
+        if a["training"] and a["dropout_p"] > 0:
+            raise UnsupportedError("node %s: attention dropout in training mode" % node.name)
+        c = lambda k: self.constant(node, a[k], k)
+        attn = types.SimpleNamespace(
+            embed_dim=int(a["embed_dim_to_check"]), num_heads=int(a["num_heads"]),
+            in_proj_weight=c("in_proj_weight"), in_proj_bias=c("in_proj_bias"), bias_k=None,
+            add_zero_attn=False, out_proj=types.SimpleNamespace(weight=c("out_proj_weight"),
+                                                                bias=c("out_proj_bias")))
+        layer = _EncoderLayer(self, node, types.SimpleNamespace(self_attn=attn))
+        S, B, _ = layer.shape
+        return [layer.attention(self.ref(a["query"]), S, B), None]
+
+    def f_encoder_layer(self, node):
+        """torch._transformer_encoder_layer_fwd: nn.TransformerEncoderLayer's
+        fast path (eval, no grad, batch_first), every weight an argument; the
+        same translation as the module."""
+        names = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight",
+                 "proj_bias", "use_gelu", "norm_first", "eps", "norm_weight_1", "norm_bias_1",
+                 "norm_weight_2", "norm_bias_2", "ffn_weight_1", "ffn_bias_1", "ffn_weight_2",
+                 "ffn_bias_2", "mask", "mask_type")
+        a = _bind(node, names, mask=None, mask_type=None)
+        if a["mask"] is not None:
+            raise UnsupportedError("node %s: TransformerEncoderLayer with a mask" % node.name)
+        c = lambda k: self.constant(node, a[k], k)
+        ns = types.SimpleNamespace
+        eps = float(a["eps"])
+        layer = ns(self_attn=ns(embed_dim=int(a["embed_dim"]), num_heads=int(a["num_heads"]),
+                                in_proj_weight=c("qkv_weight"), in_proj_bias=c("qkv_bias"),
+                                bias_k=None, add_zero_attn=False, batch_first=True,
+                                out_proj=ns(weight=c("proj_weight"), bias=c("proj_bias"))),
+                   norm_first=bool(a["norm_first"]),
+                   norm1=ns(weight=c("norm_weight_1"), bias=c("norm_bias_1"), eps=eps),
+                   norm2=ns(weight=c("norm_weight_2"), bias=c("norm_bias_2"), eps=eps),
+                   linear1=ns(weight=c("ffn_weight_1"), bias=c("ffn_bias_1")),
+                   linear2=ns(weight=c("ffn_weight_2"), bias=c("ffn_bias_2")),
+                   activation=self.torch.nn.functional.gelu if a["use_gelu"] else
+                   self.torch.nn.functional.relu)
+        return _EncoderLayer(self, node, layer).emit()
 
     def aten(self, node):
         """An ATen op of a graph traced by make_fx (the fallback for modules
@@ -367,8 +588,7 @@ class _Translator:
                 raise UnsupportedError("node %s: gelu approximate=%s" % (node.name, kw["approximate"]))
             return self.emit(node, "gelu", [self.ref(x)])
         if name == "silu":
-            sg = self.emit(node, "sigmoid", [self.ref(x)], name=self.fresh(node.name + "_sigmoid"))
-            return self.emit(node, "multiply", [self.ref(x), sg])
+            return self.silu(node, x)
         if name in ("rsqrt", "reciprocal"):
             r = self.ref(x)
             if name == "rsqrt":
@@ -403,11 +623,7 @@ class _Translator:
             idx[args[1] % len(idx)] = args[2]
             return self.getitem(node, x, tuple(idx))
         if name == "split":
-            dim, size, shape = (args[2] if len(args) > 2 else 0), args[1], self.shape(x)
-            dim %= len(shape)
-            return [self.emit(node, "slice", [self.ref(x)], axes=[dim], starts=[lo],
-                              ends=[min(lo + size, shape[dim])], name=self.fresh("%s_%d" % (node.name, k)))
-                    for k, lo in enumerate(range(0, shape[dim], size))]
+            return self.split(node, x, args[1], args[2] if len(args) > 2 else 0)
         if name == "cat":
             return self.emit(node, "concat", [self.ref(a) for a in args[0]],
                              axis=int(args[1] if len(args) > 1 else 0))
@@ -426,13 +642,15 @@ class _Translator:
             return self.aten(node)
         if getattr(f, "__name__", "") == "_assert_is_none":  # the guard of a concrete argument
             return None
+        if f in self.forms:
+            return self.forms[f](node)
         binary = {operator.add: "add", torch.add: "add", operator.mul: "multiply", torch.mul: "multiply",
                   operator.sub: "subtract", torch.sub: "subtract", operator.truediv: "divide",
                   torch.div: "divide", torch.matmul: "matmul", operator.matmul: "matmul"}
         if f in binary and not kw:
             return self.binary(node, binary[f], args[0], args[1])
         unary = {F.relu: "relu", torch.relu: "relu", torch.sigmoid: "sigmoid", torch.tanh: "tanh",
-                 F.gelu: "gelu", torch.exp: "exp", torch.sqrt: "sqrt", F.hardswish: "hard_swish"}
+                 torch.exp: "exp", torch.sqrt: "sqrt", F.hardswish: "hard_swish"}
         if f in unary:
             return self.emit(node, unary[f], [self.ref(args[0])])
         if f is torch.flatten or f in (torch.unsqueeze, torch.squeeze, torch.reshape):
@@ -459,17 +677,12 @@ class _Translator:
             return self.emit(node, "tanh", [self.ref(args[0])])
         if f is F.adaptive_avg_pool2d:
             return self.adaptive_avg(node, args[0], args[1] if len(args) > 1 else kw["output_size"])
-        if f in (F.relu6, F.hardtanh):
-            lo, hi = (0.0, 6.0) if f is F.relu6 else (kw.get("min_val", -1.0), kw.get("max_val", 1.0))
-            return self.emit(node, "clip", [self.ref(args[0])], min=float(lo), max=float(hi))
         if f is torch.cat:
             return self.emit(node, "concat", [self.ref(a) for a in args[0]],
                              axis=int(args[1] if len(args) > 1 else kw.get("dim", 0)))
         if f in (F.softmax, torch.softmax):
             dim = args[1] if len(args) > 1 else kw.get("dim")
             return self.emit(node, "softmax", [self.ref(args[0])], axis=int(dim))
-        if f is F.dropout:
-            return self.ref(args[0])
         name = getattr(f, "__name__", str(f))
         raise UnsupportedError("node %s: function %s is not supported" % (node.name, name))
 
@@ -496,6 +709,9 @@ class _Translator:
             return self.emit(node, "softmax", [self.ref(args[0])], axis=int(dim))
         if m in ("contiguous", "clone", "detach"):
             return self.ref(args[0])
+        if m == "split":
+            a = _bind(node, ("self", "split_size", "dim"), dim=0)
+            return self.split(node, args[0], a["split_size"], a["dim"])
         if m == "relu":
             return self.emit(node, "relu", [self.ref(args[0])])
         if m in ("permute", "transpose"):
@@ -536,11 +752,15 @@ class _Translator:
         self.alias[node.name] = name
         self.dynamic.add(node.name)
 
-    def run(self, name):
+    def run(self, name, outputs=None):
+        """The model JSON; outputs: the nodes to make its outputs (default:
+        what the graph returns)."""
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 if node.args and node.args[0] is None:  # a concrete argument (mask=None)
                     continue
+                if node.name in self.constant_inputs:
+                    continue  # materialized where a dynamic node reads it
                 v = self.values[node.name]
                 dtypes = {self.torch.float32: "float32", self.torch.int64: "int64",
                           self.torch.int32: "int32", self.torch.bool: "bool"}
@@ -552,7 +772,7 @@ class _Translator:
                 self.alias[node.name] = n
                 self.dynamic.add(node.name)
             elif node.op == "output":
-                outs = node.args[0]
+                outs = node.args[0] if outputs is None else outputs
                 outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
                 self.outputs = [self.ref(o) for o in outs]
             elif not self.depends_on_input(node):
@@ -563,11 +783,24 @@ class _Translator:
                 self.translated(node, self.function(node))
             elif node.op == "call_method":
                 self.translated(node, self.method(node))
+        self.prune()
         return {"name": re.sub(r"\W", "_", name),
                 "inputs": self.inputs,
                 "weights": [{"name": k, "shape": list(v.shape)} for k, v in self.weights.items()],
                 "nodes": self.nodes,
                 "outputs": self.outputs}
+
+
+    def prune(self):
+        """Drops the nodes and weights no output needs, which the model
+        loader refuses: the parts of a split nobody reads, the results of a
+        graph whose outputs are chosen (the torch.compile backend)."""
+        needed = set(self.outputs)
+        for n in reversed(self.nodes):
+            if n["name"] in needed:
+                needed.update(n["inputs"])
+        self.nodes = [n for n in self.nodes if n["name"] in needed]
+        self.weights = {k: v for k, v in self.weights.items() if k in needed}
 
 
 class _EncoderLayer:
@@ -580,15 +813,19 @@ class _EncoderLayer:
     which the graph's pattern pass turns into layernorm kernels."""
 
     def __init__(self, tr, node, mod):
+        """mod: the layer, or a namespace with its attributes (what the
+        functional forms pass; a bare self-attention has no activation)."""
         self.tr, self.node, self.mod = tr, node, mod
         self.shape = tr.shape(node.args[0])
         if len(self.shape) != 3:
             raise UnsupportedError("node %s: a %d-d input (3-d only)" % (node.name, len(self.shape)))
-        act = mod.activation
+        self.act = self.activation(mod.activation) if hasattr(mod, "activation") else None
+
+    def activation(self, act):
         name = getattr(act, "__name__", type(act).__name__).lower()
-        if name not in ("relu", "gelu"):
-            raise UnsupportedError("node %s: activation %s" % (node.name, name))
-        self.act = name
+        if name not in ("relu", "gelu") or getattr(act, "approximate", "none") != "none":
+            raise UnsupportedError("node %s: activation %s" % (self.node.name, act))
+        return name
 
     def op(self, suffix, op, inputs, **attrs):
         return self.tr.emit(self.node, op, inputs, name=self.tr.fresh(self.node.name + "_" + suffix), **attrs)
@@ -720,19 +957,23 @@ def to_json(module, example_inputs, name=None):
             gm = _trace(module, len(example_inputs))
         except (torch.fx.proxy.TraceError, TypeError, RuntimeError):
             gm = _trace_aten(module, example_inputs)
-    if not isinstance(example_inputs, (tuple, list)):
-        example_inputs = (example_inputs,)
+    t = translate(gm, example_inputs, name or type(module).__name__.lower())
+    return t.graph, t.weights
+
+
+def translate(gm, example_inputs, name, constant_inputs=(), outputs=None):
+    """An fx.GraphModule translated on example_inputs: the translator, with
+    .graph (the model JSON), .weights ({name: array}) and .values (every
+    node's value on the example inputs, the outputs among them)."""
+    import torch
     with torch.no_grad():
-        t = _Translator(gm, example_inputs)
-        graph = t.run(name or type(module).__name__.lower())
-    return graph, t.weights
+        t = _Translator(gm, example_inputs, constant_inputs)
+        t.graph = t.run(name, outputs)
+    return t
 
 
-def from_torch(module, example_inputs, name=None):
-    """A torch.nn.Module (in eval mode) or fx.GraphModule, traced and
-    translated, as a Model (not yet compiled). example_inputs fix the
-    input shapes. Unsupported nodes raise UnsupportedError naming them."""
-    graph, weights = to_json(module, example_inputs, name)
+def load_graph(graph, weights):
+    """A model JSON and its weights loaded as a Model (not yet compiled)."""
     with tempfile.TemporaryDirectory(prefix="mlc_fx_") as d:
         path = os.path.join(d, graph["name"] + ".json")
         wdir = os.path.join(d, "weights")
@@ -742,3 +983,10 @@ def from_torch(module, example_inputs, name=None):
         with open(path, "w") as f:
             json.dump(graph, f)
         return _model.load(path, weights=wdir)
+
+
+def from_torch(module, example_inputs, name=None):
+    """A torch.nn.Module (in eval mode) or fx.GraphModule, traced and
+    translated, as a Model (not yet compiled). example_inputs fix the
+    input shapes. Unsupported nodes raise UnsupportedError naming them."""
+    return load_graph(*to_json(module, example_inputs, name))

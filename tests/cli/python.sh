@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Python package (python/mlc_tune over $B/libmlc.so) through its
 # unittest suite, tests/python: one PASS/FAIL/SKIP line per test. Skipped
-# without python3 or NumPy. Under ASan (build-asan) the library needs the
+# without python3 or NumPy; the torch.compile tests again with PyTorch 2
+# where build/torch2-venv exists. Under ASan (build-asan) the library needs the
 # ASan runtime first in the process: LD_PRELOAD, leak checks off (the
 # interpreter itself never frees everything).
 B=${MLC_BUILD:-build}
@@ -18,6 +19,21 @@ if nm -D "$MLC_LIB" 2>/dev/null | grep -q __asan_init; then
 fi
 "$PY" tests/python/run.py
 rc=$?
+
+# The torch.compile backend (tests/python/test_dynamo.py) with PyTorch 2,
+# which Debian's python3 lacks (1.13): the venv `make torch2-deps` makes,
+# optional; its lines are py_torch2_*.
+T2=${MLC_TORCH2_VENV:-build/torch2-venv}
+if [ -x "$T2/bin/python" ]; then
+  "$T2/bin/python" tests/python/run.py test_dynamo.py py_torch2_
+  t2=$?
+  if [ $t2 -gt 1 ]; then  # killed (a crash in C): the tests after it never ran
+    echo "FAIL python_torch2: tests/python/run.py test_dynamo.py exited with status $t2 (crashed after the last line above)"
+  fi
+  [ $t2 -eq 0 ] || rc=1
+else
+  echo "SKIP python_torch2: $T2 does not exist (make torch2-deps: PyTorch 2 from PyPI)"
+fi
 
 # pip install ./python into a fresh venv (NumPy from the system), offline,
 # with the library and the worker copied in; then used from outside the tree.
