@@ -1276,6 +1276,9 @@ static void test_loop_overlap(void) {
   CHECK_MSG(t.calls == 4 && t.off_thread == 4, "%d of %d calls on another thread", t.off_thread,
             t.calls);
   CHECK(r1.serial_sec >= 0 && r1.serial_sec <= r1.total_sec);
+  CHECK_MSG(r1.stored == 32 && r1.commits == 4 && r1.commit_ms_p50 <= r1.commit_ms_p95 &&
+                r1.commit_ms_p95 <= r1.commit_ms_max,
+            "%d stored in %d commits", r1.stored, r1.commits);
   CHECK_MSG(t.d.fr.repeats == 0, "%d traces measured twice", t.d.fr.repeats);
   mlc_db_close(db);
   db = fresh_db();

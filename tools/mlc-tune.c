@@ -527,6 +527,10 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
                  ",\"search_sec\":%.3f,\"serial_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,"
                  "\"total_sec\":%.3f",
                  r->search_sec, r->serial_sec, r->build_sec, r->run_sec, r->total_sec);
+  mlc_str_printf(&s,
+                 ",\"stored\":%d,\"commits\":%d,\"commit_ms_p50\":%.3f,\"commit_ms_p95\":%.3f,"
+                 "\"commit_ms_max\":%.3f",
+                 r->stored, r->commits, r->commit_ms_p50, r->commit_ms_p95, r->commit_ms_max);
   mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
                  r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
                  r->exhausted ? "true" : "false");

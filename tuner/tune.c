@@ -47,6 +47,7 @@ typedef struct tune_run {
   int64_t next_round;
   double best_sec;
   double t0;
+  MLC_VEC(double) commit_ms; /* each commit's wall time (commit_latency) */
 } tune_run;
 
 static bool cm_predict(void *ctx, int n, const mlc_prim_func *const *funcs, double *scores,
@@ -63,6 +64,31 @@ static bool do_measure(tune_run *r, int n, const mlc_measure_cand *c, mlc_measur
                        mlc_error *err) {
   if (r->o->measure) return r->o->measure(r->o->measure_ud, n, c, out, err);
   return pool_measure(r->pool, n, c, out, err);
+}
+
+/* mlc_db_commit, timed, and what it stored counted in res->stored. */
+static bool commit(tune_run *r, int n, const mlc_db_record *recs, int *added, mlc_error *err) {
+  double t = mlc_now_sec();
+  bool ok = mlc_db_commit(r->db, n, recs, added, err);
+  MLC_VEC_PUSH(r->commit_ms, (mlc_now_sec() - t) * 1e3);
+  if (ok) r->res->stored += *added;
+  return ok;
+}
+
+static int by_value(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The commits' latency percentiles into res (nearest rank). */
+static void commit_latency(tune_run *r) {
+  int n = r->commit_ms.len;
+  r->res->commits = n;
+  if (n == 0) return;
+  qsort(r->commit_ms.data, (size_t)n, sizeof(double), by_value);
+  r->res->commit_ms_p50 = r->commit_ms.data[(n - 1) / 2];
+  r->res->commit_ms_p95 = r->commit_ms.data[(int)(0.95 * (n - 1) + 0.5)];
+  r->res->commit_ms_max = r->commit_ms.data[n - 1];
 }
 
 static double gflops(const tune_run *r, double sec) {
@@ -467,7 +493,7 @@ static void commit_partial(tune_run *r, int n, const mlc_tuner_cand *batch, cons
   char why[sizeof err->msg];
   snprintf(why, sizeof why, "%s", err ? err->msg : "");
   mlc_error e;
-  if (k > 0 && !mlc_db_commit(r->db, k, recs, &added, &e)) {
+  if (k > 0 && !commit(r, k, recs, &added, &e)) {
     mlc_error_set(err, "%.500s; the %d results of the batch received before could not be "
                        "stored: %.300s", why, k, e.msg);
   } else if (k > 0) {
@@ -595,7 +621,7 @@ static int settle(tune_run *r, flight *fl, mlc_error *err) {
     r->res->run_sec += mr[i].run_sec;
   }
   int added = 0;
-  if (!mlc_db_commit(r->db, n, recs, &added, err)) rc = -1;
+  if (!commit(r, n, recs, &added, err)) rc = -1;
   if (rc == 1) {
     int batch_disturbed = 0;
     for (int i = 0; i < n; i++) {
@@ -746,7 +772,7 @@ static bool measure_fixed(tune_run *r, const mlc_sched *c, bool own_pool, double
   }
   if (ok) {
     fill_record(r, &mr, js.data, trace_hash, hash, &rec);
-    ok = mlc_db_commit(r->db, 1, &rec, &added, err);
+    ok = commit(r, 1, &rec, &added, err);
   }
   if (ok && mr.status == MLC_MEASURE_OK) {
     *sec = mr.mean_sec;
@@ -1026,6 +1052,7 @@ static void tune_free(tune_run *r) {
   if (r->model) mlc_costmodel_free(r->model);
   if (r->pool) mlc_measure_free(r->pool);
   mlc_free(r->workload_text);
+  MLC_VEC_FREE(r->commit_ms);
 }
 
 /* Tuning measures one static function; one of size vars is tuned at
@@ -1051,6 +1078,7 @@ bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tun
   ok = ok && open_pool(&r, err) && choose_best(&r, o->remeasure_top > 0, err);
   if (ok) res->default_record_sec = default_record_sec(&r);
   res->total_sec = mlc_now_sec() - r.t0;
+  commit_latency(&r);
   tune_free(&r);
   return ok;
 }
@@ -1109,6 +1137,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
     res->search_sec = st.search_sec;
   }
   res->total_sec = mlc_now_sec() - r.t0;
+  commit_latency(&r);
   tune_free(&r);
   return ok;
 }

@@ -267,6 +267,11 @@ typedef struct mlc_tuner_tune_result {
   /* Of the rounds' wall time, what passed with no batch being measured
    * (search, commit, learning not overlapped with measuring). */
   double serial_sec;
+  /* Records this run added to the database (a candidate another tuner
+   * stored first is measured but not added), and its commits' count and
+   * wall-time percentiles (a shared server under load). */
+  int stored, commits;
+  double commit_ms_p50, commit_ms_p95, commit_ms_max;
   char message[512];     /* why the run ended early, warnings (cost model fallback) */
   char first_error[512]; /* the first failed candidate's "<class>: <message>" */
   /* o->library: the library candidate this run measured (library_sec > 0;
