@@ -18,8 +18,14 @@
  * the bottleneck where its time per batch, B x (search per candidate),
  * exceeds the batch's measuring time on R ranks, B / R x sleep.
  *
+ * Then, as root with iproute2, one row with real kernels: the same tuning
+ * (64 trials of matmul 64,64,64 in batches of 16, every candidate built
+ * and timed) over TCP between network namespaces, one host each
+ * (tools/mpi_netns.sh), with 1, 2 and 4 measurement ranks; they share
+ * this machine's cores, so past its core count their timings contend.
+ *
  *   bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] [--batch B]
- *                   [--ranks 1,2,4,...] [--cost-model M]
+ *                   [--ranks 1,2,4,...] [--cost-model M] [--no-netns]
  */
 #include "bench/results.h"
 
@@ -56,17 +62,25 @@ typedef struct run_result {
   double measured, total_sec, search_sec, serial_sec, wall_sec;
 } run_result;
 
-/* One job with `ranks` measurement ranks; false when it failed. */
+/* One job with `ranks` measurement ranks, every candidate sleeping
+ * sleep_ms (0: built and timed, each rank on a network namespace of its
+ * own); false when it failed. */
 static bool run_job(int ranks, int sleep_ms, int trials, int batch, const char *cost_model,
                     run_result *out) {
-  char db[64], cmd[8192];
+  char db[64], cmd[8192], launch[4400];
   snprintf(db, sizeof db, "/tmp/mlc_bench_mpi_scale_%d.db", (int)getpid());
   unlink(db);
+  if (sleep_ms > 0)
+    snprintf(launch, sizeof launch,
+             "MLC_BENCH_SLEEP_MS=%d mpirun --oversubscribe --bind-to none -n %d %s/bin/mlc-tune",
+             sleep_ms, ranks + 1, build_dir);
+  else
+    snprintf(launch, sizeof launch, "MLC_NETNS_HOSTS=%d MLC_BUILD=%s sh tools/mpi_netns.sh",
+             ranks + 1, build_dir);
   snprintf(cmd, sizeof cmd,
-           "MLC_BENCH_SLEEP_MS=%d mpirun --oversubscribe --bind-to none -n %d %s/bin/mlc-tune "
-           "--task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model %s "
+           "%s --task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model %s "
            "--no-baseline --no-default --remeasure 0 --json --db %s 2>/dev/null",
-           sleep_ms, ranks + 1, build_dir, trials, batch, cost_model, db);
+           launch, trials, batch, cost_model, db);
   double t0 = bench_now_ms();
   FILE *f = popen(cmd, "r");
   if (!f) return false;
@@ -104,20 +118,70 @@ static int parse_ranks(const char *s, int *counts) {
 
 static int usage(void) {
   fprintf(stderr, "usage: bench_mpi_scale [--results FILE] [--sleep-ms N] [--trials T] "
-                  "[--batch B] [--ranks 1,2,4,...] [--cost-model M]\n");
+                  "[--batch B] [--ranks 1,2,4,...] [--cost-model M] [--no-netns]\n");
   return 2;
+}
+
+/* Why the real-kernel rows cannot run here; NULL when they can. */
+static const char *netns_missing(void) {
+  if (getuid() != 0) return "not root (ip netns needs it)";
+  if (system("command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1") != 0)
+    return "ip (iproute2) or unshare is missing";
+  if (access("tools/mpi_netns.sh", R_OK) != 0) return "tools/mpi_netns.sh not found (run from the tree)";
+  return NULL;
+}
+
+/* The real-kernel rows: 1, 2, 4 measurement ranks over TCP between
+ * namespaces; appended to cs as cases. Returns the new count. */
+static int netns_rows(const char *cost_model, bench_case *cs, int n, char (*names)[64],
+                      char (*notes)[400]) {
+  const char *why = netns_missing();
+  if (why) {
+    printf("# real kernels in network namespaces: SKIP: %s\n", why);
+    return n;
+  }
+  static const int rows[] = {1, 2, 4};
+  int trials = 64, batch = 16;
+  double thr1 = 0;
+  printf("# real kernels, each measurement rank a network namespace of its own (TCP), all on "
+         "this machine's %d cores; %d trials of matmul 64,64,64 in batches of %d\n",
+         (int)sysconf(_SC_NPROCESSORS_ONLN), trials, batch);
+  printf("# %5s %9s %10s %15s\n", "ranks", "cand/s", "efficiency", "serial ms/cand");
+  for (int i = 0; i < 3; i++) {
+    run_result r;
+    if (!run_job(rows[i], 0, trials, batch, cost_model, &r)) {
+      printf("  %5d failed (see stderr)\n", rows[i]);
+      continue;
+    }
+    double thr = r.measured / r.total_sec;
+    if (thr1 == 0) thr1 = thr / rows[i];
+    double eff = thr / rows[i] / thr1, serial_ms = r.serial_sec / r.measured * 1e3;
+    printf("  %5d %9.2f %10.2f %15.2f\n", rows[i], thr, eff, serial_ms);
+    snprintf(names[n], 64, "mpi_netns_%d_ranks_real", rows[i]);
+    snprintf(notes[n], 400,
+             "%d measurement ranks in network namespaces (TCP), real kernels: efficiency %.2f; "
+             "rank 0 serial %.2f ms per candidate (%.0f candidates in %.1f s)",
+             rows[i], eff, serial_ms, r.measured, r.total_sec);
+    cs[n] = (bench_case){.name = names[n], .value = thr, .unit = "cand/s",
+                         .baseline = "1 measurement rank", .baseline_value = thr1,
+                         .notes = notes[n]};
+    n++;
+  }
+  return n;
 }
 
 int main(int argc, char **argv) {
   const char *results = "bench/results.json", *cost_model = "random";
   int sleep_ms = 200, trials = 128, batch = 64;
   int ranks[MAX_RANK_COUNTS] = {1, 2, 4, 8, 16, 32, 64}, n_ranks = 7;
+  bool netns = true;
   for (int i = 1; i < argc; i++) {
     if (i + 1 < argc && strcmp(argv[i], "--results") == 0) results = argv[++i];
     else if (i + 1 < argc && strcmp(argv[i], "--sleep-ms") == 0) sleep_ms = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--trials") == 0) trials = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--batch") == 0) batch = atoi(argv[++i]);
     else if (i + 1 < argc && strcmp(argv[i], "--cost-model") == 0) cost_model = argv[++i];
+    else if (strcmp(argv[i], "--no-netns") == 0) netns = false;
     else if (i + 1 < argc && strcmp(argv[i], "--ranks") == 0) {
       if (!(n_ranks = parse_ranks(argv[++i], ranks))) return usage();
     } else {
@@ -143,8 +207,8 @@ int main(int argc, char **argv) {
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   }
-  bench_case cs[MAX_RANK_COUNTS];
-  char names[MAX_RANK_COUNTS][64], notes[MAX_RANK_COUNTS][400];
+  bench_case cs[MAX_RANK_COUNTS + 3];
+  char names[MAX_RANK_COUNTS + 3][64], notes[MAX_RANK_COUNTS + 3][400];
   double thr1 = 0; /* the first row's throughput per rank */
   int n = 0;
   printf("# every candidate sleeps %d ms; matmul 64,64,64, cost model %s; trials max(%d, 32 R) "
@@ -180,6 +244,7 @@ int main(int argc, char **argv) {
                          .notes = notes[n]};
     n++;
   }
+  if (netns) n = netns_rows(cost_model, cs, n, names, notes);
   for (int i = 0; i < n; i++) bench_print(&cs[i]);
   mlc_error err;
   if (!bench_write_results(results, n, cs, &err)) {

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Ranks on separate "hosts" on one machine (docs/MPI.md):
-# three network namespaces, each a host with its own address and host name,
-# joined by veth pairs to a bridge in a fourth ("switch") namespace. mpirun
-# runs in host 0 (rank 0: search and database); OpenMPI's launcher starts
-# its daemons on hosts 1 and 2 through tools/mpi_netns_rsh.sh, which enters
+# network namespaces (three, or MLC_NETNS_HOSTS), each a host with its own
+# address and host name, joined by veth pairs to a bridge in one more
+# ("switch") namespace. mpirun runs in host 0 (rank 0: search and
+# database), one rank per host; OpenMPI's launcher starts its daemons on
+# the other hosts through tools/mpi_netns_rsh.sh, which enters
 # the host's namespace instead of ssh; every MPI byte goes over TCP between
 # the namespaces (btl tcp,self: no shared memory).
 #
@@ -15,9 +16,11 @@
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${MLC_BUILD:-build}
+case "$B" in /*) ;; *) B=$top/$B ;; esac
 P=${MLC_NETNS_PREFIX:-mlcnet}
 NET=10.77.0
-N=3
+N=${MLC_NETNS_HOSTS:-3}
+case "$N" in [2-9] | [1-5][0-9]) ;; *) echo "mpi_netns.sh: MLC_NETNS_HOSTS wants 2..59" >&2; exit 2 ;; esac
 
 up() {
   ip netns add "$P-sw"
@@ -57,9 +60,13 @@ command -v mpirun >/dev/null || { echo "mpi_netns.sh: mpirun is missing (apt-get
 down
 trap down EXIT
 up
-echo "# hosts: $P-h0 $NET.10 (rank 0), $P-h1 $NET.11, $P-h2 $NET.12; bridge in $P-sw"
+echo "# hosts: $P-h0 $NET.10 (rank 0) to $P-h$((N - 1)) $NET.$((9 + N)); bridge in $P-sw" >&2
 hosts=$(mktemp)
-printf '%s.10 slots=1\n%s.11 slots=1\n%s.12 slots=1\n' $NET $NET $NET >"$hosts"
+i=0
+while [ $i -lt $N ]; do
+  echo "$NET.$((10 + i)) slots=1" >>"$hosts"
+  i=$((i + 1))
+done
 [ $# -gt 0 ] || set -- --task matmul --shape 64,64,64 --trials 32 --db /tmp/mlc_netns.db -v
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MLC_NETNS_PREFIX=$P MLC_NETNS_NET=$NET
@@ -67,10 +74,10 @@ export MLC_NETNS_PREFIX=$P MLC_NETNS_NET=$NET
 # from mpi_netns_rsh.sh
 set +e
 ip netns exec "$P-h0" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$P-h0" \
-  mpirun --hostfile "$hosts" -n 3 --bind-to none \
+  mpirun --hostfile "$hosts" -n $N --bind-to none \
   --mca plm_rsh_agent "$top/tools/mpi_netns_rsh.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include $NET.0/24 --mca oob_tcp_if_include $NET.0/24 \
-  "$top/$B/bin/mlc-tune" "$@"
+  "$B/bin/mlc-tune" "$@"
 rc=$?
 rm -f "$hosts"
 exit $rc
