@@ -578,8 +578,8 @@ static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_mea
   return true;
 }
 
-/* Candidates to the ranks that asked and were heard from since the hook
- * started: over TCP, a send to a dead rank makes OpenMPI reconnect, fail
+/* Candidates to the ranks that asked and were heard from lately
+ * (fresh_after, batch_locked): over TCP, a send to a dead rank makes OpenMPI reconnect, fail
  * and abort rank 0 before it has stored anything (OpenMPI 4.1's ob1 has no
  * route left to that peer), so a WANT that waited through the search is
  * honoured only once the rank has spoken again. No rank holds more than
