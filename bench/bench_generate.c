@@ -233,13 +233,9 @@ typedef struct engines {
 
 /* The venv's python, next to the build's bench/ directory; NULL without it. */
 static const char *venv_python(mlc_arena *a) {
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return NULL;
-  exe[n] = 0;
-  for (int up = 0; up < 2; up++) /* build/bench/bench_generate -> build */
-    if (strrchr(exe, '/')) *strrchr(exe, '/') = 0;
-  const char *py = mlc_arena_printf(a, "%s/bench-venv/bin/python", exe);
+  char build[4096];
+  if (!bench_build_dir(build, sizeof build)) return NULL;
+  const char *py = mlc_arena_printf(a, "%s/bench-venv/bin/python", build);
   return access(py, X_OK) == 0 ? py : NULL;
 }
 

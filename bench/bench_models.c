@@ -82,7 +82,6 @@
 
 #include <cblas.h>
 #include <dlfcn.h>
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
@@ -153,21 +152,15 @@ static void die(const char *what, const char *msg) {
 
 /* The build directory holding this program (<B>/bench/bench_models), and
  * the program's own directory (the models' work directories go there). */
-static char build_dir[4096], exe_dir[4096];
+static char build_dir[4096], exe_dir[4096 + 8];
 /* Paths and commands, freed at exit. */
 static mlc_arena *strs;
 #define STR(...) mlc_arena_printf(strs, __VA_ARGS__)
 
 static void find_build_dir(void) {
-  ssize_t n = readlink("/proc/self/exe", build_dir, sizeof build_dir - 1);
-  if (n <= 0) die("/proc/self/exe", strerror(errno));
-  build_dir[n] = 0;
-  for (int k = 0; k < 2; k++) { /* strip /bench_models, then /bench */
-    char *slash = strrchr(build_dir, '/');
-    if (!slash) die(build_dir, "not under <build>/bench/");
-    *slash = 0;
-    if (k == 0) snprintf(exe_dir, sizeof exe_dir, "%s", build_dir);
-  }
+  if (!bench_build_dir(build_dir, sizeof build_dir))
+    die("/proc/self/exe", "this program is not under <build>/bench/");
+  snprintf(exe_dir, sizeof exe_dir, "%s/bench", build_dir);
 }
 
 /* The files of spec: models/ or, for a language model under --smoke, its

@@ -37,27 +37,6 @@
 
 static char build_dir[4096];
 
-static void find_build_dir(void) {
-  ssize_t n = readlink("/proc/self/exe", build_dir, sizeof build_dir - 1);
-  if (n <= 0) {
-    snprintf(build_dir, sizeof build_dir, "build");
-    return;
-  }
-  build_dir[n] = 0;
-  for (int k = 0; k < 2; k++) { /* strip /bench_mpi_scale, then /bench */
-    char *slash = strrchr(build_dir, '/');
-    if (slash) *slash = 0;
-  }
-}
-
-/* A number after "key": in the JSON summary; -1 when absent. */
-static double json_num(const char *js, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(js, pat);
-  return p ? strtod(p + strlen(pat), NULL) : -1;
-}
-
 typedef struct run_result {
   double measured, total_sec, search_sec, serial_sec, wall_sec;
 } run_result;
@@ -75,8 +54,9 @@ static bool run_job(int ranks, int sleep_ms, int trials, int batch, const char *
              "MLC_BENCH_SLEEP_MS=%d mpirun --oversubscribe --bind-to none -n %d %s/bin/mlc-tune",
              sleep_ms, ranks + 1, build_dir);
   else
-    snprintf(launch, sizeof launch, "MLC_NETNS_HOSTS=%d MLC_BUILD=%s sh tools/mpi_netns.sh",
-             ranks + 1, build_dir);
+    snprintf(launch, sizeof launch,
+             "MLC_NETNS_HOSTS=%d MLC_BUILD=%s sh " MLC_SOURCE_DIR "/tools/mpi_netns.sh", ranks + 1,
+             build_dir);
   snprintf(cmd, sizeof cmd,
            "%s --task matmul --shape 64,64,64 --trials %d --trials-per-round %d --cost-model %s "
            "--no-baseline --no-default --remeasure 0 --json --db %s 2>/dev/null",
@@ -90,10 +70,10 @@ static bool run_job(int ranks, int sleep_ms, int trials, int batch, const char *
   int rc = pclose(f);
   unlink(db);
   out->wall_sec = (bench_now_ms() - t0) * 1e-3;
-  out->measured = json_num(buf, "measured");
-  out->total_sec = json_num(buf, "total_sec");
-  out->search_sec = json_num(buf, "search_sec");
-  out->serial_sec = json_num(buf, "serial_sec");
+  out->measured = bench_json_number(buf, "measured");
+  out->total_sec = bench_json_number(buf, "total_sec");
+  out->search_sec = bench_json_number(buf, "search_sec");
+  out->serial_sec = bench_json_number(buf, "serial_sec");
   if (rc != 0 || out->measured <= 0 || out->total_sec <= 0) {
     fprintf(stderr, "bench_mpi_scale: %d ranks: exit %d, output: %.300s\n", ranks, rc, buf);
     return false;
@@ -127,7 +107,6 @@ static const char *netns_missing(void) {
   if (getuid() != 0) return "not root (ip netns needs it)";
   if (system("command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1") != 0)
     return "ip (iproute2) or unshare is missing";
-  if (access("tools/mpi_netns.sh", R_OK) != 0) return "tools/mpi_netns.sh not found (run from the tree)";
   return NULL;
 }
 
@@ -192,7 +171,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_mpi_scale: --sleep-ms, --trials and --batch want positive numbers\n");
     return 2;
   }
-  find_build_dir();
+  if (!bench_build_dir(build_dir, sizeof build_dir)) snprintf(build_dir, sizeof build_dir, "build");
   if (system("command -v mpirun >/dev/null 2>&1") != 0) {
     printf("bench_mpi_scale: SKIP: mpirun is missing (apt-get install openmpi-bin)\n");
     return 0;

@@ -25,30 +25,9 @@ enum { MAX_JOBS = 64 };
 
 static char build_dir[4096];
 
-static void find_build_dir(void) {
-  ssize_t n = readlink("/proc/self/exe", build_dir, sizeof build_dir - 1);
-  if (n <= 0) {
-    snprintf(build_dir, sizeof build_dir, "build");
-    return;
-  }
-  build_dir[n] = 0;
-  for (int k = 0; k < 2; k++) { /* strip /bench_pg_jobs, then /bench */
-    char *slash = strrchr(build_dir, '/');
-    if (slash) *slash = 0;
-  }
-}
-
-/* A number after "key": in a JSON summary; -1 when absent. */
-static double json_num(const char *js, const char *key) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *p = strstr(js, pat);
-  return p ? strtod(p + strlen(pat), NULL) : -1;
-}
-
 typedef struct job {
   int n;              /* the workload's last extent */
-  char out[64];       /* its --json output */
+  char out[64];       /* its files: <out>.json (stdout), .err, .status (exit status) */
   double measured, stored, commits, p50, p95, worst;
 } job;
 
@@ -61,13 +40,14 @@ static bool run_jobs(int n, job *jobs, const char *url, int trials, int sleep_ms
   mlc_str_printf(&cmd, "export MLC_BENCH_SLEEP_MS=%d; ", sleep_ms);
   for (int i = 0; i < n; i++) {
     jobs[i].n = job_extent(i);
-    snprintf(jobs[i].out, sizeof jobs[i].out, "/tmp/bench_pg_jobs_%d_%d.json", (int)getpid(), i);
+    snprintf(jobs[i].out, sizeof jobs[i].out, "/tmp/bench_pg_jobs_%d_%d", (int)getpid(), i);
+    const char *o = jobs[i].out;
     mlc_str_printf(&cmd,
                    "( %s/bin/mlc-tune --task matmul --shape 64,64,%d --trials %d "
                    "--trials-per-round 8 --cost-model random --no-baseline --no-default "
-                   "--remeasure 0 --seed %d --json --db '%s' >%s 2>&1; echo \"\\\"status\\\":$?\" "
-                   ">>%s ) & ",
-                   build_dir, jobs[i].n, trials, i + 1, url, jobs[i].out, jobs[i].out);
+                   "--remeasure 0 --seed %d --json --db '%s' >%s.json 2>%s.err; "
+                   "echo $? >%s.status ) & ",
+                   build_dir, jobs[i].n, trials, i + 1, url, o, o, o);
   }
   mlc_str_puts(&cmd, "wait");
   double t0 = bench_now_ms();
@@ -77,21 +57,30 @@ static bool run_jobs(int n, job *jobs, const char *url, int trials, int sleep_ms
   return rc == 0;
 }
 
-static bool read_job(job *j) {
+/* The job's file of that suffix, read and removed; NULL when missing. */
+static char *take_file(const job *j, const char *suffix) {
+  char path[96];
+  snprintf(path, sizeof path, "%s%s", j->out, suffix);
   mlc_error err;
   size_t len;
-  char *js = mlc_read_file(j->out, &len, &err);
-  unlink(j->out);
-  if (!js) return false;
-  bool ok = json_num(js, "status") == 0 && json_num(js, "measured") >= 0;
-  if (!ok) fprintf(stderr, "bench_pg_jobs: job on 64,64,%d failed: %.400s\n", j->n, js);
-  j->measured = json_num(js, "measured");
-  j->stored = json_num(js, "stored");
-  j->commits = json_num(js, "commits");
-  j->p50 = json_num(js, "commit_ms_p50");
-  j->p95 = json_num(js, "commit_ms_p95");
-  j->worst = json_num(js, "commit_ms_max");
-  mlc_free(js);
+  char *text = mlc_read_file(path, &len, &err);
+  unlink(path);
+  return text;
+}
+
+static bool read_job(job *j) {
+  char *js = take_file(j, ".json"), *why = take_file(j, ".err"), *st = take_file(j, ".status");
+  bool ok = js && st && atoi(st) == 0 && bench_json_number(js, "measured") >= 0;
+  if (!ok)
+    fprintf(stderr, "bench_pg_jobs: job on 64,64,%d failed (exit %s): %.400s\n", j->n,
+            st ? st : "?", why ? why : "");
+  j->measured = js ? bench_json_number(js, "measured") : -1;
+  j->stored = js ? bench_json_number(js, "stored") : -1;
+  j->commits = js ? bench_json_number(js, "commits") : -1;
+  j->p50 = js ? bench_json_number(js, "commit_ms_p50") : -1;
+  j->p95 = js ? bench_json_number(js, "commit_ms_p95") : -1;
+  j->worst = js ? bench_json_number(js, "commit_ms_max") : -1;
+  mlc_free(js), mlc_free(why), mlc_free(st);
   return ok;
 }
 
@@ -130,9 +119,9 @@ int main(int argc, char **argv) {
     else return usage();
   }
   if (n_jobs < 2 || n_jobs > MAX_JOBS || trials < 1 || sleep_ms < 1) return usage();
-  find_build_dir();
+  if (!bench_build_dir(build_dir, sizeof build_dir)) snprintf(build_dir, sizeof build_dir, "build");
   char cmd[256], dir[1024] = "";
-  snprintf(cmd, sizeof cmd, "sh tests/pg_server.sh start %d jobs", (int)getpid());
+  snprintf(cmd, sizeof cmd, "sh " MLC_SOURCE_DIR "/tests/pg_server.sh start %d jobs", (int)getpid());
   FILE *f = popen(cmd, "r");
   if (!f || !fgets(dir, sizeof dir, f)) dir[0] = 0;
   if (f) pclose(f);
@@ -173,7 +162,7 @@ int main(int argc, char **argv) {
       mismatches++;
     }
   }
-  snprintf(cmd, sizeof cmd, "sh tests/pg_server.sh stop '%s'", dir);
+  snprintf(cmd, sizeof cmd, "sh " MLC_SOURCE_DIR "/tests/pg_server.sh stop '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "bench_pg_jobs: the server did not stop cleanly\n");
   if (!ok || mismatches) {
     fprintf(stderr, "bench_pg_jobs: %s\n", ok ? "records lost or doubled" : "a job failed");

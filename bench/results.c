@@ -279,6 +279,28 @@ void bench_remove_db(const char *path) {
   unlink(more);
 }
 
+bool bench_build_dir(char *out, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", out, size - 1);
+  if (n <= 0) return false;
+  out[n] = 0;
+  for (int k = 0; k < 2; k++) { /* strip /<name>, then /bench */
+    char *slash = strrchr(out, '/');
+    if (!slash) return false;
+    *slash = 0;
+  }
+  return true;
+}
+
+double bench_json_number(const char *text, const char *key) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_json *j = mlc_json_parse(a, text, strlen(text), &err);
+  const mlc_json *v = j ? mlc_json_get(j, key) : NULL;
+  double x = v && v->kind == MLC_JSON_NUMBER ? v->number : -1;
+  mlc_arena_free(a);
+  return x;
+}
+
 void bench_openblas_coretype(char **argv) {
   const char *ct = mlc_rt_blas_coretype(), *env_ct = getenv("OPENBLAS_CORETYPE");
   if (!ct || (env_ct && *env_ct)) return;

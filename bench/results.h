@@ -117,6 +117,13 @@ bool bench_tune_model(const char *path, const mlc_gmodule *m, const mlc_target *
 void bench_openblas_coretype(char **argv);
 /* Remove a temporary database with its -wal and -shm files. */
 void bench_remove_db(const char *path);
+/* The build directory of this bench program (<build>/bench/<name>: its
+ * tools are in <build>/bin) into out; false when /proc/self/exe does not
+ * say. */
+bool bench_build_dir(char *out, size_t size);
+/* The number at key of the JSON object text (one tool's --json summary);
+ * -1 when the text does not parse or holds no such number. */
+double bench_json_number(const char *text, const char *key);
 
 /* A baseline's coprocess (a Python script of bench/) driven line by line: argv (argv[0]
  * the program's path, NULL-terminated) run with its stdin and stdout as
