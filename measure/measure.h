@@ -199,9 +199,11 @@ const char *mlc_measure_worker_path(const mlc_measure *m);
  *
  * MPI is optional at build time (MLC_HAVE_MPI): without it init fails
  * with "this build has no MPI support" and mlc_measure_mpi_built is false.
- * A dead rank: see measure/mpi.c (SIGTERM from mpirun, or silence under
- * orte_enable_recovery); the hook returns false naming the rank and its
- * host, with the results it received marked (index == i). */
+ * A rank that dies or leaves (measure/mpi.c): under `mpirun
+ * --enable-recovery` its candidates go to the other ranks and the job
+ * goes on; the hook fails only when no measurement rank is left, or when
+ * mpirun ends the job (its default on a death: SIGTERM), naming the dead
+ * ranks, with the results it received marked (index == i). */
 typedef struct mlc_measure_mpi mlc_measure_mpi;
 
 bool mlc_measure_mpi_built(void);
@@ -227,11 +229,17 @@ bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measu
  * died), from another thread when no batch is being measured; msg names
  * the dead ranks. mpirun kills the process about a second later. */
 void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
+/* Rank 0: fn(ud, msg) is called, on the hook's thread, when the ranks
+ * measuring change and the job goes on: a rank lost (msg names it and its
+ * requeued candidates), joining late, or refused on joining. */
+void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
+/* Rank 0: how many measurement ranks were lost so far. */
+int mlc_measure_mpi_ranks(mlc_measure_mpi *p);
 /* Ranks > 0: measure what rank 0 sends until it ends the job (true;
  * also when rank 0 refused a rank: rank 0 says why). */
 bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err);
-/* Ends the job's MPI and frees p (NULL: nothing). When a rank died and
- * mpirun lets the job go on, this calls MPI_Abort(status): see mpi.c. */
+/* Ends the job's MPI and frees p (NULL: nothing). When rank 0 failed
+ * (no rank left), this calls MPI_Abort(status): see mpi.c. */
 void mlc_measure_mpi_end(mlc_measure_mpi *p, int status);
 
 /* The worker side: serve requests on stdin/stdout until end of input.

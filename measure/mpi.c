@@ -13,16 +13,21 @@
  *
  *   HELLO  r -> 0  str version, str host, u64 pid, str target (the target
  *                  text parsed there: host CPU and cores detected there),
- *                  str cpu, str features
- *   CONFIG 0 -> r  u32 accepted, str why (refused), the pool options
+ *                  str cpu, str features, str procs (boot id and pid
+ *                  namespace: equal on rank 0, its pid may be looked up)
+ *   CONFIG 0 -> r  u32 accepted, str why (refused), the pool options,
+ *                  u64 rank 0's pid, str procs (as in HELLO)
  *   WANT   r -> 0  u32 k: room for k more candidates
  *   WORK   0 -> r  u32 batch, u32 k, k x (u32 index, u64 workload key,
  *                  u32 has_text, [str text], str trace, str target,
  *                  u32 fault, f64 max_call_sec, f64 run_timeout_s)
  *   RESULT r -> 0  u32 batch, u32 index, the mlc_measure_result fields
  *   BEAT   r -> 0  nothing: alive (every 0.1 s; 0.05 s when idle)
+ *   BEAT   0 -> r  nothing: rank 0 alive (every RANK0_BEAT_S)
  *   BYE    r -> 0  str why: the rank leaves (SIGTERM, its pool failed)
  *   STOP   0 -> r  the job is over
+ *   DONE   r -> 0  nothing: STOP taken (under --enable-recovery, where
+ *                  no rank calls MPI_Finalize: see mlc_measure_mpi_end)
  *
  * A workload's text goes to a rank once; later candidates name its key.
  *
@@ -30,16 +35,28 @@
  * spins a core, which would disturb timings on the same machine. Every
  * wait is MPI_Iprobe and a short sleep, or the pool's poll.
  *
- * A dead rank. By default OpenMPI's mpirun, on seeing a rank die, sends
- * SIGTERM to every other rank and SIGKILL a second later
- * (odls_base_sigkill_timeout). Every rank here catches SIGTERM: a
- * measurement rank says BYE and leaves; rank 0 collects for DRAIN_S what
- * is still arriving, names the ranks that did not say BYE as the dead
- * ones, and the hook returns false with the results it has, which the
- * tuner commits before it ends. Under `mpirun --mca orte_enable_recovery
- * 1` the job goes on after a death; rank 0 then takes a rank that has
- * sent nothing (not even its BEAT, ten a second) for SILENCE_S for dead,
- * and mlc_measure_mpi_end ends the job with MPI_Abort.
+ * A rank that dies or leaves. Under `mpirun --enable-recovery` (or
+ * `--mca orte_enable_recovery 1`) the job goes on after a rank's death.
+ * Rank 0 takes a rank for lost when it says BYE, when its process is gone
+ * (a rank on rank 0's machine, in the same process namespace: kill(pid,
+ * 0)), or when it has sent nothing, not even its BEAT (ten a second), for
+ * silence_s (MLC_MPI_SILENCE_S, default 20 s: a host lost). The candidates
+ * it held and had not returned go back to the queue for the other ranks;
+ * whatever it sends later is dropped, so no result is taken twice. Only
+ * when no measurement rank is left does the hook fail. A rank may also
+ * join late: its HELLO is answered whenever it comes.
+ *
+ * By default OpenMPI's mpirun, on seeing a rank die, sends SIGTERM to
+ * every other rank and SIGKILL a second later (odls_base_sigkill_timeout).
+ * Every rank here catches SIGTERM: a measurement rank says BYE and leaves;
+ * rank 0 collects for DRAIN_S what is still arriving, names the ranks that
+ * died, and the hook returns false with the results it has, which the
+ * tuner commits before it ends.
+ *
+ * Fault injection for the tests: MLC_MPI_FAULT="R:point:K" makes rank R
+ * kill itself (SIGKILL) right after its K-th `want` (asked, no answer
+ * yet), `work` (candidates taken, none returned) or `result` sent; with
+ * `hello`, rank R sends its HELLO K seconds late (joins late).
  */
 #include "measure/frame_internal.h"
 #include "targets/targets.h"
@@ -112,6 +129,14 @@ void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char 
   MLC_UNUSED(ud);
 }
 
+void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud) {
+  MLC_UNUSED(p);
+  MLC_UNUSED(fn);
+  MLC_UNUSED(ud);
+}
+
+int mlc_measure_mpi_ranks(mlc_measure_mpi *p) { return p ? 0 : 0; }
+
 #else
 
 #include <mpi.h>
@@ -123,10 +148,19 @@ void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char 
 #include <time.h>
 #include <unistd.h>
 
-enum { TAG_HELLO = 1, TAG_CONFIG, TAG_WANT, TAG_WORK, TAG_RESULT, TAG_BEAT, TAG_BYE, TAG_STOP };
+enum {
+  TAG_HELLO = 1, TAG_CONFIG, TAG_WANT, TAG_WORK, TAG_RESULT, TAG_BEAT, TAG_BYE, TAG_STOP, TAG_DONE
+};
 
-#define PROTOCOL "mlc-mpi 1 " MLC_VERSION
-#define SILENCE_S 20.0   /* a rank silent this long (BEAT_S) is taken for dead */
+#define PROTOCOL "mlc-mpi 2 " MLC_VERSION
+#define SILENCE_S 20.0   /* a rank silent this long (BEAT_S) is taken for lost */
+#define PID_CHECK_S 0.05 /* how often rank 0 looks for its own machine's ranks' pids */
+#define JOIN_S 2.0       /* after the first HELLO, how long the start waits for the rest
+                          * (MPI_Init has waited for every rank: only a slow start is left) */
+#define STOP_WAIT_S 0.2  /* a STOP to a lost rank: how long it may take to go out */
+#define DONE_WAIT_S 5.0  /* ... to a live rank: how long its DONE may take */
+#define LINGER_S 0.05    /* a rank's DONE: time to go out before the rank exits */
+#define RANK0_BEAT_S 1.0 /* rank 0's BEAT to the ranks (they take its silence for its death) */
 #define DRAIN_S 0.5      /* after SIGTERM: results and BYEs still arriving (over TCP, from
                           * hosts whose SIGTERM comes later); SIGKILL follows at 1 s */
 #define FLUSH_QUIET_S 0.02 /* ... after the messages queued before it (launcher_ended) */
@@ -152,9 +186,14 @@ typedef struct peer {
   bool sending;  /* ... not yet taken */
   double send_start;
   double heard;  /* when its last message came */
-  bool gone;     /* it said BYE */
-  bool term;     /* ... because it got SIGTERM: mpirun is ending the job */
-  bool stopped;  /* it was sent CONFIG (refused) or STOP */
+  bool joined;   /* its HELLO came */
+  bool local;    /* its pid is one of rank 0's process namespace */
+  bool gone;     /* it said BYE, or is lost */
+  bool term;     /* ... because it got SIGTERM */
+  bool lost;     /* it left or died; its candidates went to the others */
+  bool died;     /* ... not by a BYE */
+  bool stopped;  /* it was refused (CONFIG) */
+  MLC_VEC(int) holding;  /* the current batch's candidates it has not returned */
   MLC_VEC(uint64_t) wls; /* workload keys whose text it has */
 } peer;
 
@@ -173,24 +212,93 @@ struct mlc_measure_mpi {
   char *target;    /* the target text as this rank parsed it */
   peer *peers;     /* rank 0: [size] */
   uint32_t batch;  /* rank 0: the hook's calls */
-  bool failed;     /* rank 0: a rank died or left; no clean MPI_Finalize */
-  bool ending;     /* rank 0: a rank got SIGTERM: mpirun is ending the job */
+  bool failed;     /* rank 0: the job cannot go on; no clean MPI_Finalize */
+  bool fail_said;  /* rank 0: ... and the caller was told why */
   double fresh_after; /* rank 0: ranks heard since may get work (hand_out) */
   double batch_end;   /* rank 0: when the hook last returned */
+  double silence_s;   /* rank 0: a rank silent this long is lost */
+  double pid_checked; /* rank 0: when the local ranks' pids were last looked up */
+  MLC_VEC(int) requeue; /* rank 0: candidates of lost ranks, to hand out again */
+  int n_lost;
+  mlc_measure_opts opts; /* rank 0: what a rank joining late is sent */
+  char procs[128];    /* this process's namespace (HELLO) */
   char fail_msg[900];
   /* Rank 0: SIGTERM is blocked in every thread but `watcher`, which
    * sigwaits for it; mu keeps its MPI calls apart from the hook's. */
   bool has_watcher, term_handled;
+  bool recovering;  /* mpirun --enable-recovery: a death does not end the job */
+  double beat_sent;  /* rank 0: its last BEAT */
+  uint64_t pid0;     /* ranks > 0: rank 0's pid, when in this process namespace */
+  double heard0, pid0_checked; /* ranks > 0: when rank 0 last spoke, was looked up */
   pthread_t watcher;
   pthread_mutex_t mu;
   void (*on_end)(void *ud, const char *msg);
   void *on_end_ud;
+  void (*on_ranks)(void *ud, const char *msg); /* the measuring ranks changed */
+  void *on_ranks_ud;
   uint8_t *in;     /* the message received last */
   size_t in_len, in_cap;
   mlc_str out;     /* the message being sent */
 };
 
 static double now(void) { return mlc_now_sec(); }
+
+/* The boot and pid namespace this process runs in: two ranks with the
+ * same string can look up each other's pids. */
+static void process_namespace(char *out, size_t size) {
+  char boot[64] = "", ns[64] = "";
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(boot, sizeof boot, f)) boot[0] = 0;
+    fclose(f);
+    boot[strcspn(boot, "\n")] = 0;
+  }
+  ssize_t len = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  ns[len > 0 ? len : 0] = 0;
+  snprintf(out, size, "%s %s", boot, ns);
+  if (!boot[0] || !ns[0]) out[0] = 0; /* unknown: never compared equal */
+}
+
+/* mpirun --enable-recovery (or --mca orte_enable_recovery 1) tells its
+ * ranks so through the environment. */
+static bool launcher_recovers(void) {
+  const char *v = getenv("OMPI_MCA_orte_enable_recovery");
+  return v && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0);
+}
+
+static double env_seconds(const char *name, double fallback) {
+  const char *v = getenv(name);
+  char *end;
+  double x = v ? strtod(v, &end) : 0;
+  return v && end != v && *end == 0 && x > 0 ? x : fallback;
+}
+
+/* MLC_MPI_FAULT="R:point:K": this rank (R) kills itself after its K-th
+ * event of the kind named, or says HELLO K seconds late (see the top of
+ * this file). */
+typedef enum { FAULT_WANT, FAULT_WORK, FAULT_RESULT, FAULT_HELLO, FAULT_NONE } fault_point;
+
+typedef struct fault_plan {
+  fault_point point;
+  long at, seen;
+} fault_plan;
+
+static fault_plan fault_plan_of(int rank) {
+  static const char *names[] = {"want", "work", "result", "hello"};
+  fault_plan f = {FAULT_NONE, 0, 0};
+  const char *v = getenv("MLC_MPI_FAULT");
+  char point[16];
+  int r;
+  long k;
+  if (!v || sscanf(v, "%d:%15[a-z]:%ld", &r, point, &k) != 3 || r != rank || k < 1) return f;
+  for (int i = 0; i < FAULT_NONE; i++)
+    if (strcmp(point, names[i]) == 0) f.point = (fault_point)i, f.at = k;
+  return f;
+}
+
+static void fault_event(fault_plan *f, fault_point point) {
+  if (f->point == point && ++f->seen == f->at) raise(SIGKILL);
+}
 
 static void nap(double sec) {
   struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
@@ -244,6 +352,7 @@ static bool recv_msg(mlc_measure_mpi *p, int src, int *from, int *tag) {
     return false;
   *from = st.MPI_SOURCE;
   *tag = st.MPI_TAG;
+  if (*from == 0 && p->rank > 0) p->heard0 = now();
   return true;
 }
 
@@ -360,6 +469,10 @@ mlc_measure_mpi *mlc_measure_mpi_init(int *argc, char ***argv, const char *targe
   MPI_Comm_size(MPI_COMM_WORLD, &p->size);
   if (gethostname(p->host, sizeof p->host - 1) != 0) snprintf(p->host, sizeof p->host, "?");
   p->target = mlc_xstrdup(t.str);
+  p->silence_s = env_seconds("MLC_MPI_SILENCE_S", SILENCE_S);
+  p->recovering = launcher_recovers();
+  p->heard0 = now();
+  process_namespace(p->procs, sizeof p->procs);
   pthread_mutex_init(&p->mu, NULL);
   if (p->rank == 0 && provided >= MPI_THREAD_SERIALIZED &&
       pthread_create(&p->watcher, NULL, watch, p) == 0) {
@@ -379,6 +492,9 @@ mlc_measure_mpi *mlc_measure_mpi_init(int *argc, char ***argv, const char *targe
     frame_str(&p->out, p->target);
     frame_str(&p->out, mlc_target_host_cpu());
     frame_str(&p->out, mlc_target_host_features());
+    frame_str(&p->out, p->procs);
+    fault_plan f = fault_plan_of(p->rank);
+    if (f.point == FAULT_HELLO) nap((double)f.at);
     if (!send_msg(p, 0, TAG_HELLO)) {
       mlc_error_set(err, "rank %d: cannot reach rank 0", p->rank);
       mlc_measure_mpi_end(p, 1);
@@ -450,40 +566,68 @@ bool mlc_measure_mpi_check(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_er
   return ok;
 }
 
+/* A HELLO from rank `from` (in p->in) into its peer; the version it runs
+ * into version. False when it said HELLO before. */
+static bool take_hello(mlc_measure_mpi *p, int from, char **version) {
+  peer *q = &p->peers[from];
+  if (q->joined) return false;
+  frame_reader rd = reader(p);
+  char procs[128];
+  *version = frame_get_str(&rd);
+  if (!*version) *version = mlc_xstrdup("");
+  copy_str(&rd, q->host, sizeof q->host);
+  q->pid = frame_get_u64(&rd);
+  q->target = frame_get_str(&rd);
+  q->cpu = frame_get_str(&rd);
+  q->features = frame_get_str(&rd);
+  copy_str(&rd, procs, sizeof procs);
+  if (!q->target) q->target = mlc_xstrdup("?");
+  if (!q->cpu) q->cpu = mlc_xstrdup("?");
+  if (!q->features) q->features = mlc_xstrdup("");
+  q->local = !rd.bad && p->procs[0] && strcmp(procs, p->procs) == 0 && q->pid > 0;
+  q->heard = now();
+  q->joined = true;
+  return true;
+}
+
+/* CONFIG to rank r: the pool options, or why it is refused. */
+static void configure(mlc_measure_mpi *p, int r, const char *why) {
+  mlc_str_clear(&p->out);
+  frame_u32(&p->out, why[0] == 0);
+  frame_str(&p->out, why);
+  put_opts(&p->out, &p->opts);
+  frame_u64(&p->out, (uint64_t)getpid());
+  frame_str(&p->out, p->procs);
+  send_msg(p, r, TAG_CONFIG);
+  p->peers[r].stopped = why[0] != 0;
+}
+
+/* Waits for every rank's HELLO, or, once one came, JOIN_S for the rest:
+ * a rank that starts later is taken when its HELLO comes (handle). */
 static bool check_locked(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err) {
   p->peers = mlc_xmalloc(sizeof(peer) * (size_t)p->size);
   for (int r = 0; r < p->size; r++) p->peers[r] = (peer){0};
+  p->opts = *o;
   char *version[p->size];
   memset(version, 0, sizeof version);
   int got = 0, from, tag;
-  while (got < p->size - 1) {
+  double first = 0;
+  while (got < p->size - 1 && (got == 0 || now() - first < JOIN_S)) {
     if (g_term) return mlc_error_set(err, "ended by signal %d while the ranks started", g_term);
     if (!recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
       nap(1e-3);
       continue;
     }
-    if (tag != TAG_HELLO || from <= 0 || version[from]) continue;
-    frame_reader rd = reader(p);
-    peer *q = &p->peers[from];
-    version[from] = frame_get_str(&rd);
-    copy_str(&rd, q->host, sizeof q->host);
-    q->pid = frame_get_u64(&rd);
-    q->target = frame_get_str(&rd);
-    q->cpu = frame_get_str(&rd);
-    q->features = frame_get_str(&rd);
-    q->heard = now();
-    got++;
+    if (tag != TAG_HELLO || from <= 0 || from >= p->size) continue;
+    if (!take_hello(p, from, &version[from])) continue;
+    if (got++ == 0) first = now();
   }
   char why[900] = "";
-  for (int r = 1; r < p->size && !why[0]; r++) compare_peer(p, r, version[r], why, sizeof why);
+  for (int r = 1; r < p->size && !why[0]; r++)
+    if (p->peers[r].joined) compare_peer(p, r, version[r], why, sizeof why);
   for (int r = 1; r < p->size; r++) {
     mlc_free(version[r]);
-    mlc_str_clear(&p->out);
-    frame_u32(&p->out, why[0] == 0);
-    frame_str(&p->out, why);
-    put_opts(&p->out, o);
-    send_msg(p, r, TAG_CONFIG);
-    p->peers[r].stopped = why[0] != 0;
+    if (p->peers[r].joined) configure(p, r, why);
   }
   if (why[0]) return mlc_error_set(err, "%s", why);
   return true;
@@ -491,9 +635,11 @@ static bool check_locked(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_erro
 
 void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out) {
   char name[400];
-  for (int r = 1; p->peers && r < p->size; r++)
-    mlc_str_printf(out, "%s: %s, %s\n", peer_name(p, r, name, sizeof name), p->peers[r].target,
-                   p->peers[r].cpu);
+  for (int r = 1; p->peers && r < p->size; r++) {
+    const peer *q = &p->peers[r];
+    if (q->joined) mlc_str_printf(out, "%s: %s, %s\n", peer_name(p, r, name, sizeof name), q->target, q->cpu);
+    else mlc_str_printf(out, "measurement rank %d: not started yet (it joins when it does)\n", r);
+  }
 }
 
 /* ---- rank 0: the measure hook ------------------------------------------------ */
@@ -501,12 +647,6 @@ void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out) {
 static void fail(mlc_measure_mpi *p, const char *fmt, const char *a, const char *b) {
   p->failed = true;
   snprintf(p->fail_msg, sizeof p->fail_msg, fmt, a, b);
-}
-
-static bool has_wl(const peer *q, uint64_t key) {
-  for (int i = 0; i < q->wls.len; i++)
-    if (q->wls.data[i] == key) return true;
-  return false;
 }
 
 /* Whether rank r's last WORK was taken (or none is on its way). One not
@@ -530,31 +670,130 @@ static bool work_taken(mlc_measure_mpi *p, int r, bool *failed) {
   return false;
 }
 
-/* Every WORK sent taken, or given up on (failed ranks, SIGTERM). */
+/* A send that will not complete (its rank is lost) given up. */
+static void drop_send(peer *q) {
+  if (!q->sending) return;
+  MPI_Cancel(&q->req);
+  MPI_Request_free(&q->req);
+  q->sending = false;
+}
+
+/* Every WORK sent taken, or given up on (lost ranks, SIGTERM). */
 static void settle_sends(mlc_measure_mpi *p) {
   double end = now() + SEND_TIMEOUT_S;
   for (int r = 1; r < p->size; r++) {
     bool failed;
-    while (!work_taken(p, r, &failed) && !failed && !p->failed && now() < end) nap(50e-6);
-    if (p->peers[r].sending) {
-      MPI_Cancel(&p->peers[r].req);
-      MPI_Request_free(&p->peers[r].req);
-      p->peers[r].sending = false;
+    while (!p->peers[r].lost && !work_taken(p, r, &failed) && !failed && !p->failed &&
+           now() < end)
+      nap(50e-6);
+    drop_send(&p->peers[r]);
+  }
+}
+
+static int live_ranks(const mlc_measure_mpi *p) {
+  int live = 0;
+  for (int r = 1; r < p->size; r++) live += p->peers[r].joined && !p->peers[r].gone;
+  return live;
+}
+
+/* Rank 0's BEAT to every live rank, every RANK0_BEAT_S, sent without
+ * waiting: an empty message goes out at once. */
+static void beat_ranks(mlc_measure_mpi *p) {
+  double t = now();
+  if (!p->peers || t - p->beat_sent < RANK0_BEAT_S) return;
+  p->beat_sent = t;
+  for (int r = 1; r < p->size; r++) {
+    const peer *q = &p->peers[r];
+    if (!q->joined || q->gone || q->stopped) continue;
+    MPI_Request req;
+    if (MPI_Isend("", 0, MPI_BYTE, r, TAG_BEAT, MPI_COMM_WORLD, &req) == MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+}
+
+/* Rank r is lost (why: "died", "left: ..."): the candidates it held and
+ * had not returned go back to the queue, and nothing it sends later is
+ * taken. */
+static void lose(mlc_measure_mpi *p, int r, bool died, const char *why,
+                 const mlc_measure_result *out) {
+  peer *q = &p->peers[r];
+  if (q->lost) return;
+  int requeued = 0;
+  for (int i = 0; i < q->holding.len; i++) {
+    int k = q->holding.data[i];
+    if (out && out[k].index < 0) {
+      MLC_VEC_PUSH(p->requeue, k);
+      requeued++;
+    }
+  }
+  q->holding.len = 0;
+  q->held = q->want = 0;
+  q->lost = q->gone = true;
+  q->died = died;
+  drop_send(q);
+  p->n_lost++;
+  if (!p->on_ranks) return;
+  char name[400], msg[900];
+  int live = live_ranks(p);
+  if (requeued > 0)
+    snprintf(msg, sizeof msg, "%s %s; the %d candidate%s it held go%s to the other ranks (%d left)",
+             peer_name(p, r, name, sizeof name), why, requeued, requeued == 1 ? "" : "s",
+             requeued == 1 ? "es" : "", live);
+  else
+    snprintf(msg, sizeof msg, "%s %s, holding no candidate; %d measurement rank%s left",
+             peer_name(p, r, name, sizeof name), why, live, live == 1 ? "" : "s");
+  p->on_ranks(p->on_ranks_ud, msg);
+}
+
+static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_result *out,
+                   int *done);
+
+/* Ranks on rank 0's machine whose process is gone, and ranks silent for
+ * silence_s, are lost; what a dead rank sent before it died is taken
+ * first, so that no result it returned is measured again. */
+static void check_liveness(mlc_measure_mpi *p, double t0, int n, mlc_measure_result *out,
+                           int *done) {
+  double t = now();
+  bool look = t - p->pid_checked >= PID_CHECK_S;
+  if (look) p->pid_checked = t;
+  for (int r = 1; r < p->size; r++) {
+    peer *q = &p->peers[r];
+    if (!q->joined || q->gone) continue;
+    if (look && q->local && kill((pid_t)q->pid, 0) != 0 && errno == ESRCH) {
+      int from, tag;
+      while (!q->lost && recv_msg(p, r, &from, &tag)) handle(p, from, tag, n, out, done);
+      lose(p, r, true, "died", out);
+      continue;
+    }
+    double since = q->heard > t0 ? q->heard : t0;
+    if (t - since > p->silence_s) {
+      char why[96];
+      snprintf(why, sizeof why, "has sent nothing for %.0f s: taken for dead", p->silence_s);
+      lose(p, r, true, why, out);
     }
   }
 }
 
-/* A WORK message to rank r, sent without waiting for the rank to take it:
- * one over the eager limit completes only when the rank posts its
- * receive (up to its poll interval later), and waiting for each rank in
- * turn left the last ranks of a large job idle for most of a batch. */
-static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_measure_cand *c) {
+static bool has_wl(const peer *q, uint64_t key) {
+  for (int i = 0; i < q->wls.len; i++)
+    if (q->wls.data[i] == key) return true;
+  return false;
+}
+
+/* A WORK message with candidates idx[0..k) to rank r, sent without
+ * waiting for the rank to take it: one over the eager limit completes
+ * only when the rank posts its receive (up to its poll interval later),
+ * and waiting for each rank in turn left the last ranks of a large job
+ * idle for most of a batch. */
+static bool send_work(mlc_measure_mpi *p, int r, const int *idx, int k,
+                      const mlc_measure_cand *c) {
   peer *q = &p->peers[r];
   mlc_str *s = &q->work;
   mlc_str_clear(s);
   frame_u32(s, p->batch);
   frame_u32(s, (uint32_t)k);
-  for (int i = first; i < first + k; i++) {
+  for (int j = 0; j < k; j++) {
+    int i = idx[j];
     uint64_t key = mlc_hash_str(c[i].workload, 0x6d7069);
     bool has = has_wl(q, key);
     frame_u32(s, (uint32_t)i);
@@ -578,59 +817,97 @@ static bool send_work(mlc_measure_mpi *p, int r, int first, int k, const mlc_mea
   return true;
 }
 
+/* Up to k candidates still to measure into idx: those of lost ranks
+ * first, then the batch's next ones. */
+static int take_pending(mlc_measure_mpi *p, int n, int *next, int k, int *idx) {
+  int got = 0;
+  while (got < k && p->requeue.len > 0) idx[got++] = p->requeue.data[--p->requeue.len];
+  while (got < k && *next < n) idx[got++] = (*next)++;
+  return got;
+}
+
+static int pending(const mlc_measure_mpi *p, int n, int next) {
+  return p->requeue.len + (n - next);
+}
+
 /* Candidates to the ranks that asked and were heard from lately
- * (fresh_after, batch_locked): over TCP, a send to a dead rank makes OpenMPI reconnect, fail
- * and abort rank 0 before it has stored anything (OpenMPI 4.1's ob1 has no
- * route left to that peer), so a WANT that waited through the search is
- * honoured only once the rank has spoken again. No rank holds more than
- * its share of the batch (the batch over the live ranks) at once, so
- * that the first ranks to ask do not take work the others would start at
- * the same time. A batch of at most WHOLE_BATCH candidates (the
- * re-measured best few, the end check's interleaved pairs, the baseline)
- * goes whole to one rank: those are timed side by side on one machine. */
-static bool hand_out(mlc_measure_mpi *p, int n, const mlc_measure_cand *c, int *next) {
+ * (fresh_after, batch_locked): a WANT that waited through the search says
+ * nothing about whether the rank still lives, so it is honoured only once
+ * the rank has spoken again. No rank holds more than its share of the
+ * batch (the batch over the live ranks) at once, so that the first ranks
+ * to ask do not take work the others would start at the same time. A
+ * batch of at most WHOLE_BATCH candidates (the re-measured best few, the
+ * end check's interleaved pairs, the baseline) goes whole to one rank:
+ * those are timed side by side on one machine. */
+static bool hand_out(mlc_measure_mpi *p, int n, const mlc_measure_cand *c, int *next,
+                     const mlc_measure_result *out) {
   bool any = false;
-  char name[400];
-  int live = 0;
-  for (int r = 1; r < p->size; r++) live += !p->peers[r].gone;
+  int live = live_ranks(p);
   int share = live > 0 ? (n + live - 1) / live : n;
-  for (int r = 1; r < p->size && *next < n && !p->failed; r++) {
+  int idx[n > 0 ? n : 1];
+  for (int r = 1; r < p->size && pending(p, n, *next) > 0 && !p->failed; r++) {
     peer *q = &p->peers[r];
-    if (q->want <= 0 || q->gone || q->heard <= p->fresh_after) continue;
+    if (q->want <= 0 || q->gone || !q->joined || q->heard <= p->fresh_after) continue;
     bool failed;
     if (!work_taken(p, r, &failed)) {
       if (!failed) continue; /* its last WORK is still on its way */
       if (g_term) return any;
-      fail(p, "%s does not take its work%s", peer_name(p, r, name, sizeof name), "");
-      return false;
+      lose(p, r, false, "does not take its work", out);
+      continue;
     }
-    int k = n - *next;
+    int k = pending(p, n, *next);
     if (n > WHOLE_BATCH) {
       if (k > q->want) k = q->want;
       if (k > share - q->held) k = share - q->held;
       if (k <= 0) continue;
     }
-    if (!send_work(p, r, *next, k, c)) {
-      if (g_term) return any; /* the caller names the dead */
-      fail(p, "%s cannot be reached%s", peer_name(p, r, name, sizeof name), "");
-      return false;
-    }
+    k = take_pending(p, n, next, k, idx);
+    for (int j = 0; j < k; j++) MLC_VEC_PUSH(q->holding, idx[j]);
     q->want = k > q->want ? 0 : q->want - k;
     q->held += k;
-    *next += k;
+    if (!send_work(p, r, idx, k, c)) {
+      if (g_term) return any; /* the caller names the dead */
+      lose(p, r, false, "cannot be reached", out);
+      continue;
+    }
     any = true;
   }
   return any;
 }
 
+/* Rank r returned candidate i: no longer its to hold. */
+static void returned(peer *q, int i) {
+  for (int j = 0; j < q->holding.len; j++)
+    if (q->holding.data[j] == i) {
+      q->holding.data[j] = q->holding.data[--q->holding.len];
+      if (q->held > 0) q->held--;
+      return;
+    }
+}
+
 /* One message from rank `from`: results into out, WANTs counted, a BYE
- * fails the job. */
+ * loses the rank, a late HELLO is answered. Nothing from a lost rank is
+ * taken: its candidates went to others. */
 static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_result *out,
                    int *done) {
   if (from <= 0 || from >= p->size) return;
   peer *q = &p->peers[from];
+  if (q->lost) return;
+  if (tag == TAG_HELLO) {
+    char *version = NULL, why[900];
+    if (take_hello(p, from, &version)) {
+      compare_peer(p, from, version, why, sizeof why);
+      configure(p, from, why);
+      char name[400], msg[600];
+      snprintf(msg, sizeof msg, "%s joined late; %d measurement ranks",
+               peer_name(p, from, name, sizeof name), live_ranks(p));
+      if (why[0]) q->gone = true; /* refused: the job goes on without it */
+      if (p->on_ranks) p->on_ranks(p->on_ranks_ud, why[0] ? why : msg);
+    }
+    mlc_free(version);
+    return;
+  }
   frame_reader rd = reader(p);
-  char name[400];
   q->heard = now();
   switch (tag) {
   case TAG_WANT: q->want += (int)frame_get_u32(&rd); break;
@@ -638,7 +915,7 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
     uint32_t batch = frame_get_u32(&rd), i = frame_get_u32(&rd);
     mlc_measure_result m = {0};
     if (batch != p->batch || i >= (uint32_t)n || out[i].index >= 0 || !get_result(&rd, &m)) break;
-    if (q->held > 0) q->held--;
+    returned(q, (int)i);
     m.index = (int)i;
     out[i] = m;
     (*done)++;
@@ -646,15 +923,13 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
   }
   case TAG_BYE: {
     q->term = frame_get_u32(&rd) != 0;
-    char why[300];
+    char why[300], said[340];
     copy_str(&rd, why, sizeof why);
-    q->gone = true;
-    if (q->term) p->ending = true;
-    else if (!p->failed)
-      fail(p, "%s left the job: %s", peer_name(p, from, name, sizeof name), why);
+    snprintf(said, sizeof said, "left the job: %s", why);
+    lose(p, from, false, said, out);
     break;
   }
-  default: break; /* BEAT, or a late HELLO */
+  default: break; /* BEAT */
   }
 }
 
@@ -684,11 +959,11 @@ static void take_queued(mlc_measure_mpi *p, int n, mlc_measure_result *out, int 
   }
 }
 
-/* SIGTERM on rank 0 or on a measurement rank (its BYE says so): mpirun is
- * ending the job, normally because a rank died. After what was queued, a
- * live rank sends something within DRAIN_S: its BYE, or a BEAT (every
- * BEAT_S) while its own SIGTERM is still on the way from a remote mpirun
- * daemon. The ranks that send nothing are the dead ones. */
+/* SIGTERM on rank 0: mpirun is ending the job, normally because a rank
+ * died. After what was queued, a live rank sends something within
+ * DRAIN_S: its BYE, or a BEAT (every BEAT_S) while its own SIGTERM is
+ * still on the way from a remote mpirun daemon. The ranks that died
+ * before, and those that send nothing now, are the dead ones. */
 static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, int *done) {
   bool was_failed = p->failed;
   take_queued(p, n, out, done);
@@ -696,9 +971,11 @@ static void launcher_ended(mlc_measure_mpi *p, int n, mlc_measure_result *out, i
   drain(p, DRAIN_S, n, out, done);
   mlc_str dead = {0};
   char name[400];
-  for (int r = 1; r < p->size; r++)
-    if (!p->peers[r].gone && p->peers[r].heard <= since)
+  for (int r = 1; r < p->size; r++) {
+    const peer *q = &p->peers[r];
+    if (q->died || (q->joined && !q->gone && q->heard <= since))
       mlc_str_printf(&dead, "%s%s", dead.len ? ", " : "", peer_name(p, r, name, sizeof name));
+  }
   char sig[32];
   snprintf(sig, sizeof sig, "%d", g_term ? (int)g_term : SIGTERM);
   if (!was_failed && dead.len)
@@ -717,19 +994,27 @@ static void *watch(void *arg) {
   sigset_t term;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
-  int sig = 0;
-  while (sigwait(&term, &sig) != 0) {
+  struct timespec wait = {0, (long)(RANK0_BEAT_S * 0.5e9)};
+  int sig;
+  while ((sig = sigtimedwait(&term, NULL, &wait)) < 0) {
+    /* between batches (search, commits, the end check) the beats go from
+     * here; the hook sends its own */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    if (pthread_mutex_trylock(&p->mu) == 0) {
+      beat_ranks(p);
+      pthread_mutex_unlock(&p->mu);
+    }
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
   }
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
   g_term = sig;
   pthread_mutex_lock(&p->mu);
- 
   if (!p->term_handled) {
     int done = 0;
     launcher_ended(p, 0, NULL, &done);
- 
     p->term_handled = true;
-    if (p->on_end) p->on_end(p->on_end_ud, p->fail_msg);
+    if (p->on_end && !p->fail_said) p->on_end(p->on_end_ud, p->fail_msg);
+    p->fail_said = true;
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -740,6 +1025,20 @@ void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char 
   p->on_end = fn;
   p->on_end_ud = ud;
   pthread_mutex_unlock(&p->mu);
+}
+
+void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud) {
+  pthread_mutex_lock(&p->mu);
+  p->on_ranks = fn;
+  p->on_ranks_ud = ud;
+  pthread_mutex_unlock(&p->mu);
+}
+
+int mlc_measure_mpi_ranks(mlc_measure_mpi *p) {
+  pthread_mutex_lock(&p->mu);
+  int n = p->n_lost;
+  pthread_mutex_unlock(&p->mu);
+  return n;
 }
 
 static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
@@ -754,14 +1053,30 @@ bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measu
   return ok;
 }
 
+/* Every measurement rank is lost: the job cannot go on. */
+static void fail_none_left(mlc_measure_mpi *p) {
+  mlc_str why = {0};
+  char name[400];
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 1; r < p->size; r++) {
+      const peer *q = &p->peers[r];
+      if (!q->lost || q->died != (pass == 0)) continue;
+      mlc_str_printf(&why, "%s%s %s", why.len ? "; " : "", peer_name(p, r, name, sizeof name),
+                     q->died ? "died" : "left the job");
+    }
+  fail(p, "%s; no measurement rank is left%s", why.len ? mlc_str_cstr(&why) : "every rank refused",
+       "");
+  mlc_str_free(&why);
+}
+
 static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
                          mlc_measure_result *out, mlc_error *err) {
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   p->batch++;
   for (int i = 0; i < n; i++) out[i].index = -1;
-  for (int r = 1; r < p->size; r++) p->peers[r].held = 0;
+  for (int r = 1; r < p->size; r++) p->peers[r].held = 0, p->peers[r].holding.len = 0;
+  p->requeue.len = 0;
   int next = 0, done = 0, from, tag;
-  char name[400];
   /* What queued up while the search ran (WANTs, BEATs) says nothing about
    * who is alive now: work goes only to ranks heard from after it. Right
    * after the last batch (the tuner searched this one meanwhile), a rank
@@ -776,38 +1091,34 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
     p->fresh_after = t0 - FRESH_S;
   }
   while (done < n && !p->failed) {
-    if (g_term || p->ending) {
+    if (g_term) {
       launcher_ended(p, n, out, &done);
       p->term_handled = true;
       /* said now: mpirun's SIGKILL may come before the tuner's commit ends */
       if (p->on_end) p->on_end(p->on_end_ud, p->fail_msg);
+      p->fail_said = true;
       break;
     }
     bool busy = false;
-    while (!p->failed && !p->ending && recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
+    while (!p->failed && recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
       handle(p, from, tag, n, out, &done);
       busy = true;
     }
-    if (p->failed) { /* a BYE: collect what the others still send */
-      drain(p, DRAIN_S, n, out, &done);
+    check_liveness(p, t0, n, out, &done);
+    beat_ranks(p);
+    if (live_ranks(p) == 0) {
+      fail_none_left(p);
       break;
     }
-    busy |= hand_out(p, n, c, &next);
-    double t = now();
-    for (int r = 1; r < p->size && !p->failed; r++) {
-      double since = p->peers[r].heard > t0 ? p->peers[r].heard : t0;
-      if (t - since > SILENCE_S) {
-        char secs[32];
-        snprintf(secs, sizeof secs, "%.0f", SILENCE_S);
-        fail(p, "%s has sent nothing for %s s: taken for dead", peer_name(p, r, name, sizeof name),
-             secs);
-      }
-    }
+    busy |= hand_out(p, n, c, &next, out);
     if (!busy) nap(1e-3);
   }
   settle_sends(p);
   p->batch_end = now();
-  if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
+  if (p->failed) {
+    p->fail_said = true; /* the tuner reports the hook's error */
+    return mlc_error_set(err, "%s", p->fail_msg);
+  }
   return true;
 }
 
@@ -878,25 +1189,62 @@ static void say_bye(mlc_measure_mpi *p, const char *why) {
   send_msg(p, 0, TAG_BYE);
 }
 
+/* Under --enable-recovery mpirun lets the others run on when rank 0
+ * dies: a measurement rank ends when rank 0's process is gone (on this
+ * machine) or silent for silence_s. */
+static bool rank0_gone(mlc_measure_mpi *p, mlc_error *err) {
+  double t = now();
+  bool dead = false;
+  if (p->pid0 && t - p->pid0_checked >= PID_CHECK_S) {
+    p->pid0_checked = t;
+    dead = kill((pid_t)p->pid0, 0) != 0 && errno == ESRCH;
+  }
+  if (!dead && t - p->heard0 <= p->silence_s) return false;
+  if (dead) mlc_error_set(err, "rank %d (host %s): rank 0 died; the job ends", p->rank, p->host);
+  else
+    mlc_error_set(err, "rank %d (host %s): rank 0 has sent nothing for %.0f s: taken for dead; "
+                  "the job ends", p->rank, p->host, p->silence_s);
+  return true;
+}
+
 /* Waits for CONFIG: the pool options, or the refusal. */
 static bool wait_config(mlc_measure_mpi *p, mlc_measure_opts *o, bool *refused, mlc_error *err) {
   int from, tag;
   for (;;) {
     if (g_term) return mlc_error_set(err, "rank %d: ended by signal %d", p->rank, (int)g_term);
+    if (rank0_gone(p, err)) return false;
     if (!recv_msg(p, 0, &from, &tag)) {
       nap(2e-3);
       continue;
     }
-    if (tag == TAG_STOP) return mlc_error_set(err, "rank %d: rank 0 ended the job", p->rank);
+    if (tag == TAG_STOP) { /* the job ended before this rank joined */
+      *refused = true;
+      return true;
+    }
     if (tag != TAG_CONFIG) continue;
     frame_reader rd = reader(p);
     uint32_t accepted = frame_get_u32(&rd);
     char why[900];
     copy_str(&rd, why, sizeof why);
     get_opts(&rd, o);
+    uint64_t pid0 = frame_get_u64(&rd);
+    char procs[128];
+    copy_str(&rd, procs, sizeof procs);
     if (rd.bad) return mlc_error_set(err, "rank %d: malformed configuration from rank 0", p->rank);
+    if (p->procs[0] && strcmp(procs, p->procs) == 0) p->pid0 = pid0;
     *refused = !accepted; /* rank 0 says why */
     return true;
+  }
+}
+
+/* Lets the last message go out: OpenMPI moves a sent message's bytes
+ * on later calls into the library. */
+static void linger(mlc_measure_mpi *p) {
+  double end = now() + LINGER_S;
+  int flag;
+  while (now() < end) {
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    nap(1e-3);
   }
 }
 
@@ -923,6 +1271,7 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
   s.depth = (builders < 1 ? 1 : builders) + 1;
   double beat = now();
   bool ok = true;
+  fault_plan fault = fault_plan_of(p->rank);
   for (;;) {
     if (g_term) {
       char why[64];
@@ -941,17 +1290,32 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
       frame_u32(&p->out, (uint32_t)k);
       send_msg(p, 0, TAG_WANT);
       s.asked += k;
+      fault_event(&fault, FAULT_WANT);
     }
     int from, tag;
     bool stop = false;
     while (!stop && recv_msg(p, 0, &from, &tag)) {
       if (tag == TAG_STOP) stop = true;
-      else if (tag == TAG_WORK && !take_work(&s, err)) {
-        say_bye(p, err->msg);
-        return server_free(&s), false;
+      else if (tag == TAG_WORK) {
+        if (!take_work(&s, err)) {
+          say_bye(p, err->msg);
+          return server_free(&s), false;
+        }
+        fault_event(&fault, FAULT_WORK);
       }
     }
-    if (stop) break;
+    if (stop) {
+      if (p->recovering) { /* rank 0 waits for this to exit without MPI_Finalize */
+        mlc_str_clear(&p->out);
+        send_msg(p, 0, TAG_DONE);
+        linger(p);
+      }
+      break;
+    }
+    if (rank0_gone(p, err)) {
+      ok = false;
+      break;
+    }
     if (now() - beat >= (s.outstanding ? BEAT_S : IDLE_BEAT_S)) {
       mlc_str_clear(&p->out);
       send_msg(p, 0, TAG_BEAT);
@@ -970,6 +1334,7 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err) {
     frame_u32(&p->out, sl.index);
     put_result(&p->out, &m);
     send_msg(p, 0, TAG_RESULT);
+    fault_event(&fault, FAULT_RESULT);
   }
   server_free(&s);
   return ok;
@@ -987,8 +1352,10 @@ static void free_mpi(mlc_measure_mpi *p) {
     peer *q = &p->peers[r];
     mlc_free(q->target), mlc_free(q->cpu), mlc_free(q->features);
     MLC_VEC_FREE(q->wls);
+    MLC_VEC_FREE(q->holding);
     mlc_str_free(&q->work);
   }
+  MLC_VEC_FREE(p->requeue);
   mlc_free(p->peers);
   mlc_free(p->target);
   mlc_free(p->in);
@@ -996,11 +1363,54 @@ static void free_mpi(mlc_measure_mpi *p) {
   mlc_free(p);
 }
 
-/* Rank 0 stops every rank and all finalize. When mpirun is ending the
- * job (SIGTERM) nothing more is said: it kills every rank. When a rank
- * died and the job goes on (orte_enable_recovery), MPI_Finalize would wait
- * for it forever: MPI_Abort ends the job, the one place where this
- * library ends the process, since MPI offers no other way. */
+/* A STOP (in p->out) to a rank that may be gone: given STOP_WAIT_S to
+ * go out. */
+static void stop_lost(mlc_measure_mpi *p, int r) {
+  MPI_Request req;
+  if (MPI_Isend(p->out.data, (int)p->out.len, MPI_BYTE, r, TAG_STOP, MPI_COMM_WORLD, &req) !=
+      MPI_SUCCESS)
+    return;
+  double end = now() + STOP_WAIT_S;
+  int done = 0;
+  while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done && now() < end)
+    nap(1e-3);
+  if (!done) {
+    MPI_Cancel(&req);
+    MPI_Request_free(&req);
+  }
+}
+
+/* Rank 0, under --enable-recovery: every live rank's DONE (or its
+ * loss), so that no rank exits before its STOP came. */
+static void await_done(mlc_measure_mpi *p) {
+  bool done[p->size];
+  memset(done, 0, sizeof done);
+  double end = now() + DONE_WAIT_S;
+  for (;;) {
+    int waiting = 0, from, tag;
+    for (int r = 1; r < p->size; r++) {
+      const peer *q = &p->peers[r];
+      waiting += q->joined && !q->gone && !q->stopped && !done[r];
+    }
+    if (waiting == 0 || now() > end) return;
+    if (recv_msg(p, MPI_ANY_SOURCE, &from, &tag)) {
+      if (tag == TAG_DONE && from > 0 && from < p->size) done[from] = true;
+      continue;
+    }
+    int none = 0;
+    check_liveness(p, p->batch_end, 0, NULL, &none);
+    nap(1e-3);
+  }
+}
+
+/* Rank 0 stops every rank, and all finalize. Under --enable-recovery no
+ * rank does: OpenMPI 4.1's MPI_Finalize waits for a rank that died in
+ * some runs (its fence still counts it), and mpirun, recovering, takes a
+ * process that exits without it as done; rank 0 waits for every rank's
+ * DONE instead. When mpirun is ending the job (SIGTERM) nothing more is
+ * said: it kills every rank. When rank 0 fails with ranks still running,
+ * MPI_Abort ends them: the one place where this library ends the
+ * process, since MPI offers no other way. */
 void mlc_measure_mpi_end(mlc_measure_mpi *p, int status) {
   if (!p) return;
   if (g_term) return free_mpi(p);
@@ -1009,13 +1419,25 @@ void mlc_measure_mpi_end(mlc_measure_mpi *p, int status) {
     MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
     return;
   }
-  for (int r = 1; p->rank == 0 && p->peers && r < p->size; r++) {
-    if (p->peers[r].stopped) continue;
-    mlc_str_clear(&p->out);
-    send_msg(p, r, TAG_STOP);
+  if (p->rank == 0 && p->peers) {
+    pthread_mutex_lock(&p->mu);
+    for (int r = 1; r < p->size; r++) {
+      peer *q = &p->peers[r];
+      if (q->stopped) continue;
+      mlc_str_clear(&p->out);
+      /* a lost rank is dead, leaving, or taken for dead: a send to a dead
+       * rank over TCP can abort this one, and one taken for dead that
+       * wakes up finds rank 0 gone and ends */
+      if (q->lost) continue;
+      if (!q->joined) stop_lost(p, r);
+      else send_msg(p, r, TAG_STOP);
+    }
+    if (p->recovering) await_done(p);
+    pthread_mutex_unlock(&p->mu);
   }
+  bool finalize = !p->recovering;
   free_mpi(p);
-  MPI_Finalize();
+  if (finalize) MPI_Finalize();
 }
 
 #endif

@@ -12,6 +12,7 @@
 #   sudo tools/mpi_netns.sh up | down              the network alone
 #
 # Default tuning: matmul 64,64,64, 32 trials into /tmp/mlc_netns.db.
+# MLC_MPIRUN_ARGS: more mpirun options (e.g. --enable-recovery).
 # Needs root (ip netns, unshare --uts), iproute2 and OpenMPI.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,7 +75,7 @@ export MLC_NETNS_PREFIX=$P MLC_NETNS_NET=$NET
 # from mpi_netns_rsh.sh
 set +e
 ip netns exec "$P-h0" unshare --uts sh -c 'hostname "$0"; exec "$@"' "$P-h0" \
-  mpirun --hostfile "$hosts" -n $N --bind-to none \
+  mpirun --hostfile "$hosts" -n $N --bind-to none ${MLC_MPIRUN_ARGS:-} \
   --mca plm_rsh_agent "$top/tools/mpi_netns_rsh.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include $NET.0/24 --mca oob_tcp_if_include $NET.0/24 \
   "$B/bin/mlc-tune" "$@"
