@@ -8,6 +8,9 @@
  *   xgb-rank  the default: evolutionary search scored by the learned model
  *   random    the same search with random scores (no model)
  *   sampling  no search: every candidate a fresh design-space sample
+ * and, asked for (--searches), xgb-overlap: xgb-rank searching each batch
+ * while the one before is measured, as mlc-tune does under mpirun (its
+ * model one batch behind), to compare with the serial search;
  * and reports, per workload and as a geometric mean, the trials a run
  * needed to reach 95% of the best throughput any run of the workload
  * found ("trials to 95%"; a run that never got there counts as its budget
@@ -22,7 +25,7 @@
  * baseline random's).
  *
  *   bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]
- *                [--searches xgb-rank,random,sampling] [--no-warm]
+ *                [--searches xgb-rank,random,sampling,xgb-overlap] [--no-warm]
  *                [--warm-records R] [--results FILE]
  *
  * The warm database holds each other workload's first xgb-rank run (R of
@@ -78,12 +81,14 @@ enum { N_SUITE = sizeof suite / sizeof suite[0] };
 typedef struct search_kind {
   const char *name, *cost_model;
   bool sampling; /* every candidate drawn fresh from the design space */
+  bool overlap;  /* each batch searched while the last is measured, as under MPI */
 } search_kind;
 
 static const search_kind searches[] = {
-    {"xgb-rank", "xgb-rank", false},
-    {"random", "random", false},
-    {"sampling", "random", true},
+    {"xgb-rank", "xgb-rank", false, false},
+    {"random", "random", false, false},
+    {"sampling", "random", true, false},
+    {"xgb-overlap", "xgb-rank", false, true},
 };
 enum { N_SEARCHES = sizeof searches / sizeof searches[0] };
 
@@ -261,6 +266,7 @@ static run tune_once(workload *wl, mlc_db *db, const search_kind *sk, int seed, 
     o.search.eps_greedy = 1;
     o.search.generations = 0;
   }
+  o.overlap = sk->overlap;
   o.no_default_candidate = true;
   o.measure_baseline = false;
   o.remeasure_top = 0;
@@ -360,7 +366,7 @@ static void cell(double t95, int censored, int seeds) {
 
 int main(int argc, char **argv) {
   bool quick = getenv("MLC_BENCH_QUICK") && atoi(getenv("MLC_BENCH_QUICK"));
-  opts op = {quick ? 64 : 1000, quick ? 1 : 3, 1, 0, true, NULL, NULL, "bench/results.json"};
+  opts op = {quick ? 64 : 1000, quick ? 1 : 3, 1, 0, true, NULL, "xgb-rank,random,sampling", "bench/results.json"};
   static const struct option longs[] = {
       {"trials", required_argument, 0, 'n'}, {"seeds", required_argument, 0, 's'},
       {"only", required_argument, 0, 'o'},   {"searches", required_argument, 0, 'k'},
@@ -379,7 +385,7 @@ int main(int argc, char **argv) {
     case 'R': op.warm_records = atoi(optarg); break;
     default:
       printf("usage: bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]\n"
-             "                    [--searches xgb-rank,random,sampling] [--no-warm]\n"
+             "                    [--searches xgb-rank,random,sampling,xgb-overlap] [--no-warm]\n"
              "                    [--warm-records R] [--results FILE]\n");
       return c == 'h' ? 0 : 2;
     }

@@ -1299,6 +1299,88 @@ static void test_loop_overlap(void) {
   mlc_arena_free(a);
 }
 
+/* The task scheduler's rounds overlapped: measured on another thread,
+ * (workload, trace) never twice, the task in flight never chosen next,
+ * every trial counted where the database has it. */
+typedef struct sched_probe {
+  pthread_t tuner;
+  int calls, off_thread, repeats, same_as_last, measured;
+  uint64_t seen[256], last_workload;
+  int n_seen;
+} sched_probe;
+
+static bool sched_probe_measure(void *ud, int n, const mlc_measure_cand *c,
+                                mlc_measure_result *out, mlc_error *err) {
+  MLC_UNUSED(err);
+  sched_probe *t = ud;
+  t->calls++;
+  t->off_thread += !pthread_equal(pthread_self(), t->tuner);
+  uint64_t wl = n > 0 ? mlc_hash_str(c[0].workload, 0) : 0;
+  t->same_as_last += t->calls > 1 && wl == t->last_workload;
+  t->last_workload = wl;
+  for (int i = 0; i < n; i++) {
+    uint64_t h = mlc_hash_str(c[i].trace, mlc_hash_str(c[i].workload, 0));
+    for (int j = 0; j < t->n_seen; j++) t->repeats += t->seen[j] == h;
+    if (t->n_seen < 256) t->seen[t->n_seen++] = h;
+    memset(&out[i], 0, sizeof out[i]);
+    out[i].index = i;
+    out[i].status = MLC_MEASURE_OK;
+    out[i].n_secs = 1;
+    out[i].secs[0] = out[i].mean_sec = 1e-3 * (double)(1 + h % 997);
+    t->measured++;
+  }
+  return true;
+}
+
+static void test_sched_overlap(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_tuner_task tasks[2] = {
+      {.name = "matmul", .shape = "16,16,16", .func = task(a, "matmul", "16,16,16"), .weight = 1},
+      {.name = "matmul", .shape = "16,32,16", .func = task(a, "matmul", "16,32,16"), .weight = 1},
+  };
+  mlc_db *db = fresh_db();
+  CHECK(db != NULL);
+  sched_probe t = {.tuner = pthread_self()};
+  fake_runner unused = {0};
+  mlc_tuner_sched_opts so;
+  mlc_tuner_sched_opts_default(&so);
+  loop_opts(&so.tune, &unused, "matmul", 0);
+  so.tune.measure = sched_probe_measure;
+  so.tune.measure_ud = &t;
+  so.tune.overlap = true;
+  so.trials = 48;
+  so.trials_per_round = 8;
+  mlc_tuner_task_state st[2];
+  mlc_tuner_sched_result sr;
+  mlc_error e;
+  CHECK_MSG(mlc_tuner_schedule_tasks(db, 2, tasks, &so, st, &sr, &e), "%s", e.msg);
+  CHECK_MSG(sr.measured == 48 && t.measured == 48 && st[0].trials + st[1].trials == 48,
+            "%d measured (%d by the probe), %d + %d trials", sr.measured, t.measured,
+            st[0].trials, st[1].trials);
+  CHECK_MSG(t.calls == 6 && t.off_thread == 6, "%d of %d calls on another thread", t.off_thread,
+            t.calls);
+  CHECK_MSG(t.repeats == 0 && t.same_as_last == 0, "%d repeats, %d rounds of the task in flight",
+            t.repeats, t.same_as_last);
+  for (int i = 0; i < 2; i++) {
+    mlc_db_record *recs;
+    int64_t id = mlc_db_add_workload(db, "matmul", tasks[i].shape, tasks[i].func, &e);
+    int n = mlc_db_records(db, id, NULL, a, &recs, &e);
+    CHECK_MSG(n == st[i].trials && st[i].best_sec > 0, "task %d: %d records, %d trials", i, n,
+              st[i].trials);
+  }
+  /* one task: each round waits for the one before (the task in flight is
+   * never chosen), and the rounds go on past it */
+  so.trials = st[0].trials + 24; /* the budget counts the task's records */
+  t.calls = t.off_thread = t.measured = 0;
+  CHECK_MSG(mlc_tuner_schedule_tasks(db, 1, tasks, &so, st, &sr, &e), "%s", e.msg);
+  CHECK_MSG(sr.measured == 24 && t.calls == 3 && t.off_thread == 3 && t.repeats == 0,
+            "%d measured in %d calls (%d off the thread), %d repeats", sr.measured, t.calls,
+            t.off_thread, t.repeats);
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 /* Early abort: the first round runs without limits (no best yet, no
  * baseline); from the second on, a call over 20 times the best so far is
  * stopped (the run timeout a few such calls), and those candidates are
@@ -1822,6 +1904,7 @@ int main(void) {
   RUN(test_loop_library);
   RUN(test_loop_partial_batch);
   RUN(test_loop_overlap);
+  RUN(test_sched_overlap);
   RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);

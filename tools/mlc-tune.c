@@ -832,7 +832,7 @@ static int tune_model(const cli *c) {
   o.tune.timeout_s = c->timeout_s;
   if (c->cost_model) o.tune.cost_model = c->cost_model;
   o.tune.stop = &g_stop;
-  if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi;
+  if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi, o.tune.overlap = true;
   o.tune.search.seed = c->seed;
   o.tune.n_intrin_files = c->n_intrins;
   o.tune.intrin_files = c->intrins;

@@ -54,6 +54,7 @@ typedef struct sched_run {
   history *best;
   char target[512];
   int cursor; /* round-robin: the next task to look at */
+  int busy;   /* the task whose round is being measured (overlapped), else -1 */
   double t0;
 } sched_run;
 
@@ -191,7 +192,7 @@ static int next_task(sched_run *r) {
   if (r->o->kind == MLC_TUNER_SCHED_ROUND_ROBIN) {
     for (int k = 0; k < r->n; k++) {
       int i = (r->cursor + k) % r->n;
-      if (!r->st[i].done) {
+      if (!r->st[i].done && i != r->busy) {
         r->cursor = (i + 1) % r->n;
         return i;
       }
@@ -199,12 +200,12 @@ static int next_task(sched_run *r) {
     return -1;
   }
   for (int i = 0; i < r->n; i++) /* warm-up: each task (of a family, the anchor) once */
-    if (!r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0 && is_anchor(r, i) &&
+    if (!r->st[i].done && i != r->busy && r->best[i].len == 0 && r->st[i].rounds == 0 && is_anchor(r, i) &&
         scale_from(r, i) < 0)
       return i;
   int pick = -1;
   for (int i = 0; i < r->n; i++) {
-    if (r->st[i].done) continue;
+    if (r->st[i].done || i == r->busy) continue;
     r->st[i].gradient = gradient(r, i);
     /* ties (all invalid, or equal up to rounding: a family's members
      * start level with their lead): the larger time, then fewer trials,
@@ -245,58 +246,173 @@ static int family_seeds(sched_run *r, int i, mlc_arena *a, const char ***out, ml
   return n;
 }
 
-/* One round of task i: 1 measured, 0 the run should end (res says why), -1 error. */
-static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error *err) {
+/* The tuning options of a round of task i (its seeds in a); in_flight:
+ * trials of a round measured meanwhile. false: an error. */
+static bool round_opts(sched_run *r, int i, int in_flight, mlc_arena *a, mlc_tuner_tune_opts *to,
+                       mlc_error *err) {
   const mlc_tuner_task *t = &r->tasks[i];
   mlc_tuner_task_state *st = &r->st[i];
   int per = r->o->trials_per_round > 0 ? r->o->trials_per_round : 16;
-  int left = r->o->trials - total_trials(r);
-  mlc_tuner_tune_opts to = r->o->tune;
-  to.task = t->name;
-  to.flops = t->flops;
-  if (t->shape) to.shape = t->shape;
-  to.trials_per_round = per < left ? per : left;
+  int left = r->o->trials - total_trials(r) - in_flight;
+  *to = r->o->tune;
+  to->task = t->name;
+  to->flops = t->flops;
+  if (t->shape) to->shape = t->shape;
+  to->trials_per_round = per < left ? per : left;
   /* The gradient's warm-up, when the tuner measures the default schedule
    * first, is that one trial per task: every task's untuned time is known
    * before the first search round, which then goes where the model's time
    * is. */
-  if (r->o->kind == MLC_TUNER_SCHED_GRADIENT && !to.no_default_candidate && st->rounds == 0 &&
+  if (r->o->kind == MLC_TUNER_SCHED_GRADIENT && !to->no_default_candidate && st->rounds == 0 &&
       r->best[i].len == 0 && is_anchor(r, i) && scale_from(r, i) < 0)
-    to.trials_per_round = 1;
-  to.trials = st->trials + to.trials_per_round;
-  to.remeasure_top = 0; /* the rounds' own times rank the records */
-  to.measure_baseline = false;
+    to->trials_per_round = 1;
+  to->trials = st->trials + to->trials_per_round;
+  to->remeasure_top = 0; /* the rounds' own times rank the records */
+  to->measure_baseline = false;
   if (r->o->tune.time_budget_s > 0)
-    to.time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (mlc_now_sec() - r->t0));
-  mlc_arena *a = mlc_arena_new();
+    to->time_budget_s = fmax(1e-3, r->o->tune.time_budget_s - (mlc_now_sec() - r->t0));
   const char **seeds = NULL;
-  to.n_seed_traces = family_seeds(r, i, a, &seeds, err);
-  to.seed_traces = seeds;
-  mlc_tuner_tune_result tr;
-  bool ok = to.n_seed_traces >= 0 && mlc_tuner_tune(r->db, t->func, &to, &tr, err);
-  mlc_arena_free(a);
-  if (!ok) return mlc_error_prefix(err, "task %s", t->name), -1;
-  st->trials = tr.measured_before + tr.measured;
+  to->n_seed_traces = family_seeds(r, i, a, &seeds, err);
+  to->seed_traces = seeds;
+  return to->n_seed_traces >= 0;
+}
+
+/* A round of task i done: its state and res. 1: go on, 0: the run should
+ * end (stopped). */
+static int round_done(sched_run *r, int i, const mlc_tuner_tune_result *tr,
+                      mlc_tuner_sched_result *res) {
+  mlc_tuner_task_state *st = &r->st[i];
+  st->trials = tr->measured_before + tr->measured;
   st->rounds++;
-  if (tr.default_record_sec > 0) st->default_sec = tr.default_record_sec;
-  st->errors += tr.errors;
-  if (tr.best_sec > 0 && (st->best_sec <= 0 || tr.best_sec <= st->best_sec)) {
-    st->best_sec = tr.best_sec;
-    st->best_record_id = tr.best_record_id;
+  if (tr->default_record_sec > 0) st->default_sec = tr->default_record_sec;
+  st->errors += tr->errors;
+  if (tr->best_sec > 0 && (st->best_sec <= 0 || tr->best_sec <= st->best_sec)) {
+    st->best_sec = tr->best_sec;
+    st->best_record_id = tr->best_record_id;
   }
   MLC_VEC_PUSH(r->best[i], st->best_sec);
-  res->measured += tr.measured;
-  res->errors += tr.errors;
-  if (tr.stopped) {
+  res->measured += tr->measured;
+  res->errors += tr->errors;
+  if (tr->stopped) {
     res->stopped = true;
     return 0;
   }
   res->rounds++;
   /* An exhausted space, or a round that added nothing (another tuner
    * measured the same), gets no more rounds: no spinning. */
-  if (tr.exhausted || tr.measured == 0) st->done = true;
+  if (tr->exhausted || tr->measured == 0) st->done = true;
   report(r, i, res);
   return 1;
+}
+
+/* One round of task i: 1 measured, 0 the run should end (res says why), -1 error. */
+static int one_round(sched_run *r, int i, mlc_tuner_sched_result *res, mlc_error *err) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_tuner_tune_opts to;
+  mlc_tuner_tune_result tr;
+  bool ok = round_opts(r, i, 0, a, &to, err) && mlc_tuner_tune(r->db, r->tasks[i].func, &to, &tr, err);
+  mlc_arena_free(a);
+  if (!ok) return mlc_error_prefix(err, "task %s", r->tasks[i].name), -1;
+  return round_done(r, i, &tr, res);
+}
+
+/* A round whose batch is measured while the next is searched. */
+typedef struct pending {
+  int task;
+  tuner_session *s;
+  mlc_arena *a;
+  int n;                   /* candidates in flight */
+  mlc_tuner_tune_result tr;
+} pending;
+
+/* Opens task i's round and launches its batch. false: an error. */
+static bool start_round(sched_run *r, int i, int in_flight, pending *p, mlc_error *err) {
+  *p = (pending){.task = i, .a = mlc_arena_new()};
+  mlc_tuner_tune_opts to;
+  if (!round_opts(r, i, in_flight, p->a, &to, err)) {
+    mlc_arena_free(p->a);
+    return mlc_error_prefix(err, "task %s", r->tasks[i].name);
+  }
+  p->s = tuner_session_open(r->db, r->tasks[i].func, &to, 0, NULL, &p->tr);
+  p->n = tuner_session_launch(p->s);
+  if (p->n < 0) p->n = 0; /* the close reports the error */
+  return true;
+}
+
+/* Lands, commits and closes p's round: as one_round's result. */
+static int finish_round(sched_run *r, pending *p, mlc_tuner_sched_result *res, mlc_error *err) {
+  bool ok = tuner_session_close(p->s, err);
+  mlc_arena_free(p->a);
+  if (!ok) return mlc_error_prefix(err, "task %s", r->tasks[p->task].name), -1;
+  return round_done(r, p->task, &p->tr, res);
+}
+
+/* Whether the run must end before another round (stop, time budget). */
+static bool must_end(sched_run *r, mlc_tuner_sched_result *res) {
+  const mlc_tuner_sched_opts *o = r->o;
+  if (o->tune.stop && *o->tune.stop) {
+    res->stopped = true;
+    return true;
+  }
+  if (o->tune.time_budget_s > 0 && mlc_now_sec() - r->t0 >= o->tune.time_budget_s) {
+    snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
+             o->tune.time_budget_s);
+    return true;
+  }
+  return false;
+}
+
+/* The rounds one at a time. */
+static bool run_rounds(sched_run *r, mlc_tuner_sched_result *res, mlc_error *err) {
+  while (total_trials(r) < r->o->trials && !must_end(r, res)) {
+    int i = next_task(r);
+    if (i < 0) {
+      snprintf(res->message, sizeof res->message,
+               "every task's search space is exhausted (%d trials of %d)", total_trials(r),
+               r->o->trials);
+      return true;
+    }
+    int rc = one_round(r, i, res, err);
+    if (rc <= 0) return rc == 0;
+  }
+  return true;
+}
+
+/* The rounds with each batch measured (measurement hosts elsewhere:
+ * o->tune.overlap) while the next task is chosen and its batch searched,
+ * and committed while the next is measured. The next task is chosen
+ * without the results in flight and is never the task in flight. */
+static bool run_rounds_overlapped(sched_run *r, mlc_tuner_sched_result *res, mlc_error *err) {
+  pending slots[2]; /* a session keeps the address of its pending's result */
+  pending *cur = NULL, *next = &slots[0];
+  int rc = 1;
+  for (;;) {
+    int in_flight = cur ? cur->n : 0;
+    if (total_trials(r) + in_flight >= r->o->trials || must_end(r, res)) break;
+    r->busy = cur ? cur->task : -1;
+    int i = next_task(r);
+    r->busy = -1;
+    if (i < 0 && !cur) {
+      snprintf(res->message, sizeof res->message,
+               "every task's search space is exhausted (%d trials of %d)", total_trials(r),
+               r->o->trials);
+      break;
+    }
+    if (i >= 0 && !start_round(r, i, in_flight, next, err)) {
+      rc = -1;
+      break;
+    }
+    if (cur) rc = finish_round(r, cur, res, err);
+    cur = i >= 0 ? next : NULL;
+    next = cur == &slots[0] ? &slots[1] : &slots[0];
+    if (rc <= 0) break;
+  }
+  if (cur) {
+    mlc_error e2;
+    int rc2 = finish_round(r, cur, res, rc < 0 ? &e2 : err);
+    if (rc > 0) rc = rc2;
+  }
+  return rc >= 0;
 }
 
 /* The rounds rank records by their own times: among many near-equal
@@ -328,7 +444,8 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
                               const mlc_tuner_sched_opts *o, mlc_tuner_task_state *state,
                               mlc_tuner_sched_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
-  sched_run r = {.db = db, .n = n, .tasks = tasks, .o = o, .st = state, .t0 = mlc_now_sec()};
+  sched_run r = {.db = db, .n = n, .tasks = tasks, .o = o, .st = state, .busy = -1,
+                 .t0 = mlc_now_sec()};
   r.best = mlc_xmalloc(sizeof *r.best * (size_t)(n + 1));
   memset(r.best, 0, sizeof *r.best * (size_t)(n + 1));
   mlc_db_normalize_target(o->tune.target ? o->tune.target : "llvm", r.target, sizeof r.target);
@@ -342,26 +459,9 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
              "target (budget %d)",
              total_trials(&r), n, o->trials);
   }
-  while (ok && total_trials(&r) < o->trials) {
-    if (o->tune.stop && *o->tune.stop) {
-      res->stopped = true;
-      break;
-    }
-    if (o->tune.time_budget_s > 0 && mlc_now_sec() - r.t0 >= o->tune.time_budget_s) {
-      snprintf(res->message, sizeof res->message, "the time budget (%g s) is spent",
-               o->tune.time_budget_s);
-      break;
-    }
-    int i = next_task(&r);
-    if (i < 0) {
-      snprintf(res->message, sizeof res->message,
-               "every task's search space is exhausted (%d trials of %d)", total_trials(&r),
-               o->trials);
-      break;
-    }
-    int rc = one_round(&r, i, res, err);
-    if (rc < 0) ok = false;
-    if (rc <= 0) break;
+  if (ok) {
+    bool overlap = o->tune.overlap && o->tune.measure; /* never two local pools at once */
+    ok = overlap ? run_rounds_overlapped(&r, res, err) : run_rounds(&r, res, err);
   }
   if (ok && !res->stopped && res->measured > 0 && o->tune.remeasure_top > 0)
     ok = remeasure_tuned(&r, err);

@@ -1083,61 +1083,148 @@ bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tun
   return ok;
 }
 
-bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
-                    mlc_tuner_tune_result *res, mlc_error *err) {
+/* A run up to its rounds: the workload and its history, the search and
+ * the model, the pool, the baseline, library and default candidates.
+ * false: an error. */
+static bool tune_begin(tune_run *r, mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
+                       mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
-  if (f->n_sizes > 0) return static_only(f, err);
-  tune_run r = {.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
-  mlc_db_normalize_target(o->target ? o->target : "llvm", r.target, sizeof r.target);
-  r.on_gpu = target_device(r.target) != MLC_DEVICE_CPU;
+  *r = (tune_run){.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
+  mlc_db_normalize_target(o->target ? o->target : "llvm", r->target, sizeof r->target);
+  r->on_gpu = target_device(r->target) != MLC_DEVICE_CPU;
   mlc_str text = {0};
   mlc_print_func(&text, f);
-  r.workload_text = mlc_str_take(&text);
-  r.workload_key = mlc_func_struct_hash(f);
+  r->workload_text = mlc_str_take(&text);
+  r->workload_key = mlc_func_struct_hash(f);
   bool ok = (res->workload_id = mlc_db_add_workload(db, o->task, o->shape, f, err)) >= 0 &&
-            choose_space(&r, err) &&
-            (r.search = mlc_tuner_search_new(f, &r.search_opts, err)) != NULL &&
-            open_model(&r, err);
-  if (ok) open_default(&r);
-  ok = ok && load_history(&r, err);
-  if (ok) propose_seeds(&r);
-  if (ok) res->measured_before = r.have;
-  if (ok && r.have >= o->trials) {
+            choose_space(r, err) &&
+            (r->search = mlc_tuner_search_new(f, &r->search_opts, err)) != NULL &&
+            open_model(r, err);
+  if (ok) open_default(r);
+  ok = ok && load_history(r, err);
+  if (ok) propose_seeds(r);
+  if (ok) res->measured_before = r->have;
+  if (ok && r->have >= o->trials) {
     res->nothing_to_do = true;
     snprintf(res->message, sizeof res->message,
              "nothing to do: the database already holds %d trials for this workload and "
              "target (budget %d)",
-             r.have, o->trials);
-    ok = choose_best(&r, false, err);
+             r->have, o->trials);
+    return true;
+  }
+  ok = ok && open_pool(r, err);
+  if (ok && baseline_wanted(r)) measure_baseline(r);
+  /* the library first: a budget of one trial is the user's ask for it */
+  if (ok && o->library) ok = measure_library(r, err);
+  if (ok && r->default_cand && !r->have_default && !res->stopped && r->have < o->trials)
+    ok = measure_default(r, err);
+  return ok;
+}
+
+/* Whether the rounds may go on. */
+static bool rounds_left(tune_run *r) {
+  return !r->res->nothing_to_do && !r->res->stopped && r->have < r->o->trials && may_go_on(r);
+}
+
+/* The run's end: its best chosen (measured again when rounds ran) and
+ * checked, its figures, everything freed. */
+static bool tune_end(tune_run *r, bool ok, mlc_error *err) {
+  mlc_tuner_tune_result *res = r->res;
+  if (ok && res->nothing_to_do) {
+    ok = choose_best(r, false, err);
   } else if (ok) {
-    ok = open_pool(&r, err);
-    if (ok && baseline_wanted(&r)) measure_baseline(&r);
-    /* the library first: a budget of one trial is the user's ask for it */
-    if (ok && o->library) ok = measure_library(&r, err);
-    if (ok && r.default_cand && !r.have_default && !res->stopped && r.have < o->trials)
-      ok = measure_default(&r, err);
-    if (ok && o->overlap && !res->stopped && r.have < o->trials && may_go_on(&r))
-      ok = tune_overlapped(&r, err);
-    while (ok && !o->overlap && !res->stopped && r.have < o->trials && may_go_on(&r)) {
-      int rc = one_round(&r, err);
-      if (rc < 0) ok = false;
-      if (rc <= 0) break;
-    }
-    if (ok) ok = choose_best(&r, !res->stopped && res->measured > 0, err);
-    if (ok && o->measure_baseline && !res->stopped && res->best_record_id > 0) {
+    ok = choose_best(r, !res->stopped && res->measured > 0, err);
+    if (ok && r->o->measure_baseline && !res->stopped && res->best_record_id > 0) {
       mlc_arena *a = mlc_arena_new();
-      check_best(&r, a);
+      check_best(r, a);
       mlc_arena_free(a);
     }
   }
-  if (ok) res->default_record_sec = default_record_sec(&r);
-  if (r.search) {
+  if (ok) res->default_record_sec = default_record_sec(r);
+  if (r->search) {
     mlc_tuner_stats st;
-    mlc_tuner_search_stats_get(r.search, &st);
+    mlc_tuner_search_stats_get(r->search, &st);
     res->search_sec = st.search_sec;
   }
-  res->total_sec = mlc_now_sec() - r.t0;
-  commit_latency(&r);
-  tune_free(&r);
+  res->total_sec = mlc_now_sec() - r->t0;
+  commit_latency(r);
+  tune_free(r);
+  return ok;
+}
+
+bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
+                    mlc_tuner_tune_result *res, mlc_error *err) {
+  if (f->n_sizes > 0) return memset(res, 0, sizeof *res), static_only(f, err);
+  tune_run r;
+  bool ok = tune_begin(&r, db, f, o, res, err);
+  if (ok && o->overlap && rounds_left(&r)) ok = tune_overlapped(&r, err);
+  while (ok && !o->overlap && rounds_left(&r)) {
+    int rc = one_round(&r, err);
+    if (rc < 0) ok = false;
+    if (rc <= 0) break;
+  }
+  return tune_end(&r, ok, err);
+}
+
+/* ---- one round at a time, measured while the caller goes on ---------------------------- */
+
+struct tuner_session {
+  tune_run r;
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result *res;
+  flight fl;
+  bool ok;          /* no error so far */
+  bool begun;       /* r holds a run (tune_begin) */
+  bool launched;    /* fl is being measured */
+  mlc_error err;    /* the first error */
+};
+
+tuner_session *tuner_session_open(mlc_db *db, const mlc_prim_func *f,
+                                  const mlc_tuner_tune_opts *o, int n_skip,
+                                  const uint64_t *skip, mlc_tuner_tune_result *res) {
+  tuner_session *s = mlc_xmalloc(sizeof *s);
+  memset(s, 0, sizeof *s);
+  s->o = *o;
+  s->res = res;
+  if (f->n_sizes > 0) {
+    memset(res, 0, sizeof *res);
+    s->ok = static_only(f, &s->err);
+    return s;
+  }
+  s->begun = true;
+  s->ok = tune_begin(&s->r, db, f, &s->o, res, &s->err);
+  for (int i = 0; s->r.search && i < n_skip; i++)
+    mlc_tuner_search_add_measured_hash(s->r.search, skip[i]);
+  return s;
+}
+
+int tuner_session_launch(tuner_session *s) {
+  if (!s->ok || !s->begun || !rounds_left(&s->r)) return 0;
+  int n = propose(&s->r, round_size(&s->r, 0), true, &s->fl, &s->err);
+  if (n < 0) s->ok = false;
+  if (n <= 0) return n;
+  launch(&s->fl);
+  s->launched = true;
+  return n;
+}
+
+int tuner_session_flight(const tuner_session *s, const mlc_tuner_cand **batch) {
+  *batch = s->fl.batch;
+  return s->launched ? s->fl.n : 0;
+}
+
+void tuner_session_land(tuner_session *s) {
+  if (s->launched) land(&s->fl);
+}
+
+bool tuner_session_close(tuner_session *s, mlc_error *err) {
+  if (s->launched) {
+    land(&s->fl);
+    if (s->ok && settle(&s->r, &s->fl, &s->err) < 0) s->ok = false;
+    flight_free(&s->fl);
+  }
+  bool ok = s->begun ? tune_end(&s->r, s->ok, &s->err) : s->ok;
+  if (!ok) *err = s->err;
+  mlc_free(s);
   return ok;
 }

@@ -354,6 +354,30 @@ struct mlc_db_record;
 bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc_db_record *rec,
                           mlc_error *why);
 
+/* ---- tune.c: a run of one batch, measured while the caller goes on ----
+ *
+ * What mlc_tuner_tune does, cut where the task scheduler overlaps its
+ * rounds (o->overlap): open (history, model, the default candidate
+ * measured), launch one batch of the round's size (measured on a thread
+ * of its own through o->measure), and close (the batch landed and
+ * committed, the best chosen, res filled). skip: trace hashes not to
+ * propose (another session's batch in flight for the same function). The
+ * caller touches the database only between these calls, never while a
+ * session of its own is being opened or closed on another thread. */
+typedef struct tuner_session tuner_session;
+tuner_session *tuner_session_open(struct mlc_db *db, const mlc_prim_func *f,
+                                  const mlc_tuner_tune_opts *o, int n_skip,
+                                  const uint64_t *skip, mlc_tuner_tune_result *res);
+/* 1..n: candidates launched, 0: none to propose (res says why, or the
+ * open failed: close reports it), -1: error (close reports it). */
+int tuner_session_launch(tuner_session *s);
+/* The batch in flight (its count; 0 when none). */
+int tuner_session_flight(const tuner_session *s, const mlc_tuner_cand **batch);
+/* Waits until the batch in flight is measured. */
+void tuner_session_land(tuner_session *s);
+/* Lands, commits and ends the run; frees s. false: an error (err). */
+bool tuner_session_close(tuner_session *s, mlc_error *err);
+
 
 #pragma GCC visibility pop
 #endif
