@@ -148,6 +148,8 @@ typedef struct mlc_str {
 void mlc_str_putc(mlc_str *s, char c);
 void mlc_str_puts(mlc_str *s, const char *t);
 void mlc_str_putn(mlc_str *s, const char *t, size_t n);
+void mlc_str_put_i64(mlc_str *s, int64_t v); /* decimal, as "%" PRId64 prints it */
+void mlc_str_reserve(mlc_str *s, size_t extra); /* room for extra more bytes */
 void mlc_str_printf(mlc_str *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void mlc_str_vprintf(mlc_str *s, const char *fmt, va_list ap);

@@ -359,8 +359,14 @@ const mlc_json *mlc_json_get(const mlc_json *obj, const char *key) {
 
 void mlc_json_write_string(mlc_str *s, const char *str) {
   mlc_str_putc(s, '"');
-  for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-    switch (*p) {
+  const unsigned char *run = (const unsigned char *)str; /* bytes written as they are */
+  for (const unsigned char *p = run;; p++) {
+    unsigned char c = *p;
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    mlc_str_putn(s, (const char *)run, (size_t)(p - run));
+    run = p + 1;
+    switch (c) {
+    case 0: mlc_str_putc(s, '"'); return;
     case '"': mlc_str_puts(s, "\\\""); break;
     case '\\': mlc_str_puts(s, "\\\\"); break;
     case '\n': mlc_str_puts(s, "\\n"); break;
@@ -368,12 +374,9 @@ void mlc_json_write_string(mlc_str *s, const char *str) {
     case '\r': mlc_str_puts(s, "\\r"); break;
     case '\b': mlc_str_puts(s, "\\b"); break;
     case '\f': mlc_str_puts(s, "\\f"); break;
-    default:
-      if (*p < 0x20) mlc_str_printf(s, "\\u%04x", *p);
-      else mlc_str_putc(s, (char)*p);
+    default: mlc_str_printf(s, "\\u%04x", c);
     }
   }
-  mlc_str_putc(s, '"');
 }
 
 void mlc_json_write_number(mlc_str *s, double v) {
@@ -383,7 +386,7 @@ void mlc_json_write_number(mlc_str *s, double v) {
     mlc_str_puts(s, v < 0 ? "-Infinity" : "Infinity");
   } else if (v == floor(v) && fabs(v) <= 9007199254740992.0 && !(v == 0 && signbit(v))) {
     /* Every integer up to 2^53 is exact: print it as one. */
-    mlc_str_printf(s, "%" PRId64, (int64_t)v);
+    mlc_str_put_i64(s, (int64_t)v);
   } else {
     mlc_str_put_double(s, v); /* "-0", "0.1", "1e+300" */
   }

@@ -29,7 +29,22 @@ void mlc_str_putn(mlc_str *s, const char *t, size_t n) {
   s->data[s->len] = 0;
 }
 
-void mlc_str_putc(mlc_str *s, char c) { mlc_str_putn(s, &c, 1); }
+void mlc_str_reserve(mlc_str *s, size_t extra) { reserve(s, extra); }
+
+void mlc_str_putc(mlc_str *s, char c) {
+  reserve(s, 1);
+  s->data[s->len++] = c;
+  s->data[s->len] = 0;
+}
+
+void mlc_str_put_i64(mlc_str *s, int64_t v) {
+  char buf[24], *p = buf + sizeof buf;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--p = (char)('0' + u % 10);
+  while ((u /= 10) != 0);
+  if (v < 0) *--p = '-';
+  mlc_str_putn(s, p, (size_t)(buf + sizeof buf - p));
+}
 void mlc_str_puts(mlc_str *s, const char *t) { mlc_str_putn(s, t, strlen(t)); }
 
 void mlc_str_vprintf(mlc_str *s, const char *fmt, va_list ap) {

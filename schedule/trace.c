@@ -181,7 +181,7 @@ static void json_quoted(mlc_str *out, const char *s) {
  * quoted) but stores a dict as it is (strings plain), at any depth. */
 static void json_ann(mlc_str *out, const mlc_ann *v, bool quoted) {
   switch (v->kind) {
-  case MLC_ANN_INT: mlc_str_printf(out, "%" PRId64, v->i); return;
+  case MLC_ANN_INT: mlc_str_put_i64(out, v->i); return;
   case MLC_ANN_BOOL: mlc_str_puts(out, v->i ? "true" : "false"); return;
   case MLC_ANN_FLOAT: put_float_text(out, v->f, false); return;
   case MLC_ANN_STRING:
@@ -210,15 +210,20 @@ static void json_ann(mlc_str *out, const mlc_ann *v, bool quoted) {
   mlc_unreachable();
 }
 
+/* A handle's name as a JSON string (a letter and digits: nothing to escape). */
+static void json_rv(mlc_str *out, const mlc_trace *t, mlc_rv rv) {
+  MLC_ASSERT(rv >= 0 && rv < t->rv_kinds.len);
+  char head[3] = {'"', rv_letter(t->rv_kinds.data[rv]), 0};
+  mlc_str_putn(out, head, 2);
+  mlc_str_put_i64(out, rv);
+  mlc_str_putc(out, '"');
+}
+
 static void json_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) {
-  char name[16];
   switch (op->kind) {
   case MLC_OPERAND_NONE: mlc_str_puts(out, "null"); return;
-  case MLC_OPERAND_RV:
-    mlc_trace_rv_name(t, op->rv, name);
-    mlc_json_write_string(out, name);
-    return;
-  case MLC_OPERAND_INT: mlc_str_printf(out, "%" PRId64, op->i); return;
+  case MLC_OPERAND_RV: json_rv(out, t, op->rv); return;
+  case MLC_OPERAND_INT: mlc_str_put_i64(out, op->i); return;
   case MLC_OPERAND_FLOAT: put_float_text(out, op->f, false); return;
   case MLC_OPERAND_STR: json_quoted(out, op->s); return;
   case MLC_OPERAND_ANN: json_ann(out, op->ann, true); return;
@@ -229,12 +234,15 @@ static void json_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op
 static void json_attr_value(mlc_str *out, const mlc_attr *at) {
   switch (at->kind) {
   case MLC_ATTR_BOOL: mlc_str_puts(out, at->i ? "true" : "false"); return;
-  case MLC_ATTR_INT: mlc_str_printf(out, "%" PRId64, at->i); return;
+  case MLC_ATTR_INT: mlc_str_put_i64(out, at->i); return;
   case MLC_ATTR_FLOAT: put_float_text(out, at->f, false); return;
   case MLC_ATTR_STR: mlc_json_write_string(out, at->s); return;
   case MLC_ATTR_INTS:
     mlc_str_putc(out, '[');
-    for (int i = 0; i < at->n; i++) mlc_str_printf(out, "%s%" PRId64, i ? "," : "", at->ints[i]);
+    for (int i = 0; i < at->n; i++) {
+      if (i) mlc_str_putc(out, ',');
+      mlc_str_put_i64(out, at->ints[i]);
+    }
     mlc_str_putc(out, ']');
     return;
   case MLC_ATTR_FLOATS:
@@ -252,16 +260,17 @@ static void json_attr_value(mlc_str *out, const mlc_attr *at) {
 static void json_decision(mlc_str *out, const mlc_inst *in) {
   if (in->kind == MLC_INST_SAMPLE_PERFECT_TILE) {
     mlc_str_putc(out, '[');
-    for (int i = 0; i < in->decision.n; i++)
-      mlc_str_printf(out, "%s%" PRId64, i ? "," : "", in->decision.v[i]);
+    for (int i = 0; i < in->decision.n; i++) {
+      if (i) mlc_str_putc(out, ',');
+      mlc_str_put_i64(out, in->decision.v[i]);
+    }
     mlc_str_putc(out, ']');
   } else {
-    mlc_str_printf(out, "%" PRId64, in->decision.v[0]);
+    mlc_str_put_i64(out, in->decision.v[0]);
   }
 }
 
 void mlc_trace_to_json(mlc_str *out, const mlc_trace *t) {
-  char name[16];
   mlc_str_puts(out, "{\"insts\":[");
   for (int i = 0; i < t->insts.len; i++) {
     const mlc_inst *in = &t->insts.data[i];
@@ -281,9 +290,8 @@ void mlc_trace_to_json(mlc_str *out, const mlc_trace *t) {
     }
     mlc_str_puts(out, "},[");
     for (int j = 0; j < in->n_outputs; j++) {
-      mlc_trace_rv_name(t, in->outputs[j], name);
       if (j) mlc_str_putc(out, ',');
-      mlc_json_write_string(out, name);
+      json_rv(out, t, in->outputs[j]);
     }
     mlc_str_puts(out, "]]");
   }
@@ -292,7 +300,9 @@ void mlc_trace_to_json(mlc_str *out, const mlc_trace *t) {
   for (int i = 0; i < t->insts.len; i++) {
     const mlc_inst *in = &t->insts.data[i];
     if (!mlc_inst_kind_is_sampling(in->kind) || in->decision.n == 0) continue;
-    mlc_str_printf(out, "%s\"%d\":", first ? "" : ",", i);
+    mlc_str_puts(out, first ? "\"" : ",\"");
+    mlc_str_put_i64(out, i);
+    mlc_str_puts(out, "\":");
     json_decision(out, in);
     first = false;
   }
@@ -301,6 +311,7 @@ void mlc_trace_to_json(mlc_str *out, const mlc_trace *t) {
 
 uint64_t mlc_trace_hash(const mlc_trace *t) {
   mlc_str s = {0};
+  mlc_str_reserve(&s, 64 * (size_t)t->insts.len + 64); /* about the text's size: no regrowth */
   mlc_trace_to_json(&s, t);
   uint64_t h = mlc_hash_str(mlc_str_cstr(&s), 0);
   mlc_str_free(&s);
@@ -695,7 +706,7 @@ static void py_string(mlc_str *out, const char *s) { mlc_json_write_string(out, 
 
 static void py_ann(mlc_str *out, const mlc_ann *v) {
   switch (v->kind) {
-  case MLC_ANN_INT: mlc_str_printf(out, "%" PRId64, v->i); return;
+  case MLC_ANN_INT: mlc_str_put_i64(out, v->i); return;
   case MLC_ANN_BOOL: mlc_str_puts(out, v->i ? "True" : "False"); return;
   case MLC_ANN_FLOAT: put_float_text(out, v->f, true); return;
   case MLC_ANN_STRING: py_string(out, v->s); return;
@@ -737,7 +748,7 @@ static void py_operand(mlc_str *out, const mlc_trace *t, const mlc_operand *op) 
 static void py_attr_value(mlc_str *out, const mlc_attr *at) {
   switch (at->kind) {
   case MLC_ATTR_BOOL: mlc_str_puts(out, at->i ? "True" : "False"); return;
-  case MLC_ATTR_INT: mlc_str_printf(out, "%" PRId64, at->i); return;
+  case MLC_ATTR_INT: mlc_str_put_i64(out, at->i); return;
   case MLC_ATTR_FLOAT: put_float_text(out, at->f, true); return;
   case MLC_ATTR_STR: py_string(out, at->s); return;
   case MLC_ATTR_INTS:

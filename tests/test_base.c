@@ -94,6 +94,25 @@ static void test_str_builder(void) {
   CHECK(s.data == NULL);
 }
 
+/* Integers written by hand print as printf's %lld does, at the extremes too. */
+static void test_str_put_i64(void) {
+  const int64_t vs[] = {0, 7, -7, 10, -10, 1234567890123, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) {
+    mlc_str s = {0};
+    mlc_str_puts(&s, "<");
+    mlc_str_put_i64(&s, vs[i]);
+    mlc_str_putc(&s, '>');
+    char want[32];
+    snprintf(want, sizeof want, "<%lld>", (long long)vs[i]);
+    CHECK_STREQ(mlc_str_cstr(&s), want);
+    mlc_str_free(&s);
+  }
+  mlc_str s = {0};
+  mlc_str_reserve(&s, 1000);
+  CHECK(s.cap >= 1001 && s.len == 0);
+  mlc_str_free(&s);
+}
+
 static const char *shortest(double v, bool as_float) {
   static char buf[64];
   mlc_str s = {0};
@@ -172,6 +191,7 @@ int main(void) {
   RUN(test_arena_oom_jumps);
   RUN(test_vectors);
   RUN(test_str_builder);
+  RUN(test_str_put_i64);
   RUN(test_shortest_floats);
   RUN(test_errors);
   RUN(test_pcg32_reference_stream);
