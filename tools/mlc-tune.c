@@ -83,6 +83,9 @@ static const char *usage_text =
     "                             (what mlc-compile builds without a record) first as\n"
     "                             a candidate; with it (the default), the best record\n"
     "                             is never slower than an untuned build\n"
+    "      --no-overlap           under mpirun: search each batch after the one before\n"
+    "                             is measured (as one process does), not while it is;\n"
+    "                             the ranks then wait for every search\n"
     "      --cold-start           the cost model learns from this workload's records\n"
     "                             only; by default the records of the target's other\n"
     "                             workloads in the database train it first (up to 32\n"
@@ -171,7 +174,7 @@ typedef struct cli {
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
-  bool verbose, json, no_baseline, no_default, cold_start;
+  bool verbose, json, no_baseline, no_default, cold_start, no_overlap;
   const char *model, *weights, *task_sched;
   /* --input-shape "name=1,3,224,224", NULL-terminated */
   const char *input_shapes[MAX_SHAPES + 1];
@@ -189,7 +192,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM };
+       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM, O_NO_OVERLAP };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -203,6 +206,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"no-baseline", no_argument, 0, O_NO_BASE}, {"verbose", no_argument, 0, 'v'},
       {"no-default", no_argument, 0, O_NO_DEFAULT},
       {"cold-start", no_argument, 0, O_COLD_START},
+      {"no-overlap", no_argument, 0, O_NO_OVERLAP},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
@@ -291,6 +295,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     case O_COST: c->cost_model = optarg; break;
     case O_NO_BASE: c->no_baseline = true; break;
     case O_NO_DEFAULT: c->no_default = true; break;
+    case O_NO_OVERLAP: c->no_overlap = true; break;
     case O_COLD_START: c->cold_start = true; break;
     case 'v': c->verbose = true; break;
     case O_JSON: c->json = true; break;
@@ -660,7 +665,7 @@ static int run(const cli *c, workload *w) {
   o.remeasure_top = (int)c->remeasure;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
-  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi, o.overlap = true;
+  if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi, o.overlap = !c->no_overlap;
   if (c->verbose || isatty(2)) o.progress = progress;
   o.search.seed = c->seed;
   o.search.num_cores = tgt.num_cores;
@@ -832,7 +837,8 @@ static int tune_model(const cli *c) {
   o.tune.timeout_s = c->timeout_s;
   if (c->cost_model) o.tune.cost_model = c->cost_model;
   o.tune.stop = &g_stop;
-  if (g_mpi) o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi, o.tune.overlap = true;
+  if (g_mpi)
+    o.tune.measure = mlc_measure_mpi_batch, o.tune.measure_ud = g_mpi, o.tune.overlap = !c->no_overlap;
   o.tune.search.seed = c->seed;
   o.tune.n_intrin_files = c->n_intrins;
   o.tune.intrin_files = c->intrins;

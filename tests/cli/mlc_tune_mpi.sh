@@ -63,6 +63,11 @@ check mpi_run_records test "$(summary "$tmp/mpi.db")" = "32|32|32|1|0"
 check mpi_run_same_target test "$(q "$tmp/mpi.db" 'select distinct target from records')" = \
   "$(q "$tmp/one.db" 'select distinct target from records')"
 
+# the search between batches, as one process does
+$MPIRUN "$TUNE" $W --trials 24 --no-overlap --db "$tmp/serial.db" --json >"$tmp/out" 2>"$tmp/err"
+check mpi_no_overlap_exit test $? -eq 0
+check mpi_no_overlap_records test "$(summary "$tmp/serial.db")" = "24|24|24|1|0"
+
 # a measurement rank killed with SIGKILL in the second round (of eight:
 # on a quiet fast machine the four rounds of 32 trials took 1.6 s after the
 # first, about the time the kill waited)
