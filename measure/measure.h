@@ -234,7 +234,7 @@ void mlc_measure_mpi_on_end(mlc_measure_mpi *p, void (*fn)(void *ud, const char 
  * requeued candidates), joining late, or refused on joining. */
 void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const char *msg), void *ud);
 /* Rank 0: how many measurement ranks were lost so far. */
-int mlc_measure_mpi_ranks(mlc_measure_mpi *p);
+int mlc_measure_mpi_lost(mlc_measure_mpi *p);
 /* Ranks > 0: measure what rank 0 sends until it ends the job (true;
  * also when rank 0 refused a rank: rank 0 says why). */
 bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err);

@@ -135,7 +135,7 @@ void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const cha
   MLC_UNUSED(ud);
 }
 
-int mlc_measure_mpi_ranks(mlc_measure_mpi *p) { return p ? 0 : 0; }
+int mlc_measure_mpi_lost(mlc_measure_mpi *p) { return p ? 0 : 0; }
 
 #else
 
@@ -1034,7 +1034,7 @@ void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const cha
   pthread_mutex_unlock(&p->mu);
 }
 
-int mlc_measure_mpi_ranks(mlc_measure_mpi *p) {
+int mlc_measure_mpi_lost(mlc_measure_mpi *p) {
   pthread_mutex_lock(&p->mu);
   int n = p->n_lost;
   pthread_mutex_unlock(&p->mu);

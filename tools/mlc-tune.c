@@ -498,9 +498,9 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
   if (r->too_slow > 0)
     printf("stopped early: %d candidates far slower than the best (recorded as too slow)\n",
            r->too_slow);
-  if (g_mpi && mlc_measure_mpi_ranks(g_mpi) > 0)
+  if (g_mpi && mlc_measure_mpi_lost(g_mpi) > 0)
     printf("measurement ranks lost: %d (their candidates were measured by the others)\n",
-           mlc_measure_mpi_ranks(g_mpi));
+           mlc_measure_mpi_lost(g_mpi));
   printf("time: %.1f s total; search %.1f s (%.0f ms per round), build %.1f s (worker time), "
          "run %.1f s\n",
          r->total_sec, r->search_sec, r->rounds ? 1e3 * r->search_sec / r->rounds : 0.0,
@@ -539,7 +539,7 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
                  ",\"stored\":%d,\"commits\":%d,\"commit_ms_p50\":%.3f,\"commit_ms_p95\":%.3f,"
                  "\"commit_ms_max\":%.3f",
                  r->stored, r->commits, r->commit_ms_p50, r->commit_ms_p95, r->commit_ms_max);
-  if (g_mpi) mlc_str_printf(&s, ",\"ranks_lost\":%d", mlc_measure_mpi_ranks(g_mpi));
+  if (g_mpi) mlc_str_printf(&s, ",\"ranks_lost\":%d", mlc_measure_mpi_lost(g_mpi));
   mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
                  r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
                  r->exhausted ? "true" : "false");
