@@ -220,7 +220,8 @@ int mlc_measure_mpi_size(const mlc_measure_mpi *p);
  * rank is refused, else every rank gets o (worker_path aside: each host
  * finds its own mlc-worker). */
 bool mlc_measure_mpi_check(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_error *err);
-/* Rank 0: one line per measurement rank: host, pid, target, CPU. */
+/* Rank 0: a line for itself (host, pid), then one per measurement rank:
+ * host, pid, target, CPU. */
 void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out);
 /* Rank 0: the tuner's measure hook (mlc_tuner_measure_fn), ud = p. */
 bool mlc_measure_mpi_batch(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,

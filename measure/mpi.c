@@ -23,7 +23,8 @@
  *                  u32 fault, f64 max_call_sec, f64 run_timeout_s)
  *   RESULT r -> 0  u32 batch, u32 index, the mlc_measure_result fields
  *   BEAT   r -> 0  nothing: alive (every 0.1 s; 0.05 s when idle)
- *   BEAT   0 -> r  nothing: rank 0 alive (every RANK0_BEAT_S)
+ *   BEAT   0 -> r  nothing: rank 0 alive (every RANK0_BEAT_S, or a quarter
+ *                  of silence_s when that is shorter)
  *   BYE    r -> 0  str why: the rank leaves (SIGTERM, its pool failed)
  *   STOP   0 -> r  the job is over
  *   DONE   r -> 0  nothing: STOP taken (under --enable-recovery, where
@@ -142,6 +143,7 @@ int mlc_measure_mpi_lost(mlc_measure_mpi *p) { return p ? 0 : 0; }
 #include <mpi.h>
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -635,6 +637,8 @@ static bool check_locked(mlc_measure_mpi *p, const mlc_measure_opts *o, mlc_erro
 
 void mlc_measure_mpi_describe(const mlc_measure_mpi *p, mlc_str *out) {
   char name[400];
+  mlc_str_printf(out, "rank 0 (host %s, pid %llu): searches and stores\n", p->host,
+                 (unsigned long long)getpid());
   for (int r = 1; p->peers && r < p->size; r++) {
     const peer *q = &p->peers[r];
     if (q->joined) mlc_str_printf(out, "%s: %s, %s\n", peer_name(p, r, name, sizeof name), q->target, q->cpu);
@@ -696,11 +700,17 @@ static int live_ranks(const mlc_measure_mpi *p) {
   return live;
 }
 
-/* Rank 0's BEAT to every live rank, every RANK0_BEAT_S, sent without
- * waiting: an empty message goes out at once. */
+/* How often rank 0 beats: the ranks take silence_s without a word from
+ * it for its death. */
+static double rank0_beat_s(const mlc_measure_mpi *p) {
+  return fmin(RANK0_BEAT_S, p->silence_s / 4);
+}
+
+/* Rank 0's BEAT to every live rank (rank0_beat_s), sent without waiting:
+ * an empty message goes out at once. */
 static void beat_ranks(mlc_measure_mpi *p) {
   double t = now();
-  if (!p->peers || t - p->beat_sent < RANK0_BEAT_S) return;
+  if (!p->peers || t - p->beat_sent < rank0_beat_s(p)) return;
   p->beat_sent = t;
   for (int r = 1; r < p->size; r++) {
     const peer *q = &p->peers[r];
@@ -994,7 +1004,8 @@ static void *watch(void *arg) {
   sigset_t term;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
-  struct timespec wait = {0, (long)(RANK0_BEAT_S * 0.5e9)};
+  double half = rank0_beat_s(p) / 2;
+  struct timespec wait = {(time_t)half, (long)((half - (double)(time_t)half) * 1e9)};
   int sig;
   while ((sig = sigtimedwait(&term, NULL, &wait)) < 0) {
     /* between batches (search, commits, the end check) the beats go from
