@@ -1305,6 +1305,7 @@ static void test_loop_overlap(void) {
 typedef struct sched_probe {
   pthread_t tuner;
   int calls, off_thread, repeats, same_as_last, measured;
+  int sizes[16]; /* candidates of each call */
   uint64_t seen[256], last_workload;
   int n_seen;
 } sched_probe;
@@ -1313,6 +1314,7 @@ static bool sched_probe_measure(void *ud, int n, const mlc_measure_cand *c,
                                 mlc_measure_result *out, mlc_error *err) {
   MLC_UNUSED(err);
   sched_probe *t = ud;
+  if (t->calls < 16) t->sizes[t->calls] = n;
   t->calls++;
   t->off_thread += !pthread_equal(pthread_self(), t->tuner);
   uint64_t wl = n > 0 ? mlc_hash_str(c[0].workload, 0) : 0;
@@ -1378,6 +1380,46 @@ static void test_sched_overlap(void) {
             t.off_thread, t.repeats);
   mlc_db_close(db);
   unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
+/* The gradient's warm-up measures every kernel's default schedule in one
+ * batch, each then counting as its kernel's warm-up round. */
+static void test_sched_warm_up_one_batch(void) {
+  mlc_arena *a = mlc_arena_new();
+  const char *shapes[3] = {"16,16,16", "16,32,16", "32,16,16"};
+  mlc_tuner_task tasks[3];
+  for (int i = 0; i < 3; i++)
+    tasks[i] = (mlc_tuner_task){.name = "matmul", .shape = shapes[i],
+                                .func = task(a, "matmul", shapes[i]), .weight = 1};
+  for (int overlap = 0; overlap < 2; overlap++) {
+    mlc_db *db = fresh_db();
+    sched_probe t = {.tuner = pthread_self()};
+    fake_runner unused = {0};
+    mlc_tuner_sched_opts so;
+    mlc_tuner_sched_opts_default(&so);
+    loop_opts(&so.tune, &unused, "matmul", 0);
+    so.tune.no_default_candidate = false;
+    so.tune.measure = sched_probe_measure;
+    so.tune.measure_ud = &t;
+    so.tune.overlap = overlap;
+    so.trials = 3 + 16;
+    so.trials_per_round = 8;
+    mlc_tuner_task_state st[3];
+    mlc_tuner_sched_result sr;
+    mlc_error e;
+    CHECK_MSG(mlc_tuner_schedule_tasks(db, 3, tasks, &so, st, &sr, &e), "%s", e.msg);
+    CHECK_MSG(t.calls == 3 && t.sizes[0] == 3 && t.sizes[1] == 8 && t.sizes[2] == 8,
+              "overlap %d: %d calls of %d, %d, %d", overlap, t.calls, t.sizes[0], t.sizes[1],
+              t.sizes[2]);
+    CHECK_MSG(sr.measured == 19 && t.repeats == 0, "%d measured, %d repeats", sr.measured,
+              t.repeats);
+    for (int i = 0; i < 3; i++)
+      CHECK_MSG(st[i].default_sec > 0 && st[i].rounds >= 1, "task %d: default %g, %d rounds", i,
+                st[i].default_sec, st[i].rounds);
+    mlc_db_close(db);
+    unlink(g_db_path);
+  }
   mlc_arena_free(a);
 }
 
@@ -1905,6 +1947,7 @@ int main(void) {
   RUN(test_loop_partial_batch);
   RUN(test_loop_overlap);
   RUN(test_sched_overlap);
+  RUN(test_sched_warm_up_one_batch);
   RUN(test_loop_cuda_target);
   RUN(test_loop_deterministic);
   RUN(test_loop_slow_limit);

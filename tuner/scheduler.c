@@ -9,6 +9,7 @@
  * optimistic best/rounds term so that a slow kernel is never starved).
  * The warm-up measures each task's default schedule (one trial each), so
  * that the first search round goes to the task that takes most time. */
+#include "measure/measure.h"
 #include "tuner/tuner_internal.h"
 #include "db/db.h"
 
@@ -187,6 +188,12 @@ static double gradient(const sched_run *r, int i) {
   return g * weight_of(r, i);
 }
 
+/* Whether task i's next round is its warm-up (the gradient kind). */
+static bool wants_warm_up(const sched_run *r, int i) {
+  return !r->st[i].done && r->best[i].len == 0 && r->st[i].rounds == 0 && is_anchor(r, i) &&
+         scale_from(r, i) < 0;
+}
+
 /* The task of the next round, -1 when every task is done. */
 static int next_task(sched_run *r) {
   if (r->o->kind == MLC_TUNER_SCHED_ROUND_ROBIN) {
@@ -200,9 +207,7 @@ static int next_task(sched_run *r) {
     return -1;
   }
   for (int i = 0; i < r->n; i++) /* warm-up: each task (of a family, the anchor) once */
-    if (!r->st[i].done && i != r->busy && r->best[i].len == 0 && r->st[i].rounds == 0 && is_anchor(r, i) &&
-        scale_from(r, i) < 0)
-      return i;
+    if (i != r->busy && wants_warm_up(r, i)) return i;
   int pick = -1;
   for (int i = 0; i < r->n; i++) {
     if (r->st[i].done || i == r->busy) continue;
@@ -333,7 +338,7 @@ static bool start_round(sched_run *r, int i, int in_flight, pending *p, mlc_erro
     mlc_arena_free(p->a);
     return mlc_error_prefix(err, "task %s", r->tasks[i].name);
   }
-  p->s = tuner_session_open(r->db, r->tasks[i].func, &to, 0, NULL, &p->tr);
+  p->s = tuner_session_open(r->db, r->tasks[i].func, &to, false, &p->tr);
   p->n = tuner_session_launch(p->s);
   if (p->n < 0) p->n = 0; /* the close reports the error */
   return true;
@@ -345,6 +350,49 @@ static int finish_round(sched_run *r, pending *p, mlc_tuner_sched_result *res, m
   mlc_arena_free(p->a);
   if (!ok) return mlc_error_prefix(err, "task %s", r->tasks[p->task].name), -1;
   return round_done(r, p->task, &p->tr, res);
+}
+
+/* The gradient's warm-up, when the tuner measures default schedules: the
+ * defaults of every task that wants one measured as one batch (over the
+ * ranks under mpirun, or in one pool with its builders in parallel)
+ * instead of a round each; each then counts as that task's warm-up round.
+ * false: an error. */
+static bool warm_up_together(sched_run *r, mlc_tuner_sched_result *res, mlc_error *err) {
+  if (r->o->kind != MLC_TUNER_SCHED_GRADIENT || r->o->tune.no_default_candidate) return true;
+  int left = r->o->trials - total_trials(r), k = 0;
+  int *idx = mlc_xmalloc(sizeof(int) * (size_t)(r->n + 1));
+  for (int i = 0; i < r->n; i++)
+    if (k < left && wants_warm_up(r, i)) idx[k++] = i;
+  if (k < 2) return mlc_free(idx), true; /* the rounds do it */
+  pending *p = mlc_xmalloc(sizeof(pending) * (size_t)k);
+  mlc_measure_cand *mc = mlc_xmalloc(sizeof(mlc_measure_cand) * (size_t)k);
+  mlc_measure_result *mr = mlc_xmalloc(sizeof(mlc_measure_result) * (size_t)k);
+  int *of = mlc_xmalloc(sizeof(int) * (size_t)k), n = 0, opened = 0;
+  bool ok = true;
+  for (int j = 0; j < k && ok; j++) {
+    mlc_tuner_tune_opts to;
+    p[j] = (pending){.task = idx[j], .a = mlc_arena_new()};
+    opened++;
+    if (!round_opts(r, idx[j], 0, p[j].a, &to, err)) {
+      ok = mlc_error_prefix(err, "task %s", r->tasks[idx[j]].name);
+      break;
+    }
+    p[j].s = tuner_session_open(r->db, r->tasks[idx[j]].func, &to, true, &p[j].tr);
+    if (tuner_session_default(p[j].s, &mc[n])) mr[n].index = -1, of[n++] = j;
+  }
+  if (ok && n > 0) ok = tuner_session_measure(p[of[0]].s, n, mc, mr, err);
+  for (int m = 0; ok && m < n; m++) tuner_session_take_default(p[of[m]].s, &mr[m]);
+  for (int j = 0; j < opened; j++) {
+    mlc_error e2;
+    if (!p[j].s) { /* its options failed: err says so */
+      mlc_arena_free(p[j].a);
+      continue;
+    }
+    int rc = finish_round(r, &p[j], res, ok ? err : &e2);
+    if (rc < 0) ok = false;
+  }
+  mlc_free(idx), mlc_free(p), mlc_free(mc), mlc_free(mr), mlc_free(of);
+  return ok;
 }
 
 /* Whether the run must end before another round (stop, time budget). */
@@ -459,7 +507,8 @@ bool mlc_tuner_schedule_tasks(mlc_db *db, int n, const mlc_tuner_task *tasks,
              "target (budget %d)",
              total_trials(&r), n, o->trials);
   }
-  if (ok) {
+  if (ok && !res->nothing_to_do) ok = warm_up_together(&r, res, err);
+  if (ok && !res->stopped) {
     bool overlap = o->tune.overlap && o->tune.measure; /* never two local pools at once */
     ok = overlap ? run_rounds_overlapped(&r, res, err) : run_rounds(&r, res, err);
   }

@@ -44,6 +44,7 @@ typedef struct tune_run {
   mlc_sched *default_cand;  /* the space's default schedule; NULL: none, or not wanted */
   uint64_t default_hash;    /* its trace's hash */
   bool have_default;        /* one of the records is it */
+  bool default_due;         /* it is still to measure (a session's caller measures it) */
   int64_t next_round;
   double best_sec;
   double t0;
@@ -750,30 +751,60 @@ static bool measure_first(tune_run *r, const mlc_measure_cand *c, mlc_measure_re
  * search) and committed as a record. *sec: its time, 0 when it failed
  * (the error in buf). false: an error; *stopped: interrupted, nothing
  * committed. */
+/* A candidate without decisions, ready to measure (fixed_begin) and to
+ * commit (fixed_end). */
+typedef struct fixed {
+  mlc_str js;
+  uint64_t th;
+  char hash[17], trace_hash[17];
+  mlc_measure_cand mc;
+} fixed;
+
+static void fixed_begin(tune_run *r, const mlc_sched *c, fixed *fx) {
+  *fx = (fixed){0};
+  mlc_trace_to_json(&fx->js, mlc_sched_trace(c));
+  fx->th = mlc_trace_hash(mlc_sched_trace(c));
+  mlc_func_hash_hex(mlc_sched_func(c), fx->hash);
+  snprintf(fx->trace_hash, sizeof fx->trace_hash, "%016llx", (unsigned long long)fx->th);
+  fx->mc = (mlc_measure_cand){.workload = r->workload_text, .trace = fx->js.data,
+                              .target = r->target};
+}
+
+static bool fixed_end(tune_run *r, fixed *fx, const mlc_measure_result *m, double *sec, char *buf,
+                      size_t len, bool *stopped, mlc_error *err);
+
 static bool measure_fixed(tune_run *r, const mlc_sched *c, bool own_pool, double *sec, char *buf,
                           size_t len, bool *stopped, mlc_error *err) {
+  fixed fx;
+  fixed_begin(r, c, &fx);
+  mlc_measure_result mr = {.index = -1};
+  bool ok = own_pool ? measure_first(r, &fx.mc, &mr, err) : do_measure(r, 1, &fx.mc, &mr, err);
+  if (!ok) {
+    *sec = 0;
+    *stopped = false;
+    mlc_str_free(&fx.js);
+    return false;
+  }
+  return fixed_end(r, &fx, &mr, sec, buf, len, stopped, err);
+}
+
+/* A fixed candidate's result committed as a record of its own round; *sec
+ * its time (0: it failed, the error in buf); frees fx. */
+static bool fixed_end(tune_run *r, fixed *fx, const mlc_measure_result *m, double *sec, char *buf,
+                      size_t len, bool *stopped, mlc_error *err) {
   *sec = 0;
   *stopped = false;
-  mlc_str js = {0};
-  mlc_trace_to_json(&js, mlc_sched_trace(c));
-  uint64_t th = mlc_trace_hash(mlc_sched_trace(c));
-  char hash[17], trace_hash[17];
-  mlc_func_hash_hex(mlc_sched_func(c), hash);
-  snprintf(trace_hash, sizeof trace_hash, "%016llx", (unsigned long long)th);
-  mlc_measure_cand mc = {.workload = r->workload_text, .trace = js.data, .target = r->target};
-  mlc_measure_result mr = {.index = -1};
+  mlc_measure_result mr = *m;
   mlc_db_record rec;
   int added = 0;
-  bool ok = own_pool ? measure_first(r, &mc, &mr, err) : do_measure(r, 1, &mc, &mr, err);
-  if (ok && r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
+  bool ok = true;
+  if (r->o->stop && *r->o->stop) { /* an interrupted measurement is not trusted */
     *stopped = r->res->stopped = true;
-    mlc_str_free(&js);
+    mlc_str_free(&fx->js);
     return true;
   }
-  if (ok) {
-    fill_record(r, &mr, js.data, trace_hash, hash, &rec);
-    ok = commit(r, 1, &rec, &added, err);
-  }
+  fill_record(r, &mr, fx->js.data, fx->trace_hash, fx->hash, &rec);
+  ok = commit(r, 1, &rec, &added, err);
   if (ok && mr.status == MLC_MEASURE_OK) {
     *sec = mr.mean_sec;
     r->res->retimed += mr.retimes > 0;
@@ -784,12 +815,12 @@ static bool measure_fixed(tune_run *r, const mlc_sched *c, bool own_pool, double
     r->res->errors++;
   }
   if (ok) {
-    mlc_tuner_search_add_measured_hash(r->search, th);
+    mlc_tuner_search_add_measured_hash(r->search, fx->th);
     r->have += added;
     r->res->measured++;
     r->next_round++; /* a round of its own: the search's rounds stay whole */
   }
-  mlc_str_free(&js);
+  mlc_str_free(&fx->js);
   return ok;
 }
 
@@ -820,18 +851,23 @@ static bool measure_library(tune_run *r, mlc_error *err) {
 /* The default schedule: what the kernel runs untuned. As the first
  * record it is the time to beat (best_sec, the early-abort limit) and the
  * model's first sample, and no record slower than it becomes the best. */
+static void default_measured(tune_run *r);
+
 static bool measure_default(tune_run *r, mlc_error *err) {
   bool stopped;
   bool ok = measure_fixed(r, r->default_cand, false, &r->res->default_sec, r->res->default_error,
                           sizeof r->res->default_error, &stopped, err);
-  if (!ok || stopped) return ok;
+  if (ok && !stopped) default_measured(r);
+  return ok;
+}
+
+static void default_measured(tune_run *r) {
   double sec = r->res->default_sec;
   if (sec > 0 && (r->best_sec == 0 || sec < r->best_sec)) r->best_sec = sec;
   /* not a seed of the search: it has no decisions to mutate */
   const mlc_prim_func *f = mlc_sched_func(r->default_cand);
   learn(r, 1, &f, &sec);
   r->have_default = true;
-  return true;
 }
 
 /* The space's default schedule of the workload, unless the caller wants
@@ -1087,7 +1123,7 @@ bool mlc_tuner_remeasure(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tun
  * the model, the pool, the baseline, library and default candidates.
  * false: an error. */
 static bool tune_begin(tune_run *r, mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opts *o,
-                       mlc_tuner_tune_result *res, mlc_error *err) {
+                       bool defer_default, mlc_tuner_tune_result *res, mlc_error *err) {
   memset(res, 0, sizeof *res);
   *r = (tune_run){.db = db, .f = f, .o = o, .res = res, .next_round = 1, .t0 = mlc_now_sec()};
   mlc_db_normalize_target(o->target ? o->target : "llvm", r->target, sizeof r->target);
@@ -1116,8 +1152,8 @@ static bool tune_begin(tune_run *r, mlc_db *db, const mlc_prim_func *f, const ml
   if (ok && baseline_wanted(r)) measure_baseline(r);
   /* the library first: a budget of one trial is the user's ask for it */
   if (ok && o->library) ok = measure_library(r, err);
-  if (ok && r->default_cand && !r->have_default && !res->stopped && r->have < o->trials)
-    ok = measure_default(r, err);
+  r->default_due = ok && r->default_cand && !r->have_default && !res->stopped && r->have < o->trials;
+  if (r->default_due && !defer_default) ok = measure_default(r, err), r->default_due = false;
   return ok;
 }
 
@@ -1156,7 +1192,7 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
                     mlc_tuner_tune_result *res, mlc_error *err) {
   if (f->n_sizes > 0) return memset(res, 0, sizeof *res), static_only(f, err);
   tune_run r;
-  bool ok = tune_begin(&r, db, f, o, res, err);
+  bool ok = tune_begin(&r, db, f, o, false, res, err);
   if (ok && o->overlap && rounds_left(&r)) ok = tune_overlapped(&r, err);
   while (ok && !o->overlap && rounds_left(&r)) {
     int rc = one_round(&r, err);
@@ -1176,12 +1212,13 @@ struct tuner_session {
   bool ok;          /* no error so far */
   bool begun;       /* r holds a run (tune_begin) */
   bool launched;    /* fl is being measured */
+  fixed fx;         /* the default candidate the caller measures (defer_default) */
   mlc_error err;    /* the first error */
 };
 
 tuner_session *tuner_session_open(mlc_db *db, const mlc_prim_func *f,
-                                  const mlc_tuner_tune_opts *o, int n_skip,
-                                  const uint64_t *skip, mlc_tuner_tune_result *res) {
+                                  const mlc_tuner_tune_opts *o, bool defer_default,
+                                  mlc_tuner_tune_result *res) {
   tuner_session *s = mlc_xmalloc(sizeof *s);
   memset(s, 0, sizeof *s);
   s->o = *o;
@@ -1192,10 +1229,31 @@ tuner_session *tuner_session_open(mlc_db *db, const mlc_prim_func *f,
     return s;
   }
   s->begun = true;
-  s->ok = tune_begin(&s->r, db, f, &s->o, res, &s->err);
-  for (int i = 0; s->r.search && i < n_skip; i++)
-    mlc_tuner_search_add_measured_hash(s->r.search, skip[i]);
+  s->ok = tune_begin(&s->r, db, f, &s->o, defer_default, res, &s->err);
   return s;
+}
+
+bool tuner_session_default(tuner_session *s, mlc_measure_cand *mc) {
+  if (!s->ok || !s->begun || !s->r.default_due) return false;
+  fixed_begin(&s->r, s->r.default_cand, &s->fx);
+  *mc = s->fx.mc;
+  return true;
+}
+
+bool tuner_session_measure(tuner_session *s, int n, const mlc_measure_cand *c,
+                           mlc_measure_result *out, mlc_error *err) {
+  if (!s->ok || !s->begun) return mlc_error_set(err, "%s", s->ok ? "no run" : s->err.msg);
+  return do_measure(&s->r, n, c, out, err);
+}
+
+void tuner_session_take_default(tuner_session *s, const mlc_measure_result *m) {
+  tune_run *r = &s->r;
+  if (!r->default_due) return;
+  r->default_due = false;
+  bool stopped;
+  s->ok = fixed_end(r, &s->fx, m, &r->res->default_sec, r->res->default_error,
+                    sizeof r->res->default_error, &stopped, &s->err);
+  if (s->ok && !stopped) default_measured(r);
 }
 
 int tuner_session_launch(tuner_session *s) {
@@ -1218,6 +1276,7 @@ void tuner_session_land(tuner_session *s) {
 }
 
 bool tuner_session_close(tuner_session *s, mlc_error *err) {
+  if (s->begun && s->r.default_due && s->fx.js.data) mlc_str_free(&s->fx.js); /* never measured */
   if (s->launched) {
     land(&s->fl);
     if (s->ok && settle(&s->r, &s->fl, &s->err) < 0) s->ok = false;

@@ -363,11 +363,23 @@ bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc
  * committed, the best chosen, res filled). skip: trace hashes not to
  * propose (another session's batch in flight for the same function). The
  * caller touches the database only between these calls, never while a
- * session of its own is being opened or closed on another thread. */
+ * session of its own is being opened or closed on another thread.
+ * defer_default: the default candidate, when it is to be measured, is
+ * left to the caller (tuner_session_default, then _take_default), so that
+ * the defaults of many kernels go out as one batch. */
 typedef struct tuner_session tuner_session;
 tuner_session *tuner_session_open(struct mlc_db *db, const mlc_prim_func *f,
-                                  const mlc_tuner_tune_opts *o, int n_skip,
-                                  const uint64_t *skip, mlc_tuner_tune_result *res);
+                                  const mlc_tuner_tune_opts *o, bool defer_default,
+                                  mlc_tuner_tune_result *res);
+/* The deferred default candidate (true: mc set, valid until _take_default
+ * or _close), else false. */
+bool tuner_session_default(tuner_session *s, struct mlc_measure_cand *mc);
+/* Candidates measured as the session measures its own (its pool, or
+ * o->measure). */
+bool tuner_session_measure(tuner_session *s, int n, const struct mlc_measure_cand *c,
+                           struct mlc_measure_result *out, mlc_error *err);
+/* The deferred default's result, committed as the run would have. */
+void tuner_session_take_default(tuner_session *s, const struct mlc_measure_result *m);
 /* 1..n: candidates launched, 0: none to propose (res says why, or the
  * open failed: close reports it), -1: error (close reports it). */
 int tuner_session_launch(tuner_session *s);
