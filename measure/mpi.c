@@ -230,6 +230,7 @@ struct mlc_measure_mpi {
   bool has_watcher, term_handled;
   bool recovering;  /* mpirun --enable-recovery: a death does not end the job */
   double beat_sent;  /* rank 0: its last BEAT */
+  bool stopping;     /* rank 0: the ranks were sent STOP: no more BEATs */
   uint64_t pid0;     /* ranks > 0: rank 0's pid, when in this process namespace */
   double heard0, pid0_checked; /* ranks > 0: when rank 0 last spoke, was looked up */
   pthread_t watcher;
@@ -710,7 +711,7 @@ static double rank0_beat_s(const mlc_measure_mpi *p) {
  * an empty message goes out at once. */
 static void beat_ranks(mlc_measure_mpi *p) {
   double t = now();
-  if (!p->peers || t - p->beat_sent < rank0_beat_s(p)) return;
+  if (!p->peers || p->stopping || t - p->beat_sent < rank0_beat_s(p)) return;
   p->beat_sent = t;
   for (int r = 1; r < p->size; r++) {
     const peer *q = &p->peers[r];
@@ -1432,6 +1433,7 @@ void mlc_measure_mpi_end(mlc_measure_mpi *p, int status) {
   }
   if (p->rank == 0 && p->peers) {
     pthread_mutex_lock(&p->mu);
+    p->stopping = true;
     for (int r = 1; r < p->size; r++) {
       peer *q = &p->peers[r];
       if (q->stopped) continue;
