@@ -190,8 +190,7 @@ typedef struct peer {
   double heard;  /* when its last message came */
   bool joined;   /* its HELLO came */
   bool local;    /* its pid is one of rank 0's process namespace */
-  bool gone;     /* it said BYE, or is lost */
-  bool term;     /* ... because it got SIGTERM */
+  bool gone;     /* lost, or refused on joining late: no more work */
   bool lost;     /* it left or died; its candidates went to the others */
   bool died;     /* ... not by a BYE */
   bool stopped;  /* it was refused (CONFIG) */
@@ -221,7 +220,6 @@ struct mlc_measure_mpi {
   double silence_s;   /* rank 0: a rank silent this long is lost */
   double pid_checked; /* rank 0: when the local ranks' pids were last looked up */
   MLC_VEC(int) requeue; /* rank 0: candidates of lost ranks, to hand out again */
-  int n_lost;
   mlc_measure_opts opts; /* rank 0: what a rank joining late is sent */
   char procs[128];    /* this process's namespace (HELLO) */
   char fail_msg[900];
@@ -742,7 +740,6 @@ static void lose(mlc_measure_mpi *p, int r, bool died, const char *why,
   q->lost = q->gone = true;
   q->died = died;
   drop_send(q);
-  p->n_lost++;
   if (!p->on_ranks) return;
   char name[400], msg[900];
   int live = live_ranks(p);
@@ -933,7 +930,7 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
     break;
   }
   case TAG_BYE: {
-    q->term = frame_get_u32(&rd) != 0;
+    frame_get_u32(&rd); /* ended by a signal: why says so too */
     char why[300], said[340];
     copy_str(&rd, why, sizeof why);
     snprintf(said, sizeof said, "left the job: %s", why);
@@ -1048,7 +1045,8 @@ void mlc_measure_mpi_on_ranks(mlc_measure_mpi *p, void (*fn)(void *ud, const cha
 
 int mlc_measure_mpi_lost(mlc_measure_mpi *p) {
   pthread_mutex_lock(&p->mu);
-  int n = p->n_lost;
+  int n = 0;
+  for (int r = 1; p->peers && r < p->size; r++) n += p->peers[r].lost;
   pthread_mutex_unlock(&p->mu);
   return n;
 }

@@ -1207,7 +1207,6 @@ bool mlc_tuner_tune(mlc_db *db, const mlc_prim_func *f, const mlc_tuner_tune_opt
 struct tuner_session {
   tune_run r;
   mlc_tuner_tune_opts o;
-  mlc_tuner_tune_result *res;
   flight fl;
   bool ok;          /* no error so far */
   bool begun;       /* r holds a run (tune_begin) */
@@ -1222,7 +1221,6 @@ tuner_session *tuner_session_open(mlc_db *db, const mlc_prim_func *f,
   tuner_session *s = mlc_xmalloc(sizeof *s);
   memset(s, 0, sizeof *s);
   s->o = *o;
-  s->res = res;
   if (f->n_sizes > 0) {
     memset(res, 0, sizeof *res);
     s->ok = static_only(f, &s->err);
@@ -1264,15 +1262,6 @@ int tuner_session_launch(tuner_session *s) {
   launch(&s->fl);
   s->launched = true;
   return n;
-}
-
-int tuner_session_flight(const tuner_session *s, const mlc_tuner_cand **batch) {
-  *batch = s->fl.batch;
-  return s->launched ? s->fl.n : 0;
-}
-
-void tuner_session_land(tuner_session *s) {
-  if (s->launched) land(&s->fl);
 }
 
 bool tuner_session_close(tuner_session *s, mlc_error *err) {

@@ -360,10 +360,9 @@ bool tuner_record_trusted(mlc_arena *a, const mlc_prim_func *f, const struct mlc
  * rounds (o->overlap): open (history, model, the default candidate
  * measured), launch one batch of the round's size (measured on a thread
  * of its own through o->measure), and close (the batch landed and
- * committed, the best chosen, res filled). skip: trace hashes not to
- * propose (another session's batch in flight for the same function). The
- * caller touches the database only between these calls, never while a
- * session of its own is being opened or closed on another thread.
+ * committed, the best chosen, res filled; res must stay where it is until
+ * then). The caller keeps one session per function at a time, and uses
+ * the database only between these calls, on the thread that makes them.
  * defer_default: the default candidate, when it is to be measured, is
  * left to the caller (tuner_session_default, then _take_default), so that
  * the defaults of many kernels go out as one batch. */
@@ -383,10 +382,6 @@ void tuner_session_take_default(tuner_session *s, const struct mlc_measure_resul
 /* 1..n: candidates launched, 0: none to propose (res says why, or the
  * open failed: close reports it), -1: error (close reports it). */
 int tuner_session_launch(tuner_session *s);
-/* The batch in flight (its count; 0 when none). */
-int tuner_session_flight(const tuner_session *s, const mlc_tuner_cand **batch);
-/* Waits until the batch in flight is measured. */
-void tuner_session_land(tuner_session *s);
 /* Lands, commits and ends the run; frees s. false: an error (err). */
 bool tuner_session_close(tuner_session *s, mlc_error *err);
 
