@@ -304,7 +304,49 @@ typedef struct dep_ctx {
   mlc_sched *s;
   mlc_stmt *loop;
   MLC_VEC(access) acc;
+  /* The buffers one block writes and another touches: only their
+   * accesses are relaxed (the others cannot race). */
+  MLC_VEC(const mlc_buffer *) shared;
 } dep_ctx;
+
+static bool in_list(const mlc_buffer *const *v, int n, const mlc_buffer *b) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == b) return true;
+  return false;
+}
+
+/* Who touches what under the loop, regions left out. */
+typedef struct touch {
+  const mlc_buffer *buf;
+  const mlc_block *blk;
+  bool write;
+} touch;
+
+typedef struct touch_ctx {
+  mlc_arena *a;
+  MLC_VEC(touch) t;
+} touch_ctx;
+
+static void collect_touches(mlc_stmt *realize, void *ctx_) {
+  touch_ctx *c = ctx_;
+  const mlc_block *b = realize->realize.block;
+  for (int k = 0; k < b->n_reads; k++) MLC_VEC_APUSH(c->a, c->t, ((touch){b->reads[k].buf, b, false}));
+  for (int k = 0; k < b->n_writes; k++) MLC_VEC_APUSH(c->a, c->t, ((touch){b->writes[k].buf, b, true}));
+}
+
+static void find_shared(dep_ctx *c) {
+  touch_ctx tc = {c->s->arena, {0}};
+  sched_each_realize(c->loop->loop.body, collect_touches, &tc);
+  for (int i = 0; i < tc.t.len; i++) {
+    const touch *w = &tc.t.data[i];
+    if (!w->write || in_list(c->shared.data, c->shared.len, w->buf)) continue;
+    for (int j = 0; j < tc.t.len; j++)
+      if (tc.t.data[j].buf == w->buf && tc.t.data[j].blk != w->blk) {
+        MLC_VEC_APUSH(c->s->arena, c->shared, w->buf);
+        break;
+      }
+  }
+}
 
 static void add_accesses(dep_ctx *c, mlc_stmt *realize, int n, const mlc_region *rs, bool write,
                          int nl, mlc_var **lv, const int64_t *mins, const int64_t *exts) {
@@ -314,6 +356,7 @@ static void add_accesses(dep_ctx *c, mlc_stmt *realize, int n, const mlc_region 
   int ni = b->n_iters < 64 ? b->n_iters : 64;
   for (int i = 0; i < ni; i++) iv[i] = b->iters[i].var;
   for (int k = 0; k < n; k++) {
+    if (!in_list(c->shared.data, c->shared.len, rs[k].buf)) continue;
     mlc_region r = {rs[k].buf, MLC_NEW_ARRAY(a, mlc_range, rs[k].buf->ndim + 1)};
     for (int d = 0; d < r.buf->ndim; d++) {
       r.ranges[d].min = mlc_expr_subst(a, rs[k].ranges[d].min, ni, iv, realize->realize.values);
@@ -355,7 +398,9 @@ static bool same_region(mlc_arena *a, const mlc_region *x, const mlc_region *y) 
  * overwrites what another one writes, and running them concurrently races. */
 static bool carried_dependence_check(mlc_sched *s, const char *prim, mlc_rv rv, mlc_error *err) {
   char d[96];
-  dep_ctx c = {s, s->rvs.data[rv].loop, {0}};
+  dep_ctx c = {s, s->rvs.data[rv].loop, {0}, {0}};
+  find_shared(&c);
+  if (c.shared.len == 0) return true;
   sched_each_realize(c.loop->loop.body, collect_accesses, &c);
   for (int i = 0; i < c.acc.len; i++) {
     const access *w = &c.acc.data[i];

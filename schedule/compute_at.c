@@ -1092,12 +1092,18 @@ static bool can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
 }
 
 /* TVM's CollectComputeLocation: the candidate loops (indices into the
- * first consumer's loops), after -2 (inline, if possible) and -1 (root). */
-static int collect_locations(mlc_sched *s, mlc_rv block, int64_t *idx, mlc_stmt **loops) {
+ * first consumer's loops), after -2 (inline, if possible) and -1 (root).
+ * Given a decision to keep (want, not NULL), only the candidates that
+ * decide the pick are found: the nearest one at or before it, the loops
+ * tried from it outwards (a compute_at plan for every loop was most of a
+ * replay's time). */
+static int collect_locations(mlc_sched *s, mlc_rv block, const int64_t *want, int64_t *idx,
+                             mlc_stmt **loops) {
   int n = 0;
   mlc_block *b = s->rvs.data[block].block;
-  if (sched_can_compute_inline(s, b)) idx[n] = -2, loops[n++] = NULL;
+  if ((!want || *want == -2) && sched_can_compute_inline(s, b)) idx[n] = -2, loops[n++] = NULL;
   idx[n] = -1, loops[n++] = NULL;
+  if (want && *want < 0) return n;
   mlc_stmt *r = sched_find_realize(s, b), *path[SCHED_MAX_DEPTH], *cp[SCHED_MAX_DEPTH];
   int pn = sched_path_to(s, r, path);
   mlc_stmt *scope_r = path[sched_scope_index(path, pn)];
@@ -1136,6 +1142,7 @@ static int collect_locations(mlc_sched *s, mlc_rv block, int64_t *idx, mlc_stmt 
     if (types[i] == LOOP_SPATIAL) last_spatial = i;
   }
   bool seen_reduce = false;
+  int cand[SCHED_MAX_DEPTH], n_cand = 0; /* the loops compute_at is tried at */
   for (int i = 0; i <= lca_pos; i++) {
     int64_t ext;
     if (mlc_expr_is_const_int(cl[i]->loop.extent, &ext) && ext == 1) continue;
@@ -1145,8 +1152,18 @@ static int collect_locations(mlc_sched *s, mlc_rv block, int64_t *idx, mlc_stmt 
       seen_reduce = true;
       if (i > last_spatial) break;
     }
-    if (can_compute_at(s, block, cl[i])) idx[n] = i, loops[n++] = cl[i];
+    cand[n_cand++] = i;
   }
+  if (want) {
+    for (int k = n_cand - 1; k >= 0; k--)
+      if (cand[k] <= *want && can_compute_at(s, block, cl[cand[k]])) {
+        idx[n] = cand[k], loops[n++] = cl[cand[k]];
+        break;
+      }
+    return n;
+  }
+  for (int k = 0; k < n_cand; k++)
+    if (can_compute_at(s, block, cl[cand[k]])) idx[n] = cand[k], loops[n++] = cl[cand[k]];
   return n;
 }
 
@@ -1172,8 +1189,9 @@ bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decisio
   }
   int64_t idx[SCHED_MAX_DEPTH + 2];
   mlc_stmt *loops[SCHED_MAX_DEPTH + 2];
-  int n = collect_locations(s, block, idx, loops), pick;
-  if (want && want->n == 1) {
+  bool keep = want && want->n == 1;
+  int n = collect_locations(s, block, keep ? &want->v[0] : NULL, idx, loops), pick;
+  if (keep) {
     /* TVM keeps a decision that is still a candidate, else takes the
      * nearest candidate before it (the root at worst). */
     pick = -1;

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void test_arena_alignment_and_zeroing(void) {
   mlc_arena *a = mlc_arena_new();
@@ -19,6 +20,40 @@ static void test_arena_alignment_and_zeroing(void) {
   CHECK_STREQ(mlc_arena_strdup(a, "abc"), "abc");
   CHECK_STREQ(mlc_arena_printf(a, "%s-%d", "x", 42), "x-42");
   mlc_arena_free(a);
+}
+
+/* A freed arena's chunk serves the next arena of the thread, zeroed as it
+ * is handed out; with an allocation hook installed, the hook sees every
+ * chunk (nothing is served from the cache behind its back). Under
+ * AddressSanitizer chunks are not kept, so that its quarantine can see a
+ * use after free. */
+static int hook_allocs;
+static void *counting_alloc(void *ud, void *ptr, size_t n) {
+  if (n != 0 && !ptr) hook_allocs++;
+  return mlc_default_alloc(ud, ptr, n);
+}
+
+static void test_arena_chunks_reused(void) {
+  mlc_arena *a = mlc_arena_new();
+  unsigned char *p = mlc_arena_alloc(a, 1000);
+  memset(p, 0xff, 1000);
+  mlc_arena_free(a);
+  a = mlc_arena_new();
+  unsigned char *q = mlc_arena_alloc(a, 1000);
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(q == p);
+#endif
+  int nonzero = 0;
+  for (int i = 0; i < 1000; i++) nonzero += q[i] != 0;
+  CHECK(nonzero == 0);
+  mlc_arena_free(a);
+  mlc_set_allocator(counting_alloc, NULL);
+  hook_allocs = 0;
+  a = mlc_arena_new();
+  mlc_arena_alloc(a, 1000);
+  CHECK(hook_allocs == 2); /* the header and the chunk */
+  mlc_arena_free(a);
+  mlc_set_allocator(NULL, NULL);
 }
 
 /* Blocks of 4 KiB and more start on a cache line (whole vector and AMX
@@ -187,6 +222,7 @@ static void test_hash_is_stable(void) {
 
 int main(void) {
   RUN(test_arena_alignment_and_zeroing);
+  RUN(test_arena_chunks_reused);
   RUN(test_large_blocks_line_aligned);
   RUN(test_arena_oom_jumps);
   RUN(test_vectors);

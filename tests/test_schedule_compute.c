@@ -1270,6 +1270,43 @@ static void test_compute_location_replay(void) {
   mlc_sched_free(s);
 }
 
+/* A replayed decision becomes the nearest candidate at or before it (the
+ * root when there is none): the candidates a replay looks at are those a
+ * draw chooses from (a replay tries loops from the decision outwards). */
+static void test_compute_location_nearest(void) {
+  static const struct {
+    const char **text, *block;
+  } cases[] = {{&MM_RELU_SMALL, "Y"}, {&EW_PAIR, "B"}};
+  for (int c = 0; c < MLC_COUNTOF(cases); c++) {
+    unsigned drawn = sample_all(*cases[c].text, cases[c].block, 40); /* bit d + 2 */
+    mlc_prim_func *f = parse(*cases[c].text);
+    MLC_ASSERT(f);
+    mlc_sched *s = mlc_sched_new(f, 3);
+    mlc_rv b = block_of(s, cases[c].block), l;
+    OK(mlc_sched_sample_compute_location(s, b, &l, err));
+    char *js = trace_json(s);
+    mlc_error e = {{0}};
+    mlc_trace *t = mlc_trace_from_json(TA, js, strlen(js), &e);
+    CHECK_MSG(t, "%s", e.msg);
+    for (int64_t want = -3; t && want <= 5; want++) {
+      int64_t expect = -1;
+      for (int64_t d = -2; d <= want; d++)
+        if (drawn & 1u << (d + 2)) expect = d;
+      mlc_decision d = {1, {want}};
+      int at = 1;
+      mlc_replay_opts o = {.n_overrides = 1, .override_insts = &at, .override_decisions = &d};
+      mlc_sched *r = mlc_sched_new(f, 5);
+      CHECK_MSG(mlc_sched_replay(r, t, &o, NULL, &e), "replay %lld: %s", (long long)want, e.msg);
+      int64_t got = mlc_sched_trace(r)->insts.data[1].decision.v[0];
+      CHECK_MSG(got == expect, "%s: decision %lld replayed as %lld, expected %lld", cases[c].block,
+                (long long)want, (long long)got, (long long)expect);
+      mlc_sched_free(r);
+    }
+    mlc_free(js);
+    mlc_sched_free(s);
+  }
+}
+
 /* Handles survive: the block keeps its handle after moving, the loops
  * that held only it are gone, and a copy of the state behaves the same. */
 static void test_handles_after_move(void) {
@@ -1562,6 +1599,7 @@ int main(void) {
   test_quasi_affine_indices();
   RUN(test_quasi_affine_refusals);
   RUN(test_sample_compute_location);
+  RUN(test_compute_location_nearest);
   RUN(test_compute_location_replay);
   RUN(test_handles_after_move);
   RUN(test_compute_at_min_max_region);

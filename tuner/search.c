@@ -92,6 +92,16 @@ static uint64_t next64(mlc_pcg32 *r) {
   return (hi << 32) | mlc_pcg32_next(r);
 }
 
+/* A replayed state's arena keeps what its primitives' analyses allocated
+ * (five to eight times the schedule itself); a population holds a
+ * thousand states, so each is kept as a fresh copy. */
+static mlc_sched *compact(mlc_sched *s) {
+  if (!s) return NULL;
+  mlc_sched *c = mlc_sched_copy(s);
+  mlc_sched_free(s);
+  return c;
+}
+
 static item make_item(mlc_sched *s) {
   return (item){s, mlc_trace_hash(mlc_sched_trace(s)), 0};
 }
@@ -200,7 +210,7 @@ static void sample_slots(mlc_tuner_search *s, int n, mlc_sched **out) {
 #pragma omp parallel for schedule(dynamic, 8)
   for (int i = 0; i < n; i++) {
     mlc_error e;
-    out[i] = mlc_tuner_space_sample(s->space, space[i], seed[i], &e);
+    out[i] = compact(mlc_tuner_space_sample(s->space, space[i], seed[i], &e));
   }
   mlc_free(space);
   mlc_free(seed);
@@ -304,7 +314,7 @@ static item make_child(mlc_tuner_search *s, const item_list *pop, const double *
       return (item){mlc_sched_copy(p->s), p->hash, 0};
     mlc_error e;
     (*n_mut)++;
-    mlc_sched *c = mlc_tuner_mutate(f, p->s, -1, &rng, &s->o, &e);
+    mlc_sched *c = compact(mlc_tuner_mutate(f, p->s, -1, &rng, &s->o, &e));
     if (c) return make_item(c);
     (*n_rej)++;
   }
