@@ -93,6 +93,13 @@ typedef struct mlc_measure_opts {
    * traces tensorized with them replay there. Must outlive the pool. */
   int n_intrin_files;
   const char *const *intrin_files;
+  /* Reference outputs kept in this directory (created when missing; NULL:
+   * none): a workload's unscheduled kernel then runs once for every pool,
+   * process and MPI rank sharing it, not once per runner process. An
+   * entry is keyed by the workload's text, the seed, the arguments and
+   * the reference object, and checked (size, checksum) before it is
+   * trusted; a refused one is computed again (docs/PROTOCOL.md). */
+  const char *ref_cache_dir;
 } mlc_measure_opts;
 
 mlc_measure_opts mlc_measure_defaults(void);
@@ -118,6 +125,14 @@ typedef struct mlc_measure_cand {
   double run_timeout_s;
 } mlc_measure_cand;
 
+/* Where a runner's reference outputs came from. */
+typedef enum mlc_measure_ref {
+  MLC_MEASURE_REF_HELD,       /* held from an earlier candidate of the workload */
+  MLC_MEASURE_REF_COMPUTED,   /* the unscheduled kernel ran */
+  MLC_MEASURE_REF_CACHED,     /* read from the reference cache (ref_cache_dir) */
+  MLC_MEASURE_REF_RECOMPUTED, /* the kernel ran after a cache entry was refused */
+} mlc_measure_ref;
+
 typedef struct mlc_measure_result {
   int index;                 /* the candidate's position in its batch */
   mlc_measure_status status;
@@ -134,6 +149,7 @@ typedef struct mlc_measure_result {
   long ivcsw;                /* involuntary context switches during the kept timing */
   double cpu_ratio;          /* CPU over wall time of the timed calls (threads at work) */
   char disturb_why[96];      /* first sign of interference; "" when undisturbed */
+  mlc_measure_ref ref;       /* where the reference came from (OK results) */
 } mlc_measure_result;
 
 typedef struct mlc_measure mlc_measure;
@@ -251,6 +267,13 @@ int mlc_measure_worker_main(const char *mode);
  * ones, as the tuner does; a file that fails returns 1 with err set. */
 int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
                                    mlc_error *err);
+/* The same with every option `mlc-worker` takes (--intrin, --ref-cache). */
+typedef struct mlc_measure_worker_opts {
+  int n_intrin_files;
+  const char *const *intrin_files;
+  const char *ref_cache_dir; /* a runner's reference cache (NULL: none) */
+} mlc_measure_worker_opts;
+int mlc_measure_worker_serve(const char *mode, const mlc_measure_worker_opts *o, mlc_error *err);
 
 /* ---- timing and checking (timing.c) ------------------------------------------
  *

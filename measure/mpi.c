@@ -210,6 +210,7 @@ typedef struct slot {
 struct mlc_measure_mpi {
   int rank, size;
   char host[256];
+  char ref_dir[4096]; /* ranks > 0: rank 0's reference cache directory */
   char *target;    /* the target text as this rank parsed it */
   peer *peers;     /* rank 0: [size] */
   uint32_t batch;  /* rank 0: the hook's calls */
@@ -375,9 +376,13 @@ static void put_opts(mlc_str *s, const mlc_measure_opts *o) {
   frame_f64(s, o->atol);
   frame_u64(s, o->max_arg_bytes);
   frame_u32(s, o->build_only);
+  frame_str(s, o->ref_cache_dir ? o->ref_cache_dir : "");
 }
 
-static void get_opts(frame_reader *r, mlc_measure_opts *o) {
+static void copy_str(frame_reader *r, char *dst, size_t size);
+
+/* dir: where the reference cache directory's name is kept. */
+static void get_opts(frame_reader *r, mlc_measure_opts *o, char *dir, size_t dir_size) {
   *o = mlc_measure_defaults();
   o->n_builders = (int)frame_get_u32(r);
   o->build_timeout_s = frame_get_f64(r);
@@ -392,6 +397,8 @@ static void get_opts(frame_reader *r, mlc_measure_opts *o) {
   o->atol = frame_get_f64(r);
   o->max_arg_bytes = frame_get_u64(r);
   o->build_only = frame_get_u32(r);
+  copy_str(r, dir, dir_size);
+  o->ref_cache_dir = dir[0] ? dir : NULL;
 }
 
 static void put_result(mlc_str *s, const mlc_measure_result *m) {
@@ -408,6 +415,7 @@ static void put_result(mlc_str *s, const mlc_measure_result *m) {
   frame_u64(s, (uint64_t)m->ivcsw);
   frame_f64(s, m->cpu_ratio);
   frame_str(s, m->disturb_why);
+  frame_u32(s, (uint32_t)m->ref);
 }
 
 static void copy_str(frame_reader *r, char *dst, size_t size) {
@@ -433,7 +441,9 @@ static bool get_result(frame_reader *r, mlc_measure_result *m) {
   m->ivcsw = (long)frame_get_u64(r);
   m->cpu_ratio = frame_get_f64(r);
   copy_str(r, m->disturb_why, sizeof m->disturb_why);
-  return !r->bad;
+  uint32_t ref = frame_get_u32(r);
+  m->ref = (mlc_measure_ref)ref;
+  return !r->bad && ref <= MLC_MEASURE_REF_RECOMPUTED;
 }
 
 /* ---- start --------------------------------------------------------------- */
@@ -1236,7 +1246,7 @@ static bool wait_config(mlc_measure_mpi *p, mlc_measure_opts *o, bool *refused, 
     uint32_t accepted = frame_get_u32(&rd);
     char why[900];
     copy_str(&rd, why, sizeof why);
-    get_opts(&rd, o);
+    get_opts(&rd, o, p->ref_dir, sizeof p->ref_dir);
     uint64_t pid0 = frame_get_u64(&rd);
     char procs[128];
     copy_str(&rd, procs, sizeof procs);

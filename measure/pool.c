@@ -146,10 +146,15 @@ static bool spawn(mlc_measure *m, worker *w, mlc_error *err) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-  char *argv[3 + 2 * MLC_MEASURE_MAX_INTRIN_FILES] = {m->path, w->kind == W_BUILD ? "build" : "run"};
+  char *argv[5 + 2 * MLC_MEASURE_MAX_INTRIN_FILES] = {m->path, w->kind == W_BUILD ? "build" : "run"};
+  int argc = 2;
   for (int i = 0; i < m->o.n_intrin_files; i++) {
-    argv[2 + 2 * i] = "--intrin";
-    argv[3 + 2 * i] = (char *)m->o.intrin_files[i];
+    argv[argc++] = "--intrin";
+    argv[argc++] = (char *)m->o.intrin_files[i];
+  }
+  if (w->kind != W_BUILD && m->o.ref_cache_dir && m->o.ref_cache_dir[0]) {
+    argv[argc++] = "--ref-cache";
+    argv[argc++] = (char *)m->o.ref_cache_dir;
   }
   pid_t pid;
   int rc = posix_spawn(&pid, m->path, &fa, NULL, argv, environ);
@@ -531,7 +536,8 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
   char *why = frame_get_str(r);
   snprintf(c->res.disturb_why, sizeof c->res.disturb_why, "%s", why);
   mlc_free(why);
-  if (r->bad || r->pos != r->n || disturbed > 1)
+  uint32_t ref = frame_get_u32(r);
+  if (r->bad || r->pos != r->n || disturbed > 1 || ref > MLC_MEASURE_REF_RECOMPUTED)
     return worker_fault(m, w, MLC_MEASURE_PROTOCOL_ERROR, "malformed run reply");
   w->job = NO_JOB;
   runner_holds(m, c->wl);
@@ -549,6 +555,7 @@ static void run_ok(mlc_measure *m, int ci, frame_reader *r, worker *w) {
   c->res.retimes = (int)retimes;
   c->res.ivcsw = (long)ivcsw;
   c->res.cpu_ratio = cpu_ratio;
+  c->res.ref = (mlc_measure_ref)ref;
   finish(m, ci, MLC_MEASURE_OK, "");
 }
 

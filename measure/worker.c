@@ -5,6 +5,7 @@
  * first, so that nothing a library prints can corrupt a frame. Workers
  * never dump core (a crash is an expected outcome of search).
  */
+#include "measure/refcache.h"
 #include "measure/runner_internal.h"
 #include "schedule/schedule.h"
 #include "targets/targets.h"
@@ -257,21 +258,61 @@ static mlc_array *load_and_call(const run_req *q, const runner_impl *rn, const v
   return xs;
 }
 
-static ref_entry *reference(const run_req *q, mlc_measure_status *st, mlc_error *err) {
+/* The reference cache's directory (`mlc-worker run --ref-cache DIR`), or
+ * NULL; a store that failed is reported once. */
+static const char *ref_dir;
+static bool ref_store_failed;
+
+/* The reference from the cache on disk, or NULL (*src says why not). */
+static mlc_array *cached_reference(const run_req *q, const refcache_key *rk,
+                                   mlc_measure_ref *src) {
+  mlc_array *xs = make_args(q);
+  mlc_error why = {{0}};
+  switch (refcache_load(ref_dir, rk, q->n_args, xs, q->max_bytes, &why)) {
+  case REFCACHE_LOADED: *src = MLC_MEASURE_REF_CACHED; return xs;
+  case REFCACHE_REFUSED:
+    fprintf(stderr, "mlc-worker: reference cache %s: an entry for this workload was refused (%s); "
+            "its reference is computed again\n", ref_dir, why.msg);
+    *src = MLC_MEASURE_REF_RECOMPUTED;
+    break;
+  case REFCACHE_MISSING: break;
+  }
+  free_arrays(q->n_args, xs);
+  return NULL;
+}
+
+static void store_reference(const run_req *q, const refcache_key *rk, const mlc_array *ref) {
+  mlc_array *seeded = make_args(q);
+  mlc_error e = {{0}};
+  if (!refcache_store(ref_dir, rk, q->n_args, seeded, ref, &e) && !ref_store_failed) {
+    fprintf(stderr, "mlc-worker: reference cache: %s (references are computed, not kept)\n", e.msg);
+    ref_store_failed = true;
+  }
+  free_arrays(q->n_args, seeded);
+}
+
+static ref_entry *reference(const run_req *q, mlc_measure_ref *src, mlc_measure_status *st,
+                            mlc_error *err) {
   uint64_t key = mlc_hash_combine(q->key, q->seed) | 1;
+  *src = MLC_MEASURE_REF_HELD;
   for (int i = 0; i < REF_CACHE; i++)
     if (ref_cache[i].key == key && ref_cache[i].n == q->n_args) return &ref_cache[i];
   if (q->ref_len == 0) { /* the pool asks again with the object (pool.c) */
     *st = MLC_MEASURE_PROTOCOL_ERROR;
     return mlc_error_set(err, "no reference object sent and none cached"), NULL;
   }
-  const runner_impl *rn = runner_for(q->ref_obj, q->ref_len);
-  void *k = NULL;
-  double call_sec;
-  mlc_array *xs =
-      load_and_call(q, rn, q->ref_obj, q->ref_len, q->ref_symbol, &k, &call_sec, st, err);
-  if (!xs) return (void)mlc_error_prefix(err, "reference kernel"), NULL;
-  rn->unload(k);
+  *src = MLC_MEASURE_REF_COMPUTED;
+  refcache_key rk = {q->key, q->seed, q->ref_obj, q->ref_len, q->ref_symbol};
+  mlc_array *xs = ref_dir ? cached_reference(q, &rk, src) : NULL;
+  if (!xs) {
+    const runner_impl *rn = runner_for(q->ref_obj, q->ref_len);
+    void *k = NULL;
+    double call_sec;
+    xs = load_and_call(q, rn, q->ref_obj, q->ref_len, q->ref_symbol, &k, &call_sec, st, err);
+    if (!xs) return (void)mlc_error_prefix(err, "reference kernel"), NULL;
+    rn->unload(k);
+    if (ref_dir) store_reference(q, &rk, xs);
+  }
   ref_entry *e = &ref_cache[ref_next];
   ref_next = (ref_next + 1) % REF_CACHE;
   free_arrays(e->n, e->arrays);
@@ -334,7 +375,8 @@ static void run_checked(run_req *q, mlc_str *reply) {
                   (unsigned long long)q->max_bytes);
     return reply_error(reply, MLC_MEASURE_ALLOC_ERROR, err.msg);
   }
-  ref_entry *ref = reference(q, &st, &err);
+  mlc_measure_ref ref_src;
+  ref_entry *ref = reference(q, &ref_src, &st, &err);
   if (!ref) return reply_error(reply, st, err.msg);
   const runner_impl *rn = runner_for(q->obj, q->obj_len);
   void *k = NULL;
@@ -372,6 +414,7 @@ static void run_checked(run_req *q, mlc_str *reply) {
     frame_u64(reply, (uint64_t)w.ivcsw);
     frame_f64(reply, w.cpu_ratio);
     frame_str(reply, w.disturbed ? w.why : "");
+    frame_u32(reply, ref_src);
     frame_end(reply);
   }
   free_arrays(q->n_args, xs);
@@ -408,6 +451,13 @@ int mlc_measure_worker_main(const char *mode) {
 
 int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
                                    mlc_error *err) {
+  return mlc_measure_worker_serve(mode, &(mlc_measure_worker_opts){n_files, files, NULL}, err);
+}
+
+int mlc_measure_worker_serve(const char *mode, const mlc_measure_worker_opts *o, mlc_error *err) {
+  int n_files = o->n_intrin_files;
+  const char *const *files = o->intrin_files;
+  ref_dir = o->ref_cache_dir && o->ref_cache_dir[0] ? o->ref_cache_dir : NULL;
   bool build = strcmp(mode, "build") == 0;
   if (!build && strcmp(mode, "run") != 0) return 2;
   struct rlimit no_core = {0, 0};

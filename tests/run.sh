@@ -9,6 +9,10 @@ export MLC_BUILD="$B"
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 log=$(mktemp)
+# mlc-tune keeps reference outputs under $XDG_CACHE_HOME (--ref-cache):
+# the suite's go to a directory of its own, removed at the end.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
 pass=0; fail=0
 start=$(date +%s)
 run_one() {
@@ -38,6 +42,7 @@ for s in tests/cli/*.sh; do
   run_one "$(basename "$s")" sh "$s"
 done
 rm -f "$log"
+rm -rf "$XDG_CACHE_HOME"
 echo "# suite took $(( $(date +%s) - start ))s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -12,6 +12,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -170,6 +172,112 @@ static void test_good_batch(void) {
   mlc_measure_free(m);
   CHECK(no_children());
   for (int i = 0; i < N; i++) mlc_free(traces[i]);
+}
+
+/* One candidate of `text` measured by a fresh pool whose runner keeps
+ * references in dir: where its reference came from (-1: not OK). */
+static int measure_fresh(const char *dir, const char *text, uint64_t seed) {
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  o.ref_cache_dir = dir;
+  o.seed = seed;
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (!m) return -1;
+  char *trace = matmul_trace(text, 7);
+  mlc_measure_cand c = {.workload = text, .trace = trace};
+  mlc_measure_result r;
+  bool ok = mlc_measure_run_batch(m, 1, &c, &r, NULL, NULL, &err);
+  CHECK_MSG(ok && r.status == MLC_MEASURE_OK, "%s%s", err.msg, r.error);
+  mlc_measure_free(m);
+  mlc_free(trace);
+  return ok && r.status == MLC_MEASURE_OK ? (int)r.ref : -1;
+}
+
+/* The entries in dir: how many, and the path of one that is neither of
+ * the known ones (NULL: none known). */
+static int ref_entries(const char *dir, const char *known1, const char *known2, char *fresh) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 4, ".ref") != 0) continue;
+    n++;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if ((!known1 || strcmp(path, known1) != 0) && (!known2 || strcmp(path, known2) != 0))
+      snprintf(fresh, 512, "%s", path);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static void copy_file(const char *from, const char *to) {
+  size_t n;
+  mlc_error err;
+  char *data = mlc_read_file(from, &n, &err);
+  MLC_ASSERT(data);
+  FILE *f = fopen(to, "wb");
+  MLC_ASSERT(f && fwrite(data, 1, n, f) == n);
+  fclose(f);
+  mlc_free(data);
+}
+
+static void flip_byte(const char *path, long from_end) {
+  FILE *f = fopen(path, "r+b");
+  MLC_ASSERT(f && fseek(f, -from_end, SEEK_END) == 0);
+  int c = fgetc(f);
+  fseek(f, -from_end, SEEK_END);
+  fputc(c ^ 0x40, f);
+  fclose(f);
+}
+
+/* The reference cache on disk: a workload's reference is computed once
+ * and read by the next pool; another seed or workload has its own entry;
+ * an entry that is corrupt, cut short or another workload's is refused
+ * and computed again (never trusted: the candidate would be a wrong
+ * result against another workload's values); a directory that cannot be
+ * made costs only the caching. */
+static void test_reference_cache(void) {
+  char tmp[] = "/tmp/test_refcache_XXXXXX";
+  MLC_ASSERT(mkdtemp(tmp));
+  char dir[128], f1[512] = "", f2[512] = "", f3[512] = "";
+  snprintf(dir, sizeof dir, "%s/refs/deeper", tmp); /* made with its parents */
+  CHECK(measure_fresh(dir, MM, 1) == MLC_MEASURE_REF_COMPUTED);
+  CHECK(ref_entries(dir, NULL, NULL, f1) == 1);
+  CHECK(measure_fresh(dir, MM, 1) == MLC_MEASURE_REF_CACHED);
+  CHECK(measure_fresh(dir, MM, 2) == MLC_MEASURE_REF_COMPUTED);
+  CHECK(ref_entries(dir, f1, NULL, f2) == 2);
+  CHECK(measure_fresh(dir, MM, 2) == MLC_MEASURE_REF_CACHED);
+  flip_byte(f1, 20); /* in the values */
+  CHECK(measure_fresh(dir, MM, 1) == MLC_MEASURE_REF_RECOMPUTED);
+  CHECK(measure_fresh(dir, MM, 1) == MLC_MEASURE_REF_CACHED); /* rewritten */
+  CHECK(truncate(f1, 100) == 0);
+  CHECK(measure_fresh(dir, MM, 1) == MLC_MEASURE_REF_RECOMPUTED);
+  /* Same arguments, other values: twice each product. */
+  char *mm2 = mlc_xstrdup(MM);
+  char *at = strstr(mm2, "A[vi, vk] * B[vk, vj]");
+  MLC_ASSERT(at);
+  mlc_str other = {0};
+  mlc_str_putn(&other, mm2, (size_t)(at - mm2));
+  mlc_str_puts(&other, "A[vi, vk] * B[vk, vj] * T.float32(2)");
+  mlc_str_puts(&other, at + strlen("A[vi, vk] * B[vk, vj]"));
+  CHECK(measure_fresh(dir, mlc_str_cstr(&other), 1) == MLC_MEASURE_REF_COMPUTED);
+  CHECK(ref_entries(dir, f1, f2, f3) == 3);
+  copy_file(f1, f3); /* MM's values where the other workload's belong */
+  CHECK(measure_fresh(dir, mlc_str_cstr(&other), 1) == MLC_MEASURE_REF_RECOMPUTED);
+  CHECK(measure_fresh(dir, mlc_str_cstr(&other), 1) == MLC_MEASURE_REF_CACHED);
+  /* A directory under a regular file cannot be made. */
+  char bad[160];
+  snprintf(bad, sizeof bad, "%s/deeper/x", f1);
+  CHECK(measure_fresh(bad, MM, 1) == MLC_MEASURE_REF_COMPUTED);
+  CHECK(measure_fresh(bad, MM, 1) == MLC_MEASURE_REF_COMPUTED);
+  mlc_str_free(&other);
+  mlc_free(mm2);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+  CHECK(system(cmd) == 0);
 }
 
 /* One runner, more workloads than it keeps references of (the pool stops
@@ -705,6 +813,7 @@ int main(void) {
   RUN(test_status_names);
   RUN(test_good_batch);
   RUN(test_many_workloads);
+  RUN(test_reference_cache);
   RUN(test_append_and_wait);
   RUN(test_fault_batch);
   RUN(test_build_errors);

@@ -86,6 +86,13 @@ static const char *usage_text =
     "      --no-overlap           under mpirun: search each batch after the one before\n"
     "                             is measured (as one process does), not while it is;\n"
     "                             the ranks then wait for every search\n"
+    "      --ref-cache DIR        keep each workload's reference outputs (what the\n"
+    "                             unscheduled kernel computes, that every candidate\n"
+    "                             is checked against) in DIR, for later runs, pools\n"
+    "                             and MPI ranks (default $XDG_CACHE_HOME/mlc-tune/refs\n"
+    "                             or ~/.cache/mlc-tune/refs; 'off': compute them in\n"
+    "                             each run); an entry is checked before it is used,\n"
+    "                             and a stale or damaged one is computed again\n"
     "      --cold-start           the cost model learns from this workload's records\n"
     "                             only; by default the records of the target's other\n"
     "                             workloads in the database train it first (up to 32\n"
@@ -115,6 +122,8 @@ static const char *usage_text =
     "Exit status: 0 done (or nothing to do), 1 failure, 2 bad usage, 130 interrupted.\n";
 
 static volatile int g_stop;
+/* --ref-cache's directory, for the summary (NULL: off). */
+static const char *g_ref_cache;
 /* Rank 0 of an MPI job: the other ranks measure (measure/mpi.c). */
 static mlc_measure_mpi *g_mpi;
 
@@ -171,6 +180,7 @@ typedef struct cli {
   const char *task, *shape, *task_file, *target, *db, *cost_model;
   const char *name; /* --name: the task name of a --task-file */
   const char *library; /* --library */
+  const char *ref_cache; /* --ref-cache: a directory; NULL: off */
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
@@ -192,7 +202,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM, O_NO_OVERLAP };
+       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM, O_NO_OVERLAP, O_REF_CACHE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -207,6 +217,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"no-default", no_argument, 0, O_NO_DEFAULT},
       {"cold-start", no_argument, 0, O_COLD_START},
       {"no-overlap", no_argument, 0, O_NO_OVERLAP},
+      {"ref-cache", required_argument, 0, O_REF_CACHE},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
@@ -296,6 +307,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     case O_NO_BASE: c->no_baseline = true; break;
     case O_NO_DEFAULT: c->no_default = true; break;
     case O_NO_OVERLAP: c->no_overlap = true; break;
+    case O_REF_CACHE:
+      if (!optarg[0]) return usage_error("%s", "--ref-cache wants a directory or 'off'");
+      c->ref_cache = strcmp(optarg, "off") == 0 ? NULL : optarg;
+      break;
     case O_COLD_START: c->cold_start = true; break;
     case 'v': c->verbose = true; break;
     case O_JSON: c->json = true; break;
@@ -498,6 +513,10 @@ static void print_summary(const workload *w, const char *target, const mlc_tuner
   if (r->too_slow > 0)
     printf("stopped early: %d candidates far slower than the best (recorded as too slow)\n",
            r->too_slow);
+  if (r->refs_computed + r->refs_cached > 0 && g_ref_cache)
+    printf("reference outputs: %d computed, %d read from %s%s\n", r->refs_computed,
+           r->refs_cached, g_ref_cache,
+           r->refs_refused ? " (stale or damaged entries were refused and computed again)" : "");
   if (g_mpi && mlc_measure_mpi_lost(g_mpi) > 0)
     printf("measurement ranks lost: %d (their candidates were measured by the others)\n",
            mlc_measure_mpi_lost(g_mpi));
@@ -540,6 +559,8 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
                  "\"commit_ms_max\":%.3f",
                  r->stored, r->commits, r->commit_ms_p50, r->commit_ms_p95, r->commit_ms_max);
   if (g_mpi) mlc_str_printf(&s, ",\"ranks_lost\":%d", mlc_measure_mpi_lost(g_mpi));
+  mlc_str_printf(&s, ",\"refs_computed\":%d,\"refs_cached\":%d,\"refs_refused\":%d",
+                 r->refs_computed, r->refs_cached, r->refs_refused);
   mlc_str_printf(&s, ",\"nothing_to_do\":%s,\"stopped\":%s,\"exhausted\":%s,\"message\":",
                  r->nothing_to_do ? "true" : "false", r->stopped ? "true" : "false",
                  r->exhausted ? "true" : "false");
@@ -672,6 +693,7 @@ static int run(const cli *c, workload *w) {
   o.library = c->library;
   o.n_intrin_files = c->n_intrins;
   o.intrin_files = c->intrins;
+  o.ref_cache_dir = c->ref_cache;
   mlc_tuner_tune_result r;
   signal(SIGINT, on_sigint);
   bool ok = mlc_tuner_tune(db, w->f, &o, &r, &err);
@@ -842,6 +864,7 @@ static int tune_model(const cli *c) {
   o.tune.search.seed = c->seed;
   o.tune.n_intrin_files = c->n_intrins;
   o.tune.intrin_files = c->intrins;
+  o.tune.ref_cache_dir = c->ref_cache;
   o.tune.search.num_cores = tgt.num_cores;
   o.tune.library = c->library;
   o.tune.no_default_candidate = c->no_default;
@@ -922,6 +945,7 @@ static int start_mpi(const cli *c, int *argc, char ***argv) {
   o.target = c->target;
   o.n_builders = (int)c->builders;
   o.timeout_s = c->timeout_s;
+  o.ref_cache_dir = c->ref_cache;
   mlc_measure_opts mo;
   mlc_tuner_pool_opts(&o, &mo);
   if (!mlc_measure_mpi_check(p, &mo, &err)) {
@@ -941,10 +965,22 @@ static int start_mpi(const cli *c, int *argc, char ***argv) {
   return -1;
 }
 
+/* $XDG_CACHE_HOME/mlc-tune/refs, else ~/.cache/mlc-tune/refs; NULL
+ * without either. */
+static const char *default_ref_cache(mlc_str *buf) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (xdg && xdg[0] == '/') mlc_str_printf(buf, "%s/mlc-tune/refs", xdg);
+  else if (home && home[0] == '/') mlc_str_printf(buf, "%s/.cache/mlc-tune/refs", home);
+  else return NULL;
+  return mlc_str_cstr(buf);
+}
+
 int main(int argc, char **argv) {
-  cli c = {.trials = 64, .seed = 1, .remeasure = 3};
+  static mlc_str ref_dir;
+  cli c = {.trials = 64, .seed = 1, .remeasure = 3, .ref_cache = default_ref_cache(&ref_dir)};
   int rc = parse_args(argc, argv, &c);
   if (rc) return rc;
+  g_ref_cache = c.ref_cache;
   if ((rc = start_mpi(&c, &argc, &argv)) >= 0) return rc;
   if (c.model) {
     rc = tune_model(&c);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static const char *usage_text =
-    "usage: mlc-worker build|run [--intrin FILE.py]...\n"
+    "usage: mlc-worker build|run [--intrin FILE.py]... [--ref-cache DIR]\n"
     "\n"
     "A measurement worker started by mlc-tune: it reads length-prefixed request\n"
     "frames on stdin and writes one reply frame per request on stdout (layout in\n"
@@ -21,6 +21,8 @@ static const char *usage_text =
     "  run     load an object, check its result against the reference, time it\n"
     "  --intrin FILE.py  register the tensor intrinsics (NAME_desc/NAME_impl pairs) of\n"
     "          FILE.py first: the pool passes mlc-tune's --intrin files on\n"
+    "  --ref-cache DIR   (run) read reference outputs from DIR and keep the ones\n"
+    "          computed there (mlc-tune --ref-cache)\n"
     "\n"
     "Exit status: 0 at end of input, 1 on a broken stream, 2 bad usage.\n";
 
@@ -37,25 +39,26 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc < 2 || argc % 2 != 0 || (strcmp(argv[1], "build") != 0 && strcmp(argv[1], "run") != 0)) {
-    fprintf(stderr, "mlc-worker: error: expected 'build' or 'run' [--intrin FILE]...\nTry 'mlc-worker --help'.\n");
+    fprintf(stderr, "mlc-worker: error: expected 'build' or 'run' [--intrin FILE]... [--ref-cache DIR]\nTry 'mlc-worker --help'.\n");
     return 2;
   }
   const char *files[MLC_MEASURE_MAX_INTRIN_FILES];
-  int n = 0;
+  mlc_measure_worker_opts o = {0, files, NULL};
   for (int i = 2; i < argc; i += 2) {
-    if (strcmp(argv[i], "--intrin") != 0 || n == MLC_MEASURE_MAX_INTRIN_FILES) {
-      fprintf(stderr, "mlc-worker: error: expected --intrin FILE (at most %d), not '%s'\n",
+    if (strcmp(argv[i], "--ref-cache") == 0) {
+      o.ref_cache_dir = argv[i + 1];
+      continue;
+    }
+    if (strcmp(argv[i], "--intrin") != 0 || o.n_intrin_files == MLC_MEASURE_MAX_INTRIN_FILES) {
+      fprintf(stderr, "mlc-worker: error: expected --intrin FILE (at most %d) or --ref-cache DIR, not '%s'\n",
               MLC_MEASURE_MAX_INTRIN_FILES, argv[i]);
       return 2;
     }
-    files[n++] = argv[i + 1];
+    files[o.n_intrin_files++] = argv[i + 1];
   }
-  if (n > 0) {
-    mlc_error err;
-    err.msg[0] = 0;
-    int rc = mlc_measure_worker_main_intrin(argv[1], n, files, &err);
-    if (rc == 1 && err.msg[0]) fprintf(stderr, "mlc-worker: error: %s\n", err.msg);
-    return rc;
-  }
-  return mlc_measure_worker_main(argv[1]);
+  mlc_error err;
+  err.msg[0] = 0;
+  int rc = mlc_measure_worker_serve(argv[1], &o, &err);
+  if (rc == 1 && err.msg[0]) fprintf(stderr, "mlc-worker: error: %s\n", err.msg);
+  return rc;
 }

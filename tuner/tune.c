@@ -383,6 +383,14 @@ static void propose_seeds(tune_run *r) {
   mlc_arena_free(a);
 }
 
+/* Where a successful candidate's reference came from. */
+static void count_reference(mlc_tuner_tune_result *res, const mlc_measure_result *m) {
+  if (m->status != MLC_MEASURE_OK) return;
+  res->refs_computed += m->ref == MLC_MEASURE_REF_COMPUTED || m->ref == MLC_MEASURE_REF_RECOMPUTED;
+  res->refs_cached += m->ref == MLC_MEASURE_REF_CACHED;
+  res->refs_refused += m->ref == MLC_MEASURE_REF_RECOMPUTED;
+}
+
 static mlc_device_kind target_device(const char *target) {
   mlc_target t;
   return mlc_target_parse(target, &t, NULL) ? mlc_target_device(&t) : MLC_DEVICE_CPU;
@@ -394,6 +402,7 @@ void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, mlc_measure_opts *out) {
   mo.worker_path = o->worker_path;
   mo.n_intrin_files = o->n_intrin_files;
   mo.intrin_files = o->intrin_files;
+  mo.ref_cache_dir = o->ref_cache_dir;
   if (o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = o->timeout_s;
   *out = mo;
 }
@@ -627,6 +636,7 @@ static int settle(tune_run *r, flight *fl, mlc_error *err) {
     int batch_disturbed = 0;
     for (int i = 0; i < n; i++) {
       bool ok = mr[i].status == MLC_MEASURE_OK;
+      count_reference(r->res, &mr[i]);
       r->res->retimed += ok && mr[i].retimes > 0;
       batch_disturbed += ok && mr[i].disturbed;
     }
@@ -807,6 +817,7 @@ static bool fixed_end(tune_run *r, fixed *fx, const mlc_measure_result *m, doubl
   ok = commit(r, 1, &rec, &added, err);
   if (ok && mr.status == MLC_MEASURE_OK) {
     *sec = mr.mean_sec;
+    count_reference(r->res, &mr);
     r->res->retimed += mr.retimes > 0;
     r->res->disturbed += mr.disturbed;
     r->res->disturbed_rounds += mr.disturbed;

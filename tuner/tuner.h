@@ -208,6 +208,11 @@ typedef struct mlc_tuner_tune_opts {
    * dot-product shape, and passed to the worker processes. */
   int n_intrin_files;
   const char *const *intrin_files;
+  /* Reference outputs kept in this directory by the runners
+   * (mlc_measure_opts.ref_cache_dir; NULL: none): each workload's
+   * unscheduled kernel runs once for every run, pool and rank that shares
+   * it. mlc-tune's default is ~/.cache/mlc-tune/refs. */
+  const char *ref_cache_dir;
   /* The space's default schedule (what the kernel runs untuned) is
    * measured first, once per workload and target, and recorded like any
    * candidate (it counts as a trial): the time to beat, so the best
@@ -272,6 +277,11 @@ typedef struct mlc_tuner_tune_result {
    * wall-time percentiles (a shared server under load). */
   int stored, commits;
   double commit_ms_p50, commit_ms_p95, commit_ms_max;
+  /* Where the runners' reference outputs came from, counted from the
+   * successful candidates that needed one: the unscheduled kernel ran
+   * (refused: of those, after a cache entry was refused as stale or
+   * corrupt), or ref_cache_dir had them. */
+  int refs_computed, refs_cached, refs_refused;
   char message[512];     /* why the run ended early, warnings (cost model fallback) */
   char first_error[512]; /* the first failed candidate's "<class>: <message>" */
   /* o->library: the library candidate this run measured (library_sec > 0;
