@@ -286,6 +286,7 @@ static run tune_once(workload *wl, mlc_db *db, const search_kind *sk, int seed, 
   wl->wall += r.wall_s;
   fprintf(stderr, "  %s %s seed %d: %d trials, best %.4g ms, %.0f s", w->name, sk->name, seed,
           r.n, 1e3 * run_best(&r), r.wall_s);
+  if (res.errors) fprintf(stderr, " (%d failed; the first: %s)", res.errors, res.first_error);
   if (res.transfer_records)
     fprintf(stderr, " (warm: the model first trained on %d records of %d workloads)",
             res.transfer_records, res.transfer_workloads);
@@ -356,6 +357,50 @@ static void add_case(case_list *cases, const char *name, double v, double base, 
   bench_case c = {.name = name, .value = v, .unit = "trials", .baseline = base > 0 ? "random" : NULL,
                   .baseline_value = base, .notes = notes};
   MLC_VEC_PUSH(*cases, c);
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Trials to 95% of run s of search k on workload wl (censored: the budget). */
+static double t95_of(const workload *wl, int k, int s, int trials) {
+  int t = trials_to_95(&wl->runs[k][s], wl->best);
+  return t ? t : trials;
+}
+
+/* Search k against xgb-rank on the same workloads and seeds: the
+ * geometric mean ratio of trials to 95%, and its 95% interval from a
+ * bootstrap that resamples workloads (each with all its seeds), so the
+ * spread between workloads and seeds is the noise the ratio is read
+ * against. */
+static void paired_ratio(const workload *ws, int n, int k, int seeds, int trials, double *ratio,
+                         double *lo, double *hi) {
+  double *d = mlc_xmalloc(sizeof(double) * (size_t)n); /* per workload: mean log ratio */
+  double sum = 0;
+  for (int i = 0; i < n; i++) {
+    double acc = 0;
+    for (int s = 0; s < seeds; s++)
+      acc += log(t95_of(&ws[i], k, s, trials)) - log(t95_of(&ws[i], 0, s, trials));
+    d[i] = acc / seeds;
+    sum += d[i];
+  }
+  *ratio = exp(sum / n);
+  enum { RESAMPLES = 4000 };
+  double *means = mlc_xmalloc(sizeof(double) * RESAMPLES);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 7, 11);
+  for (int b = 0; b < RESAMPLES; b++) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m += d[mlc_pcg32_bounded(&rng, (uint32_t)n)];
+    means[b] = m / n;
+  }
+  qsort(means, RESAMPLES, sizeof(double), cmp_double);
+  *lo = exp(means[(int)(0.025 * RESAMPLES)]);
+  *hi = exp(means[(int)(0.975 * RESAMPLES) - 1]);
+  mlc_free(means);
+  mlc_free(d);
 }
 
 static void cell(double t95, int censored, int seeds) {
@@ -454,6 +499,18 @@ int main(int argc, char **argv) {
              mlc_arena_printf(a, "geometric mean over %d workloads of trials to 95%%", n));
   }
   printf("\n");
+  for (int k = 1; n > 1 && k < N_SEARCHES && listed(op.searches, searches[0].name); k++) {
+    if (!listed(op.searches, searches[k].name)) continue;
+    double r, lo, hi;
+    paired_ratio(ws, n, k, op.seeds, op.trials, &r, &lo, &hi);
+    printf("# %s / xgb-rank, paired by workload and seed: %.2fx the trials to 95%% (95%% interval "
+           "%.2f-%.2f, bootstrap over the %d workloads): %s\n", searches[k].name, r, lo, hi, n,
+           lo > 1 ? "more trials than xgb-rank" : hi < 1 ? "fewer trials than xgb-rank"
+                                                    : "no difference beyond the noise");
+    add_case(&cases, mlc_arena_printf(a, "search_paired_%s_vs_xgb-rank", searches[k].name), r, 0,
+             mlc_arena_printf(a, "geometric mean ratio of trials to 95%%, paired by workload and "
+                                 "seed; 95%% bootstrap interval %.2f-%.2f", lo, hi));
+  }
   mlc_error err;
   if (!bench_write_results(op.results, cases.len, cases.data, &err)) die(op.results, err.msg);
   for (int i = 0; i < n; i++) {
