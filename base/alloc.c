@@ -177,6 +177,7 @@ static void release_cache(void *p) {
   }
   cc->head = NULL;
   cc->n = 0;
+  cc->registered = false; /* a chunk freed by a later destructor registers again */
 }
 
 static void make_cache_key(void) { pthread_key_create(&cache_key, release_cache); }

@@ -26,8 +26,12 @@
  *
  *   bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]
  *                [--searches xgb-rank,random,sampling,xgb-overlap] [--no-warm]
- *                [--warm-records R] [--results FILE]
+ *                [--warm-records R] [--results FILE] [--round-time R]
  *
+ * --round-time R times the search alone instead: R rounds of one search
+ * per workload (population 512, 4 generations, 64 candidates, random
+ * scores), ms a round, and a hash of the candidates it proposed (a change
+ * that only makes the search faster keeps it).
  * The warm database holds each other workload's first xgb-rank run (R of
  * its records spread over the run; default all of them, of which the
  * tuner itself learns from 32 a workload, spread the same way).
@@ -41,6 +45,7 @@
 #include "measure/measure.h"
 #include "tasks/tasks.h"
 #include "tuner/tuner.h"
+#include "tuner/tuner_internal.h" /* the search alone (--round-time) */
 
 #include <getopt.h>
 #include <math.h>
@@ -298,6 +303,7 @@ static run tune_once(workload *wl, mlc_db *db, const search_kind *sk, int seed, 
 
 typedef struct opts {
   int trials, seeds, first_seed, warm_records;
+  int round_time; /* --round-time R: only time R search rounds per workload */
   bool warm;
   const char *only, *searches, *results;
 } opts;
@@ -403,6 +409,50 @@ static void paired_ratio(const workload *ws, int n, int k, int seeds, int trials
   mlc_free(d);
 }
 
+/* --round-time: the search alone, as one round of a tuning run does it
+ * (a population of 512 evolved over 4 generations into a batch of 64),
+ * with random scores so the model's cost is left out; ms per round,
+ * averaged over `rounds` rounds of one search. */
+static double round_ms(const mlc_prim_func *f, int rounds, uint64_t *batch_xor) {
+  mlc_tuner_opts so;
+  mlc_tuner_opts_default(&so);
+  mlc_error err;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &so, &err);
+  if (!s) die("search", err.msg);
+  double t0 = bench_now_ms();
+  for (int r = 0; r < rounds; r++) {
+    mlc_tuner_cand *b;
+    int n = mlc_tuner_search_next_batch(s, 64, &b, &err);
+    if (n <= 0) die("search", n < 0 ? err.msg : mlc_tuner_search_message(s));
+    for (int i = 0; i < n; i++) *batch_xor ^= b[i].hash;
+  }
+  double ms = (bench_now_ms() - t0) / rounds;
+  mlc_tuner_search_free(s);
+  return ms;
+}
+
+static void time_rounds(const workload *ws, int n, const opts *op, mlc_arena *a) {
+  printf("# one search round: population %d, %d generations, 64 candidates, random scores; "
+         "ms a round, mean of %d rounds\n", 512, 4, op->round_time);
+  case_list cases = {0};
+  double log_sum = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t x = 0;
+    double ms = round_ms(ws[i].f, op->round_time, &x);
+    /* the candidates' hashes, to see that a faster search found the same ones */
+    printf("  %-4s %8.1f ms   candidates %016llx\n", ws[i].w->name, ms, (unsigned long long)x);
+    log_sum += log(ms);
+    MLC_VEC_PUSH(cases, ((bench_case){.name = mlc_arena_printf(a, "search_round_ms_%s", ws[i].w->name),
+                                      .value = ms, .unit = "ms",
+                                      .notes = "one search round: population 512, 4 generations, "
+                                               "64 candidates, random scores"}));
+  }
+  printf("  %-4s %8.1f ms (geometric mean)\n", "geo", exp(log_sum / n));
+  mlc_error err;
+  if (!bench_write_results(op->results, cases.len, cases.data, &err)) die(op->results, err.msg);
+  MLC_VEC_FREE(cases);
+}
+
 static void cell(double t95, int censored, int seeds) {
   char buf[32];
   snprintf(buf, sizeof buf, "%s%.0f", censored * 2 > seeds ? ">" : "", t95);
@@ -411,12 +461,13 @@ static void cell(double t95, int censored, int seeds) {
 
 int main(int argc, char **argv) {
   bool quick = getenv("MLC_BENCH_QUICK") && atoi(getenv("MLC_BENCH_QUICK"));
-  opts op = {quick ? 64 : 1000, quick ? 1 : 3, 1, 0, true, NULL, "xgb-rank,random,sampling", "bench/results.json"};
+  opts op = {quick ? 64 : 1000, quick ? 1 : 3, 1, 0, 0, true, NULL, "xgb-rank,random,sampling", "bench/results.json"};
   static const struct option longs[] = {
       {"trials", required_argument, 0, 'n'}, {"seeds", required_argument, 0, 's'},
       {"only", required_argument, 0, 'o'},   {"searches", required_argument, 0, 'k'},
       {"results", required_argument, 0, 'r'}, {"no-warm", no_argument, 0, 'w'},
       {"first-seed", required_argument, 0, 'f'}, {"warm-records", required_argument, 0, 'R'},
+      {"round-time", required_argument, 0, 't'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   for (int c; (c = getopt_long(argc, argv, "h", longs, NULL)) != -1;) {
     switch (c) {
@@ -428,10 +479,11 @@ int main(int argc, char **argv) {
     case 'w': op.warm = false; break;
     case 'f': op.first_seed = atoi(optarg); break;
     case 'R': op.warm_records = atoi(optarg); break;
+    case 't': op.round_time = atoi(optarg); break;
     default:
       printf("usage: bench_search [--trials N] [--seeds S] [--first-seed K] [--only C1D,GMM,...]\n"
              "                    [--searches xgb-rank,random,sampling,xgb-overlap] [--no-warm]\n"
-             "                    [--warm-records R] [--results FILE]\n");
+             "                    [--warm-records R] [--results FILE] [--round-time R]\n");
       return c == 'h' ? 0 : 2;
     }
   }
@@ -446,6 +498,13 @@ int main(int argc, char **argv) {
     if (listed(op.only, suite[i].name))
       ws[n++] = (workload){.w = &suite[i], .f = load_workload(a, &suite[i]), .best = INFINITY};
   if (n == 0) die("--only", "no workload of the suite matches");
+  if (op.round_time > 0) {
+    time_rounds(ws, n, &op, a);
+    mlc_free(ws);
+    rmdir(dir);
+    mlc_arena_free(a);
+    return 0;
+  }
   for (int i = 0; i < n; i++) cold_runs(&ws[i], &op, dir, a);
   for (int i = 0; op.warm && n > 1 && i < n; i++) warm_runs(ws, n, &ws[i], &op, dir);
   bool warm = op.warm && n > 1;

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #define MAGIC "MLCREF01"
+/* magic, the four key fields, the argument count */
+enum { HEAD = 8 + 4 * 8 + 4 };
 
 static uint64_t arg_bytes(const mlc_array *x) {
   return (uint64_t)mlc_array_numel(x) * (uint64_t)mlc_dtype_bytes(x->dtype);
@@ -113,11 +115,11 @@ bool refcache_parse(const uint8_t *p, size_t len, const refcache_key *k, int n, 
   put_header(&want, k, n, xs, NULL);
   bool ok = false;
   size_t pos = 0;
-  if (len < 8 + 32 + 4 + 8) {
+  if (len < HEAD + 8) {
     mlc_error_set(why, "it is cut short (%zu bytes)", len);
     goto done;
   }
-  if (memcmp(p, want.data, 8 + 32 + 4) != 0) {
+  if (memcmp(p, want.data, HEAD) != 0) {
     mlc_error_set(why, "its header is another workload's, seed's or compiler's");
     goto done;
   }
@@ -127,7 +129,7 @@ bool refcache_parse(const uint8_t *p, size_t len, const refcache_key *k, int n, 
     mlc_error_set(why, "its checksum does not match its contents");
     goto done;
   }
-  pos = 8 + 32 + 4;
+  pos = HEAD;
   uint64_t data = 0;
   for (int i = 0; i < n; i++) {
     int32_t d[3];
