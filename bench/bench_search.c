@@ -137,18 +137,18 @@ static const mlc_measure_result *memo_find(const memo_pool *m, uint64_t key) {
   return NULL;
 }
 
+/* Results are published as they come (a remembered one at once), so an
+ * overlapped search learns from them while the batch is measured. */
 static bool memo_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
                          mlc_error *err) {
   memo_pool *m = ud;
   mlc_measure_cand *todo = mlc_xmalloc(sizeof *todo * (size_t)n);
   int *where = mlc_xmalloc(sizeof *where * (size_t)n);
-  mlc_measure_result *fresh = mlc_xmalloc(sizeof *fresh * (size_t)n);
   int k = 0;
   for (int i = 0; i < n; i++) {
     const mlc_measure_result *r = memo_find(m, mlc_hash_str(c[i].trace ? c[i].trace : "", 0));
     if (r) {
-      out[i] = *r;
-      out[i].index = i;
+      mlc_measure_result_publish(&out[i], r, i);
     } else {
       todo[k] = c[i];
       where[k++] = i;
@@ -161,19 +161,18 @@ static bool memo_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
     mlc_tuner_pool_opts(&po, &mo);
     m->pool = mlc_measure_new(&mo, err);
   }
-  bool ok = k == 0 || (m->pool && mlc_measure_run_batch(m->pool, k, todo, fresh, NULL, NULL, err));
-  for (int j = 0; ok && j < k; j++) {
-    int i = where[j];
-    out[i] = fresh[j];
-    out[i].index = i;
-    MLC_VEC_PUSH(m->seen, ((memo_entry){mlc_hash_str(c[i].trace ? c[i].trace : "", 0), fresh[j]}));
+  bool ok = k == 0 || (m->pool && mlc_measure_submit(m->pool, k, todo, err));
+  mlc_measure_result r;
+  while (ok && k > 0 && mlc_measure_next(m->pool, &r) > 0) {
+    int i = where[r.index];
+    MLC_VEC_PUSH(m->seen, ((memo_entry){mlc_hash_str(c[i].trace ? c[i].trace : "", 0), r}));
+    mlc_measure_result_publish(&out[i], &r, i);
   }
   m->built += ok ? k : 0;
   for (int i = 0; ok && i < n; i++)
     MLC_VEC_PUSH(m->curve, out[i].status == MLC_MEASURE_OK ? out[i].mean_sec : INFINITY);
   mlc_free(todo);
   mlc_free(where);
-  mlc_free(fresh);
   return ok;
 }
 

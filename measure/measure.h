@@ -28,7 +28,9 @@
 #include "base/base.h"
 #include "ir/ir.h" /* mlc_array */
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MLC_MEASURE_MAX_REPEAT 64
 #define MLC_MEASURE_MAX_ARGS 32
@@ -151,6 +153,21 @@ typedef struct mlc_measure_result {
   char disturb_why[96];      /* first sign of interference; "" when undisturbed */
   mlc_measure_ref ref;       /* where the reference came from (OK results) */
 } mlc_measure_result;
+
+/* A result into its slot of a batch, its index stored last (release): a
+ * thread reading the slot with mlc_measure_result_ready sees the whole
+ * result once the index is there. Measure functions the tuner reads as
+ * results arrive (mlc_tuner_tune_opts.overlap) fill their batch so. */
+static inline void mlc_measure_result_publish(mlc_measure_result *slot,
+                                              const mlc_measure_result *r, int index) {
+  _Static_assert(offsetof(mlc_measure_result, index) == 0, "index first: copied apart");
+  size_t at = offsetof(mlc_measure_result, status);
+  memcpy((char *)slot + at, (const char *)r + at, sizeof *r - at);
+  __atomic_store_n(&slot->index, index, __ATOMIC_RELEASE);
+}
+static inline bool mlc_measure_result_ready(const mlc_measure_result *slot, int index) {
+  return __atomic_load_n(&slot->index, __ATOMIC_ACQUIRE) == index;
+}
 
 typedef struct mlc_measure mlc_measure;
 

@@ -934,8 +934,7 @@ static void handle(mlc_measure_mpi *p, int from, int tag, int n, mlc_measure_res
     mlc_measure_result m = {0};
     if (batch != p->batch || i >= (uint32_t)n || out[i].index >= 0 || !get_result(&rd, &m)) break;
     returned(q, (int)i);
-    m.index = (int)i;
-    out[i] = m;
+    mlc_measure_result_publish(&out[i], &m, (int)i);
     (*done)++;
     break;
   }
@@ -1093,7 +1092,7 @@ static bool batch_locked(mlc_measure_mpi *p, int n, const mlc_measure_cand *c,
                          mlc_measure_result *out, mlc_error *err) {
   if (p->failed) return mlc_error_set(err, "%s", p->fail_msg);
   p->batch++;
-  for (int i = 0; i < n; i++) out[i].index = -1;
+  for (int i = 0; i < n; i++) __atomic_store_n(&out[i].index, -1, __ATOMIC_RELAXED); /* the tuner may be reading */
   for (int r = 1; r < p->size; r++) p->peers[r].held = 0, p->peers[r].holding.len = 0;
   p->requeue.len = 0;
   int next = 0, done = 0, from, tag;

@@ -891,7 +891,7 @@ bool mlc_measure_run_batch(mlc_measure *m, int n, const mlc_measure_cand *c,
   mlc_measure_result r;
   int done = 0;
   while (mlc_measure_next(m, &r) > 0) {
-    results[r.index] = r;
+    mlc_measure_result_publish(&results[r.index], &r, r.index);
     done++;
     if (progress) progress(ud, done, n, &r);
   }

@@ -778,11 +778,9 @@ static bool sched_measure(void *ud, int n, const struct mlc_measure_cand *c,
     uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", (uint64_t)t);
     for (int j = 0; j < F->n_seen; j++) F->repeats += F->seen[j] == h;
     if (F->n_seen < 512) F->seen_task[F->n_seen] = t, F->seen[F->n_seen++] = h;
-    memset(&out[i], 0, sizeof out[i]);
-    out[i].index = i;
-    out[i].status = MLC_MEASURE_OK;
-    out[i].n_secs = 1;
-    out[i].secs[0] = out[i].mean_sec = F->base[t] * (1 + (double)(h % 97) / 97);
+    mlc_measure_result x = {.status = MLC_MEASURE_OK, .n_secs = 1};
+    x.secs[0] = x.mean_sec = F->base[t] * (1 + (double)(h % 97) / 97);
+    mlc_measure_result_publish(&out[i], &x, i);
   }
   return true;
 }

@@ -966,38 +966,40 @@ static bool fake_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
   }
   fr->calls++;
   for (int i = 0; i < n; i++) {
-    memset(&out[i], 0, sizeof out[i]);
-    out[i].index = i;
+    mlc_measure_result x = {0}; /* published whole: the tuner may read it at once */
     uint64_t h = mlc_hash_str(c[i].trace ? c[i].trace : "", 0);
     for (int j = 0; j < fr->n_seen; j++) fr->repeats += fr->seen[j] == h;
     if (fr->n_seen < 512) fr->seen[fr->n_seen++] = h;
     if (fr->fail_all) {
-      out[i].status = MLC_MEASURE_BUILD_ERROR;
-      snprintf(out[i].error, sizeof out[i].error, "build_error: fake");
+      x.status = MLC_MEASURE_BUILD_ERROR;
+      snprintf(x.error, sizeof x.error, "build_error: fake");
+      mlc_measure_result_publish(&out[i], &x, i);
       continue;
     }
     double sec = fr->wide ? 1e-6 * (double)(1 + h % 997) * (double)(1 + h / 997 % 1000)
                           : 1e-3 * (double)(1 + h % 997);
     if (c[i].max_call_sec > 0 && sec > c[i].max_call_sec) { /* what the runner does */
-      out[i].status = MLC_MEASURE_TIMEOUT;
-      snprintf(out[i].error, sizeof out[i].error, "timeout: too slow: the checked call took %g s",
+      x.status = MLC_MEASURE_TIMEOUT;
+      snprintf(x.error, sizeof x.error, "timeout: too slow: the checked call took %g s",
                sec);
       fr->too_slow++;
+      mlc_measure_result_publish(&out[i], &x, i);
       continue;
     }
     bool base = !c[i].trace || !*c[i].trace;
     if (base && fr->base_sec > 0) sec = fr->base_sec;
     if (fr->calls == 1 && i == 0 && fr->first_sec > 0) sec = fr->first_sec;
     fr->n_base += base;
-    out[i].status = MLC_MEASURE_OK;
-    out[i].n_secs = 1;
-    out[i].secs[0] = out[i].mean_sec = sec;
+    x.status = MLC_MEASURE_OK;
+    x.n_secs = 1;
+    x.secs[0] = x.mean_sec = sec;
     if (!base && (fr->best == 0 || sec < fr->best)) fr->best = sec;
     if (!base && fr->disturb_every && ++fr->n_ok % fr->disturb_every == 0) {
-      out[i].disturbed = true; /* what the runner says after its two retimes */
-      out[i].retimes = 2;
+      x.disturbed = true; /* what the runner says after its two retimes */
+      x.retimes = 2;
       fr->n_disturbed++;
     }
+    mlc_measure_result_publish(&out[i], &x, i);
   }
   if (fr->stop_after && fr->calls >= fr->stop_after) *fr->stop = 1;
   return true;
@@ -1299,6 +1301,50 @@ static void test_loop_overlap(void) {
   mlc_arena_free(a);
 }
 
+/* fake_measure's results published one by one, 5 ms apart, as a
+ * measurement host returns them. */
+static bool slow_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                         mlc_error *err) {
+  mlc_measure_result *tmp = mlc_xmalloc(sizeof *tmp * (size_t)n);
+  bool ok = fake_measure(ud, n, c, tmp, err);
+  for (int i = 0; ok && i < n; i++) {
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+    mlc_measure_result_publish(&out[i], &tmp[i], i);
+  }
+  mlc_free(tmp);
+  return ok;
+}
+
+/* With overlap, results reach the search and the cost model while their
+ * batch is still measured (the next batch is searched knowing most of
+ * it); without, only when it lands. The same trials either way. */
+static void test_loop_streamed(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  for (int overlap = 0; overlap < 2; overlap++) {
+    mlc_db *db = fresh_db();
+    fake_runner fr = {0};
+    mlc_tuner_tune_opts o;
+    mlc_tuner_tune_result r;
+    mlc_error e;
+    loop_opts(&o, &fr, "matmul", 32);
+    o.measure = slow_measure;
+    o.measure_ud = &fr;
+    o.overlap = overlap;
+    CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+    CHECK_MSG(r.measured == 32 && fr.repeats == 0, "%d measured, %d twice", r.measured, fr.repeats);
+    /* 4 batches of 8: the last 3 are searched while one is in flight */
+    if (overlap)
+      CHECK_MSG(r.learned_early >= 3 && r.learned_early <= 24, "%d learned early", r.learned_early);
+    else
+      CHECK_MSG(r.learned_early == 0, "%d learned early without overlap", r.learned_early);
+    mlc_db_close(db);
+    unlink(g_db_path);
+  }
+  mlc_arena_free(a);
+}
+
 /* The task scheduler's rounds overlapped: measured on another thread,
  * (workload, trace) never twice, the task in flight never chosen next,
  * every trial counted where the database has it. */
@@ -1324,11 +1370,9 @@ static bool sched_probe_measure(void *ud, int n, const mlc_measure_cand *c,
     uint64_t h = mlc_hash_str(c[i].trace, mlc_hash_str(c[i].workload, 0));
     for (int j = 0; j < t->n_seen; j++) t->repeats += t->seen[j] == h;
     if (t->n_seen < 256) t->seen[t->n_seen++] = h;
-    memset(&out[i], 0, sizeof out[i]);
-    out[i].index = i;
-    out[i].status = MLC_MEASURE_OK;
-    out[i].n_secs = 1;
-    out[i].secs[0] = out[i].mean_sec = 1e-3 * (double)(1 + h % 997);
+    mlc_measure_result x = {.status = MLC_MEASURE_OK, .n_secs = 1};
+    x.secs[0] = x.mean_sec = 1e-3 * (double)(1 + h % 997);
+    mlc_measure_result_publish(&out[i], &x, i);
     t->measured++;
   }
   return true;
@@ -1946,6 +1990,7 @@ int main(void) {
   RUN(test_loop_library);
   RUN(test_loop_partial_batch);
   RUN(test_loop_overlap);
+  RUN(test_loop_streamed);
   RUN(test_sched_overlap);
   RUN(test_sched_warm_up_one_batch);
   RUN(test_loop_cuda_target);

@@ -552,8 +552,9 @@ static void print_json(const workload *w, const char *target, const mlc_tuner_tu
   mlc_json_write_string(&s, r->default_error);
   mlc_str_printf(&s,
                  ",\"search_sec\":%.3f,\"serial_sec\":%.3f,\"build_sec\":%.3f,\"run_sec\":%.3f,"
-                 "\"total_sec\":%.3f",
-                 r->search_sec, r->serial_sec, r->build_sec, r->run_sec, r->total_sec);
+                 "\"total_sec\":%.3f,\"learned_early\":%d",
+                 r->search_sec, r->serial_sec, r->build_sec, r->run_sec, r->total_sec,
+                 r->learned_early);
   mlc_str_printf(&s,
                  ",\"stored\":%d,\"commits\":%d,\"commit_ms_p50\":%.3f,\"commit_ms_p95\":%.3f,"
                  "\"commit_ms_max\":%.3f",

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 void mlc_tuner_tune_opts_default(mlc_tuner_tune_opts *o) {
   *o = (mlc_tuner_tune_opts){
@@ -49,6 +50,7 @@ typedef struct tune_run {
   double best_sec;
   double t0;
   MLC_VEC(double) commit_ms; /* each commit's wall time (commit_latency) */
+  double search_sec_est;     /* overlap: what learning and searching a batch takes */
 } tune_run;
 
 static bool cm_predict(void *ctx, int n, const mlc_prim_func *const *funcs, double *scores,
@@ -532,6 +534,9 @@ typedef struct flight {
   double measure_sec;     /* wall time it took */
   pthread_t thread;
   bool threaded;
+  int finished;           /* the measure function returned (atomic) */
+  double launched;        /* when measuring began */
+  bool *learned;          /* results the search and model took before the batch landed */
 } flight;
 
 /* Searches up to `want` candidates into fl. Returns the count, 0 when the
@@ -552,6 +557,7 @@ static int propose(tune_run *r, int want, bool detach, flight *fl, mlc_error *er
   fl->mc = mlc_xmalloc(sizeof(*fl->mc) * (size_t)n);
   fl->mr = mlc_xmalloc(sizeof(*fl->mr) * (size_t)n);
   fl->js = mlc_xmalloc(sizeof(*fl->js) * (size_t)n);
+  fl->learned = mlc_xmalloc(sizeof(bool) * (size_t)n);
   double max_call, run_timeout;
   slow_limits(r, &max_call, &run_timeout);
   for (int i = 0; i < n; i++) {
@@ -569,7 +575,7 @@ static void flight_free(flight *fl) {
   if (fl->owned)
     for (int i = 0; i < fl->n; i++) mlc_sched_free(fl->batch[i].sched);
   if (fl->owned) mlc_free(fl->batch);
-  mlc_free(fl->js), mlc_free(fl->mc), mlc_free(fl->mr);
+  mlc_free(fl->js), mlc_free(fl->mc), mlc_free(fl->mr), mlc_free(fl->learned);
   *fl = (flight){0};
 }
 
@@ -577,6 +583,7 @@ static void measure_flight(flight *fl) {
   double t = mlc_now_sec();
   fl->measured = do_measure(fl->r, fl->n, fl->mc, fl->mr, &fl->err);
   fl->measure_sec = mlc_now_sec() - t;
+  __atomic_store_n(&fl->finished, 1, __ATOMIC_RELEASE);
 }
 
 static void *measure_thread(void *arg) {
@@ -587,6 +594,7 @@ static void *measure_thread(void *arg) {
 /* Measuring fl on a thread of its own; measured there and then when no
  * thread starts. */
 static void launch(flight *fl) {
+  fl->launched = mlc_now_sec();
   fl->threaded = pthread_create(&fl->thread, NULL, measure_thread, fl) == 0;
   if (!fl->threaded) measure_flight(fl);
 }
@@ -642,13 +650,15 @@ static int settle(tune_run *r, flight *fl, mlc_error *err) {
     }
     r->res->disturbed += batch_disturbed;
     r->res->disturbed_rounds += batch_disturbed > 0;
+    int m = 0; /* the results not yet learned, first */
     for (int i = 0; i < n; i++) {
-      mlc_tuner_search_commit(r->search, batch[i].sched, secs[i]);
+      if (!fl->learned[i]) mlc_tuner_search_commit(r->search, batch[i].sched, secs[i]);
       if (secs[i] > 0 && (r->best_sec == 0 || secs[i] < r->best_sec)) r->best_sec = secs[i];
       r->res->errors += secs[i] <= 0;
       r->res->too_slow += is_too_slow(&mr[i]);
+      if (!fl->learned[i]) funcs[m] = funcs[i], secs[m++] = secs[i];
     }
-    learn(r, n, funcs, secs);
+    if (m > 0) learn(r, m, funcs, secs);
     r->have += added;
     r->res->measured += n;
     r->res->rounds++;
@@ -693,24 +703,69 @@ static bool may_go_on(tune_run *r) {
   return true;
 }
 
+/* Waits while the batch in flight has more left to measure than learning
+ * from what it returned and searching the next batch take (as the last
+ * batches did), judging from the pace of its results so far; not past
+ * its end. The next batch then knows nearly all of this one, and the
+ * hosts still do not wait for the search. */
+static void await_results(tune_run *r, flight *fl) {
+  while (!__atomic_load_n(&fl->finished, __ATOMIC_ACQUIRE) && !(r->o->stop && *r->o->stop)) {
+    int done = 0;
+    for (int i = 0; i < fl->n; i++) done += mlc_measure_result_ready(&fl->mr[i], i);
+    double spent = mlc_now_sec() - fl->launched;
+    if (done > 0 && (fl->n - done) * spent / done <= 1.5 * r->search_sec_est) return;
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* The results of the batch in flight that came back: into the search
+ * (measured, seeds) and the cost model now, before the next batch is
+ * searched; settle commits them with the rest. */
+static void learn_arrived(tune_run *r, flight *fl) {
+  const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)fl->n);
+  double *secs = mlc_xmalloc(sizeof(double) * (size_t)fl->n);
+  int m = 0;
+  for (int i = 0; i < fl->n; i++) {
+    if (fl->learned[i] || !mlc_measure_result_ready(&fl->mr[i], i)) continue;
+    const mlc_measure_result *x = &fl->mr[i];
+    double sec = x->status == MLC_MEASURE_OK ? x->mean_sec : 0;
+    mlc_tuner_search_commit(r->search, fl->batch[i].sched, sec);
+    funcs[m] = mlc_sched_func(fl->batch[i].sched);
+    secs[m++] = sec;
+    fl->learned[i] = true;
+  }
+  if (m > 0) learn(r, m, funcs, secs);
+  r->res->learned_early += m;
+  mlc_free(funcs);
+  mlc_free(secs);
+}
+
 /* The rounds with the search of each batch overlapping the measuring of
  * the one before (o->overlap: measurement hosts elsewhere, so the search
- * takes nothing from their timings), and its commit and learning the
- * measuring of the one after: the hosts wait only between one batch's
- * end and the next one's start. Each batch is searched with what was
- * learned up to the one before the batch in flight. */
+ * takes nothing from their timings), and its commit the measuring of the
+ * one after: the hosts wait only between one batch's end and the next
+ * one's start. Results stream into the search and the cost model while a
+ * batch is measured, and the next batch is searched as late as lets it
+ * be ready when this one ends (await_results): each batch knows the
+ * results up to most of the batch in flight. */
 static bool tune_overlapped(tune_run *r, mlc_error *err) {
   double idle_from = mlc_now_sec(); /* no batch in flight since */
   flight fl[2] = {{0}, {0}};        /* a measuring thread writes into its own */
   flight *cur = &fl[0], *next = &fl[1];
   int n = propose(r, round_size(r, 0), true, cur, err);
   if (n <= 0) return n == 0;
+  r->search_sec_est = mlc_now_sec() - idle_from;
   r->res->serial_sec += mlc_now_sec() - idle_from;
   launch(cur);
   int rc = 1;
   for (;;) {
     int want = may_go_on(r) ? round_size(r, cur->n) : 0;
+    if (want > 0) await_results(r, cur);
+    double searched_from = mlc_now_sec();
+    if (want > 0) learn_arrived(r, cur);
     int nn = want > 0 ? propose(r, want, true, next, err) : 0;
+    if (nn > 0) r->search_sec_est = 0.5 * r->search_sec_est + 0.5 * (mlc_now_sec() - searched_from);
     land(cur);
     idle_from = mlc_now_sec();
     bool go = nn > 0 && cur->measured && !(r->o->stop && *r->o->stop);

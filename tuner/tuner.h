@@ -272,6 +272,9 @@ typedef struct mlc_tuner_tune_result {
   /* Of the rounds' wall time, what passed with no batch being measured
    * (search, commit, learning not overlapped with measuring). */
   double serial_sec;
+  /* overlap: results the search and the cost model took while their batch
+   * was still being measured (before the next batch was searched). */
+  int learned_early;
   /* Records this run added to the database (a candidate another tuner
    * stored first is measured but not added), and its commits' count and
    * wall-time percentiles (a shared server under load). */
