@@ -20,7 +20,9 @@
  * The runs of one workload share one worker pool and a memo of results by
  * trace: a candidate two runs both propose is built and timed once, so
  * the searches are compared on the same measurements and the suite costs
- * the distinct candidates, not the runs. Results merge into
+ * the distinct candidates, not the runs. The overlapped search runs first
+ * and measures everything it proposes: it learns from results as they
+ * arrive, and remembered ones would arrive all at once. Results merge into
  * bench/results.json (search_<workload>_<search>: trials to 95%, the
  * baseline random's).
  *
@@ -127,8 +129,11 @@ typedef struct memo_pool {
   mlc_measure *pool;        /* started at the first miss of a pass */
   MLC_VEC(memo_entry) seen; /* few thousand at most: a linear scan is enough */
   int built;                /* candidates measured, not remembered */
-  /* the run in progress: each trial's seconds (INFINITY: failed) */
+  /* the run in progress: each trial's seconds (INFINITY: failed), and
+   * whether it measures everything afresh (an overlapped search learns
+   * from results as they arrive: remembered ones would all arrive at once) */
   MLC_VEC(double) curve;
+  bool fresh;
 } memo_pool;
 
 static const mlc_measure_result *memo_find(const memo_pool *m, uint64_t key) {
@@ -146,7 +151,8 @@ static bool memo_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure
   int *where = mlc_xmalloc(sizeof *where * (size_t)n);
   int k = 0;
   for (int i = 0; i < n; i++) {
-    const mlc_measure_result *r = memo_find(m, mlc_hash_str(c[i].trace ? c[i].trace : "", 0));
+    const mlc_measure_result *r =
+        m->fresh ? NULL : memo_find(m, mlc_hash_str(c[i].trace ? c[i].trace : "", 0));
     if (r) {
       mlc_measure_result_publish(&out[i], r, i);
     } else {
@@ -277,6 +283,7 @@ static run tune_once(workload *wl, mlc_db *db, const search_kind *sk, int seed, 
   o.measure = memo_measure;
   o.measure_ud = &wl->mp;
   wl->mp.curve.len = 0;
+  wl->mp.fresh = sk->overlap;
   mlc_tuner_tune_result res;
   if (!mlc_tuner_tune(db, wl->f, &o, &res, &err)) die(w->name, err.msg);
   if (keep) {
@@ -327,8 +334,10 @@ static void end_pass(workload *wl) {
  * records are kept for the others' warm starts. */
 static void cold_runs(workload *wl, const opts *op, const char *dir, mlc_arena *a) {
   char path[512];
-  for (int k = 0; k < N_SEARCHES; k++) {
-    if (!listed(op->searches, searches[k].name)) continue;
+  /* the overlapped search first: what it measures, the others may reuse */
+  for (int j = 0; j < 2 * N_SEARCHES; j++) {
+    int k = j % N_SEARCHES;
+    if (searches[k].overlap != (j < N_SEARCHES) || !listed(op->searches, searches[k].name)) continue;
     for (int s = 0; s < op->seeds; s++) {
       snprintf(path, sizeof path, "%s/%s_%s_%d.db", dir, wl->w->name, searches[k].name, s + 1);
       mlc_db *db = open_fresh(path);

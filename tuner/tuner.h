@@ -151,7 +151,9 @@ typedef struct mlc_tuner_progress {
  * The tuner sets results[i].index to -1 before the call; a
  * function that fails part way (a measurement host died) leaves it so for
  * the candidates it has no result of and sets it to i for those it has:
- * those are committed before the run ends with its error. */
+ * those are committed before the run ends with its error. Each result is
+ * written with mlc_measure_result_publish (its index last): with overlap
+ * the tuner reads results while the call is still measuring the rest. */
 typedef bool (*mlc_tuner_measure_fn)(void *ud, int n, const struct mlc_measure_cand *c,
                                      struct mlc_measure_result *results, mlc_error *err);
 
@@ -188,11 +190,13 @@ typedef struct mlc_tuner_tune_opts {
   void *progress_ud;
   mlc_tuner_measure_fn measure;     /* NULL: worker processes */
   void *measure_ud;
-  /* Search each batch while the one before is measured, and commit and
-   * learn while the one after is (measure runs on a thread of its own):
-   * for measurement hosts other than this machine (mpi), whose timings
-   * the search cannot disturb. Each batch then knows the results up to
-   * the one before the batch in flight. */
+  /* Search each batch while the one before is measured, and commit
+   * while the one after is (measure runs on a thread of its own): for
+   * measurement hosts other than this machine (mpi), whose timings the
+   * search cannot disturb. The results of the batch in flight reach the
+   * search and the cost model as they arrive, and the next batch is
+   * searched as late as lets it be ready when the batch in flight ends,
+   * so it knows most of that batch's results. */
   bool overlap;
   mlc_tuner_opts search;  /* search options; search.seed is --seed; search.space
                            * NULL: the space of the target's kind */
