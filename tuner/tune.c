@@ -532,8 +532,7 @@ typedef struct flight {
   bool measured;          /* the measure function's answer */
   mlc_error err;          /* ... its error */
   double measure_sec;     /* wall time it took */
-  pthread_t thread;
-  bool threaded;
+  bool threaded;          /* measured on the measuring thread */
   int finished;           /* the measure function returned (atomic) */
   double launched;        /* when measuring began */
   bool *learned;          /* results the search and model took before the batch landed */
@@ -586,21 +585,72 @@ static void measure_flight(flight *fl) {
   __atomic_store_n(&fl->finished, 1, __ATOMIC_RELEASE);
 }
 
-static void *measure_thread(void *arg) {
-  measure_flight(arg);
+/* Overlapped measuring runs on one long-lived thread of the process, one
+ * flight at a time: a worker process dies with the thread that started
+ * it (PR_SET_PDEATHSIG), and a pool starts its workers on whichever
+ * thread measures, so a thread per batch killed them at every batch's
+ * end. */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  flight *job; /* being measured; NULL: idle */
+  bool started;
+} measurer = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false};
+
+static void *measuring_thread(void *arg) {
+  MLC_UNUSED(arg);
+  pthread_mutex_lock(&measurer.lock);
+  for (;;) {
+    while (!measurer.job) pthread_cond_wait(&measurer.cond, &measurer.lock);
+    flight *fl = measurer.job;
+    pthread_mutex_unlock(&measurer.lock);
+    measure_flight(fl);
+    pthread_mutex_lock(&measurer.lock);
+    measurer.job = NULL;
+    pthread_cond_broadcast(&measurer.cond);
+  }
   return NULL;
 }
 
-/* Measuring fl on a thread of its own; measured there and then when no
- * thread starts. */
+/* A forked child has no such thread: it starts its own when it needs one. */
+static void measurer_after_fork(void) {
+  pthread_mutex_init(&measurer.lock, NULL);
+  pthread_cond_init(&measurer.cond, NULL);
+  measurer.job = NULL;
+  measurer.started = false;
+}
+
+static bool start_measurer(void) {
+  static bool at_fork;
+  if (!at_fork) at_fork = pthread_atfork(NULL, NULL, measurer_after_fork) == 0;
+  pthread_t t;
+  measurer.started = pthread_create(&t, NULL, measuring_thread, NULL) == 0;
+  if (measurer.started) pthread_detach(t);
+  return measurer.started;
+}
+
+/* Measuring fl on the measuring thread (after the flight it may hold for
+ * another tuner of the process); measured there and then when no thread
+ * starts. */
 static void launch(flight *fl) {
   fl->launched = mlc_now_sec();
-  fl->threaded = pthread_create(&fl->thread, NULL, measure_thread, fl) == 0;
+  pthread_mutex_lock(&measurer.lock);
+  fl->threaded = measurer.started || start_measurer();
+  if (fl->threaded) {
+    while (measurer.job) pthread_cond_wait(&measurer.cond, &measurer.lock);
+    measurer.job = fl;
+    pthread_cond_broadcast(&measurer.cond);
+  }
+  pthread_mutex_unlock(&measurer.lock);
   if (!fl->threaded) measure_flight(fl);
 }
 
 static void land(flight *fl) {
-  if (fl->threaded) pthread_join(fl->thread, NULL);
+  if (!fl->threaded) return;
+  pthread_mutex_lock(&measurer.lock);
+  while (!__atomic_load_n(&fl->finished, __ATOMIC_ACQUIRE) || measurer.job == fl)
+    pthread_cond_wait(&measurer.cond, &measurer.lock);
+  pthread_mutex_unlock(&measurer.lock);
   fl->threaded = false;
 }
 
