@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -1345,6 +1346,68 @@ static void test_loop_streamed(void) {
   mlc_arena_free(a);
 }
 
+/* A child process started by the first call, as a pool starts its
+ * workers, dying with the thread that started it (PR_SET_PDEATHSIG, as
+ * the workers do); later calls see whether it still lives. */
+typedef struct pdeath_probe {
+  fake_runner fr;
+  pid_t child;
+  int calls, child_gone;
+} pdeath_probe;
+
+static bool pdeath_measure(void *ud, int n, const mlc_measure_cand *c, mlc_measure_result *out,
+                           mlc_error *err) {
+  pdeath_probe *p = ud;
+  if (p->calls++ == 0) {
+    int fd[2];
+    MLC_ASSERT(pipe(fd) == 0);
+    p->child = fork();
+    if (p->child == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      char ready = 1;
+      if (write(fd[1], &ready, 1) != 1) _exit(1);
+      for (;;) pause();
+    }
+    char ready; /* its death signal is set before this thread can end */
+    MLC_ASSERT(read(fd[0], &ready, 1) == 1);
+    close(fd[0]);
+    close(fd[1]);
+  } else {
+    usleep(20000); /* a signal sent at the thread's end has arrived by now */
+    p->child_gone += waitpid(p->child, NULL, WNOHANG) != 0;
+  }
+  return fake_measure(&p->fr, n, c, out, err);
+}
+
+/* Overlapped batches are measured on one thread that lives through the
+ * run: the worker processes a pool starts there are not killed at each
+ * batch's end (a thread per batch did that, and the next batch's
+ * candidates came back as crashes). */
+static void test_loop_overlap_one_thread(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "16,16,16");
+  mlc_db *db = fresh_db();
+  pdeath_probe p = {0};
+  mlc_tuner_tune_opts o;
+  mlc_tuner_tune_result r;
+  mlc_error e;
+  loop_opts(&o, &p.fr, "matmul", 24);
+  o.measure = pdeath_measure;
+  o.measure_ud = &p;
+  o.overlap = true;
+  CHECK_MSG(mlc_tuner_tune(db, f, &o, &r, &e), "%s", e.msg);
+  CHECK_MSG(r.measured == 24 && p.calls == 3, "%d measured in %d calls", r.measured, p.calls);
+  CHECK_MSG(p.child_gone == 0, "the first call's child died before %d of the later calls",
+            p.child_gone);
+  if (p.child > 0) {
+    kill(p.child, SIGKILL);
+    waitpid(p.child, NULL, 0);
+  }
+  mlc_db_close(db);
+  unlink(g_db_path);
+  mlc_arena_free(a);
+}
+
 /* The task scheduler's rounds overlapped: measured on another thread,
  * (workload, trace) never twice, the task in flight never chosen next,
  * every trial counted where the database has it. */
@@ -1991,6 +2054,7 @@ int main(void) {
   RUN(test_loop_partial_batch);
   RUN(test_loop_overlap);
   RUN(test_loop_streamed);
+  RUN(test_loop_overlap_one_thread);
   RUN(test_sched_overlap);
   RUN(test_sched_warm_up_one_batch);
   RUN(test_loop_cuda_target);
