@@ -276,15 +276,11 @@ bool mlc_measure_mpi_serve(mlc_measure_mpi *p, mlc_error *err);
  * (no rank left), this calls MPI_Abort(status): see mpi.c. */
 void mlc_measure_mpi_end(mlc_measure_mpi *p, int status);
 
-/* The worker side: serve requests on stdin/stdout until end of input.
- * mode is "build" or "run". Returns the process exit status. */
-int mlc_measure_worker_main(const char *mode);
-/* The same after registering the tensor intrinsics of the given TVMScript
- * files (mlc_measure_opts.intrin_files) after the host CPU's built-in
- * ones, as the tuner does; a file that fails returns 1 with err set. */
-int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
-                                   mlc_error *err);
-/* The same with every option `mlc-worker` takes (--intrin, --ref-cache). */
+/* The worker side (`mlc-worker`): serve requests on stdin/stdout until end
+ * of input. mode is "build" or "run"; the tensor intrinsics of the given
+ * TVMScript files (mlc_measure_opts.intrin_files) are registered after the
+ * host CPU's built-in ones, as the tuner does. Returns the process exit
+ * status: 1 with err set when a file fails. */
 typedef struct mlc_measure_worker_opts {
   int n_intrin_files;
   const char *const *intrin_files;

@@ -23,8 +23,9 @@ typedef enum refcache_status {
 } refcache_status;
 
 /* The entry for k and xs's dtypes and shapes, read into xs, which hold
- * the seeded inputs: the arguments the kernel changes are overwritten.
- * Files over max_bytes of values are refused. */
+ * the seeded inputs: the arguments the kernel changes are overwritten
+ * (xs are untouched unless it is LOADED). Files over max_bytes of values
+ * are refused. */
 refcache_status refcache_load(const char *dir, const refcache_key *k, int n, mlc_array *xs,
                               uint64_t max_bytes, mlc_error *why);
 /* The same on an entry's bytes (refcache_load's checks; the fuzzer's

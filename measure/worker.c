@@ -263,32 +263,29 @@ static mlc_array *load_and_call(const run_req *q, const runner_impl *rn, const v
 static const char *ref_dir;
 static bool ref_store_failed;
 
-/* The reference from the cache on disk, or NULL (*src says why not). */
-static mlc_array *cached_reference(const run_req *q, const refcache_key *rk,
-                                   mlc_measure_ref *src) {
-  mlc_array *xs = make_args(q);
+/* Where the reference of q stands in the cache on disk: read into
+ * `seeded` (q's fresh arguments, untouched unless it was found), or
+ * missing, or refused (said on stderr). */
+static mlc_measure_ref cached_reference(const run_req *q, const refcache_key *rk, mlc_array *seeded) {
   mlc_error why = {{0}};
-  switch (refcache_load(ref_dir, rk, q->n_args, xs, q->max_bytes, &why)) {
-  case REFCACHE_LOADED: *src = MLC_MEASURE_REF_CACHED; return xs;
+  switch (refcache_load(ref_dir, rk, q->n_args, seeded, q->max_bytes, &why)) {
+  case REFCACHE_LOADED: return MLC_MEASURE_REF_CACHED;
   case REFCACHE_REFUSED:
     fprintf(stderr, "mlc-worker: reference cache %s: an entry for this workload was refused (%s); "
             "its reference is computed again\n", ref_dir, why.msg);
-    *src = MLC_MEASURE_REF_RECOMPUTED;
-    break;
+    return MLC_MEASURE_REF_RECOMPUTED;
   case REFCACHE_MISSING: break;
   }
-  free_arrays(q->n_args, xs);
-  return NULL;
+  return MLC_MEASURE_REF_COMPUTED;
 }
 
-static void store_reference(const run_req *q, const refcache_key *rk, const mlc_array *ref) {
-  mlc_array *seeded = make_args(q);
+static void store_reference(const run_req *q, const refcache_key *rk, const mlc_array *seeded,
+                            const mlc_array *ref) {
   mlc_error e = {{0}};
   if (!refcache_store(ref_dir, rk, q->n_args, seeded, ref, &e) && !ref_store_failed) {
     fprintf(stderr, "mlc-worker: reference cache: %s (references are computed, not kept)\n", e.msg);
     ref_store_failed = true;
   }
-  free_arrays(q->n_args, seeded);
 }
 
 static ref_entry *reference(const run_req *q, mlc_measure_ref *src, mlc_measure_status *st,
@@ -301,17 +298,20 @@ static ref_entry *reference(const run_req *q, mlc_measure_ref *src, mlc_measure_
     *st = MLC_MEASURE_PROTOCOL_ERROR;
     return mlc_error_set(err, "no reference object sent and none cached"), NULL;
   }
-  *src = MLC_MEASURE_REF_COMPUTED;
   refcache_key rk = {q->key, q->seed, q->ref_obj, q->ref_len, q->ref_symbol};
-  mlc_array *xs = ref_dir ? cached_reference(q, &rk, src) : NULL;
-  if (!xs) {
+  mlc_array *seeded = ref_dir ? make_args(q) : NULL, *xs = NULL;
+  *src = seeded ? cached_reference(q, &rk, seeded) : MLC_MEASURE_REF_COMPUTED;
+  if (*src == MLC_MEASURE_REF_CACHED) {
+    xs = seeded;
+  } else {
     const runner_impl *rn = runner_for(q->ref_obj, q->ref_len);
     void *k = NULL;
     double call_sec;
     xs = load_and_call(q, rn, q->ref_obj, q->ref_len, q->ref_symbol, &k, &call_sec, st, err);
+    if (xs) rn->unload(k);
+    if (xs && seeded) store_reference(q, &rk, seeded, xs);
+    free_arrays(q->n_args, seeded);
     if (!xs) return (void)mlc_error_prefix(err, "reference kernel"), NULL;
-    rn->unload(k);
-    if (ref_dir) store_reference(q, &rk, xs);
   }
   ref_entry *e = &ref_cache[ref_next];
   ref_next = (ref_next + 1) % REF_CACHE;
@@ -442,16 +442,6 @@ static int take_protocol_fds(int *in) {
   dup2(2, 1);
   close(null);
   return out;
-}
-
-int mlc_measure_worker_main(const char *mode) {
-  mlc_error err;
-  return mlc_measure_worker_main_intrin(mode, 0, NULL, &err);
-}
-
-int mlc_measure_worker_main_intrin(const char *mode, int n_files, const char *const *files,
-                                   mlc_error *err) {
-  return mlc_measure_worker_serve(mode, &(mlc_measure_worker_opts){n_files, files, NULL}, err);
 }
 
 int mlc_measure_worker_serve(const char *mode, const mlc_measure_worker_opts *o, mlc_error *err) {
