@@ -102,10 +102,11 @@ static const kernel_spec KERNELS[] = {
            NODE("nx", "divide", "\"x\", \"rt\"", "") "," NODE("y", "multiply", "\"nx\", \"g\"", ""),
            "y"),
      NULL, 0},
-    {"maxpool", "ResNet-18 max pool 3x3 s2 after the stem conv, 64x112x112 (NCHWc)",
-     MODEL("maxpool", IN("x", "1, 64, 112, 112"), IN("w", "64, 64, 1, 1"),
+    {"maxpool", "ResNet-18 max pool 3x3 s2 between convs, 64x112x112 (NCHWc)",
+     MODEL("maxpool", IN("x", "1, 64, 112, 112"), IN("w", "64, 64, 1, 1") "," IN("w2", "64, 64, 1, 1"),
            NODE("c", "conv2d", "\"x\", \"w\"", "") ","
-           NODE("y", "max_pool2d", "\"c\"", ", \"pool_size\": 3, \"stride\": 2, \"padding\": 1"),
+           NODE("p", "max_pool2d", "\"c\"", ", \"pool_size\": 3, \"stride\": 2, \"padding\": 1") ","
+           NODE("y", "conv2d", "\"p\", \"w2\"", ""),
            "y"),
      "pool_max", 0},
     {"gap_1280", "MobileNetV2 global average pool after its last conv, 1280x7x7 (NCHWc)",

@@ -374,9 +374,12 @@ static void collect_accesses(mlc_stmt *realize, void *ctx_) {
   int64_t mins[SCHED_MAX_DEPTH], exts[SCHED_MAX_DEPTH];
   int n = sched_path_to(c->s, realize, path), nl = 0, start = 0;
   while (start < n && path[start] != c->loop) start++;
-  for (int i = start + 1; i < n - 1; i++)
-    if (path[i]->kind == MLC_STMT_FOR && mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) &&
-        mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]))
+  /* The loops below the loop are relaxed over their range; so are those
+   * above it that run once, whose var one block may index by and another
+   * (placed by compute_at, simplified) by its only value. */
+  for (int i = 0; i < n - 1; i++)
+    if (path[i]->kind == MLC_STMT_FOR && i != start && mlc_expr_is_const_int(path[i]->loop.min, &mins[nl]) &&
+        mlc_expr_is_const_int(path[i]->loop.extent, &exts[nl]) && (i > start || exts[nl] == 1))
       lv[nl++] = path[i]->loop.var;
   const mlc_block *b = realize->realize.block;
   add_accesses(c, realize, b->n_reads, b->reads, false, nl, lv, mins, exts);

@@ -426,6 +426,35 @@ static bool uses_loop_var(const mlc_expr *e, int nl, mlc_stmt *const *loops) {
   return false;
 }
 
+/* e with the vars of the loops above the location (and it) that run once
+ * replaced by their start: a dependent placed there earlier may have had
+ * such a var simplified away (an extent-1 batch loop's i0 became 0), and
+ * the hull of its region and another's must see the same expression. */
+static mlc_expr *unit_loops_fixed(mlc_arena *a, const ca_plan *p, mlc_expr *e) {
+  mlc_var *vars[SCHED_MAX_DEPTH];
+  mlc_expr *vals[SCHED_MAX_DEPTH];
+  int n = 0;
+  for (int i = 0; i < p->lpath_n; i++) {
+    const mlc_stmt *l = p->lpath[i];
+    int64_t ext;
+    if (l->kind == MLC_STMT_FOR && mlc_expr_is_const_int(l->loop.extent, &ext) && ext == 1)
+      vars[n] = l->loop.var, vals[n++] = l->loop.min;
+  }
+  return n ? mlc_simplify_expr(a, mlc_expr_subst(a, e, n, vars, vals)) : e;
+}
+
+/* need_add, and when the hulls' bounds do not differ by constants, again
+ * with the loops that run once fixed at their start in both. */
+static bool need_add_fixing_unit_loops(mlc_arena *a, const ca_plan *p, need *n, mlc_range *r, int64_t max_ext) {
+  if (need_add(a, n, r, max_ext)) return true;
+  if (!n->any) return false;
+  n->lo = unit_loops_fixed(a, p, n->lo);
+  n->hi = unit_loops_fixed(a, p, n->hi);
+  r->min = unit_loops_fixed(a, p, r->min);
+  r->extent = unit_loops_fixed(a, p, r->extent);
+  return need_add(a, n, r, max_ext);
+}
+
 /* What the dependents under the loop need of buffer buf, per dimension. */
 static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *req,
                         mlc_error *err) {
@@ -451,7 +480,7 @@ static bool required_of(mlc_sched *s, ca_plan *p, const mlc_buffer *buf, need *r
       mlc_region x = region_at(a, &rs[i], r, nl, loops, max_ext);
       for (int d = 0; d < buf->ndim; d++)
         if (uses_loop_var(x.ranges[d].min, nl, loops) || uses_loop_var(x.ranges[d].extent, nl, loops) ||
-            !need_add(a, &req[d], &x.ranges[d], max_ext[d]))
+            !need_add_fixing_unit_loops(a, p, &req[d], &x.ranges[d], max_ext[d]))
           return mlc_error_set(err, "%s: %s: cannot bound what block \"%s\" needs of %s in "
                                     "dimension %d",
                                p->prim, p->who, o->name, buf->name, d);

@@ -755,6 +755,97 @@ static void test_default_schedule(void) {
   mlc_graph_free(m);
 }
 
+/* The default schedule of kernel `name` of the one-op-chain model json
+ * (its text into *t), checked to compute what the kernel does, with
+ * about as much floating-point work (the partial sums of rfactor'd rows
+ * add a few; a block recomputing rows would add a multiple). */
+static mlc_prim_func *default_of(mlc_arena *a, const char *json, const char *name, mlc_str *t) {
+  mlc_error err;
+  mlc_gmodule *m = parse(json, &err);
+  CHECK_MSG(m && mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  mlc_prim_func *f = m ? mlc_module_find(m->tir, name) : NULL;
+  CHECK_MSG(f, "no kernel %s", name);
+  if (!f) {
+    mlc_graph_free(m);
+    return NULL;
+  }
+  f = mlc_func_copy(a, f);
+  mlc_prim_func *s = mlc_tuner_cpu_default_schedule(a, f);
+  mlc_str_clear(t);
+  mlc_print_func(t, s);
+  CHECK_MSG(mlc_verify_func(s, &err), "%s", err.msg);
+  CHECK_MSG(mlc_func_flops(s) <= 1.25 * mlc_func_flops(f), "%s: %g flops scheduled, %g unscheduled", name,
+            mlc_func_flops(s), mlc_func_flops(f));
+  check_same_results(f, s, 1e-5);
+  mlc_graph_free(m);
+  return s;
+}
+
+static int count_of(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+/* Row-wise kernels run row by row: every block under one parallel loop
+ * over the rows (softmax's max, exps, sum and quotient; an elementwise
+ * chain), the row reductions summed by lanes; a kernel that changes the
+ * layout (an unpack after a pool) or whose consumer reads windows of its
+ * producer's rows (a max pool over a ReLU: rows would be recomputed) keeps
+ * a nest per block. */
+static void test_default_schedule_rows(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_str t = {0};
+  const char *softmax = "{\"name\": \"s\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 12, 128, 64]}],"
+                        " \"nodes\": [{\"name\": \"y\", \"op\": \"softmax\", \"inputs\": [\"x\"]}],"
+                        " \"outputs\": [\"y\"]}";
+  if (default_of(a, softmax, "softmax", &t))
+    CHECK_MSG(count_of(t.data, "T.parallel(") == 1 && strstr(t.data, "_fused in T.parallel(1536):") &&
+                  count_of(t.data, "_rf = T.alloc_buffer((1, 12, 128, 16))") == 2 &&
+                  count_of(t.data, "in T.vectorized(16):") >= 4,
+              "%s", t.data);
+  const char *add_relu = "{\"name\": \"ar\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 64, 56, 56]},"
+                         " {\"name\": \"r\", \"shape\": [1, 64, 56, 56]}], \"nodes\": ["
+                         "{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"x\", \"r\"]},"
+                         "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"s\"]}], \"outputs\": [\"y\"]}";
+  if (default_of(a, add_relu, "fused_add_relu0", &t))
+    CHECK_MSG(count_of(t.data, "T.parallel(") == 1 && strstr(t.data, "_fused in T.parallel(3584):"), "%s",
+              t.data);
+  /* Each row of C reads two rows of B: computed row by row, B's rows
+   * would be computed twice. */
+  static const char two_rows[] = "@T.prim_func\n"
+                                 "def main(A: T.Buffer((129, 256), \"float32\"), C: T.Buffer((128, 256), \"float32\")):\n"
+                                 "    B = T.alloc_buffer((129, 256))\n"
+                                 "    for i, j in T.grid(129, 256):\n"
+                                 "        with T.block(\"B\"):\n"
+                                 "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+                                 "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+                                 "    for i, j in T.grid(128, 256):\n"
+                                 "        with T.block(\"C\"):\n"
+                                 "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+                                 "            C[vi, vj] = B[vi, vj] + B[vi + 1, vj]\n";
+  mlc_error err;
+  mlc_module *tm = mlc_parse_module(a, "two_rows.py", two_rows, &err);
+  CHECK_MSG(tm && tm->n_funcs == 1, "%s", err.msg);
+  if (tm) {
+    mlc_prim_func *s = mlc_tuner_cpu_default_schedule(a, tm->funcs[0]);
+    mlc_str_clear(&t);
+    mlc_print_func(&t, s);
+    CHECK_MSG(mlc_func_flops(s) == mlc_func_flops(tm->funcs[0]) && strstr(t.data, "in T.grid(129, "),
+              "%s", t.data);
+    check_same_results(tm->funcs[0], s, 0);
+  }
+  const char *pool_unpack = "{\"name\": \"pu\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 32, 28, 28]}],"
+                            " \"weights\": [{\"name\": \"w\", \"shape\": [32, 32, 1, 1]}], \"nodes\": ["
+                            "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"]},"
+                            "{\"name\": \"y\", \"op\": \"max_pool2d\", \"inputs\": [\"c\"], \"pool_size\": 3,"
+                            " \"stride\": 2, \"padding\": 1}], \"outputs\": [\"y\"]}";
+  if (default_of(a, pool_unpack, "fused_max_pool2d_unpack_nchwc0", &t))
+    CHECK_MSG(strstr(t.data, "T_pool_max_intermediate_global"), "%s", t.data);
+  mlc_str_free(&t);
+  mlc_arena_free(a);
+}
+
 /* ---- the task scheduler (model tuning) ----------------------------------------------- */
 
 /* A fake runner: each task's kernel has a base time (by its workload text),
@@ -1498,6 +1589,7 @@ int main(void) {
   RUN(test_compile);
   RUN(test_extract_tasks);
   RUN(test_default_schedule);
+  RUN(test_default_schedule_rows);
   RUN(test_header_entry);
   RUN(test_header_entry_multi);
   RUN(test_reshape_view);

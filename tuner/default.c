@@ -4,10 +4,13 @@
  * applied through schedule/ primitives whatever a primitive refuses is left
  * out; the trace replays to the same function. In order: blocks that only
  * copy (a transpose fused in front of a matmul) inlined into a consumer
- * that is a matrix-vector product; then per block a row rfactor for a matrix-vector product
- * whose reads all walk the reduction along their last dim, else
- * the register tile of GEMM-like blocks, else a row rfactor, else the
- * inner loop vectorized and the outer one parallel.
+ * that is a matrix-vector product; then, for a kernel of row-wise blocks
+ * (no contraction, no layout change), every block computed a row at a
+ * time under one parallel loop (rows_together); else per block a row
+ * rfactor for a matrix-vector product whose reads all walk the reduction
+ * along their last dim, else the register tile of GEMM-like blocks, else
+ * a row rfactor, else the inner loop vectorized and the outer one
+ * parallel.
  */
 #include "tuner/tuner_internal.h"
 
@@ -93,14 +96,14 @@ static bool split_long(mlc_sched *t, mlc_rv *inner, mlc_error *err) {
  * the innermost spatial loop (or its last 16/8/4 iterations) below the
  * reduction loops, so that it can be vectorized; each output element still
  * sums in the same order. */
-static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
+static bool spatial_inner(mlc_sched *t, mlc_rv b, int from, mlc_error *err) {
   mlc_rv *got, loops[64];
   int n = mlc_sched_get_loops(t, b, &got, err);
   if (n < 2 || n > 64 || !loop_is_reduce(t, b, got[n - 1])) return true;
   memcpy(loops, got, sizeof *loops * (size_t)n);
   int sp = n - 1;
-  while (sp >= 0 && loop_is_reduce(t, b, loops[sp])) sp--;
-  if (sp < 0) return false;
+  while (sp >= from && loop_is_reduce(t, b, loops[sp])) sp--;
+  if (sp < from) return false;
   mlc_rv inner = loops[sp];
   if (!split_long(t, &inner, err)) return false;
   mlc_rv order[65];
@@ -111,15 +114,16 @@ static bool spatial_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
 }
 
 /* Vectorize the innermost loop of block b (split by 16, 8 or 4 first when
- * longer than 64); on a copy, kept only when every step succeeds. Returns
- * the (possibly new) state. */
-static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b) {
+ * longer than 64), moving a spatial loop at or below depth `from` there
+ * when a reduction loop is innermost; on a copy, kept only when every
+ * step succeeds. Returns the (possibly new) state. */
+static mlc_sched *vectorize_inner(mlc_sched *s, mlc_rv b, int from) {
   mlc_error err;
   mlc_sched *t = mlc_sched_copy(s);
   mlc_rv *loops;
-  bool ok = spatial_inner(t, b, &err);
+  bool ok = spatial_inner(t, b, from, &err);
   int n = ok ? mlc_sched_get_loops(t, b, &loops, &err) : -1;
-  ok = n > 0;
+  ok = n > from;
   if (ok) {
     mlc_rv inner = loops[n - 1];
     ok = loop_extent_at_bound(t, inner) > 1 && split_long(t, &inner, &err) &&
@@ -202,29 +206,31 @@ static bool reductions_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
 
 /* A row reduction (reduces_contiguous) over at least two vectors: its
  * innermost loop split by a vector of 16 (or 8) lanes and rfactor'd, so
- * that each row sums into a vector of partial results with contiguous
- * loads (the vectorized rf block), then one short write-back per row,
- * instead of vectorizing across rows with strided loads. On a copy, kept
- * only when every step succeeds; true when it did. */
-static bool row_rfactor(mlc_sched **s, mlc_rv b, bool reduce_inner) {
+ * that each row sums into a vector of partial results (the rf block,
+ * *rf), then one short write-back per row. False, with t as it may have
+ * been left half done, when a step refuses. */
+static bool rfactor_row(mlc_sched *t, mlc_rv b, bool reduce_inner, mlc_rv *rf) {
   mlc_error err;
-  mlc_sched *t = mlc_sched_copy(*s);
-  mlc_rv *loops, parts[2], rf;
-  if (reduce_inner && !reductions_inner(t, b, &err)) {
-    mlc_sched_free(t);
-    return false;
-  }
+  mlc_rv *loops, parts[2];
+  if (reduce_inner && !reductions_inner(t, b, &err)) return false;
   int n = mlc_sched_get_loops(t, b, &loops, &err);
   bool ok = n > 0 && loop_is_reduce(t, b, loops[n - 1]) && reduces_contiguous(t, b, loops[n - 1]);
   int64_t e = ok ? loop_extent(t, loops[n - 1]) : -1, f = e % 16 == 0 ? 16 : e % 8 == 0 ? 8 : 0;
-  ok = ok && f > 0 && e >= 2 * f;
+  mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
+  return ok && f > 0 && e >= 2 * f && mlc_sched_split(t, loops[n - 1], 2, fs, true, parts, &err) &&
+         mlc_sched_rfactor(t, parts[1], -1, rf, &err);
+}
+
+/* rfactor_row with the rf block's contiguous loads vectorized, instead of
+ * vectorizing across rows with strided loads; on a copy, kept only when
+ * every step succeeds; true when it did. */
+static bool row_rfactor(mlc_sched **s, mlc_rv b, bool reduce_inner) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  mlc_rv *loops, rf;
+  bool ok = rfactor_row(t, b, reduce_inner, &rf);
   if (ok) {
-    mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(f)};
-    ok = mlc_sched_split(t, loops[n - 1], 2, fs, true, parts, &err) &&
-         mlc_sched_rfactor(t, parts[1], -1, &rf, &err);
-  }
-  if (ok) {
-    n = mlc_sched_get_loops(t, rf, &loops, &err);
+    int n = mlc_sched_get_loops(t, rf, &loops, &err);
     ok = n > 0 && mlc_sched_vectorize(t, loops[n - 1], &err) && mlc_verify_func(mlc_sched_func(t), &err);
   }
   if (!ok) {
@@ -303,18 +309,26 @@ static bool feeds_one_row(mlc_sched *s, mlc_rv b) {
   return false;
 }
 
+/* The top-level blocks of s into *out (mlc_xmalloc'd); their count, -1
+ * when s has no root block. */
+static int root_blocks(mlc_sched *s, mlc_rv **out) {
+  mlc_error err;
+  mlc_rv root, *kids;
+  int n = mlc_sched_get_block(s, "root", NULL, &root, &err) ? mlc_sched_get_child_blocks(s, root, &kids, &err)
+                                                             : -1;
+  *out = mlc_xmalloc(sizeof **out * (size_t)(n > 0 ? n : 1));
+  if (n > 0) memcpy(*out, kids, sizeof **out * (size_t)n);
+  return n;
+}
+
 /* Copy blocks that feed a matrix-vector product inlined into it, which
  * then reads the source in place (a decode step's cache: each row read
  * once); a matrix-matrix product keeps its contiguous copy, which its
  * register tile needs. One that refuses stays. */
 static void inline_copies(mlc_sched *s) {
   mlc_error err;
-  mlc_rv root, *kids;
-  int n = mlc_sched_get_block(s, "root", NULL, &root, &err)
-              ? mlc_sched_get_child_blocks(s, root, &kids, &err)
-              : -1;
-  mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n > 0 ? n : 1));
-  if (n > 0) memcpy(blocks, kids, sizeof *blocks * (size_t)n);
+  mlc_rv *blocks;
+  int n = root_blocks(s, &blocks);
   for (int i = 0; i < n; i++)
     if (is_copy(mlc_sched_func(s), mlc_sched_rv_block(s, blocks[i])) && feeds_one_row(s, blocks[i]))
       mlc_sched_compute_inline(s, blocks[i], &err);
@@ -335,6 +349,136 @@ static bool register_tile(mlc_sched **s, mlc_rv b) {
   }
   mlc_sched_free(*s);
   *s = t;
+  return true;
+}
+
+/* Iterations of all the blocks' loop nests. */
+static int64_t total_work(mlc_sched *s, int n, const mlc_rv *blocks) {
+  int64_t w = 0;
+  for (int i = 0; i < n; i++) w += nest_work(s, blocks[i]);
+  return w;
+}
+
+/* Every block but the last computed under the last one's loop at depth
+ * `depth` (consumers first), on a copy; NULL when one refuses. */
+static mlc_sched *blocks_at(mlc_sched *s, int n, const mlc_rv *blocks, int depth) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(s);
+  mlc_rv *loops;
+  bool ok = mlc_sched_get_loops(t, blocks[n - 1], &loops, &err) > depth;
+  mlc_rv at = ok ? loops[depth] : 0;
+  for (int i = n - 2; ok && i >= 0; i--) ok = mlc_sched_compute_at(t, blocks[i], at, false, -1, &err);
+  if (ok) return t;
+  mlc_sched_free(t);
+  return NULL;
+}
+
+/* The loops of block b down to depth `depth` that run more than once
+ * fused into one parallel loop when the kernel's blocks hold enough work
+ * (they all run under those loops). */
+static void rows_parallel(mlc_sched *s, mlc_rv b, int depth, int64_t work) {
+  mlc_error err;
+  mlc_rv *got, loops[64], fused;
+  if (work < MIN_PARALLEL_WORK) return;
+  int m = mlc_sched_get_loops(s, b, &got, &err), k = 0;
+  for (int i = 0; i <= depth && i < m && k < 64; i++)
+    if (loop_extent_at_bound(s, got[i]) != 1) loops[k++] = got[i];
+  if (k == 0) return;
+  if (k > 1 && !mlc_sched_fuse(s, k, loops, false, &fused, &err)) return;
+  mlc_sched_parallel(s, k > 1 ? fused : loops[0], &err);
+}
+
+/* s's blocks computed row by row (see rows_together) with the loop at
+ * `depth` of the output block; NULL when a block refuses to move or one
+ * would compute more than before. */
+static mlc_sched *rows_at(mlc_sched *s, int n, const mlc_rv *blocks, int depth, int64_t work) {
+  mlc_sched *t = blocks_at(s, n, blocks, depth);
+  if (!t) return NULL;
+  if (total_work(t, n, blocks) != work) {
+    mlc_sched_free(t);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++) t = vectorize_inner(t, blocks[i], depth + 1);
+  rows_parallel(t, blocks[n - 1], depth, work);
+  return t;
+}
+
+/* Whether blk reduces over two or more operands (a matmul, a
+ * convolution's data and weights): register tiles are its schedule. */
+static bool is_contraction(const mlc_block *blk) {
+  int n = 0;
+  for (int k = 0; k < blk->n_reads; k++) {
+    bool by_reduce = false;
+    for (int i = 0; i < blk->n_iters; i++)
+      by_reduce |= blk->iters[i].kind == MLC_ITER_REDUCE && read_uses(blk, k, i);
+    n += by_reduce;
+  }
+  return n >= 2;
+}
+
+/* Whether a spatial block reads along its rows: no read indexes, in a
+ * dimension before its last, the iter that indexes the last dimension of
+ * what blk writes. A layout change (unpacking NCHWc, a transpose) does,
+ * and computed row by row would read its producer across rows. */
+static bool reads_along_rows(const mlc_block *blk) {
+  if (!tuner_block_is_spatial(blk) || blk->n_writes != 1) return true;
+  const mlc_region *w = &blk->writes[0];
+  if (w->buf->ndim == 0) return true;
+  for (int i = 0; i < blk->n_iters; i++) {
+    if (!mlc_expr_uses_var(w->ranges[w->buf->ndim - 1].min, blk->iters[i].var)) continue;
+    for (int k = 0; k < blk->n_reads; k++)
+      for (int d = 0; d + 1 < blk->reads[k].buf->ndim; d++)
+        if (mlc_expr_uses_var(blk->reads[k].ranges[d].min, blk->iters[i].var)) return false;
+  }
+  return true;
+}
+
+/* A kernel of row-wise blocks (softmax's max, exps, sum and quotient; a
+ * norm's mean, variance and result; an elementwise chain) computed row by
+ * row: row reductions rfactor'd into vector partial sums first, then every
+ * block under the output block's loop around its last dimension (or the
+ * nearest loop outside it where every block moves), so that a row's
+ * intermediates stay in L1 between the blocks and the threads share the
+ * rows once, where each block swept all of memory in a nest of its own;
+ * then each block's innermost spatial loop below the row vectorized.
+ * Kept only when no block then computes more than before (a window's
+ * producer would recompute overlapping rows) and the function verifies;
+ * true when it did. */
+static bool rows_together(mlc_sched **s) {
+  mlc_error err;
+  mlc_rv *blocks, *loops, rf;
+  int n = root_blocks(*s, &blocks);
+  bool fits = true;
+  for (int i = 0; i < n; i++) {
+    const mlc_block *blk = mlc_sched_rv_block(*s, blocks[i]);
+    fits &= !is_contraction(blk) && reads_along_rows(blk);
+  }
+  mlc_free(blocks);
+  if (!fits) return false;
+  mlc_sched *t = mlc_sched_copy(*s);
+  n = root_blocks(t, &blocks);
+  for (int i = 0; i < n - 1; i++) {
+    mlc_sched *u = mlc_sched_copy(t);
+    if (rfactor_row(u, blocks[i], false, &rf)) mlc_sched_free(t), t = u;
+    else mlc_sched_free(u);
+  }
+  mlc_free(blocks);
+  n = root_blocks(t, &blocks);
+  const mlc_block *out = n >= 2 ? mlc_sched_rv_block(t, blocks[n - 1]) : NULL;
+  mlc_sched *done = NULL;
+  if (out && tuner_block_is_output(mlc_sched_func(t), out) && !out->init) {
+    int m = mlc_sched_get_loops(t, blocks[n - 1], &loops, &err);
+    int64_t work = total_work(t, n, blocks);
+    for (int d = m - 2; d >= 0 && !done; d--) {
+      done = rows_at(t, n, blocks, d, work);
+      if (done && !mlc_verify_func(mlc_sched_func(done), &err)) mlc_sched_free(done), done = NULL;
+    }
+  }
+  mlc_free(blocks);
+  mlc_sched_free(t);
+  if (!done) return false;
+  mlc_sched_free(*s);
+  *s = done;
   return true;
 }
 
@@ -453,18 +597,14 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
   mlc_error err;
   mlc_sched *s = sized_sched_new(f);
   inline_copies(s);
-  mlc_rv root, *kids;
-  int n = -1;
-  if (mlc_sched_get_block(s, "root", NULL, &root, &err))
-    n = mlc_sched_get_child_blocks(s, root, &kids, &err);
-  if (n < 0) return s;
-  mlc_rv *blocks = mlc_xmalloc(sizeof *blocks * (size_t)(n + 1));
-  memcpy(blocks, kids, sizeof *blocks * (size_t)n);
-  for (int i = 0; i < n; i++) {
+  mlc_rv *blocks;
+  int n = root_blocks(s, &blocks);
+  bool rows = rows_together(&s);
+  for (int i = 0; !rows && i < n; i++) {
     if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
         register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i], false))
       continue;
-    s = vectorize_inner(s, blocks[i]);
+    s = vectorize_inner(s, blocks[i], 0);
     parallel_outer(s, blocks[i]);
   }
   mlc_free(blocks);
