@@ -846,6 +846,47 @@ static void test_default_schedule_rows(void) {
   mlc_arena_free(a);
 }
 
+/* Whether a tile's output columns are unrolled several at a time. */
+static bool several_rows(const char *text) {
+  const char *p = strstr(text, "for x_1 in T.unroll(");
+  return p && atoi(p + strlen("for x_1 in T.unroll(")) > 1;
+}
+
+/* A depthwise convolution (both operands carry the channel lanes: no
+ * broadcast) is register-tiled over several output columns, one vector
+ * load each, the weights loaded once for them; its bias and ReLU6 (the
+ * blocks after it) are computed per tile after its write-back, not in nests of
+ * their own over the whole output. A max pool's window gets several
+ * columns too. */
+static void test_default_schedule_epilogue(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_str t = {0};
+  const char *dw =
+      "{\"name\": \"dw\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 32, 28, 28]}], \"weights\": ["
+      "{\"name\": \"w1\", \"shape\": [32, 32, 1, 1]}, {\"name\": \"wd\", \"shape\": [32, 1, 3, 3]},"
+      " {\"name\": \"bd\", \"shape\": [32, 1, 1]}, {\"name\": \"w2\", \"shape\": [16, 32, 1, 1]}], \"nodes\": ["
+      "{\"name\": \"e\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w1\"]},"
+      "{\"name\": \"d\", \"op\": \"conv2d\", \"inputs\": [\"e\", \"wd\"], \"padding\": 1, \"groups\": 32},"
+      "{\"name\": \"db\", \"op\": \"add\", \"inputs\": [\"d\", \"bd\"]},"
+      "{\"name\": \"dr\", \"op\": \"clip\", \"inputs\": [\"db\"], \"min\": 0, \"max\": 6},"
+      "{\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"dr\", \"w2\"]}], \"outputs\": [\"y\"]}";
+  if (default_of(a, dw, "fused_conv2d_add_clip0", &t))
+    CHECK_MSG(several_rows(t.data) && !strstr(t.data, "T_add_intermediate") &&
+                  !strstr(t.data, "in T.grid(1, 2, 28, 28)"),
+              "%s", t.data);
+  const char *pool = "{\"name\": \"mp\", \"inputs\": [{\"name\": \"x\", \"shape\": [1, 32, 56, 56]}],"
+                     " \"weights\": [{\"name\": \"w\", \"shape\": [32, 32, 1, 1]},"
+                     " {\"name\": \"w2\", \"shape\": [32, 32, 1, 1]}], \"nodes\": ["
+                     "{\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"x\", \"w\"]},"
+                     "{\"name\": \"p\", \"op\": \"max_pool2d\", \"inputs\": [\"c\"], \"pool_size\": 3, \"stride\": 2,"
+                     " \"padding\": 1}, {\"name\": \"y\", \"op\": \"conv2d\", \"inputs\": [\"p\", \"w2\"]}],"
+                     " \"outputs\": [\"y\"]}";
+  if (default_of(a, pool, "max_pool2d", &t))
+    CHECK_MSG(several_rows(t.data), "%s", t.data);
+  mlc_str_free(&t);
+  mlc_arena_free(a);
+}
+
 /* ---- the task scheduler (model tuning) ----------------------------------------------- */
 
 /* A fake runner: each task's kernel has a base time (by its workload text),
@@ -1590,6 +1631,7 @@ int main(void) {
   RUN(test_extract_tasks);
   RUN(test_default_schedule);
   RUN(test_default_schedule_rows);
+  RUN(test_default_schedule_epilogue);
   RUN(test_header_entry);
   RUN(test_header_entry_multi);
   RUN(test_reshape_view);

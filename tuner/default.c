@@ -335,11 +335,53 @@ static void inline_copies(mlc_sched *s) {
   mlc_free(blocks);
 }
 
-/* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
- * register-blocked micro-kernel, on a copy kept only when it applies;
- * true when it did. */
-static bool register_tile(mlc_sched **s, mlc_rv b) {
+/* The elementwise blocks after tiled block b (its epilogue: a bias, an
+ * activation) computed per register tile, right after the tile's
+ * write-back while it is in L1, instead of each sweeping the whole output
+ * again: the ones that feed another inlined, the last one (the kernel's
+ * output) under the tile's last loop outside the reduction, its inner
+ * loop vectorized. On a copy, kept only when every step succeeds; true
+ * when it did. */
+static bool tile_epilogue(mlc_sched **s, mlc_rv b, int n, const mlc_rv *blocks, int first) {
   mlc_error err;
+  mlc_rv *loops;
+  int m = mlc_sched_get_loops(*s, b, &loops, &err), r = 0;
+  while (r < m && !loop_is_reduce(*s, b, loops[r])) r++;
+  if (first >= n || r == 0 || r == m) return false;
+  mlc_rv at = loops[r - 1];
+  mlc_sched *t = mlc_sched_copy(*s);
+  bool ok = true;
+  for (int i = first; ok && i < n; i++) {
+    const mlc_block *blk = mlc_sched_rv_block(t, blocks[i]);
+    ok = tuner_block_is_spatial(blk) && !blk->init;
+    if (ok && i < n - 1) ok = mlc_sched_compute_inline(t, blocks[i], &err);
+    else if (ok) ok = tuner_block_is_output(mlc_sched_func(t), blk) &&
+                      mlc_sched_reverse_compute_at(t, blocks[i], at, false, -1, &err);
+  }
+  /* Not inlined into the write-back: a record of this schedule tuned at
+   * one size must replay on the kernel of size vars, where the epilogue
+   * under a tile with a guarded tail has a predicate, which
+   * reverse_compute_inline refuses. */
+  if (ok) {
+    t = vectorize_inner(t, blocks[n - 1], r);
+    ok = mlc_verify_func(mlc_sched_func(t), &err);
+  }
+  if (!ok) {
+    mlc_sched_free(t);
+    return false;
+  }
+  mlc_sched_free(*s);
+  *s = t;
+  return true;
+}
+
+/* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
+ * register-blocked micro-kernel, on a copy kept only when it applies,
+ * with the blocks after it (blocks[i + 1..n-1]) as its epilogue when
+ * fuse and they can be (*rest_done); true when it applied. */
+static bool register_tile(mlc_sched **s, int n, const mlc_rv *blocks, int i, bool fuse, bool *rest_done) {
+  mlc_error err;
+  mlc_rv b = blocks[i];
   mlc_sched *t = mlc_sched_copy(*s);
   const char *name = mlc_sched_rv_block(t, b)->name;
   if (!mlc_tuner_cpu_register_tile(t, name, nest_work(t, b) >= MIN_PARALLEL_WORK, &err) ||
@@ -349,6 +391,7 @@ static bool register_tile(mlc_sched **s, mlc_rv b) {
   }
   mlc_sched_free(*s);
   *s = t;
+  *rest_done = fuse && tile_epilogue(s, b, n, blocks, i + 1);
   return true;
 }
 
@@ -490,7 +533,7 @@ static bool rows_together(mlc_sched **s) {
  * little at small ones; the tails are guarded). */
 enum { DEFAULT_AT_SIZE = 128 };
 
-static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o);
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse);
 
 /* A parallel nest fused over a loop of symbolic extent keeps the order
  * its schedule chose when the loops outside that loop give this many
@@ -576,33 +619,40 @@ static mlc_sched *sized_default(const mlc_prim_func *f, const int64_t *sizes,
   mlc_arena *a = mlc_arena_new();
   mlc_error err;
   mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
-  mlc_sched *at = g ? rules_sched(g, o) : NULL;
-  mlc_sched *s = at ? replay_dropping_hints(a, f, mlc_sched_trace(at), &err) : NULL;
-  if (at) mlc_sched_free(at);
+  mlc_sched *s = NULL;
+  /* blocks moved into rows or register tiles may not replay over a
+   * symbolic extent: then the instance's schedule without them */
+  for (int fuse = 1; fuse >= 0 && g && !s; fuse--) {
+    mlc_sched *at = rules_sched(g, o, fuse);
+    s = replay_dropping_hints(a, f, mlc_sched_trace(at), &err);
+    mlc_sched_free(at);
+  }
   mlc_arena_free(a);
-  return s ? s : rules_sched(f, o);
+  return s ? s : rules_sched(f, o, false);
 }
 
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                    mlc_error *unused) {
   (void)unused; /* the rules never fail: what a primitive refuses is left out */
-  if (f->n_sizes == 0) return rules_sched(f, o);
+  if (f->n_sizes == 0) return rules_sched(f, o, true);
   int64_t sizes[MLC_MAX_SIZES];
   for (int k = 0; k < f->n_sizes; k++)
     sizes[k] = f->sizes[k].hi < DEFAULT_AT_SIZE ? f->sizes[k].hi : DEFAULT_AT_SIZE;
   return sized_default(f, sizes, o);
 }
 
-static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o) {
+/* fuse: blocks may move together (rows_together, a register tile's
+ * epilogue). */
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse) {
   mlc_error err;
   mlc_sched *s = sized_sched_new(f);
   inline_copies(s);
   mlc_rv *blocks;
   int n = root_blocks(s, &blocks);
-  bool rows = rows_together(&s);
-  for (int i = 0; !rows && i < n; i++) {
+  bool done = fuse && rows_together(&s);
+  for (int i = 0; !done && i < n; i++) {
     if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
-        register_tile(&s, blocks[i]) || row_rfactor(&s, blocks[i], false))
+        register_tile(&s, n, blocks, i, fuse, &done) || row_rfactor(&s, blocks[i], false))
       continue;
     s = vectorize_inner(s, blocks[i], 0);
     parallel_outer(s, blocks[i]);

@@ -7,7 +7,10 @@
  * (matmul's j, the output-channel lanes k), optionally times `mult` (a
  * spatial iter that only the vector operand uses: the convolution's
  * output-channel block f, two weight vectors per broadcast; a dense
- * layer's weight block jb, up to 8 when there are no rows). The loops
+ * layer's weight block jb, up to 8 when there are no rows). Where no
+ * operand is a broadcast (a depthwise convolution, a pool: every read
+ * carries the lanes) the rows are output columns, each its own vector
+ * load, with the weights loaded once for all of them. The loops
  * are ordered
  *     S0 (parallel) | S1 | R0 | R1 | S2 = row, mult, lanes
  * so every reduce loop runs outside the register tile, whose rows and
@@ -32,7 +35,8 @@
 
 typedef struct reg_plan {
   int contig;    /* iter of the output's last dimension: vector lanes */
-  int row;       /* rows (one broadcast each); -1: none */
+  int row;       /* rows (one broadcast each, or one vector load: vector_rows); -1: none */
+  bool vector_rows; /* no operand is broadcast: each row loads a vector */
   int mult;      /* vectors per row beyond the lanes; -1: none */
   int64_t lanes; /* fp32 lanes of one vector register */
   int regs;      /* vector registers */
@@ -83,6 +87,19 @@ static bool make_plan(const mlc_block *b, const tuner_site *site, reg_plan *p) {
     if (bcast && !vec && tuner_loop_extent(site->loops[i]) > 1) p->row = i; /* the last one */
     if (vec && !bcast && p->mult < 0) p->mult = i;
   }
+  /* No broadcast operand (a depthwise convolution, a pool: every read
+   * carries the lanes): the rows are output columns a read walks with the
+   * lanes, each row its own vector load of it, and an operand that does
+   * not walk them (the weights) loaded once for all rows; several rows
+   * keep several accumulator chains in flight. */
+  for (int i = 0; p->row < 0 && i < b->n_iters; i++)
+    if (i != p->contig && i != p->mult && b->iters[i].kind == MLC_ITER_SPATIAL &&
+        tuner_loop_extent(site->loops[i]) > 1 && used_by(b, i, lanes, true))
+      p->vector_rows = true;
+  for (int i = 0; p->vector_rows && i < b->n_iters; i++)
+    if (i != p->contig && i != p->mult && b->iters[i].kind == MLC_ITER_SPATIAL &&
+        tuner_loop_extent(site->loops[i]) > 1 && used_by(b, i, lanes, true))
+      p->row = i; /* the last one: adjacent vectors in a blocked layout */
   register_file(p);
   return true;
 }
@@ -113,11 +130,16 @@ static void lane_cands(const reg_plan *p, int64_t e, bool mult_two, const mlc_tu
     if (e % (w * p->lanes) == 0 && w * p->lanes <= bound) add(c, w * p->lanes, 1);
 }
 
+/* Vector rows in a tile at most: each row loads its own vector, so more
+ * rows save no loads, and this many chains already hide the latency. */
+#define MAX_VECTOR_ROWS 8
+
 /* Rows: divisors of e from 2 to the budget, likelier the larger (fewer
  * loads per FMA); {1} when there is none. */
 static void row_cands(const reg_plan *p, int64_t e, int vectors, cands *c) {
   c->n = 0;
   int64_t max = (p->regs - 4) / vectors;
+  if (p->vector_rows && max > MAX_VECTOR_ROWS) max = MAX_VECTOR_ROWS;
   for (int64_t d = 2; d <= max && d <= e; d++)
     if (e % d == 0) add(c, d, (double)d);
   if (c->n == 0) add(c, 1, 1);
