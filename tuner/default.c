@@ -8,9 +8,10 @@
  * (no contraction, no layout change), every block computed a row at a
  * time under one parallel loop (rows_together); else per block a row
  * rfactor for a matrix-vector product whose reads all walk the reduction
- * along their last dim, else the register tile of GEMM-like blocks, else
- * a row rfactor, else the inner loop vectorized and the outer one
- * parallel.
+ * along their last dim, else the register tile of GEMM-like blocks (a
+ * depthwise convolution's or a pool's pads inlined first, the elementwise
+ * blocks after it computed per tile), else a row rfactor, else the inner
+ * loop vectorized and the outer one parallel.
  */
 #include "tuner/tuner_internal.h"
 
@@ -375,6 +376,41 @@ static bool tile_epilogue(mlc_sched **s, mlc_rv b, int n, const mlc_rv *blocks, 
   return true;
 }
 
+/* Whether every read of blk carries the lanes of its output's last
+ * dimension (no operand is a broadcast: a depthwise convolution, a pool). */
+static bool reads_all_lanes(const mlc_block *blk) {
+  int c = tuner_contiguous_iter(blk);
+  if (c < 0) return false;
+  for (int k = 0; k < blk->n_reads; k++)
+    if (!read_uses(blk, k, c) && !(blk->n_writes == 1 && blk->reads[k].buf == blk->writes[0].buf)) return false;
+  return true;
+}
+
+/* A block that pads: a copy of a load, or a constant where the
+ * load would fall outside (data_pad). */
+static bool is_pad(const mlc_prim_func *f, const mlc_block *b) {
+  const mlc_stmt *st = b->body;
+  if (!tuner_block_is_spatial(b) || b->init || b->n_writes != 1 || tuner_block_is_output(f, b) || !st ||
+      st->kind != MLC_STMT_STORE || st->store.value->kind != MLC_EXPR_IF_THEN_ELSE)
+    return false;
+  const mlc_expr *v = st->store.value;
+  return v->sel.t->kind == MLC_EXPR_LOAD && v->sel.f->kind != MLC_EXPR_LOAD;
+}
+
+/* The pads before block i inlined into it when every read of it carries
+ * the lanes (a depthwise convolution, a pool): each padded vector is then
+ * loaded where it is used, the bounds test shared by its lanes, instead
+ * of the whole padded input being written and read again (2-4x faster
+ * for MobileNetV2's depthwise layers). A convolution whose input is a
+ * broadcast keeps its pad: one test per broadcast made a 3x3 one 2x
+ * slower. */
+static void inline_pads(mlc_sched *t, const mlc_rv *blocks, int i) {
+  mlc_error err;
+  if (!reads_all_lanes(mlc_sched_rv_block(t, blocks[i]))) return;
+  for (int j = i - 1; j >= 0; j--)
+    if (is_pad(mlc_sched_func(t), mlc_sched_rv_block(t, blocks[j]))) mlc_sched_compute_inline(t, blocks[j], &err);
+}
+
 /* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
  * register-blocked micro-kernel, on a copy kept only when it applies,
  * with the blocks after it (blocks[i + 1..n-1]) as its epilogue when
@@ -384,6 +420,7 @@ static bool register_tile(mlc_sched **s, int n, const mlc_rv *blocks, int i, boo
   mlc_rv b = blocks[i];
   mlc_sched *t = mlc_sched_copy(*s);
   const char *name = mlc_sched_rv_block(t, b)->name;
+  if (fuse) inline_pads(t, blocks, i);
   if (!mlc_tuner_cpu_register_tile(t, name, nest_work(t, b) >= MIN_PARALLEL_WORK, &err) ||
       !mlc_verify_func(mlc_sched_func(t), &err)) {
     mlc_sched_free(t);
