@@ -729,13 +729,16 @@ static void test_default_schedule(void) {
   CHECK(mlc_verify_func(s, &err));
   check_same_results(f, s, 0);
   /* Row reductions (softmax's max and sum over 256 contiguous columns):
-   * rfactor'd by a vector, the partial sums vectorized along the row;
-   * the small dense above (k = 4) is no such row. */
+   * rfactor'd by four vectors, the partial sums vectorized along the row,
+   * then summed by one vector; the small dense above (k = 4) is no such
+   * row. */
   f = mlc_task_build(a, mlc_task_find("softmax"), (int64_t[]){64, 256});
   s = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str_clear(&t);
   mlc_print_func(&t, s);
-  CHECK_MSG(strstr(mlc_str_cstr(&t), "_rf = T.alloc_buffer((64, 16))") &&
+  CHECK_MSG(strstr(mlc_str_cstr(&t), "_rf = T.alloc_buffer((64, 64))") &&
+                strstr(mlc_str_cstr(&t), "_rf_1 = T.alloc_buffer((64, 16))") &&
+                strstr(mlc_str_cstr(&t), "in T.vectorized(64):") &&
                 strstr(mlc_str_cstr(&t), "in T.vectorized(16):"),
             "%s", mlc_str_cstr(&t));
   CHECK(mlc_verify_func(s, &err));
