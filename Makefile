@@ -142,7 +142,7 @@ $(BINS): LDLIBS += $(MPI_LIBS)
 # $(B)/bench/results.html (mlc-db report --bench: ours against each baseline).
 BENCH_MAINS := $(wildcard bench/bench_*.c)
 BENCHES  := $(BENCH_MAINS:bench/%.c=$(B)/bench/%)
-BENCH_LIBOBJS := $(B)/obj/bench/results.o $(B)/obj/bench/naive_matmul.o
+BENCH_LIBOBJS := $(B)/obj/bench/results.o $(B)/obj/bench/naive_matmul.o $(B)/obj/bench/onednn.o
 
 $(B)/obj/bench/naive_matmul.o: bench/naive_matmul.c
 	@mkdir -p $(dir $@)
@@ -152,14 +152,14 @@ $(B)/obj/bench/naive_matmul.o: bench/naive_matmul.c
 $(B)/bench/%: $(B)/obj/bench/%.o $(BENCH_LIBOBJS) $(ILIB) $(RTLIB)
 	@mkdir -p $(dir $@)
 	@echo "  LD    $@"
-	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(ILIB) $(RTLIB) -lopenblas $(LDLIBS)
+	@$(CC) $(SANITIZE) -o $@ $< $(BENCH_LIBOBJS) $(ILIB) $(RTLIB) -lopenblas $(if $(DNNL_CFLAGS),-ldnnl) $(LDLIBS)
 
 # bench_models (issue 16) also needs the tools it drives and the runtime it
-# links the compiled models with; with oneDNN (libdnnl-dev, DEB_OPTIONAL)
-# it times ResNet-18's convolutions against it, else it says so.
+# links the compiled models with. With oneDNN (libdnnl-dev, DEB_OPTIONAL)
+# bench/onednn.c times convolutions in it (bench_models' per-layer table,
+# bench_roofline's depthwise layers), else those columns say so.
 DNNL_CFLAGS := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),-DMLC_HAVE_DNNL)
-$(B)/obj/bench/bench_models.o: ALL_CFLAGS += $(DNNL_CFLAGS)
-$(B)/bench/bench_models: LDLIBS += $(if $(DNNL_CFLAGS),-ldnnl)
+$(B)/obj/bench/onednn.o: ALL_CFLAGS += $(DNNL_CFLAGS)
 $(B)/bench/bench_models: | $(B)/bin/mlc-tune $(B)/bin/mlc-compile $(B)/bin/mlc-worker
 # bench_mpi_scale (issue 17) runs mlc-tune under mpirun.
 $(B)/bench/bench_mpi_scale: | $(B)/bin/mlc-tune $(B)/bin/mlc-worker

@@ -76,6 +76,7 @@
  * MLC_BENCH_TRIALS or --trials), 4 rounds of 5 runs: the whole path in
  * about 30 seconds, without `make models`.
  */
+#include "bench/onednn.h"
 #include "bench/results.h"
 #include "frontend/frontend.h"
 #include "graph/graph.h"
@@ -90,9 +91,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef MLC_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.h>
-#endif
 
 enum { THREADS = 2, MAX_ARGS = 8, MAX_LAYERS = 128 };
 /* Tuning curve: at most MAX_STEPS budgets, each point timed CURVE_RUNS times. */
@@ -752,90 +750,6 @@ static void call_kernel(void *ctx) {
   if (kr->fn(kr->args) != 0) die("kernel", "failed");
 }
 
-#ifdef MLC_HAVE_DNNL
-typedef struct dnnl_run {
-  dnnl_primitive_t prim;
-  dnnl_stream_t stream;
-  dnnl_exec_arg_t args[5];
-  int n_args;
-  dnnl_memory_t mems[5];
-  char impl[64];
-} dnnl_run;
-
-static void call_dnnl(void *ctx) {
-  dnnl_run *d = ctx;
-  if (dnnl_primitive_execute(d->prim, d->stream, d->n_args, d->args) != dnnl_success ||
-      dnnl_stream_wait(d->stream) != dnnl_success)
-    die("oneDNN", "execute failed");
-}
-
-#define DNNL_OK(x)                                                                                 \
-  do {                                                                                             \
-    if ((x) != dnnl_success) die("oneDNN", #x);                                                    \
-  } while (0)
-
-/* A memory in the layout the primitive chose, filled with small values. */
-static dnnl_memory_t dnnl_mem(dnnl_engine_t eng, dnnl_primitive_desc_t pd, dnnl_query_t q) {
-  const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, q, 0);
-  dnnl_memory_t m;
-  void *data;
-  DNNL_OK(dnnl_memory_create(&m, md, eng, DNNL_MEMORY_ALLOCATE));
-  DNNL_OK(dnnl_memory_get_data_handle(m, &data));
-  size_t n = dnnl_memory_desc_get_size(md) / sizeof(float);
-  for (size_t i = 0; i < n; i++) ((float *)data)[i] = (float)((i * 7919) % 13) * 0.01f - 0.06f;
-  return m;
-}
-
-/* oneDNN's convolution for cv (convolution_auto, layouts "any"). */
-static void dnnl_conv(dnnl_engine_t eng, dnnl_stream_t st, const conv *cv, dnnl_run *d) {
-  dnnl_memory_desc_t src, wt, bias, dst;
-  dnnl_dims_t sd = {1, cv->c, cv->h, cv->w}, dd = {1, cv->k, cv->p, cv->q}, bd = {cv->k};
-  dnnl_dims_t wd = {cv->g, cv->k / cv->g, cv->c / cv->g, cv->r, cv->s}, wd1 = {cv->k, cv->c, cv->r, cv->s};
-  dnnl_dims_t strides = {cv->stride, cv->stride}, pad = {cv->pad, cv->pad};
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_format_tag_any));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_format_tag_any));
-  if (cv->g == 1) DNNL_OK(dnnl_memory_desc_init_by_tag(&wt, 4, wd1, dnnl_f32, dnnl_format_tag_any));
-  else DNNL_OK(dnnl_memory_desc_init_by_tag(&wt, 5, wd, dnnl_f32, dnnl_format_tag_any));
-  dnnl_convolution_desc_t desc;
-  DNNL_OK(dnnl_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_auto, &src,
-                                             &wt, cv->bias >= 0 ? &bias : NULL, &dst, strides, pad, pad));
-  dnnl_primitive_attr_t attr;
-  dnnl_post_ops_t po;
-  DNNL_OK(dnnl_primitive_attr_create(&attr));
-  DNNL_OK(dnnl_post_ops_create(&po));
-  if (cv->res >= 0) DNNL_OK(dnnl_post_ops_append_sum(po, 1.0f));
-  if (cv->relu) DNNL_OK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
-  DNNL_OK(dnnl_primitive_attr_set_post_ops(attr, po));
-  dnnl_primitive_desc_t pd;
-  DNNL_OK(dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL));
-  const char *impl = "?";
-  dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-  snprintf(d->impl, sizeof d->impl, "%s", impl);
-  int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-  dnnl_query_t qs[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md,
-                        dnnl_query_weights_md};
-  d->n_args = cv->bias >= 0 ? 4 : 3;
-  for (int i = 0; i < d->n_args; i++) {
-    /* the bias is weights argument 1 */
-    if (i == 3) {
-      const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, qs[i], 1);
-      DNNL_OK(dnnl_memory_create(&d->mems[i], md, eng, DNNL_MEMORY_ALLOCATE));
-    } else d->mems[i] = dnnl_mem(eng, pd, qs[i]);
-    d->args[i] = (dnnl_exec_arg_t){ids[i], d->mems[i]};
-  }
-  DNNL_OK(dnnl_primitive_create(&d->prim, pd));
-  d->stream = st;
-  dnnl_primitive_desc_destroy(pd);
-  dnnl_post_ops_destroy(po);
-  dnnl_primitive_attr_destroy(attr);
-}
-
-static void dnnl_free(dnnl_run *d) {
-  dnnl_primitive_destroy(d->prim);
-  for (int i = 0; i < d->n_args; i++) dnnl_memory_destroy(d->mems[i]);
-}
-#endif
 
 /* batch products C[M,N] = A[M,K] B[K,N] (B[N,K] transposed when trans_b);
  * b_stride 0: one B for every batch. */
@@ -905,16 +819,9 @@ static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *
   kdecl *ks = mlc_xmalloc(sizeof(kdecl) * MAX_K);
   int n = parse_decls(h, model, ks, MAX_K);
   mlc_free(h);
-#ifdef MLC_HAVE_DNNL
-  dnnl_engine_t eng;
-  dnnl_stream_t st;
-  DNNL_OK(dnnl_engine_create(&eng, dnnl_cpu, 0));
-  DNNL_OK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
-  const char *dnnl_base = "onednn";
-#else
-  const char *dnnl_base = "none";
-  printf("  oneDNN columns skipped: bench built without libdnnl-dev (make deps installs it)\n");
-#endif
+  const char *dnnl_base = bench_onednn_available() ? "onednn" : "none";
+  if (!bench_onednn_available())
+    printf("  oneDNN columns skipped: bench built without libdnnl-dev (make deps installs it)\n");
   printf("\n%s per layer (tuned kernels, %d threads; median and min of 5 rounds):\n"
          "  %-34s %5s %10s %10s %7s %10s %10s  %-8s %s\n",
          model, THREADS, "kernel", "calls", "ours us", "base us", "ratio", "ours min", "base min", "baseline",
@@ -938,17 +845,18 @@ static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *
       snprintf(shape, sizeof shape, "%lldx%lldx%lld k%lld %lldx%lld s%lld%s%s", (long long)cv.c,
                (long long)cv.h, (long long)cv.w, (long long)cv.k, (long long)cv.r, (long long)cv.s,
                (long long)cv.stride, cv.res >= 0 ? " +res" : "", cv.relu ? " relu" : "");
-#ifdef MLC_HAVE_DNNL
-      dnnl_run d;
-      dnnl_conv(eng, st, &cv, &d);
-      time_pair(call_kernel, &kr, call_dnnl, &d, us);
-      layer_row(ar, ks[i].name, us, dnnl_base, mlc_arena_printf(ar, "%s, oneDNN %s", shape, d.impl),
-                ks[i].calls, cs, nc);
-      dnnl_free(&d);
-#else
-      time_pair(call_kernel, &kr, NULL, NULL, us);
-      layer_row(ar, ks[i].name, us, dnnl_base, shape, ks[i].calls, cs, nc);
-#endif
+      if (bench_onednn_available()) {
+        bench_conv bc = {cv.c, cv.h, cv.w, cv.k, cv.r, cv.s, cv.p, cv.q, cv.g, cv.stride, cv.pad,
+                         cv.bias >= 0, cv.res >= 0, cv.relu, 0};
+        bench_onednn *d = bench_onednn_conv(&bc);
+        time_pair(call_kernel, &kr, bench_onednn_run, d, us);
+        layer_row(ar, ks[i].name, us, dnnl_base,
+                  mlc_arena_printf(ar, "%s, oneDNN %s", shape, bench_onednn_impl(d)), ks[i].calls, cs, nc);
+        bench_onednn_free(d);
+      } else {
+        time_pair(call_kernel, &kr, NULL, NULL, us);
+        layer_row(ar, ks[i].name, us, dnnl_base, shape, ks[i].calls, cs, nc);
+      }
     } else {
       g.a = kr.args[0], g.b = kr.args[1];
       g.c = mlc_xmalloc(sizeof(float) * (size_t)g.batch * (size_t)g.m * (size_t)g.n);
@@ -961,10 +869,6 @@ static void per_layer(mlc_arena *ar, const char *work, const char *model, ours *
     }
     for (int a = 0; a < ks[i].n_args; a++) mlc_free(kr.args[a]);
   }
-#ifdef MLC_HAVE_DNNL
-  dnnl_stream_destroy(st);
-  dnnl_engine_destroy(eng);
-#endif
   mlc_free(ks);
 }
 

@@ -30,11 +30,14 @@
  * Each row: the kernel, its bytes and MFLOP, the level, which bound
  * holds (mem, exp or flop) and its time, ours (median of 5 rounds),
  * achieved GB/s and the share of the bound (bound time / our time; the
- * goal is 80%). Every model's output is checked
+ * goal is 80%); for the depthwise layers also oneDNN's convolution of the
+ * same shape (its own layouts, bias and ReLU6 as post-ops; timed in
+ * rounds alternating with ours) and our time over its. Every model's output is checked
  * against the plain C evaluation of the graph before anything is timed.
  *
  *   bench_roofline [--results FILE] [--trials N] [--db PATH] [--only a,b]
  */
+#include "bench/onednn.h"
 #include "bench/results.h"
 #include "db/db.h"
 #include "frontend/frontend.h"
@@ -60,6 +63,7 @@ typedef struct kernel_spec {
   const char *json;  /* the model; weights seeded */
   const char *match; /* report the kernels whose scheduled TVMScript has it; NULL: all */
   int exps;          /* exps (or erfs) per output element of a kernel that takes them */
+  bench_conv conv;   /* the reported kernel's convolution, timed in oneDNN too (k 0: none) */
 } kernel_spec;
 
 #define MODEL(name, inputs, weights, nodes, out)                                                  \
@@ -84,21 +88,21 @@ typedef struct kernel_spec {
 
 static const kernel_spec KERNELS[] = {
     {"dw_c32_112", "MobileNetV2 depthwise 3x3 s1 + bias + ReLU6, 32x112x112 (NCHWc)",
-     DW_STAGE("dw_c32_112", 32, 112, 1), "depthwise", 0},
+     DW_STAGE("dw_c32_112", 32, 112, 1), "depthwise", 0, {32, 112, 112, 32, 3, 3, 112, 112, 32, 1, 1, true, false, false, 6}},
     {"dw_c96_112_s2", "MobileNetV2 depthwise 3x3 s2 + bias + ReLU6, 96x112x112 (NCHWc)",
-     DW_STAGE("dw_c96_112_s2", 96, 112, 2), "depthwise", 0},
+     DW_STAGE("dw_c96_112_s2", 96, 112, 2), "depthwise", 0, {96, 112, 112, 96, 3, 3, 56, 56, 96, 2, 1, true, false, false, 6}},
     {"dw_c144_56", "MobileNetV2 depthwise 3x3 s1 + bias + ReLU6, 144x56x56 (NCHWc)",
-     DW_STAGE("dw_c144_56", 144, 56, 1), "depthwise", 0},
+     DW_STAGE("dw_c144_56", 144, 56, 1), "depthwise", 0, {144, 56, 56, 144, 3, 3, 56, 56, 144, 1, 1, true, false, false, 6}},
     {"dw_c576_14", "MobileNetV2 depthwise 3x3 s1 + bias + ReLU6, 576x14x14 (NCHWc)",
-     DW_STAGE("dw_c576_14", 576, 14, 1), "depthwise", 0},
+     DW_STAGE("dw_c576_14", 576, 14, 1), "depthwise", 0, {576, 14, 14, 576, 3, 3, 14, 14, 576, 1, 1, true, false, false, 6}},
     {"softmax_256", "softmax over rows, 256x256",
-     MODEL("softmax_256", IN("x", "256, 256"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1},
+     MODEL("softmax_256", IN("x", "256, 256"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1, {0}},
     {"softmax_attn", "attention softmax, 12x128x128 (BERT-base at 128)",
-     MODEL("softmax_attn", IN("x", "1, 12, 128, 128"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1},
+     MODEL("softmax_attn", IN("x", "1, 12, 128, 128"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1, {0}},
     {"layernorm", "layer norm, 128x768 (BERT-base at 128)",
      MODEL("layernorm", IN("x", "128, 768"), IN("g", "768") "," IN("b", "768"),
            NODE("y", "layernorm", "\"x\", \"g\", \"b\"", ""), "y"),
-     NULL, 0},
+     NULL, 0, {0}},
     {"rmsnorm", "RMS norm as exported, 128x768 (Llama-style)",
      MODEL("rmsnorm", IN("x", "128, 768"),
            IN("g", "768") ", {\"name\": \"eps\", \"shape\": [1], \"values\": [1e-6]}",
@@ -107,26 +111,26 @@ static const kernel_spec KERNELS[] = {
            NODE("me", "add", "\"ms\", \"eps\"", "") "," NODE("rt", "sqrt", "\"me\"", "") ","
            NODE("nx", "divide", "\"x\", \"rt\"", "") "," NODE("y", "multiply", "\"nx\", \"g\"", ""),
            "y"),
-     NULL, 0},
+     NULL, 0, {0}},
     {"maxpool", "ResNet-18 max pool 3x3 s2 between convs, 64x112x112 (NCHWc)",
      MODEL("maxpool", IN("x", "1, 64, 112, 112"), IN("w", "64, 64, 1, 1") "," IN("w2", "64, 64, 1, 1"),
            NODE("c", "conv2d", "\"x\", \"w\"", "") ","
            NODE("p", "max_pool2d", "\"c\"", ", \"pool_size\": 3, \"stride\": 2, \"padding\": 1") ","
            NODE("y", "conv2d", "\"p\", \"w2\"", ""),
            "y"),
-     "pool_max", 0},
+     "pool_max", 0, {0}},
     {"gap_1280", "MobileNetV2 global average pool after its last conv, 1280x7x7 (NCHWc)",
      MODEL("gap_1280", IN("x", "1, 320, 7, 7"), IN("w", "1280, 320, 1, 1"),
            NODE("c", "conv2d", "\"x\", \"w\"", "") "," NODE("y", "global_avg_pool2d", "\"c\"", ""), "y"),
-     "T_sum", 0},
+     "T_sum", 0, {0}},
     {"add_relu", "ResNet-18 residual add + ReLU, 64x56x56",
      MODEL("add_relu", IN("x", "1, 64, 56, 56") "," IN("r", "1, 64, 56, 56"), "",
            NODE("s", "add", "\"x\", \"r\"", "") "," NODE("y", "relu", "\"s\"", ""), "y"),
-     NULL, 0},
+     NULL, 0, {0}},
     {"bias_gelu", "bias + GELU, 128x3072 (BERT-base's feed-forward)",
      MODEL("bias_gelu", IN("x", "128, 3072"), IN("b", "3072"),
            NODE("s", "add", "\"x\", \"b\"", "") "," NODE("y", "gelu", "\"s\"", ""), "y"),
-     NULL, 1},
+     NULL, 1, {0}},
 };
 enum { N_KERNELS = MLC_COUNTOF(KERNELS) };
 
@@ -352,6 +356,8 @@ typedef struct row {
   const level *lv;
   const char *bound_by; /* "mem", "exp" or "flop" */
   double bound_us, us;
+  double onednn_us;     /* 0: not timed */
+  const char *onednn_impl;
 } row;
 
 /* Whether kernel i of v is one the spec reports. */
@@ -380,7 +386,8 @@ static void time_kernels(mlc_arena *names, const kernel_spec *ks, bench_variant 
     if (f->n_params > 16) die(v->symbols[i], "more than 16 parameters");
     mlc_array *args[16];
     row *r = &rows[(*n_rows)++];
-    *r = (row){ks->name, v->name, mlc_arena_strdup(names, v->symbols[i]), 0, 0, mlc_func_flops(f), NULL, "", 0, 0};
+    *r = (row){ks->name, v->name, mlc_arena_strdup(names, v->symbols[i]), 0, 0, mlc_func_flops(f), NULL, "", 0, 0,
+               0, NULL};
     for (int a = 0; a < f->n_params; a++) {
       args[a] = mlc_array_for_buffer(f->params[a]);
       mlc_array_fill_random(args[a], &rng);
@@ -389,9 +396,16 @@ static void time_kernels(mlc_arena *names, const kernel_spec *ks, bench_variant 
     /* exps: so many per element of its (last) output */
     r->exps = ks->exps * mlc_array_numel(args[f->n_params - 1]);
     kernel_call kc = {v->fns[i], f->n_params, args};
-    double ms[5];
-    for (int k = 0; k < 5; k++) ms[k] = bench_time_ms(call_kernel, &kc, 3, 20);
-    r->us = 1e3 * bench_median(ms, 5);
+    /* ours and oneDNN's in alternating rounds, so that both see the same load */
+    bench_onednn *d = ks->conv.k && bench_onednn_available() ? bench_onednn_conv(&ks->conv) : NULL;
+    double ms[4];
+    bench_time_pair(call_kernel, &kc, d ? bench_onednn_run : NULL, d, 5, 3, 20, ms);
+    r->us = 1e3 * ms[0];
+    if (d) {
+      r->onednn_us = 1e3 * ms[1];
+      r->onednn_impl = mlc_arena_strdup(names, bench_onednn_impl(d));
+      bench_onednn_free(d);
+    }
     for (int a = 0; a < f->n_params; a++) mlc_array_free(args[a]);
   }
 }
@@ -512,22 +526,32 @@ int main(int argc, char **argv) {
   printf("# roofline, %d threads, load %.1f; the better of two measurements: read GB/s", threads, load[0]);
   for (int i = 0; i < N_LEVELS; i++) printf(" %s %.1f", mc.lv[i].name, mc.lv[i].gbs);
   printf("; exp %.2f G/s; FMA peak %.1f GFLOP/s\n", mc.exps / 1e9, mc.gflops);
-  printf("%-14s %-8s %10s %7s %5s %5s %9s %9s %8s %6s  %s\n", "kernel", "variant", "bytes", "MFLOP", "level",
-         "bound", "bound us", "ours us", "GB/s", "share", "symbol");
-  bench_case *cs = MLC_NEW_ARRAY(a, bench_case, n_rows + N_LEVELS + 2);
+  printf("%-14s %-8s %10s %7s %5s %5s %9s %9s %8s %6s %9s %6s  %s\n", "kernel", "variant", "bytes", "MFLOP",
+         "level", "bound", "bound us", "ours us", "GB/s", "share", "oneDNN us", "ratio", "symbol");
+  bench_case *cs = MLC_NEW_ARRAY(a, bench_case, 2 * n_rows + N_LEVELS + 2);
   int nc = 0;
   for (int i = 0; i < n_rows; i++) {
     row *r = &rows[i];
     double gbs = (double)r->bytes / (r->us * 1e3), share = r->bound_us / r->us;
-    printf("%-14s %-8s %10lld %7.2f %5s %5s %9.2f %9.2f %8.1f %5.0f%%  %s\n", r->spec, r->variant,
+    char dnnl[32] = "-", ratio[16] = "-";
+    if (r->onednn_us > 0) {
+      snprintf(dnnl, sizeof dnnl, "%.2f", r->onednn_us);
+      snprintf(ratio, sizeof ratio, "%.2f", r->us / r->onednn_us);
+    }
+    printf("%-14s %-8s %10lld %7.2f %5s %5s %9.2f %9.2f %8.1f %5.0f%% %9s %6s  %s\n", r->spec, r->variant,
            (long long)r->bytes, r->flops / 1e6, r->lv->name, r->bound_by, r->bound_us, r->us, gbs, 100 * share,
-           r->kernel);
+           dnnl, ratio, r->kernel);
     cs[nc++] = (bench_case){
         mlc_arena_printf(a, "roofline_%s_%s_%dt", r->spec, r->kernel, threads), 100 * share, "%", NULL, 0,
         mlc_arena_printf(a, "share of the %s bound: %lld bytes at %s (%.1f GB/s), %.2f MFLOP, %lld exps; bound %.2f us, ours %.2f us",
                          r->bound_by, (long long)r->bytes, r->lv->name, r->lv->gbs, r->flops / 1e6,
                          (long long)r->exps, r->bound_us, r->us)};
   }
+  for (int i = 0; i < n_rows; i++)
+    if (rows[i].onednn_us > 0)
+      cs[nc++] = (bench_case){mlc_arena_printf(a, "roofline_%s_%s_vs_onednn_%dt", rows[i].spec, rows[i].kernel, threads),
+                              rows[i].us, "us", "onednn", rows[i].onednn_us,
+                              mlc_arena_printf(a, "oneDNN %s, same rounds", rows[i].onednn_impl)};
   for (int i = 0; i < N_LEVELS; i++)
     cs[nc++] = (bench_case){mlc_arena_printf(a, "roofline_read_%s_%dt", mc.lv[i].name, threads), mc.lv[i].gbs,
                             "GB/s", NULL, 0,
