@@ -1362,6 +1362,46 @@ static void test_compute_at_min_max_region(void) {
   mlc_sched_free(s);
 }
 
+/* Softmax's shape: B feeds S (a row sum) and C; S is placed under C's row
+ * loop first, where the extent-1 batch loop's var simplifies to 0 in S's
+ * bindings while C still indexes by it. B then moves under the same loop:
+ * the two dependents' regions agree once the run-once loop is fixed at
+ * its value, and the row loop over all three can run parallel (the race
+ * check sees the same). */
+static const char UNIT_BATCH[] = HDR
+    "@T.prim_func\n"
+    "def main(A: T.Buffer((1, 8, 32), \"float32\"), C: T.Buffer((1, 8, 32), \"float32\")):\n"
+    "    B = T.alloc_buffer((1, 8, 32))\n"
+    "    S = T.alloc_buffer((1, 8))\n"
+    "    for i0, i1, i2 in T.grid(1, 8, 32):\n"
+    "        with T.block(\"B\"):\n"
+    "            v0, v1, v2 = T.axis.remap(\"SSS\", [i0, i1, i2])\n"
+    "            B[v0, v1, v2] = A[v0, v1, v2] * T.float32(2)\n"
+    "    for i0, i1, k in T.grid(1, 8, 32):\n"
+    "        with T.block(\"S\"):\n"
+    "            v0, v1, vk = T.axis.remap(\"SSR\", [i0, i1, k])\n"
+    "            with T.init():\n"
+    "                S[v0, v1] = T.float32(0)\n"
+    "            S[v0, v1] = S[v0, v1] + B[v0, v1, vk]\n"
+    "    for i0, i1, i2 in T.grid(1, 8, 32):\n"
+    "        with T.block(\"C\"):\n"
+    "            v0, v1, v2 = T.axis.remap(\"SSS\", [i0, i1, i2])\n"
+    "            C[v0, v1, v2] = B[v0, v1, v2] / S[v0, v1]\n";
+
+static void test_compute_at_unit_loop_dependents(void) {
+  mlc_prim_func *f = parse(UNIT_BATCH);
+  MLC_ASSERT(f);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv row = loop_of(s, "C", 1);
+  OK(mlc_sched_compute_at(s, block_of(s, "S"), row, false, -1, err));
+  OK(mlc_sched_compute_at(s, block_of(s, "B"), row, false, -1, err));
+  OK(mlc_sched_parallel(s, row, err));
+  check_equivalent(f, s, 3);
+  char why[300] = "";
+  CHECK_MSG(same_compiled(f, mlc_sched_func(s), "main", 3, why, sizeof why), "%s", why);
+  mlc_sched_free(s);
+}
+
 /* ---- random sequences --------------------------------------------------------------------------- */
 
 /* -DPROP_SCALE=20 for a longer hunt outside the suite. */
@@ -1603,6 +1643,7 @@ int main(void) {
   RUN(test_compute_location_replay);
   RUN(test_handles_after_move);
   RUN(test_compute_at_min_max_region);
+  RUN(test_compute_at_unit_loop_dependents);
   RUN(test_random_sequences);
   mlc_arena_free(TA);
   mlc_jit_shutdown();

@@ -208,10 +208,10 @@ static bool reductions_inner(mlc_sched *t, mlc_rv b, mlc_error *err) {
 /* A row reduction (reduces_contiguous) over at least two vectors: its
  * innermost loop split by a vector of 16 (or 8) lanes, or by `wide` lanes
  * when the row holds four such (shorter rows lose more to the second
- * write-back than they gain: softmax over 128 columns), and rfactor'd, so that each row sums into
- * a vector of partial results (the rf block, *rf), then one short
- * write-back per row. False, with t as it may have been left half done,
- * when a step refuses. */
+ * write-back than they gain: softmax over 128 columns), and rfactor'd, so
+ * that each row sums into a vector of partial results (the rf block,
+ * *rf), then one short write-back per row. False, with t as it may have
+ * been left half done, when a step refuses. */
 static bool rfactor_row(mlc_sched *t, mlc_rv b, bool reduce_inner, int64_t wide, mlc_rv *rf) {
   mlc_error err;
   mlc_rv *loops, parts[2];
