@@ -7,7 +7,9 @@
  * but for a transpose whose one consumer is a matmul: it joins the
  * matmul's group in front, and the kernel's schedule inlines it, so the
  * matmul reads the operand in place (attention's keys and values, a
- * decode step's whole cache, are not copied transposed first).
+ * decode step's whole cache, are not copied transposed first). A
+ * reduction (REDUCE class: it reads each input element once) takes in
+ * front the chain of elementwise ops that only it consumes.
  *
  * The fused call replaces the group's last binding, which is where every
  * value the group reads from outside is defined; the group's intermediate
@@ -260,6 +262,28 @@ static void take_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *o
   g->n += n;
 }
 
+/* Prepends to g (holding reduction binding i alone) the chain of
+ * elementwise ops that feeds it, each the only use of its result and none
+ * an output, up to max_ops in all: the reduction reads each element
+ * once, so the chain is computed once, in the reduction's kernel, and its
+ * result never goes through memory. */
+static void take_elemwise_inputs(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int max_ops,
+                                 group *g) {
+  const mlc_gbinding *b = &f->bindings[g->members[0]];
+  if (b->kind != MLC_GCALL_OP || mlc_gop_class_of(b->op) != MLC_GOP_REDUCE) return;
+  while (g->n < max_ops) {
+    b = &f->bindings[g->members[0]];
+    int d = b->n_args == 1 ? mlc_gfunc_def(f, b->args[0]) : -1;
+    if (d < 0 || owner[d] >= 0 || f->bindings[d].kind != MLC_GCALL_OP ||
+        mlc_gop_class_of(f->bindings[d].op) != MLC_GOP_ELEMWISE || mlc_guses_count(u, b->args[0]) != 1 ||
+        mlc_gfunc_is_output(f, b->args[0]))
+      return;
+    memmove(g->members + 1, g->members, sizeof *g->members * (size_t)g->n);
+    g->members[0] = d;
+    g->n++;
+  }
+}
+
 static void grow_group(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int max_ops,
                        group *g) {
   while (g->n < max_ops) {
@@ -344,8 +368,10 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
         mlc_gop_class_of(b->op) == MLC_GOP_INJECTIVE)
       continue;
     group g = {1, {i}};
+    int max_ops = m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP;
     take_transposes(f, &u, owner, &g);
-    grow_group(f, &u, owner, m->fuse_max_ops > 0 && m->fuse_max_ops < MAX_GROUP ? m->fuse_max_ops : MAX_GROUP, &g);
+    take_elemwise_inputs(f, &u, owner, max_ops, &g);
+    grow_group(f, &u, owner, max_ops, &g);
     if (g.n < 2) continue;
     builder B;
     mlc_gfunc *sub = make_subfunction(m, f, &g, (*counter)++, &B);

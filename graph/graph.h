@@ -50,7 +50,7 @@ enum { MLC_GOP_COUNT = 0
 #include "graph/ops.def"
 };
 
-typedef enum mlc_gop_class { MLC_GOP_ELEMWISE, MLC_GOP_ANCHOR, MLC_GOP_INJECTIVE } mlc_gop_class;
+typedef enum mlc_gop_class { MLC_GOP_ELEMWISE, MLC_GOP_ANCHOR, MLC_GOP_REDUCE, MLC_GOP_INJECTIVE } mlc_gop_class;
 
 const char *mlc_gop_name(mlc_gop op);   /* "matmul" (JSON) */
 const char *mlc_gop_script(mlc_gop op); /* "R.matmul" (printed) */

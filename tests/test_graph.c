@@ -450,6 +450,50 @@ static void test_fuse_refuses_output_producer(void) {
   mlc_graph_free(m);
 }
 
+/* A reduction takes in front the elementwise chain only it consumes (an
+ * RMS norm's square: one kernel, x read in place); a square another op
+ * also reads stays its own kernel, and a dense layer takes no elementwise
+ * input (each element would be computed once per output column). */
+static const char rms_model[] = MODEL(
+    "{\"name\": \"x\", \"shape\": [4, 32]}", "{\"name\": \"w\", \"shape\": [8, 32]}",
+    "{\"name\": \"sq\", \"op\": \"multiply\", \"inputs\": [\"x\", \"x\"]},"
+    "{\"name\": \"ms\", \"op\": \"reduce_mean\", \"inputs\": [\"sq\"], \"axes\": [-1], \"keepdims\": true},"
+    "{\"name\": \"rt\", \"op\": \"sqrt\", \"inputs\": [\"ms\"]},"
+    "{\"name\": \"n\", \"op\": \"divide\", \"inputs\": [\"x\", \"rt\"]},"
+    "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"n\"]},"
+    "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"w\"]}",
+    "\"y\"");
+
+static void test_fuse_reduce_inputs(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(rms_model, &err);
+  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  if (!m) return;
+  CHECK(mlc_graph_find_func(m, "fused_multiply_reduce_mean_sqrt_divide_relu0") != NULL);
+  CHECK(m->n_funcs == 2 && mlc_graph_main(m)->n_bindings == 2);
+  mlc_graph_free(m);
+  m = parse(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "",
+                  "{\"name\": \"sq\", \"op\": \"multiply\", \"inputs\": [\"x\", \"x\"]},"
+                  "{\"name\": \"s\", \"op\": \"reduce_sum\", \"inputs\": [\"sq\"], \"axes\": [-1], \"keepdims\": true},"
+                  "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"sq\", \"s\"]}",
+                  "\"y\""),
+            &err);
+  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  if (!m) return;
+  CHECK(mlc_graph_find_func(m, "fused_reduce_sum_divide0") != NULL && mlc_graph_main(m)->n_bindings == 2 &&
+        mlc_graph_main(m)->bindings[0].op == MLC_GOP_MULTIPLY);
+  mlc_graph_free(m);
+  m = parse(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "{\"name\": \"w\", \"shape\": [8, 32]}",
+                  "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"x\"]},"
+                  "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"w\"]}",
+                  "\"y\""),
+            &err);
+  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  if (!m) return;
+  CHECK(m->n_funcs == 1 && mlc_graph_main(m)->n_bindings == 2);
+  mlc_graph_free(m);
+}
+
 /* Transposing a weight happens at compile time: the new constant holds
  * w^T and main reads it directly. */
 static void test_fold_constants(void) {
@@ -542,6 +586,7 @@ static void check_fuse_tir_equal(const char *json) {
 
 static void test_fuse_tir_interp_dense(void) { check_fuse_tir_equal(dense_model); }
 static void test_fuse_tir_interp_shared(void) { check_fuse_tir_equal(shared_model); }
+static void test_fuse_tir_interp_reduce_inputs(void) { check_fuse_tir_equal(rms_model); }
 
 static void test_fuse_tir_interp_ops(void) {
   /* Every op once: conv2d + add + relu fuse, pool, layernorm, gelu chain,
@@ -1626,8 +1671,10 @@ int main(void) {
   RUN(test_fuse_and_lower_text);
   RUN(test_fuse_refuses_shared_producer);
   RUN(test_fuse_refuses_output_producer);
+  RUN(test_fuse_reduce_inputs);
   RUN(test_fuse_tir_interp_dense);
   RUN(test_fuse_tir_interp_shared);
+  RUN(test_fuse_tir_interp_reduce_inputs);
   RUN(test_fuse_tir_interp_ops);
   RUN(test_fuse_tir_interp_norms);
   RUN(test_long_chain);
