@@ -837,7 +837,7 @@ static int count_of(const char *text, const char *what) {
 
 /* Row-wise kernels run row by row: every block under one parallel loop
  * over the rows (softmax's max, exps, sum and quotient; an elementwise
- * chain), the row reductions summed by lanes; a kernel that changes the
+ * chain, inlined into its last block), the row reductions summed by lanes; a kernel that changes the
  * layout (an unpack after a pool) or whose consumer reads windows of its
  * producer's rows (a max pool over a ReLU: rows would be recomputed) keeps
  * a nest per block. */
@@ -857,8 +857,16 @@ static void test_default_schedule_rows(void) {
                          "{\"name\": \"s\", \"op\": \"add\", \"inputs\": [\"x\", \"r\"]},"
                          "{\"name\": \"y\", \"op\": \"relu\", \"inputs\": [\"s\"]}], \"outputs\": [\"y\"]}";
   if (default_of(a, add_relu, "fused_add_relu0", &t))
-    CHECK_MSG(count_of(t.data, "T.parallel(") == 1 && strstr(t.data, "_fused in T.parallel(3584):"), "%s",
-              t.data);
+    CHECK_MSG(count_of(t.data, "T.parallel(") == 1 && strstr(t.data, "_fused in T.parallel(3584):") &&
+                  !strstr(t.data, "T_add_intermediate"),
+              "%s", t.data);
+  /* an RMS norm: the square inlined into the row's sum, the quotient into
+   * the scaling; the row's root stays a value of its own (inlined, it
+   * would be computed per element) */
+  if (default_of(a, rms_model, "fused_multiply_reduce_mean_sqrt_divide_relu0", &t))
+    CHECK_MSG(!strstr(t.data, "T_multiply_intermediate") && !strstr(t.data, "T_divide_intermediate") &&
+                  strstr(t.data, "T_sqrt_intermediate = T.alloc_buffer((4, 1))"),
+              "%s", t.data);
   /* Each row of C reads two rows of B: computed row by row, B's rows
    * would be computed twice. */
   static const char two_rows[] = "@T.prim_func\n"
