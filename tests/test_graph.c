@@ -464,31 +464,33 @@ static const char rms_model[] = MODEL(
     "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"w\"]}",
     "\"y\"");
 
-static void test_fuse_reduce_inputs(void) {
+/* json parsed and fused; NULL (the check failed) when either refuses. */
+static mlc_gmodule *parse_fused(const char *json) {
   mlc_error err;
-  mlc_gmodule *m = parse(rms_model, &err);
+  mlc_gmodule *m = parse(json, &err);
   CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  return m;
+}
+
+static void test_fuse_reduce_inputs(void) {
+  mlc_gmodule *m = parse_fused(rms_model);
   if (!m) return;
   CHECK(mlc_graph_find_func(m, "fused_multiply_reduce_mean_sqrt_divide_relu0") != NULL);
   CHECK(m->n_funcs == 2 && mlc_graph_main(m)->n_bindings == 2);
   mlc_graph_free(m);
-  m = parse(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "",
-                  "{\"name\": \"sq\", \"op\": \"multiply\", \"inputs\": [\"x\", \"x\"]},"
-                  "{\"name\": \"s\", \"op\": \"reduce_sum\", \"inputs\": [\"sq\"], \"axes\": [-1], \"keepdims\": true},"
-                  "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"sq\", \"s\"]}",
-                  "\"y\""),
-            &err);
-  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  m = parse_fused(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "",
+                        "{\"name\": \"sq\", \"op\": \"multiply\", \"inputs\": [\"x\", \"x\"]},"
+                        "{\"name\": \"s\", \"op\": \"reduce_sum\", \"inputs\": [\"sq\"], \"axes\": [-1], \"keepdims\": true},"
+                        "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"sq\", \"s\"]}",
+                        "\"y\""));
   if (!m) return;
   CHECK(mlc_graph_find_func(m, "fused_reduce_sum_divide0") != NULL && mlc_graph_main(m)->n_bindings == 2 &&
         mlc_graph_main(m)->bindings[0].op == MLC_GOP_MULTIPLY);
   mlc_graph_free(m);
-  m = parse(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "{\"name\": \"w\", \"shape\": [8, 32]}",
-                  "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"x\"]},"
-                  "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"w\"]}",
-                  "\"y\""),
-            &err);
-  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  m = parse_fused(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "{\"name\": \"w\", \"shape\": [8, 32]}",
+                        "{\"name\": \"r\", \"op\": \"relu\", \"inputs\": [\"x\"]},"
+                        "{\"name\": \"y\", \"op\": \"dense\", \"inputs\": [\"r\", \"w\"]}",
+                        "\"y\""));
   if (!m) return;
   CHECK(m->n_funcs == 1 && mlc_graph_main(m)->n_bindings == 2);
   mlc_graph_free(m);
