@@ -457,10 +457,10 @@ static mlc_sched *blocks_at(mlc_sched *s, int n, const mlc_rv *blocks, int depth
 }
 
 /* Rows computed together share their loop among threads from this many
- * iterations of all their blocks: a row's iterations are vector lanes
- * mostly, and an RMS norm over 128 x 768 (about 200,000) ran 1.8x faster
- * on two threads than on one; the runtime itself runs a loop of too
- * little work serially. */
+ * iterations of all their blocks, fewer than a lone nest needs: a row's
+ * iterations are mostly vector lanes, several blocks' worth of work per
+ * row (an RMS norm over 128 x 768 holds about 200,000), and the runtime
+ * itself runs a loop of too little work serially. */
 #define MIN_ROWS_PARALLEL_WORK (1 << 15)
 
 /* The loops of block b down to depth `depth` that run more than once
