@@ -77,6 +77,22 @@ static bool used_by(const mlc_block *b, int i, const mlc_var *lanes, bool with_l
   return false;
 }
 
+/* Rows where no operand is a broadcast (a depthwise convolution, a pool:
+ * every read carries the lanes): output columns a read walks with the
+ * lanes, each row its own vector load of it, and an operand that does not
+ * walk them (the weights) loaded once for all rows; several rows keep
+ * several accumulator chains in flight. The last such iter (adjacent
+ * vectors in a blocked layout), or -1. */
+static int vector_row(const mlc_block *b, const tuner_site *site, const reg_plan *p) {
+  const mlc_var *lanes = b->iters[p->contig].var;
+  int row = -1;
+  for (int i = 0; i < b->n_iters; i++)
+    if (i != p->contig && i != p->mult && b->iters[i].kind == MLC_ITER_SPATIAL &&
+        tuner_loop_extent(site->loops[i]) > 1 && used_by(b, i, lanes, true))
+      row = i;
+  return row;
+}
+
 static bool make_plan(const mlc_block *b, const tuner_site *site, reg_plan *p) {
   *p = (reg_plan){.contig = tuner_contiguous_iter(b), .row = -1, .mult = -1};
   if (p->contig < 0 || !tuner_block_is_reduction(b) || b->n_iters != site->n_loops) return false;
@@ -87,19 +103,10 @@ static bool make_plan(const mlc_block *b, const tuner_site *site, reg_plan *p) {
     if (bcast && !vec && tuner_loop_extent(site->loops[i]) > 1) p->row = i; /* the last one */
     if (vec && !bcast && p->mult < 0) p->mult = i;
   }
-  /* No broadcast operand (a depthwise convolution, a pool: every read
-   * carries the lanes): the rows are output columns a read walks with the
-   * lanes, each row its own vector load of it, and an operand that does
-   * not walk them (the weights) loaded once for all rows; several rows
-   * keep several accumulator chains in flight. */
-  for (int i = 0; p->row < 0 && i < b->n_iters; i++)
-    if (i != p->contig && i != p->mult && b->iters[i].kind == MLC_ITER_SPATIAL &&
-        tuner_loop_extent(site->loops[i]) > 1 && used_by(b, i, lanes, true))
-      p->vector_rows = true;
-  for (int i = 0; p->vector_rows && i < b->n_iters; i++)
-    if (i != p->contig && i != p->mult && b->iters[i].kind == MLC_ITER_SPATIAL &&
-        tuner_loop_extent(site->loops[i]) > 1 && used_by(b, i, lanes, true))
-      p->row = i; /* the last one: adjacent vectors in a blocked layout */
+  if (p->row < 0) {
+    p->row = vector_row(b, site, p);
+    p->vector_rows = p->row >= 0;
+  }
   register_file(p);
   return true;
 }
