@@ -138,6 +138,9 @@ enum { N_KERNELS = MLC_COUNTOF(KERNELS) };
 
 typedef float vec16 __attribute__((vector_size(64)));
 
+/* Threads the machine measurements run on at most (one slot each). */
+enum { MAX_THREADS = 1024 };
+
 typedef struct level {
   const char *name;
   int64_t per_thread; /* bytes each thread sums */
@@ -149,7 +152,7 @@ typedef struct sweep {
   const vec16 *data;
   int64_t per_thread; /* vectors */
   int reps;
-  float sums[64];
+  float sums[MAX_THREADS];
 } sweep;
 
 /* Eight independent sums, so that loads, not add latency, limit it. */
@@ -273,7 +276,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static float fma_ch
 
 typedef struct fma_run {
   int64_t reps;
-  float sink[64];
+  float sink[MAX_THREADS];
 } fma_run;
 
 static void fma_chunk(int64_t i, void *closure) {
@@ -339,14 +342,12 @@ static const level *level_of(const level lv[N_LEVELS], int64_t bytes, int thread
 typedef struct kernel_call {
   mlc_kernel_fn fn;
   int n;
-  mlc_array **args;
+  const mlc_array *args; /* the arguments, as mlc_kernel_call takes them */
 } kernel_call;
 
 static void call_kernel(void *ctx) {
   kernel_call *k = ctx;
-  mlc_array tmp[16];
-  for (int i = 0; i < k->n; i++) tmp[i] = *k->args[i];
-  if (mlc_kernel_call(k->fn, k->n, tmp) != 0) die("kernel", "failed");
+  if (mlc_kernel_call(k->fn, k->n, k->args) != 0) die("kernel", "failed");
 }
 
 typedef struct row {
@@ -395,7 +396,9 @@ static void time_kernels(mlc_arena *names, const kernel_spec *ks, bench_variant 
     }
     /* exps: so many per element of its (last) output */
     r->exps = ks->exps * mlc_array_numel(args[f->n_params - 1]);
-    kernel_call kc = {v->fns[i], f->n_params, args};
+    mlc_array vals[16];
+    for (int a = 0; a < f->n_params; a++) vals[a] = *args[a];
+    kernel_call kc = {v->fns[i], f->n_params, vals};
     /* ours and oneDNN's in alternating rounds, so that both see the same load */
     bench_onednn *d = ks->conv.k && bench_onednn_available() ? bench_onednn_conv(&ks->conv) : NULL;
     double ms[4];
@@ -504,7 +507,7 @@ int main(int argc, char **argv) {
   mlc_error err;
   mlc_target t;
   if (!mlc_target_parse("llvm", &t, &err)) die("llvm", err.msg);
-  int threads = t.num_cores;
+  int threads = t.num_cores < MAX_THREADS ? t.num_cores : MAX_THREADS;
   double load[1] = {-1};
   getloadavg(load, 1);
 
