@@ -572,6 +572,22 @@ static LLVMValueRef cg_load(cg *c, const mlc_expr *e) {
   return cg_from_mem(c, out, t);
 }
 
+/* a * b + k as llvm.fmuladd: one FMA where the target has them (the
+ * polynomials below are ours, their error bounds hold either way). */
+static LLVMValueRef mul_add(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef k) {
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  LLVMValueRef args[3] = {a, b, k};
+  return call_intrinsic(c, "llvm.fmuladd", &ty, 1, args, 3);
+}
+
+/* p(x) by Horner's rule, coefficients from the highest degree down. */
+static LLVMValueRef horner(cg *c, LLVMValueRef x, const double *k, int n) {
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  LLVMValueRef p = const_real(ty, k[0]);
+  for (int i = 1; i < n; i++) p = mul_add(c, p, x, const_real(ty, k[i]));
+  return p;
+}
+
 /* exp(x) in float32 from plain arithmetic, so that vectorized loops stay
  * vectors: LLVM 14's C API cannot point the vectorizer at a vector math
  * library, and llvm.exp on a vector becomes one expf call per lane (a
@@ -587,18 +603,22 @@ static LLVMValueRef cpu_exp(cg *c, LLVMValueRef x) {
   LLVMValueRef hi = const_real(ty, 89.0), lo = const_real(ty, -104.0);
   LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
   xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
-  LLVMValueRef fx = LLVMBuildFAdd(b, LLVMBuildFMul(b, xc, const_real(ty, 1.44269504088896341), ""),
-                                  const_real(ty, 0.5), "");
+  LLVMValueRef fx = mul_add(c, xc, const_real(ty, 1.44269504088896341), const_real(ty, 0.5));
   LLVMValueRef n = intrin1(c, "llvm.floor", fx);
-  LLVMValueRef r = LLVMBuildFSub(b, xc, LLVMBuildFMul(b, n, const_real(ty, 0.693359375), ""), "");
-  r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, n, const_real(ty, -2.12194440e-4), ""), "");
+  LLVMValueRef r = mul_add(c, n, const_real(ty, -0.693359375), xc);
+  r = mul_add(c, n, const_real(ty, 2.12194440e-4), r);
   static const double poly[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                                 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
-  LLVMValueRef p = const_real(ty, poly[0]);
-  for (int i = 1; i < MLC_COUNTOF(poly); i++)
-    p = LLVMBuildFAdd(b, LLVMBuildFMul(b, p, r, ""), const_real(ty, poly[i]), "");
-  p = LLVMBuildFMul(b, p, LLVMBuildFMul(b, r, r, ""), "");
-  p = LLVMBuildFAdd(b, LLVMBuildFAdd(b, p, r, ""), const_real(ty, 1.0), "");
+  LLVMValueRef p = horner(c, r, poly, MLC_COUNTOF(poly));
+  p = mul_add(c, p, LLVMBuildFMul(b, r, r, ""), r);
+  p = LLVMBuildFAdd(b, p, const_real(ty, 1.0), "");
+  if (lanes == 16 && mlc_target_has_feature(c->target, "avx512f")) {
+    /* p 2^n in one vscalefps, inf and denormals as IEEE has them; no
+     * integer conversion, so NaN needs no select */
+    LLVMValueRef args[5] = {p, n, p, LLVMConstInt(LLVMInt16TypeInContext(c->ctx), 0xffff, 0),
+                            LLVMConstInt(c->t_i32, 4 /* the current rounding */, 0)};
+    return call_intrinsic(c, "llvm.x86.avx512.mask.scalef.ps.512", NULL, 0, args, 5);
+  }
   /* 2^n = 2^h * 2^(n-h), h = n >> 1: both halves are normal floats for
    * n in [-150, 128] */
   LLVMValueRef ni = LLVMBuildFPToSI(b, n, ity, "");
@@ -615,14 +635,6 @@ static LLVMValueRef cpu_exp(cg *c, LLVMValueRef x) {
 static LLVMValueRef exp_f32(cg *c, LLVMValueRef x) {
   /* GPU backends map llvm.exp to their own library (libdevice) */
   return c->target->backend->device == MLC_DEVICE_CPU ? cpu_exp(c, x) : intrin1(c, "llvm.exp", x);
-}
-
-/* p(x) by Horner's rule, coefficients from the highest degree down. */
-static LLVMValueRef horner(cg *c, LLVMValueRef x, const double *k, int n) {
-  LLVMTypeRef ty = LLVMTypeOf(x);
-  LLVMValueRef p = const_real(ty, k[0]);
-  for (int i = 1; i < n; i++) p = LLVMBuildFAdd(c->b, LLVMBuildFMul(c->b, p, x, ""), const_real(ty, k[i]), "");
-  return p;
 }
 
 /* min(max(x, -m), m); NaN passes through. */
