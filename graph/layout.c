@@ -11,6 +11,9 @@
  *     one with the block its weight takes (the next conv of a chain, the
  *     residual branch);
  *   - max_pool2d pools each channel block in place;
+ *   - global_avg_pool2d becomes a mean over H and W of the blocks, each
+ *     vector of c channels summed across the plane (its NCHW result is
+ *     the same bytes as the blocked one, [N, C/c, 1, 1, c]);
  *   - an elementwise op whose operands are blocked values of its own shape,
  *     scalars and per-channel constants (packed once) runs on the blocks:
  *     ReLU, clip, a bias add, the residual add.
@@ -142,6 +145,16 @@ static void layout_binding(layout *L, const mlc_gbinding *b) {
   if (b->kind == MLC_GCALL_OP && b->op == MLC_GOP_MAX_POOL2D && twin_of(L, b->args[0])) {
     args[0] = twin_of(L, b->args[0]);
     emit_blocked(L, b, args);
+    return;
+  }
+  if (b->kind == MLC_GCALL_OP && b->op == MLC_GOP_GLOBAL_AVG_POOL2D && twin_of(L, b->args[0])) {
+    mlc_gbinding mean = *b;
+    mean.op = MLC_GOP_REDUCE_MEAN;
+    mlc_gattrs_init(MLC_GOP_REDUCE_MEAN, &mean.attrs);
+    mean.attrs.n_ints = 2, mean.attrs.ints[0] = 2, mean.attrs.ints[1] = 3;
+    mean.attrs.keepdims = true;
+    args[0] = twin_of(L, b->args[0]);
+    emit_blocked(L, &mean, args);
     return;
   }
   if (b->kind == MLC_GCALL_OP && blocked_operands(L, b, args)) {

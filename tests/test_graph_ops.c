@@ -1385,7 +1385,8 @@ static const pass_case layout_cases[] = {
            "\"y\""),
      "[conv2d,relu,unpack_nchwc] [conv2d,relu] [conv2d,unpack_nchwc]"},
     /* MobileNetV2's expand, depthwise (strided, bias), project, then
-     * global pooling, which reads NCHW */
+     * global pooling: a mean over each block's plane, its [1, 1, 1, 1,
+     * 16] result unpacked (the same bytes as NCHW) */
     {"depthwise_global_pool",
      MODEL("{\"name\": \"x\", \"shape\": [1, 16, 8, 8]}",
            W("w1", "[32, 16, 1, 1]") "," W("b1", "[32]") "," W("wd", "[32, 1, 3, 3]") "," W("bd", "[32]") ","
@@ -1397,7 +1398,7 @@ static const pass_case layout_cases[] = {
            NODE("c3", "conv2d", "\"r2\", \"w3\"", "") ","
            NODE("y", "global_avg_pool2d", "\"c3\"", ""),
            "\"y\""),
-     "[conv2d,clip] [conv2d,clip] [conv2d,unpack_nchwc] global_avg_pool2d"},
+     "[conv2d,clip] [conv2d,clip] conv2d [reduce_mean,unpack_nchwc]"},
     /* a depthwise conv on the model input (packed in the kernel), 8 channels */
     {"depthwise_input",
      MODEL("{\"name\": \"x\", \"shape\": [2, 8, 5, 6]}", W("wd", "[8, 1, 3, 3]"),
