@@ -128,8 +128,23 @@ static mlc_expr *pow_of(mlc_arena *a, mlc_expr *x, mlc_expr *e) {
 PW(add) { return mlc_add(a, v[0], v[1]); }
 PW(multiply) { return mlc_mul(a, v[0], v[1]); }
 PW(subtract) { return mlc_sub(a, v[0], v[1]); }
+/* Whether v is the same along the last output axis: a constant, or a load
+ * broadcast there (its last index a constant: a row's scalar). */
+static bool same_along_rows(const mlc_expr *v) {
+  if (v->kind == MLC_EXPR_FLOAT_IMM) return true;
+  if (v->kind != MLC_EXPR_LOAD) return false;
+  const mlc_expr *last = v->load.indices[v->load.buf->ndim - 1];
+  return last->kind == MLC_EXPR_INT_IMM;
+}
+
+/* A float divisor the same along a row becomes a multiplier, 1 / d, which
+ * the compiled loop computes once per row instead of a division per
+ * element (a normalization's quotient; within an ulp of the quotient). */
 PW(divide) {
-  return is_int(v[0]) ? int_divide(a, MLC_EXPR_DIV, v[0], v[1]) : mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]);
+  if (is_int(v[0])) return int_divide(a, MLC_EXPR_DIV, v[0], v[1]);
+  if (same_along_rows(v[1]))
+    return mlc_mul(a, v[0], mlc_binary(a, MLC_EXPR_DIV, like(a, v[1], 1), v[1]));
+  return mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]);
 }
 PW(maximum) { return mlc_binary(a, MLC_EXPR_MAX, v[0], v[1]); }
 PW(minimum) { return mlc_binary(a, MLC_EXPR_MIN, v[0], v[1]); }

@@ -496,6 +496,51 @@ static void test_fuse_reduce_inputs(void) {
   mlc_graph_free(m);
 }
 
+static void check_fuse_tir_equal(const char *json);
+
+/* The lowered text of m's prim_func `name` (the caller frees it), or NULL. */
+static char *tir_text(const mlc_gmodule *m, const char *name) {
+  const mlc_prim_func *f = mlc_module_find(m->tir, name);
+  if (!f) return NULL;
+  mlc_str s = {0};
+  mlc_print_func(&s, f);
+  return s.data;
+}
+
+/* A float division by a value the same along the row (a row's sum, a
+ * scalar constant) is lowered as a product with its reciprocal; one by a
+ * value that changes along the row stays a division. */
+static void test_lower_divide_by_row_value(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}",
+                               "{\"name\": \"g\", \"shape\": [32]}, {\"name\": \"c\", \"shape\": [1]}",
+                               "{\"name\": \"s\", \"op\": \"reduce_sum\", \"inputs\": [\"x\"], \"axes\": [-1], \"keepdims\": true},"
+                               "{\"name\": \"a\", \"op\": \"divide\", \"inputs\": [\"x\", \"s\"]},"
+                               "{\"name\": \"b\", \"op\": \"divide\", \"inputs\": [\"a\", \"c\"]},"
+                               "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"b\", \"g\"]}",
+                               "\"y\""),
+                         &err);
+  CHECK_MSG(m && mlc_graph_lower(m, &err), "%s", err.msg);
+  if (!m) return;
+  static const struct { const char *func, *want; } cases[] = {
+      {"divide", "x[v_i0, v_i1] * (T.float32(1) / s[v_i0, 0])"},
+      {"divide1", "a[v_i0, v_i1] * (T.float32(1) / c[0])"},
+      {"divide2", "b[v_i0, v_i1] / g[v_i1]"},
+  };
+  for (int i = 0; i < MLC_COUNTOF(cases); i++) {
+    char *t = tir_text(m, cases[i].func);
+    CHECK_MSG(t && strstr(t, cases[i].want), "%s: want %s in\n%s", cases[i].func, cases[i].want,
+              t ? t : "(no such function)");
+    mlc_free(t);
+  }
+  mlc_graph_free(m);
+  check_fuse_tir_equal(MODEL("{\"name\": \"x\", \"shape\": [4, 32]}", "{\"name\": \"g\", \"shape\": [32]}",
+                             "{\"name\": \"s\", \"op\": \"reduce_sum\", \"inputs\": [\"x\"], \"axes\": [-1], \"keepdims\": true},"
+                             "{\"name\": \"a\", \"op\": \"divide\", \"inputs\": [\"x\", \"s\"]},"
+                             "{\"name\": \"y\", \"op\": \"divide\", \"inputs\": [\"a\", \"g\"]}",
+                             "\"y\""));
+}
+
 /* Transposing a weight happens at compile time: the new constant holds
  * w^T and main reads it directly. */
 static void test_fold_constants(void) {
@@ -1682,6 +1727,7 @@ int main(void) {
   RUN(test_fuse_refuses_shared_producer);
   RUN(test_fuse_refuses_output_producer);
   RUN(test_fuse_reduce_inputs);
+  RUN(test_lower_divide_by_row_value);
   RUN(test_fuse_tir_interp_dense);
   RUN(test_fuse_tir_interp_shared);
   RUN(test_fuse_tir_interp_reduce_inputs);
