@@ -10,18 +10,25 @@
  *                        $MLC_BENCH_TRIALS or 200, in a fresh database),
  *                        then `mlc-compile --model --db`
  *   <model>_curve_<T>_2t the tuning curve: the budget is spent in steps of
- *                        N/8, N/4, N/2 and N trials (rounded, distinct, at
+ *                        64, 128, 256, ... trials and then N (for N under
+ *                        64: N/8, N/4, N/2 and N, rounded, distinct, at
  *                        least 1), each `mlc-tune --trials <step>` on the
  *                        same database (--trials is the total the database
  *                        should hold, so a step continues the last one and
  *                        measures nothing twice); after each step the model
  *                        is compiled from the database and timed through
- *                        its C entry point (median of CURVE_RUNS runs after
- *                        a warm-up). T: the trials measured so far; notes:
- *                        the tuning wall seconds so far and the kernels
- *                        from records. The last step's compile is the
- *                        tuned model below. Printed per model after the
- *                        summary table.
+ *                        its C entry point in CURVE_ROUNDS rounds, each
+ *                        running the untuned build, the previous point's
+ *                        and this one once, in rotating order: the median,
+ *                        the p10-p90 band, and the medians of the
+ *                        round-by-round ratios to the untuned build and to
+ *                        the previous point (a shared 2-vCPU guest loses
+ *                        its second CPU for seconds at a time, doubling a
+ *                        run: ratios within a round see the same spell).
+ *                        T: the trials measured so far; notes: the tuning
+ *                        wall seconds so far and the kernels from records.
+ *                        The last step's build is the tuned model below.
+ *                        Printed per model after the summary table.
  *   <model>_untuned      `mlc-compile --model` without records (the
  *                        default schedule)
  *   <model>_torch_eager / <model>_torchscript
@@ -93,8 +100,9 @@
 #include <unistd.h>
 
 enum { THREADS = 2, MAX_ARGS = 8, MAX_LAYERS = 128 };
-/* Tuning curve: at most MAX_STEPS budgets, each point timed CURVE_RUNS times. */
-enum { MAX_STEPS = 4, CURVE_RUNS = 5 };
+/* Tuning curve: at most MAX_STEPS budgets, each point timed in
+ * CURVE_ROUNDS rounds. */
+enum { MAX_STEPS = 12, CURVE_ROUNDS = 20 };
 
 /* Inputs and outputs of a model at most (BERT: three token-id inputs,
  * two outputs). */
@@ -398,7 +406,10 @@ static bool engines_start(engines *e, const model_files *mf, const char *work) {
 typedef struct curve_point {
   int trials;                /* measured so far, in the database */
   double tune_s;             /* tuning wall seconds so far */
-  double ms;                 /* median of CURVE_RUNS runs */
+  double ms, p10, p90;       /* median and band of its CURVE_ROUNDS runs */
+  /* medians of the round-by-round ratios: to the untuned build, to the
+   * previous point's (0 for the first) */
+  double vs_untuned, vs_prev;
   int n_kernels, n_records;  /* kernels of the compile; those from a record */
 } curve_point;
 
@@ -510,10 +521,16 @@ static void compile_tuned(const char *work, const model_files *mf, const char *d
   count_records(clog, n_kernels, n_records);
 }
 
-/* The budgets of the tuning steps, N/8, N/4, N/2 and N rounded, at least 1,
- * without repeats (fewer steps for a small N); returns how many. */
+/* The budgets of the tuning steps: 64, 128, 256, ... below N, then N
+ * (at most MAX_STEPS); for N under 64, N/8, N/4, N/2 and N rounded, at
+ * least 1, without repeats. Returns how many. */
 static int curve_budgets(int trials, int budget[MAX_STEPS]) {
   int n = 0;
+  if (trials >= 64) {
+    for (int t = 64; t < trials && n < MAX_STEPS - 1; t *= 2) budget[n++] = t;
+    budget[n++] = trials;
+    return n;
+  }
   for (int d = 8; d >= 1; d /= 2) {
     int t = (trials + d / 2) / d;
     if (t < 1) t = 1;
@@ -522,22 +539,44 @@ static int curve_budgets(int trials, int budget[MAX_STEPS]) {
   return n;
 }
 
-/* A curve point's latency: the median of CURVE_RUNS runs after a warm-up. */
-static double curve_ms(ours *o, model_io *io) {
-  double ms[CURVE_RUNS];
-  run_ours_ms(o, io);
-  for (int i = 0; i < CURVE_RUNS; i++) ms[i] = run_ours_ms(o, io);
-  return bench_median(ms, CURVE_RUNS);
+/* The q-quantile of n sorted values (nearest rank). */
+static double sorted_quantile(const double *v, int n, double q) { return v[(int)(q * (n - 1) + 0.5)]; }
+
+/* A curve point timed against the untuned build and the previous point's
+ * (NULL for the first): CURVE_ROUNDS rounds, each running the builds once
+ * in an order that rotates, so that all of them see the same spells of a
+ * shared machine (on a 2-vCPU guest the second CPU comes and goes for
+ * seconds at a time: a 2-thread run then takes as long as one thread's).
+ * The ratios are taken round by round, within the same spell. */
+static void time_point(ours *untuned, ours *prev, ours *cur, model_io *io, curve_point *p) {
+  ours *vs[3] = {untuned, prev, cur};
+  double ms[CURVE_ROUNDS], to_untuned[CURVE_ROUNDS], to_prev[CURVE_ROUNDS];
+  for (int v = 0; v < 3; v++)
+    if (vs[v]) run_ours_ms(vs[v], io); /* warm-up */
+  for (int k = 0; k < CURVE_ROUNDS; k++) {
+    double t[3] = {0};
+    for (int j = 0; j < 3; j++)
+      if (vs[(j + k) % 3]) t[(j + k) % 3] = run_ours_ms(vs[(j + k) % 3], io);
+    ms[k] = t[2], to_untuned[k] = t[2] / t[0], to_prev[k] = prev ? t[2] / t[1] : 0;
+  }
+  p->vs_untuned = bench_median(to_untuned, CURVE_ROUNDS);
+  p->vs_prev = prev ? bench_median(to_prev, CURVE_ROUNDS) : 0;
+  p->ms = bench_median(ms, CURVE_ROUNDS); /* sorts ms */
+  p->p10 = sorted_quantile(ms, CURVE_ROUNDS, 0.1);
+  p->p90 = sorted_quantile(ms, CURVE_ROUNDS, 0.9);
 }
 
 /* Tunes in steps on one fresh database: each `mlc-tune --trials <step>`
  * continues the last (the budget is the total the database should hold).
- * Every step but the last is compiled and timed here; the last is compiled
- * as work/tuned.o, which bench_model times (its curve point included). */
+ * Each step is compiled (the last as work/tuned.o), loaded and timed
+ * against the untuned build and the step before it (time_point); the
+ * last one's build is *tuned. The builds stay loaded: a .so's runtime
+ * team has a thread running its code. */
 static void tune_curve(const char *work, const model_files *mf, const char *db, const char *log, int trials,
-                       model_io *io, model_result *r) {
+                       model_io *io, ours *untuned, ours *tuned, model_result *r) {
   const char *model = mf->name;
   int budget[MAX_STEPS], n = curve_budgets(trials, budget);
+  ours prev = {0}, cur = {0};
   r->tune_s = 0;
   for (int i = 0; i < n; i++) {
     fprintf(stderr, "bench_models: %s: tuning step %d/%d, %d trials in total (log %s) ...\n", model, i + 1, n,
@@ -552,22 +591,35 @@ static void tune_curve(const char *work, const model_files *mf, const char *db, 
     p->tune_s = r->tune_s;
     const char *tag = i == n - 1 ? "tuned" : STR("curve%d", i);
     compile_tuned(work, mf, db, tag, &p->n_kernels, &p->n_records);
-    if (i == n - 1) break;
-    ours o;
-    load_ours(work, tag, mf, &o);
-    p->ms = curve_ms(&o, io);
-    free_ours(&o);
+    load_ours(work, tag, mf, &cur);
+    fprintf(stderr, "bench_models: %s: timing the curve point, %d rounds ...\n", model, CURVE_ROUNDS);
+    time_point(untuned, i ? &prev : NULL, &cur, io, p);
+    if (i) free_ours(&prev);
+    prev = cur;
     /* the object (the weights again: 650 MB for GPT-2) is in the loaded .so */
-    run_cmd(STR("rm -f %s/%s.o", work, tag), "/dev/null");
+    if (i < n - 1) run_cmd(STR("rm -f %s/%s.o", work, tag), "/dev/null");
   }
+  *tuned = cur;
   const curve_point *last = &r->curve[r->n_curve - 1];
   r->trials = last->trials;
   r->n_kernels = last->n_kernels;
   r->n_records = last->n_records;
 }
 
+/* The untuned build (work/untuned.o: a database that does not exist, so
+ * every kernel gets its default schedule), loaded into *untuned. */
+static void compile_untuned(const char *work, const model_files *mf, ours *untuned) {
+  fprintf(stderr, "bench_models: %s: compiling untuned ...\n", mf->name);
+  run_cmd(STR("%s/bin/mlc-compile --model %s%s --db %s/none.db -o %s/untuned.o --header %s/untuned.h", build_dir,
+              mf->onnx, mf->shapes, work, work, work),
+          STR("%s/compile_untuned.log", work));
+  load_ours(work, "untuned", mf, untuned);
+}
+
+/* The tuned build in *tuned: tuned along the curve on a fresh database,
+ * or with reuse, the last run's database compiled again. */
 static void tune_and_compile(const char *work, const model_files *mf, int trials, bool reuse, model_io *io,
-                             model_result *r) {
+                             ours *untuned, ours *tuned, model_result *r) {
   const char *model = mf->name;
   const char *db = STR("%s/%s.db", work, model), *log = STR("%s/%s_tune.log", work, model);
   if (reuse && access(db, R_OK) == 0) {
@@ -577,18 +629,14 @@ static void tune_and_compile(const char *work, const model_files *mf, int trials
     r->trials = measured_trials(log, trials);
     fprintf(stderr, "bench_models: %s: compiling tuned ...\n", model);
     compile_tuned(work, mf, db, "tuned", &r->n_kernels, &r->n_records);
+    load_ours(work, "tuned", mf, tuned);
   } else {
     run_cmd(STR("rm -f %s %s-wal %s-shm %s", db, db, db, log), "/dev/null");
-    tune_curve(work, mf, db, log, trials, io, r);
+    tune_curve(work, mf, db, log, trials, io, untuned, tuned, r);
   }
   r->est_tuned_ms = tune_estimate_ms(log, "\nestimated model latency (sum of calls x best): ");
   r->est_untuned_ms =
       tune_estimate_ms(log, "\nthe same with every kernel's default schedule (an untuned build): ");
-  fprintf(stderr, "bench_models: %s: compiling untuned ...\n", model);
-  /* a database that does not exist: every kernel gets the default schedule */
-  run_cmd(STR("%s/bin/mlc-compile --model %s%s --db %s/none.db -o %s/untuned.o --header %s/untuned.h", build_dir,
-              mf->onnx, mf->shapes, work, work, work),
-          log);
 }
 
 /* <prefix><tag>.npy of any dtype (float32 when want_f32), its elements in *n. */
@@ -924,13 +972,10 @@ static void bench_model(const options *opt, const model_files *mf, model_result 
   r->name = model;
   model_io io;
   io_read(mf, &io);
-  tune_and_compile(work, mf, opt->trials, opt->reuse, &io, r);
-  ours v[2];
-  fprintf(stderr, "bench_models: %s: building the entry points ...\n", model);
-  load_ours(work, "tuned", mf, &v[0]);
-  load_ours(work, "untuned", mf, &v[1]);
+  ours v[2]; /* tuned, untuned */
+  compile_untuned(work, mf, &v[1]);
+  tune_and_compile(work, mf, opt->trials, opt->reuse, &io, &v[1], &v[0], r);
   r->ws_bytes = v[0].ws_floats * (long long)sizeof(float);
-  if (r->n_curve) r->curve[r->n_curve - 1].ms = curve_ms(&v[0], &io);
   run_ours_ms(&v[0], &io);
   r->tuned_err = rel_error_all(io.out, &io);
   run_ours_ms(&v[1], &io);
@@ -1079,12 +1124,18 @@ static void print_curves(const model_result *rs, int n) {
       printf("; %.2f ms untuned, measured %.2f ms (%.2fx)", r->est_untuned_ms, r->untuned_ms,
              r->untuned_ms / r->est_untuned_ms);
     if (r->est_tuned_ms > 0 && r->tuned_ms > 0) printf("\n");
-    printf("\n%s tuning curve (median of %d runs per point, %d threads):\n  %7s %9s %11s  %s\n", r->name,
-           CURVE_RUNS, THREADS, "trials", "tune s", "latency ms", "kernels from records");
+    printf("\n%s tuning curve (%d rounds per point, each running the untuned build, the previous point's "
+           "and this one in turn; %d threads):\n  %7s %9s %11s %17s %11s %9s  %s\n",
+           r->name, CURVE_ROUNDS, THREADS, "trials", "tune s", "latency ms", "band p10-p90 ms", "vs untuned",
+           "vs prev", "kernels from records");
     for (int j = 0; j < r->n_curve; j++) {
       const curve_point *p = &r->curve[j];
-      printf("  %7d %9.1f %11.3f  %d of %d\n", p->trials, p->tune_s, p->ms, p->n_records, p->n_kernels);
+      char prev[16] = "-";
+      if (j) snprintf(prev, sizeof prev, "%.3f", p->vs_prev);
+      printf("  %7d %9.1f %11.3f %8.3f-%-8.3f %11.3f %9s  %d of %d\n", p->trials, p->tune_s, p->ms, p->p10, p->p90,
+             p->vs_untuned, prev, p->n_records, p->n_kernels);
     }
+    printf("  vs untuned, vs prev: medians of the round-by-round ratios of this point's time to theirs\n");
   }
 }
 
@@ -1093,8 +1144,10 @@ static int curve_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
   for (int j = 0; j < r->n_curve; j++) {
     const curve_point *p = &r->curve[j];
     cs[j] = (bench_case){mlc_arena_printf(a, "%s_curve_%d_%dt", r->name, p->trials, THREADS), p->ms, "ms", NULL, 0,
-                         mlc_arena_printf(a, "tuning curve: %d trials measured, %.1f s tuning wall so far; %d/%d kernels from records; median of %d runs",
-                                          p->trials, p->tune_s, p->n_records, p->n_kernels, CURVE_RUNS)};
+                         mlc_arena_printf(a, "tuning curve: %d trials measured, %.1f s tuning wall so far; %d/%d kernels from records; median of %d runs, band p10-p90 %.3f-%.3f ms; %.3f x untuned%s (medians of round-by-round ratios)",
+                                          p->trials, p->tune_s, p->n_records, p->n_kernels, CURVE_ROUNDS, p->p10,
+                                          p->p90, p->vs_untuned,
+                                          j ? mlc_arena_printf(a, ", %.3f x the previous point", p->vs_prev) : "")};
   }
   return r->n_curve;
 }
