@@ -302,6 +302,10 @@ typedef struct mlc_timing_opts {
   double min_repeat_sec; /* more calls while a repeat is shorter (0: `number` calls) */
   double max_total_sec;  /* a slow function gets fewer repeats to stay near this (0: all) */
   bool flush_cache;      /* write over the last-level cache before each repeat */
+  /* Called right before each repeat's calls (after the flush); its
+   * result goes into the repeat's `probe` (NULL: none). */
+  double (*probe)(void *probe_ud);
+  void *probe_ud;
 } mlc_timing_opts;
 
 /* What one repeat took: wall seconds for all its calls, the process's and
@@ -311,6 +315,7 @@ typedef struct mlc_timing_repeat {
   long ivcsw;
   double wait; /* seconds its threads waited runnable for a CPU (all of them, summed) */
   uint64_t calls;
+  double probe; /* what the options' probe returned before it (0: no probe) */
 } mlc_timing_repeat;
 typedef void (*mlc_timing_hook)(void *ud, int r, const mlc_timing_repeat *rep);
 

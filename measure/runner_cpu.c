@@ -2,6 +2,7 @@
  * ORC into the worker, called in-process, timed with mlc_time_calls while
  * each repeat is watched for interference from other processes. */
 #include "measure/runner_internal.h"
+#include "targets/runtime/mlcrt.h"
 #include "targets/targets.h"
 
 #include <math.h>
@@ -36,6 +37,16 @@
 #define WATCH_MIN_WAIT 5e-5
 /* Attempts after the first when an attempt was disturbed. */
 #define WATCH_RETRIES 2
+/* The machine's speed, probed before each repeat (speed_probe): a repeat
+ * whose probe took this much longer than the fastest this worker has
+ * seen ran on a machine lending fewer cores than it has. A shared 2-vCPU
+ * guest loses its second CPU for seconds at a time: a 2-thread kernel
+ * then takes up to twice as long with nothing in the guest to show it (no
+ * switch, no wait, no steal time), and a candidate timed then against one
+ * timed before is compared across machines. */
+#define WATCH_MAX_PROBE_SLOWDOWN 1.3
+/* Dependent multiply-adds per thread of the probe: about 30 us at 3 GHz. */
+#define PROBE_STEPS 20000
 
 /* Judge one repeat: wall seconds, its CPU seconds (process, caller) and
  * switches of a kernel whose parallel loops use `threads`; the first sign
@@ -68,6 +79,44 @@ static void watch_repeat(timing_watch *w, uint32_t threads, double wall, double 
   }
 }
 
+/* The probe's loop: a chain of multiply-adds on each thread, which only
+ * the cores the thread gets can speed up. */
+static void probe_chunk(int64_t i, void *closure) {
+  volatile float *sink = closure;
+  float a = 1.0f + (float)i * 1e-9f, b = 0.5f;
+  for (int k = 0; k < PROBE_STEPS; k++) a = a * 0.9999f + b, b = b * 0.9999f + 1e-7f;
+  sink[i % 2] = a + b;
+}
+
+/* Seconds of the probe on the runtime's team with `threads` threads (the
+ * kernel's; ud points to them), which also wakes the team before the
+ * repeat. */
+static double speed_probe(void *ud) {
+  uint32_t threads = *(const uint32_t *)ud;
+  static float sink[2];
+  double t = mlc_now_sec();
+  /* cost: the whole chain per iteration, so the runtime runs it in parallel */
+  mlc_parallel_for(threads, probe_chunk, sink, (int32_t)threads, (int64_t)PROBE_STEPS * 8);
+  return mlc_now_sec() - t;
+}
+
+bool mlc_runner_probe_slow(double *best, double probe) {
+  if (probe <= 0) return false;
+  if (*best <= 0 || probe < *best) *best = probe;
+  return probe > WATCH_MAX_PROBE_SLOWDOWN * *best;
+}
+
+/* The fastest probe of this process, over all its candidates. */
+static double best_probe;
+
+static void watch_probe(timing_watch *w, double probe) {
+  if (mlc_runner_probe_slow(&best_probe, probe) && !w->disturbed) {
+    w->disturbed = true;
+    snprintf(w->why, sizeof w->why, "a calibration loop ran at %.0f%% of its best speed (fewer cores lent)",
+             100 * best_probe / probe);
+  }
+}
+
 static void watch_spread(timing_watch *w, int n, const double *secs) {
   double lo = secs[0], hi = secs[0];
   for (int i = 1; i < n; i++) lo = fmin(lo, secs[i]), hi = fmax(hi, secs[i]);
@@ -97,6 +146,7 @@ typedef struct watch_ctx {
 static void watch_hook(void *ud, int r, const mlc_timing_repeat *rep) {
   watch_ctx *c = ud;
   if (r == 0) c->first_wall = rep->wall;
+  watch_probe(c->w, rep->probe);
   watch_repeat(c->w, c->threads, rep->wall, rep->cpu, rep->caller, rep->ivcsw, rep->wait);
 }
 
@@ -105,8 +155,10 @@ static bool time_kernel(const run_req *q, mlc_kernel_fn fn, mlc_array *xs, doubl
   *w = (timing_watch){.caller_ratio = 1};
   timed_call c = {fn, q->n_args, xs};
   watch_ctx wc = {w, q->threads, 0};
+  uint32_t threads = q->threads;
   mlc_timing_opts o = {.repeat = (int)q->repeat, .number = q->number,
-                       .min_repeat_sec = q->min_repeat_ms * 1e-3, .flush_cache = q->flush};
+                       .min_repeat_sec = q->min_repeat_ms * 1e-3, .flush_cache = q->flush,
+                       .probe = speed_probe, .probe_ud = &threads};
   if (mlc_time_calls(call_kernel, &c, &o, secs, watch_hook, &wc, err) < 0) return false;
   if (q->fault == MLC_FAULT_RUN_DISTURB && !w->disturbed) {
     w->disturbed = true;

@@ -47,6 +47,11 @@ typedef struct timing_watch {
   char why[96];       /* the first sign seen, for the log */
 } timing_watch;
 
+/* Whether a speed probe of `probe` seconds (before a repeat) says the
+ * machine lent fewer cores than when it ran fastest: more than 1.3x
+ * *best, which keeps the fastest seen (probe <= 0: no probe, false). */
+bool mlc_runner_probe_slow(double *best, double probe);
+
 typedef struct runner_impl {
   const char *name; /* "cpu", "cuda" */
   /* Whether obj is this runner's kind of object (ELF, PTX text). */

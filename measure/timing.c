@@ -157,7 +157,9 @@ int mlc_time_calls(mlc_timing_fn fn, void *ctx, const mlc_timing_opts *o, double
     mlc_timing_repeat rep;
     for (int tries = 0;; tries++) {
       if (o->flush_cache) flush_llc();
+      double probe = o->probe ? o->probe(o->probe_ud) : 0;
       if (!one_repeat(fn, ctx, number, &rep)) return mlc_error_set(err, "timed call failed"), -1;
+      rep.probe = probe;
       if (rep.wall >= o->min_repeat_sec || tries == 4 || number >= MAX_NUMBER) break;
       number = clamp_number((double)number * 1.2 * o->min_repeat_sec / fmax(rep.wall, 1e-9));
     }

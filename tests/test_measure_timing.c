@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* sched_setaffinity */
 #endif
 #include "measure/measure.h"
+#include "measure/runner_internal.h"
 #include "tests/test.h"
 
 #include <math.h>
@@ -116,6 +117,51 @@ static void test_timing_loop(void) {
   CHECK(c.calls == 1 + n);
 }
 
+/* The probe runs once before each repeat's calls; its value is the
+ * repeat's. */
+typedef struct probed {
+  counter c;
+  int probes;
+  int calls_at_probe[8];
+} probed;
+
+static double count_probe(void *ud) {
+  probed *p = ud;
+  p->calls_at_probe[p->probes] = p->c.calls;
+  return 0.25 * ++p->probes;
+}
+
+static void probe_hook(void *ud, int r, const mlc_timing_repeat *rep) {
+  probed *p = ud;
+  CHECK_MSG(rep->probe == 0.25 * (r + 1), "repeat %d: probe %g", r, rep->probe);
+  CHECK(p->probes == r + 1);
+}
+
+static void test_timing_probe(void) {
+  mlc_error err = {{0}};
+  double secs[4];
+  probed p = {0};
+  mlc_timing_opts o = {.repeat = 3, .number = 2, .probe = count_probe, .probe_ud = &p};
+  CHECK(mlc_time_calls(count_call, &p.c, &o, secs, probe_hook, &p, &err) == 3);
+  CHECK(p.probes == 3);
+  /* after the warm-up call, then after each repeat's two calls */
+  for (int r = 0; r < 3; r++) CHECK_MSG(p.calls_at_probe[r] == 1 + 2 * r, "%d", p.calls_at_probe[r]);
+  o.probe = NULL;
+  counter c = {0};
+  CHECK(mlc_time_calls(count_call, &c, &o, secs, count_hook, &c, &err) == 3);
+}
+
+/* The runner's judgement of a probe: the fastest kept, 1.3x it slow. */
+static void test_probe_slow(void) {
+  double best = 0;
+  CHECK(!mlc_runner_probe_slow(&best, 0) && best == 0); /* no probe */
+  CHECK(!mlc_runner_probe_slow(&best, 2e-4) && best == 2e-4);
+  CHECK(!mlc_runner_probe_slow(&best, 2.5e-4) && best == 2e-4);
+  CHECK(mlc_runner_probe_slow(&best, 2.7e-4) && best == 2e-4);
+  CHECK(!mlc_runner_probe_slow(&best, 1e-4) && best == 1e-4);
+  CHECK(mlc_runner_probe_slow(&best, 2e-4));
+}
+
 static void test_timing_failures(void) {
   mlc_error err = {{0}};
   double secs[4];
@@ -203,6 +249,8 @@ int main(void) {
   RUN(test_integers_exact);
   RUN(test_timing_loop);
   RUN(test_timing_failures);
+  RUN(test_timing_probe);
+  RUN(test_probe_slow);
   RUN(test_clock_and_median);
   RUN(test_wait_for_cpu);
   return test_summary();
