@@ -243,6 +243,23 @@ int64_t mlc_graph_plan_workspace(const mlc_gfunc *f, int64_t *offs) {
   return total;
 }
 
+/* *total plus t's bytes; -1 once a size is unknown. */
+static void add_bytes(int64_t *total, const mlc_gtype *t) {
+  int64_t b = mlc_gtype_bytes(t);
+  *total = *total < 0 || b < 0 ? -1 : *total + b;
+}
+
+int64_t mlc_graph_run_bytes(const mlc_gmodule *m) {
+  const mlc_gfunc *f = mlc_graph_main(m);
+  int64_t *offs = mlc_xmalloc(sizeof *offs * (size_t)(f->n_bindings + 1));
+  int64_t total = mlc_graph_plan_workspace(f, offs);
+  mlc_free(offs);
+  for (int i = 0; i < m->n_consts; i++) add_bytes(&total, &m->consts[i]->type);
+  for (int i = 0; i < f->n_params; i++) add_bytes(&total, &f->params[i]->type);
+  for (int i = 0; i < f->n_outputs; i++) add_bytes(&total, &f->outputs[i]->type);
+  return total;
+}
+
 /* Whether binding i is the first in f calling its extern function. */
 static bool first_extern_call(const mlc_gfunc *f, int i) {
   const mlc_gbinding *b = &f->bindings[i];

@@ -294,6 +294,11 @@ bool mlc_graph_dtype_from_name(const char *s, mlc_dtype *out);
 const char *mlc_graph_dtype_names(void);
 /* The bytes of t's elements (numel times the dtype's size; -1 as numel). */
 int64_t mlc_gtype_bytes(const mlc_gtype *t);
+/* The bytes one run of m's main touches: its constants (the weights),
+ * inputs and outputs, and the workspace of its intermediates as the
+ * emitted entry lays it out (mlc-tune --cache auto weighs it against the
+ * last-level cache); -1 when a size is not known. */
+int64_t mlc_graph_run_bytes(const mlc_gmodule *m);
 /* Element k of data holding graph dtype t's C type, as a double (exact
  * up to 2^53 for integers). */
 double mlc_gdata_get(mlc_dtype t, const void *data, int64_t k);

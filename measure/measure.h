@@ -105,6 +105,9 @@ typedef struct mlc_measure_opts {
 } mlc_measure_opts;
 
 mlc_measure_opts mlc_measure_defaults(void);
+/* Bytes of the last-level cache one core sees (sysfs's slice; 32 MiB
+ * when the machine does not say): flush_cache writes over twice that. */
+size_t mlc_measure_llc_bytes(void);
 /* The defaults for measuring kernels of target (NULL: "llvm"), as the
  * runner of its device wants them (cuda: builders not paused, each repeat
  * 10 launches, 120 s per run); mlc_measure_defaults for a bad target. */

@@ -34,7 +34,7 @@
 
 /* Bytes of the last-level cache one core sees: sysfs gives the slice
  * (32 MiB on a Zen3 CCX) where sysconf may give the whole socket. */
-static size_t llc_bytes(void) {
+size_t mlc_measure_llc_bytes(void) {
   FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
   long kb = 0;
   char unit = 0;
@@ -73,7 +73,7 @@ static void flush_llc(void) {
   static size_t n;
   static unsigned char v;
   if (!buf) {
-    n = 2 * llc_bytes();
+    n = 2 * mlc_measure_llc_bytes();
     if (n > ((size_t)128 << 20)) n = (size_t)128 << 20;
     buf = flush_buffer(n);
   }

@@ -405,6 +405,19 @@ static void test_fuse_and_lower_text(void) {
   mlc_graph_free(m);
 }
 
+/* What one run touches: the weights w (3x4) and b (3), the input x (2x4),
+ * the output s (2x3) and the workspace (r, 2x3 floats in one 64-byte
+ * line). */
+static void test_run_bytes(void) {
+  mlc_error err;
+  mlc_gmodule *m = parse(dense_model, &err);
+  CHECK_MSG(m && mlc_graph_fuse(m, &err), "%s", err.msg);
+  if (!m) return;
+  int64_t got = mlc_graph_run_bytes(m);
+  CHECK_MSG(got == 4 * (12 + 3) + 4 * 8 + 4 * 6 + 64, "%lld bytes", (long long)got);
+  mlc_graph_free(m);
+}
+
 /* d has two consumers: no group may take it in (it would be computed twice). */
 static const char *shared_model =
     MODEL("{\"name\": \"x\", \"shape\": [2, 4]}",
@@ -1727,6 +1740,7 @@ int main(void) {
   RUN(test_fuse_refuses_shared_producer);
   RUN(test_fuse_refuses_output_producer);
   RUN(test_fuse_reduce_inputs);
+  RUN(test_run_bytes);
   RUN(test_lower_divide_by_row_value);
   RUN(test_fuse_tir_interp_dense);
   RUN(test_fuse_tir_interp_shared);

@@ -97,6 +97,12 @@ static const char *usage_text =
     "                             only; by default the records of the target's other\n"
     "                             workloads in the database train it first (up to 32\n"
     "                             a workload, 512 in all)\n"
+    "      --cache auto|warm|cold how kernels are timed: cold writes over the last-level\n"
+    "                             cache before each repeat, warm leaves it as the calls\n"
+    "                             before left it; auto (default): warm for a --model whose\n"
+    "                             weights, inputs, outputs and workspace fit in that cache\n"
+    "                             (its kernels find their data there when the model runs),\n"
+    "                             else cold\n"
     "      --remeasure K          time the best K again at the end (default 3; 0: no);\n"
     "                             with --model, of each kernel tuned, beside its\n"
     "                             default schedule\n"
@@ -181,6 +187,7 @@ typedef struct cli {
   const char *name; /* --name: the task name of a --task-file */
   const char *library; /* --library */
   const char *ref_cache; /* --ref-cache: a directory; NULL: off */
+  const char *cache;     /* --cache: "auto" (NULL), "warm" or "cold" */
   long trials, per_round, builders, remeasure;
   double time_s, timeout_s;
   uint64_t seed;
@@ -202,7 +209,7 @@ _Static_assert(sizeof(((cli *)0)->intrins) / sizeof(const char *) == MLC_MEASURE
 
 enum { O_PER_ROUND = 256, O_TIME, O_TARGET, O_DB, O_SEED, O_TIMEOUT, O_COST, O_NO_BASE, O_JSON,
        O_WEIGHTS, O_TASK_SCHED, O_INPUT_SHAPE, O_NAME, O_REMEASURE, O_LIBRARY, O_INTRIN,
-       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM, O_NO_OVERLAP, O_REF_CACHE };
+       O_NO_DEFAULT, O_COLD_START, O_SIZE, O_DIM, O_NO_OVERLAP, O_REF_CACHE, O_CACHE };
 
 static int parse_args(int argc, char **argv, cli *c) {
   static const struct option longs[] = {
@@ -218,6 +225,7 @@ static int parse_args(int argc, char **argv, cli *c) {
       {"cold-start", no_argument, 0, O_COLD_START},
       {"no-overlap", no_argument, 0, O_NO_OVERLAP},
       {"ref-cache", required_argument, 0, O_REF_CACHE},
+      {"cache", required_argument, 0, O_CACHE},
       {"json", no_argument, 0, O_JSON},          {"help", no_argument, 0, 'h'},
       {"model", required_argument, 0, 'm'},      {"weights", required_argument, 0, O_WEIGHTS},
       {"task-scheduler", required_argument, 0, O_TASK_SCHED},
@@ -310,6 +318,11 @@ static int parse_args(int argc, char **argv, cli *c) {
     case O_REF_CACHE:
       if (!optarg[0]) return usage_error("%s", "--ref-cache wants a directory or 'off'");
       c->ref_cache = strcmp(optarg, "off") == 0 ? NULL : optarg;
+      break;
+    case O_CACHE:
+      if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "warm") != 0 && strcmp(optarg, "cold") != 0)
+        return usage_error("--cache wants auto, warm or cold, got '%s'", optarg);
+      c->cache = strcmp(optarg, "auto") == 0 ? NULL : optarg;
       break;
     case O_COLD_START: c->cold_start = true; break;
     case 'v': c->verbose = true; break;
@@ -685,6 +698,7 @@ static int run(const cli *c, workload *w) {
   o.no_default_candidate = c->no_default;
   o.cold_start = c->cold_start;
   o.remeasure_top = (int)c->remeasure;
+  o.warm_cache = c->cache && strcmp(c->cache, "warm") == 0;
   if (c->cost_model) o.cost_model = c->cost_model;
   o.stop = &g_stop;
   if (g_mpi) o.measure = mlc_measure_mpi_batch, o.measure_ud = g_mpi, o.overlap = !c->no_overlap;
@@ -830,6 +844,21 @@ static mlc_gmodule *load_lowered(const cli *c, mlc_error *err) {
   return m;
 }
 
+/* --cache for model m: warm or cold as asked; auto: warm when one run
+ * touches no more than the last-level cache (said on stderr). */
+static bool model_warm_cache(const cli *c, const mlc_gmodule *m) {
+  if (c->cache) return strcmp(c->cache, "warm") == 0;
+  int64_t bytes = mlc_graph_run_bytes(m);
+  double llc = (double)mlc_measure_llc_bytes();
+  bool warm = bytes >= 0 && (double)bytes <= llc;
+  if (bytes >= 0)
+    fprintf(stderr, "mlc-tune: %s touches %.1f MiB a run (weights, inputs, outputs, workspace), %s "
+                    "the %.0f MiB last-level cache: kernels timed with %s caches (--cache)\n",
+            m->name, (double)bytes / 1048576, warm ? "within" : "over", llc / 1048576,
+            warm ? "warm" : "cold");
+  return warm;
+}
+
 static int tune_model(const cli *c) {
   mlc_error err;
   mlc_gmodule *m = load_lowered(c, &err);
@@ -871,6 +900,8 @@ static int tune_model(const cli *c) {
   o.tune.no_default_candidate = c->no_default;
   o.tune.cold_start = c->cold_start;
   o.tune.remeasure_top = (int)c->remeasure;
+  /* under mpirun the ranks' pools got it (start_mpi) */
+  o.tune.warm_cache = !g_mpi && model_warm_cache(c, m);
   mlc_tuner_sched_result r;
   if (!rc) {
     signal(SIGINT, on_sigint);
@@ -947,6 +978,13 @@ static int start_mpi(const cli *c, int *argc, char ***argv) {
   o.n_builders = (int)c->builders;
   o.timeout_s = c->timeout_s;
   o.ref_cache_dir = c->ref_cache;
+  o.warm_cache = c->cache && strcmp(c->cache, "warm") == 0;
+  if (c->model && !c->cache) { /* auto: as the model's own run decides */
+    mlc_gmodule *m = load_lowered(c, &err);
+    if (!m) return mlc_measure_mpi_end(p, 1), fail(err.msg);
+    o.warm_cache = model_warm_cache(c, m);
+    mlc_graph_free(m);
+  }
   mlc_measure_opts mo;
   mlc_tuner_pool_opts(&o, &mo);
   if (!mlc_measure_mpi_check(p, &mo, &err)) {

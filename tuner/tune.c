@@ -405,6 +405,7 @@ void mlc_tuner_pool_opts(const mlc_tuner_tune_opts *o, mlc_measure_opts *out) {
   mo.n_intrin_files = o->n_intrin_files;
   mo.intrin_files = o->intrin_files;
   mo.ref_cache_dir = o->ref_cache_dir;
+  mo.flush_cache = !o->warm_cache;
   if (o->timeout_s > 0) mo.build_timeout_s = mo.run_timeout_s = o->timeout_s;
   *out = mo;
 }

@@ -217,6 +217,11 @@ typedef struct mlc_tuner_tune_opts {
    * unscheduled kernel runs once for every run, pool and rank that shares
    * it. mlc-tune's default is ~/.cache/mlc-tune/refs. */
   const char *ref_cache_dir;
+  /* Time kernels with the caches as the calls before left them, instead
+   * of writing over the last-level cache before each repeat: what a
+   * kernel of a model whose data fits in that cache sees (mlc-tune
+   * --cache). */
+  bool warm_cache;
   /* The space's default schedule (what the kernel runs untuned) is
    * measured first, once per workload and target, and recorded like any
    * candidate (it counts as a trial): the time to beat, so the best

@@ -227,6 +227,13 @@ O=tests/onnx
 rc=$?
 if [ $rc -eq 0 ]; then pass tune_onnx_model_exit; else fail tune_onnx_model_exit "exit $rc: $(head -c 300 "$tmp/err" | tr '\n' ' ')"; fi
 check tune_onnx_model_summary grep -q '^tiny_cnn on .*: [0-9]* tasks' "$tmp/out"
+# a model this small fits in any last-level cache: timed warm, as it runs
+check tune_onnx_cache_auto grep -q '^mlc-tune: tiny_cnn touches .* MiB a run (weights, inputs, outputs, workspace), within the .* MiB last-level cache: kernels timed with warm caches' "$tmp/err"
+"$TUNE" --model $O/tiny_cnn.onnx --cache cold --trials 6 --db "$tmp/o.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_onnx_cache_cold_silent test "$(grep -c 'last-level cache' "$tmp/err")" = 0
+"$TUNE" --task matmul --cache lukewarm --db "$tmp/o.db" $Q >"$tmp/out" 2>"$tmp/err"
+check tune_cache_bad_exit2 test $? -eq 2
+check tune_cache_bad_msg grep -q "^mlc-tune: error: --cache wants auto, warm or cold, got 'lukewarm'" "$tmp/err"
 "$MC" --model $O/tiny_cnn.onnx --db "$tmp/o.db" --report --repeat 2 >"$tmp/rep" 2>"$tmp/err"
 check tune_onnx_compile_exit test $? -eq 0
 check tune_onnx_compile_replays grep -q '^tiny_cnn_.* record [0-9]' "$tmp/rep"
