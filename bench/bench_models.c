@@ -817,11 +817,17 @@ static void call_gemm(void *ctx) {
 }
 
 /* The product of a dense kernel (A [..., K], W [N, K]) or a matmul kernel
- * (A [..., M, K], B [..., K, N]); false for other kernels. */
+ * (A [..., M, K], B [..., K, N]); false for other kernels, and for a
+ * matmul reading an operand transposed in place (its group has the
+ * transpose: the argument is the transpose's input, not the product's
+ * operand) or shapes that do not make one product (the baseline would
+ * read past them). */
 static bool gemm_of(const kdecl *kd, gemm_run *g) {
   int last = kd->n_args - 1, na = kd->ndim[0], nb = kd->ndim[1];
   bool dense = strstr(kd->name, "dense") != NULL;
-  if ((!dense && !strstr(kd->name, "matmul")) || kd->n_args < 3 || na < 2 || nb < 2 || !kd->all_f32) return false;
+  if ((!dense && !strstr(kd->name, "matmul")) || strstr(kd->name, "transpose") || kd->n_args < 3 || na < 2 ||
+      nb < 2 || !kd->all_f32)
+    return false;
   g->k = (int)kd->dims[0][na - 1];
   g->n = (int)kd->dims[last][kd->ndim[last] - 1];
   g->trans_b = dense;
@@ -832,7 +838,9 @@ static bool gemm_of(const kdecl *kd, gemm_run *g) {
     g->batch = (int)(numel(kd, 0) / ((int64_t)g->m * g->k));
     g->b_stride = numel(kd, 1) > (int64_t)g->k * g->n ? (int64_t)g->k * g->n : 0;
   }
-  return numel(kd, last) == (int64_t)g->batch * g->m * g->n;
+  int64_t b_batches = g->b_stride ? g->batch : 1;
+  return numel(kd, last) == (int64_t)g->batch * g->m * g->n && numel(kd, 0) == (int64_t)g->batch * g->m * g->k &&
+         numel(kd, 1) == b_batches * g->k * g->n;
 }
 
 /* Medians (us[0], us[1]) and minima (us[2], us[3]) of 5 interleaved
