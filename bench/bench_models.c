@@ -681,16 +681,18 @@ static void time_model(ours *v, torch *t, bool have_torch, engines *e, model_io 
     run_ours_ms(&v[0], io);
     run_ours_ms(&v[1], io);
   }
-  for (int rd = 0; rd < rounds; rd++) {
-    for (int i = 0; i < 2; i++)
-      for (int j = 0; j < k; j++) ms[i][n[i]++] = run_ours_ms(&v[i], io);
-    if (have_torch) {
-      torch_time(t, "eager", k, ms[2], &n[2]);
-      if (t->have_script) torch_time(t, "torchscript", k, ms[3], &n[3]);
+  /* The order rotates from round to round: no variant always runs right
+   * after the same other one (another engine's threads may still spin). */
+  for (int rd = 0; rd < rounds; rd++)
+    for (int j = 0; j < 6; j++) {
+      int i = (j + rd) % 6;
+      if (i < 2)
+        for (int run = 0; run < k; run++) ms[i][n[i]++] = run_ours_ms(&v[i], io);
+      else if (i == 2 && have_torch) torch_time(t, "eager", k, ms[2], &n[2]);
+      else if (i == 3 && have_torch && t->have_script) torch_time(t, "torchscript", k, ms[3], &n[3]);
+      else if (i == 4 && e->have_ort) torch_time(&e->cp, "ort", k, ms[4], &n[4]);
+      else if (i == 5 && e->have_ov) torch_time(&e->cp, "ov", k, ms[5], &n[5]);
     }
-    if (e->have_ort) torch_time(&e->cp, "ort", k, ms[4], &n[4]);
-    if (e->have_ov) torch_time(&e->cp, "ov", k, ms[5], &n[5]);
-  }
   double *dst[6] = {&r->tuned_ms, &r->untuned_ms, &r->eager_ms, &r->script_ms, &r->ort_ms, &r->ov_ms};
   for (int i = 0; i < 6; i++) {
     *dst[i] = n[i] ? bench_median(ms[i], n[i]) : -1;
