@@ -53,7 +53,8 @@
  * the header is compiled with the object into a shared object and loaded.
  * The weights are constant data in the object; the header declares them.
  * Latency: median of all timed runs (at least 20), taken in rounds that
- * interleave the six variants (PyTorch and the engines run in coprocesses kept alive
+ * interleave the six variants, each round starting one variant later
+ * (PyTorch and the engines run in coprocesses kept alive
  * across rounds), after a warm-up. Outputs are checked against PyTorch's
  * models/<model>_out.npy (a language model's: every output,
  * models/<model>_s128_<output>.npy): max abs error / max |reference|
