@@ -332,6 +332,15 @@ static void bind_range(matcher *m, mlc_var *dv, const mlc_expr *min, const mlc_e
     mlc_simplifier_bind(m->simp, dv, lo, n);
 }
 
+/* Indices are compared by substituting the description's vars for the
+ * block's, which needs one integer type on both sides: a kernel indexed
+ * by int64 (ONNX exports' sizes) does not match an int32 description. */
+static bool same_index_dtype(matcher *m, const mlc_var *tv, const mlc_var *dv) {
+  return tv->dtype == dv->dtype ||
+         mfail(m, "dtype mismatch: index %s is %s, the intrinsic's %s is %s", tv->name,
+               mlc_dtype_name(tv->dtype), dv->name, mlc_dtype_name(dv->dtype));
+}
+
 static void bind_var(matcher *m, mlc_var *tv, mlc_var *dv) {
   MLC_VEC_APUSH(m->a, m->tvars, tv);
   MLC_VEC_APUSH(m->a, m->dvals, mlc_ref(m->a, dv));
@@ -474,6 +483,7 @@ static bool match_realize(matcher *m, mlc_stmt *t, mlc_stmt *d) {
                  tb->n_iters, db->n_iters);
   for (int i = 0; i < tb->n_iters; i++) {
     const mlc_iter_var *ti = &tb->iters[i], *di = &db->iters[i];
+    if (!same_index_dtype(m, ti->var, di->var)) return false;
     if (ti->kind != di->kind)
       return mfail(m, "reduction mismatch: iterator %s of block %s is %s, the intrinsic's %s is %s",
                    ti->var->name, tb->name, ti->kind == MLC_ITER_REDUCE ? "a reduction" : "spatial",
@@ -517,6 +527,7 @@ static bool match_stmt(matcher *m, mlc_stmt *t, mlc_stmt *d) {
     if (!mlc_expr_is_const_int(t->loop.min, &tm) || !mlc_expr_is_const_int(d->loop.min, &dm) || tm != dm)
       return mfail(m, "shape mismatch: loop %s starts at %s, the intrinsic's at %s", t->loop.var->name,
                    show(m, t->loop.min), show(m, d->loop.min));
+    if (!same_index_dtype(m, t->loop.var, d->loop.var)) return false;
     bind_var(m, t->loop.var, d->loop.var);
     bind_range(m, d->loop.var, d->loop.min, d->loop.extent);
     return match_stmt(m, t->loop.body, d->loop.body);

@@ -515,6 +515,24 @@ static void test_refuse_access(void) {
   mlc_free(src);
 }
 
+/* A kernel indexed by int64 (as ONNX exports' sizes are) against tmm16's
+ * int32 description: refused by name, where substituting one var for the
+ * other built a mixed-type index and aborted. */
+static void test_refuse_index_dtype(void) {
+  char *text = test_read_file("examples/tensorize/matmul.py", NULL);
+  mlc_str src = {0};
+  for (const char *p = text; p && *p;) {
+    const char *at = strstr(p, "64");
+    size_t n = at ? (size_t)(at - p) : strlen(p);
+    mlc_str_printf(&src, "%.*s%s", (int)n, p, at ? "T.int64(64)" : "");
+    p = at ? at + 2 : p + n;
+  }
+  /* no caches: compute_at of int32-indexed cache blocks at int64 loops is another matter */
+  if (text) expect_refusal(src.data, (notes_opts){16, false, true}, "dtype mismatch: index");
+  mlc_str_free(&src);
+  mlc_free(text);
+}
+
 /* A loop refused: blockize must not have happened either. */
 static void test_refuse_loop(void) {
   mlc_arena *a = mlc_arena_new();
@@ -570,6 +588,7 @@ int main(void) {
   RUN(test_refuse_shape);
   RUN(test_refuse_dtype);
   RUN(test_refuse_access);
+  RUN(test_refuse_index_dtype);
   RUN(test_refuse_loop);
   RUN(test_refuse_twice);
   mlc_jit_shutdown();
