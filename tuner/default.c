@@ -339,100 +339,40 @@ static void inline_copies(mlc_sched *s) {
   mlc_free(blocks);
 }
 
-/* The elementwise blocks after tiled block b (its epilogue: a bias, an
- * activation) computed per register tile, right after the tile's
- * write-back while it is in L1, instead of each sweeping the whole output
- * again: the ones that feed another inlined, the last one (the kernel's
- * output) under the tile's last loop outside the reduction, its inner
- * loop vectorized. On a copy, kept only when every step succeeds; true
- * when it did. */
-static bool tile_epilogue(mlc_sched **s, mlc_rv b, int n, const mlc_rv *blocks, int first) {
-  mlc_error err;
-  mlc_rv *loops;
-  int m = mlc_sched_get_loops(*s, b, &loops, &err), r = 0;
-  while (r < m && !loop_is_reduce(*s, b, loops[r])) r++;
-  if (first >= n || r == 0 || r == m) return false;
-  mlc_rv at = loops[r - 1];
-  mlc_sched *t = mlc_sched_copy(*s);
-  bool ok = true;
-  for (int i = first; ok && i < n; i++) {
-    const mlc_block *blk = mlc_sched_rv_block(t, blocks[i]);
-    ok = tuner_block_is_spatial(blk) && !blk->init;
-    if (ok && i < n - 1) ok = mlc_sched_compute_inline(t, blocks[i], &err);
-    else if (ok) ok = tuner_block_is_output(mlc_sched_func(t), blk) &&
-                      mlc_sched_reverse_compute_at(t, blocks[i], at, false, -1, &err);
-  }
-  /* Not inlined into the write-back: a record of this schedule tuned at
-   * one size must replay on the kernel of size vars, where the epilogue
-   * under a tile with a guarded tail has a predicate, which
-   * reverse_compute_inline refuses. */
-  if (ok) {
-    t = vectorize_inner(t, blocks[n - 1], r);
-    ok = mlc_verify_func(mlc_sched_func(t), &err);
-  }
-  if (!ok) {
-    mlc_sched_free(t);
-    return false;
-  }
-  mlc_sched_free(*s);
-  *s = t;
-  return true;
-}
-
-/* Whether every read of blk carries the lanes of its output's last
- * dimension (no operand is a broadcast: a depthwise convolution, a pool). */
-static bool reads_all_lanes(const mlc_block *blk) {
-  int c = tuner_contiguous_iter(blk);
-  if (c < 0) return false;
-  for (int k = 0; k < blk->n_reads; k++)
-    if (!read_uses(blk, k, c) && !(blk->n_writes == 1 && blk->reads[k].buf == blk->writes[0].buf)) return false;
-  return true;
-}
-
-/* A block that pads: a copy of a load, or a constant where the
- * load would fall outside (data_pad). */
-static bool is_pad(const mlc_prim_func *f, const mlc_block *b) {
-  const mlc_stmt *st = b->body;
-  if (!tuner_block_is_spatial(b) || b->init || b->n_writes != 1 || tuner_block_is_output(f, b) || !st ||
-      st->kind != MLC_STMT_STORE || st->store.value->kind != MLC_EXPR_IF_THEN_ELSE)
-    return false;
-  const mlc_expr *v = st->store.value;
-  return v->sel.t->kind == MLC_EXPR_LOAD && v->sel.f->kind != MLC_EXPR_LOAD;
-}
-
-/* The pads before block i inlined into it when every read of it carries
- * the lanes (a depthwise convolution, a pool): each padded vector is then
- * loaded where it is used, the bounds test shared by its lanes, instead
- * of the whole padded input being written and read again (2-4x faster
- * for MobileNetV2's depthwise layers). A convolution whose input is a
- * broadcast keeps its pad: one test per broadcast made a 3x3 one 2x
- * slower. */
-static void inline_pads(mlc_sched *t, const mlc_rv *blocks, int i) {
-  mlc_error err;
-  if (!reads_all_lanes(mlc_sched_rv_block(t, blocks[i]))) return;
-  for (int j = i - 1; j >= 0; j--)
-    if (is_pad(mlc_sched_func(t), mlc_sched_rv_block(t, blocks[j]))) mlc_sched_compute_inline(t, blocks[j], &err);
-}
-
 /* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
- * register-blocked micro-kernel, on a copy kept only when it applies,
- * with the blocks after it (blocks[i + 1..n-1]) as its epilogue when
- * fuse and they can be (*rest_done); true when it applied. */
-static bool register_tile(mlc_sched **s, int n, const mlc_rv *blocks, int i, bool fuse, bool *rest_done) {
-  mlc_error err;
-  mlc_rv b = blocks[i];
-  mlc_sched *t = mlc_sched_copy(*s);
-  const char *name = mlc_sched_rv_block(t, b)->name;
-  if (fuse) inline_pads(t, blocks, i);
-  if (!mlc_tuner_cpu_register_tile(t, name, nest_work(t, b) >= MIN_PARALLEL_WORK, &err) ||
-      !mlc_verify_func(mlc_sched_func(t), &err)) {
+ * register-blocked micro-kernel, on a copy kept only when it applies:
+ * with fuse, first with its pads inlined and its epilogue computed per
+ * tile (tuner_register_tile), then without; true when it applied. */
+static bool register_tile(mlc_sched **s, mlc_rv b, bool fuse) {
+  mlc_tuner_opts o;
+  mlc_tuner_opts_default(&o);
+  const char *name = mlc_sched_rv_block(*s, b)->name;
+  bool parallel = nest_work(*s, b) >= MIN_PARALLEL_WORK;
+  for (int f = fuse; f >= 0; f--) {
+    mlc_error err;
+    mlc_rv s0_last;
+    mlc_sched *t = mlc_sched_copy(*s);
+    if (tuner_register_tile(t, name, &o, false, parallel, f, &s0_last, &err) &&
+        mlc_verify_func(mlc_sched_func(t), &err)) {
+      mlc_sched_free(*s);
+      *s = t;
+      return true;
+    }
     mlc_sched_free(t);
-    return false;
   }
-  mlc_sched_free(*s);
-  *s = t;
-  *rest_done = fuse && tile_epilogue(s, b, n, blocks, i + 1);
-  return true;
+  return false;
+}
+
+/* Whether block b is still one of s's top-level blocks: not inlined, nor
+ * computed under another block's loops (a register tile's epilogue). */
+static bool at_root(mlc_sched *s, mlc_rv b) {
+  const mlc_block *blk = mlc_sched_rv_block(s, b);
+  mlc_rv *kids;
+  int n = root_blocks(s, &kids);
+  bool found = false;
+  for (int k = 0; k < n && !found; k++) found = mlc_sched_rv_block(s, kids[k]) == blk;
+  mlc_free(kids);
+  return blk && found;
 }
 
 /* Iterations of all the blocks' loop nests. */
@@ -733,8 +673,9 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, b
   int n = root_blocks(s, &blocks);
   bool done = fuse && rows_together(&s);
   for (int i = 0; !done && i < n; i++) {
+    if (!at_root(s, blocks[i])) continue;
     if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
-        register_tile(&s, n, blocks, i, fuse, &done) || row_rfactor(&s, blocks[i], false))
+        register_tile(&s, blocks[i], fuse) || row_rfactor(&s, blocks[i], false))
       continue;
     s = vectorize_inner(s, blocks[i], 0);
     parallel_outer(s, blocks[i]);

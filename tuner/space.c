@@ -469,22 +469,28 @@ static mlc_sched *with_packed_read(const mlc_sched *cached, const char *name, ml
 }
 
 /* The register-blocked micro-kernel (regtile.c): every reduce loop
- * outside a rows x vectors tile whose accumulator stays in registers; and
- * again with the streamed operand packed per outer tile. Not in
- * meta-schedule's rules, whose SSRSRS tiles leave reduce loops between
- * the write cache and the innermost tile (partial sums through L1). */
+ * outside a rows x vectors tile whose accumulator stays in registers,
+ * its epilogue computed per tile and a depthwise convolution's pads
+ * inlined, as the default schedule has them (without, where they do not
+ * fit); and again with the streamed operand packed per outer tile. Not
+ * in meta-schedule's rules, whose SSRSRS tiles leave reduce loops
+ * between the write cache and the innermost tile (partial sums through
+ * L1). */
 static void add_register_tile(const mlc_tuner_opts *o, const mlc_sched *s, const char *name,
                               sched_list *out) {
-  mlc_sched *c = mlc_sched_copy(s);
-  mlc_rv s0_last;
-  mlc_error e;
-  if (!tuner_register_tile(c, name, o, true, false, &s0_last, &e)) {
-    mlc_sched_free(c);
+  for (int fuse = 1; fuse >= 0; fuse--) {
+    mlc_sched *c = mlc_sched_copy(s);
+    mlc_rv s0_last;
+    mlc_error e;
+    if (!tuner_register_tile(c, name, o, true, false, fuse, &s0_last, &e)) {
+      mlc_sched_free(c);
+      continue;
+    }
+    MLC_VEC_PUSH(*out, c);
+    mlc_sched *p = with_packed_read(c, name, s0_last);
+    if (p) MLC_VEC_PUSH(*out, p);
     return;
   }
-  MLC_VEC_PUSH(*out, c);
-  mlc_sched *p = with_packed_read(c, name, s0_last);
-  if (p) MLC_VEC_PUSH(*out, p);
 }
 
 /* meta-schedule's MultiLevelTiling with reuse-write "may" at levels 1 and

@@ -305,12 +305,16 @@ int tuner_contiguous_iter(const mlc_block *b);
  * lives in vector registers across the whole reduction. sample: tiles
  * are sampled (the design space's sketch); else fixed (the CPU default
  * schedule, which also vectorizes, decomposes the reduction and, with
- * parallel, fuses the S0 loops into one parallel loop). *s0_last
- * receives the last S0 loop. False when the block has no such tile (no
- * contiguous output dimension, no reduction); the state may then be
- * partly changed: call it on a copy. */
+ * parallel, fuses the S0 loops into one parallel loop). fuse: the pads
+ * it reads inlined when every read carries the lanes (a depthwise
+ * convolution, a pool), and the elementwise blocks after it (its
+ * epilogue) computed per tile under the last S1 loop. *s0_last receives
+ * the last S0 loop. False when the block has no such tile (no contiguous
+ * output dimension, no reduction) or, with fuse, when what follows it is
+ * not an elementwise chain; the state may then be partly changed: call
+ * it on a copy. */
 bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o, bool sample,
-                         bool parallel, mlc_rv *s0_last, mlc_error *err);
+                         bool parallel, bool fuse, mlc_rv *s0_last, mlc_error *err);
 
 /* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
 
