@@ -280,11 +280,41 @@ static void check_packed_dense_sketches(int M, int N, int K) {
   mlc_arena_free(a);
 }
 
+static bool vector_wider(const mlc_stmt *st, void *max) {
+  int64_t e;
+  return st->kind == MLC_STMT_FOR && st->loop.kind == MLC_FOR_VECTORIZED &&
+         mlc_expr_is_const_int(st->loop.extent, &e) && e > *(const int64_t *)max;
+}
+
+/* Every vector of g at most `lanes` wide: a write-back or epilogue wider
+ * than the update's vectors (five weight blocks of 8 lanes written back
+ * 40 wide) had LLVM keep the accumulators in scalars. */
+static void check_vectors_at_most(const mlc_prim_func *g, int64_t lanes, const char *what) {
+  CHECK_MSG(!mlc_stmt_any(g->body, vector_wider, &lanes), "%s: a vectorized loop wider than %lld",
+            what, (long long)lanes);
+}
+
 /* Also one row (ResNet-18's classifier): N = 1000 packed by 8, no rows,
- * several weight blocks per tile. */
+ * several weight blocks per tile, whose default schedule and samples
+ * keep to vectors of 8. */
 static void test_packed_dense(void) {
   check_packed_dense_sketches(32, 64, 48);
   check_packed_dense_sketches(1, 1000, 1024);
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = packed_dense(a, 1, 1000, 1024);
+  mlc_tuner_opts o;
+  small_opts(&o);
+  mlc_error e;
+  mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &e) : NULL;
+  if (f) check_vectors_at_most(mlc_tuner_cpu_default_schedule(a, f), 8, "default");
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    if (!is_register_sketch(mlc_tuner_space_trace(sp, k))) continue;
+    mlc_sched *s = mlc_tuner_space_sample(sp, k, 7, &e);
+    if (s) check_vectors_at_most(mlc_sched_func(s), 8, "sample");
+    mlc_sched_free(s);
+  }
+  if (sp) mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
 }
 
 /* dense's W[j, k] is read by rows of j: no contiguous output dimension,

@@ -408,6 +408,12 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
     return mlc_error_set(err, "register tile: block \"%s\" is not a reduction into a contiguous "
                               "output dimension", name);
   int n = b->n_iters;
+  /* the write-back's vectors as wide as the update's: a lanes' iter
+   * shorter than a register (a dense layer's weight blocked by 8) is one
+   * vector of its extent; a write-back 40 wide over five such had LLVM
+   * keep the accumulators in scalars (10x slower) */
+  int64_t vec = tuner_loop_extent(site.loops[p.contig]);
+  if (vec < 1 || vec > p.lanes) vec = p.lanes;
   mlc_rv g[TUNER_MAX_LOOPS][N_GROUPS];
   if (!tile_loops(s, blk, &p, sample, o, g, err)) return false;
   int last_s = -1, first_r = -1, n_outer = 0, ord[TUNER_MAX_LOOPS];
@@ -422,8 +428,8 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
     return false;
   for (int i = 0; i < n; i++)
     if (g[i][G_S2] >= 0 && i != p.contig && !mlc_sched_unroll(s, g[i][G_S2], err)) return false;
-  if (!shape_write_back(s, cache, n_outer, p.lanes, sample, err) ||
-      (fuse && !tile_epilogue(s, cache, g[last_s][G_S1], n_outer, p.lanes, sample, err)))
+  if (!shape_write_back(s, cache, n_outer, vec, sample, err) ||
+      (fuse && !tile_epilogue(s, cache, g[last_s][G_S1], n_outer, vec, sample, err)))
     return false;
   if (sample) return true;
   mlc_rv init, s0[TUNER_MAX_LOOPS], fused;
