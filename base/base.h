@@ -163,6 +163,10 @@ void mlc_str_free(mlc_str *s);
 void mlc_str_put_double(mlc_str *s, double v);
 void mlc_str_put_float(mlc_str *s, float v); /* shortest for float32 */
 
+/* Whether an LLVM feature list ("+avx2,-avx512f,+fma": items "+f" / "-f"
+ * separated by commas) turns `feature` on; the last item naming it wins. */
+bool mlc_feature_list_has(const char *list, const char *feature);
+
 /* ---- errors --------------------------------------------------------- */
 
 /* An error returned to the caller. Functions that can fail take an

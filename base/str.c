@@ -210,3 +210,13 @@ bool mlc_write_file(const char *path, const void *data, size_t len, mlc_error *e
   if (!ok) return mlc_error_set(err, "cannot write %s: %s", path, strerror(errno));
   return true;
 }
+
+bool mlc_feature_list_has(const char *list, const char *feature) {
+  size_t n = strlen(feature);
+  bool on = false;
+  for (const char *p = list; (p = strstr(p, feature)) != NULL; p += n) {
+    bool item = p > list && (p[-1] == '+' || p[-1] == '-') && (p == list + 1 || p[-2] == ',');
+    if (item && (p[n] == ',' || p[n] == 0)) on = p[-1] == '+';
+  }
+  return on;
+}

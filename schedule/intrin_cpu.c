@@ -407,23 +407,11 @@ static const struct {
      bf16_block_init},
 };
 
-/* Whether a comma-separated LLVM feature list turns `f` on (the last item
- * naming it wins). */
-static bool has_feature(const char *list, const char *f) {
-  size_t n = strlen(f);
-  bool on = false;
-  for (const char *p = list; (p = strstr(p, f)) != NULL; p += n) {
-    bool item = p > list && (p[-1] == '+' || p[-1] == '-') && (p == list + 1 || p[-2] == ',');
-    if (item && (p[n] == ',' || p[n] == 0)) on = p[-1] == '+';
-  }
-  return on;
-}
-
 bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_error *err) {
   int total = 0;
   for (int i = 0; i < MLC_COUNTOF(cpu_intrins); i++) {
     const cpu_intrin *ci = &cpu_intrins[i];
-    if (!has_feature(features, ci->feature)) continue;
+    if (!mlc_feature_list_has(features, ci->feature)) continue;
     if (!mlc_interp_register_extern(ci->ext, ci->fn, NULL))
       return mlc_error_set(err, "cannot register %s with the interpreter", ci->ext);
     int n = 0;
@@ -431,7 +419,7 @@ bool mlc_tensor_intrin_register_cpu(const char *features, int *n_added, mlc_erro
     total += n;
   }
   for (int i = 0; i < MLC_COUNTOF(cpu_families); i++) {
-    if (!has_feature(features, cpu_families[i].feature)) continue;
+    if (!mlc_feature_list_has(features, cpu_families[i].feature)) continue;
     if (!mlc_interp_register_extern(cpu_families[i].ext, cpu_families[i].fn, NULL))
       return mlc_error_set(err, "cannot register %s with the interpreter", cpu_families[i].ext);
     if (!sched_intrin_add_family(cpu_families[i].prefix, cpu_families[i].gen))

@@ -57,16 +57,8 @@ const char *mlc_target_cpu_features(const mlc_target *t) {
   return strcmp(t->mcpu, mlc_target_host_cpu()) == 0 ? mlc_target_host_features() : "";
 }
 
-/* Items "+f" / "-f" separated by commas; the last one naming f wins. */
 bool mlc_target_has_feature(const mlc_target *t, const char *feature) {
-  size_t n = strlen(feature);
-  const char *s = mlc_target_cpu_features(t);
-  bool on = false;
-  for (const char *p = s; (p = strstr(p, feature)) != NULL; p += n) {
-    bool item = p > s && (p[-1] == '+' || p[-1] == '-') && (p == s + 1 || p[-2] == ',');
-    if (item && (p[n] == ',' || p[n] == 0)) on = p[-1] == '+';
-  }
-  return on;
+  return mlc_feature_list_has(mlc_target_cpu_features(t), feature);
 }
 
 /* ---- parsing ---------------------------------------------------------------- */

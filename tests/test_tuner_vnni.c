@@ -658,11 +658,12 @@ static void test_target_without_vnni(void) {
  * every sketch's samples are tensorized, verify and compute exactly, and
  * their traces, written as JSON and read back, replay on a fresh copy to
  * the same function. The samples cover more than one tile shape. */
-static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
+static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin, const char *cpu_features) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = dense(a, m, n_, k);
   mlc_tuner_opts o;
   mlc_tuner_opts_default(&o);
+  o.cpu_features = cpu_features;
   mlc_error err;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &err);
   CHECK_MSG(sp != NULL, "%s", err.msg);
@@ -726,8 +727,18 @@ static void check_space(int64_t m, int64_t n_, int64_t k, const char *builtin) {
  * with VNNI); M = 32: AMX where the host has it. */
 static void test_design_space(void) {
   if (!have_vnni) return;
-  check_space(24, 64, 64, "mlc_x86_vpdpbusd_block");
-  if (have_amx) check_space(32, 64, 256, "mlc_x86_tdpbusd_block");
+  check_space(24, 64, 64, "mlc_x86_vpdpbusd_block", NULL);
+  if (have_amx) check_space(32, 64, 256, "mlc_x86_tdpbusd_block", NULL);
+}
+
+/* Tuning for a VNNI-only CPU in a process that registered AMX too (the
+ * host's, as mlc-worker and mlc-db do): the space keeps to the target's
+ * instructions, where every AMX candidate failed to build. */
+static void test_design_space_target_features(void) {
+  if (!have_vnni) return;
+  mlc_error err;
+  CHECK_MSG(mlc_tensor_intrin_register_cpu("+amx-int8,+amx-tile", NULL, &err), "%s", err.msg);
+  check_space(32, 64, 256, "mlc_x86_vpdpbusd_block", "+avx512vnni");
 }
 
 /* Members past the registry's room are unknown names, not a crash; the
@@ -761,6 +772,7 @@ int main(void) {
   RUN(test_features);
   RUN(test_target_without_vnni);
   RUN(test_design_space);
+  RUN(test_design_space_target_features);
   RUN(test_registry_full);
   return test_summary();
 }

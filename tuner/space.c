@@ -616,16 +616,17 @@ typedef struct tile_intrin {
   int64_t spatial, reduce;
   const tile_knobs *family; /* NULL: one fixed tile */
   const char *probe;        /* a member that shows the family registered */
+  const char *feature;      /* the LLVM feature of its instruction */
 } tile_intrin;
 
 static const tile_intrin TILE_INTRINS[] = {
-    {"dense_u8i8i32_amx", 0, 0, &AMX_KNOBS, "dense_u8i8i32_amx_16x16x64"},
-    {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4"},
-    {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, NULL},
-    {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4, NULL, NULL},
-    {"dense_bf16bf16f32_amx", 0, 0, &AMX_BF16_KNOBS, "dense_bf16bf16f32_amx_16x16x32"},
-    {"dense_bf16bf16f32_avx512bf16", 0, 0, &BF16_KNOBS, "dense_bf16bf16f32_avx512bf16_1x16x2"},
-    {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2, NULL, NULL},
+    {"dense_u8i8i32_amx", 0, 0, &AMX_KNOBS, "dense_u8i8i32_amx_16x16x64", "amx-int8"},
+    {"dense_u8i8i32_vnni", 0, 0, &VNNI_KNOBS, "dense_u8i8i32_vnni_1x16x4", "avx512vnni"},
+    {"dot_16x4_u8i8i32_vnni", 16, 4, NULL, NULL, "avx512vnni"},
+    {"dot_16x4_u8i8i32_vnni_nchwc", 16, 4, NULL, NULL, "avx512vnni"},
+    {"dense_bf16bf16f32_amx", 0, 0, &AMX_BF16_KNOBS, "dense_bf16bf16f32_amx_16x16x32", "amx-bf16"},
+    {"dense_bf16bf16f32_avx512bf16", 0, 0, &BF16_KNOBS, "dense_bf16bf16f32_avx512bf16_1x16x2", "avx512bf16"},
+    {"dot_16x2_bf16bf16f32_avx512bf16", 16, 2, NULL, NULL, "avx512bf16"},
 };
 
 /* The spatial iter indexing the last dimension of b's one write, and b's
@@ -760,17 +761,20 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
 }
 
 /* The k-th intrinsic the rule tries: the built-in table's registered
- * ones, then every other registered intrinsic of a dot-product shape
- * (users' own, mlc-tune --intrin); false past the end. */
-static bool nth_tile_intrin(int k, tile_intrin *out) {
+ * ones the target CPU has (o->cpu_features), then every other registered
+ * intrinsic of a dot-product shape (users' own, mlc-tune --intrin); false
+ * past the end. */
+static bool nth_tile_intrin(const mlc_tuner_opts *o, int k, tile_intrin *out) {
   if (k < MLC_COUNTOF(TILE_INTRINS)) {
     *out = TILE_INTRINS[k];
-    if (!mlc_tensor_intrin_exists(out->probe ? out->probe : out->name)) out->name = NULL;
+    if (!mlc_tensor_intrin_exists(out->probe ? out->probe : out->name) ||
+        (o->cpu_features && !mlc_feature_list_has(o->cpu_features, out->feature)))
+      out->name = NULL;
     return true;
   }
   k -= MLC_COUNTOF(TILE_INTRINS);
   if (k >= mlc_tensor_intrin_count()) return false;
-  *out = (tile_intrin){mlc_tensor_intrin_name(k), 0, 0, NULL, NULL};
+  *out = (tile_intrin){mlc_tensor_intrin_name(k), 0, 0, NULL, NULL, NULL};
   for (int i = 0; i < MLC_COUNTOF(TILE_INTRINS) && out->name; i++)
     if (strcmp(TILE_INTRINS[i].name, out->name) == 0) out->name = NULL;
   if (out->name && !mlc_tensor_intrin_dot_shape(out->name, &out->spatial, &out->reduce)) out->name = NULL;
@@ -788,7 +792,7 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
   if (b && tuner_needs_tiling(f, b) && tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       intrin_iters(b, &sp, &rd)) {
     tile_intrin ti;
-    for (int k = 0; nth_tile_intrin(k, &ti); k++) {
+    for (int k = 0; nth_tile_intrin(o, k, &ti); k++) {
       if (!ti.name) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;

@@ -34,6 +34,7 @@ typedef struct tune_run {
   bool on_gpu;              /* a GPU target: kernels timed with CUDA events */
   mlc_tuner_opts search_opts; /* o->search with the design space of the target's kind */
   char *workload_text;      /* TVMScript the workers replay on */
+  char *cpu_features;       /* the target CPU's, search_opts.cpu_features points here */
   uint64_t workload_key;    /* the cost model's workload key */
   mlc_tuner_search *search;
   mlc_costmodel *model;
@@ -1190,6 +1191,8 @@ static bool choose_space(tune_run *r, mlc_error *err) {
   if (!mlc_target_parse(r->target, &t, err)) return mlc_error_prefix(err, "target");
   r->search_opts.space = mlc_tuner_space_for_target(&t);
   mlc_target_gpu_limits(&t, &r->search_opts.gpu_limits); /* CPU targets: unused, kept */
+  r->cpu_features = mlc_xstrdup(mlc_target_cpu_features(&t));
+  r->search_opts.cpu_features = r->cpu_features;
   /* the CPU's dot-product intrinsics, then the user's, for the
    * tiling-with-intrinsic rule */
   if (!mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err)) return false;
@@ -1205,6 +1208,7 @@ static void tune_free(tune_run *r) {
   if (r->model) mlc_costmodel_free(r->model);
   if (r->pool) mlc_measure_free(r->pool);
   mlc_free(r->workload_text);
+  mlc_free(r->cpu_features);
   MLC_VEC_FREE(r->commit_ms);
 }
 

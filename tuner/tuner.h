@@ -58,6 +58,11 @@ typedef struct mlc_tuner_opts {
   /* GPU spaces: every candidate fits them (sm_80's; mlc_tuner_tune
    * takes its target's, mlc_target_gpu_limits) */
   mlc_gpu_limits gpu_limits;
+  /* The target CPU's LLVM features (mlc_target_cpu_features; must outlive
+   * the space): the CPU space uses a built-in dot-product intrinsic only
+   * where they have its instruction, whatever else the process registered
+   * (the host's AMX, for a VNNI-only target). NULL: every registered one. */
+  const char *cpu_features;
 } mlc_tuner_opts;
 
 /* meta-schedule's CPU defaults, num_cores from the host. */
