@@ -53,9 +53,10 @@
  * the header is compiled with the object into a shared object and loaded.
  * The weights are constant data in the object; the header declares them.
  * Latency: median of all timed runs (at least 20), taken in rounds that
- * interleave the six variants, each round starting one variant later
- * (PyTorch and the engines run in coprocesses kept alive
- * across rounds), after a warm-up. Outputs are checked against PyTorch's
+ * interleave the six variants (10 rounds of 2 runs), each round in a
+ * shuffled order, each variant after a 20 ms pause (engines' pool
+ * threads spin on after a run) and one untimed run (PyTorch and the
+ * engines run in coprocesses kept alive across rounds). Outputs are checked against PyTorch's
  * models/<model>_out.npy (a language model's: every output,
  * models/<model>_s128_<output>.npy): max abs error / max |reference|
  * <= 1e-4, the largest over the outputs.
@@ -676,6 +677,10 @@ static void io_free(model_io *io) {
 }
 
 /* Interleaved rounds: each variant k runs per round, in turn. */
+/* Long enough for spinning pool threads (ONNX Runtime's, OpenVINO's,
+ * ours) to go to sleep. */
+#define VARIANT_PAUSE_US 20000
+
 static void time_model(ours *v, torch *t, bool have_torch, engines *e, model_io *io, int rounds, int k,
                        model_result *r) {
   double *ms[6];
@@ -685,18 +690,37 @@ static void time_model(ours *v, torch *t, bool have_torch, engines *e, model_io 
     run_ours_ms(&v[0], io);
     run_ours_ms(&v[1], io);
   }
-  /* The order rotates from round to round: no variant always runs right
-   * after the same other one (another engine's threads may still spin). */
-  for (int rd = 0; rd < rounds; rd++)
-    for (int j = 0; j < 6; j++) {
-      int i = (j + rd) % 6;
-      if (i < 2)
-        for (int run = 0; run < k; run++) ms[i][n[i]++] = run_ours_ms(&v[i], io);
-      else if (i == 2 && have_torch) torch_time(t, "eager", k, ms[2], &n[2]);
-      else if (i == 3 && have_torch && t->have_script) torch_time(t, "torchscript", k, ms[3], &n[3]);
-      else if (i == 4 && e->have_ort) torch_time(&e->cp, "ort", k, ms[4], &n[4]);
-      else if (i == 5 && e->have_ov) torch_time(&e->cp, "ov", k, ms[5], &n[5]);
+  /* Each round in a shuffled order, a pause before each variant (an
+   * engine's pool threads spin on for a while after its run, taking the
+   * cores from whatever runs next: rotating one order put OpenVINO
+   * before ours tuned in 5 rounds of 6 and timed it 1.5x its own curve
+   * point) and one untimed run (the caches and threads the variant
+   * before it left cold: a first run after the pause took ONNX Runtime
+   * 3x its time). */
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 42, 7);
+  double warm[1];
+  for (int rd = 0; rd < rounds; rd++) {
+    int order[6] = {0, 1, 2, 3, 4, 5};
+    for (int j = 5; j > 0; j--) {
+      int o = (int)mlc_pcg32_bounded(&rng, (uint32_t)j + 1), x = order[j];
+      order[j] = order[o], order[o] = x;
     }
+    for (int j = 0; j < 6; j++) {
+      int i = order[j];
+      usleep(VARIANT_PAUSE_US);
+      for (int timed = 0; timed < 2; timed++) {
+        int runs = timed ? k : 1, skip = 0, *cnt = timed ? &n[i] : &skip;
+        double *dst = timed ? ms[i] : warm;
+        if (i < 2)
+          for (int run = 0; run < runs; run++) dst[(*cnt)++] = run_ours_ms(&v[i], io);
+        else if (i == 2 && have_torch) torch_time(t, "eager", runs, dst, cnt);
+        else if (i == 3 && have_torch && t->have_script) torch_time(t, "torchscript", runs, dst, cnt);
+        else if (i == 4 && e->have_ort) torch_time(&e->cp, "ort", runs, dst, cnt);
+        else if (i == 5 && e->have_ov) torch_time(&e->cp, "ov", runs, dst, cnt);
+      }
+    }
+  }
   double *dst[6] = {&r->tuned_ms, &r->untuned_ms, &r->eager_ms, &r->script_ms, &r->ort_ms, &r->ov_ms};
   double *p10[2] = {&r->tuned_p10, &r->untuned_p10};
   for (int i = 0; i < 6; i++) {
@@ -1043,8 +1067,8 @@ static void parse_options(int argc, char **argv, options *o) {
   const char *env = getenv("MLC_BENCH_TRIALS"), *smoke = getenv("MLC_BENCH_SMOKE");
   *o = (options){.results = "bench/results.json",
                  .trials = env && atoi(env) > 0 ? atoi(env) : 200,
-                 .rounds = 5,
-                 .per_round = 4,
+                 .rounds = 10,
+                 .per_round = 2,
                  .only = getenv("MLC_BENCH_ONLY") && *getenv("MLC_BENCH_ONLY") ? getenv("MLC_BENCH_ONLY") : NULL};
   const char *quick = getenv("MLC_BENCH_QUICK");
   if (quick && strcmp(quick, "1") == 0) o->trials = 16, o->rounds = 4, o->per_round = 5;

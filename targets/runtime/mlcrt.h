@@ -13,9 +13,11 @@
  * wait for it; iterations of one chunk run in order on one thread.
  * num_threads: the target's core count (<= 0: the CPUs this process may
  * use); a positive MLC_NUM_THREADS in the environment overrides it.
- * MLC_BIND_THREADS=1 binds the thread whose loop starts the runtime's
- * team to the first CPU of its mask and each worker thread to another
- * (parallel.c says why the runner that times kernels does so). cost:
+ * Unbound, a worker that finds itself on the CPU where the caller started
+ * the loop moves to the others (its affinity: the team's CPUs but that
+ * one); MLC_BIND_THREADS=1 instead binds the thread whose loop starts the
+ * runtime's team to the first CPU of its mask and each worker thread to
+ * another (parallel.c says why the runner that times kernels does so). cost:
  * the work of one iteration, in stores executed (the codegen's estimate;
  * < 1 counts as 1). One thread, n <= 1, a loop of under ~8000 cost units,
  * a call from inside a loop body (nested loops), or a call while another

@@ -14,13 +14,17 @@
  * model find it awake), then sleeps on a futex, so an idle team costs
  * nothing. A child after fork() starts a new team on its first loop.
  *
+ * Sharing a CPU: Linux may wake a worker that slept (after the caller ran
+ * alone for a while: a measurement's cache flush) on the caller's CPU and
+ * leave both there for tens of milliseconds while the other CPU idles:
+ * measured on a 2-CPU VM, a 2-thread kernel ran at one thread's speed
+ * (0.62 -> 1.06 ms) in 3 of every 5 timings, and a whole model in spells
+ * of seconds (3.5 -> 5.5 ms). So a worker that finds itself on the CPU
+ * the caller started the loop on moves off it: its affinity becomes the
+ * team's CPUs but that one (one system call, only then).
  * Binding (MLC_BIND_THREADS=1): the thread that starts the team is bound
- * to the first CPU of its mask, each worker to one of the others. Unbound, Linux may wake a worker that slept (after
- * the caller ran alone for a while: a measurement's cache flush) on the
- * caller's CPU and leave both there for tens of milliseconds while the
- * other CPU idles: measured on a 2-CPU VM, a 2-thread kernel ran at one
- * thread's speed (0.62 -> 1.06 ms) in 3 of every 5 timings. The runner
- * that times candidates binds; in a program it is the user's choice.
+ * to the first CPU of its mask, each worker to one of the others; the
+ * runner that times candidates binds.
  *
  * One loop at a time: the current loop is `state` (one 64-bit word: the
  * loop's generation, the next unclaimed chunk and the chunk count) plus
@@ -90,6 +94,8 @@ typedef struct team {
   int n_workers;                       /* workers started (grows under `region`) */
   int n_cpus;                          /* > 1: bind worker k to cpus[(k + 1) % n_cpus] */
   int16_t cpus[MAX_THREADS];
+  int caller_cpu;                       /* where the current loop's caller started it; -1: unknown */
+  uint64_t cpu_set[MAX_THREADS / 64];   /* the CPUs the team's creator could run on */
   worker *workers[MAX_THREADS];
 } team;
 
@@ -221,6 +227,24 @@ static uint32_t wait_for_work(worker *w, uint32_t seen) {
   }
 }
 
+/* glibc's and musl's, declared here: <sched.h> declares it only under
+ * _GNU_SOURCE, which a user compiling this file may not define. */
+int sched_getcpu(void);
+
+/* Unbound worker w, on the CPU where the caller started the current loop,
+ * moves to the team's other CPUs (see the top of the file). */
+static void leave_callers_cpu(worker *w) {
+  team *t = w->team;
+  int c = __atomic_load_n(&t->caller_cpu, __ATOMIC_RELAXED);
+  if (c < 0 || c >= MAX_THREADS || sched_getcpu() != c) return;
+  uint64_t mask[MAX_THREADS / 64];
+  memcpy(mask, t->cpu_set, sizeof mask);
+  mask[c / 64] &= ~(1ull << (c % 64));
+  bool other = false;
+  for (int i = 0; i < MAX_THREADS / 64; i++) other |= mask[i] != 0;
+  if (other) syscall(SYS_sched_setaffinity, 0, sizeof mask, mask); /* advice: a refusal changes nothing */
+}
+
 static void bind_to(int cpu) {
   uint64_t mask[MAX_THREADS / 64] = {0};
   mask[cpu / 64] = 1ull << (cpu % 64);
@@ -247,6 +271,7 @@ static void *worker_main(void *arg) {
   uint32_t seen = 0;
   for (;;) {
     seen = wait_for_work(w, seen);
+    if (w->cpu < 0) leave_callers_cpu(w);
     run_chunks(w->team, w->index);
   }
   return NULL;
@@ -293,6 +318,7 @@ static team *get_team(void) {
     static int atfork_done;
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->region, NULL);
+    cpu_mask(t->cpu_set);
     plan_binding(t);
     if (!atfork_done) atfork_done = pthread_atfork(NULL, NULL, after_fork_child) == 0;
     __atomic_store_n(&g_team, t, __ATOMIC_RELEASE);
@@ -363,6 +389,7 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
   __atomic_store_n(&t->chunk, chunk, __ATOMIC_RELAXED);
   __atomic_store_n(&t->participants, parts, __ATOMIC_RELAXED);
   __atomic_store_n(&t->done, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&t->caller_cpu, t->n_cpus > 1 ? -1 : sched_getcpu(), __ATOMIC_RELAXED);
   uint32_t gen = st_gen(__atomic_load_n(&t->state, __ATOMIC_RELAXED)) + 1;
   __atomic_store_n(&t->state, pack(gen, 0, (uint32_t)nchunks), __ATOMIC_RELEASE);
   for (int k = 0; k < parts - 1; k++) {
