@@ -858,6 +858,33 @@ static void test_default_schedule(void) {
                 strstr(mlc_str_cstr(&t), "in T.vectorized(16):") && !strstr(mlc_str_cstr(&t), "C_global"),
             "%s", mlc_str_cstr(&t));
   check_same_results(f, s, 1e-5);
+  /* A copy that transposes the last dimension (attention's keys): 16 x 16
+   * tiles, the read's contiguous loop innermost, no gathering vectors;
+   * one that keeps it (a head permute) stays vectorized along it. */
+  static const char *const copies[2] = {"A[v2, v0, v1]", "A[v1, v0, v2]"};
+  for (int c = 0; c < 2; c++) {
+    char src[512];
+    snprintf(src, sizeof src,
+             "@T.prim_func\n"
+             "def main(A: T.Buffer((64, 4, %d), \"float32\"), B: T.Buffer((4, %d, 64), \"float32\")):\n"
+             "    for i0, i1, i2 in T.grid(4, %d, 64):\n"
+             "        with T.block(\"T\"):\n"
+             "            v0, v1, v2 = T.axis.remap(\"SSS\", [i0, i1, i2])\n"
+             "            B[v0, v1, v2] = %s\n",
+             c ? 64 : 32, c ? 64 : 32, c ? 64 : 32, copies[c]);
+    mlc_module *tm = mlc_parse_module(a, "copy.py", src, &err);
+    CHECK_MSG(tm, "%s", err.msg);
+    if (!tm) continue;
+    f = tm->funcs[0];
+    s = mlc_tuner_cpu_default_schedule(a, f);
+    mlc_str_clear(&t);
+    mlc_print_func(&t, s);
+    CHECK_MSG(c ? !strstr(mlc_str_cstr(&t), "i2_1") && strstr(mlc_str_cstr(&t), "in T.vectorized(64):")
+                : strstr(mlc_str_cstr(&t), "for i0, i1_0, i2_0, i2_1, i1_1 in T.grid(4, 2, 4, 16, 16):") &&
+                      !strstr(mlc_str_cstr(&t), "T.vectorized"),
+              "%s", mlc_str_cstr(&t));
+    check_same_results(f, s, 0);
+  }
   mlc_str_free(&t);
   mlc_arena_free(a);
   mlc_graph_free(m);
