@@ -317,6 +317,55 @@ static void test_packed_dense(void) {
   mlc_arena_free(a);
 }
 
+/* Attention's scores: the keys transposed by a copy in front of a
+ * batched matmul. Every sketch keeps that copy a block of its own (auto-
+ * inlined, the matmul would gather its vector operand) in 16 x 16 tiles,
+ * and its samples compute what the kernel does. */
+static void test_transposed_operand(void) {
+  static const char src[] =
+      "@T.prim_func\n"
+      "def main(Q: T.Buffer((2, 32, 16), \"float32\"), K: T.Buffer((32, 2, 16), \"float32\"),"
+      " C: T.Buffer((2, 32, 32), \"float32\")):\n"
+      "    KT = T.alloc_buffer((2, 16, 32))\n"
+      "    for b, k, j in T.grid(2, 16, 32):\n"
+      "        with T.block(\"KT\"):\n"
+      "            vb, vk, vj = T.axis.remap(\"SSS\", [b, k, j])\n"
+      "            KT[vb, vk, vj] = K[vj, vb, vk]\n"
+      "    for b, i, j, k in T.grid(2, 32, 32, 16):\n"
+      "        with T.block(\"C\"):\n"
+      "            vb, vi, vj, vk = T.axis.remap(\"SSSR\", [b, i, j, k])\n"
+      "            with T.init():\n"
+      "                C[vb, vi, vj] = T.float32(0)\n"
+      "            C[vb, vi, vj] = C[vb, vi, vj] + Q[vb, vi, vk] * KT[vb, vk, vj]\n";
+  mlc_arena *a = mlc_arena_new();
+  mlc_error e;
+  mlc_module *m = mlc_parse_module(a, "scores.py", src, &e);
+  CHECK_MSG(m, "%s", e.msg);
+  mlc_tuner_opts o;
+  small_opts(&o);
+  mlc_tuner_space *sp = m ? mlc_tuner_space_new(m->funcs[0], &o, &e) : NULL;
+  CHECK_MSG(!m || sp, "%s", e.msg);
+  char why[512];
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++)
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, k, seed, &e);
+      if (!s) continue;
+      const mlc_block *kt = tuner_find_block(mlc_sched_func(s), "KT");
+      tuner_site site;
+      /* the innermost loop a tile's 16 along the read (the parallel
+       * postprocessor may fuse the loops outside it) */
+      bool tiled = kt && tuner_find_site(mlc_sched_func(s), kt, &site) && site.n_loops >= 2 &&
+                   tuner_loop_extent(site.loops[site.n_loops - 1]) == 16 &&
+                   site.loops[site.n_loops - 1]->loop.kind != MLC_FOR_VECTORIZED &&
+                   mlc_expr_uses_var(site.realize->realize.values[1], site.loops[site.n_loops - 1]->loop.var);
+      CHECK_MSG(tiled, "sketch %d seed %d: the copy is %s", k, (int)seed, kt ? "not in 16 x 16 tiles" : "inlined");
+      CHECK_MSG(same_results(m->funcs[0], mlc_sched_func(s), seed == 1, why, sizeof why), "sketch %d: %s", k, why);
+      mlc_sched_free(s);
+    }
+  if (sp) mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 /* dense's W[j, k] is read by rows of j: no contiguous output dimension,
  * no register tile; the refusal names the block. */
 static void test_refused(void) {
@@ -558,6 +607,7 @@ int main(void) {
   RUN(test_sketches_matmul);
   RUN(test_refused);
   RUN(test_packed_dense);
+  RUN(test_transposed_operand);
   RUN(test_default_schedule);
   RUN(test_default_schedule_sized);
   RUN(test_default_sized_keeps_weight_tiles_outer);

@@ -375,41 +375,47 @@ static int iter_of(const mlc_block *blk, const mlc_expr *e) {
 /* Tiles of a transposing copy, per side. */
 #define TRANSPOSE_TILE 16
 
-/* A copy that transposes the last dimension (attention's keys read as
- * [j, h, k] and written [h, k, j]): the loops of the two iters cut into
- * TRANSPOSE_TILE x TRANSPOSE_TILE tiles, the one the read walks
- * innermost, so a tile reads rows of its source and writes its columns
- * while both are in L1. Vectorized along the write, each vector gathered
- * from 16 rows: BERT-base's attention scores kernel ran 314 us, 180 with
- * tiles. On a copy, kept only when every step succeeds; true when it did. */
-static bool transpose_tiles(mlc_sched **s, mlc_rv b) {
-  mlc_error err;
-  const mlc_block *blk = mlc_sched_rv_block(*s, b);
+bool tuner_transposing_copy(const mlc_block *blk, int *w, int *r) {
   const mlc_stmt *st = blk->body;
-  tuner_site site;
   if (!tuner_block_is_spatial(blk) || blk->init || blk->n_writes != 1 || !st || st->kind != MLC_STMT_STORE ||
-      st->store.value->kind != MLC_EXPR_LOAD || st->store.buf->ndim < 2 ||
-      !tuner_find_site(mlc_sched_func(*s), blk, &site) || !tuner_trivial_binding(blk, &site) ||
-      site.n_loops != blk->n_iters)
+      st->store.value->kind != MLC_EXPR_LOAD || st->store.buf->ndim < 2 || st->store.value->load.buf->ndim < 1)
     return false;
   const mlc_expr *ld = st->store.value;
-  int w = iter_of(blk, st->store.indices[st->store.buf->ndim - 1]);
-  int r = ld->load.buf->ndim > 0 ? iter_of(blk, ld->load.indices[ld->load.buf->ndim - 1]) : -1;
-  if (w < 0 || r < 0 || w == r || tuner_loop_extent(site.loops[w]) % TRANSPOSE_TILE != 0 ||
-      tuner_loop_extent(site.loops[r]) % TRANSPOSE_TILE != 0)
-    return false;
-  mlc_sched *t = mlc_sched_copy(*s);
+  *w = iter_of(blk, st->store.indices[st->store.buf->ndim - 1]);
+  *r = iter_of(blk, ld->load.indices[ld->load.buf->ndim - 1]);
+  return *w >= 0 && *r >= 0 && *w != *r;
+}
+
+bool tuner_transpose_tiles(mlc_sched *t, mlc_rv b, mlc_error *err) {
+  const mlc_block *blk = mlc_sched_rv_block(t, b);
+  tuner_site site;
+  int w, r;
+  if (!blk || !tuner_transposing_copy(blk, &w, &r) || !tuner_find_site(mlc_sched_func(t), blk, &site) ||
+      !tuner_trivial_binding(blk, &site) || site.n_loops != blk->n_iters ||
+      tuner_loop_extent(site.loops[w]) % TRANSPOSE_TILE != 0 || tuner_loop_extent(site.loops[r]) % TRANSPOSE_TILE != 0)
+    return mlc_error_set(err, "transpose tiles: block \"%s\" is no transposing copy of %d x %d tiles",
+                         blk ? blk->name : "?", TRANSPOSE_TILE, TRANSPOSE_TILE);
   mlc_rv *got, loops[TUNER_MAX_LOOPS], ws[2], rs[2], order[TUNER_MAX_LOOPS + 2];
-  int n = mlc_sched_get_loops(t, b, &got, &err), m = 0;
-  bool ok = n == blk->n_iters;
-  if (ok) memcpy(loops, got, sizeof *loops * (size_t)n);
+  int n = mlc_sched_get_loops(t, b, &got, err), m = 0;
+  if (n != blk->n_iters) return false;
+  memcpy(loops, got, sizeof *loops * (size_t)n);
   mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(TRANSPOSE_TILE)};
-  ok = ok && mlc_sched_split(t, loops[w], 2, f, true, ws, &err) && mlc_sched_split(t, loops[r], 2, f, true, rs, &err);
-  for (int i = 0; ok && i < n; i++)
+  if (!mlc_sched_split(t, loops[w], 2, f, true, ws, err) || !mlc_sched_split(t, loops[r], 2, f, true, rs, err))
+    return false;
+  for (int i = 0; i < n; i++)
     if (i != w && i != r) order[m++] = loops[i];
   order[m++] = rs[0], order[m++] = ws[0], order[m++] = ws[1], order[m++] = rs[1];
-  ok = ok && mlc_sched_reorder(t, m, order, &err) && mlc_verify_func(mlc_sched_func(t), &err);
-  if (!ok) {
+  return mlc_sched_reorder(t, m, order, err);
+}
+
+/* tuner_transpose_tiles (a transposing copy vectorized along its write
+ * gathered each vector from 16 rows: BERT-base's attention scores kernel
+ * ran 314 us, 180 with tiles), the outer loop parallel; on a copy, kept
+ * only when every step succeeds; true when it did. */
+static bool transpose_tiles(mlc_sched **s, mlc_rv b) {
+  mlc_error err;
+  mlc_sched *t = mlc_sched_copy(*s);
+  if (!tuner_transpose_tiles(t, b, &err) || !mlc_verify_func(mlc_sched_func(t), &err)) {
     mlc_sched_free(t);
     return false;
   }

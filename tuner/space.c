@@ -27,6 +27,8 @@
  *                        for GEMM-like blocks also the register tile
  *                        (regtile.c): "SSRRS", the innermost S a rows x
  *                        vectors accumulator held in registers
+ *   transpose_tiles      a copy that transposes the last dimension in
+ *                        16 x 16 tiles (not meta-schedule's; the default's)
  *   parallel_vectorize_unroll  annotations on the root, once per state
  *   random_compute_location    compute producers at a sampled consumer loop
  * A primitive that refuses (its preconditions fail) leaves the state as it
@@ -119,12 +121,16 @@ static bool has_consumer_rec(const mlc_stmt *st, const mlc_block *b) {
  * injective, disallow_op tir.exp): an elementwise block writing an
  * intermediate buffer is inlined into its consumers. exp is left alone
  * because inlining recomputes it in every consumer, once inside a
- * reduction where it cannot be vectorized (softmax: 2x slower). */
+ * reduction where it cannot be vectorized (softmax: 2x slower); so is a
+ * copy that transposes the last dimension (attention's keys): inlined,
+ * the matmul after it would gather its vector operand. */
 static bool inline_candidate(const mlc_sched *s, const mlc_block *b) {
   const mlc_prim_func *f = mlc_sched_func(s);
+  int w, r;
   return tuner_block_is_spatial(b) && b->n_writes == 1 && b->init == NULL &&
          !tuner_block_is_output(f, b) && !tuner_block_has_if_then_else(b) &&
-         !tuner_block_calls(b, MLC_INTRIN_EXP) && has_consumer_rec(f->body, b);
+         !tuner_block_calls(b, MLC_INTRIN_EXP) && !tuner_transposing_copy(b, &w, &r) &&
+         has_consumer_rec(f->body, b);
 }
 
 static void rule_auto_inline(const mlc_tuner_opts *o, mlc_sched *s, const char *name,
@@ -825,18 +831,43 @@ static bool feeds_tensorized(const mlc_prim_func *f, const mlc_block *b) {
   return found;
 }
 
+/* ---- rule: transposing copies ---------------------------------------------------- */
+
+/* A copy that transposes the last dimension in 16 x 16 tiles, as the
+ * default schedule has it (tuner_transpose_tiles); it then stays where it
+ * is. */
+static void rule_transpose_tiles(const mlc_tuner_opts *o, mlc_sched *s, const char *name, sched_list *out) {
+  MLC_UNUSED(o);
+  const mlc_block *b = peek_block(s, name);
+  int w, r;
+  if (b && tuner_transposing_copy(b, &w, &r)) {
+    mlc_sched *c = mlc_sched_copy(s);
+    mlc_rv rv;
+    mlc_error e;
+    if (mlc_sched_get_block(c, name, NULL, &rv, &e) && tuner_transpose_tiles(c, rv, &e)) {
+      mlc_sched_free(s);
+      s = c;
+    } else {
+      mlc_sched_free(c);
+    }
+  }
+  MLC_VEC_PUSH(*out, s);
+}
+
 /* meta-schedule's RandomComputeLocation: a block directly under the root
  * that is not an output, not tiled and feeds another block is computed at
  * a sampled loop of its consumers (or stays, or is inlined: the sampled
  * location's root and inline marks). A producer of a block to be
- * tensorized stays where it is (feeds_tensorized). */
+ * tensorized stays where it is (feeds_tensorized), and so does a
+ * transposing copy (rule_transpose_tiles). */
 static void rule_random_compute_location(const mlc_tuner_opts *o, mlc_sched *s,
                                          const char *name, sched_list *out) {
   MLC_UNUSED(o);
   const mlc_block *b = peek_block(s, name);
   const mlc_prim_func *f = mlc_sched_func(s);
   tuner_site site;
-  if (b && !tuner_block_is_output(f, b) && has_consumer_rec(f->body, b) &&
+  int w, r;
+  if (b && !tuner_block_is_output(f, b) && has_consumer_rec(f->body, b) && !tuner_transposing_copy(b, &w, &r) &&
       tuner_find_site(f, b, &site) && tuner_trivial_binding(b, &site) &&
       !tuner_needs_tiling(f, b) && !feeds_tensorized(f, b)) {
     mlc_sched *c = mlc_sched_copy(s);
@@ -888,6 +919,7 @@ static const rule_fn BLOCK_RULES[] = {
     rule_vector_rfactor,
     rule_tiling_with_intrin,
     rule_multi_level_tiling,
+    rule_transpose_tiles,
     rule_random_compute_location,
 };
 

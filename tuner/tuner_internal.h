@@ -236,6 +236,16 @@ mlc_sched *tuner_library_candidate(const mlc_prim_func *f, const char *library,
 
 /* ---- default.c: the CPU default schedule (the CPU space's default_sched) ---- */
 
+/* Whether blk copies with its last dimension transposed (attention's keys
+ * read [j, h, k], written [h, k, j]): one store of a load whose last index
+ * is another iter (*r) than the store's (*w). */
+bool tuner_transposing_copy(const mlc_block *blk, int *w, int *r);
+/* Such a copy's two loops cut into 16 x 16 tiles, the read's innermost
+ * (rows of the source read, columns written while both are in L1); false
+ * with a message when blk is not one with trivial binding and extents
+ * of whole tiles (s may then be partly changed: call it on a copy). */
+bool tuner_transpose_tiles(mlc_sched *s, mlc_rv blk, mlc_error *err);
+
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                    mlc_error *err);
 
