@@ -410,7 +410,7 @@ bool tuner_transpose_tiles(mlc_sched *t, mlc_rv b, mlc_error *err) {
 
 /* tuner_transpose_tiles (a transposing copy vectorized along its write
  * gathered each vector from 16 rows: BERT-base's attention scores kernel
- * ran 314 us, 180 with tiles), the outer loop parallel; on a copy, kept
+ * ran 310 us, 211 with tiles), the outer loop parallel; on a copy, kept
  * only when every step succeeds; true when it did. */
 static bool transpose_tiles(mlc_sched **s, mlc_rv b) {
   mlc_error err;
