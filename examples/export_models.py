@@ -137,14 +137,24 @@ def export_generation(name, model, cfg, outdir, prompt):
         name, prefill, step, GEN_TOKENS, prompt.size(1)))
 
 
+USAGE = "usage: export_models.py [OUTDIR] [--only NAME]  (OUTDIR: models)"
+
+
 def main(argv):
     outdir = "models"
     only = None
     args = list(argv)
     while args:
         a = args.pop(0)
+        if a in ("-h", "--help"):
+            print(USAGE + "\n\n" + __doc__.strip())
+            return
         if a == "--only":
+            if not args:
+                sys.exit("export_models.py: --only wants a model name\n" + USAGE)
             only = args.pop(0)
+        elif a.startswith("-"):
+            sys.exit("export_models.py: unknown option %s\n%s" % (a, USAGE))
         else:
             outdir = a
     os.makedirs(outdir, exist_ok=True)
