@@ -434,6 +434,17 @@ static int64_t host_lanes(void) {
   return mlc_target_has_feature(&t, "avx512f") ? 16 : mlc_target_has_feature(&t, "avx") ? 8 : 4;
 }
 
+/* Three weight blocks (an odd count, a multiple of 3: GPT-2's output
+ * layer has 3141): with AVX-512, 8 rows x 3 vectors, where one vector a
+ * row made 16 rows x 1. */
+static void test_default_three_vectors(void) {
+  if (host_lanes() != 16) return;
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = packed_dense(a, 256, 48, 512);
+  if (f) check_default_func(f, "dense 256x48x512", "T_dense_global", 8 * 48);
+  mlc_arena_free(a);
+}
+
 /* With AVX-512: conv 14 columns x 2 channel blocks of 16 lanes (K = 64:
  * four blocks, two per tile); matmul 8 rows (the largest divisor of 64 up
  * to 14) x 32 columns. The AVX2 budget gives 6 rows of two vectors. */
@@ -608,6 +619,7 @@ int main(void) {
   RUN(test_refused);
   RUN(test_packed_dense);
   RUN(test_transposed_operand);
+  RUN(test_default_three_vectors);
   RUN(test_default_schedule);
   RUN(test_default_schedule_sized);
   RUN(test_default_sized_keeps_weight_tiles_outer);

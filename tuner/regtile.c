@@ -6,8 +6,9 @@
  * convolution's output column x) by the contiguous iter's vector lanes
  * (matmul's j, the output-channel lanes k), optionally times `mult` (a
  * spatial iter that only the vector operand uses: the convolution's
- * output-channel block f, two weight vectors per broadcast; a dense
- * layer's weight block jb, up to 8 when there are no rows). Where no
+ * output-channel block f, two weight vectors per broadcast, three where
+ * its extent is odd and a multiple of 3; a dense layer's weight block jb,
+ * up to 8 when there are no rows). Where no
  * operand is a broadcast (a depthwise convolution, a pool: every read
  * carries the lanes) the rows are output columns, each its own vector
  * load, with the weights loaded once for all of them. The loops
@@ -21,8 +22,9 @@
  * across the whole reduction (partial sums never go through memory).
  *
  * Budget: the accumulator takes rows x W registers (W = vectors per row,
- * at most 2), plus W vector loads and one broadcast: rows <= (regs - 4) /
- * W (14 x 2 or 28 x 1 with AVX-512's 32 registers, as oneDNN's ur_w).
+ * at most 3), plus W vector loads and one broadcast: rows <= (regs - 4) /
+ * W (14 x 2, 9 x 3 or 28 x 1 with AVX-512's 32 registers, as oneDNN's
+ * ur_w).
  */
 #include "tuner/tuner_internal.h"
 
@@ -124,7 +126,7 @@ static void add(cands *c, int64_t v, double p) {
 }
 
 /* Vector tiles of the lanes' iter (extent e): one register, or two when
- * no mult iter can give the second vector; e itself when shorter than a
+ * no mult iter can give more vectors (mult_two); e itself when shorter than a
  * register, but not 1 (a matrix times a vector has no lanes to tile: the
  * default schedule sums its rows by vector lanes instead). */
 static void lane_cands(const reg_plan *p, int64_t e, bool mult_two, const mlc_tuner_opts *o,
@@ -177,15 +179,21 @@ static bool pick(mlc_sched *s, const cands *c, bool sample, mlc_operand *out, ml
   return true;
 }
 
+/* Vectors per row the mult iter (extent e) can give beside the rows: two
+ * where e is even, three where it is a multiple of 3 only (GPT-2's output
+ * layer: 3141 weight blocks; 8 rows x 3 vectors ran 39 ms where 16 rows x
+ * 1 ran 51), else 1 (none). */
+static int mult_vectors(int64_t e) { return e % 2 == 0 ? 2 : e % 3 == 0 ? 3 : 1; }
+
 /* The register factor of every iter (MLC_OP_NONE: not in the tile). */
 static bool reg_factors(mlc_sched *s, const reg_plan *p, const mlc_stmt *const *loops, bool sample,
                         const mlc_tuner_opts *o, mlc_operand *f, mlc_error *err) {
   int64_t ec = tuner_loop_extent(loops[p->contig]);
-  bool mult_two = p->mult >= 0 && tuner_loop_extent(loops[p->mult]) % 2 == 0;
+  int mv = p->mult >= 0 ? mult_vectors(tuner_loop_extent(loops[p->mult])) : 1;
   cands c;
-  lane_cands(p, ec, mult_two, o, &c);
+  lane_cands(p, ec, mv > 1, o, &c);
   if (c.n == 0) return mlc_error_set(err, "register tile: no vector tile divides %lld", (long long)ec);
-  int vectors = mult_two || c.v[c.n - 1] > p->lanes ? 2 : 1;
+  int vectors = mv > 1 ? mv : c.v[c.n - 1] > p->lanes ? 2 : 1;
   if (!pick(s, &c, sample, &f[p->contig], err)) return false;
   if (p->mult >= 0 && p->row < 0) {
     mult_cands(tuner_loop_extent(loops[p->mult]), &c);
@@ -193,7 +201,7 @@ static bool reg_factors(mlc_sched *s, const reg_plan *p, const mlc_stmt *const *
   } else if (p->mult >= 0) {
     c.n = 0;
     add(&c, 1, 0.3);
-    if (mult_two) add(&c, 2, 0.7);
+    if (mv > 1) add(&c, mv, 0.7);
     if (!pick(s, &c, sample, &f[p->mult], err)) return false;
   }
   if (p->row >= 0) {
