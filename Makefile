@@ -183,15 +183,15 @@ soak: $(B)/bin/mlc-tune $(B)/bin/mlc-worker
 
 # Baseline engines for `make bench BENCH=models` (issue 30): a venv with
 # ONNX Runtime and OpenVINO from PyPI in $(B)/bench-venv (pyenv's python3,
-# never Debian's). Optional: the product, `make test` and CI never need it;
+# never Debian's), and onnx for ONNX Runtime's quantizer (bench/quantize_model.py). Optional: the product, `make test` and CI never need it;
 # bench_models leaves their columns out, saying so, without it.
 BENCH_VENV := $(B)/bench-venv
-BENCH_PIP_PKGS := onnxruntime openvino numpy
+BENCH_PIP_PKGS := onnxruntime openvino numpy onnx
 .PHONY: bench-deps
 bench-deps:
 	@test -x $(BENCH_VENV)/bin/python || python3 -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/pip install -q --disable-pip-version-check $(BENCH_PIP_PKGS)
-	@echo "# $(BENCH_VENV):"; $(BENCH_VENV)/bin/pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(onnxruntime|openvino|numpy) '
+	@echo "# $(BENCH_VENV):"; $(BENCH_VENV)/bin/pip list --disable-pip-version-check 2>/dev/null | grep -i -E '^(onnxruntime|openvino|numpy|onnx) '
 
 # PyTorch 2 for the torch.compile backend's tests (issue 32;
 # tests/python/test_dynamo.py, which Debian's PyTorch 1.13 skips): a venv
@@ -222,6 +222,18 @@ MODEL_FILES := models/resnet18.onnx models/mobilenet_v2.onnx models/encoder.onnx
 models: $(MODEL_FILES)
 $(MODEL_FILES) &: examples/export_models.py examples/lm_models.py
 	/usr/bin/python3 examples/export_models.py models
+
+# ResNet-18 and the encoder quantized as users quantize them (ONNX Runtime's
+# quantize_static: QDQ, per-channel int8 weights, uint8 activations
+# calibrated on random inputs), with ONNX Runtime's int8 outputs as their
+# reference (bench/quantize_model.py): models/<name>_int8.onnx for
+# `make bench BENCH=models`. Needs `make models` and `make bench-deps`.
+INT8_MODELS := models/resnet18_int8.onnx models/encoder_int8.onnx
+.PHONY: models-int8
+models-int8: $(INT8_MODELS)
+models/%_int8.onnx: models/%.onnx bench/quantize_model.py
+	@test -x $(BENCH_VENV)/bin/python || { echo "models-int8: run make bench-deps first"; exit 1; }
+	$(BENCH_VENV)/bin/python bench/quantize_model.py $* --models models
 
 # report/font.c, the glyphs PNG plots draw text with, rendered from DejaVu
 # Sans by FreeType (needs libfreetype-dev and fonts-dejavu-core; the build

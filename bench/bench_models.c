@@ -5,7 +5,13 @@
  * pooler_output), GPT-2 small and the 125M Llama (input_ids -> logits),
  * int64 token ids at sequence 128 (a 128-token prompt), set by
  * `--input-shape NAME=1,128` per input to mlc-tune and mlc-compile (they
- * were exported at 16 with the sequence dynamic). Each in one run:
+ * were exported at 16 with the sequence dynamic). And ResNet-18 and the
+ * encoder quantized to int8 as users quantize them (resnet18_int8,
+ * encoder_int8: `make models-int8`, bench/quantize_model.py: ONNX
+ * Runtime's quantize_static, QDQ): the same columns but PyTorch's, the
+ * engines running the int8 file, the reference ONNX Runtime's int8 output,
+ * every output within MLC_GRAPH_QUANT_ATOL (1/16) of the largest |value|
+ * where the float models' must be within 1e-4. Each in one run:
  *   <model>_tuned        `mlc-tune --model` (budget: --trials, default
  *                        $MLC_BENCH_TRIALS or 200, in a fresh database),
  *                        then `mlc-compile --model --db`
@@ -74,7 +80,8 @@
  *   bench_models [--results FILE] [--trials N] [--only NAME,...] [--rounds R]
  *                [--quick] [--smoke] [--reuse]
  * --only (or MLC_BENCH_ONLY): those models (resnet18, mobilenet_v2, encoder,
- * bert_base, gpt2_small, llama_100m; under --smoke also bert_tiny, ...).
+ * bert_base, gpt2_small, llama_100m, resnet18_int8, encoder_int8; under
+ * --smoke also bert_tiny, ...).
  * --reuse: a model whose database the last run left is not tuned again
  * (its tuning log gives the trials; tuning wall time shows 0; no curve).
  * --quick (or MLC_BENCH_QUICK=1): 16 trials per model, 4 rounds of 5 runs
@@ -124,17 +131,27 @@ typedef struct model_spec {
   /* the .npy tags (file <prefix><tag>.npy), in the order of the ONNX
    * graph's inputs and outputs, which the C entry point keeps */
   const char *ins[MAX_IO], *outs[MAX_IO];
+  /* made by bench/quantize_model.py (`make models-int8`): its reference is
+   * ONNX Runtime's int8 output, there is no PyTorch, and outputs agree
+   * within MLC_GRAPH_QUANT_ATOL of the largest |value| (sums a rounding
+   * apart land a step apart once quantized) */
+  bool quantized;
 } model_spec;
 
 static const model_spec MODELS[] = {
-    {"resnet18", NULL, true, 1, 1, {"in"}, {"out"}},
-    {"mobilenet_v2", NULL, false, 1, 1, {"in"}, {"out"}},
-    {"encoder", NULL, true, 1, 1, {"in"}, {"out"}},
+    {"resnet18", NULL, true, 1, 1, {"in"}, {"out"}, false},
+    {"mobilenet_v2", NULL, false, 1, 1, {"in"}, {"out"}, false},
+    {"encoder", NULL, true, 1, 1, {"in"}, {"out"}, false},
     {"bert_base", "bert", true, 3, 2, {"input_ids", "token_type_ids", "attention_mask"},
-     {"last_hidden_state", "pooler_output"}},
-    {"gpt2_small", "gpt2", true, 1, 1, {"input_ids"}, {"logits"}},
-    {"llama_100m", "llama", true, 1, 1, {"input_ids"}, {"logits"}},
+     {"last_hidden_state", "pooler_output"}, false},
+    {"gpt2_small", "gpt2", true, 1, 1, {"input_ids"}, {"logits"}, false},
+    {"llama_100m", "llama", true, 1, 1, {"input_ids"}, {"logits"}, false},
+    {"resnet18_int8", NULL, false, 1, 1, {"in"}, {"out"}, true},
+    {"encoder_int8", NULL, false, 1, 1, {"in"}, {"out"}, true},
 };
+
+/* The largest error (max abs / max |reference|) outputs may have. */
+static double tolerance(const model_spec *s) { return s->quantized ? MLC_GRAPH_QUANT_ATOL : 1e-4; }
 enum { N_MODELS = sizeof MODELS / sizeof MODELS[0] };
 /* The language models' sequence: the bench's, and --smoke's (the tiny
  * exports of tests/onnx/lm at the length they were checked at). */
@@ -417,6 +434,7 @@ typedef struct curve_point {
 
 typedef struct model_result {
   const char *name;
+  double tol; /* tolerance() of its spec */
   double tuned_ms, untuned_ms, eager_ms, script_ms; /* medians; < 0: not run */
   /* ours' 10th percentiles: the machine's fast spells, where the runners
    * keep their per-kernel timings (a slow one is re-timed) */
@@ -1010,6 +1028,7 @@ static void bench_model(const options *opt, const model_files *mf, model_result 
   run_cmd(STR("mkdir -p %s", work), "/dev/null");
   memset(r, 0, sizeof *r);
   r->name = model;
+  r->tol = tolerance(mf->spec);
   model_io io;
   io_read(mf, &io);
   ours v[2]; /* tuned, untuned */
@@ -1021,8 +1040,11 @@ static void bench_model(const options *opt, const model_files *mf, model_result 
   run_ours_ms(&v[1], &io);
   r->untuned_err = rel_error_all(io.out, &io);
   torch t;
-  bool have_torch = torch_start(&t, mf);
-  if (!have_torch) fprintf(stderr, "bench_models: %s: no PyTorch (torch_baseline.py failed); torch columns left out\n", model);
+  bool have_torch = !mf->spec->quantized && torch_start(&t, mf);
+  if (!have_torch)
+    fprintf(stderr, "bench_models: %s: %s; torch columns left out\n", model,
+            mf->spec->quantized ? "a quantized model (its reference is ONNX Runtime's int8 output)"
+                                : "no PyTorch (torch_baseline.py failed)");
   r->eager_peak = have_torch ? t.eager_peak : -1;
   r->script_peak = have_torch && t.have_script ? t.script_peak : -1;
   snprintf(r->script_note, sizeof r->script_note, "%s", have_torch ? t.script_note : "");
@@ -1247,9 +1269,10 @@ int main(int argc, char **argv) {
                        : !opt.smoke || MODELS[i].lm;
     const char *path = want[i] ? missing_file(&mfs[i]) : NULL;
     if (path) {
-      if (opt.only) die(path, "missing: run `make models` first");
-      printf("bench_models: %s skipped: %s missing (`make models` exports it; needs python3-torch)\n",
-             MODELS[i].name, path);
+      const char *make = MODELS[i].quantized ? "make models-int8" : "make models";
+      if (opt.only) die(path, STR("missing: run `%s` first", make));
+      printf("bench_models: %s skipped: %s missing (`%s` makes it; needs python3-torch%s)\n", MODELS[i].name,
+             path, make, MODELS[i].quantized ? " and `make bench-deps`" : "");
       want[i] = false;
     }
   }
@@ -1277,14 +1300,15 @@ int main(int argc, char **argv) {
   if (!bench_write_results(opt.results, n, cs, &err)) die(opt.results, err.msg);
   int bad = 0;
   for (int i = 0; i < nr; i++)
-    if (rs[i].ort_vs_ours > 1e-4 || rs[i].ov_vs_ours > 1e-4 || rs[i].ort_err > 1e-4 || rs[i].ov_err > 1e-4) {
+    if (rs[i].ort_vs_ours > rs[i].tol || rs[i].ov_vs_ours > rs[i].tol || rs[i].ort_err > rs[i].tol ||
+        rs[i].ov_err > rs[i].tol) {
       fprintf(stderr, "bench_models: %s: engines disagree (ORT %.3g, OpenVINO %.3g vs ours tuned)\n", rs[i].name,
               rs[i].ort_vs_ours, rs[i].ov_vs_ours);
       bad = 1;
     }
   for (int i = 0; i < nr; i++)
-    if (rs[i].tuned_err > 1e-4 || rs[i].untuned_err > 1e-4) {
-      fprintf(stderr, "bench_models: %s: output differs from PyTorch's (rel error %.3g tuned, %.3g untuned)\n",
+    if (rs[i].tuned_err > rs[i].tol || rs[i].untuned_err > rs[i].tol) {
+      fprintf(stderr, "bench_models: %s: output differs from its reference (rel error %.3g tuned, %.3g untuned)\n",
               rs[i].name, rs[i].tuned_err, rs[i].untuned_err);
       bad = 1;
     }

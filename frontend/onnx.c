@@ -188,6 +188,8 @@ bool onnx_graph_dtype(int32_t t, mlc_dtype *out) {
   case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = MLC_INT64; return true;
   case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = MLC_INT32; return true;
   case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = MLC_BOOL; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = MLC_UINT8; return true;
+  case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = MLC_INT8; return true;
   default: return false;
   }
 }
@@ -378,6 +380,8 @@ static mlc_gvar *int_const_var(oimp *I, const oval *v, mlc_error *why) {
     case MLC_INT64: ((int64_t *)var->data)[k] = v->i[k]; break;
     case MLC_INT32: ((int32_t *)var->data)[k] = (int32_t)v->i[k]; break;
     case MLC_BOOL: ((uint8_t *)var->data)[k] = v->i[k] != 0; break;
+    case MLC_UINT8: ((uint8_t *)var->data)[k] = (uint8_t)v->i[k]; break;
+    case MLC_INT8: ((int8_t *)var->data)[k] = (int8_t)v->i[k]; break;
     default: mlc_unreachable();
     }
   return var;
@@ -649,10 +653,10 @@ static bool read_input(oimp *I, const Onnx__ValueInfoProto *vi, const char *cons
     return ifail(I, "input '%s' is not a tensor", name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   int32_t et = tt->has_elem_type ? tt->elem_type : 0;
-  if (et != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && et != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 &&
-      et != ONNX__TENSOR_PROTO__DATA_TYPE__INT32 && et != ONNX__TENSOR_PROTO__DATA_TYPE__BOOL)
-    return ifail(I, "input '%s' has dtype %s; inputs may be float32, int64, int32 or bool", name,
-                 dtype_name(et));
+  mlc_dtype dtype;
+  if (!onnx_graph_dtype(et, &dtype))
+    return ifail(I, "input '%s' has dtype %s; inputs may be %s", name, dtype_name(et),
+                 mlc_graph_dtype_names());
   int ndim = tt->shape ? (int)tt->shape->n_dim : -1;
   int64_t shape[MLC_GRAPH_MAX_DIMS];
   bool found;
@@ -685,7 +689,7 @@ static bool read_input(oimp *I, const Onnx__ValueInfoProto *vi, const char *cons
    * and its value rank 0, as a scalar initializer's */
   mlc_gtype t;
   var_type(ndim, shape, &t);
-  onnx_graph_dtype(et, &t.dtype);
+  t.dtype = dtype;
   if (mlc_gtype_numel(&t) < 1 || mlc_gtype_numel(&t) > (INT64_C(1) << 31))
     return ifail(I, "input '%s' is too large", name);
   oval *v = new_value(I, name);
@@ -1044,20 +1048,6 @@ mlc_gmodule *mlc_graph_load_any(const char *path, const char *weights_dir,
   return mlc_graph_load(path, weights_dir, err);
 }
 
-/* The graph dtype of an ONNX tensor file's data_type, false for one we do
- * not read. */
-static bool file_dtype(int32_t dt, mlc_dtype *out) {
-  switch (dt) {
-  case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = MLC_FLOAT32; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = MLC_INT64; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = MLC_INT32; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = MLC_BOOL; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = MLC_UINT8; return true;
-  case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = MLC_INT8; return true;
-  default: return false;
-  }
-}
-
 /* d's integers (decoded as int64) narrowed into out, elements of dtype t;
  * a value t cannot hold (possible only from int32_data, or a bool byte
  * other than 0/1) is an error naming the element. */
@@ -1093,9 +1083,9 @@ void *mlc_onnx_tensor_parse(const char *name, const void *bytes, size_t len, mlc
   mlc_arena *a = mlc_arena_new();
   tensor d;
   void *out = NULL;
-  if (!file_dtype(dt, &dtype)) {
-    mlc_error_set(err, "%s: dtype %s is not supported (float32, int64, int32, bool, uint8, int8)",
-                  name, dtype_name(dt));
+  if (!onnx_graph_dtype(dt, &dtype)) {
+    mlc_error_set(err, "%s: dtype %s is not supported (%s)", name, dtype_name(dt),
+                  mlc_graph_dtype_names());
   } else if (decode_tensor(t, name, a, &d, err)) {
     memset(type, 0, sizeof *type);
     type->dtype = dtype;

@@ -172,6 +172,9 @@ bool onnx_cv_trilu(onode *n);
 /* onnx_ops_norm.c */
 bool onnx_cv_instance_norm(onode *n);
 bool onnx_cv_layer_norm(onode *n);
+/* onnx_ops_quant.c */
+bool onnx_cv_dequantize_linear(onode *n);
+bool onnx_cv_quantize_linear(onode *n);
 /* onnx_ops_reduce.c */
 bool onnx_cv_argmax(onode *n);
 bool onnx_cv_batch_norm(onode *n);

@@ -224,6 +224,10 @@ static mlc_prim_func *fuse_one(mlc_gmodule *m, const mlc_gfunc *g, mlc_error *er
   f->attrs = MLC_NEW_ARRAY(a, mlc_ann, 2);
   f->attrs[0] = (mlc_ann){.key = "global_symbol", .kind = MLC_ANN_STRING, .s = f->name};
   f->attrs[1] = (mlc_ann){.key = "tir.noalias", .kind = MLC_ANN_BOOL, .i = 1};
+  for (int i = 0; i < g->n_bindings; i++) {
+    double atol = mlc_func_check_atol(g->bindings[i].tir, 0);
+    if (atol > 0) mlc_func_set_check_atol(a, f, atol);
+  }
   return f;
 }
 

@@ -201,12 +201,23 @@ int64_t mlc_gtype_numel(const mlc_gtype *t) {
   return n;
 }
 
+bool mlc_graph_is_quantized(const mlc_gmodule *m) {
+  for (int i = 0; i < m->n_funcs; i++)
+    for (int j = 0; j < m->funcs[i]->n_bindings; j++) {
+      const mlc_gbinding *b = &m->funcs[i]->bindings[j];
+      if (b->kind == MLC_GCALL_OP && b->op == MLC_GOP_QUANTIZE) return true;
+    }
+  return false;
+}
+
 double mlc_gdata_get(mlc_dtype t, const void *data, int64_t k) {
   switch (t) {
   case MLC_FLOAT32: return ((const float *)data)[k];
   case MLC_INT64: return (double)((const int64_t *)data)[k];
   case MLC_INT32: return ((const int32_t *)data)[k];
   case MLC_BOOL: return ((const uint8_t *)data)[k] != 0;
+  case MLC_UINT8: return ((const uint8_t *)data)[k];
+  case MLC_INT8: return ((const int8_t *)data)[k];
   default: mlc_unreachable();
   }
 }
@@ -217,11 +228,15 @@ int64_t mlc_gtype_bytes(const mlc_gtype *t) {
   return bytes;
 }
 
-bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y) {
-  if (x->dtype != y->dtype || x->ndim != y->ndim) return false;
+bool mlc_gshape_equal(const mlc_gtype *x, const mlc_gtype *y) {
+  if (x->ndim != y->ndim) return false;
   for (int i = 0; i < x->ndim; i++)
     if (x->shape[i] != y->shape[i]) return false;
   return true;
+}
+
+bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y) {
+  return x->dtype == y->dtype && mlc_gshape_equal(x, y);
 }
 
 void mlc_gtype_str(const mlc_gtype *t, char *buf, size_t n) {
@@ -787,7 +802,7 @@ _Static_assert(sizeof(shape_rules) / sizeof(shape_rules[0]) == MLC_GOP_COUNT,
 
 /* ---- dtype rules (ops.def's types column) ------------------------------------ */
 
-static const mlc_dtype graph_dtypes[] = {MLC_FLOAT32, MLC_INT64, MLC_INT32, MLC_BOOL};
+static const mlc_dtype graph_dtypes[] = {MLC_FLOAT32, MLC_INT64, MLC_INT32, MLC_BOOL, MLC_UINT8, MLC_INT8};
 
 bool mlc_graph_dtype_ok(mlc_dtype t) {
   for (size_t i = 0; i < MLC_COUNTOF(graph_dtypes); i++)
@@ -802,7 +817,7 @@ bool mlc_graph_dtype_from_name(const char *s, mlc_dtype *out) {
   return true;
 }
 
-const char *mlc_graph_dtype_names(void) { return "float32, int64, int32, bool"; }
+const char *mlc_graph_dtype_names(void) { return "float32, int64, int32, bool, uint8, int8"; }
 
 static bool is_num(mlc_dtype t) { return t == MLC_FLOAT32 || t == MLC_INT64 || t == MLC_INT32; }
 
@@ -919,6 +934,34 @@ static bool types_scatter(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gty
   return true;
 }
 
+/* quantize: float32 values and scales, a uint8 or int8 zero point whose
+ * dtype is the result's. */
+static bool types_quantize(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                           mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  for (int i = 0; i < 2; i++)
+    if (a[i].dtype != MLC_FLOAT32) return fail_dtype(err, op, i, a[i].dtype, "float32 expected");
+  if (a[2].dtype != MLC_UINT8 && a[2].dtype != MLC_INT8)
+    return fail_dtype(err, op, 2, a[2].dtype, "a uint8 or int8 zero point expected");
+  *out = a[2].dtype;
+  return true;
+}
+
+/* dequantize: uint8, int8 or int32 values and a zero point of their
+ * dtype, float32 scales; a float32 result. */
+static bool types_dequantize(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                             mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (a[0].dtype != MLC_UINT8 && a[0].dtype != MLC_INT8 && a[0].dtype != MLC_INT32)
+    return fail_dtype(err, op, 0, a[0].dtype, "uint8, int8 or int32 expected");
+  if (a[1].dtype != MLC_FLOAT32) return fail_dtype(err, op, 1, a[1].dtype, "float32 scales expected");
+  if (a[2].dtype != a[0].dtype)
+    return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
+                         mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
+  *out = MLC_FLOAT32;
+  return true;
+}
+
 /* gather: data of any dtype; indices int64, int32 or float32 holding whole
  * numbers. */
 static bool types_gather(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
@@ -942,7 +985,8 @@ static bool infer_shape(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype
   if (!mlc_gop_arity_ok(op, n)) return mlc_gop_arity_error(op, n, err);
   for (int i = 0; i < n; i++)
     if (!mlc_graph_dtype_ok(a[i].dtype))
-      return fail_dtype(err, op, i, a[i].dtype, "graph values are float32, int64, int32 or bool");
+      return mlc_error_set(err, "%s: operand %d is %s; graph values are %s", mlc_gop_name(op), i,
+                           mlc_dtype_name(a[i].dtype), mlc_graph_dtype_names());
   memset(out, 0, sizeof *out);
   mlc_dtype t;
   if (!types_rules[op](op, at, n, a, &t, err)) return false;

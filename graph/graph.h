@@ -287,6 +287,7 @@ void mlc_gattrs_init(mlc_gop op, mlc_gattrs *a);
  * overflows int64 (a .npy header can claim any shape). */
 int64_t mlc_gtype_numel(const mlc_gtype *t);
 bool mlc_gtype_equal(const mlc_gtype *x, const mlc_gtype *y);
+bool mlc_gshape_equal(const mlc_gtype *x, const mlc_gtype *y); /* dtypes aside */
 /* Whether t is a dtype graph values may have; by name ("int64"); the
  * list for messages. */
 bool mlc_graph_dtype_ok(mlc_dtype t);
@@ -299,6 +300,16 @@ int64_t mlc_gtype_bytes(const mlc_gtype *t);
  * emitted entry lays it out (mlc-tune --cache auto weighs it against the
  * last-level cache); -1 when a size is not known. */
 int64_t mlc_graph_run_bytes(const mlc_gmodule *m);
+/* Whether any function of m quantizes (a quantize op). Such a model's
+ * outputs follow its summation orders at quantization boundaries: a sum a
+ * rounding apart from the reference's lands one step apart once quantized,
+ * and the step spreads through the layers after it. Its outputs are
+ * checked against the plain C reference with an atol (a share of the
+ * largest |value|, as mlc_check_close takes it) of MLC_GRAPH_QUANT_ATOL:
+ * a few steps of 8-bit values, far below what a wrong kernel gives. */
+bool mlc_graph_is_quantized(const mlc_gmodule *m);
+#define MLC_GRAPH_QUANT_ATOL (1.0 / 16)
+
 /* Element k of data holding graph dtype t's C type, as a double (exact
  * up to 2^53 for integers). */
 double mlc_gdata_get(mlc_dtype t, const void *data, int64_t k);

@@ -100,9 +100,9 @@ static mlc_gvar *packed_channels(layout *L, mlc_gvar *c, int64_t k) {
   mlc_gvar *t = twin_of(L, c);
   if (t && t->type.shape[4] == k) return t;
   int64_t C = mlc_gtype_numel(&c->type);
-  mlc_gtype pt = {MLC_FLOAT32, 5, {1, C / k, 1, 1, k}};
+  mlc_gtype pt = {c->type.dtype, 5, {1, C / k, 1, 1, k}};
   mlc_gvar *p = mlc_graph_const_new(L->m, blocked_name(L, c->name), &pt);
-  memcpy(p->data, c->data, sizeof(float) * (size_t)C); /* [C] read as [C/k, k] */
+  memcpy(p->data, c->data, (size_t)mlc_gtype_bytes(&c->type)); /* [C] read as [C/k, k] */
   mlc_gmap_put(&L->twin, c, L->blocked.len);
   MLC_VEC_APUSH(L->m->arena, L->blocked, p);
   return p;
@@ -119,7 +119,7 @@ static bool blocked_operands(layout *L, const mlc_gbinding *b, mlc_gvar **args) 
   for (int i = 0; i < b->n_args; i++) {
     mlc_gvar *t = twin_of(L, b->args[i]);
     args[i] = b->args[i];
-    if (t && mlc_gtype_equal(&b->args[i]->type, &b->var->type)) {
+    if (t && mlc_gshape_equal(&b->args[i]->type, &b->var->type)) {
       if (block && t->type.shape[4] != block) return false;
       block = t->type.shape[4];
       args[i] = t;

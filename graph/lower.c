@@ -233,6 +233,21 @@ PW(clip) {
   return x;
 }
 PW(hard_sigmoid) { return hard_sigmoid(a, v[0], at->alpha, at->beta); }
+/* A true division (never the reciprocal's product: a tie rounds as ONNX
+ * Runtime's does), rounded to even, shifted and saturated in float32;
+ * the conversion then is exact. */
+PW(quantize) {
+  mlc_dtype t = v[2]->dtype;
+  double lo = t == MLC_UINT8 ? 0 : -128, hi = t == MLC_UINT8 ? 255 : 127;
+  mlc_expr *q = intrin1(a, MLC_INTRIN_ROUND, mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]));
+  q = mlc_add(a, q, mlc_cast(a, MLC_FLOAT32, v[2]));
+  q = mlc_binary(a, MLC_EXPR_MIN, mlc_binary(a, MLC_EXPR_MAX, q, f32(a, lo)), f32(a, hi));
+  return mlc_cast(a, t, q);
+}
+PW(dequantize) {
+  mlc_expr *d = mlc_sub(a, mlc_cast(a, MLC_INT32, v[0]), mlc_cast(a, MLC_INT32, v[2]));
+  return mlc_mul(a, mlc_cast(a, MLC_FLOAT32, d), v[1]);
+}
 PW(hard_swish) { return mlc_mul(a, v[0], hard_sigmoid(a, v[0], 1.0 / 6, 0.5)); }
 
 typedef mlc_expr *pw_value(mlc_arena *a, const mlc_gattrs *at, mlc_expr **v);
@@ -1321,7 +1336,9 @@ mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,
                                   const mlc_gattrs *at, int n, mlc_gvar *const *args,
                                   const mlc_gtype *out, mlc_error *err) {
   lower_call c = {a, name, op, at, n, args, &args[0]->type, out, err};
-  return lowerings[op](&c);
+  mlc_prim_func *f = lowerings[op](&c);
+  if (f && op == MLC_GOP_QUANTIZE) mlc_func_set_check_atol(a, f, MLC_GRAPH_QUANT_ATOL);
+  return f;
 }
 
 /* ---- the pass ---------------------------------------------------------------- */

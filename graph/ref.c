@@ -49,7 +49,9 @@ static double hard_sigmoid(double x, double alpha, double beta) {
 /* ---- pointwise ops (ops.def's MLC_GOP_PW rows) -------------------------------- */
 
 /* One element of a pointwise op; v holds its operands. */
-#define PW(name) static double pw_##name(const mlc_gattrs *at __attribute__((unused)), const double *v)
+#define PW(name) \
+  static double pw_##name(const mlc_gattrs *at __attribute__((unused)), \
+                          mlc_dtype dt __attribute__((unused)), const double *v)
 
 PW(add) { return v[0] + v[1]; }
 PW(multiply) { return v[0] * v[1]; }
@@ -106,9 +108,16 @@ PW(mod) {
   return r != 0 && (r < 0) != (v[1] < 0) ? r + v[1] : r;
 }
 PW(thresholded_relu) { return v[0] > at->alpha ? v[0] : 0; }
+/* In float32 as the lowering computes it: the quotient rounds once. */
+PW(quantize) {
+  float q = nearbyintf((float)v[0] / (float)v[1]) + (float)v[2];
+  bool u8 = dt == MLC_UINT8;
+  return fmin(fmax(q, u8 ? 0 : -128), u8 ? 255 : 127);
+}
+PW(dequantize) { return (float)(v[0] - v[2]) * (float)v[1]; }
 PW(shrink) { return v[0] < -at->alpha ? v[0] + at->beta : v[0] > at->alpha ? v[0] - at->beta : 0; }
 
-typedef double pw_value(const mlc_gattrs *at, const double *v);
+typedef double pw_value(const mlc_gattrs *at, mlc_dtype dt, const double *v);
 
 /* NULL for the ops that are not pointwise. */
 static pw_value *const pw_values[MLC_GOP_COUNT] = {
@@ -124,7 +133,7 @@ static void ref_elemwise(mlc_gop op, const mlc_gattrs *at, int n, double *const 
     unravel(out, i, idx);
     double v[3] = {0, 0, 0};
     for (int k = 0; k < n; k++) v[k] = in[k][bcast_index(&ts[k], out, idx)];
-    y[i] = (double)pw_values[op](at, v);
+    y[i] = (double)pw_values[op](at, out->dtype, v);
   }
 }
 
@@ -747,7 +756,12 @@ static double to_int(double v, mlc_dtype t) {
   v = trunc(v);
   if (fabs(v) >= 0x1p63) v = fmod(v, 0x1p64);
   int64_t i = v >= 0x1p63 ? (int64_t)(v - 0x1p64) : v < -0x1p63 ? (int64_t)(v + 0x1p64) : (int64_t)v;
-  return t == MLC_INT32 ? (double)(int32_t)(uint32_t)i : (double)i;
+  switch (t) {
+  case MLC_INT32: return (double)(int32_t)(uint32_t)i;
+  case MLC_UINT8: return (double)(uint8_t)i;
+  case MLC_INT8: return (double)(int8_t)(uint8_t)i;
+  default: return (double)i;
+  }
 }
 
 /* The values y (n of them) as dtype t stores them. */
@@ -756,7 +770,9 @@ static void round_to_dtype(mlc_dtype t, double *y, int64_t n) {
     switch (t) {
     case MLC_FLOAT32: y[i] = (float)y[i]; break;
     case MLC_INT64:
-    case MLC_INT32: y[i] = to_int(y[i], t); break;
+    case MLC_INT32:
+    case MLC_UINT8:
+    case MLC_INT8: y[i] = to_int(y[i], t); break;
     case MLC_BOOL: y[i] = y[i] != 0; break;
     default: mlc_unreachable();
     }
@@ -782,6 +798,8 @@ static void store_doubles(mlc_dtype t, const double *src, void *dst, int64_t n) 
     case MLC_INT64: ((int64_t *)dst)[i] = (int64_t)to_int(src[i], t); break;
     case MLC_INT32: ((int32_t *)dst)[i] = (int32_t)to_int(src[i], t); break;
     case MLC_BOOL: ((uint8_t *)dst)[i] = src[i] != 0; break;
+    case MLC_UINT8: ((uint8_t *)dst)[i] = (uint8_t)to_int(src[i], t); break;
+    case MLC_INT8: ((int8_t *)dst)[i] = (int8_t)to_int(src[i], t); break;
     default: mlc_unreachable();
     }
 }

@@ -394,7 +394,8 @@ static void free_args(const mlc_prim_func *f, mlc_array *args) {
 }
 
 /* Every parameter of got within tolerance of want (floats: rtol 1e-3 and
- * atol 1e-4 of the largest |want|; integers exact). */
+ * atol 1e-4 of the largest |want|, or f's MLC_ATTR_CHECK_ATOL; integers
+ * exact). */
 static bool same_results(const mlc_prim_func *f, const mlc_array *got, const mlc_array *want,
                          mlc_error *err) {
   for (int i = 0; i < f->n_params; i++) {
@@ -402,7 +403,8 @@ static bool same_results(const mlc_prim_func *f, const mlc_array *got, const mlc
     double scale = 0, max_err = 0;
     for (int64_t j = 0; fl && j < mlc_array_numel(&want[i]); j++)
       scale = fmax(scale, fabs(mlc_array_get(&want[i], j)));
-    if (!mlc_array_allclose(&got[i], &want[i], fl ? 1e-3 : 0, fl ? 1e-4 * fmax(scale, 1) : 0,
+    double atol = mlc_func_check_atol(f, 1e-4);
+    if (!mlc_array_allclose(&got[i], &want[i], fl ? 1e-3 : 0, fl ? atol * fmax(scale, 1) : 0,
                             &max_err))
       return mlc_error_set(err, "parameter %s differs from the unscheduled function's (max abs "
                                 "error %.3g)", f->params[i]->name, max_err);

@@ -403,6 +403,23 @@ const mlc_ann *mlc_ann_find(int n, const mlc_ann *anns, const char *key) {
   return NULL;
 }
 
+double mlc_func_check_atol(const mlc_prim_func *f, double def) {
+  const mlc_ann *v = mlc_ann_find(f->n_attrs, f->attrs, MLC_ATTR_CHECK_ATOL);
+  return v && v->kind == MLC_ANN_FLOAT && v->f > 0 ? v->f : def;
+}
+
+void mlc_func_set_check_atol(mlc_arena *a, mlc_prim_func *f, double atol) {
+  for (int i = 0; i < f->n_attrs; i++)
+    if (strcmp(f->attrs[i].key, MLC_ATTR_CHECK_ATOL) == 0) {
+      f->attrs[i].f = fmax(f->attrs[i].f, atol);
+      return;
+    }
+  mlc_ann *at = MLC_NEW_ARRAY(a, mlc_ann, f->n_attrs + 1);
+  if (f->n_attrs) memcpy(at, f->attrs, sizeof *at * (size_t)f->n_attrs);
+  at[f->n_attrs++] = (mlc_ann){.key = MLC_ATTR_CHECK_ATOL, .kind = MLC_ANN_FLOAT, .f = atol};
+  f->attrs = at;
+}
+
 mlc_ann mlc_ann_dup(mlc_arena *a, const mlc_ann *v) {
   mlc_ann r = *v;
   r.key = v->key ? mlc_arena_strdup(a, v->key) : NULL;

@@ -379,6 +379,15 @@ mlc_module *mlc_module_new(mlc_arena *a, const char *name);
 void mlc_module_add(mlc_arena *a, mlc_module *m, mlc_prim_func *f);
 mlc_prim_func *mlc_module_find(const mlc_module *m, const char *name);
 const mlc_ann *mlc_ann_find(int n, const mlc_ann *anns, const char *key);
+/* A prim_func attribute (T.func_attr): the atol, as a share of the largest
+ * |value|, its results are checked with against a reference in place of
+ * the default (measure.h's MLC_CHECK_ATOL). Kernels that quantize carry
+ * one: their results follow the summation order at rounding boundaries. */
+#define MLC_ATTR_CHECK_ATOL "mlc.check_atol"
+/* f's MLC_ATTR_CHECK_ATOL, or def where it has none. */
+double mlc_func_check_atol(const mlc_prim_func *f, double def);
+/* Sets it (the larger where f has one). */
+void mlc_func_set_check_atol(mlc_arena *a, mlc_prim_func *f, double atol);
 /* A deep copy of one annotation (key and nested items) into `a`. */
 mlc_ann mlc_ann_dup(mlc_arena *a, const mlc_ann *v);
 /* Whether two annotation values are equal as TVM compares them: same kind,

@@ -79,6 +79,7 @@ typedef struct workload {
   int n_args;
   frame_arg args[MLC_MEASURE_MAX_ARGS];
   bool in_runner; /* the live runner has computed its reference (tuner's limits) */
+  double atol;    /* the check's, from the function's MLC_ATTR_CHECK_ATOL (0: the pool's) */
 } workload;
 
 typedef enum { C_QUEUED, C_BUILDING, C_BUILT, C_RUNNING, C_DONE } cand_state;
@@ -418,7 +419,7 @@ static void send_run(mlc_measure *m, worker *w, int ci) {
   frame_u32(s, o->flush_cache);
   frame_u64(s, o->seed);
   frame_f64(s, o->rtol);
-  frame_f64(s, o->atol);
+  frame_f64(s, wl->atol > 0 ? wl->atol : o->atol);
   frame_u64(s, o->max_arg_bytes);
   frame_u32(s, (uint32_t)c->fault);
   frame_f64(s, c->max_call_sec);
@@ -831,11 +832,23 @@ void mlc_measure_free(mlc_measure *m) {
   mlc_free(m);
 }
 
+/* The MLC_ATTR_CHECK_ATOL of the workload's function, 0 where it has none
+ * (or the text does not parse: the builder then says why). */
+static double text_check_atol(const char *text) {
+  if (!strstr(text, MLC_ATTR_CHECK_ATOL)) return 0;
+  mlc_arena *a = mlc_arena_new();
+  mlc_error err;
+  mlc_module *mod = mlc_parse_module(a, "workload", text, &err);
+  double atol = mod && mod->n_funcs ? mlc_func_check_atol(mod->funcs[0], 0) : 0;
+  mlc_arena_free(a);
+  return atol;
+}
+
 static int workload_index(mlc_measure *m, const char *text) {
   uint64_t key = mlc_hash_str(text, 0x6d6c63);
   for (int i = 0; i < m->wls.len; i++)
     if (m->wls.data[i].key == key && strcmp(m->wls.data[i].text, text) == 0) return i;
-  workload wl = {.key = key, .text = mlc_xstrdup(text), .state = WL_NONE};
+  workload wl = {.key = key, .text = mlc_xstrdup(text), .state = WL_NONE, .atol = text_check_atol(text)};
   MLC_VEC_PUSH(m->wls, wl);
   return m->wls.len - 1;
 }

@@ -120,7 +120,7 @@ static const struct {
 } param_inputs[] = {
     {"BatchNormalization", 1}, {"Clip", 1}, {"ConstantOfShape", 0}, {"Dropout", 1},
     {"Expand", 1},             {"Gather", 1}, {"Pad", 1},           {"Pow", 1},
-    {"ReduceL1", 1},           {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
+    {"QuantizeLinear", 1},     {"ReduceL1", 1},           {"ReduceL2", 1}, {"ReduceLogSum", 1}, {"ReduceLogSumExp", 1},
     {"ReduceMax", 1},          {"ReduceMean", 1}, {"ReduceMin", 1},  {"ReduceProd", 1},
     {"ReduceSum", 1},          {"ReduceSumSquare", 1}, {"Reshape", 1}, {"Resize", 1},
     {"Slice", 1},              {"Split", 1},    {"Squeeze", 1},     {"Tile", 1},
@@ -324,7 +324,7 @@ static outcome run_case(const char *dir, char *why, size_t wn, int *n_bound) {
  * elementwise math ops (Floor .. Atanh, Sign, Round, Reciprocal, Celu,
  * ThresholdedRelu, Shrink), Mean and ReduceProd, DepthToSpace,
  * SpaceToDepth, Tile, Expand, InstanceNormalization, LRN,
- * MeanVarianceNormalization and Hardmax. */
+ * MeanVarianceNormalization, Hardmax, QuantizeLinear and DequantizeLinear. */
 static const char *const must_run[] = {
     "test_pow_bcast_", "test_pow_example", "test_pow_types_float32_int",
     "test_layer_normalization_2d", "test_layer_normalization_3d", "test_layer_normalization_4d",
@@ -345,6 +345,8 @@ static const char *const must_run[] = {
     "test_depthtospace_", "test_spacetodepth", "test_tile", "test_expand_dim_",
     "test_instancenorm_", "test_operator_repeat", "test_operator_symbolic_override$",
     "test_lrn", "test_mvn$", "test_hardmax_",
+    /* quantization: per tensor and per axis */
+    "test_quantizelinear", "test_dequantizelinear",
 };
 
 static bool must_run_case(const char *name) {
@@ -364,9 +366,9 @@ static bool must_run_case(const char *name) {
 static const struct {
   const char *name, *msg;
 } must_refuse[] = {
-    {"test_cast_DOUBLE_to_FLOAT", "input 'input' has dtype float64; inputs may be float32, int64, int32 or bool"},
-    {"test_add_uint8", "output 'sum' has dtype uint8; graph values are float32, int64, int32, bool"},
-    {"test_clip_default_int8_inbounds", "input 0: 'x' has dtype int8; graph values are"},
+    {"test_cast_DOUBLE_to_FLOAT", "input 'input' has dtype float64; inputs may be float32, int64, int32, bool, uint8, int8"},
+    {"test_cast_FLOAT_to_FLOAT16", "cast to dtype float16 is not supported"},
+    {"test_clip_default_int8_inbounds", "clip: operand 0 is int8; only float32 is supported"},
     {"test_training_dropout", "training mode with ratio 0.75 is not supported"},
     {"test_batchnorm_example_training_mode", "training_mode is not supported"},
     {"test_maxpool_with_argmax_2d_precomputed_pads", "the Indices output is not supported"},

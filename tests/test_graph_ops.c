@@ -372,6 +372,26 @@ static const op_case dtype_cases[] = {
            "," NODE("d", "scatter_nd_add", "\"xi\", \"j1\", \"ui\"", ""),
            "\"a\", \"b\", \"c\", \"d\""),
      false},
+    /* quantize to uint8 per tensor and to int8 per row (saturating at
+     * both ends), ties to even (t / 1 + 128: 128.5, 129.5, 125.5, 428),
+     * dequantize of both and of int32 values */
+    {"quantize",
+     MODEL(X234, "{\"name\": \"s1\", \"shape\": [1], \"values\": [0.01]}, "
+                 "{\"name\": \"z1\", \"shape\": [1], \"values\": [128]}, "
+                 "{\"name\": \"s2\", \"shape\": [3, 1], \"values\": [0.004, 0.008, 0.02]}, "
+                 "{\"name\": \"z2\", \"shape\": [3, 1], \"values\": [-3, 0, 5]}, "
+                 "{\"name\": \"one\", \"shape\": [1], \"values\": [1]}, "
+                 "{\"name\": \"t\", \"shape\": [4], \"values\": [0.5, 1.5, -2.5, 300]}, "
+                 "{\"name\": \"w\", \"shape\": [4], \"values\": [1000, -70000, 5, 0]}, "
+                 "{\"name\": \"z3\", \"shape\": [1], \"values\": [7]}",
+           NODE("zu", "astype", "\"z1\"", ", \"to\": \"uint8\"") "," NODE("zi", "astype", "\"z2\"", ", \"to\": \"int8\"")
+           "," NODE("q1", "quantize", "\"x\", \"s1\", \"zu\"", "") "," NODE("d1", "dequantize", "\"q1\", \"s1\", \"zu\"", "")
+           "," NODE("q2", "quantize", "\"x\", \"s2\", \"zi\"", "") "," NODE("d2", "dequantize", "\"q2\", \"s2\", \"zi\"", "")
+           "," NODE("qt", "quantize", "\"t\", \"one\", \"zu\"", "")
+           "," NODE("wi", "astype", "\"w\"", ", \"to\": \"int32\"") "," NODE("zj", "astype", "\"z3\"", ", \"to\": \"int32\"")
+           "," NODE("d3", "dequantize", "\"wi\", \"s1\", \"zj\"", ""),
+           "\"q1\", \"d1\", \"q2\", \"d2\", \"qt\", \"d3\""),
+     false},
     /* running sums of integers (x * 9 truncated) */
     {"cumsum_int",
      MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",
@@ -387,6 +407,10 @@ static const op_case dtype_cases[] = {
 static const bad_case dtype_bad[] = {
     {"mixed", MODEL(X234, "", XI64 "," NODE("y", "add", "\"xi\", \"x\"", ""), "\"y\""),
      "node 'y': add: operand 1 is float32, operand 0 int64 (one dtype expected)"},
+    {"quantize_zero_point", MODEL(X234, "", XI64 "," NODE("y", "quantize", "\"x\", \"x\", \"xi\"", ""), "\"y\""),
+     "node 'y': quantize: operand 2 is int64; a uint8 or int8 zero point expected"},
+    {"dequantize_float", MODEL(X234, "", NODE("y", "dequantize", "\"x\", \"x\", \"x\"", ""), "\"y\""),
+     "node 'y': dequantize: operand 0 is float32; uint8, int8 or int32 expected"},
     {"float_only", MODEL(X234, "", XI64 "," NODE("y", "exp", "\"xi\"", ""), "\"y\""),
      "node 'y': exp: operand 0 is int64; only float32 is supported"},
     {"where_cond", MODEL(X234, "", NODE("y", "where", "\"x\", \"x\", \"x\"", ""), "\"y\""),
@@ -397,8 +421,8 @@ static const bad_case dtype_bad[] = {
      MODEL(X234, "", NODE("b", "astype", "\"x\"", ", \"to\": \"bool\"") "," NODE("y", "less", "\"b\", \"b\"", ""),
            "\"y\""),
      "node 'y': less: operand 0 is bool; float32, int64 or int32 expected"},
-    {"astype_uint8", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"uint8\""), "\"y\""),
-     "\"to\" must be one of float32, int64, int32, bool"},
+    {"astype_float16", MODEL(X234, "", NODE("y", "astype", "\"x\"", ", \"to\": \"float16\""), "\"y\""),
+     "\"to\" must be one of float32, int64, int32, bool, uint8, int8"},
     {"gather_elements_rank",
      MODEL(X234, "{\"name\": \"w\", \"shape\": [2, 3], \"values\": [0, 0, 0, 0, 0, 0]}",
            NODE("y", "gather_elements", "\"x\", \"w\"", ""), "\"y\""),
@@ -1406,6 +1430,19 @@ static const pass_case layout_cases[] = {
            NODE("y", "relu", "\"d\"", ""),
            "\"y\""),
      "[conv2d,relu,unpack_nchwc]"},
+    /* quantize and dequantize (scalar scale, uint8 zero point) between
+     * two convs stay blocked: their uint8 value too */
+    {"quantized_chain",
+     MODEL("{\"name\": \"x\", \"shape\": [1, 8, 6, 6]}",
+           W("w1", "[16, 8, 3, 3]") "," W("w2", "[16, 16, 1, 1]") ","
+           SCALAR("s", "0.25") "," SCALAR("z", "3"),
+           NODE("c1", "conv2d", "\"x\", \"w1\"", ", \"padding\": 1") ","
+           NODE("zu", "astype", "\"z\"", ", \"to\": \"uint8\"") ","
+           NODE("q", "quantize", "\"c1\", \"s\", \"zu\"", "") ","
+           NODE("d", "dequantize", "\"q\", \"s\", \"zu\"", "") ","
+           NODE("y", "conv2d", "\"d\", \"w2\"", ""),
+           "\"y\""),
+     "[conv2d,quantize,dequantize] [conv2d,unpack_nchwc]"},
     /* a blocked value read by a conv, by an NCHW op and as an output: one
      * unpack for the NCHW readers */
     {"shared_value",
@@ -1467,6 +1504,31 @@ static void test_layout_reference(void) {
   }
 }
 
+/* A model that quantizes says so, and each kernel that quantizes carries
+ * the check tolerance of its rounding boundaries (the tuner's result
+ * check reads it); the others carry none. */
+static void test_quantized_check_atol(void) {
+  const char *json = NULL;
+  for (int i = 0; i < MLC_COUNTOF(layout_cases); i++)
+    if (strcmp(layout_cases[i].name, "quantized_chain") == 0) json = layout_cases[i].json;
+  mlc_error err = {{0}};
+  mlc_gmodule *m = parse(json, &err), *plain = parse(layout_cases[0].json, &err);
+  CHECK_MSG(m && plain, "%s", err.msg);
+  if (!m || !plain) return mlc_graph_free(m), mlc_graph_free(plain);
+  CHECK(mlc_graph_is_quantized(m) && !mlc_graph_is_quantized(plain));
+  CHECK_MSG(mlc_graph_run_pipeline(m, NULL, NULL, NULL, &err), "%s", err.msg);
+  int quantized = 0;
+  for (int i = 0; i < m->tir->n_funcs; i++) {
+    double atol = mlc_func_check_atol(m->tir->funcs[i], 0);
+    bool q = strstr(m->tir->funcs[i]->name, "quantize") != NULL;
+    CHECK_MSG(atol == (q ? MLC_GRAPH_QUANT_ATOL : 0), "%s: %g", m->tir->funcs[i]->name, atol);
+    quantized += q;
+  }
+  CHECK(quantized == 1);
+  mlc_graph_free(m);
+  mlc_graph_free(plain);
+}
+
 int main(void) {
   run_cases("elemwise", elemwise_cases, MLC_COUNTOF(elemwise_cases));
   run_bad("elemwise_refuse", elemwise_bad, MLC_COUNTOF(elemwise_bad));
@@ -1499,5 +1561,6 @@ int main(void) {
   run_pass_cases("layout", "fuse", layout_cases, MLC_COUNTOF(layout_cases));
   run_pass_cases("ragged", "fuse", ragged_cases, MLC_COUNTOF(ragged_cases));
   test_layout_reference();
+  RUN(test_quantized_check_atol);
   return test_summary();
 }

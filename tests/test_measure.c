@@ -435,6 +435,38 @@ static void test_fault_batch(void) {
   for (int i = 0; i < N; i++) mlc_free(traces[i]);
 }
 
+/* A workload whose function carries MLC_ATTR_CHECK_ATOL is checked with
+ * that atol (a quantized kernel's rounding-boundary differences): an
+ * output element moved by 1 + 2 max|out| passes under an atol of 8 (a
+ * share of max|out|: enough once max|out| >= 1/6, far below what sums of
+ * 16 products of random [-1, 1) values reach) and fails the same workload
+ * without it. */
+static void test_workload_check_atol(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_task_def *d = mlc_task_find("matmul");
+  mlc_prim_func *f = mlc_task_build(a, d, (const int64_t[]){16, 16, 16});
+  mlc_func_set_check_atol(a, f, 8);
+  CHECK(mlc_func_check_atol(f, 0) == 8);
+  mlc_str text = {0};
+  mlc_print_func(&text, f);
+  CHECK(strstr(text.data, "\"mlc.check_atol\": 8.0") != NULL);
+  mlc_error err = {{0}};
+  mlc_measure_opts o = fast_opts();
+  mlc_measure *m = mlc_measure_new(&o, &err);
+  CHECK_MSG(m, "%s", err.msg);
+  if (m) {
+    mlc_measure_cand c[2] = {{.workload = text.data, .fault = MLC_FAULT_RUN_WRONG},
+                             {.workload = MM, .fault = MLC_FAULT_RUN_WRONG}};
+    mlc_measure_result r[2];
+    CHECK(mlc_measure_run_batch(m, 2, c, r, NULL, NULL, &err));
+    CHECK_MSG(r[0].status == MLC_MEASURE_OK, "%s", r[0].error);
+    CHECK_MSG(r[1].status == MLC_MEASURE_WRONG_RESULT, "%s", r[1].error);
+    mlc_measure_free(m);
+  }
+  mlc_str_free(&text);
+  mlc_arena_free(a);
+}
+
 /* Bad traces and bad workloads are build errors, not crashes. */
 static void test_build_errors(void) {
   mlc_error err = {{0}};
@@ -816,6 +848,7 @@ int main(void) {
   RUN(test_reference_cache);
   RUN(test_append_and_wait);
   RUN(test_fault_batch);
+  RUN(test_workload_check_atol);
   RUN(test_build_errors);
   RUN(test_cuda_runner);
   RUN(test_real_kernel_faults);

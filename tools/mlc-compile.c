@@ -121,8 +121,8 @@ static void usage(FILE *f) {
           "\n"
           "options:\n"
           "  --model FILE         the model: our JSON description, or an ONNX model\n"
-          "                       (FILE.onnx; opsets 1-17, float32; weights from its\n"
-          "                       initializers)\n"
+          "                       (FILE.onnx; opsets 1-17, float32, QDQ-quantized ones\n"
+          "                       too; weights from its initializers)\n"
           "  --input-shape NAME=D1,D2,...\n"
           "                       the shape of an ONNX input with symbolic dimensions\n"
           "                       (repeatable)\n"
@@ -733,10 +733,22 @@ static void print_output(const mlc_gvar *v, const mlc_array *y) {
   printf("%s\nargmax %s: %lld\n", n > 16 ? " ..." : "", v->name, (long long)best);
 }
 
+/* The atol a model's outputs are checked with (mlc_check_close's). */
+static double check_atol(const mlc_gmodule *ref) {
+  return mlc_graph_is_quantized(ref) ? MLC_GRAPH_QUANT_ATOL : MLC_CHECK_ATOL;
+}
+
+static void print_check(const mlc_gvar *out, const mlc_gmodule *ref, double max_err, bool ok) {
+  printf("max abs error %s: %.3g (against the plain C reference%s)%s\n", out->name, max_err,
+         mlc_graph_is_quantized(ref) ? "; quantized: within 1/16 of the largest |value|" : "",
+         ok ? "" : "  MISMATCH");
+}
+
 /* After a mismatch: each kernel call also runs in the interpreter on the
  * same inputs; the first whose compiled result differs is named. */
 typedef struct blame_ctx {
   jit_ctx *J;
+  double atol; /* as the model's outputs are checked */
   bool found;
 } blame_ctx;
 
@@ -751,7 +763,7 @@ static bool blame_kernel(void *ud, const mlc_prim_func *f, int n, mlc_array *arg
   copy[n - 1] = *ref;
   double e = 0;
   if (mlc_interp_run_n(f, n, copy, err) &&
-      !mlc_check_close(&args[n - 1], ref, MLC_CHECK_RTOL, MLC_CHECK_ATOL, &e)) {
+      !mlc_check_close(&args[n - 1], ref, MLC_CHECK_RTOL, B->atol, &e)) {
     for (int i = 0; i < B->J->k->n; i++)
       if (B->J->k->src[i] == f)
         printf("first differing kernel: %s (%s), max abs error %.3g against the interpreter\n",
@@ -840,16 +852,14 @@ static int run_model(const options *o, const mlc_gmodule *m, const mlc_gmodule *
     rc = fail(&err);
   for (int i = 0; i < f->n_outputs && !rc; i++) {
     double max_err;
-    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &max_err);
+    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, check_atol(ref), &max_err);
     if (o->run) print_output(f->outputs[i], out[i]);
-    if (o->run || !ok)
-      printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
-           max_err, ok ? "" : "  MISMATCH");
+    if (o->run || !ok) print_check(f->outputs[i], ref, max_err, ok);
     if (!ok) rc = 1, mismatch = true;
   }
   if (!rc && o->run && !write_run_outputs(o, f, out, &err)) rc = fail(&err);
   if (mismatch) {
-    blame_ctx B = {&J, false};
+    blame_ctx B = {&J, check_atol(ref), false};
     if (!mlc_graph_execute(m, blame_kernel, &B, in, out, &err)) fail(&err);
   }
   if (!rc) {
@@ -1025,11 +1035,9 @@ static int run_sized_model(const options *o, const mlc_gmodule *m, const kernels
   if (!run_sized_once(&sr) || !mlc_graph_reference(ref, in, want, &err)) rc = fail(&err);
   for (int i = 0; i < f->n_outputs && !rc; i++) {
     double max_err;
-    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, MLC_CHECK_ATOL, &max_err);
+    bool ok = mlc_check_close(out[i], want[i], MLC_CHECK_RTOL, check_atol(ref), &max_err);
     if (o->run) print_output(f->outputs[i], out[i]);
-    if (o->run || !ok)
-      printf("max abs error %s: %.3g (against the plain C reference)%s\n", f->outputs[i]->name,
-             max_err, ok ? "" : "  MISMATCH");
+    if (o->run || !ok) print_check(f->outputs[i], ref, max_err, ok);
     if (!ok) rc = 1;
   }
   if (!rc && o->run && !write_run_outputs(o, f, out, &err)) rc = fail(&err);

@@ -245,8 +245,8 @@ fi
 # inputs and numpy-computed outputs): run, outputs written as .npy and
 # compared with numpy's; the same model linked from -o/--header.
 cat >"$tmp/npycmp.c" <<'CEOF'
-/* npycmp A.npy B.npy: float32 .npy files of equal size agree within
- * rtol 1e-4 (atol 1e-6); prints the max abs and relative error. */
+/* npycmp A.npy B.npy [ATOL]: float32 .npy files of equal size agree within
+ * rtol 1e-4 (atol 1e-6, or ATOL); prints the max abs and relative error. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +267,7 @@ static float *load(const char *p, long *n) {
 }
 int main(int argc, char **argv) {
   long na, nb;
+  double atol = argc > 3 ? atof(argv[3]) : 1e-6;
   float *a = load(argv[1], &na), *b = load(argv[2], &nb);
   if (!a || !b || na != nb) { printf("size mismatch\n"); return 1; }
   double abs_err = 0, rel = 0;
@@ -275,7 +276,7 @@ int main(int argc, char **argv) {
     double e = fabs((double)a[i] - b[i]);
     if (e > abs_err) abs_err = e;
     if (e / (fabs(b[i]) + 1e-30) > rel && fabs(b[i]) > 1e-6) rel = e / fabs(b[i]);
-    if (e > 1e-6 + 1e-4 * fabs(b[i])) bad++;
+    if (e > atol + 1e-4 * fabs(b[i])) bad++;
   }
   printf("max abs error %.3g, max rel error %.3g\n", abs_err, rel);
   return bad != 0;
@@ -289,6 +290,13 @@ check onnx_cnn_run test $? -eq 0
 check onnx_cnn_run_output_written test -s "$tmp/cnn_y.npy"
 check onnx_cnn_matches_numpy "$tmp/npycmp" "$tmp/cnn_y.npy" $O/tiny_cnn_output.npy
 check onnx_cnn_conv_fused grep -q 'tiny_cnn_fused_conv2d_.*relu0 ' "$tmp/err"
+# a QDQ model (tests/onnx/make_models.py tiny_qdq): within one output step
+# (0.1) of numpy's, the check against our reference the quantized one
+"$MC" --model $O/tiny_qdq.onnx --run $O/tiny_qdq_input.npy --run-output "$tmp/qdq_y.npy" --repeat 1 \
+  >"$tmp/o.txt" 2>"$tmp/err"
+check onnx_qdq_run test $? -eq 0
+check onnx_qdq_matches_numpy "$tmp/npycmp" "$tmp/qdq_y.npy" $O/tiny_qdq_output.npy 0.1001
+check onnx_qdq_check_quantized grep -q 'quantized: within 1/16' "$tmp/o.txt"
 "$MC" --model $O/tiny_cnn.onnx --print-after load --no-schedule >"$tmp/o.txt" 2>/dev/null
 check onnx_cnn_load_idents grep -q 'def main(input_1: R.Tensor((1, 3, 8, 8), dtype="float32"))' "$tmp/o.txt"
 check onnx_cnn_shape_folded grep -q '= R.reshape(pool_MaxPool_output_0, (1, 64))' "$tmp/o.txt"
@@ -371,7 +379,7 @@ bad() { # name, file, expected message
 bad unknown_op $O/bad_unknown_op.onnx 'bad_unknown_op.onnx: node "/layer1/Foo" (op Foo, opset 13): not supported (supported: Abs, Acos, Acosh, Add,'
 bad attribute $O/bad_attribute.onnx 'node "/act/LeakyRelu" (op LeakyRelu, opset 13): attribute "gamma" is not supported'
 bad missing_init $O/bad_missing_init.onnx "node \"/add/Add\" (op Add, opset 13): input 'bias' is not a graph input, an initializer"
-bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; inputs may be float32, int64, int32 or bool"
+bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; inputs may be float32, int64, int32, bool, uint8, int8"
 bad init_dtype $O/bad_init_dtype.onnx "initializer 'w': dtype float16 is not supported"
 bad cycle $O/bad_cycle.onnx 'is part of a cycle: "second" -> "first" -> "second"'
 head -c 200 $O/tiny_cnn.onnx >"$tmp/trunc.onnx"

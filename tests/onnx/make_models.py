@@ -155,7 +155,66 @@ def activations_wide():
     npy("activations_wide_output.npy", np.concatenate([sp, el, ss], axis=0))
 
 
+def quantize(x, scale, zp, lo, hi):
+    """ONNX QuantizeLinear: the division in float32, ties to even."""
+    q = np.rint((x.astype(np.float32) / np.float32(scale)).astype(np.float32)) + zp
+    return np.clip(q, lo, hi)
+
+
+def tiny_qdq():
+    """A model as ONNX Runtime's quantize_static writes one (QDQ format):
+    the input quantized to uint8; a Conv over DequantizeLinear of int8
+    weights quantized per output channel and an int32 bias (scale: input
+    scale x weight scale), Relu, uint8 again; Flatten, MatMul by int8
+    weights quantized per tensor, to int8 with a zero point of -3, and
+    dequantized as the output. The reference (the same ops in numpy, the
+    convolution and matmul over the dequantized values in float64) is one
+    way to sum: the test allows one output step."""
+    x = rng.uniform(-1, 1, (1, 4, 6, 6)).astype(np.float32)
+    sx, zx = np.float32(2 / 255), 128
+    wq = rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8)
+    sw = rng.uniform(0.002, 0.01, 8).astype(np.float32)
+    bq = rng.integers(-2000, 2000, 8).astype(np.int32)
+    sb = (sx * sw).astype(np.float32)
+    sy, zy = np.float32(0.05), 0
+    mq = rng.integers(-127, 128, (288, 5)).astype(np.int8)
+    sm = np.float32(0.004)
+    so, zo = np.float32(0.1), -3
+    f = numpy_helper.from_array
+    inits = [f(np.array(sx), "x_scale"), f(np.array(zx, np.uint8), "x_zp"), f(wq, "w_q"), f(sw, "w_scale"),
+             f(np.zeros(8, np.int8), "w_zp"), f(bq, "b_q"), f(sb, "b_scale"), f(np.zeros(8, np.int32), "b_zp"),
+             f(np.array(sy), "y_scale"), f(np.array(zy, np.uint8), "y_zp"), f(mq, "m_q"), f(np.array(sm), "m_scale"),
+             f(np.array(0, np.int8), "m_zp"), f(np.array(so), "o_scale"), f(np.array(zo, np.int8), "o_zp")]
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="q_x"),
+        node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="dq_x"),
+        node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["wd"], name="dq_w", axis=0),
+        node("DequantizeLinear", ["b_q", "b_scale", "b_zp"], ["bd"], name="dq_b", axis=0),
+        node("Conv", ["xd", "wd", "bd"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("Relu", ["c"], ["r"], name="relu"),
+        node("QuantizeLinear", ["r", "y_scale", "y_zp"], ["rq"], name="q_r"),
+        node("DequantizeLinear", ["rq", "y_scale", "y_zp"], ["rd"], name="dq_r"),
+        node("Flatten", ["rd"], ["fl"], name="flatten"),
+        node("DequantizeLinear", ["m_q", "m_scale", "m_zp"], ["md"], name="dq_m"),
+        node("MatMul", ["fl", "md"], ["mm"], name="matmul"),
+        node("QuantizeLinear", ["mm", "o_scale", "o_zp"], ["oq"], name="q_o"),
+        node("DequantizeLinear", ["oq", "o_scale", "o_zp"], ["y"], name="dq_o"),
+    ]
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])
+    yo = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])
+    save(helper.make_model(helper.make_graph(nodes, "tiny_qdq", [xi], [yo], inits)), "tiny_qdq.onnx")
+    xd = (quantize(x, sx, zx, 0, 255) - zx).astype(np.float32) * sx
+    wd = wq.astype(np.float32) * sw[:, None, None, None]
+    c = conv2d(xd.astype(np.float64), wd.astype(np.float64), (bq.astype(np.float32) * sb).astype(np.float64), 1)
+    rd = (quantize(np.maximum(c, 0), sy, zy, 0, 255) - zy).astype(np.float32) * sy
+    mm = rd.reshape(1, -1).astype(np.float64) @ (mq.astype(np.float32) * sm).astype(np.float64)
+    npy("tiny_qdq_input.npy", x)
+    npy("tiny_qdq_output.npy", ((quantize(mm, so, zo, -128, 127) - zo) * so).astype(np.float32))
+
+
 tiny_cnn()
 mlp_sym()
 bad_models()
 activations_wide()
+tiny_qdq()
