@@ -344,10 +344,11 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
   if (found < 0) return false;
   mlc_target t;
   /* Records tensorized with the target CPU's intrinsics replay only with
-   * them registered. */
-  if (found && mlc_target_parse(target, &t, NULL) &&
-      !mlc_tensor_intrin_register_cpu(mlc_target_cpu_features(&t), NULL, err))
-    return false;
+   * them registered, and the default schedule tiles 8-bit and bfloat16
+   * products around them. */
+  bool cpu = mlc_target_parse(target, &t, NULL) && mlc_target_device(&t) == MLC_DEVICE_CPU;
+  const char *features = cpu ? mlc_target_cpu_features(&t) : NULL;
+  if (cpu && !mlc_tensor_intrin_register_cpu(features, NULL, err)) return false;
   if (found) {
     mlc_arena *q = mlc_arena_new();
     mlc_db_record *best;
@@ -369,7 +370,7 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
   if (!found && db && schedule && f->n_sizes > 0 && !choose_sized_record(a, db, target, f, out, err))
     return mlc_error_prefix(err, "tuning database");
   if (out->sched) return true;
-  out->sched = schedule ? mlc_tuner_cpu_default_schedule(a, f) : f;
+  out->sched = schedule ? mlc_tuner_cpu_default_schedule_for(a, f, features) : f;
   return true;
 }
 

@@ -741,6 +741,56 @@ static void test_design_space_target_features(void) {
   check_space(32, 64, 256, "mlc_x86_vpdpbusd_block", "+avx512vnni");
 }
 
+/* The default schedule (an untuned build) tiles dense_int8 around the
+ * micro-kernel the target has: the VNNI family for a VNNI-only CPU, AMX
+ * where the features have it; exact on the interpreter and compiled; a
+ * CPU with neither keeps the register tile. */
+static void check_default(int64_t m, int64_t n_, int64_t k, const char *features, const char *builtin) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = dense(a, m, n_, k);
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule_for(a, f, features);
+  mlc_error err;
+  CHECK_MSG(mlc_verify_func(g, &err), "%s", err.msg);
+  mlc_str text = {0};
+  mlc_print_func(&text, g);
+  bool tensorized = strstr(text.data, "mlc_x86_") != NULL;
+  CHECK_MSG(builtin ? strstr(text.data, builtin) != NULL : !tensorized, "%s: %s expected", features,
+            builtin ? builtin : "no intrinsic");
+  CHECK_MSG(!builtin || strstr(text.data, "T.parallel") != NULL, "%s: no parallel loop", features);
+  mlc_str_free(&text);
+  mlc_array args[3];
+  fill(f, args, 5);
+  CHECK_MSG(mlc_interp_run(g, args, &err), "%s", err.msg);
+  CHECK(count_wrong(args) == 0);
+  free_args(args);
+  mlc_target t;
+  mlc_target_host(&t);
+  mlc_object obj;
+  const char *sym = "dense_int8_default";
+  bool built = mlc_target_build(&t, 1, (const mlc_prim_func *[]){g}, &sym, NULL, &obj, &err);
+  CHECK_MSG(built, "%s", err.msg);
+  if (built) {
+    mlc_jit_lib *lib = mlc_jit_load(&obj, &err);
+    mlc_kernel_fn fn = lib ? mlc_jit_lookup(lib, sym, &err) : NULL;
+    CHECK_MSG(fn, "%s", err.msg);
+    if (fn) {
+      fill(f, args, 6);
+      CHECK(mlc_kernel_call(fn, 3, args) == 0 && count_wrong(args) == 0);
+      free_args(args);
+    }
+    if (lib) mlc_jit_unload(lib);
+    mlc_object_free(&obj);
+  }
+  mlc_arena_free(a);
+}
+
+static void test_default_schedule(void) {
+  if (!have_vnni) return;
+  check_default(24, 64, 64, "+avx512vnni", "mlc_x86_vpdpbusd_block");
+  check_default(24, 64, 64, "+avx2", NULL);
+  if (have_amx) check_default(64, 64, 256, mlc_target_host_features(), "mlc_x86_tdpbusd_block");
+}
+
 /* Members past the registry's room are unknown names, not a crash; the
  * registered ones stay. (Runs last: it fills the process-wide table.) */
 static void test_registry_full(void) {
@@ -773,6 +823,7 @@ int main(void) {
   RUN(test_target_without_vnni);
   RUN(test_design_space);
   RUN(test_design_space_target_features);
+  RUN(test_default_schedule);
   RUN(test_registry_full);
   return test_summary();
 }

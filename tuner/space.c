@@ -663,12 +663,13 @@ static int row_iter(const mlc_block *b) {
   return -1;
 }
 
-/* v = SampleCategorical over the sizes of k that divide the loop's extent
- * (else over those of fallback), and the extent itself where whole_step
- * allows it (WHOLE_MAX), then the loop split by v: (outer, inner). False
- * when none fits. */
+/* A size: SampleCategorical over the sizes of k that divide the loop's
+ * extent (else over those of fallback), and the extent itself where
+ * whole_step allows it (WHOLE_MAX); fixed (the default schedule): the
+ * heaviest of them, the largest among equals. The loop split by it:
+ * (outer, inner), the size into *size. False when none fits. */
 static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *fallback, int64_t whole_step,
-                          mlc_rv *v, mlc_rv *parts, mlc_error *err) {
+                          bool fixed, int64_t *size, mlc_rv *parts, mlc_error *err) {
   int64_t ext = tuner_loop_extent(mlc_sched_rv_loop(t, loop)), cands[16];
   double probs[16], sum = 0;
   int n = 0;
@@ -687,31 +688,41 @@ static bool split_by_knob(mlc_sched *t, mlc_rv loop, const knob *k, const knob *
     sum += probs[n++] = WHOLE_WEIGHT;
   }
   if (n == 0) return mlc_error_set(err, "no micro-kernel tile divides %lld", (long long)ext);
+  if (fixed) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+      if (probs[i] > probs[best] || (probs[i] == probs[best] && cands[i] > cands[best])) best = i;
+    *size = cands[best];
+    mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(*size)};
+    return mlc_sched_split(t, loop, 2, f, true, parts, err);
+  }
   for (int i = 0; i < n; i++) probs[i] /= sum;
-  if (!mlc_sched_sample_categorical(t, n, cands, probs, v, err)) return false;
-  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(*v)};
+  mlc_rv v;
+  if (!mlc_sched_sample_categorical(t, n, cands, probs, &v, err)) return false;
+  *size = mlc_sched_rv_value(t, v);
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_RV(v)};
   return mlc_sched_split(t, loop, 2, f, true, parts, err);
 }
 
 /* The tile loops of intrinsic k cut off the block's loops lp[n] (sp: the
  * output's last dimension, rd: the reduction), with the inner parts
- * innermost (first at inner[0]); the family's member name into member. */
+ * innermost (first at inner[0]); the family's member name into member.
+ * fixed: the tile's sizes chosen, not sampled (split_by_knob). */
 static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp, int rd,
-                     const tile_intrin *ti, mlc_rv *inner, char *member, size_t member_n, mlc_error *err) {
+                     const tile_intrin *ti, bool fixed, mlc_rv *inner, char *member, size_t member_n,
+                     mlc_error *err) {
   mlc_rv order[TUNER_MAX_LOOPS + 3], js[2], ks[2], is[2];
   int rw = -1, n_in = 2;
   const tile_knobs *kn = ti->family;
   if (kn) {
-    mlc_rv vr, vc, vk;
+    int64_t vr, vc, vk;
     rw = row_iter(b);
     if (rw < 0) return mlc_error_set(err, "no row dimension");
-    if (!split_by_knob(t, lp[rw], &kn->rows, NULL, 0, &vr, is, err) ||
-        !split_by_knob(t, lp[sp], &kn->cols, NULL, 0, &vc, js, err) ||
-        !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, kn->whole_step, &vk, ks, err))
+    if (!split_by_knob(t, lp[rw], &kn->rows, NULL, 0, fixed, &vr, is, err) ||
+        !split_by_knob(t, lp[sp], &kn->cols, NULL, 0, fixed, &vc, js, err) ||
+        !split_by_knob(t, lp[rd], &kn->red, &kn->red_short, kn->whole_step, fixed, &vk, ks, err))
       return false;
-    snprintf(member, member_n, "%s_%lldx%lldx%lld", ti->name,
-             (long long)mlc_sched_rv_value(t, vr), (long long)mlc_sched_rv_value(t, vc),
-             (long long)mlc_sched_rv_value(t, vk));
+    snprintf(member, member_n, "%s_%lldx%lldx%lld", ti->name, (long long)vr, (long long)vc, (long long)vk);
     n_in = 3;
   } else {
     mlc_operand fs[2] = {MLC_OP_NONE, MLC_OP_INT(ti->spatial)};
@@ -729,13 +740,23 @@ static bool cut_tile(mlc_sched *t, int n, mlc_rv *lp, const mlc_block *b, int sp
   return mlc_sched_reorder(t, m, order, err);
 }
 
+/* The leading spatial loops of block blk fused and run in parallel. */
+static bool parallel_spatial(mlc_sched *t, mlc_rv blk, int n_sp, mlc_error *err) {
+  mlc_rv *loops, fused;
+  if (mlc_sched_get_loops(t, blk, &loops, err) < n_sp || n_sp < 1) return false;
+  if (n_sp == 1) return mlc_sched_parallel(t, loops[0], err);
+  return mlc_sched_fuse(t, n_sp, loops, false, &fused, err) && mlc_sched_parallel(t, fused, err);
+}
+
 /* On t: cut the intrinsic's tile off the block's loops (inner parts
  * innermost), blockize it, tile the outer block and annotate it with the
  * intrinsic (a family's name: the postprocessor picks the member), after
- * checking on a copy that its update (init moved out) tensorizes. False
- * (t then garbage) when some step refuses. */
+ * checking on a copy that its update (init moved out) tensorizes. fixed
+ * (the default schedule): the tile's sizes chosen, the outer block not
+ * tiled but its leading spatial loops run in parallel. False (t then
+ * garbage) when some step refuses. */
 static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o, int sp, int rd,
-                        const tile_intrin *ti, mlc_error *err) {
+                        const tile_intrin *ti, bool fixed, mlc_error *err) {
   mlc_rv blk, *loops, inner = -1, outer, init, levels[16];
   if (!mlc_sched_get_block(t, name, NULL, &blk, err)) return false;
   int n = mlc_sched_get_loops(t, blk, &loops, err);
@@ -743,27 +764,29 @@ static bool tile_around(mlc_sched *t, const char *name, const mlc_tuner_opts *o,
   mlc_rv lp[TUNER_MAX_LOOPS];
   memcpy(lp, loops, sizeof(mlc_rv) * (size_t)n);
   char member[64];
-  if (!cut_tile(t, n, lp, mlc_sched_rv_block(t, blk), sp, rd, ti, &inner, member, sizeof member, err) ||
+  if (!cut_tile(t, n, lp, mlc_sched_rv_block(t, blk), sp, rd, ti, fixed, &inner, member, sizeof member, err) ||
       !mlc_sched_blockize(t, inner, true, &outer, err) || !mlc_sched_get_block(t, name, NULL, &blk, err) ||
       !mlc_sched_annotate(t, blk, TUNER_ANN_TENSOR_TILE, MLC_OP_INT(1), err))
     return false;
   const char *oname = mlc_sched_rv_block(t, outer)->name;
-  if (!tile_block(t, oname, o, levels, err) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
+  if ((!fixed && !tile_block(t, oname, o, levels, err)) || !mlc_sched_get_block(t, oname, NULL, &outer, err))
     return false;
-  /* the first loop of the first "R" group of SSRSRS (one outer tile per
-   * spatial iter in each "S" group before it), where the postprocessor
-   * moves the init */
+  /* the first reduce loop, where the postprocessor moves the init: of the
+   * first "R" group of SSRSRS (one outer tile per spatial iter in each "S"
+   * group before it); untiled, the one after the spatial loops */
   int n_sp = 0;
   const mlc_block *ob = mlc_sched_rv_block(t, outer);
   for (int i = 0; i < ob->n_iters; i++) n_sp += ob->iters[i].kind != MLC_ITER_REDUCE;
+  int first_r = fixed ? n_sp : 2 * n_sp;
   mlc_sched *probe = mlc_sched_copy(t);
   mlc_rv pb, *ol;
   bool fits = mlc_sched_get_block(probe, oname, NULL, &pb, err) &&
-              mlc_sched_get_loops(probe, pb, &ol, err) > 2 * n_sp &&
-              mlc_sched_decompose_reduction(probe, pb, ol[2 * n_sp], &init, err) &&
+              mlc_sched_get_loops(probe, pb, &ol, err) > first_r &&
+              mlc_sched_decompose_reduction(probe, pb, ol[first_r], &init, err) &&
               mlc_sched_tensorize(probe, pb, member, err);
   mlc_sched_free(probe);
-  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(ti->name), err);
+  return fits && mlc_sched_annotate(t, outer, TUNER_ANN_TENSORIZE, MLC_OP_STR(ti->name), err) &&
+         (!fixed || (mlc_sched_get_block(t, oname, NULL, &outer, err) && parallel_spatial(t, outer, n_sp, err)));
 }
 
 /* The k-th intrinsic the rule tries: the built-in table's registered
@@ -802,7 +825,7 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
       if (!ti.name) continue;
       mlc_sched *t = mlc_sched_copy(s);
       mlc_error err;
-      if (tile_around(t, name, o, sp, rd, &ti, &err)) {
+      if (tile_around(t, name, o, sp, rd, &ti, false, &err)) {
         mlc_sched_free(s);
         MLC_VEC_PUSH(*out, t);
         return;
@@ -811,6 +834,33 @@ static void rule_tiling_with_intrin(const mlc_tuner_opts *o, mlc_sched *s, const
     }
   }
   MLC_VEC_PUSH(*out, s);
+}
+
+/* The default schedule's form of the rule: block name of *s tiled around
+ * the first intrinsic that fits, with the tile tuning samples most
+ * (split_by_knob's fixed choice) and the outer spatial loops parallel;
+ * false (*s unchanged) when none fits. */
+bool tuner_intrin_tile_default(mlc_sched **s, const char *name, const mlc_tuner_opts *o) {
+  const mlc_block *b = peek_block(*s, name);
+  const mlc_prim_func *f = mlc_sched_func(*s);
+  tuner_site site;
+  int sp, rd;
+  if (!b || !tuner_needs_tiling(f, b) || !tuner_find_site(f, b, &site) || !tuner_trivial_binding(b, &site) ||
+      !intrin_iters(b, &sp, &rd))
+    return false;
+  tile_intrin ti;
+  for (int k = 0; nth_tile_intrin(o, k, &ti); k++) {
+    if (!ti.name) continue;
+    mlc_sched *t = mlc_sched_copy(*s);
+    mlc_error err;
+    if (tile_around(t, name, o, sp, rd, &ti, true, &err)) {
+      mlc_sched_free(*s);
+      *s = t;
+      return true;
+    }
+    mlc_sched_free(t);
+  }
+  return false;
 }
 
 /* ---- rule: random compute location ------------------------------------------------ */

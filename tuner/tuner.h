@@ -88,8 +88,11 @@ bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel,
 
 /* ---- the default schedules (default.c, space_gpu.c) ---------------------------- */
 
-/* A copy of f (in arena a) with, for each top-level block: a GEMM-like
- * reduction (matmul, the blocked convolution) register-tiled by
+/* A copy of f (in arena a) with, for each top-level block: a block of
+ * 8-bit or bfloat16 products tiled around the first registered CPU tensor
+ * intrinsic that fits (mlc_tensor_intrin_register_cpu: AMX, VNNI, AVX-512
+ * BF16), its tile the one tuning samples most, outer loops parallel; a
+ * GEMM-like reduction (matmul, the blocked convolution) register-tiled by
  * mlc_tuner_cpu_register_tile (parallel from 2^18 iterations); otherwise,
  * in a reduction whose innermost loop reduces, the innermost spatial loop (or its last
  * 16/8/4 iterations) moved below the reduction loops; the innermost loop
@@ -101,6 +104,11 @@ bool mlc_tuner_cpu_register_tile(mlc_sched *s, const char *block, bool parallel,
  * for a kernel without a record, and the first candidate of every CPU
  * tuning run. */
 mlc_prim_func *mlc_tuner_cpu_default_schedule(mlc_arena *a, const mlc_prim_func *f);
+/* The same for a target CPU whose LLVM features (mlc_target_cpu_features)
+ * are cpu_features: the tensor intrinsics only where they have their
+ * instructions (NULL: every registered one). */
+mlc_prim_func *mlc_tuner_cpu_default_schedule_for(mlc_arena *a, const mlc_prim_func *f,
+                                                  const char *cpu_features);
 /* f, a function of size vars, under the default schedule of its instance
  * at sizes (one per size var, within the bounds), replayed on it as above
  * (mlc_tuner_cpu_default_schedule takes min(bound, 128)). */

@@ -303,6 +303,14 @@ int64_t tuner_nest_iterations(const mlc_stmt *st);
 
 /* ---- space.c, regtile.c: CPU tiling ---- */
 
+/* The default schedule's tiling around a tensor intrinsic (space.c): block
+ * name of *s tiled around the first registered intrinsic o allows that
+ * fits (AMX, then VNNI and BF16 micro-kernel families), its tile the one
+ * the search samples most, the outer spatial loops fused and parallel,
+ * annotated for the postprocessor to tensorize; false (*s unchanged)
+ * when none fits. */
+bool tuner_intrin_tile_default(mlc_sched **s, const char *name, const mlc_tuner_opts *o);
+
 /* The spatial iter the block's (only) write indexes its last dimension
  * with (alone or added to an offset free of it), when its reads are
  * contiguous in it too (vector lanes along it load consecutive elements
