@@ -559,6 +559,11 @@ mlc_gvar *onnx_emit(const onode *n, const char *suffix, mlc_gop op, const mlc_ga
   return emit(n, suffix, op, a, n_args, args, true);
 }
 
+mlc_gvar *onnx_emit_bound(const onode *n, const char *suffix, mlc_gop op, const mlc_gattrs *a,
+                          int n_args, mlc_gvar *const *args) {
+  return emit(n, suffix, op, a, n_args, args, false);
+}
+
 /* A node of the domain "mlc.extern": a call_extern of the C function
  * op_type over its (float) inputs, the result's shape in the ints
  * attribute out_shape; never evaluated at import, even over constants. */

@@ -91,6 +91,10 @@ mlc_gvar *onnx_new_const(const onode *n, const char *suffix, const mlc_gtype *t)
  * shape-inference message. */
 mlc_gvar *onnx_emit(const onode *n, const char *suffix, mlc_gop op, const mlc_gattrs *a,
                     int n_args, mlc_gvar *const *args);
+/* The same as a binding even over constants (the graph passes fold it
+ * once they have read it: a dequantized weight's integers). */
+mlc_gvar *onnx_emit_bound(const onode *n, const char *suffix, mlc_gop op, const mlc_gattrs *a,
+                          int n_args, mlc_gvar *const *args);
 /* x reshaped (no binding when the shape is already that). */
 mlc_gvar *onnx_reshape(const onode *n, const char *suffix, mlc_gvar *x, int ndim,
                        const int64_t *shape);

@@ -101,7 +101,9 @@ bool onnx_cv_quantize_linear(onode *n) {
   return y && onnx_set_out(n, 0, y, xv->ndim, xv->shape);
 }
 
-/* y = (x - zero_point) * scale in float32. */
+/* y = (x - zero_point) * scale in float32; over constant weights a
+ * binding, not a constant: the quantize pass computes a dense layer over
+ * them on their integers (the fold pass folds what it leaves). */
 bool onnx_cv_dequantize_linear(onode *n) {
   int64_t axis;
   if (!onnx_check_attrs(n, " axis block_size ") || !onnx_attr_int(n, "axis", 1, &axis) ||
@@ -119,6 +121,6 @@ bool onnx_cv_dequantize_linear(onode *n) {
                      mlc_dtype_name(x->type.dtype));
   mlc_gattrs a;
   mlc_gattrs_init(MLC_GOP_DEQUANTIZE, &a);
-  mlc_gvar *y = onnx_emit(n, NULL, MLC_GOP_DEQUANTIZE, &a, 3, (mlc_gvar *[]){x, s, z});
+  mlc_gvar *y = onnx_emit_bound(n, NULL, MLC_GOP_DEQUANTIZE, &a, 3, (mlc_gvar *[]){x, s, z});
   return y && onnx_set_out(n, 0, y, xv->ndim, xv->shape);
 }

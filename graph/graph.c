@@ -529,6 +529,19 @@ static bool infer_dense(int n, const mlc_gtype *a, mlc_gtype *out, mlc_error *er
   return true;
 }
 
+/* qdense: x [M, K], w packed [N/16, K/4, 16, 4] -> [M, N]. */
+static bool shape_qdense(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  const mlc_gtype *w = &a[1];
+  if (a[0].ndim != 2) return fail_shape(err, op, 0, &a[0], "[M, K]");
+  if (w->ndim != 4 || w->shape[2] != 16 || w->shape[3] != 4 || w->shape[1] * 4 != a[0].shape[1])
+    return fail_shape(err, op, 1, w, "[N/16, K/4, 16, 4] with K equal to operand 0's last");
+  *out = a[0];
+  out->shape[1] = w->shape[0] * 16;
+  return true;
+}
+
 /* ---- shape rules (ops.def's shape column) ------------------------------------ */
 
 typedef bool shape_rule(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
@@ -959,6 +972,15 @@ static bool types_dequantize(mlc_gop op, const mlc_gattrs *at, int n, const mlc_
     return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
                          mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
   *out = MLC_FLOAT32;
+  return true;
+}
+
+static bool types_qdense(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_dtype *out, mlc_error *err) {
+  (void)at, (void)n;
+  if (a[0].dtype != MLC_UINT8) return fail_dtype(err, op, 0, a[0].dtype, "uint8 expected");
+  if (a[1].dtype != MLC_INT8) return fail_dtype(err, op, 1, a[1].dtype, "int8 weights expected");
+  *out = MLC_INT32;
   return true;
 }
 

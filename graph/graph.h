@@ -440,6 +440,7 @@ const mlc_gpass *mlc_graph_pass_find(const char *name);
  * Only where the intermediates have no other use. */
 bool mlc_graph_rewrite_patterns(mlc_gmodule *m, mlc_error *err);
 bool mlc_graph_rewrite_fma(mlc_gmodule *m, mlc_error *err);
+bool mlc_graph_quantize(mlc_gmodule *m, mlc_error *err);
 /* Ops over constants only are evaluated now into new constants (weights
  * transposed once at compile time); unused weights are dropped. */
 bool mlc_graph_fold_constants(mlc_gmodule *m, mlc_error *err);

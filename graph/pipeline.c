@@ -8,6 +8,10 @@ static const mlc_gpass passes[] = {
     {"patterns", "exporters' decomposed layer norm -> layernorm, erf GELU -> gelu",
      mlc_graph_rewrite_patterns},
     {"rewrite", "pattern rewrite: multiply + add -> ewise_fma", mlc_graph_rewrite_fma},
+    {"quantize", "a dense layer over dequantized uint8 activations and int8 constant weights (QDQ "
+                 "models) -> qdense on the integers (int32), the zero point's share subtracted, "
+                 "dequantized by the product of the scales",
+     mlc_graph_quantize},
     {"fold", "evaluate ops over weights only at compile time (transposed weights)",
      mlc_graph_fold_constants},
     {"layout", "conv2d weights packed once for the NCHWc kernels ([K/k,C/c,R,S,c,k]; depthwise "

@@ -640,6 +640,18 @@ static void ref_op_dense(const ref_call *c) {
   ref_matmul(true, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c), c->out, c->y);
 }
 
+static void ref_op_qdense(const ref_call *c) {
+  int64_t M = c->out->shape[0], N = c->out->shape[1], K = c->ts[0].shape[1];
+  const double *x = c->in[0], *w = c->in[1];
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double acc = 0; /* exact: |acc| < K * 2^15 */
+      for (int64_t k = 0; k < K; k++)
+        acc += x[i * K + k] * w[((j / 16) * (K / 4) + k / 4) * 64 + (j % 16) * 4 + k % 4];
+      c->y[i * N + j] = acc;
+    }
+}
+
 static void ref_op_softmax(const ref_call *c) {
   ref_softmax(c->out, mlc_gop_axis(c->at->axis, c->out->ndim), c->op == MLC_GOP_LOG_SOFTMAX,
               c->in[0], c->y);

@@ -409,6 +409,8 @@ static const bad_case dtype_bad[] = {
      "node 'y': add: operand 1 is float32, operand 0 int64 (one dtype expected)"},
     {"quantize_zero_point", MODEL(X234, "", XI64 "," NODE("y", "quantize", "\"x\", \"x\", \"xi\"", ""), "\"y\""),
      "node 'y': quantize: operand 2 is int64; a uint8 or int8 zero point expected"},
+    {"qdense_float", MODEL(X23, "{\"name\": \"w\", \"shape\": [1, 1, 16, 4]}", NODE("y", "qdense", "\"x\", \"w\"", ""), "\"y\""),
+     "node 'y': qdense: operand 0 is float32; uint8 expected"},
     {"dequantize_float", MODEL(X234, "", NODE("y", "dequantize", "\"x\", \"x\", \"x\"", ""), "\"y\""),
      "node 'y': dequantize: operand 0 is float32; uint8, int8 or int32 expected"},
     {"float_only", MODEL(X234, "", XI64 "," NODE("y", "exp", "\"xi\"", ""), "\"y\""),

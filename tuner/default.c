@@ -360,6 +360,27 @@ static bool intrin_tile(mlc_sched **s, mlc_rv b, const mlc_tuner_opts *o) {
   return reads_narrow(*s, b) && tuner_intrin_tile_default(s, mlc_sched_rv_block(*s, b)->name, o);
 }
 
+static bool at_root(mlc_sched *s, mlc_rv b);
+
+static bool has_reduce_iter(const mlc_block *b) {
+  for (int i = 0; i < b->n_iters; i++)
+    if (b->iters[i].kind == MLC_ITER_REDUCE) return true;
+  return false;
+}
+
+/* After a tensorized block, its elementwise epilogue (a quantized layer's
+ * zero point, scale, bias, requantization) inlined into the last block,
+ * which then reads the accumulators once: as separate sweeps over the
+ * output the epilogue took 30 times the AMX call's time. A block that
+ * refuses (an output, a reduction) stays. */
+static void inline_epilogue(mlc_sched *s, int n, const mlc_rv *blocks, int after) {
+  mlc_error err;
+  for (int i = after + 1; i < n; i++) {
+    const mlc_block *b = mlc_sched_rv_block(s, blocks[i]);
+    if (b && !has_reduce_iter(b) && at_root(s, blocks[i])) mlc_sched_compute_inline(s, blocks[i], &err);
+  }
+}
+
 /* A GEMM-like block (matmul, the blocked convolution) becomes the tuner's
  * register-blocked micro-kernel, on a copy kept only when it applies:
  * with fuse, first with its pads inlined and its epilogue computed per
@@ -756,9 +777,12 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, b
   bool done = fuse && rows_together(&s);
   for (int i = 0; !done && i < n; i++) {
     if (!at_root(s, blocks[i])) continue;
+    if (intrin_tile(&s, blocks[i], o)) {
+      inline_epilogue(s, n, blocks, i);
+      continue;
+    }
     if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
-        intrin_tile(&s, blocks[i], o) || register_tile(&s, blocks[i], fuse) ||
-        row_rfactor(&s, blocks[i], false) ||
+        register_tile(&s, blocks[i], fuse) || row_rfactor(&s, blocks[i], false) ||
         transpose_tiles(&s, blocks[i]))
       continue;
     s = vectorize_inner(s, blocks[i], 0);

@@ -297,6 +297,17 @@ check onnx_cnn_conv_fused grep -q 'tiny_cnn_fused_conv2d_.*relu0 ' "$tmp/err"
 check onnx_qdq_run test $? -eq 0
 check onnx_qdq_matches_numpy "$tmp/npycmp" "$tmp/qdq_y.npy" $O/tiny_qdq_output.npy 0.1001
 check onnx_qdq_check_quantized grep -q 'quantized: within 1/16' "$tmp/o.txt"
+# a QDQ dense layer (tiny_qdq_dense): computed on the integers (qdense), the
+# quantize-again around its reshape dropped, equal to ONNX Runtime's
+# arithmetic in numpy
+"$MC" --model $O/tiny_qdq_dense.onnx --print-after quantize --no-schedule >"$tmp/o.txt" 2>/dev/null
+check onnx_qdq_dense_integers grep -q 'R.qdense(' "$tmp/o.txt"
+check onnx_qdq_dense_no_float_matmul test "$(grep -c 'R.matmul(' "$tmp/o.txt")" -eq 0
+check onnx_qdq_dense_requantize_dropped test "$(grep -c 'R.quantize(' "$tmp/o.txt")" -eq 2
+"$MC" --model $O/tiny_qdq_dense.onnx --run $O/tiny_qdq_dense_input.npy --run-output "$tmp/qdd_y.npy" \
+  --repeat 1 >"$tmp/o.txt" 2>"$tmp/err"
+check onnx_qdq_dense_run test $? -eq 0
+check onnx_qdq_dense_matches_numpy "$tmp/npycmp" "$tmp/qdd_y.npy" $O/tiny_qdq_dense_output.npy 0.0201
 "$MC" --model $O/tiny_cnn.onnx --print-after load --no-schedule >"$tmp/o.txt" 2>/dev/null
 check onnx_cnn_load_idents grep -q 'def main(input_1: R.Tensor((1, 3, 8, 8), dtype="float32"))' "$tmp/o.txt"
 check onnx_cnn_shape_folded grep -q '= R.reshape(pool_MaxPool_output_0, (1, 64))' "$tmp/o.txt"

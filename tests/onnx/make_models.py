@@ -213,8 +213,50 @@ def tiny_qdq():
     npy("tiny_qdq_output.npy", ((quantize(mm, so, zo, -128, 127) - zo) * so).astype(np.float32))
 
 
+def tiny_qdq_dense():
+    """A QDQ dense layer as ONNX Runtime's quantizer writes a transformer's:
+    uint8 activations (zero point 100) reshaped [8, 1, 32] -> [8, 32] and
+    quantized again with the same scale around the reshape, a MatMul by
+    int8 weights quantized per column, a bias, uint8 out. The quantize
+    pass computes it on the integers (qdense); the reference is ONNX
+    Runtime's arithmetic in numpy: the int32 sum, the zero point's share,
+    times the two scales, plus the bias, quantized."""
+    x = rng.uniform(-1, 1, (8, 1, 32)).astype(np.float32)
+    sx, zx = np.float32(2 / 255), 100
+    wq = rng.integers(-127, 128, (32, 48)).astype(np.int8)
+    sw = rng.uniform(0.002, 0.01, 48).astype(np.float32)
+    b = rng.uniform(-0.5, 0.5, 48).astype(np.float32)
+    sy, zy = np.float32(0.02), 128
+    f = numpy_helper.from_array
+    inits = [f(np.array(sx), "x_scale"), f(np.array(zx, np.uint8), "x_zp"), f(wq, "w_q"), f(sw, "w_scale"),
+             f(np.zeros(48, np.int8), "w_zp"), f(b, "bias"), f(np.array([8, 32], np.int64), "shape2d"),
+             f(np.array(sy), "y_scale"), f(np.array(zy, np.uint8), "y_zp")]
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="q_x"),
+        node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="dq_x"),
+        node("Reshape", ["xd", "shape2d"], ["x2"], name="reshape"),
+        node("QuantizeLinear", ["x2", "x_scale", "x_zp"], ["x2q"], name="q_x2"),
+        node("DequantizeLinear", ["x2q", "x_scale", "x_zp"], ["x2d"], name="dq_x2"),
+        node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["wd"], name="dq_w", axis=1),
+        node("MatMul", ["x2d", "wd"], ["mm"], name="matmul"),
+        node("Add", ["mm", "bias"], ["a"], name="add"),
+        node("QuantizeLinear", ["a", "y_scale", "y_zp"], ["aq"], name="q_a"),
+        node("DequantizeLinear", ["aq", "y_scale", "y_zp"], ["y"], name="dq_a"),
+    ]
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 1, 32])
+    yo = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 48])
+    save(helper.make_model(helper.make_graph(nodes, "tiny_qdq_dense", [xi], [yo], inits)), "tiny_qdq_dense.onnx")
+    xq = quantize(x, sx, zx, 0, 255).reshape(8, 32).astype(np.int64)
+    acc = xq @ wq.astype(np.int64) - zx * wq.astype(np.int64).sum(axis=0)
+    a = (acc.astype(np.float32) * (sx * sw).astype(np.float32)).astype(np.float32) + b
+    npy("tiny_qdq_dense_input.npy", x)
+    npy("tiny_qdq_dense_output.npy", ((quantize(a, sy, zy, 0, 255) - zy) * sy).astype(np.float32))
+
+
 tiny_cnn()
 mlp_sym()
 bad_models()
 activations_wide()
 tiny_qdq()
+tiny_qdq_dense()

@@ -1,0 +1,227 @@
+/* The quantize pass: a dense layer (dense, or a matmul by a constant
+ * [K, N] weight) over dequantized uint8 activations and dequantized int8
+ * constant weights (a QDQ model's QGemm / QLinearMatMul) computed on the
+ * integers, as ONNX Runtime computes it:
+ *
+ *   acc = qdense(x, W packed [N/16, K/4, 16, 4])      sum of x * W, int32
+ *   acc = acc - zx * sum_k W[j, k]                    the zero point's share
+ *   y   = dequantize(acc, sx * sw[j], 0) (+ bias)     float32 again
+ *
+ * The products are exact where the float32 sums of dequantized values
+ * round; the result then differs from the plain C reference (which
+ * computes the model as written) at quantization boundaries only, within
+ * what a quantized model's check allows (mlc_graph_is_quantized). Layers
+ * of other forms (int8 activations, a weight zero point, N not a multiple
+ * of 16 or K of 4) stay as they are. And a value quantized again with the
+ * scale and zero point it was dequantized with is the quantized value. */
+#include "graph/graph_impl.h"
+
+#include <string.h>
+
+/* The op binding of f defining v when it is a call of op, or NULL. */
+static const mlc_gbinding *def_of(const mlc_gfunc *f, const mlc_guses *u, const mlc_gvar *v, mlc_gop op) {
+  int d;
+  if (v->kind != MLC_GVAR_BOUND || !mlc_gmap_get(&u->def, v, &d)) return NULL;
+  const mlc_gbinding *b = &f->bindings[d];
+  return b->kind == MLC_GCALL_OP && b->op == op ? b : NULL;
+}
+
+static bool is_const(const mlc_gvar *v, mlc_dtype t) { return v->kind == MLC_GVAR_CONST && v->type.dtype == t; }
+
+/* Dequantized activations: x's uint8 values (through a reshape to x's
+ * shape: *reshape, else NULL), one scale and zero point. */
+typedef struct activations {
+  mlc_gvar *q;
+  const mlc_gbinding *reshape;
+  float scale;
+  int zero;
+} activations;
+
+static bool find_activations(const mlc_gfunc *f, const mlc_guses *u, mlc_gvar *x, activations *out) {
+  out->reshape = def_of(f, u, x, MLC_GOP_RESHAPE);
+  const mlc_gbinding *d = def_of(f, u, out->reshape ? out->reshape->args[0] : x, MLC_GOP_DEQUANTIZE);
+  if (!d || d->args[0]->type.dtype != MLC_UINT8 || !is_const(d->args[1], MLC_FLOAT32) ||
+      !is_const(d->args[2], MLC_UINT8) || mlc_gtype_numel(&d->args[1]->type) != 1 ||
+      mlc_gtype_numel(&d->args[2]->type) != 1)
+    return false;
+  out->q = d->args[0];
+  out->scale = *(const float *)d->args[1]->data;
+  out->zero = *(const uint8_t *)d->args[2]->data;
+  return true;
+}
+
+/* Dequantized constant int8 weights, W[j, k] = w[j * sj + k * sk] with a
+ * zero point of 0 and one scale, or one per output column j. */
+typedef struct weights {
+  const int8_t *w;
+  int64_t N, K, sj, sk;
+  const float *scale;
+  bool per_column;
+} weights;
+
+static bool find_weights(const mlc_gfunc *f, const mlc_guses *u, const mlc_gvar *v, bool kn, weights *out) {
+  const mlc_gbinding *d = def_of(f, u, v, MLC_GOP_DEQUANTIZE);
+  if (!d || !is_const(d->args[0], MLC_INT8) || d->args[0]->type.ndim != 2 || !is_const(d->args[1], MLC_FLOAT32) ||
+      !is_const(d->args[2], MLC_INT8))
+    return false;
+  const int8_t *z = d->args[2]->data;
+  for (int64_t i = 0; i < mlc_gtype_numel(&d->args[2]->type); i++)
+    if (z[i] != 0) return false;
+  const int64_t *s = d->args[0]->type.shape;
+  *out = (weights){d->args[0]->data, kn ? s[1] : s[0], kn ? s[0] : s[1], kn ? 1 : s[1], kn ? s[1] : 1,
+                   d->args[1]->data, mlc_gtype_numel(&d->args[1]->type) != 1};
+  /* per column: [N] along a [K, N] weight's last axis, [N, 1] along a [N, K] one's first */
+  const mlc_gtype *st = &d->args[1]->type;
+  if (out->per_column && (mlc_gtype_numel(st) != out->N || st->shape[st->ndim - 1] != (kn ? out->N : 1)))
+    return false;
+  return out->N % 16 == 0 && out->K % 4 == 0;
+}
+
+typedef struct quant {
+  mlc_gmodule *m;
+  mlc_gmap names; /* the vars' names, for new ones */
+  MLC_VEC(mlc_gbinding) out;
+} quant;
+
+static mlc_gvar *new_var(quant *Q, const char *base, const mlc_gtype *t) {
+  const char *s = base;
+  for (int k = 1; mlc_gmap_get(&Q->names, s, NULL); k++) s = mlc_arena_printf(Q->m->arena, "%s%d", base, k);
+  mlc_gmap_put(&Q->names, s, 1);
+  return mlc_gvar_new(Q->m, s, MLC_GVAR_BOUND, t);
+}
+
+/* Appends var = op(args) (its attrs at, or the op's defaults). */
+static mlc_gvar *bind(quant *Q, mlc_gvar *var, mlc_gop op, const mlc_gattrs *at, int n, mlc_gvar **args) {
+  mlc_gbinding b = {.var = var, .kind = MLC_GCALL_OP, .op = op, .n_args = n};
+  if (at) b.attrs = *at;
+  else mlc_gattrs_init(op, &b.attrs);
+  b.args = mlc_gvars_dup(Q->m, n, args);
+  MLC_VEC_APUSH(Q->m->arena, Q->out, b);
+  return var;
+}
+
+/* The constant weights packed [N/16, K/4, 16, 4]. */
+static mlc_gvar *packed_weights(quant *Q, const char *base, const weights *w) {
+  mlc_gtype t = {MLC_INT8, 4, {w->N / 16, w->K / 4, 16, 4}};
+  mlc_gvar *p = mlc_graph_const_new(Q->m, mlc_arena_printf(Q->m->arena, "%s_packed", base), &t);
+  int8_t *d = p->data;
+  for (int64_t j = 0; j < w->N; j++)
+    for (int64_t k = 0; k < w->K; k++)
+      d[((j / 16) * (w->K / 4) + k / 4) * 64 + (j % 16) * 4 + k % 4] = w->w[j * w->sj + k * w->sk];
+  return p;
+}
+
+/* zx * sum_k W[j, k] per column (int32 [N]). */
+static mlc_gvar *zero_share(quant *Q, const char *base, const weights *w, int zx) {
+  mlc_gtype t = {MLC_INT32, 1, {w->N}};
+  mlc_gvar *c = mlc_graph_const_new(Q->m, mlc_arena_printf(Q->m->arena, "%s_zero_share", base), &t);
+  for (int64_t j = 0; j < w->N; j++) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < w->K; k++) sum += w->w[j * w->sj + k * w->sk];
+    ((int32_t *)c->data)[j] = zx * sum;
+  }
+  return c;
+}
+
+/* sx * sw[j] in float32 (one value for a per-tensor weight scale). */
+static mlc_gvar *acc_scale(quant *Q, const char *base, const weights *w, float sx) {
+  int64_t n = w->per_column ? w->N : 1;
+  mlc_gtype t = {MLC_FLOAT32, 1, {n}};
+  mlc_gvar *c = mlc_graph_const_new(Q->m, mlc_arena_printf(Q->m->arena, "%s_acc_scale", base), &t);
+  for (int64_t j = 0; j < n; j++) ((float *)c->data)[j] = sx * w->scale[j];
+  return c;
+}
+
+/* b (a dense or matmul of f) on the integers when it has that form. */
+static bool rewrite(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_gbinding *b) {
+  bool dense = b->op == MLC_GOP_DENSE;
+  activations x;
+  weights w;
+  if (b->kind != MLC_GCALL_OP || (b->op != MLC_GOP_MATMUL && !dense) || b->var->type.ndim != 2 ||
+      b->args[0]->type.ndim != 2 || !find_activations(f, u, b->args[0], &x) ||
+      !find_weights(f, u, b->args[1], !dense, &w))
+    return false;
+  mlc_gmodule *m = Q->m;
+  const char *base = b->var->name;
+  mlc_gvar *xq = x.q;
+  if (x.reshape) {
+    mlc_gtype t = b->args[0]->type;
+    t.dtype = MLC_UINT8;
+    xq = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_x", base), &t), MLC_GOP_RESHAPE, &x.reshape->attrs, 1,
+              &xq);
+  }
+  mlc_gtype it = b->var->type;
+  it.dtype = MLC_INT32;
+  mlc_gvar *acc = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_acc", base), &it), MLC_GOP_QDENSE, NULL, 2,
+                       (mlc_gvar *[]){xq, packed_weights(Q, base, &w)});
+  if (x.zero)
+    acc = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_acc_zero", base), &it), MLC_GOP_SUBTRACT, NULL, 2,
+               (mlc_gvar *[]){acc, zero_share(Q, base, &w, x.zero)});
+  mlc_gtype zt = {MLC_INT32, 1, {1}};
+  mlc_gvar *z = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_acc_zero_point", base), &zt);
+  *(int32_t *)z->data = 0;
+  bool bias = dense && b->n_args == 3;
+  mlc_gvar *y = bias ? new_var(Q, mlc_arena_printf(m->arena, "%s_nobias", base), &b->var->type) : b->var;
+  bind(Q, y, MLC_GOP_DEQUANTIZE, NULL, 3, (mlc_gvar *[]){acc, acc_scale(Q, base, &w, x.scale), z});
+  if (bias) bind(Q, b->var, MLC_GOP_ADD, NULL, 2, (mlc_gvar *[]){y, b->args[2]});
+  return true;
+}
+
+/* Two constants of one value. */
+static bool same_const(const mlc_gvar *a, const mlc_gvar *b) {
+  return a == b || (a->kind == MLC_GVAR_CONST && b->kind == MLC_GVAR_CONST && mlc_gtype_equal(&a->type, &b->type) &&
+                    memcmp(a->data, b->data, (size_t)mlc_gtype_bytes(&a->type)) == 0);
+}
+
+/* quantize(dequantize(q, s, z), s, z) is q: (q - z) * s / s rounds back
+ * to q - z (the two roundings are 255 * 2^-23 from it at most). Exporters
+ * quantize again around moved data: quantize(reshape(dequantize(q))) is
+ * then reshape(q). Each use of the first kind reads q instead; the second
+ * becomes the reshape of q. */
+static void drop_requantize(mlc_gmodule *m, mlc_gfunc *f, const mlc_guses *u) {
+  for (int i = 0; i < f->n_bindings; i++) {
+    mlc_gbinding *b = &f->bindings[i];
+    if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_QUANTIZE) continue;
+    const mlc_gbinding *r = def_of(f, u, b->args[0], MLC_GOP_RESHAPE);
+    const mlc_gbinding *d = def_of(f, u, r ? r->args[0] : b->args[0], MLC_GOP_DEQUANTIZE);
+    if (!d || d->args[0]->type.dtype != b->var->type.dtype || !same_const(d->args[1], b->args[1]) ||
+        !same_const(d->args[2], b->args[2]))
+      continue;
+    if (r) {
+      b->op = MLC_GOP_RESHAPE;
+      b->attrs = r->attrs;
+      b->n_args = 1;
+      b->args = mlc_gvars_dup(m, 1, &d->args[0]);
+    } else if (!mlc_gfunc_is_output(f, b->var)) {
+      for (int j = i + 1; j < f->n_bindings; j++)
+        for (int k = 0; k < f->bindings[j].n_args; k++)
+          if (f->bindings[j].args[k] == b->var) f->bindings[j].args[k] = d->args[0];
+    }
+  }
+}
+
+static void quantize_func(mlc_gmodule *m, mlc_gfunc *f) {
+  mlc_arena *a = mlc_arena_new_child(m->arena);
+  quant Q = {.m = m, .names = {.a = a, .strings = true}};
+  for (int i = 0; i < f->n_params; i++) mlc_gmap_put(&Q.names, f->params[i]->name, 1);
+  for (int i = 0; i < m->n_consts; i++) mlc_gmap_put(&Q.names, m->consts[i]->name, 1);
+  for (int i = 0; i < f->n_bindings; i++) mlc_gmap_put(&Q.names, f->bindings[i].var->name, 1);
+  mlc_guses u;
+  mlc_guses_init(&u, a, f);
+  drop_requantize(m, f, &u);
+  bool any = false;
+  for (int i = 0; i < f->n_bindings; i++)
+    if (rewrite(&Q, f, &u, &f->bindings[i])) any = true;
+    else MLC_VEC_APUSH(m->arena, Q.out, f->bindings[i]);
+  if (any) {
+    f->bindings = Q.out.data;
+    f->n_bindings = Q.out.len;
+  }
+  mlc_gfunc_remove_unused(m, f);
+  mlc_arena_free(a);
+}
+
+bool mlc_graph_quantize(mlc_gmodule *m, mlc_error *err) {
+  for (int i = 0; i < m->n_funcs; i++) quantize_func(m, m->funcs[i]);
+  return mlc_graph_verify(m, err);
+}
