@@ -35,7 +35,7 @@ bool mlc_gop_reads_indices(mlc_gop op) {
 
 int mlc_gop_window_dims(mlc_gop op) {
   if (op == MLC_GOP_CONV2D || op == MLC_GOP_CONV_TRANSPOSE2D || op == MLC_GOP_MAX_POOL2D ||
-      op == MLC_GOP_AVG_POOL2D)
+      op == MLC_GOP_AVG_POOL2D || op == MLC_GOP_IM2COL)
     return 2;
   if (op == MLC_GOP_CONV3D || op == MLC_GOP_CONV_TRANSPOSE3D || op == MLC_GOP_MAX_POOL3D ||
       op == MLC_GOP_AVG_POOL3D)
@@ -539,6 +539,20 @@ static bool shape_qdense(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtyp
     return fail_shape(err, op, 1, w, "[N/16, K/4, 16, 4] with K equal to operand 0's last");
   *out = a[0];
   out->shape[1] = w->shape[0] * 16;
+  return true;
+}
+
+/* im2col: x [1, C, H, W] -> [OH * OW, C * R * S]. */
+static bool shape_im2col(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gtype *a,
+                         mlc_gtype *out, mlc_error *err) {
+  (void)n;
+  if (a[0].ndim != 4 || a[0].shape[0] != 1) return fail_shape(err, op, 0, &a[0], "[1, C, H, W]");
+  int64_t oh = window_out(a[0].shape[2], at->kernel[0], at->dilations[0], at->strides[0], 0, 0, false);
+  int64_t ow = window_out(a[0].shape[3], at->kernel[1], at->dilations[1], at->strides[1], 0, 0, false);
+  if (oh < 1 || ow < 1 || at->kernel[0] < 1 || at->kernel[1] < 1 || at->strides[0] < 1 || at->strides[1] < 1 ||
+      at->dilations[0] < 1 || at->dilations[1] < 1)
+    return fail_shape(err, op, 0, &a[0], "at least one window (kernel, strides, dilations >= 1)");
+  *out = (mlc_gtype){a[0].dtype, 2, {oh * ow, a[0].shape[1] * at->kernel[0] * at->kernel[1]}};
   return true;
 }
 

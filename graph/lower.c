@@ -1203,6 +1203,27 @@ static mlc_prim_func *lower_op_dense(const lower_call *c) {
   return lower_dense(c->a, c->name, c->n, c->args, c->out);
 }
 
+/* y[p, q] = x[0, c, oh * sh + r * dh, ow * sw + s * dw] for p = oh * OW + ow,
+ * q = (c * R + r) * S + s: a block over (oh, ow, c, r, s) writing there,
+ * so that no index is divided per element. */
+static mlc_prim_func *lower_op_im2col(const lower_call *c) {
+  mlc_arena *a = c->a;
+  const mlc_gattrs *at = c->at;
+  int64_t R = at->kernel[0], S = at->kernel[1], C = c->x->shape[1];
+  int64_t OW = (c->x->shape[3] - (at->dilations[1] * (S - 1) + 1)) / at->strides[1] + 1;
+  int64_t OH = c->out->shape[0] / OW;
+  mlc_te *te = mlc_te_new(a);
+  mlc_te_tensor *X = placeholder(te, c->args[0]->name, c->x);
+  mlc_expr **o = mlc_te_begin(te, "T_im2col", 5, SHAPE(OH, OW, C, R, S), "hwcrs");
+  mlc_expr *p = mlc_add(a, mlc_mul(a, o[0], mlc_int(a, OW)), o[1]);
+  mlc_expr *q = mlc_add(a, mlc_mul(a, mlc_add(a, mlc_mul(a, o[2], mlc_int(a, R)), o[3]), mlc_int(a, S)), o[4]);
+  mlc_te_write_at(te, 2, c->out->shape, (mlc_expr *[]){p, q});
+  mlc_expr *ih = mlc_add(a, mlc_mul(a, o[0], mlc_int(a, at->strides[0])), mlc_mul(a, o[3], mlc_int(a, at->dilations[0])));
+  mlc_expr *iw = mlc_add(a, mlc_mul(a, o[1], mlc_int(a, at->strides[1])), mlc_mul(a, o[4], mlc_int(a, at->dilations[1])));
+  mlc_te_tensor *Y = mlc_te_end(te, mlc_te_at(te, X, mlc_int(a, 0), o[2], ih, iw));
+  return mlc_te_create_prim_func(te, c->name, 2, (mlc_te_tensor *[]){X, Y});
+}
+
 /* The dense_int8 task (the VNNI / AMX micro-kernels' form). */
 static mlc_prim_func *lower_op_qdense(const lower_call *c) {
   const int64_t *w = c->args[1]->type.shape;

@@ -56,6 +56,16 @@ static void put_conv(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
   mlc_str_printf(out, ", groups=%lld", (long long)a->groups);
 }
 
+static void put_im2col(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
+  (void)op;
+  mlc_str_puts(out, ", kernel=");
+  put_ints(out, 2, a->kernel, '[', ']');
+  mlc_str_puts(out, ", strides=");
+  put_ints(out, 2, a->strides, '[', ']');
+  mlc_str_puts(out, ", dilation=");
+  put_ints(out, 2, a->dilations, '[', ']');
+}
+
 static void put_pool(mlc_str *out, mlc_gop op, const mlc_gattrs *a) {
   int nsp = mlc_gop_window_dims(op);
   if (op == MLC_GOP_AVG_POOL2D || op == MLC_GOP_AVG_POOL3D)

@@ -59,18 +59,23 @@ typedef struct weights {
   bool per_column;
 } weights;
 
+/* kn: a [K, N] weight (a matmul's); else [N, K] (a dense layer's) or a
+ * convolution's [N, C, R, S] read as [N, C * R * S]. */
 static bool find_weights(const mlc_gfunc *f, const mlc_guses *u, const mlc_gvar *v, bool kn, weights *out) {
   const mlc_gbinding *d = def_of(f, u, v, MLC_GOP_DEQUANTIZE);
-  if (!d || !is_const(d->args[0], MLC_INT8) || d->args[0]->type.ndim != 2 || !is_const(d->args[1], MLC_FLOAT32) ||
+  int nd = d ? d->args[0]->type.ndim : 0;
+  if (!d || !is_const(d->args[0], MLC_INT8) || (nd != 2 && (kn || nd != 4)) || !is_const(d->args[1], MLC_FLOAT32) ||
       !is_const(d->args[2], MLC_INT8))
     return false;
   const int8_t *z = d->args[2]->data;
   for (int64_t i = 0; i < mlc_gtype_numel(&d->args[2]->type); i++)
     if (z[i] != 0) return false;
   const int64_t *s = d->args[0]->type.shape;
-  *out = (weights){d->args[0]->data, kn ? s[1] : s[0], kn ? s[0] : s[1], kn ? 1 : s[1], kn ? s[1] : 1,
+  int64_t rest = mlc_gtype_numel(&d->args[0]->type) / s[0];
+  *out = (weights){d->args[0]->data, kn ? s[1] : s[0], kn ? s[0] : rest, kn ? 1 : rest, kn ? s[1] : 1,
                    d->args[1]->data, mlc_gtype_numel(&d->args[1]->type) != 1};
-  /* per column: [N] along a [K, N] weight's last axis, [N, 1] along a [N, K] one's first */
+  /* per column: [N] along a [K, N] weight's last axis, [N, 1(, 1, 1)] along
+   * the first of the others */
   const mlc_gtype *st = &d->args[1]->type;
   if (out->per_column && (mlc_gtype_numel(st) != out->N || st->shape[st->ndim - 1] != (kn ? out->N : 1)))
     return false;
@@ -132,39 +137,104 @@ static mlc_gvar *acc_scale(quant *Q, const char *base, const weights *w, float s
   return c;
 }
 
-/* b (a dense or matmul of f) on the integers when it has that form. */
-static bool rewrite(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_gbinding *b) {
-  bool dense = b->op == MLC_GOP_DENSE;
-  activations x;
-  weights w;
-  if (b->kind != MLC_GCALL_OP || (b->op != MLC_GOP_MATMUL && !dense) || b->var->type.ndim != 2 ||
-      b->args[0]->type.ndim != 2 || !find_activations(f, u, b->args[0], &x) ||
-      !find_weights(f, u, b->args[1], !dense, &w))
-    return false;
+/* The activations' uint8 values in the shape b reads them (a reshape of
+ * them where b's operand is a reshape of the dequantized values). */
+static mlc_gvar *activation_values(quant *Q, const mlc_gbinding *b, const activations *x) {
+  if (!x->reshape) return x->q;
+  mlc_gtype t = b->args[0]->type;
+  t.dtype = MLC_UINT8;
+  return bind(Q, new_var(Q, mlc_arena_printf(Q->m->arena, "%s_x", b->var->name), &t), MLC_GOP_RESHAPE,
+              &x->reshape->attrs, 1, (mlc_gvar *[]){x->q});
+}
+
+/* The float [rows, N] result of rows of uint8 values xq times the weights:
+ * qdense, the zero point's share, dequantized, plus bias (NULL: none),
+ * into var (NULL: a new one). */
+static mlc_gvar *integer_product(quant *Q, const char *base, mlc_gvar *xq, const activations *x, const weights *w,
+                                 mlc_gvar *bias, mlc_gvar *var) {
   mlc_gmodule *m = Q->m;
-  const char *base = b->var->name;
-  mlc_gvar *xq = x.q;
-  if (x.reshape) {
-    mlc_gtype t = b->args[0]->type;
-    t.dtype = MLC_UINT8;
-    xq = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_x", base), &t), MLC_GOP_RESHAPE, &x.reshape->attrs, 1,
-              &xq);
-  }
-  mlc_gtype it = b->var->type;
-  it.dtype = MLC_INT32;
+  mlc_gtype it = {MLC_INT32, 2, {xq->type.shape[0], w->N}}, ft = it;
+  ft.dtype = MLC_FLOAT32;
   mlc_gvar *acc = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_acc", base), &it), MLC_GOP_QDENSE, NULL, 2,
-                       (mlc_gvar *[]){xq, packed_weights(Q, base, &w)});
-  if (x.zero)
+                       (mlc_gvar *[]){xq, packed_weights(Q, base, w)});
+  if (x->zero)
     acc = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_acc_zero", base), &it), MLC_GOP_SUBTRACT, NULL, 2,
-               (mlc_gvar *[]){acc, zero_share(Q, base, &w, x.zero)});
+               (mlc_gvar *[]){acc, zero_share(Q, base, w, x->zero)});
   mlc_gtype zt = {MLC_INT32, 1, {1}};
   mlc_gvar *z = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_acc_zero_point", base), &zt);
   *(int32_t *)z->data = 0;
-  bool bias = dense && b->n_args == 3;
-  mlc_gvar *y = bias ? new_var(Q, mlc_arena_printf(m->arena, "%s_nobias", base), &b->var->type) : b->var;
-  bind(Q, y, MLC_GOP_DEQUANTIZE, NULL, 3, (mlc_gvar *[]){acc, acc_scale(Q, base, &w, x.scale), z});
-  if (bias) bind(Q, b->var, MLC_GOP_ADD, NULL, 2, (mlc_gvar *[]){y, b->args[2]});
+  mlc_gvar *y = bias || !var ? new_var(Q, mlc_arena_printf(m->arena, "%s_nobias", base), &ft) : var;
+  bind(Q, y, MLC_GOP_DEQUANTIZE, NULL, 3, (mlc_gvar *[]){acc, acc_scale(Q, base, w, x->scale), z});
+  if (!bias) return y;
+  return bind(Q, var ? var : new_var(Q, mlc_arena_printf(m->arena, "%s_bias", base), &ft), MLC_GOP_ADD, NULL, 2,
+              (mlc_gvar *[]){y, bias});
+}
+
+/* b (a dense or matmul of f) on the integers when it has that form. */
+static bool rewrite_dense(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_gbinding *b) {
+  bool dense = b->op == MLC_GOP_DENSE;
+  activations x;
+  weights w;
+  if ((b->op != MLC_GOP_MATMUL && !dense) || b->var->type.ndim != 2 || b->args[0]->type.ndim != 2 ||
+      !find_activations(f, u, b->args[0], &x) || !find_weights(f, u, b->args[1], !dense, &w))
+    return false;
+  mlc_gvar *xq = activation_values(Q, b, &x);
+  integer_product(Q, b->var->name, xq, &x, &w, dense && b->n_args == 3 ? b->args[2] : NULL, b->var);
   return true;
+}
+
+/* b (a conv2d of f, one image, no groups) as a dense layer over its
+ * input's windows: the uint8 input padded with its zero point (a
+ * dequantized zero), im2col'd to [OH * OW, C * R * S], the integer
+ * product with the weight read as [K, C * R * S], then transposed back to
+ * [1, K, OH, OW]. */
+static bool rewrite_conv(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_gbinding *b) {
+  activations x;
+  weights w;
+  const mlc_gattrs *at = &b->attrs;
+  const mlc_gtype *xt = &b->args[0]->type, *wt = &b->args[1]->type;
+  if (b->op != MLC_GOP_CONV2D || at->groups != 1 || xt->ndim != 4 || xt->shape[0] != 1 || wt->ndim != 4 ||
+      !find_activations(f, u, b->args[0], &x) || !find_weights(f, u, b->args[1], false, &w))
+    return false;
+  mlc_gmodule *m = Q->m;
+  const char *base = b->var->name;
+  mlc_gvar *xq = activation_values(Q, b, &x);
+  mlc_error err;
+  mlc_gtype t;
+  if (at->pads[0] || at->pads[1] || at->pads[2] || at->pads[3]) {
+    mlc_gattrs pa;
+    mlc_gattrs_init(MLC_GOP_PAD, &pa);
+    pa.n_pads = 4;
+    pa.pad_before[2] = at->pads[0], pa.pad_before[3] = at->pads[1];
+    pa.pad_after[2] = at->pads[2], pa.pad_after[3] = at->pads[3];
+    pa.pad_value = x.zero;
+    MLC_ASSERT(mlc_gop_infer(MLC_GOP_PAD, &pa, 1, &xq->type, &t, &err));
+    xq = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_pad", base), &t), MLC_GOP_PAD, &pa, 1, &xq);
+  }
+  mlc_gattrs ia;
+  mlc_gattrs_init(MLC_GOP_IM2COL, &ia);
+  ia.kernel[0] = wt->shape[2], ia.kernel[1] = wt->shape[3];
+  memcpy(ia.strides, at->strides, sizeof ia.strides);
+  memcpy(ia.dilations, at->dilations, sizeof ia.dilations);
+  if (!mlc_gop_infer(MLC_GOP_IM2COL, &ia, 1, &xq->type, &t, &err)) return false;
+  mlc_gvar *cols = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_cols", base), &t), MLC_GOP_IM2COL, &ia, 1, &xq);
+  mlc_gvar *y = integer_product(Q, base, cols, &x, &w, b->n_args == 3 ? b->args[2] : NULL, NULL);
+  mlc_gattrs ta;
+  mlc_gattrs_init(MLC_GOP_TRANSPOSE, &ta);
+  ta.n_ints = 2, ta.ints[0] = 1, ta.ints[1] = 0;
+  mlc_gtype tt = {MLC_FLOAT32, 2, {w.N, t.shape[0]}};
+  mlc_gvar *yt = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_t", base), &tt), MLC_GOP_TRANSPOSE, &ta, 1, &y);
+  mlc_gattrs ra;
+  mlc_gattrs_init(MLC_GOP_RESHAPE, &ra);
+  ra.n_ints = 4;
+  memcpy(ra.ints, b->var->type.shape, sizeof(int64_t) * 4);
+  bind(Q, b->var, MLC_GOP_RESHAPE, &ra, 1, &yt);
+  return true;
+}
+
+/* b on the integers when it has one of those forms. */
+static bool rewrite(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_gbinding *b) {
+  return b->kind == MLC_GCALL_OP && (rewrite_dense(Q, f, u, b) || rewrite_conv(Q, f, u, b));
 }
 
 /* Two constants of one value. */

@@ -640,6 +640,20 @@ static void ref_op_dense(const ref_call *c) {
   ref_matmul(true, &c->ts[0], c->in[0], &c->ts[1], c->in[1], bias_of(c), c->out, c->y);
 }
 
+static void ref_op_im2col(const ref_call *c) {
+  const mlc_gattrs *at = c->at;
+  int64_t H = c->ts[0].shape[2], W = c->ts[0].shape[3];
+  int64_t R = at->kernel[0], S = at->kernel[1];
+  int64_t OW = (W - (at->dilations[1] * (S - 1) + 1)) / at->strides[1] + 1;
+  int64_t P = c->out->shape[0], Q = c->out->shape[1];
+  for (int64_t p = 0; p < P; p++)
+    for (int64_t q = 0; q < Q; q++) {
+      int64_t ch = q / (R * S), r = q / S % R, s = q % S;
+      int64_t ih = p / OW * at->strides[0] + r * at->dilations[0], iw = p % OW * at->strides[1] + s * at->dilations[1];
+      c->y[p * Q + q] = c->in[0][(ch * H + ih) * W + iw];
+    }
+}
+
 static void ref_op_qdense(const ref_call *c) {
   int64_t M = c->out->shape[0], N = c->out->shape[1], K = c->ts[0].shape[1];
   const double *x = c->in[0], *w = c->in[1];

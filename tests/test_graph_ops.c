@@ -392,6 +392,19 @@ static const op_case dtype_cases[] = {
            "," NODE("d3", "dequantize", "\"wi\", \"s1\", \"zj\"", ""),
            "\"q1\", \"d1\", \"q2\", \"d2\", \"qt\", \"d3\""),
      false},
+    /* qdense of uint8 values (|x| * 200) by an int8 weight packed
+     * [N/16, K/4, 16, 4] (w * 120): int32 sums; im2col of a [1, 3, 5, 6]
+     * input in its default 2 x 2 window */
+    {"qdense_im2col",
+     MODEL("{\"name\": \"x\", \"shape\": [3, 8]}, {\"name\": \"v\", \"shape\": [1, 3, 5, 6]}",
+           "{\"name\": \"w\", \"shape\": [2, 2, 16, 4]}, {\"name\": \"s\", \"shape\": [1], \"values\": [200]}, "
+           "{\"name\": \"t\", \"shape\": [1], \"values\": [120]}",
+           NODE("xa", "abs", "\"x\"", "") "," NODE("xs", "multiply", "\"xa\", \"s\"", "")
+           "," NODE("xu", "astype", "\"xs\"", ", \"to\": \"uint8\"")
+           "," NODE("ws", "multiply", "\"w\", \"t\"", "") "," NODE("wi", "astype", "\"ws\"", ", \"to\": \"int8\"")
+           "," NODE("y", "qdense", "\"xu\", \"wi\"", "") "," NODE("c", "im2col", "\"v\"", ""),
+           "\"y\", \"c\""),
+     false},
     /* running sums of integers (x * 9 truncated) */
     {"cumsum_int",
      MODEL(X234, "{\"name\": \"s\", \"shape\": [1], \"values\": [9]}",

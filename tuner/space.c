@@ -547,8 +547,8 @@ typedef struct knob {
   int n;
 } knob;
 #define KNOB(s, w) {s, w, MLC_COUNTOF(s)}
-static const int64_t ROW_TILES[] = {1, 2, 3, 4, 6, 8};
-static const double ROW_WEIGHTS[] = {1, 1, 1, 2, 2, 2};
+static const int64_t ROW_TILES[] = {1, 2, 3, 4, 5, 6, 7, 8};
+static const double ROW_WEIGHTS[] = {1, 1, 1, 2, 1, 2, 1, 2};
 static const int64_t COL_TILES[] = {16, 32, 48, 64};
 static const double COL_WEIGHTS[] = {1, 2, 2, 2};
 /* K per micro-kernel call; the short ones only where none of the long

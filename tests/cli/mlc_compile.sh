@@ -308,6 +308,15 @@ check onnx_qdq_dense_requantize_dropped test "$(grep -c 'R.quantize(' "$tmp/o.tx
   --repeat 1 >"$tmp/o.txt" 2>"$tmp/err"
 check onnx_qdq_dense_run test $? -eq 0
 check onnx_qdq_dense_matches_numpy "$tmp/npycmp" "$tmp/qdd_y.npy" $O/tiny_qdq_dense_output.npy 0.0201
+# a QDQ convolution (tiny_qdq_conv): padded with the zero point, im2col,
+# qdense; equal to that arithmetic in numpy (and to ONNX Runtime's)
+"$MC" --model $O/tiny_qdq_conv.onnx --print-after quantize --no-schedule >"$tmp/o.txt" 2>/dev/null
+check onnx_qdq_conv_integers grep -q 'R.im2col(.*kernel=\[3, 3\], strides=\[2, 2\]' "$tmp/o.txt"
+check onnx_qdq_conv_no_float_conv test "$(grep -c 'R.nn.conv2d(' "$tmp/o.txt")" -eq 0
+"$MC" --model $O/tiny_qdq_conv.onnx --run $O/tiny_qdq_conv_input.npy --run-output "$tmp/qdc_y.npy" \
+  --repeat 1 >"$tmp/o.txt" 2>"$tmp/err"
+check onnx_qdq_conv_run test $? -eq 0
+check onnx_qdq_conv_matches_numpy "$tmp/npycmp" "$tmp/qdc_y.npy" $O/tiny_qdq_conv_output.npy 0.0301
 "$MC" --model $O/tiny_cnn.onnx --print-after load --no-schedule >"$tmp/o.txt" 2>/dev/null
 check onnx_cnn_load_idents grep -q 'def main(input_1: R.Tensor((1, 3, 8, 8), dtype="float32"))' "$tmp/o.txt"
 check onnx_cnn_shape_folded grep -q '= R.reshape(pool_MaxPool_output_0, (1, 64))' "$tmp/o.txt"

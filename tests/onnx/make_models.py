@@ -254,9 +254,51 @@ def tiny_qdq_dense():
     npy("tiny_qdq_dense_output.npy", ((quantize(a, sy, zy, 0, 255) - zy) * sy).astype(np.float32))
 
 
+def tiny_qdq_conv():
+    """A QDQ convolution (stride 2, padding 1, 16 output channels quantized
+    per channel, an int32 bias) over uint8 activations with zero point 3,
+    then Relu, uint8 out. The quantize pass computes it on the integers:
+    the input padded with its zero point, im2col, qdense. The reference is
+    that arithmetic in numpy (int32 sums, the two scales, the bias)."""
+    x = rng.uniform(-0.2, 1, (1, 8, 7, 7)).astype(np.float32)
+    sx, zx = np.float32(1.2 / 255), 3
+    wq = rng.integers(-127, 128, (16, 8, 3, 3)).astype(np.int8)
+    sw = rng.uniform(0.002, 0.01, 16).astype(np.float32)
+    bq = rng.integers(-3000, 3000, 16).astype(np.int32)
+    sb = (sx * sw).astype(np.float32)
+    sy, zy = np.float32(0.03), 0
+    f = numpy_helper.from_array
+    inits = [f(np.array(sx), "x_scale"), f(np.array(zx, np.uint8), "x_zp"), f(wq, "w_q"), f(sw, "w_scale"),
+             f(np.zeros(16, np.int8), "w_zp"), f(bq, "b_q"), f(sb, "b_scale"), f(np.zeros(16, np.int32), "b_zp"),
+             f(np.array(sy), "y_scale"), f(np.array(zy, np.uint8), "y_zp")]
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="q_x"),
+        node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="dq_x"),
+        node("DequantizeLinear", ["w_q", "w_scale", "w_zp"], ["wd"], name="dq_w", axis=0),
+        node("DequantizeLinear", ["b_q", "b_scale", "b_zp"], ["bd"], name="dq_b", axis=0),
+        node("Conv", ["xd", "wd", "bd"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("Relu", ["c"], ["r"], name="relu"),
+        node("QuantizeLinear", ["r", "y_scale", "y_zp"], ["rq"], name="q_r"),
+        node("DequantizeLinear", ["rq", "y_scale", "y_zp"], ["y"], name="dq_r"),
+    ]
+    xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 7, 7])
+    yo = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 4, 4])
+    save(helper.make_model(helper.make_graph(nodes, "tiny_qdq_conv", [xi], [yo], inits)), "tiny_qdq_conv.onnx")
+    xq = np.pad(quantize(x, sx, zx, 0, 255).astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)
+    acc = np.zeros((16, 4, 4), np.int64)
+    for r in range(3):
+        for t in range(3):
+            acc += np.einsum("chw,kc->khw", xq[0, :, r:r + 7:2, t:t + 7:2] - zx, wq[:, :, r, t].astype(np.int64))
+    c = acc.astype(np.float32) * (sx * sw).astype(np.float32)[:, None, None] + (bq.astype(np.float32) * sb)[:, None, None]
+    npy("tiny_qdq_conv_input.npy", x)
+    npy("tiny_qdq_conv_output.npy", ((quantize(np.maximum(c, 0), sy, zy, 0, 255) - zy) * sy)[None].astype(np.float32))
+
+
 tiny_cnn()
 mlp_sym()
 bad_models()
 activations_wide()
 tiny_qdq()
 tiny_qdq_dense()
+tiny_qdq_conv()
