@@ -434,14 +434,15 @@ typedef struct curve_point {
 
 typedef struct model_result {
   const char *name;
-  double tol; /* tolerance() of its spec */
+  double tol;      /* tolerance() of its spec */
+  const char *ref; /* whose output is the reference: "PyTorch", or ONNX Runtime's int8 one */
   double tuned_ms, untuned_ms, eager_ms, script_ms; /* medians; < 0: not run */
   /* ours' 10th percentiles: the machine's fast spells, where the runners
    * keep their per-kernel timings (a slow one is re-timed) */
   double tuned_p10, untuned_p10;
   double ort_ms, ov_ms;                              /* ONNX Runtime, OpenVINO; < 0: not run */
   double tuned_err, untuned_err;
-  double ort_err, ov_err;       /* engine vs PyTorch's exported output; < 0: not run */
+  double ort_err, ov_err;       /* engine vs the reference output (ref); < 0: not run */
   double ort_vs_ours, ov_vs_ours; /* engine's output vs ours tuned; < 0: not compared */
   char ort_note[256], ov_note[256]; /* why an engine's column is empty */
   char script_note[256];            /* why TorchScript's column is empty (torch ran) */
@@ -1029,6 +1030,7 @@ static void bench_model(const options *opt, const model_files *mf, model_result 
   memset(r, 0, sizeof *r);
   r->name = model;
   r->tol = tolerance(mf->spec);
+  r->ref = mf->spec->quantized ? "ONNX Runtime int8" : "PyTorch";
   model_io io;
   io_read(mf, &io);
   ours v[2]; /* tuned, untuned */
@@ -1159,13 +1161,13 @@ static void print_table(mlc_arena *a, const model_result *rs, int n) {
            r->n_records, r->n_kernels, r->load_before, r->load_after);
     if (r->script_note[0]) printf("  TorchScript: %s\n", r->script_note);
     if (r->ort_ms > 0)
-      printf("  ONNX Runtime %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  ONNX Runtime nodes: %s\n",
-             r->ort_version, err_col(a, r->ort_err), err_col(a, r->ort_vs_ours), r->ort_kernels);
+      printf("  ONNX Runtime %s: rel error %s vs %s's output, %s vs ours tuned\n  ONNX Runtime nodes: %s\n",
+             r->ort_version, err_col(a, r->ort_err), r->ref, err_col(a, r->ort_vs_ours), r->ort_kernels);
     else
       printf("  ONNX Runtime: %s\n", r->ort_note);
     if (r->ov_ms > 0)
-      printf("  OpenVINO %s: rel error %s vs PyTorch's output, %s vs ours tuned\n  OpenVINO kernels: %s\n",
-             r->ov_version, err_col(a, r->ov_err), err_col(a, r->ov_vs_ours), r->ov_kernels);
+      printf("  OpenVINO %s: rel error %s vs %s's output, %s vs ours tuned\n  OpenVINO kernels: %s\n",
+             r->ov_version, err_col(a, r->ov_err), r->ref, err_col(a, r->ov_vs_ours), r->ov_kernels);
     else
       printf("  OpenVINO: %s\n", r->ov_note);
   }
@@ -1241,12 +1243,12 @@ static int model_cases(mlc_arena *a, const model_result *r, bench_case *cs) {
                                             r->script_peak, common)};
   if (r->ort_ms > 0)
     cs[n++] = (bench_case){mlc_arena_printf(a, "%s_onnxruntime_%dt", r->name, THREADS), r->ort_ms, "ms", NULL, 0,
-                           mlc_arena_printf(a, "ONNX Runtime %s, ORT_ENABLE_ALL, intra_op 2, sequential; rel error %.2g vs PyTorch, %.2g vs ours tuned; nodes: %s; %s",
-                                            r->ort_version, r->ort_err, r->ort_vs_ours, r->ort_kernels, common)};
+                           mlc_arena_printf(a, "ONNX Runtime %s, ORT_ENABLE_ALL, intra_op 2, sequential; rel error %.2g vs %s, %.2g vs ours tuned; nodes: %s; %s",
+                                            r->ort_version, r->ort_err, r->ref, r->ort_vs_ours, r->ort_kernels, common)};
   if (r->ov_ms > 0)
     cs[n++] = (bench_case){mlc_arena_printf(a, "%s_openvino_%dt", r->name, THREADS), r->ov_ms, "ms", NULL, 0,
-                           mlc_arena_printf(a, "OpenVINO %s CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1, LATENCY, f32; rel error %.2g vs PyTorch, %.2g vs ours tuned; kernels: %s; %s",
-                                            r->ov_version, r->ov_err, r->ov_vs_ours, r->ov_kernels, common)};
+                           mlc_arena_printf(a, "OpenVINO %s CPU, INFERENCE_NUM_THREADS 2, NUM_STREAMS 1, LATENCY, f32; rel error %.2g vs %s, %.2g vs ours tuned; kernels: %s; %s",
+                                            r->ov_version, r->ov_err, r->ref, r->ov_vs_ours, r->ov_kernels, common)};
   return n;
 }
 

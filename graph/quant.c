@@ -192,8 +192,9 @@ static bool rewrite_conv(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const
   activations x;
   weights w;
   const mlc_gattrs *at = &b->attrs;
+  if (b->op != MLC_GOP_CONV2D) return false;
   const mlc_gtype *xt = &b->args[0]->type, *wt = &b->args[1]->type;
-  if (b->op != MLC_GOP_CONV2D || at->groups != 1 || xt->ndim != 4 || xt->shape[0] != 1 || wt->ndim != 4 ||
+  if (at->groups != 1 || xt->ndim != 4 || xt->shape[0] != 1 || wt->ndim != 4 ||
       !find_activations(f, u, b->args[0], &x) || !find_weights(f, u, b->args[1], false, &w))
     return false;
   mlc_gmodule *m = Q->m;
