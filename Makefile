@@ -224,8 +224,8 @@ $(MODEL_FILES) &: examples/export_models.py examples/lm_models.py
 	/usr/bin/python3 examples/export_models.py models
 
 # ResNet-18 and the encoder quantized as users quantize them (ONNX Runtime's
-# quantize_static: QDQ, per-channel int8 weights, uint8 activations
-# calibrated on random inputs), with ONNX Runtime's int8 outputs as their
+# quantize_static: QDQ, per-channel int8 weights, int8 activations (its
+# defaults) calibrated on random inputs), with ONNX Runtime's int8 outputs as their
 # reference (bench/quantize_model.py): models/<name>_int8.onnx for
 # `make bench BENCH=models`. Needs `make models` and `make bench-deps`.
 INT8_MODELS := models/resnet18_int8.onnx models/encoder_int8.onnx

@@ -11,7 +11,8 @@ writes
   DIR/NAME_int8.onnx      QuantizeLinear/DequantizeLinear around every
                           Conv, MatMul and Gemm ONNX Runtime quantizes
                           (QuantFormat.QDQ, per_channel, weights int8,
-                          activations uint8 by default, MinMax calibration
+                          activations int8 by default as ONNX Runtime's
+                          own default (--activations uint8: uint8), MinMax calibration
                           over N inputs drawn from a normal distribution of
                           the input's mean and deviation, seed S)
   DIR/NAME_int8_in.npy    the input (a copy of NAME_in.npy)
@@ -35,7 +36,7 @@ def parse_args(argv):
     p.add_argument("--models", default="models")
     p.add_argument("--calib", type=int, default=8, help="calibration inputs (default 8)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--activations", choices=["uint8", "int8"], default="uint8")
+    p.add_argument("--activations", choices=["uint8", "int8"], default="int8")
     return p.parse_args(argv)
 
 

@@ -1,7 +1,8 @@
 /* The quantize pass: a dense layer (dense, or a matmul by a constant
- * [K, N] weight) over dequantized uint8 activations and dequantized int8
- * constant weights (a QDQ model's QGemm / QLinearMatMul) computed on the
- * integers, as ONNX Runtime computes it:
+ * [K, N] weight) or a convolution over dequantized 8-bit activations (int8
+ * ones on their uint8 twin) and dequantized int8 constant weights (a QDQ
+ * model's QGemm / QLinearMatMul / QLinearConv) computed on the integers, as
+ * ONNX Runtime computes it:
  *
  *   acc = qdense(x, W packed [N/16, K/4, 16, 4])      sum of x * W, int32
  *   acc = acc - zx * sum_k W[j, k]                    the zero point's share
@@ -11,9 +12,10 @@
  * round; the result then differs from the plain C reference (which
  * computes the model as written) at quantization boundaries only, within
  * what a quantized model's check allows (mlc_graph_is_quantized). Layers
- * of other forms (int8 activations, a weight zero point, N not a multiple
- * of 16 or K of 4) stay as they are. And a value quantized again with the
- * scale and zero point it was dequantized with is the quantized value. */
+ * of other forms (activations with a scale per channel, a weight zero
+ * point, N not a multiple of 16 or K of 4) stay as they are. And a value
+ * quantized again with the scale and zero point it was dequantized with
+ * is the quantized value. */
 #include "graph/graph_impl.h"
 
 #include <string.h>
@@ -28,25 +30,36 @@ static const mlc_gbinding *def_of(const mlc_gfunc *f, const mlc_guses *u, const 
 
 static bool is_const(const mlc_gvar *v, mlc_dtype t) { return v->kind == MLC_GVAR_CONST && v->type.dtype == t; }
 
-/* Dequantized activations: x's uint8 values (through a reshape to x's
- * shape: *reshape, else NULL), one scale and zero point. */
+/* Two constants of one value. */
+static bool same_const(const mlc_gvar *a, const mlc_gvar *b) {
+  return a == b || (a->kind == MLC_GVAR_CONST && b->kind == MLC_GVAR_CONST && mlc_gtype_equal(&a->type, &b->type) &&
+                    memcmp(a->data, b->data, (size_t)mlc_gtype_bytes(&a->type)) == 0);
+}
+
+/* Dequantized activations: x's 8-bit values q (through a reshape to x's
+ * shape: *reshape, else NULL), one scale and zero point. int8 ones (ONNX
+ * Runtime's default) are computed on their uint8 twin, each value 128
+ * more, with the zero point 128 more: the micro-kernels take u8 x s8. */
 typedef struct activations {
   mlc_gvar *q;
   const mlc_gbinding *reshape;
   float scale;
   int zero;
+  bool is_signed; /* q is int8 */
 } activations;
 
 static bool find_activations(const mlc_gfunc *f, const mlc_guses *u, mlc_gvar *x, activations *out) {
   out->reshape = def_of(f, u, x, MLC_GOP_RESHAPE);
   const mlc_gbinding *d = def_of(f, u, out->reshape ? out->reshape->args[0] : x, MLC_GOP_DEQUANTIZE);
-  if (!d || d->args[0]->type.dtype != MLC_UINT8 || !is_const(d->args[1], MLC_FLOAT32) ||
-      !is_const(d->args[2], MLC_UINT8) || mlc_gtype_numel(&d->args[1]->type) != 1 ||
+  if (!d || !is_const(d->args[1], MLC_FLOAT32) || mlc_gtype_numel(&d->args[1]->type) != 1 ||
       mlc_gtype_numel(&d->args[2]->type) != 1)
     return false;
   out->q = d->args[0];
   out->scale = *(const float *)d->args[1]->data;
-  out->zero = *(const uint8_t *)d->args[2]->data;
+  out->is_signed = d->args[0]->type.dtype == MLC_INT8;
+  if (out->is_signed && is_const(d->args[2], MLC_INT8)) out->zero = *(const int8_t *)d->args[2]->data + 128;
+  else if (!out->is_signed && is_const(d->args[2], MLC_UINT8)) out->zero = *(const uint8_t *)d->args[2]->data;
+  else return false;
   return true;
 }
 
@@ -85,6 +98,8 @@ static bool find_weights(const mlc_gfunc *f, const mlc_guses *u, const mlc_gvar 
 typedef struct quant {
   mlc_gmodule *m;
   mlc_gmap names; /* the vars' names, for new ones */
+  mlc_gmap twins; /* int8 activations -> index in twin of their uint8 twin */
+  MLC_VEC(mlc_gvar *) twin;
   MLC_VEC(mlc_gbinding) out;
 } quant;
 
@@ -140,11 +155,33 @@ static mlc_gvar *acc_scale(quant *Q, const char *base, const weights *w, float s
 /* The activations' uint8 values in the shape b reads them (a reshape of
  * them where b's operand is a reshape of the dequantized values). */
 static mlc_gvar *activation_values(quant *Q, const mlc_gbinding *b, const activations *x) {
-  if (!x->reshape) return x->q;
+  mlc_gvar *q = x->q;
+  int k;
+  if (x->is_signed && mlc_gmap_get(&Q->twins, x->q, &k)) {
+    q = Q->twin.data[k];
+  } else if (x->is_signed) { /* the uint8 twin, made once: uint8(int32(q) + 128) */
+    mlc_gmodule *m = Q->m;
+    mlc_gtype t = q->type, ct = {MLC_INT32, 1, {1}};
+    t.dtype = MLC_INT32;
+    mlc_gattrs to;
+    mlc_gattrs_init(MLC_GOP_ASTYPE, &to);
+    to.to = MLC_INT32;
+    mlc_gvar *w = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_i32", q->name), &t), MLC_GOP_ASTYPE, &to, 1, &q);
+    mlc_gvar *c = mlc_graph_const_new(m, mlc_arena_printf(m->arena, "%s_128", q->name), &ct);
+    *(int32_t *)c->data = 128;
+    w = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_shifted", q->name), &t), MLC_GOP_ADD, NULL, 2,
+             (mlc_gvar *[]){w, c});
+    t.dtype = to.to = MLC_UINT8;
+    mlc_gvar *twin = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_u8", q->name), &t), MLC_GOP_ASTYPE, &to, 1, &w);
+    mlc_gmap_put(&Q->twins, x->q, Q->twin.len);
+    MLC_VEC_APUSH(m->arena, Q->twin, twin);
+    q = twin;
+  }
+  if (!x->reshape) return q;
   mlc_gtype t = b->args[0]->type;
   t.dtype = MLC_UINT8;
   return bind(Q, new_var(Q, mlc_arena_printf(Q->m->arena, "%s_x", b->var->name), &t), MLC_GOP_RESHAPE,
-              &x->reshape->attrs, 1, (mlc_gvar *[]){x->q});
+              &x->reshape->attrs, 1, (mlc_gvar *[]){q});
 }
 
 /* The float [rows, N] result of rows of uint8 values xq times the weights:
@@ -238,12 +275,6 @@ static bool rewrite(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const mlc_
   return b->kind == MLC_GCALL_OP && (rewrite_dense(Q, f, u, b) || rewrite_conv(Q, f, u, b));
 }
 
-/* Two constants of one value. */
-static bool same_const(const mlc_gvar *a, const mlc_gvar *b) {
-  return a == b || (a->kind == MLC_GVAR_CONST && b->kind == MLC_GVAR_CONST && mlc_gtype_equal(&a->type, &b->type) &&
-                    memcmp(a->data, b->data, (size_t)mlc_gtype_bytes(&a->type)) == 0);
-}
-
 /* quantize(dequantize(q, s, z), s, z) is q: (q - z) * s / s rounds back
  * to q - z (the two roundings are 255 * 2^-23 from it at most). Exporters
  * quantize again around moved data: quantize(reshape(dequantize(q))) is
@@ -273,7 +304,7 @@ static void drop_requantize(mlc_gmodule *m, mlc_gfunc *f, const mlc_guses *u) {
 
 static void quantize_func(mlc_gmodule *m, mlc_gfunc *f) {
   mlc_arena *a = mlc_arena_new_child(m->arena);
-  quant Q = {.m = m, .names = {.a = a, .strings = true}};
+  quant Q = {.m = m, .names = {.a = a, .strings = true}, .twins = {.a = a}};
   for (int i = 0; i < f->n_params; i++) mlc_gmap_put(&Q.names, f->params[i]->name, 1);
   for (int i = 0; i < m->n_consts; i++) mlc_gmap_put(&Q.names, m->consts[i]->name, 1);
   for (int i = 0; i < f->n_bindings; i++) mlc_gmap_put(&Q.names, f->bindings[i].var->name, 1);

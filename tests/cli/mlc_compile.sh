@@ -308,6 +308,14 @@ check onnx_qdq_dense_requantize_dropped test "$(grep -c 'R.quantize(' "$tmp/o.tx
   --repeat 1 >"$tmp/o.txt" 2>"$tmp/err"
 check onnx_qdq_dense_run test $? -eq 0
 check onnx_qdq_dense_matches_numpy "$tmp/npycmp" "$tmp/qdd_y.npy" $O/tiny_qdq_dense_output.npy 0.0201
+# int8 activations (tiny_qdq_dense_s8, ONNX Runtime's default type): on
+# their uint8 twin, equal to numpy's
+"$MC" --model $O/tiny_qdq_dense_s8.onnx --print-after quantize --no-schedule >"$tmp/o.txt" 2>/dev/null
+check onnx_qdq_dense_s8_integers grep -q 'R.qdense(' "$tmp/o.txt"
+"$MC" --model $O/tiny_qdq_dense_s8.onnx --run $O/tiny_qdq_dense_s8_input.npy --run-output "$tmp/qds_y.npy" \
+  --repeat 1 >"$tmp/o.txt" 2>"$tmp/err"
+check onnx_qdq_dense_s8_run test $? -eq 0
+check onnx_qdq_dense_s8_matches_numpy "$tmp/npycmp" "$tmp/qds_y.npy" $O/tiny_qdq_dense_s8_output.npy 0.0201
 # a QDQ convolution (tiny_qdq_conv): padded with the zero point, im2col,
 # qdense; equal to that arithmetic in numpy (and to ONNX Runtime's)
 "$MC" --model $O/tiny_qdq_conv.onnx --print-after quantize --no-schedule >"$tmp/o.txt" 2>/dev/null

@@ -213,22 +213,25 @@ def tiny_qdq():
     npy("tiny_qdq_output.npy", ((quantize(mm, so, zo, -128, 127) - zo) * so).astype(np.float32))
 
 
-def tiny_qdq_dense():
+def tiny_qdq_dense(name="tiny_qdq_dense", signed=False):
     """A QDQ dense layer as ONNX Runtime's quantizer writes a transformer's:
     uint8 activations (zero point 100) reshaped [8, 1, 32] -> [8, 32] and
     quantized again with the same scale around the reshape, a MatMul by
     int8 weights quantized per column, a bias, uint8 out. The quantize
     pass computes it on the integers (qdense); the reference is ONNX
     Runtime's arithmetic in numpy: the int32 sum, the zero point's share,
-    times the two scales, plus the bias, quantized."""
+    times the two scales, plus the bias, quantized. signed: int8
+    activations with zero point -28 (ONNX Runtime's default type), which
+    the pass computes on their uint8 twin."""
     x = rng.uniform(-1, 1, (8, 1, 32)).astype(np.float32)
-    sx, zx = np.float32(2 / 255), 100
+    sx, zx = np.float32(2 / 255), (-28 if signed else 100)
+    adt, lo, hi = (np.int8, -128, 127) if signed else (np.uint8, 0, 255)
     wq = rng.integers(-127, 128, (32, 48)).astype(np.int8)
     sw = rng.uniform(0.002, 0.01, 48).astype(np.float32)
     b = rng.uniform(-0.5, 0.5, 48).astype(np.float32)
     sy, zy = np.float32(0.02), 128
     f = numpy_helper.from_array
-    inits = [f(np.array(sx), "x_scale"), f(np.array(zx, np.uint8), "x_zp"), f(wq, "w_q"), f(sw, "w_scale"),
+    inits = [f(np.array(sx), "x_scale"), f(np.array(zx, adt), "x_zp"), f(wq, "w_q"), f(sw, "w_scale"),
              f(np.zeros(48, np.int8), "w_zp"), f(b, "bias"), f(np.array([8, 32], np.int64), "shape2d"),
              f(np.array(sy), "y_scale"), f(np.array(zy, np.uint8), "y_zp")]
     node = helper.make_node
@@ -246,12 +249,12 @@ def tiny_qdq_dense():
     ]
     xi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 1, 32])
     yo = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 48])
-    save(helper.make_model(helper.make_graph(nodes, "tiny_qdq_dense", [xi], [yo], inits)), "tiny_qdq_dense.onnx")
-    xq = quantize(x, sx, zx, 0, 255).reshape(8, 32).astype(np.int64)
+    save(helper.make_model(helper.make_graph(nodes, name, [xi], [yo], inits)), name + ".onnx")
+    xq = quantize(x, sx, zx, lo, hi).reshape(8, 32).astype(np.int64)
     acc = xq @ wq.astype(np.int64) - zx * wq.astype(np.int64).sum(axis=0)
     a = (acc.astype(np.float32) * (sx * sw).astype(np.float32)).astype(np.float32) + b
-    npy("tiny_qdq_dense_input.npy", x)
-    npy("tiny_qdq_dense_output.npy", ((quantize(a, sy, zy, 0, 255) - zy) * sy).astype(np.float32))
+    npy(name + "_input.npy", x)
+    npy(name + "_output.npy", ((quantize(a, sy, zy, 0, 255) - zy) * sy).astype(np.float32))
 
 
 def tiny_qdq_conv():
@@ -302,3 +305,4 @@ activations_wide()
 tiny_qdq()
 tiny_qdq_dense()
 tiny_qdq_conv()
+tiny_qdq_dense("tiny_qdq_dense_s8", signed=True)
