@@ -854,13 +854,16 @@ static bool fail_dtype(mlc_error *err, mlc_gop op, int i, mlc_dtype t, const cha
                        want);
 }
 
+/* Operand i's dtype differs from operand j's. */
+static bool fail_mixed(mlc_error *err, mlc_gop op, const mlc_gtype *a, int i, int j) {
+  return mlc_error_set(err, "%s: operand %d is %s, operand %d %s (one dtype expected)", mlc_gop_name(op), i,
+                       mlc_dtype_name(a[i].dtype), j, mlc_dtype_name(a[j].dtype));
+}
+
 /* Operands from..n-1 have the dtype of operand from. */
 static bool same_dtypes(mlc_gop op, int from, int n, const mlc_gtype *a, mlc_error *err) {
   for (int i = from + 1; i < n; i++)
-    if (a[i].dtype != a[from].dtype)
-      return mlc_error_set(err, "%s: operand %d is %s, operand %d %s (one dtype expected)",
-                           mlc_gop_name(op), i, mlc_dtype_name(a[i].dtype), from,
-                           mlc_dtype_name(a[from].dtype));
+    if (a[i].dtype != a[from].dtype) return fail_mixed(err, op, a, i, from);
   return true;
 }
 
@@ -954,9 +957,7 @@ static bool types_scatter(mlc_gop op, const mlc_gattrs *at, int n, const mlc_gty
     return fail_dtype(err, op, 0, a[0].dtype, "float32, int64 or int32 expected");
   if (a[1].dtype != MLC_INT64 && a[1].dtype != MLC_INT32)
     return fail_dtype(err, op, 1, a[1].dtype, "int64 or int32 indices expected");
-  if (a[2].dtype != a[0].dtype)
-    return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
-                         mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
+  if (a[2].dtype != a[0].dtype) return fail_mixed(err, op, a, 2, 0);
   *out = a[0].dtype;
   return true;
 }
@@ -982,9 +983,7 @@ static bool types_dequantize(mlc_gop op, const mlc_gattrs *at, int n, const mlc_
   if (a[0].dtype != MLC_UINT8 && a[0].dtype != MLC_INT8 && a[0].dtype != MLC_INT32)
     return fail_dtype(err, op, 0, a[0].dtype, "uint8, int8 or int32 expected");
   if (a[1].dtype != MLC_FLOAT32) return fail_dtype(err, op, 1, a[1].dtype, "float32 scales expected");
-  if (a[2].dtype != a[0].dtype)
-    return mlc_error_set(err, "%s: operand 2 is %s, operand 0 %s (one dtype expected)", mlc_gop_name(op),
-                         mlc_dtype_name(a[2].dtype), mlc_dtype_name(a[0].dtype));
+  if (a[2].dtype != a[0].dtype) return fail_mixed(err, op, a, 2, 0);
   *out = MLC_FLOAT32;
   return true;
 }
