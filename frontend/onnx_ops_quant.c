@@ -60,8 +60,8 @@ static bool no_blocks(onode *n) {
  * dequantizing, from values of that dtype). */
 static bool quant_dtype(onode *n, const char *what, mlc_dtype t, bool int32_ok) {
   if (t == MLC_UINT8 || t == MLC_INT8 || (int32_ok && t == MLC_INT32)) return true;
-  return onnx_fail(n, "%s is %s; uint8 or int8%s supported", what, mlc_dtype_name(t),
-                   int32_ok ? " or int32" : "");
+  return onnx_fail(n, "%s is %s; %s supported", what, mlc_dtype_name(t),
+                   int32_ok ? "uint8, int8 or int32" : "uint8 or int8");
 }
 
 static bool float_scale(onode *n, const mlc_gvar *s) {

@@ -29,6 +29,12 @@ void mlc_graph_layout_nchwc(mlc_gmodule *m, mlc_gfunc *f);
  * scratch). */
 void mlc_graph_ref_window(const mlc_gbinding *b, double *const *in, double *y);
 
+/* Where weight element W[j, k] (K columns) lies in qdense's packed weight
+ * [N/16, K/4, 16, 4]: w[j / 16, k / 4, j % 16, k % 4]. */
+static inline int64_t mlc_qdense_packed_at(int64_t j, int64_t k, int64_t K) {
+  return ((j / 16) * (K / 4) + k / 4) * 64 + (j % 16) * 4 + k % 4;
+}
+
 /* Lowering of one op call to a prim_func named `name` (lower.c): params
  * named after the args, the output last. */
 mlc_prim_func *mlc_graph_lower_op(mlc_arena *a, const char *name, mlc_gop op,

@@ -235,17 +235,14 @@ PW(clip) {
 PW(hard_sigmoid) { return hard_sigmoid(a, v[0], at->alpha, at->beta); }
 /* A true division (never the reciprocal's product: a tie rounds as ONNX
  * Runtime's does), rounded to even, shifted and saturated in float32;
- * the conversion then is exact. It goes through int32: LLVM converts a
- * float vector to int32 lanes in one instruction and narrows them in
- * another, where a float to 8-bit conversion took one scalar conversion
- * per lane (2.5 ns an element). */
+ * the conversion then is exact. */
 PW(quantize) {
   mlc_dtype t = v[2]->dtype;
   double lo = t == MLC_UINT8 ? 0 : -128, hi = t == MLC_UINT8 ? 255 : 127;
   mlc_expr *q = intrin1(a, MLC_INTRIN_ROUND, mlc_binary(a, MLC_EXPR_DIV, v[0], v[1]));
   q = mlc_add(a, q, mlc_cast(a, MLC_FLOAT32, v[2]));
   q = mlc_binary(a, MLC_EXPR_MIN, mlc_binary(a, MLC_EXPR_MAX, q, f32(a, lo)), f32(a, hi));
-  return mlc_cast(a, t, mlc_cast(a, MLC_INT32, q));
+  return mlc_cast(a, t, q);
 }
 PW(dequantize) {
   mlc_expr *d = mlc_sub(a, mlc_cast(a, MLC_INT32, v[0]), mlc_cast(a, MLC_INT32, v[2]));

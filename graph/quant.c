@@ -127,7 +127,7 @@ static mlc_gvar *packed_weights(quant *Q, const char *base, const weights *w) {
   int8_t *d = p->data;
   for (int64_t j = 0; j < w->N; j++)
     for (int64_t k = 0; k < w->K; k++)
-      d[((j / 16) * (w->K / 4) + k / 4) * 64 + (j % 16) * 4 + k % 4] = w->w[j * w->sj + k * w->sk];
+      d[mlc_qdense_packed_at(j, k, w->K)] = w->w[j * w->sj + k * w->sk];
   return p;
 }
 
@@ -254,7 +254,8 @@ static bool rewrite_conv(quant *Q, const mlc_gfunc *f, const mlc_guses *u, const
   ia.kernel[0] = wt->shape[2], ia.kernel[1] = wt->shape[3];
   memcpy(ia.strides, at->strides, sizeof ia.strides);
   memcpy(ia.dilations, at->dilations, sizeof ia.dilations);
-  if (!mlc_gop_infer(MLC_GOP_IM2COL, &ia, 1, &xq->type, &t, &err)) return false;
+  /* the padded input's windows: the conv's own output, whose shape it had */
+  MLC_ASSERT(mlc_gop_infer(MLC_GOP_IM2COL, &ia, 1, &xq->type, &t, &err));
   mlc_gvar *cols = bind(Q, new_var(Q, mlc_arena_printf(m->arena, "%s_cols", base), &t), MLC_GOP_IM2COL, &ia, 1, &xq);
   mlc_gvar *y = integer_product(Q, base, cols, &x, &w, b->n_args == 3 ? b->args[2] : NULL, NULL);
   mlc_gattrs ta;

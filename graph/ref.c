@@ -661,7 +661,7 @@ static void ref_op_qdense(const ref_call *c) {
     for (int64_t j = 0; j < N; j++) {
       double acc = 0; /* exact: |acc| < K * 2^15 */
       for (int64_t k = 0; k < K; k++)
-        acc += x[i * K + k] * w[((j / 16) * (K / 4) + k / 4) * 64 + (j % 16) * 4 + k % 4];
+        acc += x[i * K + k] * w[mlc_qdense_packed_at(j, k, K)];
       c->y[i * N + j] = acc;
     }
 }

@@ -334,6 +334,16 @@ static bool choose_sized_record(mlc_arena *a, mlc_db *db, const char *target,
   return true;
 }
 
+/* Whether f takes 8-bit integers or bfloat16 (what the CPU tensor
+ * intrinsics multiply). */
+static bool has_narrow_param(const mlc_prim_func *f) {
+  for (int i = 0; i < f->n_params; i++) {
+    mlc_dtype t = f->params[i]->dtype;
+    if (t == MLC_UINT8 || t == MLC_INT8 || t == MLC_BFLOAT16) return true;
+  }
+  return false;
+}
+
 bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
                                const mlc_prim_func *f, bool schedule, mlc_gkernel *out,
                                mlc_error *err) {
@@ -345,10 +355,12 @@ bool mlc_graph_schedule_kernel(mlc_arena *a, mlc_db *db, const char *target,
   mlc_target t;
   /* Records tensorized with the target CPU's intrinsics replay only with
    * them registered, and the default schedule tiles 8-bit and bfloat16
-   * products around them. */
+   * products around them (registering parses their descriptions: only
+   * for kernels that may use them). */
   bool cpu = mlc_target_parse(target, &t, NULL) && mlc_target_device(&t) == MLC_DEVICE_CPU;
   const char *features = cpu ? mlc_target_cpu_features(&t) : NULL;
-  if (cpu && !mlc_tensor_intrin_register_cpu(features, NULL, err)) return false;
+  if (cpu && (found || has_narrow_param(f)) && !mlc_tensor_intrin_register_cpu(features, NULL, err))
+    return false;
   if (found) {
     mlc_arena *q = mlc_arena_new();
     mlc_db_record *best;

@@ -410,6 +410,9 @@ bad missing_init $O/bad_missing_init.onnx "node \"/add/Add\" (op Add, opset 13):
 bad dtype $O/bad_dtype.onnx "input 'x' has dtype float64; inputs may be float32, int64, int32, bool, uint8, int8"
 bad init_dtype $O/bad_init_dtype.onnx "initializer 'w': dtype float16 is not supported"
 bad cycle $O/bad_cycle.onnx 'is part of a cycle: "second" -> "first" -> "second"'
+bad quant_scale $O/bad_quant_scale.onnx 'node "q" (op QuantizeLinear, opset 13): input 1 has 3 values for axis 1 of extent 4 (blocked quantization is not supported)'
+bad quant_block $O/bad_quant_block.onnx 'node "q" (op QuantizeLinear, opset 13): block_size 2: blocked quantization is not supported'
+bad quant_float $O/bad_quant_float.onnx 'node "dq" (op DequantizeLinear, opset 13): the input is float32; uint8, int8 or int32 supported'
 head -c 200 $O/tiny_cnn.onnx >"$tmp/trunc.onnx"
 bad truncated "$tmp/trunc.onnx" 'trunc.onnx: not an ONNX model (the protobuf does not parse'
 echo "not a model" >"$tmp/text.onnx"

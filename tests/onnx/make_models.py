@@ -130,6 +130,16 @@ def bad_models():
     w = numpy_helper.from_array(np.ones((4, 4), np.float16), "w")
     one([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "bad_init_dtype.onnx",
         inits=[w])
+    # quantization: a scale per element of the wrong count, blocks, a float input
+    s3 = numpy_helper.from_array(np.full(3, 0.1, np.float32), "s3")
+    s1 = numpy_helper.from_array(np.array(0.1, np.float32), "s1")
+    dq = helper.make_node("DequantizeLinear", ["q", "s1"], ["y"], name="dq")
+    one([helper.make_node("QuantizeLinear", ["x", "s3"], ["q"], name="q"), dq], "bad_quant_scale.onnx",
+        inits=[s3, s1])
+    one([helper.make_node("QuantizeLinear", ["x", "s1"], ["q"], name="q", block_size=2), dq],
+        "bad_quant_block.onnx", inits=[s1])
+    one([helper.make_node("DequantizeLinear", ["x", "s1"], ["y"], name="dq")], "bad_quant_float.onnx",
+        inits=[s1])
 
 
 def activations_wide():
