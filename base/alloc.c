@@ -151,13 +151,15 @@ enum { CHUNK_SIZE = 64 * 1024 };
 static size_t chunk_size = CHUNK_SIZE;
 
 /* Freed chunks of the standard size are kept per thread for the next
- * arena. A schedule's replay makes and frees a few arenas, and glibc gave
- * their memory back to the system as often (trimming the top of its heap),
- * so the kernel faulted in and zeroed every chunk again: a tenth of a
- * search round went there. Only with the default allocator (a hook sees
- * every allocation) and not under AddressSanitizer (whose quarantine finds
- * a use after free). A thread's chunks are freed when it exits. */
-enum { CACHED_CHUNKS = 32 };
+ * arena. A schedule's replay makes and frees a few arenas, and the search
+ * frees the states of dozens of scored candidates at once (hundreds of
+ * chunks); glibc gave their memory back to the system as often (trimming
+ * the top of its heap), so the kernel faulted in and zeroed every chunk
+ * again: a tenth of a search round went there. Only with the default
+ * allocator (a hook sees every allocation) and not under AddressSanitizer
+ * (whose quarantine finds a use after free). A thread's chunks are freed
+ * when it exits. */
+enum { CACHED_CHUNKS = 128 }; /* 8 MiB a thread at most */
 
 typedef struct chunk_cache {
   chunk *head;

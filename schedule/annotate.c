@@ -9,13 +9,36 @@
  * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings). If not,
  * *bad is the first iter whose binding is not, or two iters (*bad, *other)
  * use the same part of a loop. */
-static bool affine_bindings(mlc_sched *s, mlc_stmt *realize, int *bad, int *other) {
+/* What one check of a loop found of its blocks' bindings: the
+ * compact-dataflow rule and the per-block rule ask of the same blocks. */
+enum { MEMO_CAP = 16 };
+typedef struct affine_memo {
+  int n;
+  struct {
+    const mlc_stmt *realize;
+    bool ok;
+    int bad, other;
+  } e[MEMO_CAP];
+} affine_memo;
+
+static bool affine_bindings(mlc_sched *s, affine_memo *m, mlc_stmt *realize, int *bad, int *other) {
+  for (int i = 0; i < m->n; i++)
+    if (m->e[i].realize == realize) {
+      *bad = m->e[i].bad, *other = m->e[i].other;
+      return m->e[i].ok;
+    }
   mlc_stmt *loops[SCHED_MAX_DEPTH];
   mlc_expr *conj[64];
   int nl = sched_scope_loops(s, realize, loops, NULL);
   int nc = sched_conjuncts(realize->realize.predicate, conj, 64);
   const mlc_block *b = realize->realize.block;
-  return mlc_affine_bindings(nl, loops, nc, conj, b->n_iters, realize->realize.values, bad, other);
+  bool ok = mlc_affine_bindings(nl, loops, nc, conj, b->n_iters, realize->realize.values, bad, other);
+  if (m->n < MEMO_CAP) {
+    m->e[m->n].realize = realize, m->e[m->n].ok = ok;
+    m->e[m->n].bad = *bad, m->e[m->n].other = *other;
+    m->n++;
+  }
+  return ok;
 }
 
 /* ---- TensorIR's parallelizability rule ---------------------------------------------
@@ -39,10 +62,10 @@ static void print_expr_to(mlc_arena *a, char *buf, size_t n, const mlc_expr *e) 
   mlc_str_free(&o);
 }
 
-static bool affine_check(mlc_sched *s, const char *prim, const char *ld, mlc_stmt *r,
-                         mlc_error *err) {
+static bool affine_check(mlc_sched *s, affine_memo *m, const char *prim, const char *ld,
+                         mlc_stmt *r, mlc_error *err) {
   int bad, other;
-  if (affine_bindings(s, r, &bad, &other)) return true;
+  if (affine_bindings(s, m, r, &bad, &other)) return true;
   const mlc_block *b = r->realize.block;
   if (other >= 0)
     return mlc_error_set(err,
@@ -91,6 +114,7 @@ static const mlc_var *reduce_in_output_index(const mlc_block *b, const mlc_stmt 
 
 typedef struct flow_ctx {
   mlc_sched *s;
+  affine_memo *memo;
   MLC_VEC(mlc_stmt *) blocks; /* realizes directly under the loop */
 } flow_ctx;
 
@@ -189,7 +213,7 @@ static const char *not_reduction(const flow_ctx *c, mlc_stmt *r, char *why, size
   const mlc_var *v;
   int bad, other;
   if (!b->init) return reason(why, n, "it has no T.init()");
-  if (!affine_bindings(c->s, r, &bad, &other))
+  if (!affine_bindings(c->s, c->memo, r, &bad, &other))
     return reason(why, n, "its bindings are not quasi-affine");
   if ((o = other_writer(c, b, &buf)))
     return reason(why, n, "block \"%s\" also writes %s", o->name, buf->name);
@@ -198,9 +222,9 @@ static const char *not_reduction(const flow_ctx *c, mlc_stmt *r, char *why, size
   return NULL;
 }
 
-static bool compact_dataflow_check(mlc_sched *s, const char *prim, const char *ld, mlc_stmt *loop,
-                                   mlc_error *err) {
-  flow_ctx c = {s, {0}};
+static bool compact_dataflow_check(mlc_sched *s, affine_memo *m, const char *prim, const char *ld,
+                                   mlc_stmt *loop, mlc_error *err) {
+  flow_ctx c = {s, m, {0}};
   sched_each_realize(loop->loop.body, collect_child, &c);
   for (int i = 0; i < c.blocks.len; i++) {
     char w1[200], w2[200];
@@ -240,6 +264,7 @@ static void each_block_deep(mlc_stmt *st, void (*fn)(mlc_stmt *, void *), void *
 
 typedef struct par_ctx {
   mlc_sched *s;
+  affine_memo *memo;
   const char *prim, *ld;
   const mlc_var *var;
   bool allow_reduce; /* threadIdx: cross-thread reduction */
@@ -252,7 +277,7 @@ typedef struct par_ctx {
 static void check_block(mlc_stmt *r, void *ctx_) {
   par_ctx *c = ctx_;
   if (c->failed) return;
-  if (!affine_check(c->s, c->prim, c->ld, r, c->err)) {
+  if (!affine_check(c->s, c->memo, c->prim, c->ld, r, c->err)) {
     c->failed = true;
     return;
   }
@@ -284,8 +309,9 @@ static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool chec
   if (!mlc_expr_is_const_int(l->loop.extent, &ext) && strcmp(prim, "parallel") != 0)
     return mlc_error_set(err, "%s: %s: the loop's extent is not constant", prim, d);
   if (!check_blocks) return true;
-  if (!compact_dataflow_check(s, prim, d, l, err)) return false;
-  par_ctx ctx = {s, prim, d, l->loop.var, allow_reduce, err, false};
+  affine_memo memo = {0};
+  if (!compact_dataflow_check(s, &memo, prim, d, l, err)) return false;
+  par_ctx ctx = {s, &memo, prim, d, l->loop.var, allow_reduce, err, false};
   each_block_deep(l->loop.body, check_block, &ctx);
   return !ctx.failed;
 }

@@ -1037,6 +1037,21 @@ static void record(mlc_sched *s, mlc_inst_kind k, mlc_rv block, mlc_rv loop,
   sched_record(s, k, 2, in, 2, at, 0, NULL);
 }
 
+/* The plan sample_compute_location made for exactly this call (the one
+ * can_compute_at makes), or NULL. */
+static ca_plan *located_plan(mlc_sched *s, bool reverse, mlc_rv block, mlc_rv loop,
+                             bool preserve_unit_loops, int index) {
+  ca_plan *p = s->located;
+  if (!p || reverse || !preserve_unit_loops || index != -1 || block < 0 || block >= s->rvs.len ||
+      loop < 0 || loop >= s->rvs.len)
+    return NULL;
+  /* planned on this very tree: the same nodes are alive */
+  const rv_entry *b = &s->rvs.data[block], *l = &s->rvs.data[loop];
+  return b->kind == MLC_RV_BLOCK && b->block == p->blk && l->kind == MLC_RV_LOOP && l->loop == p->loop
+             ? p
+             : NULL;
+}
+
 static bool compute_at_impl(mlc_sched *s, bool reverse, mlc_rv block, mlc_rv loop,
                             bool preserve_unit_loops, int index, mlc_error *err) {
   const char *prim = reverse ? "reverse_compute_at" : "compute_at";
@@ -1052,11 +1067,14 @@ static bool compute_at_impl(mlc_sched *s, bool reverse, mlc_rv block, mlc_rv loo
     record(s, kind, block, loop, preserve_unit_loops, index);
     return true;
   }
-  ca_plan *p = MLC_NEW(s->arena, ca_plan);
-  memset(p, 0, sizeof *p);
-  p->prim = prim;
-  p->reverse = reverse;
-  if (!plan(s, p, block, loop, preserve_unit_loops, index, err)) return false;
+  ca_plan *p = located_plan(s, reverse, block, loop, preserve_unit_loops, index);
+  if (!p) {
+    p = MLC_NEW(s->arena, ca_plan);
+    memset(p, 0, sizeof *p);
+    p->prim = prim;
+    p->reverse = reverse;
+    if (!plan(s, p, block, loop, preserve_unit_loops, index, err)) return false;
+  }
   apply(s, p);
   record(s, kind, block, loop, preserve_unit_loops, index);
   return true;
@@ -1099,8 +1117,9 @@ static loop_type loop_iter_type(const mlc_stmt *l) {
   return c.n_reduce ? LOOP_REDUCE : LOOP_SPATIAL;
 }
 
-/* Whether compute_at(block, loop, preserve_unit_loops=true) would succeed. */
-static bool can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
+/* compute_at(block, loop, preserve_unit_loops=true)'s plan if it would
+ * succeed, else NULL. */
+static ca_plan *can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
   mlc_error e = {{0}};
   ca_plan *p = MLC_NEW(s->arena, ca_plan);
   memset(p, 0, sizeof *p);
@@ -1111,13 +1130,13 @@ static bool can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
   p->realize = sched_find_realize(s, p->blk);
   snprintf(p->who, sizeof p->who, "block %s", p->blk->name);
   if (!plan_where(s, p, &e) || !plan_block_kind(s, p, &e) || !plan_insertion(s, p, -1, &e))
-    return false;
+    return NULL;
   iter_dom *dom = MLC_NEW_ARRAY(s->arena, iter_dom, p->blk->n_iters + 1);
   memset(dom, 0, sizeof(iter_dom) * (size_t)(p->blk->n_iters + 1));
   if (!plan_domains(s, p, dom, &e) || !sched_removal_plan(s, p->realize, p->prim, &p->rm, &e))
-    return false;
+    return NULL;
   build_subtree(s, p, dom, true);
-  return plan_dependences(s, p, &e);
+  return plan_dependences(s, p, &e) ? p : NULL;
 }
 
 /* TVM's CollectComputeLocation: the candidate loops (indices into the
@@ -1127,11 +1146,12 @@ static bool can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
  * tried from it outwards (a compute_at plan for every loop was most of a
  * replay's time). */
 static int collect_locations(mlc_sched *s, mlc_rv block, const int64_t *want, int64_t *idx,
-                             mlc_stmt **loops) {
+                             mlc_stmt **loops, ca_plan **plans) {
   int n = 0;
   mlc_block *b = s->rvs.data[block].block;
-  if ((!want || *want == -2) && sched_can_compute_inline(s, b)) idx[n] = -2, loops[n++] = NULL;
-  idx[n] = -1, loops[n++] = NULL;
+  if ((!want || *want == -2) && sched_can_compute_inline(s, b))
+    idx[n] = -2, plans[n] = NULL, loops[n++] = NULL;
+  idx[n] = -1, plans[n] = NULL, loops[n++] = NULL;
   if (want && *want < 0) return n;
   mlc_stmt *r = sched_find_realize(s, b), *path[SCHED_MAX_DEPTH], *cp[SCHED_MAX_DEPTH];
   int pn = sched_path_to(s, r, path);
@@ -1185,14 +1205,15 @@ static int collect_locations(mlc_sched *s, mlc_rv block, const int64_t *want, in
   }
   if (want) {
     for (int k = n_cand - 1; k >= 0; k--)
-      if (cand[k] <= *want && can_compute_at(s, block, cl[cand[k]])) {
+      if (cand[k] <= *want && (plans[n] = can_compute_at(s, block, cl[cand[k]])) != NULL) {
         idx[n] = cand[k], loops[n++] = cl[cand[k]];
         break;
       }
     return n;
   }
   for (int k = 0; k < n_cand; k++)
-    if (can_compute_at(s, block, cl[cand[k]])) idx[n] = cand[k], loops[n++] = cl[cand[k]];
+    if ((plans[n] = can_compute_at(s, block, cl[cand[k]])) != NULL)
+      idx[n] = cand[k], loops[n++] = cl[cand[k]];
   return n;
 }
 
@@ -1218,8 +1239,9 @@ bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decisio
   }
   int64_t idx[SCHED_MAX_DEPTH + 2];
   mlc_stmt *loops[SCHED_MAX_DEPTH + 2];
+  ca_plan *plans[SCHED_MAX_DEPTH + 2];
   bool keep = want && want->n == 1;
-  int n = collect_locations(s, block, keep ? &want->v[0] : NULL, idx, loops), pick;
+  int n = collect_locations(s, block, keep ? &want->v[0] : NULL, idx, loops, plans), pick;
   if (keep) {
     /* TVM keeps a decision that is still a candidate, else takes the
      * nearest candidate before it (the root at worst). */
@@ -1238,6 +1260,7 @@ bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decisio
   mlc_inst *inst = sched_record(s, MLC_INST_SAMPLE_COMPUTE_LOCATION, 1, &in, 0, NULL, 1, out);
   inst->decision.n = 1;
   inst->decision.v[0] = idx[pick];
+  s->located = plans[pick];
   return true;
 }
 

@@ -25,6 +25,11 @@ struct mlc_sched {
   mlc_trace trace; /* rv_kinds mirrors rvs */
   int height;      /* sched_func_height's cache; 0: unknown (every recorded primitive resets it) */
   int64_t fuse_outer_min; /* mlc_sched_set_fuse_outer_min; 0: Fuse moves a symbolic loop outermost */
+  /* compute_at's plan for the loop sample_compute_location just chose
+   * (it planned it to know the loop is a candidate): the compute_at of
+   * that block at that loop right after applies it instead of planning
+   * again. Every other recorded primitive resets it. */
+  struct ca_plan *located;
 };
 
 /* How deep a function may nest (statements from the root realize down to

@@ -108,18 +108,19 @@ mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_ope
   mlc_inst copy;
   copy_inst(s->arena, &copy, &tmp);
   s->height = 0; /* the primitive may have changed the tree */
+  s->located = NULL;
   MLC_VEC_APUSH(s->arena, s->trace.insts, copy);
   return &s->trace.insts.data[s->trace.insts.len - 1];
 }
 
 void sched_trace_copy_into(mlc_arena *a, mlc_trace *dst, const mlc_trace *src) {
   memset(dst, 0, sizeof *dst);
-  for (int i = 0; i < src->insts.len; i++) {
-    mlc_inst c;
-    copy_inst(a, &c, &src->insts.data[i]);
-    MLC_VEC_APUSH(a, dst->insts, c);
-  }
-  for (int i = 0; i < src->rv_kinds.len; i++) MLC_VEC_APUSH(a, dst->rv_kinds, src->rv_kinds.data[i]);
+  int n = src->insts.len, nk = src->rv_kinds.len;
+  dst->insts.data = MLC_NEW_ARRAY(a, mlc_inst, n + 1);
+  dst->insts.len = dst->insts.cap = n;
+  for (int i = 0; i < n; i++) copy_inst(a, &dst->insts.data[i], &src->insts.data[i]);
+  dst->rv_kinds.data = dup_array(a, src->rv_kinds.data, nk, sizeof *src->rv_kinds.data);
+  dst->rv_kinds.len = dst->rv_kinds.cap = nk;
 }
 
 mlc_trace *mlc_trace_copy(mlc_arena *a, const mlc_trace *t) {

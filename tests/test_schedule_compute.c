@@ -1270,6 +1270,53 @@ static void test_compute_location_replay(void) {
   mlc_sched_free(s);
 }
 
+/* compute_at right after sample_compute_location applies the plan the
+ * sample made for that loop (it planned it to know the loop is a
+ * candidate); after any other primitive changed the tree it plans again.
+ * Either way the result is what compute_at on a fresh state gives. */
+static mlc_sched *located_at_i(const mlc_prim_func *f, mlc_rv *b, mlc_rv *l) {
+  for (uint64_t q = 0; q < 64; q++) {
+    mlc_sched *s = mlc_sched_new(f, q);
+    *b = block_of(s, "B");
+    OK(mlc_sched_sample_compute_location(s, *b, l, err));
+    const mlc_trace *t = mlc_sched_trace(s);
+    if (t->insts.data[t->insts.len - 1].decision.v[0] == 0) return s; /* C's loop i */
+    mlc_sched_free(s);
+  }
+  return NULL;
+}
+
+static void split_c_j(mlc_sched *s) {
+  mlc_rv c = block_of(s, "C"), *loops, out[2];
+  mlc_error e = {{0}};
+  CHECK_MSG(mlc_sched_get_loops(s, c, &loops, &e) == 2, "%s", e.msg);
+  OK(mlc_sched_split(s, loops[1], 2, (mlc_operand[]){MLC_OP_INT(7), MLC_OP_INT(1)}, true, out, err));
+}
+
+static void test_compute_location_plan_reuse(void) {
+  mlc_prim_func *f = parse(EW_PAIR);
+  MLC_ASSERT(f);
+  for (int split = 0; split < 2; split++) {
+    mlc_rv b, l, *loops;
+    mlc_sched *s = located_at_i(f, &b, &l);
+    CHECK(s != NULL);
+    if (!s) return;
+    if (split) split_c_j(s);
+    OK(mlc_sched_compute_at(s, b, l, true, -1, err));
+    mlc_sched *fresh = mlc_sched_new(f, 0);
+    mlc_rv fb = block_of(fresh, "B");
+    if (split) split_c_j(fresh);
+    mlc_error e = {{0}};
+    CHECK(mlc_sched_get_loops(fresh, block_of(fresh, "C"), &loops, &e) >= 1);
+    OK(mlc_sched_compute_at(fresh, fb, loops[0], true, -1, err));
+    CHECK_MSG(mlc_func_struct_equal(mlc_sched_func(fresh), mlc_sched_func(s)),
+              "split %d: compute_at after the sample differs from a fresh one", split);
+    check_equivalent(f, s, 21 + (uint64_t)split);
+    mlc_sched_free(fresh);
+    mlc_sched_free(s);
+  }
+}
+
 /* A replayed decision becomes the nearest candidate at or before it (the
  * root when there is none): the candidates a replay looks at are those a
  * draw chooses from (a replay tries loops from the decision outwards). */
@@ -1641,6 +1688,7 @@ int main(void) {
   RUN(test_sample_compute_location);
   RUN(test_compute_location_nearest);
   RUN(test_compute_location_replay);
+  RUN(test_compute_location_plan_reuse);
   RUN(test_handles_after_move);
   RUN(test_compute_at_min_max_region);
   RUN(test_compute_at_unit_loop_dependents);

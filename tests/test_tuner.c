@@ -821,6 +821,32 @@ static void test_search_dedup(void) {
   mlc_arena_free(a);
 }
 
+/* The postprocessors end by verifying the IR unless verify_later (the
+ * search's: it verifies what it hands out); tuner_postproc_verify does
+ * that check alone. A block whose iter domain is smaller than its loop
+ * passes every rewrite and fails the check. */
+static void test_postproc_verify_later(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "vecadd", "4");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  for (int later = 0; later < 2; later++) {
+    mlc_sched *s = mlc_sched_new(f, 1);
+    mlc_rv b;
+    mlc_error e = {{0}};
+    CHECK_MSG(mlc_sched_get_block(s, "C", NULL, &b, &e), "%s", e.msg);
+    mlc_block *blk = (mlc_block *)mlc_sched_rv_block(s, b);
+    blk->iters[0].dom.extent = mlc_int(mlc_sched_arena(s), 2); /* the loop runs to 4 */
+    o.verify_later = later;
+    bool ok = tuner_postproc_cpu(s, &o, &e);
+    CHECK_MSG(ok == (bool)later, "verify_later %d: postproc returned %d (%s)", later, ok, e.msg);
+    if (!later) CHECK_MSG(strstr(e.msg, "postproc: verify") != NULL, "%s", e.msg);
+    CHECK(!tuner_postproc_verify(s, &e) && strstr(e.msg, "postproc: verify") != NULL);
+    mlc_sched_free(s);
+  }
+  mlc_arena_free(a);
+}
+
 /* vecadd of 4 elements has 8 points (4 unroll steps, its loop serial or
  * parallel): the search proposes each once and then ends with a message. */
 static void test_search_exhausts(void) {
@@ -2046,6 +2072,7 @@ int main(void) {
   RUN(test_auto_inline_keeps_exp);
   RUN(test_jit_samples);
   RUN(test_search_dedup);
+  RUN(test_postproc_verify_later);
   RUN(test_search_exhausts);
   RUN(test_search_deterministic);
   RUN(test_search_uses_model);

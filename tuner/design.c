@@ -71,9 +71,14 @@ mlc_sched *mlc_tuner_default_candidate(const mlc_prim_func *f, const mlc_tuner_o
   return space_impl(o)->default_sched(f, o, err);
 }
 
+mlc_sched *mlc_tuner_mutate_trace(const mlc_prim_func *f, const mlc_trace *t, int which,
+                                  mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
+  return space_impl(o)->mutate(f, t, which, rng, o, err);
+}
+
 mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,
                             mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
-  return space_impl(o)->mutate(f, cand, which, rng, o, err);
+  return mlc_tuner_mutate_trace(f, mlc_sched_trace(cand), which, rng, o, err);
 }
 
 mlc_sched *tuner_replay_sketch(const mlc_prim_func *f, const mlc_trace *t, uint64_t seed,

@@ -232,9 +232,8 @@ static int pick_mutator(const mlc_trace *t, int which, mlc_pcg32 *rng) {
   mlc_unreachable();
 }
 
-mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_sched *cand, int which,
+mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_trace *t, int which,
                                   mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
-  const mlc_trace *t = mlc_sched_trace(cand);
   int m = pick_mutator(t, which, rng);
   if (m < 0) {
     mlc_error_set(err, "mutate: no %s decision to change in this trace",

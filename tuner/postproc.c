@@ -384,6 +384,10 @@ static void rewrite_tensorize(mlc_sched *s, int nb, const char **names) {
 
 /* ---- the pipeline ------------------------------------------------------------------ */
 
+bool tuner_postproc_verify(const mlc_sched *s, mlc_error *err) {
+  return mlc_verify_func(mlc_sched_func(s), err) || mlc_error_prefix(err, "postproc: verify");
+}
+
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   mlc_sched_enter_postproc(s);
   pvu_plan p;
@@ -399,6 +403,5 @@ bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
   nb = tuner_blocks_post_order(a, mlc_sched_func(s), &names); /* decomposed: X_update, X_init */
   rewrite_tensorize(s, nb, names);
   mlc_arena_free(a);
-  if (!mlc_verify_func(mlc_sched_func(s), err)) return mlc_error_prefix(err, "postproc: verify");
-  return true;
+  return o->verify_later || tuner_postproc_verify(s, err);
 }

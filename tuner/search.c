@@ -8,6 +8,7 @@
 #include "targets/targets.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +60,29 @@ static void hs_free(hash_set *h) {
 
 /* ---- the search state ------------------------------------------------------------ */
 
-/* A candidate the round owns. */
+/* A candidate of the round. A population keeps only traces: a replayed
+ * state is five to eight times the schedule (what its primitives'
+ * analyses allocated), and copying thousands of them a round to compact
+ * them was a fifth of the search. A state lives from its replay until it
+ * is scored; the best set holds compact copies of the few worth keeping
+ * and the batch replays the others it takes. */
 typedef struct item {
-  mlc_sched *s;
-  uint64_t hash;
+  mlc_sched *s;       /* owned; NULL once scored (population) */
+  const mlc_trace *t; /* a population's copy, or (best set, proposed) the state's */
+  uint64_t hash;      /* mlc_trace_hash(t), once hashed (most are never needed) */
+  bool hashed;
   double score;
 } item;
 
 typedef MLC_VEC(item) item_list;
+
+/* A generation: its items and the arenas of their traces, one for each
+ * thread that copies them. */
+typedef struct population {
+  item_list items;
+  int n_arenas;
+  mlc_arena **arenas;
+} population;
 
 /* A measured candidate that may seed populations. */
 typedef struct seed_item {
@@ -92,23 +108,50 @@ static uint64_t next64(mlc_pcg32 *r) {
   return (hi << 32) | mlc_pcg32_next(r);
 }
 
-/* A replayed state's arena keeps what its primitives' analyses allocated
- * (five to eight times the schedule itself); a population holds a
- * thousand states, so each is kept as a fresh copy. */
-static mlc_sched *compact(mlc_sched *s) {
-  if (!s) return NULL;
-  mlc_sched *c = mlc_sched_copy(s);
-  mlc_sched_free(s);
-  return c;
+static item state_item(mlc_sched *s) { return (item){s, mlc_sched_trace(s), 0, false, 0}; }
+
+static uint64_t item_hash(item *it) {
+  if (!it->hashed) it->hash = mlc_trace_hash(it->t), it->hashed = true;
+  return it->hash;
 }
 
-static item make_item(mlc_sched *s) {
-  return (item){s, mlc_trace_hash(mlc_sched_trace(s)), 0};
+/* Its state, replayed from its trace if it has none (false: the trace no
+ * longer replays, with the reason in err). */
+static bool materialize(const mlc_tuner_search *s, item *it, mlc_error *err) {
+  if (!it->s) it->s = mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), it->t, &s->o, err);
+  if (it->s) it->t = mlc_sched_trace(it->s);
+  return it->s != NULL;
 }
 
 static void free_items(item_list *l) {
   for (int i = 0; i < l->len; i++) mlc_sched_free(l->data[i].s);
   MLC_VEC_FREE(*l);
+}
+
+static population population_new(void) {
+  int n = omp_get_max_threads();
+  return (population){{0}, n, mlc_xmalloc(sizeof(mlc_arena *) * (size_t)n)};
+}
+
+static void population_free(population *p) {
+  free_items(&p->items);
+  for (int i = 0; i < p->n_arenas; i++) mlc_arena_free(p->arenas[i]);
+  mlc_free(p->arenas);
+  *p = (population){{0}, 0, NULL};
+}
+
+/* A copy of t in p, by the calling thread (each has its own arena). */
+static const mlc_trace *keep_trace(population *p, const mlc_trace *t) {
+  int k = omp_get_thread_num();
+  MLC_ASSERT(k < p->n_arenas);
+  if (!p->arenas[k]) p->arenas[k] = mlc_arena_new();
+  return mlc_trace_copy(p->arenas[k], t);
+}
+
+/* A replayed state as a population's item: its trace copied already, so
+ * dropping the state once scored is all that is left. */
+static item population_item(population *p, mlc_sched *s) {
+  return (item){s, keep_trace(p, mlc_sched_trace(s)), 0, false, 0};
 }
 
 static void free_batch(mlc_tuner_search *s) {
@@ -126,10 +169,14 @@ mlc_tuner_cand *mlc_tuner_search_detach_batch(mlc_tuner_search *s, int *n) {
 
 mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                        mlc_error *err) {
-  mlc_tuner_space *sp = mlc_tuner_space_new(f, o, err);
+  /* The search scores thousands of candidates a round and hands out a
+   * few: only those are verified (take). The CPU space only defers it. */
+  mlc_tuner_opts so = *o;
+  so.verify_later = !o->space || o->space == &mlc_tuner_space_cpu;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &so, err);
   if (!sp) return NULL;
   mlc_tuner_search *s = mlc_xmalloc(sizeof *s);
-  s->o = *o;
+  s->o = so;
   if (s->o.population < 1) s->o.population = 1;
   if (s->o.max_fail_count < 1) s->o.max_fail_count = 1;
   s->space = sp;
@@ -196,69 +243,6 @@ void mlc_tuner_search_add_measured(mlc_tuner_search *s, const mlc_trace *t, doub
 
 /* ---- one round ------------------------------------------------------------------------ */
 
-/* Fresh samples for slots [0, n): each slot's space and seed are drawn
- * first, in order, so the result does not depend on how the samples are
- * spread over threads. out[i] is NULL for a rejected sample. */
-static void sample_slots(mlc_tuner_search *s, int n, mlc_sched **out) {
-  int n_space = mlc_tuner_space_count(s->space);
-  int *space = mlc_xmalloc(sizeof(int) * (size_t)n);
-  uint64_t *seed = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
-  for (int i = 0; i < n; i++) {
-    space[i] = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n_space);
-    seed[i] = next64(&s->rng);
-  }
-#pragma omp parallel for schedule(dynamic, 8)
-  for (int i = 0; i < n; i++) {
-    mlc_error e;
-    out[i] = compact(mlc_tuner_space_sample(s->space, space[i], seed[i], &e));
-  }
-  mlc_free(space);
-  mlc_free(seed);
-}
-
-/* Measured seeds, then fresh samples until the population is full or the
- * space keeps refusing (max_fail_count draws per slot). */
-static void init_population(mlc_tuner_search *s, item_list *pop) {
-  int want = s->o.population;
-  int n_seed = (int)(want * s->o.init_measured_ratio);
-  for (int i = 0; i < s->seeds.len && i < n_seed; i++)
-    MLC_VEC_PUSH(*pop, make_item(mlc_sched_copy(s->seeds.data[i].s)));
-  mlc_sched **got = mlc_xmalloc(sizeof(*got) * (size_t)(want + 1));
-  long budget = (long)want * s->o.max_fail_count, tries = 0;
-  while (pop->len < want && tries < budget) {
-    int n = want - pop->len;
-    sample_slots(s, n, got);
-    tries += n;
-    s->stats.samples += n;
-    for (int i = 0; i < n; i++) {
-      if (got[i]) MLC_VEC_PUSH(*pop, make_item(got[i]));
-      else s->stats.samples_rejected++;
-    }
-  }
-  mlc_free(got);
-}
-
-static bool score(mlc_tuner_search *s, item_list *pop, mlc_error *err) {
-  s->stats.predicted += pop->len;
-  if (!s->model) {
-    for (int i = 0; i < pop->len; i++) pop->data[i].score = mlc_pcg32_double(&s->rng);
-    return true;
-  }
-  const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)(pop->len + 1));
-  double *sc = mlc_xmalloc(sizeof(double) * (size_t)(pop->len + 1));
-  for (int i = 0; i < pop->len; i++) funcs[i] = mlc_sched_func(pop->data[i].s);
-  bool ok = s->model->predict(s->model->ctx, pop->len, funcs, sc, err);
-  /* a program the model could not read (no features) ranks last */
-  double lo = 0;
-  bool any = false;
-  for (int i = 0; ok && i < pop->len; i++)
-    if (isfinite(sc[i]) && (!any || sc[i] < lo)) lo = sc[i], any = true;
-  for (int i = 0; ok && i < pop->len; i++) pop->data[i].score = isfinite(sc[i]) ? sc[i] : lo - 1;
-  mlc_free(funcs);
-  mlc_free(sc);
-  return ok || mlc_error_prefix(err, "search: cost model");
-}
-
 /* The best unmeasured candidates seen this round, at most cap, each once. */
 typedef struct best_set {
   item_list items;
@@ -266,24 +250,123 @@ typedef struct best_set {
   int cap;
 } best_set;
 
-static void best_offer(mlc_tuner_search *s, best_set *b, const item *it) {
-  if (hs_has(&s->measured, it->hash) || hs_has(&b->in, it->hash)) return;
-  if (b->items.len < b->cap) {
-    item c = *it;
-    c.s = mlc_sched_copy(it->s);
-    MLC_VEC_PUSH(b->items, c);
-    hs_add(&b->in, it->hash);
+/* Offer a scored candidate: a copy of its state enters if there is room
+ * or it beats the worst (hashed only then). */
+static void best_offer(mlc_tuner_search *s, best_set *b, item *it) {
+  int worst = -1;
+  if (b->items.len >= b->cap) {
+    worst = 0;
+    for (int i = 1; i < b->items.len; i++)
+      if (b->items.data[i].score < b->items.data[worst].score) worst = i;
+    if (b->items.data[worst].score >= it->score) return;
+  }
+  uint64_t h = item_hash(it);
+  if (hs_has(&s->measured, h) || hs_has(&b->in, h)) return;
+  mlc_error e;
+  mlc_sched *c = it->s ? mlc_sched_copy(it->s) /* compact */
+                       : mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), it->t, &s->o, &e);
+  if (!c) return;
+  item k = {c, mlc_sched_trace(c), h, true, it->score};
+  /* a replaced one stays in `in`: it was worse, no need to offer again */
+  hs_add(&b->in, h);
+  if (worst < 0) {
+    MLC_VEC_PUSH(b->items, k);
     return;
   }
-  int worst = 0;
-  for (int i = 1; i < b->items.len; i++)
-    if (b->items.data[i].score < b->items.data[worst].score) worst = i;
-  if (b->items.data[worst].score >= it->score) return;
-  /* the replaced one stays in `in`: it was worse, no need to offer again */
   mlc_sched_free(b->items.data[worst].s);
-  b->items.data[worst] = *it;
-  b->items.data[worst].s = mlc_sched_copy(it->s);
-  hs_add(&b->in, it->hash);
+  b->items.data[worst] = k;
+}
+
+/* Score items [from, len) of p (a kept parent's copy keeps its score under
+ * a model: the same program), offer each to the best set and drop their
+ * states. */
+static bool absorb(mlc_tuner_search *s, population *p, int from, best_set *best, mlc_error *err) {
+  item *it = p->items.data + from;
+  int n = p->items.len - from;
+  if (n <= 0) return true;
+  s->stats.predicted += n;
+  if (!s->model) {
+    for (int i = 0; i < n; i++) it[i].score = mlc_pcg32_double(&s->rng);
+  } else {
+    const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
+    double *sc = mlc_xmalloc(sizeof(double) * (size_t)n);
+    int *at = mlc_xmalloc(sizeof(int) * (size_t)n), m = 0;
+    for (int i = 0; i < n; i++)
+      if (it[i].s) at[m] = i, funcs[m++] = mlc_sched_func(it[i].s);
+    bool ok = m == 0 || s->model->predict(s->model->ctx, m, funcs, sc, err);
+    /* a program the model could not read (no features) ranks last */
+    double lo = 0;
+    bool any = false;
+    for (int i = 0; ok && i < m; i++)
+      if (isfinite(sc[i]) && (!any || sc[i] < lo)) lo = sc[i], any = true;
+    for (int i = 0; ok && i < m; i++) it[at[i]].score = isfinite(sc[i]) ? sc[i] : lo - 1;
+    mlc_free(funcs);
+    mlc_free(sc);
+    mlc_free(at);
+    if (!ok) return mlc_error_prefix(err, "search: cost model");
+  }
+  for (int i = 0; i < n; i++) {
+    best_offer(s, best, &it[i]);
+    mlc_sched_free(it[i].s);
+    it[i].s = NULL;
+  }
+  return true;
+}
+
+/* States replayed at once, then scored: bounds the memory of unscored
+ * (uncompacted) states. */
+enum { CHUNK = 64 };
+
+/* Fresh samples for slots [0, n) into out: each slot's space and seed are
+ * drawn first, in order, so the result does not depend on how the samples
+ * are spread over threads. out[i] is NULL for a rejected sample. */
+static void sample_slots(mlc_tuner_search *s, population *pop, int n, const int *space,
+                         const uint64_t *seed, item *out) {
+#pragma omp parallel for schedule(dynamic, 8)
+  for (int i = 0; i < n; i++) {
+    mlc_error e;
+    mlc_sched *c = mlc_tuner_space_sample(s->space, space[i], seed[i], &e);
+    out[i] = c ? population_item(pop, c) : (item){0};
+  }
+}
+
+/* Measured seeds, then fresh samples until the population is full or the
+ * space keeps refusing (max_fail_count draws per slot), scored as they
+ * come. */
+static bool init_population(mlc_tuner_search *s, population *pop, best_set *best,
+                            mlc_error *err) {
+  int want = s->o.population;
+  int n_seed = (int)(want * s->o.init_measured_ratio);
+  for (int i = 0; i < s->seeds.len && i < n_seed; i++)
+    MLC_VEC_PUSH(pop->items, population_item(pop, mlc_sched_copy(s->seeds.data[i].s)));
+  if (!absorb(s, pop, 0, best, err)) return false;
+  int n_space = mlc_tuner_space_count(s->space);
+  int *space = mlc_xmalloc(sizeof(int) * (size_t)want);
+  uint64_t *seed = mlc_xmalloc(sizeof(uint64_t) * (size_t)want);
+  item got[CHUNK];
+  long budget = (long)want * s->o.max_fail_count, tries = 0;
+  bool ok = true;
+  while (ok && pop->items.len < want && tries < budget) {
+    int n = want - pop->items.len;
+    for (int i = 0; i < n; i++) {
+      space[i] = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n_space);
+      seed[i] = next64(&s->rng);
+    }
+    tries += n;
+    s->stats.samples += n;
+    for (int c = 0; ok && c < n; c += CHUNK) {
+      int m = n - c < CHUNK ? n - c : CHUNK, from = pop->items.len;
+      sample_slots(s, pop, m, space + c, seed + c, got);
+      for (int i = 0; i < m; i++) {
+        if (got[i].s) MLC_VEC_PUSH(pop->items, got[i]);
+        else s->stats.samples_rejected++;
+      }
+      ok = absorb(s, pop, from, best, err);
+    }
+  }
+  mlc_free(space);
+  mlc_free(seed);
+  return ok;
 }
 
 /* A parent index, in proportion to the weights (uniform when none is > 0). */
@@ -300,54 +383,61 @@ static int pick_parent(mlc_pcg32 *rng, int n, const double *cum) {
   return lo;
 }
 
-/* One child: a parent picked by weight, kept (1 - mutate_prob) or mutated;
- * a rejected mutation tries again with another parent. Uses only its own
- * generator, so children can be made on several threads. */
-static item make_child(mlc_tuner_search *s, const item_list *pop, const double *cum,
-                       uint64_t seed, long *n_mut, long *n_rej) {
+/* One child in next: a parent picked by weight, kept (1 - mutate_prob)
+ * or mutated; a rejected mutation tries again with another parent. Uses
+ * only its own generator, so children can be made on several threads. */
+static item make_child(mlc_tuner_search *s, const item_list *pop, population *next,
+                       const double *cum, uint64_t seed, long *n_mut, long *n_rej) {
   mlc_pcg32 rng;
   mlc_pcg32_seed(&rng, seed, 0xc41d);
   const mlc_prim_func *f = mlc_tuner_space_func(s->space);
   for (int attempt = 0; attempt < s->o.max_fail_count; attempt++) {
     const item *p = &pop->data[pick_parent(&rng, pop->len, cum)];
     if (mlc_pcg32_double(&rng) >= s->o.mutate_prob)
-      return (item){mlc_sched_copy(p->s), p->hash, 0};
+      return (item){NULL, keep_trace(next, p->t), p->hash, p->hashed, p->score};
     mlc_error e;
     (*n_mut)++;
-    mlc_sched *c = compact(mlc_tuner_mutate(f, p->s, -1, &rng, &s->o, &e));
-    if (c) return make_item(c);
+    mlc_sched *c = mlc_tuner_mutate_trace(f, p->t, -1, &rng, &s->o, &e);
+    if (c) return population_item(next, c);
     (*n_rej)++;
   }
-  return (item){NULL, 0, 0};
+  return (item){NULL, NULL, 0, false, 0};
 }
 
-static void evolve(mlc_tuner_search *s, const item_list *pop, item_list *next) {
+/* The next generation of pop, scored. */
+static bool evolve(mlc_tuner_search *s, const population *pop, population *next, best_set *best,
+                   mlc_error *err) {
   /* Weights: scores shifted so the worst gets a little (a ranking model
    * scores on any scale, negative included). */
+  const item_list *pi = &pop->items;
   double lo = INFINITY, hi = -INFINITY;
-  for (int i = 0; i < pop->len; i++) {
-    if (pop->data[i].score < lo) lo = pop->data[i].score;
-    if (pop->data[i].score > hi) hi = pop->data[i].score;
+  for (int i = 0; i < pi->len; i++) {
+    if (pi->data[i].score < lo) lo = pi->data[i].score;
+    if (pi->data[i].score > hi) hi = pi->data[i].score;
   }
   double floor_w = (hi - lo) * 0.01;
-  int n = pop->len;
+  int n = pi->len;
   double *cum = mlc_xmalloc(sizeof(double) * (size_t)n);
   uint64_t *seeds = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
-  item *kids = mlc_xmalloc(sizeof(item) * (size_t)n);
   double acc = 0;
-  for (int i = 0; i < n; i++) cum[i] = acc += pop->data[i].score - lo + floor_w;
+  for (int i = 0; i < n; i++) cum[i] = acc += pi->data[i].score - lo + floor_w;
   for (int i = 0; i < n; i++) seeds[i] = next64(&s->rng);
-  long n_mut = 0, n_rej = 0;
+  bool ok = true;
+  for (int c = 0; ok && c < n; c += CHUNK) {
+    int m = n - c < CHUNK ? n - c : CHUNK, from = next->items.len;
+    item kids[CHUNK];
+    long n_mut = 0, n_rej = 0;
 #pragma omp parallel for schedule(dynamic, 8) reduction(+ : n_mut, n_rej)
-  for (int slot = 0; slot < n; slot++)
-    kids[slot] = make_child(s, pop, cum, seeds[slot], &n_mut, &n_rej);
-  s->stats.mutations += n_mut;
-  s->stats.mutations_rejected += n_rej;
-  for (int i = 0; i < n; i++)
-    if (kids[i].s) MLC_VEC_PUSH(*next, kids[i]);
+    for (int k = 0; k < m; k++) kids[k] = make_child(s, pi, next, cum, seeds[c + k], &n_mut, &n_rej);
+    s->stats.mutations += n_mut;
+    s->stats.mutations_rejected += n_rej;
+    for (int k = 0; k < m; k++)
+      if (kids[k].t) MLC_VEC_PUSH(next->items, kids[k]);
+    ok = absorb(s, next, from, best, err);
+  }
   mlc_free(cum);
   mlc_free(seeds);
-  mlc_free(kids);
+  return ok;
 }
 
 static int cmp_score_desc(const void *x, const void *y) {
@@ -357,11 +447,21 @@ static int cmp_score_desc(const void *x, const void *y) {
   return ha < hb ? -1 : ha > hb;
 }
 
-/* Move a candidate into the batch (the search owns it until next call). */
+/* Move a verified candidate into the batch (the search owns it until the
+ * next call); one that fails verification, or no longer replays, is
+ * dropped and never offered again. */
 static void take(mlc_tuner_search *s, item *it, bool random) {
+  hs_add(&s->measured, item_hash(it));
+  mlc_error e;
+  if (!materialize(s, it, &e)) return;
   mlc_tuner_cand c = {it->s, it->hash, it->score, random};
   it->s = NULL;
-  hs_add(&s->measured, c.hash);
+  it->t = NULL; /* the candidate's now; the hash stays */
+  if (s->o.verify_later && !tuner_postproc_verify(c.sched, &e)) {
+    s->stats.verify_rejected++;
+    mlc_sched_free(c.sched);
+    return;
+  }
   MLC_VEC_PUSH(s->batch, c);
 }
 
@@ -380,13 +480,14 @@ static void fill_batch(mlc_tuner_search *s, int n, best_set *best, item_list *ra
     rand_pool->data[j] = t;
   }
   for (int i = 0; i < rand_pool->len && s->batch.len < n; i++)
-    if (!hs_has(&s->measured, rand_pool->data[i].hash)) take(s, &rand_pool->data[i], true);
+    if (!hs_has(&s->measured, item_hash(&rand_pool->data[i]))) take(s, &rand_pool->data[i], true);
   for (; bi < best->items.len && s->batch.len < n; bi++)
     if (!hs_has(&s->measured, best->items.data[bi].hash)) take(s, &best->items.data[bi], false);
 }
 
 bool mlc_tuner_search_propose(mlc_tuner_search *s, mlc_sched *cand) {
-  item it = make_item(cand);
+  item it = state_item(cand);
+  item_hash(&it);
   bool fresh = !hs_has(&s->measured, it.hash);
   for (int i = 0; fresh && i < s->proposed.len; i++) fresh = s->proposed.data[i].hash != it.hash;
   if (fresh) MLC_VEC_PUSH(s->proposed, it);
@@ -418,32 +519,25 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
     *out = s->batch.data;
     return n;
   }
-  item_list pop = {0}, rand_pool = {0};
+  population pop = population_new(), rand_pool = {{0}, 0, NULL};
   best_set best = {{0}, {0}, n};
-  int rc = 0;
-  init_population(s, &pop);
-  for (int g = 0; pop.len > 0; g++) {
-    if (!score(s, &pop, err)) {
-      rc = -1;
-      break;
-    }
-    for (int i = 0; i < pop.len; i++) best_offer(s, &best, &pop.data[i]);
-    if (g == s->o.generations) break;
-    item_list next = {0};
-    evolve(s, &pop, &next);
+  int rc = init_population(s, &pop, &best, err) ? 0 : -1;
+  for (int g = 0; rc == 0 && g < s->o.generations && pop.items.len > 0; g++) {
+    population next = population_new();
+    if (!evolve(s, &pop, &next, &best, err)) rc = -1;
     if (g == 0) { /* keep the fresh samples for the random share */
       rand_pool = pop;
-      pop = (item_list){0};
+      pop = (population){{0}, 0, NULL};
     }
-    free_items(&pop);
+    population_free(&pop);
     pop = next;
   }
   if (rc == 0) {
-    if (rand_pool.len == 0) { /* a single generation: pop holds the samples */
+    if (!rand_pool.arenas) { /* a single generation: pop holds the samples */
       rand_pool = pop;
-      pop = (item_list){0};
+      pop = (population){{0}, 0, NULL};
     }
-    fill_batch(s, n, &best, &rand_pool);
+    fill_batch(s, n, &best, &rand_pool.items);
     rc = s->batch.len;
     if (rc == 0)
       snprintf(s->msg, sizeof s->msg,
@@ -453,8 +547,8 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
       snprintf(s->msg, sizeof s->msg,
                "only %d new candidates of %d asked: the design space is nearly exhausted", rc, n);
   }
-  free_items(&pop);
-  free_items(&rand_pool);
+  population_free(&pop);
+  population_free(&rand_pool);
   free_items(&best.items);
   hs_free(&best.in);
   *out = s->batch.data;

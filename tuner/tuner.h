@@ -63,6 +63,10 @@ typedef struct mlc_tuner_opts {
    * where they have its instruction, whatever else the process registered
    * (the host's AMX, for a VNNI-only target). NULL: every registered one. */
   const char *cpu_features;
+  /* The postprocessors skip the final IR verification (mlc_verify_func):
+   * the evolutionary search sets it for the thousands of candidates it
+   * only scores and verifies each one it hands out. */
+  bool verify_later;
 } mlc_tuner_opts;
 
 /* meta-schedule's CPU defaults, num_cores from the host. */

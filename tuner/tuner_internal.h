@@ -35,9 +35,9 @@ typedef struct mlc_tuner_space_impl {
    * NULL with the reason when f has none (a kernel a GPU cannot run
    * untuned). */
   mlc_sched *(*default_sched)(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err);
-  /* mlc_tuner_mutate for candidates of this space. */
-  mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_sched *cand, int which,
-                       mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+  /* mlc_tuner_mutate_trace for candidates of this space. */
+  mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_trace *t, int which, mlc_pcg32 *rng,
+                       const mlc_tuner_opts *o, mlc_error *err);
   void (*free)(void *sp);
 } mlc_tuner_space_impl;
 
@@ -139,6 +139,9 @@ double mlc_mutator_prob(mlc_mutator m);
  * when no mutator applies or the mutant is rejected. */
 mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,
                             mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+/* The same from the candidate's trace alone (a mutation replays it). */
+mlc_sched *mlc_tuner_mutate_trace(const mlc_prim_func *f, const mlc_trace *t, int which,
+                                  mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
 
 /* ---- cost model interface ------------------------------------------------- */
 
@@ -169,6 +172,7 @@ typedef struct mlc_tuner_stats {
   long samples, samples_rejected;     /* design-space draws */
   long mutations, mutations_rejected; /* mutator calls */
   long predicted;                     /* candidates scored */
+  long verify_rejected;               /* picked, but the IR verifier refused them */
   double search_sec;                  /* wall time inside next_batch */
 } mlc_tuner_stats;
 
@@ -336,8 +340,11 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
 
 /* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
 
-/* The CPU postprocessors (mlc_tuner_postproc's comment). */
+/* The CPU postprocessors (mlc_tuner_postproc's comment); the last of them,
+ * the IR verification, is skipped with o->verify_later. */
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
+/* That verification alone, for a candidate postprocessed with verify_later. */
+bool tuner_postproc_verify(const mlc_sched *s, mlc_error *err);
 /* The GPU postprocessors (mlc_tuner_space_gpu's comment) with explicit
  * limits; usage (may be NULL) receives what the verifier measured, so a
  * sample can repair the decisions that broke a limit. */
@@ -345,7 +352,7 @@ bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *
                         mlc_error *err);
 /* The mutators of mutate.c; both spaces use them (a GPU trace has no
  * parallel annotation, so the parallel mutator finds no site there). */
-mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_sched *cand, int which,
+mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_trace *t, int which,
                                   mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
 
 /* ---- postproc.c ---- */
