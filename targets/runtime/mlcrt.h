@@ -8,9 +8,12 @@
 
 /* Run fn(i, closure) for every i in [0, n), on the calling thread and the
  * runtime's worker threads, and return when all are done. Iterations are
- * claimed in chunks (about 8 per thread, none under ~1000 cost units), so
- * a thread the OS has not scheduled claims nothing and the loop does not
- * wait for it; iterations of one chunk run in order on one thread.
+ * claimed in chunks (about 8 per thread, none under ~1000 cost units),
+ * each thread from its own contiguous part of the loop first (the caller
+ * the first part; the same part every call, so a kernel called again finds
+ * its data in the core's cache), then from the others' parts: a thread the
+ * OS has not scheduled claims nothing and the loop does not wait for it;
+ * iterations of one chunk run in order on one thread.
  * num_threads: the target's core count (<= 0: the CPUs this process may
  * use); a positive MLC_NUM_THREADS in the environment overrides it.
  * Unbound, a worker that finds itself on the CPU where the caller started
