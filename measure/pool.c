@@ -3,8 +3,8 @@
  * One event loop (poll) drives every worker; there are no threads. A
  * candidate moves QUEUED -> BUILDING -> BUILT -> RUNNING -> DONE; any fault
  * sends it to DONE with an error. A workload's reference kernel (its
- * unscheduled form, compiled for the host) is built once per pool before
- * its candidates run.
+ * unscheduled form, compiled for the host; worker.c hands its matrix
+ * products to OpenBLAS) is built once per pool before its candidates run.
  */
 #include "measure/runner_internal.h"
 #include "targets/targets.h"
@@ -367,7 +367,7 @@ static bool start_worker(mlc_measure *m, worker *w, int job, const char **why) {
 
 /* Send a build request; a failure to start or write costs the job. */
 static void send_build(mlc_measure *m, worker *w, int job) {
-  const char *text, *trace = "", *target = "llvm", *symbol = "mlc_ref";
+  const char *text, *trace = "", *target = "llvm", *symbol = MLC_MEASURE_REF_SYMBOL;
   uint32_t fault = 0;
   if (job < 0) {
     text = m->wls.data[-1 - job].text;
@@ -376,7 +376,7 @@ static void send_build(mlc_measure *m, worker *w, int job) {
     text = m->wls.data[c->wl].text;
     trace = c->trace;
     target = c->target;
-    symbol = "mlc_cand";
+    symbol = MLC_MEASURE_CAND_SYMBOL;
     fault = (uint32_t)c->fault;
     c->state = C_BUILDING;
   }
@@ -404,9 +404,9 @@ static void send_run(mlc_measure *m, worker *w, int ci) {
   mlc_str *s = &m->out;
   frame_begin(s, MLC_FRAME_RUN_REQ);
   frame_u64(s, wl->key);
-  frame_str(s, "mlc_cand");
+  frame_str(s, MLC_MEASURE_CAND_SYMBOL);
   frame_bytes(s, c->obj.data, c->obj.len);
-  frame_str(s, "mlc_ref");
+  frame_str(s, MLC_MEASURE_REF_SYMBOL);
   /* Not again while the runner surely holds the reference's outputs: it
    * is alive (start_worker below starts a fresh one otherwise), computed
    * them, and has computed no more workloads than it keeps. */

@@ -20,6 +20,12 @@
 
 #pragma GCC visibility push(hidden) /* internal: not exported by libmlc.a */
 
+/* The symbols of a candidate's kernel and of a workload's reference
+ * kernel in BUILD_REQ and RUN_REQ; a build of the reference's symbol is
+ * the reference (worker.c builds it its own way). */
+#define MLC_MEASURE_CAND_SYMBOL "mlc_cand"
+#define MLC_MEASURE_REF_SYMBOL "mlc_ref"
+
 /* A decoded RUN_REQ (measure.h's wire protocol). */
 typedef struct run_req {
   uint64_t key;

@@ -846,8 +846,8 @@ static bool tune_overlapped(tune_run *r, mlc_error *err) {
 /* ---- the library candidate ------------------------------------------------------------ */
 
 /* The library candidate goes first, so its runner computes the workload's
- * reference (the unscheduled kernel: seconds for a large matmul, more on a
- * busy machine) within its run: it gets a pool of its own whose run
+ * reference (the unscheduled kernel: seconds for a large convolution, more
+ * on a busy machine) within its run: it gets a pool of its own whose run
  * timeout covers that, as the baseline's does. */
 static bool measure_first(tune_run *r, const mlc_measure_cand *c, mlc_measure_result *m,
                           mlc_error *err) {

@@ -60,3 +60,16 @@ check refcache_default_dir test "$(entries "$tmp/xdg/mlc-tune/refs")" -eq 1
 "$TUNE" --task matmul --shape 8,8,8 $Q --db "$tmp/g.db" --ref-cache "" >"$tmp/out" 2>"$tmp/err"
 check refcache_empty_arg_exit test $? -eq 2
 check refcache_empty_arg_msg grep -q "ref-cache wants a directory or 'off'" "$tmp/err"
+
+# A reference's matrix products go to OpenBLAS where the builder finds it:
+# without it (MLC_BLAS_LIBRARY naming no file) the reference is the
+# unscheduled kernel, another object, so another entry, and the
+# candidates check out against either.
+lib=$tmp/lib/refs
+"$TUNE" --task matmul --shape 16,16,16 $Q --db "$tmp/h.db" --ref-cache "$lib" >"$tmp/out" 2>"$tmp/err"
+check refcache_blas_no_errors grep -q "4 measured now (0 errors)" "$tmp/out"
+MLC_BLAS_LIBRARY=$tmp/no-such-libopenblas.so "$TUNE" --task matmul --shape 16,16,16 $Q --db "$tmp/i.db" \
+  --ref-cache "$lib" >"$tmp/out" 2>"$tmp/err"
+check refcache_noblas_computed grep -q "^reference outputs: 1 computed, 0 read" "$tmp/out"
+check refcache_noblas_no_errors grep -q "4 measured now (0 errors)" "$tmp/out"
+check refcache_noblas_own_entry test "$(entries "$lib")" -eq 2
