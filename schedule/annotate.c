@@ -5,10 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Whether the bindings of `realize` are quasi-affine in the loops of its
- * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings). If not,
- * *bad is the first iter whose binding is not, or two iters (*bad, *other)
- * use the same part of a loop. */
 /* What one check of a loop found of its blocks' bindings: the
  * compact-dataflow rule and the per-block rule ask of the same blocks. */
 enum { MEMO_CAP = 16 };
@@ -21,6 +17,10 @@ typedef struct affine_memo {
   } e[MEMO_CAP];
 } affine_memo;
 
+/* Whether the bindings of `realize` are quasi-affine in the loops of its
+ * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings), asked of
+ * m first. If not, *bad is the first iter whose binding is not, or two
+ * iters (*bad, *other) use the same part of a loop. */
 static bool affine_bindings(mlc_sched *s, affine_memo *m, mlc_stmt *realize, int *bad, int *other) {
   for (int i = 0; i < m->n; i++)
     if (m->e[i].realize == realize) {

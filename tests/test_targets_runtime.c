@@ -120,31 +120,32 @@ static void test_uses_threads(void) {
 /* Each thread runs the same part of a loop call after call, the caller
  * the first part (its home range; what it runs of another's is stolen
  * work), so a memory-bound kernel called again finds its data in its
- * core's cache: over 20 calls back to back of 256 iterations of 0.2 us in
- * 16 chunks on 2 threads, nearly every iteration of the first half runs on
- * the caller and of the second half on the one worker (measured: 97-100%
- * of them; with chunks taken first come, first served the threads swapped
- * parts from call to call: 22-78% of the iterations on the thread that
- * ran them the call before). */
+ * core's cache. Calls back to back of 256 iterations of 0.2 us in 16
+ * chunks on 2 threads: a call is clean when at least 90% of the first
+ * half ran on the caller and of the second half on the one worker. Most
+ * calls are (measured: all but a disturbed few; a loaded machine makes the
+ * caller steal more, so 10 of up to 200 are asked for); with chunks taken
+ * first come, first served the two threads alternate chunks and no call
+ * is clean. */
 static void test_same_part_each_call(void) {
   set_threads(2);
   hits *h = calloc(1, sizeof *h);
   h->sleep_iter = -1;
   h->spin_ns = 200;
   pthread_t me = pthread_self(), worker = me;
-  int home = 0, total = 0;
-  for (int call = 0; call < 22; call++) {
+  int clean = 0, calls = 0;
+  for (; calls < 200 && clean < 10; calls++) {
     mlc_parallel_for(MAXN, count_fn, h, 0, 64); /* 64 cost units: chunks of 16 */
-    if (call < 2) continue; /* the worker may sleep through the first */
+    int home = 0;
     for (int i = 0; i < MAXN; i++) {
       bool caller = pthread_equal(h->thread[i], me) != 0;
       if (!caller && pthread_equal(worker, me)) worker = h->thread[i];
       home += i < MAXN / 2 ? caller : pthread_equal(h->thread[i], worker) != 0;
-      total++;
     }
+    clean += !pthread_equal(worker, me) && home * 10 >= MAXN * 9;
   }
   CHECK_MSG(!pthread_equal(worker, me), "the worker never took part");
-  CHECK_MSG(home * 10 >= total * 9, "%d of %d iterations ran on their home thread", home, total);
+  CHECK_MSG(clean >= 10, "%d of %d calls ran their halves on their home threads", clean, calls);
   free(h);
   unsetenv("MLC_NUM_THREADS");
 }
