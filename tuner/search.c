@@ -317,17 +317,53 @@ static bool absorb(mlc_tuner_search *s, population *p, int from, best_set *best,
  * (uncompacted) states. */
 enum { CHUNK = 64 };
 
-/* Fresh samples for slots [0, n) into out: each slot's space and seed are
- * drawn first, in order, so the result does not depend on how the samples
- * are spread over threads. out[i] is NULL for a rejected sample. */
-static void sample_slots(mlc_tuner_search *s, population *pop, int n, const int *space,
-                         const uint64_t *seed, item *out) {
-#pragma omp parallel for schedule(dynamic, 8)
-  for (int i = 0; i < n; i++) {
-    mlc_error e;
-    mlc_sched *c = mlc_tuner_space_sample(s->space, space[i], seed[i], &e);
-    out[i] = c ? population_item(pop, c) : (item){0};
+/* What makes item k of a batch (a fresh sample, a child); an item with no
+ * trace is none (a rejected sample). Runs on any thread of the team. */
+typedef item (*make_fn)(mlc_tuner_search *s, population *pop, void *ctx, int k);
+
+/* Items 0..n-1 made by `make` as OpenMP tasks into pop, scored chunk by
+ * chunk: this thread scores the last chunk while the team makes the next
+ * (scoring, the best set's copies and hashes are one thread's work, a
+ * tenth of a round, and overlapped cost nothing). The items keep their
+ * order, so the result does not depend on the threads. Returns the items
+ * that were none through *none. */
+static bool produce(mlc_tuner_search *s, population *pop, int n, make_fn make, void *ctx,
+                    best_set *best, int *none, mlc_error *err) {
+  item *made = mlc_xmalloc(sizeof(item) * (size_t)(n + 1));
+  int n_chunks = (n + CHUNK - 1) / CHUNK, scored_from = -1, missing = 0;
+  bool ok = true;
+#pragma omp parallel
+#pragma omp single
+  for (int c = 0; c <= n_chunks; c++) {
+    int first = c * CHUNK, end = first + CHUNK < n ? first + CHUNK : n;
+    for (int k = first; c < n_chunks && k < end; k++) {
+#pragma omp task firstprivate(k)
+      made[k] = make(s, pop, ctx, k);
+    }
+    if (scored_from >= 0 && ok) ok = absorb(s, pop, scored_from, best, err);
+#pragma omp taskwait
+    scored_from = pop->items.len;
+    for (int k = first; c < n_chunks && k < end; k++) {
+      if (made[k].t) MLC_VEC_PUSH(pop->items, made[k]);
+      else missing++;
+    }
   }
+  mlc_free(made);
+  *none = missing;
+  return ok;
+}
+
+/* Fresh samples: each slot's space and seed drawn first, in order. */
+typedef struct sample_ctx {
+  const int *space;
+  const uint64_t *seed;
+} sample_ctx;
+
+static item make_sample(mlc_tuner_search *s, population *pop, void *ctx, int k) {
+  const sample_ctx *c = ctx;
+  mlc_error e;
+  mlc_sched *st = mlc_tuner_space_sample(s->space, c->space[k], c->seed[k], &e);
+  return st ? population_item(pop, st) : (item){0};
 }
 
 /* Measured seeds, then fresh samples until the population is full or the
@@ -343,26 +379,19 @@ static bool init_population(mlc_tuner_search *s, population *pop, best_set *best
   int n_space = mlc_tuner_space_count(s->space);
   int *space = mlc_xmalloc(sizeof(int) * (size_t)want);
   uint64_t *seed = mlc_xmalloc(sizeof(uint64_t) * (size_t)want);
-  item got[CHUNK];
+  sample_ctx sc = {space, seed};
   long budget = (long)want * s->o.max_fail_count, tries = 0;
   bool ok = true;
   while (ok && pop->items.len < want && tries < budget) {
-    int n = want - pop->items.len;
+    int n = want - pop->items.len, rejected;
     for (int i = 0; i < n; i++) {
       space[i] = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n_space);
       seed[i] = next64(&s->rng);
     }
     tries += n;
     s->stats.samples += n;
-    for (int c = 0; ok && c < n; c += CHUNK) {
-      int m = n - c < CHUNK ? n - c : CHUNK, from = pop->items.len;
-      sample_slots(s, pop, m, space + c, seed + c, got);
-      for (int i = 0; i < m; i++) {
-        if (got[i].s) MLC_VEC_PUSH(pop->items, got[i]);
-        else s->stats.samples_rejected++;
-      }
-      ok = absorb(s, pop, from, best, err);
-    }
+    ok = produce(s, pop, n, make_sample, &sc, best, &rejected, err);
+    s->stats.samples_rejected += rejected;
   }
   mlc_free(space);
   mlc_free(seed);
@@ -383,23 +412,31 @@ static int pick_parent(mlc_pcg32 *rng, int n, const double *cum) {
   return lo;
 }
 
-/* One child in next: a parent picked by weight, kept (1 - mutate_prob)
- * or mutated; a rejected mutation tries again with another parent. Uses
- * only its own generator, so children can be made on several threads. */
-static item make_child(mlc_tuner_search *s, const item_list *pop, population *next,
-                       const double *cum, uint64_t seed, long *n_mut, long *n_rej) {
+/* Children of a population: parents picked by weight; each child's own
+ * generator (from seeds[k]), so children can be made on any thread. */
+typedef struct child_ctx {
+  const item_list *parents;
+  const double *cum;
+  const uint64_t *seeds;
+  long *tries; /* per child: mutations, mutations rejected */
+} child_ctx;
+
+/* Child k in next: a parent kept (1 - mutate_prob) or mutated; a rejected
+ * mutation tries again with another parent. */
+static item make_child(mlc_tuner_search *s, population *next, void *ctx, int k) {
+  const child_ctx *c = ctx;
   mlc_pcg32 rng;
-  mlc_pcg32_seed(&rng, seed, 0xc41d);
+  mlc_pcg32_seed(&rng, c->seeds[k], 0xc41d);
   const mlc_prim_func *f = mlc_tuner_space_func(s->space);
   for (int attempt = 0; attempt < s->o.max_fail_count; attempt++) {
-    const item *p = &pop->data[pick_parent(&rng, pop->len, cum)];
+    const item *p = &c->parents->data[pick_parent(&rng, c->parents->len, c->cum)];
     if (mlc_pcg32_double(&rng) >= s->o.mutate_prob)
       return (item){NULL, keep_trace(next, p->t), p->hash, p->hashed, p->score};
     mlc_error e;
-    (*n_mut)++;
-    mlc_sched *c = mlc_tuner_mutate_trace(f, p->t, -1, &rng, &s->o, &e);
-    if (c) return population_item(next, c);
-    (*n_rej)++;
+    c->tries[2 * k]++;
+    mlc_sched *m = mlc_tuner_mutate_trace(f, p->t, -1, &rng, &s->o, &e);
+    if (m) return population_item(next, m);
+    c->tries[2 * k + 1]++;
   }
   return (item){NULL, NULL, 0, false, 0};
 }
@@ -416,41 +453,22 @@ static bool evolve(mlc_tuner_search *s, const population *pop, population *next,
     if (pi->data[i].score > hi) hi = pi->data[i].score;
   }
   double floor_w = (hi - lo) * 0.01;
-  int n = pi->len;
+  int n = pi->len, none;
   double *cum = mlc_xmalloc(sizeof(double) * (size_t)n);
   uint64_t *seeds = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
+  long *tries = mlc_xmalloc(sizeof(long) * 2 * (size_t)n);
   double acc = 0;
   for (int i = 0; i < n; i++) cum[i] = acc += pi->data[i].score - lo + floor_w;
   for (int i = 0; i < n; i++) seeds[i] = next64(&s->rng);
-  /* Chunk by chunk, this thread scores the last chunk while the team
-   * replays the next: scoring, the best set's copies and hashes are one
-   * thread's work (a tenth of a round), and overlapped cost nothing. */
-  item *kids = mlc_xmalloc(sizeof(item) * (size_t)n);
-  long *tries = mlc_xmalloc(sizeof(long) * 2 * (size_t)n); /* mutations, rejected */
-  int n_chunks = (n + CHUNK - 1) / CHUNK, scored_from = -1;
-  bool ok = true;
-#pragma omp parallel
-#pragma omp single
-  for (int c = 0; c <= n_chunks; c++) {
-    int first = c * CHUNK, end = first + CHUNK < n ? first + CHUNK : n;
-    for (int k = first; c < n_chunks && k < end; k++) {
-#pragma omp task firstprivate(k)
-      kids[k] = make_child(s, pi, next, cum, seeds[k], &tries[2 * k], &tries[2 * k + 1]);
-    }
-    if (scored_from >= 0 && ok) ok = absorb(s, next, scored_from, best, err);
-#pragma omp taskwait
-    scored_from = next->items.len;
-    for (int k = first; c < n_chunks && k < end; k++)
-      if (kids[k].t) MLC_VEC_PUSH(next->items, kids[k]);
-  }
+  child_ctx cc = {pi, cum, seeds, tries};
+  bool ok = produce(s, next, n, make_child, &cc, best, &none, err);
   for (int k = 0; k < n; k++) {
     s->stats.mutations += tries[2 * k];
     s->stats.mutations_rejected += tries[2 * k + 1];
   }
-  mlc_free(kids);
-  mlc_free(tries);
   mlc_free(cum);
   mlc_free(seeds);
+  mlc_free(tries);
   return ok;
 }
 
