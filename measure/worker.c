@@ -95,9 +95,8 @@ static mlc_sched *library_reference(const mlc_prim_func *f) {
   mlc_sched *s = mlc_sched_new(f, 1);
   mlc_rv root, *blocks;
   mlc_error e;
-  int n = mlc_sched_get_block(s, "root", NULL, &root, &e) ? mlc_sched_get_child_blocks(s, root, &blocks, &e)
-                                                          : 0,
-      handed = 0;
+  int n = 0, handed = 0;
+  if (mlc_sched_get_block(s, "root", NULL, &root, &e)) n = mlc_sched_get_child_blocks(s, root, &blocks, &e);
   for (int i = 0; i < n; i++) handed += mlc_sched_library_call(s, blocks[i], "openblas", &e);
   if (handed) return s;
   mlc_sched_free(s);

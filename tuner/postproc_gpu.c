@@ -124,7 +124,7 @@ static bool rewrite_unroll(mlc_sched *s, mlc_error *err) {
   return true;
 }
 
-bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, bool verify_ir, mlc_gpu_usage *usage,
                         mlc_error *err) {
   if (usage) *usage = (mlc_gpu_usage){.failed = MLC_GPU_STRUCTURE};
   mlc_sched_enter_postproc(s);
@@ -137,6 +137,6 @@ bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *
   mlc_arena_free(a);
   if (!ok) return mlc_error_prefix(err, "postproc: cooperative fetch");
   if (!rewrite_unroll(s, err)) return mlc_error_prefix(err, "postproc: unroll");
-  if (!mlc_verify_func(mlc_sched_func(s), err)) return mlc_error_prefix(err, "postproc: verify");
+  if (verify_ir && !tuner_postproc_verify(s, err)) return false;
   return mlc_gpu_verify(mlc_sched_func(s), lim, usage, err);
 }

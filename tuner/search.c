@@ -115,10 +115,15 @@ static uint64_t item_hash(item *it) {
   return it->hash;
 }
 
-/* Its state, replayed from its trace if it has none (false: the trace no
- * longer replays, with the reason in err). */
+/* A trace replayed on the search's function and postprocessed (NULL: it
+ * no longer replays, with the reason in err). */
+static mlc_sched *replayed(const mlc_tuner_search *s, const mlc_trace *t, mlc_error *err) {
+  return mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), t, &s->o, err);
+}
+
+/* Its state, replayed from its trace if it has none. */
 static bool materialize(const mlc_tuner_search *s, item *it, mlc_error *err) {
-  if (!it->s) it->s = mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), it->t, &s->o, err);
+  if (!it->s) it->s = replayed(s, it->t, err);
   if (it->s) it->t = mlc_sched_trace(it->s);
   return it->s != NULL;
 }
@@ -170,9 +175,9 @@ mlc_tuner_cand *mlc_tuner_search_detach_batch(mlc_tuner_search *s, int *n) {
 mlc_tuner_search *mlc_tuner_search_new(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                        mlc_error *err) {
   /* The search scores thousands of candidates a round and hands out a
-   * few: only those are verified (take). The CPU space only defers it. */
+   * few: only those are verified (take). */
   mlc_tuner_opts so = *o;
-  so.verify_later = !o->space || o->space == &mlc_tuner_space_cpu;
+  so.verify_later = true;
   mlc_tuner_space *sp = mlc_tuner_space_new(f, &so, err);
   if (!sp) return NULL;
   mlc_tuner_search *s = mlc_xmalloc(sizeof *s);
@@ -263,8 +268,7 @@ static void best_offer(mlc_tuner_search *s, best_set *b, item *it) {
   uint64_t h = item_hash(it);
   if (hs_has(&s->measured, h) || hs_has(&b->in, h)) return;
   mlc_error e;
-  mlc_sched *c = it->s ? mlc_sched_copy(it->s) /* compact */
-                       : mlc_tuner_apply_trace(mlc_tuner_space_func(s->space), it->t, &s->o, &e);
+  mlc_sched *c = it->s ? mlc_sched_copy(it->s) /* compact */ : replayed(s, it->t, &e);
   if (!c) return;
   item k = {c, mlc_sched_trace(c), h, true, it->score};
   /* a replaced one stays in `in`: it was worse, no need to offer again */

@@ -687,7 +687,7 @@ static mlc_sched *gpu_sample(const void *p, int i, uint64_t seed, mlc_error *err
     }
     /* postprocess in place: a repair replays the trace up to EnterPostproc */
     mlc_gpu_usage u;
-    if (tuner_postproc_gpu(s, &sp->lim, &u, err)) return s;
+    if (tuner_postproc_gpu(s, &sp->lim, !sp->opts.verify_later, &u, err)) return s;
     changed = false;
     bool local = u.failed == MLC_GPU_LOCAL;
     if (u.failed != MLC_GPU_SHARED && !local) break;
@@ -704,7 +704,7 @@ static mlc_sched *gpu_sample(const void *p, int i, uint64_t seed, mlc_error *err
 }
 
 static bool gpu_postprocess(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err) {
-  return tuner_postproc_gpu(s, &o->gpu_limits, NULL, err);
+  return tuner_postproc_gpu(s, &o->gpu_limits, !o->verify_later, NULL, err);
 }
 
 const mlc_tuner_space_impl mlc_tuner_space_gpu = {

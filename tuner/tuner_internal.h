@@ -341,14 +341,15 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
 /* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
 
 /* The CPU postprocessors (mlc_tuner_postproc's comment); the last of them,
- * the IR verification, is skipped with o->verify_later. */
+ * the IR verification, is skipped with o->verify_later (as the GPU's). */
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
 /* That verification alone, for a candidate postprocessed with verify_later. */
 bool tuner_postproc_verify(const mlc_sched *s, mlc_error *err);
 /* The GPU postprocessors (mlc_tuner_space_gpu's comment) with explicit
- * limits; usage (may be NULL) receives what the verifier measured, so a
+ * limits; the IR verification only with verify_ir (the GPU verifier
+ * always); usage (may be NULL) receives what the verifier measured, so a
  * sample can repair the decisions that broke a limit. */
-bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, mlc_gpu_usage *usage,
+bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, bool verify_ir, mlc_gpu_usage *usage,
                         mlc_error *err);
 /* The mutators of mutate.c; both spaces use them (a GPU trace has no
  * parallel annotation, so the parallel mutator finds no site there). */
