@@ -9,7 +9,8 @@
  * matmul reads the operand in place (attention's keys and values, a
  * decode step's whole cache, are not copied transposed first). A
  * reduction (REDUCE class: it reads each input element once) takes in
- * front the chain of elementwise ops that only it consumes.
+ * front the chain of elementwise ops that only it consumes. Attention's
+ * matmul, softmax and matmul become one group (take_attention).
  *
  * The fused call replaces the group's last binding, which is where every
  * value the group reads from outside is defined; the group's intermediate
@@ -242,12 +243,13 @@ typedef struct group {
   int members[MAX_GROUP]; /* binding indices, in order */
 } group;
 
-/* Prepends to g (holding matmul binding i alone) the transposes whose
- * result only binding i uses. */
-static void take_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *owner, group *g) {
-  const mlc_gbinding *b = &f->bindings[g->members[0]];
-  if (b->op != MLC_GOP_MATMUL) return;
-  int found[2], n = 0;
+/* The transposes whose result only matmul binding mm uses, in binding
+ * order, into found; their number. */
+static int matmul_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int mm,
+                             int found[2]) {
+  const mlc_gbinding *b = &f->bindings[mm];
+  int n = 0;
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_MATMUL) return 0;
   for (int j = 0; j < b->n_args && j < 2; j++) {
     int d = mlc_gfunc_def(f, b->args[j]);
     if (d < 0 || owner[d] >= 0 || f->bindings[d].kind != MLC_GCALL_OP ||
@@ -257,6 +259,13 @@ static void take_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *o
     found[n++] = d;
   }
   if (n == 2 && found[0] > found[1]) found[0] ^= found[1], found[1] ^= found[0], found[0] ^= found[1];
+  return n;
+}
+
+/* Prepends to g (holding matmul binding i alone) the transposes whose
+ * result only binding i uses. */
+static void take_transposes(const mlc_gfunc *f, const mlc_guses *u, const int *owner, group *g) {
+  int found[2], n = matmul_transposes(f, u, owner, g->members[0], found);
   memmove(g->members + n, g->members, sizeof *g->members * (size_t)g->n);
   memcpy(g->members, found, sizeof *found * (size_t)n);
   g->n += n;
@@ -291,6 +300,69 @@ static void grow_group(const mlc_gfunc *f, const mlc_guses *u, const int *owner,
     if (j < 0 || owner[j] >= 0) return;
     g->members[g->n++] = j;
   }
+}
+
+/* The binding that is v's only use, when it is a call of op (an output
+ * is a use of its own); -1 otherwise. */
+static int sole_consumer(const mlc_gfunc *f, const mlc_guses *u, const int *owner,
+                         const mlc_gvar *v, mlc_gop op) {
+  int i;
+  if (mlc_guses_count(u, v) != 1 || mlc_gfunc_is_output(f, v) || !mlc_gmap_get(&u->first, v, &i))
+    return -1;
+  const mlc_gbinding *b = &f->bindings[i];
+  return owner[i] < 0 && b->kind == MLC_GCALL_OP && b->op == op ? i : -1;
+}
+
+/* v's sole consumer past the reshapes that alone consume it and keep its
+ * last dim (a row stays a row), which go into path; -1 when that
+ * consumer is not a call of op or path is full. */
+static int consumer_past_reshapes(const mlc_gfunc *f, const mlc_guses *u, const int *owner,
+                                  const mlc_gvar *v, mlc_gop op, int *path, int *n, int max) {
+  for (;;) {
+    int r = sole_consumer(f, u, owner, v, MLC_GOP_RESHAPE);
+    if (r < 0) return sole_consumer(f, u, owner, v, op);
+    const mlc_gtype *from = &v->type, *to = &f->bindings[r].var->type;
+    if (*n >= max || from->ndim == 0 || to->ndim == 0 ||
+        from->shape[from->ndim - 1] != to->shape[to->ndim - 1])
+      return -1;
+    path[(*n)++] = r;
+    v = f->bindings[r].var;
+  }
+}
+
+/* Attention as one kernel: g, a matmul's group (its transposes, the
+ * matmul, the elementwise chain after it: a scale, a mask), grows by the
+ * softmax over the last axis that alone consumes the chain's result and
+ * the matmul that alone consumes the probabilities as its left operand
+ * (with its right operand's transpose), reshapes that keep the rows
+ * between them, then that matmul's elementwise chain. The default
+ * schedule computes the scores, the softmax and the weighted sum a tile
+ * of query rows at a time (tuner/attention.c), so the score matrix is
+ * never in memory whole. A product of one query row (a decode step)
+ * keeps its kernels: its scores are one row already. */
+static void take_attention(const mlc_gfunc *f, const mlc_guses *u, const int *owner, int max_ops,
+                           int mm, group *g) {
+  const mlc_gbinding *b = &f->bindings[mm];
+  if (b->kind != MLC_GCALL_OP || b->op != MLC_GOP_MATMUL) return;
+  const mlc_gtype *st = &b->var->type;
+  if (st->ndim < 2 || st->shape[st->ndim - 2] == 1) return;
+  int add[MAX_GROUP], n = 0;
+  const mlc_gvar *end = f->bindings[g->members[g->n - 1]].var;
+  int sm = consumer_past_reshapes(f, u, owner, end, MLC_GOP_SOFTMAX, add, &n, MAX_GROUP - 4);
+  if (sm < 0) return;
+  const mlc_gbinding *smb = &f->bindings[sm];
+  if (mlc_gop_axis(smb->attrs.axis, smb->var->type.ndim) != smb->var->type.ndim - 1) return;
+  add[n++] = sm;
+  int mm2 = consumer_past_reshapes(f, u, owner, smb->var, MLC_GOP_MATMUL, add, &n, MAX_GROUP - 3);
+  const mlc_gvar *probs = n > 0 ? f->bindings[add[n - 1]].var : NULL;
+  if (mm2 < 0 || f->bindings[mm2].args[0] != probs || f->bindings[mm2].args[1] == probs) return;
+  int tr[2], nt = matmul_transposes(f, u, owner, mm2, tr);
+  for (int k = 0; k < nt; k++) add[n++] = tr[k];
+  add[n++] = mm2;
+  if (g->n + n > max_ops) return;
+  memcpy(g->members + g->n, add, sizeof *add * (size_t)n);
+  g->n += n;
+  grow_group(f, u, owner, max_ops, g);
 }
 
 static bool in_group(const mlc_gfunc *f, const group *g, const mlc_gvar *v) {
@@ -372,6 +444,7 @@ static void fuse_func(mlc_gmodule *m, mlc_gfunc *f, int *counter) {
     take_transposes(f, &u, owner, &g);
     take_elemwise_inputs(f, &u, owner, max_ops, &g);
     grow_group(f, &u, owner, max_ops, &g);
+    take_attention(f, &u, owner, max_ops, i, &g);
     if (g.n < 2) continue;
     builder B;
     mlc_gfunc *sub = make_subfunction(m, f, &g, (*counter)++, &B);

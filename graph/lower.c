@@ -989,11 +989,16 @@ static void reshape_group(mlc_arena *a, const mlc_gtype *xt, const mlc_gtype *ou
   mlc_expr *flat = o0 < o1 ? o[o0] : mlc_int(a, 0);
   for (int d = o0 + 1; d < o1; d++)
     flat = mlc_add(a, mlc_mul(a, flat, mlc_int(a, out->shape[d])), o[d]);
-  int64_t stride = 1;
+  int64_t stride = 1, outer = 1;
+  for (int d = i0; d < i1; d++) outer *= xt->shape[d];
   for (int d = i1 - 1; d >= i0; d--) {
     mlc_expr *q = stride == 1 ? flat : mlc_binary(a, MLC_EXPR_FLOORDIV, flat, mlc_int(a, stride));
+    outer /= xt->shape[d];
+    /* no modulo where the dims before d are all 1s: q stays below d's
+     * extent (a reshape dropping a leading 1 indexes each dim plainly,
+     * and a block that reads it inlined keeps affine indices) */
     ix[d] = xt->shape[d] == 1 ? mlc_int(a, 0)
-            : d == i0        ? q
+            : outer == 1     ? q
                              : mlc_binary(a, MLC_EXPR_FLOORMOD, q, mlc_int(a, xt->shape[d]));
     stride *= xt->shape[d];
   }

@@ -511,6 +511,42 @@ static void test_fuse_reduce_inputs(void) {
 
 static void check_fuse_tir_equal(const char *json);
 
+/* Attention over 2 heads: scores q k^T (k transposed), scaled, softmax
+ * over the keys, weighted sum over v. QROWS query rows; SOFTMAX_AXIS the
+ * softmax's axis; EXTRA_OUT more outputs. */
+#define ATTENTION(QROWS, SOFTMAX_AXIS, EXTRA_OUT)                                                    \
+  MODEL("{\"name\": \"q\", \"shape\": [2, " QROWS ", 8]}, {\"name\": \"k\", \"shape\": [2, 16, 8]},"  \
+        "{\"name\": \"v\", \"shape\": [2, 16, 8]}",                                                 \
+        "{\"name\": \"c\", \"shape\": [1]}",                                                        \
+        "{\"name\": \"kt\", \"op\": \"transpose\", \"inputs\": [\"k\"], \"axes\": [0, 2, 1]},"          \
+        "{\"name\": \"s\", \"op\": \"matmul\", \"inputs\": [\"q\", \"kt\"]},"                            \
+        "{\"name\": \"x\", \"op\": \"multiply\", \"inputs\": [\"s\", \"c\"]},"                           \
+        "{\"name\": \"p\", \"op\": \"softmax\", \"inputs\": [\"x\"], \"axis\": " SOFTMAX_AXIS "},"       \
+        "{\"name\": \"o\", \"op\": \"matmul\", \"inputs\": [\"p\", \"v\"]}",                             \
+        "\"o\"" EXTRA_OUT)
+
+/* Attention's matmul, scale, softmax and matmul become one kernel, which
+ * computes what the ops do; not with one query row (a decode step), a
+ * softmax over another axis, or probabilities that are an output too. */
+static void test_fuse_attention(void) {
+  mlc_gmodule *m = parse_fused(ATTENTION("16", "-1", ""));
+  if (!m) return;
+  CHECK_MSG(mlc_graph_find_func(m, "fused_transpose_matmul_multiply_softmax_matmul0") != NULL &&
+                m->n_funcs == 2 && mlc_graph_main(m)->n_bindings == 1,
+            "not one kernel: %d functions", m->n_funcs);
+  mlc_graph_free(m);
+  check_fuse_tir_equal(ATTENTION("16", "-1", ""));
+  const char *apart[] = {ATTENTION("1", "-1", ""), ATTENTION("16", "1", ""), ATTENTION("16", "-1", ", \"p\"")};
+  for (int i = 0; i < MLC_COUNTOF(apart); i++) {
+    if (!(m = parse_fused(apart[i]))) continue;
+    bool softmax_with_matmul = false;
+    for (int f = 0; f < m->n_funcs; f++)
+      softmax_with_matmul |= m->funcs[f]->primitive && strstr(m->funcs[f]->name, "softmax_matmul");
+    CHECK_MSG(!softmax_with_matmul, "case %d: fused", i);
+    mlc_graph_free(m);
+  }
+}
+
 /* The lowered text of m's prim_func `name` (the caller frees it), or NULL. */
 static char *tir_text(const mlc_gmodule *m, const char *name) {
   const mlc_prim_func *f = mlc_module_find(m->tir, name);
@@ -1767,6 +1803,7 @@ int main(void) {
   RUN(test_fuse_refuses_shared_producer);
   RUN(test_fuse_refuses_output_producer);
   RUN(test_fuse_reduce_inputs);
+  RUN(test_fuse_attention);
   RUN(test_run_bytes);
   RUN(test_lower_divide_by_row_value);
   RUN(test_fuse_tir_interp_dense);

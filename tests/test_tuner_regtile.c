@@ -509,9 +509,9 @@ static const char sym_scores_src[] =
 
 /* Softmax over a symbolic last axis (attention probabilities): its
  * instance's lane rfactor does not replay (a tail would leave partial
- * results uninitialised), so the rules run on the function itself, which
- * split the symbolic inner loops by 16 (the tail predicated) to vectorize
- * them and run the heads in parallel. */
+ * results uninitialised), so it takes its instance's rows computed
+ * together without one: the rows in parallel, the last block's symbolic
+ * inner loop split by 16 (the tail predicated) and vectorized. */
 static const char sym_softmax_src[] =
     "@T.prim_func\n"
     "def main(x: T.handle, y: T.handle):\n"
@@ -613,6 +613,191 @@ static void test_default_schedule_sized(void) {
   check_sized_default(sym_softmax_src, "sym_softmax.py", true, false);
 }
 
+/* ---- attention as one kernel (tuner/attention.c) ---- */
+
+/* Scores of 2 heads, 32 query rows and 48 keys from K [keys, heads, 16]
+ * (transposed by a copy), scaled, softmax, and the sum weighted over V
+ * [keys, heads, 16] (its heads gathered by a copy): graph/fuse.c's
+ * attention group, as fuse_tir lowers it. With `independent` the second
+ * product reads V twice instead of the probabilities: two contractions
+ * with nothing between them. */
+static const char attention_fmt[] =
+    "@T.prim_func\n"
+    "def main(var_Q: T.handle, var_K: T.handle, var_V: T.handle, var_O: T.handle):\n"
+    "    %s\n"
+    "    Q = T.match_buffer(var_Q, (2, %s, 16))\n"
+    "    K = T.match_buffer(var_K, (%s, 2, 16))\n"
+    "    V = T.match_buffer(var_V, (%s, 2, 16))\n"
+    "    O = T.match_buffer(var_O, (2, %s, 16))\n"
+    "    Kt = T.alloc_buffer((2, 16, %s))\n"
+    "    Vh = T.alloc_buffer((2, %s, 16))\n"
+    "    S = T.alloc_buffer((2, %s, %s))\n"
+    "    X = T.alloc_buffer((2, %s, %s))\n"
+    "    M = T.alloc_buffer((2, %s))\n"
+    "    E = T.alloc_buffer((2, %s, %s))\n"
+    "    Z = T.alloc_buffer((2, %s))\n"
+    "    P = T.alloc_buffer((2, %s, %s))\n"
+    "    for h, d, j in T.grid(2, 16, %s):\n"
+    "        with T.block(\"Kt\"):\n"
+    "            vh, vd, vj = T.axis.remap(\"SSS\", [h, d, j])\n"
+    "            Kt[vh, vd, vj] = K[vj, vh, vd]\n"
+    "    for h, j, d in T.grid(2, %s, 16):\n"
+    "        with T.block(\"Vh\"):\n"
+    "            vh, vj, vd = T.axis.remap(\"SSS\", [h, j, d])\n"
+    "            Vh[vh, vj, vd] = V[vj, vh, vd]\n"
+    "    for h, i, j, d in T.grid(2, %s, %s, 16):\n"
+    "        with T.block(\"S\"):\n"
+    "            vh, vi, vj, vd = T.axis.remap(\"SSSR\", [h, i, j, d])\n"
+    "            with T.init():\n"
+    "                S[vh, vi, vj] = T.float32(0)\n"
+    "            S[vh, vi, vj] = S[vh, vi, vj] + Q[vh, vi, vd] * Kt[vh, vd, vj]\n"
+    "    for h, i, j in T.grid(2, %s, %s):\n"
+    "        with T.block(\"X\"):\n"
+    "            vh, vi, vj = T.axis.remap(\"SSS\", [h, i, j])\n"
+    "            X[vh, vi, vj] = S[vh, vi, vj] * T.float32(0.25)\n"
+    "    for h, i, k in T.grid(2, %s, %s):\n"
+    "        with T.block(\"M\"):\n"
+    "            vh, vi, vk = T.axis.remap(\"SSR\", [h, i, k])\n"
+    "            with T.init():\n"
+    "                M[vh, vi] = T.float32(-3.4028235e+38)\n"
+    "            M[vh, vi] = T.max(M[vh, vi], X[vh, vi, vk])\n"
+    "    for h, i, j in T.grid(2, %s, %s):\n"
+    "        with T.block(\"E\"):\n"
+    "            vh, vi, vj = T.axis.remap(\"SSS\", [h, i, j])\n"
+    "            E[vh, vi, vj] = T.exp(X[vh, vi, vj] - M[vh, vi])\n"
+    "    for h, i, k in T.grid(2, %s, %s):\n"
+    "        with T.block(\"Z\"):\n"
+    "            vh, vi, vk = T.axis.remap(\"SSR\", [h, i, k])\n"
+    "            with T.init():\n"
+    "                Z[vh, vi] = T.float32(0)\n"
+    "            Z[vh, vi] = Z[vh, vi] + E[vh, vi, vk]\n"
+    "    for h, i, j in T.grid(2, %s, %s):\n"
+    "        with T.block(\"P\"):\n"
+    "            vh, vi, vj = T.axis.remap(\"SSS\", [h, i, j])\n"
+    "            P[vh, vi, vj] = E[vh, vi, vj] / Z[vh, vi]\n"
+    "    for h, i, d, j in T.grid(2, %s, 16, %s):\n"
+    "        with T.block(\"O\"):\n"
+    "            vh, vi, vd, vj = T.axis.remap(\"SSSR\", [h, i, d, j])\n"
+    "            with T.init():\n"
+    "                O[vh, vi, vd] = T.float32(0)\n"
+    "            O[vh, vi, vd] = O[vh, vi, vd] + %s * Vh[vh, vj, vd]\n";
+
+/* The attention function with `rows` query rows and `keys` keys (a size
+ * var's name for both, declared by decl, or numbers). */
+static mlc_prim_func *attention(mlc_arena *a, const char *decl, const char *rows, const char *keys,
+                                bool independent) {
+  const char *r = rows, *k = keys;
+  char *src = mlc_arena_printf(a, attention_fmt, decl, r, k, k, r, k, k, /* buffers */
+                               r, k, r, k, r, r, k, r, r, k, /* intermediates */
+                               k, k, r, k, r, k, r, k, r, k, r, k, r, k, r, k, /* loops */
+                               independent ? "Vh[vh, vj, vd]" : "P[vh, vi, vj]");
+  mlc_error e;
+  mlc_module *m = mlc_parse_module(a, "attention.py", src, &e);
+  CHECK_MSG(m != NULL, "%s", e.msg);
+  return m ? m->funcs[0] : NULL;
+}
+
+typedef struct find_block {
+  const char *name;
+  bool found;
+} find_block;
+
+static mlc_walk find_block_fn(const mlc_stmt *st, void *ud) {
+  find_block *fb = ud;
+  if (st->kind == MLC_STMT_BLOCK_REALIZE && strcmp(st->realize.block->name, fb->name) == 0) {
+    fb->found = true;
+    return MLC_WALK_STOP;
+  }
+  return MLC_WALK_INTO;
+}
+
+/* The statement under g's root that holds block `name`, or NULL. */
+static const mlc_stmt *root_stmt_of(mlc_arena *a, const mlc_prim_func *g, const char *name) {
+  mlc_stmt **kids;
+  int n = tuner_root_children(g, &kids, a);
+  for (int i = 0; i < n; i++) {
+    find_block fb = {name, false};
+    mlc_stmt_walk(kids[i], find_block_fn, &fb);
+    if (fb.found) return kids[i];
+  }
+  return NULL;
+}
+
+/* The default schedule computes the scores, the scale, the softmax and
+ * the weighted sum of each tile of query rows under one parallel loop
+ * (the scores never whole in memory), the keys' transpose made once
+ * before it, V read in place (its copy inlined), both products as
+ * register tiles; the results those of the unscheduled function (JIT). */
+static void test_default_attention(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_prim_func *f = attention(a, "T.func_attr({\"global_symbol\": \"main\"})", "32", "48", false);
+  if (!f) return mlc_arena_free(a);
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, f);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *ir = mlc_str_cstr(&out);
+  if (getenv("RT_DEBUG")) fprintf(stderr, "%s\n", ir);
+  const mlc_stmt *tile = root_stmt_of(a, g, "O_update");
+  CHECK_MSG(tile && tile->kind == MLC_STMT_FOR && tile->loop.kind == MLC_FOR_PARALLEL,
+            "the weighted sum is not under a parallel loop:\n%s", ir);
+  const char *inside[] = {"S_update", "X", "M_rf_update", "M_update", "E", "Z_rf_update", "Z_update", "P", "S_global", "O_global"};
+  for (int i = 0; i < MLC_COUNTOF(inside); i++)
+    CHECK_MSG(tile && root_stmt_of(a, g, inside[i]) == tile, "block %s is not in the row tile:\n%s",
+              inside[i], ir);
+  CHECK_MSG(root_stmt_of(a, g, "Kt") && root_stmt_of(a, g, "Kt") != tile,
+            "the keys' transpose is not made once, before the tiles:\n%s", ir);
+  CHECK_MSG(!root_stmt_of(a, g, "Vh"), "V's copy is not inlined:\n%s", ir);
+  char why[512];
+  CHECK_MSG(same_results(f, g, true, why, sizeof why), "%s", why);
+  mlc_str_free(&out);
+  mlc_arena_free(a);
+}
+
+/* What the attention rule leaves to the others: two products with
+ * nothing between them, and a product of fewer query rows than two
+ * tiles (8 rows: the scores are a tile already); each keeps its own
+ * nest and computes what the unscheduled function does. */
+static void test_default_attention_refused(void) {
+  mlc_arena *a = mlc_arena_new();
+  const char *decl = "T.func_attr({\"global_symbol\": \"main\"})";
+  const mlc_prim_func *fs[] = {attention(a, decl, "32", "48", true), attention(a, decl, "8", "48", false)};
+  for (int i = 0; i < MLC_COUNTOF(fs); i++) {
+    if (!fs[i]) continue;
+    mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, fs[i]);
+    const mlc_stmt *o = root_stmt_of(a, g, "O_update");
+    CHECK_MSG(o && root_stmt_of(a, g, "S_update") != o, "case %d: the products share a nest", i);
+    char why[512];
+    CHECK_MSG(same_results(fs[i], g, true, why, sizeof why), "case %d: %s", i, why);
+  }
+  mlc_arena_free(a);
+}
+
+/* Attention over a symbolic sequence: the row tiles do not replay (the
+ * scores' region over a symbolic key loop is not bounded), so the default
+ * is its instance's schedule with every block in its own nest and no
+ * lane partial sums (which do not replay over a tail): the products still
+ * register tiles; right at 1, 7 and 64 tokens. */
+static void test_default_attention_sized(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_prim_func *f = attention(a, "n = T.int32(min=1, max=64)", "n", "n", false);
+  if (!f) return mlc_arena_free(a);
+  mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, f);
+  mlc_str out = {0};
+  mlc_print_func(&out, g);
+  const char *ir = mlc_str_cstr(&out);
+  mlc_error e;
+  CHECK_MSG(mlc_verify_func(g, &e), "%s", e.msg);
+  CHECK_MSG(strstr(ir, "S_global") && strstr(ir, "O_global"), "the products are not register-tiled:\n%s", ir);
+  for (int64_t n = 1; n <= 64; n = n == 1 ? 7 : 64 + (n == 64)) {
+    char why[512];
+    mlc_prim_func *fs = mlc_func_specialize(a, f, &n, &e), *gs = mlc_func_specialize(a, g, &n, &e);
+    CHECK_MSG(fs && gs && same_results(fs, gs, true, why, sizeof why), "at %lld: %s", (long long)n,
+              fs && gs ? why : e.msg);
+  }
+  mlc_str_free(&out);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_sketches_conv);
   RUN(test_sketches_matmul);
@@ -623,5 +808,8 @@ int main(void) {
   RUN(test_default_schedule);
   RUN(test_default_schedule_sized);
   RUN(test_default_sized_keeps_weight_tiles_outer);
+  RUN(test_default_attention);
+  RUN(test_default_attention_refused);
+  RUN(test_default_attention_sized);
   return test_summary();
 }

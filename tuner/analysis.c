@@ -89,6 +89,20 @@ bool tuner_block_is_reduction(const mlc_block *b) {
   return !tuner_block_is_spatial(b) && b->init != NULL;
 }
 
+bool tuner_block_is_contraction(const mlc_block *b) {
+  int n = 0;
+  for (int k = 0; k < b->n_reads; k++) {
+    bool by_reduce = false;
+    for (int i = 0; i < b->n_iters && !by_reduce; i++) {
+      if (b->iters[i].kind != MLC_ITER_REDUCE) continue;
+      for (int d = 0; d < b->reads[k].buf->ndim; d++)
+        by_reduce |= mlc_expr_uses_var(b->reads[k].ranges[d].min, b->iters[i].var);
+    }
+    n += by_reduce;
+  }
+  return n >= 2;
+}
+
 bool tuner_trivial_binding(const mlc_block *b, const tuner_site *site) {
   if (b->n_iters != site->n_loops || b->n_iters == 0) return false;
   if (site->realize->realize.predicate) return false;

@@ -536,19 +536,6 @@ static mlc_sched *rows_at(mlc_sched *s, int n, const mlc_rv *blocks, int depth, 
   return t;
 }
 
-/* Whether blk reduces over two or more operands (a matmul, a
- * convolution's data and weights): register tiles are its schedule. */
-static bool is_contraction(const mlc_block *blk) {
-  int n = 0;
-  for (int k = 0; k < blk->n_reads; k++) {
-    bool by_reduce = false;
-    for (int i = 0; i < blk->n_iters; i++)
-      by_reduce |= blk->iters[i].kind == MLC_ITER_REDUCE && read_uses(blk, k, i);
-    n += by_reduce;
-  }
-  return n >= 2;
-}
-
 /* Whether a spatial block reads along its rows: no read indexes, in a
  * dimension before its last, the iter that indexes the last dimension of
  * what blk writes. A layout change (unpacking NCHWc, a transpose) does,
@@ -595,7 +582,7 @@ static void inline_same_domain(mlc_sched *s) {
  * norm's mean, variance and result; an elementwise chain) computed row by
  * row: elementwise blocks inlined into a consumer of the same domain
  * (inline_same_domain), row reductions rfactor'd into vector partial
- * sums, then every block under the output block's loop around its last
+ * sums (with partials), then every block under the output block's loop around its last
  * dimension (or the nearest loop outside it where every block moves), so
  * that a row's intermediates stay in L1 between the blocks and the
  * threads share the rows once, where each block swept all of memory in a
@@ -604,21 +591,21 @@ static void inline_same_domain(mlc_sched *s) {
  * Kept only when no block then computes more than before (a window's
  * producer would recompute overlapping rows) and the function verifies;
  * true when it did. */
-static bool rows_together(mlc_sched **s) {
+static bool rows_together(mlc_sched **s, bool partials) {
   mlc_error err;
   mlc_rv *blocks, *loops, rf;
   int n = root_blocks(*s, &blocks);
   bool fits = true;
   for (int i = 0; i < n; i++) {
     const mlc_block *blk = mlc_sched_rv_block(*s, blocks[i]);
-    fits &= !is_contraction(blk) && reads_along_rows(blk);
+    fits &= !tuner_block_is_contraction(blk) && reads_along_rows(blk);
   }
   mlc_free(blocks);
   if (!fits || n < 2) return false;
   mlc_sched *t = mlc_sched_copy(*s);
   inline_same_domain(t);
   n = root_blocks(t, &blocks);
-  for (int i = 0; i < n - 1; i++) {
+  for (int i = 0; partials && i < n - 1; i++) {
     mlc_sched *u = mlc_sched_copy(t);
     if (!rfactor_row(u, blocks[i], false, WIDE_PARTIALS, &rf)) {
       mlc_sched_free(u);
@@ -658,7 +645,7 @@ static bool rows_together(mlc_sched **s) {
  * little at small ones; the tails are guarded). */
 enum { DEFAULT_AT_SIZE = 128 };
 
-static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse);
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse, bool partials);
 
 /* A parallel nest fused over a loop of symbolic extent keeps the order
  * its schedule chose when the loops outside that loop give this many
@@ -746,43 +733,48 @@ static mlc_sched *sized_default(const mlc_prim_func *f, const int64_t *sizes,
   mlc_prim_func *g = mlc_func_specialize(a, f, sizes, &err);
   mlc_sched *s = NULL;
   /* blocks moved into rows or register tiles may not replay over a
-   * symbolic extent: then the instance's schedule without them */
-  for (int fuse = 1; fuse >= 0 && g && !s; fuse--) {
-    mlc_sched *at = rules_sched(g, o, fuse);
+   * symbolic extent, nor may a row reduction in vector partial sums (an
+   * rfactor of a loop split with a tail): then the instance's schedule
+   * without partial sums, without blocks moved, without either */
+  for (int level = 3; level >= 0 && g && !s; level--) {
+    mlc_sched *at = rules_sched(g, o, level >= 2, level % 2 == 1);
     s = replay_dropping_hints(a, f, mlc_sched_trace(at), &err);
     mlc_sched_free(at);
   }
   mlc_arena_free(a);
-  return s ? s : rules_sched(f, o, false);
+  return s ? s : rules_sched(f, o, false, false);
 }
 
 mlc_sched *tuner_cpu_default_sched(const mlc_prim_func *f, const mlc_tuner_opts *o,
                                    mlc_error *unused) {
   (void)unused; /* the rules never fail: what a primitive refuses is left out */
-  if (f->n_sizes == 0) return rules_sched(f, o, true);
+  if (f->n_sizes == 0) return rules_sched(f, o, true, true);
   int64_t sizes[MLC_MAX_SIZES];
   for (int k = 0; k < f->n_sizes; k++)
     sizes[k] = f->sizes[k].hi < DEFAULT_AT_SIZE ? f->sizes[k].hi : DEFAULT_AT_SIZE;
   return sized_default(f, sizes, o);
 }
 
-/* fuse: blocks may move together (rows_together, a register tile's
- * epilogue). */
-static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse) {
+/* fuse: blocks may move together (attention's row tiles, rows_together,
+ * a register tile's epilogue); partials: row reductions may sum in
+ * vector partial sums (rfactor). */
+static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, bool fuse, bool partials) {
   mlc_error err;
   mlc_sched *s = sized_sched_new(f);
   inline_copies(s);
   mlc_rv *blocks;
   int n = root_blocks(s, &blocks);
-  bool done = fuse && rows_together(&s);
+  mlc_rv weighted_sum = -1;
+  bool attention = fuse && tuner_attention_rows(&s, partials, &weighted_sum);
+  bool done = !attention && fuse && rows_together(&s, partials);
   for (int i = 0; !done && i < n; i++) {
-    if (!at_root(s, blocks[i])) continue;
+    if (!at_root(s, blocks[i]) || blocks[i] == weighted_sum) continue;
     if (intrin_tile(&s, blocks[i], o)) {
       inline_epilogue(s, n, blocks, i);
       continue;
     }
-    if ((reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
-        register_tile(&s, blocks[i], fuse) || row_rfactor(&s, blocks[i], false) ||
+    if ((partials && reads_along_reduction(s, blocks[i]) && row_rfactor(&s, blocks[i], true)) ||
+        register_tile(&s, blocks[i], fuse) || (partials && row_rfactor(&s, blocks[i], false)) ||
         transpose_tiles(&s, blocks[i]))
       continue;
     s = vectorize_inner(s, blocks[i], 0);

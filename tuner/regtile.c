@@ -47,12 +47,15 @@ typedef struct reg_plan {
 /* The host's vector registers: the design space does not see the target
  * it tunes for, so tuning for another CPU (-mcpu=...) sizes tiles for
  * this one (the tuner still measures what it picks). */
-static void register_file(reg_plan *p) {
+int64_t tuner_host_lanes(void) {
   mlc_target t;
   mlc_target_host(&t);
-  if (mlc_target_has_feature(&t, "avx512f")) p->lanes = 16, p->regs = 32;
-  else if (mlc_target_has_feature(&t, "avx")) p->lanes = 8, p->regs = 16;
-  else p->lanes = 4, p->regs = 16;
+  return mlc_target_has_feature(&t, "avx512f") ? 16 : mlc_target_has_feature(&t, "avx") ? 8 : 4;
+}
+
+static void register_file(reg_plan *p) {
+  p->lanes = tuner_host_lanes();
+  p->regs = p->lanes == 16 ? 32 : 16;
 }
 
 static bool read_uses(const mlc_region *rd, const mlc_var *v) {

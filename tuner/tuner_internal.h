@@ -270,6 +270,9 @@ bool tuner_find_site(const mlc_prim_func *f, const mlc_block *b, tuner_site *out
 int tuner_blocks_post_order(mlc_arena *a, const mlc_prim_func *f, const char ***names);
 bool tuner_block_is_spatial(const mlc_block *b);
 bool tuner_block_is_reduction(const mlc_block *b); /* a reduce iter and an init */
+/* Whether b reduces over two or more operands (a matmul, a convolution's
+ * data and weights). */
+bool tuner_block_is_contraction(const mlc_block *b);
 /* Each iter var bound to exactly the loop at the same position, and
  * nothing else in the nest (the shape multi-level tiling expects). */
 bool tuner_trivial_binding(const mlc_block *b, const tuner_site *site);
@@ -335,11 +338,20 @@ int tuner_contiguous_iter(const mlc_block *b);
  * output dimension, no reduction) or, with fuse, when what follows it is
  * not an elementwise chain; the state may then be partly changed: call
  * it on a copy. */
+/* fp32 lanes of the host's vector registers (16 with AVX-512, 8 with
+ * AVX, else 4): register tiles are sized for the host. */
+int64_t tuner_host_lanes(void);
 bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o, bool sample,
                          bool parallel, bool fuse, mlc_rv *s0_last, mlc_error *err);
 
 /* ---- postproc.c, postproc_gpu.c, mutate.c: members of the spaces ---- */
 
+/* Attention fused into one kernel (scores, row-wise blocks, weighted
+ * sum: attention.c) computed a tile of query rows at a time, its row
+ * reductions in vector partial sums when `partials`, on a copy kept when
+ * every step succeeds; *out: the weighted sum's block (the blocks left
+ * at the root, copies of K and V, are the caller's). */
+bool tuner_attention_rows(mlc_sched **s, bool partials, mlc_rv *out);
 /* The CPU postprocessors (mlc_tuner_postproc's comment); the last of them,
  * the IR verification, is skipped with o->verify_later (as the GPU's). */
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
