@@ -798,6 +798,49 @@ static void test_default_attention_sized(void) {
   mlc_arena_free(a);
 }
 
+/* The design space holds the default's row tiles as a sketch whose tile
+ * sizes are drawn: its samples keep the scores and the weighted sum in
+ * one parallel nest, differ from one another, and compute what the
+ * unscheduled function does. */
+static void test_attention_sketch(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_prim_func *f = attention(a, "T.func_attr({\"global_symbol\": \"main\"})", "32", "48", false);
+  mlc_tuner_opts o;
+  small_opts(&o);
+  mlc_error e;
+  mlc_tuner_space *sp = f ? mlc_tuner_space_new(f, &o, &e) : NULL;
+  CHECK_MSG(sp != NULL, "%s", f ? e.msg : "no function");
+  int sketches = 0;
+  for (int k = 0; sp && k < mlc_tuner_space_count(sp); k++) {
+    char *first = NULL;
+    bool differ = false, tiled = false;
+    for (int i = 0; i < 8 && !test_case_failed_; i++) {
+      mlc_sched *s = mlc_tuner_space_sample(sp, k, 200 + (uint64_t)i, &e);
+      if (!s) continue;
+      const mlc_prim_func *g = mlc_sched_func(s);
+      const mlc_stmt *tile = root_stmt_of(a, g, "O_update");
+      if (tile && tile == root_stmt_of(a, g, "S_update")) {
+        tiled = true;
+        char why[512];
+        CHECK_MSG(same_results(f, g, i < 3, why, sizeof why), "sketch %d sample %d: %s", k, i, why);
+        mlc_str text = {0};
+        mlc_print_func(&text, g);
+        if (!first) first = mlc_arena_printf(a, "%s", mlc_str_cstr(&text));
+        else differ |= strcmp(first, mlc_str_cstr(&text)) != 0;
+        mlc_str_free(&text);
+      }
+      mlc_sched_free(s);
+    }
+    if (tiled) {
+      sketches++;
+      CHECK_MSG(differ, "sketch %d: every sample the same", k);
+    }
+  }
+  CHECK_MSG(sketches == 1, "%d sketches tile the query rows, want 1", sketches);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 int main(void) {
   RUN(test_sketches_conv);
   RUN(test_sketches_matmul);
@@ -811,5 +854,6 @@ int main(void) {
   RUN(test_default_attention);
   RUN(test_default_attention_refused);
   RUN(test_default_attention_sized);
+  RUN(test_attention_sketch);
   return test_summary();
 }

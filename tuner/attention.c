@@ -23,6 +23,33 @@
  * AVX-512's 32 registers hold the accumulators). */
 enum { ROWS = 8, MAX_VECTORS = 2, MAX_BLOCKS = 64 };
 
+/* What the design space's sketch draws from instead (decisions the
+ * search mutates): rows a tile, vectors a row of the register tiles. */
+static const int64_t ROW_CHOICES[] = {4, 8, 16};
+static const int64_t VECTOR_CHOICES[] = {1, 2};
+
+typedef struct att_opts {
+  int64_t lanes; /* the host's fp32 lanes */
+  bool partials; /* row reductions in vector partial sums */
+  bool sample;   /* tile sizes drawn (the sketch), else fixed (the default) */
+} att_opts;
+
+/* A tile size: with o->sample drawn evenly among the n fitting choices,
+ * else `fixed` (one of them). */
+static bool tile_size(mlc_sched *t, const att_opts *o, int n, const int64_t *fit, int64_t fixed,
+                      mlc_operand *out, mlc_error *err) {
+  if (!o->sample) {
+    *out = MLC_OP_INT(fixed);
+    return true;
+  }
+  double probs[8];
+  for (int i = 0; i < n; i++) probs[i] = 1.0 / n;
+  mlc_rv v;
+  if (!mlc_sched_sample_categorical(t, n, fit, probs, &v, err)) return false;
+  *out = MLC_OP_RV(v);
+  return true;
+}
+
 /* The widest vector of at most `lanes` (halved down to 4) that divides
  * extent e; 0 when none does. A head of 8 dims takes 8-lane vectors. */
 static int64_t lanes_for(int64_t e, int64_t lanes) {
@@ -113,7 +140,7 @@ static int own_loops(mlc_sched *t, mlc_rv b, int depth, mlc_rv *loops, int *iter
  * lanes); order outer, reduction, rows, W, lanes; the accumulator a
  * cache written back under the outer loop. *red: the reduction loop,
  * for decompose_reduction once the nest is parallel. */
-static bool tile_contraction(mlc_sched *t, mlc_rv b, int depth, int64_t lanes, mlc_rv *red,
+static bool tile_contraction(mlc_sched *t, mlc_rv b, int depth, const att_opts *o, mlc_rv *red,
                              mlc_error *err) {
   mlc_rv loops[3], parts[3], cache, *wb;
   int iters[3];
@@ -127,11 +154,16 @@ static bool tile_contraction(mlc_sched *t, mlc_rv b, int depth, int64_t lanes, m
     else row = k;
   }
   if (row < 0 || lane < 0 || r < 0) return mlc_error_set(err, "attention: no row, lane or reduce loop");
-  int64_t e = tuner_loop_extent(mlc_sched_rv_loop(t, loops[lane]));
-  if (!(lanes = lanes_for(e, lanes))) return mlc_error_set(err, "attention: no vector divides the row");
-  int64_t w = e % (MAX_VECTORS * lanes) == 0 ? MAX_VECTORS : 1;
-  mlc_operand f[3] = {MLC_OP_NONE, MLC_OP_INT(w), MLC_OP_INT(lanes)};
-  if (!mlc_sched_split(t, loops[lane], 3, f, true, parts, err)) return false;
+  int64_t e = tuner_loop_extent(mlc_sched_rv_loop(t, loops[lane])), lanes = lanes_for(e, o->lanes);
+  if (!lanes) return mlc_error_set(err, "attention: no vector divides the row");
+  int64_t fit[MLC_COUNTOF(VECTOR_CHOICES)];
+  int nf = 0;
+  for (int i = 0; i < MLC_COUNTOF(VECTOR_CHOICES); i++)
+    if (e % (VECTOR_CHOICES[i] * lanes) == 0) fit[nf++] = VECTOR_CHOICES[i];
+  mlc_operand f[3] = {MLC_OP_NONE, MLC_OP_NONE, MLC_OP_INT(lanes)};
+  if (!tile_size(t, o, nf, fit, e % (MAX_VECTORS * lanes) == 0 ? MAX_VECTORS : 1, &f[1], err) ||
+      !mlc_sched_split(t, loops[lane], 3, f, true, parts, err))
+    return false;
   mlc_rv order[5] = {parts[0], loops[r], loops[row], parts[1], parts[2]};
   *red = loops[r];
   if (!mlc_sched_reorder(t, 5, order, err) ||
@@ -144,16 +176,15 @@ static bool tile_contraction(mlc_sched *t, mlc_rv b, int depth, int64_t lanes, m
    * vectors stored */
   int n = mlc_sched_get_loops(t, cache, &wb, err);
   if (n < depth + 3 || n > depth + 8) return mlc_error_set(err, "attention: write-back nest of %d loops", n);
-  mlc_rv outer[8], wlane = wb[n - 1];
+  mlc_rv outer[8];
   int m = n - 2 - depth;
   memcpy(outer, wb + depth + 1, sizeof *outer * (size_t)m);
-  if (w > 1 && !mlc_sched_split(t, wlane, 2, (mlc_operand[2]){MLC_OP_NONE, MLC_OP_INT(lanes)}, true,
-                                parts, err))
+  if (!mlc_sched_split(t, wb[n - 1], 2, (mlc_operand[2]){MLC_OP_NONE, MLC_OP_INT(lanes)}, true, parts, err))
     return false;
-  if (w > 1) outer[m++] = parts[0], wlane = parts[1];
+  outer[m++] = parts[0];
   for (int k = 0; k < m; k++)
     if (!mlc_sched_unroll(t, outer[k], err)) return false;
-  return mlc_sched_vectorize(t, wlane, err);
+  return mlc_sched_vectorize(t, parts[1], err);
 }
 
 /* The first read of b of a buffer it does not write (a reduction reads
@@ -250,8 +281,7 @@ static bool row_loop(mlc_sched *t, mlc_rv o, mlc_rv *loop, int *at) {
   return false;
 }
 
-static bool attention_rows_on(mlc_sched *t, int64_t lanes, bool partials, mlc_rv *out,
-                              mlc_error *err) {
+static bool attention_rows_on(mlc_sched *t, const att_opts *o, mlc_rv *out, mlc_error *err) {
   root_block rb[MAX_BLOCKS];
   int s_at, n = root_blocks(t, rb, &s_at);
   if (n < 0) return mlc_error_set(err, "attention: not scores, row-wise blocks, weighted sum");
@@ -267,19 +297,23 @@ static bool attention_rows_on(mlc_sched *t, int64_t lanes, bool partials, mlc_rv
   }
   mlc_rv rfs[MAX_BLOCKS];
   int n_rf = 0;
-  for (int k = s_at + 1; partials && k < n - 1; k++)
+  for (int k = s_at + 1; o->partials && k < n - 1; k++)
     if (rb[k].dep && mlc_sched_rv_alive(t, rb[k].rv) && mlc_sched_rv_block(t, rb[k].rv)->init &&
-        rfactor_lanes(t, rb[k].rv, lanes, &rfs[n_rf]))
+        rfactor_lanes(t, rb[k].rv, o->lanes, &rfs[n_rf]))
       n_rf++;
   /* O's rows in tiles; everything S feeds computed per tile */
-  mlc_rv o = rb[n - 1].rv, row, tile[2];
-  *out = o;
+  mlc_rv ws = rb[n - 1].rv, row, tile[2];
+  *out = ws;
   int at;
-  if (!row_loop(t, o, &row, &at)) return mlc_error_set(err, "attention: no row loop in the product");
-  if (tuner_loop_extent(mlc_sched_rv_loop(t, row)) < 2 * ROWS)
-    return mlc_error_set(err, "attention: fewer than two tiles of rows");
-  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(ROWS)};
-  if (!mlc_sched_split(t, row, 2, f, true, tile, err)) return false;
+  if (!row_loop(t, ws, &row, &at)) return mlc_error_set(err, "attention: no row loop in the product");
+  int64_t rows = tuner_loop_extent(mlc_sched_rv_loop(t, row)), fit[MLC_COUNTOF(ROW_CHOICES)];
+  int nf = 0;
+  for (int i = 0; i < MLC_COUNTOF(ROW_CHOICES); i++)
+    if (rows >= 2 * ROW_CHOICES[i]) fit[nf++] = ROW_CHOICES[i];
+  if (rows < 2 * ROWS) return mlc_error_set(err, "attention: fewer than two tiles of rows");
+  mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_NONE};
+  if (!tile_size(t, o, nf, fit, ROWS, &f[1], err) || !mlc_sched_split(t, row, 2, f, true, tile, err))
+    return false;
   mlc_rv root;
   if (!mlc_sched_get_block(t, "root", NULL, &root, err)) return false;
   mlc_rv kids[MAX_BLOCKS], *got;
@@ -293,33 +327,33 @@ static bool attention_rows_on(mlc_sched *t, int64_t lanes, bool partials, mlc_rv
     for (int j = 0; j < n && !dep_on_s; j++)
       dep_on_s = rb[j].dep && mlc_sched_rv_alive(t, rb[j].rv) && mlc_sched_rv_block(t, rb[j].rv) == b;
     for (int j = 0; j < n_rf && !dep_on_s; j++) dep_on_s = mlc_sched_rv_block(t, rfs[j]) == b;
-    if (b == mlc_sched_rv_block(t, o) || !dep_on_s) continue;
+    if (b == mlc_sched_rv_block(t, ws) || !dep_on_s) continue;
     if (!mlc_sched_compute_at(t, kids[k], tile[0], false, -1, err)) return false;
   }
   int depth = at + 1;
   mlc_rv s_red, o_red;
-  if (!tile_contraction(t, rb[s_at].rv, depth, lanes, &s_red, err) ||
-      !tile_contraction(t, o, depth, lanes, &o_red, err))
+  if (!tile_contraction(t, rb[s_at].rv, depth, o, &s_red, err) || !tile_contraction(t, ws, depth, o, &o_red, err))
     return false;
-  for (int k = s_at + 1; partials && k < n - 1; k++)
-    if (rb[k].dep && mlc_sched_rv_alive(t, rb[k].rv)) vectorize_row(t, rb[k].rv, depth, lanes);
-  for (int j = 0; j < n_rf; j++) vectorize_row(t, rfs[j], depth, lanes);
+  for (int k = s_at + 1; k < n - 1; k++)
+    if (rb[k].dep && mlc_sched_rv_alive(t, rb[k].rv)) vectorize_row(t, rb[k].rv, depth, o->lanes);
+  for (int j = 0; j < n_rf; j++) vectorize_row(t, rfs[j], depth, o->lanes);
   /* the heads and row tiles shared among the threads */
   mlc_rv *ol, par[16], fused, init;
-  int no = mlc_sched_get_loops(t, o, &ol, err), np = 0;
+  int no = mlc_sched_get_loops(t, ws, &ol, err), np = 0;
   for (int k = 0; k < depth && k < no && np < 16; k++)
     if (tuner_loop_extent(mlc_sched_rv_loop(t, ol[k])) != 1) par[np++] = ol[k];
   if (np > 1 && !mlc_sched_fuse(t, np, par, true, &fused, err)) return false;
   return np >= 1 && mlc_sched_parallel(t, np > 1 ? fused : par[0], err) &&
          mlc_sched_decompose_reduction(t, rb[s_at].rv, s_red, &init, err) &&
-         mlc_sched_decompose_reduction(t, o, o_red, &init, err) &&
+         mlc_sched_decompose_reduction(t, ws, o_red, &init, err) &&
          mlc_verify_func(mlc_sched_func(t), err);
 }
 
-bool tuner_attention_rows(mlc_sched **s, bool partials, mlc_rv *out) {
+bool tuner_attention_rows(mlc_sched **s, bool partials, bool sample, mlc_rv *out) {
   mlc_error err;
   mlc_sched *t = mlc_sched_copy(*s);
-  if (!attention_rows_on(t, tuner_host_lanes(), partials, out, &err)) {
+  att_opts o = {tuner_host_lanes(), partials, sample};
+  if (!attention_rows_on(t, &o, out, &err)) {
     mlc_sched_free(t);
     return false;
   }

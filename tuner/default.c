@@ -765,7 +765,7 @@ static mlc_sched *rules_sched(const mlc_prim_func *f, const mlc_tuner_opts *o, b
   mlc_rv *blocks;
   int n = root_blocks(s, &blocks);
   mlc_rv weighted_sum = -1;
-  bool attention = fuse && tuner_attention_rows(&s, partials, &weighted_sum);
+  bool attention = fuse && tuner_attention_rows(&s, partials, false, &weighted_sum);
   bool done = !attention && fuse && rows_together(&s, partials);
   for (int i = 0; !done && i < n; i++) {
     if (!at_root(s, blocks[i]) || blocks[i] == weighted_sum) continue;

@@ -31,6 +31,10 @@
  *                        16 x 16 tiles (not meta-schedule's; the default's)
  *   parallel_vectorize_unroll  annotations on the root, once per state
  *   random_compute_location    compute producers at a sampled consumer loop
+ * and, for attention fused into one kernel, one more sketch on the whole
+ * function: the default's tiles of query rows (tuner/attention.c) with
+ * the rows a tile and the register tiles' vectors a row drawn. Not
+ * meta-schedule's: its block rules place each block alone.
  * A primitive that refuses (its preconditions fail) leaves the state as it
  * was, so a rule that does not fit a block simply passes the state on.
  */
@@ -1010,6 +1014,10 @@ static void *cpu_new(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error 
   MLC_VEC_PUSH(states, mlc_sched_new(sp->func, o->seed));
   for (int r = 0; r < MLC_COUNTOF(BLOCK_RULES); r++)
     apply_rule(BLOCK_RULES[r], o, nb, blocks, &states);
+  mlc_sched *att = mlc_sched_new(sp->func, o->seed);
+  mlc_rv weighted_sum;
+  if (tuner_attention_rows(&att, true, true, &weighted_sum)) MLC_VEC_PUSH(states, att);
+  else mlc_sched_free(att);
   for (int i = 0; i < states.len; i++) {
     if (!annotate_root(states.data[i], o, err)) {
       free_list(&states);

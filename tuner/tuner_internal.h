@@ -348,10 +348,12 @@ bool tuner_register_tile(mlc_sched *s, const char *name, const mlc_tuner_opts *o
 
 /* Attention fused into one kernel (scores, row-wise blocks, weighted
  * sum: attention.c) computed a tile of query rows at a time, its row
- * reductions in vector partial sums when `partials`, on a copy kept when
- * every step succeeds; *out: the weighted sum's block (the blocks left
- * at the root, copies of K and V, are the caller's). */
-bool tuner_attention_rows(mlc_sched **s, bool partials, mlc_rv *out);
+ * reductions in vector partial sums when `partials`, the rows a tile and
+ * vectors a register-tile row drawn when `sample` (the design space's
+ * sketch), else the default's; on a copy kept when every step succeeds;
+ * *out: the weighted sum's block (the blocks left at the root, copies of
+ * K and V, are the caller's). */
+bool tuner_attention_rows(mlc_sched **s, bool partials, bool sample, mlc_rv *out);
 /* The CPU postprocessors (mlc_tuner_postproc's comment); the last of them,
  * the IR verification, is skipped with o->verify_later (as the GPU's). */
 bool tuner_postproc_cpu(mlc_sched *s, const mlc_tuner_opts *o, mlc_error *err);
