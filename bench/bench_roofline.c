@@ -1,6 +1,7 @@
 /* Memory-bound kernels against the machine's roofline (`make bench
- * BENCH=roofline`): depthwise convolutions, softmax, layer and RMS norms,
- * pooling and elementwise chains at the shapes of the bench's models, each
+ * BENCH=roofline`): depthwise convolutions, softmax, attention, layer and
+ * RMS norms, pooling and elementwise chains at the shapes of the bench's
+ * models, each
  * a one-op model compiled as mlc-compile builds it (the default schedule;
  * with --trials also tuned in this run, or from --db) and each of its
  * kernels timed alone, 2 threads, on data it keeps reading (warm caches,
@@ -87,6 +88,17 @@ typedef struct kernel_spec {
         NODE("y", "conv2d", "\"dr\", \"w2\"", ""),                                                   \
         "y")
 
+/* Attention over H heads of S tokens of 64 dims: scores q k^T (k
+ * transposed), scaled, softmax over the keys, the sum weighted over v;
+ * fused into one kernel (graph/fuse.c). S / 64 exps an output element. */
+#define ATTENTION(name, h, s, scale)                                                                 \
+  MODEL(name, IN("q", h ", " s ", 64") "," IN("k", h ", " s ", 64") "," IN("v", h ", " s ", 64"),    \
+        "{\"name\": \"c\", \"shape\": [1], \"values\": [" scale "]}",                                  \
+        NODE("kt", "transpose", "\"k\"", ", \"axes\": [0, 2, 1]") ","                                  \
+        NODE("sc", "matmul", "\"q\", \"kt\"", "") "," NODE("x", "multiply", "\"sc\", \"c\"", "") ","    \
+        NODE("p", "softmax", "\"x\"", "") "," NODE("y", "matmul", "\"p\", \"v\"", ""),                 \
+        "y")
+
 static const kernel_spec KERNELS[] = {
     {"dw_c32_112", "MobileNetV2 depthwise 3x3 s1 + bias + ReLU6, 32x112x112 (NCHWc)",
      DW_STAGE("dw_c32_112", 32, 112, 1), "depthwise", 0, {32, 112, 112, 32, 3, 3, 112, 112, 32, 1, 1, true, false, false, 6}},
@@ -100,6 +112,10 @@ static const kernel_spec KERNELS[] = {
      MODEL("softmax_256", IN("x", "256, 256"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1, {0}},
     {"softmax_attn", "attention softmax, 12x128x128 (BERT-base at 128)",
      MODEL("softmax_attn", IN("x", "1, 12, 128, 128"), "", NODE("y", "softmax", "\"x\"", ""), "y"), NULL, 1, {0}},
+    {"attention_128", "attention as one kernel, 12 heads x 128 tokens x 64 (BERT-base at 128)",
+     ATTENTION("attention_128", "12", "128", "0.125"), NULL, 2, {0}},
+    {"attention_1024", "attention as one kernel, 12 heads x 1024 tokens x 64 (GPT-2's context)",
+     ATTENTION("attention_1024", "12", "1024", "0.125"), NULL, 16, {0}},
     {"layernorm", "layer norm, 128x768 (BERT-base at 128)",
      MODEL("layernorm", IN("x", "128, 768"), IN("g", "768") "," IN("b", "768"),
            NODE("y", "layernorm", "\"x\", \"g\", \"b\"", ""), "y"),
