@@ -391,7 +391,26 @@ static mlc_gvar *map_arg(builder *B, const mlc_gfunc *f, const group *g, mlc_gva
   return B->params[B->n_ext++];
 }
 
+/* Whether g is attention's group (take_attention): two matmuls and the
+ * softmax between them. */
+static bool is_attention(const mlc_gfunc *f, const group *g) {
+  int matmuls = 0, softmaxes = 0;
+  for (int i = 0; i < g->n; i++) {
+    mlc_gop op = f->bindings[g->members[i]].op;
+    matmuls += op == MLC_GOP_MATMUL;
+    softmaxes += op == MLC_GOP_SOFTMAX;
+  }
+  return matmuls == 2 && softmaxes == 1;
+}
+
+/* fused_<op>_<op>..._<op><counter>; attention's group, whose ops named
+ * one by one run to a hundred characters (transposes, reshapes, a scale
+ * and a mask around them), is fused_attention<counter>. */
 static void fused_name(const mlc_gfunc *f, const group *g, int counter, char *buf, size_t n) {
+  if (is_attention(f, g)) {
+    snprintf(buf, n, "fused_attention%d", counter);
+    return;
+  }
   size_t k = (size_t)snprintf(buf, n, "fused");
   for (int i = 0; i < g->n && k < n; i++)
     k += (size_t)snprintf(buf + k, n - k, "_%s", mlc_gop_name(f->bindings[g->members[i]].op));

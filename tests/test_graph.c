@@ -531,7 +531,7 @@ static void check_fuse_tir_equal(const char *json);
 static void test_fuse_attention(void) {
   mlc_gmodule *m = parse_fused(ATTENTION("16", "-1", ""));
   if (!m) return;
-  CHECK_MSG(mlc_graph_find_func(m, "fused_transpose_matmul_multiply_softmax_matmul0") != NULL &&
+  CHECK_MSG(mlc_graph_find_func(m, "fused_attention0") != NULL &&
                 m->n_funcs == 2 && mlc_graph_main(m)->n_bindings == 1,
             "not one kernel: %d functions", m->n_funcs);
   mlc_graph_free(m);
@@ -541,7 +541,7 @@ static void test_fuse_attention(void) {
     if (!(m = parse_fused(apart[i]))) continue;
     bool softmax_with_matmul = false;
     for (int f = 0; f < m->n_funcs; f++)
-      softmax_with_matmul |= m->funcs[f]->primitive && strstr(m->funcs[f]->name, "softmax_matmul");
+      softmax_with_matmul |= m->funcs[f]->primitive && strstr(m->funcs[f]->name, "attention");
     CHECK_MSG(!softmax_with_matmul, "case %d: fused", i);
     mlc_graph_free(m);
   }

@@ -139,7 +139,7 @@ check lm_dyn_run_size_message grep -q "size seq = 65 is outside its bounds 1..64
   --dim seq=1..64 --report --repeat 2 --size seq=9 >"$tmp/out" 2>"$tmp/err"
 check lm_dyn_report test $? -eq 0
 check lm_dyn_report_sizes grep -q "sizes: seq=9" "$tmp/out"
-check lm_dyn_report_kernel grep -Eq "^gpt2_tiny_fused_[a-z_]*_softmax_[a-z_]*_matmul1 +2 +[0-9.]+ us +[0-9.]+%  untuned" "$tmp/out"
+check lm_dyn_report_kernel grep -Eq "^gpt2_tiny_fused_attention1 +2 +[0-9.]+ us +[0-9.]+%  untuned" "$tmp/out"
 check lm_dyn_report_total grep -q "^kernels total: " "$tmp/out"
 check lm_dyn_report_no_output test "$(grep -c '^output ' "$tmp/out")" -eq 0
 
