@@ -342,6 +342,21 @@ char *mlc_arena_printf(mlc_arena *a, const char *fmt, ...) {
   return p;
 }
 
+char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k) {
+  char digits[24];
+  int n = 0;
+  uint64_t u = k < 0 ? (uint64_t)0 - (uint64_t)k : (uint64_t)k;
+  do digits[n++] = (char)('0' + u % 10), u /= 10;
+  while (u);
+  if (k < 0) digits[n++] = '-';
+  size_t len = strlen(s);
+  char *p = mlc_arena_alloc(a, len + (size_t)n + 2), *q = p + len;
+  memcpy(p, s, len);
+  *q++ = '_';
+  while (n) *q++ = digits[--n];
+  return p; /* zeroed: terminated */
+}
+
 /* ---- vectors ---------------------------------------------------------- */
 
 void mlc_vec_grow_(void **data, int *cap, int need, size_t elem, mlc_arena *a) {

@@ -102,7 +102,7 @@ static const char *unique_block_name(mlc_sched *s, const char *name) {
     block_name_ctx c = {out, false};
     block_named(s->func->body, &c);
     if (!c.taken) return out;
-    out = mlc_arena_printf(s->arena, "%s_%d", name, k);
+    out = mlc_arena_suffixed(s->arena, name, k);
   }
 }
 
@@ -122,7 +122,7 @@ static const char *scoped_buffer_name(mlc_sched *s, const char *base, const char
   for (char *p = name; *p; p++)
     if (*p == '.') *p = '_';
   const char *out = name;
-  for (int k = 1; buffer_name_taken(s, out); k++) out = mlc_arena_printf(s->arena, "%s_%d", name, k);
+  for (int k = 1; buffer_name_taken(s, out); k++) out = mlc_arena_suffixed(s->arena, name, k);
   return out;
 }
 

@@ -150,9 +150,11 @@ static bool split_resolve(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand
     f[unknown] = up / *prod;
     if (mlc_mul_overflow(*prod, f[unknown], prod)) return split_too_large(who, n, f, unknown, err);
   }
-  /* The n loops replace one: paths through the loop grow by n - 1. */
+  /* The n loops replace one: paths through the loop grow by n - 1 (walked
+   * only when the function's height bound leaves no room). */
   mlc_stmt *path[SCHED_MAX_DEPTH], *loop = s->rvs.data[loop_rv].loop;
-  int deepest = sched_path_to(s, loop, path) - 1 + sched_height(loop) + n - 1;
+  int deepest = sched_func_height(s) + n - 1;
+  if (deepest > SCHED_MAX_NEST) deepest = sched_path_to(s, loop, path) - 1 + sched_height(loop) + n - 1;
   if (deepest > SCHED_MAX_NEST)
     return mlc_error_set(err,
                          "split: %s: %d loops here would nest the function %d statements deep, "
@@ -191,7 +193,7 @@ static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f,
   int64_t stride = prod;
   mlc_stmt *body = loop->loop.body;
   for (int i = 0; i < n; i++) {
-    vars[i] = mlc_var_new(a, mlc_arena_printf(a, "%s_%d", old->name, i), old->dtype);
+    vars[i] = mlc_var_new(a, mlc_arena_suffixed(a, old->name, i), old->dtype);
     stride /= f[i];
     if (f[i] == 1 && !preserve_unit_iters) continue; /* binds 0 */
     mlc_expr *term = mlc_ref(a, vars[i]);

@@ -57,7 +57,7 @@ static bool name_used(const mlc_stmt *st, const char *name) {
 const char *sched_fresh_block_name(mlc_sched *s, const char *base) {
   if (!name_used(s->func->body, base)) return mlc_arena_strdup(s->arena, base);
   for (int i = 1;; i++) {
-    const char *n = mlc_arena_printf(s->arena, "%s_%d", base, i);
+    const char *n = mlc_arena_suffixed(s->arena, base, i);
     if (!name_used(s->func->body, n)) return n;
   }
 }

@@ -23,7 +23,8 @@ struct mlc_sched {
   mlc_pcg32 rng;
   MLC_VEC(rv_entry) rvs;
   mlc_trace trace; /* rv_kinds mirrors rvs */
-  int height;      /* sched_func_height's cache; 0: unknown (every recorded primitive resets it) */
+  int height;      /* sched_func_height's cache, an upper bound; 0: unknown (sched_record
+                      keeps a bound where the primitive's growth is known, else resets it) */
   int64_t fuse_outer_min; /* mlc_sched_set_fuse_outer_min; 0: Fuse moves a symbolic loop outermost */
   /* compute_at's plan for the loop sample_compute_location just chose
    * (it planned it to know the loop is a candidate): the compute_at of
@@ -64,7 +65,9 @@ bool sched_loop_range(const mlc_sched *s, const mlc_stmt *loop, int64_t *mn, int
                       bool *symbolic);
 /* Statements on the longest path from st down to a leaf (1 for a leaf). */
 int sched_height(const mlc_stmt *st);
-/* sched_height of the whole function, cached until the next primitive. */
+/* sched_height of the whole function or an upper bound on it, exact when
+ * above SCHED_MAX_NEST (what callers compare it with); cached, walked
+ * again after a primitive that may deepen the tree by any amount. */
 int sched_func_height(mlc_sched *s);
 /* Statements from the root realize down to target (inclusive) into path;
  * returns the length, 0 if target is not in the tree. */

@@ -36,12 +36,12 @@
 /* ---- instruction kinds ---------------------------------------------- */
 
 typedef enum mlc_inst_kind {
-#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) MLC_INST_##id,
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs, deepens) MLC_INST_##id,
 #include "schedule/inst_kinds.def"
 } mlc_inst_kind;
 /* Counted outside the enum so switches need no default. */
 enum { MLC_INST_KIND_COUNT = 0
-#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) +1
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs, deepens) +1
 #include "schedule/inst_kinds.def"
 };
 

@@ -59,7 +59,7 @@ int sched_height(const mlc_stmt *st) {
 }
 
 int sched_func_height(mlc_sched *s) {
-  if (!s->height) s->height = sched_height(s->func->body);
+  if (!s->height || s->height > SCHED_MAX_NEST) s->height = sched_height(s->func->body);
   return s->height;
 }
 

@@ -10,13 +10,18 @@
 
 /* ---- kind tables (inst_kinds.def) --------------------------------------- */
 
+/* How many levels of nesting a kind can add (inst_kinds.def's deepens). */
+enum { DEEPENS_NONE, DEEPENS_OUTPUTS, DEEPENS_ANY };
+
 static const struct {
   const char *name, *py;
   bool is_sampling;
   int min_inputs;
   const char *attrs;
+  int deepens;
 } inst_info[] = {
-#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs) {name, py, is_sampling, min_inputs, attrs},
+#define MLC_INST(id, name, py, is_sampling, min_inputs, attrs, deepens) \
+  {name, py, is_sampling, min_inputs, attrs, DEEPENS_##deepens},
 #include "schedule/inst_kinds.def"
 };
 _Static_assert(sizeof inst_info / sizeof inst_info[0] == MLC_INST_KIND_COUNT, "inst table");
@@ -107,7 +112,9 @@ mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_ope
                   (mlc_rv *)out, {0}};
   mlc_inst copy;
   copy_inst(s->arena, &copy, &tmp);
-  s->height = 0; /* the primitive may have changed the tree */
+  /* the height stays a bound where the primitive's growth is known */
+  int d = inst_info[kind].deepens;
+  s->height = !s->height || d == DEEPENS_ANY ? 0 : s->height + (d == DEEPENS_OUTPUTS ? n_out - 1 : 0);
   s->located = NULL;
   MLC_VEC_APUSH(s->arena, s->trace.insts, copy);
   return &s->trace.insts.data[s->trace.insts.len - 1];

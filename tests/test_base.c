@@ -3,6 +3,7 @@
 #include "base/base.h"
 #include "tests/test.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,11 @@ static void test_arena_alignment_and_zeroing(void) {
   big[(1 << 20) - 1] = 1;
   CHECK_STREQ(mlc_arena_strdup(a, "abc"), "abc");
   CHECK_STREQ(mlc_arena_printf(a, "%s-%d", "x", 42), "x-42");
+  /* mlc_arena_suffixed is "%s_%d" */
+  const int64_t ks[] = {0, 7, 10, 1234567, -5, INT64_MAX, INT64_MIN};
+  for (int i = 0; i < MLC_COUNTOF(ks); i++)
+    CHECK_STREQ(mlc_arena_suffixed(a, "i_0", ks[i]), mlc_arena_printf(a, "i_0_%" PRId64, ks[i]));
+  CHECK_STREQ(mlc_arena_suffixed(a, "", 3), "_3");
   mlc_arena_free(a);
 }
 
