@@ -682,6 +682,9 @@ static const char attention_fmt[] =
     "                O[vh, vi, vd] = T.float32(0)\n"
     "            O[vh, vi, vd] = O[vh, vi, vd] + %s * Vh[vh, vj, vd]\n";
 
+/* attention's decl for a function of fixed sizes */
+#define FIXED_SIZES "T.func_attr({\"global_symbol\": \"main\"})"
+
 /* The attention function with `rows` query rows and `keys` keys (a size
  * var's name for both, declared by decl, or numbers). */
 static mlc_prim_func *attention(mlc_arena *a, const char *decl, const char *rows, const char *keys,
@@ -730,7 +733,7 @@ static const mlc_stmt *root_stmt_of(mlc_arena *a, const mlc_prim_func *g, const 
  * register tiles; the results those of the unscheduled function (JIT). */
 static void test_default_attention(void) {
   mlc_arena *a = mlc_arena_new();
-  const mlc_prim_func *f = attention(a, "T.func_attr({\"global_symbol\": \"main\"})", "32", "48", false);
+  const mlc_prim_func *f = attention(a, FIXED_SIZES, "32", "48", false);
   if (!f) return mlc_arena_free(a);
   mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, f);
   mlc_str out = {0};
@@ -759,8 +762,8 @@ static void test_default_attention(void) {
  * nest and computes what the unscheduled function does. */
 static void test_default_attention_refused(void) {
   mlc_arena *a = mlc_arena_new();
-  const char *decl = "T.func_attr({\"global_symbol\": \"main\"})";
-  const mlc_prim_func *fs[] = {attention(a, decl, "32", "48", true), attention(a, decl, "8", "48", false)};
+  const mlc_prim_func *fs[] = {attention(a, FIXED_SIZES, "32", "48", true),
+                               attention(a, FIXED_SIZES, "8", "48", false)};
   for (int i = 0; i < MLC_COUNTOF(fs); i++) {
     if (!fs[i]) continue;
     mlc_prim_func *g = mlc_tuner_cpu_default_schedule(a, fs[i]);
@@ -804,7 +807,7 @@ static void test_default_attention_sized(void) {
  * unscheduled function does. */
 static void test_attention_sketch(void) {
   mlc_arena *a = mlc_arena_new();
-  const mlc_prim_func *f = attention(a, "T.func_attr({\"global_symbol\": \"main\"})", "32", "48", false);
+  const mlc_prim_func *f = attention(a, FIXED_SIZES, "32", "48", false);
   mlc_tuner_opts o;
   small_opts(&o);
   mlc_error e;

@@ -195,42 +195,49 @@ static const mlc_region *input_read(const mlc_block *b) {
   return NULL;
 }
 
+/* u, the copy an optional step ran on, replaces *t when the step
+ * succeeded (handles stay valid across a copy); else it is dropped and
+ * *t stays as it was. Returns ok. */
+static bool keep_if(mlc_sched **t, mlc_sched *u, bool ok) {
+  mlc_sched_free(ok ? *t : u);
+  if (ok) *t = u;
+  return ok;
+}
+
 /* A row reduction at the root (softmax's max and sum) rfactor'd by a
  * vector of lanes: its innermost loop, reducing along the last dim of
- * what it reads, split by lanes. *rf: the partial block. False (t
+ * what it reads, split by lanes. *rf: the partial block. False (*t
  * unchanged) when it is not such a reduction. */
-static bool rfactor_lanes(mlc_sched *t, mlc_rv b, int64_t lanes, mlc_rv *rf) {
+static bool rfactor_lanes(mlc_sched **t, mlc_rv b, int64_t lanes, mlc_rv *rf) {
   mlc_error err;
   mlc_rv *got, parts[2];
   tuner_site site;
-  const mlc_block *blk = mlc_sched_rv_block(t, b);
-  int n = mlc_sched_get_loops(t, b, &got, &err);
+  const mlc_block *blk = mlc_sched_rv_block(*t, b);
+  int n = mlc_sched_get_loops(*t, b, &got, &err);
   const mlc_region *rd = input_read(blk);
-  if (n < 1 || !rd || !tuner_find_site(mlc_sched_func(t), blk, &site)) return false;
-  int i = iter_of_loop(&site, blk, mlc_sched_rv_loop(t, got[n - 1]));
-  int64_t e = tuner_loop_extent(mlc_sched_rv_loop(t, got[n - 1]));
+  if (n < 1 || !rd || !tuner_find_site(mlc_sched_func(*t), blk, &site)) return false;
+  mlc_rv inner = got[n - 1];
+  int i = iter_of_loop(&site, blk, mlc_sched_rv_loop(*t, inner));
+  int64_t e = tuner_loop_extent(mlc_sched_rv_loop(*t, inner));
   lanes = lanes_for(e, lanes);
   if (i < 0 || blk->iters[i].kind != MLC_ITER_REDUCE || !lanes || e < 2 * lanes ||
       !mlc_expr_uses_var(rd->ranges[rd->buf->ndim - 1].min, blk->iters[i].var))
     return false;
-  mlc_sched *u = mlc_sched_copy(t);
+  mlc_sched *u = mlc_sched_copy(*t);
   mlc_operand f[2] = {MLC_OP_NONE, MLC_OP_INT(lanes)};
-  bool ok = mlc_sched_split(u, got[n - 1], 2, f, true, parts, &err) &&
-            mlc_sched_rfactor(u, parts[1], -1, rf, &err);
-  mlc_sched_free(u);
-  return ok && mlc_sched_split(t, got[n - 1], 2, f, true, parts, &err) &&
-         mlc_sched_rfactor(t, parts[1], -1, rf, &err);
+  return keep_if(t, u, mlc_sched_split(u, inner, 2, f, true, parts, &err) &&
+                           mlc_sched_rfactor(u, parts[1], -1, rf, &err));
 }
 
 /* The row-wise block b under the tile: the own loop along the last dim
  * of its input (a row's elements, or an rfactor's lanes) moved
- * innermost, split by lanes and vectorized. Left as it is when that
- * loop is not there or not a multiple of lanes. */
-static void vectorize_row(mlc_sched *t, mlc_rv b, int depth, int64_t lanes) {
+ * innermost, split by lanes and vectorized. *t left as it is when that
+ * loop is not there, not a multiple of lanes, or a step refuses. */
+static void vectorize_row(mlc_sched **t, mlc_rv b, int depth, int64_t lanes) {
   mlc_error err;
   mlc_rv loops[8], order[8], parts[2];
-  int iters[8], n = own_loops(t, b, depth, loops, iters, 8);
-  const mlc_block *blk = mlc_sched_rv_block(t, b);
+  int iters[8], n = own_loops(*t, b, depth, loops, iters, 8);
+  const mlc_block *blk = mlc_sched_rv_block(*t, b);
   const mlc_region *rd = input_read(blk);
   if (n < 1 || !rd) return;
   int along = -1;
@@ -238,24 +245,18 @@ static void vectorize_row(mlc_sched *t, mlc_rv b, int depth, int64_t lanes) {
     if (blk->iters[iters[k]].kind == MLC_ITER_SPATIAL &&
         mlc_expr_uses_var(rd->ranges[rd->buf->ndim - 1].min, blk->iters[iters[k]].var))
       along = k;
-  int64_t e = along >= 0 ? tuner_loop_extent(mlc_sched_rv_loop(t, loops[along])) : 0;
+  int64_t e = along >= 0 ? tuner_loop_extent(mlc_sched_rv_loop(*t, loops[along])) : 0;
   if (!(lanes = lanes_for(e, lanes))) return;
   int m = 0;
   for (int k = 0; k < n; k++)
     if (k != along) order[m++] = loops[k];
   order[m++] = loops[along];
-  mlc_sched *u = mlc_sched_copy(t);
-  mlc_rv inner = loops[along];
-  bool ok = (m < 2 || mlc_sched_reorder(u, m, order, &err)) &&
-            (e == lanes || mlc_sched_split(u, loops[along], 2, (mlc_operand[2]){MLC_OP_NONE, MLC_OP_INT(lanes)},
-                                           true, parts, &err)) &&
-            mlc_sched_vectorize(u, e == lanes ? inner : parts[1], &err);
-  mlc_sched_free(u);
-  if (!ok) return;
-  if (m >= 2) mlc_sched_reorder(t, m, order, &err);
-  if (e > lanes) mlc_sched_split(t, loops[along], 2, (mlc_operand[2]){MLC_OP_NONE, MLC_OP_INT(lanes)}, true,
-                                 parts, &err);
-  mlc_sched_vectorize(t, e == lanes ? inner : parts[1], &err);
+  mlc_sched *u = mlc_sched_copy(*t);
+  keep_if(t, u,
+          (m < 2 || mlc_sched_reorder(u, m, order, &err)) &&
+              (e == lanes || mlc_sched_split(u, loops[along], 2, (mlc_operand[2]){MLC_OP_NONE, MLC_OP_INT(lanes)},
+                                             true, parts, &err)) &&
+              mlc_sched_vectorize(u, e == lanes ? loops[along] : parts[1], &err));
 }
 
 /* O's row loop: the spatial iter of its input (the probabilities) that
@@ -265,10 +266,10 @@ static bool row_loop(mlc_sched *t, mlc_rv o, mlc_rv *loop, int *at) {
   mlc_rv loops[16];
   int iters[16], n = own_loops(t, o, 0, loops, iters, 16);
   const mlc_block *b = mlc_sched_rv_block(t, o);
+  const mlc_region *in = input_read(b);
   for (int k = 0; k < n; k++) {
     const mlc_var *v = b->iters[iters[k]].var;
     if (b->iters[iters[k]].kind != MLC_ITER_SPATIAL || writes_along(b, iters[k])) continue;
-    const mlc_region *in = input_read(b);
     bool probs = false, other = false;
     for (int r = 0; r < b->n_reads; r++)
       for (int d = 0; d < b->reads[r].buf->ndim && b->reads[r].buf != b->writes[0].buf; d++)
@@ -281,7 +282,8 @@ static bool row_loop(mlc_sched *t, mlc_rv o, mlc_rv *loop, int *at) {
   return false;
 }
 
-static bool attention_rows_on(mlc_sched *t, const att_opts *o, mlc_rv *out, mlc_error *err) {
+static bool attention_rows_on(mlc_sched **tp, const att_opts *o, mlc_rv *out, mlc_error *err) {
+  mlc_sched *t = *tp;
   root_block rb[MAX_BLOCKS];
   int s_at, n = root_blocks(t, rb, &s_at);
   if (n < 0) return mlc_error_set(err, "attention: not scores, row-wise blocks, weighted sum");
@@ -298,9 +300,10 @@ static bool attention_rows_on(mlc_sched *t, const att_opts *o, mlc_rv *out, mlc_
   mlc_rv rfs[MAX_BLOCKS];
   int n_rf = 0;
   for (int k = s_at + 1; o->partials && k < n - 1; k++)
-    if (rb[k].dep && mlc_sched_rv_alive(t, rb[k].rv) && mlc_sched_rv_block(t, rb[k].rv)->init &&
-        rfactor_lanes(t, rb[k].rv, o->lanes, &rfs[n_rf]))
+    if (rb[k].dep && mlc_sched_rv_alive(*tp, rb[k].rv) && mlc_sched_rv_block(*tp, rb[k].rv)->init &&
+        rfactor_lanes(tp, rb[k].rv, o->lanes, &rfs[n_rf]))
       n_rf++;
+  t = *tp;
   /* O's rows in tiles; everything S feeds computed per tile */
   mlc_rv ws = rb[n - 1].rv, row, tile[2];
   *out = ws;
@@ -335,8 +338,9 @@ static bool attention_rows_on(mlc_sched *t, const att_opts *o, mlc_rv *out, mlc_
   if (!tile_contraction(t, rb[s_at].rv, depth, o, &s_red, err) || !tile_contraction(t, ws, depth, o, &o_red, err))
     return false;
   for (int k = s_at + 1; k < n - 1; k++)
-    if (rb[k].dep && mlc_sched_rv_alive(t, rb[k].rv)) vectorize_row(t, rb[k].rv, depth, o->lanes);
-  for (int j = 0; j < n_rf; j++) vectorize_row(t, rfs[j], depth, o->lanes);
+    if (rb[k].dep && mlc_sched_rv_alive(*tp, rb[k].rv)) vectorize_row(tp, rb[k].rv, depth, o->lanes);
+  for (int j = 0; j < n_rf; j++) vectorize_row(tp, rfs[j], depth, o->lanes);
+  t = *tp;
   /* the heads and row tiles shared among the threads */
   mlc_rv *ol, par[16], fused, init;
   int no = mlc_sched_get_loops(t, ws, &ol, err), np = 0;
@@ -353,7 +357,7 @@ bool tuner_attention_rows(mlc_sched **s, bool partials, bool sample, mlc_rv *out
   mlc_error err;
   mlc_sched *t = mlc_sched_copy(*s);
   att_opts o = {tuner_host_lanes(), partials, sample};
-  if (!attention_rows_on(t, &o, out, &err)) {
+  if (!attention_rows_on(&t, &o, out, &err)) {
     mlc_sched_free(t);
     return false;
   }
