@@ -1093,7 +1093,8 @@ static mlc_prim_func *lower_softmax(mlc_arena *a, const char *name, mlc_gvar *co
   if (log)
     y = mlc_sub(a, mlc_sub(a, mlc_te_at_v(te, X, o), mlc_te_at_v(te, mx, ix)),
                 intrin1(a, MLC_INTRIN_LOG, mlc_te_at_v(te, sum, ix)));
-  else y = mlc_binary(a, MLC_EXPR_DIV, mlc_te_at_v(te, ex, o), mlc_te_at_v(te, sum, ix));
+  else /* times the reciprocal, as the task's (tasks/norm.c) */
+    y = mlc_mul(a, mlc_te_at_v(te, ex, o), mlc_binary(a, MLC_EXPR_DIV, f32(a, 1), mlc_te_at_v(te, sum, ix)));
   mlc_te_tensor *Y = mlc_te_end(te, y);
   return mlc_te_create_prim_func(te, name, 2, (mlc_te_tensor *[]){X, Y});
 }

@@ -540,6 +540,26 @@ mlc_expr *mlc_simplify_expr(mlc_arena *a, mlc_expr *e);
 /* Prove a - b == c for a constant c. */
 bool mlc_expr_const_diff(mlc_arena *a, mlc_expr *x, mlc_expr *y, int64_t *diff);
 
+/* ---- reducers (reducer.c) ----------------------------------------------- */
+/* A reduction block's reducer, as TVM's reducer matching finds it: the
+ * init stores op's identity (0 for a sum, 1 for a product, the lowest
+ * value or -inf for max, the highest for min) into the element the update
+ * `W[idx] = W[idx] op value` writes (either operand order; value does not
+ * read W). Such a reduction may be reordered (rfactor, vector lanes,
+ * threads): exactly for max, min and integers, within rounding for float
+ * sums and products. */
+typedef struct mlc_reducer {
+  mlc_expr_kind op;   /* ADD, MUL, MAX, MIN */
+  mlc_expr *value;    /* the update's operand that is not the accumulator */
+  mlc_expr *identity; /* the init's value */
+  mlc_buffer *buf;    /* W */
+} mlc_reducer;
+/* NULL with *r filled when block b's init and body are a reducer's; else
+ * why not ("its update is not W = W + e, ..."), for a message. */
+const char *mlc_block_reducer(const mlc_block *b, mlc_reducer *r);
+/* "sum", "product", "max", "min"; NULL for any other kind. */
+const char *mlc_reducer_name(mlc_expr_kind op);
+
 /* ---- region analysis (region.c) ---------------------------------------- */
 /* The region of each buffer a statement touches when the given vars range
  * over their domains (the vars are typically loops inside the statement, or

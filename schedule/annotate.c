@@ -262,12 +262,17 @@ static void each_block_deep(mlc_stmt *st, void (*fn)(mlc_stmt *, void *), void *
   mlc_unreachable();
 }
 
+/* Which blocks may bind a reduce iter to the loop: none (parallel,
+ * blockIdx), any (threadIdx: a cross-thread reduction), those whose
+ * reduction is a reducer's (vectorize: the lanes combined as a tree). */
+typedef enum reduce_rule { REDUCE_NONE, REDUCE_ANY, REDUCE_REDUCER } reduce_rule;
+
 typedef struct par_ctx {
   mlc_sched *s;
   affine_memo *memo;
   const char *prim, *ld;
   const mlc_var *var;
-  bool allow_reduce; /* threadIdx: cross-thread reduction */
+  reduce_rule reduce;
   mlc_error *err;
   bool failed;
 } par_ctx;
@@ -282,22 +287,32 @@ static void check_block(mlc_stmt *r, void *ctx_) {
     return;
   }
   const mlc_block *b = r->realize.block;
-  for (int i = 0; i < b->n_iters; i++)
-    if (b->iters[i].kind == MLC_ITER_REDUCE && !c->allow_reduce &&
-        mlc_expr_uses_var(r->realize.values[i], c->var)) {
+  for (int i = 0; i < b->n_iters; i++) {
+    if (b->iters[i].kind != MLC_ITER_REDUCE || c->reduce == REDUCE_ANY ||
+        !mlc_expr_uses_var(r->realize.values[i], c->var))
+      continue;
+    mlc_reducer red;
+    const char *why = c->reduce == REDUCE_REDUCER ? mlc_block_reducer(b, &red) : "";
+    if (!why) continue;
+    if (*why)
+      mlc_error_set(c->err,
+                    "%s: %s: block \"%s\" binds its reduce iter %s to this loop, and %s (a vectorized "
+                    "reduction needs a sum, product, max or min)",
+                    c->prim, c->ld, b->name, b->iters[i].var->name, why);
+    else
       mlc_error_set(c->err,
                     "%s: %s: block \"%s\" binds its reduce iter %s to this loop; only "
                     "spatial iters may depend on it",
                     c->prim, c->ld, b->name, b->iters[i].var->name);
-      c->failed = true;
-      return;
-    }
+    c->failed = true;
+    return;
+  }
 }
 
 /* Checks shared by parallel, vectorize, bind and unroll. A loop already
  * bound to a thread may be given another kind or thread, as in TensorIR. */
 static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool check_blocks,
-                            bool allow_reduce, mlc_error *err) {
+                            reduce_rule reduce, mlc_error *err) {
   char d[96];
   if (!sched_check_loop(s, prim, rv, err)) return false;
   mlc_stmt *l = s->rvs.data[rv].loop;
@@ -311,7 +326,7 @@ static bool loop_kind_check(mlc_sched *s, const char *prim, mlc_rv rv, bool chec
   if (!check_blocks) return true;
   affine_memo memo = {0};
   if (!compact_dataflow_check(s, &memo, prim, d, l, err)) return false;
-  par_ctx ctx = {s, &memo, prim, d, l->loop.var, allow_reduce, err, false};
+  par_ctx ctx = {s, &memo, prim, d, l->loop.var, reduce, err, false};
   each_block_deep(l->loop.body, check_block, &ctx);
   return !ctx.failed;
 }
@@ -459,7 +474,7 @@ static void record_loop(mlc_sched *s, mlc_inst_kind k, mlc_rv rv) {
 }
 
 bool mlc_sched_parallel(mlc_sched *s, mlc_rv rv, mlc_error *err) {
-  if (!loop_kind_check(s, "parallel", rv, true, false, err) ||
+  if (!loop_kind_check(s, "parallel", rv, true, REDUCE_NONE, err) ||
       !carried_dependence_check(s, "parallel", rv, err))
     return false;
   set_kind(s->rvs.data[rv].loop, MLC_FOR_PARALLEL);
@@ -467,8 +482,30 @@ bool mlc_sched_parallel(mlc_sched *s, mlc_rv rv, mlc_error *err) {
   return true;
 }
 
+static mlc_walk find_vectorized(const mlc_stmt *st, void *ud) {
+  if (st->kind != MLC_STMT_FOR || st->loop.kind != MLC_FOR_VECTORIZED) return MLC_WALK_INTO;
+  *(const mlc_stmt **)ud = st;
+  return MLC_WALK_STOP;
+}
+
+/* Vector lanes are one loop: none of the loops around or inside l may be
+ * vectorized already (code generation runs no vector inside a vector). */
+static bool nesting_check(mlc_sched *s, mlc_rv rv, mlc_error *err) {
+  mlc_stmt *l = s->rvs.data[rv].loop, *path[SCHED_MAX_DEPTH];
+  const mlc_stmt *other = NULL;
+  int n = sched_path_to(s, l, path);
+  for (int i = 0; i < n - 1 && !other; i++)
+    if (path[i]->kind == MLC_STMT_FOR && path[i]->loop.kind == MLC_FOR_VECTORIZED) other = path[i];
+  if (!other) mlc_stmt_walk(l->loop.body, find_vectorized, &other);
+  if (!other) return true;
+  char d[96];
+  return mlc_error_set(err, "vectorize: %s: loop %s %s it is vectorized already (vectors do not nest)",
+                       sched_rv_desc(s, rv, d), other->loop.var->name,
+                       sched_path_to(s, other, path) < n ? "around" : "inside");
+}
+
 bool mlc_sched_vectorize(mlc_sched *s, mlc_rv rv, mlc_error *err) {
-  if (!loop_kind_check(s, "vectorize", rv, true, false, err) ||
+  if (!loop_kind_check(s, "vectorize", rv, true, REDUCE_REDUCER, err) || !nesting_check(s, rv, err) ||
       !carried_dependence_check(s, "vectorize", rv, err))
     return false;
   set_kind(s->rvs.data[rv].loop, MLC_FOR_VECTORIZED);
@@ -477,7 +514,7 @@ bool mlc_sched_vectorize(mlc_sched *s, mlc_rv rv, mlc_error *err) {
 }
 
 bool mlc_sched_unroll(mlc_sched *s, mlc_rv rv, mlc_error *err) {
-  if (!loop_kind_check(s, "unroll", rv, false, false, err)) return false;
+  if (!loop_kind_check(s, "unroll", rv, false, REDUCE_NONE, err)) return false;
   set_kind(s->rvs.data[rv].loop, MLC_FOR_UNROLLED);
   record_loop(s, MLC_INST_UNROLL, rv);
   return true;
@@ -552,7 +589,7 @@ bool mlc_sched_bind(mlc_sched *s, mlc_rv rv, const char *thread, mlc_error *err)
                          "threadIdx.x/y/z or vthread.x/y/z)",
                          sched_rv_desc(s, rv, d), thread ? thread : "(null)");
   bool thread_idx = strncmp(thread, "threadIdx.", 10) == 0;
-  if (!loop_kind_check(s, "bind", rv, true, thread_idx, err) ||
+  if (!loop_kind_check(s, "bind", rv, true, thread_idx ? REDUCE_ANY : REDUCE_NONE, err) ||
       !thread_extent_check(s, rv, thread, err) ||
       (strncmp(thread, "blockIdx.", 9) == 0 && !carried_dependence_check(s, "bind", rv, err)))
     return false;

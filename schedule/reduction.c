@@ -3,7 +3,6 @@
  * checked before the IR is touched, so a refusal leaves the state as it was. */
 #include "schedule/sched_impl.h"
 
-#include <float.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
@@ -349,146 +348,16 @@ static void count_realize(mlc_stmt *r, void *ctx_) {
   c->n++;
 }
 
-static bool expr_eq(const mlc_expr *x, const mlc_expr *y) {
-  if (x == y) return true;
-  if (!x || !y || x->kind != y->kind || x->dtype != y->dtype) return false;
-  switch (x->kind) {
-  case MLC_EXPR_INT_IMM: return x->int_val == y->int_val;
-  case MLC_EXPR_FLOAT_IMM: return x->float_val == y->float_val;
-  case MLC_EXPR_VAR: return x->var == y->var;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR: return expr_eq(x->bin.a, y->bin.a) && expr_eq(x->bin.b, y->bin.b);
-  case MLC_EXPR_NOT: return expr_eq(x->bin.a, y->bin.a);
-  case MLC_EXPR_SELECT:
-  case MLC_EXPR_IF_THEN_ELSE:
-    return expr_eq(x->sel.cond, y->sel.cond) && expr_eq(x->sel.t, y->sel.t) &&
-           expr_eq(x->sel.f, y->sel.f);
-  case MLC_EXPR_LOAD:
-    if (x->load.buf != y->load.buf) return false;
-    for (int i = 0; i < x->load.buf->ndim; i++)
-      if (!expr_eq(x->load.indices[i], y->load.indices[i])) return false;
-    return true;
-  case MLC_EXPR_CAST: return expr_eq(x->cast.value, y->cast.value);
-  case MLC_EXPR_CALL:
-    if (x->call.op != y->call.op) return false;
-    for (int i = 0; i < mlc_intrin_nargs(x->call.op); i++)
-      if (!expr_eq(x->call.args[i], y->call.args[i])) return false;
-    return true;
-  case MLC_EXPR_CALL_EXTERN: return x == y; /* may have effects: never merged */
-  }
-  mlc_unreachable();
-}
-
-static bool is_self_load(const mlc_expr *e, const mlc_stmt *store) {
-  if (e->kind != MLC_EXPR_LOAD || e->load.buf != store->store.buf) return false;
-  for (int i = 0; i < store->store.buf->ndim; i++)
-    if (!expr_eq(e->load.indices[i], store->store.indices[i])) return false;
-  return true;
-}
-
-static bool is_load_of(const mlc_expr *e, void *buf) {
-  return e->kind == MLC_EXPR_LOAD && e->load.buf == buf;
-}
-
-static bool loads_buf(const mlc_expr *e, const mlc_buffer *buf) {
-  return mlc_expr_any(e, is_load_of, (void *)buf);
-}
-
-static double lowest_of(mlc_dtype t) {
-  switch (t) {
-  case MLC_FLOAT16: return -65504.0;
-  case MLC_BFLOAT16: return -0x1.fep127; /* the largest finite bfloat16 */
-  case MLC_UINT8: return 0;
-  case MLC_FLOAT32: return -(double)FLT_MAX;
-  case MLC_INT8: return INT8_MIN;
-  case MLC_INT32: return INT32_MIN;
-  case MLC_INT64: return (double)INT64_MIN;
-  case MLC_BOOL: return 0;
-  }
-  mlc_unreachable();
-}
-
-static double highest_of(mlc_dtype t) {
-  switch (t) {
-  case MLC_FLOAT16: return 65504.0;
-  case MLC_BFLOAT16: return 0x1.fep127;
-  case MLC_UINT8: return UINT8_MAX;
-  case MLC_FLOAT32: return (double)FLT_MAX;
-  case MLC_INT8: return INT8_MAX;
-  case MLC_INT32: return INT32_MAX;
-  case MLC_INT64: return (double)INT64_MAX;
-  case MLC_BOOL: return 1;
-  }
-  mlc_unreachable();
-}
-
-static const char *reducer_name(mlc_expr_kind k) {
-  return k == MLC_EXPR_ADD ? "sum" : k == MLC_EXPR_MUL ? "product" : k == MLC_EXPR_MAX ? "max" : "min";
-}
-
-/* The init must store the reducer's identity (as TVM's reducer matching
- * requires): 0, 1, the lowest value (or -inf) for max, the highest for min. */
-static bool is_identity(mlc_expr_kind op, const mlc_expr *e) {
-  double v;
-  if (e->kind == MLC_EXPR_FLOAT_IMM) v = e->float_val;
-  else if (e->kind == MLC_EXPR_INT_IMM) v = (double)e->int_val;
-  else return false;
-  if (op == MLC_EXPR_ADD) return v == 0;
-  if (op == MLC_EXPR_MUL) return v == 1;
-  if (op == MLC_EXPR_MAX) return v <= lowest_of(e->dtype);
-  MLC_ASSERT(op == MLC_EXPR_MIN);
-  return v >= highest_of(e->dtype);
-}
-
-/* init: B[idx] = identity; body: B[idx] = B[idx] op rhs (or rhs op B[idx]). */
+/* The block's reducer (mlc_block_reducer), which rfactor splits. */
 static bool rf_match_reducer(rf_info *f, mlc_error *err) {
-  mlc_block *b = f->b;
-  mlc_stmt *init = b->init, *upd = b->body;
-  if (init->kind != MLC_STMT_STORE || upd->kind != MLC_STMT_STORE)
-    return mlc_error_set(err, "%s: %s: block \"%s\" must have one buffer store as init and one as body",
-                         RF, f->ld, b->name);
-  if (init->store.buf != upd->store.buf)
-    return mlc_error_set(err, "%s: %s: block \"%s\": the init and the update store to different buffers",
-                         RF, f->ld, b->name);
-  for (int i = 0; i < upd->store.buf->ndim; i++)
-    if (!expr_eq(init->store.indices[i], upd->store.indices[i]))
-      return mlc_error_set(err, "%s: %s: block \"%s\": the init and the update store different elements",
-                           RF, f->ld, b->name);
-  mlc_expr *v = upd->store.value;
-  bool binop = v->kind == MLC_EXPR_ADD || v->kind == MLC_EXPR_MUL || v->kind == MLC_EXPR_MAX ||
-               v->kind == MLC_EXPR_MIN;
-  mlc_expr *rhs = !binop                     ? NULL
-                  : is_self_load(v->bin.a, upd) ? v->bin.b
-                  : is_self_load(v->bin.b, upd) ? v->bin.a
-                                               : NULL;
-  if (!rhs)
-    return mlc_error_set(err,
-                         "%s: %s: block \"%s\": the update of %s is not a recognised commutative "
-                         "reducer (sum, product, max, min of %s and a value)",
-                         RF, f->ld, b->name, upd->store.buf->name, upd->store.buf->name);
-  if (loads_buf(rhs, upd->store.buf))
-    return mlc_error_set(err, "%s: %s: block \"%s\": the reduced value reads %s itself", RF, f->ld,
-                         b->name, upd->store.buf->name);
-  if (!is_identity(v->kind, init->store.value))
-    return mlc_error_set(err, "%s: %s: block \"%s\": the init value is not the identity of the %s reducer",
-                         RF, f->ld, b->name, reducer_name(v->kind));
-  f->op = v->kind;
-  f->rhs = rhs;
-  f->identity = init->store.value;
+  mlc_reducer r;
+  const char *why = mlc_block_reducer(f->b, &r);
+  if (why)
+    return mlc_error_set(err, "%s: %s: block \"%s\": %s (a recognised commutative reducer: sum, product, max or min)",
+                         RF, f->ld, f->b->name, why);
+  f->op = r.op;
+  f->rhs = r.value;
+  f->identity = r.identity;
   return true;
 }
 

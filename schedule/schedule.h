@@ -263,8 +263,10 @@ bool mlc_sched_reorder(mlc_sched *s, int n, const mlc_rv *loops, mlc_error *err)
  * only writer there of what it writes, reading none of it) or a reduction
  * (T.init(), affine bindings, the only writer, no reduce iter in an output
  * index); every block under it must have quasi-affine bindings; and no
- * reduce iter may depend on the loop (except threadIdx bindings:
- * cross-thread reduction). parallel, vectorize and blockIdx bindings also
+ * reduce iter may depend on the loop (except threadIdx bindings: a
+ * cross-thread reduction; and vectorize of a block whose reduction is a
+ * reducer's, mlc_block_reducer: its lanes then combine as a tree, the
+ * sum reassociated within rounding). parallel, vectorize and blockIdx bindings also
  * refuse a loop under which one block reads or writes a part of a buffer
  * that another block writes in other iterations (a carried dependence).
  * bind refuses a tag already bound with another extent above or below the

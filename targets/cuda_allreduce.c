@@ -38,7 +38,6 @@
  */
 #include "targets/cuda_internal.h"
 
-#include <float.h>
 #include <string.h>
 
 enum { MAX_CHAIN = 16 };
@@ -103,40 +102,6 @@ static bool feeds_reduce(const chain *ch) {
   return false;
 }
 
-static bool same_indices(mlc_arena *a, int n, mlc_expr **x, mlc_expr **y) {
-  for (int d = 0; d < n; d++) {
-    int64_t diff;
-    if (!mlc_expr_const_diff(a, x[d], y[d], &diff) || diff != 0) return false;
-  }
-  return true;
-}
-
-static bool is_load_of(mlc_arena *a, const mlc_expr *e, const mlc_stmt *st) {
-  return e->kind == MLC_EXPR_LOAD && e->load.buf == st->store.buf &&
-         same_indices(a, st->store.buf->ndim, e->load.indices, st->store.indices);
-}
-
-static bool loads_buffer(const mlc_expr *e, void *ud) {
-  return e->kind == MLC_EXPR_LOAD && e->load.buf == ud;
-}
-
-static bool is_identity(mlc_expr_kind op, const mlc_expr *v) {
-  double x;
-  if (v->kind == MLC_EXPR_FLOAT_IMM) x = v->float_val;
-  else if (v->kind == MLC_EXPR_INT_IMM) x = (double)v->int_val;
-  else return false;
-  bool fl = v->kind == MLC_EXPR_FLOAT_IMM;
-  switch (op) {
-  case MLC_EXPR_ADD: return x == 0;
-  case MLC_EXPR_MUL: return x == 1;
-  /* float32's lowest value as printed (T.float32(-3.4028235e+38)) rounds
-   * to it; integers' extremes as the builder writes them */
-  case MLC_EXPR_MAX: return fl ? x <= -(double)FLT_MAX * 0.9999999 : x <= (double)INT32_MIN;
-  case MLC_EXPR_MIN: return fl ? x >= (double)FLT_MAX * 0.9999999 : x >= (double)INT32_MAX;
-  default: return false;
-  }
-}
-
 /* The reduction B must be for the rewrite: NULL when it is one, else why
  * not. *rhs: the operand that is not the accumulator. */
 static const char *check_block(xr_ctx *c, const chain *ch, mlc_expr **rhs) {
@@ -160,22 +125,10 @@ static const char *check_block(xr_ctx *c, const chain *ch, mlc_expr **rhs) {
       return "a reduce iter is bound to a loop outside the threadIdx loop's nest";
   }
   if (b->n_writes != 1 || b->n_allocs != 0) return "it writes more than one buffer";
-  const mlc_stmt *init = b->init, *up = b->body;
-  if (!init || init->kind != MLC_STMT_STORE || !up || up->kind != MLC_STMT_STORE ||
-      init->store.buf != up->store.buf ||
-      !same_indices(c->a, up->store.buf->ndim, init->store.indices, up->store.indices))
-    return "its init and update are not single stores to one element";
-  const mlc_expr *val = up->store.value;
-  mlc_expr_kind op = val->kind;
-  if (op != MLC_EXPR_ADD && op != MLC_EXPR_MUL && op != MLC_EXPR_MAX && op != MLC_EXPR_MIN)
-    return "its update is not W = W + e, W * e, max(W, e) or min(W, e)";
-  if (is_load_of(c->a, val->bin.a, up)) *rhs = val->bin.b;
-  else if (is_load_of(c->a, val->bin.b, up)) *rhs = val->bin.a;
-  else return "its update does not read the element it writes";
-  if (mlc_expr_any(*rhs, loads_buffer, up->store.buf))
-    return "its update reads the buffer it reduces into elsewhere";
-  if (!is_identity(op, init->store.value)) return "its init is not the identity of its reduction";
-  return NULL;
+  mlc_reducer r;
+  const char *why = mlc_block_reducer(b, &r);
+  if (!why) *rhs = r.value;
+  return why;
 }
 
 /* ---- building the rewrite -------------------------------------------------------------- */

@@ -23,7 +23,6 @@
 #include <llvm-c/DebugInfo.h>
 #include <string.h>
 
-#define MAX_LANES 64
 /* Full unrolling while the unrolled code stays below this many IR nodes. */
 #define UNROLL_MAX_NODES 4096
 
@@ -90,9 +89,9 @@ static bool check_loops(check_ctx *cc, const mlc_stmt *s, const mlc_stmt *par, c
         return mlc_error_set(err, "nested vectorized loops: %s inside %s", name, vec->loop.var->name);
       if (!mlc_expr_is_const_int(s->loop.extent, &n))
         return mlc_error_set(err, "vectorized loop %s has a non-constant extent", name);
-      if (n < 1 || n > MAX_LANES)
+      if (n < 1 || n > CG_MAX_LANES)
         return mlc_error_set(err, "vectorized loop %s has extent %lld; vector loops take 1 to %d lanes",
-                             name, (long long)n, MAX_LANES);
+                             name, (long long)n, CG_MAX_LANES);
       vec = s;
       break;
     }
@@ -353,7 +352,7 @@ static void gen_vectorized(cg *c, const mlc_stmt *s) {
   LLVMValueRef lo;
   loop_bounds(c, s, &lo, NULL);
   LLVMTypeRef ty = LLVMTypeOf(lo);
-  LLVMValueRef steps[MAX_LANES];
+  LLVMValueRef steps[CG_MAX_LANES];
   for (int i = 0; i < n; i++) steps[i] = LLVMConstInt(ty, (unsigned long long)i, 0);
   vec_state vs = save_vec(c);
   c->lanes = (int)n;
@@ -495,6 +494,52 @@ static void gen_store_scalar(cg *c, const mlc_stmt *s) {
   c->lanes = n;
 }
 
+/* The operand of `B[i] = B[i] op v` (either order) other than the
+ * accumulator, for a reducer op (sum, product, max, min) and v not
+ * reading B; NULL for any other store. */
+static const mlc_expr *reduced_value(cg *c, const mlc_stmt *s, mlc_expr_kind *op) {
+  const mlc_expr *val = s->store.value;
+  *op = val->kind;
+  if (val->kind != MLC_EXPR_ADD && val->kind != MLC_EXPR_MUL && val->kind != MLC_EXPR_MAX &&
+      val->kind != MLC_EXPR_MIN)
+    return NULL;
+  const mlc_expr *acc = val->bin.a, *v = val->bin.b;
+  if (acc->kind != MLC_EXPR_LOAD || acc->load.buf != s->store.buf) acc = val->bin.b, v = val->bin.a;
+  int64_t d;
+  if (acc->kind != MLC_EXPR_LOAD || acc->load.buf != s->store.buf ||
+      !mlc_expr_const_diff(c->a, acc->load.indices[0], s->store.indices[0], &d) || d != 0 ||
+      reads_buffer(c, v, s->store.buf, NULL))
+    return NULL;
+  return v;
+}
+
+/* A reduction over the lanes of a vectorized loop: every lane updates
+ * the same element B[i] = B[i] op v (a reduce loop vectorized, see
+ * mlc_sched_vectorize). v is computed on all lanes at once and its lanes
+ * combined as a tree (cg_reduce_lanes), then into B[i]: the reduction
+ * reassociated, as a sum's rfactor over lanes is, where a lane loop would
+ * take a chain of n dependent operations. float32 and 32/64-bit integers;
+ * false (the caller runs the lanes in order) for anything else. */
+static bool gen_lane_reduction(cg *c, const mlc_stmt *s) {
+  mlc_dtype t = s->store.buf->dtype;
+  mlc_expr_kind op;
+  const mlc_expr *v = reduced_value(c, s, &op);
+  if (!v || !cg_uses_lane(c, v) || v->dtype != t ||
+      (t != MLC_FLOAT32 && t != MLC_INT32 && t != MLC_INT64))
+    return false;
+  LLVMValueRef lanes = cg_splat(c, cg_expr(c, v), c->lanes);
+  LLVMValueRef part = cg_reduce_lanes(c, op, t, lanes);
+  int n = c->lanes;
+  c->lanes = 0;
+  cg_buf *b = cg_lookup_buf(c, s->store.buf);
+  LLVMValueRef p = cg_index_ptr(c, b, s->store.indices[0]);
+  LLVMValueRef acc = LLVMBuildLoad2(c->b, cg_mem_type(c, t), p, "");
+  LLVMSetAlignment(acc, (unsigned)mlc_dtype_bytes(t));
+  LLVMSetAlignment(LLVMBuildStore(c->b, cg_combine(c, op, t, acc, part), p), (unsigned)mlc_dtype_bytes(t));
+  c->lanes = n;
+  return true;
+}
+
 /* A store inside a vectorized loop: one vector store when the index is
  * unit-stride and no lane reads another lane's element; lane by lane
  * (scatter) when lanes cannot collide; a serial lane loop otherwise. */
@@ -504,7 +549,7 @@ static void gen_store_vector(cg *c, const mlc_stmt *s) {
   mlc_dtype t = buf->dtype;
   if (!cg_uses_lane(c, idx)) {
     if (!cg_uses_lane(c, val) && !reads_buffer(c, val, buf, NULL)) gen_store_scalar(c, s);
-    else lane_loop(c, s);
+    else if (!gen_lane_reduction(c, s)) lane_loop(c, s);
     return;
   }
   const mlc_expr *base;

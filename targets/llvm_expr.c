@@ -477,6 +477,34 @@ static LLVMValueRef cg_binary(cg *c, const mlc_expr *e) {
   return mlc_dtype_is_float(t) ? float_binary(c, k, t, x, y) : int_binary(c, k, t, x, y);
 }
 
+LLVMValueRef cg_combine(cg *c, mlc_expr_kind op, mlc_dtype t, LLVMValueRef x, LLVMValueRef y) {
+  return mlc_dtype_is_float(t) ? float_binary(c, op, t, x, y) : int_binary(c, op, t, x, y);
+}
+
+/* Lanes [from, from + n) of v as a vector of n lanes. */
+static LLVMValueRef lanes_slice(cg *c, LLVMValueRef v, int from, int n) {
+  LLVMValueRef mask[CG_MAX_LANES];
+  for (int i = 0; i < n; i++) mask[i] = LLVMConstInt(c->t_i32, (unsigned long long)(from + i), 0);
+  return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(LLVMTypeOf(v)), LLVMConstVector(mask, (unsigned)n), "");
+}
+
+LLVMValueRef cg_reduce_lanes(cg *c, mlc_expr_kind op, mlc_dtype t, LLVMValueRef v) {
+  int n = lanes_of(v);
+  LLVMValueRef odd = NULL; /* the lanes left over by odd halvings, combined */
+  while (n > 1) {
+    int h = n / 2;
+    if (n % 2) {
+      LLVMValueRef last = LLVMBuildExtractElement(c->b, v, LLVMConstInt(c->t_i32, (unsigned long long)(n - 1), 0), "");
+      odd = odd ? cg_combine(c, op, t, odd, last) : last;
+    }
+    LLVMValueRef lo = lanes_slice(c, v, 0, h), hi = lanes_slice(c, v, h, h);
+    v = cg_combine(c, op, t, lo, hi);
+    n = h;
+  }
+  LLVMValueRef r = LLVMBuildExtractElement(c->b, v, LLVMConstInt(c->t_i32, 0, 0), "");
+  return odd ? cg_combine(c, op, t, r, odd) : r;
+}
+
 /* a and b / a or b with b evaluated only when needed (scalar mode). */
 static LLVMValueRef cg_lazy_logic(cg *c, const mlc_expr *e) {
   bool is_and = e->kind == MLC_EXPR_AND;

@@ -62,6 +62,9 @@ typedef struct cg {
   LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_void, t_i8p;
 } cg;
 
+/* Lanes of a vectorized loop: 1 to this many. */
+#define CG_MAX_LANES 64
+
 /* llvm_expr.c */
 LLVMTypeRef cg_scalar_type(cg *c, mlc_dtype t); /* bool: i1 */
 LLVMTypeRef cg_mem_type(cg *c, mlc_dtype t);    /* bool: i8, bfloat16: i16 */
@@ -90,6 +93,11 @@ LLVMValueRef cg_elem_ptr(cg *c, cg_buf *b, LLVMValueRef idx);
 LLVMValueRef cg_call_named(cg *c, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
                            LLVMValueRef *args, int n);
 LLVMBasicBlockRef cg_new_block(cg *c, const char *name);
+/* The n lanes of vector v combined by op (ADD, MUL, MAX, MIN) as a tree:
+ * halves combined until one lane is left; a scalar of type t. */
+LLVMValueRef cg_reduce_lanes(cg *c, mlc_expr_kind op, mlc_dtype t, LLVMValueRef v);
+/* Scalar or vector x op y for one of cg_reduce_lanes's ops. */
+LLVMValueRef cg_combine(cg *c, mlc_expr_kind op, mlc_dtype t, LLVMValueRef x, LLVMValueRef y);
 
 /* llvm_builtins.c: extern names expanded inline into CPU instructions
  * ("mlc_x86_vpdpbusd_16x4", mlc_target_is_builtin). check: true when e (a

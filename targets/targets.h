@@ -41,11 +41,13 @@
  * environment overrides it), cost the codegen's estimate of one
  * iteration's work (stores executed). Link with libmlcrt.a and -lpthread.
  *
- * Floating point. No reassociation: LLVM 14's C API cannot set per-
- * instruction fast-math flags, and reductions then keep the interpreter's
- * order. float32 `a * b + c` is emitted as llvm.fmuladd (contraction: one
- * rounding instead of two where the CPU has FMA), so results differ from
- * the interpreter by rounding only. float16 values are stored as IEEE half
+ * Floating point. Reductions keep the interpreter's order (no fast-math
+ * flags: LLVM 14's C API cannot set them per instruction) except over the
+ * lanes of a vectorized reduce loop, which the schedule asked for
+ * (mlc_sched_vectorize): there the lanes combine as a tree. float32
+ * `a * b + c` is emitted as llvm.fmuladd (contraction: one rounding
+ * instead of two where the CPU has FMA), so results differ from the
+ * interpreter by rounding only. float16 values are stored as IEEE half
  * and every operation rounds to half, as the interpreter does; intrinsics
  * (exp, tanh, ...) on float16 compute in float32.
  *
@@ -53,8 +55,9 @@
  * unrolled while emitting when the extent is constant and the body small
  * (else they get llvm.loop.unroll metadata); vectorized loops become LLVM
  * vector operations (constant extent 1..64; unit-stride accesses as vector
- * loads/stores, lane-invariant values broadcast, other accesses and
- * statements whose lanes could interact done lane by lane); parallel loops
+ * loads/stores, lane-invariant values broadcast, every lane updating one
+ * element by a sum, product, max or min as one tree over the lanes, other
+ * accesses and statements whose lanes could interact done lane by lane); parallel loops
  * are outlined and run through mlc_parallel_for. Errors: a vectorized loop
  * with a non-constant or too-large extent, nested parallel loops, a
  * parallel loop inside a vectorized one, and thread-bound loops on `llvm`.

@@ -628,12 +628,12 @@ static void test_loop_kind_refusals(void) {
   OK(mlc_sched_sample_categorical(s, 2, (int64_t[]){4, 8}, (double[]){0.5, 0.5}, &v, err));
   OK(mlc_sched_split(s, j, 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(4)}, true, o, err));
   OK(mlc_sched_bind(s, i, "blockIdx.x", err));
-  /* j is gone (split), i is bound, k is a reduction loop. */
+  /* j is gone (split), i is bound, k is a reduction loop (vectorize may
+   * take it: tests/test_schedule_reduce.c). */
   REFUSED(s, mlc_sched_parallel(s, k, err),
           "parallel: l3 (loop k): block \"C\" binds its reduce iter vk to this loop");
   REFUSED(s, mlc_sched_parallel(s, b, err), "parallel: b0 (block C) is a block, expected a loop");
   REFUSED(s, mlc_sched_parallel(s, j, err), "parallel: l2 (loop j) is no longer in the function");
-  REFUSED(s, mlc_sched_vectorize(s, k, err), "vectorize: l3 (loop k): block \"C\" binds its reduce");
   REFUSED(s, mlc_sched_vectorize(s, v, err), "vectorize: v4 is a sampled value, expected a loop");
   REFUSED(s, mlc_sched_vectorize(s, j, err), "no longer in the function");
   REFUSED(s, mlc_sched_unroll(s, b, err), "unroll: b0 (block C) is a block");
@@ -656,6 +656,18 @@ static void test_loop_kind_refusals(void) {
   OK(mlc_sched_vectorize(c, i, err));
   OK(mlc_sched_unroll(c, i, err));
   OK(mlc_sched_bind(c, i, "blockIdx.y", err));
+  mlc_sched_free(c);
+  /* Vectors do not nest: j_1 vectorized, then j_0 around it or k inside
+   * it (or the other way) is refused; j_1 again is not. */
+  c = mlc_sched_copy(s);
+  OK(mlc_sched_vectorize(c, o[1], err));
+  OK(mlc_sched_vectorize(c, o[1], err));
+  REFUSED(c, mlc_sched_vectorize(c, o[0], err),
+          "vectorize: l5 (loop j_0): loop j_1 inside it is vectorized already (vectors do not nest)");
+  mlc_sched_free(c);
+  c = mlc_sched_copy(s);
+  OK(mlc_sched_vectorize(c, o[0], err));
+  REFUSED(c, mlc_sched_vectorize(c, o[1], err), "loop j_0 around it is vectorized already");
   mlc_sched_free(c);
   mlc_sched_free(s);
 }

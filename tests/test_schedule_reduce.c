@@ -934,17 +934,17 @@ static void test_rfactor_refusals(void) {
   s = mlc_sched_new(f, 1);
   loops_of(s, "B", &lb);
   REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err),
-          "rfactor: l2 (loop k): block \"B\": the update of B is not a recognised commutative reducer");
+          "rfactor: l2 (loop k): block \"B\": its update does not read the element it writes");
   mlc_sched_free(s);
   f = reduction("T.float32(1)", "B[vi] + A[vi, vk]");
   s = mlc_sched_new(f, 1);
   loops_of(s, "B", &lb);
-  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "the init value is not the identity of the sum reducer");
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "block \"B\": its init is not the identity of its reduction");
   mlc_sched_free(s);
   f = reduction("T.float32(0)", "B[vi] + B[vi] * A[vi, vk]");
   s = mlc_sched_new(f, 1);
   loops_of(s, "B", &lb);
-  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "the reduced value reads B itself");
+  REFUSED(s, mlc_sched_rfactor(s, lb[1], 0, &out, err), "its update reads the buffer it reduces into elsewhere");
   mlc_sched_free(s);
   f = reduction("T.float32(0)", "B[vi] + A[vi, vk]");
   s = mlc_sched_new(f, 1);
@@ -1571,6 +1571,43 @@ static void test_random_sequences(void) {
   CHECK(st.applied[0] > 50 && st.applied[1] > 50 && st.applied[2] > 50);
 }
 
+/* vectorize of a reduce loop: its lanes update one element, combined as a
+ * tree (codegen), for a block whose reduction is a reducer's (a sum, a max
+ * split by 8 so the lanes are an inner part, its init then decomposed
+ * out); refused for any other update, and for parallel. */
+static void test_vectorize_reduction(void) {
+  mlc_rv *lb, parts[2];
+  mlc_prim_func *f = reduction("T.float32(0)", "B[vi] + A[vi, vk]");
+  mlc_sched *s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  OK(mlc_sched_vectorize(s, lb[1], err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  f = reduction("T.float32(-3.4028234663852886e+38)", "T.max(B[vi], A[vi, vk])");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  mlc_rv i = lb[0];
+  OK(mlc_sched_split(s, lb[1], 2, (mlc_operand[]){MLC_OP_NONE, MLC_OP_INT(8)}, true, parts, err));
+  OK(mlc_sched_vectorize(s, parts[1], err));
+  OK(mlc_sched_parallel(s, i, err));
+  OK(mlc_sched_decompose_reduction(s, block_of(s, "B"), parts[0], &(mlc_rv){0}, err));
+  SAME_AS_LLVM(f, s);
+  mlc_sched_free(s);
+  f = reduction("T.float32(0)", "B[vi] * T.float32(0.5) + A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_vectorize(s, lb[1], err),
+          "vectorize: l2 (loop k): block \"B\" binds its reduce iter vk to this loop, and its update does not "
+          "read the element it writes (a vectorized reduction needs a sum, product, max or min)");
+  mlc_sched_free(s);
+  f = reduction("T.float32(0)", "B[vi] + A[vi, vk]");
+  s = mlc_sched_new(f, 1);
+  loops_of(s, "B", &lb);
+  REFUSED(s, mlc_sched_parallel(s, lb[1], err),
+          "parallel: l2 (loop k): block \"B\" binds its reduce iter vk to this loop; only spatial iters");
+  mlc_sched_free(s);
+}
+
 int main(void) {
   TA = mlc_arena_new();
   mlc_target_host(&host);
@@ -1587,6 +1624,7 @@ int main(void) {
   RUN(test_rfactor_fused_variants);
   RUN(test_rfactor_annotations);
   RUN(test_rfactor_fused_refusals);
+  RUN(test_vectorize_reduction);
   RUN(test_blockize_numeric);
   RUN(test_blockize_refusals);
   RUN(test_split_inside_blockized);
