@@ -210,17 +210,55 @@ static int vector_count(const mlc_block *b, const tuner_site *site, int64_t boun
   return prod >= 2 ? k : 0;
 }
 
+/* Whether one more iteration of `loop` moves some read of the block one
+ * element along its last dimension. */
+static bool reads_along(mlc_arena *a, const mlc_block *b, const mlc_stmt *realize, const mlc_stmt *loop) {
+  if (b->n_iters > TUNER_MAX_LOOPS) return false;
+  mlc_var *iv[TUNER_MAX_LOOPS], *x = loop->loop.var;
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_expr *x1 = mlc_add(a, mlc_ref(a, x), mlc_int_t(a, x->dtype, 1));
+  for (int k = 0; k < b->n_reads; k++) {
+    const mlc_region *r = &b->reads[k];
+    if (r->buf->ndim == 0) continue;
+    mlc_expr *idx = mlc_expr_subst(a, r->ranges[r->buf->ndim - 1].min, b->n_iters, iv, realize->realize.values);
+    int64_t diff;
+    if (mlc_expr_const_diff(a, mlc_expr_subst(a, idx, 1, &x, &x1), idx, &diff) && diff == 1) return true;
+  }
+  return false;
+}
+
+/* The loop right around a reduction block that reduces along a row of
+ * at most `bound` elements (a write-back of lane partials, a short row):
+ * vectorized, its lanes combined as a tree; NULL for any other. */
+static const mlc_stmt *lane_reduce_loop(const mlc_block *b, const tuner_site *site, int64_t bound) {
+  mlc_reducer r;
+  if (site->n_loops < 1 || mlc_block_reducer(b, &r)) return NULL;
+  const mlc_stmt *l = site->loops[site->n_loops - 1];
+  int64_t e = tuner_loop_extent(l), mn;
+  if (l->loop.body != site->realize || l->loop.kind != MLC_FOR_SERIAL || e < 2 || e > bound ||
+      !mlc_expr_is_const_int(l->loop.min, &mn) || mn != 0 || tuner_loop_is_spatial(l))
+    return NULL;
+  mlc_arena *a = mlc_arena_new();
+  bool along = reads_along(a, b, site->realize, l);
+  mlc_arena_free(a);
+  return along ? l : NULL;
+}
+
 static void rewrite_vectorize(mlc_sched *s, int64_t bound, int nb, const char **names) {
   for (int i = 0; i < nb; i++) {
     const mlc_block *b = tuner_find_block(mlc_sched_func(s), names[i]);
     tuner_site site;
     if (!b || !is_leaf_block(b) || !tuner_find_site(mlc_sched_func(s), b, &site)) continue;
     int k = vector_count(b, &site, bound);
-    mlc_rv brv, fused;
+    const mlc_stmt *lanes = k > 0 ? NULL : lane_reduce_loop(b, &site, bound);
+    mlc_rv brv, fused, *loops;
     mlc_error e;
     if (k > 0 && mlc_sched_get_block(s, names[i], NULL, &brv, &e) &&
         fuse_loops(s, brv, site.n_loops - k, k, &fused))
       mlc_sched_vectorize(s, fused, &e);
+    if (lanes && mlc_sched_get_block(s, names[i], NULL, &brv, &e) &&
+        mlc_sched_get_loops(s, brv, &loops, &e) == site.n_loops)
+      mlc_sched_vectorize(s, loops[site.n_loops - 1], &e);
   }
 }
 
