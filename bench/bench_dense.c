@@ -2,11 +2,13 @@
  * the weight packed by the layout pass ([N/n, K, n], the register tile)
  * against the same layer with w an input (today's plain kernel, w [N, K]
  * read by rows of j) and OpenBLAS sgemm (trans_b, the bias left out), all
- * in one process, in interleaved rounds. Shapes: the encoder's fused
- * dense + add (128x256x256) and ResNet-18's classifier (1x1000x512).
+ * in one process, in interleaved rounds. Shapes (MxNxK): the encoder's
+ * fused dense + add (128x256x256) and ResNet-18's classifier
+ * (1x1000x512), or those of --shape (repeatable; BERT-base's at 128
+ * tokens: 128x768x768, 128x3072x768, 128x768x3072).
  * Each variant's output is checked against the plain C evaluation first.
  *
- *   bench_dense [--results FILE] [--rounds R]
+ *   bench_dense [--results FILE] [--rounds R] [--shape MxNxK ...]
  */
 #include "bench/results.h"
 #include "frontend/frontend.h"
@@ -17,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MAX_SHAPES 8
 
 static void die(const char *what, const char *msg) {
   fprintf(stderr, "bench_dense: error: %s: %s\n", what, msg);
@@ -117,24 +121,35 @@ static void bench_shape(mlc_arena *a, const mlc_target *t, int M, int N, int K, 
 int main(int argc, char **argv) {
   bench_openblas_coretype(argv);
   const char *results = "bench/results.json";
-  int rounds = 7;
+  int rounds = 7, ns = 0;
+  int shapes[MAX_SHAPES][3];
   for (int i = 1; i < argc; i++) {
+    int *sh = ns < MAX_SHAPES ? shapes[ns] : NULL;
+    char end;
     if (strcmp(argv[i], "--results") == 0 && i + 1 < argc) results = argv[++i];
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && sh &&
+             sscanf(argv[++i], "%dx%dx%d%c", &sh[0], &sh[1], &sh[2], &end) == 3 && sh[0] > 0 && sh[1] > 0 &&
+             sh[2] > 0 && (double)sh[0] * sh[1] * sh[2] <= 0x1p32)
+      ns++;
     else {
-      fprintf(stderr, "usage: bench_dense [--results FILE] [--rounds R]\n");
+      fprintf(stderr, "usage: bench_dense [--results FILE] [--rounds R] [--shape MxNxK ...] (at most %d shapes, "
+                      "each dimension >= 1, M*N*K <= 2^32)\n", MAX_SHAPES);
       return 2;
     }
   }
   if (rounds < 1) rounds = 1;
+  if (ns == 0) {
+    memcpy(shapes[ns++], (int[3]){128, 256, 256}, sizeof shapes[0]);
+    memcpy(shapes[ns++], (int[3]){1, 1000, 512}, sizeof shapes[0]);
+  }
   mlc_error err;
   mlc_target t;
   mlc_target_host(&t);
   mlc_arena *a = mlc_arena_new();
-  bench_case cs[6];
+  bench_case cs[3 * MAX_SHAPES];
   int nc = 0;
-  bench_shape(a, &t, 128, 256, 256, rounds, cs, &nc);
-  bench_shape(a, &t, 1, 1000, 512, rounds, cs, &nc);
+  for (int k = 0; k < ns; k++) bench_shape(a, &t, shapes[k][0], shapes[k][1], shapes[k][2], rounds, cs, &nc);
   for (int i = 0; i < nc; i++) bench_print(&cs[i]);
   if (!bench_write_results(results, nc, cs, &err)) die(results, err.msg);
   mlc_arena_free(a);

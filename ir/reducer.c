@@ -6,41 +6,25 @@
 #include <float.h>
 #include <stdint.h>
 
+static bool same_element(int ndim, mlc_expr *const *x, mlc_expr *const *y);
+
 /* The same expression, operation by operation (vars and buffers by
  * identity). */
 static bool expr_same(const mlc_expr *x, const mlc_expr *y) {
   if (x == y) return true;
   if (x->kind != y->kind || x->dtype != y->dtype) return false;
+  if (mlc_expr_kind_is_binary(x->kind)) return expr_same(x->bin.a, y->bin.a) && expr_same(x->bin.b, y->bin.b);
   switch (x->kind) {
   case MLC_EXPR_INT_IMM: return x->int_val == y->int_val;
   case MLC_EXPR_FLOAT_IMM: return x->float_val == y->float_val;
   case MLC_EXPR_VAR: return x->var == y->var;
-  case MLC_EXPR_ADD:
-  case MLC_EXPR_SUB:
-  case MLC_EXPR_MUL:
-  case MLC_EXPR_DIV:
-  case MLC_EXPR_FLOORDIV:
-  case MLC_EXPR_FLOORMOD:
-  case MLC_EXPR_MIN:
-  case MLC_EXPR_MAX:
-  case MLC_EXPR_EQ:
-  case MLC_EXPR_NE:
-  case MLC_EXPR_LT:
-  case MLC_EXPR_LE:
-  case MLC_EXPR_GT:
-  case MLC_EXPR_GE:
-  case MLC_EXPR_AND:
-  case MLC_EXPR_OR: return expr_same(x->bin.a, y->bin.a) && expr_same(x->bin.b, y->bin.b);
   case MLC_EXPR_NOT: return expr_same(x->bin.a, y->bin.a);
   case MLC_EXPR_SELECT:
   case MLC_EXPR_IF_THEN_ELSE:
     return expr_same(x->sel.cond, y->sel.cond) && expr_same(x->sel.t, y->sel.t) &&
            expr_same(x->sel.f, y->sel.f);
   case MLC_EXPR_LOAD:
-    if (x->load.buf != y->load.buf) return false;
-    for (int i = 0; i < x->load.buf->ndim; i++)
-      if (!expr_same(x->load.indices[i], y->load.indices[i])) return false;
-    return true;
+    return x->load.buf == y->load.buf && same_element(x->load.buf->ndim, x->load.indices, y->load.indices);
   case MLC_EXPR_CAST: return expr_same(x->cast.value, y->cast.value);
   case MLC_EXPR_CALL:
     if (x->call.op != y->call.op) return false;
@@ -48,8 +32,8 @@ static bool expr_same(const mlc_expr *x, const mlc_expr *y) {
       if (!expr_same(x->call.args[i], y->call.args[i])) return false;
     return true;
   case MLC_EXPR_CALL_EXTERN: return false; /* may have effects: never the same */
+  default: mlc_unreachable();
   }
-  mlc_unreachable();
 }
 
 static bool same_element(int ndim, mlc_expr *const *x, mlc_expr *const *y) {
