@@ -404,10 +404,13 @@ static int64_t stmt_cost(const mlc_stmt *s) {
   mlc_unreachable();
 }
 
-/* A parallel loop: the body becomes S.parK.body(i, captured...), called by
- * S.parK(i, closure) from mlc_parallel_for. Everything bound now (buffers,
- * loop vars) is captured; the closure lives in this function's frame. The
- * runtime gets the target's core count and the body's cost (stmt_cost). */
+/* A parallel loop: the body becomes S.parK.body(i, captured...), called
+ * for i in [lo, hi) by S.parK(lo, hi, closure), which mlc_parallel_for_range
+ * calls once a chunk (the closure unpacked once, and the inlined body's
+ * loop-invariant work hoisted out of the chunk's loop). Everything bound
+ * now (buffers, loop vars) is captured; the closure lives in this
+ * function's frame. The runtime gets the target's core count and the
+ * body's cost (stmt_cost). */
 static void gen_parallel(cg *c, const mlc_stmt *s) {
   int nb = c->bufs.len, nv = c->vars.len, np = nb + nv + 2;
   LLVMTypeRef *pt = MLC_NEW_ARRAY(c->a, LLVMTypeRef, np);
@@ -420,8 +423,8 @@ static void gen_parallel(cg *c, const mlc_stmt *s) {
   LLVMValueRef body_fn = add_internal_fn(c, mlc_arena_printf(c->a, "%s.body", name), pt, np, true);
   for (int i = 0; i < nb; i++)
     if (c->bufs.data[i].noalias) add_attr(c, body_fn, (LLVMAttributeIndex)(2 + i), "noalias");
-  LLVMTypeRef tramp_params[2] = {c->t_i64, c->t_i8p};
-  LLVMValueRef tramp = add_internal_fn(c, name, tramp_params, 2, false);
+  LLVMTypeRef tramp_params[3] = {c->t_i64, c->t_i64, c->t_i8p};
+  LLVMValueRef tramp = add_internal_fn(c, name, tramp_params, 3, false);
 
   /* Here: fill the closure and call the runtime. */
   LLVMTypeRef st = LLVMStructTypeInContext(c->ctx, pt + 1, (unsigned)(np - 1), 0);
@@ -436,17 +439,30 @@ static void gen_parallel(cg *c, const mlc_stmt *s) {
   LLVMValueRef rt_args[5] = {n, tramp, LLVMBuildBitCast(c->b, cl, c->t_i8p, ""),
                              LLVMConstInt(c->t_i32, (unsigned long long)c->target->num_cores, 0),
                              LLVMConstInt(c->t_i64, (unsigned long long)stmt_cost(s->loop.body), 0)};
-  cg_call_named(c, "mlc_parallel_for", c->t_void, rt_params, rt_args, 5);
+  cg_call_named(c, "mlc_parallel_for_range", c->t_void, rt_params, rt_args, 5);
 
-  /* The trampoline: unpack the closure. */
+  /* The trampoline: unpack the closure, then the body for lo <= i < hi
+   * (lo < hi: the runtime hands out no empty range). */
   LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
-  LLVMPositionBuilderAtEnd(tb, LLVMAppendBasicBlockInContext(c->ctx, tramp, "entry"));
-  LLVMValueRef clp = LLVMBuildBitCast(tb, LLVMGetParam(tramp, 1), LLVMPointerType(st, 0), "");
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, tramp, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c->ctx, tramp, "iter");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, tramp, "done");
+  LLVMPositionBuilderAtEnd(tb, entry);
+  LLVMValueRef clp = LLVMBuildBitCast(tb, LLVMGetParam(tramp, 2), LLVMPointerType(st, 0), "");
   LLVMValueRef *args = MLC_NEW_ARRAY(c->a, LLVMValueRef, np);
-  args[0] = LLVMGetParam(tramp, 0);
   for (int f = 0; f < np - 1; f++)
     args[1 + f] = LLVMBuildLoad2(tb, pt[1 + f], LLVMBuildStructGEP2(tb, st, clp, (unsigned)f, ""), "");
+  LLVMBuildBr(tb, loop);
+  LLVMPositionBuilderAtEnd(tb, loop);
+  LLVMValueRef iter = LLVMBuildPhi(tb, c->t_i64, "i");
+  args[0] = iter;
   LLVMBuildCall2(tb, LLVMGlobalGetValueType(body_fn), body_fn, args, (unsigned)np, "");
+  LLVMValueRef next = LLVMBuildNSWAdd(tb, iter, LLVMConstInt(c->t_i64, 1, 0), "");
+  LLVMValueRef in[2] = {LLVMGetParam(tramp, 0), next};
+  LLVMBasicBlockRef from[2] = {entry, loop};
+  LLVMAddIncoming(iter, in, from, 2);
+  LLVMBuildCondBr(tb, LLVMBuildICmp(tb, LLVMIntSLT, next, LLVMGetParam(tramp, 1), ""), loop, done);
+  LLVMPositionBuilderAtEnd(tb, done);
   LLVMBuildRetVoid(tb);
   LLVMDisposeBuilder(tb);
 

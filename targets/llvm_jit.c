@@ -2,7 +2,7 @@
  *
  * One LLJIT for the process, created on first use and kept until exit. Its
  * main JITDylib defines, as absolute symbols, exactly what emitted objects
- * may call (the runtime's mlc_parallel_for and mlc_rt_sgemm, and the libc/libm functions
+ * may call (the runtime's mlc_parallel_for_range and mlc_rt_sgemm, and the libc/libm functions
  * LLVM's code generator and our codegen emit calls to), so loading never
  * searches the process. Each load gets its own resource tracker; unloading
  * removes it, which frees that object's code and data, so a tuner can load
@@ -88,6 +88,7 @@ static bool define_user_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
 static bool define_symbols(LLVMOrcLLJITRef j, mlc_error *err) {
   const abs_sym syms[] = {
       {"mlc_parallel_for", (void *)mlc_parallel_for},
+      {"mlc_parallel_for_range", (void *)mlc_parallel_for_range},
       {"mlc_rt_amx_enable", (void *)mlc_rt_amx_enable},
       {"mlc_rt_sgemm", (void *)mlc_rt_sgemm},
       {"mlc_rt_workspace_alloc", (void *)mlc_rt_workspace_alloc},

@@ -34,9 +34,10 @@
  * with noalias parameters) have internal linkage. Objects are PIC and refer
  * only to libc/libm (malloc, free, aligned_alloc, memset, memcpy, expf,
  * tanhf, erff, ...) and to the runtime library build/libmlcrt.a:
- *   void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure),
- *                         void *closure, int32_t num_threads, int64_t cost);
- * which runs fn(0..n-1) on the runtime's thread team (targets/runtime/
+ *   void mlc_parallel_for_range(int64_t n, void (*fn)(int64_t lo, int64_t hi,
+ *                               void *closure), void *closure, int32_t num_threads,
+ *                               int64_t cost);
+ * which runs fn on ranges covering 0..n-1 on the runtime's thread team (targets/runtime/
  * mlcrt.h); num_threads is the target's -num-cores (MLC_NUM_THREADS in the
  * environment overrides it), cost the codegen's estimate of one
  * iteration's work (stores executed). Link with libmlcrt.a and -lpthread.
@@ -58,7 +59,7 @@
  * loads/stores, lane-invariant values broadcast, every lane updating one
  * element by a sum, product, max or min as one tree over the lanes, other
  * accesses and statements whose lanes could interact done lane by lane); parallel loops
- * are outlined and run through mlc_parallel_for. Errors: a vectorized loop
+ * are outlined and run through mlc_parallel_for_range. Errors: a vectorized loop
  * with a non-constant or too-large extent, nested parallel loops, a
  * parallel loop inside a vectorized one, and thread-bound loops on `llvm`.
  */

@@ -85,6 +85,46 @@ static void test_every_extent(void) {
   unsetenv("MLC_NUM_THREADS");
 }
 
+/* mlc_parallel_for_range hands out non-empty ranges that cover [0, n)
+ * once, each on one thread: a serial loop (one thread, a cheap loop) as
+ * one range, a parallel one as its chunks. */
+typedef struct ranges {
+  int count[MAXN];
+  int calls;
+  bool empty, whole;
+} ranges;
+
+static void range_fn(int64_t lo, int64_t hi, void *closure) {
+  ranges *r = closure;
+  if (lo >= hi) r->empty = true;
+  if (lo == 0 && hi > 0 && r->count[hi - 1] == 0) r->whole = true;
+  for (int64_t i = lo; i < hi; i++) __atomic_add_fetch(&r->count[i], 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&r->calls, 1, __ATOMIC_RELAXED);
+}
+
+static void test_ranges(void) {
+  int64_t costs[] = {1, BIG_COST};
+  for (int nt = 1; nt <= 4; nt++)
+    for (int c = 0; c < 2; c++) {
+      set_threads(nt);
+      for (int64_t n = 0; n <= 100; n++) {
+        ranges *r = calloc(1, sizeof *r);
+        mlc_parallel_for_range(n, range_fn, r, 0, costs[c]);
+        int bad = 0;
+        for (int64_t i = 0; i < MAXN; i++) bad += r->count[i] != (i < n);
+        CHECK_MSG(bad == 0 && !r->empty, "threads %d, cost %lld, n %lld: %d iterations ran other than once%s",
+                  nt, (long long)costs[c], (long long)n, bad, r->empty ? ", an empty range" : "");
+        bool serial = nt == 1 || n <= 1 || costs[c] == 1;
+        if (serial && n > 0)
+          CHECK_MSG(r->calls == 1 && r->whole, "threads %d, n %lld: a serial loop in %d calls", nt,
+                    (long long)n, r->calls);
+        if (!serial && n >= 16) CHECK_MSG(r->calls > 1, "threads %d, n %lld: one range", nt, (long long)n);
+        free(r);
+      }
+    }
+  unsetenv("MLC_NUM_THREADS");
+}
+
 /* Cheap loops too (chunks of many iterations, or serial), and the target's
  * core count when MLC_NUM_THREADS is unset. */
 static void test_cost_and_default_threads(void) {
@@ -368,6 +408,7 @@ static void test_workspace_threads(void) {
 
 int main(void) {
   RUN(test_every_extent);
+  RUN(test_ranges);
   RUN(test_cost_and_default_threads);
   RUN(test_uses_threads);
   RUN(test_same_part_each_call);

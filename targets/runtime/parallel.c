@@ -1,4 +1,5 @@
-/* mlc_parallel_for on our own thread team (see mlcrt.h for the contract).
+/* mlc_parallel_for_range (and mlc_parallel_for on it) on our own thread
+ * team (see mlcrt.h for the contract).
  *
  * Why not OpenMP: an OpenMP parallel region ends at a barrier that every
  * thread of the team must reach, so on a machine where another process
@@ -98,7 +99,7 @@ typedef struct team {
   _Alignas(64) uint64_t state; /* gen << 32 | nchunks */
   /* The current loop; read by workers only between a load of `state` and
    * a successful CAS of it (see above). Accessed atomically (relaxed). */
-  void (*fn)(int64_t, void *);
+  void (*fn)(int64_t, int64_t, void *);
   void *closure;
   int64_t n, chunk;
   int32_t participants; /* threads that may take part, the caller included */
@@ -197,7 +198,7 @@ static bool claim(team *t, int q, uint32_t gen, uint32_t *k) {
 static void run_chunks(team *t, int index) {
   uint64_t s = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
   uint32_t gen = st_gen(s), nchunks = st_nchunks(s);
-  void (*fn)(int64_t, void *) = __atomic_load_n(&t->fn, __ATOMIC_RELAXED);
+  void (*fn)(int64_t, int64_t, void *) = __atomic_load_n(&t->fn, __ATOMIC_RELAXED);
   void *closure = __atomic_load_n(&t->closure, __ATOMIC_RELAXED);
   int64_t n = __atomic_load_n(&t->n, __ATOMIC_RELAXED);
   int64_t chunk = __atomic_load_n(&t->chunk, __ATOMIC_RELAXED);
@@ -209,7 +210,7 @@ static void run_chunks(team *t, int index) {
   for (int i = 0; i < parts; i++)
     for (int q = (index + 1 + i) % parts; claim(t, q, gen, &k);) {
       int64_t lo = (int64_t)k * chunk, hi = lo + chunk < n ? lo + chunk : n;
-      for (int64_t j = lo; j < hi; j++) fn(j, closure);
+      fn(lo, hi, closure);
       if (__atomic_add_fetch(&t->done, 1, __ATOMIC_SEQ_CST) == nchunks &&
           __atomic_load_n(&t->caller_waiting, __ATOMIC_SEQ_CST))
         futex(&t->done, FUTEX_WAKE_PRIVATE, 1);
@@ -356,9 +357,6 @@ static team *get_team(void) {
 
 /* ---- the loop ----------------------------------------------------------------- */
 
-static void run_serial(int64_t n, void (*fn)(int64_t, void *), void *closure) {
-  for (int64_t i = 0; i < n; i++) fn(i, closure);
-}
 
 /* Iterations per chunk: about CHUNKS_PER_THREAD chunks per thread, none
  * cheaper than MIN_CHUNK_COST, at most MAX_CHUNKS chunks. */
@@ -387,14 +385,14 @@ static void wait_done(team *t, uint32_t nchunks) {
   }
 }
 
-void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *closure,
-                      int32_t num_threads, int64_t cost) {
+void mlc_parallel_for_range(int64_t n, void (*fn)(int64_t lo, int64_t hi, void *closure), void *closure,
+                            int32_t num_threads, int64_t cost) {
   if (n <= 0) return;
   if (cost < 1) cost = 1;
   int nt = mlc_rt_num_threads(num_threads);
   if (nt <= 1 || n == 1 || t_in_region ||
       (cost < MIN_PARALLEL_COST && n * cost < MIN_PARALLEL_COST)) {
-    run_serial(n, fn, closure);
+    fn(0, n, closure);
     return;
   }
   int64_t chunk = chunk_size(n, cost, nt);
@@ -404,7 +402,7 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
   /* Another thread of the process runs a loop on the team: run this one
    * serially rather than wait for it. */
   if (!t || pthread_mutex_trylock(&t->region) != 0) {
-    run_serial(n, fn, closure);
+    fn(0, n, closure);
     return;
   }
   grow_team(t, parts - 1);
@@ -433,4 +431,21 @@ void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *clo
   wait_done(t, (uint32_t)nchunks);
   t_in_region = 0;
   pthread_mutex_unlock(&t->region);
+}
+
+/* mlc_parallel_for's iterations as ranges: fn on each index of one. */
+typedef struct each_index {
+  void (*fn)(int64_t i, void *closure);
+  void *closure;
+} each_index;
+
+static void run_each(int64_t lo, int64_t hi, void *p) {
+  const each_index *e = p;
+  for (int64_t i = lo; i < hi; i++) e->fn(i, e->closure);
+}
+
+void mlc_parallel_for(int64_t n, void (*fn)(int64_t i, void *closure), void *closure,
+                      int32_t num_threads, int64_t cost) {
+  each_index e = {fn, closure};
+  mlc_parallel_for_range(n, run_each, &e, num_threads, cost);
 }

@@ -3,7 +3,7 @@
 # local accumulator tile kept in registers over all of k. The generated IR
 # must use vector FMAs on the packed panel and a parallel-for.
 # expect-ir: call <16 x float> @llvm.fmuladd.v16f32(
-# expect-ir: call void @mlc_parallel_for(
+# expect-ir: call void @mlc_parallel_for_range(
 # from tvm.script import tir as T
 
 @T.prim_func

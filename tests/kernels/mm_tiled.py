@@ -3,7 +3,7 @@
 # initialization decomposed into its own block, the reduction loop outside
 # an unrolled i loop and a vectorized j loop, and a write-back block.
 # expect-ir: <8 x float>
-# expect-ir: call void @mlc_parallel_for(
+# expect-ir: call void @mlc_parallel_for_range(
 # from tvm.script import tir as T
 
 @T.prim_func

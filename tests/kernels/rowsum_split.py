@@ -2,7 +2,7 @@
 # 7 x 8 with T.where guarding the 6 columns past the end, the inner split
 # unrolled, partial sums in a local accumulator whose initialization was
 # decomposed into its own block, then written back.
-# expect-ir: call void @mlc_parallel_for(
+# expect-ir: call void @mlc_parallel_for_range(
 # from tvm.script import tir as T
 
 @T.prim_func
