@@ -516,9 +516,7 @@ static void gen_store_scalar(cg *c, const mlc_stmt *s) {
 static const mlc_expr *reduced_value(cg *c, const mlc_stmt *s, mlc_expr_kind *op) {
   const mlc_expr *val = s->store.value;
   *op = val->kind;
-  if (val->kind != MLC_EXPR_ADD && val->kind != MLC_EXPR_MUL && val->kind != MLC_EXPR_MAX &&
-      val->kind != MLC_EXPR_MIN)
-    return NULL;
+  if (!mlc_reducer_name(val->kind)) return NULL;
   const mlc_expr *acc = val->bin.a, *v = val->bin.b;
   if (acc->kind != MLC_EXPR_LOAD || acc->load.buf != s->store.buf) acc = val->bin.b, v = val->bin.a;
   int64_t d;

@@ -603,6 +603,7 @@ static void rows_outermost(mlc_sched *s, mlc_rv b, int depth) {
 static mlc_sched *rows_at(mlc_sched *s, int n, const mlc_rv *blocks, int depth, int64_t work) {
   int tile = row_tile(s, blocks, n, depth);
   mlc_sched *t = tile > 1 ? split_rows(s, blocks[n - 1], depth, tile) : NULL;
+  if (!t) tile = 1;
   mlc_sched *u = blocks_at(t ? t : s, n, blocks, depth);
   mlc_sched_free(t);
   if (!u) return NULL;
