@@ -297,7 +297,7 @@ static chunk *add_chunk(mlc_arena *a, size_t need) {
   return c;
 }
 
-void *mlc_arena_alloc(mlc_arena *a, size_t want) {
+void *mlc_arena_alloc_uninit(mlc_arena *a, size_t want) {
   size_t n = ((want + 15) & ~(size_t)15) + ARENA_GAP;
   if (n == 0) n = 16;
   chunk *c = a->head;
@@ -306,12 +306,17 @@ void *mlc_arena_alloc(mlc_arena *a, size_t want) {
   c->used += n;
   a->total += n;
   ASAN_UNPOISON_MEMORY_REGION(p, want);
+  return p;
+}
+
+void *mlc_arena_alloc(mlc_arena *a, size_t want) {
+  void *p = mlc_arena_alloc_uninit(a, want);
   memset(p, 0, want);
   return p;
 }
 
 void *mlc_arena_memdup(mlc_arena *a, const void *p, size_t n) {
-  void *q = mlc_arena_alloc(a, n);
+  void *q = mlc_arena_alloc_uninit(a, n);
   if (n) memcpy(q, p, n);
   return q;
 }

@@ -83,6 +83,9 @@ void mlc_arena_free(mlc_arena *a);
 /* Zeroed memory, 16-byte aligned. On failure: longjmp to the oom jump if
  * set, else abort. */
 void *mlc_arena_alloc(mlc_arena *a, size_t n);
+/* The same, not zeroed: for memory the caller writes whole before reading
+ * it (a copy). */
+void *mlc_arena_alloc_uninit(mlc_arena *a, size_t n);
 void *mlc_arena_memdup(mlc_arena *a, const void *p, size_t n);
 char *mlc_arena_strdup(mlc_arena *a, const char *s);
 char *mlc_arena_strndup(mlc_arena *a, const char *s, size_t n);

@@ -455,6 +455,7 @@ static mlc_prim_func *cp_func(copier *c, const mlc_prim_func *f) {
   n->n_params = f->n_params;
   n->params = CP_ARRAY(c, mlc_buffer *, f->n_params > 0 ? f->n_params : 1);
   n->n_sizes = f->n_sizes;
+  n->sizes = NULL;
   if (f->n_sizes) {
     n->sizes = CP_ARRAY(c, mlc_size_var, f->n_sizes);
     for (int k = 0; k < f->n_sizes; k++)
@@ -469,7 +470,9 @@ static mlc_prim_func *cp_func(copier *c, const mlc_prim_func *f) {
 
 static void copier_init(copier *c, mlc_arena *a, size_t bytes) {
   c->a = a;
-  c->cur = bytes ? mlc_arena_alloc(a, bytes) : NULL;
+  /* not zeroed: every cp_* function writes each field of what it takes
+   * from the block (a node copied whole, then its pointers replaced) */
+  c->cur = bytes ? mlc_arena_alloc_uninit(a, bytes) : NULL;
   c->end = c->cur + bytes;
   map_init(&c->map, a);
 }

@@ -18,6 +18,14 @@ static void test_arena_alignment_and_zeroing(void) {
   }
   char *big = mlc_arena_alloc(a, 1 << 20); /* larger than a chunk */
   big[(1 << 20) - 1] = 1;
+  /* not zeroed, but aligned, apart from the others, and memdup copies */
+  unsigned char *u = mlc_arena_alloc_uninit(a, 100), *v = mlc_arena_alloc_uninit(a, 100);
+  CHECK(((uintptr_t)u & 15) == 0 && ((uintptr_t)v & 15) == 0 && (v >= u + 100 || u >= v + 100));
+  memset(u, 0xab, 100);
+  memset(v, 0xcd, 100);
+  CHECK(u[99] == 0xab && v[0] == 0xcd);
+  unsigned char *w = mlc_arena_memdup(a, u, 100);
+  CHECK(w != u && memcmp(w, u, 100) == 0);
   CHECK_STREQ(mlc_arena_strdup(a, "abc"), "abc");
   CHECK_STREQ(mlc_arena_printf(a, "%s-%d", "x", 42), "x-42");
   /* mlc_arena_suffixed is "%s_%d" */
