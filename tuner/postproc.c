@@ -167,6 +167,18 @@ static bool is_leaf_block(const mlc_block *b) {
   return !has_loop_or_block(b->body) && !has_loop_or_block(b->init);
 }
 
+/* How far one more iteration of `loop` moves index expression idx of the
+ * block (its iters replaced by their bindings); false when not by a
+ * constant. */
+static bool index_step(mlc_arena *a, const mlc_block *b, const mlc_stmt *realize, const mlc_stmt *loop,
+                       const mlc_expr *idx, int64_t *step) {
+  mlc_var *iv[TUNER_MAX_LOOPS], *x = loop->loop.var;
+  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
+  mlc_expr *x1 = mlc_add(a, mlc_ref(a, x), mlc_int_t(a, x->dtype, 1));
+  mlc_expr *at = mlc_expr_subst(a, (mlc_expr *)idx, b->n_iters, iv, realize->realize.values);
+  return mlc_expr_const_diff(a, mlc_expr_subst(a, at, 1, &x, &x1), at, step);
+}
+
 /* Whether one more iteration of `loop` moves the block's first write by
  * exactly `step` elements of its last dimension and leaves the others:
  * lanes of a vector then store to consecutive addresses (strided lanes
@@ -175,15 +187,10 @@ static bool write_stride_is(mlc_arena *a, const mlc_block *b, const mlc_stmt *re
                             const mlc_stmt *loop, int64_t step) {
   if (b->n_writes < 1 || b->n_iters > TUNER_MAX_LOOPS) return false;
   const mlc_region *w = &b->writes[0];
-  mlc_var *iv[TUNER_MAX_LOOPS], *x = loop->loop.var;
-  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
-  mlc_expr *x1 = mlc_add(a, mlc_ref(a, x), mlc_int_t(a, x->dtype, 1));
   for (int d = 0; d < w->buf->ndim; d++) {
     int64_t ext, diff;
     if (!mlc_expr_is_const_int(w->ranges[d].extent, &ext) || ext != 1) return false;
-    mlc_expr *idx = mlc_expr_subst(a, w->ranges[d].min, b->n_iters, iv, realize->realize.values);
-    mlc_expr *next = mlc_expr_subst(a, idx, 1, &x, &x1);
-    if (!mlc_expr_const_diff(a, next, idx, &diff)) return false;
+    if (!index_step(a, b, realize, loop, w->ranges[d].min, &diff)) return false;
     if (diff != (d == w->buf->ndim - 1 ? step : 0)) return false;
   }
   return true;
@@ -214,15 +221,11 @@ static int vector_count(const mlc_block *b, const tuner_site *site, int64_t boun
  * element along its last dimension. */
 static bool reads_along(mlc_arena *a, const mlc_block *b, const mlc_stmt *realize, const mlc_stmt *loop) {
   if (b->n_iters > TUNER_MAX_LOOPS) return false;
-  mlc_var *iv[TUNER_MAX_LOOPS], *x = loop->loop.var;
-  for (int i = 0; i < b->n_iters; i++) iv[i] = b->iters[i].var;
-  mlc_expr *x1 = mlc_add(a, mlc_ref(a, x), mlc_int_t(a, x->dtype, 1));
   for (int k = 0; k < b->n_reads; k++) {
     const mlc_region *r = &b->reads[k];
-    if (r->buf->ndim == 0) continue;
-    mlc_expr *idx = mlc_expr_subst(a, r->ranges[r->buf->ndim - 1].min, b->n_iters, iv, realize->realize.values);
     int64_t diff;
-    if (mlc_expr_const_diff(a, mlc_expr_subst(a, idx, 1, &x, &x1), idx, &diff) && diff == 1) return true;
+    if (r->buf->ndim > 0 && index_step(a, b, realize, loop, r->ranges[r->buf->ndim - 1].min, &diff) && diff == 1)
+      return true;
   }
   return false;
 }
