@@ -1139,20 +1139,10 @@ static ca_plan *can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
   return plan_dependences(s, p, &e) ? p : NULL;
 }
 
-/* TVM's CollectComputeLocation: the candidate loops (indices into the
- * first consumer's loops), after -2 (inline, if possible) and -1 (root).
- * Given a decision to keep (want, not NULL), only the candidates that
- * decide the pick are found: the nearest one at or before it, the loops
- * tried from it outwards (a compute_at plan for every loop was most of a
- * replay's time). */
-static int collect_locations(mlc_sched *s, mlc_rv block, const int64_t *want, int64_t *idx,
-                             mlc_stmt **loops, ca_plan **plans) {
-  int n = 0;
-  mlc_block *b = s->rvs.data[block].block;
-  if ((!want || *want == -2) && sched_can_compute_inline(s, b))
-    idx[n] = -2, plans[n] = NULL, loops[n++] = NULL;
-  idx[n] = -1, plans[n] = NULL, loops[n++] = NULL;
-  if (want && *want < 0) return n;
+/* TVM's CollectComputeLocation without the compute_at check: the loops of
+ * the first consumer a location may be (cl, with their indices among its
+ * loops in idx); how many. */
+static int candidate_loops(mlc_sched *s, mlc_block *b, int64_t *idx, mlc_stmt **cl) {
   mlc_stmt *r = sched_find_realize(s, b), *path[SCHED_MAX_DEPTH], *cp[SCHED_MAX_DEPTH];
   int pn = sched_path_to(s, r, path);
   mlc_stmt *scope_r = path[sched_scope_index(path, pn)];
@@ -1173,48 +1163,79 @@ static int collect_locations(mlc_sched *s, mlc_rv block, const int64_t *want, in
       lca_n = m;
     }
   }
-  if (!first) return n;
+  if (!first) return 0;
   /* The deepest loop or block among the common ancestors. */
   while (lca_n > 0 && cp[lca_n - 1]->kind != MLC_STMT_FOR && cp[lca_n - 1]->kind != MLC_STMT_BLOCK_REALIZE)
     lca_n--;
-  if (lca_n == 0 || cp[lca_n - 1]->kind != MLC_STMT_FOR) return n;
+  if (lca_n == 0 || cp[lca_n - 1]->kind != MLC_STMT_FOR) return 0;
   mlc_stmt *boundary = cp[lca_n - 1];
-  mlc_stmt *cl[SCHED_MAX_DEPTH];
-  int ncl = loops_below(s, scope_r, first, cl);
+  mlc_stmt *loops[SCHED_MAX_DEPTH];
+  int nl = loops_below(s, scope_r, first, loops);
   int lca_pos = 0;
-  while (lca_pos < ncl && cl[lca_pos] != boundary) lca_pos++;
-  if (lca_pos == ncl) return n;
+  while (lca_pos < nl && loops[lca_pos] != boundary) lca_pos++;
+  if (lca_pos == nl) return 0;
   int last_spatial = -1;
   loop_type types[SCHED_MAX_DEPTH];
   for (int i = 0; i <= lca_pos; i++) {
-    types[i] = loop_iter_type(cl[i]);
+    types[i] = loop_iter_type(loops[i]);
     if (types[i] == LOOP_SPATIAL) last_spatial = i;
   }
   bool seen_reduce = false;
-  int cand[SCHED_MAX_DEPTH], n_cand = 0; /* the loops compute_at is tried at */
+  int n = 0;
   for (int i = 0; i <= lca_pos; i++) {
     int64_t ext;
-    if (mlc_expr_is_const_int(cl[i]->loop.extent, &ext) && ext == 1) continue;
+    if (mlc_expr_is_const_int(loops[i]->loop.extent, &ext) && ext == 1) continue;
     if (types[i] == LOOP_SPATIAL) {
       if (seen_reduce) break;
     } else {
       seen_reduce = true;
       if (i > last_spatial) break;
     }
-    cand[n_cand++] = i;
+    idx[n] = i, cl[n++] = loops[i];
   }
-  if (want) {
-    for (int k = n_cand - 1; k >= 0; k--)
-      if (cand[k] <= *want && (plans[n] = can_compute_at(s, block, cl[cand[k]])) != NULL) {
-        idx[n] = cand[k], loops[n++] = cl[cand[k]];
-        break;
-      }
-    return n;
-  }
-  for (int k = 0; k < n_cand; k++)
-    if ((plans[n] = can_compute_at(s, block, cl[cand[k]])) != NULL)
-      idx[n] = cand[k], loops[n++] = cl[cand[k]];
   return n;
+}
+
+/* A location drawn uniformly among those compute_at accepts: inline (-2)
+ * where the block can be inlined, the root (-1), the candidate loops.
+ * Drawn first and checked after (a rejected loop leaves the draw), which
+ * gives the same distribution as checking every candidate first, at one
+ * compute_at plan a draw instead of one a candidate (those plans were
+ * most of a fresh sample's time). */
+static int64_t draw_location(mlc_sched *s, mlc_rv block, mlc_stmt **loop, ca_plan **plan) {
+  mlc_block *b = s->rvs.data[block].block;
+  int64_t idx[SCHED_MAX_DEPTH + 2];
+  mlc_stmt *cl[SCHED_MAX_DEPTH + 2];
+  int n = 0;
+  if (sched_can_compute_inline(s, b)) idx[n] = -2, cl[n++] = NULL;
+  idx[n] = -1, cl[n++] = NULL;
+  n += candidate_loops(s, b, idx + n, cl + n);
+  for (;;) {
+    int k = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n);
+    *loop = cl[k];
+    *plan = cl[k] ? can_compute_at(s, block, cl[k]) : NULL;
+    if (!cl[k] || *plan) return idx[k];
+    idx[k] = idx[n - 1], cl[k] = cl[n - 1], n--; /* the root stays: n >= 1 */
+  }
+}
+
+/* A kept decision (TVM keeps one that is still a candidate, else takes the
+ * nearest candidate before it, the root at worst): only the candidates
+ * that decide it are checked, from the decision outwards. */
+static int64_t kept_location(mlc_sched *s, mlc_rv block, int64_t want, mlc_stmt **loop,
+                             ca_plan **plan) {
+  mlc_block *b = s->rvs.data[block].block;
+  *loop = NULL, *plan = NULL;
+  if (want == -2 && sched_can_compute_inline(s, b)) return -2;
+  if (want < 0) return -1;
+  int64_t idx[SCHED_MAX_DEPTH];
+  mlc_stmt *cl[SCHED_MAX_DEPTH];
+  for (int k = candidate_loops(s, b, idx, cl) - 1; k >= 0; k--)
+    if (idx[k] <= want && (*plan = can_compute_at(s, block, cl[k])) != NULL) {
+      *loop = cl[k];
+      return idx[k];
+    }
+  return -1;
 }
 
 static mlc_stmt *mark_loop(mlc_sched *s, const char *name) {
@@ -1237,30 +1258,20 @@ bool sched_sample_compute_location(mlc_sched *s, mlc_rv block, const mlc_decisio
     return mlc_error_set(err, "sample_compute_location: %s is the root block: it has no compute location",
                          sched_rv_desc(s, block, d));
   }
-  int64_t idx[SCHED_MAX_DEPTH + 2];
-  mlc_stmt *loops[SCHED_MAX_DEPTH + 2];
-  ca_plan *plans[SCHED_MAX_DEPTH + 2];
+  mlc_stmt *loop;
+  ca_plan *plan;
   bool keep = want && want->n == 1;
-  int n = collect_locations(s, block, keep ? &want->v[0] : NULL, idx, loops, plans), pick;
-  if (keep) {
-    /* TVM keeps a decision that is still a candidate, else takes the
-     * nearest candidate before it (the root at worst). */
-    pick = -1;
-    for (int i = 0; i < n; i++)
-      if (idx[i] <= want->v[0]) pick = i;
-    if (pick < 0) pick = idx[0] == -1 ? 0 : 1;
-    if (idx[pick] != want->v[0] && resampled) *resampled = true;
-  } else {
-    pick = (int)mlc_pcg32_bounded(&s->rng, (uint32_t)n);
-  }
-  if (idx[pick] == -1) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "root"), -1);
-  else if (idx[pick] == -2) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "inline"), -2);
-  else *out = sched_new_rv(s, MLC_RV_LOOP, NULL, loops[pick], 0);
+  int64_t at = keep ? kept_location(s, block, want->v[0], &loop, &plan)
+                    : draw_location(s, block, &loop, &plan);
+  if (keep && at != want->v[0] && resampled) *resampled = true;
+  if (at == -1) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "root"), -1);
+  else if (at == -2) *out = sched_new_rv(s, MLC_RV_LOOP, NULL, mark_loop(s, "inline"), -2);
+  else *out = sched_new_rv(s, MLC_RV_LOOP, NULL, loop, 0);
   mlc_operand in = MLC_OP_RV(block);
   mlc_inst *inst = sched_record(s, MLC_INST_SAMPLE_COMPUTE_LOCATION, 1, &in, 0, NULL, 1, out);
   inst->decision.n = 1;
-  inst->decision.v[0] = idx[pick];
-  s->located = plans[pick];
+  inst->decision.v[0] = at;
+  s->located = plan;
   return true;
 }
 
