@@ -1195,6 +1195,52 @@ static void test_sample_compute_location(void) {
             "reduce consumer");
 }
 
+/* A candidate loop compute_at refuses is never drawn, and the others come
+ * up equally often: C's outer loop i also holds block W, which writes A
+ * after P reads it, so compute_at refuses P there (and compute_inline
+ * everywhere); C's inner loop j is fine. Valid: the root and j: 300 draws
+ * (seeds 0..299) give each 150 +- 40. */
+static void test_sample_location_uniform(void) {
+  mlc_prim_func *f = parse(QA_FN("A: T.Buffer((4, 4), \"float32\"), C: T.Buffer((4, 4), \"float32\")")
+                           "    B = T.alloc_buffer((4, 4))\n"
+                           "    for i, j in T.grid(4, 4):\n"
+                           "        with T.block(\"P\"):\n"
+                           "            vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+                           "            B[vi, vj] = A[vi, vj] * T.float32(2)\n"
+                           "    for i in range(4):\n"
+                           "        for j in range(4):\n"
+                           "            with T.block(\"C\"):\n"
+                           "                vi, vj = T.axis.remap(\"SS\", [i, j])\n"
+                           "                C[vi, vj] = B[vi, vj]\n"
+                           "        with T.block(\"W\"):\n"
+                           "            vi = T.axis.spatial(4, i)\n"
+                           "            A[vi, 0] = T.float32(0)\n");
+  MLC_ASSERT(f);
+  mlc_sched *s = mlc_sched_new(f, 1);
+  mlc_rv b = block_of(s, "P"), ci = loop_of(s, "C", 0);
+  mlc_error e = {{0}};
+  CHECK_MSG(!mlc_sched_compute_at(s, b, ci, true, -1, &e), "compute_at at C's loop i accepted");
+  mlc_sched_free(s);
+  int count[4] = {0}; /* decisions -2 .. 1 */
+  for (uint64_t q = 0; q < 300; q++) {
+    s = mlc_sched_new(f, q);
+    b = block_of(s, "P");
+    mlc_rv l;
+    OK(mlc_sched_sample_compute_location(s, b, &l, err));
+    const mlc_trace *t = mlc_sched_trace(s);
+    int64_t d = t->insts.data[t->insts.len - 1].decision.v[0];
+    CHECK_MSG(d >= -2 && d <= 1, "decision %lld", (long long)d);
+    if (d >= -2 && d <= 1) count[d + 2]++;
+    OK(mlc_sched_compute_at(s, b, l, true, -1, err));
+    if (q < 8) check_equivalent(f, s, q);
+    mlc_sched_free(s);
+  }
+  CHECK_MSG(count[0] == 0 && count[2] == 0, "inline drawn %d times, the refused loop i %d times",
+            count[0], count[2]);
+  for (int k = 1; k < 4; k += 2)
+    CHECK_MSG(count[k] >= 110 && count[k] <= 190, "decision %d drawn %d times of 300", k - 2, count[k]);
+}
+
 /* Draw locations until the root mark comes up (want says which). */
 static bool sched_sample_root(mlc_sched *s, mlc_rv b, const mlc_decision *want, mlc_rv *out,
                               mlc_error *err) {
@@ -1686,6 +1732,7 @@ int main(void) {
   test_quasi_affine_indices();
   RUN(test_quasi_affine_refusals);
   RUN(test_sample_compute_location);
+  RUN(test_sample_location_uniform);
   RUN(test_compute_location_nearest);
   RUN(test_compute_location_replay);
   RUN(test_compute_location_plan_reuse);
