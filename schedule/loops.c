@@ -215,12 +215,12 @@ static void split_rewrite(mlc_sched *s, mlc_stmt *loop, int n, const int64_t *f,
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int depth = sched_path_to(s, loop, path);
   *sched_child_slot(path[depth - 2], loop) = loops[0];
-  sched_subst_inplace(a, body, 1, &old, &value);
+  sched_subst_bindings(s, body, 1, &old, &value);
   if (prod != ext || sym_ext) {
     pred_ctx pc = {a, mlc_binary(a, MLC_EXPR_LT, offset, sym_ext ? sym_ext : int_like(a, old, ext))};
     sched_each_realize(body, add_predicate, &pc);
+    sched_simplify_bindings(s, body);
   }
-  sched_simplify_bindings(s, body);
 }
 
 bool mlc_sched_split(mlc_sched *s, mlc_rv loop_rv, int n, const mlc_operand *factors,
@@ -434,8 +434,7 @@ static mlc_stmt *fuse_loops(mlc_sched *s, int n, const mlc_rv *rvs, bool preserv
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int depth = sched_path_to(s, first, path);
   *sched_child_slot(path[depth - 2], first) = fused;
-  sched_subst_inplace(a, body, n, vars, vals);
-  sched_simplify_bindings(s, body);
+  sched_subst_bindings(s, body, n, vars, vals);
   return fused;
 }
 

@@ -84,6 +84,10 @@ void sched_each_realize(mlc_stmt *st, void (*fn)(mlc_stmt *realize, void *ctx), 
 /* Re-simplify the iter bindings of the realizes under st, with the given
  * vars' ranges known. */
 void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st);
+/* sched_subst_inplace on st (in place under the function), then the
+ * bindings and predicates it changed simplified as sched_simplify_bindings
+ * does (the others are as simplified as before). */
+void sched_subst_bindings(mlc_sched *s, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals);
 
 /* ---- reduction.c: helpers shared with blockize.c ---- */
 

@@ -108,16 +108,26 @@ static void subst_exprs(mlc_arena *a, mlc_expr **es, int n, int nv, mlc_var **va
   for (int i = 0; i < n; i++) es[i] = mlc_expr_subst(a, es[i], nv, vars, vals);
 }
 
-void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals) {
+/* A substituted binding or predicate, simplified (simp not NULL) when the
+ * substitution changed it. */
+static mlc_expr *subst_binding(mlc_arena *a, mlc_simplifier *simp, mlc_expr *e, int n,
+                               mlc_var **vars, mlc_expr **vals) {
+  mlc_expr *x = mlc_expr_subst(a, e, n, vars, vals);
+  return simp && x != e ? mlc_simplify(simp, x) : x;
+}
+
+static void subst_walk(mlc_arena *a, mlc_simplifier *simp, mlc_stmt *st, int n, mlc_var **vars,
+                       mlc_expr **vals) {
   switch (st->kind) {
   case MLC_STMT_FOR:
     st->loop.min = mlc_expr_subst(a, st->loop.min, n, vars, vals);
     st->loop.extent = mlc_expr_subst(a, st->loop.extent, n, vars, vals);
     break;
   case MLC_STMT_BLOCK_REALIZE:
-    subst_exprs(a, st->realize.values, st->realize.block->n_iters, n, vars, vals);
+    for (int i = 0; i < st->realize.block->n_iters; i++)
+      st->realize.values[i] = subst_binding(a, simp, st->realize.values[i], n, vars, vals);
     if (st->realize.predicate)
-      st->realize.predicate = mlc_expr_subst(a, st->realize.predicate, n, vars, vals);
+      st->realize.predicate = subst_binding(a, simp, st->realize.predicate, n, vars, vals);
     /* Block bodies see only their iter vars, never outer loop vars. */
     return;
   case MLC_STMT_SEQ: break;
@@ -134,8 +144,12 @@ void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_
   int nc = n_children(st);
   for (int i = 0; i < nc; i++) {
     mlc_stmt *c = *child_at(st, i);
-    if (c) sched_subst_inplace(a, c, n, vars, vals);
+    if (c) subst_walk(a, simp, c, n, vars, vals);
   }
+}
+
+void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals) {
+  subst_walk(a, NULL, st, n, vars, vals);
 }
 
 /* ---- binding simplification ------------------------------------------ */
@@ -165,19 +179,29 @@ static void bind_loops(mlc_simplifier *simp, mlc_stmt *st) {
   }
 }
 
-void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st) {
-  simp_ctx ctx = {s, mlc_simplifier_new(s->arena)};
-  /* Loops above st matter too: bind every loop on the path. */
+/* A simplifier that knows the ranges of the loops above st (on its path)
+ * and under it. */
+static mlc_simplifier *simplifier_at(mlc_sched *s, mlc_stmt *st) {
+  mlc_simplifier *simp = mlc_simplifier_new(s->arena);
   mlc_stmt *path[SCHED_MAX_DEPTH];
   int n = sched_path_to(s, st, path);
   for (int i = 0; i < n - 1; i++) {
     int64_t mn, ext;
     if (path[i]->kind == MLC_STMT_FOR && mlc_expr_is_const_int(path[i]->loop.min, &mn) &&
         mlc_expr_is_const_int(path[i]->loop.extent, &ext))
-      mlc_simplifier_bind(ctx.simp, path[i]->loop.var, mn, ext);
+      mlc_simplifier_bind(simp, path[i]->loop.var, mn, ext);
   }
-  bind_loops(ctx.simp, st);
+  bind_loops(simp, st);
+  return simp;
+}
+
+void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st) {
+  simp_ctx ctx = {s, simplifier_at(s, st)};
   sched_each_realize(st, simplify_realize, &ctx);
+}
+
+void sched_subst_bindings(mlc_sched *s, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals) {
+  subst_walk(s->arena, simplifier_at(s, st), st, n, vars, vals);
 }
 
 /* ---- handles ------------------------------------------------------------ */
@@ -189,6 +213,15 @@ mlc_rv sched_new_rv(mlc_sched *s, mlc_rv_kind k, mlc_block *b, mlc_stmt *loop, i
   return s->rvs.len - 1;
 }
 
+/* buf[*at..] = at most max bytes of x (the caller leaves room). */
+static void put_text(char *buf, int *at, const char *x, size_t max) {
+  size_t n = strnlen(x, max);
+  memcpy(buf + *at, x, n);
+  *at += (int)n;
+}
+
+/* Formatted by hand: primitives describe their handles for the messages
+ * they may give, tens of thousands of times a search round. */
 const char *sched_rv_desc(const mlc_sched *s, mlc_rv rv, char buf[96]) {
   char name[16];
   if (rv < 0 || rv >= s->rvs.len) {
@@ -197,11 +230,14 @@ const char *sched_rv_desc(const mlc_sched *s, mlc_rv rv, char buf[96]) {
   }
   mlc_trace_rv_name(&s->trace, rv, name);
   const rv_entry *e = &s->rvs.data[rv];
-  switch (e->kind) {
-  case MLC_RV_BLOCK: snprintf(buf, 96, "%s (block %.60s)", name, e->block->name); break;
-  case MLC_RV_LOOP: snprintf(buf, 96, "%s (loop %.60s)", name, e->loop->loop.var->name); break;
-  case MLC_RV_VALUE: snprintf(buf, 96, "%s", name); break;
+  int at = 0;
+  put_text(buf, &at, name, 16);
+  if (e->kind != MLC_RV_VALUE) {
+    put_text(buf, &at, e->kind == MLC_RV_BLOCK ? " (block " : " (loop ", 8);
+    put_text(buf, &at, e->kind == MLC_RV_BLOCK ? e->block->name : e->loop->loop.var->name, 60);
+    put_text(buf, &at, ")", 1);
   }
+  buf[at] = '\0';
   return buf;
 }
 

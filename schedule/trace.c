@@ -145,9 +145,16 @@ static char rv_letter(mlc_rv_kind k) {
   mlc_unreachable();
 }
 
+/* Without snprintf: primitives name their handles in every message they
+ * prepare, tens of thousands of times a search round. */
 void mlc_trace_rv_name(const mlc_trace *t, mlc_rv rv, char buf[16]) {
   MLC_ASSERT(rv >= 0 && rv < t->rv_kinds.len);
-  snprintf(buf, 16, "%c%d", rv_letter(t->rv_kinds.data[rv]), (int)rv);
+  char digits[12];
+  int n = 0;
+  for (unsigned v = (unsigned)rv; n == 0 || v > 0; v /= 10) digits[n++] = (char)('0' + v % 10);
+  buf[0] = rv_letter(t->rv_kinds.data[rv]);
+  for (int i = 0; i < n; i++) buf[1 + i] = digits[n - 1 - i];
+  buf[1 + n] = '\0';
 }
 
 /* ---- JSON writer ------------------------------------------------------------- */
