@@ -602,6 +602,62 @@ static void test_mutate_tile_keeps_product(void) {
   mlc_arena_free(a);
 }
 
+/* A decided mutation's key names its mutant's sketch: the same after the
+ * trace's JSON round trip, the same from a parent that reaches the same
+ * decisions another way, different for another decision; and applying it
+ * twice gives the same function. */
+static void test_mutation_key(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "matmul", "64,64,64");
+  mlc_tuner_opts o;
+  small_opts(&o, 1);
+  mlc_error e;
+  mlc_tuner_space *sp = mlc_tuner_space_new(f, &o, &e);
+  mlc_pcg32 rng;
+  mlc_pcg32_seed(&rng, 5, 0);
+  int checked = 0;
+  for (int k = 0; k < 12 && sp; k++) {
+    mlc_sched *c = mlc_tuner_space_sample(sp, 0, (uint64_t)k, &e);
+    MLC_ASSERT(c);
+    const mlc_trace *tc = mlc_sched_trace(c);
+    tuner_mutation m;
+    CHECK_MSG(mlc_tuner_draw_mutation(tc, MLC_MUTATE_TILE_SIZE, &rng, &o, &m, &e), "draw: %s", e.msg);
+    CHECK(m.decided);
+    uint64_t key = tuner_mutation_key(tc, &m);
+    mlc_str js = {0};
+    mlc_trace_to_json(&js, tc);
+    mlc_trace *back = mlc_trace_from_json(a, mlc_str_cstr(&js), js.len, &e);
+    mlc_str_free(&js);
+    CHECK_MSG(back && tuner_mutation_key(back, &m) == key, "the key changed by JSON");
+    mlc_sched *m1 = mlc_tuner_apply_mutation(f, tc, &m, &rng, &o, &e);
+    mlc_sched *m2 = mlc_tuner_apply_mutation(f, tc, &m, &rng, &o, &e);
+    CHECK_MSG(m1 && m2, "apply: %s", e.msg);
+    if (m1 && m2) {
+      CHECK(mlc_func_struct_equal(mlc_sched_func(m1), mlc_sched_func(m2)));
+      /* back from the mutant: the parent's decision on the mutant's trace
+       * names the parent's sketch (where nothing later was resampled) */
+      const mlc_trace *t1 = mlc_sched_trace(m1);
+      tuner_mutation undo = m;
+      undo.decision = tc->insts.data[m.inst].decision;
+      bool same_rest = t1->insts.len == tc->insts.len;
+      for (int i = 0; same_rest && i < tc->insts.len; i++)
+        same_rest = i == m.inst || memcmp(&t1->insts.data[i].decision, &tc->insts.data[i].decision,
+                                          sizeof(mlc_decision)) == 0;
+      if (same_rest) {
+        CHECK(tuner_mutation_key(t1, &undo) == tuner_mutation_key(tc, &undo));
+        CHECK(tuner_mutation_key(t1, &undo) != key);
+        checked++;
+      }
+    }
+    mlc_sched_free(m1);
+    mlc_sched_free(m2);
+    mlc_sched_free(c);
+  }
+  CHECK_MSG(checked >= 6, "only %d mutants kept the other decisions", checked);
+  mlc_tuner_space_free(sp);
+  mlc_arena_free(a);
+}
+
 /* The unroll and parallel mutators change only their own knob. */
 static bool has_parallel_loop(const mlc_stmt *st) {
   if (!st) return false;
@@ -958,6 +1014,41 @@ static void test_search_uses_model(void) {
   mlc_arena_free(a);
 }
 
+
+/* In a small space many children of a generation repeat a mutant made
+ * before: the round takes it (and its score) instead of replaying it, and
+ * every candidate's score is still its own program's. */
+static void test_search_reuses_mutants(void) {
+  mlc_arena *a = mlc_arena_new();
+  mlc_prim_func *f = task(a, "softmax", "4,8");
+  mlc_tuner_opts o;
+  small_opts(&o, 3);
+  o.population = 64;
+  o.generations = 3;
+  mlc_error e;
+  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
+  fake_model fm = {0};
+  mlc_tuner_model model = {fake_predict, &fm};
+  mlc_tuner_search_set_model(s, &model);
+  mlc_tuner_cand *b;
+  int n = mlc_tuner_search_next_batch(s, 8, &b, &e);
+  CHECK_MSG(n > 0, "%s", n < 0 ? e.msg : mlc_tuner_search_message(s));
+  for (int i = 0; i < n; i++) {
+    double own;
+    const mlc_prim_func *g = mlc_sched_func(b[i].sched);
+    fake_predict(&(fake_model){0}, 1, &g, &own, &e);
+    CHECK_MSG(b[i].random || b[i].score == own, "candidate %d scored %g, its program %g", i,
+              b[i].score, own);
+  }
+  mlc_tuner_stats st;
+  mlc_tuner_search_stats_get(s, &st);
+  CHECK_MSG(st.mutations_reused > st.mutations / 10, "%ld of %ld mutants reused",
+            st.mutations_reused, st.mutations);
+  printf("# tuner: softmax 4x8, population %d, %d generations: %ld of %ld mutants were repeats\n",
+         o.population, o.generations, st.mutations_reused, st.mutations);
+  mlc_tuner_search_free(s);
+  mlc_arena_free(a);
+}
 
 /* ---- the tuning loop with a fake runner ------------------------------------------ */
 
@@ -2069,6 +2160,7 @@ int main(void) {
   RUN(test_matmul_hand_trace);
   RUN(test_vector_tile_only_contiguous);
   RUN(test_mutate_tile_keeps_product);
+  RUN(test_mutation_key);
   RUN(test_mutate_unroll_and_parallel);
   RUN(test_small_kernels_start_serial);
   RUN(test_auto_inline_keeps_exp);
@@ -2078,6 +2170,7 @@ int main(void) {
   RUN(test_search_exhausts);
   RUN(test_search_deterministic);
   RUN(test_search_uses_model);
+  RUN(test_search_reuses_mutants);
   RUN(test_loop_resume);
   RUN(test_loop_library);
   RUN(test_loop_partial_batch);

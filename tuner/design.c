@@ -71,9 +71,22 @@ mlc_sched *mlc_tuner_default_candidate(const mlc_prim_func *f, const mlc_tuner_o
   return space_impl(o)->default_sched(f, o, err);
 }
 
+bool mlc_tuner_draw_mutation(const mlc_trace *t, int which, mlc_pcg32 *rng,
+                             const mlc_tuner_opts *o, tuner_mutation *m, mlc_error *err) {
+  return space_impl(o)->draw_mutation(t, which, rng, m, err);
+}
+
+mlc_sched *mlc_tuner_apply_mutation(const mlc_prim_func *f, const mlc_trace *t,
+                                    const tuner_mutation *m, mlc_pcg32 *rng,
+                                    const mlc_tuner_opts *o, mlc_error *err) {
+  return space_impl(o)->apply_mutation(f, t, m, rng, o, err);
+}
+
 mlc_sched *mlc_tuner_mutate_trace(const mlc_prim_func *f, const mlc_trace *t, int which,
                                   mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
-  return space_impl(o)->mutate(f, t, which, rng, o, err);
+  tuner_mutation m;
+  if (!mlc_tuner_draw_mutation(t, which, rng, o, &m, err)) return NULL;
+  return mlc_tuner_apply_mutation(f, t, &m, rng, o, err);
 }
 
 mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int which,

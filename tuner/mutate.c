@@ -232,36 +232,115 @@ static int pick_mutator(const mlc_trace *t, int which, mlc_pcg32 *rng) {
   mlc_unreachable();
 }
 
-mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_trace *t, int which,
-                                  mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
-  int m = pick_mutator(t, which, rng);
-  if (m < 0) {
-    mlc_error_set(err, "mutate: no %s decision to change in this trace",
-                  which >= 0 ? MUTATOR_NAMES[which] : "mutable");
-    return NULL;
-  }
+bool tuner_mutation_draw(const mlc_trace *t, int which, mlc_pcg32 *rng, tuner_mutation *m,
+                         mlc_error *err) {
+  int k = pick_mutator(t, which, rng);
+  if (k < 0)
+    return mlc_error_set(err, "mutate: no %s decision to change in this trace",
+                         which >= 0 ? MUTATOR_NAMES[which] : "mutable");
   int idx[512];
-  int n = sites(t, (mlc_mutator)m, idx, 512);
-  int i = idx[mlc_pcg32_bounded(rng, (uint32_t)n)];
-  const mlc_inst *in = &t->insts.data[i];
-  uint64_t seed = ((uint64_t)mlc_pcg32_next(rng) << 32) | mlc_pcg32_next(rng);
-  mlc_decision d;
-  switch ((mlc_mutator)m) {
+  int n = sites(t, (mlc_mutator)k, idx, 512);
+  *m = (tuner_mutation){.mutator = k, .inst = idx[mlc_pcg32_bounded(rng, (uint32_t)n)]};
+  const mlc_inst *in = &t->insts.data[m->inst];
+  m->seed = ((uint64_t)mlc_pcg32_next(rng) << 32) | mlc_pcg32_next(rng);
+  switch ((mlc_mutator)k) {
   case MLC_MUTATE_TILE_SIZE:
-    if (in->kind == MLC_INST_SAMPLE_CATEGORICAL) { /* a vector tile: another width */
-      mutate_categorical(in, rng, &d);
-      return with_decision(f, t, i, &d, seed, o, err);
-    }
-    if (!mutate_tile(in, rng, &d)) {
-      mlc_error_set(err, "mutate tile_size: no factor of instruction %d can move", i);
-      return NULL;
-    }
-    return with_decision(f, t, i, &d, seed, o, err);
-  case MLC_MUTATE_UNROLL:
-    mutate_categorical(in, rng, &d);
-    return with_decision(f, t, i, &d, seed, o, err);
-  case MLC_MUTATE_PARALLEL: return mutate_parallel(f, t, i, rng, seed, o, err);
-  case MLC_MUTATE_COMPUTE_LOCATION: return mutate_location(f, t, i, rng, seed, o, err);
+    m->decided = in->kind == MLC_INST_SAMPLE_CATEGORICAL /* a vector tile: another width */
+                     ? mutate_categorical(in, rng, &m->decision)
+                     : mutate_tile(in, rng, &m->decision);
+    if (!m->decided)
+      return mlc_error_set(err, "mutate tile_size: no factor of instruction %d can move", m->inst);
+    return true;
+  case MLC_MUTATE_UNROLL: return m->decided = mutate_categorical(in, rng, &m->decision);
+  case MLC_MUTATE_PARALLEL:
+  case MLC_MUTATE_COMPUTE_LOCATION: return true; /* drawn on the sketch's IR */
   }
   mlc_unreachable();
 }
+
+mlc_sched *tuner_mutation_apply(const mlc_prim_func *f, const mlc_trace *t, const tuner_mutation *m,
+                                mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err) {
+  if (m->decided) return with_decision(f, t, m->inst, &m->decision, m->seed, o, err);
+  if (m->mutator == MLC_MUTATE_PARALLEL) return mutate_parallel(f, t, m->inst, rng, m->seed, o, err);
+  MLC_ASSERT(m->mutator == MLC_MUTATE_COMPUTE_LOCATION);
+  return mutate_location(f, t, m->inst, rng, m->seed, o, err);
+}
+
+/* FNV-1a steps over the fields that make a trace's program. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; i++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t mix_str(uint64_t h, const char *x) {
+  for (; *x; x++) h = (h ^ (uint8_t)*x) * 0x100000001b3ull;
+  return mix(h, 0);
+}
+
+static uint64_t mix_double(uint64_t h, double f) {
+  uint64_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return mix(h, bits);
+}
+
+static uint64_t mix_ann(uint64_t h, const mlc_ann *a) {
+  h = mix_str(mix(h, (uint64_t)a->kind), a->key ? a->key : "");
+  switch (a->kind) {
+  case MLC_ANN_INT:
+  case MLC_ANN_BOOL: return mix(h, (uint64_t)a->i);
+  case MLC_ANN_FLOAT: return mix_double(h, a->f);
+  case MLC_ANN_STRING: return mix_str(h, a->s);
+  case MLC_ANN_LIST:
+  case MLC_ANN_DICT:
+    for (int k = 0; k < a->n; k++) h = mix_ann(h, &a->items[k]);
+    return mix(h, (uint64_t)a->n);
+  }
+  mlc_unreachable();
+}
+
+static uint64_t mix_attr(uint64_t h, const mlc_attr *at) {
+  h = mix_str(mix(h, (uint64_t)at->kind), at->key);
+  switch (at->kind) {
+  case MLC_ATTR_INT:
+  case MLC_ATTR_BOOL: return mix(h, (uint64_t)at->i);
+  case MLC_ATTR_FLOAT: return mix_double(h, at->f);
+  case MLC_ATTR_STR: return mix_str(h, at->s);
+  case MLC_ATTR_INTS:
+    for (int k = 0; k < at->n; k++) h = mix(h, (uint64_t)at->ints[k]);
+    return mix(h, (uint64_t)at->n);
+  case MLC_ATTR_FLOATS:
+    for (int k = 0; k < at->n; k++) h = mix_double(h, at->floats[k]);
+    return mix(h, (uint64_t)at->n);
+  }
+  mlc_unreachable();
+}
+
+static uint64_t mix_operand(uint64_t h, const mlc_operand *x) {
+  h = mix(h, (uint64_t)x->kind);
+  switch (x->kind) {
+  case MLC_OPERAND_NONE: return h;
+  case MLC_OPERAND_RV: return mix(h, (uint64_t)x->rv);
+  case MLC_OPERAND_INT: return mix(h, (uint64_t)x->i);
+  case MLC_OPERAND_FLOAT: return mix_double(h, x->f);
+  case MLC_OPERAND_STR: return mix_str(h, x->s);
+  case MLC_OPERAND_ANN: return mix_ann(h, x->ann);
+  }
+  mlc_unreachable();
+}
+
+uint64_t tuner_mutation_key(const mlc_trace *t, const tuner_mutation *m) {
+  MLC_ASSERT(m->decided);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int i = 0, len = sketch_len(t); i < len; i++) {
+    const mlc_inst *in = &t->insts.data[i];
+    const mlc_decision *d = i == m->inst ? &m->decision : &in->decision;
+    h = mix(mix(mix(h, (uint64_t)in->kind), (uint64_t)in->n_inputs), (uint64_t)d->n);
+    for (int k = 0; k < d->n; k++) h = mix(h, (uint64_t)d->v[k]);
+    for (int k = 0; k < in->n_inputs; k++) h = mix_operand(h, &in->inputs[k]);
+    for (int k = 0; k < in->n_attrs; k++) h = mix_attr(h, &in->attrs[k]);
+    h = mix(h, (uint64_t)in->n_outputs);
+    for (int k = 0; k < in->n_outputs; k++) h = mix(h, (uint64_t)in->outputs[k]);
+  }
+  return h;
+}
+

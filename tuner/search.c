@@ -68,20 +68,40 @@ static void hs_free(hash_set *h) {
  * and the batch replays the others it takes. */
 typedef struct item {
   mlc_sched *s;       /* owned; NULL once scored (population) */
-  const mlc_trace *t; /* a population's copy, or (best set, proposed) the state's */
+  const mlc_trace *t; /* the round's copy, or (best set, proposed) the state's */
   uint64_t hash;      /* mlc_trace_hash(t), once hashed (most are never needed) */
   bool hashed;
+  bool reused; /* a mutant the round made before: its score is the first's */
+  int mutant;  /* its entry in the round's mutants, or -1 */
   double score;
 } item;
 
 typedef MLC_VEC(item) item_list;
 
-/* A generation: its items and the arenas of their traces, one for each
- * thread that copies them. */
-typedef struct population {
-  item_list items;
+/* A decided mutant the round replayed (tuner_mutation_key): one made
+ * again, from the same or another parent, is not replayed. In a small
+ * design space most children of a generation are such repeats. */
+typedef struct mutant {
+  uint64_t key;
+  const mlc_trace *t;
+  double score; /* once its first item is scored */
+} mutant;
+
+/* What a round's generations share: the arenas of their traces (one for
+ * each thread that copies them; a kept parent's child shares its trace)
+ * and the mutants made, as a hash table of indices into `made`. */
+typedef struct round_state {
   int n_arenas;
   mlc_arena **arenas;
+  MLC_VEC(mutant) made;
+  int *slots; /* index + 1 into made, 0 empty; cap a power of 2 */
+  int cap;
+} round_state;
+
+/* A generation's items. */
+typedef struct population {
+  item_list items;
+  round_state *r;
 } population;
 
 /* A measured candidate that may seed populations. */
@@ -108,7 +128,9 @@ static uint64_t next64(mlc_pcg32 *r) {
   return (hi << 32) | mlc_pcg32_next(r);
 }
 
-static item state_item(mlc_sched *s) { return (item){s, mlc_sched_trace(s), 0, false, 0}; }
+static item state_item(mlc_sched *s) {
+  return (item){.s = s, .t = mlc_sched_trace(s), .mutant = -1};
+}
 
 static uint64_t item_hash(item *it) {
   if (!it->hashed) it->hash = mlc_trace_hash(it->t), it->hashed = true;
@@ -133,30 +155,81 @@ static void free_items(item_list *l) {
   MLC_VEC_FREE(*l);
 }
 
-static population population_new(void) {
+static round_state round_new(void) {
   int n = omp_get_max_threads();
-  return (population){{0}, n, mlc_xmalloc(sizeof(mlc_arena *) * (size_t)n)};
+  mlc_arena **arenas = mlc_xmalloc(sizeof(mlc_arena *) * (size_t)n);
+  for (int i = 0; i < n; i++) arenas[i] = NULL;
+  return (round_state){.n_arenas = n, .arenas = arenas};
 }
+
+static void round_free(round_state *r) {
+  for (int i = 0; i < r->n_arenas; i++) mlc_arena_free(r->arenas[i]);
+  mlc_free(r->arenas);
+  MLC_VEC_FREE(r->made);
+  mlc_free(r->slots);
+  *r = (round_state){0};
+}
+
+static population population_new(round_state *r) { return (population){{0}, r}; }
 
 static void population_free(population *p) {
   free_items(&p->items);
-  for (int i = 0; i < p->n_arenas; i++) mlc_arena_free(p->arenas[i]);
-  mlc_free(p->arenas);
-  *p = (population){{0}, 0, NULL};
+  *p = (population){{0}, NULL};
 }
 
-/* A copy of t in p, by the calling thread (each has its own arena). */
-static const mlc_trace *keep_trace(population *p, const mlc_trace *t) {
+/* A copy of t that lasts the round, by the calling thread (each has its
+ * own arena). */
+static const mlc_trace *keep_trace(round_state *r, const mlc_trace *t) {
   int k = omp_get_thread_num();
-  MLC_ASSERT(k < p->n_arenas);
-  if (!p->arenas[k]) p->arenas[k] = mlc_arena_new();
-  return mlc_trace_copy(p->arenas[k], t);
+  MLC_ASSERT(k < r->n_arenas);
+  if (!r->arenas[k]) r->arenas[k] = mlc_arena_new();
+  return mlc_trace_copy(r->arenas[k], t);
 }
 
 /* A replayed state as a population's item: its trace copied already, so
  * dropping the state once scored is all that is left. */
 static item population_item(population *p, mlc_sched *s) {
-  return (item){s, keep_trace(p, mlc_sched_trace(s)), 0, false, 0};
+  return (item){.s = s, .t = keep_trace(p->r, mlc_sched_trace(s)), .mutant = -1};
+}
+
+/* The slot of key in r's table: its own, or the empty one it would take. */
+static int mutant_slot(const round_state *r, uint64_t key) {
+  int i = (int)(key & (uint64_t)(r->cap - 1));
+  while (r->slots[i] && r->made.data[r->slots[i] - 1].key != key) i = (i + 1) & (r->cap - 1);
+  return i;
+}
+
+/* The mutant of key made this round (its trace in *t), or -1. Called by
+ * any thread of the team: the table is shared. */
+static int mutant_find(round_state *r, uint64_t key, const mlc_trace **t) {
+  int found = -1;
+#pragma omp critical(round_mutants)
+  if (r->cap && (found = r->slots[mutant_slot(r, key)] - 1) >= 0) *t = r->made.data[found].t;
+  return found;
+}
+
+/* Record a mutant replayed into t; its index (the first one's where two
+ * threads made the same mutant at once). The table stays at most half
+ * full. */
+static int mutant_add(round_state *r, uint64_t key, const mlc_trace *t) {
+  int at;
+#pragma omp critical(round_mutants)
+  {
+    if (2 * (r->made.len + 1) > r->cap) {
+      r->cap = r->cap ? 2 * r->cap : 256;
+      mlc_free(r->slots);
+      r->slots = mlc_xmalloc(sizeof(int) * (size_t)r->cap);
+      memset(r->slots, 0, sizeof(int) * (size_t)r->cap);
+      for (int i = 0; i < r->made.len; i++) r->slots[mutant_slot(r, r->made.data[i].key)] = i + 1;
+    }
+    int slot = mutant_slot(r, key);
+    if (!r->slots[slot]) {
+      MLC_VEC_PUSH(r->made, ((mutant){key, t, 0}));
+      r->slots[slot] = r->made.len;
+    }
+    at = r->slots[slot] - 1;
+  }
+  return at;
 }
 
 static void free_batch(mlc_tuner_search *s) {
@@ -270,7 +343,8 @@ static void best_offer(mlc_tuner_search *s, best_set *b, item *it) {
   mlc_error e;
   mlc_sched *c = it->s ? mlc_sched_copy(it->s) /* compact */ : replayed(s, it->t, &e);
   if (!c) return;
-  item k = {c, mlc_sched_trace(c), h, true, it->score};
+  item k = {.s = c, .t = mlc_sched_trace(c), .hash = h, .hashed = true, .mutant = -1,
+            .score = it->score};
   /* a replaced one stays in `in`: it was worse, no need to offer again */
   hs_add(&b->in, h);
   if (worst < 0) {
@@ -292,6 +366,7 @@ static bool absorb(mlc_tuner_search *s, population *p, int from, best_set *best,
   if (!s->model) {
     for (int i = 0; i < n; i++) it[i].score = mlc_pcg32_double(&s->rng);
   } else {
+    round_state *r = p->r;
     const mlc_prim_func **funcs = mlc_xmalloc(sizeof(*funcs) * (size_t)n);
     double *sc = mlc_xmalloc(sizeof(double) * (size_t)n);
     int *at = mlc_xmalloc(sizeof(int) * (size_t)n), m = 0;
@@ -308,6 +383,12 @@ static bool absorb(mlc_tuner_search *s, population *p, int from, best_set *best,
     mlc_free(sc);
     mlc_free(at);
     if (!ok) return mlc_error_prefix(err, "search: cost model");
+    /* a repeated mutant is the same program: the first one's score (made
+     * before it, so scored in this call or an earlier one) */
+    for (int i = 0; i < n; i++)
+      if (it[i].s && it[i].mutant >= 0) r->made.data[it[i].mutant].score = it[i].score;
+    for (int i = 0; i < n; i++)
+      if (it[i].reused) it[i].score = r->made.data[it[i].mutant].score;
   }
   for (int i = 0; i < n; i++) {
     best_offer(s, best, &it[i]);
@@ -422,7 +503,7 @@ typedef struct child_ctx {
   const item_list *parents;
   const double *cum;
   const uint64_t *seeds;
-  long *tries; /* per child: mutations, mutations rejected */
+  long *tries; /* per child: mutations, rejected, repeats of a mutant made before */
 } child_ctx;
 
 /* Child k in next: a parent kept (1 - mutate_prob) or mutated; a rejected
@@ -434,15 +515,34 @@ static item make_child(mlc_tuner_search *s, population *next, void *ctx, int k) 
   const mlc_prim_func *f = mlc_tuner_space_func(s->space);
   for (int attempt = 0; attempt < s->o.max_fail_count; attempt++) {
     const item *p = &c->parents->data[pick_parent(&rng, c->parents->len, c->cum)];
-    if (mlc_pcg32_double(&rng) >= s->o.mutate_prob)
-      return (item){NULL, keep_trace(next, p->t), p->hash, p->hashed, p->score};
+    if (mlc_pcg32_double(&rng) >= s->o.mutate_prob) /* the same trace: it lasts the round_state */
+      return (item){.t = p->t, .hash = p->hash, .hashed = p->hashed, .mutant = p->mutant,
+                    .score = p->score};
     mlc_error e;
-    c->tries[2 * k]++;
-    mlc_sched *m = mlc_tuner_mutate_trace(f, p->t, -1, &rng, &s->o, &e);
-    if (m) return population_item(next, m);
-    c->tries[2 * k + 1]++;
+    c->tries[3 * k]++;
+    tuner_mutation mu;
+    mlc_sched *m = NULL;
+    uint64_t key = 0;
+    if (mlc_tuner_draw_mutation(p->t, -1, &rng, &s->o, &mu, &e)) {
+      if (mu.decided) {
+        key = tuner_mutation_key(p->t, &mu);
+        const mlc_trace *t;
+        int seen = mutant_find(next->r, key, &t);
+        if (seen >= 0) {
+          c->tries[3 * k + 2]++;
+          return (item){.t = t, .reused = true, .mutant = seen};
+        }
+      }
+      m = mlc_tuner_apply_mutation(f, p->t, &mu, &rng, &s->o, &e);
+    }
+    if (m) {
+      item it = population_item(next, m);
+      if (mu.decided) it.mutant = mutant_add(next->r, key, it.t);
+      return it;
+    }
+    c->tries[3 * k + 1]++;
   }
-  return (item){NULL, NULL, 0, false, 0};
+  return (item){.mutant = -1};
 }
 
 /* The next generation of pop, scored. */
@@ -460,15 +560,16 @@ static bool evolve(mlc_tuner_search *s, const population *pop, population *next,
   int n = pi->len, none;
   double *cum = mlc_xmalloc(sizeof(double) * (size_t)n);
   uint64_t *seeds = mlc_xmalloc(sizeof(uint64_t) * (size_t)n);
-  long *tries = mlc_xmalloc(sizeof(long) * 2 * (size_t)n);
+  long *tries = mlc_xmalloc(sizeof(long) * 3 * (size_t)n);
   double acc = 0;
   for (int i = 0; i < n; i++) cum[i] = acc += pi->data[i].score - lo + floor_w;
   for (int i = 0; i < n; i++) seeds[i] = next64(&s->rng);
   child_ctx cc = {pi, cum, seeds, tries};
   bool ok = produce(s, next, n, make_child, &cc, best, &none, err);
   for (int k = 0; k < n; k++) {
-    s->stats.mutations += tries[2 * k];
-    s->stats.mutations_rejected += tries[2 * k + 1];
+    s->stats.mutations += tries[3 * k];
+    s->stats.mutations_rejected += tries[3 * k + 1];
+    s->stats.mutations_reused += tries[3 * k + 2];
   }
   mlc_free(cum);
   mlc_free(seeds);
@@ -555,23 +656,24 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
     *out = s->batch.data;
     return n;
   }
-  population pop = population_new(), rand_pool = {{0}, 0, NULL};
+  round_state r = round_new();
+  population pop = population_new(&r), rand_pool = population_new(NULL);
   best_set best = {{0}, {0}, n};
   int rc = init_population(s, &pop, &best, err) ? 0 : -1;
   for (int g = 0; rc == 0 && g < s->o.generations && pop.items.len > 0; g++) {
-    population next = population_new();
+    population next = population_new(&r);
     if (!evolve(s, &pop, &next, &best, err)) rc = -1;
     if (g == 0) { /* keep the fresh samples for the random share */
       rand_pool = pop;
-      pop = (population){{0}, 0, NULL};
+      pop = population_new(NULL);
     }
     population_free(&pop);
     pop = next;
   }
   if (rc == 0) {
-    if (!rand_pool.arenas) { /* a single generation: pop holds the samples */
+    if (!rand_pool.r) { /* a single generation: pop holds the samples */
       rand_pool = pop;
-      pop = (population){{0}, 0, NULL};
+      pop = population_new(NULL);
     }
     fill_batch(s, n, &best, &rand_pool.items);
     rc = s->batch.len;
@@ -585,6 +687,7 @@ int mlc_tuner_search_next_batch(mlc_tuner_search *s, int n, mlc_tuner_cand **out
   }
   population_free(&pop);
   population_free(&rand_pool);
+  round_free(&r);
   free_items(&best.items);
   hs_free(&best.in);
   *out = s->batch.data;

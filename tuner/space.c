@@ -1058,6 +1058,7 @@ const mlc_tuner_space_impl mlc_tuner_space_cpu = {
     .sample = cpu_sample,
     .postprocess = tuner_postproc_cpu,
     .default_sched = tuner_cpu_default_sched,
-    .mutate = tuner_mutate_decisions,
+    .draw_mutation = tuner_mutation_draw,
+    .apply_mutation = tuner_mutation_apply,
     .free = cpu_free,
 };

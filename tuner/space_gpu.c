@@ -715,6 +715,7 @@ const mlc_tuner_space_impl mlc_tuner_space_gpu = {
     .sample = gpu_sample,
     .postprocess = gpu_postprocess,
     .default_sched = gpu_default_sched,
-    .mutate = tuner_mutate_decisions,
+    .draw_mutation = tuner_mutation_draw,
+    .apply_mutation = tuner_mutation_apply,
     .free = gpu_free,
 };

@@ -11,6 +11,15 @@
 
 void mlc_tuner_opts_default(mlc_tuner_opts *o);
 
+/* A mutation drawn, not yet applied (tuner_mutation_draw, mutate.c). */
+typedef struct tuner_mutation {
+  int mutator; /* mlc_mutator */
+  int inst;    /* the instruction it changes */
+  bool decided;
+  mlc_decision decision; /* decided: the instruction's new decision */
+  uint64_t seed;         /* the mutant's state */
+} tuner_mutation;
+
 /* ---- design-space interface (design.c) -------------------------------------
  *
  * A design space plugs in as a struct of function pointers, the way
@@ -35,9 +44,13 @@ typedef struct mlc_tuner_space_impl {
    * NULL with the reason when f has none (a kernel a GPU cannot run
    * untuned). */
   mlc_sched *(*default_sched)(const mlc_prim_func *f, const mlc_tuner_opts *o, mlc_error *err);
-  /* mlc_tuner_mutate_trace for candidates of this space. */
-  mlc_sched *(*mutate)(const mlc_prim_func *f, const mlc_trace *t, int which, mlc_pcg32 *rng,
-                       const mlc_tuner_opts *o, mlc_error *err);
+  /* mlc_tuner_mutate_trace for candidates of this space, in its two
+   * steps (tuner_mutation_draw's comment). */
+  bool (*draw_mutation)(const mlc_trace *t, int which, mlc_pcg32 *rng, tuner_mutation *m,
+                        mlc_error *err);
+  mlc_sched *(*apply_mutation)(const mlc_prim_func *f, const mlc_trace *t,
+                               const tuner_mutation *m, mlc_pcg32 *rng,
+                               const mlc_tuner_opts *o, mlc_error *err);
   void (*free)(void *sp);
 } mlc_tuner_space_impl;
 
@@ -142,6 +155,13 @@ mlc_sched *mlc_tuner_mutate(const mlc_prim_func *f, const mlc_sched *cand, int w
 /* The same from the candidate's trace alone (a mutation replays it). */
 mlc_sched *mlc_tuner_mutate_trace(const mlc_prim_func *f, const mlc_trace *t, int which,
                                   mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+/* mlc_tuner_mutate_trace's two steps, through o->space (tuner_mutation,
+ * below). */
+bool mlc_tuner_draw_mutation(const mlc_trace *t, int which, mlc_pcg32 *rng,
+                             const mlc_tuner_opts *o, tuner_mutation *m, mlc_error *err);
+mlc_sched *mlc_tuner_apply_mutation(const mlc_prim_func *f, const mlc_trace *t,
+                                    const tuner_mutation *m, mlc_pcg32 *rng,
+                                    const mlc_tuner_opts *o, mlc_error *err);
 
 /* ---- cost model interface ------------------------------------------------- */
 
@@ -171,6 +191,7 @@ typedef struct mlc_tuner_stats {
   int rounds;
   long samples, samples_rejected;     /* design-space draws */
   long mutations, mutations_rejected; /* mutator calls */
+  long mutations_reused;              /* mutants made before in the round: not replayed */
   long predicted;                     /* candidates scored */
   long verify_rejected;               /* picked, but the IR verifier refused them */
   double search_sec;                  /* wall time inside next_batch */
@@ -365,10 +386,22 @@ bool tuner_postproc_verify(const mlc_sched *s, mlc_error *err);
  * sample can repair the decisions that broke a limit. */
 bool tuner_postproc_gpu(mlc_sched *s, const mlc_gpu_limits *lim, bool verify_ir, mlc_gpu_usage *usage,
                         mlc_error *err);
-/* The mutators of mutate.c; both spaces use them (a GPU trace has no
- * parallel annotation, so the parallel mutator finds no site there). */
-mlc_sched *tuner_mutate_decisions(const mlc_prim_func *f, const mlc_trace *t, int which,
-                                  mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+/* The mutators of mutate.c, which both spaces use (a GPU trace has no
+ * parallel annotation, so the parallel mutator finds no site there), in
+ * two steps: what changes (drawn from rng; false with the reason when no
+ * mutator applies), then the mutant replayed and postprocessed. A tile or unroll mutation is decided when drawn: its
+ * mutant is the trace's sketch with one decision replaced (later decisions
+ * that no longer fit resampled from seed), so tuner_mutation_key names it
+ * before any replay. A parallel extent or compute location is drawn when
+ * applied, from the sketch's IR. */
+bool tuner_mutation_draw(const mlc_trace *t, int which, mlc_pcg32 *rng, tuner_mutation *m,
+                         mlc_error *err);
+mlc_sched *tuner_mutation_apply(const mlc_prim_func *f, const mlc_trace *t, const tuner_mutation *m,
+                                mlc_pcg32 *rng, const mlc_tuner_opts *o, mlc_error *err);
+/* A 64-bit hash of a decided mutant's sketch (t's instructions up to
+ * EnterPostproc with m's decision in place): equal for equal sketches
+ * (the same instructions, inputs, attributes and decisions). */
+uint64_t tuner_mutation_key(const mlc_trace *t, const tuner_mutation *m);
 
 /* ---- postproc.c ---- */
 
