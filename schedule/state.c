@@ -34,18 +34,37 @@ static mlc_stmt **child_at(mlc_stmt *st, int i) {
   mlc_unreachable();
 }
 
+/* The walk behind every handle check and location (tens of thousands a
+ * search round): the children by kind, inline, and the last child of each
+ * node followed in the loop instead of a call. */
 static int path_rec(mlc_stmt *st, const mlc_stmt *target, mlc_stmt **path, int depth) {
-  MLC_ASSERT(depth < SCHED_MAX_DEPTH);
-  path[depth] = st;
-  if (st == target) return depth + 1;
-  int n = n_children(st);
-  for (int i = 0; i < n; i++) {
-    mlc_stmt *c = *child_at(st, i);
-    if (!c) continue;
-    int r = path_rec(c, target, path, depth + 1);
+  for (;;) {
+    if (!st) return 0;
+    MLC_ASSERT(depth < SCHED_MAX_DEPTH);
+    path[depth++] = st;
+    if (st == target) return depth;
+    int r = 0;
+    switch (st->kind) {
+    case MLC_STMT_FOR: st = st->loop.body; break;
+    case MLC_STMT_ALLOCATE: st = st->alloc.body; break;
+    case MLC_STMT_BLOCK_REALIZE:
+      r = path_rec(st->realize.block->init, target, path, depth);
+      st = st->realize.block->body;
+      break;
+    case MLC_STMT_IF:
+      r = path_rec(st->if_.then_s, target, path, depth);
+      st = st->if_.else_s;
+      break;
+    case MLC_STMT_SEQ:
+      if (st->seq.n == 0) return 0;
+      for (int i = 0; i < st->seq.n - 1 && !r; i++) r = path_rec(st->seq.stmts[i], target, path, depth);
+      st = st->seq.stmts[st->seq.n - 1];
+      break;
+    case MLC_STMT_STORE:
+    case MLC_STMT_EVALUATE: return 0;
+    }
     if (r) return r;
   }
-  return 0;
 }
 
 int sched_height(const mlc_stmt *st) {
@@ -67,15 +86,33 @@ int sched_path_to(const mlc_sched *s, const mlc_stmt *target, mlc_stmt **path) {
   return path_rec(s->func->body, target, path, 0);
 }
 
+/* As path_rec, without the path. */
 static mlc_stmt *find_realize_rec(mlc_stmt *st, const mlc_block *b) {
-  if (st->kind == MLC_STMT_BLOCK_REALIZE && st->realize.block == b) return st;
-  int n = n_children(st);
-  for (int i = 0; i < n; i++) {
-    mlc_stmt *c = *child_at(st, i);
-    mlc_stmt *r = c ? find_realize_rec(c, b) : NULL;
+  for (;;) {
+    if (!st) return NULL;
+    mlc_stmt *r = NULL;
+    switch (st->kind) {
+    case MLC_STMT_FOR: st = st->loop.body; break;
+    case MLC_STMT_ALLOCATE: st = st->alloc.body; break;
+    case MLC_STMT_BLOCK_REALIZE:
+      if (st->realize.block == b) return st;
+      r = find_realize_rec(st->realize.block->init, b);
+      st = st->realize.block->body;
+      break;
+    case MLC_STMT_IF:
+      r = find_realize_rec(st->if_.then_s, b);
+      st = st->if_.else_s;
+      break;
+    case MLC_STMT_SEQ:
+      if (st->seq.n == 0) return NULL;
+      for (int i = 0; i < st->seq.n - 1 && !r; i++) r = find_realize_rec(st->seq.stmts[i], b);
+      st = st->seq.stmts[st->seq.n - 1];
+      break;
+    case MLC_STMT_STORE:
+    case MLC_STMT_EVALUATE: return NULL;
+    }
     if (r) return r;
   }
-  return NULL;
 }
 
 mlc_stmt *sched_find_realize(const mlc_sched *s, const mlc_block *b) {
