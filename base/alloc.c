@@ -367,8 +367,8 @@ char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k) {
 void mlc_vec_grow_(void **data, int *cap, int need, size_t elem, mlc_arena *a) {
   int ncap = *cap ? *cap : 4;
   while (ncap < need) ncap *= 2;
-  if (a) {
-    void *p = mlc_arena_alloc(a, elem * (size_t)ncap);
+  if (a) { /* the new room past the old elements is never read before written */
+    void *p = mlc_arena_alloc_uninit(a, elem * (size_t)ncap);
     if (*cap) memcpy(p, *data, elem * (size_t)*cap);
     *data = p;
   } else {

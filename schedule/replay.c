@@ -311,6 +311,9 @@ static bool replay_insts(mlc_sched *s, const mlc_trace *t, const mlc_replay_opts
   mlc_rv *map = MLC_NEW_ARRAY(s->arena, mlc_rv, t->rv_kinds.len + 1);
   for (int i = 0; i < t->rv_kinds.len; i++) map[i] = -1;
   replay r = {s, t, map, err};
+  /* The state's handles and instructions grow to about the trace's: once,
+   * instead of doubling there. */
+  sched_reserve(s, s->trace.insts.len + t->insts.len, s->rvs.len + t->rv_kinds.len);
   if (report) *report = (mlc_replay_report){0, MLC_NEW_ARRAY(s->arena, int, t->insts.len + 1), -1};
   for (int i = 0; i < t->insts.len; i++) {
     const mlc_inst *in = &t->insts.data[i];

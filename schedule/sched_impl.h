@@ -83,6 +83,8 @@ void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_
 void sched_each_realize(mlc_stmt *st, void (*fn)(mlc_stmt *realize, void *ctx), void *ctx);
 /* Re-simplify the iter bindings of the realizes under st, with the given
  * vars' ranges known. */
+/* Room for n_insts recorded instructions and n_rvs handles. */
+void sched_reserve(mlc_sched *s, int n_insts, int n_rvs);
 void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st);
 /* sched_subst_inplace on st (in place under the function), then the
  * bindings and predicates it changed simplified as sched_simplify_bindings
@@ -126,7 +128,9 @@ bool sched_intrin_add_family(const char *prefix, sched_intrin_gen gen);
 
 /* ---- trace.c: recording ---- */
 
-/* Append an instruction; arrays and strings are copied into the arena. */
+/* Append an instruction; arrays and strings are copied into the arena,
+ * but for the attributes' keys: string literals (static storage), shared
+ * by every instruction recorded with them. */
 mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_operand *in,
                        int n_attrs, const mlc_attr *attrs, int n_out, const mlc_rv *out);
 mlc_attr sched_attr_bool(const char *key, bool v);

@@ -243,6 +243,17 @@ void sched_subst_bindings(mlc_sched *s, mlc_stmt *st, int n, mlc_var **vars, mlc
 
 /* ---- handles ------------------------------------------------------------ */
 
+void sched_reserve(mlc_sched *s, int n_insts, int n_rvs) {
+  if (n_insts > s->trace.insts.cap)
+    mlc_vec_grow_((void **)&s->trace.insts.data, &s->trace.insts.cap, n_insts,
+                  sizeof *s->trace.insts.data, s->arena);
+  if (n_rvs > s->rvs.cap)
+    mlc_vec_grow_((void **)&s->rvs.data, &s->rvs.cap, n_rvs, sizeof *s->rvs.data, s->arena);
+  if (n_rvs > s->trace.rv_kinds.cap)
+    mlc_vec_grow_((void **)&s->trace.rv_kinds.data, &s->trace.rv_kinds.cap, n_rvs,
+                  sizeof *s->trace.rv_kinds.data, s->arena);
+}
+
 mlc_rv sched_new_rv(mlc_sched *s, mlc_rv_kind k, mlc_block *b, mlc_stmt *loop, int64_t v) {
   rv_entry e = {.kind = k, .block = b, .loop = loop, .value = v};
   MLC_VEC_APUSH(s->arena, s->rvs, e);

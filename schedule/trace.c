@@ -81,7 +81,9 @@ static void *dup_array(mlc_arena *a, const void *p, int n, size_t sz) {
   return d;
 }
 
-static void copy_inst(mlc_arena *a, mlc_inst *dst, const mlc_inst *src) {
+/* keys_static: src's attribute keys outlive dst (sched_record's literals)
+ * and are shared, not copied. */
+static void copy_inst(mlc_arena *a, mlc_inst *dst, const mlc_inst *src, bool keys_static) {
   *dst = *src;
   dst->inputs = dup_array(a, src->inputs, src->n_inputs, sizeof(mlc_operand));
   for (int i = 0; i < src->n_inputs; i++) {
@@ -96,7 +98,7 @@ static void copy_inst(mlc_arena *a, mlc_inst *dst, const mlc_inst *src) {
   dst->attrs = dup_array(a, src->attrs, src->n_attrs, sizeof(mlc_attr));
   for (int i = 0; i < src->n_attrs; i++) {
     mlc_attr *t = &dst->attrs[i];
-    t->key = mlc_arena_strdup(a, t->key);
+    if (!keys_static) t->key = mlc_arena_strdup(a, t->key);
     if (t->kind == MLC_ATTR_STR) t->s = mlc_arena_strdup(a, t->s);
     if (t->kind == MLC_ATTR_INTS)
       t->ints = dup_array(a, t->ints, t->n, sizeof(int64_t));
@@ -111,7 +113,7 @@ mlc_inst *sched_record(mlc_sched *s, mlc_inst_kind kind, int n_in, const mlc_ope
   mlc_inst tmp = {kind, n_in, (mlc_operand *)in, n_attrs, (mlc_attr *)attrs, n_out,
                   (mlc_rv *)out, {0}};
   mlc_inst copy;
-  copy_inst(s->arena, &copy, &tmp);
+  copy_inst(s->arena, &copy, &tmp, true);
   /* the height stays a bound where the primitive's growth is known */
   int d = inst_info[kind].deepens;
   s->height = !s->height || d == DEEPENS_ANY ? 0 : s->height + (d == DEEPENS_OUTPUTS ? n_out - 1 : 0);
@@ -125,7 +127,7 @@ void sched_trace_copy_into(mlc_arena *a, mlc_trace *dst, const mlc_trace *src) {
   int n = src->insts.len, nk = src->rv_kinds.len;
   dst->insts.data = MLC_NEW_ARRAY(a, mlc_inst, n + 1);
   dst->insts.len = dst->insts.cap = n;
-  for (int i = 0; i < n; i++) copy_inst(a, &dst->insts.data[i], &src->insts.data[i]);
+  for (int i = 0; i < n; i++) copy_inst(a, &dst->insts.data[i], &src->insts.data[i], false);
   dst->rv_kinds.data = dup_array(a, src->rv_kinds.data, nk, sizeof *src->rv_kinds.data);
   dst->rv_kinds.len = dst->rv_kinds.cap = nk;
 }
