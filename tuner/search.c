@@ -71,8 +71,10 @@ typedef struct item {
   const mlc_trace *t; /* the round's copy, or (best set, proposed) the state's */
   uint64_t hash;      /* mlc_trace_hash(t), once hashed (most are never needed) */
   bool hashed;
+  bool keyed;  /* a decided mutant, named by key (tuner_mutation_key) */
   bool reused; /* a mutant the round made before: its score is the first's */
   int mutant;  /* its entry in the round's mutants, or -1 */
+  uint64_t key;
   double score;
 } item;
 
@@ -89,7 +91,10 @@ typedef struct mutant {
 
 /* What a round's generations share: the arenas of their traces (one for
  * each thread that copies them; a kept parent's child shares its trace)
- * and the mutants made, as a hash table of indices into `made`. */
+ * and the mutants made, as a hash table of indices into `made`. Mutants
+ * enter the table between chunks of children, in order, and are looked up
+ * while a chunk is made: a child finds the mutants of the chunks before
+ * its own, whichever thread makes it. */
 typedef struct round_state {
   int n_arenas;
   mlc_arena **arenas;
@@ -199,37 +204,26 @@ static int mutant_slot(const round_state *r, uint64_t key) {
   return i;
 }
 
-/* The mutant of key made this round (its trace in *t), or -1. Called by
- * any thread of the team: the table is shared. */
-static int mutant_find(round_state *r, uint64_t key, const mlc_trace **t) {
-  int found = -1;
-#pragma omp critical(round_mutants)
-  if (r->cap && (found = r->slots[mutant_slot(r, key)] - 1) >= 0) *t = r->made.data[found].t;
-  return found;
+/* The mutant of key made this round, or -1. */
+static int mutant_find(const round_state *r, uint64_t key) {
+  return r->cap ? r->slots[mutant_slot(r, key)] - 1 : -1;
 }
 
-/* Record a mutant replayed into t; its index (the first one's where two
- * threads made the same mutant at once). The table stays at most half
- * full. */
+/* Record a mutant replayed into t; its index (the first one's where a
+ * chunk made it twice). The table stays at most half full. */
 static int mutant_add(round_state *r, uint64_t key, const mlc_trace *t) {
-  int at;
-#pragma omp critical(round_mutants)
-  {
-    if (2 * (r->made.len + 1) > r->cap) {
-      r->cap = r->cap ? 2 * r->cap : 256;
-      mlc_free(r->slots);
-      r->slots = mlc_xmalloc(sizeof(int) * (size_t)r->cap);
-      memset(r->slots, 0, sizeof(int) * (size_t)r->cap);
-      for (int i = 0; i < r->made.len; i++) r->slots[mutant_slot(r, r->made.data[i].key)] = i + 1;
-    }
-    int slot = mutant_slot(r, key);
-    if (!r->slots[slot]) {
-      MLC_VEC_PUSH(r->made, ((mutant){key, t, 0}));
-      r->slots[slot] = r->made.len;
-    }
-    at = r->slots[slot] - 1;
+  if (2 * (r->made.len + 1) > r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 256;
+    mlc_free(r->slots);
+    r->slots = mlc_xmalloc(sizeof(int) * (size_t)r->cap);
+    for (int i = 0; i < r->made.len; i++) r->slots[mutant_slot(r, r->made.data[i].key)] = i + 1;
   }
-  return at;
+  int slot = mutant_slot(r, key);
+  if (!r->slots[slot]) {
+    MLC_VEC_PUSH(r->made, ((mutant){key, t, 0}));
+    r->slots[slot] = r->made.len;
+  }
+  return r->slots[slot] - 1;
 }
 
 static void free_batch(mlc_tuner_search *s) {
@@ -429,8 +423,12 @@ static bool produce(mlc_tuner_search *s, population *pop, int n, make_fn make, v
 #pragma omp taskwait
     scored_from = pop->items.len;
     for (int k = first; c < n_chunks && k < end; k++) {
-      if (made[k].t) MLC_VEC_PUSH(pop->items, made[k]);
-      else missing++;
+      if (!made[k].t) {
+        missing++;
+        continue;
+      }
+      if (made[k].keyed && made[k].s) made[k].mutant = mutant_add(pop->r, made[k].key, made[k].t);
+      MLC_VEC_PUSH(pop->items, made[k]);
     }
   }
   mlc_free(made);
@@ -526,18 +524,18 @@ static item make_child(mlc_tuner_search *s, population *next, void *ctx, int k) 
     if (mlc_tuner_draw_mutation(p->t, -1, &rng, &s->o, &mu, &e)) {
       if (mu.decided) {
         key = tuner_mutation_key(p->t, &mu);
-        const mlc_trace *t;
-        int seen = mutant_find(next->r, key, &t);
+        int seen = mutant_find(next->r, key);
         if (seen >= 0) {
           c->tries[3 * k + 2]++;
-          return (item){.t = t, .reused = true, .mutant = seen};
+          return (item){.t = next->r->made.data[seen].t, .reused = true, .mutant = seen};
         }
       }
       m = mlc_tuner_apply_mutation(f, p->t, &mu, &rng, &s->o, &e);
     }
     if (m) {
       item it = population_item(next, m);
-      if (mu.decided) it.mutant = mutant_add(next->r, key, it.t);
+      it.keyed = mu.decided;
+      it.key = key;
       return it;
     }
     c->tries[3 * k + 1]++;
