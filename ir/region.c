@@ -630,11 +630,19 @@ mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var *
     mlc_simplifier_bind(w.s, vars[i], mins[i], extents[i] > 0 ? extents[i] : 1);
   mlc_region out = {r.buf, MLC_NEW_ARRAY(a, mlc_range, r.buf->ndim > 0 ? r.buf->ndim : 1)};
   for (int d = 0; d < r.buf->ndim; d++) {
-    mlc_expr *mn = mlc_simplify(w.s, r.ranges[d].min);
-    mlc_expr *last = mlc_simplify(
-        w.s, mlc_sub(a, mlc_add(a, r.ranges[d].min, r.ranges[d].extent), mlc_int(a, 1)));
-    dim_iv lo = analyze_simplified(&w, mn), hi = analyze_simplified(&w, last);
-    iv_union(&w, &lo, &hi);
+    dim_iv lo = analyze_simplified(&w, mlc_simplify(w.s, r.ranges[d].min));
+    /* The common case, base + [lo, hi] over a constant extent (a point:
+     * 1), reaches base + [lo, hi + ext - 1] without the last element's
+     * analysis. */
+    int64_t ext;
+    bool shifted = lo.kind == IV_EXACT && mlc_expr_is_const_int(r.ranges[d].extent, &ext) &&
+                   ext >= 1 && !__builtin_add_overflow(lo.hi, ext - 1, &lo.hi);
+    if (!shifted) {
+      mlc_expr *last = mlc_simplify(
+          w.s, mlc_sub(a, mlc_add(a, r.ranges[d].min, r.ranges[d].extent), mlc_int(a, 1)));
+      dim_iv hi = analyze_simplified(&w, last);
+      iv_union(&w, &lo, &hi);
+    }
     out.ranges[d] = iv_range(&w, &lo, r.buf->shape[d]);
     if (!max_extents) continue;
     switch (lo.kind) {
