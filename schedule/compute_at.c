@@ -11,6 +11,7 @@
 #include "schedule/sched_impl.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -257,7 +258,6 @@ typedef struct ca_plan {
   mlc_stmt *realize;      /* the block's realize now */
   mlc_block *blk;
   mlc_stmt *loop;         /* the target loop */
-  mlc_stmt *lpath[SCHED_MAX_DEPTH]; /* root .. loop */
   int lpath_n;
   sched_stmts blocks;     /* the scope's blocks in program order */
   int n_sub;              /* the loop body's statements */
@@ -268,7 +268,15 @@ typedef struct ca_plan {
   mlc_stmt *new_realize;
   int n_new_loops;
   mlc_stmt **new_loops;
+  mlc_stmt *lpath[SCHED_MAX_DEPTH]; /* root .. loop; last: plan_new leaves it as it is */
 } ca_plan;
+
+/* A plan with every field zero but the path (8 KB, filled before read). */
+static ca_plan *plan_new(mlc_sched *s) {
+  ca_plan *p = mlc_arena_alloc_uninit(s->arena, sizeof *p);
+  memset(p, 0, offsetof(ca_plan, lpath));
+  return p;
+}
 
 /* Which statement of the loop's body holds realize r; -1 if none. */
 static int subtree_of(mlc_sched *s, const ca_plan *p, mlc_stmt *r) {
@@ -1069,8 +1077,7 @@ static bool compute_at_impl(mlc_sched *s, bool reverse, mlc_rv block, mlc_rv loo
   }
   ca_plan *p = located_plan(s, reverse, block, loop, preserve_unit_loops, index);
   if (!p) {
-    p = MLC_NEW(s->arena, ca_plan);
-    memset(p, 0, sizeof *p);
+    p = plan_new(s);
     p->prim = prim;
     p->reverse = reverse;
     if (!plan(s, p, block, loop, preserve_unit_loops, index, err)) return false;
@@ -1121,8 +1128,7 @@ static loop_type loop_iter_type(const mlc_stmt *l) {
  * succeed, else NULL. */
 static ca_plan *can_compute_at(mlc_sched *s, mlc_rv block, mlc_stmt *loop) {
   mlc_error e = {{0}};
-  ca_plan *p = MLC_NEW(s->arena, ca_plan);
-  memset(p, 0, sizeof *p);
+  ca_plan *p = plan_new(s);
   p->prim = "compute_at";
   /* A temporary handle would change the state; plan on the nodes. */
   p->blk = s->rvs.data[block].block;

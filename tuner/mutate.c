@@ -266,10 +266,11 @@ mlc_sched *tuner_mutation_apply(const mlc_prim_func *f, const mlc_trace *t, cons
   return mutate_location(f, t, m->inst, rng, m->seed, o, err);
 }
 
-/* FNV-1a steps over the fields that make a trace's program. */
+/* Steps of a 64-bit hash over the fields that make a trace's program: a
+ * word at a time (MurmurHash3's finalizer after each), strings bytewise. */
 static uint64_t mix(uint64_t h, uint64_t v) {
-  for (int i = 0; i < 8; i++, v >>= 8) h = (h ^ (v & 0xff)) * 0x100000001b3ull;
-  return h;
+  h = (h ^ v) * 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
 }
 
 static uint64_t mix_str(uint64_t h, const char *x) {
@@ -298,8 +299,9 @@ static uint64_t mix_ann(uint64_t h, const mlc_ann *a) {
   mlc_unreachable();
 }
 
+/* An attribute's value (its key comes with the instruction's kind). */
 static uint64_t mix_attr(uint64_t h, const mlc_attr *at) {
-  h = mix_str(mix(h, (uint64_t)at->kind), at->key);
+  h = mix(h, (uint64_t)at->kind);
   switch (at->kind) {
   case MLC_ATTR_INT:
   case MLC_ATTR_BOOL: return mix(h, (uint64_t)at->i);
