@@ -36,26 +36,32 @@ static binding *find_binding(const mlc_simplifier *s, const mlc_var *v) {
   return NULL;
 }
 
+/* A binding is appended without looking for an older one of v (binding a
+ * loop nest's vars is a scan per var otherwise, the bulk of a search
+ * round's simplifier set-up): lookups go newest first, so the last one
+ * holds. */
 void mlc_simplifier_bind(mlc_simplifier *s, mlc_var *v, int64_t min, int64_t extent) {
   int64_t hi;
   /* An empty or overflowing range tells nothing usable: leave v free. */
-  bool ok = extent >= 1 && !__builtin_add_overflow(min, extent - 1, &hi);
-  binding *b = find_binding(s, v);
-  if (!ok) {
-    if (b) *b = s->b[--s->n];
+  if (extent < 1 || __builtin_add_overflow(min, extent - 1, &hi)) {
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+      if (s->b[i].v != v) s->b[k++] = s->b[i];
+    s->n = k;
     return;
   }
-  if (!b) {
-    if (s->n == s->cap) {
-      int ncap = s->cap ? 2 * s->cap : 16;
-      binding *nb = MLC_NEW_ARRAY(s->a, binding, ncap);
-      if (s->n) memcpy(nb, s->b, sizeof(binding) * (size_t)s->n);
-      s->b = nb;
-      s->cap = ncap;
-    }
-    b = &s->b[s->n++];
+  if (s->n > 0 && s->b[s->n - 1].v == v) { /* rebinding the last one, as loops do */
+    s->b[s->n - 1] = (binding){v, min, hi};
+    return;
   }
-  *b = (binding){v, min, hi};
+  if (s->n == s->cap) {
+    int ncap = s->cap ? 2 * s->cap : 16;
+    binding *nb = mlc_arena_alloc_uninit(s->a, sizeof(binding) * (size_t)ncap);
+    if (s->n) memcpy(nb, s->b, sizeof(binding) * (size_t)s->n);
+    s->b = nb;
+    s->cap = ncap;
+  }
+  s->b[s->n++] = (binding){v, min, hi};
 }
 
 /* ---- exact integer helpers ------------------------------------------- */

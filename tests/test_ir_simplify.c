@@ -387,9 +387,19 @@ static void test_bounds(void) {
   mlc_var *big = mlc_var_new(A, "big", MLC_INT64);
   mlc_simplifier_bind(s, big, 0, INT64_MAX);
   check_bounds(s, mul(mlc_ref(A, big), I64(4)), false, 0, 0);
-  /* Rebinding replaces the range. */
+  /* Rebinding replaces the range, whether or not others came since; an
+   * empty range frees the var (every binding of it), leaving the others. */
   mlc_simplifier_bind(s, i->var, 2, 2);
   check_bounds(s, i, true, 2, 3);
+  mlc_simplifier_bind(s, j->var, 1, 1);
+  mlc_simplifier_bind(s, i->var, 5, 1);
+  check_bounds(s, i, true, 5, 5);
+  mlc_simplifier_bind(s, i->var, 0, 0);
+  check_bounds(s, i, false, 0, 0);
+  check_bounds(s, j, true, 1, 1);
+  check_bounds(s, n, true, -4, -2);
+  mlc_simplifier_bind(s, i->var, 0, 3);
+  check_bounds(s, i, true, 0, 2);
   mlc_arena_free(A);
 }
 
