@@ -41,6 +41,11 @@ void arith_lin_init(arith_lin *L);
 /* L += mult * e. Non-affine subterms of e become atoms unchanged (e is
  * expected to be simplified already). Requires e of an integer dtype. */
 void arith_lin_add(mlc_simplifier *s, arith_lin *L, mlc_expr *e, int64_t mult);
+/* L (empty) := the linear form of mlc_simplify(s, e), without building
+ * it: what arith_lin_add of the simplified expression gives. False when e
+ * is not an integer or its simplified form does not read back so (an
+ * overflow): mlc_simplify then. */
+bool arith_lin_simplified(mlc_simplifier *s, arith_lin *L, mlc_expr *e);
 /* L += coeff * atom, combining with a structurally equal atom. */
 void arith_lin_add_term(mlc_simplifier *s, arith_lin *L, mlc_expr *atom, int64_t coeff);
 /* Number of terms with a non-zero coefficient. */

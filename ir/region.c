@@ -248,35 +248,56 @@ static dim_iv atom_iv(walker *w, mlc_expr *atom, mlc_dtype t) {
   return iv_full(t);
 }
 
+/* The interval of an index with linear form L (its simplified form's) in
+ * dtype t while the relaxed vars range; FULL where the form cannot tell. */
+static dim_iv analyze_form(walker *w, const arith_lin *L, mlc_dtype t) {
+  arith_lin S;
+  arith_lin_init(&S);
+  for (int i = 0; i < L->n && !L->bad; i++)
+    if (L->t[i].coeff != 0 && !arith_uses_bound_var(w->s, L->t[i].atom))
+      arith_lin_add_term(w->s, &S, L->t[i].atom, L->t[i].coeff);
+  if (L->bad || S.bad) return iv_full(t);
+  dim_iv r = iv_const(t, L->c, L->c);
+  if (arith_lin_nterms(&S) > 0 && !(r.base = arith_lin_build(w->a, &S, t))) return iv_full(t);
+  for (int i = 0; i < L->n && r.kind != IV_FULL; i++) {
+    if (L->t[i].coeff == 0 || !arith_uses_bound_var(w->s, L->t[i].atom)) continue;
+    dim_iv a = atom_iv(w, L->t[i].atom, t);
+    r = iv_add_scaled(w, &r, &a, L->t[i].coeff);
+  }
+  return r;
+}
+
 /* The interval an index (already in terms of symbolic and relaxed vars and
  * simplified) covers while the relaxed vars range. */
 static dim_iv analyze_simplified(walker *w, mlc_expr *e) {
   mlc_dtype t = mlc_dtype_is_int(e->dtype) ? e->dtype : MLC_INT32;
   if (!mlc_dtype_is_int(e->dtype) || uses_any(e, w->unbounded.data, w->unbounded.len))
     return iv_full(t);
-  arith_lin L, S;
+  arith_lin L;
   arith_lin_init(&L);
-  arith_lin_init(&S);
   arith_lin_add(w->s, &L, e, 1);
-  for (int i = 0; i < L.n && !L.bad; i++)
-    if (L.t[i].coeff != 0 && !arith_uses_bound_var(w->s, L.t[i].atom))
-      arith_lin_add_term(w->s, &S, L.t[i].atom, L.t[i].coeff);
-  if (!L.bad && !S.bad) {
-    dim_iv r = iv_const(t, L.c, L.c);
-    if (arith_lin_nterms(&S) > 0) r.base = arith_lin_build(w->a, &S, t);
-    if (r.base || arith_lin_nterms(&S) == 0) {
-      for (int i = 0; i < L.n && r.kind != IV_FULL; i++) {
-        if (L.t[i].coeff == 0 || !arith_uses_bound_var(w->s, L.t[i].atom)) continue;
-        dim_iv a = atom_iv(w, L.t[i].atom, t);
-        r = iv_add_scaled(w, &r, &a, L.t[i].coeff);
-      }
-      if (r.kind != IV_FULL) return r;
-    }
-  }
+  dim_iv r = analyze_form(w, &L, t);
+  if (r.kind != IV_FULL) return r;
   /* A relaxed var inside a non-affine atom together with a symbolic one:
    * only a bound of the whole index can help. */
   int64_t lo, hi;
   if (mlc_simplifier_bounds(w->s, e, &lo, &hi)) return iv_const(t, lo, hi);
+  return iv_full(t);
+}
+
+/* analyze_simplified(w, mlc_simplify(w->s, e)), from the simplified form's
+ * linear form: the expression is built only where the form cannot tell
+ * (rarely). */
+static dim_iv analyze_unsimplified(walker *w, mlc_expr *e) {
+  arith_lin L;
+  arith_lin_init(&L);
+  if (w->unbounded.len || !arith_lin_simplified(w->s, &L, e))
+    return analyze_simplified(w, mlc_simplify(w->s, e));
+  mlc_dtype t = e->dtype;
+  dim_iv r = analyze_form(w, &L, t);
+  if (r.kind != IV_FULL) return r;
+  int64_t lo, hi;
+  if (mlc_simplifier_bounds(w->s, mlc_simplify(w->s, e), &lo, &hi)) return iv_const(t, lo, hi);
   return iv_full(t);
 }
 
@@ -285,9 +306,7 @@ static mlc_expr *in_env(walker *w, mlc_expr *e) {
   return mlc_expr_subst(w->a, e, w->env_vars.len, w->env_vars.data, w->env_vals.data);
 }
 
-static dim_iv analyze_index(walker *w, mlc_expr *e) {
-  return analyze_simplified(w, mlc_simplify(w->s, in_env(w, e)));
-}
+static dim_iv analyze_index(walker *w, mlc_expr *e) { return analyze_unsimplified(w, in_env(w, e)); }
 
 /* ---- unions ------------------------------------------------------------ */
 
@@ -630,7 +649,7 @@ mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var *
     mlc_simplifier_bind(w.s, vars[i], mins[i], extents[i] > 0 ? extents[i] : 1);
   mlc_region out = {r.buf, MLC_NEW_ARRAY(a, mlc_range, r.buf->ndim > 0 ? r.buf->ndim : 1)};
   for (int d = 0; d < r.buf->ndim; d++) {
-    dim_iv lo = analyze_simplified(&w, mlc_simplify(w.s, r.ranges[d].min));
+    dim_iv lo = analyze_unsimplified(&w, r.ranges[d].min);
     /* The common case, base + [lo, hi] over a constant extent (a point:
      * 1), reaches base + [lo, hi + ext - 1] without the last element's
      * analysis. */
@@ -638,9 +657,8 @@ mlc_region mlc_region_relax_bounded(mlc_arena *a, mlc_region r, int n, mlc_var *
     bool shifted = lo.kind == IV_EXACT && mlc_expr_is_const_int(r.ranges[d].extent, &ext) &&
                    ext >= 1 && !__builtin_add_overflow(lo.hi, ext - 1, &lo.hi);
     if (!shifted) {
-      mlc_expr *last = mlc_simplify(
-          w.s, mlc_sub(a, mlc_add(a, r.ranges[d].min, r.ranges[d].extent), mlc_int(a, 1)));
-      dim_iv hi = analyze_simplified(&w, last);
+      dim_iv hi = analyze_unsimplified(
+          &w, mlc_sub(a, mlc_add(a, r.ranges[d].min, r.ranges[d].extent), mlc_int(a, 1)));
       iv_union(&w, &lo, &hi);
     }
     out.ranges[d] = iv_range(&w, &lo, r.buf->shape[d]);

@@ -696,6 +696,27 @@ static bool merge_div_mod(mlc_simplifier *s, arith_lin *L) {
   return false;
 }
 
+/* Whether arith_lin_build can write L in t. */
+static bool lin_fits(const arith_lin *L, mlc_dtype t) {
+  if (L->bad || !fits(t, L->c)) return false;
+  for (int i = 0; i < L->n; i++)
+    if (!fits(t, L->t[i].coeff) || L->t[i].coeff == INT64_MIN) return false;
+  return true;
+}
+
+bool arith_lin_simplified(mlc_simplifier *s, arith_lin *L, mlc_expr *e) {
+  MLC_ASSERT(L->n == 0 && L->c == 0 && !L->bad);
+  if (!is_int(e)) return false;
+  if (!is_affine_kind(e)) {
+    lin_add(s, L, simp(s, e), 1, false);
+    return !L->bad;
+  }
+  lin_add(s, L, e, 1, true);
+  for (int guard = 0; guard < 16 && !L->bad && merge_div_mod(s, L); guard++) {
+  }
+  return lin_fits(L, e->dtype);
+}
+
 static mlc_expr *simp_affine(mlc_simplifier *s, mlc_expr *e) {
   arith_lin L;
   arith_lin_init(&L);
