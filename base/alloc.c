@@ -347,7 +347,8 @@ char *mlc_arena_printf(mlc_arena *a, const char *fmt, ...) {
   return p;
 }
 
-char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k) {
+/* s, then sep (if not 0), then k in decimal. */
+static char *with_number(mlc_arena *a, const char *s, char sep, int64_t k) {
   char digits[24];
   int n = 0;
   uint64_t u = k < 0 ? (uint64_t)0 - (uint64_t)k : (uint64_t)k;
@@ -355,11 +356,23 @@ char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k) {
   while (u);
   if (k < 0) digits[n++] = '-';
   size_t len = strlen(s);
-  char *p = mlc_arena_alloc(a, len + (size_t)n + 2), *q = p + len;
+  char *p = mlc_arena_alloc_uninit(a, len + (size_t)n + 2), *q = p + len;
   memcpy(p, s, len);
-  *q++ = '_';
+  if (sep) *q++ = sep;
   while (n) *q++ = digits[--n];
-  return p; /* zeroed: terminated */
+  *q = '\0';
+  return p;
+}
+
+char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k) { return with_number(a, s, '_', k); }
+char *mlc_arena_numbered(mlc_arena *a, const char *s, int64_t k) { return with_number(a, s, 0, k); }
+
+char *mlc_arena_concat(mlc_arena *a, const char *x, const char *y) {
+  size_t nx = strlen(x), ny = strlen(y);
+  char *p = mlc_arena_alloc_uninit(a, nx + ny + 1);
+  memcpy(p, x, nx);
+  memcpy(p + nx, y, ny + 1);
+  return p;
 }
 
 /* ---- vectors ---------------------------------------------------------- */

@@ -91,9 +91,12 @@ char *mlc_arena_strdup(mlc_arena *a, const char *s);
 char *mlc_arena_strndup(mlc_arena *a, const char *s, size_t n);
 char *mlc_arena_printf(mlc_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* "<s>_<k>": mlc_arena_printf(a, "%s_%d", s, k) without parsing a format
- * (a schedule's new loop and block names, thousands of them a second). */
+/* Names without parsing a format (a schedule's new loops, blocks and
+ * buffers, thousands of them a second): "<s>_<k>", "<s><k>" and "<x><y>",
+ * as mlc_arena_printf(a, "%s_%d", s, k), "%s%d" and "%s%s" would. */
 char *mlc_arena_suffixed(mlc_arena *a, const char *s, int64_t k);
+char *mlc_arena_numbered(mlc_arena *a, const char *s, int64_t k);
+char *mlc_arena_concat(mlc_arena *a, const char *x, const char *y);
 /* Set (or clear with NULL) where an allocation failure jumps to. */
 void mlc_arena_set_oom_jump(mlc_arena *a, jmp_buf *jb);
 /* The escape point now set (NULL: none), so that an entry point can set

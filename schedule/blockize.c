@@ -375,7 +375,7 @@ static void bz_make_iters(mlc_arena *a, const bz_info *z, bool preserve_unit_ite
       t->out_vals[t->n_out++] = sp->outer;
       continue;
     }
-    mlc_var *vi = mlc_var_new(a, mlc_arena_printf(a, "%s_i", it->var->name), dt);
+    mlc_var *vi = mlc_var_new(a, mlc_arena_concat(a, it->var->name, "_i"), dt);
     mlc_range in_dom = sp->kind == SPLIT_INNER ? it->dom
                                                : (mlc_range){mlc_int_t(a, dt, 0), mlc_int_t(a, dt, sp->e)};
     t->in[t->n_in] = (mlc_iter_var){vi, in_dom, it->kind};
@@ -383,7 +383,7 @@ static void bz_make_iters(mlc_arena *a, const bz_info *z, bool preserve_unit_ite
     mlc_var *vo = NULL;
     if (sp->kind == SPLIT_MIXED || preserve_unit_iters) {
       int64_t oext = sp->kind == SPLIT_MIXED ? sp->outer_ext : 1;
-      vo = mlc_var_new(a, mlc_arena_printf(a, "%s_o", it->var->name), dt);
+      vo = mlc_var_new(a, mlc_arena_concat(a, it->var->name, "_o"), dt);
       t->out[t->n_out] = (mlc_iter_var){vo, {mlc_int_t(a, dt, 0), mlc_int_t(a, dt, oext)}, it->kind};
       t->out_vals[t->n_out++] = sp->kind == SPLIT_MIXED ? sp->outer : mlc_int_t(a, dt, 0);
     }
@@ -398,7 +398,7 @@ static void bz_make_iters(mlc_arena *a, const bz_info *z, bool preserve_unit_ite
 static mlc_stmt *bz_init_nest(mlc_sched *s, const bz_info *z, const bz_iters *t) {
   mlc_arena *a = s->arena;
   mlc_block *b = z->b;
-  mlc_block *ib = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_init", b->name)));
+  mlc_block *ib = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_concat(a, b->name, "_init")));
   ib->iters = MLC_NEW_ARRAY(a, mlc_iter_var, t->n_in + 1);
   mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, t->n_in + 1);
   mlc_var **ov = MLC_NEW_ARRAY(a, mlc_var *, t->n_in + 1);
@@ -407,7 +407,7 @@ static mlc_stmt *bz_init_nest(mlc_sched *s, const bz_info *z, const bz_iters *t)
   for (int i = 0; i < t->n_in; i++) {
     const mlc_iter_var *it = &t->in[i];
     if (it->kind != MLC_ITER_SPATIAL || !sched_stmt_uses_var(b->init, it->var)) continue;
-    mlc_var *v = mlc_var_new(a, mlc_arena_printf(a, "%s_init", it->var->name), it->var->dtype);
+    mlc_var *v = mlc_var_new(a, mlc_arena_concat(a, it->var->name, "_init"), it->var->dtype);
     ib->iters[k] = (mlc_iter_var){v, it->dom, MLC_ITER_SPATIAL};
     vals[k] = t->in_vals[i];
     ov[k] = it->var;
@@ -462,7 +462,7 @@ bool sched_blockize(mlc_sched *s, mlc_rv lrv, bool preserve_unit_iters, mlc_bloc
   z.realize->realize.values = t.in_vals;
   z.realize->realize.predicate = z.inner_pred;
 
-  mlc_block *ob = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_o", b->name)));
+  mlc_block *ob = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_concat(a, b->name, "_o")));
   mlc_var **rv = MLC_NEW_ARRAY(a, mlc_var *, t.n_in + 1);
   int64_t *mins = MLC_NEW_ARRAY(a, int64_t, t.n_in + 1), *exts = MLC_NEW_ARRAY(a, int64_t, t.n_in + 1);
   for (int i = 0; i < t.n_in; i++) {

@@ -493,8 +493,8 @@ static mlc_stmt *make_stage(mlc_sched *s, const char *name, const mlc_region *re
   for (int d = 0; d < nd; d++) {
     mlc_dtype t = region->ranges[d].extent->dtype;
     if (!mlc_dtype_is_int(t)) t = MLC_INT32;
-    mlc_var *v = mlc_var_new(a, mlc_arena_printf(a, "v%d", d), t);
-    ax[d] = mlc_var_new(a, mlc_arena_printf(a, "ax%d", d), t);
+    mlc_var *v = mlc_var_new(a, mlc_arena_numbered(a, "v", d), t);
+    ax[d] = mlc_var_new(a, mlc_arena_numbered(a, "ax", d), t);
     /* The iter spans the buffer's extent: its symbolic one where it has one
      * (an index then provably below it at every size). */
     mlc_expr *dom = compact ? region->ranges[d].extent : mlc_int_t(a, t, region->buf->shape[d]);

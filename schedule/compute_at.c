@@ -704,7 +704,7 @@ static void build_subtree(mlc_sched *s, ca_plan *p, iter_dom *dom, bool preserve
     if (full && !cdom) ext = 1; /* a symbolic extent: the loop runs over it below */
     mlc_expr *v = mn;
     if (ext != 1 || preserve_unit_loops || (full && sdom)) {
-      mlc_var *lv = mlc_var_new(a, mlc_arena_printf(a, "ax%d", p->n_new_loops), t);
+      mlc_var *lv = mlc_var_new(a, mlc_arena_numbered(a, "ax", p->n_new_loops), t);
       mlc_expr *lext = full && sdom ? it->dom.extent : mlc_int_t(a, t, ext);
       mlc_stmt *l = mlc_for_new(a, lv, mlc_int_t(a, t, 0), lext, MLC_FOR_SERIAL, NULL);
       if (!(full && sdom)) mlc_simplifier_bind(sp, lv, 0, ext);

@@ -233,7 +233,7 @@ static bool decompose_check(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_stmt **loo
 static mlc_stmt *decompose_init_nest(mlc_sched *s, mlc_block *b, mlc_stmt *r, mlc_stmt **loops,
                                      int n, int at, mlc_block **init_out) {
   mlc_arena *a = s->arena;
-  mlc_block *ib = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_init", b->name)));
+  mlc_block *ib = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_concat(a, b->name, "_init")));
   int ns = 0;
   for (int i = 0; i < b->n_iters; i++) ns += b->iters[i].kind == MLC_ITER_SPATIAL;
   ib->iters = MLC_NEW_ARRAY(a, mlc_iter_var, ns + 1);
@@ -273,7 +273,7 @@ static mlc_stmt *decompose_init_nest(mlc_sched *s, mlc_block *b, mlc_stmt *r, ml
       continue;
     }
     lv[nl] = loops[j]->loop.var;
-    lnew[nl++] = mlc_ref(a, mlc_var_new(a, mlc_arena_printf(a, "%s_init", loops[j]->loop.var->name),
+    lnew[nl++] = mlc_ref(a, mlc_var_new(a, mlc_arena_concat(a, loops[j]->loop.var->name, "_init"),
                                         loops[j]->loop.var->dtype));
   }
   for (int q = 0; q < ns; q++) vals[q] = mlc_expr_subst(a, vals[q], nl, lv, lnew);
@@ -302,7 +302,7 @@ bool mlc_sched_decompose_reduction(mlc_sched *s, mlc_rv brv, mlc_rv lrv, mlc_rv 
   mlc_stmt *r = sched_find_realize(s, b);
   mlc_stmt *nest = decompose_init_nest(s, b, r, loops, n, at, &ib);
   /* The update block reads its output explicitly now (TVM prepends it). */
-  b->name = sched_fresh_block_name(s, mlc_arena_printf(a, "%s_update", b->name));
+  b->name = sched_fresh_block_name(s, mlc_arena_concat(a, b->name, "_update"));
   b->init = NULL;
   mlc_region *reads = MLC_NEW_ARRAY(a, mlc_region, b->n_reads + b->n_writes + 1);
   int nr = 0;
@@ -541,7 +541,7 @@ static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, m
     lold[j] = f->loops[j]->loop.var;
     lnew[j] = mlc_ref(a, mlc_var_new(a, lold[j]->name, lold[j]->dtype));
   }
-  mlc_block *rb = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_printf(a, "%s_rf", b->name)));
+  mlc_block *rb = mlc_block_new(a, sched_fresh_block_name(s, mlc_arena_concat(a, b->name, "_rf")));
   rb->iters = MLC_NEW_ARRAY(a, mlc_iter_var, ni + n + 2);
   mlc_expr **vals = MLC_NEW_ARRAY(a, mlc_expr *, ni + n + 2);
   mlc_var *bvar_of_loop[SCHED_MAX_DEPTH] = {0}; /* loop -> new block var */
@@ -549,7 +549,7 @@ static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, m
   mlc_expr **iv_new = MLC_NEW_ARRAY(a, mlc_expr *, ni + 1);
   int k = 0;
   mlc_stmt *rl = f->loops[f->rf];
-  mlc_var *vrf = mlc_var_new(a, mlc_arena_printf(a, "v%s", rl->loop.var->name), rl->loop.var->dtype);
+  mlc_var *vrf = mlc_var_new(a, mlc_arena_concat(a, "v", rl->loop.var->name), rl->loop.var->dtype);
   rb->iters[k] = (mlc_iter_var){vrf, {rl->loop.min, rl->loop.extent}, MLC_ITER_SPATIAL};
   vals[k++] = lnew[f->rf];
   bvar_of_loop[f->rf] = vrf;
@@ -575,7 +575,7 @@ static mlc_stmt *rf_build_rf_nest(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf, m
       int j = order[q];
       if (!bvar_of_loop[j]) {
         mlc_stmt *l = f->loops[j];
-        bvar_of_loop[j] = mlc_var_new(a, mlc_arena_printf(a, "v%s", l->loop.var->name), l->loop.var->dtype);
+        bvar_of_loop[j] = mlc_var_new(a, mlc_arena_concat(a, "v", l->loop.var->name), l->loop.var->dtype);
         rb->iters[k] = (mlc_iter_var){bvar_of_loop[j], {l->loop.min, l->loop.extent}, MLC_ITER_REDUCE};
         vals[k++] = lnew[j];
       }
@@ -627,7 +627,7 @@ static void rf_make_writeback(mlc_sched *s, rf_info *f, mlc_buffer *rfbuf) {
   mlc_var **old = MLC_NEW_ARRAY(a, mlc_var *, ni + 1);
   mlc_expr **nw = MLC_NEW_ARRAY(a, mlc_expr *, ni + 1);
   int nsub = 0;
-  mlc_var *vrf = mlc_var_new(a, mlc_arena_printf(a, "v%s", rl->loop.var->name), rl->loop.var->dtype);
+  mlc_var *vrf = mlc_var_new(a, mlc_arena_concat(a, "v", rl->loop.var->name), rl->loop.var->dtype);
   iters[k] = (mlc_iter_var){vrf, {rl->loop.min, rl->loop.extent}, MLC_ITER_REDUCE};
   vals[k++] = mlc_ref(a, rl->loop.var);
   for (int i = 0; i < ni; i++) {
@@ -669,7 +669,7 @@ bool mlc_sched_rfactor(mlc_sched *s, mlc_rv lrv, int factor_axis, mlc_rv *out, m
   mlc_expr_is_const_int(f.loops[f.rf]->loop.extent, &ext);
   int64_t *shape = MLC_NEW_ARRAY(a, int64_t, nd + 2);
   for (int d = 0, q = 0; d <= nd; d++) shape[d] = d == f.axis ? ext : ob->shape[q++];
-  mlc_buffer *rfbuf = mlc_buffer_new(a, mlc_arena_printf(a, "%s_rf", ob->name), ob->dtype, nd + 1,
+  mlc_buffer *rfbuf = mlc_buffer_new(a, mlc_arena_concat(a, ob->name, "_rf"), ob->dtype, nd + 1,
                                      shape, ob->scope);
   mlc_block *rb = NULL;
   mlc_stmt *nest = rf_build_rf_nest(s, &f, rfbuf, &rb);

@@ -28,11 +28,17 @@ static void test_arena_alignment_and_zeroing(void) {
   CHECK(w != u && memcmp(w, u, 100) == 0);
   CHECK_STREQ(mlc_arena_strdup(a, "abc"), "abc");
   CHECK_STREQ(mlc_arena_printf(a, "%s-%d", "x", 42), "x-42");
-  /* mlc_arena_suffixed is "%s_%d" */
+  /* mlc_arena_suffixed is "%s_%d", mlc_arena_numbered "%s%d", mlc_arena_concat "%s%s" */
   const int64_t ks[] = {0, 7, 10, 1234567, -5, INT64_MAX, INT64_MIN};
-  for (int i = 0; i < MLC_COUNTOF(ks); i++)
+  for (int i = 0; i < MLC_COUNTOF(ks); i++) {
     CHECK_STREQ(mlc_arena_suffixed(a, "i_0", ks[i]), mlc_arena_printf(a, "i_0_%" PRId64, ks[i]));
+    CHECK_STREQ(mlc_arena_numbered(a, "ax", ks[i]), mlc_arena_printf(a, "ax%" PRId64, ks[i]));
+  }
   CHECK_STREQ(mlc_arena_suffixed(a, "", 3), "_3");
+  CHECK_STREQ(mlc_arena_numbered(a, "", 12), "12");
+  CHECK_STREQ(mlc_arena_concat(a, "C_rf", "_init"), "C_rf_init");
+  CHECK_STREQ(mlc_arena_concat(a, "", "v"), "v");
+  CHECK_STREQ(mlc_arena_concat(a, "k", ""), "k");
   mlc_arena_free(a);
 }
 
