@@ -153,7 +153,29 @@ int64_t mlc_buffer_numel(const mlc_buffer *b) {
   return n;
 }
 
+/* The small integer literals, shared: index arithmetic makes millions of
+ * them a search round. Read-only memory, so a write through one (nodes are
+ * never changed once made) faults instead of changing every use. */
+#define SMALL_MIN (-16)
+#define SI(t, v) {.kind = MLC_EXPR_INT_IMM, .dtype = (t), .int_val = (v)},
+#define SI4(t, v) SI(t, v) SI(t, (v) + 1) SI(t, (v) + 2) SI(t, (v) + 3)
+#define SI16(t, v) SI4(t, v) SI4(t, (v) + 4) SI4(t, (v) + 8) SI4(t, (v) + 12)
+#define SI64(t, v) SI16(t, v) SI16(t, (v) + 16) SI16(t, (v) + 32) SI16(t, (v) + 48)
+#define SI256(t) SI64(t, SMALL_MIN) SI64(t, SMALL_MIN + 64) SI64(t, SMALL_MIN + 128) SI64(t, SMALL_MIN + 192)
+static const mlc_expr small_int32[] = {SI256(MLC_INT32)};
+static const mlc_expr small_int64[] = {SI256(MLC_INT64)};
+static const mlc_expr small_bool[] = {SI(MLC_BOOL, 0) SI(MLC_BOOL, 1)};
+#undef SI
+#undef SI4
+#undef SI16
+#undef SI64
+#undef SI256
+
 mlc_expr *mlc_int_t(mlc_arena *a, mlc_dtype t, int64_t v) {
+  int64_t k = v - SMALL_MIN;
+  if (t == MLC_INT32 && k >= 0 && k < MLC_COUNTOF(small_int32)) return (mlc_expr *)&small_int32[k];
+  if (t == MLC_INT64 && k >= 0 && k < MLC_COUNTOF(small_int64)) return (mlc_expr *)&small_int64[k];
+  if (t == MLC_BOOL && (v == 0 || v == 1)) return (mlc_expr *)&small_bool[v];
   mlc_expr *e = expr_new(a, MLC_EXPR_INT_IMM, t);
   e->int_val = v;
   return e;
