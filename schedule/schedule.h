@@ -531,8 +531,9 @@ bool mlc_sched_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
 bool mlc_sched_reverse_compute_inline(mlc_sched *s, mlc_rv block, mlc_error *err);
 /* A loop where the block could be computed at, drawn uniformly among
  * TVM's candidates (the first consumer's loops down to the consumers'
- * common ancestor): the decision is that loop's index in the consumer's
- * get_loops, -1 the root mark, -2 the inline mark (both usable with
+ * common ancestor) that compute_at accepts, and the marks: the decision
+ * is that loop's index in the consumer's get_loops, -1 the root mark, -2
+ * the inline mark where the block can be inlined (both usable with
  * compute_at). */
 bool mlc_sched_sample_compute_location(mlc_sched *s, mlc_rv block, mlc_rv *out, mlc_error *err);
 
