@@ -517,7 +517,11 @@ static mlc_expr *ci(mlc_arena *a, mlc_dtype t, int64_t v) { return mlc_int_t(a, 
 
 static int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
 
+/* fdiv, fmod_ and plus take their operands simplified, so by 1 and by 0
+ * they are the operand itself: a plain iter var's index (most) then
+ * solves without simplifier calls. */
 static mlc_expr *fdiv(mlc_arena *a, mlc_expr *x, int64_t c) {
+  if (c == 1) return x;
   return mlc_simplify_expr(a, mlc_binary(a, MLC_EXPR_FLOORDIV, x, ci(a, x->dtype, c)));
 }
 
@@ -526,6 +530,7 @@ static mlc_expr *fmod_(mlc_arena *a, mlc_expr *x, int64_t c) {
 }
 
 static mlc_expr *plus(mlc_arena *a, mlc_expr *x, int64_t c) {
+  if (c == 0) return x;
   return mlc_simplify_expr(a, mlc_add(a, x, ci(a, x->dtype, c)));
 }
 
