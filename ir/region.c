@@ -310,16 +310,19 @@ static dim_iv analyze_index(walker *w, mlc_expr *e) { return analyze_unsimplifie
 
 /* ---- unions ------------------------------------------------------------ */
 
+/* base + k, simplified (base is: plus 0 it is itself). */
+static mlc_expr *base_plus(walker *w, const dim_iv *x, int64_t k) {
+  if (!x->base) return mlc_int_t(w->a, x->t, k);
+  if (k == 0) return x->base;
+  return mlc_simplify(w->s, mlc_add(w->a, x->base, mlc_int_t(w->a, x->t, k)));
+}
+
 static mlc_expr *iv_lo_expr(walker *w, const dim_iv *x) {
-  if (x->kind == IV_SYM) return x->min_e;
-  if (!x->base) return mlc_int_t(w->a, x->t, x->lo);
-  return mlc_simplify(w->s, mlc_add(w->a, x->base, mlc_int_t(w->a, x->t, x->lo)));
+  return x->kind == IV_SYM ? x->min_e : base_plus(w, x, x->lo);
 }
 
 static mlc_expr *iv_hi_expr(walker *w, const dim_iv *x) {
-  if (x->kind == IV_SYM) return x->max_e;
-  if (!x->base) return mlc_int_t(w->a, x->t, x->hi);
-  return mlc_simplify(w->s, mlc_add(w->a, x->base, mlc_int_t(w->a, x->t, x->hi)));
+  return x->kind == IV_SYM ? x->max_e : base_plus(w, x, x->hi);
 }
 
 /* x := hull(x, y). */
