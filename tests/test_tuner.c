@@ -991,6 +991,16 @@ static bool fake_predict(void *ctx, int n, const mlc_prim_func *const *funcs, do
   return true;
 }
 
+/* A search of f scored by the fake model (fm and model outlive it). */
+static mlc_tuner_search *fake_model_search(const mlc_prim_func *f, const mlc_tuner_opts *o,
+                                           fake_model *fm, mlc_tuner_model *model, mlc_error *e) {
+  mlc_tuner_search *s = mlc_tuner_search_new(f, o, e);
+  MLC_ASSERT(s);
+  *model = (mlc_tuner_model){fake_predict, fm};
+  mlc_tuner_search_set_model(s, model);
+  return s;
+}
+
 static void test_search_uses_model(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_prim_func *f = task(a, "matmul", "32,32,32");
@@ -998,10 +1008,9 @@ static void test_search_uses_model(void) {
   small_opts(&o, 9);
   o.eps_greedy = 0.25;
   mlc_error e;
-  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
   fake_model fm = {0};
-  mlc_tuner_model model = {fake_predict, &fm};
-  mlc_tuner_search_set_model(s, &model);
+  mlc_tuner_model model;
+  mlc_tuner_search *s = fake_model_search(f, &o, &fm, &model, &e);
   mlc_tuner_cand *b;
   int n = mlc_tuner_search_next_batch(s, 8, &b, &e);
   CHECK(n == 8);
@@ -1014,7 +1023,6 @@ static void test_search_uses_model(void) {
   mlc_arena_free(a);
 }
 
-
 /* In a small space many children of a generation repeat a mutant made
  * before: the round takes it (and its score) instead of replaying it, and
  * every candidate's score is still its own program's. */
@@ -1026,10 +1034,9 @@ static void test_search_reuses_mutants(void) {
   o.population = 64;
   o.generations = 3;
   mlc_error e;
-  mlc_tuner_search *s = mlc_tuner_search_new(f, &o, &e);
   fake_model fm = {0};
-  mlc_tuner_model model = {fake_predict, &fm};
-  mlc_tuner_search_set_model(s, &model);
+  mlc_tuner_model model;
+  mlc_tuner_search *s = fake_model_search(f, &o, &fm, &model, &e);
   mlc_tuner_cand *b;
   int n = mlc_tuner_search_next_batch(s, 8, &b, &e);
   CHECK_MSG(n > 0, "%s", n < 0 ? e.msg : mlc_tuner_search_message(s));
