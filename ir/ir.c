@@ -172,9 +172,9 @@ static const mlc_expr small_bool[] = {SI(MLC_BOOL, 0) SI(MLC_BOOL, 1)};
 #undef SI256
 
 mlc_expr *mlc_int_t(mlc_arena *a, mlc_dtype t, int64_t v) {
-  int64_t k = v - SMALL_MIN;
-  if (t == MLC_INT32 && k >= 0 && k < MLC_COUNTOF(small_int32)) return (mlc_expr *)&small_int32[k];
-  if (t == MLC_INT64 && k >= 0 && k < MLC_COUNTOF(small_int64)) return (mlc_expr *)&small_int64[k];
+  bool small = v >= SMALL_MIN && v < SMALL_MIN + MLC_COUNTOF(small_int32);
+  if (t == MLC_INT32 && small) return (mlc_expr *)&small_int32[v - SMALL_MIN];
+  if (t == MLC_INT64 && small) return (mlc_expr *)&small_int64[v - SMALL_MIN];
   if (t == MLC_BOOL && (v == 0 || v == 1)) return (mlc_expr *)&small_bool[v];
   mlc_expr *e = expr_new(a, MLC_EXPR_INT_IMM, t);
   e->int_val = v;
