@@ -442,6 +442,25 @@ static void test_name_clash(void) {
 }
 
 /* The printed form is TVMScript with T.axis.remap and T.init. */
+/* Integer literals keep their dtype and value at the edges of the range
+ * that shares nodes (-16..239) and past them, int64's extremes included;
+ * equal small literals are one node, others each their own. */
+static void test_int_literals(void) {
+  mlc_arena *a = mlc_arena_new();
+  const mlc_dtype ts[] = {MLC_INT32, MLC_INT64, MLC_BOOL, MLC_INT8, MLC_UINT8};
+  const int64_t vs[] = {INT64_MIN, -17, -16, -1, 0, 1, 2, 239, 240, INT64_MAX};
+  for (int i = 0; i < MLC_COUNTOF(ts); i++)
+    for (int k = 0; k < MLC_COUNTOF(vs); k++) {
+      mlc_expr *e = mlc_int_t(a, ts[i], vs[k]);
+      CHECK(e->kind == MLC_EXPR_INT_IMM && e->dtype == ts[i] && e->int_val == vs[k]);
+    }
+  CHECK(mlc_int_t(a, MLC_INT64, 7) == mlc_int_t(a, MLC_INT64, 7));
+  CHECK(mlc_int_t(a, MLC_INT64, 7) != mlc_int_t(a, MLC_INT32, 7));
+  CHECK(mlc_int(a, 240) != mlc_int(a, 240) && mlc_int(a, 240)->int_val == 240);
+  CHECK(mlc_bool(a, true)->int_val == 1 && mlc_bool(a, false)->dtype == MLC_BOOL);
+  mlc_arena_free(a);
+}
+
 static void test_printed(void) {
   mlc_arena *a = mlc_arena_new();
   mlc_te *te = mlc_te_new(a);
@@ -473,5 +492,6 @@ int main(void) {
   RUN(test_tree);
   RUN(test_name_clash);
   RUN(test_printed);
+  RUN(test_int_literals);
   return test_summary();
 }
