@@ -21,6 +21,23 @@ typedef struct affine_memo {
  * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings), asked of
  * m first. If not, *bad is the first iter whose binding is not, or two
  * iters (*bad, *other) use the same part of a loop. */
+static uint64_t mix_ptr(uint64_t h, const void *p) {
+  h = (h ^ (uint64_t)(uintptr_t)p) * 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/* What mlc_affine_bindings reads of realize under its scope's loops. */
+static uint64_t affine_key(const mlc_stmt *realize, int nl, mlc_stmt *const *loops) {
+  uint64_t h = mix_ptr(0x9e3779b97f4a7c15ull, realize);
+  h = mix_ptr(mix_ptr(h, realize->realize.predicate), (const void *)(uintptr_t)nl);
+  for (int i = 0; i < nl; i++) {
+    const mlc_stmt *l = loops[i];
+    h = mix_ptr(mix_ptr(mix_ptr(mix_ptr(h, l), l->loop.var), l->loop.min), l->loop.extent);
+  }
+  for (int i = 0; i < realize->realize.block->n_iters; i++) h = mix_ptr(h, realize->realize.values[i]);
+  return h;
+}
+
 static bool affine_bindings(mlc_sched *s, affine_memo *m, mlc_stmt *realize, int *bad, int *other) {
   for (int i = 0; i < m->n; i++)
     if (m->e[i].realize == realize) {
@@ -30,9 +47,24 @@ static bool affine_bindings(mlc_sched *s, affine_memo *m, mlc_stmt *realize, int
   mlc_stmt *loops[SCHED_MAX_DEPTH];
   mlc_expr *conj[64];
   int nl = sched_scope_loops(s, realize, loops, NULL);
-  int nc = sched_conjuncts(realize->realize.predicate, conj, 64);
-  const mlc_block *b = realize->realize.block;
-  bool ok = mlc_affine_bindings(nl, loops, nc, conj, b->n_iters, realize->realize.values, bad, other);
+  uint64_t key = affine_key(realize, nl, loops);
+  bool ok;
+  int seen = -1;
+  for (int i = 0; i < s->n_affine && seen < 0; i++)
+    if (s->affine[i].key == key) seen = i;
+  if (seen >= 0) {
+    ok = s->affine[seen].ok, *bad = s->affine[seen].bad, *other = s->affine[seen].other;
+  } else {
+    int nc = sched_conjuncts(realize->realize.predicate, conj, 64);
+    const mlc_block *b = realize->realize.block;
+    *bad = *other = -1;
+    ok = mlc_affine_bindings(nl, loops, nc, conj, b->n_iters, realize->realize.values, bad, other);
+    int at = s->next_affine;
+    s->next_affine = (at + 1) % MLC_COUNTOF(s->affine);
+    if (s->n_affine < MLC_COUNTOF(s->affine)) s->n_affine++;
+    s->affine[at].key = key, s->affine[at].ok = ok;
+    s->affine[at].bad = *bad, s->affine[at].other = *other;
+  }
   if (m->n < MEMO_CAP) {
     m->e[m->n].realize = realize, m->e[m->n].ok = ok;
     m->e[m->n].bad = *bad, m->e[m->n].other = *other;

@@ -31,6 +31,17 @@ struct mlc_sched {
    * that block at that loop right after applies it instead of planning
    * again. Every other recorded primitive resets it. */
   struct ca_plan *located;
+  /* Whether a realize's bindings are affine (annotate.c's affine_bindings,
+   * which parallel, vectorize, unroll and bind all ask of every block
+   * under their loop), by a hash of everything the answer depends on:
+   * nodes are never changed in place, so the same nodes give the same
+   * answer. A few entries, reused in turn. */
+  struct {
+    uint64_t key;
+    bool ok;
+    int bad, other;
+  } affine[8];
+  int n_affine, next_affine; /* entries filled; the one to reuse next */
 };
 
 /* How deep a function may nest (statements from the root realize down to

@@ -480,12 +480,19 @@ static void test_parallel_not_affine(void) {
           "vectorize: l1 (loop i): block \"B\" does not have an affine binding");
   REFUSED(s, mlc_sched_bind(s, l[0], "blockIdx.x", err),
           "bind: l1 (loop i): block \"B\" does not have an affine binding");
+  /* asked again (the state remembers the answer): the same reason */
+  REFUSED(s, mlc_sched_parallel(s, l[0], err),
+          "parallel: l1 (loop i): block \"B\" does not have an affine binding: vi = i * 2 is not a "
+          "quasi-affine map of the loops");
   mlc_sched_free(s);
 
   s = sched_of(DIAG);
   loops_of(s, "B", 1, l);
   REFUSED(s, mlc_sched_parallel(s, l[0], err),
           "parallel: l1 (loop i): block \"B\" does not have an affine binding: iters vi and vj are "
+          "bound to the same iterations of the loops");
+  REFUSED(s, mlc_sched_vectorize(s, l[0], err),
+          "vectorize: l1 (loop i): block \"B\" does not have an affine binding: iters vi and vj are "
           "bound to the same iterations of the loops");
   mlc_sched_free(s);
 
