@@ -75,8 +75,9 @@ const mlc_attr *sched_attr_find(const mlc_inst *in, const char *key) {
 }
 
 /* n elements of size sz; never NULL, so empty arrays need no special case. */
+/* A copy of n elements (never NULL, even for none: nothing reads past n). */
 static void *dup_array(mlc_arena *a, const void *p, int n, size_t sz) {
-  void *d = mlc_arena_alloc(a, sz * (size_t)n + 1);
+  void *d = mlc_arena_alloc_uninit(a, sz * (size_t)n + 1);
   if (n > 0) memcpy(d, p, sz * (size_t)n);
   return d;
 }
