@@ -378,10 +378,16 @@ static mlc_expr *scaled(mlc_arena *a, mlc_expr *atom, int64_t k, mlc_dtype t) {
   return k == 1 ? atom : mlc_mul(a, atom, mlc_int_t(a, t, k));
 }
 
-mlc_expr *arith_lin_build(mlc_arena *a, const arith_lin *L, mlc_dtype t) {
-  if (L->bad || !fits(t, L->c)) return NULL;
+/* Whether arith_lin_build can write L in t. */
+static bool lin_fits(const arith_lin *L, mlc_dtype t) {
+  if (L->bad || !fits(t, L->c)) return false;
   for (int i = 0; i < L->n; i++)
-    if (!fits(t, L->t[i].coeff) || L->t[i].coeff == INT64_MIN) return NULL;
+    if (!fits(t, L->t[i].coeff) || L->t[i].coeff == INT64_MIN) return false;
+  return true;
+}
+
+mlc_expr *arith_lin_build(mlc_arena *a, const arith_lin *L, mlc_dtype t) {
+  if (!lin_fits(L, t)) return NULL;
   mlc_expr *r = NULL;
   bool const_done = false;
   for (int i = 0; i < L->n; i++) {
@@ -696,12 +702,12 @@ static bool merge_div_mod(mlc_simplifier *s, arith_lin *L) {
   return false;
 }
 
-/* Whether arith_lin_build can write L in t. */
-static bool lin_fits(const arith_lin *L, mlc_dtype t) {
-  if (L->bad || !fits(t, L->c)) return false;
-  for (int i = 0; i < L->n; i++)
-    if (!fits(t, L->t[i].coeff) || L->t[i].coeff == INT64_MIN) return false;
-  return true;
+/* L := the canonical form of an affine e: its terms simplified, the
+ * div/mod pairs of a fuse-then-split merged back. */
+static void affine_form(mlc_simplifier *s, arith_lin *L, mlc_expr *e) {
+  lin_add(s, L, e, 1, true);
+  for (int guard = 0; guard < 16 && !L->bad && merge_div_mod(s, L); guard++) {
+  }
 }
 
 bool arith_lin_simplified(mlc_simplifier *s, arith_lin *L, mlc_expr *e) {
@@ -711,18 +717,14 @@ bool arith_lin_simplified(mlc_simplifier *s, arith_lin *L, mlc_expr *e) {
     lin_add(s, L, simp(s, e), 1, false);
     return !L->bad;
   }
-  lin_add(s, L, e, 1, true);
-  for (int guard = 0; guard < 16 && !L->bad && merge_div_mod(s, L); guard++) {
-  }
+  affine_form(s, L, e);
   return lin_fits(L, e->dtype);
 }
 
 static mlc_expr *simp_affine(mlc_simplifier *s, mlc_expr *e) {
   arith_lin L;
   arith_lin_init(&L);
-  lin_add(s, &L, e, 1, true);
-  for (int guard = 0; guard < 16 && !L.bad && merge_div_mod(s, &L); guard++) {
-  }
+  affine_form(s, &L, e);
   mlc_expr *r = arith_lin_build(s->a, &L, e->dtype);
   if (r) return r;
   return simp_generic_binary(s, e); /* overflow: keep the structure */

@@ -17,19 +17,12 @@ typedef struct affine_memo {
   } e[MEMO_CAP];
 } affine_memo;
 
-/* Whether the bindings of `realize` are quasi-affine in the loops of its
- * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings), asked of
- * m first. If not, *bad is the first iter whose binding is not, or two
- * iters (*bad, *other) use the same part of a loop. */
-static uint64_t mix_ptr(uint64_t h, const void *p) {
-  h = (h ^ (uint64_t)(uintptr_t)p) * 0xff51afd7ed558ccdull;
-  return h ^ (h >> 33);
-}
+static uint64_t mix_ptr(uint64_t h, const void *p) { return mlc_hash_combine(h, (uint64_t)(uintptr_t)p); }
 
 /* What mlc_affine_bindings reads of realize under its scope's loops. */
 static uint64_t affine_key(const mlc_stmt *realize, int nl, mlc_stmt *const *loops) {
-  uint64_t h = mix_ptr(0x9e3779b97f4a7c15ull, realize);
-  h = mix_ptr(mix_ptr(h, realize->realize.predicate), (const void *)(uintptr_t)nl);
+  uint64_t h = mlc_hash_combine(mix_ptr(0, realize), (uint64_t)nl);
+  h = mix_ptr(h, realize->realize.predicate);
   for (int i = 0; i < nl; i++) {
     const mlc_stmt *l = loops[i];
     h = mix_ptr(mix_ptr(mix_ptr(mix_ptr(h, l), l->loop.var), l->loop.min), l->loop.extent);
@@ -38,6 +31,10 @@ static uint64_t affine_key(const mlc_stmt *realize, int nl, mlc_stmt *const *loo
   return h;
 }
 
+/* Whether the bindings of `realize` are quasi-affine in the loops of its
+ * scope (TensorIR's IsAffineBinding, see mlc_affine_bindings), asked of
+ * m first. If not, *bad is the first iter whose binding is not, or two
+ * iters (*bad, *other) use the same part of a loop. */
 static bool affine_bindings(mlc_sched *s, affine_memo *m, mlc_stmt *realize, int *bad, int *other) {
   for (int i = 0; i < m->n; i++)
     if (m->e[i].realize == realize) {

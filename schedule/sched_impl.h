@@ -92,10 +92,10 @@ mlc_stmt **sched_child_slot(mlc_stmt *parent, mlc_stmt *child);
 void sched_subst_inplace(mlc_arena *a, mlc_stmt *st, int n, mlc_var **vars, mlc_expr **vals);
 /* Calls fn on each block realize under st, not entering blocks. */
 void sched_each_realize(mlc_stmt *st, void (*fn)(mlc_stmt *realize, void *ctx), void *ctx);
-/* Re-simplify the iter bindings of the realizes under st, with the given
- * vars' ranges known. */
 /* Room for n_insts recorded instructions and n_rvs handles. */
 void sched_reserve(mlc_sched *s, int n_insts, int n_rvs);
+/* Re-simplify the iter bindings of the realizes under st, with the given
+ * vars' ranges known. */
 void sched_simplify_bindings(mlc_sched *s, mlc_stmt *st);
 /* sched_subst_inplace on st (in place under the function), then the
  * bindings and predicates it changed simplified as sched_simplify_bindings

@@ -74,8 +74,8 @@ const mlc_attr *sched_attr_find(const mlc_inst *in, const char *key) {
   return NULL;
 }
 
-/* n elements of size sz; never NULL, so empty arrays need no special case. */
-/* A copy of n elements (never NULL, even for none: nothing reads past n). */
+/* n elements of size sz (not zeroed first: the copy writes them all);
+ * never NULL, so empty arrays need no special case. */
 static void *dup_array(mlc_arena *a, const void *p, int n, size_t sz) {
   void *d = mlc_arena_alloc_uninit(a, sz * (size_t)n + 1);
   if (n > 0) memcpy(d, p, sz * (size_t)n);

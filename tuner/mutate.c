@@ -266,17 +266,9 @@ mlc_sched *tuner_mutation_apply(const mlc_prim_func *f, const mlc_trace *t, cons
   return mutate_location(f, t, m->inst, rng, m->seed, o, err);
 }
 
-/* Steps of a 64-bit hash over the fields that make a trace's program: a
- * word at a time (MurmurHash3's finalizer after each), strings bytewise. */
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h = (h ^ v) * 0xff51afd7ed558ccdull;
-  return h ^ (h >> 33);
-}
-
-static uint64_t mix_str(uint64_t h, const char *x) {
-  for (; *x; x++) h = (h ^ (uint8_t)*x) * 0x100000001b3ull;
-  return mix(h, 0);
-}
+/* Steps of a 64-bit hash over the fields that make a trace's program. */
+static uint64_t mix(uint64_t h, uint64_t v) { return mlc_hash_combine(h, v); }
+static uint64_t mix_str(uint64_t h, const char *x) { return mlc_hash_str(x, h); }
 
 static uint64_t mix_double(uint64_t h, double f) {
   uint64_t bits;
@@ -345,4 +337,3 @@ uint64_t tuner_mutation_key(const mlc_trace *t, const tuner_mutation *m) {
   }
   return h;
 }
-

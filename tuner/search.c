@@ -513,7 +513,7 @@ static item make_child(mlc_tuner_search *s, population *next, void *ctx, int k) 
   const mlc_prim_func *f = mlc_tuner_space_func(s->space);
   for (int attempt = 0; attempt < s->o.max_fail_count; attempt++) {
     const item *p = &c->parents->data[pick_parent(&rng, c->parents->len, c->cum)];
-    if (mlc_pcg32_double(&rng) >= s->o.mutate_prob) /* the same trace: it lasts the round_state */
+    if (mlc_pcg32_double(&rng) >= s->o.mutate_prob) /* the same trace: it lasts the round */
       return (item){.t = p->t, .hash = p->hash, .hashed = p->hashed, .mutant = p->mutant,
                     .score = p->score};
     mlc_error e;
